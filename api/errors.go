@@ -1,0 +1,72 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/cairn-rmm/cairn"
+)
+
+// statusByCode is the one map from domain error codes to HTTP statuses.
+var statusByCode = map[string]int{
+	cairn.ECodeValidation:         http.StatusBadRequest,
+	cairn.ECodeUnauthorized:       http.StatusUnauthorized,
+	cairn.ECodeInvalidCredentials: http.StatusUnauthorized,
+	cairn.ECodeInvalidMFACode:     http.StatusUnauthorized,
+	cairn.ECodeInvalidPending:     http.StatusUnauthorized,
+	cairn.ECodeInvalidPassphrase:  http.StatusUnauthorized,
+	cairn.ECodeForbidden:          http.StatusForbidden,
+	cairn.ECodeCSRF:               http.StatusForbidden,
+	cairn.ECodeBootstrapFinished:  http.StatusForbidden,
+	cairn.ECodeRecoveryRequired:   http.StatusForbidden,
+	cairn.ECodeNotFound:           http.StatusNotFound,
+	cairn.ECodeMethodNotAllowed:   http.StatusMethodNotAllowed,
+	cairn.ECodeConflict:           http.StatusConflict,
+	cairn.ECodeWrongPhase:         http.StatusConflict,
+	cairn.ECodeBootstrapRequired:  http.StatusConflict,
+	cairn.ECodeAegisConfigured:    http.StatusConflict,
+	cairn.ECodeSiteNotEmpty:       http.StatusConflict,
+	cairn.ECodeTooLarge:           http.StatusRequestEntityTooLarge,
+	cairn.ECodeUnsupportedMedia:   http.StatusUnsupportedMediaType,
+	cairn.ECodeAegisLocked:        http.StatusLocked,
+	cairn.ECodeRateLimited:        http.StatusTooManyRequests,
+	cairn.ECodeInternal:           http.StatusInternalServerError,
+	cairn.ECodeUnavailable:        http.StatusServiceUnavailable,
+}
+
+type errorBody struct {
+	Error   string            `json:"error"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// writeError answers with the error's stable code and message. A non-domain
+// error is logged with its cause and answered as internal, without detail.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var e *cairn.Error
+	if !errors.As(err, &e) {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path,
+			"request_id", middleware.GetReqID(r.Context()), "err", err)
+		e = cairn.Errorf(cairn.ECodeInternal, "something went wrong; the server log has the details (request %s)", middleware.GetReqID(r.Context()))
+	}
+	status, known := statusByCode[e.Code]
+	if !known {
+		status = http.StatusBadRequest
+	}
+	if e.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
+	}
+	writeJSON(w, status, errorBody{Error: e.Code, Message: e.Message, Fields: e.Fields})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,119 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/events"
+)
+
+// forceResetPhrase must be typed to reset the master cipher.
+const forceResetPhrase = "FORCE RESET"
+
+func (s *Server) aegisRoutes() []Route {
+	return []Route{
+		{"GET", "/api/aegis/status", AuthToken, getAction(s, func(r *http.Request) (aegisStatusJSON, error) {
+			return s.aegisStatus(r)
+		})},
+		{"POST", "/api/aegis/setup", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (aegisStatusJSON, error) {
+			// A signed-in operator always has a configured cipher, so this
+			// answers aegis_already_configured; fresh deployments use the
+			// bootstrap route.
+			if err := s.Cipher.Setup(r.Context(), req.Passphrase); err != nil {
+				return aegisStatusJSON{}, err
+			}
+			return s.aegisStatus(r)
+		})},
+		{"POST", "/api/aegis/unlock", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (aegisStatusJSON, error) {
+			if err := s.Cipher.Unlock(r.Context(), req.Passphrase); err != nil {
+				return aegisStatusJSON{}, err
+			}
+			return s.aegisStatus(r)
+		})},
+		{"POST", "/api/aegis/rotate", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req rotateRequest) (aegisStatusJSON, error) {
+			if err := requireAdmin(r); err != nil {
+				return aegisStatusJSON{}, err
+			}
+			if err := s.Cipher.Rotate(r.Context(), req.CurrentPassphrase, req.NewPassphrase); err != nil {
+				return aegisStatusJSON{}, err
+			}
+			return s.aegisStatus(r)
+		})},
+		{"POST", "/api/aegis/force_reset", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req forceResetRequest) (forceResetResponse, error) {
+			code, err := s.Auth.ForceReset(r.Context(), principal(r.Context()))
+			if err != nil {
+				return forceResetResponse{}, err
+			}
+			if err := s.Bus.Signal(r.Context(), events.ControlAegis); err != nil {
+				s.Log.Error("tell replicas about the cipher reset", "err", err)
+			}
+			return forceResetResponse{Phase: auth.PhaseAegisSetup, RecoveryCode: code}, nil
+		})},
+	}
+}
+
+type aegisKDFJSON struct {
+	Algorithm string `json:"algorithm"`
+	Time      uint32 `json:"time"`
+	MemoryKiB uint32 `json:"memory_kib"`
+	Threads   uint8  `json:"threads"`
+}
+
+type aegisStatusJSON struct {
+	Configured bool          `json:"configured"`
+	Unlocked   bool          `json:"unlocked"`
+	Algorithm  string        `json:"algorithm"`
+	KDF        *aegisKDFJSON `json:"kdf"`
+	CreatedAt  *time.Time    `json:"created_at"`
+	RotatedAt  *time.Time    `json:"rotated_at"`
+}
+
+func (s *Server) aegisStatus(r *http.Request) (aegisStatusJSON, error) {
+	st, err := s.Cipher.Status(r.Context())
+	if err != nil {
+		return aegisStatusJSON{}, err
+	}
+	out := aegisStatusJSON{Configured: st.Configured, Unlocked: st.Unlocked, Algorithm: "AES-256-GCM", CreatedAt: st.CreatedAt, RotatedAt: st.RotatedAt}
+	if st.Configured {
+		out.KDF = &aegisKDFJSON{Algorithm: "argon2id", Time: st.KDF.Time, MemoryKiB: st.KDF.MemoryKiB, Threads: st.KDF.Threads}
+	}
+	return out, nil
+}
+
+type rotateRequest struct {
+	CurrentPassphrase string `json:"current_passphrase"`
+	NewPassphrase     string `json:"new_passphrase"`
+}
+
+func (req *rotateRequest) validate() error {
+	if err := requireFields(map[string]string{"current_passphrase": req.CurrentPassphrase}); err != nil {
+		return err
+	}
+	return aegis.CheckPassphrase("new_passphrase", req.NewPassphrase)
+}
+
+type forceResetRequest struct {
+	Confirm string `json:"confirm"`
+}
+
+func (req *forceResetRequest) validate() error {
+	if req.Confirm != forceResetPhrase {
+		return cairn.Invalid("confirm", "type "+forceResetPhrase+" to confirm")
+	}
+	return nil
+}
+
+type forceResetResponse struct {
+	Phase        string `json:"phase"`
+	RecoveryCode string `json:"recovery_code"`
+}
+
+func requireAdmin(r *http.Request) error {
+	if p := principal(r.Context()); p == nil || !p.IsAdmin() {
+		return cairn.Errorf(cairn.ECodeForbidden, "administrators only")
+	}
+	return nil
+}

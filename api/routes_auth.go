@@ -1,0 +1,150 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/cairn-rmm/cairn/internal/auth"
+)
+
+func (s *Server) authRoutes() []Route {
+	return []Route{
+		{"POST", "/api/auth/login", AuthNone, s.login},
+		{"POST", "/api/auth/mfa/verify", AuthMFAPending, s.mfaVerify},
+		{"POST", "/api/auth/logout", AuthToken, s.logout},
+		{"POST", "/api/auth/password/reset", AuthToken, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req passwordResetRequest) (struct{}, error) {
+			return struct{}{}, s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
+		})},
+		{"POST", "/api/auth/mfa/reset", AuthToken, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req mfaResetRequest) (struct{}, error) {
+			return struct{}{}, s.Auth.ResetOwnMFA(r.Context(), principal(r.Context()), req.Password)
+		})},
+		{"GET", "/api/auth/me", AuthToken, getAction(s, func(r *http.Request) (userJSON, error) {
+			a, err := s.Auth.Me(r.Context(), principal(r.Context()))
+			return accountJSON(a), err
+		})},
+	}
+}
+
+type userJSON struct {
+	Username         string    `json:"username"`
+	Role             string    `json:"role"`
+	AuthSource       string    `json:"auth_source"`
+	MFAEnabled       bool      `json:"mfa_enabled"`
+	MFAConfigured    bool      `json:"mfa_configured"`
+	PasskeyCount     int       `json:"passkey_count"`
+	RecoveryRequired bool      `json:"recovery_required"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+func accountJSON(a auth.Account) userJSON {
+	return userJSON{Username: a.Username, Role: a.Role, AuthSource: a.AuthSource, MFAEnabled: a.MFAEnabled,
+		MFAConfigured: a.MFAConfigured, PasskeyCount: a.PasskeyCount, RecoveryRequired: a.RecoveryRequired, CreatedAt: a.CreatedAt}
+}
+
+type loginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+func (req *loginRequest) validate() error {
+	return requireFields(map[string]string{"username": req.Username, "password": req.Password})
+}
+
+type loginResponse struct {
+	MFARequired  bool          `json:"mfa_required"`
+	PendingToken string        `json:"pending_token,omitempty"`
+	MFASetup     *mfaSetupJSON `json:"mfa_setup"`
+	*sessionResponse
+}
+
+type sessionResponse struct {
+	Token     string   `json:"token"`
+	CSRFToken string   `json:"csrf_token"`
+	User      userJSON `json:"user"`
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	var req loginRequest
+	if err := decodeValid(w, r, &req); err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	res, err := s.Auth.Login(r.Context(), req.Username, req.Password, clientMeta(r))
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	out := loginResponse{MFARequired: res.MFARequired, PendingToken: res.PendingToken}
+	if res.MFASetup != nil {
+		out.MFASetup = &mfaSetupJSON{Secret: res.MFASetup.Secret, OTPAuthURL: res.MFASetup.OTPAuthURL}
+	}
+	if res.Session != nil {
+		out.sessionResponse = s.startSession(w, *res.Session)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) mfaVerify(w http.ResponseWriter, r *http.Request) {
+	var req mfaVerifyRequest
+	if err := decodeValid(w, r, &req); err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	sess, err := s.Auth.VerifyMFA(r.Context(), req.PendingToken, req.Code, clientMeta(r))
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.startSession(w, sess))
+}
+
+// startSession sets the session cookie (HttpOnly) and the CSRF cookie
+// (readable by the console, which echoes it in X-CSRF-Token).
+func (s *Server) startSession(w http.ResponseWriter, sess auth.Session) *sessionResponse {
+	http.SetCookie(w, &http.Cookie{Name: cookieSession, Value: sess.Token, Path: "/", Expires: sess.Expires,
+		HttpOnly: true, Secure: s.SecureCookies, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieCSRF, Value: sess.CSRF, Path: "/", Expires: sess.Expires,
+		Secure: s.SecureCookies, SameSite: http.SameSiteStrictMode})
+	return &sessionResponse{Token: sess.Token, CSRFToken: sess.CSRF, User: accountJSON(sess.User)}
+}
+
+type logoutRequest struct {
+	All bool `json:"all"`
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	var req logoutRequest
+	if err := decodeJSON(w, r, &req, true); err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	if err := s.Auth.Logout(r.Context(), principal(r.Context()), req.All); err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	for _, name := range []string{cookieSession, cookieCSRF} {
+		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: name == cookieSession,
+			Secure: s.SecureCookies, SameSite: http.SameSiteStrictMode})
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type passwordResetRequest struct {
+	CurrentPassword string `json:"current_password"`
+	NewPassword     string `json:"new_password"`
+}
+
+func (req *passwordResetRequest) validate() error {
+	if err := requireFields(map[string]string{"current_password": req.CurrentPassword}); err != nil {
+		return err
+	}
+	return auth.CheckPassword("new_password", req.NewPassword)
+}
+
+type mfaResetRequest struct {
+	Password string `json:"password"`
+}
+
+func (req *mfaResetRequest) validate() error {
+	return requireFields(map[string]string{"password": req.Password})
+}

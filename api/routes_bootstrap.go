@@ -1,0 +1,84 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/cairn-rmm/cairn/internal/auth"
+)
+
+func (s *Server) bootstrapRoutes() []Route {
+	return []Route{
+		{"GET", "/api/bootstrap/state", AuthBootstrap, getAction(s, func(r *http.Request) (phaseResponse, error) {
+			phase, err := s.Auth.Phase(r.Context())
+			return phaseResponse{phase}, err
+		})},
+		{"POST", "/api/bootstrap/aegis/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
+			phase, err := s.Auth.BootstrapAegisSetup(r.Context(), req.Passphrase)
+			return phaseResponse{phase}, err
+		})},
+		{"POST", "/api/bootstrap/aegis/unlock", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
+			phase, err := s.Auth.BootstrapAegisUnlock(r.Context(), req.Passphrase, clientMeta(r))
+			return phaseResponse{phase}, err
+		})},
+		{"POST", "/api/bootstrap/admin/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminSetupRequest) (enrollmentResponse, error) {
+			e, err := s.Auth.BootstrapAdminSetup(r.Context(), req.Username, req.Password)
+			return enrollmentJSON(e), err
+		})},
+		{"POST", "/api/bootstrap/admin/recover", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminRecoverRequest) (enrollmentResponse, error) {
+			e, err := s.Auth.BootstrapAdminRecover(r.Context(), req.Username, req.Password, req.RecoveryCode, clientMeta(r))
+			return enrollmentJSON(e), err
+		})},
+		{"POST", "/api/bootstrap/admin/mfa/verify", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaVerifyRequest) (phaseResponse, error) {
+			phase, err := s.Auth.BootstrapVerifyMFA(r.Context(), req.PendingToken, req.Code)
+			return phaseResponse{phase}, err
+		})},
+	}
+}
+
+type phaseResponse struct {
+	Phase string `json:"phase"`
+}
+
+type passphraseRequest struct {
+	Passphrase string `json:"passphrase"`
+}
+
+func (req *passphraseRequest) validate() error {
+	return requireFields(map[string]string{"passphrase": req.Passphrase})
+}
+
+type adminSetupRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+type adminRecoverRequest struct {
+	Username     string `json:"username"`
+	Password     string `json:"password"`
+	RecoveryCode string `json:"recovery_code"`
+}
+
+type mfaVerifyRequest struct {
+	PendingToken string `json:"pending_token"`
+	Code         string `json:"code"`
+}
+
+func (req *mfaVerifyRequest) validate() error {
+	return requireFields(map[string]string{"pending_token": req.PendingToken, "code": req.Code})
+}
+
+type mfaSetupJSON struct {
+	Secret     string `json:"secret"`
+	OTPAuthURL string `json:"otpauth_url"`
+}
+
+type enrollmentResponse struct {
+	Phase        string       `json:"phase"`
+	PendingToken string       `json:"pending_token"`
+	MFA          mfaSetupJSON `json:"mfa"`
+}
+
+func enrollmentJSON(e auth.Enrollment) enrollmentResponse {
+	return enrollmentResponse{Phase: e.Phase, PendingToken: e.PendingToken,
+		MFA: mfaSetupJSON{Secret: e.MFA.Secret, OTPAuthURL: e.MFA.OTPAuthURL}}
+}

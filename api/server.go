@@ -1,0 +1,251 @@
+// Package api is the Engine's HTTP surface: a chi router built from one
+// route table per area, each route carrying its auth class from the spec.
+// Handlers are thin: decode and validate, call the domain, encode.
+package api
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"go.temporal.io/sdk/client"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/workers"
+)
+
+// AuthClass is a route's authentication class (SPEC "Authentication").
+type AuthClass string
+
+// Auth classes used by routes.
+const (
+	AuthNone       AuthClass = "None"
+	AuthBootstrap  AuthClass = "Bootstrap"
+	AuthToken      AuthClass = "Token"
+	AuthMFAPending AuthClass = "Token (MFA pending)"
+	AuthAdmin      AuthClass = "Admin"
+)
+
+// Route is one row of a route table.
+type Route struct {
+	Method  string
+	Pattern string
+	Auth    AuthClass
+	handler http.HandlerFunc
+}
+
+// Deps are what the handlers need.
+type Deps struct {
+	Store    *db.Store
+	Auth     *auth.Service
+	Cipher   *aegis.Cipher
+	Sites    *sites.Service
+	Bus      *events.Bus
+	Presence *events.Presence
+	Temporal client.Client
+	// Workers is this process's worker manager (nil when it runs none).
+	Workers   *workers.Manager
+	Namespace string
+	// Console is the built web console (index.html at its root).
+	Console fs.FS
+	// PublicURL is the address operators and agents use for the Engine.
+	PublicURL string
+	// SecureCookies marks cookies Secure (when served over HTTPS).
+	SecureCookies bool
+	Log           *slog.Logger
+	// Started reports whether startup finished (migrations, workers).
+	Started func() bool
+	Now     func() time.Time
+}
+
+// Server serves the API and the console.
+type Server struct {
+	Deps
+	routes []Route
+}
+
+// New builds the server and its route table.
+func New(d Deps) *Server {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Started == nil {
+		d.Started = func() bool { return true }
+	}
+	s := &Server{Deps: d}
+	for _, area := range [][]Route{
+		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
+		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(),
+	} {
+		s.routes = append(s.routes, area...)
+	}
+	return s
+}
+
+// Routes returns the route table (for the route and authorization tests).
+func (s *Server) Routes() []Route { return s.routes }
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.requestLog, s.recoverer, securityHeaders)
+	for _, rt := range s.routes {
+		r.With(s.authFor(rt.Auth)).Method(rt.Method, rt.Pattern, rt.handler)
+	}
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, req, s.Log, cairn.Errorf(cairn.ECodeMethodNotAllowed, "%s is not allowed on %s", req.Method, req.URL.Path))
+	})
+	return r
+}
+
+func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {
+	switch class {
+	case AuthToken:
+		return s.requireSession(false)
+	case AuthAdmin:
+		return s.requireSession(true)
+	case AuthBootstrap:
+		return s.requireBootstrap
+	case AuthNone, AuthMFAPending:
+		// MFA-pending routes carry their signed token in the body.
+		return func(next http.Handler) http.Handler { return next }
+	}
+	panic("api: route with unknown auth class " + string(class))
+}
+
+type principalKey struct{}
+
+func principal(ctx context.Context) *auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(*auth.Principal)
+	return p
+}
+
+const (
+	cookieSession = "cairn_session"
+	cookieCSRF    = "cairn_csrf"
+	headerCSRF    = "X-CSRF-Token"
+)
+
+// requireSession resolves the operator from a bearer token or the session
+// cookie. Cookie-authenticated changes must echo the CSRF token.
+func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.Cipher.Unlocked() {
+				writeError(w, r, s.Log, aegis.ErrLocked)
+				return
+			}
+			token, viaCookie := sessionToken(r)
+			p, err := s.Auth.Authenticate(r.Context(), token)
+			if err != nil {
+				writeError(w, r, s.Log, err)
+				return
+			}
+			if viaCookie && !safeMethod(r.Method) && !p.CheckCSRF(r.Header.Get(headerCSRF)) {
+				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeCSRF, "the %s header is missing or does not match", headerCSRF))
+				return
+			}
+			if admin && !p.IsAdmin() {
+				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeForbidden, "administrators only"))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		})
+	}
+}
+
+// requireBootstrap lets bootstrap steps through only while bootstrap is
+// not finished. Reading the state is always allowed: the console reads it on
+// every load.
+func (s *Server) requireBootstrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !safeMethod(r.Method) {
+			phase, err := s.Auth.Phase(r.Context())
+			if err != nil {
+				writeError(w, r, s.Log, err)
+				return
+			}
+			if phase == auth.PhaseLogin {
+				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeBootstrapFinished, "setup is already finished"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func sessionToken(r *http.Request) (token string, viaCookie bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
+			return strings.TrimSpace(t), false
+		}
+		return "", false
+	}
+	if c, err := r.Cookie(cookieSession); err == nil {
+		return c.Value, true
+	}
+	return "", false
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func clientMeta(r *http.Request) auth.ClientMeta {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return auth.ClientMeta{Addr: host, UserAgent: r.UserAgent()}
+}
+
+func (s *Server) requestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		// Only the path is logged: queries may carry tokens one day.
+		s.Log.Debug("http", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
+			"duration_ms", time.Since(start).Milliseconds(), "request_id", middleware.GetReqID(r.Context()))
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Log.Error("handler panic", "path", r.URL.Path, "panic", v, "request_id", middleware.GetReqID(r.Context()))
+				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeInternal, "something went wrong (request %s)", middleware.GetReqID(r.Context())))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		if id := middleware.GetReqID(r.Context()); id != "" {
+			h.Set("X-Request-Id", id)
+		}
+		next.ServeHTTP(w, r)
+	})
+}

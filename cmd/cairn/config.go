@@ -1,0 +1,96 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// config is the Engine's configuration: environment variables, overridable
+// by flags of the same meaning. docs/operations.md lists them.
+type config struct {
+	DatabaseURL       string
+	TemporalAddress   string
+	TemporalNamespace string
+	HTTPAddr          string
+	PublicURL         string
+	DataDir           string
+	TemporalPort      int
+	TemporalUIPort    int
+	LogLevel          slog.Level
+	SiteWorkers       string // all | none
+	PassphraseFile    string
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) (int, error) {
+	v := env(name, "")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 65535 {
+		return 0, fmt.Errorf("%s must be a port number (0 to 65535), got %q", name, v)
+	}
+	return n, nil
+}
+
+// loadConfig reads the environment, then lets flags on fs override it.
+func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
+	var c config
+	var err error
+	c.TemporalPort, err = envInt("CAIRN_TEMPORAL_PORT", 7233)
+	if err != nil {
+		return c, err
+	}
+	c.TemporalUIPort, err = envInt("CAIRN_TEMPORAL_UI_PORT", 8233)
+	if err != nil {
+		return c, err
+	}
+	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; empty starts a private cluster under the data directory")
+	fs.StringVar(&c.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", ""), "Temporal frontend host:port; empty embeds Temporal's dev server")
+	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
+	fs.StringVar(&c.HTTPAddr, "http-addr", env("CAIRN_HTTP_ADDR", "127.0.0.1:8080"), "address the Engine listens on")
+	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>)")
+	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
+	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
+	fs.IntVar(&c.TemporalUIPort, "temporal-ui-port", c.TemporalUIPort, "embedded Temporal UI port (0 disables the UI)")
+	level := fs.String("log-level", env("CAIRN_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.StringVar(&c.SiteWorkers, "site-workers", env("CAIRN_SITE_WORKERS", "all"), "site workers this process runs: all or none")
+	fs.StringVar(&c.PassphraseFile, "aegis-passphrase-file", env("CAIRN_AEGIS_PASSPHRASE_FILE", ""), "file holding the master-cipher passphrase, to unlock unattended at start")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+		return c, fmt.Errorf("log level: %w", err)
+	}
+	if c.SiteWorkers != "all" && c.SiteWorkers != "none" {
+		return c, fmt.Errorf("site-workers must be all or none, got %q", c.SiteWorkers)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return c, fmt.Errorf("http-addr: %w", err)
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.HTTPAddr
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func newLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

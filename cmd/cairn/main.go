@@ -1,0 +1,295 @@
+// Command cairn is the Engine: `cairn serve` runs the API, the console and
+// (by default) every site worker; `cairn worker --site SLUG` runs site
+// workers alone; `cairn migrate` applies migrations.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/devpostgres"
+	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/web"
+	"github.com/cairn-rmm/cairn/workers"
+)
+
+const usage = `usage: cairn <command> [flags]
+
+commands:
+  serve                  run the Engine (API, console, site workers)
+  worker --site SLUG...  run the workers of some sites only (scale-out)
+  migrate                apply database migrations and exit
+  admin recovery-code    issue a new one-time administrator recovery code
+  dev-postgres -- CMD    run CMD with DATABASE_URL pointing at a private cluster
+
+Run "cairn <command> -h" for its flags.`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = serve(ctx, args)
+	case "worker":
+		err = runWorker(ctx, args)
+	case "migrate":
+		err = migrate(ctx, args)
+	case "admin":
+		err = admin(ctx, args)
+	case "dev-postgres":
+		err = devPostgres(ctx, args)
+	case "-h", "--help", "help":
+		fmt.Println(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s\n", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "cairn:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(ctx context.Context, args []string) error {
+	c, err := loadConfig(flag.NewFlagSet("serve", flag.ExitOnError), args)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c.LogLevel)
+	rt := &runtime{log: log}
+	defer rt.close()
+	if err := rt.openDatabase(ctx, c); err != nil {
+		return err
+	}
+	if err := rt.openTemporal(ctx, c, true); err != nil {
+		return err
+	}
+
+	cipher := aegis.New(aegis.PGStore{Q: rt.store.Queries}, aegis.DefaultKDF)
+	if c.PassphraseFile != "" {
+		pass, err := os.ReadFile(c.PassphraseFile)
+		if err != nil {
+			return fmt.Errorf("read passphrase file: %w", err)
+		}
+		if err := cipher.Unlock(ctx, strings.TrimRight(string(pass), "\r\n")); err != nil {
+			return fmt.Errorf("unlock the master cipher from %s: %w", c.PassphraseFile, err)
+		}
+	}
+	authSvc, err := auth.NewService(ctx, rt.store, cipher, auth.Config{})
+	if err != nil {
+		return err
+	}
+	bus := events.NewBus(rt.store, log)
+	siteSvc := sites.NewService(rt.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
+	presence := events.NewPresence(rt.store, bus, log)
+
+	var started atomic.Bool
+	bg, cancelBG := context.WithCancel(context.Background())
+	defer cancelBG()
+	go bus.Run(bg)
+	go presence.Run(bg)
+	go reconcileCipher(bg, cipher, bus, rt)
+
+	var mgr *workers.Manager
+	if c.SiteWorkers == "all" {
+		mgr = workers.NewManager(rt.temporal, log, nil)
+		if err := mgr.StartEngine(); err != nil {
+			return fmt.Errorf("start engine worker: %w", err)
+		}
+		rt.onStop(mgr.Stop)
+		go mgr.Run(bg, siteSvc.Slugs, bus.OnControl(events.ControlSites))
+	}
+
+	srv := api.New(api.Deps{
+		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Bus: bus, Presence: presence,
+		Temporal: rt.temporal, Workers: mgr, Namespace: c.TemporalNamespace, Console: web.Console(),
+		PublicURL: c.PublicURL, Log: log, Started: started.Load,
+	})
+	ln, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (set CAIRN_HTTP_ADDR)", c.HTTPAddr, err)
+	}
+	// Request contexts hang off reqCtx, so cancelling it ends event
+	// streams, which http.Server.Shutdown alone would wait for.
+	reqCtx, cancelReqs := context.WithCancel(context.Background())
+	httpSrv := &http.Server{
+		Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	started.Store(true)
+	rt.printBanner("Console      " + c.PublicURL)
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		cancelReqs()
+		return err
+	}
+	log.Info("shutting down")
+	cancelReqs()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = httpSrv.Shutdown(shutdownCtx)
+	cancelBG()
+	return nil
+}
+
+// reconcileCipher locks this replica when another one reset the cipher.
+func reconcileCipher(ctx context.Context, cipher *aegis.Cipher, bus *events.Bus, rt *runtime) {
+	changes := bus.OnControl(events.ControlAegis)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+			if err := cipher.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				rt.log.Error("reconcile master cipher", "err", err)
+			}
+		}
+	}
+}
+
+// runWorker runs site workers only: no HTTP, no embedded services.
+func runWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	var slugs stringList
+	fs.Var(&slugs, "site", "site slug to serve (repeatable)")
+	c, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(slugs) == 0 {
+		return errors.New("name at least one --site SLUG")
+	}
+	if c.DatabaseURL == "" || c.TemporalAddress == "" {
+		return errors.New("cairn worker joins a running deployment: set DATABASE_URL and TEMPORAL_ADDRESS")
+	}
+	log := newLogger(c.LogLevel)
+	rt := &runtime{log: log}
+	defer rt.close()
+	if err := rt.openDatabase(ctx, c); err != nil {
+		return err
+	}
+	if err := rt.openTemporal(ctx, c, false); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, s := range slugs {
+		want[s] = true
+	}
+	bus := events.NewBus(rt.store, log)
+	siteSvc := sites.NewService(rt.store, nil)
+	mgr := workers.NewManager(rt.temporal, log, func(slug string) bool { return want[slug] })
+	rt.onStop(mgr.Stop)
+	go bus.Run(ctx)
+	log.Info("site worker running", "sites", []string(slugs))
+	mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
+	return nil
+}
+
+func migrate(ctx context.Context, args []string) error {
+	c, err := loadConfig(flag.NewFlagSet("migrate", flag.ExitOnError), args)
+	if err != nil {
+		return err
+	}
+	rt := &runtime{log: newLogger(c.LogLevel)}
+	defer rt.close()
+	if err := rt.openDatabase(ctx, c); err != nil {
+		return err
+	}
+	fmt.Println("migrations applied")
+	return nil
+}
+
+func admin(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "recovery-code" {
+		return errors.New("usage: cairn admin recovery-code")
+	}
+	c, err := loadConfig(flag.NewFlagSet("admin", flag.ExitOnError), args[1:])
+	if err != nil {
+		return err
+	}
+	rt := &runtime{log: newLogger(c.LogLevel)}
+	defer rt.close()
+	if err := rt.openDatabase(ctx, c); err != nil {
+		return err
+	}
+	svc, err := auth.NewService(ctx, rt.store, aegis.New(aegis.PGStore{Q: rt.store.Queries}, aegis.DefaultKDF), auth.Config{})
+	if err != nil {
+		return err
+	}
+	code, err := svc.IssueRecoveryCode(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println(code)
+	return nil
+}
+
+// devPostgres starts a private cluster, runs the command after "--" with
+// DATABASE_URL set to it, and stops the cluster. `make test` uses it so the
+// whole suite shares one cluster.
+func devPostgres(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev-postgres", flag.ExitOnError)
+	dir := fs.String("dir", filepath.Join(".data", "test-postgres"), "cluster directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmdArgs := fs.Args()
+	if len(cmdArgs) == 0 {
+		return errors.New("usage: cairn dev-postgres [--dir DIR] -- COMMAND [ARGS...]")
+	}
+	cluster, err := devpostgres.Start(ctx, devpostgres.Options{Dir: *dir, Logger: newLogger(0), InstallIfMissing: true})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+cluster.URL)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		return <-done
+	}
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

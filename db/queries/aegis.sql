@@ -1,0 +1,25 @@
+-- name: AegisStateGet :one
+SELECT * FROM aegis_state WHERE id = 1;
+
+-- name: AegisStateInsert :exec
+INSERT INTO aegis_state (id, kdf_salt, kdf_time, kdf_memory_kib, kdf_threads, wrapped_key, key_id)
+VALUES (1, @kdf_salt, @kdf_time, @kdf_memory_kib, @kdf_threads, @wrapped_key, @key_id);
+
+-- name: AegisStateRewrap :execrows
+UPDATE aegis_state
+SET kdf_salt = @kdf_salt, kdf_time = @kdf_time, kdf_memory_kib = @kdf_memory_kib,
+    kdf_threads = @kdf_threads, wrapped_key = @wrapped_key, rotated_at = now()
+WHERE id = 1 AND key_id = @key_id;
+
+-- name: AegisStateDelete :exec
+DELETE FROM aegis_state WHERE id = 1;
+
+-- name: AdminRecoveryUpsert :exec
+INSERT INTO admin_recovery (id, code_hash, created_at) VALUES (1, @code_hash, now())
+ON CONFLICT (id) DO UPDATE SET code_hash = EXCLUDED.code_hash, created_at = now();
+
+-- name: AdminRecoveryGet :one
+SELECT * FROM admin_recovery WHERE id = 1;
+
+-- name: AdminRecoveryDelete :exec
+DELETE FROM admin_recovery WHERE id = 1;

@@ -1,0 +1,5 @@
+-- name: ListenEvents :exec
+LISTEN cairn_events;
+
+-- name: ListenControl :exec
+LISTEN cairn_control;

@@ -1,0 +1,35 @@
+-- name: SessionInsert :one
+INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, expires_at)
+VALUES (@token_hash, @csrf_hash, @user_id, @client_addr, @user_agent, @expires_at)
+RETURNING *;
+
+-- name: SessionGetByTokenHash :one
+SELECT s.id, s.csrf_hash, s.user_id, s.last_seen_at, s.expires_at,
+       u.username, u.role, u.auth_source, u.mfa_required, u.mfa_confirmed, u.recovery_required, u.created_at AS user_created_at
+FROM sessions s JOIN users u ON u.id = s.user_id
+WHERE s.token_hash = @token_hash;
+
+-- name: SessionTouch :exec
+UPDATE sessions SET last_seen_at = now() WHERE id = @id;
+
+-- name: SessionDelete :exec
+DELETE FROM sessions WHERE id = @id;
+
+-- name: SessionDeleteByUser :exec
+DELETE FROM sessions WHERE user_id = @user_id;
+
+-- name: SessionDeleteByUserExcept :exec
+DELETE FROM sessions WHERE user_id = @user_id AND id <> @keep_id;
+
+-- name: SessionDeleteAll :exec
+DELETE FROM sessions;
+
+-- name: SessionDeleteExpired :execrows
+DELETE FROM sessions WHERE expires_at < now() OR last_seen_at < @idle_before;
+
+-- name: PendingTokenUse :execrows
+INSERT INTO pending_token_uses (jti, expires_at) VALUES (@jti, @expires_at)
+ON CONFLICT (jti) DO NOTHING;
+
+-- name: PendingTokenDeleteExpired :exec
+DELETE FROM pending_token_uses WHERE expires_at < now();

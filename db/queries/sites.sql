@@ -1,0 +1,30 @@
+-- name: SiteList :many
+SELECT s.*, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
+FROM sites s ORDER BY lower(s.name), s.id;
+
+-- name: SiteGet :one
+SELECT s.*, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
+FROM sites s WHERE s.id = @id;
+
+-- name: SiteGetBySlug :one
+SELECT * FROM sites WHERE slug = @slug;
+
+-- name: SiteInsert :one
+INSERT INTO sites (name, slug) VALUES (@name, @slug) RETURNING *;
+
+-- name: SiteUpdate :one
+UPDATE sites SET name = @name, slug = @slug, updated_at = now() WHERE id = @id RETURNING *;
+
+-- name: SiteDeviceCounts :many
+SELECT s.id, count(d.guid) AS device_count
+FROM sites s LEFT JOIN devices d ON d.site_id = s.id
+WHERE s.id = ANY(@ids::bigint[])
+GROUP BY s.id;
+
+-- name: SiteDeleteMany :execrows
+DELETE FROM sites WHERE id = ANY(@ids::bigint[]);
+
+-- name: DeviceSiteMap :many
+SELECT d.hostname, d.site_id, s.name AS site_name
+FROM devices d JOIN sites s ON s.id = d.site_id
+ORDER BY d.hostname;

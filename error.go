@@ -1,0 +1,101 @@
+// Package cairn holds the domain vocabulary every other package shares: the
+// error type with its stable codes. The HTTP layer maps codes to statuses in
+// one place (api/errors.go); domain packages only ever return *Error values
+// or wrap causes that the API logs but never shows.
+package cairn
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Stable error codes. Clients see these strings; never rename one.
+const (
+	ECodeValidation         = "validation_failed"
+	ECodeUnauthorized       = "unauthorized"
+	ECodeInvalidCredentials = "invalid_credentials"
+	ECodeInvalidMFACode     = "invalid_mfa_code"
+	ECodeInvalidPending     = "invalid_pending_token"
+	ECodeInvalidPassphrase  = "invalid_passphrase"
+	ECodeForbidden          = "forbidden"
+	ECodeCSRF               = "csrf_failed"
+	ECodeBootstrapFinished  = "bootstrap_finished"
+	ECodeRecoveryRequired   = "account_recovery_required"
+	ECodeNotFound           = "not_found"
+	ECodeMethodNotAllowed   = "method_not_allowed"
+	ECodeConflict           = "conflict"
+	ECodeWrongPhase         = "wrong_phase"
+	ECodeBootstrapRequired  = "bootstrap_incomplete"
+	ECodeAegisConfigured    = "aegis_already_configured"
+	ECodeSiteNotEmpty       = "site_not_empty"
+	ECodeTooLarge           = "payload_too_large"
+	ECodeUnsupportedMedia   = "unsupported_media_type"
+	ECodeAegisLocked        = "aegis_locked"
+	ECodeRateLimited        = "rate_limited"
+	ECodeInternal           = "internal"
+	ECodeUnavailable        = "unavailable"
+)
+
+// Error is a domain error with a stable code and a message safe to show a
+// client. Fields carries per-field problems for validation_failed.
+// RetryAfterSeconds is set for rate_limited.
+type Error struct {
+	Code              string
+	Message           string
+	Fields            map[string]string
+	RetryAfterSeconds int
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) > 0 {
+		return fmt.Sprintf("%s: %s %v", e.Code, e.Message, e.Fields)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Errorf returns a domain error with code and a formatted client message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid returns a validation_failed error naming one field.
+func Invalid(field, problem string) *Error {
+	return &Error{Code: ECodeValidation, Message: "request is invalid", Fields: map[string]string{field: problem}}
+}
+
+// ErrorCode returns the code of err, ECodeInternal for non-domain errors and
+// "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ECodeInternal
+}
+
+// IsCode reports whether err is a domain error with the given code.
+func IsCode(err error, code string) bool { return ErrorCode(err) == code }
+
+// Validation accumulates field errors; Err returns nil when none were added.
+type Validation struct{ fields map[string]string }
+
+// Add records a problem for field (the first problem per field wins).
+func (v *Validation) Add(field, problem string) {
+	if v.fields == nil {
+		v.fields = map[string]string{}
+	}
+	if _, ok := v.fields[field]; !ok {
+		v.fields[field] = problem
+	}
+}
+
+// Err returns the accumulated validation_failed error, or nil.
+func (v *Validation) Err() error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &Error{Code: ECodeValidation, Message: "request is invalid", Fields: v.fields}
+}

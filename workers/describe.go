@@ -1,0 +1,57 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// QueueInfo is what Temporal knows of a task queue.
+type QueueInfo struct {
+	Pollers []Poller
+	// Live is true when some worker polled within the last minute.
+	Live bool
+	// RecentWorkflows counts workflows started on the queue since the
+	// asked time (nil when visibility could not answer).
+	RecentWorkflows *int64
+}
+
+// Poller is one worker seen polling.
+type Poller struct {
+	Identity   string
+	LastAccess time.Time
+}
+
+// Describe asks Temporal who polls queue and how much ran on it since.
+func Describe(ctx context.Context, c client.Client, namespace, queue string, since time.Time) (QueueInfo, error) {
+	resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+		Namespace:     namespace,
+		TaskQueue:     &taskqueuepb.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+		TaskQueueType: enumspb.TASK_QUEUE_TYPE_WORKFLOW,
+	})
+	if err != nil {
+		return QueueInfo{}, err
+	}
+	var info QueueInfo
+	for _, p := range resp.GetPollers() {
+		t := p.GetLastAccessTime().AsTime()
+		info.Pollers = append(info.Pollers, Poller{Identity: p.GetIdentity(), LastAccess: t})
+		if time.Since(t) < time.Minute {
+			info.Live = true
+		}
+	}
+	count, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: namespace,
+		Query:     fmt.Sprintf("TaskQueue = '%s' AND StartTime > '%s'", queue, since.UTC().Format(time.RFC3339)),
+	})
+	if err == nil {
+		n := count.GetCount()
+		info.RecentWorkflows = &n
+	}
+	return info, nil
+}

@@ -1,0 +1,213 @@
+// Package workers wires Temporal workers: the Engine queue and one worker
+// per site, started and stopped as sites come and go without a restart.
+package workers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// Worker states reported by the manager.
+const (
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateFailed   = "failed"
+	StateStopped  = "stopped"
+)
+
+// Status describes one worker of this process.
+type Status struct {
+	TaskQueue string
+	State     string
+	Error     string
+	Since     time.Time
+}
+
+// Manager runs this process's workers.
+type Manager struct {
+	client   client.Client
+	log      *slog.Logger
+	identity string
+	// serves decides which site slugs this process runs workers for
+	// (`cairn serve` runs them all; `cairn worker --site` some).
+	serves func(slug string) bool
+
+	mu      sync.Mutex
+	running map[string]*managed // task queue -> worker
+}
+
+type managed struct {
+	w      worker.Worker
+	status Status
+}
+
+// NewManager returns a manager; serves nil means every site.
+func NewManager(c client.Client, log *slog.Logger, serves func(slug string) bool) *Manager {
+	host, _ := os.Hostname()
+	if serves == nil {
+		serves = func(string) bool { return true }
+	}
+	return &Manager{
+		client:   c,
+		log:      log,
+		identity: fmt.Sprintf("cairn@%s:%d", host, os.Getpid()),
+		serves:   serves,
+		running:  map[string]*managed{},
+	}
+}
+
+// register puts every workflow and activity on a worker. All queues carry
+// the same registrations; which work lands where is decided by the
+// task queue the starter names.
+func register(w worker.Worker, identity string) {
+	w.RegisterWorkflow(workflows.WorkerProbe)
+	w.RegisterActivity(&activities.Probe{Identity: identity})
+}
+
+// StartEngine starts the worker of the engine queue.
+func (m *Manager) StartEngine() error {
+	return m.start(workflows.EngineTaskQueue)
+}
+
+// Sync makes the running site workers match slugs (those this process serves).
+func (m *Manager) Sync(slugs []string) {
+	want := map[string]bool{}
+	for _, s := range slugs {
+		if m.serves(s) {
+			want[workflows.SiteTaskQueue(s)] = true
+		}
+	}
+	m.mu.Lock()
+	var stop []string
+	for q := range m.running {
+		if _, isSite := workflows.SiteSlugFromQueue(q); isSite && !want[q] {
+			stop = append(stop, q)
+		}
+	}
+	m.mu.Unlock()
+	for _, q := range stop {
+		m.stopQueue(q)
+	}
+	for q := range want {
+		if err := m.start(q); err != nil {
+			m.log.Error("site worker failed to start", "task_queue", q, "err", err)
+		}
+	}
+}
+
+// Statuses lists this process's workers by task queue.
+func (m *Manager) Statuses() []Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Status, 0, len(m.running))
+	for _, r := range m.running {
+		out = append(out, r.status)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TaskQueue < out[j].TaskQueue })
+	return out
+}
+
+// Stop stops every worker.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	queues := make([]string, 0, len(m.running))
+	for q := range m.running {
+		queues = append(queues, q)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, q := range queues {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.stopQueue(q) }()
+	}
+	wg.Wait()
+}
+
+func (m *Manager) start(queue string) error {
+	m.mu.Lock()
+	if r, ok := m.running[queue]; ok && r.status.State != StateFailed {
+		m.mu.Unlock()
+		return nil
+	}
+	identity := m.identity + "/" + queue
+	w := worker.New(m.client, queue, worker.Options{Identity: identity})
+	register(w, identity)
+	r := &managed{w: w, status: Status{TaskQueue: queue, State: StateStarting, Since: time.Now().UTC()}}
+	m.running[queue] = r
+	m.mu.Unlock()
+
+	err := w.Start()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		r.status = Status{TaskQueue: queue, State: StateFailed, Error: err.Error(), Since: time.Now().UTC()}
+		return err
+	}
+	r.status.State, r.status.Since = StateRunning, time.Now().UTC()
+	m.log.Info("worker started", "task_queue", queue)
+	return nil
+}
+
+func (m *Manager) stopQueue(queue string) {
+	m.mu.Lock()
+	r, ok := m.running[queue]
+	delete(m.running, queue)
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	if r.status.State == StateRunning {
+		r.w.Stop()
+	}
+	m.log.Info("worker stopped", "task_queue", queue)
+}
+
+// Has reports whether this process runs a worker for queue.
+func (m *Manager) Has(queue string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.running[queue]
+	return ok
+}
+
+// Run keeps site workers in step with the sites table: it syncs once, then
+// again whenever changes says so (a site was created, renamed or deleted
+// on any replica), until ctx ends.
+func (m *Manager) Run(ctx context.Context, listSlugs func(context.Context) ([]string, error), changes <-chan struct{}) {
+	resync := func() {
+		slugs, err := listSlugs(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("list sites for workers", "err", err)
+			}
+			return
+		}
+		m.Sync(slugs)
+	}
+	resync()
+	// A periodic resync covers a notification lost while the listener
+	// reconnected.
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+			resync()
+		case <-tick.C:
+			resync()
+		}
+	}
+}

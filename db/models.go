@@ -90,6 +90,7 @@ type User struct {
 	MfaConfirmed      bool
 	TotpLastStep      int64
 	RecoveryRequired  bool
+	ActivatedAt       *time.Time
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	PasswordChangedAt *time.Time

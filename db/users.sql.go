@@ -20,7 +20,8 @@ func (q *Queries) UserClearTOTP(ctx context.Context, id int64) error {
 }
 
 const userConfirmTOTP = `-- name: UserConfirmTOTP :execrows
-UPDATE users SET mfa_confirmed = true, totp_last_step = $1, updated_at = now()
+UPDATE users SET mfa_confirmed = true, totp_last_step = $1,
+    activated_at = coalesce(activated_at, now()), updated_at = now()
 WHERE id = $2 AND totp_last_step < $1
 `
 
@@ -42,7 +43,7 @@ func (q *Queries) UserConfirmTOTP(ctx context.Context, arg UserConfirmTOTPParams
 const userCounts = `-- name: UserCounts :one
 SELECT
     count(*)                                                                         AS total,
-    count(*) FILTER (WHERE role = 'admin' AND NOT recovery_required AND mfa_confirmed) AS ready_admins,
+    count(*) FILTER (WHERE role = 'admin' AND NOT recovery_required AND activated_at IS NOT NULL) AS ready_admins,
     count(*) FILTER (WHERE role = 'admin' AND recovery_required)                     AS flagged_admins
 FROM users
 `
@@ -61,7 +62,7 @@ func (q *Queries) UserCounts(ctx context.Context) (UserCountsRow, error) {
 }
 
 const userDeleteUnconfirmedAdmins = `-- name: UserDeleteUnconfirmedAdmins :exec
-DELETE FROM users WHERE role = 'admin' AND NOT mfa_confirmed AND NOT recovery_required
+DELETE FROM users WHERE role = 'admin' AND activated_at IS NULL AND NOT recovery_required
 `
 
 // A first-run administrator who never completed MFA may be replaced by a new
@@ -94,7 +95,7 @@ func (q *Queries) UserFlagAllForRecovery(ctx context.Context) error {
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, created_at, updated_at, password_changed_at FROM users WHERE id = $1
+SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
@@ -111,6 +112,7 @@ func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
 		&i.MfaConfirmed,
 		&i.TotpLastStep,
 		&i.RecoveryRequired,
+		&i.ActivatedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.PasswordChangedAt,
@@ -119,7 +121,7 @@ func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
 }
 
 const userGetByUsername = `-- name: UserGetByUsername :one
-SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, created_at, updated_at, password_changed_at FROM users WHERE username = lower($1::text)
+SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at FROM users WHERE username = lower($1::text)
 `
 
 func (q *Queries) UserGetByUsername(ctx context.Context, username string) (User, error) {
@@ -136,6 +138,7 @@ func (q *Queries) UserGetByUsername(ctx context.Context, username string) (User,
 		&i.MfaConfirmed,
 		&i.TotpLastStep,
 		&i.RecoveryRequired,
+		&i.ActivatedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.PasswordChangedAt,
@@ -144,9 +147,10 @@ func (q *Queries) UserGetByUsername(ctx context.Context, username string) (User,
 }
 
 const userInsert = `-- name: UserInsert :one
-INSERT INTO users (username, role, password_sealed, totp_sealed, password_changed_at)
-VALUES (lower($1::text), $2, $3, $4, now())
-RETURNING id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, created_at, updated_at, password_changed_at
+INSERT INTO users (username, role, password_sealed, totp_sealed, password_changed_at, activated_at)
+VALUES (lower($1::text), $2, $3, $4, now(),
+        CASE WHEN $5::bool THEN now() END)
+RETURNING id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at
 `
 
 type UserInsertParams struct {
@@ -154,14 +158,18 @@ type UserInsertParams struct {
 	Role           string
 	PasswordSealed []byte
 	TotpSealed     []byte
+	Activated      bool
 }
 
+// Accounts an administrator creates are active at once; the first-run
+// administrator becomes active when its MFA is verified.
 func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, error) {
 	row := q.db.QueryRow(ctx, userInsert,
 		arg.Username,
 		arg.Role,
 		arg.PasswordSealed,
 		arg.TotpSealed,
+		arg.Activated,
 	)
 	var i User
 	err := row.Scan(
@@ -175,6 +183,7 @@ func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, e
 		&i.MfaConfirmed,
 		&i.TotpLastStep,
 		&i.RecoveryRequired,
+		&i.ActivatedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.PasswordChangedAt,
@@ -199,6 +208,20 @@ type UserRecoverParams struct {
 // (UserFinishRecovery), so the phase stays admin_recovery_required.
 func (q *Queries) UserRecover(ctx context.Context, arg UserRecoverParams) error {
 	_, err := q.db.Exec(ctx, userRecover, arg.PasswordSealed, arg.TotpSealed, arg.ID)
+	return err
+}
+
+const userSetMFARequired = `-- name: UserSetMFARequired :exec
+UPDATE users SET mfa_required = $1, updated_at = now() WHERE id = $2
+`
+
+type UserSetMFARequiredParams struct {
+	MfaRequired bool
+	ID          int64
+}
+
+func (q *Queries) UserSetMFARequired(ctx context.Context, arg UserSetMFARequiredParams) error {
+	_, err := q.db.Exec(ctx, userSetMFARequired, arg.MfaRequired, arg.ID)
 	return err
 }
 

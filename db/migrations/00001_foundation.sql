@@ -30,6 +30,10 @@ CREATE TABLE users (
     mfa_confirmed       boolean     NOT NULL DEFAULT false,
     totp_last_step      bigint      NOT NULL DEFAULT 0,
     recovery_required   boolean     NOT NULL DEFAULT false,
+    -- Set when the account first completed sign-in setup. Bootstrap is over
+    -- once an activated administrator exists, whatever later happens to
+    -- that administrator's authenticator.
+    activated_at        timestamptz,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
     password_changed_at timestamptz

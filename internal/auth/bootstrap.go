@@ -143,7 +143,7 @@ func (s *Service) BootstrapAdminSetup(ctx context.Context, username, password st
 		if err := q.UserDeleteUnconfirmedAdmins(ctx); err != nil {
 			return err
 		}
-		u, err = q.UserInsert(ctx, db.UserInsertParams{Username: username, Role: RoleAdmin, PasswordSealed: sealedPw, TotpSealed: sealedTOTP})
+		u, err = q.UserInsert(ctx, db.UserInsertParams{Username: username, Role: RoleAdmin, PasswordSealed: sealedPw, TotpSealed: sealedTOTP, Activated: false})
 		if db.IsUniqueViolation(err, "") {
 			return cairn.Invalid("username", "is already taken")
 		}

@@ -443,3 +443,34 @@ var (
 	errInvalidCode        = cairn.Errorf(cairn.ECodeInvalidMFACode, "the code is not correct")
 	errInvalidPending     = cairn.Errorf(cairn.ECodeInvalidPending, "the sign-in step expired; start again")
 )
+
+// CreateLocalUser adds a local operator account with a password; MFA is
+// required and set up at the first sign-in.
+func (s *Service) CreateLocalUser(ctx context.Context, username, password, role string) (Account, error) {
+	username = NormalizeUsername(username)
+	var v cairn.Validation
+	if pr := UsernameProblem(username); pr != "" {
+		v.Add("username", pr)
+	}
+	if pr := PasswordProblem(password); pr != "" {
+		v.Add("password", pr)
+	}
+	if role != RoleAdmin && role != RoleOperator {
+		v.Add("role", "must be admin or operator")
+	}
+	if err := v.Err(); err != nil {
+		return Account{}, err
+	}
+	sealed, err := s.sealPassword(username, password)
+	if err != nil {
+		return Account{}, err
+	}
+	u, err := s.store.UserInsert(ctx, db.UserInsertParams{Username: username, Role: role, PasswordSealed: sealed, Activated: true})
+	if db.IsUniqueViolation(err, "") {
+		return Account{}, &cairn.Error{Code: cairn.ECodeConflict, Message: "that username is taken", Fields: map[string]string{"username": "is already taken"}}
+	}
+	if err != nil {
+		return Account{}, err
+	}
+	return accountOf(u), nil
+}

@@ -1,0 +1,386 @@
+package auth_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var (
+	cheapKDF      = aegis.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
+	cheapPassword = auth.PasswordParams{Memory: 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
+	meta          = auth.ClientMeta{Addr: "192.0.2.10", UserAgent: "test"}
+)
+
+const (
+	passphrase = "correct horse battery staple"
+	password   = "a long enough password"
+)
+
+// clock is a settable time source, so TOTP steps and expiry are exact.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type fixture struct {
+	store *db.Store
+	clk   *clock
+	svc   *auth.Service
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	store := pgtest.NewDB(t)
+	clk := &clock{t: time.Now().Truncate(30 * time.Second)}
+	return &fixture{store: store, clk: clk, svc: newService(t, store, clk)}
+}
+
+// newService is a fresh Engine process over the same database: its cipher
+// starts locked.
+func newService(t *testing.T, store *db.Store, clk *clock) *auth.Service {
+	t.Helper()
+	svc, err := auth.NewService(context.Background(), store, aegis.New(aegis.PGStore{Q: store.Queries}, cheapKDF),
+		auth.Config{Password: &cheapPassword, Now: clk.Now})
+	require.NoError(t, err)
+	return svc
+}
+
+// totp asks oathtool, an independent RFC 6238 implementation, for the code
+// at the fixture's current time.
+func (f *fixture) totp(t *testing.T, secret string) string {
+	t.Helper()
+	out, err := exec.Command("oathtool", "--totp", "-b", "--now", f.clk.Now().UTC().Format("2006-01-02 15:04:05 UTC"), secret).Output()
+	require.NoError(t, err, "oathtool is needed for the TOTP tests (make deps installs it)")
+	return strings.TrimSpace(string(out))
+}
+
+// bootstrapped runs the whole first-run journey and returns the admin's
+// TOTP secret.
+func (f *fixture) bootstrapped(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := f.svc.BootstrapAegisSetup(ctx, passphrase)
+	require.NoError(t, err)
+	e, err := f.svc.BootstrapAdminSetup(ctx, "Admin", password)
+	require.NoError(t, err)
+	phase, err := f.svc.BootstrapVerifyMFA(ctx, e.PendingToken, f.totp(t, e.MFA.Secret))
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseLogin, phase)
+	f.clk.Advance(30 * time.Second)
+	return e.MFA.Secret
+}
+
+func (f *fixture) signIn(t *testing.T, svc *auth.Service, username, pw, secret string) auth.Session {
+	t.Helper()
+	ctx := context.Background()
+	res, err := svc.Login(ctx, username, pw, meta)
+	require.NoError(t, err)
+	require.True(t, res.MFARequired)
+	sess, err := svc.VerifyMFA(ctx, res.PendingToken, f.totp(t, secret), meta)
+	require.NoError(t, err)
+	f.clk.Advance(30 * time.Second)
+	return sess
+}
+
+func requireCode(t *testing.T, err error, code string) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, code, cairn.ErrorCode(err), "error: %v", err)
+}
+
+func requireField(t *testing.T, err error, field string) {
+	t.Helper()
+	requireCode(t, err, cairn.ECodeValidation)
+	require.Contains(t, err.(*cairn.Error).Fields, field)
+}
+
+func TestFirstRunJourneyThenRestartNeedsUnlock(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+
+	phase, err := f.svc.Phase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseAegisSetup, phase)
+	_, err = f.svc.Login(ctx, "admin", password, meta)
+	requireCode(t, err, cairn.ECodeBootstrapRequired)
+	_, err = f.svc.BootstrapAdminSetup(ctx, "admin", password)
+	requireCode(t, err, cairn.ECodeWrongPhase)
+
+	phase, err = f.svc.BootstrapAegisSetup(ctx, passphrase)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseAdminSetup, phase)
+
+	_, err = f.svc.BootstrapAdminSetup(ctx, "x", "short")
+	requireField(t, err, "username")
+	requireField(t, err, "password")
+
+	e, err := f.svc.BootstrapAdminSetup(ctx, "Admin", password)
+	require.NoError(t, err)
+	require.Contains(t, e.MFA.OTPAuthURL, "otpauth://totp/Cairn:admin")
+	_, err = f.svc.BootstrapVerifyMFA(ctx, e.PendingToken, "000000")
+	requireCode(t, err, cairn.ECodeInvalidMFACode)
+	phase, err = f.svc.BootstrapVerifyMFA(ctx, e.PendingToken, f.totp(t, e.MFA.Secret))
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseLogin, phase)
+	f.clk.Advance(30 * time.Second)
+
+	_, err = f.svc.BootstrapAegisSetup(ctx, passphrase)
+	requireCode(t, err, cairn.ECodeBootstrapFinished)
+	_, err = f.svc.Login(ctx, "admin", "not the password!", meta)
+	requireCode(t, err, cairn.ECodeInvalidCredentials)
+	_, err = f.svc.Login(ctx, "nobody", password, meta)
+	requireCode(t, err, cairn.ECodeInvalidCredentials)
+
+	res, err := f.svc.Login(ctx, "ADMIN", password, meta)
+	require.NoError(t, err)
+	require.Nil(t, res.MFASetup, "a verified authenticator is not shown again")
+	sess, err := f.svc.VerifyMFA(ctx, res.PendingToken, f.totp(t, e.MFA.Secret), meta)
+	require.NoError(t, err)
+	require.Equal(t, "admin", sess.User.Username)
+	p, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+	require.True(t, p.IsAdmin())
+	require.True(t, p.CheckCSRF(sess.CSRF))
+	require.False(t, p.CheckCSRF(sess.Token))
+	f.clk.Advance(30 * time.Second)
+
+	// Secrets at rest are sealed, never plain.
+	u, err := f.store.UserGetByUsername(ctx, "admin")
+	require.NoError(t, err)
+	require.NotContains(t, string(u.TotpSealed), e.MFA.Secret)
+	require.NotContains(t, string(u.PasswordSealed), "argon2id")
+
+	// A restarted Engine holds no key until the passphrase is given again.
+	restarted := newService(t, f.store, f.clk)
+	phase, err = restarted.Phase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseAegisUnlock, phase)
+	_, err = restarted.Login(ctx, "admin", password, meta)
+	requireCode(t, err, cairn.ECodeAegisLocked)
+	_, err = restarted.BootstrapAegisUnlock(ctx, "the wrong passphrase", meta)
+	requireCode(t, err, cairn.ECodeInvalidPassphrase)
+	phase, err = restarted.BootstrapAegisUnlock(ctx, passphrase, meta)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseLogin, phase)
+	f.signIn(t, restarted, "admin", password, e.MFA.Secret)
+}
+
+func TestUnfinishedAdminSetupCanBeRedone(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	_, err := f.svc.BootstrapAegisSetup(ctx, passphrase)
+	require.NoError(t, err)
+	first, err := f.svc.BootstrapAdminSetup(ctx, "first", password)
+	require.NoError(t, err)
+	second, err := f.svc.BootstrapAdminSetup(ctx, "second", password)
+	require.NoError(t, err)
+	_, err = f.svc.BootstrapVerifyMFA(ctx, first.PendingToken, f.totp(t, first.MFA.Secret))
+	requireCode(t, err, cairn.ECodeInvalidPending)
+	_, err = f.svc.BootstrapVerifyMFA(ctx, second.PendingToken, f.totp(t, second.MFA.Secret))
+	require.NoError(t, err)
+}
+
+func TestCodesAndPendingTokensAreSingleUse(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+
+	res, err := f.svc.Login(ctx, "admin", password, meta)
+	require.NoError(t, err)
+	code := f.totp(t, secret)
+	_, err = f.svc.VerifyMFA(ctx, res.PendingToken, code, meta)
+	require.NoError(t, err)
+
+	res2, err := f.svc.Login(ctx, "admin", password, meta)
+	require.NoError(t, err)
+	_, err = f.svc.VerifyMFA(ctx, res2.PendingToken, code, meta)
+	requireCode(t, err, cairn.ECodeInvalidMFACode) // same time step: replay
+
+	f.clk.Advance(30 * time.Second)
+	_, err = f.svc.VerifyMFA(ctx, res.PendingToken, f.totp(t, secret), meta)
+	requireCode(t, err, cairn.ECodeInvalidPending) // spent token
+
+	_, err = f.svc.VerifyMFA(ctx, res2.PendingToken+"x", f.totp(t, secret), meta)
+	requireCode(t, err, cairn.ECodeInvalidPending) // forged signature
+
+	f.clk.Advance(6 * time.Minute)
+	_, err = f.svc.VerifyMFA(ctx, res2.PendingToken, f.totp(t, secret), meta)
+	requireCode(t, err, cairn.ECodeInvalidPending) // expired
+}
+
+func TestWrongCodesExhaustThePendingToken(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	res, err := f.svc.Login(ctx, "admin", password, meta)
+	require.NoError(t, err)
+	for range auth.CodePerPending.Limit {
+		_, err = f.svc.VerifyMFA(ctx, res.PendingToken, "123456", meta)
+		requireCode(t, err, cairn.ECodeInvalidMFACode)
+	}
+	_, err = f.svc.VerifyMFA(ctx, res.PendingToken, f.totp(t, secret), meta)
+	requireCode(t, err, cairn.ECodeRateLimited)
+}
+
+func TestLoginIsRateLimitedPerUsername(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	f.bootstrapped(t)
+	for range auth.LoginPerUser.Limit {
+		_, err := f.svc.Login(ctx, "admin", "wrong password!!", auth.ClientMeta{Addr: "198.51.100.1"})
+		requireCode(t, err, cairn.ECodeInvalidCredentials)
+	}
+	// Even the right password is refused now, from another address too.
+	_, err := f.svc.Login(ctx, "admin", password, auth.ClientMeta{Addr: "198.51.100.2"})
+	requireCode(t, err, cairn.ECodeRateLimited)
+	require.Positive(t, err.(*cairn.Error).RetryAfterSeconds)
+}
+
+func TestSessionsExpireEndAndSurvivePasswordChangeOnlyForTheCaller(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	a := f.signIn(t, f.svc, "admin", password, secret)
+	b := f.signIn(t, f.svc, "admin", password, secret)
+	pa, err := f.svc.Authenticate(ctx, a.Token)
+	require.NoError(t, err)
+
+	err = f.svc.ChangePassword(ctx, pa, "not the password!", "another long password")
+	requireField(t, err, "current_password")
+	err = f.svc.ChangePassword(ctx, pa, password, "short")
+	requireField(t, err, "new_password")
+	require.NoError(t, f.svc.ChangePassword(ctx, pa, password, "another long password"))
+	_, err = f.svc.Authenticate(ctx, b.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+	_, err = f.svc.Authenticate(ctx, a.Token)
+	require.NoError(t, err)
+	_, err = f.svc.Login(ctx, "admin", password, meta)
+	requireCode(t, err, cairn.ECodeInvalidCredentials)
+
+	require.NoError(t, f.svc.Logout(ctx, pa, false))
+	_, err = f.svc.Authenticate(ctx, a.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+
+	c := f.signIn(t, f.svc, "admin", "another long password", secret)
+	f.clk.Advance(13 * time.Hour) // past the idle limit
+	_, err = f.svc.Authenticate(ctx, c.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+}
+
+func TestMFAResetShowsANewAuthenticatorAtNextLogin(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	sess := f.signIn(t, f.svc, "admin", password, secret)
+	p, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+	requireField(t, f.svc.ResetOwnMFA(ctx, p, "wrong password!!"), "password")
+	require.NoError(t, f.svc.ResetOwnMFA(ctx, p, password))
+	phase, err := f.svc.Phase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseLogin, phase, "the only admin resetting MFA must not reopen bootstrap")
+
+	res, err := f.svc.Login(ctx, "admin", password, meta)
+	require.NoError(t, err)
+	require.NotNil(t, res.MFASetup)
+	require.NotEqual(t, secret, res.MFASetup.Secret)
+	again, err := f.svc.Login(ctx, "admin", password, meta)
+	require.NoError(t, err)
+	require.Equal(t, res.MFASetup.Secret, again.MFASetup.Secret, "retrying shows the same QR code")
+	_, err = f.svc.VerifyMFA(ctx, again.PendingToken, f.totp(t, res.MFASetup.Secret), meta)
+	require.NoError(t, err)
+}
+
+func TestLoginWithoutMFAWhenAnAdminDisabledIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	f.bootstrapped(t)
+	u, err := f.store.UserGetByUsername(ctx, "admin")
+	require.NoError(t, err)
+	require.NoError(t, f.store.UserSetMFARequired(ctx, db.UserSetMFARequiredParams{ID: u.ID, MfaRequired: false}))
+	res, err := f.svc.Login(ctx, "admin", password, meta)
+	require.NoError(t, err)
+	require.False(t, res.MFARequired)
+	require.NotNil(t, res.Session)
+	_, err = f.svc.Authenticate(ctx, res.Session.Token)
+	require.NoError(t, err)
+}
+
+func TestForceResetFlagsAccountsAndRecoveryNeedsTheCode(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	sess := f.signIn(t, f.svc, "admin", password, secret)
+	admin, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+
+	_, err = f.svc.ForceReset(ctx, &auth.Principal{UserID: admin.UserID, Username: "admin", Role: auth.RoleOperator})
+	requireCode(t, err, cairn.ECodeForbidden)
+
+	code, err := f.svc.ForceReset(ctx, admin)
+	require.NoError(t, err)
+	require.NotEmpty(t, code)
+	_, err = f.svc.Authenticate(ctx, sess.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+	phase, err := f.svc.Phase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseAegisSetup, phase)
+
+	phase, err = f.svc.BootstrapAegisSetup(ctx, "a brand new passphrase")
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseAdminRecovery, phase)
+	_, err = f.svc.Login(ctx, "admin", password, meta)
+	requireCode(t, err, cairn.ECodeBootstrapRequired)
+	_, err = f.svc.BootstrapAdminSetup(ctx, "intruder", password)
+	requireCode(t, err, cairn.ECodeWrongPhase)
+
+	_, err = f.svc.BootstrapAdminRecover(ctx, "admin", "recovered password", "not-the-code", meta)
+	requireField(t, err, "recovery_code")
+	_, err = f.svc.BootstrapAdminRecover(ctx, "someone", "recovered password", code, meta)
+	requireField(t, err, "username")
+	e, err := f.svc.BootstrapAdminRecover(ctx, "admin", "recovered password", code, meta)
+	require.NoError(t, err)
+	phase, err = f.svc.Phase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseAdminRecovery, phase, "recovery completes only with the new authenticator")
+	phase, err = f.svc.BootstrapVerifyMFA(ctx, e.PendingToken, f.totp(t, e.MFA.Secret))
+	require.NoError(t, err)
+	require.Equal(t, auth.PhaseLogin, phase)
+	f.clk.Advance(30 * time.Second)
+	f.signIn(t, f.svc, "admin", "recovered password", e.MFA.Secret)
+
+	// The code was spent with the recovery.
+	_, err = f.svc.IssueRecoveryCode(ctx)
+	requireCode(t, err, cairn.ECodeWrongPhase)
+}

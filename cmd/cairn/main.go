@@ -113,7 +113,7 @@ func serve(ctx context.Context, args []string) error {
 	defer cancelBG()
 	go bus.Run(bg)
 	go presence.Run(bg)
-	go reconcileCipher(bg, cipher, bus, rt)
+	go cipher.Watch(bg, bus.OnControl(events.ControlAegis), log)
 
 	var mgr *workers.Manager
 	if c.SiteWorkers == "all" {
@@ -160,21 +160,6 @@ func serve(ctx context.Context, args []string) error {
 	_ = httpSrv.Shutdown(shutdownCtx)
 	cancelBG()
 	return nil
-}
-
-// reconcileCipher locks this replica when another one reset the cipher.
-func reconcileCipher(ctx context.Context, cipher *aegis.Cipher, bus *events.Bus, rt *runtime) {
-	changes := bus.OnControl(events.ControlAegis)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-changes:
-			if err := cipher.Reconcile(ctx); err != nil && ctx.Err() == nil {
-				rt.log.Error("reconcile master cipher", "err", err)
-			}
-		}
-	}
 }
 
 // runWorker runs site workers only: no HTTP, no embedded services.

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -320,4 +321,19 @@ func randomBytes(n int) []byte {
 		panic("aegis: crypto/rand failed: " + err.Error())
 	}
 	return b
+}
+
+// Watch calls Reconcile whenever changes fires (another replica reset or
+// rotated the cipher), until ctx ends.
+func (c *Cipher) Watch(ctx context.Context, changes <-chan struct{}, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+			if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				log.Error("reconcile master cipher", "err", err)
+			}
+		}
+	}
 }

@@ -1,0 +1,167 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBootstrapThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.do(t, "GET", "/api/bootstrap/state", "", nil)
+	require.Equal(t, "aegis_setup_required", r.Body["phase"])
+	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": "admin", "password": adminPassword})
+	require.Equal(t, 409, r.Status)
+	require.Equal(t, "bootstrap_incomplete", r.Body["error"])
+	r = f.do(t, "POST", "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": adminPassword})
+	require.Equal(t, 409, r.Status)
+	require.Equal(t, "wrong_phase", r.Body["error"])
+	r = f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "short"})
+	require.Equal(t, 400, r.Status)
+	require.NotEmpty(t, r.field("passphrase"))
+
+	secret := f.bootstrap(t)
+	require.Equal(t, "login_required", f.do(t, "GET", "/api/bootstrap/state", "", nil).Body["phase"])
+
+	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": "admin", "password": "wrong password!"})
+	require.Equal(t, 401, r.Status)
+	require.Equal(t, "invalid_credentials", r.Body["error"])
+	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": "admin", "password": adminPassword})
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, true, r.Body["mfa_required"])
+	require.Nil(t, r.Body["mfa_setup"])
+	pending := r.Body["pending_token"]
+	r = f.do(t, "POST", "/api/auth/mfa/verify", "", map[string]any{"pending_token": pending, "code": "000000"})
+	require.Equal(t, 401, r.Status)
+	require.Equal(t, "invalid_mfa_code", r.Body["error"])
+	r = f.do(t, "POST", "/api/auth/mfa/verify", "", map[string]any{"pending_token": pending, "code": f.totp(t, secret)})
+	require.Equal(t, 200, r.Status, r.Raw)
+	token := r.Body["token"].(string)
+	require.Equal(t, "admin", r.Body["user"].(map[string]any)["username"])
+
+	me := f.do(t, "GET", "/api/auth/me", token, nil)
+	require.Equal(t, 200, me.Status)
+	require.Equal(t, true, me.Body["mfa_configured"])
+	require.Equal(t, "local", me.Body["auth_source"])
+
+	require.Equal(t, 204, f.do(t, "POST", "/api/auth/logout", token, nil).Status)
+	require.Equal(t, 401, f.do(t, "GET", "/api/auth/me", token, nil).Status)
+}
+
+// Browsers authenticate with the HttpOnly cookie and must echo the CSRF
+// token on changes; API clients with a bearer token need not.
+func TestCookieSessionsNeedTheCSRFHeaderForChanges(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	secret := f.bootstrap(t)
+	r := f.login(t, f.url, "admin", adminPassword, secret)
+	cookies := map[string]*http.Cookie{}
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		cookies[c.Name] = c
+	}
+	session, csrf := cookies["cairn_session"], cookies["cairn_csrf"]
+	require.NotNil(t, session)
+	require.NotNil(t, csrf)
+	require.True(t, session.HttpOnly)
+	require.False(t, csrf.HttpOnly, "the console must read the CSRF cookie")
+	require.Equal(t, http.SameSiteStrictMode, session.SameSite)
+
+	send := func(method, path, body, csrfHeader string) response {
+		req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(session)
+		if csrfHeader != "" {
+			req.Header.Set("X-CSRF-Token", csrfHeader)
+		}
+		return do(t, req)
+	}
+	require.Equal(t, 200, send("GET", "/api/auth/me", "", "").Status)
+	site := `{"name":"Cookie site","site_worker_slug":"` + uniqueSlug("cookie") + `"}`
+	r = send("POST", "/api/sites", site, "")
+	require.Equal(t, 403, r.Status)
+	require.Equal(t, "csrf_failed", r.Body["error"])
+	r = send("POST", "/api/sites", site, "not-the-token")
+	require.Equal(t, 403, r.Status)
+	r = send("POST", "/api/sites", site, csrf.Value)
+	require.Equal(t, 201, r.Status, r.Raw)
+}
+
+// A restarted replica holds no cipher key: operator routes answer 423 until
+// it is unlocked, though the session itself is still valid.
+func TestLockedReplicaAnswers423(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	token := f.admin(t)
+	restarted := f.newEngine(t)
+	base := restarted.http.URL
+
+	r := f.call(t, base, "GET", "/api/auth/me", token, nil)
+	require.Equal(t, 423, r.Status)
+	require.Equal(t, "aegis_locked", r.Body["error"])
+	r = f.call(t, base, "POST", "/api/auth/login", "", map[string]any{"username": "admin", "password": adminPassword})
+	require.Equal(t, 423, r.Status)
+	require.Equal(t, "aegis_unlock_required", f.call(t, base, "GET", "/api/bootstrap/state", "", nil).Body["phase"])
+
+	r = f.call(t, base, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "the wrong passphrase"})
+	require.Equal(t, 401, r.Status)
+	require.Equal(t, "invalid_passphrase", r.Body["error"])
+	r = f.call(t, base, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": passphrase})
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, "login_required", r.Body["phase"])
+	require.Equal(t, 200, f.call(t, base, "GET", "/api/auth/me", token, nil).Status)
+}
+
+func TestAegisStatusRotateAndForceReset(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	token := f.admin(t)
+	operator := f.operator(t, "aegis-operator")
+
+	st := f.do(t, "GET", "/api/aegis/status", token, nil)
+	require.Equal(t, 200, st.Status)
+	require.Equal(t, true, st.Body["configured"])
+	require.Equal(t, true, st.Body["unlocked"])
+	require.Equal(t, "argon2id", st.Body["kdf"].(map[string]any)["algorithm"])
+	require.NotContains(t, st.Raw, passphrase)
+
+	r := f.do(t, "POST", "/api/aegis/setup", token, map[string]any{"passphrase": passphrase})
+	require.Equal(t, 409, r.Status)
+	require.Equal(t, "aegis_already_configured", r.Body["error"])
+	r = f.do(t, "POST", "/api/aegis/rotate", operator, map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"})
+	require.Equal(t, 403, r.Status)
+	r = f.do(t, "POST", "/api/aegis/rotate", token, map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.NotNil(t, r.Body["rotated_at"])
+
+	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "yes"})
+	require.Equal(t, 400, r.Status)
+	require.NotEmpty(t, r.field("confirm"))
+	r = f.do(t, "POST", "/api/aegis/force_reset", operator, map[string]any{"confirm": "FORCE RESET"})
+	require.Equal(t, 403, r.Status)
+	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "FORCE RESET"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.NotEmpty(t, r.Body["recovery_code"])
+	require.Equal(t, "aegis_setup_required", f.do(t, "GET", "/api/bootstrap/state", "", nil).Body["phase"])
+	require.NotEqual(t, 200, f.do(t, "GET", "/api/auth/me", token, nil).Status)
+}
+
+// A cipher reset on one replica locks every other replica at once, so none
+// keeps sealing with a key that no longer exists.
+func TestForceResetLocksOtherReplicas(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	token := f.admin(t)
+	other := f.newEngine(t)
+	r := f.call(t, other.http.URL, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": passphrase})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.True(t, other.cipher.Unlocked())
+
+	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "FORCE RESET"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Eventually(t, func() bool { return !other.cipher.Unlocked() }, 10*time.Second, 50*time.Millisecond)
+}

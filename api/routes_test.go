@@ -1,0 +1,77 @@
+package api_test
+
+import (
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/api"
+)
+
+var knownClasses = map[api.AuthClass]bool{
+	api.AuthNone: true, api.AuthBootstrap: true, api.AuthToken: true, api.AuthMFAPending: true, api.AuthAdmin: true,
+}
+
+// Every route the router serves must come from a route table row with a
+// known auth class: a route added any other way fails here.
+func TestEveryRouteHasAnAuthClass(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	declared := map[string]api.AuthClass{}
+	for _, rt := range f.engine.srv.Routes() {
+		require.True(t, knownClasses[rt.Auth], "%s %s has unknown class %q", rt.Method, rt.Pattern, rt.Auth)
+		key := rt.Method + " " + rt.Pattern
+		_, dup := declared[key]
+		require.False(t, dup, "%s declared twice", key)
+		declared[key] = rt.Auth
+	}
+	router, ok := f.engine.srv.Handler().(chi.Routes)
+	require.True(t, ok)
+	served := 0
+	err := chi.Walk(router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served++
+		_, ok := declared[method+" "+route]
+		require.True(t, ok, "%s %s is served but not in a route table", method, route)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(declared), served)
+}
+
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// The authorization matrix: every protected route refuses an anonymous
+// caller, every admin route refuses an operator, and bootstrap steps refuse
+// everyone once bootstrap is finished.
+func TestAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.admin(t)
+	operator := f.operator(t, "matrix-operator")
+	for _, rt := range f.engine.srv.Routes() {
+		path := pathParam.ReplaceAllString(rt.Pattern, "1")
+		t.Run(rt.Method+" "+rt.Pattern, func(t *testing.T) {
+			anon := f.do(t, rt.Method, path, "", nil)
+			switch rt.Auth {
+			case api.AuthToken, api.AuthAdmin:
+				require.Equal(t, 401, anon.Status, anon.Raw)
+				require.Equal(t, "unauthorized", anon.Body["error"])
+			case api.AuthBootstrap:
+				if rt.Method != "GET" {
+					require.Equal(t, 403, anon.Status, anon.Raw)
+					require.Equal(t, "bootstrap_finished", anon.Body["error"])
+				}
+			default:
+				require.NotEqual(t, 401, anon.Status, "public route refused an anonymous caller: %s", anon.Raw)
+			}
+			if rt.Auth == api.AuthAdmin {
+				r := f.do(t, rt.Method, path, operator, map[string]any{})
+				require.Equal(t, 403, r.Status, r.Raw)
+				require.Equal(t, "forbidden", r.Body["error"])
+			}
+		})
+	}
+}

@@ -1,0 +1,268 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/devtemporal"
+	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// One embedded Temporal server serves every test of this binary; tests keep
+// apart through unique site slugs (task queues) and workflow IDs.
+var temporalClient client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		srv, err := devtemporal.Start(devtemporal.Options{SearchAttributes: workflows.SearchAttributes, LogLevel: slog.LevelError,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "start Temporal:", err)
+			return 1
+		}
+		defer srv.Stop()
+		temporalClient, err = client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace,
+			Logger: quietTemporalLogger{}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dial Temporal:", err)
+			return 1
+		}
+		defer temporalClient.Close()
+		return pgtest.Main(m)
+	}())
+}
+
+var (
+	cheapKDF      = aegis.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
+	cheapPassword = auth.PasswordParams{Memory: 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
+)
+
+const (
+	passphrase    = "correct horse battery staple"
+	adminPassword = "admin password 123"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// engine is one Engine replica over a test database.
+type engine struct {
+	srv    *api.Server
+	http   *httptest.Server
+	cipher *aegis.Cipher
+	auth   *auth.Service
+	bus    *events.Bus
+	mgr    *workers.Manager
+}
+
+type fixture struct {
+	store  *db.Store
+	clk    *clock
+	engine *engine
+	url    string
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	store := pgtest.NewDB(t)
+	f := &fixture{store: store, clk: &clock{t: time.Now().Truncate(30 * time.Second)}}
+	f.engine = f.newEngine(t)
+	f.url = f.engine.http.URL
+	return f
+}
+
+var console = fstest.MapFS{
+	"index.html":    {Data: []byte("<!doctype html><title>Cairn</title>")},
+	"assets/app.js": {Data: []byte("console.log('cairn')")},
+}
+
+// newEngine starts another replica on the fixture's database: its own
+// cipher (locked unless set up through it), bus, worker manager and HTTP.
+func (f *fixture) newEngine(t *testing.T) *engine {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	cipher := aegis.New(aegis.PGStore{Q: f.store.Queries}, cheapKDF)
+	authSvc, err := auth.NewService(ctx, f.store, cipher, auth.Config{Password: &cheapPassword, Now: f.clk.Now})
+	require.NoError(t, err)
+	bus := events.NewBus(f.store, log)
+	go cipher.Watch(ctx, bus.OnControl(events.ControlAegis), log)
+	go bus.Run(ctx)
+	siteSvc := sites.NewService(f.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
+	mgr := workers.NewManager(temporalClient, log, nil)
+	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
+	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Bus: bus,
+		Presence: events.NewPresence(f.store, bus, log), Temporal: temporalClient, Workers: mgr, Namespace: "default",
+		Console: fs.FS(console), PublicURL: "https://cairn.example.test", Log: log})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		cancel()
+		mgr.Stop()
+	})
+	return &engine{srv: srv, http: hs, cipher: cipher, auth: authSvc, bus: bus, mgr: mgr}
+}
+
+// response is a decoded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+func (r response) field(name string) string {
+	fields, _ := r.Body["fields"].(map[string]any)
+	s, _ := fields[name].(string)
+	return s
+}
+
+// call sends a request with an optional bearer token and JSON body (a
+// string is sent as is, anything else is encoded).
+func (f *fixture) call(t *testing.T, base, method, path, token string, body any) response {
+	t.Helper()
+	var rdr io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rdr = strings.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		require.NoError(t, err)
+		rdr = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, base+path, rdr)
+	require.NoError(t, err)
+	if rdr != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) response {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	out := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(raw, &out.Body), "body: %s", raw)
+	}
+	return out
+}
+
+func (f *fixture) do(t *testing.T, method, path, token string, body any) response {
+	t.Helper()
+	return f.call(t, f.url, method, path, token, body)
+}
+
+func (f *fixture) totp(t *testing.T, secret string) string {
+	t.Helper()
+	out, err := exec.Command("oathtool", "--totp", "-b", "--now", f.clk.Now().UTC().Format("2006-01-02 15:04:05 UTC"), secret).Output()
+	require.NoError(t, err, "oathtool is needed (make deps installs it)")
+	f.clk.Advance(30 * time.Second) // each code is used once
+	return strings.TrimSpace(string(out))
+}
+
+// bootstrap walks the first-run journey through the API and returns the
+// admin's TOTP secret.
+func (f *fixture) bootstrap(t *testing.T) string {
+	t.Helper()
+	r := f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": passphrase})
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": adminPassword})
+	require.Equal(t, 200, r.Status, r.Raw)
+	secret := r.Body["mfa"].(map[string]any)["secret"].(string)
+	r = f.do(t, "POST", "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": r.Body["pending_token"], "code": f.totp(t, secret)})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "login_required", r.Body["phase"])
+	return secret
+}
+
+// login signs in with password and TOTP and returns the login response.
+func (f *fixture) login(t *testing.T, base, username, password, secret string) response {
+	t.Helper()
+	r := f.call(t, base, "POST", "/api/auth/login", "", map[string]any{"username": username, "password": password})
+	require.Equal(t, 200, r.Status, r.Raw)
+	if setup, ok := r.Body["mfa_setup"].(map[string]any); ok {
+		secret = setup["secret"].(string)
+	}
+	r = f.call(t, base, "POST", "/api/auth/mfa/verify", "", map[string]any{"pending_token": r.Body["pending_token"], "code": f.totp(t, secret)})
+	require.Equal(t, 200, r.Status, r.Raw)
+	return r
+}
+
+// admin bootstraps and returns an admin bearer token.
+func (f *fixture) admin(t *testing.T) string {
+	t.Helper()
+	secret := f.bootstrap(t)
+	return f.login(t, f.url, "admin", adminPassword, secret).Body["token"].(string)
+}
+
+// operator creates a non-admin operator and returns its bearer token.
+func (f *fixture) operator(t *testing.T, username string) string {
+	t.Helper()
+	_, err := f.engine.auth.CreateLocalUser(context.Background(), username, "operator password 1", auth.RoleOperator)
+	require.NoError(t, err)
+	return f.login(t, f.url, username, "operator password 1", "").Body["token"].(string)
+}
+
+func uniqueSlug(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// quietTemporalLogger drops the SDK's client logs.
+type quietTemporalLogger struct{}
+
+func (quietTemporalLogger) Debug(string, ...any) {}
+func (quietTemporalLogger) Info(string, ...any)  {}
+func (quietTemporalLogger) Warn(string, ...any)  {}
+func (quietTemporalLogger) Error(string, ...any) {}

@@ -1,0 +1,56 @@
+# The two commands a new user needs: `make run` and `make test`.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/cairn
+SQLC  := $(GO) tool -modfile=tools/go.mod sqlc
+
+.PHONY: run test build web deps-run deps-test generate check-generated test-go test-web test-e2e clean
+
+## run: build everything and start the Engine with private PostgreSQL and embedded Temporal
+run: deps-run build
+	./$(BIN) serve
+
+## test: every test: Go (unit + integration), console unit tests, browser end-to-end tests
+test: deps-test build
+	$(GO) vet ./...
+	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
+	$(MAKE) --no-print-directory test-web
+	$(MAKE) --no-print-directory test-e2e
+
+test-go:
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-web: web/node_modules
+	cd web && npm test
+
+test-e2e: web/node_modules
+	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) npm run e2e
+
+## build: the console, embedded into the Engine binary
+build: web
+	$(GO) build -o $(BIN) ./cmd/cairn
+
+web: web/node_modules
+	cd web && npm run build
+
+web/node_modules: web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	@touch web/node_modules
+
+deps-run:
+	@scripts/deps.sh run
+
+deps-test:
+	@scripts/deps.sh test
+
+## generate: regenerate sqlc code from db/queries and db/migrations
+generate:
+	$(SQLC) generate
+
+## check-generated: fail when committed generated code differs from a fresh generation
+check-generated: generate
+	@if [ -n "$$(git status --porcelain -- db/)" ]; then \
+		echo "generated code in db/ is stale: run 'make generate' and commit"; git status --short -- db/; exit 1; fi
+
+clean:
+	rm -rf bin web/dist/assets web/dist/index.html

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The test binary doubles as the cairn command: with CAIRN_TEST_MAIN set it
+// runs main, so the test drives the real process, signals and all.
+func TestMain(m *testing.M) {
+	if os.Getenv("CAIRN_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	base string
+	out  *bytes.Buffer
+}
+
+// startServe runs `cairn serve` as a new user's `make run` would: no
+// DATABASE_URL, no TEMPORAL_ADDRESS, only a data directory.
+func startServe(t *testing.T, dataDir string) *proc {
+	t.Helper()
+	httpPort := freePort(t)
+	cmd := exec.Command(os.Args[0], "serve")
+	env := []string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir,
+		fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", httpPort),
+		fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", freePort(t)), "CAIRN_TEMPORAL_UI_PORT=0"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "TEMPORAL_ADDRESS=") && !strings.HasPrefix(kv, "CAIRN_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), out: out}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		}
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		res, err := http.Get(p.base + "/ready")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return p
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "engine not ready; output:\n%s", out)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stop sends Ctrl-C's signal and requires a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "output:\n%s", p.out)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("engine did not stop within 60s; output:\n%s", p.out)
+	}
+}
+
+func (p *proc) post(t *testing.T, path, token string, body any) map[string]any {
+	t.Helper()
+	return p.call(t, "POST", path, token, body)
+}
+
+func (p *proc) call(t *testing.T, method, path, token string, body any) map[string]any {
+	t.Helper()
+	buf, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, p.base+path, bytes.NewReader(buf))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body == nil {
+		req.Body = http.NoBody
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	require.Less(t, res.StatusCode, 300, "%s %s: %v", method, path, out)
+	return out
+}
+
+func totpNow(t *testing.T, secret string) string {
+	t.Helper()
+	out, err := exec.Command("oathtool", "--totp", "-b", secret).Output()
+	require.NoError(t, err, "oathtool is needed (make deps-test installs it)")
+	return strings.TrimSpace(string(out))
+}
+
+// waitNextStep waits for a fresh TOTP step: a code is accepted once.
+func waitNextStep() {
+	time.Sleep(time.Duration(30-time.Now().Unix()%30)*time.Second + 200*time.Millisecond)
+}
+
+// A second start keeps what the first one stored, asks for the cipher
+// passphrase again, and brings the site workers back.
+func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	first := startServe(t, dataDir)
+	require.Equal(t, "aegis_setup_required", first.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
+	first.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "restart test passphrase"})
+	setup := first.post(t, "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": "restart test password"})
+	secret := setup["mfa"].(map[string]any)["secret"].(string)
+	first.post(t, "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": setup["pending_token"], "code": totpNow(t, secret)})
+	waitNextStep()
+	login := first.post(t, "/api/auth/login", "", map[string]any{"username": "admin", "password": "restart test password"})
+	sess := first.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": totpNow(t, secret)})
+	token := sess["token"].(string)
+	first.post(t, "/api/sites", token, map[string]any{"name": "Kept site", "site_worker_slug": "kept"})
+	first.stop(t)
+	_, err := os.Stat(filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
+	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL must be stopped with the Engine")
+
+	second := startServe(t, dataDir)
+	require.Equal(t, "aegis_unlock_required", second.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
+	second.post(t, "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "restart test passphrase"})
+	// The session made before the restart is still valid.
+	sites := second.call(t, "GET", "/api/sites", token, nil)["sites"].([]any)
+	require.Len(t, sites, 1)
+	require.Equal(t, "kept", sites[0].(map[string]any)["site_worker_slug"])
+	require.Eventually(t, func() bool {
+		w := second.call(t, "GET", "/api/server/workers", token, nil)["sites"].([]any)
+		return len(w) == 1 && w[0].(map[string]any)["local"] == true && w[0].(map[string]any)["state"] == "running"
+	}, 30*time.Second, 200*time.Millisecond)
+	second.stop(t)
+}

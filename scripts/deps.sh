@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the system packages Cairn needs, only when they are missing.
+#   scripts/deps.sh run   what `make run` needs (PostgreSQL server binaries)
+#   scripts/deps.sh test  plus oathtool (TOTP checks) and Chromium (browser tests)
+# As root it uses apt-get; otherwise it prints the command to run.
+set -euo pipefail
+mode=${1:-test}
+
+have_postgres() {
+  command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
+missing=()
+have_postgres || missing+=(postgresql)
+if [ "$mode" = test ]; then
+  command -v oathtool >/dev/null 2>&1 || missing+=(oathtool)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
+for tool in go node npm; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "deps: $tool is required but not installed (Go 1.26+, Node.js 20.19+)" >&2
+    exit 1
+  fi
+done
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing system packages: ${missing[*]}" >&2
+  echo "deps: install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

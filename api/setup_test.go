@@ -13,9 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -27,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
@@ -59,27 +58,10 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-var (
-	cheapKDF      = aegis.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
-	cheapPassword = auth.PasswordParams{Memory: 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
-)
-
 const (
 	passphrase    = "correct horse battery staple"
 	adminPassword = "admin password 123"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // engine is one Engine replica over a test database.
 type engine struct {
@@ -93,7 +75,7 @@ type engine struct {
 
 type fixture struct {
 	store  *db.Store
-	clk    *clock
+	clk    *authtest.Clock
 	engine *engine
 	url    string
 }
@@ -101,7 +83,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
-	f := &fixture{store: store, clk: &clock{t: time.Now().Truncate(30 * time.Second)}}
+	f := &fixture{store: store, clk: authtest.NewClock()}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
 	return f
@@ -121,8 +103,8 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	cipher := aegis.New(aegis.PGStore{Q: f.store.Queries}, cheapKDF)
-	authSvc, err := auth.NewService(ctx, f.store, cipher, auth.Config{Password: &cheapPassword, Now: f.clk.Now})
+	cipher := aegis.New(aegis.PGStore{Q: f.store.Queries}, authtest.CheapKDF)
+	authSvc, err := auth.NewService(ctx, f.store, cipher, auth.Config{Password: &authtest.CheapPassword, Now: f.clk.Now})
 	require.NoError(t, err)
 	bus := events.NewBus(f.store, log)
 	go cipher.Watch(ctx, bus.OnControl(events.ControlAegis), log)
@@ -204,10 +186,9 @@ func (f *fixture) do(t *testing.T, method, path, token string, body any) respons
 
 func (f *fixture) totp(t *testing.T, secret string) string {
 	t.Helper()
-	out, err := exec.Command("oathtool", "--totp", "-b", "--now", f.clk.Now().UTC().Format("2006-01-02 15:04:05 UTC"), secret).Output()
-	require.NoError(t, err, "oathtool is needed (make deps installs it)")
+	code := authtest.TOTP(t, secret, f.clk.Now())
 	f.clk.Advance(30 * time.Second) // each code is used once
-	return strings.TrimSpace(string(out))
+	return code
 }
 
 // bootstrap walks the first-run journey through the API and returns the

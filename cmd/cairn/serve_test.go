@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/internal/authtest"
 )
 
 // The test binary doubles as the cairn command: with CAIRN_TEST_MAIN set it
@@ -122,9 +124,7 @@ func (p *proc) call(t *testing.T, method, path, token string, body any) map[stri
 
 func totpNow(t *testing.T, secret string) string {
 	t.Helper()
-	out, err := exec.Command("oathtool", "--totp", "-b", secret).Output()
-	require.NoError(t, err, "oathtool is needed (make deps-test installs it)")
-	return strings.TrimSpace(string(out))
+	return authtest.TOTP(t, secret, time.Now())
 }
 
 // waitNextStep waits for a fresh TOTP step: a code is accepted once.

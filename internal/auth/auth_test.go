@@ -3,9 +3,6 @@ package auth_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,54 +12,38 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var (
-	cheapKDF      = aegis.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
-	cheapPassword = auth.PasswordParams{Memory: 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32}
-	meta          = auth.ClientMeta{Addr: "192.0.2.10", UserAgent: "test"}
-)
+var meta = auth.ClientMeta{Addr: "192.0.2.10", UserAgent: "test"}
 
 const (
 	passphrase = "correct horse battery staple"
 	password   = "a long enough password"
 )
 
-// clock is a settable time source, so TOTP steps and expiry are exact.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type fixture struct {
 	store *db.Store
-	clk   *clock
+	clk   *authtest.Clock
 	svc   *auth.Service
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
-	clk := &clock{t: time.Now().Truncate(30 * time.Second)}
+	clk := authtest.NewClock()
 	return &fixture{store: store, clk: clk, svc: newService(t, store, clk)}
 }
 
 // newService is a fresh Engine process over the same database: its cipher
 // starts locked.
-func newService(t *testing.T, store *db.Store, clk *clock) *auth.Service {
+func newService(t *testing.T, store *db.Store, clk *authtest.Clock) *auth.Service {
 	t.Helper()
-	svc, err := auth.NewService(context.Background(), store, aegis.New(aegis.PGStore{Q: store.Queries}, cheapKDF),
-		auth.Config{Password: &cheapPassword, Now: clk.Now})
+	svc, err := auth.NewService(context.Background(), store, aegis.New(aegis.PGStore{Q: store.Queries}, authtest.CheapKDF),
+		auth.Config{Password: &authtest.CheapPassword, Now: clk.Now})
 	require.NoError(t, err)
 	return svc
 }
@@ -71,9 +52,7 @@ func newService(t *testing.T, store *db.Store, clk *clock) *auth.Service {
 // at the fixture's current time.
 func (f *fixture) totp(t *testing.T, secret string) string {
 	t.Helper()
-	out, err := exec.Command("oathtool", "--totp", "-b", "--now", f.clk.Now().UTC().Format("2006-01-02 15:04:05 UTC"), secret).Output()
-	require.NoError(t, err, "oathtool is needed for the TOTP tests (make deps installs it)")
-	return strings.TrimSpace(string(out))
+	return authtest.TOTP(t, secret, f.clk.Now())
 }
 
 // bootstrapped runs the whole first-run journey and returns the admin's

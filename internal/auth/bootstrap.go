@@ -112,14 +112,7 @@ type Enrollment struct {
 // verified it can be replaced by repeating this step.
 func (s *Service) BootstrapAdminSetup(ctx context.Context, username, password string) (Enrollment, error) {
 	username = NormalizeUsername(username)
-	var v cairn.Validation
-	if pr := UsernameProblem(username); pr != "" {
-		v.Add("username", pr)
-	}
-	if pr := PasswordProblem(password); pr != "" {
-		v.Add("password", pr)
-	}
-	if err := v.Err(); err != nil {
+	if err := checkNewAccount(username, password, RoleAdmin); err != nil {
 		return Enrollment{}, err
 	}
 	phase, err := s.inPhase(ctx, PhaseAdminSetup)

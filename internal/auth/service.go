@@ -448,17 +448,7 @@ var (
 // required and set up at the first sign-in.
 func (s *Service) CreateLocalUser(ctx context.Context, username, password, role string) (Account, error) {
 	username = NormalizeUsername(username)
-	var v cairn.Validation
-	if pr := UsernameProblem(username); pr != "" {
-		v.Add("username", pr)
-	}
-	if pr := PasswordProblem(password); pr != "" {
-		v.Add("password", pr)
-	}
-	if role != RoleAdmin && role != RoleOperator {
-		v.Add("role", "must be admin or operator")
-	}
-	if err := v.Err(); err != nil {
+	if err := checkNewAccount(username, password, role); err != nil {
 		return Account{}, err
 	}
 	sealed, err := s.sealPassword(username, password)
@@ -473,4 +463,19 @@ func (s *Service) CreateLocalUser(ctx context.Context, username, password, role 
 		return Account{}, err
 	}
 	return accountOf(u), nil
+}
+
+// checkNewAccount validates the fields of a new local account.
+func checkNewAccount(username, password, role string) error {
+	var v cairn.Validation
+	if pr := UsernameProblem(username); pr != "" {
+		v.Add("username", pr)
+	}
+	if pr := PasswordProblem(password); pr != "" {
+		v.Add("password", pr)
+	}
+	if role != RoleAdmin && role != RoleOperator {
+		v.Add("role", "must be admin or operator")
+	}
+	return v.Err()
 }

@@ -77,9 +77,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if runAs != nil && !traversable(filepath.Dir(base), runAs) {
 		// The postgres user cannot reach the project directory (for example
-		// under /root): keep the cluster in a stable place it can reach.
+		// under /root). Only root gets here, so keep the cluster in a
+		// persistent place it can reach (not /tmp, which a reboot may wipe).
 		sum := sha256.Sum256([]byte(base))
-		alt := filepath.Join(os.TempDir(), "cairn-postgres-"+hex.EncodeToString(sum[:6]))
+		alt := filepath.Join("/var/lib/cairn", "postgres-"+hex.EncodeToString(sum[:6]))
 		o.Logger.Info("the postgres user cannot reach the data directory; using another", "wanted", base, "using", alt)
 		base = alt
 	}

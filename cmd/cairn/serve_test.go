@@ -136,7 +136,13 @@ func waitNextStep() {
 // passphrase again, and brings the site workers back.
 func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "data")
+	// t.TempDir nests in a private directory; as root the cluster runs as
+	// the postgres user, which must reach it (else the cluster moves away).
+	tmp, err := os.MkdirTemp("", "cairn-serve-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	require.NoError(t, os.Chmod(tmp, 0o755))
+	dataDir := filepath.Join(tmp, "data")
 	first := startServe(t, dataDir)
 	require.Equal(t, "aegis_setup_required", first.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
 	first.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "restart test passphrase"})
@@ -149,7 +155,9 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	token := sess["token"].(string)
 	first.post(t, "/api/sites", token, map[string]any{"name": "Kept site", "site_worker_slug": "kept"})
 	first.stop(t)
-	_, err := os.Stat(filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
+	pgData := filepath.Join(dataDir, "postgres", "data")
+	require.FileExists(t, filepath.Join(pgData, "PG_VERSION"), "the cluster lives in the data directory")
+	_, err = os.Stat(filepath.Join(pgData, "postmaster.pid"))
 	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL must be stopped with the Engine")
 
 	second := startServe(t, dataDir)

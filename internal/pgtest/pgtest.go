@@ -46,6 +46,12 @@ func Main(m *testing.M) int {
 			return 1
 		}
 		defer os.RemoveAll(dir)
+		// MkdirTemp makes the directory private; the postgres OS user (when
+		// tests run as root) must be able to traverse it.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			return 1
+		}
 		cluster, err := devpostgres.Start(context.Background(), devpostgres.Options{Dir: dir + "/pg", InstallIfMissing: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: start PostgreSQL:", err)

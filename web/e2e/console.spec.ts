@@ -1,0 +1,213 @@
+import { expect, test, type Page } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freshTotp, totp } from './totp';
+
+// One walk through a brand-new deployment, against the real Engine that
+// global-setup.ts started: master cipher, first administrator with TOTP,
+// sign-in, sites, a toast through the event stream, sign-out.
+
+const artifacts = join(dirname(fileURLToPath(import.meta.url)), 'artifacts');
+mkdirSync(artifacts, { recursive: true });
+
+const PASSPHRASE = 'e2e master cipher passphrase';
+const USERNAME = 'admin';
+const PASSWORD = 'e2e admin password 123';
+
+async function shot(page: Page, name: string) {
+  await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+}
+
+/** POST with the browser's session cookie and the CSRF header, like the console does. */
+async function postAsBrowser(page: Page, path: string, body: unknown) {
+  return page.evaluate(
+    async ({ path, body }) => {
+      const csrf = document.cookie
+        .split(';')
+        .map((c) => c.trim())
+        .find((c) => c.startsWith('cairn_csrf='))
+        ?.slice('cairn_csrf='.length);
+      const res = await fetch(path, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': decodeURIComponent(csrf ?? '') },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: await res.text() };
+    },
+    { path, body },
+  );
+}
+
+test.use({ baseURL: process.env.CAIRN_E2E_BASE_URL });
+
+test('a new deployment: setup wizard, sign-in, sites, toasts, sign-out', async ({ page }) => {
+  const consoleErrors: string[] = [];
+  page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' || msg.type() === 'warning') console.log(`[browser ${msg.type()}] ${msg.text()}`);
+  });
+
+  let usedStep = 0;
+  let secret = '';
+
+  await test.step('master cipher', async () => {
+    await page.goto('/');
+    await expect(page).toHaveTitle('Cairn');
+    await expect(page.getByRole('heading', { name: 'Set the master cipher' })).toBeVisible();
+    await shot(page, '01-aegis-setup');
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByLabel('Confirm passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Set master cipher' }).click();
+    await expect(page.getByRole('heading', { name: 'Create the administrator' })).toBeVisible({ timeout: 60_000 });
+  });
+
+  await test.step('first administrator and authenticator', async () => {
+    await page.getByLabel('Username', { exact: true }).fill(USERNAME);
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByLabel('Confirm password', { exact: true }).fill(PASSWORD);
+    await shot(page, '02-admin-setup');
+    await page.getByRole('button', { name: 'Create administrator' }).click();
+
+    await expect(page.getByRole('heading', { name: 'Set up the authenticator' })).toBeVisible({ timeout: 60_000 });
+    await expect(page.getByTestId('totp-qr')).toBeVisible();
+    secret = ((await page.getByTestId('totp-secret').textContent()) ?? '').trim();
+    expect(secret).toMatch(/^[A-Z2-7]+=*$/);
+    await shot(page, '03-authenticator');
+
+    const first = totp(secret);
+    usedStep = first.step;
+    await page.getByLabel('Authentication code', { exact: true }).fill(first.code);
+    await page.getByRole('button', { name: 'Verify and finish' }).click();
+    await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+    await expect(page.getByText('Setup is complete')).toBeVisible();
+    await shot(page, '04-setup-complete');
+  });
+
+  await test.step('sign in with password and a fresh code', async () => {
+    await page.getByLabel('Username', { exact: true }).fill(USERNAME);
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('heading', { name: 'Two-step verification' })).toBeVisible();
+    await expect(page.getByTestId('totp-secret')).toHaveCount(0);
+    // The code of the step used to finish setup is refused; wait for the next one.
+    const fresh = await freshTotp(secret, usedStep);
+    usedStep = fresh.step;
+    await page.getByLabel('Authentication code', { exact: true }).fill(fresh.code);
+    await shot(page, '05-mfa');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    await expect(page.getByTestId('current-username')).toHaveText(USERNAME);
+    await expect(page).toHaveURL(/\/sites$/);
+    const cookies = await page.context().cookies();
+    const session = cookies.find((c) => c.name === 'cairn_session');
+    expect(session?.httpOnly).toBe(true);
+    expect(cookies.find((c) => c.name === 'cairn_csrf')?.httpOnly).toBe(false);
+  });
+
+  await test.step('create a site and see it in the grid', async () => {
+    await expect(page.getByRole('heading', { name: 'Sites' })).toBeVisible();
+    await expect(page.getByText('No sites yet')).toBeVisible();
+    await page.getByRole('button', { name: 'Create site' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Name', { exact: true }).fill('Head Office');
+    await expect(dialog.getByLabel('Slug', { exact: true })).toHaveValue('head-office');
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    await expect(dialog).toBeHidden();
+    const row = page.locator('.ag-row', { hasText: 'Head Office' });
+    await expect(row).toBeVisible();
+    await expect(row).toContainText('head-office');
+    await expect(row).toContainText('site:head-office');
+    await shot(page, '06-site-created');
+  });
+
+  await test.step('a duplicate slug is shown under the Slug field', async () => {
+    await page.getByRole('button', { name: 'Create site' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Name', { exact: true }).fill('Second office');
+    const slug = dialog.getByLabel('Slug', { exact: true });
+    await slug.fill('head-office');
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    await expect(slug).toHaveAttribute('aria-invalid', 'true');
+    const helperId = await slug.getAttribute('aria-describedby');
+    expect(helperId).toBeTruthy();
+    const helper = page.locator(`[id="${helperId}"]`);
+    await expect(helper).toHaveClass(/Mui-error/);
+    await expect(helper).not.toHaveText(/Names the site worker/);
+    await expect(dialog.getByLabel('Name', { exact: true })).toHaveAttribute('aria-invalid', 'false');
+    await shot(page, '07-duplicate-slug');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(page.locator('.ag-center-cols-container .ag-row')).toHaveCount(1);
+  });
+
+  await test.step('a toast sent through the API appears', async () => {
+    await expect(page.getByTestId('stream-status')).toHaveAttribute('data-status', 'open');
+    const sent = await postAsBrowser(page, '/api/notifications/notify', {
+      title: 'Backup finished',
+      message: 'Configuration backup written.\nNext run in 24 hours.',
+      icon: 'schedule',
+      variant: 'warning',
+      ttl_ms: 60_000,
+    });
+    expect(sent.status, sent.body).toBe(200);
+    const toast = page.getByTestId('toast').filter({ hasText: 'Backup finished' });
+    await expect(toast).toBeVisible();
+    await expect(toast).toHaveAttribute('data-variant', 'warning');
+    await expect(toast).toHaveAttribute('data-icon', 'schedule');
+    expect(await toast.getByTestId('toast-message').innerText()).toBe('Configuration backup written.\nNext run in 24 hours.');
+    await shot(page, '08-toast');
+
+    // More than five: only the five newest stay, newest on top.
+    for (let i = 1; i <= 6; i++) {
+      const r = await postAsBrowser(page, '/api/notifications/notify', {
+        title: `Burst ${i}`,
+        message: `Toast number ${i}`,
+        variant: i % 2 ? 'info' : 'error',
+        icon: i === 6 ? 'no-such-icon' : 'device',
+        ttl_ms: 60_000,
+      });
+      expect(r.status, r.body).toBe(200);
+    }
+    await expect(page.getByTestId('toast').first()).toContainText('Burst 6');
+    await expect(page.getByTestId('toast')).toHaveCount(5);
+    await expect(page.getByTestId('toast').first()).toHaveAttribute('data-icon', 'bell');
+    await expect(page.getByTestId('toast').filter({ hasText: 'Backup finished' })).toHaveCount(0);
+    await shot(page, '09-toast-stack');
+    await page.getByTestId('toast').first().getByRole('button', { name: 'Close notification' }).click();
+    await expect(page.getByTestId('toast')).toHaveCount(4);
+    for (let left = 4; left > 0; left--) {
+      await page.getByTestId('toast').first().getByRole('button', { name: 'Close notification' }).click();
+      await expect(page.getByTestId('toast')).toHaveCount(left - 1);
+    }
+  });
+
+  await test.step('server and profile pages', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Server' }).click();
+    await expect(page.getByRole('heading', { name: 'Server' })).toBeVisible();
+    await expect(page.locator('.ag-row', { hasText: 'Engine' })).toBeVisible();
+    await expect(page.locator('.ag-row', { hasText: 'site:head-office' })).toBeVisible();
+    await shot(page, '10-server');
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Devices' }).click();
+    await expect(page.getByTestId('coming-soon')).toBeVisible();
+
+    await page.getByTestId('user-menu-button').click();
+    await page.getByRole('menuitem', { name: 'Profile' }).click();
+    await expect(page.getByTestId('profile-username')).toHaveText(USERNAME);
+    await expect(page.getByTestId('profile-mfa')).toHaveText('Authenticator app set up');
+    await shot(page, '11-profile');
+  });
+
+  await test.step('sign out', async () => {
+    await page.getByTestId('user-menu-button').click();
+    await page.getByRole('menuitem', { name: 'Sign out' }).click();
+    await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+    await shot(page, '12-signed-out');
+    const me = await page.request.get('/api/auth/me');
+    expect(me.status()).toBe(401);
+  });
+
+  expect(consoleErrors).toEqual([]);
+});

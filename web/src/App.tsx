@@ -1,0 +1,164 @@
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { QueryClient, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Navigate, Route, Routes, useNavigate } from 'react-router';
+import Alert from '@mui/material/Alert';
+import Box from '@mui/material/Box';
+import Button from '@mui/material/Button';
+import CircularProgress from '@mui/material/CircularProgress';
+import { ApiError, onSessionProblem } from './api/client';
+import { auth, bootstrap } from './api/endpoints';
+import type { User } from './api/types';
+import { AuthShell } from './auth/AuthShell';
+import { BOOTSTRAP_QUERY, BootstrapFlow, type WizardKind } from './auth/BootstrapFlow';
+import { LoginPage } from './auth/LoginPage';
+import { ME_QUERY, SessionContext, type Session } from './auth/session';
+import { describeError } from './components/errors';
+import { AppFrame } from './layout/AppFrame';
+import { AccessPage, AlertsPage, AutomationPage, DevicesPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { ProfilePage } from './pages/ProfilePage';
+import { ToastStack, useToastStack } from './toasts/ToastStack';
+import { useOperatorEvents } from './toasts/useOperatorEvents';
+
+// The grid pages pull in AG Grid; load them when first opened.
+const SitesPage = lazy(() => import('./pages/SitesPage'));
+const ServerPage = lazy(() => import('./pages/ServerPage'));
+
+/**
+ * Drops everything read with the old session. The session query itself is
+ * set to null rather than removed: App observes it, and an observer of a
+ * removed query would not see the change.
+ */
+function forgetSession(queryClient: QueryClient) {
+  queryClient.removeQueries({ predicate: (q) => q.queryKey[0] !== BOOTSTRAP_QUERY[0] && q.queryKey[0] !== ME_QUERY[0] });
+  queryClient.setQueryData(ME_QUERY, null);
+}
+
+function Loading({ label }: { label: string }) {
+  return (
+    <Box sx={{ display: 'flex', alignItems: 'center', justifyContent: 'center', minHeight: '40vh', gap: 1.5 }} role="status">
+      <CircularProgress size={22} />
+      <span>{label}</span>
+    </Box>
+  );
+}
+
+function EngineError({ error, retry }: { error: unknown; retry: () => void }) {
+  const unreachable = !(error instanceof ApiError) || error.status === 0 || error.status === 502 || error.status === 504;
+  return (
+    <AuthShell title={unreachable ? 'Cannot reach the Engine' : 'The Engine reported an error'}>
+      <Alert severity="error" sx={{ mb: 2 }}>
+        {describeError(error)}
+      </Alert>
+      <Button variant="contained" onClick={retry}>
+        Try again
+      </Button>
+    </AuthShell>
+  );
+}
+
+/** Routes by bootstrap phase, then by session: wizard, unlock, sign-in or the console. */
+export function App() {
+  const queryClient = useQueryClient();
+  const [wizard, setWizard] = useState<WizardKind | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+
+  const phaseQuery = useQuery({ queryKey: BOOTSTRAP_QUERY, queryFn: bootstrap.state, refetchOnWindowFocus: false });
+  const phase = phaseQuery.data?.phase;
+
+  const meQuery = useQuery({
+    queryKey: ME_QUERY,
+    queryFn: auth.meOrNull,
+    enabled: phase === 'login_required',
+    retry: false,
+    staleTime: 60_000,
+  });
+  const user = phase === 'login_required' ? meQuery.data : undefined;
+  const userRef = useRef(user);
+  userRef.current = user;
+
+  useEffect(() => {
+    if (phase === 'admin_recovery_required') setWizard('recovery');
+    else if (phase === 'aegis_setup_required' || phase === 'admin_setup_required') setWizard((w) => w ?? 'setup');
+    else if (phase && phase !== 'login_required') setWizard(null);
+    // A new phase (for example after unlocking) means the session must be read again.
+    if (phase && phase !== 'login_required') void queryClient.invalidateQueries({ queryKey: ME_QUERY });
+  }, [phase, queryClient]);
+
+  useEffect(
+    () =>
+      onSessionProblem((reason) => {
+        if (reason === 'locked') {
+          void queryClient.invalidateQueries({ queryKey: BOOTSTRAP_QUERY });
+          return;
+        }
+        if (userRef.current) setNotice('Your session ended. Sign in again.');
+        forgetSession(queryClient);
+      }),
+    [queryClient],
+  );
+
+  const signedIn = useCallback(
+    (u: User) => {
+      setNotice(null);
+      setWizard(null);
+      queryClient.setQueryData(ME_QUERY, u);
+    },
+    [queryClient],
+  );
+
+  if (phaseQuery.isPending) return <Loading label="Connecting to the Engine…" />;
+  if (phaseQuery.isError) return <EngineError error={phaseQuery.error} retry={() => void phaseQuery.refetch()} />;
+  const current = phaseQuery.data.phase;
+  if (current !== 'login_required') return <BootstrapFlow phase={current} kind={wizard ?? 'setup'} />;
+
+  if (meQuery.isPending) return <Loading label="Checking your session…" />;
+  if (meQuery.isError) return <EngineError error={meQuery.error} retry={() => void meQuery.refetch()} />;
+  if (!user) return <LoginPage onSignedIn={signedIn} notice={notice} afterWizard={wizard} />;
+  return <Console user={user} />;
+}
+
+function Console({ user }: { user: User }) {
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const { toasts, push, dismiss } = useToastStack();
+  // When the stream gives up, check the session: a 401 there returns to sign-in.
+  const checkSession = useCallback(() => void queryClient.invalidateQueries({ queryKey: ME_QUERY }), [queryClient]);
+  const streamStatus = useOperatorEvents(user.username, push, checkSession);
+
+  const session = useMemo<Session>(
+    () => ({
+      user,
+      signOut: async () => {
+        try {
+          await auth.logout();
+        } finally {
+          forgetSession(queryClient);
+          navigate('/', { replace: true });
+        }
+      },
+    }),
+    [user, queryClient, navigate],
+  );
+
+  return (
+    <SessionContext.Provider value={session}>
+      <AppFrame streamStatus={streamStatus}>
+        <Suspense fallback={<Loading label="Loading…" />}>
+          <Routes>
+            <Route path="/" element={<Navigate to="/sites" replace />} />
+            <Route path="/devices" element={<DevicesPage />} />
+            <Route path="/sites" element={<SitesPage />} />
+            <Route path="/alerts" element={<AlertsPage />} />
+            <Route path="/patches" element={<PatchesPage />} />
+            <Route path="/automation" element={<AutomationPage />} />
+            <Route path="/access" element={<AccessPage />} />
+            <Route path="/server" element={<ServerPage />} />
+            <Route path="/profile" element={<ProfilePage />} />
+            <Route path="*" element={<NotFoundPage />} />
+          </Routes>
+        </Suspense>
+      </AppFrame>
+      <ToastStack toasts={toasts} onDismiss={dismiss} />
+    </SessionContext.Provider>
+  );
+}

@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { api, ApiError, onSessionProblem, parseRetryAfter, readCookie } from './client';
+
+function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}) {
+  return new Response(body === undefined ? null : JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json', ...headers },
+  });
+}
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  document.cookie = 'cairn_csrf=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/';
+});
+
+describe('readCookie', () => {
+  it('finds a cookie among others', () => {
+    expect(readCookie('cairn_csrf', 'a=1; cairn_csrf=abc%3D; b=2')).toBe('abc=');
+    expect(readCookie('cairn_csrf', 'a=1')).toBeNull();
+    expect(readCookie('x', '')).toBeNull();
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it('reads seconds and HTTP dates', () => {
+    expect(parseRetryAfter('42')).toBe(42);
+    expect(parseRetryAfter(null)).toBeNull();
+    expect(parseRetryAfter('soon')).toBeNull();
+    const now = Date.parse('2026-11-21T08:00:00Z');
+    expect(parseRetryAfter('Sat, 21 Nov 2026 08:00:30 GMT', now)).toBe(30);
+  });
+});
+
+describe('api', () => {
+  it('sends the CSRF cookie as X-CSRF-Token on changes, with same-origin credentials', async () => {
+    document.cookie = 'cairn_csrf=tok123; path=/';
+    const fetchMock = vi.fn(async () => jsonResponse(200, { ok: true }));
+    vi.stubGlobal('fetch', fetchMock);
+
+    await api('/api/sites', { body: { name: 'x' } });
+    await api('/api/sites');
+
+    const [postUrl, post] = fetchMock.mock.calls[0] as unknown as [string, RequestInit];
+    expect(postUrl).toBe('/api/sites');
+    expect(post.method).toBe('POST');
+    expect(post.credentials).toBe('same-origin');
+    expect((post.headers as Record<string, string>)['X-CSRF-Token']).toBe('tok123');
+    expect((post.headers as Record<string, string>)['Content-Type']).toBe('application/json');
+    expect(post.body).toBe('{"name":"x"}');
+
+    const [, get] = fetchMock.mock.calls[1] as unknown as [string, RequestInit];
+    expect(get.method).toBe('GET');
+    expect((get.headers as Record<string, string>)['X-CSRF-Token']).toBeUndefined();
+  });
+
+  it('returns undefined for 204', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => new Response(null, { status: 204 })));
+    await expect(api('/api/auth/logout', { method: 'POST' })).resolves.toBeUndefined();
+  });
+
+  it('turns the error body into an ApiError with fields and Retry-After', async () => {
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(async () =>
+        jsonResponse(
+          429,
+          { error: 'rate_limited', message: 'too many attempts' },
+          { 'Retry-After': '17', 'X-Request-Id': 'req-1' },
+        ),
+      ),
+    );
+    const err = (await api('/api/auth/login', { body: {} }).catch((e) => e)) as ApiError;
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.status).toBe(429);
+    expect(err.code).toBe('rate_limited');
+    expect(err.retryAfter).toBe(17);
+    expect(err.requestId).toBe('req-1');
+
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(async () =>
+        jsonResponse(409, { error: 'conflict', message: 'taken', fields: { site_worker_slug: 'already used' } }),
+      ),
+    );
+    const conflict = (await api('/api/sites', { body: {} }).catch((e) => e)) as ApiError;
+    expect(conflict.fields).toEqual({ site_worker_slug: 'already used' });
+  });
+
+  it('copes with a non-JSON error page', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => new Response('<html>bad gateway</html>', { status: 502, statusText: 'Bad Gateway' })));
+    const err = (await api('/api/sites').catch((e) => e)) as ApiError;
+    expect(err.code).toBe('internal');
+    expect(err.message).toContain('502');
+  });
+
+  it('reports a network failure as network_error', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => Promise.reject(new TypeError('Failed to fetch'))));
+    const err = (await api('/api/sites').catch((e) => e)) as ApiError;
+    expect(err.code).toBe('network_error');
+    expect(err.status).toBe(0);
+  });
+
+  it('signals an ended session on 401 from a Token route, not from sign-in forms', async () => {
+    const seen: string[] = [];
+    const off = onSessionProblem((r) => seen.push(r));
+    vi.stubGlobal('fetch', vi.fn(async () => jsonResponse(401, { error: 'unauthorized', message: 'sign in' })));
+    await api('/api/sites').catch(() => undefined);
+    await api('/api/auth/login', { body: {} }).catch(() => undefined);
+    await api('/api/bootstrap/aegis/unlock', { body: {} }).catch(() => undefined);
+
+    vi.stubGlobal('fetch', vi.fn(async () => jsonResponse(401, { error: 'invalid_credentials', message: 'wrong' })));
+    await api('/api/auth/password/reset', { body: {} }).catch(() => undefined);
+
+    vi.stubGlobal('fetch', vi.fn(async () => jsonResponse(423, { error: 'aegis_locked', message: 'locked' })));
+    await api('/api/sites').catch(() => undefined);
+    off();
+    await api('/api/sites').catch(() => undefined);
+    expect(seen).toEqual(['unauthorized', 'locked']);
+  });
+});

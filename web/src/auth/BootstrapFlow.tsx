@@ -1,0 +1,98 @@
+import { useState } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import Typography from '@mui/material/Typography';
+import { bootstrap } from '../api/endpoints';
+import type { BootstrapPhase, PendingMfa, PhaseResponse } from '../api/types';
+import { errorCode } from '../components/errors';
+import { AdminStep } from './AdminStep';
+import { AegisSetupStep } from './AegisSetupStep';
+import { AuthShell, type WizardSteps } from './AuthShell';
+import { MfaCodeForm } from './MfaCodeForm';
+import { MfaEnrollment } from './MfaEnrollment';
+import { UnlockPage } from './UnlockPage';
+
+export const BOOTSTRAP_QUERY = ['bootstrap-state'] as const;
+
+export type WizardKind = 'setup' | 'recovery';
+
+export function wizardLabels(kind: WizardKind): string[] {
+  return ['Master cipher', kind === 'recovery' ? 'Recover administrator' : 'Administrator', 'Authenticator', 'Sign in'];
+}
+
+/** Everything before `login_required`, chosen by the Engine's phase. */
+export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 'login_required'>; kind: WizardKind }) {
+  const queryClient = useQueryClient();
+  const [pending, setPending] = useState<PendingMfa | null>(null);
+
+  const setPhase = (r: PhaseResponse) => {
+    setPending(null);
+    queryClient.setQueryData(BOOTSTRAP_QUERY, { phase: r.phase });
+  };
+  // Another browser may have moved the deployment on; follow the Engine.
+  const followPhase = (e: unknown) => {
+    const code = errorCode(e);
+    if (code === 'wrong_phase' || code === 'bootstrap_finished') {
+      void queryClient.invalidateQueries({ queryKey: BOOTSTRAP_QUERY });
+    }
+  };
+  const steps = (active: number): WizardSteps => ({ labels: wizardLabels(kind), active });
+
+  switch (phase) {
+    case 'aegis_unlock_required':
+      return <UnlockPage onUnlocked={setPhase} />;
+    case 'aegis_setup_required':
+      return (
+        <AuthShell
+          steps={steps(0)}
+          title="Set the master cipher"
+          subtitle="Welcome to Cairn. First choose the passphrase that protects every secret this deployment stores."
+        >
+          <AegisSetupStep onDone={setPhase} onError={followPhase} />
+        </AuthShell>
+      );
+    case 'admin_setup_required':
+    case 'admin_recovery_required': {
+      const mode = phase === 'admin_setup_required' ? 'setup' : 'recover';
+      if (pending) {
+        return (
+          <AuthShell
+            steps={steps(2)}
+            title="Set up the authenticator"
+            subtitle={
+              <>
+                Sign-in needs a code from an authenticator app. Add <b>Cairn</b> to your app, then enter the code it
+                shows to finish {mode === 'setup' ? 'creating the administrator' : 'the recovery'}.
+              </>
+            }
+          >
+            <MfaEnrollment setup={pending.mfa} />
+            <MfaCodeForm
+              verify={(code) => bootstrap.adminMfaVerify(pending.pending_token, code)}
+              onVerified={setPhase}
+              onRestart={() => setPending(null)}
+              submitLabel="Verify and finish"
+            />
+          </AuthShell>
+        );
+      }
+      return (
+        <AuthShell
+          steps={steps(1)}
+          title={mode === 'setup' ? 'Create the administrator' : 'Recover an administrator'}
+          subtitle={
+            mode === 'setup'
+              ? 'This account manages the deployment: sites, operators, devices and the master cipher.'
+              : 'The master cipher was reset, so every account must be recovered. Give an administrator a new password with the one-time recovery code.'
+          }
+        >
+          <AdminStep key={mode} mode={mode} onPending={setPending} onError={followPhase} />
+          {mode === 'setup' && (
+            <Typography variant="caption" color="text.secondary" component="p" sx={{ mt: 2 }}>
+              Next you will add an authenticator app for this account.
+            </Typography>
+          )}
+        </AuthShell>
+      );
+    }
+  }
+}

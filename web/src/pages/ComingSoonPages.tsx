@@ -1,0 +1,104 @@
+import { Link as RouterLink } from 'react-router';
+import Link from '@mui/material/Link';
+import Typography from '@mui/material/Typography';
+import { ComingSoon, PageHeader } from '../components/ComingSoon';
+
+// Pages whose Engine routes are not built yet. They say what they will do and
+// show no data: the console never invents devices, alerts or jobs.
+
+export function DevicesPage() {
+  return (
+    <ComingSoon
+      title="Devices"
+      summary="The device inventory arrives once agents can enroll. No device can enroll in this release, so there is nothing to list yet."
+      items={[
+        'list every managed device with its live connection status, site, OS, current user and uptime',
+        'approve, quarantine, revoke or purge a device after it enrolls with its site’s enrollment code',
+        'show each device’s hardware, network, software, services, processes, sessions and activity history',
+        'open a remote shell, the file manager, the registry editor (Windows) or remote desktop over the managed tunnel',
+        'update agents on demand and edit up to 500 metadata fields per device',
+      ]}
+    />
+  );
+}
+
+export function AlertsPage() {
+  return (
+    <ComingSoon
+      title="Alerts"
+      summary="Watchdogs and the alert queue are not built yet."
+      items={[
+        'define reusable watchdog policies that evaluate device data and can remediate automatically',
+        'list open incidents and let operators acknowledge them or suppress them with a reason',
+        'set per-device watchdog overrides that immediately suppress an active incident',
+      ]}
+    />
+  );
+}
+
+export function PatchesPage() {
+  return (
+    <ComingSoon
+      title="Patches"
+      summary="Patch management is not built yet."
+      items={[
+        'show the pending and installed patches of every device',
+        'manage patch policies at global, site and device-filter level, including conflicts between layers',
+        'schedule patch installs and reboots as durable jobs with their history',
+      ]}
+    />
+  );
+}
+
+export function AutomationPage() {
+  return (
+    <ComingSoon
+      title="Automation"
+      summary="Scheduled jobs, workflows, assemblies and quick script runs are not built yet."
+      items={[
+        'create, rerun, toggle and delete scheduled jobs and see their run history',
+        'run signed quick scripts on devices and follow their results',
+        'build workflows and assemblies that run on each site’s worker',
+      ]}
+    />
+  );
+}
+
+export function AccessPage() {
+  return (
+    <ComingSoon
+      title="Access"
+      summary={
+        <>
+          Operator and directory management is not built yet. Your own password and authenticator are already managed on
+          your{' '}
+          <Link component={RouterLink} to="/profile">
+            profile
+          </Link>
+          .
+        </>
+      }
+      items={[
+        'create operator accounts, set roles, reset passwords and enable, disable or reset MFA',
+        'assign operators to sites',
+        'connect LDAP, LDAPS or Active Directory providers and map groups to roles and sites',
+        'store credentials and the source-hosting token, sealed by the master cipher',
+      ]}
+    />
+  );
+}
+
+export function NotFoundPage() {
+  return (
+    <>
+      <PageHeader title="Page not found" />
+      <Typography variant="body2">
+        There is no console page at this address.{' '}
+        <Link component={RouterLink} to="/sites">
+          Go to Sites
+        </Link>
+        .
+      </Typography>
+    </>
+  );
+}

@@ -1,0 +1,166 @@
+import { useCallback, useMemo, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { AgGridReact, type CustomCellRendererProps } from 'ag-grid-react';
+import type { ColDef, GetRowIdParams, SelectionChangedEvent } from 'ag-grid-community';
+import Alert from '@mui/material/Alert';
+import Box from '@mui/material/Box';
+import Button from '@mui/material/Button';
+import IconButton from '@mui/material/IconButton';
+import Tooltip from '@mui/material/Tooltip';
+import AddIcon from '@mui/icons-material/Add';
+import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
+import EditIcon from '@mui/icons-material/Edit';
+import RefreshIcon from '@mui/icons-material/Refresh';
+import { sites as sitesApi } from '../api/endpoints';
+import type { Site } from '../api/types';
+import { useSession } from '../auth/session';
+import { PageHeader } from '../components/ComingSoon';
+import { ErrorAlert } from '../components/ErrorAlert';
+import { formatDateTime } from '../components/format';
+import { gridTheme } from '../components/grid';
+import { DeleteSitesDialog, SITES_QUERY, SiteFormDialog } from './SiteDialogs';
+
+interface GridContext {
+  canEdit: boolean;
+  rename: (site: Site) => void;
+  remove: (site: Site) => void;
+}
+
+function ActionsCell({ data, context }: CustomCellRendererProps<Site, unknown, GridContext>) {
+  if (!data || !context.canEdit) return null;
+  return (
+    <Box sx={{ display: 'flex', gap: 0.5, alignItems: 'center', height: '100%' }}>
+      <Tooltip title="Rename">
+        <IconButton size="small" aria-label={`Rename ${data.name}`} onClick={() => context.rename(data)}>
+          <EditIcon fontSize="small" />
+        </IconButton>
+      </Tooltip>
+      <Tooltip title="Delete">
+        <IconButton size="small" aria-label={`Delete ${data.name}`} onClick={() => context.remove(data)}>
+          <DeleteOutlineIcon fontSize="small" />
+        </IconButton>
+      </Tooltip>
+    </Box>
+  );
+}
+
+type DialogState = { kind: 'create' } | { kind: 'rename'; site: Site } | { kind: 'delete'; sites: Site[] } | null;
+
+export default function SitesPage() {
+  const { user } = useSession();
+  const canEdit = user.role === 'admin';
+  const gridRef = useRef<AgGridReact<Site>>(null);
+  const [dialog, setDialog] = useState<DialogState>(null);
+  const [selected, setSelected] = useState<Site[]>([]);
+  const query = useQuery({ queryKey: SITES_QUERY, queryFn: sitesApi.list });
+
+  const columnDefs = useMemo<ColDef<Site>[]>(
+    () => [
+      { field: 'name', headerName: 'Name', flex: 2, minWidth: 160, sort: 'asc' },
+      { field: 'site_worker_slug', headerName: 'Slug', flex: 1.5, minWidth: 140, cellClass: 'mono' },
+      { field: 'site_worker_name', headerName: 'Task queue', flex: 1.5, minWidth: 150, cellClass: 'mono' },
+      { field: 'device_count', headerName: 'Devices', width: 110, type: 'numericColumn', filter: 'agNumberColumnFilter' },
+      {
+        field: 'created_at',
+        headerName: 'Created',
+        width: 180,
+        valueFormatter: (p) => formatDateTime(p.value),
+        filter: false,
+      },
+      {
+        colId: 'actions',
+        headerName: '',
+        width: 96,
+        sortable: false,
+        filter: false,
+        resizable: false,
+        cellRenderer: ActionsCell,
+        hide: !canEdit,
+      },
+    ],
+    [canEdit],
+  );
+
+  const context = useMemo<GridContext>(
+    () => ({
+      canEdit,
+      rename: (site) => setDialog({ kind: 'rename', site }),
+      remove: (site) => setDialog({ kind: 'delete', sites: [site] }),
+    }),
+    [canEdit],
+  );
+
+  const onSelectionChanged = useCallback((e: SelectionChangedEvent<Site>) => setSelected(e.api.getSelectedRows()), []);
+  const getRowId = useCallback((p: GetRowIdParams<Site>) => String(p.data.site_id), []);
+  const clearSelection = () => {
+    gridRef.current?.api?.deselectAll();
+    setSelected([]);
+  };
+
+  return (
+    <Box>
+      <PageHeader
+        title="Sites"
+        subtitle="Each site has its own worker, polling the Temporal task queue site:<slug>, which runs that site's device work."
+        actions={
+          <>
+            <Tooltip title="Refresh">
+              <span>
+                <IconButton aria-label="Refresh sites" onClick={() => void query.refetch()} disabled={query.isFetching}>
+                  <RefreshIcon />
+                </IconButton>
+              </span>
+            </Tooltip>
+            {canEdit && (
+              <>
+                <Button
+                  variant="outlined"
+                  color="error"
+                  startIcon={<DeleteOutlineIcon />}
+                  disabled={selected.length === 0}
+                  onClick={() => setDialog({ kind: 'delete', sites: selected })}
+                >
+                  Delete{selected.length > 0 ? ` (${selected.length})` : ''}
+                </Button>
+                <Button variant="contained" startIcon={<AddIcon />} onClick={() => setDialog({ kind: 'create' })}>
+                  Create site
+                </Button>
+              </>
+            )}
+          </>
+        }
+      />
+      {!canEdit && (
+        <Alert severity="info" variant="outlined" sx={{ mb: 2 }}>
+          Only administrators can create, rename or delete sites.
+        </Alert>
+      )}
+      {query.isError && <ErrorAlert error={query.error} />}
+      <Box sx={{ '& .mono': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', fontSize: 12.5 } }}>
+        <AgGridReact<Site>
+          ref={gridRef}
+          theme={gridTheme}
+          rowData={query.data ?? []}
+          loading={query.isPending}
+          columnDefs={columnDefs}
+          defaultColDef={{ sortable: true, resizable: true, filter: 'agTextColumnFilter', suppressHeaderMenuButton: false }}
+          context={context}
+          getRowId={getRowId}
+          rowSelection={canEdit ? { mode: 'multiRow', checkboxes: true, headerCheckbox: true, enableClickSelection: false } : undefined}
+          selectionColumnDef={{ width: 52, minWidth: 52, maxWidth: 52, pinned: 'left' }}
+          onSelectionChanged={onSelectionChanged}
+          domLayout="autoHeight"
+          overlayNoRowsTemplate="No sites yet. Create one to give its devices a worker."
+          suppressCellFocus
+          suppressColumnVirtualisation
+          animateRows={false}
+        />
+      </Box>
+      {dialog?.kind === 'create' && <SiteFormDialog onClose={() => setDialog(null)} />}
+      {dialog?.kind === 'rename' && <SiteFormDialog site={dialog.site} onClose={() => setDialog(null)} />}
+      {dialog?.kind === 'delete' && (
+        <DeleteSitesDialog sites={dialog.sites} onClose={() => setDialog(null)} onDeleted={clearSelection} />
+      )}
+    </Box>
+  );
+}

@@ -1,0 +1,79 @@
+import { useEffect, useRef, useState } from 'react';
+import { isForOperator, parseToast, type Toast } from './toastLogic';
+
+export const EVENTS_URL = '/api/realtime/events';
+
+export type StreamStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+/**
+ * Keeps one EventSource on the operator event stream while `username` is set.
+ * The browser reconnects by itself after a dropped connection; when it gives
+ * up (readyState CLOSED, for example after a non-200 answer) we open a new
+ * stream after a growing delay and tell the caller, so it can check whether
+ * the session ended. Exactly one stream is open at a time.
+ */
+export function useOperatorEvents(
+  username: string | null,
+  onToast: (toast: Toast) => void,
+  onStreamClosed?: () => void,
+): StreamStatus {
+  const [status, setStatus] = useState<StreamStatus>('closed');
+  const onToastRef = useRef(onToast);
+  const onClosedRef = useRef(onStreamClosed);
+  onToastRef.current = onToast;
+  onClosedRef.current = onStreamClosed;
+
+  useEffect(() => {
+    if (!username || typeof EventSource === 'undefined') return;
+    let source: EventSource | null = null;
+    let retryTimer: number | undefined;
+    let attempt = 0;
+    let disposed = false;
+
+    const open = () => {
+      if (disposed) return;
+      setStatus(attempt === 0 ? 'connecting' : 'reconnecting');
+      const es = new EventSource(EVENTS_URL, { withCredentials: true });
+      source = es;
+      es.onopen = () => {
+        attempt = 0;
+        setStatus('open');
+      };
+      es.addEventListener('service_notification', (ev) => {
+        let data: unknown;
+        try {
+          data = JSON.parse((ev as MessageEvent<string>).data);
+        } catch {
+          return;
+        }
+        const toast = parseToast(data, Date.now());
+        if (toast && isForOperator(toast, username)) onToastRef.current(toast);
+      });
+      es.onerror = () => {
+        if (disposed || source !== es) return;
+        if (es.readyState === EventSource.CLOSED) {
+          es.close();
+          source = null;
+          attempt += 1;
+          setStatus('reconnecting');
+          onClosedRef.current?.();
+          const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5));
+          retryTimer = window.setTimeout(open, delay);
+        } else {
+          setStatus('reconnecting');
+        }
+      };
+    };
+
+    open();
+    return () => {
+      disposed = true;
+      window.clearTimeout(retryTimer);
+      source?.close();
+      source = null;
+      setStatus('closed');
+    };
+  }, [username]);
+
+  return status;
+}

@@ -1,0 +1,49 @@
+/// <reference types="vitest/config" />
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { defineConfig, type Plugin } from 'vite';
+import react from '@vitejs/plugin-react';
+
+// The Engine serves the built console from web/dist (embedded with go:embed)
+// and answers /api, /health and /ready itself; in development Vite forwards
+// those to a local Engine on :8080.
+const engine = process.env.CAIRN_DEV_ENGINE ?? 'http://127.0.0.1:8080';
+
+// emptyOutDir clears dist/, including the committed dist/.gitkeep that lets
+// the Go build embed dist/ in a fresh clone; put it back after each build so
+// a build never shows up as a deleted file in git.
+function keepDistPlaceholder(): Plugin {
+  return {
+    name: 'cairn-keep-dist-gitkeep',
+    apply: 'build',
+    closeBundle() {
+      const dist = resolve(import.meta.dirname, 'dist');
+      mkdirSync(dist, { recursive: true });
+      writeFileSync(resolve(dist, '.gitkeep'), '');
+    },
+  };
+}
+
+export default defineConfig({
+  plugins: [react(), keepDistPlaceholder()],
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    chunkSizeWarningLimit: 1500,
+  },
+  server: {
+    proxy: {
+      '/api': { target: engine, changeOrigin: false },
+      '/health': { target: engine },
+      '/ready': { target: engine },
+    },
+  },
+  test: {
+    environment: 'jsdom',
+    globals: true,
+    setupFiles: ['./src/test/setup.ts'],
+    include: ['src/**/*.test.{ts,tsx}'],
+    css: false,
+    testTimeout: 20_000,
+  },
+});

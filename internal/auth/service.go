@@ -479,3 +479,20 @@ func checkNewAccount(username, password, role string) error {
 	}
 	return v.Err()
 }
+
+// StartSession creates a session for an operator who proved who they are
+// by other means than password + TOTP (a passkey, say). It refuses
+// accounts flagged for recovery.
+func (s *Service) StartSession(ctx context.Context, userID int64, meta ClientMeta) (Session, error) {
+	if err := s.requireLoginPhase(ctx); err != nil {
+		return Session{}, err
+	}
+	u, err := s.store.UserGetByID(ctx, userID)
+	if err != nil {
+		return Session{}, db.NotFound(err, "account not found")
+	}
+	if u.RecoveryRequired {
+		return Session{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
+	}
+	return s.newSession(ctx, s.store.Queries, u, meta)
+}

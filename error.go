@@ -28,6 +28,7 @@ const (
 	ECodeBootstrapRequired  = "bootstrap_incomplete"
 	ECodeAegisConfigured    = "aegis_already_configured"
 	ECodeSiteNotEmpty       = "site_not_empty"
+	ECodeLastAdmin          = "last_admin"
 	ECodeTooLarge           = "payload_too_large"
 	ECodeUnsupportedMedia   = "unsupported_media_type"
 	ECodeAegisLocked        = "aegis_locked"

@@ -31,6 +31,7 @@ var statusByCode = map[string]int{
 	cairn.ECodeBootstrapRequired:  http.StatusConflict,
 	cairn.ECodeAegisConfigured:    http.StatusConflict,
 	cairn.ECodeSiteNotEmpty:       http.StatusConflict,
+	cairn.ECodeLastAdmin:          http.StatusConflict,
 	cairn.ECodeTooLarge:           http.StatusRequestEntityTooLarge,
 	cairn.ECodeUnsupportedMedia:   http.StatusUnsupportedMediaType,
 	cairn.ECodeAegisLocked:        http.StatusLocked,
@@ -53,6 +54,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()), "err", err)
 		e = cairn.Errorf(cairn.ECodeInternal, "something went wrong; the server log has the details (request %s)", middleware.GetReqID(r.Context()))
+	}
+	if entry := auditFrom(r); entry != nil {
+		entry.Outcome = e.Code
 	}
 	status, known := statusByCode[e.Code]
 	if !known {

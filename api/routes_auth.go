@@ -69,6 +69,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
+	if e := auditFrom(r); e != nil {
+		e.Username = auth.NormalizeUsername(req.Username)
+	}
 	res, err := s.Auth.Login(r.Context(), req.Username, req.Password, clientMeta(r))
 	if err != nil {
 		writeError(w, r, s.Log, err)

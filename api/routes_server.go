@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -12,6 +13,7 @@ import (
 func (s *Server) serverRoutes() []Route {
 	return []Route{
 		{"GET", "/api/server/workers", AuthAdmin, s.serverWorkers},
+		{"GET", "/api/server/audit", AuthAdmin, getAction(s, s.auditList)},
 	}
 }
 
@@ -41,7 +43,7 @@ func (s *Server) serverWorkers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	list, err := s.Sites.List(r.Context())
+	list, err := s.Sites.List(r.Context(), cairn.AllSites)
 	if err != nil {
 		writeError(w, r, s.Log, err)
 		return

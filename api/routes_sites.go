@@ -13,7 +13,7 @@ import (
 func (s *Server) siteRoutes() []Route {
 	return []Route{
 		{"GET", "/api/sites", AuthToken, getAction(s, func(r *http.Request) (map[string][]siteJSON, error) {
-			list, err := s.Sites.List(r.Context())
+			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
 			out := make([]siteJSON, len(list))
 			for i, st := range list {
 				out[i] = s.siteJSON(st)
@@ -32,7 +32,7 @@ func (s *Server) siteRoutes() []Route {
 			return map[string][]int64{"deleted": req.SiteIDs}, s.Sites.Delete(r.Context(), req.SiteIDs)
 		})},
 		{"GET", "/api/sites/device_map", AuthToken, getAction(s, func(r *http.Request) (map[string]map[string]deviceSiteJSON, error) {
-			m, err := s.Sites.DeviceMap(r.Context())
+			m, err := s.Sites.DeviceMap(r.Context(), principal(r.Context()).SiteScope())
 			out := make(map[string]deviceSiteJSON, len(m))
 			for host, ds := range m {
 				out[host] = deviceSiteJSON{SiteID: ds.SiteID, SiteName: ds.SiteName}

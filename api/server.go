@@ -86,7 +86,7 @@ func New(d Deps) *Server {
 	s := &Server{Deps: d}
 	for _, area := range [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
-		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(),
+		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}
@@ -101,7 +101,7 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.requestLog, s.recoverer, securityHeaders)
 	for _, rt := range s.routes {
-		r.With(s.authFor(rt.Auth)).Method(rt.Method, rt.Pattern, rt.handler)
+		r.With(s.audit, s.authFor(rt.Auth)).Method(rt.Method, rt.Pattern, rt.handler)
 	}
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
@@ -156,6 +156,9 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 			if viaCookie && !safeMethod(r.Method) && !p.CheckCSRF(r.Header.Get(headerCSRF)) {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeCSRF, "the %s header is missing or does not match", headerCSRF))
 				return
+			}
+			if e := auditFrom(r); e != nil {
+				e.Username, e.Role = p.Username, p.Role
 			}
 			if admin && !p.IsAdmin() {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeForbidden, "administrators only"))

@@ -26,6 +26,19 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AuditLog struct {
+	ID         int64
+	At         time.Time
+	Username   string
+	Role       string
+	Action     string
+	Target     string
+	ClientAddr string
+	Status     int32
+	Outcome    string
+	RequestID  string
+}
+
 type Device struct {
 	Guid      string
 	Hostname  string
@@ -94,4 +107,11 @@ type User struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	PasswordChangedAt *time.Time
+	LastLoginAt       *time.Time
+}
+
+type UserSiteAssignment struct {
+	UserID    int64
+	SiteID    int64
+	CreatedAt time.Time
 }

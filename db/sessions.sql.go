@@ -133,6 +133,9 @@ func (q *Queries) SessionGetByTokenHash(ctx context.Context, tokenHash []byte) (
 }
 
 const sessionInsert = `-- name: SessionInsert :one
+WITH touched AS (
+    UPDATE users SET last_login_at = now() WHERE id = $3
+)
 INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id, token_hash, csrf_hash, user_id, client_addr, user_agent, created_at, last_seen_at, expires_at
@@ -147,6 +150,7 @@ type SessionInsertParams struct {
 	ExpiresAt  time.Time
 }
 
+// A new session is a sign-in: the account's last_login_at moves with it.
 func (q *Queries) SessionInsert(ctx context.Context, arg SessionInsertParams) (Session, error) {
 	row := q.db.QueryRow(ctx, sessionInsert,
 		arg.TokenHash,

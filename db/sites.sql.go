@@ -13,8 +13,14 @@ import (
 const deviceSiteMap = `-- name: DeviceSiteMap :many
 SELECT d.hostname, d.site_id, s.name AS site_name
 FROM devices d JOIN sites s ON s.id = d.site_id
+WHERE $1::bool OR d.site_id = ANY($2::bigint[])
 ORDER BY d.hostname
 `
+
+type DeviceSiteMapParams struct {
+	AllSites bool
+	SiteIds  []int64
+}
 
 type DeviceSiteMapRow struct {
 	Hostname string
@@ -22,8 +28,8 @@ type DeviceSiteMapRow struct {
 	SiteName string
 }
 
-func (q *Queries) DeviceSiteMap(ctx context.Context) ([]DeviceSiteMapRow, error) {
-	rows, err := q.db.Query(ctx, deviceSiteMap)
+func (q *Queries) DeviceSiteMap(ctx context.Context, arg DeviceSiteMapParams) ([]DeviceSiteMapRow, error) {
+	rows, err := q.db.Query(ctx, deviceSiteMap, arg.AllSites, arg.SiteIds)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +161,15 @@ func (q *Queries) SiteInsert(ctx context.Context, arg SiteInsertParams) (Site, e
 
 const siteList = `-- name: SiteList :many
 SELECT s.id, s.name, s.slug, s.created_at, s.updated_at, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
-FROM sites s ORDER BY lower(s.name), s.id
+FROM sites s
+WHERE $1::bool OR s.id = ANY($2::bigint[])
+ORDER BY lower(s.name), s.id
 `
+
+type SiteListParams struct {
+	AllSites bool
+	SiteIds  []int64
+}
 
 type SiteListRow struct {
 	ID          int64
@@ -167,8 +180,9 @@ type SiteListRow struct {
 	DeviceCount int64
 }
 
-func (q *Queries) SiteList(ctx context.Context) ([]SiteListRow, error) {
-	rows, err := q.db.Query(ctx, siteList)
+// all_sites or the listed IDs: the caller's site scope.
+func (q *Queries) SiteList(ctx context.Context, arg SiteListParams) ([]SiteListRow, error) {
+	rows, err := q.db.Query(ctx, siteList, arg.AllSites, arg.SiteIds)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
 -- +goose Up
 
+ALTER TABLE users ADD COLUMN last_login_at timestamptz;
+
 -- Which sites a non-admin operator may see (admins see every site).
 CREATE TABLE user_site_assignments (
     user_id    bigint      NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -30,3 +32,4 @@ CREATE INDEX audit_log_username_idx ON audit_log (username, at DESC);
 -- +goose Down
 DROP TABLE audit_log;
 DROP TABLE user_site_assignments;
+ALTER TABLE users DROP COLUMN last_login_at;

@@ -1,4 +1,8 @@
 -- name: SessionInsert :one
+-- A new session is a sign-in: the account's last_login_at moves with it.
+WITH touched AS (
+    UPDATE users SET last_login_at = now() WHERE id = @user_id
+)
 INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, expires_at)
 VALUES (@token_hash, @csrf_hash, @user_id, @client_addr, @user_agent, @expires_at)
 RETURNING *;

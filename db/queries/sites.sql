@@ -1,6 +1,9 @@
 -- name: SiteList :many
+-- all_sites or the listed IDs: the caller's site scope.
 SELECT s.*, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
-FROM sites s ORDER BY lower(s.name), s.id;
+FROM sites s
+WHERE @all_sites::bool OR s.id = ANY(@site_ids::bigint[])
+ORDER BY lower(s.name), s.id;
 
 -- name: SiteGet :one
 SELECT s.*, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
@@ -27,4 +30,5 @@ DELETE FROM sites WHERE id = ANY(@ids::bigint[]);
 -- name: DeviceSiteMap :many
 SELECT d.hostname, d.site_id, s.name AS site_name
 FROM devices d JOIN sites s ON s.id = d.site_id
+WHERE @all_sites::bool OR d.site_id = ANY(@site_ids::bigint[])
 ORDER BY d.hostname;

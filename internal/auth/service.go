@@ -84,10 +84,21 @@ type Principal struct {
 	Username  string
 	Role      string
 	CSRFHash  []byte
+	siteIDs   []int64
 }
 
 // IsAdmin reports the admin role.
 func (p *Principal) IsAdmin() bool { return p.Role == RoleAdmin }
+
+// SiteScope is what the operator may see: every site for administrators,
+// the assigned sites for everyone else (read when the session was resolved,
+// so a change of assignments applies from the next request).
+func (p *Principal) SiteScope() cairn.SiteScope {
+	if p.IsAdmin() {
+		return cairn.AllSites
+	}
+	return cairn.SiteScope{SiteIDs: p.siteIDs}
+}
 
 // CheckCSRF compares a presented CSRF token with the session's.
 func (p *Principal) CheckCSRF(token string) bool {
@@ -226,7 +237,13 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 			return nil, err
 		}
 	}
-	return &Principal{SessionID: row.ID, UserID: row.UserID, Username: row.Username, Role: row.Role, CSRFHash: row.CsrfHash}, nil
+	p := &Principal{SessionID: row.ID, UserID: row.UserID, Username: row.Username, Role: row.Role, CSRFHash: row.CsrfHash}
+	if !p.IsAdmin() {
+		if p.siteIDs, err = s.store.UserSiteIDs(ctx, row.UserID); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Logout ends the session, or every session of the operator with all.

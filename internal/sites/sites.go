@@ -67,9 +67,9 @@ func checkName(v *cairn.Validation, name string) {
 	}
 }
 
-// List returns every site.
-func (s *Service) List(ctx context.Context) ([]Site, error) {
-	rows, err := s.store.SiteList(ctx)
+// List returns the sites inside scope.
+func (s *Service) List(ctx context.Context, scope cairn.SiteScope) ([]Site, error) {
+	rows, err := s.store.SiteList(ctx, db.SiteListParams{AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s *Service) List(ctx context.Context) ([]Site, error) {
 
 // Slugs lists every site's slug (for the worker manager).
 func (s *Service) Slugs(ctx context.Context) ([]string, error) {
-	sites, err := s.List(ctx)
+	sites, err := s.List(ctx, cairn.AllSites)
 	if err != nil {
 		return nil, err
 	}
@@ -200,9 +200,9 @@ type DeviceSite struct {
 	SiteName string
 }
 
-// DeviceMap maps hostnames to their site.
-func (s *Service) DeviceMap(ctx context.Context) (map[string]DeviceSite, error) {
-	rows, err := s.store.DeviceSiteMap(ctx)
+// DeviceMap maps the hostnames inside scope to their site.
+func (s *Service) DeviceMap(ctx context.Context, scope cairn.SiteScope) (map[string]DeviceSite, error) {
+	rows, err := s.store.DeviceSiteMap(ctx, db.DeviceSiteMapParams{AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,134 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/auth"
+)
+
+func (s *Server) userRoutes() []Route {
+	return []Route{
+		{"GET", "/api/users", AuthAdmin, getAction(s, func(r *http.Request) (map[string][]accountEntryJSON, error) {
+			list, err := s.Auth.ListAccounts(r.Context())
+			out := make([]accountEntryJSON, len(list))
+			for i, a := range list {
+				out[i] = accountEntryOf(a)
+			}
+			return map[string][]accountEntryJSON{"users": out}, err
+		})},
+		{"POST", "/api/users", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req userCreateRequest) (accountEntryJSON, error) {
+			if _, err := s.Auth.CreateLocalUser(r.Context(), req.Username, req.Password, req.Role); err != nil {
+				return accountEntryJSON{}, err
+			}
+			a, err := s.Auth.Account(r.Context(), req.Username)
+			return accountEntryOf(a), err
+		})},
+		{"DELETE", "/api/users/{username}", AuthAdmin, func(w http.ResponseWriter, r *http.Request) {
+			if err := s.Auth.DeleteAccount(r.Context(), chi.URLParam(r, "username")); err != nil {
+				writeError(w, r, s.Log, err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}},
+		{"POST", "/api/users/{username}/reset_password", AuthAdmin, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req adminPasswordRequest) (struct{}, error) {
+			return struct{}{}, s.Auth.ResetPassword(r.Context(), chi.URLParam(r, "username"), req.Password)
+		})},
+		{"POST", "/api/users/{username}/role", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req roleRequest) (accountEntryJSON, error) {
+			a, err := s.Auth.SetRole(r.Context(), chi.URLParam(r, "username"), req.Role)
+			return accountEntryOf(a), err
+		})},
+		{"POST", "/api/users/{username}/mfa", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaActionRequest) (accountEntryJSON, error) {
+			a, err := s.Auth.SetMFA(r.Context(), chi.URLParam(r, "username"), req.Action)
+			return accountEntryOf(a), err
+		})},
+		{"POST", "/api/user_site_assignments/selection", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignmentSelectionRequest) (assignmentsResponse, error) {
+			m, err := s.Auth.SiteAssignments(r.Context(), req.Usernames)
+			return assignmentsResponse{m}, err
+		})},
+		{"POST", "/api/user_site_assignments/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignRequest) (assignmentsResponse, error) {
+			m, err := s.Auth.AssignSites(r.Context(), req.Usernames, req.SiteIDs)
+			return assignmentsResponse{m}, err
+		})},
+	}
+}
+
+type accountEntryJSON struct {
+	userJSON
+	SiteIDs     []int64    `json:"site_ids"`
+	LastLoginAt *time.Time `json:"last_login_at"`
+}
+
+func accountEntryOf(a auth.AccountEntry) accountEntryJSON {
+	ids := a.SiteIDs
+	if ids == nil {
+		ids = []int64{}
+	}
+	return accountEntryJSON{userJSON: accountJSON(a.Account), SiteIDs: ids, LastLoginAt: a.LastLoginAt}
+}
+
+type userCreateRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Role     string `json:"role"`
+}
+
+type adminPasswordRequest struct {
+	Password string `json:"password"`
+}
+
+func (req *adminPasswordRequest) validate() error {
+	return auth.CheckPassword("password", req.Password)
+}
+
+type roleRequest struct {
+	Role string `json:"role"`
+}
+
+func (req *roleRequest) validate() error { return requireFields(map[string]string{"role": req.Role}) }
+
+type mfaActionRequest struct {
+	Action string `json:"action"`
+}
+
+func (req *mfaActionRequest) validate() error {
+	switch req.Action {
+	case auth.MFAEnable, auth.MFADisable, auth.MFAReset:
+		return nil
+	}
+	return cairn.Invalid("action", "must be enable, disable or reset")
+}
+
+type assignmentSelectionRequest struct {
+	Usernames []string `json:"usernames"`
+}
+
+func (req *assignmentSelectionRequest) validate() error {
+	if len(req.Usernames) == 0 {
+		return cairn.Invalid("usernames", "must name at least one operator")
+	}
+	return nil
+}
+
+type assignRequest struct {
+	Usernames []string `json:"usernames"`
+	SiteIDs   []int64  `json:"site_ids"`
+}
+
+func (req *assignRequest) validate() error {
+	var v cairn.Validation
+	if len(req.Usernames) == 0 {
+		v.Add("usernames", "must name at least one operator")
+	}
+	if req.SiteIDs == nil {
+		v.Add("site_ids", "is required (an empty list removes every assignment)")
+	}
+	return v.Err()
+}
+
+type assignmentsResponse struct {
+	Assignments map[string][]int64 `json:"assignments"`
+}

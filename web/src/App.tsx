@@ -14,7 +14,7 @@ import { LoginPage } from './auth/LoginPage';
 import { ME_QUERY, SessionContext, type Session } from './auth/session';
 import { describeError } from './components/errors';
 import { AppFrame } from './layout/AppFrame';
-import { AccessPage, AlertsPage, AutomationPage, DevicesPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { AlertsPage, AutomationPage, DevicesPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
 import { ProfilePage } from './pages/ProfilePage';
 import { ToastStack, useToastStack } from './toasts/ToastStack';
 import { useOperatorEvents } from './toasts/useOperatorEvents';
@@ -22,6 +22,7 @@ import { useOperatorEvents } from './toasts/useOperatorEvents';
 // The grid pages pull in AG Grid; load them when first opened.
 const SitesPage = lazy(() => import('./pages/SitesPage'));
 const ServerPage = lazy(() => import('./pages/ServerPage'));
+const AccessPage = lazy(() => import('./pages/access/AccessPage'));
 
 /**
  * Drops everything read with the old session. The session query itself is
@@ -151,7 +152,7 @@ function Console({ user }: { user: User }) {
             <Route path="/alerts" element={<AlertsPage />} />
             <Route path="/patches" element={<PatchesPage />} />
             <Route path="/automation" element={<AutomationPage />} />
-            <Route path="/access" element={<AccessPage />} />
+            <Route path="/access/:tab?" element={<AccessPage />} />
             <Route path="/server" element={<ServerPage />} />
             <Route path="/profile" element={<ProfilePage />} />
             <Route path="*" element={<NotFoundPage />} />

@@ -1,6 +1,11 @@
 import { api, ApiError } from './client';
 import type {
+  AuditPage,
   LoginResponse,
+  MfaAction,
+  Operator,
+  Role,
+  SiteAssignments,
   PendingMfa,
   PhaseResponse,
   SessionResponse,
@@ -59,4 +64,39 @@ export const sites = {
 export const server = {
   workers: (historySeconds: number) =>
     api<WorkersResponse>(`/api/server/workers?history_seconds=${historySeconds}`),
+};
+
+const userPath = (username: string) => `/api/users/${encodeURIComponent(username)}`;
+
+export const users = {
+  list: () => api<{ users: Operator[] | null }>('/api/users').then((r) => r.users ?? []),
+  create: (username: string, password: string, role: Role) =>
+    api<Operator>('/api/users', { body: { username, password, role } }),
+  remove: (username: string) => api<void>(userPath(username), { method: 'DELETE' }),
+  resetPassword: (username: string, password: string) =>
+    api<void>(`${userPath(username)}/reset_password`, { body: { password } }),
+  setRole: (username: string, role: Role) => api<Operator>(`${userPath(username)}/role`, { body: { role } }),
+  mfa: (username: string, action: MfaAction) => api<Operator>(`${userPath(username)}/mfa`, { body: { action } }),
+};
+
+export const siteAssignments = {
+  selection: (usernames: string[]) =>
+    api<SiteAssignments>('/api/user_site_assignments/selection', { body: { usernames } }),
+  assign: (usernames: string[], site_ids: number[]) =>
+    api<SiteAssignments>('/api/user_site_assignments/assign', { body: { usernames, site_ids } }),
+};
+
+export interface AuditQuery {
+  limit?: number;
+  beforeId?: number | null;
+  username?: string;
+}
+
+export const audit = {
+  list: ({ limit = 200, beforeId, username }: AuditQuery = {}) => {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (beforeId != null) q.set('before_id', String(beforeId));
+    if (username) q.set('username', username);
+    return api<AuditPage>(`/api/server/audit?${q.toString()}`);
+  },
 };

@@ -80,3 +80,38 @@ export interface WorkersResponse {
   engine: WorkerState;
   sites: WorkerState[];
 }
+
+export type Role = 'admin' | 'operator';
+
+/** A user as the admin routes return it: the user object plus site scope and last sign-in. */
+export interface Operator extends User {
+  /** Assigned sites; empty for admins, who see every site. */
+  site_ids?: number[] | null;
+  last_login_at?: string | null;
+}
+
+export type MfaAction = 'enable' | 'disable' | 'reset';
+
+export interface SiteAssignments {
+  assignments: Record<string, number[] | null>;
+}
+
+export interface AuditEntry {
+  id: number;
+  at: string;
+  username: string | null;
+  role: string | null;
+  /** "METHOD /path", for example "POST /api/sites". */
+  action: string;
+  target: string | null;
+  client_addr: string | null;
+  status: number;
+  /** "success" or the error code of the answer. */
+  outcome: string;
+  request_id?: string | null;
+}
+
+export interface AuditPage {
+  entries: AuditEntry[];
+  next_before_id: number | null;
+}

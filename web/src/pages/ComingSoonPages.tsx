@@ -64,30 +64,6 @@ export function AutomationPage() {
   );
 }
 
-export function AccessPage() {
-  return (
-    <ComingSoon
-      title="Access"
-      summary={
-        <>
-          Operator and directory management is not built yet. Your own password and authenticator are already managed on
-          your{' '}
-          <Link component={RouterLink} to="/profile">
-            profile
-          </Link>
-          .
-        </>
-      }
-      items={[
-        'create operator accounts, set roles, reset passwords and enable, disable or reset MFA',
-        'assign operators to sites',
-        'connect LDAP, LDAPS or Active Directory providers and map groups to roles and sites',
-        'store credentials and the source-hosting token, sealed by the master cipher',
-      ]}
-    />
-  );
-}
-
 export function NotFoundPage() {
   return (
     <>

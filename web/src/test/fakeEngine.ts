@@ -3,6 +3,8 @@ import { vi } from 'vitest';
 export interface RecordedCall {
   method: string;
   path: string;
+  /** The query parameters, for routes that take them. */
+  query: URLSearchParams;
   headers: Record<string, string>;
   body: unknown;
 }
@@ -31,6 +33,7 @@ export function fakeEngine(routes: Record<string, Handler | FakeReply | FakeRepl
     const call: RecordedCall = {
       method,
       path: url.pathname,
+      query: url.searchParams,
       headers: { ...((init.headers as Record<string, string>) ?? {}) },
       body: typeof init.body === 'string' ? JSON.parse(init.body) : undefined,
     };

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/db"
 )
 
 var knownClasses = map[api.AuthClass]bool{
@@ -74,4 +76,38 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The "operator of another site" column: an operator assigned elsewhere
+// reads every Token route and must never see a site or device outside
+// their scope, in any answer.
+func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	mine := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Visible Site", "site_worker_slug": uniqueSlug("visible")})
+	hidden := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Hidden Site", "site_worker_slug": uniqueSlug("hidden")})
+	require.Equal(t, 201, mine.Status)
+	require.Equal(t, 201, hidden.Status)
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: "hidden-guid", Hostname: "hidden-host", SiteID: int64(hidden.Body["site_id"].(float64))})
+	require.NoError(t, err)
+	operator := f.operator(t, "elsewhere")
+	r := f.do(t, "POST", "/api/user_site_assignments/assign", admin, map[string]any{"usernames": []string{"elsewhere"}, "site_ids": []any{mine.Body["site_id"]}})
+	require.Equal(t, 200, r.Status, r.Raw)
+
+	checked := 0
+	for _, rt := range f.engine.srv.Routes() {
+		// Reads only (changes are covered by their own tests); the event
+		// stream never ends, so it is read by the events tests.
+		if rt.Method != "GET" || rt.Auth != api.AuthToken || rt.Pattern == "/api/realtime/events" {
+			continue
+		}
+		path := pathParam.ReplaceAllString(rt.Pattern, "hidden-host")
+		r := f.do(t, "GET", path, operator, nil)
+		require.NotContains(t, r.Raw, "Hidden Site", "%s leaks a site outside scope", rt.Pattern)
+		require.NotContains(t, r.Raw, "hidden-host", "%s leaks a device outside scope", rt.Pattern)
+		require.NotContains(t, r.Raw, "hidden-guid", "%s leaks a device outside scope", rt.Pattern)
+		checked++
+	}
+	require.Positive(t, checked)
 }

@@ -6,7 +6,9 @@ import { freshTotp, totp } from './totp';
 
 // One walk through a brand-new deployment, against the real Engine that
 // global-setup.ts started: master cipher, first administrator with TOTP,
-// sign-in, sites, a toast through the event stream, sign-out.
+// sign-in, sites, a toast through the event stream, operators and the audit
+// trail on the Access page, sign-out, and the new operator's first sign-in
+// with only its assigned site in view.
 
 const artifacts = join(dirname(fileURLToPath(import.meta.url)), 'artifacts');
 mkdirSync(artifacts, { recursive: true });
@@ -14,6 +16,7 @@ mkdirSync(artifacts, { recursive: true });
 const PASSPHRASE = 'e2e master cipher passphrase';
 const USERNAME = 'admin';
 const PASSWORD = 'e2e admin password 123';
+const OPERATOR_PASSWORD = 'e2e operator password 456';
 
 async function shot(page: Page, name: string) {
   await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
@@ -42,7 +45,7 @@ async function postAsBrowser(page: Page, path: string, body: unknown) {
 
 test.use({ baseURL: process.env.CAIRN_E2E_BASE_URL });
 
-test('a new deployment: setup wizard, sign-in, sites, toasts, sign-out', async ({ page }) => {
+test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out', async ({ page }) => {
   const consoleErrors: string[] = [];
   page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
@@ -200,13 +203,141 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, sign-out', async (
     await shot(page, '11-profile');
   });
 
+  await test.step('access: create an operator and assign it the site', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Access' }).click();
+    await expect(page.getByRole('heading', { name: 'Access' })).toBeVisible();
+    await expect(page.getByRole('tab', { name: 'Operators' })).toHaveAttribute('aria-selected', 'true');
+    const adminRow = page.locator('.ag-center-cols-container .ag-row[row-id="admin"]');
+    await expect(adminRow.locator('[col-id="role"]')).toHaveText('Admin');
+    await expect(adminRow).toContainText('All sites');
+
+    await page.getByRole('button', { name: 'New operator' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Username', { exact: true }).fill('operator1');
+    await dialog.getByLabel('Password', { exact: true }).fill(OPERATOR_PASSWORD);
+    await dialog.getByLabel('Confirm password', { exact: true }).fill(OPERATOR_PASSWORD);
+    await expect(dialog.getByLabel('Role', { exact: true })).toHaveValue('operator');
+    await shot(page, '12-access-new-operator');
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    await expect(dialog).toBeHidden();
+    const row = page.locator('.ag-center-cols-container .ag-row[row-id="operator1"]');
+    await expect(row).toBeVisible();
+    await expect(row.locator('[col-id="role"]')).toHaveText('Operator');
+    await expect(row.locator('[col-id="auth_source"]')).toHaveText('Local');
+    await expect(row.locator('[col-id="mfa_enabled"]')).toHaveText('Required');
+    await expect(row.locator('[col-id="mfa_configured"]')).toHaveText('Not set up');
+    await expect(row.locator('[col-id="sites"]')).toHaveText('None');
+    await expect(row.locator('[col-id="last_login_at"]')).toHaveText('Never');
+
+    // The same username again: the Engine's 409 lands under Username.
+    await page.getByRole('button', { name: 'New operator' }).click();
+    await dialog.getByLabel('Username', { exact: true }).fill('operator1');
+    await dialog.getByLabel('Password', { exact: true }).fill(OPERATOR_PASSWORD);
+    await dialog.getByLabel('Confirm password', { exact: true }).fill(OPERATOR_PASSWORD);
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    const username = dialog.getByLabel('Username', { exact: true });
+    await expect(username).toHaveAttribute('aria-invalid', 'true');
+    const helper = page.locator(`[id="${await username.getAttribute('aria-describedby')}"]`);
+    await expect(helper).toHaveClass(/Mui-error/);
+    await expect(dialog.getByLabel('Password', { exact: true })).toHaveAttribute('aria-invalid', 'false');
+    await shot(page, '13-access-username-taken');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await expect(dialog).toBeHidden();
+
+    await page.getByRole('button', { name: 'Sites of operator1' }).click();
+    await expect(dialog.getByRole('heading', { name: 'Sites of operator1' })).toBeVisible();
+    const headOffice = dialog.getByRole('checkbox', { name: 'Head Office' });
+    await expect(headOffice).not.toBeChecked();
+    await headOffice.check();
+    await shot(page, '14-access-assign-sites');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(row.locator('[col-id="sites"]')).toHaveText('Head Office');
+    await expect(page.getByTestId('operators-notice')).toContainText('operator1: 1 site assigned');
+    await shot(page, '15-access-operators');
+
+    // The dialog starts from what the Engine stored.
+    await page.getByRole('button', { name: 'Sites of operator1' }).click();
+    await expect(dialog.getByRole('checkbox', { name: 'Head Office' })).toBeChecked();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await expect(dialog).toBeHidden();
+
+    // The only administrator cannot delete itself.
+    await page.getByRole('button', { name: 'Actions for admin' }).click();
+    await page.getByRole('menuitem', { name: 'Delete…' }).click();
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    const refusal = dialog.getByTestId('error-alert');
+    await expect(refusal).toHaveAttribute('data-code', 'last_admin');
+    await expect(refusal).toContainText('Last administrator');
+    await shot(page, '16-access-last-admin');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(adminRow).toBeVisible();
+  });
+
+  await test.step('access: the audit trail shows the changes', async () => {
+    await page.getByRole('tab', { name: 'Audit' }).click();
+    await expect(page).toHaveURL(/\/access\/audit$/);
+    const rows = page.locator('.ag-center-cols-container .ag-row');
+    const status = (code: number) => ({ has: page.locator('[col-id="status"]', { hasText: new RegExp(`^${code}$`) }) });
+    const siteCreated = rows.filter({ hasText: 'POST /api/sites' }).filter(status(201));
+    await expect(siteCreated).toHaveCount(1);
+    await expect(siteCreated).toContainText(USERNAME);
+    await expect(siteCreated.getByTestId('audit-outcome')).toHaveText('success');
+    const operatorCreated = rows.filter({ hasText: 'POST /api/users' }).filter(status(201));
+    await expect(operatorCreated).toHaveCount(1);
+    await expect(operatorCreated.getByTestId('audit-outcome')).toHaveText('success');
+    const taken = rows.filter({ hasText: 'POST /api/users' }).filter(status(409));
+    await expect(taken.getByTestId('audit-outcome')).toHaveText('conflict');
+    await expect(rows.filter({ hasText: 'POST /api/user_site_assignments/assign' })).toHaveCount(1);
+    const refused = rows.filter({ hasText: 'DELETE /api/users/{username}' });
+    await expect(refused).toContainText('username=admin');
+    await expect(refused.getByTestId('audit-outcome')).toHaveText('last_admin');
+    await shot(page, '17-access-audit');
+
+    await page.getByLabel('Username', { exact: true }).fill('nobody-here');
+    await expect(page.getByText('No entries for this username.')).toBeVisible();
+    await page.getByLabel('Username', { exact: true }).fill(USERNAME);
+    await expect(siteCreated).toHaveCount(1);
+  });
+
+  await test.step('a second site the operator is not assigned to', async () => {
+    const created = await postAsBrowser(page, '/api/sites', { name: 'Branch', site_worker_slug: 'branch' });
+    expect(created.status, created.body).toBe(201);
+  });
+
   await test.step('sign out', async () => {
     await page.getByTestId('user-menu-button').click();
     await page.getByRole('menuitem', { name: 'Sign out' }).click();
     await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
-    await shot(page, '12-signed-out');
+    await shot(page, '18-signed-out');
     const me = await page.request.get('/api/auth/me');
     expect(me.status()).toBe(401);
+  });
+
+  await test.step('the operator sets up MFA, signs in and sees only its site', async () => {
+    await page.getByLabel('Username', { exact: true }).fill('operator1');
+    await page.getByLabel('Password', { exact: true }).fill(OPERATOR_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('heading', { name: 'Set up your authenticator' })).toBeVisible();
+    const operatorSecret = ((await page.getByTestId('totp-secret').textContent()) ?? '').trim();
+    await page.getByLabel('Authentication code', { exact: true }).fill(totp(operatorSecret).code);
+    await page.getByRole('button', { name: 'Verify and sign in' }).click();
+    await expect(page.getByTestId('current-username')).toHaveText('operator1');
+    await expect(page).toHaveURL(/\/sites$/);
+    await expect(page.locator('.ag-row', { hasText: 'Head Office' })).toBeVisible();
+    await expect(page.locator('.ag-center-cols-container .ag-row')).toHaveCount(1);
+    await expect(page.getByText('Branch')).toHaveCount(0);
+    await shot(page, '19-operator-sites');
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Access' }).click();
+    await expect(page.getByTestId('admins-only')).toContainText('Administrators only');
+    await expect(page.getByRole('tab')).toHaveCount(0);
+    await shot(page, '20-operator-access');
+
+    await page.getByTestId('user-menu-button').click();
+    await page.getByRole('menuitem', { name: 'Sign out' }).click();
+    await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
   });
 
   expect(consoleErrors).toEqual([]);

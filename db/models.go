@@ -26,11 +26,50 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AuditLog struct {
+	ID         int64
+	At         time.Time
+	Username   string
+	Role       string
+	Action     string
+	Target     string
+	ClientAddr string
+	Status     int32
+	Outcome    string
+	RequestID  string
+}
+
 type Device struct {
 	Guid      string
 	Hostname  string
 	SiteID    int64
 	CreatedAt time.Time
+}
+
+type DirectoryProvider struct {
+	ID                   int64
+	Name                 string
+	Kind                 string
+	Host                 string
+	Port                 int32
+	BaseDn               string
+	UserFilter           string
+	UsernameAttribute    string
+	GroupMode            string
+	GroupBaseDn          string
+	GroupMemberAttribute string
+	BindDn               string
+	BindPasswordSealed   []byte
+	CaPem                string
+	HostOverrides        []byte
+	RoleMappings         []byte
+	SiteMappings         []byte
+	Enabled              bool
+	LastTestOk           *bool
+	LastTestMessage      string
+	LastTestAt           *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
 }
 
 type OperatorStream struct {
@@ -80,18 +119,27 @@ type Site struct {
 }
 
 type User struct {
-	ID                int64
-	Username          string
-	Role              string
-	AuthSource        string
-	PasswordSealed    []byte
-	TotpSealed        []byte
-	MfaRequired       bool
-	MfaConfirmed      bool
-	TotpLastStep      int64
-	RecoveryRequired  bool
-	ActivatedAt       *time.Time
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	PasswordChangedAt *time.Time
+	ID                  int64
+	Username            string
+	Role                string
+	AuthSource          string
+	PasswordSealed      []byte
+	TotpSealed          []byte
+	MfaRequired         bool
+	MfaConfirmed        bool
+	TotpLastStep        int64
+	RecoveryRequired    bool
+	ActivatedAt         *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	PasswordChangedAt   *time.Time
+	DirectoryProviderID *int64
+	DirectoryDn         string
+	DirectoryDisabled   bool
+}
+
+type UserSiteAssignment struct {
+	UserID    int64
+	SiteID    int64
+	CreatedAt time.Time
 }

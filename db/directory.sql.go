@@ -7,7 +7,6 @@ package db
 
 import (
 	"context"
-	"time"
 )
 
 const directoryProviderDelete = `-- name: DirectoryProviderDelete :execrows
@@ -29,59 +28,37 @@ FROM directory_providers p WHERE p.id = $1
 `
 
 type DirectoryProviderGetRow struct {
-	ID                   int64
-	Name                 string
-	Kind                 string
-	Host                 string
-	Port                 int32
-	BaseDn               string
-	UserFilter           string
-	UsernameAttribute    string
-	GroupMode            string
-	GroupBaseDn          string
-	GroupMemberAttribute string
-	BindDn               string
-	BindPasswordSealed   []byte
-	CaPem                string
-	HostOverrides        []byte
-	RoleMappings         []byte
-	SiteMappings         []byte
-	Enabled              bool
-	LastTestOk           *bool
-	LastTestMessage      string
-	LastTestAt           *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	CachedUsers          int64
+	DirectoryProvider DirectoryProvider
+	CachedUsers       int64
 }
 
 func (q *Queries) DirectoryProviderGet(ctx context.Context, id int64) (DirectoryProviderGetRow, error) {
 	row := q.db.QueryRow(ctx, directoryProviderGet, id)
 	var i DirectoryProviderGetRow
 	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Kind,
-		&i.Host,
-		&i.Port,
-		&i.BaseDn,
-		&i.UserFilter,
-		&i.UsernameAttribute,
-		&i.GroupMode,
-		&i.GroupBaseDn,
-		&i.GroupMemberAttribute,
-		&i.BindDn,
-		&i.BindPasswordSealed,
-		&i.CaPem,
-		&i.HostOverrides,
-		&i.RoleMappings,
-		&i.SiteMappings,
-		&i.Enabled,
-		&i.LastTestOk,
-		&i.LastTestMessage,
-		&i.LastTestAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
+		&i.DirectoryProvider.ID,
+		&i.DirectoryProvider.Name,
+		&i.DirectoryProvider.Kind,
+		&i.DirectoryProvider.Host,
+		&i.DirectoryProvider.Port,
+		&i.DirectoryProvider.BaseDn,
+		&i.DirectoryProvider.UserFilter,
+		&i.DirectoryProvider.UsernameAttribute,
+		&i.DirectoryProvider.GroupMode,
+		&i.DirectoryProvider.GroupBaseDn,
+		&i.DirectoryProvider.GroupMemberAttribute,
+		&i.DirectoryProvider.BindDn,
+		&i.DirectoryProvider.BindPasswordSealed,
+		&i.DirectoryProvider.CaPem,
+		&i.DirectoryProvider.HostOverrides,
+		&i.DirectoryProvider.RoleMappings,
+		&i.DirectoryProvider.SiteMappings,
+		&i.DirectoryProvider.Enabled,
+		&i.DirectoryProvider.LastTestOk,
+		&i.DirectoryProvider.LastTestMessage,
+		&i.DirectoryProvider.LastTestAt,
+		&i.DirectoryProvider.CreatedAt,
+		&i.DirectoryProvider.UpdatedAt,
 		&i.CachedUsers,
 	)
 	return i, err
@@ -142,30 +119,8 @@ FROM directory_providers p ORDER BY lower(p.name), p.id
 `
 
 type DirectoryProviderListRow struct {
-	ID                   int64
-	Name                 string
-	Kind                 string
-	Host                 string
-	Port                 int32
-	BaseDn               string
-	UserFilter           string
-	UsernameAttribute    string
-	GroupMode            string
-	GroupBaseDn          string
-	GroupMemberAttribute string
-	BindDn               string
-	BindPasswordSealed   []byte
-	CaPem                string
-	HostOverrides        []byte
-	RoleMappings         []byte
-	SiteMappings         []byte
-	Enabled              bool
-	LastTestOk           *bool
-	LastTestMessage      string
-	LastTestAt           *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	CachedUsers          int64
+	DirectoryProvider DirectoryProvider
+	CachedUsers       int64
 }
 
 func (q *Queries) DirectoryProviderList(ctx context.Context) ([]DirectoryProviderListRow, error) {
@@ -178,29 +133,29 @@ func (q *Queries) DirectoryProviderList(ctx context.Context) ([]DirectoryProvide
 	for rows.Next() {
 		var i DirectoryProviderListRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Kind,
-			&i.Host,
-			&i.Port,
-			&i.BaseDn,
-			&i.UserFilter,
-			&i.UsernameAttribute,
-			&i.GroupMode,
-			&i.GroupBaseDn,
-			&i.GroupMemberAttribute,
-			&i.BindDn,
-			&i.BindPasswordSealed,
-			&i.CaPem,
-			&i.HostOverrides,
-			&i.RoleMappings,
-			&i.SiteMappings,
-			&i.Enabled,
-			&i.LastTestOk,
-			&i.LastTestMessage,
-			&i.LastTestAt,
-			&i.CreatedAt,
-			&i.UpdatedAt,
+			&i.DirectoryProvider.ID,
+			&i.DirectoryProvider.Name,
+			&i.DirectoryProvider.Kind,
+			&i.DirectoryProvider.Host,
+			&i.DirectoryProvider.Port,
+			&i.DirectoryProvider.BaseDn,
+			&i.DirectoryProvider.UserFilter,
+			&i.DirectoryProvider.UsernameAttribute,
+			&i.DirectoryProvider.GroupMode,
+			&i.DirectoryProvider.GroupBaseDn,
+			&i.DirectoryProvider.GroupMemberAttribute,
+			&i.DirectoryProvider.BindDn,
+			&i.DirectoryProvider.BindPasswordSealed,
+			&i.DirectoryProvider.CaPem,
+			&i.DirectoryProvider.HostOverrides,
+			&i.DirectoryProvider.RoleMappings,
+			&i.DirectoryProvider.SiteMappings,
+			&i.DirectoryProvider.Enabled,
+			&i.DirectoryProvider.LastTestOk,
+			&i.DirectoryProvider.LastTestMessage,
+			&i.DirectoryProvider.LastTestAt,
+			&i.DirectoryProvider.CreatedAt,
+			&i.DirectoryProvider.UpdatedAt,
 			&i.CachedUsers,
 		); err != nil {
 			return nil, err
@@ -425,9 +380,10 @@ func (q *Queries) DirectoryUserListByProvider(ctx context.Context, providerID *i
 	return items, nil
 }
 
-const directoryUserSetDisabled = `-- name: DirectoryUserSetDisabled :execrows
+const directoryUserSetDisabled = `-- name: DirectoryUserSetDisabled :one
 UPDATE users SET directory_disabled = $1, updated_at = now()
 WHERE username = lower($2::text) AND auth_source = 'directory'
+RETURNING id
 `
 
 type DirectoryUserSetDisabledParams struct {
@@ -436,11 +392,10 @@ type DirectoryUserSetDisabledParams struct {
 }
 
 func (q *Queries) DirectoryUserSetDisabled(ctx context.Context, arg DirectoryUserSetDisabledParams) (int64, error) {
-	result, err := q.db.Exec(ctx, directoryUserSetDisabled, arg.Disabled, arg.Username)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, directoryUserSetDisabled, arg.Disabled, arg.Username)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const directoryUserSiteAssign = `-- name: DirectoryUserSiteAssign :exec

@@ -1,9 +1,9 @@
 -- name: DirectoryProviderList :many
-SELECT p.*, (SELECT count(*) FROM users u WHERE u.directory_provider_id = p.id) AS cached_users
+SELECT sqlc.embed(p), (SELECT count(*) FROM users u WHERE u.directory_provider_id = p.id) AS cached_users
 FROM directory_providers p ORDER BY lower(p.name), p.id;
 
 -- name: DirectoryProviderGet :one
-SELECT p.*, (SELECT count(*) FROM users u WHERE u.directory_provider_id = p.id) AS cached_users
+SELECT sqlc.embed(p), (SELECT count(*) FROM users u WHERE u.directory_provider_id = p.id) AS cached_users
 FROM directory_providers p WHERE p.id = @id;
 
 -- name: DirectoryProviderListEnabled :many
@@ -65,9 +65,10 @@ ON CONFLICT DO NOTHING;
 -- name: DirectoryUserListByProvider :many
 SELECT * FROM users WHERE directory_provider_id = @provider_id ORDER BY username;
 
--- name: DirectoryUserSetDisabled :execrows
+-- name: DirectoryUserSetDisabled :one
 UPDATE users SET directory_disabled = @disabled, updated_at = now()
-WHERE username = lower(@username::text) AND auth_source = 'directory';
+WHERE username = lower(@username::text) AND auth_source = 'directory'
+RETURNING id;
 
 -- name: DirectoryUserSiteIDs :many
 SELECT site_id FROM user_site_assignments WHERE user_id = @user_id ORDER BY site_id;

@@ -1,6 +1,13 @@
 import { api, ApiError } from './client';
 import type {
+  DirectoryLookup,
+  DirectoryProvider,
+  DirectoryProviderInput,
+  DirectorySite,
+  DirectorySync,
+  DirectoryTestResult,
   LoginResponse,
+  PeerCertificate,
   PendingMfa,
   PhaseResponse,
   SessionResponse,
@@ -59,4 +66,27 @@ export const sites = {
 export const server = {
   workers: (historySeconds: number) =>
     api<WorkersResponse>(`/api/server/workers?history_seconds=${historySeconds}`),
+};
+
+const provider = (id: number, suffix = '') => `/api/directory/providers/${id}${suffix}`;
+
+export const directory = {
+  list: () =>
+    api<{ providers: DirectoryProvider[] }>('/api/directory/providers').then((r) => r.providers ?? []),
+  create: (body: DirectoryProviderInput) => api<DirectoryProvider>('/api/directory/providers', { body }),
+  update: (id: number, body: DirectoryProviderInput) => api<DirectoryProvider>(provider(id), { method: 'PATCH', body }),
+  remove: (id: number) => api<void>(provider(id), { method: 'DELETE' }),
+  test: (id: number) => api<DirectoryTestResult>(provider(id, '/test'), { method: 'POST' }),
+  certificate: (host: string, port: number, host_overrides: Record<string, string>) =>
+    api<PeerCertificate>('/api/directory/providers/certificate', { body: { host, port, host_overrides } }),
+  lookup: (id: number, username: string, password?: string) =>
+    api<DirectoryLookup>(provider(id, '/lookup-user'), {
+      body: password === undefined ? { username } : { username, password },
+    }),
+  sync: (id: number) => api<DirectorySync>(provider(id, '/sync'), { method: 'POST' }),
+  sites: () => api<{ sites: DirectorySite[] }>('/api/directory/sites').then((r) => r.sites ?? []),
+  setCachedUser: (username: string, enabled: boolean) =>
+    api<{ username: string; enabled: boolean }>(`/api/users/${encodeURIComponent(username)}/directory-cache`, {
+      body: { enabled },
+    }),
 };

@@ -247,6 +247,17 @@ func TestDirectorySignIn(t *testing.T) {
 	require.Equal(t, 200, r.Status, r.Raw)
 	f.signIn(t, secrets, opUID)
 
+	// Disabled between the password step and the code step.
+	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": opUID, "password": userPassword})
+	require.Equal(t, 200, r.Status, r.Raw)
+	pending := r.Body["pending_token"]
+	r = f.do(t, "POST", "/api/users/"+opUID+"/directory-cache", token, map[string]any{"enabled": false})
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/auth/mfa/verify", "", map[string]any{"pending_token": pending, "code": f.totp(t, secrets[opUID])})
+	require.Equal(t, 403, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/users/"+opUID+"/directory-cache", token, map[string]any{"enabled": true})
+	require.Equal(t, 200, r.Status, r.Raw)
+
 	r = f.do(t, "POST", "/api/users/admin/directory-cache", token, map[string]any{"enabled": false})
 	require.Equal(t, 404, r.Status, "local accounts are not directory accounts: %s", r.Raw)
 	r = f.do(t, "POST", "/api/users/"+opUID+"/directory-cache", token, map[string]any{})
@@ -321,6 +332,22 @@ func TestDirectoryLookupAndSync(t *testing.T) {
 	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": goneUID, "password": userPassword})
 	require.Equal(t, 403, r.Status, r.Raw)
 	f.signIn(t, secrets, uid)
+
+	// An unreachable directory fails the test and the lookup, and a sync
+	// then disables nobody.
+	r = f.do(t, "PATCH", providerPath(id, ""), token, map[string]any{"port": 1})
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", providerPath(id, "/test"), token, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, false, r.Body["ok"])
+	require.Contains(t, r.Body["message"], "connect to 127.0.0.1:1")
+	r = f.do(t, "POST", providerPath(id, "/lookup-user"), token, map[string]any{"username": uid})
+	require.Equal(t, 503, r.Status, r.Raw)
+	r = f.do(t, "POST", providerPath(id, "/sync"), token, nil)
+	require.Equal(t, 503, r.Status, r.Raw)
+	u, err := f.store.UserGetByUsername(context.Background(), uid)
+	require.NoError(t, err)
+	require.False(t, u.DirectoryDisabled)
 }
 
 // LDAPS: the certificate is fetched for review (through a host override),

@@ -161,6 +161,11 @@ func (s *Service) Login(ctx context.Context, username, password string, meta Cli
 	switch {
 	case s.cfg.Directory != nil && (db.IsNoRows(err) || err == nil && u.AuthSource == "directory"):
 		if u, err = s.cfg.Directory.SignIn(ctx, username, password); err != nil {
+			if cairn.IsCode(err, cairn.ECodeInvalidCredentials) {
+				// As for unknown local names: answering without the hash
+				// work would tell local accounts apart by timing.
+				_, _ = verifyPassword(password, s.dummyHash)
+			}
 			return LoginResult{}, err
 		}
 	case db.IsNoRows(err) || err == nil && u.AuthSource != "local":

@@ -263,7 +263,7 @@ type Certificate struct {
 func FetchCertificate(ctx context.Context, host string, port int, overrides map[string]string) (Certificate, error) {
 	host = strings.ToLower(strings.TrimSpace(host))
 	var v cairn.Validation
-	if !hostPattern.MatchString(host) {
+	if !validHost(host) {
 		v.Add("host", "must be a host name or IP address")
 	}
 	if port < 1 || port > 65535 {

@@ -27,6 +27,9 @@ var (
 	hostPattern      = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$`)
 )
 
+// validHost accepts DNS names and IP addresses (IPv6 without brackets).
+func validHost(h string) bool { return hostPattern.MatchString(h) || net.ParseIP(h) != nil }
+
 // defaults fills what the kind implies: ports 389/636, Active Directory's
 // sAMAccountName and memberOf, plain LDAP's uid and group search.
 func defaults(set *Settings) {
@@ -73,7 +76,7 @@ func (s *Service) check(ctx context.Context, set *Settings, bindPassword *string
 	if set.Kind != KindLDAP && set.Kind != KindLDAPS && set.Kind != KindAD {
 		v.Add("kind", "must be ldap, ldaps or active_directory")
 	}
-	if !hostPattern.MatchString(set.Host) {
+	if !validHost(set.Host) {
 		v.Add("host", "must be a host name or IP address")
 	}
 	if set.Port < 1 || set.Port > 65535 {
@@ -106,7 +109,7 @@ func (s *Service) check(ctx context.Context, set *Settings, bindPassword *string
 	}
 	checkCA(&v, set)
 	for host, ip := range set.HostOverrides {
-		if !hostPattern.MatchString(host) {
+		if !validHost(host) {
 			v.Add("host_overrides", fmt.Sprintf("%q is not a host name", host))
 		} else if net.ParseIP(ip) == nil {
 			v.Add("host_overrides", fmt.Sprintf("%s must map to an IP address", host))

@@ -40,3 +40,13 @@ func TestTarget(t *testing.T) {
 	require.Equal(t, "[fd00::1]:389", target("dc1", 389, map[string]string{"dc1": "fd00::1"}))
 	require.Equal(t, "dc2.corp.example:636", target("dc2.corp.example", 636, map[string]string{"dc1.corp.example": "10.0.0.5"}))
 }
+
+func TestValidHost(t *testing.T) {
+	t.Parallel()
+	for _, h := range []string{"dc1.corp.example", "10.0.0.5", "fd00::1", "localhost"} {
+		require.True(t, validHost(h), h)
+	}
+	for _, h := range []string{"", "ldap://dc1", "dc1:636", "a b", "-dc1", "[fd00::1]"} {
+		require.False(t, validHost(h), h)
+	}
+}

@@ -46,6 +46,32 @@ type Device struct {
 	CreatedAt time.Time
 }
 
+type DirectoryProvider struct {
+	ID                   int64
+	Name                 string
+	Kind                 string
+	Host                 string
+	Port                 int32
+	BaseDn               string
+	UserFilter           string
+	UsernameAttribute    string
+	GroupMode            string
+	GroupBaseDn          string
+	GroupMemberAttribute string
+	BindDn               string
+	BindPasswordSealed   []byte
+	CaPem                string
+	HostOverrides        []byte
+	RoleMappings         []byte
+	SiteMappings         []byte
+	Enabled              bool
+	LastTestOk           *bool
+	LastTestMessage      string
+	LastTestAt           *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
 type OperatorStream struct {
 	ID          string
 	ReplicaID   string
@@ -93,21 +119,24 @@ type Site struct {
 }
 
 type User struct {
-	ID                int64
-	Username          string
-	Role              string
-	AuthSource        string
-	PasswordSealed    []byte
-	TotpSealed        []byte
-	MfaRequired       bool
-	MfaConfirmed      bool
-	TotpLastStep      int64
-	RecoveryRequired  bool
-	ActivatedAt       *time.Time
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	PasswordChangedAt *time.Time
-	LastLoginAt       *time.Time
+	ID                  int64
+	Username            string
+	Role                string
+	AuthSource          string
+	PasswordSealed      []byte
+	TotpSealed          []byte
+	MfaRequired         bool
+	MfaConfirmed        bool
+	TotpLastStep        int64
+	RecoveryRequired    bool
+	ActivatedAt         *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	PasswordChangedAt   *time.Time
+	LastLoginAt         *time.Time
+	DirectoryProviderID *int64
+	DirectoryDn         string
+	DirectoryDisabled   bool
 }
 
 type UserSiteAssignment struct {

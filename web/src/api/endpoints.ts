@@ -6,6 +6,14 @@ import type {
   Operator,
   Role,
   SiteAssignments,
+  DirectoryLookup,
+  DirectoryProvider,
+  DirectoryProviderInput,
+  DirectorySite,
+  DirectorySync,
+  DirectoryTestResult,
+  LoginResponse,
+  PeerCertificate,
   PendingMfa,
   PhaseResponse,
   SessionResponse,
@@ -99,4 +107,25 @@ export const audit = {
     if (username) q.set('username', username);
     return api<AuditPage>(`/api/server/audit?${q.toString()}`);
   },
+const provider = (id: number, suffix = '') => `/api/directory/providers/${id}${suffix}`;
+
+export const directory = {
+  list: () =>
+    api<{ providers: DirectoryProvider[] }>('/api/directory/providers').then((r) => r.providers ?? []),
+  create: (body: DirectoryProviderInput) => api<DirectoryProvider>('/api/directory/providers', { body }),
+  update: (id: number, body: DirectoryProviderInput) => api<DirectoryProvider>(provider(id), { method: 'PATCH', body }),
+  remove: (id: number) => api<void>(provider(id), { method: 'DELETE' }),
+  test: (id: number) => api<DirectoryTestResult>(provider(id, '/test'), { method: 'POST' }),
+  certificate: (host: string, port: number, host_overrides: Record<string, string>) =>
+    api<PeerCertificate>('/api/directory/providers/certificate', { body: { host, port, host_overrides } }),
+  lookup: (id: number, username: string, password?: string) =>
+    api<DirectoryLookup>(provider(id, '/lookup-user'), {
+      body: password === undefined ? { username } : { username, password },
+    }),
+  sync: (id: number) => api<DirectorySync>(provider(id, '/sync'), { method: 'POST' }),
+  sites: () => api<{ sites: DirectorySite[] }>('/api/directory/sites').then((r) => r.sites ?? []),
+  setCachedUser: (username: string, enabled: boolean) =>
+    api<{ username: string; enabled: boolean }>(`/api/users/${encodeURIComponent(username)}/directory-cache`, {
+      body: { enabled },
+    }),
 };

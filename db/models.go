@@ -26,6 +26,19 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AuditLog struct {
+	ID         int64
+	At         time.Time
+	Username   string
+	Role       string
+	Action     string
+	Target     string
+	ClientAddr string
+	Status     int32
+	Outcome    string
+	RequestID  string
+}
+
 type Device struct {
 	Guid      string
 	Hostname  string
@@ -51,6 +64,13 @@ type RateLimit struct {
 	Key         string
 	WindowStart time.Time
 	Hits        int32
+}
+
+type RepoHashCache struct {
+	Repo      string
+	Branch    string
+	Hash      string
+	FetchedAt time.Time
 }
 
 type ServerKey struct {
@@ -79,6 +99,28 @@ type Site struct {
 	UpdatedAt time.Time
 }
 
+type SourceToken struct {
+	ID          int16
+	TokenSealed []byte
+	KeyID       []byte
+	UpdatedBy   string
+	UpdatedAt   time.Time
+}
+
+type StoredCredential struct {
+	ID             int64
+	Name           string
+	ConnectionType string
+	CredentialType string
+	Username       string
+	Domain         string
+	PasswordSealed []byte
+	PasswordKeyID  []byte
+	SiteID         *int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
 type User struct {
 	ID                int64
 	Username          string
@@ -94,4 +136,10 @@ type User struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	PasswordChangedAt *time.Time
+}
+
+type UserSiteAssignment struct {
+	UserID    int64
+	SiteID    int64
+	CreatedAt time.Time
 }

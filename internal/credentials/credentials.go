@@ -294,7 +294,9 @@ func (s *Service) view(r db.StoredCredential) Credential {
 }
 
 // aad binds a sealed password to its row.
-func aad(id int64) []byte { return []byte("cairn:credential:" + strconv.FormatInt(id, 10) + ":password") }
+func aad(id int64) []byte {
+	return []byte("cairn:credential:" + strconv.FormatInt(id, 10) + ":password")
+}
 
 func oneOf(v string, allowed ...string) bool {
 	for _, a := range allowed {

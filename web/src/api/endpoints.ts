@@ -1,10 +1,13 @@
 import { api, ApiError } from './client';
 import type {
+  Credential,
+  CredentialInput,
   LoginResponse,
   PendingMfa,
   PhaseResponse,
   SessionResponse,
   Site,
+  SourceTokenStatus,
   User,
   WorkersResponse,
 } from './types';
@@ -59,4 +62,21 @@ export const sites = {
 export const server = {
   workers: (historySeconds: number) =>
     api<WorkersResponse>(`/api/server/workers?history_seconds=${historySeconds}`),
+};
+
+export const credentials = {
+  /** With a site, that site's credentials plus the global ones. */
+  list: (siteId?: number | null) =>
+    api<{ credentials: Credential[] }>(siteId ? `/api/credentials?site_id=${siteId}` : '/api/credentials').then(
+      (r) => r.credentials ?? [],
+    ),
+  create: (input: CredentialInput) => api<Credential>('/api/credentials', { body: input }),
+  update: (id: number, input: CredentialInput) => api<Credential>(`/api/credentials/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<{ deleted: number }>(`/api/credentials/${id}`, { method: 'DELETE' }),
+};
+
+export const sourceToken = {
+  status: () => api<SourceTokenStatus>('/api/github/token'),
+  /** null clears the stored token. */
+  set: (token: string | null) => api<SourceTokenStatus>('/api/github/token', { body: { token } }),
 };

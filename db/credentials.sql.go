@@ -53,29 +53,6 @@ func (q *Queries) CredentialGet(ctx context.Context, arg CredentialGetParams) (S
 	return i, err
 }
 
-const credentialGetForUpdate = `-- name: CredentialGetForUpdate :one
-SELECT id, name, connection_type, credential_type, username, domain, password_sealed, password_key_id, site_id, created_at, updated_at FROM stored_credentials WHERE id = $1 FOR UPDATE
-`
-
-func (q *Queries) CredentialGetForUpdate(ctx context.Context, id int64) (StoredCredential, error) {
-	row := q.db.QueryRow(ctx, credentialGetForUpdate, id)
-	var i StoredCredential
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.ConnectionType,
-		&i.CredentialType,
-		&i.Username,
-		&i.Domain,
-		&i.PasswordSealed,
-		&i.PasswordKeyID,
-		&i.SiteID,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const credentialInsert = `-- name: CredentialInsert :one
 INSERT INTO stored_credentials (name, connection_type, credential_type, username, domain, password_sealed, password_key_id, site_id)
 VALUES ($1, $2, $3, $4, $5, '\x', '\x', $6)

@@ -15,9 +15,6 @@ WHERE c.id = @id
   AND (@all_sites::boolean OR c.site_id IS NULL
        OR c.site_id IN (SELECT a.site_id FROM user_site_assignments a WHERE a.user_id = @user_id));
 
--- name: CredentialGetForUpdate :one
-SELECT * FROM stored_credentials WHERE id = @id FOR UPDATE;
-
 -- name: CredentialInsert :one
 -- The row is inserted with an empty seal first: the seal's associated data
 -- names the row ID, which exists only after the insert (same transaction).

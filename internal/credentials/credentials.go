@@ -152,13 +152,10 @@ func (s *Service) Update(ctx context.Context, id int64, in Input) (Credential, e
 	}
 	var row db.StoredCredential
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
-		if _, err := q.CredentialGetForUpdate(ctx, id); err != nil {
-			return notFound(err, id)
-		}
 		row, err = q.CredentialUpdate(ctx, db.CredentialUpdateParams{ID: id, Name: in.Name, ConnectionType: in.ConnectionType,
 			CredentialType: in.CredentialType, Username: in.Username, Domain: in.Domain, SiteID: in.SiteID})
 		if err != nil || in.Password == nil {
-			return err
+			return notFound(err, id)
 		}
 		row.PasswordSealed, row.PasswordKeyID, err = s.seal(ctx, q, id, *in.Password)
 		return err

@@ -72,7 +72,9 @@ func (s *Server) directoryRoutes() []Route {
 			return syncJSON{Checked: res.Checked, Disabled: res.Disabled}, err
 		})},
 		{"GET", "/api/directory/sites", AuthToken, getAction(s, func(r *http.Request) (map[string][]directorySiteJSON, error) {
-			list, err := s.Directory.Sites(r.Context())
+			// The sites a mapping may target, within the caller's scope like
+			// every other site listing.
+			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
 			out := make([]directorySiteJSON, len(list))
 			for i, st := range list {
 				out[i] = directorySiteJSON{ID: st.ID, Name: st.Name, Slug: st.Slug}

@@ -26,12 +26,14 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
+	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
+	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -89,12 +91,16 @@ type fixture struct {
 	clk    *authtest.Clock
 	engine *engine
 	url    string
+	// github is the fake source-hosting API every replica talks to;
+	// githubEnvToken is the environment token replicas get when started.
+	github         *fakeGitHub
+	githubEnvToken string
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
-	f := &fixture{store: store, clk: authtest.NewClock()}
+	f := &fixture{store: store, clk: authtest.NewClock(), github: newFakeGitHub(t)}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
 	return f
@@ -126,7 +132,9 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Bus: bus,
 		Presence: events.NewPresence(f.store, bus, log), Temporal: temporalClient, Workers: mgr, Namespace: "default",
-		Console: fs.FS(console), PublicURL: "https://cairn.example.test", Log: log})
+		Console: fs.FS(console), PublicURL: "https://cairn.example.test", Log: log,
+		Credentials: credentials.NewService(f.store, cipher),
+		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now})})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

@@ -92,6 +92,13 @@ type RateLimit struct {
 	Hits        int32
 }
 
+type RepoHashCache struct {
+	Repo      string
+	Branch    string
+	Hash      string
+	FetchedAt time.Time
+}
+
 type ServerKey struct {
 	Name      string
 	Key       []byte
@@ -116,6 +123,28 @@ type Site struct {
 	Slug      string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type SourceToken struct {
+	ID          int16
+	TokenSealed []byte
+	KeyID       []byte
+	UpdatedBy   string
+	UpdatedAt   time.Time
+}
+
+type StoredCredential struct {
+	ID             int64
+	Name           string
+	ConnectionType string
+	CredentialType string
+	Username       string
+	Domain         string
+	PasswordSealed []byte
+	PasswordKeyID  []byte
+	SiteID         *int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 type User struct {

@@ -1,6 +1,8 @@
 import { api, ApiError } from './client';
 import type {
   AuditPage,
+  Credential,
+  CredentialInput,
   LoginResponse,
   MfaAction,
   Operator,
@@ -18,6 +20,7 @@ import type {
   PhaseResponse,
   SessionResponse,
   Site,
+  SourceTokenStatus,
   User,
   WorkersResponse,
 } from './types';
@@ -128,4 +131,19 @@ export const directory = {
     api<{ username: string; enabled: boolean }>(`/api/users/${encodeURIComponent(username)}/directory-cache`, {
       body: { enabled },
     }),
+export const credentials = {
+  /** With a site, that site's credentials plus the global ones. */
+  list: (siteId?: number | null) =>
+    api<{ credentials: Credential[] }>(siteId ? `/api/credentials?site_id=${siteId}` : '/api/credentials').then(
+      (r) => r.credentials ?? [],
+    ),
+  create: (input: CredentialInput) => api<Credential>('/api/credentials', { body: input }),
+  update: (id: number, input: CredentialInput) => api<Credential>(`/api/credentials/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<{ deleted: number }>(`/api/credentials/${id}`, { method: 'DELETE' }),
+};
+
+export const sourceToken = {
+  status: () => api<SourceTokenStatus>('/api/github/token'),
+  /** null clears the stored token. */
+  set: (token: string | null) => api<SourceTokenStatus>('/api/github/token', { body: { token } }),
 };

@@ -156,6 +156,21 @@ export interface DirectoryProvider {
   enabled: boolean;
   last_test: DirectoryTestResult | null;
   cached_users: number;
+// Stored credentials (docs/api.md "Stored credentials"). The password is
+// write-only: it is sent on create and update and never comes back.
+export type ConnectionType = 'Windows' | 'WinRM';
+export type CredentialType = 'Machine' | 'Domain';
+
+export interface Credential {
+  credential_id: number;
+  name: string;
+  connection_type: ConnectionType;
+  credential_type: CredentialType;
+  username: string;
+  domain: string | null;
+  site_id: number | null;
+  has_password: boolean;
+  secret_status: 'ok' | 'unreadable';
   created_at: string;
   updated_at: string;
 }
@@ -194,4 +209,21 @@ export interface DirectorySite {
   id: number;
   name: string;
   slug: string;
+export interface CredentialInput {
+  name: string;
+  connection_type: ConnectionType;
+  credential_type: CredentialType;
+  username: string;
+  domain: string | null;
+  site_id: number | null;
+  /** Omitted on update to keep the stored password. */
+  password?: string;
+}
+
+// Source-hosting token (docs/api.md "Source-hosting token and branch heads").
+export interface SourceTokenStatus {
+  has_token: boolean;
+  source: 'stored' | 'environment' | null;
+  secret_status: 'ok' | 'unreadable' | null;
+  rate_limit: { limit: number; remaining: number; reset_at: string } | null;
 }

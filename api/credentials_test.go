@@ -182,9 +182,8 @@ func TestCredentialSiteScope(t *testing.T) {
 	require.Equal(t, missing.Body["error"], hidden.Body["error"])
 	require.Equal(t, fmt.Sprintf("credential %d not found", inA), hidden.Body["message"])
 
-	user, err := f.store.UserGetByUsername(context.Background(), "scoped-operator")
-	require.NoError(t, err)
-	require.NoError(t, f.engine.srv.Credentials.AssignSite(context.Background(), user.ID, siteA))
+	assigned := f.do(t, "POST", "/api/user_site_assignments/assign", admin, map[string]any{"usernames": []string{"scoped-operator"}, "site_ids": []int64{siteA}})
+	require.Equal(t, 200, assigned.Status, assigned.Raw)
 
 	require.Equal(t, []string{"global", "in a"}, credentialNames(t, f.do(t, "GET", "/api/credentials", operator, nil)))
 	require.Equal(t, []string{"global"}, credentialNames(t, f.do(t, "GET", fmt.Sprintf("/api/credentials?site_id=%d", siteB), operator, nil)))

@@ -404,7 +404,8 @@ func TestDirectoryLDAPS(t *testing.T) {
 	require.Equal(t, "directory", me.Body["user"].(map[string]any)["auth_source"])
 }
 
-// Any signed-in operator may read the sites a mapping can target.
+// The sites a mapping can target are listed within the caller's scope: an
+// operator sees assigned sites only, an admin every site.
 func TestDirectorySites(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -413,9 +414,15 @@ func TestDirectorySites(t *testing.T) {
 	op := f.operator(t, "dir-sites-operator")
 	r := f.do(t, "GET", "/api/directory/sites", op, nil)
 	require.Equal(t, 200, r.Status, r.Raw)
+	require.Empty(t, r.Body["sites"])
+
+	r = f.do(t, "POST", "/api/user_site_assignments/assign", token, map[string]any{"usernames": []string{"dir-sites-operator"}, "site_ids": []any{site}})
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "GET", "/api/directory/sites", op, nil)
 	sites := r.Body["sites"].([]any)
 	require.Len(t, sites, 1)
 	require.Equal(t, site, sites[0].(map[string]any)["id"])
 	require.Equal(t, "Directory site", sites[0].(map[string]any)["name"])
 	require.True(t, strings.HasPrefix(sites[0].(map[string]any)["slug"].(string), "dir-"))
+	require.Len(t, f.do(t, "GET", "/api/directory/sites", token, nil).Body["sites"], 1)
 }

@@ -146,23 +146,6 @@ func (q *Queries) CredentialList(ctx context.Context, arg CredentialListParams) 
 	return items, nil
 }
 
-const credentialScopeAssign = `-- name: CredentialScopeAssign :exec
-INSERT INTO user_site_assignments (user_id, site_id) VALUES ($1, $2)
-ON CONFLICT DO NOTHING
-`
-
-type CredentialScopeAssignParams struct {
-	UserID int64
-	SiteID int64
-}
-
-// Gives an operator a site: credentials.Service.AssignSite, which the
-// credential scope tests use to build an operator's scope.
-func (q *Queries) CredentialScopeAssign(ctx context.Context, arg CredentialScopeAssignParams) error {
-	_, err := q.db.Exec(ctx, credentialScopeAssign, arg.UserID, arg.SiteID)
-	return err
-}
-
 const credentialSetPassword = `-- name: CredentialSetPassword :exec
 UPDATE stored_credentials SET password_sealed = $1, password_key_id = $2
 WHERE id = $3

@@ -38,9 +38,3 @@ DELETE FROM stored_credentials WHERE id = @id;
 
 -- name: CredentialSiteExists :one
 SELECT EXISTS (SELECT 1 FROM sites WHERE id = @id);
-
--- name: CredentialScopeAssign :exec
--- Gives an operator a site: credentials.Service.AssignSite, which the
--- credential scope tests use to build an operator's scope.
-INSERT INTO user_site_assignments (user_id, site_id) VALUES (@user_id, @site_id)
-ON CONFLICT DO NOTHING;

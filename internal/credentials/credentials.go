@@ -207,12 +207,6 @@ func (s *Service) Reveal(ctx context.Context, id, siteID int64) (Secret, error) 
 		Domain: r.Domain, Password: string(plain)}, nil
 }
 
-// AssignSite gives an operator a site. The assignment routes belong to
-// user management; the credential scope tests use this to build scopes.
-func (s *Service) AssignSite(ctx context.Context, userID, siteID int64) error {
-	return s.store.CredentialScopeAssign(ctx, db.CredentialScopeAssignParams{UserID: userID, SiteID: siteID})
-}
-
 // check normalizes and validates in, reporting every bad field at once.
 func (s *Service) check(ctx context.Context, in Input, create bool) (Input, error) {
 	in.Name = strings.TrimSpace(in.Name)

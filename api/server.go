@@ -20,8 +20,11 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
 )
 
@@ -47,13 +50,15 @@ type Route struct {
 
 // Deps are what the handlers need.
 type Deps struct {
-	Store    *db.Store
-	Auth     *auth.Service
-	Cipher   *aegis.Cipher
-	Sites    *sites.Service
-	Bus      *events.Bus
-	Presence *events.Presence
-	Temporal client.Client
+	Store  *db.Store
+	Auth   *auth.Service
+	Cipher *aegis.Cipher
+	Sites  *sites.Service
+	// Directory manages directory providers and cached directory users.
+	Directory *directory.Service
+	Bus       *events.Bus
+	Presence  *events.Presence
+	Temporal  client.Client
 	// Workers is this process's worker manager (nil when it runs none).
 	Workers   *workers.Manager
 	Namespace string
@@ -67,6 +72,10 @@ type Deps struct {
 	// Started reports whether startup finished (migrations, workers).
 	Started func() bool
 	Now     func() time.Time
+	// Credentials are the stored remote-session credentials.
+	Credentials *credentials.Service
+	// SourceHost is the source-hosting token and branch-head service.
+	SourceHost *sourcehost.Service
 }
 
 // Server serves the API and the console.
@@ -86,7 +95,8 @@ func New(d Deps) *Server {
 	s := &Server{Deps: d}
 	for _, area := range [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
-		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(),
+		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
+		s.credentialRoutes(), s.sourceHostRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

@@ -26,10 +26,14 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
+	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
+	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/internal/slapdtest"
+	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -37,6 +41,10 @@ import (
 // One embedded Temporal server serves every test of this binary; tests keep
 // apart through unique site slugs (task queues) and workflow IDs.
 var temporalClient client.Client
+
+// One private slapd serves the directory sign-in tests; they keep apart
+// through unique entry names.
+var slapd *slapdtest.Server
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
@@ -54,6 +62,11 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer temporalClient.Close()
+		if slapd, err = slapdtest.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer slapd.Stop()
 		return pgtest.Main(m)
 	}())
 }
@@ -78,12 +91,16 @@ type fixture struct {
 	clk    *authtest.Clock
 	engine *engine
 	url    string
+	// github is the fake source-hosting API every replica talks to;
+	// githubEnvToken is the environment token replicas get when started.
+	github         *fakeGitHub
+	githubEnvToken string
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
-	f := &fixture{store: store, clk: authtest.NewClock()}
+	f := &fixture{store: store, clk: authtest.NewClock(), github: newFakeGitHub(t)}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
 	return f
@@ -104,7 +121,8 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cipher := aegis.New(aegis.PGStore{Q: f.store.Queries}, authtest.CheapKDF)
-	authSvc, err := auth.NewService(ctx, f.store, cipher, auth.Config{Password: &authtest.CheapPassword, Now: f.clk.Now})
+	dirSvc := directory.NewService(f.store, cipher, log)
+	authSvc, err := auth.NewService(ctx, f.store, cipher, auth.Config{Password: &authtest.CheapPassword, Now: f.clk.Now, Directory: dirSvc})
 	require.NoError(t, err)
 	bus := events.NewBus(f.store, log)
 	go cipher.Watch(ctx, bus.OnControl(events.ControlAegis), log)
@@ -112,9 +130,11 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	siteSvc := sites.NewService(f.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
 	mgr := workers.NewManager(temporalClient, log, nil)
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
-	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Bus: bus,
+	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Bus: bus,
 		Presence: events.NewPresence(f.store, bus, log), Temporal: temporalClient, Workers: mgr, Namespace: "default",
-		Console: fs.FS(console), PublicURL: "https://cairn.example.test", Log: log})
+		Console: fs.FS(console), PublicURL: "https://cairn.example.test", Log: log,
+		Credentials: credentials.NewService(f.store, cipher),
+		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now})})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

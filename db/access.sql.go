@@ -135,7 +135,7 @@ func (q *Queries) UserDelete(ctx context.Context, id int64) error {
 }
 
 const userGetManyByUsername = `-- name: UserGetManyByUsername :many
-SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at FROM users WHERE username = ANY($1::text[]) ORDER BY username
+SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at, directory_provider_id, directory_dn, directory_disabled FROM users WHERE username = ANY($1::text[]) ORDER BY username
 `
 
 func (q *Queries) UserGetManyByUsername(ctx context.Context, usernames []string) ([]User, error) {
@@ -163,6 +163,9 @@ func (q *Queries) UserGetManyByUsername(ctx context.Context, usernames []string)
 			&i.UpdatedAt,
 			&i.PasswordChangedAt,
 			&i.LastLoginAt,
+			&i.DirectoryProviderID,
+			&i.DirectoryDn,
+			&i.DirectoryDisabled,
 		); err != nil {
 			return nil, err
 		}

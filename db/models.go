@@ -46,6 +46,32 @@ type Device struct {
 	CreatedAt time.Time
 }
 
+type DirectoryProvider struct {
+	ID                   int64
+	Name                 string
+	Kind                 string
+	Host                 string
+	Port                 int32
+	BaseDn               string
+	UserFilter           string
+	UsernameAttribute    string
+	GroupMode            string
+	GroupBaseDn          string
+	GroupMemberAttribute string
+	BindDn               string
+	BindPasswordSealed   []byte
+	CaPem                string
+	HostOverrides        []byte
+	RoleMappings         []byte
+	SiteMappings         []byte
+	Enabled              bool
+	LastTestOk           *bool
+	LastTestMessage      string
+	LastTestAt           *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
 type OperatorStream struct {
 	ID          string
 	ReplicaID   string
@@ -64,6 +90,13 @@ type RateLimit struct {
 	Key         string
 	WindowStart time.Time
 	Hits        int32
+}
+
+type RepoHashCache struct {
+	Repo      string
+	Branch    string
+	Hash      string
+	FetchedAt time.Time
 }
 
 type ServerKey struct {
@@ -92,22 +125,47 @@ type Site struct {
 	UpdatedAt time.Time
 }
 
+type SourceToken struct {
+	ID          int16
+	TokenSealed []byte
+	KeyID       []byte
+	UpdatedBy   string
+	UpdatedAt   time.Time
+}
+
+type StoredCredential struct {
+	ID             int64
+	Name           string
+	ConnectionType string
+	CredentialType string
+	Username       string
+	Domain         string
+	PasswordSealed []byte
+	PasswordKeyID  []byte
+	SiteID         *int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
 type User struct {
-	ID                int64
-	Username          string
-	Role              string
-	AuthSource        string
-	PasswordSealed    []byte
-	TotpSealed        []byte
-	MfaRequired       bool
-	MfaConfirmed      bool
-	TotpLastStep      int64
-	RecoveryRequired  bool
-	ActivatedAt       *time.Time
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	PasswordChangedAt *time.Time
-	LastLoginAt       *time.Time
+	ID                  int64
+	Username            string
+	Role                string
+	AuthSource          string
+	PasswordSealed      []byte
+	TotpSealed          []byte
+	MfaRequired         bool
+	MfaConfirmed        bool
+	TotpLastStep        int64
+	RecoveryRequired    bool
+	ActivatedAt         *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	PasswordChangedAt   *time.Time
+	LastLoginAt         *time.Time
+	DirectoryProviderID *int64
+	DirectoryDn         string
+	DirectoryDisabled   bool
 }
 
 type UserSiteAssignment struct {

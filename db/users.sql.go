@@ -95,7 +95,7 @@ func (q *Queries) UserFlagAllForRecovery(ctx context.Context) error {
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at FROM users WHERE id = $1
+SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at, directory_provider_id, directory_dn, directory_disabled FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
@@ -117,12 +117,15 @@ func (q *Queries) UserGetByID(ctx context.Context, id int64) (User, error) {
 		&i.UpdatedAt,
 		&i.PasswordChangedAt,
 		&i.LastLoginAt,
+		&i.DirectoryProviderID,
+		&i.DirectoryDn,
+		&i.DirectoryDisabled,
 	)
 	return i, err
 }
 
 const userGetByUsername = `-- name: UserGetByUsername :one
-SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at FROM users WHERE username = lower($1::text)
+SELECT id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at, directory_provider_id, directory_dn, directory_disabled FROM users WHERE username = lower($1::text)
 `
 
 func (q *Queries) UserGetByUsername(ctx context.Context, username string) (User, error) {
@@ -144,6 +147,9 @@ func (q *Queries) UserGetByUsername(ctx context.Context, username string) (User,
 		&i.UpdatedAt,
 		&i.PasswordChangedAt,
 		&i.LastLoginAt,
+		&i.DirectoryProviderID,
+		&i.DirectoryDn,
+		&i.DirectoryDisabled,
 	)
 	return i, err
 }
@@ -152,7 +158,7 @@ const userInsert = `-- name: UserInsert :one
 INSERT INTO users (username, role, password_sealed, totp_sealed, password_changed_at, activated_at)
 VALUES (lower($1::text), $2, $3, $4, now(),
         CASE WHEN $5::bool THEN now() END)
-RETURNING id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at
+RETURNING id, username, role, auth_source, password_sealed, totp_sealed, mfa_required, mfa_confirmed, totp_last_step, recovery_required, activated_at, created_at, updated_at, password_changed_at, last_login_at, directory_provider_id, directory_dn, directory_disabled
 `
 
 type UserInsertParams struct {
@@ -190,6 +196,9 @@ func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, e
 		&i.UpdatedAt,
 		&i.PasswordChangedAt,
 		&i.LastLoginAt,
+		&i.DirectoryProviderID,
+		&i.DirectoryDn,
+		&i.DirectoryDisabled,
 	)
 	return i, err
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages Cairn needs, only when they are missing.
 #   scripts/deps.sh run   what `make run` needs (PostgreSQL server binaries)
-#   scripts/deps.sh test  plus oathtool (TOTP checks) and Chromium (browser tests)
+#   scripts/deps.sh test  plus oathtool (TOTP checks), Chromium (browser tests) and
+#                         slapd + ldap-utils (a private OpenLDAP for directory sign-in tests)
 # As root it uses apt-get; otherwise it prints the command to run.
 set -euo pipefail
 mode=${1:-test}
@@ -15,6 +16,7 @@ have_postgres || missing+=(postgresql)
 if [ "$mode" = test ]; then
   command -v oathtool >/dev/null 2>&1 || missing+=(oathtool)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/sbin/slapd ] || missing+=(slapd ldap-utils)
 fi
 for tool in go node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
@@ -30,6 +32,9 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 echo "deps: installing ${missing[*]}"
+# Noninteractive: slapd's own default database is not used (tests run a
+# private slapd from a generated configuration), so its questions can take
+# their defaults.
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

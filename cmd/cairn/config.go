@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,10 @@ type config struct {
 	LogLevel          slog.Level
 	SiteWorkers       string // all | none
 	PassphraseFile    string
+	GitHubAPIURL      string
+	// GitHubToken is read from the environment only: a flag would show it
+	// in the process list.
+	GitHubToken string
 }
 
 func env(name, def string) string {
@@ -69,6 +74,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	level := fs.String("log-level", env("CAIRN_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.StringVar(&c.SiteWorkers, "site-workers", env("CAIRN_SITE_WORKERS", "all"), "site workers this process runs: all or none")
 	fs.StringVar(&c.PassphraseFile, "aegis-passphrase-file", env("CAIRN_AEGIS_PASSPHRASE_FILE", ""), "file holding the master-cipher passphrase, to unlock unattended at start")
+	fs.StringVar(&c.GitHubAPIURL, "github-api-url", env("CAIRN_GITHUB_API_URL", "https://api.github.com"), "source-hosting API base URL (GitHub or compatible)")
+	c.GitHubToken = env("CAIRN_GITHUB_TOKEN", os.Getenv("GITHUB_TOKEN"))
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -80,6 +87,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return c, fmt.Errorf("http-addr: %w", err)
+	}
+	if u, err := url.Parse(c.GitHubAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("github-api-url must be an http(s) URL, got %q", c.GitHubAPIURL)
 	}
 	if c.PublicURL == "" {
 		c.PublicURL = "http://" + c.HTTPAddr

@@ -22,9 +22,12 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
+	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/web"
 	"github.com/cairn-rmm/cairn/workers"
 )
@@ -100,7 +103,8 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("unlock the master cipher from %s: %w", c.PassphraseFile, err)
 		}
 	}
-	authSvc, err := auth.NewService(ctx, rt.store, cipher, auth.Config{})
+	dirSvc := directory.NewService(rt.store, cipher, log)
+	authSvc, err := auth.NewService(ctx, rt.store, cipher, auth.Config{Directory: dirSvc})
 	if err != nil {
 		return err
 	}
@@ -126,9 +130,11 @@ func serve(ctx context.Context, args []string) error {
 	}
 
 	srv := api.New(api.Deps{
-		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Bus: bus, Presence: presence,
+		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Bus: bus, Presence: presence,
 		Temporal: rt.temporal, Workers: mgr, Namespace: c.TemporalNamespace, Console: web.Console(),
 		PublicURL: c.PublicURL, Log: log, Started: started.Load,
+		Credentials: credentials.NewService(rt.store, cipher),
+		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
 	})
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {

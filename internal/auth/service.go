@@ -29,6 +29,18 @@ type Config struct {
 	SessionIdle time.Duration
 	SessionMax  time.Duration
 	Now         func() time.Time
+	// Directory signs in operators without a local account (nil: no
+	// directory sign-in).
+	Directory Directory
+}
+
+// Directory authenticates operators against an external directory. It is
+// asked about usernames with no local account and about cached directory
+// accounts, and returns the cached account (created or refreshed, role and
+// sites set from the directory) or a domain error. Login then runs the
+// same MFA flow as for local accounts.
+type Directory interface {
+	SignIn(ctx context.Context, username, password string) (db.User, error)
 }
 
 // Budgets for guessing: per username and per client address, shared by all
@@ -157,17 +169,28 @@ func (s *Service) Login(ctx context.Context, username, password string, meta Cli
 		return LoginResult{}, err
 	}
 	u, err := s.store.UserGetByUsername(ctx, username)
-	if db.IsNoRows(err) {
+	switch {
+	case s.cfg.Directory != nil && (db.IsNoRows(err) || err == nil && u.AuthSource == "directory"):
+		if u, err = s.cfg.Directory.SignIn(ctx, username, password); err != nil {
+			if cairn.IsCode(err, cairn.ECodeInvalidCredentials) {
+				// As for unknown local names: answering without the hash
+				// work would tell local accounts apart by timing.
+				_, _ = verifyPassword(password, s.dummyHash)
+			}
+			return LoginResult{}, err
+		}
+	case db.IsNoRows(err) || err == nil && u.AuthSource != "local":
 		_, _ = verifyPassword(password, s.dummyHash)
 		return LoginResult{}, errInvalidCredentials
-	} else if err != nil {
+	case err != nil:
 		return LoginResult{}, err
-	}
-	if u.RecoveryRequired {
-		return LoginResult{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
-	}
-	if err := s.checkPassword(u, password); err != nil {
-		return LoginResult{}, err
+	default:
+		if u.RecoveryRequired {
+			return LoginResult{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
+		}
+		if err := s.checkPassword(u, password); err != nil {
+			return LoginResult{}, err
+		}
 	}
 	_ = s.limiter.Reset(ctx, "login:user:"+username)
 	if !u.MfaRequired {
@@ -203,6 +226,10 @@ func (s *Service) VerifyMFA(ctx context.Context, pendingToken, code string, meta
 	}
 	if u.RecoveryRequired {
 		return Session{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
+	}
+	// Disabled between the password step and the code step.
+	if u.DirectoryDisabled {
+		return Session{}, errDirectoryDisabled
 	}
 	var sess Session
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
@@ -459,6 +486,7 @@ var (
 	errInvalidCredentials = cairn.Errorf(cairn.ECodeInvalidCredentials, "the username or password is not correct")
 	errInvalidCode        = cairn.Errorf(cairn.ECodeInvalidMFACode, "the code is not correct")
 	errInvalidPending     = cairn.Errorf(cairn.ECodeInvalidPending, "the sign-in step expired; start again")
+	errDirectoryDisabled  = cairn.Errorf(cairn.ECodeForbidden, "this directory account is disabled; ask an administrator")
 )
 
 // CreateLocalUser adds a local operator account with a password; MFA is
@@ -510,6 +538,9 @@ func (s *Service) StartSession(ctx context.Context, userID int64, meta ClientMet
 	}
 	if u.RecoveryRequired {
 		return Session{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
+	}
+	if u.DirectoryDisabled {
+		return Session{}, errDirectoryDisabled
 	}
 	return s.newSession(ctx, s.store.Queries, u, meta)
 }

@@ -1,15 +1,25 @@
 import { api, ApiError } from './client';
 import type {
   AuditPage,
+  Credential,
+  CredentialInput,
+  DirectoryLookup,
+  DirectoryProvider,
+  DirectoryProviderInput,
+  DirectorySite,
+  DirectorySync,
+  DirectoryTestResult,
   LoginResponse,
   MfaAction,
   Operator,
-  Role,
-  SiteAssignments,
+  PeerCertificate,
   PendingMfa,
   PhaseResponse,
+  Role,
   SessionResponse,
   Site,
+  SiteAssignments,
+  SourceTokenStatus,
   User,
   WorkersResponse,
 } from './types';
@@ -99,4 +109,46 @@ export const audit = {
     if (username) q.set('username', username);
     return api<AuditPage>(`/api/server/audit?${q.toString()}`);
   },
+};
+
+
+const provider = (id: number, suffix = '') => `/api/directory/providers/${id}${suffix}`;
+
+export const directory = {
+  list: () =>
+    api<{ providers: DirectoryProvider[] }>('/api/directory/providers').then((r) => r.providers ?? []),
+  create: (body: DirectoryProviderInput) => api<DirectoryProvider>('/api/directory/providers', { body }),
+  update: (id: number, body: DirectoryProviderInput) => api<DirectoryProvider>(provider(id), { method: 'PATCH', body }),
+  remove: (id: number) => api<void>(provider(id), { method: 'DELETE' }),
+  test: (id: number) => api<DirectoryTestResult>(provider(id, '/test'), { method: 'POST' }),
+  certificate: (host: string, port: number, host_overrides: Record<string, string>) =>
+    api<PeerCertificate>('/api/directory/providers/certificate', { body: { host, port, host_overrides } }),
+  lookup: (id: number, username: string, password?: string) =>
+    api<DirectoryLookup>(provider(id, '/lookup-user'), {
+      body: password === undefined ? { username } : { username, password },
+    }),
+  sync: (id: number) => api<DirectorySync>(provider(id, '/sync'), { method: 'POST' }),
+  sites: () => api<{ sites: DirectorySite[] }>('/api/directory/sites').then((r) => r.sites ?? []),
+  setCachedUser: (username: string, enabled: boolean) =>
+    api<{ username: string; enabled: boolean }>(`/api/users/${encodeURIComponent(username)}/directory-cache`, {
+      body: { enabled },
+    }),
+};
+
+
+export const credentials = {
+  /** With a site, that site's credentials plus the global ones. */
+  list: (siteId?: number | null) =>
+    api<{ credentials: Credential[] }>(siteId ? `/api/credentials?site_id=${siteId}` : '/api/credentials').then(
+      (r) => r.credentials ?? [],
+    ),
+  create: (input: CredentialInput) => api<Credential>('/api/credentials', { body: input }),
+  update: (id: number, input: CredentialInput) => api<Credential>(`/api/credentials/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<{ deleted: number }>(`/api/credentials/${id}`, { method: 'DELETE' }),
+};
+
+export const sourceToken = {
+  status: () => api<SourceTokenStatus>('/api/github/token'),
+  /** null clears the stored token. */
+  set: (token: string | null) => api<SourceTokenStatus>('/api/github/token', { body: { token } }),
 };

@@ -115,3 +115,125 @@ export interface AuditPage {
   entries: AuditEntry[];
   next_before_id: number | null;
 }
+
+
+// Directory sign-in (docs/api.md "Directory sign-in").
+
+export type DirectoryKind = 'ldap' | 'ldaps' | 'active_directory';
+export type DirectoryGroupMode = 'member_of' | 'group_search';
+
+export interface RoleMapping {
+  group: string;
+  role: 'admin' | 'operator';
+}
+
+export interface SiteMapping {
+  group: string;
+  site_ids: number[];
+}
+
+export interface DirectoryTestResult {
+  ok: boolean;
+  message: string;
+  tested_at: string;
+}
+
+export interface DirectoryProvider {
+  provider_id: number;
+  name: string;
+  kind: DirectoryKind;
+  host: string;
+  port: number;
+  base_dn: string;
+  user_filter: string;
+  username_attribute: string;
+  group_mode: DirectoryGroupMode;
+  group_base_dn: string;
+  group_member_attribute: string;
+  bind_dn: string;
+  has_bind_password: boolean;
+  ca_pem: string;
+  host_overrides: Record<string, string>;
+  role_mappings: RoleMapping[];
+  site_mappings: SiteMapping[];
+  enabled: boolean;
+  last_test: DirectoryTestResult | null;
+  cached_users: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Create or update body: every field optional; bind_password is write-only. */
+export type DirectoryProviderInput = Partial<
+  Omit<DirectoryProvider, 'provider_id' | 'has_bind_password' | 'last_test' | 'cached_users' | 'created_at' | 'updated_at'>
+> & { bind_password?: string };
+
+export interface PeerCertificate {
+  subject: string;
+  issuer: string;
+  sans: string[];
+  not_before: string;
+  not_after: string;
+  sha256_fingerprint: string;
+  pem: string;
+}
+
+export interface DirectoryLookup {
+  found: boolean;
+  dn: string;
+  attributes: Record<string, string[]>;
+  groups: string[];
+  role: '' | 'admin' | 'operator';
+  site_ids: number[];
+  password_ok: boolean | null;
+}
+
+export interface DirectorySync {
+  checked: number;
+  disabled: string[];
+}
+
+export interface DirectorySite {
+  id: number;
+  name: string;
+  slug: string;
+}
+
+
+// Stored credentials (docs/api.md "Stored credentials"). The password is
+// write-only: it is sent on create and update and never comes back.
+export type ConnectionType = 'Windows' | 'WinRM';
+export type CredentialType = 'Machine' | 'Domain';
+
+export interface Credential {
+  credential_id: number;
+  name: string;
+  connection_type: ConnectionType;
+  credential_type: CredentialType;
+  username: string;
+  domain: string | null;
+  site_id: number | null;
+  has_password: boolean;
+  secret_status: 'ok' | 'unreadable';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CredentialInput {
+  name: string;
+  connection_type: ConnectionType;
+  credential_type: CredentialType;
+  username: string;
+  domain: string | null;
+  site_id: number | null;
+  /** Omitted on update to keep the stored password. */
+  password?: string;
+}
+
+// Source-hosting token (docs/api.md "Source-hosting token and branch heads").
+export interface SourceTokenStatus {
+  has_token: boolean;
+  source: 'stored' | 'environment' | null;
+  secret_status: 'ok' | 'unreadable' | null;
+  rate_limit: { limit: number; remaining: number; reset_at: string } | null;
+}

@@ -31,9 +31,13 @@ describe('AccessPage', () => {
     expect(engine.calls).toHaveLength(0);
   });
 
-  it('shows the tabs, the operators first, and honest panels for what is not built', async () => {
+  it('shows the tabs, the operators first, and the real panel of each tab', async () => {
     const user = userEvent.setup({ delay: null });
-    fakeEngine({
+    const engine = fakeEngine({
+      'GET /api/directory/providers': { body: { providers: [] } },
+      'GET /api/directory/sites': { body: { sites: [] } },
+      'GET /api/credentials': { body: { credentials: [] } },
+      'GET /api/github/token': { body: { has_token: false, source: null, rate_limit: null } },
       'GET /api/users': { body: { users: [ADMIN_OP] } },
       'GET /api/sites': { body: { sites: [] } },
       'GET /api/server/audit': { body: { entries: [entry(1)], next_before_id: null } },
@@ -49,14 +53,15 @@ describe('AccessPage', () => {
     expect(screen.getByRole('tab', { name: 'Operators' })).toHaveAttribute('aria-selected', 'true');
     expect(await screen.findByRole('button', { name: 'New operator' })).toBeInTheDocument();
 
-    for (const [tab, text] of [
-      ['Directory', 'directory work'],
-      ['Credentials', 'stored-secrets work'],
-      ['Source token', 'stored-secrets work'],
+    // Each tab mounts its real panel, which asks the Engine for its data.
+    for (const [tab, request] of [
+      ['Directory', 'GET /api/directory/providers'],
+      ['Credentials', 'GET /api/credentials'],
+      ['Source token', 'GET /api/github/token'],
     ]) {
       await user.click(screen.getByRole('tab', { name: tab }));
-      await waitFor(() => expect(screen.getByTestId('coming-soon')).toHaveTextContent(text));
-      expect(screen.getByTestId('coming-soon')).toHaveTextContent('Not available yet');
+      await waitFor(() => expect(engine.calls.map((c) => `${c.method} ${c.path}`)).toContain(request));
+      expect(screen.queryByTestId('coming-soon')).not.toBeInTheDocument();
     }
 
     await user.click(screen.getByRole('tab', { name: 'Audit' }));

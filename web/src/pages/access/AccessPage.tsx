@@ -9,14 +9,10 @@ import Tabs from '@mui/material/Tabs';
 import { useSession } from '../../auth/session';
 import { PageHeader } from '../../components/ComingSoon';
 import AuditPanel from './AuditPanel';
+import CredentialsPanel from './CredentialsPanel';
+import DirectoryPanel from './DirectoryPanel';
 import OperatorsPanel from './OperatorsPanel';
-// Placeholders until the directory / stored-secrets work lands. To plug in a
-// real panel, change its import only, for example
-//   import DirectoryPanel from './DirectoryPanel';
-// A panel is a component without props; it renders below the tabs.
-import { DirectoryPending as DirectoryPanel } from './PendingPanels';
-import { CredentialsPending as CredentialsPanel } from './PendingPanels';
-import { SourceTokenPending as SourceTokenPanel } from './PendingPanels';
+import SourceTokenPanel from './SourceTokenPanel';
 
 type TabKey = 'operators' | 'directory' | 'credentials' | 'source-token' | 'audit';
 

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/credentials"
+)
+
+func (s *Server) credentialRoutes() []Route {
+	return []Route{
+		{"GET", "/api/credentials", AuthToken, getAction(s, func(r *http.Request) (map[string][]credentialJSON, error) {
+			var siteID *int64
+			if raw := r.URL.Query().Get("site_id"); raw != "" {
+				id, err := strconv.ParseInt(raw, 10, 64)
+				if err != nil || id <= 0 {
+					return nil, cairn.Invalid("site_id", "must be a positive site ID")
+				}
+				siteID = &id
+			}
+			list, err := s.Credentials.List(r.Context(), credentialScope(r), siteID)
+			out := make([]credentialJSON, len(list))
+			for i, c := range list {
+				out[i] = toCredentialJSON(c)
+			}
+			return map[string][]credentialJSON{"credentials": out}, err
+		})},
+		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s, func(r *http.Request) (credentialJSON, error) {
+			id, err := credentialID(r)
+			if err != nil {
+				return credentialJSON{}, err
+			}
+			c, err := s.Credentials.Get(r.Context(), credentialScope(r), id)
+			return toCredentialJSON(c), err
+		})},
+		{"POST", "/api/credentials", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
+			c, err := s.Credentials.Create(r.Context(), req.input())
+			return toCredentialJSON(c), err
+		})},
+		{"PUT", "/api/credentials/{credential_id}", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
+			id, err := credentialID(r)
+			if err != nil {
+				return credentialJSON{}, err
+			}
+			c, err := s.Credentials.Update(r.Context(), id, req.input())
+			return toCredentialJSON(c), err
+		})},
+		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s, func(r *http.Request) (map[string]int64, error) {
+			id, err := credentialID(r)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]int64{"deleted": id}, s.Credentials.Delete(r.Context(), id)
+		})},
+	}
+}
+
+func credentialScope(r *http.Request) credentials.Scope {
+	p := principal(r.Context())
+	return credentials.Scope{UserID: p.UserID, AllSites: p.IsAdmin()}
+}
+
+func credentialID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "credential_id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, cairn.Invalid("credential_id", "must be a positive integer")
+	}
+	return id, nil
+}
+
+// credentialJSON never carries the password: has_password and
+// secret_status say what an operator needs to know about it.
+type credentialJSON struct {
+	CredentialID   int64     `json:"credential_id"`
+	Name           string    `json:"name"`
+	ConnectionType string    `json:"connection_type"`
+	CredentialType string    `json:"credential_type"`
+	Username       string    `json:"username"`
+	Domain         *string   `json:"domain"`
+	SiteID         *int64    `json:"site_id"`
+	HasPassword    bool      `json:"has_password"`
+	SecretStatus   string    `json:"secret_status"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+func toCredentialJSON(c credentials.Credential) credentialJSON {
+	var domain *string
+	if c.Domain != "" {
+		domain = &c.Domain
+	}
+	return credentialJSON{CredentialID: c.ID, Name: c.Name, ConnectionType: c.ConnectionType, CredentialType: c.CredentialType,
+		Username: c.Username, Domain: domain, SiteID: c.SiteID, HasPassword: c.HasPassword, SecretStatus: c.SecretStatus,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+// credentialRequest is the body of create and update; a missing or null
+// password on update keeps the stored one.
+type credentialRequest struct {
+	Name           string  `json:"name"`
+	ConnectionType string  `json:"connection_type"`
+	CredentialType string  `json:"credential_type"`
+	Username       string  `json:"username"`
+	Domain         *string `json:"domain"`
+	Password       *string `json:"password"`
+	SiteID         *int64  `json:"site_id"`
+}
+
+func (req credentialRequest) input() credentials.Input {
+	in := credentials.Input{Name: req.Name, ConnectionType: req.ConnectionType, CredentialType: req.CredentialType,
+		Username: req.Username, Password: req.Password, SiteID: req.SiteID}
+	if req.Domain != nil {
+		in.Domain = *req.Domain
+	}
+	return in
+}

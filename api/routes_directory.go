@@ -1,0 +1,286 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/directory"
+)
+
+func (s *Server) directoryRoutes() []Route {
+	const one = "/api/directory/providers/{provider_id}"
+	return []Route{
+		{"GET", "/api/directory/providers", AuthAdmin, getAction(s, func(r *http.Request) (map[string][]providerJSON, error) {
+			list, err := s.Directory.List(r.Context())
+			out := make([]providerJSON, len(list))
+			for i, p := range list {
+				out[i] = providerJSONOf(p)
+			}
+			return map[string][]providerJSON{"providers": out}, err
+		})},
+		{"POST", "/api/directory/providers", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
+			p, err := s.Directory.Create(r.Context(), req.patch())
+			return providerJSONOf(p), err
+		})},
+		{"PATCH", one, AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
+			id, err := providerID(r)
+			if err != nil {
+				return providerJSON{}, err
+			}
+			p, err := s.Directory.Update(r.Context(), id, req.patch())
+			return providerJSONOf(p), err
+		})},
+		{"DELETE", one, AuthAdmin, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
+			id, err := providerID(r)
+			if err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, s.Directory.Delete(r.Context(), id)
+		})},
+		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
+			c, err := directory.FetchCertificate(r.Context(), req.Host, req.Port, req.HostOverrides)
+			return certificateJSON{Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
+				SHA256Fingerprint: c.SHA256Fingerprint, PEM: c.PEM}, err
+		})},
+		{"POST", one + "/test", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (testResultJSON, error) {
+			id, err := providerID(r)
+			if err != nil {
+				return testResultJSON{}, err
+			}
+			res, err := s.Directory.Test(r.Context(), id)
+			return testResultJSON{OK: res.OK, Message: res.Message, TestedAt: res.At}, err
+		})},
+		{"POST", one + "/lookup-user", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
+			id, err := providerID(r)
+			if err != nil {
+				return lookupJSON{}, err
+			}
+			res, err := s.Directory.Lookup(r.Context(), id, req.Username, req.Password)
+			return lookupJSON{Found: res.Found, DN: res.DN, Attributes: orEmptyMap(res.Attributes), Groups: orEmptyList(res.Groups),
+				Role: res.Role, SiteIDs: orEmptyIDs(res.SiteIDs), PasswordOK: res.PasswordOK}, err
+		})},
+		{"POST", one + "/sync", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
+			id, err := providerID(r)
+			if err != nil {
+				return syncJSON{}, err
+			}
+			res, err := s.Directory.Sync(r.Context(), id)
+			return syncJSON{Checked: res.Checked, Disabled: res.Disabled}, err
+		})},
+		{"GET", "/api/directory/sites", AuthToken, getAction(s, func(r *http.Request) (map[string][]directorySiteJSON, error) {
+			// The sites a mapping may target, within the caller's scope like
+			// every other site listing.
+			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
+			out := make([]directorySiteJSON, len(list))
+			for i, st := range list {
+				out[i] = directorySiteJSON{ID: st.ID, Name: st.Name, Slug: st.Slug}
+			}
+			return map[string][]directorySiteJSON{"sites": out}, err
+		})},
+		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
+			name := chi.URLParam(r, "username")
+			return directoryCacheJSON{Username: name, Enabled: *req.Enabled}, s.Directory.SetCacheEnabled(r.Context(), name, *req.Enabled)
+		})},
+	}
+}
+
+func providerID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "provider_id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, cairn.Invalid("provider_id", "must be a positive integer")
+	}
+	return id, nil
+}
+
+type roleMappingJSON struct {
+	Group string `json:"group"`
+	Role  string `json:"role"`
+}
+
+type siteMappingJSON struct {
+	Group   string  `json:"group"`
+	SiteIDs []int64 `json:"site_ids"`
+}
+
+// providerRequest is the body of create (missing fields take defaults) and
+// update (missing fields stay as they are).
+type providerRequest struct {
+	Name                 *string            `json:"name"`
+	Kind                 *string            `json:"kind"`
+	Host                 *string            `json:"host"`
+	Port                 *int               `json:"port"`
+	BaseDN               *string            `json:"base_dn"`
+	UserFilter           *string            `json:"user_filter"`
+	UsernameAttribute    *string            `json:"username_attribute"`
+	GroupMode            *string            `json:"group_mode"`
+	GroupBaseDN          *string            `json:"group_base_dn"`
+	GroupMemberAttribute *string            `json:"group_member_attribute"`
+	BindDN               *string            `json:"bind_dn"`
+	BindPassword         *string            `json:"bind_password"`
+	CAPEM                *string            `json:"ca_pem"`
+	HostOverrides        *map[string]string `json:"host_overrides"`
+	RoleMappings         *[]roleMappingJSON `json:"role_mappings"`
+	SiteMappings         *[]siteMappingJSON `json:"site_mappings"`
+	Enabled              *bool              `json:"enabled"`
+}
+
+func (req providerRequest) patch() directory.Patch {
+	p := directory.Patch{Name: req.Name, Kind: req.Kind, Host: req.Host, Port: req.Port, BaseDN: req.BaseDN,
+		UserFilter: req.UserFilter, UsernameAttribute: req.UsernameAttribute, GroupMode: req.GroupMode,
+		GroupBaseDN: req.GroupBaseDN, GroupMemberAttr: req.GroupMemberAttribute, BindDN: req.BindDN,
+		BindPassword: req.BindPassword, CAPEM: req.CAPEM, HostOverrides: req.HostOverrides, Enabled: req.Enabled}
+	if req.RoleMappings != nil {
+		m := make([]directory.RoleMapping, len(*req.RoleMappings))
+		for i, r := range *req.RoleMappings {
+			m[i] = directory.RoleMapping(r)
+		}
+		p.RoleMappings = &m
+	}
+	if req.SiteMappings != nil {
+		m := make([]directory.SiteMapping, len(*req.SiteMappings))
+		for i, r := range *req.SiteMappings {
+			m[i] = directory.SiteMapping(r)
+		}
+		p.SiteMappings = &m
+	}
+	return p
+}
+
+type testResultJSON struct {
+	OK       bool      `json:"ok"`
+	Message  string    `json:"message"`
+	TestedAt time.Time `json:"tested_at"`
+}
+
+type providerJSON struct {
+	ProviderID           int64             `json:"provider_id"`
+	Name                 string            `json:"name"`
+	Kind                 string            `json:"kind"`
+	Host                 string            `json:"host"`
+	Port                 int               `json:"port"`
+	BaseDN               string            `json:"base_dn"`
+	UserFilter           string            `json:"user_filter"`
+	UsernameAttribute    string            `json:"username_attribute"`
+	GroupMode            string            `json:"group_mode"`
+	GroupBaseDN          string            `json:"group_base_dn"`
+	GroupMemberAttribute string            `json:"group_member_attribute"`
+	BindDN               string            `json:"bind_dn"`
+	HasBindPassword      bool              `json:"has_bind_password"`
+	CAPEM                string            `json:"ca_pem"`
+	HostOverrides        map[string]string `json:"host_overrides"`
+	RoleMappings         []roleMappingJSON `json:"role_mappings"`
+	SiteMappings         []siteMappingJSON `json:"site_mappings"`
+	Enabled              bool              `json:"enabled"`
+	LastTest             *testResultJSON   `json:"last_test"`
+	CachedUsers          int64             `json:"cached_users"`
+	CreatedAt            time.Time         `json:"created_at"`
+	UpdatedAt            time.Time         `json:"updated_at"`
+}
+
+func providerJSONOf(p directory.Provider) providerJSON {
+	out := providerJSON{ProviderID: p.ID, Name: p.Name, Kind: p.Kind, Host: p.Host, Port: p.Port, BaseDN: p.BaseDN,
+		UserFilter: p.UserFilter, UsernameAttribute: p.UsernameAttribute, GroupMode: p.GroupMode, GroupBaseDN: p.GroupBaseDN,
+		GroupMemberAttribute: p.GroupMemberAttribute, BindDN: p.BindDN, HasBindPassword: p.HasBindPassword, CAPEM: p.CAPEM,
+		HostOverrides: p.HostOverrides, Enabled: p.Enabled, CachedUsers: p.CachedUsers, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		RoleMappings: make([]roleMappingJSON, len(p.RoleMappings)), SiteMappings: make([]siteMappingJSON, len(p.SiteMappings))}
+	if out.HostOverrides == nil {
+		out.HostOverrides = map[string]string{}
+	}
+	for i, m := range p.RoleMappings {
+		out.RoleMappings[i] = roleMappingJSON(m)
+	}
+	for i, m := range p.SiteMappings {
+		out.SiteMappings[i] = siteMappingJSON{Group: m.Group, SiteIDs: orEmptyIDs(m.SiteIDs)}
+	}
+	if p.LastTest != nil {
+		out.LastTest = &testResultJSON{OK: p.LastTest.OK, Message: p.LastTest.Message, TestedAt: p.LastTest.At}
+	}
+	return out
+}
+
+type certificateRequest struct {
+	Host          string            `json:"host"`
+	Port          int               `json:"port"`
+	HostOverrides map[string]string `json:"host_overrides"`
+}
+
+type certificateJSON struct {
+	Subject           string    `json:"subject"`
+	Issuer            string    `json:"issuer"`
+	SANs              []string  `json:"sans"`
+	NotBefore         time.Time `json:"not_before"`
+	NotAfter          time.Time `json:"not_after"`
+	SHA256Fingerprint string    `json:"sha256_fingerprint"`
+	PEM               string    `json:"pem"`
+}
+
+type lookupRequest struct {
+	Username string  `json:"username"`
+	Password *string `json:"password"`
+}
+
+func (req *lookupRequest) validate() error {
+	return requireFields(map[string]string{"username": req.Username})
+}
+
+type lookupJSON struct {
+	Found      bool                `json:"found"`
+	DN         string              `json:"dn"`
+	Attributes map[string][]string `json:"attributes"`
+	Groups     []string            `json:"groups"`
+	Role       string              `json:"role"`
+	SiteIDs    []int64             `json:"site_ids"`
+	PasswordOK *bool               `json:"password_ok"`
+}
+
+type syncJSON struct {
+	Checked  int      `json:"checked"`
+	Disabled []string `json:"disabled"`
+}
+
+type directorySiteJSON struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Slug string `json:"slug"`
+}
+
+type directoryCacheRequest struct {
+	Enabled *bool `json:"enabled"`
+}
+
+func (req *directoryCacheRequest) validate() error {
+	if req.Enabled == nil {
+		return cairn.Invalid("enabled", "is required (true or false)")
+	}
+	return nil
+}
+
+type directoryCacheJSON struct {
+	Username string `json:"username"`
+	Enabled  bool   `json:"enabled"`
+}
+
+func orEmptyMap(m map[string][]string) map[string][]string {
+	if m == nil {
+		return map[string][]string{}
+	}
+	return m
+}
+
+func orEmptyList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func orEmptyIDs(l []int64) []int64 {
+	if l == nil {
+		return []int64{}
+	}
+	return l
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/workers"
 )
@@ -51,6 +52,7 @@ type Deps struct {
 	Auth     *auth.Service
 	Cipher   *aegis.Cipher
 	Sites    *sites.Service
+	Passkeys *passkeys.Service
 	Bus      *events.Bus
 	Presence *events.Presence
 	Temporal client.Client
@@ -86,7 +88,7 @@ func New(d Deps) *Server {
 	s := &Server{Deps: d}
 	for _, area := range [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
-		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(),
+		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.passkeyRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

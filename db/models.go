@@ -26,6 +26,19 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AuditLog struct {
+	ID         int64
+	At         time.Time
+	Username   string
+	Role       string
+	Action     string
+	Target     string
+	ClientAddr string
+	Status     int32
+	Outcome    string
+	RequestID  string
+}
+
 type Device struct {
 	Guid      string
 	Hostname  string
@@ -40,6 +53,17 @@ type OperatorStream struct {
 	Username    string
 	ConnectedAt time.Time
 	SeenAt      time.Time
+}
+
+type Passkey struct {
+	ID           int64
+	UserID       int64
+	CredentialID []byte
+	Credential   []byte
+	SignCount    int64
+	Label        string
+	CreatedAt    time.Time
+	LastUsedAt   *time.Time
 }
 
 type PendingTokenUse struct {
@@ -94,4 +118,18 @@ type User struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	PasswordChangedAt *time.Time
+}
+
+type UserSiteAssignment struct {
+	UserID    int64
+	SiteID    int64
+	CreatedAt time.Time
+}
+
+type WebauthnCeremony struct {
+	IDHash    []byte
+	Kind      string
+	UserID    *int64
+	Session   []byte
+	ExpiresAt time.Time
 }

@@ -82,7 +82,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, fmt.Errorf("http-addr: %w", err)
 	}
 	if c.PublicURL == "" {
-		c.PublicURL = "http://" + c.HTTPAddr
+		c.PublicURL = defaultPublicURL(c.HTTPAddr)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
@@ -93,4 +93,17 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 
 func newLogger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// defaultPublicURL is http://<http-addr>, except that a loopback address is
+// named localhost: browsers refuse IP addresses as WebAuthn relying parties,
+// so passkeys work out of the box on a local Engine.
+func defaultPublicURL(httpAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	if err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return "http://" + net.JoinHostPort("localhost", port)
+		}
+	}
+	return "http://" + httpAddr
 }

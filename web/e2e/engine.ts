@@ -22,17 +22,27 @@ import { fileURLToPath } from 'node:url';
 const webDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const artifactsDir = join(webDir, 'e2e', 'artifacts');
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+// Ports come from below Linux's ephemeral range (32768 and up): the Engine's
+// private PostgreSQL asks the kernel for an ephemeral port after this picks
+// its ports and lets them go, and could otherwise be handed one of them.
+const PORT_LOW = 20000;
+const PORT_HIGH = 32000;
+
+function tryPort(port: number): Promise<boolean> {
+  return new Promise((resolvePort) => {
     const srv = createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(port));
-    });
+    srv.once('error', () => resolvePort(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolvePort(true)));
   });
+}
+
+async function freePort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = PORT_LOW + Math.floor(Math.random() * (PORT_HIGH - PORT_LOW));
+    if (await tryPort(port)) return port;
+  }
+  throw new Error(`no free port between ${PORT_LOW} and ${PORT_HIGH}`);
 }
 
 async function distinctFreePorts(n: number): Promise<number[]> {

@@ -123,6 +123,7 @@ func (f *fixture) registerPasskey(t *testing.T, token, label string, a *softAuth
 	sel := opts["authenticatorSelection"].(map[string]any)
 	require.Equal(t, "required", sel["residentKey"])
 	require.Equal(t, "required", sel["userVerification"])
+	require.Equal(t, "none", opts["attestation"])
 	r = f.do(t, "POST", "/api/auth/passkeys/register/verify", token, map[string]any{
 		"ceremony_id": r.Body["ceremony_id"], "label": label, "credential": a.create(t, opts)})
 	require.Equal(t, 201, r.Status, r.Raw)

@@ -81,6 +81,9 @@ func NewService(store *db.Store, authSvc *auth.Service, publicURL string, now fu
 		RPID:          host,
 		RPDisplayName: "Cairn",
 		RPOrigins:     []string{u.Scheme + "://" + u.Host},
+		// Any authenticator will do: no vendor attestation is asked for or
+		// checked, so none is collected about operators' devices.
+		AttestationPreference: protocol.PreferNoAttestation,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("passkeys: relying party from %q: %w", publicURL, err)
@@ -285,23 +288,34 @@ func (s *Service) FinishLogin(ctx context.Context, ceremonyID string, credential
 	if err != nil {
 		return auth.Session{}, cairn.Invalid("credential", "is not a WebAuthn authentication response")
 	}
-	var row db.Passkey
-	handler := func(rawID, handle []byte) (webauthn.User, error) {
+	var (
+		row       db.Passkey
+		lookupErr error // a failure of ours, not the passkey's
+	)
+	handler := func(rawID, _ []byte) (webauthn.User, error) {
 		row, err = s.store.PasskeyGetByCredentialID(ctx, rawID)
-		if err != nil {
+		if db.IsNoRows(err) {
+			return nil, errPasskeyRefused
+		} else if err != nil {
+			lookupErr = err
 			return nil, err
 		}
 		u, err := s.store.UserGetByID(ctx, row.UserID)
 		if err != nil {
+			lookupErr = err
 			return nil, err
 		}
 		var cred webauthn.Credential
 		if err := json.Unmarshal(row.Credential, &cred); err != nil {
-			return nil, err
+			lookupErr = fmt.Errorf("passkeys: stored credential %d: %w", row.ID, err)
+			return nil, lookupErr
 		}
 		return &operator{user: u, creds: []webauthn.Credential{cred}}, nil
 	}
 	_, cred, err := s.wa.ValidatePasskeyLogin(handler, session, parsed)
+	if lookupErr != nil {
+		return auth.Session{}, lookupErr
+	}
 	if err != nil {
 		return auth.Session{}, errPasskeyRefused
 	}

@@ -62,7 +62,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", ""), "Temporal frontend host:port; empty embeds Temporal's dev server")
 	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("CAIRN_HTTP_ADDR", "127.0.0.1:8080"), "address the Engine listens on")
-	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>)")
+	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>, with localhost for a loopback IP)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
 	fs.IntVar(&c.TemporalUIPort, "temporal-ui-port", c.TemporalUIPort, "embedded Temporal UI port (0 disables the UI)")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 )
 
@@ -390,4 +391,21 @@ func TestRecoveryClearsPasskeys(t *testing.T) {
 	left, err = f.store.PasskeyListByUser(ctx, admin.ID)
 	require.NoError(t, err)
 	require.Empty(t, left)
+}
+
+// Passkey sign-in attempts spend the per-address login budget, so they
+// cannot be used to guess around the password limits.
+func TestPasskeySignInIsRateLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.bootstrap(t)
+	attempt := map[string]any{"ceremony_id": "not-a-ceremony", "credential": map[string]any{"id": "x"}}
+	for i := 0; i < auth.LoginPerAddress.Limit; i++ {
+		r := f.do(t, "POST", "/api/auth/passkeys/authenticate/verify", "", attempt)
+		require.Equal(t, 400, r.Status, "attempt %d: %s", i+1, r.Raw)
+	}
+	r := f.do(t, "POST", "/api/auth/passkeys/authenticate/verify", "", attempt)
+	require.Equal(t, 429, r.Status, r.Raw)
+	require.Equal(t, "rate_limited", r.Body["error"])
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
 }

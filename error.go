@@ -35,6 +35,9 @@ const (
 	ECodeRateLimited        = "rate_limited"
 	ECodeInternal           = "internal"
 	ECodeUnavailable        = "unavailable"
+	// ECodePasskeysUnavailable: the Engine is reached by IP address, which
+	// browsers refuse as a WebAuthn relying party.
+	ECodePasskeysUnavailable = "passkeys_unavailable"
 )
 
 // Error is a domain error with a stable code and a message safe to show a

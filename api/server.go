@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
@@ -50,10 +51,11 @@ type Route struct {
 
 // Deps are what the handlers need.
 type Deps struct {
-	Store  *db.Store
-	Auth   *auth.Service
-	Cipher *aegis.Cipher
-	Sites  *sites.Service
+	Store    *db.Store
+	Auth     *auth.Service
+	Cipher   *aegis.Cipher
+	Sites    *sites.Service
+	Passkeys *passkeys.Service
 	// Directory manages directory providers and cached directory users.
 	Directory *directory.Service
 	Bus       *events.Bus
@@ -96,7 +98,7 @@ func New(d Deps) *Server {
 	for _, area := range [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
-		s.credentialRoutes(), s.sourceHostRoutes(),
+		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

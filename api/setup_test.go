@@ -30,6 +30,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
@@ -72,6 +73,7 @@ func TestMain(m *testing.M) {
 }
 
 const (
+	testPublicURL = "https://cairn.example.test"
 	passphrase    = "correct horse battery staple"
 	adminPassword = "admin password 123"
 )
@@ -130,9 +132,11 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	siteSvc := sites.NewService(f.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
 	mgr := workers.NewManager(temporalClient, log, nil)
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
-	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Bus: bus,
+	passkeySvc, err := passkeys.NewService(f.store, authSvc, testPublicURL, f.clk.Now)
+	require.NoError(t, err)
+	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus,
 		Presence: events.NewPresence(f.store, bus, log), Temporal: temporalClient, Workers: mgr, Namespace: "default",
-		Console: fs.FS(console), PublicURL: "https://cairn.example.test", Log: log,
+		Console: fs.FS(console), PublicURL: testPublicURL, Log: log,
 		Credentials: credentials.NewService(f.store, cipher),
 		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now})})
 	hs := httptest.NewServer(srv.Handler())

@@ -81,6 +81,17 @@ type OperatorStream struct {
 	SeenAt      time.Time
 }
 
+type Passkey struct {
+	ID           int64
+	UserID       int64
+	CredentialID []byte
+	Credential   []byte
+	SignCount    int64
+	Label        string
+	CreatedAt    time.Time
+	LastUsedAt   *time.Time
+}
+
 type PendingTokenUse struct {
 	Jti       string
 	ExpiresAt time.Time
@@ -172,4 +183,12 @@ type UserSiteAssignment struct {
 	UserID    int64
 	SiteID    int64
 	CreatedAt time.Time
+}
+
+type WebauthnCeremony struct {
+	IDHash    []byte
+	Kind      string
+	UserID    *int64
+	Session   []byte
+	ExpiresAt time.Time
 }

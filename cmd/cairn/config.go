@@ -67,7 +67,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", ""), "Temporal frontend host:port; empty embeds Temporal's dev server")
 	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("CAIRN_HTTP_ADDR", "127.0.0.1:8080"), "address the Engine listens on")
-	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>)")
+	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>, with localhost for a loopback IP)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
 	fs.IntVar(&c.TemporalUIPort, "temporal-ui-port", c.TemporalUIPort, "embedded Temporal UI port (0 disables the UI)")
@@ -92,7 +92,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, fmt.Errorf("github-api-url must be an http(s) URL, got %q", c.GitHubAPIURL)
 	}
 	if c.PublicURL == "" {
-		c.PublicURL = "http://" + c.HTTPAddr
+		c.PublicURL = defaultPublicURL(c.HTTPAddr)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
@@ -103,4 +103,17 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 
 func newLogger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// defaultPublicURL is http://<http-addr>, except that a loopback address is
+// named localhost: browsers refuse IP addresses as WebAuthn relying parties,
+// so passkeys work out of the box on a local Engine.
+func defaultPublicURL(httpAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	if err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return "http://" + net.JoinHostPort("localhost", port)
+		}
+	}
+	return "http://" + httpAddr
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/web"
@@ -111,6 +112,10 @@ func serve(ctx context.Context, args []string) error {
 	bus := events.NewBus(rt.store, log)
 	siteSvc := sites.NewService(rt.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
 	presence := events.NewPresence(rt.store, bus, log)
+	passkeySvc, err := passkeys.NewService(rt.store, authSvc, c.PublicURL, nil)
+	if err != nil {
+		return err
+	}
 
 	var started atomic.Bool
 	bg, cancelBG := context.WithCancel(context.Background())
@@ -130,7 +135,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 
 	srv := api.New(api.Deps{
-		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Bus: bus, Presence: presence,
+		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus, Presence: presence,
 		Temporal: rt.temporal, Workers: mgr, Namespace: c.TemporalNamespace, Console: web.Console(),
 		PublicURL: c.PublicURL, Log: log, Started: started.Load,
 		Credentials: credentials.NewService(rt.store, cipher),

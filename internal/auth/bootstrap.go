@@ -200,7 +200,15 @@ func (s *Service) BootstrapAdminRecover(ctx context.Context, username, password,
 	if err != nil {
 		return Enrollment{}, err
 	}
-	if err := s.store.UserRecover(ctx, db.UserRecoverParams{ID: u.ID, PasswordSealed: sealedPw, TotpSealed: sealedTOTP}); err != nil {
+	// Recovery clears every earlier sign-in factor (SPEC Authentication
+	// rule 2): the new password and authenticator, and no passkeys.
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		if err := q.UserRecover(ctx, db.UserRecoverParams{ID: u.ID, PasswordSealed: sealedPw, TotpSealed: sealedTOTP}); err != nil {
+			return err
+		}
+		return q.PasskeyDeleteByUser(ctx, u.ID)
+	})
+	if err != nil {
 		return Enrollment{}, err
 	}
 	tok, err := signPending(s.pendingKey, u.ID, purposeBootstrap, s.cfg.Now())
@@ -249,6 +257,9 @@ func (s *Service) ForceReset(ctx context.Context, p *Principal) (string, error) 
 			return err
 		}
 		if err := q.UserFlagAllForRecovery(ctx); err != nil {
+			return err
+		}
+		if err := q.PasskeyDeleteAllLocal(ctx); err != nil {
 			return err
 		}
 		if err := q.SessionDeleteAll(ctx); err != nil {

@@ -76,6 +76,10 @@ func newToken() (string, []byte) {
 	return tok, HashToken(tok)
 }
 
+// NewToken returns a random URL-safe token and its SHA-256 hash, for
+// other sign-in steps (passkey ceremonies) that store only the hash.
+func NewToken() (string, []byte) { return newToken() }
+
 // HashToken is how session, CSRF and recovery tokens are stored.
 func HashToken(tok string) []byte {
 	h := sha256.Sum256([]byte(tok))

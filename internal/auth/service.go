@@ -287,7 +287,18 @@ func (s *Service) Me(ctx context.Context, p *Principal) (Account, error) {
 	if err != nil {
 		return Account{}, db.NotFound(err, "account not found")
 	}
-	return accountOf(u), nil
+	return s.account(ctx, s.store.Queries, u)
+}
+
+// account is accountOf plus the operator's passkey count.
+func (s *Service) account(ctx context.Context, q *db.Queries, u db.User) (Account, error) {
+	n, err := q.PasskeyCountByUser(ctx, u.ID)
+	if err != nil {
+		return Account{}, err
+	}
+	a := accountOf(u)
+	a.PasskeyCount = int(n)
+	return a, nil
 }
 
 // ChangePassword verifies the current password, sets the new one and ends
@@ -463,7 +474,11 @@ func (s *Service) newSession(ctx context.Context, q *db.Queries, u db.User, meta
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{Token: token, CSRF: csrf, Expires: expires, User: accountOf(u)}, nil
+	a, err := s.account(ctx, q, u)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Token: token, CSRF: csrf, Expires: expires, User: a}, nil
 }
 
 func passwordAAD(username string) []byte { return []byte("cairn:user:" + username + ":password") }

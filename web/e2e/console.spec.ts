@@ -91,7 +91,7 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
   await test.step('sign in with password and a fresh code', async () => {
     await page.getByLabel('Username', { exact: true }).fill(USERNAME);
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect(page.getByRole('heading', { name: 'Two-step verification' })).toBeVisible();
     await expect(page.getByTestId('totp-secret')).toHaveCount(0);
     // The code of the step used to finish setup is refused; wait for the next one.
@@ -99,7 +99,7 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
     usedStep = fresh.step;
     await page.getByLabel('Authentication code', { exact: true }).fill(fresh.code);
     await shot(page, '05-mfa');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
 
     await expect(page.getByTestId('current-username')).toHaveText(USERNAME);
     await expect(page).toHaveURL(/\/sites$/);

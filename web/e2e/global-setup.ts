@@ -1,156 +1,18 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { startEngine } from './engine';
 
-// Starts the real Engine the way a new user's `make run` does: a fresh data
-// directory, so it initialises its own private PostgreSQL cluster and the
-// embedded Temporal server. Returns the teardown, which Playwright runs as
-// the global teardown: SIGTERM, wait, then remove the data directory.
+// Starts the Engine every spec that uses CAIRN_E2E_BASE_URL tests: a brand-new
+// deployment. Returns the teardown, which Playwright runs as the global
+// teardown.
 //
-// Environment:
-//   CAIRN_E2E_ENGINE_BIN      Engine binary (default ../bin/cairn, relative to web/)
-//   CAIRN_E2E_DATABASE_URL    use this PostgreSQL instead of a private cluster
+// Environment (see engine.ts for the rest):
 //   CAIRN_E2E_BASE_URL        skip starting an Engine and test this one (must be a fresh deployment)
-//   CAIRN_E2E_READY_TIMEOUT_MS how long to wait for GET /ready (default 120000)
-//   CAIRN_E2E_KEEP_DATA=1     keep the temporary data directory for inspection
-//   CAIRN_LOG_LEVEL           passed on (default info); the Engine log goes to e2e/artifacts/engine.log
-
-const webDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-export const artifactsDir = join(webDir, 'e2e', 'artifacts');
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
-
-async function distinctFreePorts(n: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < n) ports.add(await freePort());
-  return [...ports];
-}
-
-function tail(file: string, lines = 40): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-async function waitForReady(baseURL: string, child: ChildProcess, timeoutMs: number, logFile: string) {
-  const deadline = Date.now() + timeoutMs;
-  let last = 'no answer yet';
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(
-        `Engine exited (code ${child.exitCode}, signal ${child.signalCode}) before /ready answered 200.\n` +
-          `Last lines of ${logFile}:\n${tail(logFile)}`,
-      );
-    }
-    try {
-      const res = await fetch(`${baseURL}/ready`, { signal: AbortSignal.timeout(5000) });
-      if (res.status === 200) return;
-      last = `${res.status} ${await res.text()}`;
-    } catch (err) {
-      last = String(err);
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`Engine not ready after ${timeoutMs} ms (last: ${last}).\nLast lines of ${logFile}:\n${tail(logFile)}`);
-}
-
-function exited(child: ChildProcess, ms: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
-  return new Promise((res) => {
-    const timer = setTimeout(() => res(false), ms);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      res(true);
-    });
-  });
-}
 
 export default async function globalSetup(): Promise<(() => Promise<void>) | undefined> {
-  mkdirSync(artifactsDir, { recursive: true });
   if (process.env.CAIRN_E2E_BASE_URL) {
     console.log(`[e2e] using the Engine at ${process.env.CAIRN_E2E_BASE_URL}`);
     return undefined;
   }
-
-  const bin = resolve(webDir, process.env.CAIRN_E2E_ENGINE_BIN ?? '../bin/cairn');
-  if (!existsSync(bin)) {
-    throw new Error(`Engine binary not found at ${bin}. Build it first: (cd .. && go build -o bin/cairn ./cmd/cairn)`);
-  }
-
-  const dataDir = await mkdtemp(join(tmpdir(), 'cairn-e2e-'));
-  // mkdtemp makes the directory private (0700). When the Engine runs as root
-  // it runs PostgreSQL as the postgres user, which must be able to traverse
-  // the data directory; otherwise the Engine puts the cluster in a fallback
-  // directory outside it, which this teardown would not remove.
-  await chmod(dataDir, 0o755);
-  const [httpPort, temporalPort] = await distinctFreePorts(2);
-  const baseURL = `http://127.0.0.1:${httpPort}`;
-
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.DATABASE_URL;
-  delete env.TEMPORAL_ADDRESS;
-  if (process.env.CAIRN_E2E_DATABASE_URL) env.DATABASE_URL = process.env.CAIRN_E2E_DATABASE_URL;
-  env.CAIRN_DATA_DIR = dataDir;
-  env.CAIRN_HTTP_ADDR = `127.0.0.1:${httpPort}`;
-  env.CAIRN_TEMPORAL_PORT = String(temporalPort);
-  env.CAIRN_TEMPORAL_UI_PORT = '0';
-  env.CAIRN_LOG_LEVEL = process.env.CAIRN_LOG_LEVEL ?? 'info';
-
-  const logFile = join(artifactsDir, 'engine.log');
-  const log = createWriteStream(logFile);
-  // Its own process group, so a teardown that must force it can reach the
-  // helpers it started (PostgreSQL, Temporal) without touching anything else.
-  const child = spawn(bin, ['serve'], { env, cwd: dataDir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  console.log(`[e2e] started ${bin} serve (pid ${child.pid}) on ${baseURL}, data ${dataDir}, log ${logFile}`);
-
-  const teardown = async () => {
-    if (child.exitCode === null && child.signalCode === null && child.pid) {
-      child.kill('SIGTERM');
-      if (!(await exited(child, 30_000))) {
-        console.warn(`[e2e] Engine pid ${child.pid} ignored SIGTERM for 30 s; killing its process group`);
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // Already gone.
-        }
-        await exited(child, 5_000);
-      }
-    }
-    log.end();
-    if (process.env.CAIRN_E2E_KEEP_DATA === '1') {
-      console.log(`[e2e] kept data directory ${dataDir}`);
-    } else {
-      await rm(dataDir, { recursive: true, force: true, maxRetries: 3 });
-    }
-  };
-
-  try {
-    const started = Date.now();
-    await waitForReady(baseURL, child, Number(process.env.CAIRN_E2E_READY_TIMEOUT_MS ?? 120_000), logFile);
-    console.log(`[e2e] Engine ready after ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  } catch (err) {
-    await teardown();
-    throw err;
-  }
-  process.env.CAIRN_E2E_BASE_URL = baseURL;
-  return teardown;
+  const engine = await startEngine({ name: 'engine' });
+  process.env.CAIRN_E2E_BASE_URL = engine.baseURL;
+  return engine.stop;
 }

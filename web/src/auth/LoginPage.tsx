@@ -8,6 +8,7 @@ import { auth } from '../api/endpoints';
 import type { LoginResponse, MfaSetup, User } from '../api/types';
 import { ErrorAlert, useRateLimited } from '../components/ErrorAlert';
 import { errorCode, fieldError } from '../components/errors';
+import { PasskeySignInButton } from '../passkeys/PasskeySignInButton';
 import { AuthShell } from './AuthShell';
 import { BOOTSTRAP_QUERY, wizardLabels, type WizardKind } from './BootstrapFlow';
 import { MfaCodeForm } from './MfaCodeForm';
@@ -161,6 +162,7 @@ export function LoginPage({
           {login.isPending ? 'Signing in…' : 'Sign in'}
         </Button>
       </Box>
+      <PasskeySignInButton onSignedIn={onSignedIn} />
     </AuthShell>
   );
 }

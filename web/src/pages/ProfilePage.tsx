@@ -20,6 +20,7 @@ import { PageHeader } from '../components/ComingSoon';
 import { ErrorAlert, useRateLimited } from '../components/ErrorAlert';
 import { errorCode, fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
+import { PasskeysSection } from '../passkeys/PasskeysSection';
 
 function Row({ label, children }: { label: string; children: React.ReactNode }) {
   return (
@@ -60,7 +61,7 @@ export function ProfilePage() {
 
   return (
     <Box sx={{ maxWidth: 720 }}>
-      <PageHeader title="Profile" subtitle="Your account, password and authenticator." />
+      <PageHeader title="Profile" subtitle="Your account, password, authenticator and passkeys." />
       <Section title="Account">
         <Row label="Username">
           <span data-testid="profile-username">{user.username}</span>
@@ -77,9 +78,12 @@ export function ProfilePage() {
         <>
           <ChangePassword />
           <ResetAuthenticator />
+          <Section title="Passkeys">
+            <PasskeysSection />
+          </Section>
         </>
       ) : (
-        <Alert severity="info">Your password and authenticator are managed by your directory, not by Cairn.</Alert>
+        <Alert severity="info">Your password, authenticator and passkeys are managed by your directory, not by Cairn.</Alert>
       )}
     </Box>
   );

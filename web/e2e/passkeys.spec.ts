@@ -1,0 +1,97 @@
+import { expect, test, type APIRequestContext } from '@playwright/test';
+import { join } from 'node:path';
+import { artifactsDir, startEngine, type Engine } from './engine';
+import { freshTotp, totp } from './totp';
+
+// Passkeys against a real Engine of their own: browsers refuse an IP address
+// as WebAuthn relying party, so this Engine's public URL is
+// http://localhost:<port> (the main walk's Engine stays untouched). Chromium's
+// virtual authenticator, driven through the DevTools protocol, stands in for
+// a platform authenticator with user verification.
+
+const USERNAME = 'admin';
+const PASSWORD = 'passkey e2e admin password';
+
+let engine: Engine;
+
+test.beforeAll(async () => {
+  engine = await startEngine({ name: 'engine-passkeys', publicHost: 'localhost' });
+});
+
+test.afterAll(async () => {
+  await engine?.stop();
+});
+
+// The answer's JSON; its shapes are the Engine tests' business.
+async function ok(res: Awaited<ReturnType<APIRequestContext['post']>>): Promise<any> {
+  expect(res.status(), await res.text()).toBe(200);
+  return res.json();
+}
+
+test('register a passkey on the profile page, sign out, sign in with the passkey alone', async ({ page }) => {
+  test.setTimeout(240_000);
+  const base = engine.baseURL;
+  const consoleErrors: string[] = [];
+  page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
+
+  // A deployment of its own, bootstrapped through the API; page.request
+  // shares the browser's cookies, so the password sign-in carries over.
+  await ok(await page.request.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: 'passkey e2e passphrase' } }));
+  const admin = await ok(
+    await page.request.post(`${base}/api/bootstrap/admin/setup`, { data: { username: USERNAME, password: PASSWORD } }),
+  );
+  const first = totp(admin.mfa.secret);
+  await ok(
+    await page.request.post(`${base}/api/bootstrap/admin/mfa/verify`, {
+      data: { pending_token: admin.pending_token, code: first.code },
+    }),
+  );
+  const login = await ok(await page.request.post(`${base}/api/auth/login`, { data: { username: USERNAME, password: PASSWORD } }));
+  const second = await freshTotp(admin.mfa.secret, first.step);
+  await ok(
+    await page.request.post(`${base}/api/auth/mfa/verify`, { data: { pending_token: login.pending_token, code: second.code } }),
+  );
+
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true },
+  });
+
+  await test.step('register on the profile page', async () => {
+    await page.goto(`${base}/`);
+    await page.getByTestId('user-menu-button').click();
+    await page.getByRole('menuitem', { name: 'Profile' }).click();
+    await expect(page.getByTestId('profile-username')).toHaveText(USERNAME);
+    await expect(page.getByText('No passkeys yet.')).toBeVisible();
+    await page.getByLabel('New passkey name').fill('E2E virtual key');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await expect(page.getByTestId('passkey-row')).toContainText('E2E virtual key');
+    await expect(page.getByTestId('passkey-row')).toContainText('never used');
+    const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+    expect(credentials).toHaveLength(1);
+    expect(credentials[0].isResidentCredential).toBe(true);
+    await page.screenshot({ path: join(artifactsDir, 'passkeys-01-registered.png'), fullPage: true });
+  });
+
+  await test.step('sign out', async () => {
+    await page.getByTestId('user-menu-button').click();
+    await page.getByRole('menuitem', { name: 'Sign out' }).click();
+    await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
+    expect((await page.request.get(`${base}/api/auth/me`)).status()).toBe(401);
+  });
+
+  await test.step('sign in with the passkey alone', async () => {
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await expect(page.getByTestId('user-menu-button')).toBeVisible();
+    const me = await page.request.get(`${base}/api/auth/me`);
+    expect(me.status()).toBe(200);
+    expect((await me.json()).passkey_count).toBe(1);
+    await page.getByTestId('user-menu-button').click();
+    await page.getByRole('menuitem', { name: 'Profile' }).click();
+    await expect(page.getByTestId('passkey-row')).toContainText('last used');
+    await page.screenshot({ path: join(artifactsDir, 'passkeys-02-signed-in.png'), fullPage: true });
+  });
+
+  expect(consoleErrors).toEqual([]);
+});

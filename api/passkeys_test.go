@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/slapdtest"
 )
 
 // softAuthenticator is a software WebAuthn authenticator holding one
@@ -327,12 +328,15 @@ func TestPasskeyValidation(t *testing.T) {
 func TestPasskeysRefuseDirectoryAccounts(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.admin(t)
-	token := f.operator(t, "directory-person")
-	ctx := context.Background()
-	u, err := f.store.UserGetByUsername(ctx, "directory-person")
-	require.NoError(t, err)
-	require.NoError(t, f.store.UserSetAuthSource(ctx, db.UserSetAuthSourceParams{ID: u.ID, AuthSource: "directory"}))
+	admin := f.admin(t)
+	// A real directory account: signed in through slapd.
+	uid := slapdtest.Unique("pk")
+	dn := slapd.User(t, uid, userPassword)
+	group := slapd.Group(t, slapdtest.Unique("pk-ops"), dn)
+	body := ldapProvider("Passkey corp")
+	body["role_mappings"] = []any{map[string]any{"group": group, "role": "operator"}}
+	f.enabledProvider(t, admin, body)
+	token := f.signIn(t, map[string]string{}, uid).Body["token"].(string)
 	for _, call := range [][2]string{{"POST", "/api/auth/passkeys/register/options"}, {"GET", "/api/auth/passkeys"}, {"DELETE", "/api/auth/passkeys/1"}} {
 		r := f.do(t, call[0], call[1], token, nil)
 		require.Equal(t, 403, r.Status, "%s %s: %s", call[0], call[1], r.Raw)

@@ -223,20 +223,6 @@ func (q *Queries) UserRecover(ctx context.Context, arg UserRecoverParams) error 
 	return err
 }
 
-const userSetAuthSource = `-- name: UserSetAuthSource :exec
-UPDATE users SET auth_source = $1, updated_at = now() WHERE id = $2
-`
-
-type UserSetAuthSourceParams struct {
-	AuthSource string
-	ID         int64
-}
-
-func (q *Queries) UserSetAuthSource(ctx context.Context, arg UserSetAuthSourceParams) error {
-	_, err := q.db.Exec(ctx, userSetAuthSource, arg.AuthSource, arg.ID)
-	return err
-}
-
 const userSetMFARequired = `-- name: UserSetMFARequired :exec
 UPDATE users SET mfa_required = $1, updated_at = now() WHERE id = $2
 `

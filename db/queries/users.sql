@@ -63,6 +63,3 @@ WHERE auth_source = 'local';
 
 -- name: UserSetMFARequired :exec
 UPDATE users SET mfa_required = @mfa_required, updated_at = now() WHERE id = @id;
-
--- name: UserSetAuthSource :exec
-UPDATE users SET auth_source = @auth_source, updated_at = now() WHERE id = @id;

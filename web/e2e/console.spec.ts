@@ -318,7 +318,7 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
   await test.step('the operator sets up MFA, signs in and sees only its site', async () => {
     await page.getByLabel('Username', { exact: true }).fill('operator1');
     await page.getByLabel('Password', { exact: true }).fill(OPERATOR_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect(page.getByRole('heading', { name: 'Set up your authenticator' })).toBeVisible();
     const operatorSecret = ((await page.getByTestId('totp-secret').textContent()) ?? '').trim();
     await page.getByLabel('Authentication code', { exact: true }).fill(totp(operatorSecret).code);

@@ -426,3 +426,39 @@ func TestDirectorySites(t *testing.T) {
 	require.True(t, strings.HasPrefix(sites[0].(map[string]any)["slug"].(string), "dir-"))
 	require.Len(t, f.do(t, "GET", "/api/directory/sites", token, nil).Body["sites"], 1)
 }
+
+// After a forced cipher reset the stored bind password cannot be opened:
+// the provider test and sign-in say so clearly (never a 500) until an
+// administrator enters the password again.
+func TestDirectoryBindPasswordUnreadableAfterCipherReset(t *testing.T) {
+	t.Parallel()
+	secrets := map[string]string{}
+	f := setup(t)
+	token := f.admin(t)
+	uid := slapdtest.Unique("reset")
+	dn := slapd.User(t, uid, userPassword)
+	group := slapd.Group(t, slapdtest.Unique("reset-ops"), dn)
+	body := ldapProvider("Reset corp")
+	body["role_mappings"] = []any{map[string]any{"group": group, "role": "operator"}}
+	id := f.enabledProvider(t, token, body)
+
+	// What a force reset does to the cipher, without the recovery journey.
+	ctx := context.Background()
+	require.NoError(t, f.store.AegisStateDelete(ctx))
+	f.engine.cipher.Lock()
+	require.NoError(t, f.engine.cipher.Setup(ctx, "another long passphrase"))
+
+	r := f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": uid, "password": userPassword})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Contains(t, r.Body["message"], "enter it again")
+	r = f.do(t, "POST", providerPath(id, "/test"), token, nil)
+	require.NotEqual(t, 500, r.Status, r.Raw)
+	require.NotContains(t, r.Raw, slapdtest.ServicePassword)
+
+	r = f.do(t, "PATCH", providerPath(id, ""), token, map[string]any{"bind_password": slapdtest.ServicePassword})
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", providerPath(id, "/test"), token, nil)
+	require.Equal(t, true, r.Body["ok"], r.Raw)
+	require.Equal(t, 200, f.do(t, "PATCH", providerPath(id, ""), token, map[string]any{"enabled": true}).Status)
+	require.Equal(t, 200, f.signIn(t, secrets, uid).Status)
+}

@@ -10,6 +10,7 @@ package directory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -265,6 +266,11 @@ func (s *Service) bindPassword(p db.DirectoryProvider) (string, error) {
 		return "", nil
 	}
 	plain, err := s.cipher.Open(p.BindPasswordSealed, bindPasswordAAD(p.ID))
+	if errors.Is(err, aegis.ErrForeignKey) {
+		// Sealed by a master cipher that was force-reset: unreadable for
+		// good, and the fix is an administrator's, not a fault.
+		return "", cairn.Errorf(cairn.ECodeConflict, "the directory service-account password was sealed by a master cipher that has since been reset; an administrator must enter it again")
+	}
 	return string(plain), err
 }
 

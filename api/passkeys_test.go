@@ -324,7 +324,8 @@ func TestPasskeyValidation(t *testing.T) {
 	require.NotEmpty(t, r.field("ceremony_id"))
 }
 
-// Directory accounts have no passkey management (SPEC rule 3).
+// Directory accounts have no passkey, role or password management (SPEC
+// rule 3).
 func TestPasskeysRefuseDirectoryAccounts(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -337,6 +338,11 @@ func TestPasskeysRefuseDirectoryAccounts(t *testing.T) {
 	body["role_mappings"] = []any{map[string]any{"group": group, "role": "operator"}}
 	f.enabledProvider(t, admin, body)
 	token := f.signIn(t, map[string]string{}, uid).Body["token"].(string)
+	// Nor does an administrator give it a role or a password: the directory does.
+	r := f.do(t, "POST", "/api/users/"+uid+"/role", admin, map[string]any{"role": "admin"})
+	require.Equal(t, 403, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/users/"+uid+"/reset_password", admin, map[string]any{"password": "a local password!"})
+	require.Equal(t, 403, r.Status, r.Raw)
 	for _, call := range [][2]string{{"POST", "/api/auth/passkeys/register/options"}, {"GET", "/api/auth/passkeys"}, {"DELETE", "/api/auth/passkeys/1"}} {
 		r := f.do(t, call[0], call[1], token, nil)
 		require.Equal(t, 403, r.Status, "%s %s: %s", call[0], call[1], r.Raw)

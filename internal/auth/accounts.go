@@ -72,6 +72,10 @@ func (s *Service) SetRole(ctx context.Context, username, role string) (AccountEn
 		if err != nil {
 			return err
 		}
+		if u.AuthSource != "local" {
+			// Group mappings set a directory account's role at every sign-in.
+			return cairn.Errorf(cairn.ECodeForbidden, "a directory account's role comes from its directory groups")
+		}
 		if u.Role == role {
 			return nil
 		}

@@ -65,7 +65,7 @@ func (f *fixture) siteIDs(t *testing.T, username string) []int64 {
 	t.Helper()
 	u, err := f.store.UserGetByUsername(context.Background(), username)
 	require.NoError(t, err)
-	ids, err := f.store.DirectoryUserSiteIDs(context.Background(), u.ID)
+	ids, err := f.store.UserSiteIDs(context.Background(), u.ID)
 	require.NoError(t, err)
 	return ids
 }

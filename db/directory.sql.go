@@ -425,30 +425,6 @@ func (q *Queries) DirectoryUserSiteClear(ctx context.Context, userID int64) erro
 	return err
 }
 
-const directoryUserSiteIDs = `-- name: DirectoryUserSiteIDs :many
-SELECT site_id FROM user_site_assignments WHERE user_id = $1 ORDER BY site_id
-`
-
-func (q *Queries) DirectoryUserSiteIDs(ctx context.Context, userID int64) ([]int64, error) {
-	rows, err := q.db.Query(ctx, directoryUserSiteIDs, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var site_id int64
-		if err := rows.Scan(&site_id); err != nil {
-			return nil, err
-		}
-		items = append(items, site_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const directoryUserUpsert = `-- name: DirectoryUserUpsert :one
 INSERT INTO users (username, role, auth_source, directory_provider_id, directory_dn, activated_at)
 VALUES (lower($1::text), $2, 'directory', $3, $4, now())

@@ -70,8 +70,5 @@ UPDATE users SET directory_disabled = @disabled, updated_at = now()
 WHERE username = lower(@username::text) AND auth_source = 'directory'
 RETURNING id;
 
--- name: DirectoryUserSiteIDs :many
-SELECT site_id FROM user_site_assignments WHERE user_id = @user_id ORDER BY site_id;
-
 -- name: DirectorySiteList :many
 SELECT id, name, slug FROM sites ORDER BY lower(name), id;

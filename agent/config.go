@@ -260,6 +260,10 @@ func Load(path string) (*Config, error) {
 // changes. writer names the command ("run", "metadata", ...). When fn
 // returns an error nothing is written.
 func Update(path, writer string, fn func(*Config) error) (*Config, error) {
+	// Checked before locking so a mistyped path does not leave a lock file.
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
 	unlock, err := lock(path + ".lock")
 	if err != nil {
 		return nil, err

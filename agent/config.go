@@ -340,7 +340,7 @@ func (c *Config) write(path, writer string, now time.Time) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := replaceFile(tmp.Name(), path); err != nil {
 		return err
 	}
 	committed = true

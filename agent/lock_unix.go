@@ -42,3 +42,7 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// replaceFile renames tmp over path; POSIX rename is atomic even while
+// readers hold the old file open.
+func replaceFile(tmp, path string) error { return os.Rename(tmp, path) }

@@ -3,8 +3,10 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/windows"
 )
@@ -32,3 +34,19 @@ func lock(path string) (func(), error) {
 // syncDir is a no-op: Windows cannot open a directory for flushing, and
 // MoveFileEx (os.Rename) already replaces the file as one NTFS operation.
 func syncDir(string) error { return nil }
+
+// replaceFile renames tmp over path. Go opens files on Windows without
+// FILE_SHARE_DELETE, so a lock-free reader (status, a heartbeat's Load)
+// holding agent.json open makes the replace fail briefly; retry for up to
+// about two seconds before giving up.
+func replaceFile(tmp, path string) error {
+	var err error
+	for i := 0; i < 40; i++ {
+		err = os.Rename(tmp, path)
+		if err == nil || !(errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_SHARING_VIOLATION)) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}

@@ -42,7 +42,10 @@ type MetadataValue struct {
 }
 
 // MetadataAck is one entry of the Engine's metadata_field_acks: the field
-// and the modified_at of the write it accepted or superseded.
+// and the modified_at of the write it accepted or superseded. ModifiedAt must
+// echo the value the agent sent, not the Engine's clamped copy: a clamped
+// (earlier) time would never cover the queued entry, which would then be
+// resent forever.
 type MetadataAck struct {
 	FieldNumber int
 	ModifiedAt  time.Time

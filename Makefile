@@ -13,6 +13,7 @@ run: deps-run build
 ## test: every test: Go (unit + integration), console unit tests, browser end-to-end tests
 test: deps-test build
 	$(GO) vet ./...
+	GOOS=windows $(GO) build -o /dev/null ./cmd/cairn-agent
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-e2e

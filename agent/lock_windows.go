@@ -1,0 +1,52 @@
+//go:build windows
+
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/windows"
+)
+
+// lock takes an exclusive LockFileEx lock on path (created if missing) and
+// returns the release function. Windows drops the lock when the handle
+// closes, including when the holder crashes.
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	h := windows.Handle(f.Fd())
+	ol := new(windows.Overlapped)
+	if err := windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, ol); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		_ = windows.UnlockFileEx(h, 0, 1, 0, ol)
+		_ = f.Close()
+	}, nil
+}
+
+// syncDir is a no-op: Windows cannot open a directory for flushing, and
+// MoveFileEx (os.Rename) already replaces the file as one NTFS operation.
+func syncDir(string) error { return nil }
+
+// replaceFile renames tmp over path. Go opens files on Windows without
+// FILE_SHARE_DELETE, so a lock-free reader (status, a heartbeat's Load)
+// holding agent.json open makes the replace fail briefly; retry for up to
+// about two seconds before giving up.
+func replaceFile(tmp, path string) error {
+	var err error
+	for i := 0; i < 40; i++ {
+		err = os.Rename(tmp, path)
+		if err == nil || !(errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_SHARING_VIOLATION)) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}

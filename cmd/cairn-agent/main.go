@@ -1,0 +1,238 @@
+// Command cairn-agent is the Cairn endpoint agent. This build carries only
+// the local commands that need no Engine: status and the metadata queue.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command could not be carried out (unreadable config, ...)
+	exitUsage = 2 // the command line is wrong
+)
+
+const usage = `usage:
+  cairn-agent [--config PATH] status
+  cairn-agent [--config PATH] --metadata get <field>
+  cairn-agent [--config PATH] --metadata set <field> <value>
+
+  <field> is a metadata field number from 1 to 500; <value> is at most 1024
+  characters, and a blank value queues a clear. Writes are queued locally and
+  sent to the server with the next heartbeat.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// defaultConfigPath is where the installer puts agent.json.
+func defaultConfigPath() string {
+	if runtime.GOOS == "windows" {
+		base := os.Getenv("ProgramData")
+		if base == "" {
+			base = `C:\ProgramData`
+		}
+		return filepath.Join(base, "Cairn", agent.FileName)
+	}
+	return "/etc/cairn-agent/" + agent.FileName
+}
+
+// usageError marks a problem with the command line (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout)
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "cairn-agent: %s\n\n%s", ue.msg, usage)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "cairn-agent: %s\n", err)
+	return exitError
+}
+
+func dispatch(args []string, stdout io.Writer) error {
+	path := defaultConfigPath()
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help" || a == "help":
+			_, err := io.WriteString(stdout, usage)
+			return err
+		case a == "--config" || a == "-config":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return usagef("--config needs a path")
+			}
+			path = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--config="):
+			path = strings.TrimPrefix(a, "--config=")
+			if path == "" {
+				return usagef("--config needs a path")
+			}
+		default:
+			// The command and its arguments: a metadata value may itself start
+			// with "-", so nothing after the command is read as a flag.
+			rest = args[i:]
+			i = len(args)
+		}
+	}
+	if len(rest) == 0 {
+		return usagef("no command given")
+	}
+	switch rest[0] {
+	case "status":
+		if len(rest) != 1 {
+			return usagef("status takes no arguments")
+		}
+		return status(path, stdout)
+	case "--metadata", "-metadata":
+		return metadata(path, rest[1:], stdout)
+	default:
+		return usagef("unknown command %q", rest[0])
+	}
+}
+
+func metadata(path string, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usagef("--metadata needs get or set")
+	}
+	switch args[0] {
+	case "get":
+		if len(args) != 2 {
+			return usagef("--metadata get takes exactly one field number")
+		}
+		n, err := agent.ParseFieldNumber(args[1])
+		if err != nil {
+			return usagef("%s", err)
+		}
+		c, err := load(path)
+		if err != nil {
+			return err
+		}
+		value, at, src := c.GetMetadata(n)
+		fmt.Fprintf(stdout, "field: %d\nvalue: %s\n", n, value)
+		switch src {
+		case agent.MetadataQueued:
+			fmt.Fprintf(stdout, "source: queued locally at %s, not yet acknowledged by the server\n", at.Format(time.RFC3339Nano))
+		case agent.MetadataAcknowledged:
+			fmt.Fprintf(stdout, "source: last value acknowledged by the server (modified %s)\n", at.Format(time.RFC3339Nano))
+		default:
+			fmt.Fprintln(stdout, "source: none (no value known locally; the server may hold one)")
+		}
+		return nil
+	case "set":
+		if len(args) != 3 {
+			return usagef("--metadata set takes a field number and one value (quote values with spaces)")
+		}
+		n, err := agent.ParseFieldNumber(args[1])
+		if err != nil {
+			return usagef("%s", err)
+		}
+		if p := agent.MetadataValueProblem(args[2]); p != "" {
+			return usagef("%s", p)
+		}
+		var e agent.MetadataEntry
+		_, err = agent.Update(path, "metadata", func(c *agent.Config) error {
+			var err error
+			e, err = c.SetMetadata(n, args[2], time.Now())
+			return err
+		})
+		if err != nil {
+			return configErr(path, err)
+		}
+		if e.Value == "" {
+			fmt.Fprintf(stdout, "queued clear of field %d; it is sent with the next heartbeat\n", n)
+		} else {
+			fmt.Fprintf(stdout, "queued field %d; it is sent with the next heartbeat\n", n)
+		}
+		return nil
+	default:
+		return usagef("unknown --metadata action %q (want get or set)", args[0])
+	}
+}
+
+func status(path string, stdout io.Writer) error {
+	c, err := load(path)
+	if err != nil {
+		return err
+	}
+	present := func(s string) string {
+		if s == "" {
+			return "absent"
+		}
+		return "present"
+	}
+	server := c.ServerURL
+	if server == "" {
+		server = "(not set)"
+	}
+	if c.ServerIPFallback != "" {
+		server += " (fallback IP " + c.ServerIPFallback + ")"
+	}
+	guid := c.Agent.GUID
+	if guid == "" {
+		guid = "(none)"
+	}
+	st := c.Agent.State
+	fmt.Fprintf(stdout, "config: %s\n", path)
+	fmt.Fprintf(stdout, "server: %s\n", server)
+	fmt.Fprintf(stdout, "guid: %s\n", guid)
+	fmt.Fprintf(stdout, "enrollment: %s\n", enrollmentState(c))
+	fmt.Fprintf(stdout, "access token: %s\n", present(c.AccessToken))
+	fmt.Fprintf(stdout, "refresh token: %s\n", present(c.RefreshToken))
+	fmt.Fprintf(stdout, "queued metadata: %d\n", len(c.PendingMetadata()))
+	fmt.Fprintf(stdout, "config revision: %d (last written by %q at %s)\n", st.Revision, st.Writer, st.LastWriteAt.Format(time.RFC3339))
+	return nil
+}
+
+func enrollmentState(c *agent.Config) string {
+	switch {
+	case c.Agent.GUID != "" && c.HasTokens():
+		return "enrolled"
+	case c.Agent.GUID != "":
+		return "enrolled, no tokens (must authenticate again)"
+	case c.EnrollmentCode != "":
+		return "not enrolled (enrollment code present)"
+	default:
+		return "not configured (no enrollment code)"
+	}
+}
+
+func load(path string) (*agent.Config, error) {
+	c, err := agent.Load(path)
+	if err != nil {
+		return nil, configErr(path, err)
+	}
+	return c, nil
+}
+
+// configErr adds the path and a hint to the failures people actually hit.
+func configErr(path string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("config %s does not exist (is the agent installed? use --config PATH)", path)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("config %s: permission denied (run as root/Administrator)", path)
+	}
+	return fmt.Errorf("config %s: %w", path, err)
+}

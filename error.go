@@ -17,6 +17,7 @@ const (
 	ECodeInvalidMFACode     = "invalid_mfa_code"
 	ECodeInvalidPending     = "invalid_pending_token"
 	ECodeInvalidPassphrase  = "invalid_passphrase"
+	ECodeInvalidDPoPProof   = "invalid_dpop_proof"
 	ECodeForbidden          = "forbidden"
 	ECodeCSRF               = "csrf_failed"
 	ECodeBootstrapFinished  = "bootstrap_finished"

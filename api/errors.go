@@ -20,6 +20,7 @@ var statusByCode = map[string]int{
 	cairn.ECodeInvalidMFACode:      http.StatusUnauthorized,
 	cairn.ECodeInvalidPending:      http.StatusUnauthorized,
 	cairn.ECodeInvalidPassphrase:   http.StatusUnauthorized,
+	cairn.ECodeInvalidDPoPProof:    http.StatusUnauthorized,
 	cairn.ECodeForbidden:           http.StatusForbidden,
 	cairn.ECodeCSRF:                http.StatusForbidden,
 	cairn.ECodeBootstrapFinished:   http.StatusForbidden,

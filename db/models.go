@@ -72,6 +72,11 @@ type DirectoryProvider struct {
 	UpdatedAt            time.Time
 }
 
+type DpopJti struct {
+	JtiHash   []byte
+	ExpiresAt time.Time
+}
+
 type OperatorStream struct {
 	ID          string
 	ReplicaID   string

@@ -175,7 +175,13 @@ func (m *Manager) loadProvided() error {
 }
 
 func (m *Manager) loadLocal() error {
-	if err := os.MkdirAll(m.opts.Dir, 0o700); err != nil {
+	// Only the TLS directory is private: the data directory above it must
+	// stay traversable (the private PostgreSQL cluster runs as another user
+	// when the Engine runs as root).
+	if err := os.MkdirAll(filepath.Dir(m.opts.Dir), 0o755); err != nil {
+		return fmt.Errorf("TLS directory: %w", err)
+	}
+	if err := os.Mkdir(m.opts.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("TLS directory: %w", err)
 	}
 	ca, caKey, caPEM, err := m.loadOrCreateCA()

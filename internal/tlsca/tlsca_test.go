@@ -31,7 +31,7 @@ func parsePEM(t *testing.T, data []byte) *x509.Certificate {
 
 func TestFirstStartCreatesCAAndCertificate(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "tls")
+	dir := filepath.Join(t.TempDir(), "data", "tls")
 	m, err := tlsca.Load(tlsca.Options{Dir: dir, Hostnames: []string{"cairn.example.test", "10.0.0.5", "0.0.0.0"}})
 	require.NoError(t, err)
 	require.Equal(t, tlsca.ModeLocalCA, m.Mode())
@@ -65,6 +65,9 @@ func TestFirstStartCreatesCAAndCertificate(t *testing.T) {
 	st, err := os.Stat(dir)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+	st, err = os.Stat(filepath.Dir(dir))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o755), st.Mode().Perm()&0o755, "the data directory stays traversable")
 }
 
 func TestLaterStartsReuseTheCAAndCertificate(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,12 @@ import (
 // so instead of serving something else.
 func TestCAPEMServesTheLocalCAOnly(t *testing.T) {
 	t.Parallel()
-	local, err := tlsca.Load(tlsca.Options{Dir: t.TempDir()})
+	dir := t.TempDir()
+	local, err := tlsca.Load(tlsca.Options{Dir: dir})
+	require.NoError(t, err)
+	// The local CA's own certificate, served as a provided one.
+	provided, err := tlsca.Load(tlsca.Options{Dir: t.TempDir(),
+		CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem")})
 	require.NoError(t, err)
 	get := func(certs *tlsca.Manager) response {
 		hs := httptest.NewServer(api.New(api.Deps{TLS: certs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
@@ -33,10 +39,12 @@ func TestCAPEMServesTheLocalCAOnly(t *testing.T) {
 	require.Equal(t, string(local.CAPEM()), r.Raw)
 	require.Equal(t, "application/x-pem-file", r.Header.Get("Content-Type"))
 
-	r = get(nil)
-	require.Equal(t, 404, r.Status, r.Raw)
-	require.Equal(t, "not_found", r.Body["error"])
-	require.Contains(t, r.Body["message"], "no local CA")
+	for name, certs := range map[string]*tlsca.Manager{"provided": provided, "HTTPS off": nil} {
+		r = get(certs)
+		require.Equal(t, 404, r.Status, "%s: %s", name, r.Raw)
+		require.Equal(t, "not_found", r.Body["error"])
+		require.Contains(t, r.Body["message"], "no local CA")
+	}
 }
 
 // Session cookies set over HTTPS are Secure; over plain HTTP (loopback)

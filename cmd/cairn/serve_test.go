@@ -207,20 +207,42 @@ func (p *proc) checkHTTPS(t *testing.T) []byte {
 	return caPEM
 }
 
-// Plain HTTP beyond loopback is a configuration error, refused before
-// anything starts (no database, no data directory).
-func TestServeRefusesPlainHTTPBeyondLoopback(t *testing.T) {
+// Plain HTTP beyond loopback and a bad certificate pair are configuration
+// errors, refused before anything starts (no database, no data directory).
+func TestServeRefusesBadListenerSettings(t *testing.T) {
 	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(os.Args[0], "serve")
-	cmd.Env = []string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir, "PATH=" + os.Getenv("PATH"),
-		fmt.Sprintf("CAIRN_HTTP_ADDR=0.0.0.0:%d", freePort(t)), fmt.Sprintf("CAIRN_HTTPS_ADDR=127.0.0.1:%d", freePort(t))}
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "output:\n%s", out)
-	require.Equal(t, 1, exit.ExitCode())
-	require.Contains(t, string(out), "plain HTTP is served on loopback only")
-	require.Contains(t, string(out), "CAIRN_ALLOW_PLAIN_HTTP=1")
-	_, err = os.Stat(dataDir)
-	require.ErrorIs(t, err, os.ErrNotExist, "nothing started")
+	for name, tc := range map[string]struct {
+		env  []string
+		want []string
+	}{
+		"plain HTTP beyond loopback": {
+			env:  []string{fmt.Sprintf("CAIRN_HTTP_ADDR=0.0.0.0:%d", freePort(t))},
+			want: []string{"plain HTTP is served on loopback only", "CAIRN_ALLOW_PLAIN_HTTP=1"},
+		},
+		"certificate without its key": {
+			env:  []string{"CAIRN_TLS_CERT_FILE=/nonexistent/cert.pem"},
+			want: []string{"set both CAIRN_TLS_CERT_FILE and CAIRN_TLS_KEY_FILE"},
+		},
+		"unreadable certificate pair": {
+			env:  []string{"CAIRN_TLS_CERT_FILE=/nonexistent/cert.pem", "CAIRN_TLS_KEY_FILE=/nonexistent/key.pem"},
+			want: []string{"/nonexistent/cert.pem", "must be a matching PEM pair"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dataDir := filepath.Join(t.TempDir(), "data")
+			cmd := exec.Command(os.Args[0], "serve")
+			cmd.Env = append([]string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir, "PATH=" + os.Getenv("PATH"),
+				fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", freePort(t)), fmt.Sprintf("CAIRN_HTTPS_ADDR=127.0.0.1:%d", freePort(t))}, tc.env...)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "output:\n%s", out)
+			require.Equal(t, 1, exit.ExitCode())
+			for _, w := range tc.want {
+				require.Contains(t, string(out), w)
+			}
+			_, err = os.Stat(dataDir)
+			require.ErrorIs(t, err, os.ErrNotExist, "nothing started")
+		})
+	}
 }

@@ -18,10 +18,13 @@ RUN CGO_ENABLED=0 go build -o /out/cairn ./cmd/cairn
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --home /var/lib/cairn cairn
+    && useradd --system --home /var/lib/cairn cairn \
+    && mkdir -p /var/lib/cairn/data && chown -R cairn:cairn /var/lib/cairn
 COPY --from=engine /out/cairn /usr/local/bin/cairn
 USER cairn
 WORKDIR /var/lib/cairn
-EXPOSE 8080
+# HTTPS (the local CA under CAIRN_DATA_DIR, or a provided certificate);
+# plain HTTP stays on loopback unless CAIRN_ALLOW_PLAIN_HTTP=1.
+EXPOSE 8443
 ENTRYPOINT ["cairn"]
 CMD ["serve"]

@@ -82,7 +82,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		out.MFASetup = &mfaSetupJSON{Secret: res.MFASetup.Secret, OTPAuthURL: res.MFASetup.OTPAuthURL}
 	}
 	if res.Session != nil {
-		out.sessionResponse = s.startSession(w, *res.Session)
+		out.sessionResponse = s.startSession(w, r, *res.Session)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -98,18 +98,23 @@ func (s *Server) mfaVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.startSession(w, sess))
+	writeJSON(w, http.StatusOK, s.startSession(w, r, sess))
 }
 
 // startSession sets the session cookie (HttpOnly) and the CSRF cookie
-// (readable by the console, which echoes it in X-CSRF-Token).
-func (s *Server) startSession(w http.ResponseWriter, sess auth.Session) *sessionResponse {
+// (readable by the console, which echoes it in X-CSRF-Token), Secure on
+// HTTPS.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, sess auth.Session) *sessionResponse {
+	secure := s.secureCookies(r)
 	http.SetCookie(w, &http.Cookie{Name: cookieSession, Value: sess.Token, Path: "/", Expires: sess.Expires,
-		HttpOnly: true, Secure: s.SecureCookies, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 	http.SetCookie(w, &http.Cookie{Name: cookieCSRF, Value: sess.CSRF, Path: "/", Expires: sess.Expires,
-		Secure: s.SecureCookies, SameSite: http.SameSiteStrictMode})
+		Secure: secure, SameSite: http.SameSiteStrictMode})
 	return &sessionResponse{Token: sess.Token, CSRFToken: sess.CSRF, User: accountJSON(sess.User)}
 }
+
+// secureCookies: a cookie set over HTTPS must never travel over plain HTTP.
+func (s *Server) secureCookies(r *http.Request) bool { return s.SecureCookies || r.TLS != nil }
 
 type logoutRequest struct {
 	All bool `json:"all"`
@@ -127,7 +132,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, name := range []string{cookieSession, cookieCSRF} {
 		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: name == cookieSession,
-			Secure: s.SecureCookies, SameSite: http.SameSiteStrictMode})
+			Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

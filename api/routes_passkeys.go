@@ -109,7 +109,7 @@ func (s *Server) passkeyLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.startSession(w, sess))
+	writeJSON(w, http.StatusOK, s.startSession(w, r, sess))
 }
 
 func (s *Server) passkeyRename(w http.ResponseWriter, r *http.Request) {

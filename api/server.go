@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
+	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/workers"
 )
 
@@ -68,9 +69,12 @@ type Deps struct {
 	Console fs.FS
 	// PublicURL is the address operators and agents use for the Engine.
 	PublicURL string
-	// SecureCookies marks cookies Secure (when served over HTTPS).
+	// SecureCookies marks cookies Secure on plain HTTP too (behind a
+	// TLS-terminating proxy); on HTTPS requests they are Secure anyway.
 	SecureCookies bool
-	Log           *slog.Logger
+	// TLS is the Engine's HTTPS certificate (nil when HTTPS is off).
+	TLS *tlsca.Manager
+	Log *slog.Logger
 	// Started reports whether startup finished (migrations, workers).
 	Started func() bool
 	Now     func() time.Time
@@ -98,7 +102,7 @@ func New(d Deps) *Server {
 	for _, area := range [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
-		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(),
+		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

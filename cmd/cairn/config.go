@@ -19,14 +19,24 @@ type config struct {
 	TemporalAddress   string
 	TemporalNamespace string
 	HTTPAddr          string
-	PublicURL         string
-	DataDir           string
-	TemporalPort      int
-	TemporalUIPort    int
-	LogLevel          slog.Level
-	SiteWorkers       string // all | none
-	PassphraseFile    string
-	GitHubAPIURL      string
+	// HTTPSAddr is where the Engine serves HTTPS ("" when off).
+	HTTPSAddr string
+	// AllowPlainHTTP lets HTTPAddr be a non-loopback address, for a
+	// deployment behind a TLS-terminating proxy.
+	AllowPlainHTTP bool
+	// TLSHostnames are names the local CA's certificate covers besides the
+	// public URL's host and the loopback names.
+	TLSHostnames []string
+	// TLSCertFile and TLSKeyFile are a provided certificate (no local CA).
+	TLSCertFile, TLSKeyFile string
+	PublicURL               string
+	DataDir                 string
+	TemporalPort            int
+	TemporalUIPort          int
+	LogLevel                slog.Level
+	SiteWorkers             string // all | none
+	PassphraseFile          string
+	GitHubAPIURL            string
 	// GitHubToken is read from the environment only: a flag would show it
 	// in the process list.
 	GitHubToken string
@@ -67,6 +77,11 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", ""), "Temporal frontend host:port; empty embeds Temporal's dev server")
 	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("CAIRN_HTTP_ADDR", "127.0.0.1:8080"), "address the Engine listens on")
+	fs.StringVar(&c.HTTPSAddr, "https-addr", env("CAIRN_HTTPS_ADDR", "127.0.0.1:8443"), "address the Engine serves HTTPS on (off disables it)")
+	fs.BoolVar(&c.AllowPlainHTTP, "allow-plain-http", env("CAIRN_ALLOW_PLAIN_HTTP", "") == "1", "allow plain HTTP on a non-loopback http-addr (behind a TLS-terminating proxy only)")
+	tlsHostnames := fs.String("tls-hostnames", env("CAIRN_TLS_HOSTNAMES", ""), "comma-separated extra names for the local CA's server certificate")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", env("CAIRN_TLS_CERT_FILE", ""), "PEM certificate (chain) to serve instead of the local CA's")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", env("CAIRN_TLS_KEY_FILE", ""), "PEM private key of tls-cert-file")
 	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>, with localhost for a loopback IP)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
@@ -88,6 +103,16 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return c, fmt.Errorf("http-addr: %w", err)
 	}
+	if c.HTTPSAddr == "off" {
+		c.HTTPSAddr = ""
+	} else if _, _, err := net.SplitHostPort(c.HTTPSAddr); err != nil {
+		return c, fmt.Errorf("https-addr: %w (or off)", err)
+	}
+	for _, n := range strings.Split(*tlsHostnames, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			c.TLSHostnames = append(c.TLSHostnames, n)
+		}
+	}
 	if u, err := url.Parse(c.GitHubAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, fmt.Errorf("github-api-url must be an http(s) URL, got %q", c.GitHubAPIURL)
 	}
@@ -99,6 +124,58 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// checkPlainHTTP refuses plain HTTP beyond loopback (DESIGN "Security
+// decisions") unless the deployment says a TLS-terminating proxy is in front.
+func (c config) checkPlainHTTP() error {
+	if c.AllowPlainHTTP || isLoopback(c.HTTPAddr) {
+		return nil
+	}
+	return fmt.Errorf("plain HTTP is served on loopback only, but CAIRN_HTTP_ADDR is %s: "+
+		"listen on 127.0.0.1 and let agents and operators use HTTPS (CAIRN_HTTPS_ADDR), "+
+		"or set CAIRN_ALLOW_PLAIN_HTTP=1 when a TLS-terminating proxy is in front of the Engine", c.HTTPAddr)
+}
+
+// isLoopback reports whether a listen address only reaches this machine.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tlsHostnames are the names the local CA's certificate must cover: the
+// public URL's host and CAIRN_TLS_HOSTNAMES.
+func (c config) tlsHostnames() []string {
+	var names []string
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+		names = append(names, u.Hostname())
+	}
+	return append(names, c.TLSHostnames...)
+}
+
+// httpsURL is the HTTPS address to print: the HTTPS port under the public
+// URL's host (localhost for a loopback listener).
+func (c config) httpsURL() string {
+	host, port, err := net.SplitHostPort(c.HTTPSAddr)
+	if err != nil {
+		return "https://" + c.HTTPSAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		host = "localhost"
+	} else if host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+		if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+	}
+	return "https://" + net.JoinHostPort(host, port)
 }
 
 func newLogger(level slog.Level) *slog.Logger {

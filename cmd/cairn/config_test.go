@@ -51,3 +51,55 @@ func TestDefaultPublicURLNamesLoopbackLocalhost(t *testing.T) {
 	require.Equal(t, "http://0.0.0.0:8080", defaultPublicURL("0.0.0.0:8080"))
 	require.Equal(t, "http://cairn.lan:8080", defaultPublicURL("cairn.lan:8080"))
 }
+
+func TestHTTPSSettings(t *testing.T) {
+	for _, k := range []string{"CAIRN_HTTP_ADDR", "CAIRN_HTTPS_ADDR", "CAIRN_PUBLIC_URL", "CAIRN_TLS_HOSTNAMES", "CAIRN_ALLOW_PLAIN_HTTP", "CAIRN_TLS_CERT_FILE", "CAIRN_TLS_KEY_FILE"} {
+		t.Setenv(k, "")
+	}
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8443", c.HTTPSAddr)
+	require.Equal(t, "https://localhost:8443", c.httpsURL())
+	require.Equal(t, []string{"localhost"}, c.tlsHostnames())
+	require.NoError(t, c.checkPlainHTTP())
+
+	t.Setenv("CAIRN_HTTPS_ADDR", "off")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Empty(t, c.HTTPSAddr)
+
+	t.Setenv("CAIRN_HTTPS_ADDR", "0.0.0.0:443")
+	t.Setenv("CAIRN_PUBLIC_URL", "https://rmm.example.test")
+	t.Setenv("CAIRN_TLS_HOSTNAMES", " rmm, 10.0.0.5 ,,")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, "https://rmm.example.test:443", c.httpsURL())
+	require.Equal(t, []string{"rmm.example.test", "rmm", "10.0.0.5"}, c.tlsHostnames())
+
+	_, err = loadTestConfig(t, "-https-addr", "8443")
+	require.ErrorContains(t, err, "https-addr")
+}
+
+// Plain HTTP only on loopback, unless a TLS-terminating proxy is in front.
+func TestPlainHTTPOnlyOnLoopback(t *testing.T) {
+	t.Setenv("CAIRN_ALLOW_PLAIN_HTTP", "")
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:8080": true, "127.0.0.2:8080": true,
+		"0.0.0.0:8080": false, ":8080": false, "[::]:8080": false, "10.0.0.5:8080": false, "cairn.lan:8080": false,
+	} {
+		c, err := loadTestConfig(t, "-http-addr", addr)
+		require.NoError(t, err)
+		if ok {
+			require.NoError(t, c.checkPlainHTTP(), addr)
+			continue
+		}
+		require.ErrorContains(t, c.checkPlainHTTP(), "CAIRN_ALLOW_PLAIN_HTTP=1", addr)
+		c, err = loadTestConfig(t, "-http-addr", addr, "-allow-plain-http")
+		require.NoError(t, err)
+		require.NoError(t, c.checkPlainHTTP(), addr)
+	}
+	t.Setenv("CAIRN_ALLOW_PLAIN_HTTP", "1")
+	c, err := loadTestConfig(t, "-http-addr", "0.0.0.0:8080")
+	require.NoError(t, err)
+	require.NoError(t, c.checkPlainHTTP())
+}

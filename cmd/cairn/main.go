@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
+	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/web"
 	"github.com/cairn-rmm/cairn/workers"
 )
@@ -84,6 +86,19 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkPlainHTTP(); err != nil {
+		return err
+	}
+	// The certificate is checked before anything starts: a bad pair is a
+	// configuration error.
+	var certs *tlsca.Manager
+	if c.HTTPSAddr != "" {
+		certs, err = tlsca.Load(tlsca.Options{Dir: filepath.Join(c.DataDir, "tls"), Hostnames: c.tlsHostnames(),
+			CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile})
+		if err != nil {
+			return err
+		}
+	}
 	log := newLogger(c.LogLevel)
 	rt := &runtime{log: log}
 	defer rt.close()
@@ -137,7 +152,7 @@ func serve(ctx context.Context, args []string) error {
 	srv := api.New(api.Deps{
 		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus, Presence: presence,
 		Temporal: rt.temporal, Workers: mgr, Namespace: c.TemporalNamespace, Console: web.Console(),
-		PublicURL: c.PublicURL, Log: log, Started: started.Load,
+		PublicURL: c.PublicURL, Log: log, Started: started.Load, TLS: certs,
 		Credentials: credentials.NewService(rt.store, cipher),
 		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
 	})
@@ -153,10 +168,28 @@ func serve(ctx context.Context, args []string) error {
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- httpSrv.Serve(ln) }()
+	banner := []string{"Console      " + c.PublicURL}
+	var httpsSrv *http.Server
+	if certs != nil {
+		tln, err := net.Listen("tcp", c.HTTPSAddr)
+		if err != nil {
+			cancelReqs()
+			_ = httpSrv.Close()
+			return fmt.Errorf("listen on %s: %w (set CAIRN_HTTPS_ADDR, or off)", c.HTTPSAddr, err)
+		}
+		httpsSrv = &http.Server{
+			Handler: httpSrv.Handler, ReadHeaderTimeout: httpSrv.ReadHeaderTimeout, ReadTimeout: httpSrv.ReadTimeout,
+			WriteTimeout: httpSrv.WriteTimeout, IdleTimeout: httpSrv.IdleTimeout, BaseContext: httpSrv.BaseContext,
+			TLSConfig: certs.TLSConfig(),
+		}
+		go func() { served <- httpsSrv.ServeTLS(tln, "", "") }()
+		go refreshCertificate(bg, certs, log)
+		banner = append(banner, "HTTPS        "+c.httpsURL()+" ("+certificateLine(certs.Info())+")")
+	}
 	started.Store(true)
-	rt.printBanner("Console      " + c.PublicURL)
+	rt.printBanner(banner...)
 
 	select {
 	case <-ctx.Done():
@@ -169,8 +202,43 @@ func serve(ctx context.Context, args []string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = httpSrv.Shutdown(shutdownCtx)
+	if httpsSrv != nil {
+		_ = httpsSrv.Shutdown(shutdownCtx)
+	}
 	cancelBG()
 	return nil
+}
+
+// certificateLine is what the banner says about the HTTPS certificate: the
+// fingerprint an installer compares with the CA it downloaded.
+func certificateLine(info tlsca.Info) string {
+	if info.Mode == tlsca.ModeLocalCA {
+		return "local CA, SHA-256 fingerprint " + info.CAFingerprint
+	}
+	return "provided certificate, SHA-256 fingerprint " + info.Fingerprint
+}
+
+// refreshCertificate renews the local CA's certificate (or reloads a
+// provided one) twice a day, so a long-running Engine never serves an
+// expired certificate; new connections get the new one.
+func refreshCertificate(ctx context.Context, certs *tlsca.Manager, log *slog.Logger) {
+	t := time.NewTicker(12 * time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before := certs.Info().Fingerprint
+		if err := certs.Refresh(); err != nil {
+			log.Error("refresh the HTTPS certificate", "err", err)
+			continue
+		}
+		if info := certs.Info(); info.Fingerprint != before {
+			log.Info("HTTPS certificate replaced", "fingerprint", info.Fingerprint, "not_after", info.NotAfter)
+		}
+	}
 }
 
 // runWorker runs site workers only: no HTTP, no embedded services.

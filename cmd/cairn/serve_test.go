@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -38,19 +41,20 @@ func freePort(t *testing.T) int {
 }
 
 type proc struct {
-	cmd  *exec.Cmd
-	base string
-	out  *bytes.Buffer
+	cmd       *exec.Cmd
+	base      string
+	httpsBase string
+	out       *bytes.Buffer
 }
 
 // startServe runs `cairn serve` as a new user's `make run` would: no
 // DATABASE_URL, no TEMPORAL_ADDRESS, only a data directory.
 func startServe(t *testing.T, dataDir string) *proc {
 	t.Helper()
-	httpPort := freePort(t)
+	httpPort, httpsPort := freePort(t), freePort(t)
 	cmd := exec.Command(os.Args[0], "serve")
 	env := []string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir,
-		fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", httpPort),
+		fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", httpPort), fmt.Sprintf("CAIRN_HTTPS_ADDR=127.0.0.1:%d", httpsPort),
 		fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", freePort(t)), "CAIRN_TEMPORAL_UI_PORT=0"}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "TEMPORAL_ADDRESS=") && !strings.HasPrefix(kv, "CAIRN_") {
@@ -61,7 +65,7 @@ func startServe(t *testing.T, dataDir string) *proc {
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), out: out}
+	p := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), httpsBase: fmt.Sprintf("https://localhost:%d", httpsPort), out: out}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -154,6 +158,7 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	sess := first.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": totpNow(t, secret)})
 	token := sess["token"].(string)
 	first.post(t, "/api/sites", token, map[string]any{"name": "Kept site", "site_worker_slug": "kept"})
+	caPEM := first.checkHTTPS(t)
 	first.stop(t)
 	pgData := filepath.Join(dataDir, "postgres", "data")
 	require.FileExists(t, filepath.Join(pgData, "PG_VERSION"), "the cluster lives in the data directory")
@@ -171,5 +176,73 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 		w := second.call(t, "GET", "/api/server/workers", token, nil)["sites"].([]any)
 		return len(w) == 1 && w[0].(map[string]any)["local"] == true && w[0].(map[string]any)["state"] == "running"
 	}, 30*time.Second, 200*time.Millisecond)
+	require.Equal(t, caPEM, second.checkHTTPS(t), "agents pin the CA: a restart keeps it")
 	second.stop(t)
+}
+
+// checkHTTPS fetches the local CA over plain HTTP, as an installer on the
+// Engine's machine would, then requires GET /health over HTTPS to verify
+// against that CA alone for localhost. It returns the CA.
+func (p *proc) checkHTTPS(t *testing.T) []byte {
+	t.Helper()
+	res, err := http.Get(p.base + "/api/tls/ca.pem")
+	require.NoError(t, err)
+	caPEM, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, 200, res.StatusCode, "%s", caPEM)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	res, err = client.Get(p.httpsBase + "/health")
+	require.NoError(t, err, "output:\n%s", p.out)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
+	require.Equal(t, "ok", body["status"])
+	require.Contains(t, p.out.String(), "HTTPS        "+p.httpsBase, "the banner names the HTTPS URL")
+	require.Contains(t, p.out.String(), "local CA, SHA-256 fingerprint ", "the banner prints the CA fingerprint")
+	return caPEM
+}
+
+// Plain HTTP beyond loopback and a bad certificate pair are configuration
+// errors, refused before anything starts (no database, no data directory).
+func TestServeRefusesBadListenerSettings(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		env  []string
+		want []string
+	}{
+		"plain HTTP beyond loopback": {
+			env:  []string{fmt.Sprintf("CAIRN_HTTP_ADDR=0.0.0.0:%d", freePort(t))},
+			want: []string{"plain HTTP is served on loopback only", "CAIRN_ALLOW_PLAIN_HTTP=1"},
+		},
+		"certificate without its key": {
+			env:  []string{"CAIRN_TLS_CERT_FILE=/nonexistent/cert.pem"},
+			want: []string{"set both CAIRN_TLS_CERT_FILE and CAIRN_TLS_KEY_FILE"},
+		},
+		"unreadable certificate pair": {
+			env:  []string{"CAIRN_TLS_CERT_FILE=/nonexistent/cert.pem", "CAIRN_TLS_KEY_FILE=/nonexistent/key.pem"},
+			want: []string{"/nonexistent/cert.pem", "must be a matching PEM pair"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dataDir := filepath.Join(t.TempDir(), "data")
+			cmd := exec.Command(os.Args[0], "serve")
+			cmd.Env = append([]string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir, "PATH=" + os.Getenv("PATH"),
+				fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", freePort(t)), fmt.Sprintf("CAIRN_HTTPS_ADDR=127.0.0.1:%d", freePort(t))}, tc.env...)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "output:\n%s", out)
+			require.Equal(t, 1, exit.ExitCode())
+			for _, w := range tc.want {
+				require.Contains(t, string(out), w)
+			}
+			_, err = os.Stat(dataDir)
+			require.ErrorIs(t, err, os.ErrNotExist, "nothing started")
+		})
+	}
 }

@@ -121,7 +121,7 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   // the data directory; otherwise the Engine puts the cluster in a fallback
   // directory outside it, which this teardown would not remove.
   await chmod(dataDir, 0o755);
-  const [httpPort, temporalPort] = await distinctFreePorts(2);
+  const [httpPort, temporalPort, httpsPort] = await distinctFreePorts(3);
   const baseURL = `http://${opts.publicHost ?? '127.0.0.1'}:${httpPort}`;
   // Readiness is checked on the listen address itself, whatever the name.
   const probeURL = `http://127.0.0.1:${httpPort}`;
@@ -134,6 +134,8 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   if (opts.publicHost) env.CAIRN_PUBLIC_URL = baseURL;
   env.CAIRN_DATA_DIR = dataDir;
   env.CAIRN_HTTP_ADDR = `127.0.0.1:${httpPort}`;
+  // A free port: several Engines may run at once, so not the default 8443.
+  env.CAIRN_HTTPS_ADDR = `127.0.0.1:${httpsPort}`;
   env.CAIRN_TEMPORAL_PORT = String(temporalPort);
   env.CAIRN_TEMPORAL_UI_PORT = '0';
   env.CAIRN_LOG_LEVEL = process.env.CAIRN_LOG_LEVEL ?? 'info';

@@ -283,7 +283,7 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 	const procs, each = 4, 15
 	cmds := make([]*exec.Cmd, procs)
 	for p := range procs {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWriterProcess$", "-test.count=1")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), helperEnv+"="+path, "CAIRN_AGENT_CONFIG_BASE="+strconv.Itoa(1+p*each), "CAIRN_AGENT_CONFIG_COUNT="+strconv.Itoa(each))
 		require.NoError(t, cmd.Start())
 		cmds[p] = cmd
@@ -297,21 +297,38 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 	require.Equal(t, int64(1+procs*each), c.Agent.State.Revision)
 }
 
-// TestWriterProcess is the child side of TestConcurrentWritersAcrossProcesses.
-func TestWriterProcess(t *testing.T) {
+// TestMain doubles the test binary as the writer process of
+// TestConcurrentWritersAcrossProcesses: with helperEnv set it writes its
+// share of metadata and exits instead of running the tests.
+func TestMain(m *testing.M) {
 	path := os.Getenv(helperEnv)
 	if path == "" {
-		t.Skip("helper process only")
+		os.Exit(m.Run())
 	}
+	if err := writeShare(path); err != nil {
+		fmt.Fprintln(os.Stderr, "writer process:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func writeShare(path string) error {
 	base, err := strconv.Atoi(os.Getenv("CAIRN_AGENT_CONFIG_BASE"))
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	count, err := strconv.Atoi(os.Getenv("CAIRN_AGENT_CONFIG_COUNT"))
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	for i := range count {
 		_, err := agent.Update(path, "metadata", func(c *agent.Config) error {
 			_, err := c.SetMetadata(base+i, fmt.Sprintf("pid %d", os.Getpid()), time.Now())
 			return err
 		})
-		require.NoError(t, err)
+		if err != nil {
+			return err
+		}
 	}
+	return nil
 }

@@ -111,3 +111,23 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	}
 	require.Positive(t, checked)
 }
+
+// Bad input is the caller's fault, never the server's: every route that
+// takes a body answers malformed, wrongly shaped or unknown-field bodies
+// with a 4xx (validation_failed where the route gets that far), not a 500.
+func TestNoRouteFailsOnBadBodies(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	for _, rt := range f.engine.srv.Routes() {
+		if rt.Method != "POST" && rt.Method != "PUT" && rt.Method != "PATCH" {
+			continue
+		}
+		path := pathParam.ReplaceAllString(rt.Pattern, "1")
+		for _, body := range []string{`{"zz_unknown": 1}`, `{"broken":`, `[1, 2]`, `"text"`} {
+			r := f.do(t, rt.Method, path, admin, body)
+			require.GreaterOrEqual(t, r.Status, 400, "%s %s accepted %s: %s", rt.Method, rt.Pattern, body, r.Raw)
+			require.Less(t, r.Status, 500, "%s %s failed on %s: %s", rt.Method, rt.Pattern, body, r.Raw)
+		}
+	}
+}

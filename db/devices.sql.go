@@ -10,7 +10,7 @@ import (
 )
 
 const deviceInsert = `-- name: DeviceInsert :one
-INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid, hostname, site_id, created_at
+INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at
 `
 
 type DeviceInsertParams struct {
@@ -27,6 +27,24 @@ func (q *Queries) DeviceInsert(ctx context.Context, arg DeviceInsertParams) (Dev
 		&i.Hostname,
 		&i.SiteID,
 		&i.CreatedAt,
+		&i.AgentID,
+		&i.Description,
+		&i.OperatingSystem,
+		&i.PublicKey,
+		&i.Jkt,
+		&i.Fingerprint,
+		&i.TrustState,
+		&i.TokenVersion,
+		&i.AgentVersion,
+		&i.BootID,
+		&i.LastSeen,
+		&i.Metrics,
+		&i.LastStatus,
+		&i.SocketReplica,
+		&i.SocketSeenAt,
+		&i.HelperContexts,
+		&i.EnrolledAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }

@@ -40,10 +40,125 @@ type AuditLog struct {
 }
 
 type Device struct {
-	Guid      string
-	Hostname  string
-	SiteID    int64
-	CreatedAt time.Time
+	Guid            string
+	Hostname        string
+	SiteID          int64
+	CreatedAt       time.Time
+	AgentID         string
+	Description     string
+	OperatingSystem string
+	PublicKey       []byte
+	Jkt             string
+	Fingerprint     string
+	TrustState      string
+	TokenVersion    int32
+	AgentVersion    string
+	BootID          string
+	LastSeen        *time.Time
+	Metrics         []byte
+	LastStatus      []byte
+	SocketReplica   *string
+	SocketSeenAt    *time.Time
+	HelperContexts  []string
+	EnrolledAt      time.Time
+	UpdatedAt       time.Time
+}
+
+type DeviceActivity struct {
+	ID         int64
+	DeviceGuid *string
+	Hostname   string
+	SiteID     *int64
+	Kind       string
+	Summary    string
+	Actor      string
+	Status     string
+	Metadata   []byte
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+type DeviceApproval struct {
+	ID               string
+	SiteID           int64
+	EnrollmentCodeID *int64
+	Hostname         string
+	OperatingSystem  string
+	AgentVersion     string
+	Fingerprint      string
+	PublicKey        []byte
+	Jkt              string
+	RemoteAddr       string
+	Status           string
+	AutoApproved     bool
+	RequestedAt      time.Time
+	ExpiresAt        time.Time
+	DecidedAt        *time.Time
+	DecidedBy        *string
+	DeviceGuid       *string
+}
+
+type DeviceInventory struct {
+	DeviceGuid   string
+	Hash         string
+	Hardware     []byte
+	Os           []byte
+	Network      []byte
+	Sessions     []byte
+	Uptime       []byte
+	Software     []byte
+	Services     []byte
+	Processes    []byte
+	ServicesHash string
+	CollectedAt  *time.Time
+	UpdatedAt    time.Time
+}
+
+type DevicePatch struct {
+	DeviceGuid       string
+	PatchKey         string
+	Kb               string
+	Title            string
+	UpdateID         string
+	Revision         int32
+	State            string
+	Source           string
+	Package          string
+	InstalledVersion string
+	CandidateVersion string
+	Severity         string
+	InstalledAt      *time.Time
+	UpdatedAt        time.Time
+}
+
+type DevicePurge struct {
+	Guid         string
+	Jkt          string
+	Hostname     string
+	TokenVersion int32
+	PurgedBy     string
+	PurgedAt     time.Time
+}
+
+type DeviceRole struct {
+	DeviceGuid       string
+	Key              string
+	Desired          string
+	Observed         string
+	LastCheckedAt    *time.Time
+	LastHealthyAt    *time.Time
+	LastError        string
+	RecoveryAttempts int32
+	Context          []byte
+	UpdatedAt        time.Time
+}
+
+type DeviceSoftware struct {
+	DeviceGuid string
+	NameKey    string
+	Name       string
+	Version    string
+	Publisher  string
 }
 
 type DirectoryProvider struct {
@@ -77,6 +192,19 @@ type DpopJti struct {
 	ExpiresAt time.Time
 }
 
+type EnrollmentCode struct {
+	ID         int64
+	SiteID     int64
+	CodeHash   []byte
+	CodeSealed []byte
+	ExpiresAt  time.Time
+	MaxUses    int32
+	Uses       int32
+	CreatedBy  string
+	CreatedAt  time.Time
+	RotatedAt  *time.Time
+}
+
 type OperatorStream struct {
 	ID          string
 	ReplicaID   string
@@ -108,6 +236,16 @@ type RateLimit struct {
 	Hits        int32
 }
 
+type RefreshToken struct {
+	TokenHash  []byte
+	DeviceGuid string
+	FamilyID   string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	UsedAt     *time.Time
+	RevokedAt  *time.Time
+}
+
 type RepoHashCache struct {
 	Repo      string
 	Branch    string
@@ -134,11 +272,12 @@ type Session struct {
 }
 
 type Site struct {
-	ID        int64
-	Name      string
-	Slug      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID               int64
+	Name             string
+	Slug             string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AutoApproveUntil *time.Time
 }
 
 type SourceToken struct {

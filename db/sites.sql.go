@@ -93,17 +93,18 @@ func (q *Queries) SiteDeviceCounts(ctx context.Context, ids []int64) ([]SiteDevi
 }
 
 const siteGet = `-- name: SiteGet :one
-SELECT s.id, s.name, s.slug, s.created_at, s.updated_at, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
+SELECT s.id, s.name, s.slug, s.created_at, s.updated_at, s.auto_approve_until, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
 FROM sites s WHERE s.id = $1
 `
 
 type SiteGetRow struct {
-	ID          int64
-	Name        string
-	Slug        string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	DeviceCount int64
+	ID               int64
+	Name             string
+	Slug             string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AutoApproveUntil *time.Time
+	DeviceCount      int64
 }
 
 func (q *Queries) SiteGet(ctx context.Context, id int64) (SiteGetRow, error) {
@@ -115,13 +116,14 @@ func (q *Queries) SiteGet(ctx context.Context, id int64) (SiteGetRow, error) {
 		&i.Slug,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AutoApproveUntil,
 		&i.DeviceCount,
 	)
 	return i, err
 }
 
 const siteGetBySlug = `-- name: SiteGetBySlug :one
-SELECT id, name, slug, created_at, updated_at FROM sites WHERE slug = $1
+SELECT id, name, slug, created_at, updated_at, auto_approve_until FROM sites WHERE slug = $1
 `
 
 func (q *Queries) SiteGetBySlug(ctx context.Context, slug string) (Site, error) {
@@ -133,12 +135,13 @@ func (q *Queries) SiteGetBySlug(ctx context.Context, slug string) (Site, error) 
 		&i.Slug,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AutoApproveUntil,
 	)
 	return i, err
 }
 
 const siteInsert = `-- name: SiteInsert :one
-INSERT INTO sites (name, slug) VALUES ($1, $2) RETURNING id, name, slug, created_at, updated_at
+INSERT INTO sites (name, slug) VALUES ($1, $2) RETURNING id, name, slug, created_at, updated_at, auto_approve_until
 `
 
 type SiteInsertParams struct {
@@ -155,12 +158,13 @@ func (q *Queries) SiteInsert(ctx context.Context, arg SiteInsertParams) (Site, e
 		&i.Slug,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AutoApproveUntil,
 	)
 	return i, err
 }
 
 const siteList = `-- name: SiteList :many
-SELECT s.id, s.name, s.slug, s.created_at, s.updated_at, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
+SELECT s.id, s.name, s.slug, s.created_at, s.updated_at, s.auto_approve_until, (SELECT count(*) FROM devices d WHERE d.site_id = s.id) AS device_count
 FROM sites s
 WHERE $1::bool OR s.id = ANY($2::bigint[])
 ORDER BY lower(s.name), s.id
@@ -172,12 +176,13 @@ type SiteListParams struct {
 }
 
 type SiteListRow struct {
-	ID          int64
-	Name        string
-	Slug        string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	DeviceCount int64
+	ID               int64
+	Name             string
+	Slug             string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AutoApproveUntil *time.Time
+	DeviceCount      int64
 }
 
 // all_sites or the listed IDs: the caller's site scope.
@@ -196,6 +201,7 @@ func (q *Queries) SiteList(ctx context.Context, arg SiteListParams) ([]SiteListR
 			&i.Slug,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.AutoApproveUntil,
 			&i.DeviceCount,
 		); err != nil {
 			return nil, err
@@ -209,7 +215,7 @@ func (q *Queries) SiteList(ctx context.Context, arg SiteListParams) ([]SiteListR
 }
 
 const siteUpdate = `-- name: SiteUpdate :one
-UPDATE sites SET name = $1, slug = $2, updated_at = now() WHERE id = $3 RETURNING id, name, slug, created_at, updated_at
+UPDATE sites SET name = $1, slug = $2, updated_at = now() WHERE id = $3 RETURNING id, name, slug, created_at, updated_at, auto_approve_until
 `
 
 type SiteUpdateParams struct {
@@ -227,6 +233,7 @@ func (q *Queries) SiteUpdate(ctx context.Context, arg SiteUpdateParams) (Site, e
 		&i.Slug,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AutoApproveUntil,
 	)
 	return i, err
 }

@@ -1,0 +1,148 @@
+package proto
+
+import "time"
+
+// Inventory is the heavy inventory an agent posts to PathDetails. A nil
+// collection means "not collected this time" and leaves the Engine's
+// stored rows untouched (a non-patch details payload keeps patch rows);
+// an empty, non-nil one means "collected, and there are none".
+type Inventory struct {
+	Hardware  *Hardware    `json:"hardware,omitempty"`
+	OS        *OSInfo      `json:"os,omitempty"`
+	Network   []NetIface   `json:"network"`
+	Sessions  []Session    `json:"sessions"`
+	Uptime    *Uptime      `json:"uptime,omitempty"`
+	Software  []Software   `json:"software"`
+	Services  []Service    `json:"services"`
+	Processes []Process    `json:"processes"`
+	Patches   []PatchEntry `json:"patches"`
+}
+
+// Hardware is CPU, memory, disks and board.
+type Hardware struct {
+	CPUModel         string `json:"cpu_model"`
+	CPUCores         int    `json:"cpu_cores"`   // physical cores when known
+	CPUThreads       int    `json:"cpu_threads"` // logical processors
+	MemoryTotalBytes uint64 `json:"memory_total_bytes"`
+	Disks            []Disk `json:"disks"`
+	BoardVendor      string `json:"board_vendor,omitempty"`
+	BoardName        string `json:"board_name,omitempty"`
+	SystemVendor     string `json:"system_vendor,omitempty"`
+	SystemModel      string `json:"system_model,omitempty"`
+	SerialNumber     string `json:"serial_number,omitempty"`
+	BIOSVendor       string `json:"bios_vendor,omitempty"`
+	BIOSVersion      string `json:"bios_version,omitempty"`
+	BIOSDate         string `json:"bios_date,omitempty"`
+	Virtualization   string `json:"virtualization,omitempty"`
+}
+
+// Disk is a block device and, when mounted, its file system usage.
+type Disk struct {
+	Name       string `json:"name"` // e.g. sda, nvme0n1, sr0
+	Model      string `json:"model,omitempty"`
+	SizeBytes  uint64 `json:"size_bytes"`
+	Removable  bool   `json:"removable"`
+	CDROM      bool   `json:"cdrom"`
+	Mountpoint string `json:"mountpoint,omitempty"`
+	FSType     string `json:"fs_type,omitempty"`
+	UsedBytes  uint64 `json:"used_bytes,omitempty"`
+	FreeBytes  uint64 `json:"free_bytes,omitempty"`
+}
+
+// OSInfo is the operating system.
+type OSInfo struct {
+	Family        string `json:"family"` // linux, windows
+	Name          string `json:"name"`   // PRETTY_NAME, e.g. "Debian GNU/Linux 12 (bookworm)"
+	ID            string `json:"id"`     // os-release ID, e.g. debian
+	Version       string `json:"version"`
+	KernelVersion string `json:"kernel_version"`
+	Arch          string `json:"arch"`
+	Hostname      string `json:"hostname"`
+	MachineID     string `json:"machine_id,omitempty"`
+}
+
+// NetIface is a network interface with its addresses.
+type NetIface struct {
+	Name      string   `json:"name"`
+	MAC       string   `json:"mac,omitempty"`
+	MTU       int      `json:"mtu"`
+	Up        bool     `json:"up"`
+	Loopback  bool     `json:"loopback"`
+	Addresses []string `json:"addresses"` // CIDR form
+}
+
+// Session is a logged-in user session (normalized session inventory).
+type Session struct {
+	Username  string     `json:"username"`
+	TTY       string     `json:"tty,omitempty"`
+	Remote    string     `json:"remote,omitempty"`
+	Type      string     `json:"type,omitempty"` // tty, x11, wayland, ssh
+	LoginAt   *time.Time `json:"login_at,omitempty"`
+	SessionID string     `json:"session_id,omitempty"`
+	Active    bool       `json:"active"`
+	// HelperReady says a user-session helper runs in this session.
+	HelperReady bool `json:"helper_ready"`
+}
+
+// Uptime is boot time and uptime.
+type Uptime struct {
+	BootTime      time.Time `json:"boot_time"`
+	UptimeSeconds int64     `json:"uptime_seconds"`
+	BootID        string    `json:"boot_id,omitempty"`
+}
+
+// Software is one installed package.
+type Software struct {
+	Name        string     `json:"name"`
+	Version     string     `json:"version"`
+	Publisher   string     `json:"publisher,omitempty"`
+	Arch        string     `json:"arch,omitempty"`
+	Source      string     `json:"source"` // dpkg, rpm, msi, ...
+	InstalledAt *time.Time `json:"installed_at,omitempty"`
+	SizeBytes   uint64     `json:"size_bytes,omitempty"`
+}
+
+// Service is one system service (systemd unit on Linux).
+type Service struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"display_name,omitempty"`
+	State       string `json:"state"`     // running, stopped, failed, ...
+	SubState    string `json:"sub_state"` // systemd SUB
+	StartMode   string `json:"start_mode,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Process is one running process.
+type Process struct {
+	PID        int       `json:"pid"`
+	PPID       int       `json:"ppid"`
+	Name       string    `json:"name"`
+	User       string    `json:"user,omitempty"`
+	Command    string    `json:"command,omitempty"`
+	CPUPercent float64   `json:"cpu_percent"`
+	RSSBytes   uint64    `json:"rss_bytes"`
+	StartedAt  time.Time `json:"started_at,omitempty"`
+}
+
+// Patch row states and sources (SPEC "Patch inventory row"); Linux package
+// updates use the package manager's name as their source.
+const (
+	PatchPending   = "pending"
+	PatchInstalled = "installed"
+)
+
+// PatchEntry is one patch row as the agent reports it.
+type PatchEntry struct {
+	KB       string `json:"kb,omitempty"`
+	Title    string `json:"title"`
+	UpdateID string `json:"update_id,omitempty"`
+	Revision int    `json:"revision,omitempty"`
+	State    string `json:"state"`
+	Source   string `json:"source"` // wua_pending, wua_history, quick_fix_engineering, apt, dnf, ...
+	// Package fields (Linux).
+	Package          string     `json:"package,omitempty"`
+	InstalledVersion string     `json:"installed_version,omitempty"`
+	CandidateVersion string     `json:"candidate_version,omitempty"`
+	Severity         string     `json:"severity,omitempty"`
+	InstalledAt      *time.Time `json:"installed_at,omitempty"`
+}

@@ -1,0 +1,18 @@
+package devicetrust
+
+// Identity is an authenticated device: what the Device middleware puts on
+// a request after checking its access token and DPoP proof, and what the
+// site worker runtime registers a socket under.
+type Identity struct {
+	GUID         string
+	AgentID      string
+	Hostname     string
+	SiteID       int64
+	SiteSlug     string
+	TokenVersion int32
+	// JKT is the RFC 7638 thumbprint of the device key (cnf.jkt).
+	JKT string
+	// AgentVersion and Protocol come from the X-Service-Agent-Context
+	// header and the token.
+	AgentVersion string
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 )
 
 // statusByCode is the one map from domain error codes to HTTP statuses.
@@ -40,6 +41,21 @@ var statusByCode = map[string]int{
 	cairn.ECodeRateLimited:         http.StatusTooManyRequests,
 	cairn.ECodeInternal:            http.StatusInternalServerError,
 	cairn.ECodeUnavailable:         http.StatusServiceUnavailable,
+
+	// Device authentication (SPEC "Authentication", "Errors").
+	devicetrust.ECodeInvalidAccessToken:  http.StatusUnauthorized,
+	devicetrust.ECodeTokenExpired:        http.StatusUnauthorized,
+	devicetrust.ECodeTokenVersion:        http.StatusUnauthorized,
+	devicetrust.ECodeTokenRevoked:        http.StatusUnauthorized,
+	devicetrust.ECodeInvalidRefreshToken: http.StatusUnauthorized,
+	devicetrust.ECodeDeviceNotFound:      http.StatusUnauthorized,
+	devicetrust.ECodeDevicePurged:        http.StatusUnauthorized,
+	devicetrust.ECodeDeviceRevoked:       http.StatusUnauthorized,
+	devicetrust.ECodeFingerprint:         http.StatusUnauthorized,
+	devicetrust.ECodeDeviceQuarantined:   http.StatusForbidden,
+	ECodeAgentContextRequired:            http.StatusUnauthorized,
+	ECodeAgentContextRefused:             http.StatusForbidden,
+	ECodeProtocolUnsupported:             http.StatusUpgradeRequired,
 }
 
 type errorBody struct {

@@ -27,8 +27,8 @@ func (s *Server) sourceHostRoutes() []Route {
 			st, err := s.SourceHost.Status(r.Context())
 			return toTokenStatusJSON(st), err
 		})},
-		// SPEC: "Device or Token"; Device auth arrives with the agent work.
-		{"GET", "/api/repo/current_hash", AuthToken, getAction(s, func(r *http.Request) (currentHashJSON, error) {
+		// SPEC: "Device or Token": agents ask too (script payloads).
+		{"GET", "/api/repo/current_hash", AuthDeviceOrToken, getAction(s, func(r *http.Request) (currentHashJSON, error) {
 			q, err := hashQuery(r)
 			if err != nil {
 				return currentHashJSON{}, err

@@ -15,6 +15,7 @@ import (
 
 var knownClasses = map[api.AuthClass]bool{
 	api.AuthNone: true, api.AuthBootstrap: true, api.AuthToken: true, api.AuthMFAPending: true, api.AuthAdmin: true,
+	api.AuthDevice: true, api.AuthRefresh: true, api.AuthDeviceOrToken: true,
 }
 
 // Every route the router serves must come from a route table row with a
@@ -58,9 +59,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		t.Run(rt.Method+" "+rt.Pattern, func(t *testing.T) {
 			anon := f.do(t, rt.Method, path, "", nil)
 			switch rt.Auth {
-			case api.AuthToken, api.AuthAdmin:
+			case api.AuthToken, api.AuthAdmin, api.AuthDeviceOrToken:
 				require.Equal(t, 401, anon.Status, anon.Raw)
 				require.Equal(t, "unauthorized", anon.Body["error"])
+			case api.AuthDevice, api.AuthRefresh:
+				// An anonymous caller is not an agent at all.
+				require.Equal(t, 401, anon.Status, anon.Raw)
+				require.Equal(t, "agent_context_required", anon.Body["error"])
 			case api.AuthBootstrap:
 				if rt.Method != "GET" {
 					require.Equal(t, 403, anon.Status, anon.Raw)
@@ -68,6 +73,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 				}
 			default:
 				require.NotEqual(t, 401, anon.Status, "public route refused an anonymous caller: %s", anon.Raw)
+			}
+			if rt.Auth == api.AuthDevice || rt.Auth == api.AuthRefresh {
+				// An operator's session is not a device.
+				r := f.do(t, rt.Method, path, operator, map[string]any{})
+				require.Equal(t, 401, r.Status, r.Raw)
 			}
 			if rt.Auth == api.AuthAdmin {
 				r := f.do(t, rt.Method, path, operator, map[string]any{})

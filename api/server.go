@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -21,13 +22,16 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/directory"
+	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // AuthClass is a route's authentication class (SPEC "Authentication").
@@ -40,6 +44,12 @@ const (
 	AuthToken      AuthClass = "Token"
 	AuthMFAPending AuthClass = "Token (MFA pending)"
 	AuthAdmin      AuthClass = "Admin"
+	// AuthDevice: an agent's DPoP-bound access token.
+	AuthDevice AuthClass = "Device"
+	// AuthRefresh: an agent's refresh token in the body with a DPoP proof.
+	AuthRefresh AuthClass = "Refresh"
+	// AuthDeviceOrToken: either a device or an operator session.
+	AuthDeviceOrToken AuthClass = "Device or Token"
 )
 
 // Route is one row of a route table.
@@ -82,12 +92,24 @@ type Deps struct {
 	Credentials *credentials.Service
 	// SourceHost is the source-hosting token and branch-head service.
 	SourceHost *sourcehost.Service
+	// Enrollment is enrollment codes, requests and approvals.
+	Enrollment *enrollment.Service
+	// Approvals starts and signals enrollment approval workflows.
+	Approvals workflows.EnrollmentStarter
+	// DeviceTokens issues and checks device access and refresh tokens.
+	DeviceTokens *devicetrust.Tokens
+	// DPoP verifies agents' proofs of possession.
+	DPoP *devicetrust.Verifier
+	// AgentURLs are further origins agents reach the Engine under (the
+	// HTTPS address), accepted in DPoP proofs besides PublicURL.
+	AgentURLs []string
 }
 
 // Server serves the API and the console.
 type Server struct {
 	Deps
-	routes []Route
+	routes       []Route
+	agentOrigins []*url.URL
 }
 
 // New builds the server and its route table.
@@ -99,10 +121,16 @@ func New(d Deps) *Server {
 		d.Started = func() bool { return true }
 	}
 	s := &Server{Deps: d}
+	for _, o := range append([]string{d.PublicURL}, d.AgentURLs...) {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			s.agentOrigins = append(s.agentOrigins, u)
+		}
+	}
 	for _, area := range [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
+		s.enrollmentRoutes(), s.agentEnrollRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}
@@ -134,6 +162,12 @@ func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {
 		return s.requireSession(true)
 	case AuthBootstrap:
 		return s.requireBootstrap
+	case AuthDevice:
+		return s.requireDevice
+	case AuthRefresh:
+		return s.requireProof
+	case AuthDeviceOrToken:
+		return s.requireDeviceOrSession
 	case AuthNone, AuthMFAPending:
 		// MFA-pending routes carry their signed token in the body.
 		return func(next http.Handler) http.Handler { return next }

@@ -21,13 +21,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
+	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
@@ -97,6 +100,9 @@ type fixture struct {
 	// githubEnvToken is the environment token replicas get when started.
 	github         *fakeGitHub
 	githubEnvToken string
+	// engineQueue is this fixture's Engine-wide task queue, shared by its
+	// replicas and private to its database.
+	engineQueue string
 }
 
 func setup(t *testing.T) *fixture {
@@ -131,6 +137,16 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	go bus.Run(ctx)
 	siteSvc := sites.NewService(f.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
 	mgr := workers.NewManager(temporalClient, log, nil)
+	if f.engineQueue == "" {
+		f.engineQueue = "engine-" + uniqueSlug("test")
+	}
+	approvals := workflows.EnrollmentStarter{Client: temporalClient, TaskQueue: f.engineQueue}
+	enrollSvc, err := enrollment.New(ctx, f.store, cipher, enrollment.Config{Starter: approvals, Now: f.clk.Now})
+	require.NoError(t, err)
+	deviceTokens, err := devicetrust.NewTokens(ctx, f.store, testPublicURL, f.clk.Now)
+	require.NoError(t, err)
+	mgr.Register(&activities.Enrollment{Service: enrollSvc})
+	require.NoError(t, mgr.StartEngineOn(f.engineQueue))
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	passkeySvc, err := passkeys.NewService(f.store, authSvc, testPublicURL, f.clk.Now)
 	require.NoError(t, err)
@@ -138,7 +154,10 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		Presence: events.NewPresence(f.store, bus, log), Temporal: temporalClient, Workers: mgr, Namespace: "default",
 		Console: fs.FS(console), PublicURL: testPublicURL, Log: log,
 		Credentials: credentials.NewService(f.store, cipher),
-		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now})})
+		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now}),
+		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens,
+		DPoP: devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
+	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

@@ -43,6 +43,10 @@ type Manager struct {
 	// (`cairn serve` runs them all; `cairn worker --site` some).
 	serves func(slug string) bool
 
+	// activities are the activity structs (with their dependencies) every
+	// worker registers besides the probe.
+	activities []any
+
 	mu      sync.Mutex
 	running map[string]*managed // task queue -> worker
 }
@@ -67,17 +71,36 @@ func NewManager(c client.Client, log *slog.Logger, serves func(slug string) bool
 	}
 }
 
+// Register adds activity structs every worker of this process registers;
+// call it before the first worker starts.
+func (m *Manager) Register(acts ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.activities = append(m.activities, acts...)
+}
+
 // register puts every workflow and activity on a worker. All queues carry
 // the same registrations; which work lands where is decided by the
-// task queue the starter names.
-func register(w worker.Worker, identity string) {
+// task queue the starter names. The caller holds m.mu.
+func (m *Manager) register(w worker.Worker, identity string) {
 	w.RegisterWorkflow(workflows.WorkerProbe)
+	w.RegisterWorkflow(workflows.EnrollmentApproval)
 	w.RegisterActivity(&activities.Probe{Identity: identity})
+	for _, a := range m.activities {
+		w.RegisterActivity(a)
+	}
 }
 
 // StartEngine starts the worker of the engine queue.
 func (m *Manager) StartEngine() error {
 	return m.start(workflows.EngineTaskQueue)
+}
+
+// StartEngineOn starts the Engine-wide worker on another queue name: tests
+// that share one Temporal server give each Engine database its own queue,
+// so one test's worker never runs another's approvals.
+func (m *Manager) StartEngineOn(queue string) error {
+	return m.start(queue)
 }
 
 // Sync makes the running site workers match slugs (those this process serves).
@@ -142,7 +165,7 @@ func (m *Manager) start(queue string) error {
 	}
 	identity := m.identity + "/" + queue
 	w := worker.New(m.client, queue, worker.Options{Identity: identity})
-	register(w, identity)
+	m.register(w, identity) // m.mu is held: m.activities is stable
 	r := &managed{w: w, status: Status{TaskQueue: queue, State: StateStarting, Since: time.Now().UTC()}}
 	m.running[queue] = r
 	m.mu.Unlock()

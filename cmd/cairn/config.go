@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // config is the Engine's configuration: environment variables, overridable
@@ -30,13 +31,15 @@ type config struct {
 	// TLSCertFile and TLSKeyFile are a provided certificate (no local CA).
 	TLSCertFile, TLSKeyFile string
 	PublicURL               string
-	DataDir                 string
-	TemporalPort            int
-	TemporalUIPort          int
-	LogLevel                slog.Level
-	SiteWorkers             string // all | none
-	PassphraseFile          string
-	GitHubAPIURL            string
+	// ApprovalTTL is how long an enrollment request waits for a decision.
+	ApprovalTTL    time.Duration
+	DataDir        string
+	TemporalPort   int
+	TemporalUIPort int
+	LogLevel       slog.Level
+	SiteWorkers    string // all | none
+	PassphraseFile string
+	GitHubAPIURL   string
 	// GitHubToken is read from the environment only: a flag would show it
 	// in the process list.
 	GitHubToken string
@@ -61,6 +64,19 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// envDuration reads a positive Go duration ("72h", "90s").
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := env(name, "")
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s must be a positive duration such as 90s or 72h, got %q", name, v)
+	}
+	return d, nil
+}
+
 // loadConfig reads the environment, then lets flags on fs override it.
 func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
@@ -82,6 +98,11 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	tlsHostnames := fs.String("tls-hostnames", env("CAIRN_TLS_HOSTNAMES", ""), "comma-separated extra names for the local CA's server certificate")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", env("CAIRN_TLS_CERT_FILE", ""), "PEM certificate (chain) to serve instead of the local CA's")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", env("CAIRN_TLS_KEY_FILE", ""), "PEM private key of tls-cert-file")
+	approvalTTL, err := envDuration("CAIRN_ENROLLMENT_APPROVAL_TTL", 72*time.Hour)
+	if err != nil {
+		return c, err
+	}
+	fs.DurationVar(&c.ApprovalTTL, "approval-ttl", approvalTTL, "how long an enrollment request waits for approval before it expires")
 	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>, with localhost for a loopback IP)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
@@ -158,6 +179,15 @@ func (c config) tlsHostnames() []string {
 		names = append(names, u.Hostname())
 	}
 	return append(names, c.TLSHostnames...)
+}
+
+// agentURLs are the origins agents may sign DPoP proofs for besides the
+// public URL: the HTTPS address.
+func (c config) agentURLs() []string {
+	if c.HTTPSAddr == "" {
+		return nil
+	}
+	return []string{c.httpsURL()}
 }
 
 // httpsURL is the HTTPS address to print: the HTTPS port under the public

@@ -20,12 +20,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 	"github.com/cairn-rmm/cairn/internal/directory"
+	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/sites"
@@ -33,6 +36,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/web"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 const usage = `usage: cairn <command> [flags]
@@ -139,9 +143,22 @@ func serve(ctx context.Context, args []string) error {
 	go presence.Run(bg)
 	go cipher.Watch(bg, bus.OnControl(events.ControlAegis), log)
 
+	approvals := workflows.EnrollmentStarter{Client: rt.temporal}
+	enrollSvc, err := enrollment.New(ctx, rt.store, cipher, enrollment.Config{ApprovalTTL: c.ApprovalTTL, Starter: approvals})
+	if err != nil {
+		return err
+	}
+	deviceTokens, err := devicetrust.NewTokens(ctx, rt.store, c.PublicURL, nil)
+	if err != nil {
+		return err
+	}
+	dpop := devicetrust.NewVerifier(rt.store, devicetrust.Options{})
+	go sweepDeviceTrust(bg, dpop, deviceTokens, log)
+
 	var mgr *workers.Manager
 	if c.SiteWorkers == "all" {
 		mgr = workers.NewManager(rt.temporal, log, nil)
+		mgr.Register(&activities.Enrollment{Service: enrollSvc})
 		if err := mgr.StartEngine(); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}
@@ -155,6 +172,7 @@ func serve(ctx context.Context, args []string) error {
 		PublicURL: c.PublicURL, Log: log, Started: started.Load, TLS: certs,
 		Credentials: credentials.NewService(rt.store, cipher),
 		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
+		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, DPoP: dpop, AgentURLs: c.agentURLs(),
 	})
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {

@@ -104,6 +104,15 @@ func invalid(format string, args ...any) *cairn.Error {
 // proof key's RFC 7638 thumbprint. Refusals are invalid_dpop_proof; a
 // database failure is returned as a plain error.
 func (v *Verifier) Verify(ctx context.Context, proof string, method, url string, accessToken string, wantJKT string) (string, error) {
+	return v.VerifyAny(ctx, proof, method, []string{url}, accessToken, wantJKT)
+}
+
+// VerifyAny is Verify for an Engine reachable under several origins (the
+// public URL and the HTTPS address agents use): htu must match one of urls.
+func (v *Verifier) VerifyAny(ctx context.Context, proof string, method string, urls []string, accessToken string, wantJKT string) (string, error) {
+	if len(urls) == 0 {
+		return "", errors.New("devicetrust: no request URL to verify htu against")
+	}
 	if proof == "" {
 		return "", invalid("is missing")
 	}
@@ -141,8 +150,14 @@ func (v *Verifier) Verify(ctx context.Context, proof string, method, url string,
 	if claims.HTM != method {
 		return "", invalid("htm %q does not match the request method %q", claims.HTM, method)
 	}
-	if e := matchHTU(claims.HTU, url); e != nil {
-		return "", e
+	var htuErr *cairn.Error
+	for _, u := range urls {
+		if htuErr = matchHTU(claims.HTU, u); htuErr == nil {
+			break
+		}
+	}
+	if htuErr != nil {
+		return "", htuErr
 	}
 	if claims.IssuedAt == nil {
 		return "", invalid("has no iat")
@@ -289,6 +304,22 @@ func pathOf(u *url.URL) string {
 // agent signed; the path is the request's. With public nil it falls back to
 // the request itself (direct TLS or loopback).
 func RequestURL(public *url.URL, r *http.Request) string {
+	return requestURL(public, r)
+}
+
+// RequestURLs is RequestURL under each of the Engine's origins.
+func RequestURLs(origins []*url.URL, r *http.Request) []string {
+	if len(origins) == 0 {
+		return []string{requestURL(nil, r)}
+	}
+	out := make([]string, len(origins))
+	for i, o := range origins {
+		out[i] = requestURL(o, r)
+	}
+	return out
+}
+
+func requestURL(public *url.URL, r *http.Request) string {
 	u := url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath}
 	if public != nil {
 		u.Scheme, u.Host = public.Scheme, public.Host

@@ -1,0 +1,165 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/enrollment"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// decisionWait bounds how long approve/deny waits for the approval
+// workflow to record the decision before answering 202 with the request
+// still pending.
+const decisionWait = 10 * time.Second
+
+// enrollmentRoutes are the operator side: codes and approvals, scoped to
+// the caller's sites.
+func (s *Server) enrollmentRoutes() []Route {
+	return []Route{
+		{"POST", "/api/admin/enrollment-codes", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req codeCreateRequest) (enrollment.Code, error) {
+			p := principal(r.Context())
+			return s.Enrollment.CreateCode(r.Context(), p.SiteScope(), enrollment.CodeInput{
+				SiteID: req.SiteID, ExpiresInSeconds: req.ExpiresInSeconds, MaxUses: req.MaxUses,
+			}, p.Username)
+		})},
+		{"GET", "/api/admin/enrollment-codes", AuthToken, getAction(s, func(r *http.Request) (map[string][]enrollment.Code, error) {
+			var site *int64
+			if v := r.URL.Query().Get("site_id"); v != "" {
+				id, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || id <= 0 {
+					return nil, cairn.Invalid("site_id", "must be a positive integer")
+				}
+				site = &id
+			}
+			codes, err := s.Enrollment.ListCodes(r.Context(), principal(r.Context()).SiteScope(), site)
+			return map[string][]enrollment.Code{"codes": codes}, err
+		})},
+		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s, func(r *http.Request) (map[string]int64, error) {
+			id, err := pathID(r, "code_id")
+			if err != nil {
+				return nil, err
+			}
+			return map[string]int64{"deleted": id}, s.Enrollment.DeleteCode(r.Context(), principal(r.Context()).SiteScope(), id)
+		})},
+		{"POST", "/api/admin/enrollment-codes/{code_id}/rotate", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (enrollment.Code, error) {
+			id, err := pathID(r, "code_id")
+			if err != nil {
+				return enrollment.Code{}, err
+			}
+			return s.Enrollment.RotateCode(r.Context(), principal(r.Context()).SiteScope(), id)
+		})},
+		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s, func(r *http.Request) (map[string][]enrollment.Approval, error) {
+			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
+			return map[string][]enrollment.Approval{"approvals": list}, err
+		})},
+		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny)},
+	}
+}
+
+type codeCreateRequest struct {
+	SiteID           int64  `json:"site_id"`
+	ExpiresInSeconds *int64 `json:"expires_in_seconds"`
+	MaxUses          *int64 `json:"max_uses"`
+}
+
+// decideApproval signals the request's approval workflow and waits briefly
+// for the recorded outcome: 200 with the decided request, or 202 while
+// the workflow has not recorded it yet.
+func (s *Server) decideApproval(decision string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body struct{}
+		if err := decodeJSON(w, r, &body, true); err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		ctx, p, id := r.Context(), principal(r.Context()), chi.URLParam(r, "approval_id")
+		a, err := s.Enrollment.PendingInScope(ctx, p.SiteScope(), id)
+		if err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		if err := s.Approvals.Decide(ctx, id, a.ExpiresAt, workflows.EnrollmentDecision{Decision: decision, Actor: p.Username}); err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		deadline := time.Now().Add(decisionWait)
+		for a.Status == proto.ApprovalPending && time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if a, err = s.Enrollment.Get(ctx, id); err != nil {
+				writeError(w, r, s.Log, err)
+				return
+			}
+		}
+		status := http.StatusOK
+		if a.Status == proto.ApprovalPending {
+			status = http.StatusAccepted
+		}
+		writeJSON(w, status, enrollment.ApprovalView(a, ""))
+	}
+}
+
+// agentEnrollRoutes are the agent side: nonce, request, poll and refresh.
+func (s *Server) agentEnrollRoutes() []Route {
+	return []Route{
+		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
+			return s.Enrollment.Nonce(), nil
+		})},
+		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
+			return s.Enrollment.Request(r.Context(), req, clientMeta(r).Addr)
+		})},
+		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
+			if req.ApprovalID == "" {
+				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")
+			}
+			jkt, err := s.DPoP.VerifyAny(r.Context(), r.Header.Get(proto.HeaderDPoP), r.Method, devicetrust.RequestURLs(s.agentOrigins, r), "", "")
+			if err != nil {
+				return proto.EnrollPollResponse{}, err
+			}
+			resp, done, err := s.Enrollment.Poll(r.Context(), s.DeviceTokens, req.ApprovalID, jkt)
+			if err == nil && done != nil {
+				s.enrolled(r.Context(), *done)
+			}
+			return resp, err
+		})},
+		{"POST", proto.PathTokenRefresh, AuthRefresh, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.RefreshRequest) (proto.RefreshResponse, error) {
+			if req.RefreshToken == "" {
+				return proto.RefreshResponse{}, cairn.Invalid("refresh_token", "is required")
+			}
+			guid, issued, err := s.DeviceTokens.Refresh(r.Context(), req.RefreshToken, req.Fingerprint, proofJKT(r.Context()))
+			if err != nil {
+				return proto.RefreshResponse{}, err
+			}
+			return proto.RefreshResponse{GUID: guid, Tokens: proto.Tokens{
+				AccessToken: issued.AccessToken, TokenType: proto.AuthScheme, ExpiresAt: issued.ExpiresAt,
+				ExpiresIn: int(time.Until(issued.ExpiresAt).Round(time.Second).Seconds()), RefreshToken: issued.RefreshToken,
+			}}, nil
+		})},
+	}
+}
+
+// enrolled records a new or returning device. Failures are logged: the
+// device is enrolled either way.
+func (s *Server) enrolled(ctx context.Context, e enrollment.Enrolled) {
+	s.Log.Info("device enrolled", "guid", e.Device.Guid, "hostname", e.Device.Hostname, "site", e.SiteSlug, "recreated", e.Recreated)
+}
+
+func pathID(r *http.Request, name string) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, cairn.Invalid(name, "must be a positive integer")
+	}
+	return id, nil
+}

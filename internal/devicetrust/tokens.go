@@ -1,0 +1,277 @@
+package devicetrust
+
+// Device access and refresh tokens (docs/api.md "Device tokens"). Access
+// tokens are EdDSA JWTs bound to the device key (cnf.jkt) and carrying the
+// device's token version, so a trust change (which bumps the version)
+// stops every token minted before it. Refresh tokens are random, stored
+// hashed and rotated on every use; presenting a used one revokes its
+// whole family, because only a thief or a replay would do that.
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// Token lifetimes.
+const (
+	AccessTokenTTL  = 15 * time.Minute
+	RefreshTokenTTL = 30 * 24 * time.Hour
+	tokenAudience   = "cairn-agent"
+	signingKeyName  = "device-token-ed25519"
+)
+
+// Error codes of device authentication (the agent acts on them; see
+// agent/proto).
+const (
+	ECodeInvalidAccessToken  = "invalid_access_token"
+	ECodeTokenExpired        = "token_expired"
+	ECodeTokenVersion        = "token_version_mismatch"
+	ECodeTokenRevoked        = "token_revoked"
+	ECodeInvalidRefreshToken = "invalid_refresh_token"
+	ECodeDeviceNotFound      = "device_not_found"
+	ECodeDevicePurged        = "device_purged"
+	ECodeDeviceRevoked       = "device_revoked"
+	ECodeDeviceQuarantined   = "device_quarantined"
+	ECodeFingerprint         = "fingerprint_mismatch"
+)
+
+// Trust states (SPEC "Device trust state"); purged devices have no row.
+const (
+	TrustActive      = "active"
+	TrustQuarantined = "quarantined"
+	TrustRevoked     = "revoked"
+)
+
+// AccessClaims are an access token's claims.
+type AccessClaims struct {
+	CNF          struct{ JKT string `json:"jkt"` } `json:"cnf"`
+	TokenVersion int32                              `json:"tv"`
+	SiteID       int64                              `json:"site_id"`
+	jwt.RegisteredClaims
+}
+
+// Tokens issues and checks device tokens.
+type Tokens struct {
+	store  *db.Store
+	key    ed25519.PrivateKey
+	issuer string
+	now    func() time.Time
+}
+
+// NewTokens loads (or creates, once for all replicas) the signing key.
+// issuer is the Engine's public URL.
+func NewTokens(ctx context.Context, store *db.Store, issuer string, now func() time.Time) (*Tokens, error) {
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := rand.Read(seed); err != nil {
+		return nil, err
+	}
+	k, err := store.ServerKeyEnsure(ctx, db.ServerKeyEnsureParams{Name: signingKeyName, Key: seed})
+	if err != nil {
+		return nil, fmt.Errorf("devicetrust: token signing key: %w", err)
+	}
+	if len(k) != ed25519.SeedSize {
+		return nil, errors.New("devicetrust: stored token signing key has the wrong size")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Tokens{store: store, key: ed25519.NewKeyFromSeed(k), issuer: issuer, now: now}, nil
+}
+
+// Issued is a fresh token pair.
+type Issued struct {
+	AccessToken  string
+	ExpiresAt    time.Time
+	RefreshToken string
+}
+
+// Access mints an access token for the device.
+func (t *Tokens) Access(guid, jkt string, version int32, siteID int64) (string, time.Time, error) {
+	now := t.now()
+	exp := now.Add(AccessTokenTTL)
+	c := AccessClaims{TokenVersion: version, SiteID: siteID}
+	c.CNF.JKT = jkt
+	c.RegisteredClaims = jwt.RegisteredClaims{
+		Issuer: t.issuer, Subject: guid, Audience: jwt.ClaimStrings{tokenAudience},
+		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-30 * time.Second)),
+		ExpiresAt: jwt.NewNumericDate(exp), ID: randomToken(12),
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(t.key)
+	return s, exp, err
+}
+
+// ParseAccess checks an access token's signature, issuer, audience and
+// expiry. The device's state (version, trust) is the caller's to check.
+func (t *Tokens) ParseAccess(token string) (*AccessClaims, error) {
+	var c AccessClaims
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.key.Public(), nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithIssuer(t.issuer),
+		jwt.WithAudience(tokenAudience), jwt.WithTimeFunc(t.now), jwt.WithExpirationRequired())
+	switch {
+	case err == nil:
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return nil, cairn.Errorf(ECodeTokenExpired, "the access token has expired; refresh it")
+	default:
+		return nil, cairn.Errorf(ECodeInvalidAccessToken, "the access token is not valid")
+	}
+	if c.Subject == "" || c.CNF.JKT == "" {
+		return nil, cairn.Errorf(ECodeInvalidAccessToken, "the access token is not valid")
+	}
+	return &c, nil
+}
+
+// NewRefresh stores and returns a new refresh token of family (a new
+// family when empty). The token names its device so a refresh after a
+// purge can say device_purged even though the token rows are gone.
+func (t *Tokens) NewRefresh(ctx context.Context, q *db.Queries, guid, family string) (string, error) {
+	if family == "" {
+		family = randomToken(16)
+	}
+	tok := guid + "." + randomToken(32)
+	err := q.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{
+		TokenHash: hashToken(tok), DeviceGuid: guid, FamilyID: family, ExpiresAt: t.now().Add(RefreshTokenTTL),
+	})
+	return tok, err
+}
+
+// Issue mints a token pair for an enrolled device, starting a new refresh
+// family (enrollment, re-enrollment).
+func (t *Tokens) Issue(ctx context.Context, q *db.Queries, d db.Device) (Issued, error) {
+	access, exp, err := t.Access(d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
+	if err != nil {
+		return Issued{}, err
+	}
+	refresh, err := t.NewRefresh(ctx, q, d.Guid, "")
+	if err != nil {
+		return Issued{}, err
+	}
+	return Issued{AccessToken: access, ExpiresAt: exp, RefreshToken: refresh}, nil
+}
+
+// Refresh rotates a refresh token presented with a DPoP proof made by the
+// key with thumbprint jkt, and returns a new pair. The refusals follow
+// SPEC "Agent-side behavior" item 8: unknown tokens and devices are
+// recoverable (a restored or blank Engine), everything else is final.
+func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (string, Issued, error) {
+	guid, _, ok := strings.Cut(token, ".")
+	if !ok || guid == "" {
+		return "", Issued{}, cairn.Errorf(ECodeInvalidRefreshToken, "the refresh token is not known")
+	}
+	now := t.now()
+	var out Issued
+	err := t.store.InTx(ctx, func(q *db.Queries) error {
+		row, err := q.RefreshTokenGet(ctx, hashToken(token))
+		if db.IsNoRows(err) {
+			return t.unknownRefresh(ctx, q, guid)
+		}
+		if err != nil {
+			return err
+		}
+		d, err := q.DeviceGetByGUID(ctx, row.DeviceGuid)
+		if db.IsNoRows(err) {
+			return cairn.Errorf(ECodeDeviceNotFound, "the device is not enrolled here")
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case row.RevokedAt != nil:
+			return cairn.Errorf(ECodeTokenRevoked, "the refresh token was revoked")
+		case row.UsedAt != nil:
+			// A used token again: whoever holds the family is not the
+			// device alone. The family is revoked after this transaction
+			// (which rolls back on any refusal).
+			return reuseError{family: row.FamilyID}
+		case !row.ExpiresAt.After(now):
+			return cairn.Errorf(ECodeTokenExpired, "the refresh token has expired")
+		case d.Jkt != jkt:
+			return cairn.Errorf(cairn.ECodeInvalidDPoPProof, "DPoP proof key does not belong to this device")
+		case d.Fingerprint != "" && fingerprint != d.Fingerprint:
+			return cairn.Errorf(ECodeFingerprint, "the device fingerprint does not match its enrollment")
+		case d.TrustState == TrustRevoked:
+			return cairn.Errorf(ECodeDeviceRevoked, "the device was revoked")
+		case d.TrustState == TrustQuarantined:
+			return cairn.Errorf(ECodeDeviceQuarantined, "the device is quarantined")
+		}
+		n, err := q.RefreshTokenMarkUsed(ctx, db.RefreshTokenMarkUsedParams{Now: &now, TokenHash: row.TokenHash})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return cairn.Errorf(ECodeTokenRevoked, "the refresh token was used concurrently")
+		}
+		access, exp, err := t.Access(d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
+		if err != nil {
+			return err
+		}
+		refresh, err := t.NewRefresh(ctx, q, d.Guid, row.FamilyID)
+		if err != nil {
+			return err
+		}
+		out = Issued{AccessToken: access, ExpiresAt: exp, RefreshToken: refresh}
+		return nil
+	})
+	var reuse reuseError
+	if errors.As(err, &reuse) {
+		if err := t.store.RefreshTokenRevokeFamily(ctx, db.RefreshTokenRevokeFamilyParams{Now: &now, FamilyID: reuse.family}); err != nil {
+			return guid, Issued{}, err
+		}
+		return guid, Issued{}, cairn.Errorf(ECodeTokenRevoked, "the refresh token was already used; every token of its family is revoked")
+	}
+	if err != nil {
+		return guid, Issued{}, err
+	}
+	return guid, out, nil
+}
+
+// reuseError reports a used refresh token presented again.
+type reuseError struct{ family string }
+
+func (reuseError) Error() string { return "refresh token reused" }
+
+// unknownRefresh explains a token the Engine does not hold: the device was
+// purged (final), or the Engine does not know the device or the token
+// (recoverable: a restored or blank Engine).
+func (t *Tokens) unknownRefresh(ctx context.Context, q *db.Queries, guid string) error {
+	if _, err := q.DevicePurgeGet(ctx, guid); err == nil {
+		return cairn.Errorf(ECodeDevicePurged, "the device was purged; it must enroll again")
+	} else if !db.IsNoRows(err) {
+		return err
+	}
+	if _, err := q.DeviceGetByGUID(ctx, guid); db.IsNoRows(err) {
+		return cairn.Errorf(ECodeDeviceNotFound, "the device is not enrolled here")
+	} else if err != nil {
+		return err
+	}
+	return cairn.Errorf(ECodeInvalidRefreshToken, "the refresh token is not known")
+}
+
+// DeleteExpired removes refresh tokens past their expiry.
+func (t *Tokens) DeleteExpired(ctx context.Context) (int64, error) {
+	return t.store.RefreshTokenDeleteExpired(ctx, t.now())
+}
+
+func hashToken(tok string) []byte {
+	sum := sha256.Sum256([]byte(tok))
+	return sum[:]
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}

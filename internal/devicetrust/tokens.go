@@ -56,9 +56,11 @@ const (
 
 // AccessClaims are an access token's claims.
 type AccessClaims struct {
-	CNF          struct{ JKT string `json:"jkt"` } `json:"cnf"`
-	TokenVersion int32                              `json:"tv"`
-	SiteID       int64                              `json:"site_id"`
+	CNF struct {
+		JKT string `json:"jkt"`
+	} `json:"cnf"`
+	TokenVersion int32 `json:"tv"`
+	SiteID       int64 `json:"site_id"`
 	jwt.RegisteredClaims
 }
 

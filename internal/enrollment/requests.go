@@ -258,4 +258,3 @@ func newAgentID() string {
 	}
 	return "agt_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }
-

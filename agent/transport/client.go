@@ -52,9 +52,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the proof clock (time.Now when nil).
 	Now func() time.Time
-	// PrimaryDialTimeout and FallbackDialTimeout override the defaults.
+	// PrimaryDialTimeout, FallbackDialTimeout and RequestTimeout override
+	// the defaults.
 	PrimaryDialTimeout  time.Duration
 	FallbackDialTimeout time.Duration
+	RequestTimeout      time.Duration
 }
 
 // Client talks to one Engine. It is safe for concurrent use.
@@ -62,6 +64,7 @@ type Client struct {
 	base      string // server_url without a trailing slash
 	key       ed25519.PrivateKey
 	userAgent string
+	timeout   time.Duration // for Do calls without a deadline
 	now       func() time.Time
 	dialer    *dialer
 	transport *http.Transport
@@ -122,6 +125,7 @@ func New(cfg Config) (*Client, error) {
 		base:      strings.TrimRight(cfg.ServerURL, "/"),
 		key:       cfg.Key,
 		userAgent: "cairn-agent/" + version,
+		timeout:   orDefault(cfg.RequestTimeout, DefaultRequestTimeout),
 		now:       now,
 		dialer:    d,
 		transport: tr,
@@ -256,7 +260,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any, auth 
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
 	req, err := c.NewRequest(ctx, method, path, body, auth)

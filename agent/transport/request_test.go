@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -125,4 +126,19 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		_, err := New(tc.cfg)
 		require.ErrorContains(t, err, tc.want, "%+v", tc.cfg)
 	}
+}
+
+// A Do without a deadline still ends: the agent runs unattended.
+func TestDoWithoutDeadlineTimesOut(t *testing.T) {
+	t.Parallel()
+	env := setup(t)
+	port := env.serve(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}), false, 0)
+	c, err := New(Config{ServerURL: "https://localhost:" + port, CAPEM: env.caPEM, RequestTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	start := time.Now()
+	err = c.Do(context.Background(), http.MethodGet, "/slow", nil, nil, AuthNone)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 5*time.Second)
 }

@@ -1,5 +1,6 @@
 // Command cairn-agent is the Cairn endpoint agent. This build carries only
-// the local commands that need no Engine: status and the metadata queue.
+// the local commands that need no Engine: status, the metadata queue, and
+// installing or removing the service.
 package main
 
 import (
@@ -26,10 +27,18 @@ const usage = `usage:
   cairn-agent [--config PATH] status
   cairn-agent [--config PATH] --metadata get <field>
   cairn-agent [--config PATH] --metadata set <field> <value>
+  cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start]
+  cairn-agent uninstall [--config PATH] [--unit-dir DIR] [--purge]
 
   <field> is a metadata field number from 1 to 500; <value> is at most 1024
   characters, and a blank value queues a clear. Writes are queued locally and
   sent to the server with the next heartbeat.
+
+  install (Linux, as root) copies this binary to /usr/local/bin/cairn-agent
+  unless --binary names where it already is, writes the systemd unit
+  cairn-agent.service to --unit-dir (default /etc/systemd/system) and enables
+  and starts it, unless --no-start. uninstall stops and removes the service;
+  --purge also removes agent.json and the copied binary.
 `
 
 func main() {
@@ -107,6 +116,10 @@ func dispatch(args []string, stdout io.Writer) error {
 		return status(path, stdout)
 	case "--metadata", "-metadata":
 		return metadata(path, rest[1:], stdout)
+	case "install":
+		return install(path, rest[1:], stdout)
+	case "uninstall":
+		return uninstall(path, rest[1:], stdout)
 	default:
 		return usagef("unknown command %q", rest[0])
 	}

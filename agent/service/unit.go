@@ -1,0 +1,137 @@
+// Package service installs the agent as an operating-system service: a
+// systemd unit on Linux (install_linux.go). Other platforms answer
+// ErrNotSupported until they get their own service manager support.
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+)
+
+// Defaults for a Linux install.
+const (
+	UnitName       = "cairn-agent.service"
+	DefaultUnitDir = "/etc/systemd/system"
+	// DefaultBinaryPath is where install copies the running binary.
+	DefaultBinaryPath = "/usr/local/bin/cairn-agent"
+	// systemdRunDir exists only while systemd is the running init
+	// (sd_booted(3) checks the same directory).
+	systemdRunDir = "/run/systemd/system"
+)
+
+// ErrNotSupported is returned on platforms without service support yet.
+var ErrNotSupported = errors.New("installing the agent as a service is not supported on " + runtime.GOOS + " yet")
+
+// InstallOptions configure Install.
+type InstallOptions struct {
+	// ConfigPath is agent.json; it must exist (enroll first).
+	ConfigPath string
+	// Binary names where the agent binary already is; empty copies the
+	// running binary to BinaryDest.
+	Binary string
+	// BinaryDest is where the running binary is copied (DefaultBinaryPath
+	// when empty).
+	BinaryDest string
+	// UnitDir receives the unit file (DefaultUnitDir when empty).
+	UnitDir string
+	// NoStart writes the files but leaves systemd alone.
+	NoStart bool
+	// Out receives what was done, for the person running the command.
+	Out io.Writer
+
+	// Test hooks: the directory whose presence means systemd runs, and the
+	// command systemctl's arguments are appended to ({"systemctl"}).
+	systemdDir string
+	systemctl  []string
+}
+
+// UninstallOptions configure Uninstall.
+type UninstallOptions struct {
+	// ConfigPath is agent.json; only Purge touches it.
+	ConfigPath string
+	// UnitDir holds the unit file (DefaultUnitDir when empty).
+	UnitDir string
+	// Purge also removes agent.json (with its lock and temp files) and the
+	// binary at BinaryDest.
+	Purge bool
+	// BinaryDest is the copied binary Purge removes (DefaultBinaryPath
+	// when empty).
+	BinaryDest string
+	Out        io.Writer
+
+	systemdDir string
+	systemctl  []string
+}
+
+// UnitOptions are the values the unit file carries.
+type UnitOptions struct {
+	Binary     string // absolute path of the agent binary
+	ConfigPath string // absolute path of agent.json
+}
+
+// unitTemplate is the systemd unit. Type=simple because the run loop does
+// not report readiness (sd_notify); systemd counts it started once it
+// runs, and the Engine, not systemd, judges whether it is connected.
+const unitTemplate = `# Written by "cairn-agent install"; "cairn-agent uninstall" removes it.
+[Unit]
+Description=Cairn endpoint agent
+Documentation=https://github.com/cairn-rmm/cairn/blob/main/docs/agent.md
+Wants=network-online.target
+After=network-online.target
+# Never stop restarting: the agent is how the host is reached remotely.
+StartLimitIntervalSec=0
+
+[Service]
+Type=simple
+ExecStart={{exec}}
+Restart=always
+RestartSec=5
+TimeoutStopSec=30
+# The agent manages the whole host as root: it reads /proc, runs package
+# managers, controls services, brings up the VPN tunnel and opens remote
+# shells, and everything it starts inherits these settings. So the usual
+# sandboxing (ProtectSystem, ProtectHome, PrivateTmp, NoNewPrivileges,
+# capability or system-call filters) is deliberately absent; only what no
+# management task needs is restricted.
+LockPersonality=yes
+RestrictRealtime=yes
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// RenderUnit returns the unit file for o.
+func RenderUnit(o UnitOptions) (string, error) {
+	bin, err := execArg(o.Binary)
+	if err != nil {
+		return "", fmt.Errorf("binary: %w", err)
+	}
+	cfg, err := execArg(o.ConfigPath)
+	if err != nil {
+		return "", fmt.Errorf("config: %w", err)
+	}
+	return strings.Replace(unitTemplate, "{{exec}}", bin+" run --config "+cfg, 1), nil
+}
+
+// execArg quotes an absolute path for ExecStart (systemd.service(5)
+// "Command lines", systemd.unit(5) "Specifiers"): % and $ are doubled so
+// systemd does not expand them, and a path with spaces, quotes or
+// backslashes is double-quoted with C-style escapes.
+func execArg(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%q is not an absolute path", p)
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return "", fmt.Errorf("%q contains a control character", p)
+		}
+	}
+	s := strings.NewReplacer("%", "%%", "$", "$$").Replace(p)
+	if !strings.ContainsAny(s, " \t\"'\\;") {
+		return s, nil
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`, nil
+}

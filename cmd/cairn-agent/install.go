@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/cairn-rmm/cairn/agent/service"
+)
+
+// install: cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start]
+func install(configPath string, args []string, stdout io.Writer) error {
+	fs := newFlagSet("install")
+	fs.StringVar(&configPath, "config", configPath, "")
+	binary := fs.String("binary", "", "")
+	unitDir := fs.String("unit-dir", service.DefaultUnitDir, "")
+	noStart := fs.Bool("no-start", false, "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	_, err := service.Install(ctx, service.InstallOptions{
+		ConfigPath: configPath,
+		Binary:     *binary,
+		UnitDir:    *unitDir,
+		NoStart:    *noStart,
+		Out:        stdout,
+	})
+	return err
+}
+
+// uninstall: cairn-agent uninstall [--config PATH] [--unit-dir DIR] [--purge]
+func uninstall(configPath string, args []string, stdout io.Writer) error {
+	fs := newFlagSet("uninstall")
+	fs.StringVar(&configPath, "config", configPath, "")
+	unitDir := fs.String("unit-dir", service.DefaultUnitDir, "")
+	purge := fs.Bool("purge", false, "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	_, err := service.Uninstall(ctx, service.UninstallOptions{
+		ConfigPath: configPath,
+		UnitDir:    *unitDir,
+		Purge:      *purge,
+		Out:        stdout,
+	})
+	return err
+}
+
+// newFlagSet parses a subcommand's flags quietly: run prints the usage
+// for a usageError itself.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usagef("%s: %s", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s takes no arguments, got %q", fs.Name(), fs.Arg(0))
+	}
+	for _, name := range []string{"config", "binary", "unit-dir"} {
+		if f := fs.Lookup(name); f != nil && f.Value.String() == "" && flagSet(fs, name) {
+			return usagef("--%s needs a value", name)
+		}
+	}
+	return nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -26,9 +26,14 @@ const (
 // (overload, outage); treating them as refusals would make a whole fleet
 // drop its tokens during an Engine restart.
 var transientCodes = map[string]bool{
+	// "": no Engine answer at all (network failure, a proxy's HTML page).
+	"":             true,
 	"unavailable":  true,
 	"rate_limited": true,
 	"internal":     true,
+	// Quarantine is reversible: unquarantine lets the same refresh token
+	// work again, so dropping it would force a needless re-enrollment.
+	"device_quarantined": true,
 }
 
 // ClassifyRefreshError maps a refresh error code to the action: the two

@@ -16,6 +16,9 @@ func TestRefreshErrorRules(t *testing.T) {
 		"unavailable":            agent.RefreshRetry,
 		"rate_limited":           agent.RefreshRetry,
 		"internal":               agent.RefreshRetry,
+		"":                       agent.RefreshRetry, // no Engine answer
+		"device_quarantined":     agent.RefreshRetry,
+		"device_revoked":         agent.RefreshClear,
 		"token_revoked":          agent.RefreshClear,
 		"device_purged":          agent.RefreshClear,
 		"token_expired":          agent.RefreshClear,

@@ -32,14 +32,17 @@ type config struct {
 	TLSCertFile, TLSKeyFile string
 	PublicURL               string
 	// ApprovalTTL is how long an enrollment request waits for a decision.
-	ApprovalTTL    time.Duration
-	DataDir        string
-	TemporalPort   int
-	TemporalUIPort int
-	LogLevel       slog.Level
-	SiteWorkers    string // all | none
-	PassphraseFile string
-	GitHubAPIURL   string
+	ApprovalTTL time.Duration
+	// EnrollRateLimit is how many enrollment requests one address may make
+	// in 10 minutes.
+	EnrollRateLimit int
+	DataDir         string
+	TemporalPort    int
+	TemporalUIPort  int
+	LogLevel        slog.Level
+	SiteWorkers     string // all | none
+	PassphraseFile  string
+	GitHubAPIURL    string
 	// GitHubToken is read from the environment only: a flag would show it
 	// in the process list.
 	GitHubToken string
@@ -60,6 +63,19 @@ func envInt(name string, def int) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > 65535 {
 		return 0, fmt.Errorf("%s must be a port number (0 to 65535), got %q", name, v)
+	}
+	return n, nil
+}
+
+// envCount reads a positive integer.
+func envCount(name string, def int) (int, error) {
+	v := env(name, "")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s must be a positive integer, got %q", name, v)
 	}
 	return n, nil
 }
@@ -102,6 +118,11 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	if err != nil {
 		return c, err
 	}
+	enrollLimit, err := envCount("CAIRN_ENROLL_RATE_LIMIT", 30)
+	if err != nil {
+		return c, err
+	}
+	fs.IntVar(&c.EnrollRateLimit, "enroll-rate-limit", enrollLimit, "enrollment requests one address may make per 10 minutes")
 	fs.DurationVar(&c.ApprovalTTL, "approval-ttl", approvalTTL, "how long an enrollment request waits for approval before it expires")
 	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>, with localhost for a loopback IP)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")

@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
@@ -144,7 +145,8 @@ func serve(ctx context.Context, args []string) error {
 	go cipher.Watch(bg, bus.OnControl(events.ControlAegis), log)
 
 	approvals := workflows.EnrollmentStarter{Client: rt.temporal}
-	enrollSvc, err := enrollment.New(ctx, rt.store, cipher, enrollment.Config{ApprovalTTL: c.ApprovalTTL, Starter: approvals})
+	enrollSvc, err := enrollment.New(ctx, rt.store, cipher, enrollment.Config{ApprovalTTL: c.ApprovalTTL, Starter: approvals,
+		RequestsPerAddress: ratelimit.Rule{Limit: c.EnrollRateLimit, Window: enrollment.RequestsPerAddress.Window}})
 	if err != nil {
 		return err
 	}

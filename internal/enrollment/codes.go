@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
 )
 
 // Code limits and defaults (docs/api.md "Enrollment codes").
@@ -67,6 +68,10 @@ type Config struct {
 	ApprovalTTL time.Duration
 	// PollAfter is what the Engine tells agents to wait between polls.
 	PollAfter time.Duration
+	// RequestsPerAddress overrides the per-address request budget
+	// (RequestsPerAddress); benchmarks enrolling thousands of simulated
+	// agents from one address raise it.
+	RequestsPerAddress ratelimit.Rule
 	// Starter starts the approval workflow of a pending request.
 	Starter ApprovalStarter
 	Now     func() time.Time
@@ -88,6 +93,9 @@ func New(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg Config)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.RequestsPerAddress.Limit <= 0 {
+		cfg.RequestsPerAddress = RequestsPerAddress
 	}
 	n, err := newNonces(ctx, store, cfg.Now)
 	if err != nil {

@@ -48,7 +48,7 @@ func (s *Service) Request(ctx context.Context, req proto.EnrollRequest, remoteAd
 		return proto.EnrollResponse{}, err
 	}
 	limiter := ratelimit.New(s.store.Queries)
-	if err := limiter.Hit(ctx, "enroll-addr:"+remoteAddr, RequestsPerAddress); err != nil {
+	if err := limiter.Hit(ctx, "enroll-addr:"+remoteAddr, s.cfg.RequestsPerAddress); err != nil {
 		return proto.EnrollResponse{}, err
 	}
 	if err := limiter.Hit(ctx, "enroll-fp:"+req.Fingerprint, RequestsPerFingerprint); err != nil {

@@ -1,0 +1,89 @@
+package devicetrust
+
+// Trust actions (SPEC "Device trust state"). Each one bumps the device's
+// token version in the same statement that changes its state, so every
+// access token minted before the action stops working at once; the caller
+// then drops the device's socket and records the activity.
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// Trust actions.
+const (
+	ActionQuarantine   = "quarantine"
+	ActionUnquarantine = "unquarantine"
+	ActionRevoke       = "revoke"
+	ActionPurge        = "purge"
+)
+
+// TrustResult is a device after an action.
+type TrustResult struct {
+	GUID         string
+	Hostname     string
+	SiteID       int64
+	TrustState   string // "purged" after a purge
+	TokenVersion int32
+}
+
+// ApplyTrust performs action on the device with guid, inside scope. actor
+// is the operator's name, kept on the purge barrier.
+func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, guid, action, actor string, now time.Time) (TrustResult, error) {
+	var out TrustResult
+	err := store.InTx(ctx, func(q *db.Queries) error {
+		d, err := q.DeviceGetByGUID(ctx, guid)
+		if err == nil && !scope.Allows(d.SiteID) {
+			return cairn.Errorf(cairn.ECodeNotFound, "device %s not found", guid)
+		}
+		if err != nil {
+			return db.NotFound(err, "device %s not found", guid)
+		}
+		out = TrustResult{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID}
+		var next string
+		switch action {
+		case ActionQuarantine:
+			if d.TrustState != TrustActive {
+				return cairn.Errorf(cairn.ECodeConflict, "only an active device can be quarantined; %s is %s", d.Hostname, d.TrustState)
+			}
+			next = TrustQuarantined
+		case ActionUnquarantine:
+			if d.TrustState != TrustQuarantined {
+				return cairn.Errorf(cairn.ECodeConflict, "%s is not quarantined", d.Hostname)
+			}
+			next = TrustActive
+		case ActionRevoke:
+			next = TrustRevoked
+		case ActionPurge:
+			// The barrier keeps the key and version so refresh answers
+			// device_purged and a re-approval recreates the GUID above it.
+			if err := q.DevicePurgeInsert(ctx, db.DevicePurgeInsertParams{
+				Guid: d.Guid, Jkt: d.Jkt, Hostname: d.Hostname, TokenVersion: d.TokenVersion, PurgedBy: actor,
+			}); err != nil {
+				return err
+			}
+			if _, err := q.DeviceDelete(ctx, d.Guid); err != nil {
+				return err
+			}
+			out.TrustState, out.TokenVersion = "purged", d.TokenVersion
+			return nil
+		default:
+			return cairn.Invalid("action", "must be quarantine, unquarantine, revoke or purge")
+		}
+		updated, err := q.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: d.Guid, TrustState: next, Now: now})
+		if err != nil {
+			return err
+		}
+		if next == TrustRevoked {
+			if err := q.RefreshTokenRevokeDevice(ctx, db.RefreshTokenRevokeDeviceParams{DeviceGuid: d.Guid, Now: &now}); err != nil {
+				return err
+			}
+		}
+		out.TrustState, out.TokenVersion = updated.TrustState, updated.TokenVersion
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,105 @@
+package devicetrust_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
+)
+
+// setupDevice returns a store with one enrolled device (version 1) in a
+// site, and that device's GUID and site ID.
+func setupDevice(t *testing.T) (*db.Store, string, int64) {
+	t.Helper()
+	store := pgtest.NewDB(t)
+	ctx := context.Background()
+	site, err := store.SiteInsert(ctx, db.SiteInsertParams{Name: "HQ", Slug: "hq"})
+	require.NoError(t, err)
+	d, err := store.DeviceEnrollInsert(ctx, db.DeviceEnrollInsertParams{Guid: "g-1", Hostname: "h-1", SiteID: site.ID,
+		AgentID: "agt", PublicKey: []byte("k"), Jkt: "jkt-1", Fingerprint: "fp", TokenVersion: 1, Now: time.Now()})
+	require.NoError(t, err)
+	require.NoError(t, store.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: []byte("h"), DeviceGuid: d.Guid, FamilyID: "f", ExpiresAt: time.Now().Add(time.Hour)}))
+	return store, d.Guid, site.ID
+}
+
+func TestTrustTransitions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		actions []string
+		want    string
+		version int32
+		errCode string
+	}{
+		{"quarantine", []string{"quarantine"}, "quarantined", 2, ""},
+		{"unquarantine", []string{"quarantine", "unquarantine"}, "active", 3, ""},
+		{"revoke from active", []string{"revoke"}, "revoked", 2, ""},
+		{"revoke from quarantined", []string{"quarantine", "revoke"}, "revoked", 3, ""},
+		{"quarantine twice", []string{"quarantine", "quarantine"}, "", 0, cairn.ECodeConflict},
+		{"unquarantine an active device", []string{"unquarantine"}, "", 0, cairn.ECodeConflict},
+		{"quarantine a revoked device", []string{"revoke", "quarantine"}, "", 0, cairn.ECodeConflict},
+		{"unknown action", []string{"explode"}, "", 0, cairn.ECodeValidation},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store, guid, _ := setupDevice(t)
+			var res devicetrust.TrustResult
+			var err error
+			for _, a := range tc.actions {
+				res, err = devicetrust.ApplyTrust(context.Background(), store, cairn.AllSites, guid, a, "alice", time.Now())
+				if err != nil {
+					break
+				}
+			}
+			if tc.errCode != "" {
+				require.Equal(t, tc.errCode, cairn.ErrorCode(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, res.TrustState)
+			require.Equal(t, tc.version, res.TokenVersion, "every action bumps the token version")
+		})
+	}
+}
+
+func TestRevokeRevokesRefreshTokens(t *testing.T) {
+	t.Parallel()
+	store, guid, _ := setupDevice(t)
+	ctx := context.Background()
+	_, err := devicetrust.ApplyTrust(ctx, store, cairn.AllSites, guid, "revoke", "alice", time.Now())
+	require.NoError(t, err)
+	tok, err := store.RefreshTokenGet(ctx, []byte("h"))
+	require.NoError(t, err)
+	require.NotNil(t, tok.RevokedAt)
+}
+
+func TestPurgeLeavesABarrier(t *testing.T) {
+	t.Parallel()
+	store, guid, _ := setupDevice(t)
+	ctx := context.Background()
+	res, err := devicetrust.ApplyTrust(ctx, store, cairn.AllSites, guid, "purge", "alice", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, "purged", res.TrustState)
+	_, err = store.DeviceGetByGUID(ctx, guid)
+	require.True(t, db.IsNoRows(err), "the device row is gone")
+	b, err := store.DevicePurgeGet(ctx, guid)
+	require.NoError(t, err)
+	require.Equal(t, "jkt-1", b.Jkt)
+	require.Equal(t, "alice", b.PurgedBy)
+	require.EqualValues(t, 1, b.TokenVersion)
+}
+
+func TestTrustRespectsScope(t *testing.T) {
+	t.Parallel()
+	store, guid, site := setupDevice(t)
+	_, err := devicetrust.ApplyTrust(context.Background(), store, cairn.SiteScope{SiteIDs: []int64{site + 1}}, guid, "quarantine", "bob", time.Now())
+	require.Equal(t, cairn.ECodeNotFound, cairn.ErrorCode(err))
+	_, err = devicetrust.ApplyTrust(context.Background(), store, cairn.AllSites, "missing", "quarantine", "bob", time.Now())
+	require.Equal(t, cairn.ECodeNotFound, cairn.ErrorCode(err))
+}

@@ -39,6 +39,12 @@ const (
 	// ECodePasskeysUnavailable: the Engine is reached by IP address, which
 	// browsers refuse as a WebAuthn relying party.
 	ECodePasskeysUnavailable = "passkeys_unavailable"
+	// ECodeAgentSocketMissing: no replica holds a live realtime socket of
+	// the device (SPEC "Errors": the agent is still onboarding).
+	ECodeAgentSocketMissing = "agent_socket_missing"
+	// ECodeWrongWorker: this process does not run the site worker of the
+	// device's site; the agent refreshes its route.
+	ECodeWrongWorker = "wrong_worker"
 )
 
 // Error is a domain error with a stable code and a message safe to show a

@@ -35,6 +35,8 @@ var statusByCode = map[string]int{
 	cairn.ECodeSiteNotEmpty:        http.StatusConflict,
 	cairn.ECodePasskeysUnavailable: http.StatusConflict,
 	cairn.ECodeLastAdmin:           http.StatusConflict,
+	cairn.ECodeAgentSocketMissing:  http.StatusConflict,
+	cairn.ECodeWrongWorker:         http.StatusMisdirectedRequest,
 	cairn.ECodeTooLarge:            http.StatusRequestEntityTooLarge,
 	cairn.ECodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
 	cairn.ECodeAegisLocked:         http.StatusLocked,

@@ -48,3 +48,110 @@ func (q *Queries) DeviceInsert(ctx context.Context, arg DeviceInsertParams) (Dev
 	)
 	return i, err
 }
+
+const deviceSocketAttach = `-- name: DeviceSocketAttach :one
+UPDATE devices
+SET socket_replica = $1::text, socket_seen_at = now(), helper_contexts = $2::text[]
+WHERE guid = $3::text
+RETURNING guid, hostname, site_id
+`
+
+type DeviceSocketAttachParams struct {
+	Replica        string
+	HelperContexts []string
+	Guid           string
+}
+
+type DeviceSocketAttachRow struct {
+	Guid     string
+	Hostname string
+	SiteID   int64
+}
+
+// The agent's socket is now held by this replica (workers/agentsocket).
+func (q *Queries) DeviceSocketAttach(ctx context.Context, arg DeviceSocketAttachParams) (DeviceSocketAttachRow, error) {
+	row := q.db.QueryRow(ctx, deviceSocketAttach, arg.Replica, arg.HelperContexts, arg.Guid)
+	var i DeviceSocketAttachRow
+	err := row.Scan(&i.Guid, &i.Hostname, &i.SiteID)
+	return i, err
+}
+
+const deviceSocketDetach = `-- name: DeviceSocketDetach :execrows
+UPDATE devices
+SET socket_replica = NULL, socket_seen_at = NULL
+WHERE guid = $1::text AND socket_replica = $2::text
+`
+
+type DeviceSocketDetachParams struct {
+	Guid    string
+	Replica string
+}
+
+// Clears the socket only while this replica still holds it, so a reconnect
+// recorded by another replica in the meantime is not erased.
+func (q *Queries) DeviceSocketDetach(ctx context.Context, arg DeviceSocketDetachParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deviceSocketDetach, arg.Guid, arg.Replica)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deviceSocketGet = `-- name: DeviceSocketGet :one
+SELECT guid, hostname, site_id, helper_contexts,
+       coalesce(socket_replica, '')::text AS socket_replica,
+       (socket_replica IS NOT NULL
+        AND socket_seen_at > now() - make_interval(secs => $1::float8))::boolean AS socket_live
+FROM devices WHERE guid = $2::text
+`
+
+type DeviceSocketGetParams struct {
+	FreshSeconds float64
+	Guid         string
+}
+
+type DeviceSocketGetRow struct {
+	Guid           string
+	Hostname       string
+	SiteID         int64
+	HelperContexts []string
+	SocketReplica  string
+	SocketLive     bool
+}
+
+// Where the agent's socket is. socket_live compares against the database's
+// clock, the one that wrote socket_seen_at, so replica clock skew does not
+// matter.
+func (q *Queries) DeviceSocketGet(ctx context.Context, arg DeviceSocketGetParams) (DeviceSocketGetRow, error) {
+	row := q.db.QueryRow(ctx, deviceSocketGet, arg.FreshSeconds, arg.Guid)
+	var i DeviceSocketGetRow
+	err := row.Scan(
+		&i.Guid,
+		&i.Hostname,
+		&i.SiteID,
+		&i.HelperContexts,
+		&i.SocketReplica,
+		&i.SocketLive,
+	)
+	return i, err
+}
+
+const deviceSocketTouchMany = `-- name: DeviceSocketTouchMany :execrows
+UPDATE devices
+SET socket_seen_at = now()
+WHERE socket_replica = $1::text AND guid = ANY ($2::text[])
+`
+
+type DeviceSocketTouchManyParams struct {
+	Replica string
+	Guids   []string
+}
+
+// One statement per refresh for every socket a replica holds.
+func (q *Queries) DeviceSocketTouchMany(ctx context.Context, arg DeviceSocketTouchManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deviceSocketTouchMany, arg.Replica, arg.Guids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

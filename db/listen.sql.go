@@ -9,6 +9,15 @@ import (
 	"context"
 )
 
+const listenAgents = `-- name: ListenAgents :exec
+LISTEN cairn_agents
+`
+
+func (q *Queries) ListenAgents(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, listenAgents)
+	return err
+}
+
 const listenControl = `-- name: ListenControl :exec
 LISTEN cairn_control
 `

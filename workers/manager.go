@@ -49,6 +49,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*managed // task queue -> worker
+	onStop  []func(slug string)
 }
 
 type managed struct {
@@ -186,14 +187,38 @@ func (m *Manager) stopQueue(queue string) {
 	m.mu.Lock()
 	r, ok := m.running[queue]
 	delete(m.running, queue)
+	hooks := append([]func(string){}, m.onStop...)
 	m.mu.Unlock()
 	if !ok {
 		return
+	}
+	if slug, isSite := workflows.SiteSlugFromQueue(queue); isSite {
+		for _, f := range hooks {
+			f(slug)
+		}
 	}
 	if r.status.State == StateRunning {
 		r.w.Stop()
 	}
 	m.log.Info("worker stopped", "task_queue", queue)
+}
+
+// Runs reports whether this process runs the site worker of slug and it
+// started: only then does it take that site's agent sockets.
+func (m *Manager) Runs(slug string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.running[workflows.SiteTaskQueue(slug)]
+	return ok && r.status.State == StateRunning
+}
+
+// OnSiteStop registers f to be called with the slug whenever this process
+// stops a site worker (the site was deleted or renamed, or the process is
+// stopping), so what the worker held, like agent sockets, goes with it.
+func (m *Manager) OnSiteStop(f func(slug string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onStop = append(m.onStop, f)
 }
 
 // Has reports whether this process runs a worker for queue.

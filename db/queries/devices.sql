@@ -1,2 +1,32 @@
 -- name: DeviceInsert :one
 INSERT INTO devices (guid, hostname, site_id) VALUES (@guid, @hostname, @site_id) RETURNING *;
+
+-- name: DeviceSocketAttach :one
+-- The agent's socket is now held by this replica (workers/agentsocket).
+UPDATE devices
+SET socket_replica = @replica::text, socket_seen_at = now(), helper_contexts = @helper_contexts::text[]
+WHERE guid = @guid::text
+RETURNING guid, hostname, site_id;
+
+-- name: DeviceSocketDetach :execrows
+-- Clears the socket only while this replica still holds it, so a reconnect
+-- recorded by another replica in the meantime is not erased.
+UPDATE devices
+SET socket_replica = NULL, socket_seen_at = NULL
+WHERE guid = @guid::text AND socket_replica = @replica::text;
+
+-- name: DeviceSocketTouchMany :execrows
+-- One statement per refresh for every socket a replica holds.
+UPDATE devices
+SET socket_seen_at = now()
+WHERE socket_replica = @replica::text AND guid = ANY (@guids::text[]);
+
+-- name: DeviceSocketGet :one
+-- Where the agent's socket is. socket_live compares against the database's
+-- clock, the one that wrote socket_seen_at, so replica clock skew does not
+-- matter.
+SELECT guid, hostname, site_id, helper_contexts,
+       coalesce(socket_replica, '')::text AS socket_replica,
+       (socket_replica IS NOT NULL
+        AND socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live
+FROM devices WHERE guid = @guid::text;

@@ -3,3 +3,6 @@ LISTEN cairn_events;
 
 -- name: ListenControl :exec
 LISTEN cairn_control;
+
+-- name: ListenAgents :exec
+LISTEN cairn_agents;

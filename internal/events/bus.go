@@ -1,8 +1,9 @@
-// Package events fans operator events and control messages out across every
-// Engine replica through PostgreSQL LISTEN/NOTIFY. A publisher NOTIFYs; each
-// replica's listener hands the message to its local subscribers (SSE streams,
-// the site-worker manager, the cipher). Nothing is stored: events are live
-// signals, and toasts are not persisted.
+// Package events fans operator events, control messages and messages for
+// agent sockets out across every Engine replica through PostgreSQL
+// LISTEN/NOTIFY. A publisher NOTIFYs; each replica's one listening
+// connection hands the message to its local subscribers (SSE streams, the
+// site-worker manager, the cipher, the agent socket hub). Nothing is
+// stored: these are live signals, and toasts are not persisted.
 package events
 
 import (
@@ -20,13 +21,25 @@ import (
 const (
 	channelEvents  = "cairn_events"
 	channelControl = "cairn_control"
+	// ChannelAgents carries messages for agent sockets, each addressed to
+	// the replica that holds the socket (workers/agentsocket). It is a raw
+	// channel: see Notify and Listen.
+	ChannelAgents = "cairn_agents"
 )
+
+// rawChannels are the channels whose payloads go to Listen subscribers as
+// they are. Each needs its LISTEN query in db/queries/listen.sql.
+var rawChannels = map[string]bool{ChannelAgents: true}
 
 // Control topics: a change other replicas must react to.
 const (
 	ControlSites = "sites" // sites created, renamed or deleted
 	ControlAegis = "aegis" // master cipher reset or rotated
 )
+
+// TypeAgentStatusChanged tells consoles to refresh a device's agent health
+// and connection status (SPEC "Operator event stream").
+const TypeAgentStatusChanged = "agent_status_changed"
 
 // MaxPayload is what one NOTIFY may carry (PostgreSQL's limit is 8000 bytes).
 const MaxPayload = 7900
@@ -52,6 +65,7 @@ type Bus struct {
 	next    int
 	subs    map[int]*subscriber
 	control map[string][]chan struct{}
+	raw     map[string]map[int]chan []byte
 }
 
 type subscriber struct {
@@ -61,7 +75,8 @@ type subscriber struct {
 
 // NewBus returns a bus; call Run to start listening.
 func NewBus(store *db.Store, log *slog.Logger) *Bus {
-	return &Bus{store: store, log: log, subs: map[int]*subscriber{}, control: map[string][]chan struct{}{}}
+	return &Bus{store: store, log: log, subs: map[int]*subscriber{}, control: map[string][]chan struct{}{},
+		raw: map[string]map[int]chan []byte{}}
 }
 
 // Encode checks that e fits one notification.
@@ -88,6 +103,48 @@ func (b *Bus) Publish(ctx context.Context, e Event) error {
 // Signal tells every replica that topic changed.
 func (b *Bus) Signal(ctx context.Context, topic string) error {
 	return b.store.EventNotify(ctx, db.EventNotifyParams{Channel: channelControl, Payload: topic})
+}
+
+// Notify sends payload to the Listen subscribers of a raw channel on every
+// replica, this one included. Payloads over MaxPayload are refused with
+// ErrTooLarge.
+func (b *Bus) Notify(ctx context.Context, channel string, payload []byte) error {
+	mustBeRaw(channel)
+	if len(payload) > MaxPayload {
+		return ErrTooLarge
+	}
+	return b.store.EventNotify(ctx, db.EventNotifyParams{Channel: channel, Payload: string(payload)})
+}
+
+// Listen returns a channel of the payloads notified on a raw channel and a
+// cancel function. Like Subscribe, a listener 1024 payloads behind loses
+// payloads rather than stall the others; payloads sent while the
+// connection is being re-established are lost too.
+func (b *Bus) Listen(channel string) (<-chan []byte, func()) {
+	mustBeRaw(channel)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.next
+	b.next++
+	ch := make(chan []byte, 1024)
+	if b.raw[channel] == nil {
+		b.raw[channel] = map[int]chan []byte{}
+	}
+	b.raw[channel][id] = ch
+	return ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.raw[channel][id]; ok {
+			delete(b.raw[channel], id)
+			close(ch)
+		}
+	}
+}
+
+func mustBeRaw(channel string) {
+	if !rawChannels[channel] {
+		panic("events: " + channel + " is not a raw channel")
+	}
 }
 
 // Subscribe returns a channel of events passing filter (nil: all) and a
@@ -154,6 +211,9 @@ func (b *Bus) listen(ctx context.Context) error {
 	if err := q.ListenControl(ctx); err != nil {
 		return err
 	}
+	if err := q.ListenAgents(ctx); err != nil {
+		return err
+	}
 	b.fireAllControl()
 	for {
 		n, err := pc.WaitForNotification(ctx)
@@ -170,6 +230,10 @@ func (b *Bus) listen(ctx context.Context) error {
 			b.deliver(e)
 		case channelControl:
 			b.fireControl(n.Payload)
+		default:
+			if rawChannels[n.Channel] {
+				b.deliverRaw(n.Channel, []byte(n.Payload))
+			}
 		}
 	}
 }
@@ -185,6 +249,18 @@ func (b *Bus) deliver(e Event) {
 		case s.ch <- e:
 		default:
 			b.log.Warn("event subscriber is too slow; dropped an event", "type", e.Type)
+		}
+	}
+}
+
+func (b *Bus) deliverRaw(channel string, payload []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ch := range b.raw[channel] {
+		select {
+		case ch <- payload:
+		default:
+			b.log.Warn("raw listener is too slow; dropped a payload", "channel", channel)
 		}
 	}
 }

@@ -1,0 +1,193 @@
+package agentsocket
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+)
+
+// Close codes the hub sends.
+const (
+	closeGoingAway = websocket.StatusGoingAway
+	closePolicy    = websocket.StatusPolicyViolation
+	closeNormal    = websocket.StatusNormalClosure
+)
+
+// conn is one accepted agent socket. Its Serve call reads; one writer
+// goroutine owns every write (queued messages and pings), so messages to
+// an agent keep their order.
+type conn struct {
+	dev      devicetrust.Identity
+	ws       *websocket.Conn
+	log      *slog.Logger
+	hostname string // from the devices row at attach
+	siteID   int64
+
+	// ctx ends when the socket is finished with; done closes once its
+	// record is cleared too.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+	out      chan outgoing
+	stopOnce sync.Once
+
+	mu      sync.Mutex
+	pending map[string]chan proto.Envelope // request ID -> its waiter
+}
+
+type outgoing struct {
+	env    proto.Envelope
+	result chan error // nil: nobody waits (deliveries from other replicas)
+}
+
+func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
+	ctx, cancel := context.WithCancel(parent)
+	return &conn{dev: dev, ws: ws, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		out: make(chan outgoing, 64), pending: map[string]chan proto.Envelope{}}
+}
+
+func socketClosed(guid string) error {
+	return cairn.Errorf(cairn.ECodeAgentSocketMissing, "the realtime socket of device %s closed", guid)
+}
+
+// stop closes the socket with a close frame, without waiting for the
+// close handshake; the read loop then ends and the Serve call cleans up.
+func (c *conn) stop(code websocket.StatusCode, reason string) {
+	c.stopOnce.Do(func() { go func() { _ = c.ws.Close(code, closeReason(reason)) }() })
+}
+
+// closeReason fits a reason into a close frame (123 bytes after the code).
+func closeReason(s string) string {
+	const limit = 123
+	if len(s) <= limit {
+		return s
+	}
+	s = s[:limit]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// writeNow writes env directly; only before the writer starts (the ack).
+func (c *conn) writeNow(env proto.Envelope, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	return wsjson.Write(ctx, c.ws, env)
+}
+
+// writeLoop sends queued messages and a ping every interval until the
+// socket ends. A failed write closes the socket: the agent reconnects.
+func (c *conn) writeLoop(ping, timeout time.Duration) {
+	tick := time.NewTicker(ping)
+	defer tick.Stop()
+	for {
+		var err error
+		select {
+		case <-c.ctx.Done():
+			return
+		case m := <-c.out:
+			err = c.writeNow(m.env, timeout)
+			if m.result != nil {
+				m.result <- err
+			}
+		case <-tick.C:
+			err = c.writeNow(proto.Envelope{Type: proto.MsgPing}, timeout)
+		}
+		if err != nil {
+			c.log.Debug("agent socket write failed", "guid", c.dev.GUID, "err", err)
+			_ = c.ws.CloseNow()
+			return
+		}
+	}
+}
+
+// readLoop reads until the socket fails or stays silent for idle: any
+// message (pongs included) proves the agent alive.
+func (c *conn) readLoop(idle time.Duration) error {
+	for {
+		ctx, cancel := context.WithTimeout(c.ctx, idle)
+		var env proto.Envelope
+		err := wsjson.Read(ctx, c.ws, &env)
+		cancel()
+		if err != nil {
+			return err
+		}
+		switch env.Type {
+		case proto.MsgPong, proto.MsgPing:
+		case proto.MsgReply:
+			c.resolve(env)
+		default:
+			c.log.Debug("agent message nobody handles", "guid", c.dev.GUID, "type", env.Type)
+		}
+	}
+}
+
+// send queues env and waits until it is written.
+func (c *conn) send(ctx context.Context, env proto.Envelope) error {
+	m := outgoing{env: env, result: make(chan error, 1)}
+	select {
+	case c.out <- m:
+	case <-c.ctx.Done():
+		return socketClosed(c.dev.GUID)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-m.result:
+		return err
+	case <-c.ctx.Done():
+		return socketClosed(c.dev.GUID)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// enqueue queues env without waiting; a socket whose queue is full is
+// not keeping up, and the message is dropped.
+func (c *conn) enqueue(env proto.Envelope) {
+	select {
+	case c.out <- outgoing{env: env}:
+	default:
+		c.log.Warn("agent socket queue full; dropped a message", "guid", c.dev.GUID, "type", env.Type)
+	}
+}
+
+// await registers a waiter for the reply to request id.
+func (c *conn) await(id string) (<-chan proto.Envelope, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.pending[id]; dup {
+		return nil, cairn.Errorf(cairn.ECodeConflict, "a request with ID %s is already waiting for device %s", id, c.dev.GUID)
+	}
+	ch := make(chan proto.Envelope, 1)
+	c.pending[id] = ch
+	return ch, nil
+}
+
+func (c *conn) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, id)
+}
+
+func (c *conn) resolve(env proto.Envelope) {
+	c.mu.Lock()
+	ch, ok := c.pending[env.ID]
+	delete(c.pending, env.ID)
+	c.mu.Unlock()
+	if !ok {
+		c.log.Debug("reply nobody waits for", "guid", c.dev.GUID, "id", env.ID)
+		return
+	}
+	ch <- env
+}

@@ -1,0 +1,185 @@
+package agentsocket_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/workers/agentsocket"
+)
+
+// two replicas over one database: A sends, the agent sits on A or on B.
+func TestSendReachesTheAgentWhereverItsSocketIs(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	for _, tc := range []struct {
+		name   string
+		holder *replica
+	}{
+		{"socket on this replica", a},
+		{"socket on another replica", b},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dev := f.device(t, "alpha")
+			ag := connect(t, tc.holder, dev)
+			for i, typ := range []string{"service_control_action", "vnc_refresh", "patch_inventory_refresh_request"} {
+				env := proto.Envelope{Type: typ, ID: typ, Payload: payload(t, map[string]int{"n": i})}
+				require.NoError(t, a.hub.Send(context.Background(), dev.GUID, env))
+			}
+			for i, typ := range []string{"service_control_action", "vnc_refresh", "patch_inventory_refresh_request"} {
+				got := ag.next()
+				require.Equal(t, typ, got.Type, "messages keep their order")
+				require.Equal(t, typ, got.ID)
+				require.JSONEq(t, string(payload(t, map[string]int{"n": i})), string(got.Payload))
+			}
+		})
+	}
+}
+
+func TestSendWithoutALiveSocket(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	offline := f.device(t, "alpha")
+	for _, tc := range []struct {
+		name, guid, code string
+	}{
+		{"device without a socket", offline.GUID, cairn.ECodeAgentSocketMissing},
+		{"unknown device", "no-such-guid", cairn.ECodeNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := r.hub.Send(context.Background(), tc.guid, proto.Envelope{Type: "vnc_start"})
+			require.Equal(t, tc.code, cairn.ErrorCode(err), "%v", err)
+			_, err = r.hub.Request(context.Background(), tc.guid, proto.Envelope{Type: "vnc_credential_request"})
+			require.Equal(t, tc.code, cairn.ErrorCode(err), "%v", err)
+		})
+	}
+}
+
+func TestSendAcrossReplicasRefusesWhatANotificationCannotCarry(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	dev := f.device(t, "alpha")
+	connect(t, b, dev)
+
+	big := proto.Envelope{Type: "file_management_request", Payload: payload(t, strings.Repeat("x", 8000))}
+	err := a.hub.Send(context.Background(), dev.GUID, big)
+	require.Equal(t, cairn.ECodeTooLarge, cairn.ErrorCode(err), "%v", err)
+	// The holder itself writes it: the limit is NOTIFY's, not the socket's.
+	require.NoError(t, b.hub.Send(context.Background(), dev.GUID, big))
+}
+
+func TestRequestWaitsForTheAgentsReply(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	dev := f.device(t, "alpha")
+	ag := connect(t, a, dev)
+
+	// The agent answers the first request and ignores the second.
+	go func() {
+		env, err := ag.read(10 * time.Second)
+		for err == nil && env.Type == proto.MsgPing {
+			env, err = ag.read(10 * time.Second)
+		}
+		if err == nil {
+			ag.send(proto.MsgReply, "other-id", map[string]string{"stray": "reply"})
+			ag.send(proto.MsgReply, env.ID, map[string]string{"password": "from-the-agent", "asked": env.Type})
+		}
+	}()
+	reply, err := a.hub.Request(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_credential_request"})
+	require.NoError(t, err)
+	require.Equal(t, proto.MsgReply, reply.Type)
+	require.NotEmpty(t, reply.ID)
+	var body map[string]string
+	require.NoError(t, json.Unmarshal(reply.Payload, &body))
+	require.Equal(t, map[string]string{"password": "from-the-agent", "asked": "vnc_credential_request"}, body)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = a.hub.Request(ctx, dev.GUID, proto.Envelope{Type: "vnc_credential_request", ID: "unanswered"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// Replies are not routed between replicas yet.
+	_, err = b.hub.Request(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_credential_request"})
+	require.Equal(t, cairn.ECodeUnavailable, cairn.ErrorCode(err), "%v", err)
+}
+
+func TestRequestEndsWhenTheSocketCloses(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	dev := f.device(t, "alpha")
+	ag := connect(t, r, dev)
+	go func() {
+		if env := ag.next(); env.Type == "vnc_credential_request" {
+			_ = ag.ws.Close(websocket.StatusNormalClosure, "going")
+		}
+	}()
+	_, err := r.hub.Request(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_credential_request"})
+	require.Equal(t, cairn.ECodeAgentSocketMissing, cairn.ErrorCode(err), "%v", err)
+}
+
+func TestDropClosesTheSocketWhereverItIs(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	for _, tc := range []struct {
+		name   string
+		holder *replica
+	}{
+		{"socket on this replica", a},
+		{"socket on another replica", b},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dev := f.device(t, "alpha")
+			ag := connect(t, tc.holder, dev)
+			require.NoError(t, a.hub.Drop(context.Background(), dev.GUID, "device quarantined"))
+			if tc.holder == a {
+				require.Empty(t, f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica,
+					"a local drop clears the record before it returns")
+			}
+			ce := ag.closed(10 * time.Second)
+			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
+			require.Equal(t, "device quarantined", ce.Reason)
+			eventually(t, func() bool { return f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+				"a dropped socket's record is cleared")
+		})
+	}
+	t.Run("no socket anywhere", func(t *testing.T) {
+		t.Parallel()
+		require.NoError(t, a.hub.Drop(context.Background(), f.device(t, "alpha").GUID, "device revoked"))
+		require.NoError(t, a.hub.Drop(context.Background(), "purged-guid", "device purged"))
+	})
+}
+
+func TestDropSiteClosesOnlyThatSitesSockets(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	gone, kept := f.device(t, "alpha"), f.device(t, "beta")
+	agGone, agKept := connect(t, r, gone), connect(t, r, kept)
+
+	r.hub.DropSite("alpha")
+	ce := agGone.closed(10 * time.Second)
+	require.Equal(t, websocket.StatusGoingAway, ce.Code)
+	require.Equal(t, "site worker stopped; refresh the route", ce.Reason)
+	require.NoError(t, r.hub.Send(context.Background(), kept.GUID, proto.Envelope{Type: "vnc_refresh"}))
+	require.Equal(t, "vnc_refresh", agKept.next().Type)
+}

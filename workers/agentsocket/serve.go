@@ -1,0 +1,207 @@
+package agentsocket
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// errHubStopped refuses sockets that arrive while the hub shuts down.
+var errHubStopped = errors.New("agentsocket: hub stopped")
+
+// Serve is the handler body of GET proto.PathRealtimeWS once the Device
+// middleware has authenticated dev. It returns when the socket ends.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Identity) {
+	if !h.sites.Runs(dev.SiteSlug) {
+		writeError(w, http.StatusMisdirectedRequest, cairn.ECodeWrongWorker,
+			fmt.Sprintf("this Engine process does not run the site worker of %q; refresh the route", dev.SiteSlug))
+		return
+	}
+	h.mu.Lock()
+	stopped := h.stopped
+	h.mu.Unlock()
+	if stopped {
+		writeError(w, http.StatusServiceUnavailable, cairn.ECodeUnavailable, "this Engine process is stopping; reconnect")
+		return
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		// Accept has answered the client already.
+		h.log.Debug("agent socket upgrade failed", "guid", dev.GUID, "err", err)
+		return
+	}
+	ws.SetReadLimit(h.opts.MaxMessageBytes)
+	c := newConn(r.Context(), ws, dev, h.log)
+	defer close(c.done)
+	defer c.cancel()
+
+	hello, err := h.handshake(c)
+	if err != nil {
+		var refused refusal
+		if errors.As(err, &refused) {
+			h.reject(c, string(refused))
+		} else {
+			// Nothing arrived in time, or the socket broke: no one to answer.
+			_ = ws.CloseNow()
+		}
+		return
+	}
+	if err := h.attach(c, hello); err != nil {
+		reason := "the site worker could not register the socket"
+		if cairn.IsCode(err, cairn.ECodeNotFound) {
+			reason = "device not found"
+		} else if !errors.Is(err, errHubStopped) {
+			h.log.Error("record agent socket", "guid", dev.GUID, "err", err)
+		}
+		h.reject(c, reason)
+		return
+	}
+	defer func() {
+		_ = ws.CloseNow()
+		if h.detach(c) {
+			h.publishStatus(c, false)
+		}
+	}()
+	ack := proto.ConnectAgentAck{Accepted: true, Worker: workflows.SiteTaskQueue(dev.SiteSlug),
+		PingIntervalSeconds: max(1, int(h.opts.PingInterval/time.Second))}
+	if err := c.writeNow(envelope(proto.MsgConnectAgentAck, ack), h.opts.WriteTimeout); err != nil {
+		return
+	}
+	go c.writeLoop(h.opts.PingInterval, h.opts.WriteTimeout)
+	h.publishStatus(c, true)
+	h.log.Debug("agent socket connected", "guid", dev.GUID, "site", dev.SiteSlug)
+	err = c.readLoop(h.opts.IdleTimeout)
+	h.log.Debug("agent socket closed", "guid", dev.GUID, "err", err)
+}
+
+// refusal is a handshake failure the agent is told about.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+// handshake reads the first message: connect_agent for this very device
+// and protocol, within the connect timeout.
+func (h *Hub) handshake(c *conn) (proto.ConnectAgent, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, h.opts.ConnectTimeout)
+	defer cancel()
+	var env proto.Envelope
+	if err := wsjson.Read(ctx, c.ws, &env); err != nil {
+		return proto.ConnectAgent{}, err
+	}
+	var hello proto.ConnectAgent
+	switch {
+	case env.Type != proto.MsgConnectAgent:
+		return hello, refusal("the first message must be connect_agent")
+	case json.Unmarshal(env.Payload, &hello) != nil:
+		return hello, refusal("connect_agent payload is malformed")
+	case hello.GUID != c.dev.GUID:
+		return hello, refusal("connect_agent guid is not the authenticated device")
+	case hello.Protocol != proto.Version:
+		return hello, refusal(fmt.Sprintf("protocol %d is not supported; this worker speaks %d", hello.Protocol, proto.Version))
+	}
+	return hello, nil
+}
+
+// reject answers connect_agent with accepted=false and closes the socket.
+func (h *Hub) reject(c *conn, reason string) {
+	h.log.Info("agent socket refused", "guid", c.dev.GUID, "reason", reason)
+	ack := proto.ConnectAgentAck{Accepted: false, Reason: reason, Worker: workflows.SiteTaskQueue(c.dev.SiteSlug)}
+	if err := c.writeNow(envelope(proto.MsgConnectAgentAck, ack), h.opts.WriteTimeout); err != nil {
+		_ = c.ws.CloseNow()
+		return
+	}
+	_ = c.ws.Close(closePolicy, closeReason(reason))
+}
+
+// attach records the socket in PostgreSQL and registers it here,
+// replacing (closing) an older socket of the device on this replica.
+func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
+	mu := h.stripe(c.dev.GUID)
+	mu.Lock()
+	defer mu.Unlock()
+	contexts := hello.HelperContexts
+	if contexts == nil {
+		contexts = []string{}
+	}
+	ctx, cancel := dbContext()
+	defer cancel()
+	row, err := h.store.DeviceSocketAttach(ctx, db.DeviceSocketAttachParams{Replica: h.replica, HelperContexts: contexts, Guid: c.dev.GUID})
+	if err != nil {
+		return db.NotFound(err, "device %s not found", c.dev.GUID)
+	}
+	c.hostname, c.siteID = row.Hostname, row.SiteID
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		_, err := h.store.DeviceSocketDetach(ctx, db.DeviceSocketDetachParams{Guid: c.dev.GUID, Replica: h.replica})
+		return errors.Join(errHubStopped, err)
+	}
+	old := h.conns[c.dev.GUID]
+	h.conns[c.dev.GUID] = c
+	h.mu.Unlock()
+	if old != nil {
+		old.stop(closeNormal, "replaced by a newer socket of this device")
+	}
+	return nil
+}
+
+// detach unregisters c and clears its record, if c is still the device's
+// socket here and this replica still holds it in PostgreSQL; it reports
+// whether the record was cleared.
+func (h *Hub) detach(c *conn) bool {
+	mu := h.stripe(c.dev.GUID)
+	mu.Lock()
+	defer mu.Unlock()
+	h.mu.Lock()
+	current := h.conns[c.dev.GUID] == c
+	if current {
+		delete(h.conns, c.dev.GUID)
+	}
+	h.mu.Unlock()
+	if !current {
+		return false
+	}
+	ctx, cancel := dbContext()
+	defer cancel()
+	n, err := h.store.DeviceSocketDetach(ctx, db.DeviceSocketDetachParams{Guid: c.dev.GUID, Replica: h.replica})
+	if err != nil {
+		// The record goes stale on its own within SocketFreshFor.
+		h.log.Error("clear agent socket", "guid", c.dev.GUID, "err", err)
+		return false
+	}
+	return n > 0
+}
+
+// dbContext bounds a record update that must happen even when the
+// request's context has ended (the socket closing because of it).
+func dbContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}
+
+func envelope(typ string, payload any) proto.Envelope {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		panic(err) // only the package's own payload types come here
+	}
+	return proto.Envelope{Type: typ, Payload: b}
+}
+
+// writeError answers like the API does: {"error", "message"}.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(proto.Error{Code: code, Message: message})
+}

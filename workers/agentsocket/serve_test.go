@@ -1,0 +1,279 @@
+package agentsocket_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/workers/agentsocket"
+)
+
+func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+
+	a := dial(t, r, dev)
+	a.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, Protocol: proto.Version, HelperContexts: []string{"currentuser"}})
+	ack := a.ack()
+	require.Equal(t, proto.ConnectAgentAck{Accepted: true, Worker: "site:alpha", PingIntervalSeconds: 20}, ack)
+
+	rec := f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	require.True(t, rec.SocketLive)
+	require.Equal(t, "replica-a", rec.SocketReplica)
+	require.Equal(t, []string{"currentuser"}, rec.HelperContexts)
+	require.Equal(t, map[string]any{"guid": dev.GUID, "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": true}, r.status(t))
+
+	// The agent goes away: the record is cleared and consoles hear of it.
+	require.NoError(t, a.ws.Close(websocket.StatusNormalClosure, "bye"))
+	require.Equal(t, map[string]any{"guid": dev.GUID, "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": false}, r.status(t))
+	rec = f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	require.False(t, rec.SocketLive)
+	require.Empty(t, rec.SocketReplica)
+}
+
+func TestBadConnectAgentIsRefused(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	for _, tc := range []struct {
+		name   string
+		typ    string
+		hello  func(dev devicetrust.Identity) any
+		reason string
+	}{
+		{"another device's guid", proto.MsgConnectAgent,
+			func(devicetrust.Identity) any {
+				return proto.ConnectAgent{GUID: "someone-else", Protocol: proto.Version}
+			},
+			"connect_agent guid is not the authenticated device"},
+		{"unknown protocol", proto.MsgConnectAgent,
+			func(d devicetrust.Identity) any { return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version + 1} },
+			"protocol 2 is not supported; this worker speaks 1"},
+		{"another message first", proto.MsgPong,
+			func(d devicetrust.Identity) any { return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version} },
+			"the first message must be connect_agent"},
+		{"malformed payload", proto.MsgConnectAgent,
+			func(devicetrust.Identity) any { return []string{"not", "an", "object"} },
+			"connect_agent payload is malformed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dev := f.device(t, "alpha")
+			a := dial(t, r, dev)
+			a.send(tc.typ, "", tc.hello(dev))
+			ack := a.ack()
+			require.False(t, ack.Accepted)
+			require.Equal(t, tc.reason, ack.Reason)
+			ce := a.closed(10 * time.Second)
+			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
+			require.Empty(t, f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica)
+		})
+	}
+}
+
+func TestSocketWithoutConnectAgentIsClosed(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{ConnectTimeout: 300 * time.Millisecond})
+
+	a := dial(t, r, dev)
+	start := time.Now()
+	a.closed(10 * time.Second)
+	require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
+	require.Empty(t, f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica)
+}
+
+func TestSocketForASiteThisProcessDoesNotRunIsMisdirected(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	r := f.replica(t, "replica-a", sites{"beta": true}, agentsocket.Options{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, res, err := websocket.Dial(ctx, r.url+"?guid="+dev.GUID, nil)
+	require.Error(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var e proto.Error
+	require.NoError(t, json.Unmarshal(body, &e))
+	require.Equal(t, proto.CodeWrongWorker, e.Code)
+	require.NotEmpty(t, e.Message)
+}
+
+func TestPingsKeepSocketsAliveAndSilentAgentsAreDropped(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	talker, silent := f.device(t, "alpha"), f.device(t, "alpha")
+	const ping, idle = 200 * time.Millisecond, time.Second
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{PingInterval: ping, IdleTimeout: idle})
+
+	// The talker answers every ping for three idle periods.
+	a := connect(t, r, talker)
+	var first time.Time
+	pings := 0
+	for end := time.Now().Add(3 * idle); time.Now().Before(end); {
+		env, err := a.read(5 * time.Second)
+		require.NoError(t, err, "a responsive agent keeps its socket")
+		require.Equal(t, proto.MsgPing, env.Type)
+		if pings == 0 {
+			first = time.Now()
+		}
+		pings++
+		a.send(proto.MsgPong, env.ID, nil)
+	}
+	elapsed := time.Since(first)
+	require.GreaterOrEqual(t, pings, 5)
+	require.GreaterOrEqual(t, elapsed, time.Duration(pings-2)*ping, "pings come every interval, not faster")
+	require.True(t, f.socket(t, talker.GUID, agentsocket.SocketFreshFor).SocketLive)
+
+	// The silent agent sends nothing after connect_agent and is dropped.
+	s := connect(t, r, silent)
+	start := time.Now()
+	s.closed(10 * time.Second)
+	require.GreaterOrEqual(t, time.Since(start), idle-100*time.Millisecond)
+	eventually(t, func() bool { return f.socket(t, silent.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+		"a dropped socket's record is cleared")
+}
+
+func TestOversizedMessageEndsTheSocket(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{MaxMessageBytes: 1024})
+	a := connect(t, r, dev)
+
+	a.send(proto.MsgReply, "big", strings.Repeat("x", 2048))
+	require.Equal(t, websocket.StatusMessageTooBig, a.closed(10*time.Second).Code)
+	eventually(t, func() bool { return f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+		"the record of a socket ended for a too large message is cleared")
+}
+
+func TestSecondSocketOfADeviceReplacesTheFirst(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+
+	first := connect(t, r, dev)
+	second := connect(t, r, dev)
+	ce := first.closed(10 * time.Second)
+	require.Equal(t, websocket.StatusNormalClosure, ce.Code)
+	require.Equal(t, "replaced by a newer socket of this device", ce.Reason)
+
+	// The replaced socket's cleanup leaves its successor's record alone.
+	time.Sleep(200 * time.Millisecond)
+	rec := f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	require.True(t, rec.SocketLive)
+	require.Equal(t, "replica-a", rec.SocketReplica)
+	require.NoError(t, r.hub.Send(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_refresh"}))
+	require.Equal(t, "vnc_refresh", second.next().Type)
+}
+
+func TestCloseLeavesANewerSocketOnAnotherReplica(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+
+	old := connect(t, a, dev)
+	a.status(t)
+	connect(t, b, dev)
+	require.Equal(t, "replica-b", f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica)
+
+	// The old socket on replica A ends after the agent moved to B.
+	require.NoError(t, old.ws.Close(websocket.StatusNormalClosure, "moved"))
+	time.Sleep(300 * time.Millisecond)
+	rec := f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	require.True(t, rec.SocketLive)
+	require.Equal(t, "replica-b", rec.SocketReplica)
+	// Events cross replicas: A hears B's connect, but nobody says false.
+	for {
+		select {
+		case e := <-a.statuses:
+			require.NotContains(t, string(e.Data), `"agent_socket":false`, "a disconnect replica A did not own")
+			continue
+		default:
+		}
+		break
+	}
+}
+
+func TestSeenAtOfAllSocketsIsRefreshedTogether(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	devs := []devicetrust.Identity{f.device(t, "alpha"), f.device(t, "alpha"), f.device(t, "beta")}
+	// Replica A refreshes only when told; B on its own, often.
+	a := f.replica(t, "replica-a", nil, agentsocket.Options{SeenRefresh: time.Hour})
+	b := f.replica(t, "replica-b", nil, agentsocket.Options{SeenRefresh: 100 * time.Millisecond})
+	for _, d := range devs {
+		connect(t, a, d)
+	}
+	onB := f.device(t, "alpha")
+	connect(t, b, onB)
+
+	const fresh = 400 * time.Millisecond
+	time.Sleep(2 * fresh)
+	for _, d := range devs {
+		require.False(t, f.socket(t, d.GUID, fresh).SocketLive, "not refreshed: stale, as if replica A had died")
+	}
+	require.True(t, f.socket(t, onB.GUID, fresh).SocketLive, "replica B's loop refreshes")
+
+	n, err := agentsocket.RefreshSeen(context.Background(), a.hub)
+	require.NoError(t, err)
+	require.EqualValues(t, len(devs), n, "one statement confirms every socket of the replica")
+	for _, d := range devs {
+		require.True(t, f.socket(t, d.GUID, fresh).SocketLive)
+	}
+}
+
+func TestStoppedHubClosesItsSocketsAndRefusesNewOnes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	dev := f.device(t, "alpha")
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	a := connect(t, r, dev)
+
+	r.stop()
+	require.Equal(t, websocket.StatusGoingAway, a.closed(10*time.Second).Code)
+	eventually(t, func() bool { return f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+		"shutdown clears the record")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, res, err := websocket.Dial(ctx, r.url+"?guid="+dev.GUID, nil)
+	require.Error(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+}
+
+func TestRoutePointsAtTheSocketUnderThePublicURL(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	dev := devicetrust.Identity{GUID: "g", SiteSlug: "alpha"}
+	for _, tc := range []struct{ public, want string }{
+		{"https://rmm.example.com", "wss://rmm.example.com/api/agent/realtime/socket"},
+		{"http://127.0.0.1:8080/", "ws://127.0.0.1:8080/api/agent/realtime/socket"},
+		{"https://example.com:8443/cairn/", "wss://example.com:8443/cairn/api/agent/realtime/socket"},
+	} {
+		u, err := url.Parse(tc.public)
+		require.NoError(t, err)
+		require.Equal(t, proto.Route{URL: tc.want, SiteSlug: "alpha", Worker: "site:alpha"}, r.hub.Route(dev, u), tc.public)
+	}
+}

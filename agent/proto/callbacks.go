@@ -105,8 +105,10 @@ type RoleHealth struct {
 // ---- Details (PathDetails) ---------------------------------------------
 
 // Details is the body of PathDetails: the full inventory. Hash is the
-// agent's SHA-256 (hex) of Inventory's JSON, so an unchanged inventory is
-// recognised without comparing it.
+// agent's inventory.Hash of Inventory: hex SHA-256 of its canonical JSON
+// without the volatile parts (processes, uptime seconds, exact disk use;
+// docs/agent.md "Inventory hash"), so an unchanged inventory is recognised
+// without comparing it.
 type Details struct {
 	Hash        string       `json:"hash"`
 	CollectedAt time.Time    `json:"collected_at"`

@@ -110,6 +110,12 @@ type Service struct {
 	SubState    string `json:"sub_state"` // systemd SUB
 	StartMode   string `json:"start_mode,omitempty"`
 	Description string `json:"description,omitempty"`
+	// LoadState and ActiveState are systemd's LOAD and ACTIVE columns, kept
+	// as systemd names them because State folds ACTIVE into the
+	// cross-platform names. LoadState is empty for a unit file systemd has
+	// not loaded.
+	LoadState   string `json:"load_state,omitempty"`
+	ActiveState string `json:"active_state,omitempty"`
 }
 
 // Process is one running process.

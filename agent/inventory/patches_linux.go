@@ -1,0 +1,117 @@
+package inventory
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/roles"
+)
+
+// updateSource is a package manager that can list pending updates without
+// changing anything: no metadata refresh, no lock, no root-only effect.
+type updateSource struct {
+	name string
+	// state is what stateSignature watches: the installed database and
+	// the cached repository metadata the listing is computed from.
+	state []string
+	read  func(ctx context.Context) ([]proto.PatchEntry, error)
+}
+
+var rpmState = []string{"/var/lib/rpm", "/var/lib/rpm/rpmdb.sqlite", "/var/lib/rpm/Packages",
+	"/usr/lib/sysimage/rpm", "/usr/lib/sysimage/rpm/rpmdb.sqlite"}
+
+// detectUpdateSource picks the system's package manager: apt on dpkg
+// systems, else the first of dnf, yum, zypper found.
+func detectUpdateSource() *updateSource {
+	switch {
+	case isDpkgSystem() && hasTool("apt-get"):
+		return &updateSource{
+			name:  SourceApt,
+			state: []string{dpkgStatus, "/var/lib/apt/lists", "/var/cache/apt/pkgcache.bin"},
+			read:  readApt,
+		}
+	case hasTool("dnf"):
+		return &updateSource{name: SourceDnf, state: append([]string{"/var/cache/dnf", "/var/cache/libdnf5"}, rpmState...),
+			read: func(ctx context.Context) ([]proto.PatchEntry, error) { return readCheckUpdate(ctx, "dnf") }}
+	case hasTool("yum"):
+		return &updateSource{name: SourceYum, state: append([]string{"/var/cache/yum"}, rpmState...),
+			read: func(ctx context.Context) ([]proto.PatchEntry, error) { return readCheckUpdate(ctx, "yum") }}
+	case hasTool("zypper"):
+		return &updateSource{name: SourceZypper, state: append([]string{"/var/cache/zypp/solv"}, rpmState...), read: readZypper}
+	}
+	return nil
+}
+
+// readApt simulates a dist-upgrade against the package lists already on
+// disk: -s changes nothing, and Debug::NoLocking keeps it from taking
+// dpkg's lock, so it neither waits for nor blocks a running apt. It never
+// runs apt update: the lists are as fresh as the system keeps them.
+func readApt(ctx context.Context) ([]proto.PatchEntry, error) {
+	out, _, err := command(ctx, nil, "apt-get", "-s", "-o", "Debug::NoLocking=1", "dist-upgrade")
+	if err != nil {
+		return nil, err
+	}
+	return parseAptSimulate(out), nil
+}
+
+// readCheckUpdate runs dnf or yum check-update from the metadata cache
+// only (-C): no download, no cache refresh. Exit 100 means updates are
+// available, 0 none; a system without cached metadata fails, with dnf's
+// own message.
+func readCheckUpdate(ctx context.Context, tool string) ([]proto.PatchEntry, error) {
+	out, _, err := command(ctx, []int{100}, tool, "-q", "-C", "check-update")
+	if err != nil {
+		return nil, err
+	}
+	installed, err := rpmPackages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	versions := map[string]string{}
+	for _, s := range installed {
+		versions[s.Name+"."+s.Arch] = s.Version
+		versions[s.Name] = s.Version
+	}
+	return parseCheckUpdate(out, tool, versions), nil
+}
+
+// readZypper lists updates from the repositories' cached metadata
+// (--no-refresh). zypper holds its lock while it runs, which is brief.
+func readZypper(ctx context.Context) ([]proto.PatchEntry, error) {
+	out, _, err := command(ctx, nil, "zypper", "--non-interactive", "--no-refresh", "list-updates")
+	if err != nil {
+		return nil, err
+	}
+	return parseZypperUpdates(out), nil
+}
+
+// collectPatches reports pending package updates as patch rows. The
+// listing is reused while the package database and lists are unchanged
+// and younger than Options.PatchMaxAge; a reused reading is still a
+// successful check, since the state it describes was verified unchanged.
+func collectPatches(ctx context.Context, c *Collector, inv *proto.Inventory) error {
+	src := detectUpdateSource()
+	if src == nil {
+		return roles.Unsupported("no supported package manager found (apt-get, dnf, yum, zypper)")
+	}
+	sig := stateSignature(src.state)
+	now := time.Now()
+	c.mu.Lock()
+	cached := c.patches
+	c.mu.Unlock()
+	if cached.fresh(src.name, sig, now, c.opts.PatchMaxAge) {
+		inv.Patches = patchRows(cached.rows)
+		return nil
+	}
+	rows, err := src.read(ctx)
+	if err != nil {
+		return err
+	}
+	rows = orEmpty(rows)
+	c.mu.Lock()
+	c.patches = patchCache{source: src.name, signature: sig, at: now, rows: rows}
+	c.mu.Unlock()
+	inv.Patches = patchRows(rows)
+	return nil
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package inventory
+
+// platformParts: this platform has no collectors yet, so every role says
+// so instead of sending empty collections that would look like data.
+func platformParts() []part { return unsupportedParts() }

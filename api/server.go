@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workers/agentsocket"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -100,6 +101,8 @@ type Deps struct {
 	DeviceTokens *devicetrust.Tokens
 	// DPoP verifies agents' proofs of possession.
 	DPoP *devicetrust.Verifier
+	// Sockets is this process's agent socket hub (nil without site workers).
+	Sockets *agentsocket.Hub
 	// AgentURLs are further origins agents reach the Engine under (the
 	// HTTPS address), accepted in DPoP proofs besides PublicURL.
 	AgentURLs []string
@@ -130,7 +133,7 @@ func New(d Deps) *Server {
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
-		s.enrollmentRoutes(), s.agentEnrollRoutes(),
+		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workers/agentsocket"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -147,15 +148,20 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	require.NoError(t, err)
 	mgr.Register(&activities.Enrollment{Service: enrollSvc})
 	require.NoError(t, mgr.StartEngineOn(f.engineQueue))
+	presence := events.NewPresence(f.store, bus, log)
+	hub := agentsocket.New(presence.ReplicaID, f.store, bus, mgr, agentsocket.Options{Log: log})
+	mgr.OnSiteStop(hub.DropSite)
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(ctx) }()
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	passkeySvc, err := passkeys.NewService(f.store, authSvc, testPublicURL, f.clk.Now)
 	require.NoError(t, err)
 	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus,
-		Presence: events.NewPresence(f.store, bus, log), Temporal: temporalClient, Workers: mgr, Namespace: "default",
+		Presence: presence, Temporal: temporalClient, Workers: mgr, Namespace: "default",
 		Console: fs.FS(console), PublicURL: testPublicURL, Log: log,
 		Credentials: credentials.NewService(f.store, cipher),
 		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now}),
-		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens,
+		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, Sockets: hub,
 		DPoP: devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
 	})
 	hs := httptest.NewServer(srv.Handler())
@@ -163,6 +169,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		hs.CloseClientConnections()
 		hs.Close()
 		cancel()
+		<-hubDone
 		mgr.Stop()
 	})
 	return &engine{srv: srv, http: hs, cipher: cipher, auth: authSvc, bus: bus, mgr: mgr}

@@ -37,6 +37,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/web"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workers/agentsocket"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -165,6 +166,20 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("start engine worker: %w", err)
 		}
 		rt.onStop(mgr.Stop)
+	}
+	var runner agentsocket.SiteRunner = noSiteWorkers{}
+	if mgr != nil {
+		runner = mgr
+	}
+	hub := agentsocket.New(presence.ReplicaID, rt.store, bus, runner, agentsocket.Options{Log: log})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	// Stop the hub (clearing this replica's socket records) before the
+	// database closes; onStop runs in reverse order.
+	rt.onStop(func() { stopHub(); <-hubDone })
+	if mgr != nil {
+		mgr.OnSiteStop(hub.DropSite)
 		go mgr.Run(bg, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	}
 
@@ -174,7 +189,7 @@ func serve(ctx context.Context, args []string) error {
 		PublicURL: c.PublicURL, Log: log, Started: started.Load, TLS: certs,
 		Credentials: credentials.NewService(rt.store, cipher),
 		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
-		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, DPoP: dpop, AgentURLs: c.agentURLs(),
+		Sockets:     hub, Enrollment: enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, DPoP: dpop, AgentURLs: c.agentURLs(),
 	})
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
@@ -377,3 +392,9 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// noSiteWorkers answers for a serve process that runs no site workers:
+// agent sockets belong elsewhere.
+type noSiteWorkers struct{}
+
+func (noSiteWorkers) Runs(string) bool { return false }

@@ -1,0 +1,127 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/proto"
+)
+
+// connect opens the agent's realtime socket and registers it, retrying
+// while the site's worker is still starting (421 wrong_worker).
+func (a *testAgent) connect(t *testing.T) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wsURL := "ws" + strings.TrimPrefix(a.f.url, "http") + proto.PathRealtimeWS
+	for {
+		proof, err := agent.NewProof(a.key, "GET", testPublicURL+proto.PathRealtimeWS, a.access, a.f.clk.Now())
+		require.NoError(t, err)
+		h := http.Header{}
+		h.Set(proto.HeaderAgentContext, proto.AgentContextValue(proto.ContextPrivileged))
+		h.Set(proto.HeaderDPoP, proof)
+		h.Set("Authorization", proto.AuthScheme+" "+a.access)
+		c, res, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: h})
+		if err == nil {
+			hello, _ := json.Marshal(proto.ConnectAgent{GUID: a.guid, AgentVersion: "test", Protocol: proto.Version})
+			require.NoError(t, writeEnvelope(ctx, c, proto.Envelope{Type: proto.MsgConnectAgent, Payload: hello}))
+			env := readEnvelope(ctx, t, c)
+			require.Equal(t, proto.MsgConnectAgentAck, env.Type)
+			var ack proto.ConnectAgentAck
+			require.NoError(t, json.Unmarshal(env.Payload, &ack))
+			require.True(t, ack.Accepted, ack.Reason)
+			return c
+		}
+		require.NotNil(t, res, "dial failed without an answer: %v", err)
+		require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode, "only a starting worker may refuse: %v", err)
+		select {
+		case <-ctx.Done():
+			t.Fatal("the site worker never took the socket")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func writeEnvelope(ctx context.Context, c *websocket.Conn, env proto.Envelope) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
+func readEnvelope(ctx context.Context, t *testing.T, c *websocket.Conn) proto.Envelope {
+	t.Helper()
+	_, b, err := c.Read(ctx)
+	require.NoError(t, err)
+	var env proto.Envelope
+	require.NoError(t, json.Unmarshal(b, &env))
+	return env
+}
+
+func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "socket")
+	a := f.enrolled(t, admin, site, "sock-01")
+	ctx := context.Background()
+
+	route := a.device(t, "GET", proto.PathRealtimeRoute, nil)
+	require.Equal(t, 200, route.Status, route.Raw)
+	require.Equal(t, "wss://cairn.example.test"+proto.PathRealtimeWS, route.Body["url"])
+	require.True(t, strings.HasPrefix(route.Body["worker"].(string), "site:socket-"))
+
+	c := a.connect(t)
+	dev, err := f.store.DeviceGetByGUID(ctx, a.guid)
+	require.NoError(t, err)
+	require.NotNil(t, dev.SocketReplica, "the socket is recorded")
+
+	// An operator is not an admin; the action is refused and nothing ends.
+	op := f.operator(t, "sock-operator")
+	require.Equal(t, 403, f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", op, nil).Status)
+
+	q := f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", admin, nil)
+	require.Equal(t, 200, q.Status, q.Raw)
+	require.Equal(t, "quarantined", q.Body["trust_state"])
+	readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		_, _, err := c.Read(readCtx)
+		if err != nil {
+			require.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "quarantine drops the socket: %v", err)
+			break
+		}
+	}
+	r := a.device(t, "GET", proto.PathRealtimeRoute, nil)
+	require.Equal(t, 401, r.Status, r.Raw)
+	require.Equal(t, "token_version_mismatch", r.Body["error"])
+	require.Equal(t, "device_quarantined", a.doRefresh(t).Body["error"])
+
+	u := f.do(t, "POST", "/api/devices/"+a.guid+"/unquarantine", admin, nil)
+	require.Equal(t, 200, u.Status, u.Raw)
+	require.Equal(t, "active", u.Body["trust_state"])
+	require.Equal(t, 200, a.doRefresh(t).Status, "unquarantine: a fresh token works")
+	require.Equal(t, 200, a.device(t, "GET", proto.PathRealtimeRoute, nil).Status)
+	c2 := a.connect(t)
+	defer c2.CloseNow()
+
+	require.Equal(t, 409, f.do(t, "POST", "/api/devices/"+a.guid+"/unquarantine", admin, nil).Status)
+	rv := f.do(t, "POST", "/api/devices/"+a.guid+"/revoke", admin, nil)
+	require.Equal(t, 200, rv.Status, rv.Raw)
+	require.Equal(t, "token_revoked", a.doRefresh(t).Body["error"], "revoke revokes the refresh tokens")
+
+	p := f.do(t, "POST", "/api/devices/"+a.guid+"/purge", admin, nil)
+	require.Equal(t, 200, p.Status, p.Raw)
+	require.Equal(t, "purged", p.Body["trust_state"])
+	require.Equal(t, "device_purged", a.doRefresh(t).Body["error"])
+	require.Equal(t, 404, f.do(t, "POST", "/api/devices/"+a.guid+"/purge", admin, nil).Status)
+}

@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/cairn
 SQLC  := $(GO) tool -modfile=tools/go.mod sqlc
 
-.PHONY: run test build web deps-run deps-test generate check-generated test-go test-web test-e2e clean
+.PHONY: run test bench build web deps-run deps-test generate check-generated test-go test-web test-e2e clean
 
 ## run: build everything and start the Engine with private PostgreSQL and embedded Temporal
 run: deps-run build
@@ -17,6 +17,13 @@ test: deps-test build
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-e2e
+
+## bench: Engine figures under simulated agents (docs/benchmarks.md); BENCH_COUNTS=1000,5000 BENCH_DURATION=3m
+BENCH_COUNTS   ?= 1000,5000
+BENCH_DURATION ?= 3m
+bench: deps-run build
+	$(GO) build -o bin/cairn-agent ./cmd/cairn-agent
+	$(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) | tee .data/bench-results.jsonl
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
@@ -82,6 +83,8 @@ type Deps struct {
 	Credentials *credentials.Service
 	// SourceHost is the source-hosting token and branch-head service.
 	SourceHost *sourcehost.Service
+	// Devices is the device and inventory domain (and the agent callbacks).
+	Devices *devices.Service
 }
 
 // Server serves the API and the console.
@@ -103,6 +106,7 @@ func New(d Deps) *Server {
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
+		s.deviceRoutes(), s.activityRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

@@ -45,6 +45,7 @@ const (
 	maxAgentVersion  = 64
 	maxBootID        = 128
 	maxLoggedInUsers = 256
+	maxUsername      = 256
 )
 
 func checkHeartbeat(hb proto.Heartbeat) error {
@@ -63,6 +64,12 @@ func checkHeartbeat(hb proto.Heartbeat) error {
 	}
 	if len(hb.Metrics.LoggedInUsers) > maxLoggedInUsers {
 		v.Add("metrics.logged_in_users", fmt.Sprintf("must have at most %d entries", maxLoggedInUsers))
+	}
+	for _, u := range hb.Metrics.LoggedInUsers {
+		if len(u) > maxUsername {
+			v.Add("metrics.logged_in_users", fmt.Sprintf("names must be at most %d characters", maxUsername))
+			break
+		}
 	}
 	return v.Err()
 }
@@ -160,6 +167,11 @@ func (s *Service) Flush(ctx context.Context) error {
 		} else {
 			delete(b.wantDetails, r.Guid)
 		}
+		delete(batch, r.Guid)
+	}
+	// What is left are devices that no longer exist (purged): forget them.
+	for guid := range batch {
+		delete(b.wantDetails, guid)
 	}
 	return nil
 }

@@ -149,6 +149,7 @@ func TestHeartbeatRejectsBadInput(t *testing.T) {
 		{"metrics.cpu_percent", proto.Heartbeat{Metrics: proto.Metrics{CPUPercent: math.NaN()}}},
 		{"metrics.uptime_seconds", proto.Heartbeat{Metrics: proto.Metrics{UptimeSeconds: -5}}},
 		{"metrics.logged_in_users", proto.Heartbeat{Metrics: proto.Metrics{LoggedInUsers: make([]string, 257)}}},
+		{"metrics.logged_in_users", proto.Heartbeat{Metrics: proto.Metrics{LoggedInUsers: []string{strings.Repeat("u", 257)}}}},
 	} {
 		_, err := f.svc.Heartbeat(context.Background(), id, tc.hb)
 		var e *cairn.Error

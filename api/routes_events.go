@@ -55,7 +55,10 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	// The stream outlives the server's write timeout.
 	_ = rc.SetWriteDeadline(time.Time{})
 
-	sub, cancel := s.Bus.Subscribe(func(e events.Event) bool { return e.Username == "" || e.Username == p.Username })
+	scope := p.SiteScope()
+	sub, cancel := s.Bus.Subscribe(func(e events.Event) bool {
+		return (e.Username == "" || e.Username == p.Username) && (e.SiteID == 0 || scope.Allows(e.SiteID))
+	})
 	defer cancel()
 	streamID, err := s.Presence.Join(r.Context(), p.UserID, p.Username)
 	if err != nil {

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -39,19 +41,84 @@ func (s *Server) siteRoutes() []Route {
 			}
 			return map[string]map[string]deviceSiteJSON{"device_map": out}, err
 		})},
+		{"POST", "/api/sites/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteAssignRequest) (siteAssignJSON, error) {
+			moved, err := s.Devices.AssignSite(r.Context(), req.GUIDs, req.SiteID, principal(r.Context()).Username)
+			return siteAssignJSON{SiteID: req.SiteID, Assigned: moved}, err
+		})},
+		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval)},
 	}
 }
 
+type siteAssignRequest struct {
+	GUIDs  []string `json:"guids"`
+	SiteID int64    `json:"site_id"`
+}
+
+type siteAssignJSON struct {
+	SiteID   int64    `json:"site_id"`
+	Assigned []string `json:"assigned"`
+}
+
+type autoApprovalRequest struct {
+	Enabled         *bool  `json:"enabled"`
+	DurationSeconds *int64 `json:"duration_seconds"`
+}
+
+func (req *autoApprovalRequest) validate() error {
+	if req.Enabled == nil {
+		return cairn.Invalid("enabled", "is required")
+	}
+	return nil
+}
+
+type autoApprovalJSON struct {
+	SiteID           int64      `json:"site_id"`
+	Enabled          bool       `json:"enabled"`
+	AutoApproveUntil *time.Time `json:"auto_approve_until"`
+}
+
+// siteAutoApproval sets or clears temporary auto-approval; without
+// duration_seconds it lasts sites.DefaultAutoApproval, and turning it off
+// ignores duration_seconds.
+func (s *Server) siteAutoApproval(r *http.Request, req autoApprovalRequest) (autoApprovalJSON, error) {
+	id, err := strconv.ParseInt(pathParam(r, "site_id"), 10, 64)
+	if err != nil || id <= 0 {
+		return autoApprovalJSON{}, cairn.Invalid("site_id", "must be a positive integer")
+	}
+	d := sites.DefaultAutoApproval
+	if n := req.DurationSeconds; n != nil && *req.Enabled {
+		// Checked here as well as in the domain: a huge value would
+		// overflow time.Duration before the domain saw it.
+		if *n < int64(sites.MinAutoApproval.Seconds()) || *n > int64(sites.MaxAutoApproval.Seconds()) {
+			return autoApprovalJSON{}, cairn.Invalid("duration_seconds", fmt.Sprintf("must be from %d to %d seconds",
+				int(sites.MinAutoApproval.Seconds()), int(sites.MaxAutoApproval.Seconds())))
+		}
+		d = time.Duration(*n) * time.Second
+	}
+	now := s.Now()
+	st, err := s.Sites.SetAutoApproval(r.Context(), id, *req.Enabled, d, now)
+	if err != nil {
+		return autoApprovalJSON{}, err
+	}
+	out := autoApprovalJSON{SiteID: st.ID, Enabled: st.AutoApproving(now)}
+	if out.Enabled {
+		out.AutoApproveUntil = st.AutoApproveUntil
+	}
+	return out, nil
+}
+
 type siteJSON struct {
-	SiteID         int64     `json:"site_id"`
-	Name           string    `json:"name"`
-	Slug           string    `json:"site_worker_slug"`
-	WorkerName     string    `json:"site_worker_name"`
-	PublicBaseURL  string    `json:"public_base_url"`
-	PublicHostname string    `json:"public_hostname"`
-	DeviceCount    int64     `json:"device_count"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	SiteID         int64  `json:"site_id"`
+	Name           string `json:"name"`
+	Slug           string `json:"site_worker_slug"`
+	WorkerName     string `json:"site_worker_name"`
+	PublicBaseURL  string `json:"public_base_url"`
+	PublicHostname string `json:"public_hostname"`
+	DeviceCount    int64  `json:"device_count"`
+	// AutoApproveUntil is set while temporary auto-approval is on.
+	AutoApproveUntil *time.Time `json:"auto_approve_until"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
 }
 
 func (s *Server) siteJSON(st sites.Site) siteJSON {
@@ -59,8 +126,13 @@ func (s *Server) siteJSON(st sites.Site) siteJSON {
 	if u, err := url.Parse(s.PublicURL); err == nil {
 		host = u.Hostname()
 	}
-	return siteJSON{SiteID: st.ID, Name: st.Name, Slug: st.Slug, WorkerName: workflows.SiteTaskQueue(st.Slug),
+	out := siteJSON{SiteID: st.ID, Name: st.Name, Slug: st.Slug, WorkerName: workflows.SiteTaskQueue(st.Slug),
 		PublicBaseURL: s.PublicURL, PublicHostname: host, DeviceCount: st.DeviceCount, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
+	// An expired window is reported as off rather than as a past time.
+	if st.AutoApproving(s.Now()) {
+		out.AutoApproveUntil = st.AutoApproveUntil
+	}
+	return out
 }
 
 type deviceSiteJSON struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
@@ -106,6 +107,8 @@ type Deps struct {
 	// AgentURLs are further origins agents reach the Engine under (the
 	// HTTPS address), accepted in DPoP proofs besides PublicURL.
 	AgentURLs []string
+	// Devices is the device and inventory domain (and the agent callbacks).
+	Devices *devices.Service
 }
 
 // Server serves the API and the console.
@@ -133,7 +136,7 @@ func New(d Deps) *Server {
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
-		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(),
+		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceRoutes(), s.activityRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

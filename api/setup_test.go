@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/internal/directory"
@@ -90,6 +91,8 @@ type engine struct {
 	auth   *auth.Service
 	bus    *events.Bus
 	mgr    *workers.Manager
+	// devices runs no flush loop: tests flush heartbeats themselves.
+	devices *devices.Service
 }
 
 type fixture struct {
@@ -156,13 +159,15 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	passkeySvc, err := passkeys.NewService(f.store, authSvc, testPublicURL, f.clk.Now)
 	require.NoError(t, err)
+	deviceSvc := devices.NewService(f.store, bus, devices.Config{Log: log})
 	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus,
 		Presence: presence, Temporal: temporalClient, Workers: mgr, Namespace: "default",
 		Console: fs.FS(console), PublicURL: testPublicURL, Log: log,
 		Credentials: credentials.NewService(f.store, cipher),
 		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now}),
 		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, Sockets: hub,
-		DPoP: devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
+		DPoP:    devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
+		Devices: deviceSvc,
 	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
@@ -172,7 +177,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		<-hubDone
 		mgr.Stop()
 	})
-	return &engine{srv: srv, http: hs, cipher: cipher, auth: authSvc, bus: bus, mgr: mgr}
+	return &engine{srv: srv, http: hs, cipher: cipher, auth: authSvc, bus: bus, mgr: mgr, devices: deviceSvc}
 }
 
 // response is a decoded answer.

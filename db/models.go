@@ -110,6 +110,7 @@ type DeviceInventory struct {
 	Services     []byte
 	Processes    []byte
 	ServicesHash string
+	PartHashes   []byte
 	CollectedAt  *time.Time
 	UpdatedAt    time.Time
 }

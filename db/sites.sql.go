@@ -48,6 +48,29 @@ func (q *Queries) DeviceSiteMap(ctx context.Context, arg DeviceSiteMapParams) ([
 	return items, nil
 }
 
+const siteAutoApprovalSet = `-- name: SiteAutoApprovalSet :one
+UPDATE sites SET auto_approve_until = $1, updated_at = now() WHERE id = $2 RETURNING id, name, slug, created_at, updated_at, auto_approve_until
+`
+
+type SiteAutoApprovalSetParams struct {
+	Until *time.Time
+	ID    int64
+}
+
+func (q *Queries) SiteAutoApprovalSet(ctx context.Context, arg SiteAutoApprovalSetParams) (Site, error) {
+	row := q.db.QueryRow(ctx, siteAutoApprovalSet, arg.Until, arg.ID)
+	var i Site
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Slug,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.AutoApproveUntil,
+	)
+	return i, err
+}
+
 const siteDeleteMany = `-- name: SiteDeleteMany :execrows
 DELETE FROM sites WHERE id = ANY($1::bigint[])
 `

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-rmm/cairn/internal/devices"
 )
 
 // config is the Engine's configuration: environment variables, overridable
@@ -46,6 +48,9 @@ type config struct {
 	// GitHubToken is read from the environment only: a flag would show it
 	// in the process list.
 	GitHubToken string
+	// DeviceOnlineWindow is how long after its last heartbeat a device
+	// still counts as online.
+	DeviceOnlineWindow time.Duration
 }
 
 func env(name, def string) string {
@@ -133,7 +138,12 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.PassphraseFile, "aegis-passphrase-file", env("CAIRN_AEGIS_PASSPHRASE_FILE", ""), "file holding the master-cipher passphrase, to unlock unattended at start")
 	fs.StringVar(&c.GitHubAPIURL, "github-api-url", env("CAIRN_GITHUB_API_URL", "https://api.github.com"), "source-hosting API base URL (GitHub or compatible)")
 	c.GitHubToken = env("CAIRN_GITHUB_TOKEN", os.Getenv("GITHUB_TOKEN"))
+	onlineWindow := fs.String("device-online-window", env("CAIRN_DEVICE_ONLINE_WINDOW", devices.DefaultOnlineWindow.String()),
+		"how long after its last heartbeat a device counts as online (a duration such as 90s, or seconds)")
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.DeviceOnlineWindow, err = parseOnlineWindow(*onlineWindow); err != nil {
 		return c, err
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
@@ -166,6 +176,26 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// Online window bounds: below 30 s a device flaps offline between two
+// 20 s heartbeats; beyond a day "online" stops meaning anything.
+const (
+	minOnlineWindow = 30 * time.Second
+	maxOnlineWindow = 24 * time.Hour
+)
+
+// parseOnlineWindow reads a Go duration ("90s", "2m") or whole seconds.
+func parseOnlineWindow(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if n, nerr := strconv.Atoi(v); nerr == nil {
+		d, err = time.Duration(n)*time.Second, nil
+	}
+	if err != nil || d < minOnlineWindow || d > maxOnlineWindow {
+		return 0, fmt.Errorf("device-online-window (CAIRN_DEVICE_ONLINE_WINDOW) must be a duration from %s to %s, got %q",
+			minOnlineWindow, maxOnlineWindow, v)
+	}
+	return d, nil
 }
 
 // checkPlainHTTP refuses plain HTTP beyond loopback (DESIGN "Security

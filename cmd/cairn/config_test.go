@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -102,4 +103,28 @@ func TestPlainHTTPOnlyOnLoopback(t *testing.T) {
 	c, err := loadTestConfig(t, "-http-addr", "0.0.0.0:8080")
 	require.NoError(t, err)
 	require.NoError(t, c.checkPlainHTTP())
+}
+
+// The online window takes a duration or whole seconds, within bounds.
+func TestDeviceOnlineWindowSetting(t *testing.T) {
+	t.Setenv("CAIRN_DEVICE_ONLINE_WINDOW", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, c.DeviceOnlineWindow)
+
+	for in, want := range map[string]time.Duration{"2m": 2 * time.Minute, "45": 45 * time.Second, "30s": 30 * time.Second, "24h": 24 * time.Hour} {
+		t.Setenv("CAIRN_DEVICE_ONLINE_WINDOW", in)
+		c, err := loadTestConfig(t)
+		require.NoError(t, err, in)
+		require.Equal(t, want, c.DeviceOnlineWindow, in)
+	}
+	for _, bad := range []string{"29s", "0", "-90", "25h", "soon"} {
+		t.Setenv("CAIRN_DEVICE_ONLINE_WINDOW", bad)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, "CAIRN_DEVICE_ONLINE_WINDOW", bad)
+	}
+	t.Setenv("CAIRN_DEVICE_ONLINE_WINDOW", "")
+	c, err = loadTestConfig(t, "-device-online-window", "120s")
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, c.DeviceOnlineWindow)
 }

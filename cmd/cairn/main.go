@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 	"github.com/cairn-rmm/cairn/internal/directory"
@@ -183,6 +184,9 @@ func serve(ctx context.Context, args []string) error {
 		go mgr.Run(bg, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	}
 
+	deviceSvc := devices.NewService(rt.store, bus, devices.Config{OnlineWindow: c.DeviceOnlineWindow, Log: log.With("component", "devices")})
+	go deviceSvc.Run(bg)
+
 	srv := api.New(api.Deps{
 		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus, Presence: presence,
 		Temporal: rt.temporal, Workers: mgr, Namespace: c.TemporalNamespace, Console: web.Console(),
@@ -190,6 +194,7 @@ func serve(ctx context.Context, args []string) error {
 		Credentials: credentials.NewService(rt.store, cipher),
 		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
 		Sockets:     hub, Enrollment: enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, DPoP: dpop, AgentURLs: c.agentURLs(),
+		Devices: deviceSvc,
 	})
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
@@ -239,6 +244,10 @@ func serve(ctx context.Context, args []string) error {
 	_ = httpSrv.Shutdown(shutdownCtx)
 	if httpsSrv != nil {
 		_ = httpsSrv.Shutdown(shutdownCtx)
+	}
+	// No heartbeat arrives any more: write the ones still queued.
+	if err := deviceSvc.Flush(shutdownCtx); err != nil {
+		log.Error("flush heartbeats at shutdown", "err", err)
 	}
 	cancelBG()
 	return nil

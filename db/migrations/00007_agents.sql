@@ -113,6 +113,11 @@ CREATE TABLE device_inventory (
     services     jsonb,
     processes    jsonb,
     services_hash text       NOT NULL DEFAULT '',
+    -- SHA-256 of each collection as last stored (hardware, os, network,
+    -- sessions, uptime, software, services, processes, patches), so a
+    -- details post that changes nothing is recognised without reading
+    -- the stored collections back.
+    part_hashes  jsonb       NOT NULL DEFAULT '{}',
     collected_at timestamptz,
     updated_at   timestamptz NOT NULL DEFAULT now()
 );

@@ -32,3 +32,6 @@ SELECT d.hostname, d.site_id, s.name AS site_name
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE @all_sites::bool OR d.site_id = ANY(@site_ids::bigint[])
 ORDER BY d.hostname;
+
+-- name: SiteAutoApprovalSet :one
+UPDATE sites SET auto_approve_until = sqlc.narg(until), updated_at = now() WHERE id = @id RETURNING *;

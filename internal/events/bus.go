@@ -54,8 +54,12 @@ type Event struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
 	// Username, when set, limits delivery to that operator's streams.
-	Username string          `json:"username,omitempty"`
-	Data     json.RawMessage `json:"data"`
+	Username string `json:"username,omitempty"`
+	// SiteID, when set, limits delivery to operators whose site scope
+	// includes that site: a device event must not reveal a device to an
+	// operator who may not see it.
+	SiteID int64           `json:"site_id,omitempty"`
+	Data   json.RawMessage `json:"data"`
 }
 
 // Bus publishes and delivers events.

@@ -28,8 +28,16 @@ type Site struct {
 	Name        string
 	Slug        string
 	DeviceCount int64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// AutoApproveUntil is when temporary auto-approval ends (nil: off).
+	AutoApproveUntil *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// AutoApproving reports whether enrollment requests for the site are
+// approved at once at now.
+func (st Site) AutoApproving(now time.Time) bool {
+	return st.AutoApproveUntil != nil && now.Before(*st.AutoApproveUntil)
 }
 
 // Service implements site management. changed is called after a commit
@@ -75,7 +83,8 @@ func (s *Service) List(ctx context.Context, scope cairn.SiteScope) ([]Site, erro
 	}
 	out := make([]Site, len(rows))
 	for i, r := range rows {
-		out[i] = Site{ID: r.ID, Name: r.Name, Slug: r.Slug, DeviceCount: r.DeviceCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		out[i] = Site{ID: r.ID, Name: r.Name, Slug: r.Slug, DeviceCount: r.DeviceCount, AutoApproveUntil: r.AutoApproveUntil,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	}
 	return out, nil
 }
@@ -99,7 +108,8 @@ func (s *Service) Get(ctx context.Context, id int64) (Site, error) {
 	if err != nil {
 		return Site{}, db.NotFound(err, "site %d not found", id)
 	}
-	return Site{ID: r.ID, Name: r.Name, Slug: r.Slug, DeviceCount: r.DeviceCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+	return Site{ID: r.ID, Name: r.Name, Slug: r.Slug, DeviceCount: r.DeviceCount, AutoApproveUntil: r.AutoApproveUntil,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
 // Create adds a site.
@@ -155,7 +165,43 @@ func (s *Service) Rename(ctx context.Context, id int64, name, slug string) (Site
 	if slug != cur.Slug {
 		s.notify(ctx)
 	}
-	return Site{ID: row.ID, Name: row.Name, Slug: row.Slug, DeviceCount: cur.DeviceCount, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
+	return Site{ID: row.ID, Name: row.Name, Slug: row.Slug, DeviceCount: cur.DeviceCount, AutoApproveUntil: row.AutoApproveUntil,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
+}
+
+// Temporary auto-approval bounds: long enough to enroll a batch of
+// machines, short enough that a forgotten switch closes by itself.
+const (
+	MinAutoApproval     = time.Minute
+	MaxAutoApproval     = 24 * time.Hour
+	DefaultAutoApproval = time.Hour
+)
+
+// SetAutoApproval turns temporary auto-approval on for duration from now
+// (MinAutoApproval to MaxAutoApproval), or off.
+func (s *Service) SetAutoApproval(ctx context.Context, id int64, enabled bool, duration time.Duration, now time.Time) (Site, error) {
+	if id <= 0 {
+		return Site{}, cairn.Invalid("site_id", "must be a positive site ID")
+	}
+	var until *time.Time
+	if enabled {
+		if duration < MinAutoApproval || duration > MaxAutoApproval {
+			return Site{}, cairn.Invalid("duration_seconds", fmt.Sprintf("must be from %d to %d seconds",
+				int(MinAutoApproval.Seconds()), int(MaxAutoApproval.Seconds())))
+		}
+		u := now.UTC().Add(duration).Truncate(time.Second)
+		until = &u
+	}
+	cur, err := s.Get(ctx, id)
+	if err != nil {
+		return Site{}, err
+	}
+	row, err := s.store.SiteAutoApprovalSet(ctx, db.SiteAutoApprovalSetParams{ID: id, Until: until})
+	if err != nil {
+		return Site{}, db.NotFound(err, "site %d not found", id)
+	}
+	return Site{ID: row.ID, Name: row.Name, Slug: row.Slug, DeviceCount: cur.DeviceCount, AutoApproveUntil: row.AutoApproveUntil,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, nil
 }
 
 // Delete removes the sites, all or none: an unknown ID is not_found and a

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devices"
+)
+
+// Device routes. Every one reads the operator's site scope: a device
+// outside it answers 404 exactly like a missing one.
+func (s *Server) deviceRoutes() []Route {
+	return []Route{
+		{"GET", "/api/agents", AuthToken, getAction(s, func(r *http.Request) (map[string][]agentJSON, error) {
+			list, err := s.Devices.Online(r.Context(), principal(r.Context()).SiteScope())
+			out := make([]agentJSON, len(list))
+			for i, d := range list {
+				out[i] = agentJSON{deviceJSON: newDeviceJSON(d), SiteSlug: d.SiteSlug, Context: proto.ContextPrivileged, HelperContexts: d.HelperContexts}
+			}
+			return map[string][]agentJSON{"agents": out}, err
+		})},
+		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList)},
+		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch)},
+		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
+			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
+			return newDeviceSummaryJSON(d), err
+		})},
+		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails)},
+		{"POST", "/api/device/description/{hostname}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req descriptionRequest) (deviceJSON, error) {
+			d, err := s.Devices.SetDescription(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"), *req.Description)
+			return newDeviceJSON(d), err
+		})},
+	}
+}
+
+// pathParam is a path parameter, unescaped.
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+type deviceJSON struct {
+	GUID               string     `json:"guid"`
+	AgentID            string     `json:"agent_id"`
+	Hostname           string     `json:"hostname"`
+	Description        string     `json:"description"`
+	SiteID             int64      `json:"site_id"`
+	SiteName           string     `json:"site_name"`
+	LastSeen           *time.Time `json:"last_seen"`
+	AgentSocket        bool       `json:"agent_socket"`
+	ConnectivityStatus string     `json:"connectivity_status"`
+	OperatingSystem    string     `json:"operating_system"`
+	AgentVersion       string     `json:"agent_version"`
+	TrustState         string     `json:"trust_state"`
+	// MetadataFields stays empty until metadata fields arrive.
+	MetadataFields map[string]string `json:"metadata_fields"`
+}
+
+func newDeviceJSON(d devices.Device) deviceJSON {
+	return deviceJSON{GUID: d.GUID, AgentID: d.AgentID, Hostname: d.Hostname, Description: d.Description,
+		SiteID: d.SiteID, SiteName: d.SiteName, LastSeen: d.LastSeen, AgentSocket: d.AgentSocket,
+		ConnectivityStatus: d.Connectivity, OperatingSystem: d.OperatingSystem, AgentVersion: d.AgentVersion,
+		TrustState: d.TrustState, MetadataFields: map[string]string{}}
+}
+
+type agentJSON struct {
+	deviceJSON
+	SiteSlug string `json:"site_worker_slug"`
+	// Context is the agent process the record describes: always the
+	// privileged one, the only process that talks to the Engine.
+	Context        string   `json:"context"`
+	HelperContexts []string `json:"helper_contexts"`
+}
+
+type deviceSummaryJSON struct {
+	deviceJSON
+	SiteSlug       string         `json:"site_worker_slug"`
+	BootID         string         `json:"boot_id"`
+	HelperContexts []string       `json:"helper_contexts"`
+	Metrics        *proto.Metrics `json:"metrics"`
+	EnrolledAt     time.Time      `json:"enrolled_at"`
+}
+
+func newDeviceSummaryJSON(d devices.Device) deviceSummaryJSON {
+	return deviceSummaryJSON{deviceJSON: newDeviceJSON(d), SiteSlug: d.SiteSlug, BootID: d.BootID,
+		HelperContexts: d.HelperContexts, Metrics: d.Metrics, EnrolledAt: d.EnrolledAt}
+}
+
+func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
+	q := r.URL.Query()
+	var (
+		v cairn.Validation
+		f devices.ListFilter
+	)
+	// site is the console's drilldown spelling (/devices?site=<id>), site_id the API's.
+	raw := q.Get("site_id")
+	if raw == "" {
+		raw = q.Get("site")
+	}
+	if raw != "" {
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || id <= 0 {
+			v.Add("site_id", "must be a positive integer")
+		}
+		f.SiteID = id
+	}
+	if raw := q.Get("status"); raw != "" {
+		st, ok := devices.ParseStatus(raw)
+		if !ok {
+			v.Add("status", "must be connected, disconnected or offline")
+		}
+		f.Status = st
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	list, err := s.Devices.List(r.Context(), principal(r.Context()).SiteScope(), f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]deviceJSON, len(list))
+	for i, d := range list {
+		out[i] = newDeviceJSON(d)
+	}
+	return map[string]any{"devices": out, "online_window_seconds": int(s.Devices.OnlineWindow().Seconds())}, nil
+}
+
+func (s *Server) deviceSearch(r *http.Request) (map[string]any, error) {
+	limit, err := queryInt(r, "limit", devices.DefaultSearchResult, 1, devices.MaxSearchResult)
+	if err != nil {
+		return nil, err
+	}
+	found, truncated, err := s.Devices.Search(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("hostname"), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]deviceJSON, len(found))
+	for i, d := range found {
+		out[i] = newDeviceJSON(d)
+	}
+	return map[string]any{"devices": out, "truncated": truncated}, nil
+}
+
+type descriptionRequest struct {
+	Description *string `json:"description"`
+}
+
+func (req *descriptionRequest) validate() error {
+	if req.Description == nil {
+		return cairn.Invalid("description", "is required (an empty string clears it)")
+	}
+	return nil
+}

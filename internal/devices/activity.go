@@ -1,0 +1,189 @@
+package devices
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// Activity statuses.
+const (
+	ActivityQueued    = "queued"
+	ActivityRunning   = "running"
+	ActivityCompleted = "completed"
+	ActivityFailed    = "failed"
+	ActivityCancelled = "cancelled"
+)
+
+// Bounds of activity rows.
+const (
+	MaxActivitySummary = 500
+	MaxActivityPage    = 200
+	// DefaultActivityPage is the page size when the caller names none.
+	DefaultActivityPage = 50
+)
+
+var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Activity is one row of a device's activity history.
+type Activity struct {
+	ID       int64
+	GUID     string // "" once the device was purged, or when never linked
+	Hostname string
+	SiteID   int64 // 0 when none
+	Kind     string
+	Summary  string
+	Actor    string
+	Status   string
+	// Metadata is a JSON object.
+	Metadata   json.RawMessage
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+// NewActivity is what RecordActivity records.
+type NewActivity struct {
+	GUID     string // optional link to the device
+	Hostname string // required: history is kept by hostname
+	SiteID   int64  // optional
+	Kind     string // e.g. "device_quarantined", "enrollment_approved"
+	Summary  string
+	Actor    string // operator username, or "" for the system
+	Status   string // default completed
+	Metadata map[string]any
+	// FinishedAt defaults to now for completed, failed and cancelled rows.
+	FinishedAt *time.Time
+}
+
+// RecordActivity adds a row to a device's activity history, for the parts
+// of the Engine that act on devices (trust actions, enrollment, jobs).
+func (s *Service) RecordActivity(ctx context.Context, a NewActivity) (Activity, error) {
+	var v cairn.Validation
+	if err := CheckHostname("hostname", a.Hostname); err != nil {
+		v.Add("hostname", "is required, at most 255 characters")
+	}
+	if !kindPattern.MatchString(a.Kind) {
+		v.Add("kind", "must be a lower-case word of letters, digits and _")
+	}
+	if n := len([]rune(strings.TrimSpace(a.Summary))); n == 0 || n > MaxActivitySummary {
+		v.Add("summary", fmt.Sprintf("must be 1 to %d characters", MaxActivitySummary))
+	}
+	if a.Status == "" {
+		a.Status = ActivityCompleted
+	}
+	if !slices.Contains([]string{ActivityQueued, ActivityRunning, ActivityCompleted, ActivityFailed, ActivityCancelled}, a.Status) {
+		v.Add("status", "must be queued, running, completed, failed or cancelled")
+	}
+	if err := v.Err(); err != nil {
+		return Activity{}, err
+	}
+	if a.Metadata == nil {
+		a.Metadata = map[string]any{}
+	}
+	meta, err := json.Marshal(a.Metadata)
+	if err != nil {
+		return Activity{}, fmt.Errorf("activity metadata: %w", err)
+	}
+	p := db.DeviceActivityInsertParams{Hostname: a.Hostname, Kind: a.Kind, Summary: strings.TrimSpace(a.Summary),
+		Actor: a.Actor, Status: a.Status, Metadata: meta, FinishedAt: a.FinishedAt}
+	if a.GUID != "" {
+		p.DeviceGuid = &a.GUID
+	}
+	if a.SiteID != 0 {
+		p.SiteID = &a.SiteID
+	}
+	if p.FinishedAt == nil && a.Status != ActivityQueued && a.Status != ActivityRunning {
+		now := s.now()
+		p.FinishedAt = &now
+	}
+	row, err := s.store.DeviceActivityInsert(ctx, p)
+	if err != nil {
+		return Activity{}, err
+	}
+	return activity(row), nil
+}
+
+func activity(r db.DeviceActivity) Activity {
+	a := Activity{ID: r.ID, Hostname: r.Hostname, Kind: r.Kind, Summary: r.Summary, Actor: r.Actor, Status: r.Status,
+		Metadata: r.Metadata, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+	if r.DeviceGuid != nil {
+		a.GUID = *r.DeviceGuid
+	}
+	if r.SiteID != nil {
+		a.SiteID = *r.SiteID
+	}
+	return a
+}
+
+// ListActivity returns a hostname's activity inside scope, newest first:
+// at most limit rows older than beforeID (0: from the newest). next is the
+// beforeID of the following page, nil on the last. A hostname with neither
+// a device nor history inside scope is not_found.
+func (s *Service) ListActivity(ctx context.Context, scope cairn.SiteScope, hostname string, beforeID int64, limit int) (rows []Activity, next *int64, err error) {
+	if err := CheckHostname("hostname", hostname); err != nil {
+		return nil, nil, err
+	}
+	if limit <= 0 || limit > MaxActivityPage {
+		limit = DefaultActivityPage
+	}
+	p := db.DeviceActivityListParams{Hostname: hostname, AllSites: scope.All, SiteIds: scope.IDs(), MaxRows: int32(limit + 1)}
+	if beforeID > 0 {
+		p.BeforeID = &beforeID
+	}
+	list, err := s.store.DeviceActivityList(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(list) == 0 && beforeID == 0 {
+		if _, err := s.hostRow(ctx, scope, hostname); err != nil {
+			return nil, nil, err
+		}
+	}
+	rows = make([]Activity, 0, min(len(list), limit))
+	for i, r := range list {
+		if i == limit {
+			id := rows[limit-1].ID
+			next = &id
+			break
+		}
+		rows = append(rows, activity(r))
+	}
+	return rows, next, nil
+}
+
+// ClearActivity deletes a hostname's activity inside scope and returns how
+// many rows went.
+func (s *Service) ClearActivity(ctx context.Context, scope cairn.SiteScope, hostname string) (int64, error) {
+	if err := CheckHostname("hostname", hostname); err != nil {
+		return 0, err
+	}
+	n, err := s.store.DeviceActivityDelete(ctx, db.DeviceActivityDeleteParams{Hostname: hostname, AllSites: scope.All, SiteIds: scope.IDs()})
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		if _, err := s.hostRow(ctx, scope, hostname); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// GetActivity returns one activity row inside scope.
+func (s *Service) GetActivity(ctx context.Context, scope cairn.SiteScope, id int64) (Activity, error) {
+	if id <= 0 {
+		return Activity{}, cairn.Invalid("id", "must be a positive integer")
+	}
+	r, err := s.store.DeviceActivityGet(ctx, db.DeviceActivityGetParams{ID: id, AllSites: scope.All, SiteIds: scope.IDs()})
+	if err != nil {
+		return Activity{}, db.NotFound(err, "activity not found")
+	}
+	return activity(r), nil
+}

@@ -1,0 +1,177 @@
+package devices
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/inventory"
+)
+
+// Details stores a device's inventory. Each reported collection replaces
+// the stored one; a collection the agent left out (nil) stays as it was,
+// patch rows included. Whether anything changed is decided by comparing
+// the SHA-256 of each collection's stored encoding with the one stored
+// last time, so an unchanged post writes no collection and emits nothing;
+// device_inventory_changed names the collections that changed and
+// device_services_changed follows a change of services only.
+func (s *Service) Details(ctx context.Context, id devicetrust.Identity, d proto.Details) (proto.DetailsResponse, error) {
+	inv, err := inventory.Normalize(d.Inventory)
+	if err != nil {
+		return proto.DetailsResponse{}, err
+	}
+	var v cairn.Validation
+	checkRoles(&v, "roles", d.Roles)
+	if err := v.Err(); err != nil {
+		return proto.DetailsResponse{}, err
+	}
+	now := s.now()
+	roles, err := roleRows(id.GUID, d.Roles, now)
+	if err != nil {
+		return proto.DetailsResponse{}, err
+	}
+	collected := now
+	if !d.CollectedAt.IsZero() {
+		collected = d.CollectedAt.UTC()
+	}
+
+	var (
+		dev     db.DeviceLockForInventoryRow
+		changed []string
+	)
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		changed = nil
+		dev, err = q.DeviceLockForInventory(ctx, id.GUID)
+		if err != nil {
+			return db.NotFound(err, "this device is not enrolled")
+		}
+		stored := map[string]string{}
+		raw, err := q.DeviceInventoryHashes(ctx, id.GUID)
+		if err != nil && !db.IsNoRows(err) {
+			return err
+		}
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &stored); err != nil {
+				return err
+			}
+		}
+		merged := maps.Clone(stored)
+		up := db.DeviceInventoryUpsertParams{DeviceGuid: id.GUID, CollectedAt: &collected}
+		for _, p := range inv.Parts {
+			merged[p.Name] = p.Hash
+			if p.Name == inventory.PartServices {
+				up.ServicesHash = p.Hash
+			}
+			if stored[p.Name] == p.Hash {
+				continue
+			}
+			changed = append(changed, p.Name)
+			setColumn(&up, p)
+		}
+		up.Hash = overallHash(merged)
+		if up.PartHashes, err = json.Marshal(merged); err != nil {
+			return err
+		}
+		if err := q.DeviceInventoryUpsert(ctx, up); err != nil {
+			return err
+		}
+		if err := storeRows(ctx, q, id.GUID, inv, changed); err != nil {
+			return err
+		}
+		return upsertRoles(ctx, q, roles)
+	})
+	if err != nil {
+		return proto.DetailsResponse{}, err
+	}
+	s.detailsStored(id.GUID)
+	if len(changed) > 0 {
+		s.publish(ctx, EventDeviceInventoryChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID, Parts: changed})
+	}
+	if slices.Contains(changed, inventory.PartServices) {
+		s.publish(ctx, EventDeviceServicesChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID})
+	}
+	return proto.DetailsResponse{Changed: len(changed) > 0}, nil
+}
+
+// setColumn puts a changed collection into its device_inventory column;
+// patches live in their own table.
+func setColumn(up *db.DeviceInventoryUpsertParams, p inventory.Part) {
+	switch p.Name {
+	case inventory.PartHardware:
+		up.Hardware = p.JSON
+	case inventory.PartOS:
+		up.Os = p.JSON
+	case inventory.PartNetwork:
+		up.Network = p.JSON
+	case inventory.PartSessions:
+		up.Sessions = p.JSON
+	case inventory.PartUptime:
+		up.Uptime = p.JSON
+	case inventory.PartSoftware:
+		up.Software = p.JSON
+	case inventory.PartServices:
+		up.Services = p.JSON
+	case inventory.PartProcesses:
+		up.Processes = p.JSON
+	}
+}
+
+// storeRows writes what lives outside device_inventory for the changed
+// collections: the operating system on the device, software in the form
+// filters match on, and patch rows, each replaced whole with COPY.
+func storeRows(ctx context.Context, q *db.Queries, guid string, inv inventory.Normalized, changed []string) error {
+	if slices.Contains(changed, inventory.PartOS) {
+		name := cmp.Or(inv.OS.Name, strings.TrimSpace(inv.OS.Family+" "+inv.OS.Version))
+		if err := q.DeviceOperatingSystemSet(ctx, db.DeviceOperatingSystemSetParams{Guid: guid, OperatingSystem: name}); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(changed, inventory.PartSoftware) {
+		if err := q.DeviceSoftwareDelete(ctx, guid); err != nil {
+			return err
+		}
+		rows := make([]db.DeviceSoftwareInsertParams, len(inv.Software))
+		for i, sw := range inv.Software {
+			rows[i] = db.DeviceSoftwareInsertParams{DeviceGuid: guid, NameKey: inventory.SoftwareKey(sw.Name),
+				Name: sw.Name, Version: sw.Version, Publisher: sw.Publisher}
+		}
+		if _, err := q.DeviceSoftwareInsert(ctx, rows); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(changed, inventory.PartPatches) {
+		if err := q.DevicePatchDelete(ctx, guid); err != nil {
+			return err
+		}
+		rows := make([]db.DevicePatchInsertParams, len(inv.Patches))
+		for i, p := range inv.Patches {
+			rows[i] = db.DevicePatchInsertParams{DeviceGuid: guid, PatchKey: p.Key, Kb: p.KB, Title: p.Title,
+				UpdateID: p.UpdateID, Revision: int32(p.Revision), State: p.State, Source: p.Source, Package: p.Package,
+				InstalledVersion: p.InstalledVersion, CandidateVersion: p.CandidateVersion, Severity: p.Severity,
+				InstalledAt: p.InstalledAt}
+		}
+		if _, err := q.DevicePatchInsert(ctx, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// overallHash is device_inventory.hash: one value over every stored
+// collection's hash, in name order.
+func overallHash(parts map[string]string) string {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		h.Write([]byte(name + ":" + parts[name] + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,16 @@ import (
 // maxBody bounds every JSON request body.
 const maxBody = 1 << 20
 
+type bodyLimitKey struct{}
+
+// withBodyLimit raises the body limit of one route (agent details posts
+// carry whole inventories).
+func withBodyLimit(n int64, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h(w, r.WithContext(context.WithValue(r.Context(), bodyLimitKey{}, n)))
+	}
+}
+
 // decodeJSON reads one JSON object into dst, strictly: a body that is not
 // JSON, too large, has unknown fields, wrong types or trailing data is
 // refused before any domain work. An empty body decodes as {} when
@@ -27,7 +38,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool
 			return cairn.Errorf(cairn.ECodeUnsupportedMedia, "send the body as application/json")
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, maxBody)
+	limit := int64(maxBody)
+	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok {
+		limit = n
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -86,16 +87,9 @@ func (s *Server) trustAction(action string) http.HandlerFunc {
 		}
 		s.recordTrust(r, res, action)
 		data := map[string]any{"guid": res.GUID, "hostname": res.Hostname, "site_id": res.SiteID, "trust_state": res.TrustState}
-		if err := s.Bus.PublishJSON(ctx, events.TypeAgentStatusChanged, data); err != nil {
+		if err := s.Bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: events.TypeAgentStatusChanged, SiteID: res.SiteID, Data: mustJSON(data)}); err != nil {
 			s.Log.Warn("publish trust change", "err", err)
 		}
 		return trustJSON{GUID: res.GUID, Hostname: res.Hostname, SiteID: res.SiteID, TrustState: res.TrustState, TokenVersion: res.TokenVersion}, nil
 	})
-}
-
-// recordTrust logs a trust action; the device activity history records it
-// too (see recordActivity).
-func (s *Server) recordTrust(r *http.Request, res devicetrust.TrustResult, action string) {
-	s.Log.Info("device trust action", "guid", res.GUID, "hostname", res.Hostname, "action", action,
-		"operator", principal(r.Context()).Username, "trust_state", res.TrustState)
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -148,12 +147,6 @@ func (s *Server) agentEnrollRoutes() []Route {
 			}}, nil
 		})},
 	}
-}
-
-// enrolled records a new or returning device. Failures are logged: the
-// device is enrolled either way.
-func (s *Server) enrolled(ctx context.Context, e enrollment.Enrolled) {
-	s.Log.Info("device enrolled", "guid", e.Device.Guid, "hostname", e.Device.Hostname, "site", e.SiteSlug, "recreated", e.Recreated)
 }
 
 func pathID(r *http.Request, name string) (int64, error) {

@@ -136,7 +136,7 @@ func New(d Deps) *Server {
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
-		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceRoutes(), s.activityRoutes(),
+		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}
@@ -151,13 +151,26 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.requestLog, s.recoverer, securityHeaders)
 	for _, rt := range s.routes {
-		r.With(s.audit, s.authFor(rt.Auth)).Method(rt.Method, rt.Pattern, rt.handler)
+		mw := []func(http.Handler) http.Handler{s.audit, s.authFor(rt.Auth)}
+		if isAgentRoute(rt) {
+			// The audit trail is operators' actions; agent traffic (a
+			// heartbeat every 20 s per device) would drown it and cost a
+			// write per request. Enrollment decisions are recorded by the
+			// operators' approve/deny calls and the device activity.
+			mw = mw[1:]
+		}
+		r.With(mw...).Method(rt.Method, rt.Pattern, rt.handler)
 	}
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, req, s.Log, cairn.Errorf(cairn.ECodeMethodNotAllowed, "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	return r
+}
+
+// isAgentRoute reports routes only agents call.
+func isAgentRoute(rt Route) bool {
+	return rt.Auth == AuthDevice || rt.Auth == AuthRefresh || strings.HasPrefix(rt.Pattern, "/api/agent/")
 }
 
 func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -95,16 +93,6 @@ func Encode(e Event) ([]byte, error) {
 		return nil, ErrTooLarge
 	}
 	return b, nil
-}
-
-// PublishJSON publishes an event of type typ with data encoded as JSON and
-// a fresh ID.
-func (b *Bus) PublishJSON(ctx context.Context, typ string, data any) error {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	return b.Publish(ctx, Event{ID: uuid.NewString(), Type: typ, Data: raw})
 }
 
 // Publish sends e to every replica's subscribers.

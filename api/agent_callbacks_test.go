@@ -1,0 +1,68 @@
+package api_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+)
+
+// An enrolled agent's callbacks through HTTP: the startup timeline, a
+// heartbeat, a details post; the device then shows Connected with its
+// inventory, and its activity holds the enrollment and trust actions.
+func TestAgentCallbacksOverHTTP(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "callbacks")
+	a := f.enrolled(t, admin, site, "cb-01")
+
+	st := a.device(t, "POST", proto.PathStatus, proto.Status{Phase: "starting", BootID: "boot-1", AgentVersion: "1.2.3",
+		StartedAt: time.Now().UTC(), Milestones: []proto.Milestone{{Name: "config_loaded", At: time.Now().UTC(), OK: true}}})
+	require.Equal(t, 204, st.Status, st.Raw)
+	hb := a.device(t, "POST", proto.PathHeartbeat, proto.Heartbeat{SentAt: time.Now().UTC(), AgentVersion: "1.2.3", BootID: "boot-1",
+		Metrics: proto.Metrics{CPUPercent: 3, MemoryUsedBytes: 1 << 30, MemoryTotalBytes: 4 << 30, UptimeSeconds: 99, LoggedInUsers: []string{}}})
+	require.Equal(t, 200, hb.Status, hb.Raw)
+	require.EqualValues(t, 20, hb.Body["interval_seconds"])
+	require.NotNil(t, hb.Body["metadata_field_acks"])
+	inv := proto.Inventory{
+		OS:       &proto.OSInfo{Family: "linux", Name: "Debian GNU/Linux 12 (bookworm)", KernelVersion: "6.1.0"},
+		Software: []proto.Software{{Name: "bash", Version: "5.2.15", Source: "dpkg"}},
+		Services: []proto.Service{{Name: "ssh.service", State: "running", SubState: "running"}},
+		Network:  []proto.NetIface{}, Sessions: []proto.Session{}, Processes: []proto.Process{}, Patches: []proto.PatchEntry{},
+	}
+	d := a.device(t, "POST", proto.PathDetails, proto.Details{Hash: "h1", CollectedAt: time.Now().UTC(), Inventory: inv})
+	require.Equal(t, 200, d.Status, d.Raw)
+	require.Equal(t, true, d.Body["changed"])
+	require.Equal(t, false, a.device(t, "POST", proto.PathDetails, proto.Details{Hash: "h1", CollectedAt: time.Now().UTC(), Inventory: inv}).Body["changed"])
+
+	// Connected needs a recent heartbeat (flushed in the background) and a
+	// registered socket.
+	c := a.connect(t)
+	defer c.CloseNow()
+	require.Eventually(t, func() bool {
+		r := f.do(t, "GET", "/api/devices/"+a.guid, admin, nil)
+		return r.Status == 200 && r.Body["connectivity_status"] == "Connected"
+	}, 15*time.Second, 100*time.Millisecond)
+	details := f.do(t, "GET", "/api/device/details/cb-01", admin, nil)
+	require.Equal(t, 200, details.Status, details.Raw)
+	require.Contains(t, details.Raw, "Debian GNU/Linux 12 (bookworm)")
+	require.Contains(t, details.Raw, "ssh.service")
+	require.Contains(t, details.Raw, "system:system_heartbeat")
+
+	q := f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", admin, nil)
+	require.Equal(t, 200, q.Status, q.Raw)
+	act := f.do(t, "GET", "/api/device/activity/cb-01", admin, nil)
+	require.Equal(t, 200, act.Status, act.Raw)
+	require.Contains(t, act.Raw, "device_enrolled")
+	require.Contains(t, act.Raw, "device_quarantine")
+	require.Contains(t, act.Raw, "Quarantined by admin")
+
+	// Agent traffic stays out of the operators' audit trail.
+	audit := f.do(t, "GET", "/api/server/audit", admin, nil)
+	require.Equal(t, 200, audit.Status, audit.Raw)
+	require.NotContains(t, audit.Raw, proto.PathHeartbeat)
+	require.Contains(t, audit.Raw, "/api/devices/{guid}/quarantine")
+}

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/enrollment"
+	"github.com/cairn-rmm/cairn/internal/events"
+)
+
+// maxDetailsBody bounds a details post: a full inventory (thousands of
+// packages and processes) is well under it.
+const maxDetailsBody = 16 << 20
+
+// agentCallbackRoutes are the agent's heartbeat, startup timeline and
+// inventory posts (SPEC "Agent callbacks").
+func (s *Server) agentCallbackRoutes() []Route {
+	return []Route{
+		{"POST", proto.PathHeartbeat, AuthDevice, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.Heartbeat) (proto.HeartbeatResponse, error) {
+			return s.Devices.Heartbeat(r.Context(), *deviceFrom(r.Context()), req)
+		})},
+		{"POST", proto.PathStatus, AuthDevice, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.Status) (struct{}, error) {
+			return struct{}{}, s.Devices.Status(r.Context(), *deviceFrom(r.Context()), req)
+		})},
+		{"POST", proto.PathDetails, AuthDevice, withBodyLimit(maxDetailsBody, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.Details) (proto.DetailsResponse, error) {
+			return s.Devices.Details(r.Context(), *deviceFrom(r.Context()), req)
+		}))},
+	}
+}
+
+// enrolled records a new or returning device in its activity history and
+// tells consoles. Failures are logged: the device is enrolled either way.
+func (s *Server) enrolled(ctx context.Context, e enrollment.Enrolled) {
+	summary := "Enrolled in site " + e.SiteSlug
+	if e.Recreated {
+		summary = "Enrolled again after a purge, in site " + e.SiteSlug
+	}
+	s.activity(ctx, devices.NewActivity{GUID: e.Device.Guid, Hostname: e.Device.Hostname, SiteID: e.Device.SiteID,
+		Kind: "device_enrolled", Summary: summary, Metadata: map[string]any{"token_version": e.Device.TokenVersion}})
+	data := map[string]any{"guid": e.Device.Guid, "hostname": e.Device.Hostname, "site_id": e.Device.SiteID, "phase": "enrolled"}
+	if err := s.Bus.Publish(ctx, events.Event{ID: e.Device.Guid + ":enrolled", Type: events.TypeAgentStatusChanged,
+		SiteID: e.Device.SiteID, Data: mustJSON(data)}); err != nil {
+		s.Log.Warn("publish enrollment", "err", err)
+	}
+}
+
+// recordTrust adds a trust action to the device's activity history with
+// the operator's name (SPEC "Device trust state").
+func (s *Server) recordTrust(r *http.Request, res devicetrust.TrustResult, action string) {
+	p := principal(r.Context())
+	guid := res.GUID
+	if res.TrustState == "purged" {
+		guid = "" // the device row is gone; history stays by hostname
+	}
+	s.activity(r.Context(), devices.NewActivity{GUID: guid, Hostname: res.Hostname, SiteID: res.SiteID,
+		Kind: "device_" + action, Summary: trustSummary[action] + " by " + p.Username, Actor: p.Username,
+		Metadata: map[string]any{"trust_state": res.TrustState, "token_version": res.TokenVersion}})
+}
+
+var trustSummary = map[string]string{
+	devicetrust.ActionQuarantine:   "Quarantined",
+	devicetrust.ActionUnquarantine: "Released from quarantine",
+	devicetrust.ActionRevoke:       "Trust revoked",
+	devicetrust.ActionPurge:        "Purged",
+}
+
+func (s *Server) activity(ctx context.Context, a devices.NewActivity) {
+	if _, err := s.Devices.RecordActivity(context.WithoutCancel(ctx), a); err != nil {
+		s.Log.Warn("record device activity", "hostname", a.Hostname, "kind", a.Kind, "err", err)
+	}
+}
+
+// mustJSON encodes event data; the maps built here always encode.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -67,16 +67,16 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("%s takes no arguments, got %q", fs.Name(), fs.Arg(0))
 	}
-	for _, name := range []string{"config", "binary", "unit-dir"} {
-		if f := fs.Lookup(name); f != nil && f.Value.String() == "" && flagSet(fs, name) {
-			return usagef("--%s needs a value", name)
+	// A path, URL or name flag given as "" is a mistake, never a request
+	// for the default.
+	var empty string
+	fs.Visit(func(f *flag.Flag) {
+		if empty == "" && f.Value.String() == "" {
+			empty = f.Name
 		}
+	})
+	if empty != "" {
+		return usagef("--%s needs a value", empty)
 	}
 	return nil
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

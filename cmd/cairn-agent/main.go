@@ -1,20 +1,28 @@
-// Command cairn-agent is the Cairn endpoint agent. This build carries only
-// the local commands that need no Engine: status, the metadata queue, and
-// installing or removing the service.
+// Command cairn-agent is the Cairn endpoint agent: enroll with the Engine,
+// run the agent loop (agent/runtime), simulate a fleet for load tests,
+// and the local commands (status, the metadata queue, installing or
+// removing the service).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
 )
+
+// version is the agent's version, set at build time with
+// -ldflags "-X main.version=...".
+var version = "dev"
 
 // Exit codes.
 const (
@@ -24,6 +32,9 @@ const (
 )
 
 const usage = `usage:
+  cairn-agent enroll --server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP] [--hostname NAME] [--config PATH]
+  cairn-agent run [--config PATH] [--hostname NAME]
+  cairn-agent simulate --server URL --code CODE --count N [--ca-file PEM] [--concurrency C] [--duration D] [--prefix NAME]
   cairn-agent [--config PATH] status
   cairn-agent [--config PATH] --metadata get <field>
   cairn-agent [--config PATH] --metadata set <field> <value>
@@ -39,6 +50,12 @@ const usage = `usage:
   cairn-agent.service to --unit-dir (default /etc/systemd/system) and enables
   and starts it, unless --no-start. uninstall stops and removes the service;
   --purge also removes agent.json and the copied binary.
+
+  enroll requests enrollment with the site's code, signed with this device's
+  key, and waits until an administrator approves (or denies) it. run is the
+  agent itself (the service runs it); pass the same --hostname as to enroll.
+  simulate runs N agents with synthetic data in this process through the real
+  enrollment, token, heartbeat and socket code, and prints a JSON summary.
 `
 
 func main() {
@@ -65,7 +82,15 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runWith(ctx, args, stdout, stderr, defaultHost())
+}
+
+// runWith runs a command line with the host's facts h (tests pass their
+// own) until ctx ends.
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h host) int {
+	err := dispatch(ctx, args, stdout, stderr, h)
 	if err == nil {
 		return exitOK
 	}
@@ -78,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-func dispatch(args []string, stdout io.Writer) error {
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, h host) error {
 	path := defaultConfigPath()
 	var rest []string
 	for i := 0; i < len(args); i++ {
@@ -109,6 +134,12 @@ func dispatch(args []string, stdout io.Writer) error {
 		return usagef("no command given")
 	}
 	switch rest[0] {
+	case "enroll":
+		return enroll(ctx, path, rest[1:], stdout, stderr, h)
+	case "run":
+		return runAgent(ctx, path, rest[1:], stderr, h)
+	case "simulate":
+		return simulate(ctx, rest[1:], stdout, stderr, h)
 	case "status":
 		if len(rest) != 1 {
 			return usagef("status takes no arguments")

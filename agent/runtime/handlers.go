@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+)
+
+// CodeUnsupported answers a request whose type has no handler.
+const CodeUnsupported = "unsupported"
+
+// Handler serves one Engine-to-agent event type. call makes Device calls
+// back to the Engine; payload is the envelope's. When the envelope had an
+// ID, the result (or the error, as {"error": code, "message": ...}) is
+// sent back as a reply; return a *proto.Error to choose the code.
+type Handler func(ctx context.Context, call Caller, payload json.RawMessage) (any, error)
+
+// Handlers is the registry of event handlers, by envelope type. Later
+// features (file management, shells, updates) register theirs here before
+// the agent runs.
+type Handlers struct {
+	mu sync.RWMutex
+	m  map[string]Handler
+}
+
+// NewHandlers returns an empty registry.
+func NewHandlers() *Handlers { return &Handlers{m: map[string]Handler{}} }
+
+// reservedTypes belong to the socket itself.
+var reservedTypes = map[string]bool{
+	proto.MsgConnectAgent: true, proto.MsgConnectAgentAck: true,
+	proto.MsgPing: true, proto.MsgPong: true, proto.MsgReply: true,
+}
+
+// Register adds the handler for msgType. Socket message types and a
+// second handler for one type are refused.
+func (h *Handlers) Register(msgType string, fn Handler) error {
+	if msgType == "" || fn == nil {
+		return errors.New("runtime: a handler needs a message type and a function")
+	}
+	if reservedTypes[msgType] {
+		return fmt.Errorf("runtime: %q is a socket message type, not an event", msgType)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.m[msgType]; dup {
+		return fmt.Errorf("runtime: a handler for %q is already registered", msgType)
+	}
+	h.m[msgType] = fn
+	return nil
+}
+
+func (h *Handlers) lookup(msgType string) Handler {
+	if h == nil {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.m[msgType]
+}
+
+// replyEnvelope builds the reply to request id: the result, or the error
+// as the Engine's error shape.
+func replyEnvelope(id string, result any, err error) proto.Envelope {
+	var payload any = result
+	if err != nil {
+		var pe *proto.Error
+		if !errors.As(err, &pe) {
+			pe = &proto.Error{Code: "failed", Message: err.Error()}
+		}
+		payload = pe
+	}
+	raw, merr := json.Marshal(payload)
+	if merr != nil {
+		raw, _ = json.Marshal(proto.Error{Code: "failed", Message: "the result could not be encoded: " + merr.Error()})
+	}
+	return proto.Envelope{Type: proto.MsgReply, ID: id, Payload: raw}
+}

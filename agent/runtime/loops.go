@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/proto"
+)
+
+// Bounds on the Engine's interval_seconds: a broken answer must neither
+// flood the Engine nor silence the agent.
+const (
+	minHeartbeatInterval = time.Second
+	maxHeartbeatInterval = 10 * time.Minute
+)
+
+func (a *Agent) roles() []proto.RoleHealth {
+	if a.opts.Roles == nil {
+		return nil
+	}
+	return a.opts.Roles.Snapshot()
+}
+
+func (a *Agent) status(phase string) proto.Status {
+	return a.timeline.status(phase, a.opts.Identity.BootID, a.opts.Version, a.roles())
+}
+
+// postStartup posts the starting status, retrying a few times. When the
+// Engine keeps refusing it the loop goes on (the failure is in the
+// timeline, sent with the next status): the socket is still worth having.
+// It fails only when ctx ends or the tokens are gone.
+func (a *Agent) postStartup(ctx context.Context, tokens *Tokens) error {
+	b := newBackoff(a.timing.RetryMin, a.timing.RetryMax)
+	for attempt := 1; ; attempt++ {
+		err := tokens.Call(ctx, http.MethodPost, proto.PathStatus, a.status(PhaseStarting), nil)
+		if err == nil {
+			a.timeline.mark(MilestoneStatusPosted, true, "")
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrTokensCleared) {
+			return err
+		}
+		a.opts.Hooks.error("status", err)
+		a.timeline.fail("status", err)
+		if attempt >= a.timing.StatusAttempts {
+			a.log.Warn("the Engine did not take the startup status; continuing", "err", err)
+			return nil
+		}
+		if !sleep(ctx, b.next()) {
+			return ctx.Err()
+		}
+	}
+}
+
+// runningStatus posts phase running once the socket is first accepted in
+// this loop, so the timeline shows when the agent became reachable.
+func (a *Agent) runningStatus(ctx context.Context, tokens *Tokens, connected <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-connected:
+	}
+	a.timeline.mark(MilestoneRealtimeConnected, true, a.socket.get().Worker)
+	if err := tokens.Call(ctx, http.MethodPost, proto.PathStatus, a.status(PhaseRunning), nil); err != nil && ctx.Err() == nil {
+		a.opts.Hooks.error("status", err)
+		a.timeline.fail("status", err)
+	}
+}
+
+// heartbeatLoop sends a heartbeat every interval plus 0..jitter, measured
+// start to start so the cadence does not drift with the Engine's latency.
+func (a *Agent) heartbeatLoop(ctx context.Context, tokens *Tokens, detailsWanted chan<- struct{}) {
+	interval := a.timing.HeartbeatInterval
+	next := a.now().Add(a.timing.FirstHeartbeatDelay)
+	for {
+		if !sleep(ctx, next.Sub(a.now())) {
+			return
+		}
+		start := a.now()
+		resp, err := a.heartbeat(ctx, tokens)
+		if a.opts.Hooks.Heartbeat != nil && ctx.Err() == nil {
+			a.opts.Hooks.Heartbeat(a.now().Sub(start), err)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.opts.Hooks.error("heartbeat", err)
+			a.timeline.fail("heartbeat", err)
+			a.log.Warn("heartbeat failed", "err", err)
+		default:
+			interval = heartbeatInterval(resp.IntervalSeconds, interval)
+			if resp.DetailsWanted {
+				select {
+				case detailsWanted <- struct{}{}:
+				default:
+				}
+			}
+		}
+		next = start.Add(interval + a.jitter(a.timing.HeartbeatJitter))
+	}
+}
+
+// heartbeatInterval applies the Engine's interval_seconds (0: keep).
+func heartbeatInterval(seconds int, current time.Duration) time.Duration {
+	if seconds <= 0 {
+		return current
+	}
+	return min(max(time.Duration(seconds)*time.Second, minHeartbeatInterval), maxHeartbeatInterval)
+}
+
+// errNothingAcked keeps an ack that removed nothing from writing the file.
+var errNothingAcked = errors.New("nothing acknowledged")
+
+// heartbeat sends metrics and the metadata queue, applies the acks and,
+// after success, removes stale temp files next to agent.json.
+func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatResponse, error) {
+	cfg, err := a.opts.Store.Load()
+	if err != nil {
+		return proto.HeartbeatResponse{}, err
+	}
+	hb := proto.Heartbeat{
+		AgentVersion: a.opts.Version, BootID: a.opts.Identity.BootID,
+		Metrics: a.opts.Collector.Metrics(ctx),
+	}
+	for _, e := range cfg.PendingMetadata() {
+		hb.MetadataFields = append(hb.MetadataFields, proto.MetadataWrite{FieldNumber: e.FieldNumber, Value: e.Value, ModifiedAt: e.ModifiedAt})
+	}
+	hb.SentAt = a.now().UTC()
+	var resp proto.HeartbeatResponse
+	if err := tokens.Call(ctx, http.MethodPost, proto.PathHeartbeat, hb, &resp); err != nil {
+		return resp, err
+	}
+	if len(resp.MetadataFieldAcks) > 0 {
+		acks := make([]agent.MetadataAck, 0, len(resp.MetadataFieldAcks))
+		for _, k := range resp.MetadataFieldAcks {
+			acks = append(acks, agent.MetadataAck{FieldNumber: k.FieldNumber, ModifiedAt: k.ModifiedAt, Superseded: k.Superseded})
+		}
+		_, err := a.opts.Store.Update(func(c *agent.Config) error {
+			if c.AckMetadata(acks) == 0 {
+				return errNothingAcked
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errNothingAcked) {
+			a.log.Error("could not save the metadata acknowledgements", "err", err)
+		}
+	}
+	if dir := a.opts.Store.Dir(); dir != "" {
+		removed, err := agent.CleanStaleTemps(dir, a.now())
+		if len(removed) > 0 {
+			a.log.Info("removed stale config temp files", "files", removed)
+		}
+		if err != nil {
+			a.log.Warn("could not remove stale config temp files", "err", err)
+		}
+	}
+	return resp, nil
+}
+
+// detailsLoop posts the inventory at start, then whenever its hash
+// changes, when the Engine asks (details_wanted) and at least every
+// DetailsMaxInterval. A failed post leaves the last hash unchanged, so
+// the next check posts again.
+func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan struct{}) {
+	var lastHash string
+	var lastPost time.Time
+	check := func(force bool) {
+		inv := a.opts.Collector.Collect(ctx)
+		h, now := a.hash(inv), a.now()
+		if !force && h == lastHash && now.Sub(lastPost) < a.timing.DetailsMaxInterval {
+			return
+		}
+		d := proto.Details{Hash: h, CollectedAt: now.UTC(), Inventory: inv, Roles: a.roles()}
+		if err := tokens.Call(ctx, http.MethodPost, proto.PathDetails, d, &proto.DetailsResponse{}); err != nil {
+			if ctx.Err() == nil {
+				a.opts.Hooks.error("details", err)
+				a.timeline.fail("details", err)
+				a.log.Warn("details post failed", "err", err)
+			}
+			return
+		}
+		lastHash, lastPost = h, now
+	}
+	check(true)
+	t := time.NewTicker(a.timing.DetailsCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			check(false)
+		case <-wanted:
+			check(true)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/runtime/fakeengine"
+)
+
+// socketLog records socket state transitions.
+type socketLog struct {
+	mu  sync.Mutex
+	log []SocketState
+}
+
+func (s *socketLog) hook(_, to SocketState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, to)
+}
+
+func (s *socketLog) states() []SocketState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SocketState(nil), s.log...)
+}
+
+func TestConnectAgentHello(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	res := e.enroll(t)
+	start(t, e.options())
+	conn := nextConn(t, e.engine)
+	require.Equal(t, proto.ConnectAgent{
+		GUID: res.Device.GUID, AgentVersion: "test", Protocol: proto.Version, BootID: "boot-1", HelperContexts: []string{},
+	}, conn.Hello)
+	// The route was cached for the next start.
+	require.NotEmpty(t, e.config(t).Agent.Route)
+}
+
+func TestSocketNeedsAcceptedAck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		mode fakeengine.SocketMode
+	}{
+		{"rejected", fakeengine.Reject},
+		{"missing", fakeengine.NoAck},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			e.enroll(t)
+			e.engine.SetSocketModes(tc.mode)
+			var states socketLog
+			opts := e.options()
+			opts.Timing.AckTimeout = 100 * time.Millisecond
+			opts.Hooks.Socket = states.hook
+			a := start(t, opts)
+
+			nextConn(t, e.engine)
+			require.Equal(t, 2, e.engine.Count("socket"))
+			require.Equal(t, 2, e.engine.Count("route"), "the failed registration refreshed the route")
+			require.Eventually(t, func() bool { return a.Socket().State == SocketConnected }, wait, tick)
+			got := states.states()
+			require.Equal(t, []SocketState{SocketConnecting, SocketDisconnected, SocketConnecting, SocketConnected}, got,
+				"never connected before the accepted ack")
+		})
+	}
+}
+
+func TestDialRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		status    int
+		code      string
+		refreshes int
+	}{
+		{"wrong worker", http.StatusMisdirectedRequest, proto.CodeWrongWorker, 0},
+		{"stale token", http.StatusUnauthorized, proto.CodeTokenExpired, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			e.enroll(t)
+			e.engine.RefuseSocket(tc.status, tc.code)
+			start(t, e.options())
+			nextConn(t, e.engine)
+			require.Equal(t, 1, e.engine.Count("socket_refused"))
+			require.Equal(t, 2, e.engine.Count("route"))
+			require.Equal(t, tc.refreshes, e.engine.Refreshes())
+		})
+	}
+}
+
+func TestReadIdleReconnects(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	var states socketLog
+	opts := e.options()
+	opts.Timing.ReadIdle = 200 * time.Millisecond
+	opts.Hooks.Socket = states.hook
+	start(t, opts)
+
+	first := nextConn(t, e.engine)
+	// Pings keep it alive well past the deadline, each answered by a pong.
+	ctx := t.Context()
+	for i := range 6 {
+		id := "p" + string(rune('0'+i))
+		require.NoError(t, first.Send(ctx, proto.Envelope{Type: proto.MsgPing, ID: id}))
+		env, err := first.Read(ctx)
+		require.NoError(t, err)
+		require.Equal(t, proto.Envelope{Type: proto.MsgPong, ID: id}, env)
+		select {
+		case <-first.Done():
+			t.Fatal("the socket closed although pings arrived")
+		case <-time.After(80 * time.Millisecond):
+		}
+	}
+	// Silence: the agent gives up on the socket and comes back.
+	routes := e.engine.Count("route")
+	second := nextConn(t, e.engine)
+	<-first.Done()
+	require.Equal(t, routes+1, e.engine.Count("route"))
+	require.NotNil(t, second)
+	require.Contains(t, states.states(), SocketDisconnected)
+}
+
+func TestSocketRequests(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	opts := e.options()
+	handled := make(chan string, 1)
+	require.NoError(t, opts.Handlers.Register("echo", func(_ context.Context, call Caller, payload json.RawMessage) (any, error) {
+		require.NotNil(t, call)
+		return map[string]json.RawMessage{"echo": payload}, nil
+	}))
+	require.NoError(t, opts.Handlers.Register("fails", func(context.Context, Caller, json.RawMessage) (any, error) {
+		return nil, &proto.Error{Code: "busy", Message: "try later"}
+	}))
+	require.NoError(t, opts.Handlers.Register("notify", func(_ context.Context, _ Caller, payload json.RawMessage) (any, error) {
+		handled <- string(payload)
+		return nil, errors.New("not replied: the event had no ID")
+	}))
+	start(t, opts)
+	conn := nextConn(t, e.engine)
+	ctx := t.Context()
+
+	for _, tc := range []struct {
+		send proto.Envelope
+		want string
+	}{
+		{proto.Envelope{Type: "quick_job_run", ID: "r1", Payload: json.RawMessage(`{}`)},
+			`{"error":"unsupported","message":"this agent does not support \"quick_job_run\""}`},
+		{proto.Envelope{Type: "echo", ID: "r2", Payload: json.RawMessage(`{"a":1}`)}, `{"echo":{"a":1}}`},
+		{proto.Envelope{Type: "fails", ID: "r3"}, `{"error":"busy","message":"try later"}`},
+	} {
+		require.NoError(t, conn.Send(ctx, tc.send))
+		env, err := conn.Read(ctx)
+		require.NoError(t, err)
+		require.Equal(t, proto.MsgReply, env.Type)
+		require.Equal(t, tc.send.ID, env.ID)
+		require.JSONEq(t, tc.want, string(env.Payload))
+	}
+
+	// Events without an ID get no reply, known or not.
+	require.NoError(t, conn.Send(ctx, proto.Envelope{Type: "vnc_refresh"}))
+	require.NoError(t, conn.Send(ctx, proto.Envelope{Type: "notify", Payload: json.RawMessage(`"x"`)}))
+	require.Equal(t, `"x"`, <-handled)
+	require.NoError(t, conn.Send(ctx, proto.Envelope{Type: proto.MsgPing, ID: "after"}))
+	env, err := conn.Read(ctx)
+	require.NoError(t, err)
+	require.Equal(t, proto.Envelope{Type: proto.MsgPong, ID: "after"}, env, "nothing was sent in between")
+}
+
+func TestHandlersRegister(t *testing.T) {
+	t.Parallel()
+	h := NewHandlers()
+	fn := func(context.Context, Caller, json.RawMessage) (any, error) { return nil, nil }
+	require.NoError(t, h.Register("file_management_request", fn))
+	for _, tc := range []struct {
+		typ string
+		fn  Handler
+	}{
+		{"file_management_request", fn}, // duplicate
+		{proto.MsgPing, fn},
+		{proto.MsgConnectAgentAck, fn},
+		{"", fn},
+		{"x", nil},
+	} {
+		require.Error(t, h.Register(tc.typ, tc.fn), tc.typ)
+	}
+}

@@ -1,0 +1,305 @@
+package runtime
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/transport"
+)
+
+// ErrTokensCleared matches a *TokensClearedError.
+var ErrTokensCleared = errors.New("device tokens cleared")
+
+// TokensClearedError says the Engine's answer to a refresh dropped the
+// device's tokens (revoke, purge, expiry, fingerprint or token-version
+// mismatch): only a new enrollment, approved again, gives new ones.
+type TokensClearedError struct {
+	Code string
+	// Err is the refusal (nil when there was no refresh token to send).
+	Err error
+}
+
+func (e *TokensClearedError) Error() string {
+	return "the Engine refused the refresh token (" + e.Code + "); local tokens were cleared and the device must enroll again"
+}
+
+func (e *TokensClearedError) Is(target error) bool { return target == ErrTokensCleared }
+
+// Unwrap exposes the refusal, so transport.Code finds its code.
+func (e *TokensClearedError) Unwrap() error { return e.Err }
+
+// refreshCodes are Device-route answers a refresh can cure (the first
+// three) or must judge: for a revoked or purged device, the refresh answer
+// is what decides whether the tokens go.
+var refreshCodes = map[string]bool{
+	proto.CodeTokenExpired:       true,
+	proto.CodeTokenVersion:       true,
+	proto.CodeInvalidAccessToken: true,
+	proto.CodeTokenRevoked:       true,
+	proto.CodeDeviceRevoked:      true,
+	proto.CodeDevicePurged:       true,
+}
+
+// keepOnRefresh are refresh refusals about the request, not the tokens,
+// which agent.ClassifyRefreshError (unknown code: clear) would otherwise
+// treat as final: a proof outside the Engine's iat window after a clock
+// jump, or a protocol version it does not speak. Dropping the tokens for
+// those would need an administrator to approve the device again.
+var keepOnRefresh = map[string]bool{
+	proto.CodeInvalidDPoPProof: true,
+	"protocol_unsupported":     true,
+	"agent_context_required":   true,
+	"agent_context_refused":    true,
+}
+
+// Caller makes authenticated Device calls; *Tokens is one. Realtime
+// handlers get it to talk back to the Engine.
+type Caller interface {
+	Call(ctx context.Context, method, path string, in, out any) error
+}
+
+// Tokens holds the access token, refreshes it before it expires or when a
+// Device call says it is stale, and persists every rotated pair. Refreshes
+// are serialized: refresh tokens rotate on use, and two concurrent
+// refreshes with the same token look like theft to the Engine, which then
+// revokes the whole token family.
+type Tokens struct {
+	store       Store
+	client      *transport.Client
+	fingerprint string
+	timing      Timing
+	now         func() time.Time
+	log         *slog.Logger
+	hooks       Hooks
+	onClear     func(error)
+
+	refreshMu sync.Mutex // held for a whole refresh and for persisting
+	retry     *backoff   // guarded by refreshMu
+
+	mu      sync.Mutex
+	access  string
+	refresh string
+	expires time.Time // zero: unknown, rely on the Engine's 401
+	unsaved bool      // a rotated pair not yet in the store
+	cleared error
+	retryAt time.Time
+	lastErr error
+}
+
+func newTokens(cfg *agent.Config, store Store, client *transport.Client, fingerprint string, timing Timing,
+	now func() time.Time, log *slog.Logger, hooks Hooks, onClear func(error)) *Tokens {
+	return &Tokens{
+		store: store, client: client, fingerprint: fingerprint, timing: timing, now: now, log: log,
+		hooks: hooks, onClear: onClear, retry: newBackoff(timing.RetryMin, timing.RetryMax),
+		access: cfg.AccessToken, refresh: cfg.RefreshToken, expires: accessExpiry(cfg.AccessToken),
+	}
+}
+
+// Access returns a usable access token, refreshing first when it expires
+// within Timing.RefreshBefore. A token that is still valid is returned
+// even when that refresh failed for a transient reason.
+func (t *Tokens) Access(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	access, exp, unsaved, cleared := t.access, t.expires, t.unsaved, t.cleared
+	t.mu.Unlock()
+	if cleared != nil {
+		return "", cleared
+	}
+	if unsaved {
+		t.refreshMu.Lock()
+		t.persist()
+		t.refreshMu.Unlock()
+	}
+	now := t.now()
+	if access != "" && (exp.IsZero() || now.Add(t.timing.RefreshBefore).Before(exp)) {
+		return access, nil
+	}
+	if err := t.Refresh(ctx, access); err != nil {
+		if access != "" && now.Before(exp) && !errors.Is(err, ErrTokensCleared) {
+			return access, nil
+		}
+		return "", err
+	}
+	return t.Current(), nil
+}
+
+// Current is the access token held now ("" when none).
+func (t *Tokens) Current() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.access
+}
+
+// Call makes a Device call with the access token. When the Engine answers
+// that the token is stale (expired, older token version, unknown) it
+// refreshes once and repeats the call.
+func (t *Tokens) Call(ctx context.Context, method, path string, in, out any) error {
+	for attempt := 0; ; attempt++ {
+		access, err := t.Access(ctx)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, t.timing.RequestTimeout)
+		err = t.client.Do(rctx, method, path, in, out, transport.AuthBearer(access))
+		cancel()
+		if err == nil || attempt > 0 || !refreshCodes[transport.Code(err)] {
+			return err
+		}
+		if rerr := t.Refresh(ctx, access); rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// Refresh rotates the token pair unless the access token is no longer
+// stale (another caller refreshed meanwhile). A transient failure keeps
+// the tokens and holds further attempts back with a backoff; a refusal
+// that agent.ClassifyRefreshError calls final clears them in the store and
+// returns a *TokensClearedError.
+func (t *Tokens) Refresh(ctx context.Context, stale string) error {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	t.mu.Lock()
+	if t.cleared != nil {
+		defer t.mu.Unlock()
+		return t.cleared
+	}
+	if t.access != stale {
+		t.mu.Unlock()
+		return nil
+	}
+	if t.now().Before(t.retryAt) {
+		defer t.mu.Unlock()
+		return t.lastErr
+	}
+	refresh := t.refresh
+	t.mu.Unlock()
+	if refresh == "" {
+		return t.clear("no_refresh_token", refresh, nil)
+	}
+
+	var resp proto.RefreshResponse
+	rctx, cancel := context.WithTimeout(ctx, t.timing.RequestTimeout)
+	err := t.client.Do(rctx, http.MethodPost, proto.PathTokenRefresh,
+		proto.RefreshRequest{RefreshToken: refresh, Fingerprint: t.fingerprint}, &resp, transport.AuthProof)
+	cancel()
+	if err == nil {
+		t.retry.reset()
+		exp := resp.Tokens.ExpiresAt
+		if e := accessExpiry(resp.Tokens.AccessToken); !e.IsZero() {
+			exp = e
+		}
+		t.mu.Lock()
+		t.access, t.refresh, t.expires, t.unsaved = resp.Tokens.AccessToken, resp.Tokens.RefreshToken, exp, true
+		t.retryAt, t.lastErr = time.Time{}, nil
+		t.mu.Unlock()
+		t.persist()
+		return nil
+	}
+	t.hooks.error("refresh", err)
+	code := transport.Code(err)
+	if ctx.Err() != nil {
+		return err
+	}
+	if keepOnRefresh[code] || agent.ClassifyRefreshError(code) == agent.RefreshRetry {
+		wait := t.retry.next()
+		t.log.Warn("token refresh failed; keeping the tokens and retrying", "code", code, "in", wait, "err", err)
+		t.mu.Lock()
+		t.retryAt, t.lastErr = t.now().Add(wait), err
+		t.mu.Unlock()
+		return err
+	}
+	return t.clear(code, refresh, err)
+}
+
+// errStoreMoved: the stored refresh token is not the one refused (a new
+// enrollment wrote another); it is adopted instead of cleared.
+var errStoreMoved = errors.New("stored tokens changed")
+
+// clear drops the tokens after a final refusal. Caller holds refreshMu.
+func (t *Tokens) clear(code, refused string, cause error) error {
+	var adopt *agent.Config
+	_, err := t.store.Update(func(c *agent.Config) error {
+		if c.RefreshToken != "" && c.RefreshToken != refused {
+			adopt = c
+			return errStoreMoved
+		}
+		// Refresh already classified code as final (ApplyRefreshError's
+		// rule, plus keepOnRefresh), so clear unconditionally.
+		c.ClearTokens()
+		return nil
+	})
+	if adopt != nil {
+		t.mu.Lock()
+		t.access, t.refresh, t.expires, t.unsaved = adopt.AccessToken, adopt.RefreshToken, accessExpiry(adopt.AccessToken), false
+		t.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		t.log.Error("could not clear the tokens in the config", "err", err)
+	}
+	cleared := &TokensClearedError{Code: code, Err: cause}
+	t.mu.Lock()
+	t.access, t.refresh, t.expires, t.unsaved, t.cleared = "", "", time.Time{}, false, cleared
+	t.mu.Unlock()
+	t.log.Warn("device tokens cleared by the Engine", "code", code)
+	if t.onClear != nil {
+		t.onClear(cleared)
+	}
+	return cleared
+}
+
+// persist writes the held pair in one atomic write. Caller holds
+// refreshMu, so an older pair can never overwrite a newer one. A failed
+// write is retried by the next Access: losing the rotated refresh token
+// would strand the device.
+func (t *Tokens) persist() {
+	t.mu.Lock()
+	access, refresh, unsaved := t.access, t.refresh, t.unsaved
+	t.mu.Unlock()
+	if !unsaved {
+		return
+	}
+	_, err := t.store.Update(func(c *agent.Config) error {
+		c.AccessToken, c.RefreshToken = access, refresh
+		return nil
+	})
+	if err != nil {
+		t.log.Error("could not save the rotated tokens; will retry", "err", err)
+		return
+	}
+	t.mu.Lock()
+	if t.access == access {
+		t.unsaved = false
+	}
+	t.mu.Unlock()
+}
+
+// accessExpiry reads exp from a JWT access token without verifying it
+// (the agent only schedules its refresh by it); zero when unreadable.
+func accessExpiry(token string) time.Time {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(raw, &claims) != nil || claims.Exp <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(claims.Exp, 0)
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
+	"github.com/cairn-rmm/cairn/agent/transport"
+)
+
+// runAgent: cairn-agent run [--config PATH] [--hostname NAME]. It runs
+// until SIGINT or SIGTERM; the service manager restarts it otherwise.
+func runAgent(ctx context.Context, configPath string, args []string, stderr io.Writer, h host) error {
+	fs := newFlagSet("run")
+	fs.StringVar(&configPath, "config", configPath, "")
+	hostname := fs.String("hostname", "", "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := load(configPath)
+	if err != nil {
+		return err
+	}
+	if cfg.ServerURL == "" {
+		return fmt.Errorf("config %s names no server; run cairn-agent enroll --server URL --code CODE first", configPath)
+	}
+	id, err := identity(h, *hostname)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a, err := agentruntime.New(agentruntime.Options{
+		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
+		Identity:  id,
+		Version:   version,
+		Collector: h.collector,
+		Roles:     h.roles,
+		Hash:      h.hash,
+		Handlers:  agentruntime.NewHandlers(),
+		Timing:    h.timing,
+		Logger:    log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("cairn-agent starting", "version", version, "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
+	if err := a.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("cairn-agent stopped")
+	return nil
+}
+
+// simulate: cairn-agent simulate --server URL --code CODE --count N
+// [--ca-file PEM] [--concurrency C] [--duration D] [--prefix NAME]
+func simulate(ctx context.Context, args []string, stdout, stderr io.Writer, h host) error {
+	fs := newFlagSet("simulate")
+	server := fs.String("server", "", "")
+	code := fs.String("code", "", "")
+	caFile := fs.String("ca-file", "", "")
+	count := fs.Int("count", 0, "")
+	concurrency := fs.Int("concurrency", 10, "")
+	duration := fs.Duration("duration", 0, "")
+	prefix := fs.String("prefix", "sim", "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *server == "" || *code == "":
+		return usagef("simulate needs --server URL and --code CODE")
+	case *count < 1:
+		return usagef("simulate needs --count of at least 1")
+	case *concurrency < 1:
+		return usagef("--concurrency must be at least 1")
+	case *duration < 0:
+		return usagef("--duration must not be negative")
+	}
+	if err := checkServerURL(*server); err != nil {
+		return err
+	}
+	var caPEM string
+	if *caFile != "" {
+		pem, err := transport.LoadCAFile(*caFile)
+		if err != nil {
+			return fmt.Errorf("--ca-file %s: %w", *caFile, err)
+		}
+		caPEM = pem
+	}
+	fmt.Fprintf(stderr, "simulating %d agents against %s (enrollment needs the site's auto-approval, or an administrator approving)\n", *count, *server)
+	_, err := agentruntime.Simulate(ctx, agentruntime.SimOptions{
+		ServerURL: *server, Code: *code, CAPEM: caPEM, Count: *count, Concurrency: *concurrency,
+		Duration: *duration, Prefix: *prefix, Version: version, Inventory: h.synthetic, Timing: h.timing, Out: stdout,
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

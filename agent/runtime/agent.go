@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/inventory"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
@@ -48,7 +49,7 @@ func New(opts Options) (*Agent, error) {
 		a.jitter = uniformJitter
 	}
 	if a.hash == nil {
-		a.hash = HashInventory
+		a.hash = inventory.Hash
 	}
 	if a.opts.NewClient == nil {
 		a.opts.NewClient = func(c *agent.Config) (*transport.Client, error) {

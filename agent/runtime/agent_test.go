@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/inventory"
 	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
@@ -156,7 +157,7 @@ func TestDetailsOnStartChangeAndMaxInterval(t *testing.T) {
 
 	require.Eventually(t, func() bool { return len(e.engine.Details()) == 1 }, wait, tick)
 	first := e.engine.Details()[0]
-	require.Equal(t, HashInventory(first.Inventory), first.Hash)
+	require.Equal(t, inventory.Hash(first.Inventory), first.Hash)
 	require.Equal(t, "host-1", first.Inventory.OS.Hostname)
 	postedAt := time.Now()
 

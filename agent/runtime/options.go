@@ -11,9 +11,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -176,7 +173,7 @@ type Options struct {
 	Collector Collector
 	// Roles may be nil: no role health is reported.
 	Roles Roles
-	// Hash names an inventory for change detection (HashInventory when nil).
+	// Hash names an inventory for change detection (inventory.Hash when nil).
 	Hash func(proto.Inventory) string
 	// Handlers are the realtime event handlers (none when nil).
 	Handlers *Handlers
@@ -190,16 +187,6 @@ type Options struct {
 	Jitter func(max time.Duration) time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-}
-
-// HashInventory is the default inventory hash: hex SHA-256 of its JSON.
-func HashInventory(inv proto.Inventory) string {
-	b, err := json.Marshal(inv)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // uniformJitter returns a duration in [0, max].

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/inventory"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
@@ -33,7 +34,7 @@ type SimOptions struct {
 	// Prefix names the agents: <prefix>-00001, ...
 	Prefix  string
 	Version string
-	// Inventory makes agent n's inventory (SyntheticInventory when nil).
+	// Inventory makes agent n's inventory (inventory.Synthetic when nil).
 	Inventory func(n int) proto.Inventory
 	Timing    Timing
 	// SummaryEvery is the progress line interval (5 s when zero).
@@ -77,7 +78,7 @@ func Simulate(ctx context.Context, opts SimOptions) (SimSummary, error) {
 		opts.Prefix = "sim"
 	}
 	if opts.Inventory == nil {
-		opts.Inventory = SyntheticInventory
+		opts.Inventory = inventory.Synthetic
 	}
 	if opts.SummaryEvery <= 0 {
 		opts.SummaryEvery = 5 * time.Second
@@ -228,25 +229,5 @@ func (c *syntheticCollector) Metrics(context.Context) proto.Metrics {
 		MemoryUsedBytes:  uint64(2+rand.IntN(5)) * gib,
 		UptimeSeconds:    int64(3600 + c.n),
 		LoggedInUsers:    []string{},
-	}
-}
-
-// SyntheticInventory is a small, stable inventory for simulated agent n.
-// The real generator (inventory.Synthetic) replaces it when it exists.
-func SyntheticInventory(n int) proto.Inventory {
-	name := simName("sim", n)
-	boot := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return proto.Inventory{
-		Hardware: &proto.Hardware{CPUModel: "Simulated CPU", CPUCores: 4, CPUThreads: 8, MemoryTotalBytes: 8 << 30,
-			Disks: []proto.Disk{{Name: "sda", SizeBytes: 256 << 30, Mountpoint: "/", FSType: "ext4", UsedBytes: 64 << 30, FreeBytes: 192 << 30}}},
-		OS: &proto.OSInfo{Family: "linux", Name: "Cairn simulated Linux", ID: "simulated", Version: "1",
-			KernelVersion: "6.1.0-sim", Arch: "amd64", Hostname: name},
-		Network:   []proto.NetIface{{Name: "eth0", MTU: 1500, Up: true, Addresses: []string{fmt.Sprintf("10.%d.%d.%d/16", 200+n/65536%50, n/256%256, n%256)}}},
-		Sessions:  []proto.Session{},
-		Uptime:    &proto.Uptime{BootTime: boot, UptimeSeconds: 3600},
-		Software:  []proto.Software{{Name: "openssl", Version: "3.0.15", Source: "dpkg"}, {Name: "bash", Version: "5.2.15", Source: "dpkg"}},
-		Services:  []proto.Service{{Name: "ssh.service", State: "running", SubState: "running"}},
-		Processes: []proto.Process{{PID: 1, Name: "systemd", CPUPercent: 0.1, RSSBytes: 12 << 20}},
-		Patches:   []proto.PatchEntry{},
 	}
 }

@@ -49,13 +49,14 @@ type proc struct {
 
 // startServe runs `cairn serve` as a new user's `make run` would: no
 // DATABASE_URL, no TEMPORAL_ADDRESS, only a data directory.
-func startServe(t *testing.T, dataDir string) *proc {
+func startServe(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
 	httpPort, httpsPort := freePort(t), freePort(t)
 	cmd := exec.Command(os.Args[0], "serve")
 	env := []string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir,
 		fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", httpPort), fmt.Sprintf("CAIRN_HTTPS_ADDR=127.0.0.1:%d", httpsPort),
 		fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", freePort(t)), "CAIRN_TEMPORAL_UI_PORT=0"}
+	env = append(env, extraEnv...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "TEMPORAL_ADDRESS=") && !strings.HasPrefix(kv, "CAIRN_") {
 			env = append(env, kv)

@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,7 +136,7 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 		stopSampling()
 		return nil, err
 	}
-	summary, err := lastJSONLine(stdout)
+	summary, steadyFrom, err := lastJSONLine(stdout)
 	werr := sim.Wait()
 	stopSampling()
 	if err == nil {
@@ -144,9 +145,12 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	// The steady phase is the last half of the run: enrollment is over and
-	// every agent heartbeats.
-	eng, pg := sampler.summary(start.Add(time.Since(start) / 2))
+	// The steady phase starts once every agent is connected (else: the last
+	// half of the run): enrollment is over and every agent heartbeats.
+	if steadyFrom.IsZero() {
+		steadyFrom = start.Add(time.Since(start) / 2)
+	}
+	eng, pg := sampler.summary(steadyFrom)
 	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg}
 	if connected, ok := summary["connected"].(float64); ok && connected > 0 {
 		res.PerAgent = map[string]float64{
@@ -157,10 +161,17 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 	return res, nil
 }
 
+// progressLine is simulate's periodic line (agent/runtime/simstats.go).
+var progressLine = regexp.MustCompile(`enrolled=(\d+)/(\d+) connected=(\d+) hb/s=([\d.]+) p50=([\d.]+)ms p99=([\d.]+)ms`)
+
 // lastJSONLine echoes simulate's progress lines and returns its final JSON
-// summary line.
-func lastJSONLine(r io.Reader) (map[string]any, error) {
+// summary line, with "steady" added: the medians of the progress windows
+// once every agent was connected (the whole-run figures include the
+// enrollment rush).
+func lastJSONLine(r io.Reader) (map[string]any, time.Time, error) {
 	var last map[string]any
+	var steadyFrom time.Time
+	var rate, p50, p99 []float64
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
@@ -168,12 +179,31 @@ func lastJSONLine(r io.Reader) (map[string]any, error) {
 		var m map[string]any
 		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &m) == nil {
 			last = m
+			continue
+		}
+		if g := progressLine.FindStringSubmatch(line); g != nil && g[2] == g[3] {
+			if steadyFrom.IsZero() {
+				steadyFrom = time.Now()
+			}
+			rate, p50, p99 = append(rate, num(g[4])), append(p50, num(g[5])), append(p99, num(g[6]))
 		}
 	}
 	if last == nil {
-		return nil, errors.New("simulate printed no JSON summary")
+		return nil, steadyFrom, errors.New("simulate printed no JSON summary")
 	}
-	return last, sc.Err()
+	if len(rate) > 0 {
+		last["steady"] = map[string]any{"windows": len(rate), "heartbeat_rate_median": median(rate),
+			"latency_p50_ms_median": median(p50), "latency_p99_ms_median": median(p99)}
+	}
+	return last, steadyFrom, sc.Err()
+}
+
+func num(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 func cleanEnv() []string {

@@ -62,7 +62,7 @@ function CommandBlock({ id, lines, label }: { id: string; lines: string[]; label
           fontSize: 12.5,
           fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace',
           whiteSpace: 'pre-wrap',
-          wordBreak: 'break-all',
+          overflowWrap: 'anywhere',
         }}
       >
         {text}

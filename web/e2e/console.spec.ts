@@ -194,7 +194,9 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
     await shot(page, '10-server');
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Devices' }).click();
-    await expect(page.getByTestId('coming-soon')).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Devices' })).toBeVisible();
+    // A new deployment has no enrolled agent: the page says how to enroll one.
+    await expect(page.getByTestId('devices-empty')).toBeVisible();
 
     await page.getByTestId('user-menu-button').click();
     await page.getByRole('menuitem', { name: 'Profile' }).click();

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { screen, waitFor, within } from '@testing-library/react';
+import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { App } from './App';
 import { ADMIN, fakeEngine, MFA, validationFailed } from './test/fakeEngine';
@@ -185,6 +185,8 @@ describe('sign-in', () => {
     const engine = loginEngine({
       'POST /api/auth/login': { body: { mfa_required: true, pending_token: 'pt', mfa_setup: MFA } },
       'POST /api/auth/mfa/verify': { body: { token: 't', csrf_token: 'c', user: ADMIN } },
+      'GET /api/devices': { body: { devices: [] } },
+      'GET /api/sites': { body: { sites: [] } },
     });
     renderWithProviders(<App />, { route: '/devices' });
     await fillLogin(user);
@@ -194,8 +196,8 @@ describe('sign-in', () => {
     await user.click(screen.getByRole('button', { name: 'Verify and sign in' }));
 
     expect(await screen.findByTestId('current-username')).toHaveTextContent('admin');
-    expect(screen.getByRole('heading', { name: 'Devices' })).toBeInTheDocument();
-    expect(screen.getByTestId('coming-soon')).toHaveTextContent('Coming in a later release');
+    expect(await screen.findByRole('heading', { name: 'Devices' })).toBeInTheDocument();
+    expect(await screen.findByTestId('devices-empty')).toHaveTextContent('No devices yet');
     expect(engine.callsTo('POST', '/api/auth/mfa/verify')[0].body).toEqual({ pending_token: 'pt', code: '654321' });
     const nav = screen.getByRole('navigation', { name: 'Main' });
     for (const label of ['Devices', 'Sites', 'Alerts', 'Patches', 'Automation', 'Access', 'Server']) {
@@ -325,6 +327,56 @@ describe('signed in', () => {
       body: { password: 'another long password' },
       headers: { 'X-CSRF-Token': 'csrf-abc' },
     });
+  });
+});
+
+describe('live device updates', () => {
+  // Just enough EventSource for the console's stream hook.
+  class StreamStub {
+    static CLOSED = 2;
+    static last: StreamStub | null = null;
+    readyState = 1;
+    onopen: (() => void) | null = null;
+    onerror: (() => void) | null = null;
+    private listeners = new Map<string, ((ev: MessageEvent) => void)[]>();
+    constructor() {
+      StreamStub.last = this;
+    }
+    addEventListener(type: string, fn: (ev: MessageEvent) => void) {
+      this.listeners.set(type, [...(this.listeners.get(type) ?? []), fn]);
+    }
+    close() {}
+    emit(type: string, data: string) {
+      for (const fn of this.listeners.get(type) ?? []) fn(new MessageEvent(type, { data }));
+    }
+  }
+
+  it('refetches the device list when the event stream reports a device change', async () => {
+    vi.stubGlobal('EventSource', StreamStub);
+    let hostname = 'web-1';
+    const engine = fakeEngine({
+      'GET /api/bootstrap/state': { body: { phase: 'login_required' } },
+      'GET /api/auth/me': { body: ADMIN },
+      'GET /api/sites': { body: { sites: [] } },
+      'GET /api/devices': () => ({
+        body: {
+          devices: [
+            {
+              guid: 'g-1', agent_id: 'a-1', hostname, description: '', site_id: 1, site_name: 'HQ', last_seen: null,
+              agent_socket: false, connectivity_status: 'Offline', operating_system: 'Debian', agent_version: '0.4.0',
+              trust_state: 'active', metadata_fields: {},
+            },
+          ],
+        },
+      }),
+    });
+    renderWithProviders(<App />, { route: '/devices' });
+    expect(await screen.findByText('web-1')).toBeInTheDocument();
+    const before = engine.callsTo('GET', '/api/devices').length;
+    hostname = 'web-1-renamed';
+    act(() => StreamStub.last!.emit('device_inventory_changed', JSON.stringify({ guid: 'g-1' })));
+    expect(await screen.findByText('web-1-renamed')).toBeInTheDocument();
+    expect(engine.callsTo('GET', '/api/devices').length).toBeGreaterThan(before);
   });
 });
 

@@ -14,7 +14,8 @@ import { LoginPage } from './auth/LoginPage';
 import { ME_QUERY, SessionContext, type Session } from './auth/session';
 import { describeError } from './components/errors';
 import { AppFrame } from './layout/AppFrame';
-import { AlertsPage, AutomationPage, DevicesPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { AlertsPage, AutomationPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { invalidateForDeviceEvent } from './pages/devices/queries';
 import { ProfilePage } from './pages/ProfilePage';
 import { ToastStack, useToastStack } from './toasts/ToastStack';
 import { useOperatorEvents } from './toasts/useOperatorEvents';
@@ -23,6 +24,8 @@ import { useOperatorEvents } from './toasts/useOperatorEvents';
 const SitesPage = lazy(() => import('./pages/SitesPage'));
 const ServerPage = lazy(() => import('./pages/ServerPage'));
 const AccessPage = lazy(() => import('./pages/access/AccessPage'));
+const DevicesPage = lazy(() => import('./pages/devices/DevicesPage'));
+const DevicePage = lazy(() => import('./pages/devices/DevicePage'));
 
 /**
  * Drops everything read with the old session. The session query itself is
@@ -124,7 +127,9 @@ function Console({ user }: { user: User }) {
   const { toasts, push, dismiss } = useToastStack();
   // When the stream gives up, check the session: a 401 there returns to sign-in.
   const checkSession = useCallback(() => void queryClient.invalidateQueries({ queryKey: ME_QUERY }), [queryClient]);
-  const streamStatus = useOperatorEvents(user.username, push, checkSession);
+  // Device events mark the matching lists and device pages stale, so what is on screen refetches.
+  const onDeviceEvent = useCallback((_: string, data: unknown) => invalidateForDeviceEvent(queryClient, data), [queryClient]);
+  const streamStatus = useOperatorEvents(user.username, push, checkSession, onDeviceEvent);
 
   const session = useMemo<Session>(
     () => ({
@@ -148,6 +153,7 @@ function Console({ user }: { user: User }) {
           <Routes>
             <Route path="/" element={<Navigate to="/sites" replace />} />
             <Route path="/devices" element={<DevicesPage />} />
+            <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
             <Route path="/sites" element={<SitesPage />} />
             <Route path="/alerts" element={<AlertsPage />} />
             <Route path="/patches" element={<PatchesPage />} />

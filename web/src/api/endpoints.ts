@@ -1,14 +1,22 @@
 import { api, ApiError } from './client';
 import type {
+  ActivityRow,
   AuditPage,
+  AutoApproval,
   Credential,
   CredentialInput,
+  Device,
+  DeviceApproval,
+  DeviceDetails,
+  DeviceSummary,
   DirectoryLookup,
   DirectoryProvider,
   DirectoryProviderInput,
   DirectorySite,
   DirectorySync,
   DirectoryTestResult,
+  EnrollmentCode,
+  EnrollmentCodeInput,
   LoginResponse,
   MfaAction,
   Operator,
@@ -20,6 +28,8 @@ import type {
   Site,
   SiteAssignments,
   SourceTokenStatus,
+  TrustAction,
+  TrustResult,
   User,
   WorkersResponse,
 } from './types';
@@ -69,6 +79,11 @@ export const sites = {
     }),
   remove: (site_ids: number[]) =>
     api<{ deleted: number[] }>('/api/sites/delete', { body: { site_ids } }),
+  /** Turns temporary auto-approval on for `durationSeconds`, or off. */
+  setAutoApproval: (site_id: number, enabled: boolean, durationSeconds?: number) =>
+    api<AutoApproval>(`/api/sites/${site_id}/auto-approval`, {
+      body: enabled ? { enabled, duration_seconds: durationSeconds } : { enabled },
+    }),
 };
 
 export const server = {
@@ -151,4 +166,56 @@ export const sourceToken = {
   status: () => api<SourceTokenStatus>('/api/github/token'),
   /** null clears the stored token. */
   set: (token: string | null) => api<SourceTokenStatus>('/api/github/token', { body: { token } }),
+};
+
+// Devices (SPEC "Devices and inventory"). Status tokens are the lower-case
+// drilldown form (connected, disconnected, offline).
+export interface DeviceListQuery {
+  siteId?: number | null;
+  status?: string | null;
+}
+
+const hostPath = (prefix: string, hostname: string) => `${prefix}/${encodeURIComponent(hostname)}`;
+
+export const devices = {
+  list: ({ siteId, status }: DeviceListQuery = {}) => {
+    const q = new URLSearchParams();
+    if (siteId != null) q.set('site_id', String(siteId));
+    if (status) q.set('status', status);
+    const qs = q.toString();
+    return api<{ devices: Device[] | null }>(qs ? `/api/devices?${qs}` : '/api/devices').then((r) => r.devices ?? []);
+  },
+  search: (hostname: string) =>
+    api<{ devices: Device[] | null }>(`/api/devices/search?${new URLSearchParams({ hostname }).toString()}`).then(
+      (r) => r.devices ?? [],
+    ),
+  get: (guid: string) => api<DeviceSummary>(`/api/devices/${encodeURIComponent(guid)}`),
+  details: (hostname: string) => api<DeviceDetails>(hostPath('/api/device/details', hostname)),
+  setDescription: (hostname: string, description: string) =>
+    api<unknown>(hostPath('/api/device/description', hostname), { body: { description } }),
+  activity: (hostname: string) =>
+    api<{ activity: ActivityRow[] | null }>(hostPath('/api/device/activity', hostname)).then((r) => r.activity ?? []),
+  clearActivity: (hostname: string) => api<unknown>(hostPath('/api/device/activity', hostname), { method: 'DELETE' }),
+  /** Admin only. The body is empty. */
+  trust: (guid: string, action: TrustAction) =>
+    api<TrustResult>(`/api/devices/${encodeURIComponent(guid)}/${action}`, { method: 'POST' }),
+};
+
+// Enrollment codes and approvals (docs/api.md "Enrollment").
+export const enrollment = {
+  codes: (siteId?: number | null) =>
+    api<{ codes: EnrollmentCode[] | null }>(
+      siteId ? `/api/admin/enrollment-codes?site_id=${siteId}` : '/api/admin/enrollment-codes',
+    ).then((r) => r.codes ?? []),
+  createCode: (input: EnrollmentCodeInput) => api<EnrollmentCode>('/api/admin/enrollment-codes', { body: input }),
+  deleteCode: (id: number) => api<{ deleted: number }>(`/api/admin/enrollment-codes/${id}`, { method: 'DELETE' }),
+  rotateCode: (id: number) => api<EnrollmentCode>(`/api/admin/enrollment-codes/${id}/rotate`, { method: 'POST' }),
+  /** Newest first, at most 500; without a status every state. */
+  approvals: (status?: string) =>
+    api<{ approvals: DeviceApproval[] | null }>(
+      status ? `/api/admin/device-approvals?status=${encodeURIComponent(status)}` : '/api/admin/device-approvals',
+    ).then((r) => r.approvals ?? []),
+  approve: (id: string) =>
+    api<DeviceApproval>(`/api/admin/device-approvals/${encodeURIComponent(id)}/approve`, { method: 'POST' }),
+  deny: (id: string) => api<DeviceApproval>(`/api/admin/device-approvals/${encodeURIComponent(id)}/deny`, { method: 'POST' }),
 };

@@ -53,6 +53,8 @@ export interface Site {
   device_count: number;
   created_at: string;
   updated_at?: string;
+  /** End of the temporary auto-approval; null or past when it is off. */
+  auto_approve_until?: string | null;
 }
 
 export interface WorkerPoller {
@@ -236,4 +238,274 @@ export interface SourceTokenStatus {
   source: 'stored' | 'environment' | null;
   secret_status: 'ok' | 'unreadable' | null;
   rate_limit: { limit: number; remaining: number; reset_at: string } | null;
+}
+
+// Devices and inventory (SPEC "Device", "Devices and inventory"). Inventory
+// collections use agent/proto/inventory.go's field names; a collection that is
+// null or absent has not been collected yet, an empty list means "none".
+
+export type ConnectivityStatus = 'Connected' | 'Disconnected' | 'Offline';
+export type TrustState = 'active' | 'quarantined' | 'revoked';
+
+export interface Device {
+  guid: string;
+  agent_id: string;
+  hostname: string;
+  description: string;
+  site_id: number;
+  site_name: string;
+  /** Last heartbeat or status post; null before the first one. */
+  last_seen: string | null;
+  agent_socket: boolean;
+  connectivity_status: ConnectivityStatus;
+  operating_system: string;
+  agent_version: string;
+  trust_state: TrustState;
+  /** Sparse: field number to decoded value. */
+  metadata_fields?: Record<string, string> | null;
+}
+
+/** Light metrics from the latest heartbeat. */
+export interface DeviceMetrics {
+  cpu_percent: number;
+  memory_used_bytes: number;
+  memory_total_bytes: number;
+  uptime_seconds: number;
+  logged_in_users: string[] | null;
+}
+
+export interface DeviceSummary extends Device {
+  metrics?: DeviceMetrics | null;
+}
+
+export interface Disk {
+  name: string;
+  model?: string;
+  size_bytes: number;
+  removable: boolean;
+  cdrom: boolean;
+  mountpoint?: string;
+  fs_type?: string;
+  used_bytes?: number;
+  free_bytes?: number;
+}
+
+export interface Hardware {
+  cpu_model: string;
+  cpu_cores: number;
+  cpu_threads: number;
+  memory_total_bytes: number;
+  disks: Disk[] | null;
+  board_vendor?: string;
+  board_name?: string;
+  system_vendor?: string;
+  system_model?: string;
+  serial_number?: string;
+  bios_vendor?: string;
+  bios_version?: string;
+  bios_date?: string;
+  virtualization?: string;
+}
+
+export interface OSInfo {
+  family: string;
+  name: string;
+  id: string;
+  version: string;
+  kernel_version: string;
+  arch: string;
+  hostname: string;
+  machine_id?: string;
+}
+
+export interface NetIface {
+  name: string;
+  mac?: string;
+  mtu: number;
+  up: boolean;
+  loopback: boolean;
+  addresses: string[] | null;
+}
+
+export interface DeviceSession {
+  username: string;
+  tty?: string;
+  remote?: string;
+  type?: string;
+  login_at?: string | null;
+  session_id?: string;
+  active: boolean;
+  helper_ready: boolean;
+}
+
+export interface Uptime {
+  boot_time: string;
+  uptime_seconds: number;
+  boot_id?: string;
+}
+
+export interface SoftwareItem {
+  name: string;
+  version: string;
+  publisher?: string;
+  arch?: string;
+  source: string;
+  installed_at?: string | null;
+  size_bytes?: number;
+}
+
+export interface ServiceItem {
+  name: string;
+  display_name?: string;
+  state: string;
+  sub_state: string;
+  start_mode?: string;
+  description?: string;
+}
+
+export interface ProcessItem {
+  pid: number;
+  ppid: number;
+  name: string;
+  user?: string;
+  command?: string;
+  cpu_percent: number;
+  rss_bytes: number;
+  started_at?: string | null;
+}
+
+/** A normalized patch row (SPEC "Patch inventory row"). */
+export interface PatchRow {
+  patch_key: string;
+  kb?: string | null;
+  title: string;
+  state: 'pending' | 'installed' | string;
+  source: string;
+  package?: string | null;
+  installed_version?: string | null;
+  candidate_version?: string | null;
+  severity?: string | null;
+  installed_at?: string | null;
+}
+
+export type RoleObserved = 'Healthy' | 'Unhealthy' | 'Recovering';
+
+/** One `system:<role>` row of the role health snapshot. */
+export interface RoleHealth {
+  key: string;
+  desired: string;
+  observed: RoleObserved | string;
+  last_checked_at: string | null;
+  last_healthy_at?: string | null;
+  last_error?: string | null;
+  recovery_attempts: number;
+  context?: Record<string, string> | null;
+  /** Set when the Engine already groups the row (for example "Agent Connection"). */
+  group?: string | null;
+}
+
+export interface Milestone {
+  name: string;
+  at: string;
+  ok: boolean;
+  detail?: string;
+}
+
+/** The agent's last startup timeline post (agent/proto Status). */
+export interface AgentStatus {
+  phase: string;
+  boot_id?: string;
+  agent_version?: string;
+  started_at?: string | null;
+  milestones?: Milestone[] | null;
+  last_error?: { message: string; at: string; source?: string } | null;
+}
+
+export interface DeviceDetails {
+  device: DeviceSummary;
+  hardware?: Hardware | null;
+  os?: OSInfo | null;
+  network?: NetIface[] | null;
+  sessions?: DeviceSession[] | null;
+  uptime?: Uptime | null;
+  software?: SoftwareItem[] | null;
+  services?: ServiceItem[] | null;
+  processes?: ProcessItem[] | null;
+  patches?: PatchRow[] | null;
+  roles?: RoleHealth[] | null;
+  metrics?: DeviceMetrics | null;
+  last_status?: AgentStatus | null;
+}
+
+export interface ActivityRow {
+  id: number | string;
+  kind: string;
+  summary: string;
+  actor: string | null;
+  status: string;
+  created_at: string;
+  finished_at: string | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export type TrustAction = 'quarantine' | 'unquarantine' | 'revoke' | 'purge';
+
+/** A trust action's answer: the device's new trust state ("purged" after a purge). */
+export interface TrustResult {
+  guid: string;
+  hostname?: string;
+  trust_state: TrustState | 'purged';
+}
+
+export interface AutoApproval {
+  site_id: number;
+  /** null when auto-approval is off. */
+  auto_approve_until: string | null;
+}
+
+// Enrollment (docs/api.md "Enrollment").
+
+export type EnrollmentCodeStatus = 'active' | 'expired' | 'used_up';
+
+export interface EnrollmentCode {
+  id: number;
+  /** null after a forced cipher reset (code_status "unreadable"): rotate it to get a new one. */
+  code: string | null;
+  site_id: number;
+  site_name?: string;
+  expires_at: string;
+  max_uses: number;
+  uses: number;
+  status: EnrollmentCodeStatus | string;
+  created_by: string;
+  created_at: string;
+  rotated_at: string | null;
+  code_status: 'ok' | 'unreadable' | string;
+}
+
+export interface EnrollmentCodeInput {
+  site_id: number;
+  expires_in_seconds?: number;
+  max_uses?: number;
+}
+
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'enrolled';
+
+export interface DeviceApproval {
+  id: string;
+  hostname: string;
+  site_id: number;
+  site_name?: string;
+  status: ApprovalStatus | string;
+  fingerprint: string;
+  key_thumbprint: string;
+  operating_system: string;
+  agent_version: string;
+  remote_addr: string;
+  auto_approved: boolean;
+  requested_at: string;
+  expires_at: string;
+  decided_at: string | null;
+  decided_by: string | null;
+  device_guid: string | null;
 }

@@ -6,22 +6,6 @@ import { ComingSoon, PageHeader } from '../components/ComingSoon';
 // Pages whose Engine routes are not built yet. They say what they will do and
 // show no data: the console never invents devices, alerts or jobs.
 
-export function DevicesPage() {
-  return (
-    <ComingSoon
-      title="Devices"
-      summary="The device inventory arrives once agents can enroll. No device can enroll in this release, so there is nothing to list yet."
-      items={[
-        'list every managed device with its live connection status, site, OS, current user and uptime',
-        'approve, quarantine, revoke or purge a device after it enrolls with its site’s enrollment code',
-        'show each device’s hardware, network, software, services, processes, sessions and activity history',
-        'open a remote shell, the file manager, the registry editor (Windows) or remote desktop over the managed tunnel',
-        'update agents on demand and edit up to 500 metadata fields per device',
-      ]}
-    />
-  );
-}
-
 export function AlertsPage() {
   return (
     <ComingSoon

@@ -135,11 +135,19 @@ describe('SitesPage', () => {
     expect(engine.callsTo('POST', '/api/sites/delete')[0].body).toEqual({ site_ids: [9] });
   });
 
+  it('links the device count to the site drilldown and lets everyone open enrollment', async () => {
+    fakeEngine({ 'GET /api/sites': { body: { sites: [site(3, 'Lab', 'lab', 4)] } } });
+    renderPage({ ...ADMIN, username: 'op', role: 'operator' });
+    expect(await screen.findByRole('link', { name: 'Devices of Lab' })).toHaveAttribute('href', '/devices?site=3');
+    expect(screen.getByRole('button', { name: 'Enroll agents in Lab' })).toBeInTheDocument();
+    expect(screen.queryByRole('button', { name: 'Rename Lab' })).not.toBeInTheDocument();
+  });
+
   it('hides changes from operators who are not administrators', async () => {
     fakeEngine({ 'GET /api/sites': { body: { sites: [site(1, 'HQ', 'hq')] } } });
     renderPage({ ...ADMIN, username: 'op', role: 'operator' });
     expect(await screen.findByText('HQ')).toBeInTheDocument();
     expect(screen.queryByRole('button', { name: 'Create site' })).not.toBeInTheDocument();
-    expect(screen.getByText('Only administrators can create, rename or delete sites.')).toBeInTheDocument();
+    expect(screen.getByText(/Only administrators can create, rename or delete sites/)).toBeInTheDocument();
   });
 });

@@ -1,15 +1,18 @@
 import { useCallback, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
+import { Link as RouterLink } from 'react-router';
 import { AgGridReact, type CustomCellRendererProps } from 'ag-grid-react';
 import type { ColDef, GetRowIdParams, SelectionChangedEvent } from 'ag-grid-community';
 import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import IconButton from '@mui/material/IconButton';
+import Link from '@mui/material/Link';
 import Tooltip from '@mui/material/Tooltip';
 import AddIcon from '@mui/icons-material/Add';
 import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
 import EditIcon from '@mui/icons-material/Edit';
+import InstallDesktopIcon from '@mui/icons-material/InstallDesktop';
 import RefreshIcon from '@mui/icons-material/Refresh';
 import { sites as sitesApi } from '../api/endpoints';
 import type { Site } from '../api/types';
@@ -18,18 +21,43 @@ import { PageHeader } from '../components/ComingSoon';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { formatDateTime } from '../components/format';
 import { gridTheme } from '../components/grid';
+import { EnrollDialog } from './enroll/EnrollDialog';
 import { DeleteSitesDialog, SITES_QUERY, SiteFormDialog } from './SiteDialogs';
 
 interface GridContext {
   canEdit: boolean;
+  enroll: (site: Site) => void;
   rename: (site: Site) => void;
   remove: (site: Site) => void;
 }
 
+/** The device count, linking to the site's devices (the spec's drilldown). */
+function DevicesCell({ data }: CustomCellRendererProps<Site>) {
+  if (!data) return null;
+  return (
+    <Link component={RouterLink} to={`/devices?site=${data.site_id}`} aria-label={`Devices of ${data.name}`}>
+      {data.device_count}
+    </Link>
+  );
+}
+
 function ActionsCell({ data, context }: CustomCellRendererProps<Site, unknown, GridContext>) {
-  if (!data || !context.canEdit) return null;
+  if (!data) return null;
   return (
     <Box sx={{ display: 'flex', gap: 0.5, alignItems: 'center', height: '100%' }}>
+      <Tooltip title="Enroll agents">
+        <IconButton size="small" aria-label={`Enroll agents in ${data.name}`} onClick={() => context.enroll(data)}>
+          <InstallDesktopIcon fontSize="small" />
+        </IconButton>
+      </Tooltip>
+      {context.canEdit && <AdminActions data={data} context={context} />}
+    </Box>
+  );
+}
+
+function AdminActions({ data, context }: { data: Site; context: GridContext }) {
+  return (
+    <>
       <Tooltip title="Rename">
         <IconButton size="small" aria-label={`Rename ${data.name}`} onClick={() => context.rename(data)}>
           <EditIcon fontSize="small" />
@@ -40,11 +68,16 @@ function ActionsCell({ data, context }: CustomCellRendererProps<Site, unknown, G
           <DeleteOutlineIcon fontSize="small" />
         </IconButton>
       </Tooltip>
-    </Box>
+    </>
   );
 }
 
-type DialogState = { kind: 'create' } | { kind: 'rename'; site: Site } | { kind: 'delete'; sites: Site[] } | null;
+type DialogState =
+  | { kind: 'create' }
+  | { kind: 'enroll'; siteId: number }
+  | { kind: 'rename'; site: Site }
+  | { kind: 'delete'; sites: Site[] }
+  | null;
 
 export default function SitesPage() {
   const { user } = useSession();
@@ -59,7 +92,14 @@ export default function SitesPage() {
       { field: 'name', headerName: 'Name', flex: 2, minWidth: 160, sort: 'asc' },
       { field: 'site_worker_slug', headerName: 'Slug', flex: 1.5, minWidth: 140, cellClass: 'mono' },
       { field: 'site_worker_name', headerName: 'Task queue', flex: 1.5, minWidth: 150, cellClass: 'mono' },
-      { field: 'device_count', headerName: 'Devices', width: 110, type: 'numericColumn', filter: 'agNumberColumnFilter' },
+      {
+        field: 'device_count',
+        headerName: 'Devices',
+        width: 110,
+        type: 'numericColumn',
+        filter: 'agNumberColumnFilter',
+        cellRenderer: DevicesCell,
+      },
       {
         field: 'created_at',
         headerName: 'Created',
@@ -70,12 +110,11 @@ export default function SitesPage() {
       {
         colId: 'actions',
         headerName: '',
-        width: 96,
+        width: canEdit ? 124 : 60,
         sortable: false,
         filter: false,
         resizable: false,
         cellRenderer: ActionsCell,
-        hide: !canEdit,
       },
     ],
     [canEdit],
@@ -84,6 +123,7 @@ export default function SitesPage() {
   const context = useMemo<GridContext>(
     () => ({
       canEdit,
+      enroll: (site) => setDialog({ kind: 'enroll', siteId: site.site_id }),
       rename: (site) => setDialog({ kind: 'rename', site }),
       remove: (site) => setDialog({ kind: 'delete', sites: [site] }),
     }),
@@ -96,6 +136,9 @@ export default function SitesPage() {
     gridRef.current?.api?.deselectAll();
     setSelected([]);
   };
+
+  // The site as last read, so the dialog sees a changed auto-approval.
+  const enrollSite = dialog?.kind === 'enroll' ? query.data?.find((s) => s.site_id === dialog.siteId) : undefined;
 
   return (
     <Box>
@@ -132,7 +175,7 @@ export default function SitesPage() {
       />
       {!canEdit && (
         <Alert severity="info" variant="outlined" sx={{ mb: 2 }}>
-          Only administrators can create, rename or delete sites.
+          Only administrators can create, rename or delete sites, or turn on auto-approval.
         </Alert>
       )}
       {query.isError && <ErrorAlert error={query.error} />}
@@ -157,6 +200,9 @@ export default function SitesPage() {
         />
       </Box>
       {dialog?.kind === 'create' && <SiteFormDialog onClose={() => setDialog(null)} />}
+      {dialog?.kind === 'enroll' && enrollSite && (
+        <EnrollDialog site={enrollSite} canEdit={canEdit} onClose={() => setDialog(null)} />
+      )}
       {dialog?.kind === 'rename' && <SiteFormDialog site={dialog.site} onClose={() => setDialog(null)} />}
       {dialog?.kind === 'delete' && (
         <DeleteSitesDialog sites={dialog.sites} onClose={() => setDialog(null)} onDeleted={clearSelection} />

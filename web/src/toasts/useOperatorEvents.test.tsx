@@ -43,8 +43,18 @@ class FakeEventSource {
 }
 
 let lastStatus: StreamStatus = 'closed';
-function Harness({ username, onToast, onClosed }: { username: string | null; onToast: (t: Toast) => void; onClosed?: () => void }) {
-  lastStatus = useOperatorEvents(username, onToast, onClosed);
+function Harness({
+  username,
+  onToast,
+  onClosed,
+  onDevice,
+}: {
+  username: string | null;
+  onToast: (t: Toast) => void;
+  onClosed?: () => void;
+  onDevice?: (event: string, data: unknown) => void;
+}) {
+  lastStatus = useOperatorEvents(username, onToast, onClosed, onDevice);
   return null;
 }
 
@@ -81,6 +91,25 @@ describe('useOperatorEvents', () => {
       ['1', 'error'],
       ['3', 'info'],
     ]);
+  });
+
+  it('passes device events with their data to the device callback, not to toasts', () => {
+    const toasts: Toast[] = [];
+    const seen: [string, unknown][] = [];
+    render(<Harness username="admin" onToast={(t) => toasts.push(t)} onDevice={(e, d) => seen.push([e, d])} />);
+    const es = open()[0];
+    act(() => {
+      es.emit('agent_status_changed', JSON.stringify({ guid: 'g1', hostname: 'web-1' }));
+      es.emit('device_inventory_changed', JSON.stringify({ hostname: 'db-1' }));
+      es.emit('device_services_changed', 'not json');
+      es.emit('watchdog_incidents_changed', JSON.stringify({}));
+    });
+    expect(seen).toEqual([
+      ['agent_status_changed', { guid: 'g1', hostname: 'web-1' }],
+      ['device_inventory_changed', { hostname: 'db-1' }],
+      ['device_services_changed', null],
+    ]);
+    expect(toasts).toHaveLength(0);
   });
 
   it('lets the browser retry a dropped stream and reopens one it gave up on, without leaking', () => {

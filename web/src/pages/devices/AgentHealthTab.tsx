@@ -1,0 +1,190 @@
+import Box from '@mui/material/Box';
+import Chip from '@mui/material/Chip';
+import Table from '@mui/material/Table';
+import TableBody from '@mui/material/TableBody';
+import TableCell from '@mui/material/TableCell';
+import TableHead from '@mui/material/TableHead';
+import TableRow from '@mui/material/TableRow';
+import Typography from '@mui/material/Typography';
+import CheckCircleOutlineIcon from '@mui/icons-material/CheckCircleOutline';
+import ErrorOutlineIcon from '@mui/icons-material/ErrorOutline';
+import type { AgentStatus, RoleHealth } from '../../api/types';
+import { formatDateTime } from '../../components/format';
+import { RelativeTime } from './chips';
+import { Facts, mono, NoneReported, Section } from './parts';
+import { AGENT_CONNECTION, groupRoles, roleName, worstObserved } from './roles';
+
+const OBSERVED_COLOR: Record<string, 'success' | 'warning' | 'error'> = {
+  Healthy: 'success',
+  Recovering: 'warning',
+  Unhealthy: 'error',
+};
+
+export function ObservedChip({ value }: { value: string | null | undefined }) {
+  if (!value) return <span>—</span>;
+  return <Chip size="small" label={value} color={OBSERVED_COLOR[value] ?? 'default'} variant="outlined" data-testid="observed-chip" />;
+}
+
+function ContextList({ context }: { context: Record<string, string> | null | undefined }) {
+  const entries = Object.entries(context ?? {}).filter(([k]) => k !== 'context');
+  if (entries.length === 0) return null;
+  return (
+    <Box component="span" sx={{ display: 'block', mt: 0.5, color: 'text.secondary', fontSize: 12 }}>
+      {entries.map(([k, v]) => (
+        <span key={k} style={{ marginRight: 12 }}>
+          {k.replace(/_/g, ' ')}: <span style={mono}>{v}</span>
+        </span>
+      ))}
+    </Box>
+  );
+}
+
+function RolesTable({ rows, label }: { rows: RoleHealth[]; label: string }) {
+  return (
+    <Table size="small" aria-label={label}>
+      <TableHead>
+        <TableRow>
+          <TableCell>Role</TableCell>
+          <TableCell>Desired</TableCell>
+          <TableCell>Observed</TableCell>
+          <TableCell>Last checked</TableCell>
+          <TableCell>Last healthy</TableCell>
+          <TableCell align="right">Recoveries</TableCell>
+          <TableCell>Last error</TableCell>
+        </TableRow>
+      </TableHead>
+      <TableBody>
+        {rows.map((r) => (
+          <TableRow key={r.key} data-role-key={r.key}>
+            <TableCell>
+              <Box sx={{ fontWeight: 600 }}>{roleName(r.key)}</Box>
+              <Box sx={{ ...mono, fontSize: 11, color: 'text.secondary' }}>{r.key}</Box>
+              <ContextList context={r.context} />
+            </TableCell>
+            <TableCell>{r.desired || '—'}</TableCell>
+            <TableCell>
+              <ObservedChip value={r.observed} />
+            </TableCell>
+            <TableCell>
+              <RelativeTime value={r.last_checked_at} never="—" />
+            </TableCell>
+            <TableCell>
+              <RelativeTime value={r.last_healthy_at} never="Never" />
+            </TableCell>
+            <TableCell align="right">{r.recovery_attempts ?? 0}</TableCell>
+            <TableCell sx={{ color: r.last_error ? 'error.main' : undefined, maxWidth: 320, wordBreak: 'break-word' }}>
+              {r.last_error || '—'}
+            </TableCell>
+          </TableRow>
+        ))}
+      </TableBody>
+    </Table>
+  );
+}
+
+function Milestones({ status }: { status: AgentStatus }) {
+  const milestones = status.milestones ?? [];
+  return (
+    <Box sx={{ mt: 1.5 }}>
+      <Facts
+        items={[
+          ['Phase', status.phase],
+          ['Started', status.started_at ? formatDateTime(status.started_at) : undefined],
+          ['Agent version', status.agent_version],
+          ['Boot ID', status.boot_id ? <span style={mono}>{status.boot_id}</span> : undefined],
+          [
+            'Last error',
+            status.last_error ? (
+              <Box component="span" sx={{ color: 'error.main' }}>
+                {status.last_error.message} ({formatDateTime(status.last_error.at)}
+                {status.last_error.source ? `, ${status.last_error.source}` : ''})
+              </Box>
+            ) : (
+              'None'
+            ),
+          ],
+        ]}
+      />
+      {milestones.length > 0 && (
+        <Box component="ol" aria-label="Startup milestones" sx={{ listStyle: 'none', p: 0, m: 0, mt: 1.5 }}>
+          {milestones.map((m, i) => (
+            <Box component="li" key={`${m.name}-${i}`} sx={{ display: 'flex', alignItems: 'flex-start', gap: 1, py: 0.4 }}>
+              {m.ok ? (
+                <CheckCircleOutlineIcon fontSize="small" color="success" aria-label="succeeded" />
+              ) : (
+                <ErrorOutlineIcon fontSize="small" color="error" aria-label="failed" />
+              )}
+              <Box sx={{ flex: 1, fontSize: 13 }}>
+                <b>{m.name}</b>
+                {m.detail && <span style={{ color: '#64748b' }}> — {m.detail}</span>}
+              </Box>
+              <Typography variant="caption" color="text.secondary">
+                {formatDateTime(m.at)}
+              </Typography>
+            </Box>
+          ))}
+        </Box>
+      )}
+    </Box>
+  );
+}
+
+export function AgentHealthTab({ roles, lastStatus }: { roles: RoleHealth[] | null | undefined; lastStatus: AgentStatus | null | undefined }) {
+  if (!roles || roles.length === 0) {
+    return (
+      <Box>
+        <NoneReported>The agent has not reported role health yet. It does so with its startup timeline and inventory posts.</NoneReported>
+        {lastStatus && (
+          <Section title="Startup timeline">
+            <Milestones status={lastStatus} />
+          </Section>
+        )}
+      </Box>
+    );
+  }
+  const grouped = groupRoles(roles);
+  const connectionState = worstObserved(grouped.connection);
+  return (
+    <Box>
+      <Section
+        title={AGENT_CONNECTION}
+        actions={connectionState ? <ObservedChip value={connectionState} /> : undefined}
+      >
+        {grouped.connection.length ? (
+          <RolesTable rows={grouped.connection} label={`${AGENT_CONNECTION} roles`} />
+        ) : (
+          <NoneReported>No API WebSocket or VPN tunnel health reported yet.</NoneReported>
+        )}
+      </Section>
+      <Section title="Startup timeline" actions={grouped.startup ? <ObservedChip value={grouped.startup.observed} /> : undefined}>
+        {grouped.startup ? (
+          <Box data-testid="startup-timeline">
+            <Facts
+              items={[
+                ['Last checked', <RelativeTime value={grouped.startup.last_checked_at} never="—" />],
+                ['Last healthy', <RelativeTime value={grouped.startup.last_healthy_at} />],
+                ['Recoveries', String(grouped.startup.recovery_attempts ?? 0)],
+                ['Last error', grouped.startup.last_error || 'None'],
+                ...Object.entries(grouped.startup.context ?? {})
+                  .filter(([k]) => k !== 'context')
+                  .map(([k, v]): [string, string] => [k.replace(/_/g, ' '), v]),
+              ]}
+            />
+            {lastStatus && <Milestones status={lastStatus} />}
+          </Box>
+        ) : lastStatus ? (
+          <Milestones status={lastStatus} />
+        ) : (
+          <NoneReported>No startup timeline reported yet.</NoneReported>
+        )}
+      </Section>
+      <Section title="Roles">
+        {grouped.roles.length ? (
+          <RolesTable rows={grouped.roles} label="Roles" />
+        ) : (
+          <NoneReported>No other roles reported.</NoneReported>
+        )}
+      </Section>
+    </Box>
+  );
+}

@@ -1,0 +1,56 @@
+// Query keys of the device pages and the live updates from the operator
+// event stream (SPEC "Events": agent_status_changed, device_inventory_changed,
+// device_services_changed carry the device's guid and/or hostname).
+import type { QueryClient, QueryKey } from '@tanstack/react-query';
+import type { Device, DeviceDetails } from '../../api/types';
+
+/** Device pages refetch this often too: Offline is derived from heartbeat age, and no event says a device went quiet. */
+export const DEVICE_POLL_MS = 30_000;
+
+export const devicePath = (hostname: string) => `/devices/${encodeURIComponent(hostname)}`;
+
+/** Every device list and search: ['devices', 'list', {...}] and ['devices', 'search', q]. */
+export const DEVICES_QUERY = ['devices'] as const;
+export const DEVICE_DETAILS = 'device-details';
+export const DEVICE_ACTIVITY = 'device-activity';
+
+// Hostnames are compared without case, so /devices/WEB-1 and /devices/web-1 share their cache.
+export const deviceDetailsKey = (hostname: string) => [DEVICE_DETAILS, hostname.toLowerCase()] as const;
+export const deviceActivityKey = (hostname: string) => [DEVICE_ACTIVITY, hostname.toLowerCase()] as const;
+
+const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : null);
+
+/** Hostnames (lower case) the cache knows for `guid`, from lists and detail pages. */
+function hostnamesForGuid(queryClient: QueryClient, guid: string): Set<string> {
+  const out = new Set<string>();
+  for (const [, data] of queryClient.getQueriesData<Device[]>({ queryKey: DEVICES_QUERY })) {
+    for (const d of Array.isArray(data) ? data : []) if (d.guid === guid) out.add(d.hostname.toLowerCase());
+  }
+  for (const [key, data] of queryClient.getQueriesData<DeviceDetails>({ queryKey: [DEVICE_DETAILS] })) {
+    if (data?.device?.guid === guid && typeof key[1] === 'string') out.add(key[1]);
+  }
+  return out;
+}
+
+/**
+ * Marks what a device event changed as stale; the queries on screen refetch.
+ * An in-flight fetch is kept rather than restarted, so a burst of events
+ * from many agents cannot keep a list from ever loading.
+ */
+export function invalidateForDeviceEvent(queryClient: QueryClient, data: unknown): void {
+  const d = data && typeof data === 'object' ? (data as Record<string, unknown>) : {};
+  const hostname = str(d.hostname);
+  const guid = str(d.guid);
+  const opts = { cancelRefetch: false };
+
+  void queryClient.invalidateQueries({ queryKey: DEVICES_QUERY }, opts);
+
+  const hosts = guid ? hostnamesForGuid(queryClient, guid) : new Set<string>();
+  if (hostname) hosts.add(hostname.toLowerCase());
+  // Without an identity the event could be about any device on screen.
+  const matches = (key: QueryKey) => (hostname || guid ? typeof key[1] === 'string' && hosts.has(key[1]) : true);
+  void queryClient.invalidateQueries(
+    { predicate: (q) => (q.queryKey[0] === DEVICE_DETAILS || q.queryKey[0] === DEVICE_ACTIVITY) && matches(q.queryKey) },
+    opts,
+  );
+}

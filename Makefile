@@ -32,7 +32,8 @@ test-web: web/node_modules
 	cd web && npm test
 
 test-e2e: web/node_modules
-	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) npm run e2e
+	$(GO) build -o bin/cairn-agent ./cmd/cairn-agent
+	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent npm run e2e
 
 ## build: the console, embedded into the Engine binary
 build: web

@@ -118,3 +118,23 @@ describe('api', () => {
     expect(seen).toEqual(['unauthorized', 'locked']);
   });
 });
+
+describe('flattenAgentHealth', () => {
+  it('flattens the Engine grouping into one list, keeping the Agent Connection group', async () => {
+    const { flattenAgentHealth } = await import('./endpoints');
+    const role = (key: string) => ({ key, desired: 'running', observed: 'Healthy', recovery_attempts: 0, last_checked_at: null });
+    const out = flattenAgentHealth({
+      device: {} as never,
+      agent_health: {
+        startup: role('system:system_heartbeat'),
+        agent_connection: [role('system:api_websocket')],
+        roles: [role('system:device_audit')],
+      },
+    });
+    expect(out.roles?.map((r) => [r.key, r.group ?? null])).toEqual([
+      ['system:system_heartbeat', null],
+      ['system:api_websocket', 'Agent Connection'],
+      ['system:device_audit', null],
+    ]);
+  });
+});

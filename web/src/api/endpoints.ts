@@ -190,7 +190,7 @@ export const devices = {
       (r) => r.devices ?? [],
     ),
   get: (guid: string) => api<DeviceSummary>(`/api/devices/${encodeURIComponent(guid)}`),
-  details: (hostname: string) => api<DeviceDetails>(hostPath('/api/device/details', hostname)),
+  details: (hostname: string) => api<DeviceDetails>(hostPath('/api/device/details', hostname)).then(flattenAgentHealth),
   setDescription: (hostname: string, description: string) =>
     api<unknown>(hostPath('/api/device/description', hostname), { body: { description } }),
   activity: (hostname: string) =>
@@ -219,3 +219,19 @@ export const enrollment = {
     api<DeviceApproval>(`/api/admin/device-approvals/${encodeURIComponent(id)}/approve`, { method: 'POST' }),
   deny: (id: string) => api<DeviceApproval>(`/api/admin/device-approvals/${encodeURIComponent(id)}/deny`, { method: 'POST' }),
 };
+
+/**
+ * The Engine answers the Agent Health rows grouped (`agent_health`: the
+ * startup row, the Agent Connection roles, the other roles); the console's
+ * tab regroups one flat list, so flatten it with the group kept.
+ */
+export function flattenAgentHealth(d: DeviceDetails): DeviceDetails {
+  const h = d.agent_health;
+  if (!h || d.roles) return d;
+  const roles = [
+    ...(h.startup ? [h.startup] : []),
+    ...(h.agent_connection ?? []).map((r) => ({ ...r, group: 'Agent Connection' })),
+    ...(h.roles ?? []),
+  ];
+  return { ...d, roles };
+}

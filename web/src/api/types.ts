@@ -399,7 +399,7 @@ export interface RoleHealth {
   last_healthy_at?: string | null;
   last_error?: string | null;
   recovery_attempts: number;
-  context?: Record<string, string> | null;
+  context?: Record<string, unknown> | null;
   /** Set when the Engine already groups the row (for example "Agent Connection"). */
   group?: string | null;
 }
@@ -433,6 +433,8 @@ export interface DeviceDetails {
   processes?: ProcessItem[] | null;
   patches?: PatchRow[] | null;
   roles?: RoleHealth[] | null;
+  /** The Engine's grouping of the role rows (flattened into roles by endpoints.details). */
+  agent_health?: { startup?: RoleHealth | null; agent_connection?: RoleHealth[] | null; roles?: RoleHealth[] | null } | null;
   metrics?: DeviceMetrics | null;
   last_status?: AgentStatus | null;
 }

@@ -12,7 +12,7 @@ import type { AgentStatus, RoleHealth } from '../../api/types';
 import { formatDateTime } from '../../components/format';
 import { RelativeTime } from './chips';
 import { Facts, mono, NoneReported, Section } from './parts';
-import { AGENT_CONNECTION, groupRoles, roleName, worstObserved } from './roles';
+import { AGENT_CONNECTION, contextEntries, groupRoles, roleName, worstObserved } from './roles';
 
 const OBSERVED_COLOR: Record<string, 'success' | 'warning' | 'error'> = {
   Healthy: 'success',
@@ -25,14 +25,14 @@ export function ObservedChip({ value }: { value: string | null | undefined }) {
   return <Chip size="small" label={value} color={OBSERVED_COLOR[value] ?? 'default'} variant="outlined" data-testid="observed-chip" />;
 }
 
-function ContextList({ context }: { context: Record<string, string> | null | undefined }) {
-  const entries = Object.entries(context ?? {}).filter(([k]) => k !== 'context');
+function ContextList({ context }: { context: Record<string, unknown> | null | undefined }) {
+  const entries = contextEntries(context);
   if (entries.length === 0) return null;
   return (
     <Box component="span" sx={{ display: 'block', mt: 0.5, color: 'text.secondary', fontSize: 12 }}>
       {entries.map(([k, v]) => (
         <span key={k} style={{ marginRight: 12 }}>
-          {k.replace(/_/g, ' ')}: <span style={mono}>{v}</span>
+          {k}: <span style={mono}>{v}</span>
         </span>
       ))}
     </Box>
@@ -165,9 +165,7 @@ export function AgentHealthTab({ roles, lastStatus }: { roles: RoleHealth[] | nu
                 ['Last healthy', <RelativeTime value={grouped.startup.last_healthy_at} />],
                 ['Recoveries', String(grouped.startup.recovery_attempts ?? 0)],
                 ['Last error', grouped.startup.last_error || 'None'],
-                ...Object.entries(grouped.startup.context ?? {})
-                  .filter(([k]) => k !== 'context')
-                  .map(([k, v]): [string, string] => [k.replace(/_/g, ' '), v]),
+                ...contextEntries(grouped.startup.context),
               ]}
             />
             {lastStatus && <Milestones status={lastStatus} />}

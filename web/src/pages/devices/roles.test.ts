@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { role } from './fixtures';
-import { groupRoles, roleName, worstObserved } from './roles';
+import { groupRoles, roleName, worstObserved, contextEntries } from './roles';
 
 describe('groupRoles', () => {
   it('puts the API WebSocket and VPN tunnel under Agent Connection only, and takes out the startup timeline', () => {
@@ -38,5 +38,17 @@ describe('roleName', () => {
     expect(roleName('system:rdp')).toBe('RDP');
     expect(roleName('system:vpn_tunnel')).toBe('VPN tunnel');
     expect(roleName('system:new_thing')).toBe('New thing');
+  });
+});
+
+describe('contextEntries', () => {
+  it('shows scalar context values and skips nested ones and the marker', () => {
+    expect(
+      contextEntries({ context: 'startup', phase: 'running', attempts: 2, ok: true, milestones: [{ name: 'x' }], nested: { a: 1 }, gone: null }),
+    ).toEqual([
+      ['phase', 'running'],
+      ['attempts', '2'],
+      ['ok', 'true'],
+    ]);
   });
 });

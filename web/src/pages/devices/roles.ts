@@ -71,3 +71,14 @@ export function worstObserved(rows: readonly RoleHealth[]): string | null {
   if (rows.length === 0) return null;
   return rows.reduce((worst, r) => ((SEVERITY[r.observed] ?? 3) > (SEVERITY[worst] ?? 3) ? r.observed : worst), rows[0].observed);
 }
+
+/**
+ * The context entries a table can show: scalar values as text. Nested
+ * values (the startup row carries its milestones) are shown elsewhere or
+ * not at all; the "context" marker itself is skipped.
+ */
+export function contextEntries(context: Record<string, unknown> | null | undefined): [string, string][] {
+  return Object.entries(context ?? {})
+    .filter(([k, v]) => k !== 'context' && v !== null && ['string', 'number', 'boolean'].includes(typeof v))
+    .map(([k, v]) => [k.replace(/_/g, ' '), String(v)]);
+}

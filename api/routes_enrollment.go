@@ -141,10 +141,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			if err != nil {
 				return proto.RefreshResponse{}, err
 			}
-			return proto.RefreshResponse{GUID: guid, Tokens: proto.Tokens{
-				AccessToken: issued.AccessToken, TokenType: proto.AuthScheme, ExpiresAt: issued.ExpiresAt,
-				ExpiresIn: int(time.Until(issued.ExpiresAt).Round(time.Second).Seconds()), RefreshToken: issued.RefreshToken,
-			}}, nil
+			return proto.RefreshResponse{GUID: guid, Tokens: s.DeviceTokens.Wire(issued)}, nil
 		})},
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -97,6 +98,15 @@ type Issued struct {
 	AccessToken  string
 	ExpiresAt    time.Time
 	RefreshToken string
+}
+
+// Wire is a pair as the agent receives it (agent/proto), with expires_in
+// counted on the Engine's clock.
+func (t *Tokens) Wire(i Issued) proto.Tokens {
+	return proto.Tokens{
+		AccessToken: i.AccessToken, TokenType: proto.AuthScheme, ExpiresAt: i.ExpiresAt,
+		ExpiresIn: int(i.ExpiresAt.Sub(t.now()).Round(time.Second).Seconds()), RefreshToken: i.RefreshToken,
+	}
 }
 
 // Access mints an access token for the device.

@@ -79,10 +79,7 @@ func (s *Service) Poll(ctx context.Context, tokens *devicetrust.Tokens, approval
 		out = proto.EnrollPollResponse{
 			Status: proto.ApprovalEnrolled,
 			Device: &proto.EnrolledDevice{GUID: d.Guid, AgentID: d.AgentID, SiteID: d.SiteID, SiteSlug: site.Slug, Hostname: d.Hostname},
-			Tokens: &proto.Tokens{
-				AccessToken: issued.AccessToken, TokenType: proto.AuthScheme, ExpiresAt: issued.ExpiresAt,
-				ExpiresIn: int(time.Until(issued.ExpiresAt).Round(time.Second).Seconds()), RefreshToken: issued.RefreshToken,
-			},
+			Tokens: ptr(tokens.Wire(issued)),
 		}
 		return nil
 	})
@@ -146,3 +143,5 @@ func (s *Service) reissue(ctx context.Context, q *db.Queries, a db.DeviceApprova
 		Guid: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID, AgentID: d.AgentID, Jkt: d.Jkt, TokenVersion: d.TokenVersion,
 	}, nil
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -34,6 +34,8 @@ import (
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
+// serve runs the Engine: database, Temporal, workers, agent sockets, API
+// and console, until ctx ends.
 func serve(ctx context.Context, args []string) error {
 	c, err := loadConfig(flag.NewFlagSet("serve", flag.ExitOnError), args)
 	if err != nil {

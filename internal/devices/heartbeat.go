@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,7 +144,15 @@ func (s *Service) Flush(ctx context.Context) error {
 		Guids: make([]string, 0, len(batch)), SeenAt: make([]time.Time, 0, len(batch)),
 		Metrics: make([]string, 0, len(batch)), AgentVersions: make([]string, 0, len(batch)), BootIds: make([]string, 0, len(batch)),
 	}
-	for guid, bt := range batch {
+	// In GUID order, so two replicas flushing overlapping batches (an agent
+	// that just moved between them) take row locks in the same order.
+	guids := make([]string, 0, len(batch))
+	for guid := range batch {
+		guids = append(guids, guid)
+	}
+	slices.Sort(guids)
+	for _, guid := range guids {
+		bt := batch[guid]
 		p.Guids = append(p.Guids, guid)
 		p.SeenAt = append(p.SeenAt, bt.seenAt)
 		p.Metrics = append(p.Metrics, string(bt.metrics))

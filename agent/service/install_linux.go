@@ -65,7 +65,7 @@ func Install(ctx context.Context, o InstallOptions) (InstallResult, error) {
 		fmt.Fprintf(w, "using binary %s\n", res.Binary)
 	}
 
-	res.Unit, err = RenderUnit(UnitOptions{Binary: res.Binary, ConfigPath: cfgPath})
+	res.Unit, err = RenderUnit(UnitOptions{Binary: res.Binary, ConfigPath: cfgPath, Hostname: o.Hostname})
 	if err != nil {
 		return res, err
 	}

@@ -39,6 +39,8 @@ type InstallOptions struct {
 	UnitDir string
 	// NoStart writes the files but leaves systemd alone.
 	NoStart bool
+	// Hostname is passed to run (see UnitOptions.Hostname).
+	Hostname string
 	// Out receives what was done, for the person running the command.
 	Out io.Writer
 
@@ -70,6 +72,9 @@ type UninstallOptions struct {
 type UnitOptions struct {
 	Binary     string // absolute path of the agent binary
 	ConfigPath string // absolute path of agent.json
+	// Hostname, when set, is passed to run as --hostname: the name the
+	// device enrolled under with `enroll --hostname`.
+	Hostname string
 }
 
 // unitTemplate is the systemd unit. Type=simple because the run loop does
@@ -113,7 +118,27 @@ func RenderUnit(o UnitOptions) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("config: %w", err)
 	}
-	return strings.Replace(unitTemplate, "{{exec}}", bin+" run --config "+cfg, 1), nil
+	cmd := bin + " run --config " + cfg
+	if o.Hostname != "" {
+		if !safeHostname(o.Hostname) {
+			return "", fmt.Errorf("hostname %q: only letters, digits, '.', '-' and '_' can go in the unit", o.Hostname)
+		}
+		cmd += " --hostname " + o.Hostname
+	}
+	return strings.Replace(unitTemplate, "{{exec}}", cmd, 1), nil
+}
+
+// safeHostname accepts names that need no quoting on a systemd command line.
+func safeHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // execArg quotes an absolute path for ExecStart (systemd.service(5)

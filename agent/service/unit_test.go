@@ -39,10 +39,13 @@ func TestRenderUnit(t *testing.T) {
 func TestExecStartQuoting(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		binary, config string
-		want           string
-		err            string
+		binary, config, hostname string
+		want                     string
+		err                      string
 	}{
+		{binary: "/usr/bin/cairn-agent", config: "/etc/c/agent.json", hostname: "web-01.example_lab",
+			want: `ExecStart=/usr/bin/cairn-agent run --config /etc/c/agent.json --hostname web-01.example_lab`},
+		{binary: "/usr/bin/cairn-agent", config: "/etc/c/agent.json", hostname: "web 01; rm", err: "only letters, digits"},
 		{binary: "/opt/cairn agent/cairn-agent", config: "/etc/c/agent.json",
 			want: `ExecStart="/opt/cairn agent/cairn-agent" run --config /etc/c/agent.json`},
 		{binary: "/usr/bin/cairn-agent", config: "/etc/100%/$HOME/agent.json",
@@ -53,7 +56,7 @@ func TestExecStartQuoting(t *testing.T) {
 		{binary: "/usr/bin/cairn-agent", config: "agent.json", err: "config: \"agent.json\" is not an absolute path"},
 		{binary: "/usr/bin/cairn-agent", config: "/etc/c/agent.json\nExecStartPre=/bin/evil", err: "control character"},
 	} {
-		unit, err := RenderUnit(UnitOptions{Binary: tc.binary, ConfigPath: tc.config})
+		unit, err := RenderUnit(UnitOptions{Binary: tc.binary, ConfigPath: tc.config, Hostname: tc.hostname})
 		if tc.err != "" {
 			require.ErrorContains(t, err, tc.err)
 			continue

@@ -171,7 +171,7 @@ func TestRunCommand(t *testing.T) {
 	go func() { done <- runWith(ctx, []string{"--config", path, "run"}, &lockedBuffer{}, &logs, testHost()) }()
 	require.Eventually(t, func() bool {
 		return engine.Count("connect_agent") == 1 && engine.Count("heartbeat") >= 2 && engine.Count("details") >= 1
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 60*time.Second, 5*time.Millisecond, "the real collectors (dpkg, apt-get -s) take seconds on a loaded machine")
 	cancel() // what SIGTERM does
 	select {
 	case status := <-done:

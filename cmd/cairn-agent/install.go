@@ -10,13 +10,16 @@ import (
 	"github.com/cairn-rmm/cairn/agent/service"
 )
 
-// install: cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start]
+// install: cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start] [--hostname NAME]
 func install(configPath string, args []string, stdout io.Writer) error {
 	fs := newFlagSet("install")
 	fs.StringVar(&configPath, "config", configPath, "")
 	binary := fs.String("binary", "", "")
 	unitDir := fs.String("unit-dir", service.DefaultUnitDir, "")
 	noStart := fs.Bool("no-start", false, "")
+	// The name given to enroll --hostname, kept for run: agent.json does
+	// not hold the reported hostname.
+	hostname := fs.String("hostname", "", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -27,6 +30,7 @@ func install(configPath string, args []string, stdout io.Writer) error {
 		Binary:     *binary,
 		UnitDir:    *unitDir,
 		NoStart:    *noStart,
+		Hostname:   *hostname,
 		Out:        stdout,
 	})
 	return err

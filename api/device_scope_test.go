@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/events"
 )
 
 // scopedOperator is an operator assigned to site A of the fleet only.
@@ -79,10 +80,10 @@ func TestDeviceEventsFollowSiteScope(t *testing.T) {
 	offID := f.addDevice(t, "guid-b2", "b2-host", fl.siteB, deviceState{seen: ago(0)})
 	_, err := svc.Details(ctx, offID, proto.Details{Inventory: proto.Inventory{Services: []proto.Service{{Name: "cron"}}}})
 	require.NoError(t, err)
-	e := next(t, adminEvents, devices.EventDeviceInventoryChanged)
+	e := next(t, adminEvents, events.TypeDeviceInventoryChanged)
 	require.Equal(t, "b2-host", e.Data["hostname"])
 	require.Equal(t, []any{"services"}, e.Data["parts"])
-	e = next(t, adminEvents, devices.EventDeviceServicesChanged)
+	e = next(t, adminEvents, events.TypeDeviceServicesChanged)
 	require.Equal(t, "guid-b2", e.Data["guid"])
 
 	mineID := f.addDevice(t, "guid-a2", "a2-host", fl.siteA, deviceState{seen: ago(0)})
@@ -94,7 +95,7 @@ func TestDeviceEventsFollowSiteScope(t *testing.T) {
 		select {
 		case e := <-opEvents:
 			require.NotEqual(t, "b2-host", e.Data["hostname"], "%s leaked to an operator of another site", e.Type)
-			if e.Type == devices.EventAgentStatusChanged {
+			if e.Type == events.TypeAgentStatusChanged {
 				require.Equal(t, "a2-host", e.Data["hostname"])
 				require.Equal(t, "running", e.Data["phase"])
 				done = true
@@ -103,5 +104,5 @@ func TestDeviceEventsFollowSiteScope(t *testing.T) {
 			t.Fatal("the operator got no agent_status_changed for their own device")
 		}
 	}
-	none(t, opEvents, devices.EventDeviceInventoryChanged, 500*time.Millisecond)
+	none(t, opEvents, events.TypeDeviceInventoryChanged, 500*time.Millisecond)
 }

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -215,8 +214,8 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 	admin := f.admin(t)
 	site := f.createSite(t, admin, "auto")
 	ctx := context.Background()
-	until := f.clk.Now().Add(time.Hour)
-	require.NoError(t, f.store.SiteSetAutoApprove(ctx, db.SiteSetAutoApproveParams{ID: site, AutoApproveUntil: &until}))
+	on := f.do(t, "POST", "/api/sites/"+itoa(float64(site))+"/auto-approval", admin, map[string]any{"enabled": true, "duration_seconds": 3600})
+	require.Equal(t, 200, on.Status, on.Raw)
 
 	a := f.newAgent(t, "auto-01")
 	r := a.request(t, f.enrollmentCode(t, admin, site))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
-	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 )
@@ -46,26 +45,6 @@ func (s *Server) enrolled(ctx context.Context, e enrollment.Enrolled) {
 		SiteID: e.Device.SiteID, Data: mustJSON(data)}); err != nil {
 		s.Log.Warn("publish enrollment", "err", err)
 	}
-}
-
-// recordTrust adds a trust action to the device's activity history with
-// the operator's name (SPEC "Device trust state").
-func (s *Server) recordTrust(r *http.Request, res devicetrust.TrustResult, action string) {
-	p := principal(r.Context())
-	guid := res.GUID
-	if res.TrustState == "purged" {
-		guid = "" // the device row is gone; history stays by hostname
-	}
-	s.activity(r.Context(), devices.NewActivity{GUID: guid, Hostname: res.Hostname, SiteID: res.SiteID,
-		Kind: "device_" + action, Summary: trustSummary[action] + " by " + p.Username, Actor: p.Username,
-		Metadata: map[string]any{"trust_state": res.TrustState, "token_version": res.TokenVersion}})
-}
-
-var trustSummary = map[string]string{
-	devicetrust.ActionQuarantine:   "Quarantined",
-	devicetrust.ActionUnquarantine: "Released from quarantine",
-	devicetrust.ActionRevoke:       "Trust revoked",
-	devicetrust.ActionPurge:        "Purged",
 }
 
 func (s *Server) activity(ctx context.Context, a devices.NewActivity) {

@@ -136,7 +136,7 @@ func New(d Deps) *Server {
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
-		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
+		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

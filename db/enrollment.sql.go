@@ -784,17 +784,3 @@ func (q *Queries) EnrollmentCodeSetSealed(ctx context.Context, arg EnrollmentCod
 	_, err := q.db.Exec(ctx, enrollmentCodeSetSealed, arg.CodeSealed, arg.ID)
 	return err
 }
-
-const siteSetAutoApprove = `-- name: SiteSetAutoApprove :exec
-UPDATE sites SET auto_approve_until = $1, updated_at = now() WHERE id = $2
-`
-
-type SiteSetAutoApproveParams struct {
-	AutoApproveUntil *time.Time
-	ID               int64
-}
-
-func (q *Queries) SiteSetAutoApprove(ctx context.Context, arg SiteSetAutoApproveParams) error {
-	_, err := q.db.Exec(ctx, siteSetAutoApprove, arg.AutoApproveUntil, arg.ID)
-	return err
-}

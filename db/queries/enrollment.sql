@@ -111,6 +111,3 @@ SELECT * FROM device_purges WHERE guid = @guid;
 
 -- name: DevicePurgeDelete :exec
 DELETE FROM device_purges WHERE guid = @guid;
-
--- name: SiteSetAutoApprove :exec
-UPDATE sites SET auto_approve_until = sqlc.narg(auto_approve_until), updated_at = now() WHERE id = @id;

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/inventory"
 )
 
@@ -94,10 +95,10 @@ func (s *Service) Details(ctx context.Context, id devicetrust.Identity, d proto.
 	}
 	s.detailsStored(id.GUID)
 	if len(changed) > 0 {
-		s.publish(ctx, EventDeviceInventoryChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID, Parts: changed})
+		s.publish(ctx, events.TypeDeviceInventoryChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID, Parts: changed})
 	}
 	if slices.Contains(changed, inventory.PartServices) {
-		s.publish(ctx, EventDeviceServicesChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID})
+		s.publish(ctx, events.TypeDeviceServicesChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID})
 	}
 	return proto.DetailsResponse{Changed: len(changed) > 0}, nil
 }

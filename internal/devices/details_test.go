@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/inventory"
 )
 
@@ -104,10 +105,10 @@ func TestDetailsStoresNormalizedInventory(t *testing.T) {
 
 	evs := f.events.take()
 	require.Len(t, evs, 2)
-	require.Equal(t, devices.EventDeviceInventoryChanged, evs[0].Type)
+	require.Equal(t, events.TypeDeviceInventoryChanged, evs[0].Type)
 	require.Equal(t, f.siteID, evs[0].SiteID)
 	require.Contains(t, string(evs[0].Data), `"parts":["hardware","os","network","sessions","uptime","software","services","processes","patches"]`)
-	require.Equal(t, devices.EventDeviceServicesChanged, evs[1].Type)
+	require.Equal(t, events.TypeDeviceServicesChanged, evs[1].Type)
 }
 
 // The same inventory again changes nothing and emits nothing, even when
@@ -138,13 +139,13 @@ func TestDetailsEmitsOnlyOnChange(t *testing.T) {
 	require.True(t, post(inv))
 	evs := f.events.take()
 	require.Len(t, evs, 2)
-	require.Equal(t, devices.EventDeviceInventoryChanged, evs[0].Type)
+	require.Equal(t, events.TypeDeviceInventoryChanged, evs[0].Type)
 	require.Contains(t, string(evs[0].Data), `"parts":["services"]`)
-	require.Equal(t, devices.EventDeviceServicesChanged, evs[1].Type)
+	require.Equal(t, events.TypeDeviceServicesChanged, evs[1].Type)
 
 	inv.Software = append(inv.Software, proto.Software{Name: "nginx", Version: "1.22"})
 	require.True(t, post(inv))
-	require.Equal(t, []string{devices.EventDeviceInventoryChanged}, f.events.types())
+	require.Equal(t, []string{events.TypeDeviceInventoryChanged}, f.events.types())
 	require.Len(t, f.software(t, "g1"), 3)
 }
 

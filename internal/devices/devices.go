@@ -17,13 +17,6 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 )
 
-// Operator events this package emits (SPEC "Operator event stream").
-const (
-	EventAgentStatusChanged     = "agent_status_changed"
-	EventDeviceInventoryChanged = "device_inventory_changed"
-	EventDeviceServicesChanged  = "device_services_changed"
-)
-
 // HeartbeatIntervalSeconds is the cadence the Engine asks agents for.
 const HeartbeatIntervalSeconds = 20
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/events"
 )
 
 const (
@@ -120,6 +121,6 @@ func (s *Service) Status(ctx context.Context, id devicetrust.Identity, st proto.
 	if err != nil {
 		return err
 	}
-	s.publish(ctx, EventAgentStatusChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID, Phase: st.Phase})
+	s.publish(ctx, events.TypeAgentStatusChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID, Phase: st.Phase})
 	return nil
 }

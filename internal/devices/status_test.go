@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/events"
 )
 
 func roleByKey(t *testing.T, h devices.AgentHealth, key string) devices.Role {
@@ -88,7 +89,7 @@ func TestStatusUpsertsTheTimelineAndEmits(t *testing.T) {
 
 	evs := f.events.take()
 	require.Len(t, evs, 1)
-	require.Equal(t, devices.EventAgentStatusChanged, evs[0].Type)
+	require.Equal(t, events.TypeAgentStatusChanged, evs[0].Type)
 	require.Equal(t, f.siteID, evs[0].SiteID)
 	require.JSONEq(t, `{"guid":"g1","hostname":"alpha","site_id":`+jsonInt(f.siteID)+`,"phase":"starting"}`, string(evs[0].Data))
 
@@ -106,7 +107,7 @@ func TestStatusUpsertsTheTimelineAndEmits(t *testing.T) {
 	audit = roleByKey(t, d.Health, proto.RoleKeyDeviceAudit)
 	require.Equal(t, proto.RoleUnhealthy, audit.Observed)
 	require.Equal(t, healthyAt, audit.LastHealthyAt.UTC())
-	require.Equal(t, []string{devices.EventAgentStatusChanged}, f.events.types())
+	require.Equal(t, []string{events.TypeAgentStatusChanged}, f.events.types())
 }
 
 func TestStatusRejectsBadInput(t *testing.T) {

@@ -37,9 +37,15 @@ const (
 	ControlAegis = "aegis" // master cipher reset or rotated
 )
 
-// TypeAgentStatusChanged tells consoles to refresh a device's agent health
-// and connection status (SPEC "Operator event stream").
-const TypeAgentStatusChanged = "agent_status_changed"
+// Device event types (SPEC "Operator event stream"). Publish them with the
+// device's SiteID, so only operators who may see the device receive them.
+const (
+	// TypeAgentStatusChanged: a device's agent health, connection or trust
+	// state changed.
+	TypeAgentStatusChanged     = "agent_status_changed"
+	TypeDeviceInventoryChanged = "device_inventory_changed"
+	TypeDeviceServicesChanged  = "device_services_changed"
+)
 
 // MaxPayload is what one NOTIFY may carry (PostgreSQL's limit is 8000 bytes).
 const MaxPayload = 7900

@@ -134,6 +134,9 @@ func (r *replica) status(t *testing.T) map[string]any {
 	case e := <-r.statuses:
 		var data map[string]any
 		require.NoError(t, json.Unmarshal(e.Data, &data))
+		// Scoped to the device's site: operators of other sites never see it.
+		require.NotZero(t, e.SiteID)
+		require.EqualValues(t, data["site_id"], e.SiteID)
 		return data
 	case <-time.After(10 * time.Second):
 		t.Fatal("no agent_status_changed event")

@@ -54,8 +54,8 @@ func checkAgentContext(r *http.Request) error {
 	for _, p := range parts[1:] {
 		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
 		if k == "v" {
-			if n, err := strconv.Atoi(v); err != nil || n != proto.Version {
-				return cairn.Errorf(ECodeProtocolUnsupported, "agent protocol %q is not supported (this Engine speaks %d)", v, proto.Version)
+			if n, err := strconv.Atoi(v); err != nil || !proto.Supported(n) {
+				return cairn.Errorf(ECodeProtocolUnsupported, "agent protocol %q is not supported (this Engine speaks %d to %d)", v, proto.MinVersion, proto.Version)
 			}
 		}
 	}

@@ -137,8 +137,12 @@ type Route struct {
 type Envelope struct {
 	Type string `json:"type"`
 	// ID correlates a request and its reply.
-	ID      string          `json:"id,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	ID string `json:"id,omitempty"`
+	// OperationID names the Engine operation a request belongs to; it
+	// stays the same when the Engine delivers the request again, so the
+	// agent can answer a repeat without acting twice (protocol 2).
+	OperationID string          `json:"operation_id,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
 }
 
 // Socket message types. Engine-to-agent event names are the spec's

@@ -9,9 +9,18 @@ package proto
 import "time"
 
 // Version is the agent protocol version. The agent sends it in connect_agent
-// and in the X-Service-Agent-Context header; the Engine refuses versions it
-// does not speak with 426 protocol_unsupported.
-const Version = 1
+// and in the X-Service-Agent-Context header; the Engine serves every
+// version from MinVersion to Version and refuses others with 426
+// protocol_unsupported, so an Engine one version ahead still serves the
+// agents it has not updated yet. Version 2 adds operations
+// (operations.go) and Envelope.OperationID.
+const (
+	Version    = 2
+	MinVersion = 1
+)
+
+// Supported reports whether an Engine of this package serves protocol v.
+func Supported(v int) bool { return v >= MinVersion && v <= Version }
 
 // Headers every agent request carries (SPEC "Authentication" rule 5).
 const (

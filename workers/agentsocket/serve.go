@@ -108,8 +108,8 @@ func (h *Hub) handshake(c *conn) (proto.ConnectAgent, error) {
 		return hello, refusal("connect_agent payload is malformed")
 	case hello.GUID != c.dev.GUID:
 		return hello, refusal("connect_agent guid is not the authenticated device")
-	case hello.Protocol != proto.Version:
-		return hello, refusal(fmt.Sprintf("protocol %d is not supported; this worker speaks %d", hello.Protocol, proto.Version))
+	case !proto.Supported(hello.Protocol):
+		return hello, refusal(fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", hello.Protocol, proto.MinVersion, proto.Version))
 	}
 	return hello, nil
 }

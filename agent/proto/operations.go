@@ -1,0 +1,160 @@
+package proto
+
+import "time"
+
+// ---- Operations (Engine-to-agent requests over the realtime socket) -----
+//
+// The Engine sends an operation as an Envelope whose Type is one of the
+// spec's event names below, with a fresh random ID per delivery attempt
+// and OperationID naming the operation (stable across redeliveries). The
+// agent answers with a MsgReply envelope carrying the same ID: the result
+// below, or an Error {"error": code, "message"}. An agent that sees an
+// OperationID it already answered answers again with the same result
+// instead of acting twice (redelivery after a socket moved).
+
+// Engine-to-agent event names (SPEC "Engine to agent events").
+const (
+	EventProcessManagement = "process_management_request"
+	EventServiceControl    = "service_control_action"
+	EventSoftwareRefresh   = "software_inventory_refresh_request"
+	EventPatchRefresh      = "patch_inventory_refresh_request"
+	// EventShellOpen asks the agent to start a shell and bridge it over a
+	// dedicated WebSocket (ShellOpen); EventShellClose ends one.
+	EventShellOpen  = "vpn_shell_open"
+	EventShellClose = "vpn_shell_close"
+)
+
+// Error codes an agent answers operations with (besides CodeUnsupported in
+// the runtime: "unsupported").
+const (
+	CodeOpUnsupported    = "unsupported"       // not on this platform or agent
+	CodeOpNotFound       = "not_found"         // no such process or service
+	CodeOpMismatch       = "process_mismatch"  // the PID now belongs to another process name
+	CodeOpInvalid        = "invalid_request"   // the payload is malformed
+	CodeOpFailed         = "failed"            // the action ran and failed
+	CodeOpPermission     = "permission_denied" // the OS refused
+	CodeOpShellLimit     = "shell_limit"       // too many shells on this agent
+	CodeOpTimedOut       = "timed_out"         // the action did not finish in time
+	CodeOpAlreadyRunning = "already_running"
+)
+
+// ProcessRequest is the payload of EventProcessManagement.
+type ProcessRequest struct {
+	// Action is "list" or "terminate".
+	Action string `json:"action"`
+	PID    int    `json:"pid,omitempty"`
+	// Name must match the process's current name for terminate: a PID
+	// reused by another program is refused with CodeOpMismatch.
+	Name string `json:"name,omitempty"`
+}
+
+// Process actions.
+const (
+	ProcessList      = "list"
+	ProcessTerminate = "terminate"
+)
+
+// ProcessSnapshot answers a list request.
+type ProcessSnapshot struct {
+	CapturedAt time.Time `json:"captured_at"`
+	Processes  []Process `json:"processes"`
+}
+
+// ProcessTerminated answers a terminate request once the process is gone
+// (SIGTERM, then SIGKILL after a grace period on Linux).
+type ProcessTerminated struct {
+	PID        int    `json:"pid"`
+	Name       string `json:"name"`
+	Terminated bool   `json:"terminated"`
+	// Signal is the last signal sent (Linux), e.g. "SIGTERM" or "SIGKILL".
+	Signal string `json:"signal,omitempty"`
+}
+
+// ServiceActionRequest is the payload of EventServiceControl.
+type ServiceActionRequest struct {
+	Name string `json:"name"`
+	// Action is "start", "stop" or "restart".
+	Action string `json:"action"`
+}
+
+// Service actions.
+const (
+	ServiceStart   = "start"
+	ServiceStop    = "stop"
+	ServiceRestart = "restart"
+)
+
+// ServiceActionResult answers EventServiceControl with the service as it
+// is after the action, plus the whole service list so the Engine can
+// refresh its cached inventory in the same round trip.
+type ServiceActionResult struct {
+	Name     string    `json:"name"`
+	State    string    `json:"state"`
+	Service  Service   `json:"service"`
+	Services []Service `json:"services"`
+}
+
+// SoftwareRefreshResult answers EventSoftwareRefresh.
+type SoftwareRefreshResult struct {
+	CollectedAt time.Time  `json:"collected_at"`
+	Software    []Software `json:"software"`
+}
+
+// PatchRefreshResult answers EventPatchRefresh.
+type PatchRefreshResult struct {
+	CollectedAt time.Time    `json:"collected_at"`
+	Patches     []PatchEntry `json:"patches"`
+}
+
+// ShellOpen is the payload of EventShellOpen. The agent dials URL (a
+// ws(s):// address on the Engine, PathShellSocket with the session ID)
+// with its usual Device auth (DPoP-bound access token and proof) plus
+// HeaderShellToken: Token, then bridges a PTY running the privileged
+// account's login shell. On that socket binary frames are terminal bytes
+// in both directions; text frames are ShellControl JSON. It replies
+// {"opened": true} once the socket is up.
+type ShellOpen struct {
+	SessionID string `json:"session_id"`
+	URL       string `json:"url"`
+	Token     string `json:"token"`
+	Cols      int    `json:"cols"`
+	Rows      int    `json:"rows"`
+	// IdleTimeoutSeconds ends a shell with no traffic either way.
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
+}
+
+// ShellOpened answers EventShellOpen.
+type ShellOpened struct {
+	Opened bool   `json:"opened"`
+	Shell  string `json:"shell,omitempty"` // e.g. /bin/bash
+	PID    int    `json:"pid,omitempty"`
+}
+
+// ShellClose is the payload of EventShellClose.
+type ShellClose struct {
+	SessionID string `json:"session_id"`
+}
+
+// ShellControl is a text frame on the shell socket: "resize" (Engine to
+// agent: Cols, Rows) and "exit" (agent to Engine: Code, once the shell
+// ended; the agent then closes the socket normally).
+type ShellControl struct {
+	Type string `json:"type"`
+	Cols int    `json:"cols,omitempty"`
+	Rows int    `json:"rows,omitempty"`
+	Code int    `json:"code"`
+}
+
+// Shell control types.
+const (
+	ShellResize = "resize"
+	ShellExit   = "exit"
+)
+
+// Shell socket path and header.
+const (
+	// PathShellSocket is the agent's side of a shell session:
+	// PathShellSocket + "/" + session ID.
+	PathShellSocket  = "/api/agent/shell"
+	HeaderShellToken = "X-Cairn-Shell-Token"
+)

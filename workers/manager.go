@@ -84,8 +84,9 @@ func (m *Manager) Register(acts ...any) {
 // the same registrations; which work lands where is decided by the
 // task queue the starter names. The caller holds m.mu.
 func (m *Manager) register(w worker.Worker, identity string) {
-	w.RegisterWorkflow(workflows.WorkerProbe)
-	w.RegisterWorkflow(workflows.EnrollmentApproval)
+	for _, wf := range workflows.Registered {
+		w.RegisterWorkflow(wf)
+	}
 	w.RegisterActivity(&activities.Probe{Identity: identity})
 	for _, a := range m.activities {
 		w.RegisterActivity(a)

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -32,7 +33,6 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/workers"
-	"github.com/cairn-rmm/cairn/workers/agentsocket"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -103,7 +103,7 @@ type Deps struct {
 	// DPoP verifies agents' proofs of possession.
 	DPoP *devicetrust.Verifier
 	// Sockets is this process's agent socket hub (nil without site workers).
-	Sockets *agentsocket.Hub
+	Sockets *agentgateway.Hub
 	// AgentURLs are further origins agents reach the Engine under (the
 	// HTTPS address), accepted in DPoP proofs besides PublicURL.
 	AgentURLs []string

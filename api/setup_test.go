@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/credentials"
@@ -40,7 +41,6 @@ import (
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
-	"github.com/cairn-rmm/cairn/workers/agentsocket"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -152,7 +152,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	mgr.Register(&activities.Enrollment{Service: enrollSvc})
 	require.NoError(t, mgr.StartEngineOn(f.engineQueue))
 	presence := events.NewPresence(f.store, bus, log)
-	hub := agentsocket.New(presence.ReplicaID, f.store, bus, mgr, agentsocket.Options{Log: log})
+	hub := agentgateway.New(presence.ReplicaID, f.store, bus, mgr, agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue})
 	mgr.OnSiteStop(hub.DropSite)
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); hub.Run(ctx) }()

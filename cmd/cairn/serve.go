@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -30,7 +31,6 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/web"
 	"github.com/cairn-rmm/cairn/workers"
-	"github.com/cairn-rmm/cairn/workers/agentsocket"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -116,11 +116,11 @@ func serve(ctx context.Context, args []string) error {
 		}
 		rt.onStop(mgr.Stop)
 	}
-	var runner agentsocket.SiteRunner = noSiteWorkers{}
+	var runner agentgateway.SiteRunner = noSiteWorkers{}
 	if mgr != nil {
 		runner = mgr
 	}
-	hub := agentsocket.New(presence.ReplicaID, rt.store, bus, runner, agentsocket.Options{Log: log})
+	hub := agentgateway.New(presence.ReplicaID, rt.store, bus, runner, agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue})
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); hub.Run(hubCtx) }()

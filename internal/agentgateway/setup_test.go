@@ -1,4 +1,4 @@
-package agentsocket_test
+package agentgateway_test
 
 import (
 	"context"
@@ -21,10 +21,10 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
-	"github.com/cairn-rmm/cairn/workers/agentsocket"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -85,13 +85,13 @@ func (s sites) Runs(slug string) bool { return s == nil || s[slug] }
 // HTTP server whose handler plays the Device middleware by taking the
 // identity named in the guid query parameter.
 type replica struct {
-	hub      *agentsocket.Hub
+	hub      *agentgateway.Hub
 	url      string
 	statuses <-chan events.Event
 	stop     context.CancelFunc
 }
 
-func (f *fixture) replica(t *testing.T, id string, runs sites, opts agentsocket.Options) *replica {
+func (f *fixture) replica(t *testing.T, id string, runs sites, opts agentgateway.Options) *replica {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -108,7 +108,7 @@ func (f *fixture) replica(t *testing.T, id string, runs sites, opts agentsocket.
 	}
 	statuses, unsubscribe := bus.Subscribe(func(e events.Event) bool { return e.Type == events.TypeAgentStatusChanged })
 	opts.Log = log
-	hub := agentsocket.New(id, f.store, bus, runs, opts)
+	hub := agentgateway.New(id, f.store, bus, runs, opts)
 	ran := make(chan struct{})
 	go func() { hub.Run(ctx); close(ran) }()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

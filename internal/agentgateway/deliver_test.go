@@ -1,4 +1,4 @@
-package agentsocket_test
+package agentgateway_test
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/workers/agentsocket"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 )
 
 // two replicas over one database: A sends, the agent sits on A or on B.
 func TestSendReachesTheAgentWhereverItsSocketIs(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
-	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	a := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	b := f.replica(t, "replica-b", nil, agentgateway.Options{})
 	for _, tc := range []struct {
 		name   string
 		holder *replica
@@ -49,7 +49,7 @@ func TestSendReachesTheAgentWhereverItsSocketIs(t *testing.T) {
 func TestSendWithoutALiveSocket(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 	offline := f.device(t, "alpha")
 	for _, tc := range []struct {
 		name, guid, code string
@@ -70,8 +70,8 @@ func TestSendWithoutALiveSocket(t *testing.T) {
 func TestSendAcrossReplicasRefusesWhatANotificationCannotCarry(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
-	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	a := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	b := f.replica(t, "replica-b", nil, agentgateway.Options{})
 	dev := f.device(t, "alpha")
 	connect(t, b, dev)
 
@@ -85,8 +85,8 @@ func TestSendAcrossReplicasRefusesWhatANotificationCannotCarry(t *testing.T) {
 func TestRequestWaitsForTheAgentsReply(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
-	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	a := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	b := f.replica(t, "replica-b", nil, agentgateway.Options{})
 	dev := f.device(t, "alpha")
 	ag := connect(t, a, dev)
 
@@ -122,7 +122,7 @@ func TestRequestWaitsForTheAgentsReply(t *testing.T) {
 func TestRequestEndsWhenTheSocketCloses(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 	dev := f.device(t, "alpha")
 	ag := connect(t, r, dev)
 	go func() {
@@ -137,8 +137,8 @@ func TestRequestEndsWhenTheSocketCloses(t *testing.T) {
 func TestDropClosesTheSocketWhereverItIs(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
-	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	a := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	b := f.replica(t, "replica-b", nil, agentgateway.Options{})
 	for _, tc := range []struct {
 		name   string
 		holder *replica
@@ -152,13 +152,13 @@ func TestDropClosesTheSocketWhereverItIs(t *testing.T) {
 			ag := connect(t, tc.holder, dev)
 			require.NoError(t, a.hub.Drop(context.Background(), dev.GUID, "device quarantined"))
 			if tc.holder == a {
-				require.Empty(t, f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica,
+				require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica,
 					"a local drop clears the record before it returns")
 			}
 			ce := ag.closed(10 * time.Second)
 			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
 			require.Equal(t, "device quarantined", ce.Reason)
-			eventually(t, func() bool { return f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+			eventually(t, func() bool { return f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
 				"a dropped socket's record is cleared")
 		})
 	}
@@ -172,7 +172,7 @@ func TestDropClosesTheSocketWhereverItIs(t *testing.T) {
 func TestDropSiteClosesOnlyThatSitesSockets(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 	gone, kept := f.device(t, "alpha"), f.device(t, "beta")
 	agGone, agKept := connect(t, r, gone), connect(t, r, kept)
 

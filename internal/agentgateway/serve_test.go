@@ -1,4 +1,4 @@
-package agentsocket_test
+package agentgateway_test
 
 import (
 	"context"
@@ -14,22 +14,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
-	"github.com/cairn-rmm/cairn/workers/agentsocket"
 )
 
 func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 
 	a := dial(t, r, dev)
 	a.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, Protocol: proto.Version, HelperContexts: []string{"currentuser"}})
 	ack := a.ack()
 	require.Equal(t, proto.ConnectAgentAck{Accepted: true, Worker: "site:alpha", PingIntervalSeconds: 20}, ack)
 
-	rec := f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	rec := f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-a", rec.SocketReplica)
 	require.Equal(t, []string{"currentuser"}, rec.HelperContexts)
@@ -38,7 +38,7 @@ func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
 	// The agent goes away: the record is cleared and consoles hear of it.
 	require.NoError(t, a.ws.Close(websocket.StatusNormalClosure, "bye"))
 	require.Equal(t, map[string]any{"guid": dev.GUID, "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": false}, r.status(t))
-	rec = f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	rec = f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
 	require.False(t, rec.SocketLive)
 	require.Empty(t, rec.SocketReplica)
 }
@@ -46,7 +46,7 @@ func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
 func TestBadConnectAgentIsRefused(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 	for _, tc := range []struct {
 		name   string
 		typ    string
@@ -78,7 +78,7 @@ func TestBadConnectAgentIsRefused(t *testing.T) {
 			require.Equal(t, tc.reason, ack.Reason)
 			ce := a.closed(10 * time.Second)
 			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
-			require.Empty(t, f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica)
+			require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica)
 		})
 	}
 }
@@ -87,20 +87,20 @@ func TestSocketWithoutConnectAgentIsClosed(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{ConnectTimeout: 300 * time.Millisecond})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{ConnectTimeout: 300 * time.Millisecond})
 
 	a := dial(t, r, dev)
 	start := time.Now()
 	a.closed(10 * time.Second)
 	require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
-	require.Empty(t, f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica)
+	require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica)
 }
 
 func TestSocketForASiteThisProcessDoesNotRunIsMisdirected(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	r := f.replica(t, "replica-a", sites{"beta": true}, agentsocket.Options{})
+	r := f.replica(t, "replica-a", sites{"beta": true}, agentgateway.Options{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -121,7 +121,7 @@ func TestPingsKeepSocketsAliveAndSilentAgentsAreDropped(t *testing.T) {
 	f := setup(t)
 	talker, silent := f.device(t, "alpha"), f.device(t, "alpha")
 	const ping, idle = 200 * time.Millisecond, time.Second
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{PingInterval: ping, IdleTimeout: idle})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{PingInterval: ping, IdleTimeout: idle})
 
 	// The talker answers every ping for three idle periods.
 	a := connect(t, r, talker)
@@ -140,14 +140,14 @@ func TestPingsKeepSocketsAliveAndSilentAgentsAreDropped(t *testing.T) {
 	elapsed := time.Since(first)
 	require.GreaterOrEqual(t, pings, 5)
 	require.GreaterOrEqual(t, elapsed, time.Duration(pings-2)*ping, "pings come every interval, not faster")
-	require.True(t, f.socket(t, talker.GUID, agentsocket.SocketFreshFor).SocketLive)
+	require.True(t, f.socket(t, talker.GUID, agentgateway.SocketFreshFor).SocketLive)
 
 	// The silent agent sends nothing after connect_agent and is dropped.
 	s := connect(t, r, silent)
 	start := time.Now()
 	s.closed(10 * time.Second)
 	require.GreaterOrEqual(t, time.Since(start), idle-100*time.Millisecond)
-	eventually(t, func() bool { return f.socket(t, silent.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+	eventually(t, func() bool { return f.socket(t, silent.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
 		"a dropped socket's record is cleared")
 }
 
@@ -155,12 +155,12 @@ func TestOversizedMessageEndsTheSocket(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{MaxMessageBytes: 1024})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{MaxMessageBytes: 1024})
 	a := connect(t, r, dev)
 
 	a.send(proto.MsgReply, "big", strings.Repeat("x", 2048))
 	require.Equal(t, websocket.StatusMessageTooBig, a.closed(10*time.Second).Code)
-	eventually(t, func() bool { return f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+	eventually(t, func() bool { return f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
 		"the record of a socket ended for a too large message is cleared")
 }
 
@@ -168,7 +168,7 @@ func TestSecondSocketOfADeviceReplacesTheFirst(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 
 	first := connect(t, r, dev)
 	second := connect(t, r, dev)
@@ -178,7 +178,7 @@ func TestSecondSocketOfADeviceReplacesTheFirst(t *testing.T) {
 
 	// The replaced socket's cleanup leaves its successor's record alone.
 	time.Sleep(200 * time.Millisecond)
-	rec := f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	rec := f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-a", rec.SocketReplica)
 	require.NoError(t, r.hub.Send(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_refresh"}))
@@ -189,18 +189,18 @@ func TestCloseLeavesANewerSocketOnAnotherReplica(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	a := f.replica(t, "replica-a", nil, agentsocket.Options{})
-	b := f.replica(t, "replica-b", nil, agentsocket.Options{})
+	a := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	b := f.replica(t, "replica-b", nil, agentgateway.Options{})
 
 	old := connect(t, a, dev)
 	a.status(t)
 	connect(t, b, dev)
-	require.Equal(t, "replica-b", f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica)
+	require.Equal(t, "replica-b", f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica)
 
 	// The old socket on replica A ends after the agent moved to B.
 	require.NoError(t, old.ws.Close(websocket.StatusNormalClosure, "moved"))
 	time.Sleep(300 * time.Millisecond)
-	rec := f.socket(t, dev.GUID, agentsocket.SocketFreshFor)
+	rec := f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-b", rec.SocketReplica)
 	// Events cross replicas: A hears B's connect, but nobody says false.
@@ -220,8 +220,8 @@ func TestSeenAtOfAllSocketsIsRefreshedTogether(t *testing.T) {
 	f := setup(t)
 	devs := []devicetrust.Identity{f.device(t, "alpha"), f.device(t, "alpha"), f.device(t, "beta")}
 	// Replica A refreshes only when told; B on its own, often.
-	a := f.replica(t, "replica-a", nil, agentsocket.Options{SeenRefresh: time.Hour})
-	b := f.replica(t, "replica-b", nil, agentsocket.Options{SeenRefresh: 100 * time.Millisecond})
+	a := f.replica(t, "replica-a", nil, agentgateway.Options{SeenRefresh: time.Hour})
+	b := f.replica(t, "replica-b", nil, agentgateway.Options{SeenRefresh: 100 * time.Millisecond})
 	for _, d := range devs {
 		connect(t, a, d)
 	}
@@ -235,7 +235,7 @@ func TestSeenAtOfAllSocketsIsRefreshedTogether(t *testing.T) {
 	}
 	require.True(t, f.socket(t, onB.GUID, fresh).SocketLive, "replica B's loop refreshes")
 
-	n, err := agentsocket.RefreshSeen(context.Background(), a.hub)
+	n, err := agentgateway.RefreshSeen(context.Background(), a.hub)
 	require.NoError(t, err)
 	require.EqualValues(t, len(devs), n, "one statement confirms every socket of the replica")
 	for _, d := range devs {
@@ -247,12 +247,12 @@ func TestStoppedHubClosesItsSocketsAndRefusesNewOnes(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dev := f.device(t, "alpha")
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 	a := connect(t, r, dev)
 
 	r.stop()
 	require.Equal(t, websocket.StatusGoingAway, a.closed(10*time.Second).Code)
-	eventually(t, func() bool { return f.socket(t, dev.GUID, agentsocket.SocketFreshFor).SocketReplica == "" },
+	eventually(t, func() bool { return f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
 		"shutdown clears the record")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -265,7 +265,7 @@ func TestStoppedHubClosesItsSocketsAndRefusesNewOnes(t *testing.T) {
 func TestRoutePointsAtTheSocketUnderThePublicURL(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentsocket.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 	dev := devicetrust.Identity{GUID: "g", SiteSlug: "alpha"}
 	for _, tc := range []struct{ public, want string }{
 		{"https://rmm.example.com", "wss://rmm.example.com/api/agent/realtime/socket"},

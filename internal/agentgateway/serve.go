@@ -1,4 +1,4 @@
-package agentsocket
+package agentgateway
 
 import (
 	"context"
@@ -15,11 +15,10 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
-	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // errHubStopped refuses sockets that arrive while the hub shuts down.
-var errHubStopped = errors.New("agentsocket: hub stopped")
+var errHubStopped = errors.New("agentgateway: hub stopped")
 
 // Serve is the handler body of GET proto.PathRealtimeWS once the Device
 // middleware has authenticated dev. It returns when the socket ends.
@@ -74,7 +73,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 			h.publishStatus(c, false)
 		}
 	}()
-	ack := proto.ConnectAgentAck{Accepted: true, Worker: workflows.SiteTaskQueue(dev.SiteSlug),
+	ack := proto.ConnectAgentAck{Accepted: true, Worker: h.opts.QueueOf(dev.SiteSlug),
 		PingIntervalSeconds: max(1, int(h.opts.PingInterval/time.Second))}
 	if err := c.writeNow(envelope(proto.MsgConnectAgentAck, ack), h.opts.WriteTimeout); err != nil {
 		return
@@ -117,7 +116,7 @@ func (h *Hub) handshake(c *conn) (proto.ConnectAgent, error) {
 // reject answers connect_agent with accepted=false and closes the socket.
 func (h *Hub) reject(c *conn, reason string) {
 	h.log.Info("agent socket refused", "guid", c.dev.GUID, "reason", reason)
-	ack := proto.ConnectAgentAck{Accepted: false, Reason: reason, Worker: workflows.SiteTaskQueue(c.dev.SiteSlug)}
+	ack := proto.ConnectAgentAck{Accepted: false, Reason: reason, Worker: h.opts.QueueOf(c.dev.SiteSlug)}
 	if err := c.writeNow(envelope(proto.MsgConnectAgentAck, ack), h.opts.WriteTimeout); err != nil {
 		_ = c.ws.CloseNow()
 		return

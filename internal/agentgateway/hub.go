@@ -1,11 +1,11 @@
-// Package agentsocket is the site-worker runtime that terminates agents'
+// Package agentgateway is the site-worker runtime that terminates agents'
 // realtime WebSockets. A Hub per Engine process accepts the sockets of the
 // sites whose workers it runs, acknowledges connect_agent, records in
 // PostgreSQL which replica holds each socket (so every replica can route a
 // message to any agent), keeps sockets alive with pings, and delivers
 // Engine-to-agent messages: locally, or through a NOTIFY to the replica
 // that holds the socket.
-package agentsocket
+package agentgateway
 
 import (
 	"context"
@@ -23,7 +23,6 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
-	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // Liveness. The agent drops a socket silent for 60 s (SPEC "Limits"), so
@@ -59,6 +58,10 @@ type Options struct {
 	WriteTimeout    time.Duration
 	MaxMessageBytes int64
 	Log             *slog.Logger
+	// QueueOf names a site's worker (its task queue) in routes and acks;
+	// the Engine passes workflows.SiteTaskQueue (this package sits below
+	// workflows, so it cannot import it).
+	QueueOf func(slug string) string
 }
 
 func (o Options) withDefaults() Options {
@@ -77,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.QueueOf == nil {
+		o.QueueOf = func(slug string) string { return "site:" + slug }
 	}
 	return o
 }
@@ -109,7 +115,7 @@ type Hub struct {
 func New(replica string, store *db.Store, bus *events.Bus, sites SiteRunner, opts Options) *Hub {
 	opts = opts.withDefaults()
 	h := &Hub{replica: replica, store: store, bus: bus, sites: sites, opts: opts,
-		log: opts.Log.With("component", "agentsocket", "replica", replica), conns: map[string]*conn{}}
+		log: opts.Log.With("component", "agentgateway", "replica", replica), conns: map[string]*conn{}}
 	h.inbox, h.stopListen = bus.Listen(events.ChannelAgents)
 	return h
 }
@@ -188,7 +194,7 @@ func (h *Hub) Route(dev devicetrust.Identity, publicURL *url.URL) proto.Route {
 	if publicURL.Scheme == "https" {
 		u.Scheme = "wss"
 	}
-	return proto.Route{URL: u.String(), SiteSlug: dev.SiteSlug, Worker: workflows.SiteTaskQueue(dev.SiteSlug)}
+	return proto.Route{URL: u.String(), SiteSlug: dev.SiteSlug, Worker: h.opts.QueueOf(dev.SiteSlug)}
 }
 
 // local returns this replica's socket of guid, or nil.

@@ -1,4 +1,4 @@
-package agentsocket
+package agentgateway
 
 import "context"
 

@@ -1,4 +1,4 @@
-package agentsocket
+package agentgateway
 
 import (
 	"context"
@@ -75,7 +75,7 @@ func (h *Hub) Request(ctx context.Context, guid string, env proto.Envelope) (pro
 	case <-c.ctx.Done():
 		return proto.Envelope{}, socketClosed(guid)
 	case <-ctx.Done():
-		return proto.Envelope{}, fmt.Errorf("agentsocket: no reply from device %s to %s: %w", guid, env.Type, ctx.Err())
+		return proto.Envelope{}, fmt.Errorf("agentgateway: no reply from device %s to %s: %w", guid, env.Type, ctx.Err())
 	}
 }
 

@@ -26,6 +26,25 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AgentEndpoint struct {
+	Replica string
+	Url     string
+	Sites   []string
+	SeenAt  time.Time
+}
+
+type AgentRequest struct {
+	ID          string
+	DeviceGuid  string
+	OperationID string
+	Type        string
+	Payload     []byte
+	TaskToken   []byte
+	Replica     *string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
 type AuditLog struct {
 	ID         int64
 	At         time.Time
@@ -270,6 +289,27 @@ type Session struct {
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
+}
+
+type ShellSession struct {
+	ID             string
+	DeviceGuid     *string
+	Hostname       string
+	SiteID         *int64
+	Operator       string
+	TokenHash      []byte
+	AgentTokenHash []byte
+	Replica        string
+	State          string
+	Cols           int32
+	Rows           int32
+	ExitCode       *int32
+	ActivityID     *int64
+	Transcript     []byte
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	EndedAt        *time.Time
+	ExpiresAt      time.Time
 }
 
 type Site struct {

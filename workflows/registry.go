@@ -6,4 +6,5 @@ package workflows
 var Registered = []any{
 	WorkerProbe,
 	EnrollmentApproval,
+	DeviceOperation,
 }

@@ -40,8 +40,15 @@ type conn struct {
 	out      chan outgoing
 	stopOnce sync.Once
 
+	// onReply handles a reply no in-process waiter wants: the command
+	// path's (Hub.onReply).
+	onReply func(*conn, proto.Envelope)
+
 	mu      sync.Mutex
 	pending map[string]chan proto.Envelope // request ID -> its waiter
+	// tokens are the command-path requests written to this socket that
+	// wait for a reply: request ID -> the activity's task token.
+	tokens map[string][]byte
 }
 
 type outgoing struct {
@@ -52,7 +59,7 @@ type outgoing struct {
 func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{dev: dev, ws: ws, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		out: make(chan outgoing, 64), pending: map[string]chan proto.Envelope{}}
+		out: make(chan outgoing, 64), pending: map[string]chan proto.Envelope{}, tokens: map[string][]byte{}}
 }
 
 func socketClosed(guid string) error {
@@ -125,7 +132,9 @@ func (c *conn) readLoop(idle time.Duration) error {
 		switch env.Type {
 		case proto.MsgPong, proto.MsgPing:
 		case proto.MsgReply:
-			c.resolve(env)
+			if !c.resolve(env) && c.onReply != nil {
+				go c.onReply(c, env)
+			}
 		default:
 			c.log.Debug("agent message nobody handles", "guid", c.dev.GUID, "type", env.Type)
 		}
@@ -153,13 +162,51 @@ func (c *conn) send(ctx context.Context, env proto.Envelope) error {
 }
 
 // enqueue queues env without waiting; a socket whose queue is full is
-// not keeping up, and the message is dropped.
-func (c *conn) enqueue(env proto.Envelope) {
+// not keeping up, and the message is dropped (false).
+func (c *conn) enqueue(env proto.Envelope) bool {
 	select {
 	case c.out <- outgoing{env: env}:
+		return true
 	default:
 		c.log.Warn("agent socket queue full; dropped a message", "guid", c.dev.GUID, "type", env.Type)
+		return false
 	}
+}
+
+func (c *conn) track(id string, token []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tokens[id] = token
+}
+
+// untrack forgets a request and returns its token (nil when unknown).
+func (c *conn) untrack(id string) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tokens[id]
+	delete(c.tokens, id)
+	return t
+}
+
+func (c *conn) drainPending() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.tokens))
+	for id := range c.tokens {
+		ids = append(ids, id)
+	}
+	clear(c.tokens)
+	return ids
+}
+
+func (c *conn) pendingTokens() map[string][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string][]byte, len(c.tokens))
+	for id, t := range c.tokens {
+		out[id] = t
+	}
+	return out
 }
 
 // await registers a waiter for the reply to request id.
@@ -180,14 +227,15 @@ func (c *conn) forget(id string) {
 	delete(c.pending, id)
 }
 
-func (c *conn) resolve(env proto.Envelope) {
+// resolve hands a reply to its in-process waiter (Request), if any.
+func (c *conn) resolve(env proto.Envelope) bool {
 	c.mu.Lock()
 	ch, ok := c.pending[env.ID]
 	delete(c.pending, env.ID)
 	c.mu.Unlock()
 	if !ok {
-		c.log.Debug("reply nobody waits for", "guid", c.dev.GUID, "id", env.ID)
-		return
+		return false
 	}
 	ch <- env
+	return true
 }

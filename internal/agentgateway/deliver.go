@@ -21,6 +21,8 @@ type delivery struct {
 	Op       string          `json:"op"`
 	Envelope *proto.Envelope `json:"envelope,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
+	// RequestID names a stored request (opDispatch).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 const (
@@ -151,6 +153,11 @@ func (h *Hub) handleDelivery(payload []byte) {
 		return
 	}
 	if d.Replica != h.replica {
+		return
+	}
+	if d.Op == opDispatch {
+		// Off the Run loop: claiming takes a database round trip.
+		go h.handleDispatch(d)
 		return
 	}
 	c := h.local(d.GUID)

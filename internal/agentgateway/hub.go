@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,8 +39,13 @@ const (
 	SocketFreshFor      = 90 * time.Second
 	ConnectTimeout      = 10 * time.Second
 	WriteTimeout        = 10 * time.Second
-	// MaxMessageBytes bounds one message from an agent.
-	MaxMessageBytes = 1 << 20
+	// MaxMessageBytes bounds one message from an agent: a reply carrying
+	// MaxReplyBytes of JSON fits.
+	MaxMessageBytes = 4 << 20
+	// HeartbeatInterval is how often a holder heartbeats the activities
+	// waiting on its sockets; the activities' heartbeat timeout is a
+	// multiple of it.
+	HeartbeatInterval = 15 * time.Second
 )
 
 // SiteRunner says whether this process runs a site's worker;
@@ -58,6 +64,10 @@ type Options struct {
 	WriteTimeout    time.Duration
 	MaxMessageBytes int64
 	Log             *slog.Logger
+	HeartbeatEvery  time.Duration
+	// Completer completes command-path activities (nil: this process
+	// takes sockets but runs no operations, as in some tests).
+	Completer Completer
 	// QueueOf names a site's worker (its task queue) in routes and acks;
 	// the Engine passes workflows.SiteTaskQueue (this package sits below
 	// workflows, so it cannot import it).
@@ -75,6 +85,7 @@ func (o Options) withDefaults() Options {
 	def(&o.IdleTimeout, IdleTimeout)
 	def(&o.SeenRefresh, SeenRefreshInterval)
 	def(&o.WriteTimeout, WriteTimeout)
+	def(&o.HeartbeatEvery, HeartbeatInterval)
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = MaxMessageBytes
 	}
@@ -99,6 +110,7 @@ type Hub struct {
 	inbox       <-chan []byte
 	stopListen  func()
 	stopRunning sync.Once
+	beating     atomic.Bool
 
 	mu      sync.Mutex
 	conns   map[string]*conn // device GUID -> its socket on this replica
@@ -129,6 +141,8 @@ func (h *Hub) Replica() string { return h.replica }
 func (h *Hub) Run(ctx context.Context) {
 	tick := time.NewTicker(h.opts.SeenRefresh)
 	defer tick.Stop()
+	beat := time.NewTicker(h.opts.HeartbeatEvery)
+	defer beat.Stop()
 	inbox := h.inbox
 	for {
 		select {
@@ -144,6 +158,12 @@ func (h *Hub) Run(ctx context.Context) {
 		case <-tick.C:
 			if _, err := h.refreshSeen(ctx); err != nil && ctx.Err() == nil {
 				h.log.Error("refresh agent sockets", "err", err)
+			}
+		case <-beat.C:
+			// Off the loop (one Temporal call per waiting request), and
+			// never two rounds at once.
+			if h.beating.CompareAndSwap(false, true) {
+				go func() { defer h.beating.Store(false); h.heartbeatPending(ctx) }()
 			}
 		}
 	}

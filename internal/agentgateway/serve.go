@@ -43,6 +43,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 	}
 	ws.SetReadLimit(h.opts.MaxMessageBytes)
 	c := newConn(r.Context(), ws, dev, h.log)
+	c.onReply = h.onReply
 	defer close(c.done)
 	defer c.cancel()
 
@@ -72,6 +73,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 		if h.detach(c) {
 			h.publishStatus(c, false)
 		}
+		h.failPending(c)
 	}()
 	ack := proto.ConnectAgentAck{Accepted: true, Worker: h.opts.QueueOf(dev.SiteSlug),
 		PingIntervalSeconds: max(1, int(h.opts.PingInterval/time.Second))}

@@ -1,0 +1,62 @@
+-- +goose Up
+
+-- An Engine-to-agent request that waits for the agent's reply. The Temporal
+-- activity that sent it returned "result pending"; whichever process
+-- receives the agent's reply takes the row and completes the activity by
+-- its task token. The row also hands a request to the replica holding the
+-- socket when the sender is another process (the NOTIFY carries only the
+-- ID), so request size is not bounded by a notification.
+CREATE TABLE agent_requests (
+    id           text        PRIMARY KEY,
+    device_guid  text        NOT NULL REFERENCES devices (guid) ON DELETE CASCADE,
+    operation_id text        NOT NULL,
+    type         text        NOT NULL,
+    payload      jsonb       NOT NULL DEFAULT '{}',
+    task_token   bytea       NOT NULL,
+    -- The replica that wrote it to the socket (NULL until delivered).
+    replica      text,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    expires_at   timestamptz NOT NULL
+);
+CREATE INDEX agent_requests_device_idx ON agent_requests (device_guid);
+CREATE INDEX agent_requests_expires_idx ON agent_requests (expires_at);
+
+-- Processes that take agent sockets (`cairn serve` replicas running site
+-- workers, standalone `cairn worker`s) and the address agents reach them
+-- at; the realtime route names a live one that runs the device's site.
+CREATE TABLE agent_endpoints (
+    replica    text        PRIMARY KEY,
+    url        text        NOT NULL,
+    sites      text[]      NOT NULL DEFAULT '{}',
+    seen_at    timestamptz NOT NULL DEFAULT now()
+);
+
+-- Remote shell sessions: who opened which shell where, until when. The
+-- token is single use and stored hashed; the transcript (asciicast v2)
+-- is kept for admins to replay.
+CREATE TABLE shell_sessions (
+    id            text        PRIMARY KEY,
+    device_guid   text        REFERENCES devices (guid) ON DELETE SET NULL,
+    hostname      text        NOT NULL,
+    site_id       bigint,
+    operator      text        NOT NULL,
+    token_hash    bytea       NOT NULL,
+    agent_token_hash bytea    NOT NULL,
+    replica       text        NOT NULL,
+    state         text        NOT NULL DEFAULT 'pending',
+    cols          int         NOT NULL DEFAULT 80,
+    rows          int         NOT NULL DEFAULT 24,
+    exit_code     int,
+    activity_id   bigint,
+    transcript    bytea,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    started_at    timestamptz,
+    ended_at      timestamptz,
+    expires_at    timestamptz NOT NULL
+);
+CREATE INDEX shell_sessions_device_idx ON shell_sessions (device_guid);
+
+-- +goose Down
+DROP TABLE shell_sessions;
+DROP TABLE agent_endpoints;
+DROP TABLE agent_requests;

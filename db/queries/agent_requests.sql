@@ -1,0 +1,74 @@
+-- Engine-to-agent requests waiting for a reply (internal/agentgateway).
+
+-- name: AgentRequestInsert :exec
+INSERT INTO agent_requests (id, device_guid, operation_id, type, payload, task_token, expires_at)
+VALUES (@id, @device_guid, @operation_id, @type, @payload, @task_token, @expires_at);
+
+-- name: AgentRequestMarkDelivered :one
+-- The holder of the socket claims the request before writing it.
+UPDATE agent_requests SET replica = @replica::text
+WHERE id = @id::text AND device_guid = @device_guid::text
+RETURNING *;
+
+-- name: AgentRequestTake :one
+-- The first reply wins: the row is gone once taken, so a repeated reply
+-- completes nothing twice.
+DELETE FROM agent_requests WHERE id = @id::text AND device_guid = @device_guid::text
+RETURNING task_token;
+
+-- name: AgentRequestTakeByReplica :many
+-- Requests a replica delivered to a socket that closed.
+DELETE FROM agent_requests
+WHERE device_guid = @device_guid::text AND replica = @replica::text
+RETURNING id, task_token;
+
+-- name: AgentRequestDeleteExpired :execrows
+DELETE FROM agent_requests WHERE expires_at < now();
+
+-- name: AgentEndpointUpsert :exec
+INSERT INTO agent_endpoints (replica, url, sites, seen_at)
+VALUES (@replica, @url, @sites::text[], now())
+ON CONFLICT (replica) DO UPDATE SET url = EXCLUDED.url, sites = EXCLUDED.sites, seen_at = now();
+
+-- name: AgentEndpointDelete :exec
+DELETE FROM agent_endpoints WHERE replica = @replica;
+
+-- name: AgentEndpointForSite :many
+-- Live processes that take the site's agent sockets, the least loaded
+-- (fewest live sockets) first.
+SELECT e.replica, e.url,
+       (SELECT count(*) FROM devices d
+        WHERE d.socket_replica = e.replica
+          AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::bigint AS sockets
+FROM agent_endpoints e
+WHERE @slug::text = ANY (e.sites)
+  AND e.seen_at > now() - make_interval(secs => @fresh_seconds::float8)
+ORDER BY sockets, e.replica;
+
+-- name: DeviceOperationTarget :one
+-- What an operation needs to know about a device inside the operator's
+-- scope: identity, site, trust and whether a socket is live.
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
+       (d.socket_replica IS NOT NULL
+        AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live,
+       i.collected_at AS inventory_collected_at,
+       coalesce(i.part_hashes ? 'processes', false)::boolean AS has_processes
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+LEFT JOIN device_inventory i ON i.device_guid = d.guid
+WHERE lower(d.hostname) = lower(@hostname::text)
+  AND (@all_sites::bool OR d.site_id = ANY (@site_ids::bigint[]));
+
+-- name: DeviceOperationTargetByGUID :one
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
+       (d.socket_replica IS NOT NULL
+        AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+WHERE d.guid = @guid::text
+  AND (@all_sites::bool OR d.site_id = ANY (@site_ids::bigint[]));
+
+-- name: DeviceActivityFinish :exec
+UPDATE device_activity
+SET status = @status, summary = @summary, metadata = @metadata, finished_at = now()
+WHERE id = @id;

@@ -1,0 +1,180 @@
+package devices
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+)
+
+// The device side of remote operations: who may be acted on, what an
+// agent's answer changes in the stored inventory, and the activity row
+// each operation leaves. Sending and waiting is the command path's
+// (activities.AgentCommands); this file has no Temporal in it.
+
+// SocketFreshFor matches agentgateway.SocketFreshFor: a socket confirmed
+// within it counts as live.
+const SocketFreshFor = 90 * time.Second
+
+// OperationTarget is a device an operator may act on.
+type OperationTarget struct {
+	GUID     string
+	Hostname string
+	SiteID   int64
+	SiteSlug string
+	// SocketLive says whether some process holds the agent's socket now.
+	SocketLive bool
+	// InventoryAt is when the stored inventory was collected (nil: never);
+	// HasProcesses whether it holds a process list.
+	InventoryAt  *time.Time
+	HasProcesses bool
+}
+
+// OperationTarget returns the device named hostname inside scope when it
+// may receive a new operation: quarantined and revoked devices answer
+// device_quarantined or device_revoked (409), and nothing is sent.
+func (s *Service) OperationTarget(ctx context.Context, scope cairn.SiteScope, hostname string) (OperationTarget, error) {
+	if err := CheckHostname("hostname", hostname); err != nil {
+		return OperationTarget{}, err
+	}
+	row, err := s.store.DeviceOperationTarget(ctx, db.DeviceOperationTargetParams{Hostname: hostname,
+		FreshSeconds: SocketFreshFor.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
+	if err != nil {
+		return OperationTarget{}, notFound(err)
+	}
+	if err := operable(row.Hostname, row.TrustState); err != nil {
+		return OperationTarget{}, err
+	}
+	return OperationTarget{GUID: row.Guid, Hostname: row.Hostname, SiteID: row.SiteID, SiteSlug: row.SiteSlug,
+		SocketLive: row.SocketLive, InventoryAt: row.InventoryCollectedAt, HasProcesses: row.HasProcesses}, nil
+}
+
+// OperationTargetByGUID is OperationTarget by GUID.
+func (s *Service) OperationTargetByGUID(ctx context.Context, scope cairn.SiteScope, guid string) (OperationTarget, error) {
+	row, err := s.store.DeviceOperationTargetByGUID(ctx, db.DeviceOperationTargetByGUIDParams{Guid: guid,
+		FreshSeconds: SocketFreshFor.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
+	if err != nil {
+		return OperationTarget{}, notFound(err)
+	}
+	if err := operable(row.Hostname, row.TrustState); err != nil {
+		return OperationTarget{}, err
+	}
+	return OperationTarget{GUID: row.Guid, Hostname: row.Hostname, SiteID: row.SiteID, SiteSlug: row.SiteSlug, SocketLive: row.SocketLive}, nil
+}
+
+// CheckOperable re-checks trust right before a request goes out, so an
+// operation queued before a quarantine sends nothing after it.
+func (s *Service) CheckOperable(ctx context.Context, guid string) error {
+	d, err := s.store.DeviceGetByGUID(ctx, guid)
+	if err != nil {
+		return db.NotFound(err, "the device was purged")
+	}
+	return operable(d.Hostname, d.TrustState)
+}
+
+func operable(hostname, trust string) error {
+	switch trust {
+	case devicetrust.TrustActive:
+		return nil
+	case devicetrust.TrustQuarantined:
+		return cairn.Errorf(devicetrust.ECodeDeviceQuarantined, "%s is quarantined; release it before acting on it", hostname)
+	default:
+		return cairn.Errorf(devicetrust.ECodeDeviceRevoked, "%s is %s; it takes no operations", hostname, trust)
+	}
+}
+
+// ApplyReply stores what an agent's answer to an operation of kind says
+// about the device (a fresh process list, the services after an action,
+// refreshed software or patches), through the same path as a details
+// post, so events and hashes behave the same. It returns a one-line
+// summary for the activity history.
+func (s *Service) ApplyReply(ctx context.Context, guid, kind string, payload json.RawMessage) (string, error) {
+	var (
+		inv       proto.Inventory
+		collected time.Time
+		summary   string
+	)
+	switch kind {
+	case proto.EventProcessManagement:
+		var snap proto.ProcessSnapshot
+		if json.Unmarshal(payload, &snap) == nil && snap.Processes != nil {
+			inv.Processes, collected = snap.Processes, snap.CapturedAt
+			summary = fmt.Sprintf("%d processes", len(snap.Processes))
+		} else {
+			var t proto.ProcessTerminated
+			if err := json.Unmarshal(payload, &t); err != nil {
+				return "", malformed(kind, err)
+			}
+			return fmt.Sprintf("terminated %s (PID %d)", t.Name, t.PID), nil
+		}
+	case proto.EventServiceControl:
+		var r proto.ServiceActionResult
+		if err := json.Unmarshal(payload, &r); err != nil {
+			return "", malformed(kind, err)
+		}
+		if r.Services != nil {
+			inv.Services = r.Services
+		}
+		summary = fmt.Sprintf("%s is %s", r.Name, r.State)
+	case proto.EventSoftwareRefresh:
+		var r proto.SoftwareRefreshResult
+		if err := json.Unmarshal(payload, &r); err != nil {
+			return "", malformed(kind, err)
+		}
+		inv.Software, collected = nonNil(r.Software), r.CollectedAt
+		summary = fmt.Sprintf("%d software entries", len(r.Software))
+	case proto.EventPatchRefresh:
+		var r proto.PatchRefreshResult
+		if err := json.Unmarshal(payload, &r); err != nil {
+			return "", malformed(kind, err)
+		}
+		inv.Patches, collected = nonNil(r.Patches), r.CollectedAt
+		summary = fmt.Sprintf("%d patch rows", len(r.Patches))
+	default:
+		return "", nil
+	}
+	d, err := s.store.DeviceGetByGUID(ctx, guid)
+	if err != nil {
+		return "", db.NotFound(err, "the device was purged")
+	}
+	_, err = s.Details(ctx, devicetrust.Identity{GUID: d.Guid, SiteID: d.SiteID}, proto.Details{CollectedAt: collected, Inventory: inv})
+	return summary, err
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func malformed(kind string, err error) error {
+	return cairn.Errorf(ECodeAgentAnswer, "the agent's answer to %s is malformed: %v", kind, err)
+}
+
+// ECodeAgentAnswer: the agent answered something the Engine cannot use.
+const ECodeAgentAnswer = "agent_answer_invalid"
+
+// OperationStarted opens the activity row of an operation (status running).
+func (s *Service) OperationStarted(ctx context.Context, t OperationTarget, kind, summary, actor string, meta map[string]any) (int64, error) {
+	a, err := s.RecordActivity(ctx, NewActivity{GUID: t.GUID, Hostname: t.Hostname, SiteID: t.SiteID, Kind: kind,
+		Summary: summary, Actor: actor, Status: ActivityRunning, Metadata: meta})
+	return a.ID, err
+}
+
+// OperationFinished closes it with the outcome.
+func (s *Service) OperationFinished(ctx context.Context, id int64, status, summary string, meta map[string]any) error {
+	if len([]rune(summary)) > MaxActivitySummary {
+		summary = string([]rune(summary)[:MaxActivitySummary])
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	return s.store.DeviceActivityFinish(ctx, db.DeviceActivityFinishParams{ID: id, Status: status, Summary: summary, Metadata: raw})
+}

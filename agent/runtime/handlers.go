@@ -57,6 +57,10 @@ func (h *Handlers) Register(msgType string, fn Handler) error {
 	return nil
 }
 
+// Lookup returns the handler for msgType, or nil. Tests of a feature's
+// handlers call them through it, as registered.
+func (h *Handlers) Lookup(msgType string) Handler { return h.lookup(msgType) }
+
 func (h *Handlers) lookup(msgType string) Handler {
 	if h == nil {
 		return nil

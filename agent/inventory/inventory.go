@@ -12,9 +12,11 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -33,7 +35,19 @@ type Options struct {
 	// seconds of CPU (apt resolves a whole dist-upgrade), too much for
 	// every collection.
 	PatchMaxAge time.Duration
+	// InitDir holds the SysV init scripts listed as services (and
+	// controlled by service operations) when systemd is not running.
+	// Empty: $CAIRN_AGENT_INIT_DIR, else /etc/init.d.
+	InitDir string
 }
+
+// InitDirEnv overrides the default init script directory. It exists for
+// tests that run the real agent on a machine without systemd and need
+// services they own; production leaves it unset.
+const InitDirEnv = "CAIRN_AGENT_INIT_DIR"
+
+// DefaultInitDir is where SysV init scripts live.
+const DefaultInitDir = "/etc/init.d"
 
 // Collector collects the inventory of this machine. It is safe for
 // concurrent use; Collect calls are serialized.
@@ -65,6 +79,9 @@ type part struct {
 func New(tracker *roles.Tracker, opts Options) *Collector {
 	if opts.PatchMaxAge <= 0 {
 		opts.PatchMaxAge = time.Hour
+	}
+	if opts.InitDir == "" {
+		opts.InitDir = cmp.Or(os.Getenv(InitDirEnv), DefaultInitDir)
 	}
 	return newCollector(tracker, opts, platformParts())
 }

@@ -8,17 +8,22 @@ import (
 	"github.com/coreos/go-systemd/v22/dbus"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/roles"
 )
 
 // collectServices lists systemd's service units with their states, over
 // D-Bus (the system bus, or systemd's private socket as root) and with
-// systemctl when D-Bus is unavailable. Without systemd as init there is no
-// service manager this agent knows, which is reported, not hidden behind
-// an empty list.
-func collectServices(ctx context.Context, _ *Collector, inv *proto.Inventory) error {
+// systemctl when D-Bus is unavailable. Without systemd as init, the SysV
+// init scripts in Options.InitDir are the services; with neither there is
+// no service manager this agent knows, which is reported, not hidden
+// behind an empty list.
+func collectServices(ctx context.Context, c *Collector, inv *proto.Inventory) error {
 	if !systemdBooted() {
-		return roles.Unsupported("systemd is not running (PID 1 is %s); services not collected", pid1Name())
+		svcs, err := sysvServices(ctx, c.opts.InitDir)
+		if err != nil {
+			return err
+		}
+		inv.Services = svcs
+		return nil
 	}
 	units, files, err := servicesDBus(ctx)
 	if err != nil {

@@ -31,6 +31,10 @@ type Agent struct {
 	socket   *socketTracker
 	timeline *timeline
 	enrolled atomic.Bool
+	// ops remembers operation replies across sockets and loop restarts;
+	// opsRunning tracks operations still running, which Run waits for.
+	ops        *opCache
+	opsRunning sync.WaitGroup
 }
 
 // New checks opts and builds an Agent.
@@ -58,6 +62,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.socket = newSocketTracker(a.now, opts.Hooks.Socket)
 	a.timeline = newTimeline(a.now)
+	a.ops = newOpCache(a.now)
 	return a, nil
 }
 
@@ -72,8 +77,9 @@ func (a *Agent) Enrolled() bool { return a.enrolled.Load() }
 // rebuilt when the watchdog finds the socket stuck, and enrollment starts
 // again when the Engine clears the tokens. Run returns nil when ctx ends
 // and an error only for what a restart cannot fix (unreadable config, no
-// way to enroll).
+// way to enroll), in both cases once the operations it started have ended.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.opsRunning.Wait()
 	retry := newBackoff(a.timing.RetryMin, a.timing.RetryMax)
 	for ctx.Err() == nil {
 		cfg, err := a.opts.Store.Load()
@@ -178,6 +184,7 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 	rt := &realtime{
 		tokens: tokens, client: client, store: a.opts.Store, handlers: a.opts.Handlers, tracker: a.socket,
 		timing: a.timing, log: a.log, hooks: a.opts.Hooks, connected: connected,
+		ops: &opRunner{ctx: parent, wg: &a.opsRunning, cache: a.ops},
 		hello: proto.ConnectAgent{
 			GUID: cfg.Agent.GUID, AgentVersion: a.opts.Version, Protocol: proto.Version,
 			BootID: a.opts.Identity.BootID, HelperContexts: []string{},

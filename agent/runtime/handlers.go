@@ -16,7 +16,10 @@ const CodeUnsupported = "unsupported"
 // Handler serves one Engine-to-agent event type. call makes Device calls
 // back to the Engine; payload is the envelope's. When the envelope had an
 // ID, the result (or the error, as {"error": code, "message": ...}) is
-// sent back as a reply; return a *proto.Error to choose the code.
+// sent back as a reply; return a *proto.Error to choose the code. An
+// envelope with an OperationID runs once per operation under the agent's
+// context (it outlives the socket that delivered it); a repeat delivery
+// gets the first run's reply (docs/agent.md "Operations").
 type Handler func(ctx context.Context, call Caller, payload json.RawMessage) (any, error)
 
 // Handlers is the registry of event handlers, by envelope type. Later
@@ -54,6 +57,10 @@ func (h *Handlers) Register(msgType string, fn Handler) error {
 	return nil
 }
 
+// Lookup returns the handler for msgType, or nil. Tests of a feature's
+// handlers call them through it, as registered.
+func (h *Handlers) Lookup(msgType string) Handler { return h.lookup(msgType) }
+
 func (h *Handlers) lookup(msgType string) Handler {
 	if h == nil {
 		return nil
@@ -66,6 +73,11 @@ func (h *Handlers) lookup(msgType string) Handler {
 // replyEnvelope builds the reply to request id: the result, or the error
 // as the Engine's error shape.
 func replyEnvelope(id string, result any, err error) proto.Envelope {
+	return proto.Envelope{Type: proto.MsgReply, ID: id, Payload: replyPayload(result, err)}
+}
+
+// replyPayload encodes a handler's outcome as a reply payload.
+func replyPayload(result any, err error) json.RawMessage {
 	var payload any = result
 	if err != nil {
 		var pe *proto.Error
@@ -78,5 +90,5 @@ func replyEnvelope(id string, result any, err error) proto.Envelope {
 	if merr != nil {
 		raw, _ = json.Marshal(proto.Error{Code: "failed", Message: "the result could not be encoded: " + merr.Error()})
 	}
-	return proto.Envelope{Type: proto.MsgReply, ID: id, Payload: raw}
+	return raw
 }

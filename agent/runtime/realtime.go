@@ -40,6 +40,7 @@ type realtime struct {
 	log      *slog.Logger
 	hooks    Hooks
 	hello    proto.ConnectAgent
+	ops      *opRunner
 	// connected is signalled (without blocking) at every accepted ack.
 	connected chan<- struct{}
 }
@@ -261,6 +262,10 @@ func (s *socket) dispatch(ctx context.Context, env proto.Envelope) error {
 			Code: CodeUnsupported, Message: fmt.Sprintf("this agent does not support %q", env.Type),
 		}))
 	}
+	if env.OperationID != "" {
+		s.operation(ctx, h, env)
+		return nil
+	}
 	s.handlers.Add(1)
 	go func() {
 		defer s.handlers.Done()
@@ -276,4 +281,52 @@ func (s *socket) dispatch(ctx context.Context, env proto.Envelope) error {
 		}
 	}()
 	return nil
+}
+
+// opRunner runs operations (envelopes with an OperationID) once each. They
+// run under the agent's context, not the socket's: a socket that drops
+// while a service restarts must not cancel the restart, and the Engine's
+// redelivery on the next socket then waits for that same run.
+type opRunner struct {
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	cache *opCache
+}
+
+// operation answers env from its operation's flight, starting the run
+// when this is the first delivery. The reply goes to this socket only;
+// if it closes first, the Engine delivers again and a later socket
+// answers from the cache.
+func (s *socket) operation(ctx context.Context, h Handler, env proto.Envelope) {
+	ops := s.r.ops
+	f, run := ops.cache.join(env.Type + "\x00" + env.OperationID)
+	if run {
+		ops.wg.Add(1)
+		go func() {
+			defer ops.wg.Done()
+			result, err := h(ops.ctx, s.r.tokens, env.Payload)
+			if err != nil && env.ID == "" {
+				s.r.log.Warn("socket operation failed", "type", env.Type, "operation", env.OperationID, "err", err)
+			}
+			ops.cache.finish(f, replyPayload(result, err))
+		}()
+	} else {
+		s.r.log.Info("operation delivered again; answering from its first run", "type", env.Type, "operation", env.OperationID)
+	}
+	if env.ID == "" {
+		return
+	}
+	s.handlers.Add(1)
+	go func() {
+		defer s.handlers.Done()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
+		reply := proto.Envelope{Type: proto.MsgReply, ID: env.ID, Payload: f.reply}
+		if err := s.send(ctx, reply); err != nil {
+			s.r.log.Warn("could not send a reply", "type", env.Type, "operation", env.OperationID, "err", err)
+		}
+	}()
 }

@@ -65,7 +65,8 @@ type SimSummary struct {
 // host data is synthetic and their config lives in memory. Each has its
 // own key, hostname and fingerprint. First heartbeats are staggered over
 // one heartbeat interval so the fleet's load is spread as a real one's
-// is. It prints a progress line every SummaryEvery and the SimSummary as
+// is. They answer the Engine's operations from their synthetic inventory
+// (simops.go). It prints a progress line every SummaryEvery and the SimSummary as
 // one JSON line at the end.
 func Simulate(ctx context.Context, opts SimOptions) (SimSummary, error) {
 	if opts.Count <= 0 {
@@ -166,11 +167,13 @@ func newSimAgent(i int, opts SimOptions, timing Timing, stats *simStats) (*Agent
 	name := simName(opts.Prefix, i)
 	fp := sha256.Sum256([]byte("cairn-simulate:" + name))
 	timing.FirstHeartbeatDelay = time.Duration(int64(timing.HeartbeatInterval) * int64(i) / int64(opts.Count))
+	sim := &syntheticCollector{n: i, inventory: opts.Inventory}
 	a, err := New(Options{
 		Store:     store,
 		Identity:  Identity{Hostname: name, OS: "Cairn simulated Linux", Fingerprint: hex.EncodeToString(fp[:]), BootID: randomID()},
 		Version:   opts.Version,
-		Collector: &syntheticCollector{n: i, inventory: opts.Inventory},
+		Collector: sim,
+		Handlers:  sim.handlers(),
 		Timing:    timing,
 		Logger:    opts.Logger.With("agent", name),
 		Hooks: Hooks{
@@ -212,8 +215,9 @@ func randomID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// syntheticCollector serves agent n's synthetic inventory and plausible,
-// moving metrics; it keeps nothing between calls.
+// syntheticCollector serves agent n's synthetic inventory, plausible,
+// moving metrics and answers to operations (simops.go); it keeps nothing
+// between calls.
 type syntheticCollector struct {
 	n         int
 	inventory func(int) proto.Inventory

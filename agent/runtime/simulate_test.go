@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent/inventory"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime/fakeengine"
 )
 
@@ -89,5 +93,69 @@ func TestPercentiles(t *testing.T) {
 		p50, p99 := percentiles(tc.in)
 		require.Equal(t, tc.p50, p50)
 		require.Equal(t, tc.p99, p99)
+	}
+}
+
+func TestSimulatedOperations(t *testing.T) {
+	t.Parallel()
+	engine := fakeengine.New(t, testCode)
+	engine.SetAutoApprove(true)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Simulate(ctx, SimOptions{ServerURL: engine.URL, Code: testCode, Count: 1, Version: "test", Timing: testTiming()})
+		done <- err
+	}()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	conn := nextConn(t, engine)
+	inv := inventory.Synthetic(0)
+	proc := inv.Processes[len(inv.Processes)-1]
+	svc := inv.Services[0]
+
+	for _, tc := range []struct {
+		typ     string
+		payload any
+		check   func(t *testing.T, reply json.RawMessage)
+	}{
+		{proto.EventProcessManagement, proto.ProcessRequest{Action: proto.ProcessList}, func(t *testing.T, r json.RawMessage) {
+			var snap proto.ProcessSnapshot
+			require.NoError(t, json.Unmarshal(r, &snap))
+			require.Equal(t, inv.Processes, snap.Processes)
+		}},
+		{proto.EventProcessManagement, proto.ProcessRequest{Action: proto.ProcessTerminate, PID: proc.PID, Name: proc.Name}, func(t *testing.T, r json.RawMessage) {
+			require.JSONEq(t, fmt.Sprintf(`{"pid":%d,"name":%q,"terminated":true,"signal":"SIGTERM"}`, proc.PID, proc.Name), string(r))
+		}},
+		{proto.EventProcessManagement, proto.ProcessRequest{Action: proto.ProcessTerminate, PID: proc.PID, Name: "other"}, func(t *testing.T, r json.RawMessage) {
+			require.Contains(t, string(r), `"error":"process_mismatch"`)
+		}},
+		{proto.EventServiceControl, proto.ServiceActionRequest{Name: svc.Name, Action: proto.ServiceStop}, func(t *testing.T, r json.RawMessage) {
+			var res proto.ServiceActionResult
+			require.NoError(t, json.Unmarshal(r, &res))
+			require.Equal(t, "stopped", res.State)
+			require.Equal(t, "stopped", res.Service.State)
+			require.Len(t, res.Services, len(inv.Services))
+		}},
+		{proto.EventServiceControl, proto.ServiceActionRequest{Name: "nope.service", Action: proto.ServiceStart}, func(t *testing.T, r json.RawMessage) {
+			require.Contains(t, string(r), `"error":"not_found"`)
+		}},
+		{proto.EventSoftwareRefresh, struct{}{}, func(t *testing.T, r json.RawMessage) {
+			var res proto.SoftwareRefreshResult
+			require.NoError(t, json.Unmarshal(r, &res))
+			require.Equal(t, inv.Software, res.Software)
+		}},
+		{proto.EventPatchRefresh, struct{}{}, func(t *testing.T, r json.RawMessage) {
+			var res proto.PatchRefreshResult
+			require.NoError(t, json.Unmarshal(r, &res))
+			require.Len(t, res.Patches, len(inv.Patches))
+		}},
+	} {
+		payload, err := json.Marshal(tc.payload)
+		require.NoError(t, err)
+		id := randomID()
+		require.NoError(t, conn.Send(ctx, proto.Envelope{Type: tc.typ, ID: id, OperationID: id, Payload: payload}))
+		env, err := conn.Read(ctx)
+		require.NoError(t, err)
+		require.Equal(t, id, env.ID)
+		tc.check(t, env.Payload)
 	}
 }

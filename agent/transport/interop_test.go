@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,6 +26,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// wantContext is the agent context header spelled out, so a change of its
+// wire form fails here rather than passing through the same helper.
+var wantContext = "privileged; v=" + strconv.Itoa(proto.Version)
+
 // engineHandler plays the Engine's side of a Device or Refresh route: it
 // checks the agent headers and verifies the DPoP proof with the Engine's
 // own verifier, as the API will.
@@ -35,7 +40,7 @@ func engineHandler(v *devicetrust.Verifier, jkt string) http.HandlerFunc {
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(proto.Error{Code: code, Message: msg})
 		}
-		if got := r.Header.Get(proto.HeaderAgentContext); got != "privileged; v=1" {
+		if got := r.Header.Get(proto.HeaderAgentContext); got != wantContext {
 			fail("bad_context", got)
 			return
 		}

@@ -33,7 +33,7 @@ func TestWebSocketThroughFallback(t *testing.T) {
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), proto.AuthScheme+" ")
 		_, err := v.Verify(r.Context(), r.Header.Get(proto.HeaderDPoP), r.Method, devicetrust.RequestURL(nil, r), token, jkt)
-		if err != nil || r.Header.Get(proto.HeaderAgentContext) != "privileged; v=1" {
+		if err != nil || r.Header.Get(proto.HeaderAgentContext) != wantContext {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(proto.Error{Code: proto.CodeInvalidDPoPProof, Message: "refused"})

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cairn-rmm/cairn/agent/inventory"
+	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
@@ -24,10 +25,13 @@ type host struct {
 	roles       agentruntime.Roles // nil: no role reports yet
 	fingerprint func() (string, error)
 	hash        func(proto.Inventory) string
-	synthetic   func(n int) proto.Inventory
-	hostname    func() (string, error)
-	osName      func() string
-	bootID      func() string
+	// ops is what remote operations read (agent/ops): the same collector,
+	// asked for one collection at a time.
+	ops       agentops.Inventory
+	synthetic func(n int) proto.Inventory
+	hostname  func() (string, error)
+	osName    func() string
+	bootID    func() string
 	// timing overrides the runtime's intervals (zero: production values);
 	// tests run the loop in milliseconds with it.
 	timing agentruntime.Timing
@@ -35,9 +39,11 @@ type host struct {
 
 func defaultHost() host {
 	tracker := roles.New(nil)
+	inv := inventory.New(tracker, inventory.Options{})
 	return host{
-		collector:   inventoryCollector{c: inventory.New(tracker, inventory.Options{}), log: slog.Default()},
+		collector:   inventoryCollector{c: inv, log: slog.Default()},
 		roles:       tracker,
+		ops:         inv,
 		fingerprint: inventory.Fingerprint,
 		hash:        inventory.Hash,
 		synthetic:   inventory.Synthetic,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
@@ -32,6 +33,10 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	handlers := agentruntime.NewHandlers()
+	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
+		return err
+	}
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
 		Identity:  id,
@@ -39,7 +44,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		Collector: h.collector,
 		Roles:     h.roles,
 		Hash:      h.hash,
-		Handlers:  agentruntime.NewHandlers(),
+		Handlers:  handlers,
 		Timing:    h.timing,
 		Logger:    log,
 	})

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -23,7 +25,7 @@ const proofWindow = 60 * time.Second
 // window, ath for token, and a jti never seen before. It returns the proof
 // key's thumbprint. Callers hold e.mu.
 func (e *Engine) verifyProof(r *http.Request, token string) (string, error) {
-	if r.Header.Get(proto.HeaderAgentContext) != proto.AgentContextValue(proto.ContextPrivileged) {
+	if !supportedContext(r.Header.Get(proto.HeaderAgentContext)) {
 		return "", errors.New("agent context header missing or wrong")
 	}
 	raw := r.Header.Get(proto.HeaderDPoP)
@@ -73,4 +75,16 @@ func (e *Engine) verifyProof(r *http.Request, token string) (string, error) {
 	}
 	e.jtis[claims.ID] = true
 	return agent.Thumbprint(pub), nil
+}
+
+// supportedContext accepts "privileged; v=N" for every protocol N the
+// Engine serves, as the Engine does: an agent one version behind is still
+// served.
+func supportedContext(v string) bool {
+	ctx, ver, ok := strings.Cut(v, "; v=")
+	if !ok || ctx != proto.ContextPrivileged {
+		return false
+	}
+	n, err := strconv.Atoi(ver)
+	return err == nil && proto.Supported(n)
 }

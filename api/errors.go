@@ -52,12 +52,14 @@ var statusByCode = map[string]int{
 	devicetrust.ECodeInvalidRefreshToken: http.StatusUnauthorized,
 	devicetrust.ECodeDeviceNotFound:      http.StatusUnauthorized,
 	devicetrust.ECodeDevicePurged:        http.StatusUnauthorized,
-	devicetrust.ECodeDeviceRevoked:       http.StatusUnauthorized,
+	devicetrust.ECodeDeviceRevoked:       http.StatusConflict,
 	devicetrust.ECodeFingerprint:         http.StatusUnauthorized,
-	devicetrust.ECodeDeviceQuarantined:   http.StatusForbidden,
-	ECodeAgentContextRequired:            http.StatusUnauthorized,
-	ECodeAgentContextRefused:             http.StatusForbidden,
-	ECodeProtocolUnsupported:             http.StatusUpgradeRequired,
+	// Quarantined and revoked devices: refused operations answer 409 to
+	// operators; agents act on the code, not the status.
+	devicetrust.ECodeDeviceQuarantined: http.StatusConflict,
+	ECodeAgentContextRequired:          http.StatusUnauthorized,
+	ECodeAgentContextRefused:           http.StatusForbidden,
+	ECodeProtocolUnsupported:           http.StatusUpgradeRequired,
 }
 
 type errorBody struct {

@@ -105,13 +105,21 @@ func (s *Server) deviceDetails(r *http.Request) (deviceDetailsJSON, error) {
 		st := newRoleJSON(*d.Health.Startup)
 		out.AgentHealth.Startup = &st
 	}
-	if d.Patches != nil {
-		out.Patches = make([]patchJSON, len(d.Patches))
-		for i, p := range d.Patches {
-			out.Patches[i] = patchJSON{PatchKey: p.Key, KB: p.KB, Title: p.Title, UpdateID: p.UpdateID, Revision: p.Revision,
-				State: p.State, Source: p.Source, Package: p.Package, InstalledVersion: p.InstalledVersion,
-				CandidateVersion: p.CandidateVersion, Severity: p.Severity, InstalledAt: p.InstalledAt, UpdatedAt: p.UpdatedAt}
-		}
-	}
+	out.Patches = newPatchesJSON(d.Patches)
 	return out, nil
+}
+
+// newPatchesJSON is the wire form of stored patch rows (nil stays nil:
+// never reported).
+func newPatchesJSON(rows []devices.PatchRow) []patchJSON {
+	if rows == nil {
+		return nil
+	}
+	out := make([]patchJSON, len(rows))
+	for i, p := range rows {
+		out[i] = patchJSON{PatchKey: p.Key, KB: p.KB, Title: p.Title, UpdateID: p.UpdateID, Revision: p.Revision,
+			State: p.State, Source: p.Source, Package: p.Package, InstalledVersion: p.InstalledVersion,
+			CandidateVersion: p.CandidateVersion, Severity: p.Severity, InstalledAt: p.InstalledAt, UpdatedAt: p.UpdatedAt}
+	}
+	return out
 }

@@ -109,6 +109,8 @@ type Deps struct {
 	AgentURLs []string
 	// Devices is the device and inventory domain (and the agent callbacks).
 	Devices *devices.Service
+	// Operations runs remote operations on devices (the command path).
+	Operations workflows.OperationRunner
 }
 
 // Server serves the API and the console.
@@ -137,6 +139,7 @@ func New(d Deps) *Server {
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
+		s.deviceOpRoutes(),
 	} {
 		s.routes = append(s.routes, area...)
 	}

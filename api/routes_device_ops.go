@@ -1,0 +1,231 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// deviceOpRoutes are the first remote operations (SPEC "Devices and
+// inventory"): each is a DeviceOperation workflow on the device's site
+// queue, answered synchronously when it ends within the request.
+func (s *Server) deviceOpRoutes() []Route {
+	return []Route{
+		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList)},
+		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate)},
+		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList)},
+		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction)},
+		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh)},
+		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, s.patchList)},
+		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh)},
+	}
+}
+
+// MaxProcessAge bounds max_age_seconds (a day).
+const maxProcessAge = 86400
+
+// operate runs one operation on the device named by the path, inside the
+// operator's scope, refusing untrusted devices and agents without a socket
+// before anything is started.
+func (s *Server) operate(ctx context.Context, hostname, typ string, payload any, kind, summary string) (workflows.OperationResult, error) {
+	p := principal(ctx)
+	t, err := s.Devices.OperationTarget(ctx, p.SiteScope(), hostname)
+	if err != nil {
+		return workflows.OperationResult{}, err
+	}
+	if !t.SocketLive {
+		return workflows.OperationResult{}, cairn.Errorf(cairn.ECodeAgentSocketMissing,
+			"the agent of %s has no realtime connection; onboarding takes about a minute", t.Hostname)
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return workflows.OperationResult{}, err
+	}
+	return s.Operations.Run(ctx, workflows.OperationInput{OperationID: uuid.NewString(), Target: t, Type: typ,
+		Payload: raw, Kind: kind, Summary: summary, Actor: p.Username})
+}
+
+type processJSON struct {
+	PID         int     `json:"pid"`
+	PPID        int     `json:"ppid"`
+	Name        string  `json:"name"`
+	User        string  `json:"user"`
+	CPUPercent  float64 `json:"cpu_percent"`
+	MemoryBytes uint64  `json:"memory_bytes"`
+	CommandLine string  `json:"command_line"`
+}
+
+type processesJSON struct {
+	CapturedAt *time.Time    `json:"captured_at"`
+	Processes  []processJSON `json:"processes"`
+}
+
+func newProcessesJSON(at *time.Time, ps []proto.Process) processesJSON {
+	out := processesJSON{CapturedAt: at, Processes: make([]processJSON, len(ps))}
+	for i, p := range ps {
+		out.Processes[i] = processJSON{PID: p.PID, PPID: p.PPID, Name: p.Name, User: p.User, CPUPercent: p.CPUPercent,
+			MemoryBytes: p.RSSBytes, CommandLine: p.Command}
+	}
+	return out
+}
+
+// processList answers the stored snapshot while it is younger than
+// max_age_seconds (any age when absent), else asks the agent for a fresh
+// one (process_management_request) and stores it.
+func (s *Server) processList(r *http.Request) (processesJSON, error) {
+	maxAge, err := queryInt(r, "max_age_seconds", -1, 0, maxProcessAge)
+	if err != nil {
+		return processesJSON{}, err
+	}
+	ctx, hostname := r.Context(), pathParam(r, "hostname")
+	t, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), hostname)
+	if err != nil && !cairn.IsCode(err, devicetrust.ECodeDeviceQuarantined) && !cairn.IsCode(err, devicetrust.ECodeDeviceRevoked) {
+		return processesJSON{}, err
+	}
+	fresh := err == nil && t.HasProcesses && t.InventoryAt != nil &&
+		(maxAge < 0 || s.Now().Sub(*t.InventoryAt) <= time.Duration(maxAge)*time.Second)
+	if err != nil || fresh || (!t.SocketLive && t.HasProcesses) {
+		// An untrusted device, or one whose agent is away, still shows
+		// what was last collected.
+		d, derr := s.Devices.DetailsByHostname(ctx, principal(ctx).SiteScope(), hostname)
+		if derr != nil {
+			return processesJSON{}, derr
+		}
+		return newProcessesJSON(d.CollectedAt, d.Processes), nil
+	}
+	res, err := s.operate(ctx, hostname, proto.EventProcessManagement, proto.ProcessRequest{Action: proto.ProcessList},
+		"process_snapshot", "Process snapshot")
+	if err != nil {
+		return processesJSON{}, err
+	}
+	var snap proto.ProcessSnapshot
+	if err := json.Unmarshal(res.Payload, &snap); err != nil {
+		return processesJSON{}, fmt.Errorf("decode process snapshot: %w", err)
+	}
+	at := snap.CapturedAt.UTC()
+	return newProcessesJSON(&at, snap.Processes), nil
+}
+
+type terminateReq struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+}
+
+func (q *terminateReq) validate() error {
+	var v cairn.Validation
+	if q.PID <= 1 {
+		v.Add("pid", "must be a process ID above 1")
+	}
+	if n := len(strings.TrimSpace(q.Name)); n == 0 || n > 255 {
+		v.Add("name", "is required: the process's name, at most 255 characters")
+	}
+	return v.Err()
+}
+
+func (s *Server) processTerminate(r *http.Request, req terminateReq) (map[string]bool, error) {
+	_, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventProcessManagement,
+		proto.ProcessRequest{Action: proto.ProcessTerminate, PID: req.PID, Name: strings.TrimSpace(req.Name)},
+		"process_terminate", fmt.Sprintf("Terminate %s (PID %d)", strings.TrimSpace(req.Name), req.PID))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]bool{"terminated": true}, nil
+}
+
+type serviceJSON struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"display_name"`
+	State       string `json:"state"`
+	StartMode   string `json:"start_mode"`
+}
+
+func (s *Server) serviceList(r *http.Request) (map[string]any, error) {
+	d, err := s.Devices.DetailsByHostname(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]serviceJSON, len(d.Services))
+	for i, sv := range d.Services {
+		out[i] = serviceJSON{Name: sv.Name, DisplayName: sv.DisplayName, State: sv.State, StartMode: sv.StartMode}
+	}
+	return map[string]any{"services": out, "collected_at": d.CollectedAt}, nil
+}
+
+type serviceActionReq struct {
+	Name   string `json:"name"`
+	Action string `json:"action"`
+}
+
+func (q *serviceActionReq) validate() error {
+	var v cairn.Validation
+	name := strings.TrimSpace(q.Name)
+	if name == "" || len(name) > 255 || strings.ContainsAny(name, "/\\\x00") || strings.Contains(name, "..") {
+		v.Add("name", "is required: a service name without path separators, at most 255 characters")
+	}
+	switch q.Action {
+	case proto.ServiceStart, proto.ServiceStop, proto.ServiceRestart:
+	default:
+		v.Add("action", "must be start, stop or restart")
+	}
+	return v.Err()
+}
+
+var serviceVerb = map[string]string{proto.ServiceStart: "Start", proto.ServiceStop: "Stop", proto.ServiceRestart: "Restart"}
+
+func (s *Server) serviceAction(r *http.Request, req serviceActionReq) (map[string]string, error) {
+	name := strings.TrimSpace(req.Name)
+	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventServiceControl,
+		proto.ServiceActionRequest{Name: name, Action: req.Action}, "service_"+req.Action, serviceVerb[req.Action]+" "+name)
+	if err != nil {
+		return nil, err
+	}
+	var out proto.ServiceActionResult
+	if err := json.Unmarshal(res.Payload, &out); err != nil {
+		return nil, fmt.Errorf("decode service action result: %w", err)
+	}
+	return map[string]string{"name": out.Name, "state": out.State}, nil
+}
+
+func (s *Server) softwareRefresh(r *http.Request, _ struct{}) (map[string]any, error) {
+	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventSoftwareRefresh, struct{}{},
+		"software_refresh", "Refresh software inventory")
+	if err != nil {
+		return nil, err
+	}
+	var out proto.SoftwareRefreshResult
+	if err := json.Unmarshal(res.Payload, &out); err != nil {
+		return nil, fmt.Errorf("decode software refresh: %w", err)
+	}
+	return map[string]any{"software_count": len(out.Software), "collected_at": out.CollectedAt.UTC()}, nil
+}
+
+func (s *Server) patchList(r *http.Request) (map[string]any, error) {
+	d, err := s.Devices.DetailsByHostname(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"patches": newPatchesJSON(d.Patches), "collected_at": d.CollectedAt}, nil
+}
+
+func (s *Server) patchRefresh(r *http.Request, _ struct{}) (map[string]any, error) {
+	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventPatchRefresh, struct{}{},
+		"patch_refresh", "Refresh patch inventory")
+	if err != nil {
+		return nil, err
+	}
+	var out proto.PatchRefreshResult
+	if err := json.Unmarshal(res.Payload, &out); err != nil {
+		return nil, fmt.Errorf("decode patch refresh: %w", err)
+	}
+	return map[string]any{"patch_count": len(out.Patches), "collected_at": out.CollectedAt.UTC()}, nil
+}

@@ -61,7 +61,7 @@ func TestShellThroughTheAgent(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
-		shells.Wait()
+		shells.Close()
 	})
 
 	rt := <-engine.Conns()

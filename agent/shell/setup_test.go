@@ -76,17 +76,14 @@ type env struct {
 	stop context.CancelFunc
 }
 
-// setup registers the shells under a run context that ends with the
-// test, which then waits for every shell to be gone.
+// setup registers the shells under a run context of their own; the
+// test's end closes them and waits for every shell to be gone.
 func setup(t *testing.T, opts Options) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Register(ctx, runtime.NewHandlers(), opts)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		cancel()
-		s.Wait()
-	})
+	t.Cleanup(s.Close)
 	return &env{shells: s, engine: newTestEngine(t), stop: cancel}
 }
 

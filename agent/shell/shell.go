@@ -47,12 +47,14 @@ type Options struct {
 // Shells are the open shell sessions of one agent.
 type Shells struct {
 	ctx  context.Context
+	stop context.CancelFunc
 	opts Options
 	log  *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*session // by session ID, opening ones included
-	wg       sync.WaitGroup
+	closed   bool
+	wg       sync.WaitGroup // one per session in sessions, taken under mu
 }
 
 // Closed answers EventShellClose once the shell is gone.
@@ -61,8 +63,8 @@ type Closed struct {
 }
 
 // Register adds the shell handlers to h. Shells run under ctx (the
-// agent's run context): when it ends, every shell is killed and its
-// socket closed; Wait waits for that.
+// agent's run context): when it ends or Close is called, every shell is
+// killed and its socket closed.
 func Register(ctx context.Context, h *runtime.Handlers, opts Options) (*Shells, error) {
 	if opts.MaxShells <= 0 {
 		opts.MaxShells = DefaultMaxShells
@@ -73,14 +75,17 @@ func Register(ctx context.Context, h *runtime.Handlers, opts Options) (*Shells, 
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = DefaultKillGrace
 	}
-	s := &Shells{ctx: ctx, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	ctx, stop := context.WithCancel(ctx)
+	s := &Shells{ctx: ctx, stop: stop, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if err := h.Register(proto.EventShellOpen, s.open); err != nil {
+		stop()
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	if err := h.Register(proto.EventShellClose, s.close); err != nil {
+		stop()
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	return s, nil
@@ -88,6 +93,17 @@ func Register(ctx context.Context, h *runtime.Handlers, opts Options) (*Shells, 
 
 // Wait returns once every shell has ended and its socket is closed.
 func (s *Shells) Wait() { s.wg.Wait() }
+
+// Close ends every shell (as when ctx ends) and waits until each is
+// reaped and its socket closed. The agent calls it before exiting,
+// whatever made its run loop return.
+func (s *Shells) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+}
 
 func opError(code, format string, args ...any) error {
 	return &proto.Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -115,18 +131,24 @@ func (s *Shells) open(ctx context.Context, call runtime.Caller, payload json.Raw
 		s.mu.Unlock()
 		return prev.awaitOpened(ctx)
 	}
+	if s.closed || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return nil, opError(proto.CodeOpFailed, "the agent is shutting down")
+	}
 	if len(s.sessions) >= s.opts.MaxShells {
 		s.mu.Unlock()
 		return nil, opError(proto.CodeOpShellLimit, "this agent already runs %d shells", s.opts.MaxShells)
 	}
 	sess := newSession(req, s.log)
 	s.sessions[req.SessionID] = sess
+	s.wg.Add(1)
 	s.mu.Unlock()
 
 	result, err := s.start(ctx, dialer, sess, req)
 	sess.setOpened(result, err)
 	if err != nil {
 		s.forget(sess)
+		s.wg.Done()
 		return nil, err
 	}
 	return result, nil
@@ -151,7 +173,6 @@ func (s *Shells) start(ctx context.Context, dialer runtime.WebSocketDialer, sess
 		idle = s.opts.IdleTimeout
 	}
 	s.log.Info("shell opened", "session", req.SessionID, "shell", term.Shell(), "pid", term.PID())
-	s.wg.Add(1)
 	go func() {
 		// Forgotten before done: whoever waits on done may open the next
 		// shell in the freed slot.

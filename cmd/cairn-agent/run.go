@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
+	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
 
@@ -32,6 +33,14 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	handlers := agentruntime.NewHandlers()
+	shells, err := shell.Register(ctx, handlers, shell.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	// Shells outlive realtime sockets but not the agent: every one is
+	// killed and reaped before the process exits, however Run ended.
+	defer shells.Close()
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
 		Identity:  id,
@@ -39,7 +48,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		Collector: h.collector,
 		Roles:     h.roles,
 		Hash:      h.hash,
-		Handlers:  agentruntime.NewHandlers(),
+		Handlers:  handlers,
 		Timing:    h.timing,
 		Logger:    log,
 	})

@@ -17,6 +17,14 @@ import (
 // checks proofs against its public https URL of the upgrade request. A
 // refused upgrade returns an *Error like Do.
 func (c *Client) DialWebSocket(ctx context.Context, wsURL, accessToken string) (*websocket.Conn, error) {
+	return c.DialWebSocketHeader(ctx, wsURL, accessToken, nil)
+}
+
+// DialWebSocketHeader is DialWebSocket with extra request headers, for
+// sockets that carry their own credential besides the device's (a shell
+// session's token). The auth headers are set after extra, so extra cannot
+// replace them.
+func (c *Client) DialWebSocketHeader(ctx context.Context, wsURL, accessToken string, extra http.Header) (*websocket.Conn, error) {
 	u, err := url.Parse(wsURL)
 	if err != nil {
 		return nil, fmt.Errorf("transport: websocket URL %q: %w", wsURL, err)
@@ -32,7 +40,10 @@ func (c *Client) DialWebSocket(ctx context.Context, wsURL, accessToken string) (
 	if u.Host == "" {
 		return nil, fmt.Errorf("transport: websocket URL %q has no host", wsURL)
 	}
-	h := http.Header{}
+	h := extra.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
 	if err := c.authorize(h, http.MethodGet, u.String(), AuthBearer(accessToken)); err != nil {
 		return nil, err
 	}

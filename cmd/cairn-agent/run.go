@@ -9,6 +9,7 @@ import (
 
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
+	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
 
@@ -37,6 +38,13 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
 		return err
 	}
+	shells, err := shell.Register(ctx, handlers, shell.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	// Shells outlive realtime sockets but not the agent: every one is
+	// killed and reaped before the process exits, however Run ended.
+	defer shells.Close()
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
 		Identity:  id,

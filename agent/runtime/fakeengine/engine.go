@@ -69,6 +69,8 @@ type Engine struct {
 	refreshInFlight int
 	refreshMax      int
 	conns           chan *Conn
+	shellTokens     map[string]string // by session ID
+	shellConns      chan *ShellConn
 }
 
 type answer struct {
@@ -110,6 +112,7 @@ func New(t testing.TB, code string) *Engine {
 		code: code, jtis: map[string]bool{}, nonces: map[string]bool{}, approvals: map[string]*approval{},
 		devices: map[string]*Device{}, byAccess: map[string]*Device{}, byRefresh: map[string]*Device{},
 		decision: proto.ApprovalApproved, accessTTL: time.Hour, ackMetadata: true, conns: make(chan *Conn, 64),
+		shellTokens: map[string]string{}, shellConns: make(chan *ShellConn, 64),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+proto.PathEnrollNonce, e.nonce)
@@ -121,6 +124,7 @@ func New(t testing.TB, code string) *Engine {
 	mux.HandleFunc("POST "+proto.PathDetails, e.postDetails)
 	mux.HandleFunc("GET "+proto.PathRealtimeRoute, e.route)
 	mux.HandleFunc("GET "+proto.PathRealtimeWS, e.socket)
+	mux.HandleFunc("GET "+proto.PathShellSocket+"/{session}", e.shellSocket)
 	e.srv = httptest.NewServer(mux)
 	e.URL = e.srv.URL
 	t.Cleanup(e.srv.Close)

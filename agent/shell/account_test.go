@@ -1,0 +1,34 @@
+//go:build linux
+
+package shell
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLookupAccount(t *testing.T) {
+	t.Parallel()
+	const passwd = `root:x:0:0:root:/root:/bin/sh
+svc:x:998:998::/var/lib/svc:/usr/sbin/nologin
+gone:x:997:997::/home/gone:/no/such/shell
+broken line
+`
+	for _, tc := range []struct {
+		name string
+		uid  int
+		want account
+	}{
+		{"login shell", 0, account{name: "root", home: "/root", shell: "/bin/sh"}},
+		{"nologin falls back", 998, account{name: "svc", home: "/var/lib/svc", shell: fallbackShell}},
+		{"missing shell falls back", 997, account{name: "gone", home: "/home/gone", shell: fallbackShell}},
+		{"unknown uid", 1234, account{name: "1234", home: "/", shell: fallbackShell}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, lookupAccount(strings.NewReader(passwd), tc.uid))
+		})
+	}
+}

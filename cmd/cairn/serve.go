@@ -107,20 +107,17 @@ func serve(ctx context.Context, args []string) error {
 	dpop := devicetrust.NewVerifier(rt.store, devicetrust.Options{})
 	go sweepDeviceTrust(bg, dpop, deviceTokens, log)
 
+	deviceSvc := devices.NewService(rt.store, bus, devices.Config{OnlineWindow: c.DeviceOnlineWindow, Log: log.With("component", "devices")})
+	go deviceSvc.Run(bg)
+
 	var mgr *workers.Manager
+	var runner agentgateway.SiteRunner = noSiteWorkers{}
 	if c.SiteWorkers == "all" {
 		mgr = workers.NewManager(rt.temporal, log, nil)
-		mgr.Register(&activities.Enrollment{Service: enrollSvc})
-		if err := mgr.StartEngine(); err != nil {
-			return fmt.Errorf("start engine worker: %w", err)
-		}
-		rt.onStop(mgr.Stop)
-	}
-	var runner agentgateway.SiteRunner = noSiteWorkers{}
-	if mgr != nil {
 		runner = mgr
 	}
-	hub := agentgateway.New(presence.ReplicaID, rt.store, bus, runner, agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue})
+	hub := agentgateway.New(presence.ReplicaID, rt.store, bus, runner, agentgateway.Options{Log: log,
+		QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: rt.temporal}})
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); hub.Run(hubCtx) }()
@@ -128,12 +125,14 @@ func serve(ctx context.Context, args []string) error {
 	// database closes; onStop runs in reverse order.
 	rt.onStop(func() { stopHub(); <-hubDone })
 	if mgr != nil {
+		mgr.Register(workers.Activities(workers.ActivityDeps{Enrollment: enrollSvc, Gateway: hub, Devices: deviceSvc})...)
+		if err := mgr.StartEngine(); err != nil {
+			return fmt.Errorf("start engine worker: %w", err)
+		}
+		rt.onStop(mgr.Stop)
 		mgr.OnSiteStop(hub.DropSite)
 		go mgr.Run(bg, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	}
-
-	deviceSvc := devices.NewService(rt.store, bus, devices.Config{OnlineWindow: c.DeviceOnlineWindow, Log: log.With("component", "devices")})
-	go deviceSvc.Run(bg)
 
 	srv := api.New(api.Deps{
 		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus, Presence: presence,
@@ -142,7 +141,7 @@ func serve(ctx context.Context, args []string) error {
 		Credentials: credentials.NewService(rt.store, cipher),
 		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
 		Sockets:     hub, Enrollment: enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, DPoP: dpop, AgentURLs: c.agentURLs(),
-		Devices: deviceSvc,
+		Devices: deviceSvc, Operations: workflows.OperationRunner{Client: rt.temporal},
 	})
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {

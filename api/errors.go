@@ -10,7 +10,11 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // statusByCode is the one map from domain error codes to HTTP statuses.
@@ -60,6 +64,20 @@ var statusByCode = map[string]int{
 	ECodeAgentContextRequired:          http.StatusUnauthorized,
 	ECodeAgentContextRefused:           http.StatusForbidden,
 	ECodeProtocolUnsupported:           http.StatusUpgradeRequired,
+
+	// Remote operations: what the agent answered (agentgateway passes
+	// only these codes on) and how the command path ended.
+	proto.CodeOpMismatch:             http.StatusConflict,
+	proto.CodeOpInvalid:              http.StatusBadRequest,
+	proto.CodeOpUnsupported:          http.StatusNotImplemented,
+	proto.CodeOpFailed:               http.StatusBadGateway,
+	proto.CodeOpPermission:           http.StatusBadGateway,
+	proto.CodeOpTimedOut:             http.StatusGatewayTimeout,
+	proto.CodeOpShellLimit:           http.StatusTooManyRequests,
+	proto.CodeOpAlreadyRunning:       http.StatusConflict,
+	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
+	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
+	devices.ECodeAgentAnswer:         http.StatusBadGateway,
 }
 
 type errorBody struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -157,7 +158,13 @@ func (h *Hub) onReply(c *conn, env proto.Envelope) {
 		err = h.opts.Completer.Fail(ctx, token, FailureReplyTooLarge,
 			"the agent's answer is larger than the Engine carries ("+itoa(MaxReplyBytes)+" bytes)", false)
 	case json.Unmarshal(env.Payload, &failure) == nil && failure.Code != "":
-		err = h.opts.Completer.Fail(ctx, token, failure.Code, failure.Message, false)
+		// The agent picks the code; only the operation codes pass, so a
+		// device cannot answer an operator with, say, "unauthorized".
+		code := failure.Code
+		if !agentCodes[code] {
+			code = proto.CodeOpFailed
+		}
+		err = h.opts.Completer.Fail(ctx, token, code, boundMessage(failure.Message), false)
 	default:
 		payload := env.Payload
 		if len(payload) == 0 {
@@ -223,6 +230,26 @@ func (h *Hub) heartbeatPending(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// agentCodes are the failure codes an agent may answer an operation with.
+var agentCodes = map[string]bool{
+	proto.CodeOpUnsupported: true, proto.CodeOpNotFound: true, proto.CodeOpMismatch: true,
+	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
+	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
+}
+
+// boundMessage keeps an agent's failure message to what an operator reads.
+func boundMessage(s string) string {
+	const limit = 2000
+	if len(s) <= limit {
+		return s
+	}
+	s = s[:limit]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }
 
 func itoa(n int) string {

@@ -241,7 +241,7 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "quarantined", Now: f.clk.Now()})
 	require.NoError(t, err)
 	r = a.doRefresh(t)
-	require.Equal(t, 403, r.Status, r.Raw)
+	require.Equal(t, 409, r.Status, r.Raw)
 	require.Equal(t, "device_quarantined", r.Body["error"])
 
 	// Purge: refresh answers device_purged; re-approval recreates the GUID

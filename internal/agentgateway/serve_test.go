@@ -3,6 +3,7 @@ package agentgateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -58,9 +59,14 @@ func TestBadConnectAgentIsRefused(t *testing.T) {
 				return proto.ConnectAgent{GUID: "someone-else", Protocol: proto.Version}
 			},
 			"connect_agent guid is not the authenticated device"},
-		{"unknown protocol", proto.MsgConnectAgent,
+		{"newer protocol", proto.MsgConnectAgent,
 			func(d devicetrust.Identity) any { return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version + 1} },
-			"protocol 2 is not supported; this worker speaks 1"},
+			fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", proto.Version+1, proto.MinVersion, proto.Version)},
+		{"older than served", proto.MsgConnectAgent,
+			func(d devicetrust.Identity) any {
+				return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.MinVersion - 1}
+			},
+			fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", proto.MinVersion-1, proto.MinVersion, proto.Version)},
 		{"another message first", proto.MsgPong,
 			func(d devicetrust.Identity) any { return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version} },
 			"the first message must be connect_agent"},

@@ -297,7 +297,7 @@ func (e *Engine) refresh(w http.ResponseWriter, r *http.Request) {
 	case d.Purged:
 		writeErr(w, http.StatusUnauthorized, proto.CodeDevicePurged, "purged")
 	case d.Quarantined:
-		writeErr(w, http.StatusForbidden, proto.CodeDeviceQuarantined, "quarantined")
+		writeErr(w, http.StatusConflict, proto.CodeDeviceQuarantined, "quarantined")
 	case e.refreshErr != nil:
 		writeErr(w, e.refreshErr.status, e.refreshErr.code, "refused by the test")
 	default:
@@ -327,7 +327,7 @@ func (e *Engine) device(w http.ResponseWriter, r *http.Request) *Device {
 	case d.Purged:
 		refuse(http.StatusUnauthorized, proto.CodeDevicePurged)
 	case d.Quarantined:
-		refuse(http.StatusForbidden, proto.CodeDeviceQuarantined)
+		refuse(http.StatusConflict, proto.CodeDeviceQuarantined)
 	case time.Now().After(d.AccessExp):
 		refuse(http.StatusUnauthorized, proto.CodeTokenExpired)
 	case e.deviceErr != nil:

@@ -27,12 +27,12 @@ import {
   NetworkTab,
   PatchesTab,
   ProcessesTab,
-  ServicesTab,
   SessionsTab,
   SoftwareTab,
   SummaryTab,
 } from './InventoryTabs';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
+import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
 
 type TabKey =
@@ -53,7 +53,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'hardware', label: 'Hardware', render: (d) => <HardwareTab details={d} /> },
   { key: 'network', label: 'Network', render: (d) => <NetworkTab network={d.network} /> },
   { key: 'software', label: 'Software', render: (d) => <SoftwareTab software={d.software} /> },
-  { key: 'services', label: 'Services', render: (d) => <ServicesTab services={d.services} /> },
+  { key: 'services', label: 'Services', render: (d, hostname) => <ServicesTab hostname={hostname} services={d.services} /> },
   { key: 'processes', label: 'Processes', render: (d) => <ProcessesTab processes={d.processes} /> },
   { key: 'sessions', label: 'Sessions', render: (d) => <SessionsTab sessions={d.sessions} /> },
   { key: 'patches', label: 'Patches', render: (d) => <PatchesTab patches={d.patches} /> },

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { AgGridReact } from 'ag-grid-react';
 import type { ColDef, GetRowIdFunc } from 'ag-grid-community';
 import Box from '@mui/material/Box';
@@ -12,7 +12,7 @@ import { mono } from './parts';
 /**
  * A device inventory collection in a grid with a quick filter over every
  * column. `noun` names the rows ("packages", "services") for the filter's
- * label and the counts.
+ * label and the counts; `actions` go at the right end of that bar.
  */
 export function InventoryGrid<T>({
   noun,
@@ -21,6 +21,7 @@ export function InventoryGrid<T>({
   getRowId,
   emptyText,
   height = 520,
+  actions,
 }: {
   noun: string;
   rows: T[];
@@ -28,6 +29,7 @@ export function InventoryGrid<T>({
   getRowId?: GetRowIdFunc<T>;
   emptyText: string;
   height?: number;
+  actions?: ReactNode;
 }) {
   const [filter, setFilter] = useState('');
   return (
@@ -52,6 +54,7 @@ export function InventoryGrid<T>({
         <Typography variant="body2" color="text.secondary">
           {rows.length} {noun}
         </Typography>
+        {actions && <Box sx={{ ml: 'auto', display: 'flex', alignItems: 'center', gap: 1.5 }}>{actions}</Box>}
       </Box>
       <Box sx={{ height, '& .mono': mono }}>
         <AgGridReact<T>

@@ -16,7 +16,6 @@ import type {
   NetIface,
   PatchRow,
   ProcessItem,
-  ServiceItem,
   SoftwareItem,
 } from '../../api/types';
 import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } from '../../components/format';
@@ -275,38 +274,6 @@ export function SoftwareTab({ software }: { software: SoftwareItem[] | null | un
       columnDefs={softwareColumns}
       getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
       emptyText="The agent reported no installed software."
-    />
-  );
-}
-
-const SERVICE_STATE_COLOR: Record<string, 'success' | 'error' | 'default'> = { running: 'success', failed: 'error' };
-
-const serviceColumns: ColDef<ServiceItem>[] = [
-  { field: 'name', headerName: 'Name', flex: 1.4, minWidth: 180, sort: 'asc', cellClass: 'mono' },
-  { field: 'display_name', headerName: 'Display name', flex: 1.2, minWidth: 140 },
-  {
-    field: 'state',
-    headerName: 'State',
-    width: 115,
-    cellRenderer: (p: { value: string }) =>
-      p.value ? (
-        <Chip size="small" label={p.value} color={SERVICE_STATE_COLOR[p.value] ?? 'default'} variant="outlined" />
-      ) : null,
-  },
-  { field: 'sub_state', headerName: 'Sub-state', width: 110 },
-  { field: 'start_mode', headerName: 'Start mode', width: 115 },
-  { field: 'description', headerName: 'Description', flex: 2, minWidth: 180 },
-];
-
-export function ServicesTab({ services }: { services: ServiceItem[] | null | undefined }) {
-  if (!services) return <NotCollected what="Service inventory" />;
-  return (
-    <InventoryGrid<ServiceItem>
-      noun="services"
-      rows={services}
-      columnDefs={serviceColumns}
-      getRowId={(p) => p.data.name}
-      emptyText="The agent reported no services."
     />
   );
 }

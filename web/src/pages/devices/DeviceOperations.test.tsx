@@ -110,3 +110,88 @@ describe('Services tab actions', () => {
     expect(warning).toHaveTextContent(words);
   });
 });
+
+const SNAPSHOT = {
+  captured_at: '2026-11-21T08:05:00Z',
+  processes: [
+    { pid: 4242, name: 'nginx', user: 'www-data', cpu_percent: 1.5, memory_bytes: 12 * 1024 ** 2, command_line: 'nginx: worker process' },
+    { pid: 777, name: 'sshd', user: 'root', cpu_percent: 0.1, memory_bytes: 4 * 1024 ** 2, command_line: '/usr/sbin/sshd -D' },
+  ],
+};
+
+describe('Processes tab', () => {
+  it('loads a snapshot at most a minute old and refreshes with a fresh one', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'GET /api/device/processes/web-1': (call) => ({
+        body: call.query.get('max_age_seconds') === '0' ? { ...SNAPSHOT, captured_at: '2026-11-21T08:09:00Z' } : SNAPSHOT,
+      }),
+    });
+    renderPage('/devices/web-1/processes');
+    expect(await within(await screen.findByRole('tabpanel')).findByText('/usr/sbin/sshd -D')).toBeInTheDocument();
+    const asOf = screen.getByTestId('processes-as-of');
+    expect(asOf).toHaveTextContent(/^As of /);
+    const first = asOf.textContent;
+    expect(engine.callsTo('GET', '/api/device/processes/web-1').map((c) => c.query.get('max_age_seconds'))).toEqual(['60']);
+
+    await user.click(within(panel()).getByRole('button', { name: 'Refresh processes' }));
+    await waitFor(() => expect(screen.getByTestId('processes-as-of').textContent).not.toBe(first));
+    expect(engine.callsTo('GET', '/api/device/processes/web-1').map((c) => c.query.get('max_age_seconds'))).toEqual(['60', '0']);
+  });
+
+  it('terminates a process after a confirmation naming it and its PID, then refetches', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'GET /api/device/processes/web-1': { body: SNAPSHOT },
+      'POST /api/device/processes/web-1/terminate': { body: { terminated: true } },
+    });
+    renderPage('/devices/web-1/processes');
+    const button = await within(await screen.findByRole('tabpanel')).findByRole('button', { name: 'Terminate sshd (PID 777)' });
+    await user.click(button);
+    let dialog = await screen.findByRole('dialog', { name: 'Terminate sshd (PID 777)?' });
+    await user.click(within(dialog).getByRole('button', { name: 'Cancel' }));
+    expect(engine.callsTo('POST', '/api/device/processes/web-1/terminate')).toHaveLength(0);
+
+    await user.click(within(panel()).getByRole('button', { name: 'Terminate sshd (PID 777)' }));
+    dialog = await screen.findByRole('dialog', { name: 'Terminate sshd (PID 777)?' });
+    expect(dialog).toHaveTextContent('user root');
+    await user.click(within(dialog).getByRole('button', { name: 'Terminate' }));
+    const done = await toast('sshd terminated');
+    expect(done).toHaveTextContent('PID 777 on web-1 has ended.');
+    expect(engine.callsTo('POST', '/api/device/processes/web-1/terminate')[0].body).toEqual({ pid: 777, name: 'sshd' });
+    await waitFor(() =>
+      expect(engine.callsTo('GET', '/api/device/processes/web-1').map((c) => c.query.get('max_age_seconds'))).toEqual(['60', '0']),
+    );
+  });
+
+  it('says plainly when the PID now belongs to another program', async () => {
+    const user = userEvent.setup({ delay: null });
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'GET /api/device/processes/web-1': { body: SNAPSHOT },
+      'POST /api/device/processes/web-1/terminate': {
+        status: 409,
+        body: { error: 'process_mismatch', message: 'pid 4242 is "bash", not "nginx"' },
+      },
+    });
+    renderPage('/devices/web-1/processes');
+    await user.click(await within(await screen.findByRole('tabpanel')).findByRole('button', { name: 'Terminate nginx (PID 4242)' }));
+    await user.click(within(await screen.findByRole('dialog')).getByRole('button', { name: 'Terminate' }));
+    const failed = await toast('Terminate nginx (PID 4242) failed');
+    expect(failed).toHaveAttribute('data-variant', 'error');
+    expect(failed).toHaveTextContent('The PID now belongs to another program; refresh');
+  });
+
+  it('falls back to the inventory list when the agent cannot answer', async () => {
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'GET /api/device/processes/web-1': { status: 503, body: { error: 'agent_socket_missing', message: 'the agent is not connected' } },
+    });
+    renderPage('/devices/web-1/processes');
+    expect(await screen.findByTestId('processes-live-error')).toHaveTextContent('the agent is not connected');
+    expect(screen.getByTestId('processes-as-of')).toHaveTextContent('From the last inventory');
+    expect(await within(panel()).findByText('nginx: worker process')).toBeInTheDocument();
+  });
+});

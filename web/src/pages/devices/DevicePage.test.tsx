@@ -123,7 +123,8 @@ describe('DevicePage', () => {
       ['Sessions', 'Sessions'],
     ]) {
       await user.click(tab(name));
-      expect(within(panel()).getByTestId('not-collected')).toHaveTextContent(`${text} not collected yet`);
+      // Processes first asks the agent for a live list (404 here), then falls back to the inventory.
+      expect(await within(panel()).findByTestId('not-collected')).toHaveTextContent(`${text} not collected yet`);
     }
     await user.click(tab('Summary'));
     expect(screen.getByRole('region', { name: 'Operating system' })).toHaveTextContent('Operating system details not collected yet');

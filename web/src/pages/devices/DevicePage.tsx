@@ -26,11 +26,11 @@ import {
   HardwareTab,
   NetworkTab,
   PatchesTab,
-  ProcessesTab,
   SessionsTab,
   SoftwareTab,
   SummaryTab,
 } from './InventoryTabs';
+import { ProcessesTab } from './ProcessesTab';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
 import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
@@ -54,7 +54,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'network', label: 'Network', render: (d) => <NetworkTab network={d.network} /> },
   { key: 'software', label: 'Software', render: (d) => <SoftwareTab software={d.software} /> },
   { key: 'services', label: 'Services', render: (d, hostname) => <ServicesTab hostname={hostname} services={d.services} /> },
-  { key: 'processes', label: 'Processes', render: (d) => <ProcessesTab processes={d.processes} /> },
+  { key: 'processes', label: 'Processes', render: (d, hostname) => <ProcessesTab hostname={hostname} inventory={d.processes} /> },
   { key: 'sessions', label: 'Sessions', render: (d) => <SessionsTab sessions={d.sessions} /> },
   { key: 'patches', label: 'Patches', render: (d) => <PatchesTab patches={d.patches} /> },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },

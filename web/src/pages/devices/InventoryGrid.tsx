@@ -1,4 +1,4 @@
-import { useState, type ReactNode } from 'react';
+import { useState } from 'react';
 import { AgGridReact } from 'ag-grid-react';
 import type { ColDef, GetRowIdFunc } from 'ag-grid-community';
 import Box from '@mui/material/Box';
@@ -12,7 +12,7 @@ import { mono } from './parts';
 /**
  * A device inventory collection in a grid with a quick filter over every
  * column. `noun` names the rows ("packages", "services") for the filter's
- * label and the counts; `actions` go at the right end of that bar.
+ * label and the counts.
  */
 export function InventoryGrid<T>({
   noun,
@@ -21,7 +21,6 @@ export function InventoryGrid<T>({
   getRowId,
   emptyText,
   height = 520,
-  actions,
 }: {
   noun: string;
   rows: T[];
@@ -29,7 +28,6 @@ export function InventoryGrid<T>({
   getRowId?: GetRowIdFunc<T>;
   emptyText: string;
   height?: number;
-  actions?: ReactNode;
 }) {
   const [filter, setFilter] = useState('');
   return (
@@ -54,7 +52,6 @@ export function InventoryGrid<T>({
         <Typography variant="body2" color="text.secondary">
           {rows.length} {noun}
         </Typography>
-        {actions && <Box sx={{ ml: 'auto', display: 'flex', alignItems: 'center', gap: 1.5 }}>{actions}</Box>}
       </Box>
       <Box sx={{ height, '& .mono': mono }}>
         <AgGridReact<T>

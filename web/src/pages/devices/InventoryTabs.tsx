@@ -15,7 +15,6 @@ import type {
   Disk,
   NetIface,
   PatchRow,
-  ProcessItem,
   SoftwareItem,
 } from '../../api/types';
 import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } from '../../components/format';
@@ -274,45 +273,6 @@ export function SoftwareTab({ software }: { software: SoftwareItem[] | null | un
       columnDefs={softwareColumns}
       getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
       emptyText="The agent reported no installed software."
-    />
-  );
-}
-
-const processColumns: ColDef<ProcessItem>[] = [
-  { field: 'pid', headerName: 'PID', width: 90, type: 'numericColumn', filter: 'agNumberColumnFilter' },
-  { field: 'ppid', headerName: 'PPID', width: 90, type: 'numericColumn', filter: 'agNumberColumnFilter' },
-  { field: 'name', headerName: 'Name', flex: 1, minWidth: 140 },
-  { field: 'user', headerName: 'User', width: 120 },
-  {
-    field: 'cpu_percent',
-    headerName: 'CPU %',
-    width: 95,
-    type: 'numericColumn',
-    filter: 'agNumberColumnFilter',
-    sort: 'desc',
-    valueFormatter: (p) => (typeof p.value === 'number' ? p.value.toFixed(1) : '—'),
-  },
-  {
-    field: 'rss_bytes',
-    headerName: 'Memory',
-    width: 105,
-    type: 'numericColumn',
-    filter: false,
-    valueFormatter: (p) => formatBytes(p.value),
-  },
-  { field: 'started_at', headerName: 'Started', width: 150, ...dateCell },
-  { field: 'command', headerName: 'Command', flex: 2.5, minWidth: 220, cellClass: 'mono', tooltipField: 'command' },
-];
-
-export function ProcessesTab({ processes }: { processes: ProcessItem[] | null | undefined }) {
-  if (!processes) return <NotCollected what="Process list" />;
-  return (
-    <InventoryGrid<ProcessItem>
-      noun="processes"
-      rows={processes}
-      columnDefs={processColumns}
-      getRowId={(p) => String(p.data.pid)}
-      emptyText="The agent reported no processes."
     />
   );
 }

@@ -2,12 +2,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes } from 'react-router';
+import type { DeviceDetails } from '../../api/types';
 import { SessionContext } from '../../auth/session';
 import { ADMIN, fakeEngine, type FakeReply } from '../../test/fakeEngine';
 import { renderWithProviders } from '../../test/render';
 import { WithToasts } from '../../test/toasts';
 import DevicePage from './DevicePage';
-import { fullDetails } from './fixtures';
+import { bareDetails, fullDetails } from './fixtures';
 
 function renderPage(route: string) {
   return renderWithProviders(
@@ -193,5 +194,45 @@ describe('Processes tab', () => {
     expect(await screen.findByTestId('processes-live-error')).toHaveTextContent('the agent is not connected');
     expect(screen.getByTestId('processes-as-of')).toHaveTextContent('From the last inventory');
     expect(await within(panel()).findByText('nginx: worker process')).toBeInTheDocument();
+  });
+});
+
+describe('Software and patch refresh', () => {
+  it('refreshes the software inventory, even before one was collected, and refetches the details', async () => {
+    const user = userEvent.setup({ delay: null });
+    let software: DeviceDetails['software'] = null;
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': () => ({ body: { ...bareDetails('web-1'), software } }),
+      'POST /api/device/software/web-1/refresh': () => {
+        software = [{ name: 'curl', version: '7.88.1', source: 'dpkg' }];
+        return { body: { software_count: 1, collected_at: '2026-11-21T08:10:00Z' } };
+      },
+    });
+    renderPage('/devices/web-1/software');
+    expect(await within(await screen.findByRole('tabpanel')).findByTestId('not-collected')).toBeInTheDocument();
+    await user.click(within(panel()).getByRole('button', { name: 'Refresh software' }));
+    const done = await toast('Software inventory refreshed');
+    expect(done).toHaveTextContent('1 package on web-1, collected');
+    expect(await within(panel()).findByText('curl')).toBeInTheDocument();
+    expect(engine.callsTo('POST', '/api/device/software/web-1/refresh')).toHaveLength(1);
+  });
+
+  it('refreshes patches and warns when the agent is not connected', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'POST /api/device/patches/web-1/refresh': [
+        { status: 409, body: { error: 'agent_socket_missing', message: 'no socket' } },
+        { body: { patch_count: 2, collected_at: '2026-11-21T08:10:00Z' } },
+      ],
+    });
+    renderPage('/devices/web-1/patches');
+    const refresh = await within(await screen.findByRole('tabpanel')).findByRole('button', { name: 'Refresh patches' });
+    await user.click(refresh);
+    expect(await toast('Agent not connected')).toHaveAttribute('data-variant', 'warning');
+    await waitFor(() => expect(refresh).toBeEnabled());
+    await user.click(refresh);
+    expect(await toast('Patch inventory refreshed')).toHaveTextContent('2 patches on web-1');
+    expect(engine.callsTo('POST', '/api/device/patches/web-1/refresh')).toHaveLength(2);
   });
 });

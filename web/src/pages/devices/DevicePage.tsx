@@ -52,11 +52,11 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'summary', label: 'Summary', render: (d) => <SummaryTab details={d} /> },
   { key: 'hardware', label: 'Hardware', render: (d) => <HardwareTab details={d} /> },
   { key: 'network', label: 'Network', render: (d) => <NetworkTab network={d.network} /> },
-  { key: 'software', label: 'Software', render: (d) => <SoftwareTab software={d.software} /> },
+  { key: 'software', label: 'Software', render: (d, hostname) => <SoftwareTab hostname={hostname} software={d.software} /> },
   { key: 'services', label: 'Services', render: (d, hostname) => <ServicesTab hostname={hostname} services={d.services} /> },
   { key: 'processes', label: 'Processes', render: (d, hostname) => <ProcessesTab hostname={hostname} inventory={d.processes} /> },
   { key: 'sessions', label: 'Sessions', render: (d) => <SessionsTab sessions={d.sessions} /> },
-  { key: 'patches', label: 'Patches', render: (d) => <PatchesTab patches={d.patches} /> },
+  { key: 'patches', label: 'Patches', render: (d, hostname) => <PatchesTab hostname={hostname} patches={d.patches} /> },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];

@@ -1,5 +1,6 @@
-// The read-only inventory tabs of the device page. Collections follow
-// agent/proto/inventory.go; null means not collected yet, [] means none.
+// The inventory tabs of the device page (read-only but for the Refresh of
+// software and patches). Collections follow agent/proto/inventory.go; null
+// means not collected yet, [] means none.
 import type { ColDef } from 'ag-grid-community';
 import Box from '@mui/material/Box';
 import Chip from '@mui/material/Chip';
@@ -20,7 +21,8 @@ import type {
 import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } from '../../components/format';
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
 import { InventoryGrid } from './InventoryGrid';
-import { Facts, mono, NoneReported, NotCollected, Section } from './parts';
+import { InventoryRefreshButton } from './InventoryRefresh';
+import { Facts, mono, NoneReported, NotCollected, OperationBar, Section } from './parts';
 
 const yesNo = (v: boolean | undefined) => (v ? 'Yes' : 'No');
 const dateCell = { valueFormatter: (p: { value: unknown }) => formatCompactDateTime(p.value as string | null), filter: false };
@@ -264,16 +266,22 @@ const softwareColumns: ColDef<SoftwareItem>[] = [
   },
 ];
 
-export function SoftwareTab({ software }: { software: SoftwareItem[] | null | undefined }) {
-  if (!software) return <NotCollected what="Software inventory" />;
+export function SoftwareTab({ hostname, software }: { hostname: string; software: SoftwareItem[] | null | undefined }) {
   return (
-    <InventoryGrid<SoftwareItem>
-      noun="packages"
-      rows={software}
-      columnDefs={softwareColumns}
-      getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
-      emptyText="The agent reported no installed software."
-    />
+    <Box>
+      <OperationBar actions={<InventoryRefreshButton hostname={hostname} kind="software" />} />
+      {software ? (
+        <InventoryGrid<SoftwareItem>
+          noun="packages"
+          rows={software}
+          columnDefs={softwareColumns}
+          getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
+          emptyText="The agent reported no installed software."
+        />
+      ) : (
+        <NotCollected what="Software inventory" />
+      )}
+    </Box>
   );
 }
 
@@ -303,21 +311,28 @@ const patchColumns: ColDef<PatchRow>[] = [
   { field: 'installed_at', headerName: 'Installed at', width: 150, ...dateCell },
 ];
 
-export function PatchesTab({ patches }: { patches: PatchRow[] | null | undefined }) {
-  if (!patches) return <NotCollected what="Patch inventory" />;
-  const pending = patches.filter((p) => p.state === 'pending').length;
+export function PatchesTab({ hostname, patches }: { hostname: string; patches: PatchRow[] | null | undefined }) {
+  const pending = patches ? patches.filter((p) => p.state === 'pending').length : 0;
   return (
     <Box>
-      <Box sx={{ typography: 'body2', color: 'text.secondary', mb: 1 }} data-testid="patch-summary">
-        {pending} pending, {patches.length - pending} installed.
-      </Box>
-      <InventoryGrid<PatchRow>
-        noun="patches"
-        rows={patches}
-        columnDefs={patchColumns}
-        getRowId={(p) => p.data.patch_key}
-        emptyText="The agent reported no patches."
-      />
+      <OperationBar actions={<InventoryRefreshButton hostname={hostname} kind="patches" />}>
+        {patches && (
+          <span data-testid="patch-summary">
+            {pending} pending, {patches.length - pending} installed.
+          </span>
+        )}
+      </OperationBar>
+      {patches ? (
+        <InventoryGrid<PatchRow>
+          noun="patches"
+          rows={patches}
+          columnDefs={patchColumns}
+          getRowId={(p) => p.data.patch_key}
+          emptyText="The agent reported no patches."
+        />
+      ) : (
+        <NotCollected what="Patch inventory" />
+      )}
     </Box>
   );
 }

@@ -1,4 +1,4 @@
-import { useState, type ReactNode } from 'react';
+import { lazy, Suspense, useState, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link as RouterLink, Navigate, useNavigate, useParams } from 'react-router';
 import Alert from '@mui/material/Alert';
@@ -35,6 +35,9 @@ import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
 import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
 
+// xterm.js is loaded only when a terminal is opened.
+const TerminalTab = lazy(() => import('./TerminalTab').then((m) => ({ default: m.TerminalTab })));
+
 type TabKey =
   | 'summary'
   | 'hardware'
@@ -44,6 +47,7 @@ type TabKey =
   | 'processes'
   | 'sessions'
   | 'patches'
+  | 'terminal'
   | 'activity'
   | 'agent-health';
 
@@ -57,6 +61,15 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'processes', label: 'Processes', render: (d, hostname) => <ProcessesTab hostname={hostname} inventory={d.processes} /> },
   { key: 'sessions', label: 'Sessions', render: (d) => <SessionsTab sessions={d.sessions} /> },
   { key: 'patches', label: 'Patches', render: (d, hostname) => <PatchesTab hostname={hostname} patches={d.patches} /> },
+  {
+    key: 'terminal',
+    label: 'Terminal',
+    render: (d) => (
+      <Suspense fallback={<Box role="status">Loading the terminal…</Box>}>
+        <TerminalTab guid={d.device.guid} hostname={d.device.hostname} />
+      </Suspense>
+    ),
+  },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];

@@ -242,6 +242,20 @@ describe('Terminal tab', () => {
     expect(terms[terms.length - 1].disposed).toBe(true);
   });
 
+  it('says so when the socket closes before it opened', async () => {
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'POST /api/shell/establish': { body: SESSION },
+      'POST /api/shell/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(sockets).toHaveLength(1));
+    sockets[0].serverClose(1006);
+    const title = await screen.findByText('Shell connection failed', { selector: '[data-testid="toast"] h6' });
+    expect(title.closest('[data-testid="toast"]')).toHaveTextContent('code 1006');
+    expect(status()).toHaveTextContent('Closed');
+  });
+
   it('opens nothing and says onboarding is underway when the agent has no socket yet', async () => {
     fakeEngine({
       'GET /api/device/details/web-1': { body: fullDetails() },

@@ -116,8 +116,10 @@ export function TerminalTab({ guid, hostname }: { guid: string; hostname: string
     const ws = new WebSocket(shellSocketUrl(session.ws_url));
     ws.binaryType = 'arraybuffer';
     c.ws = ws;
+    let opened = false;
     ws.onopen = () => {
       if (c.ws !== ws) return;
+      opened = true;
       setStatus('connected');
       const term = termRef.current;
       if (!term) return;
@@ -141,9 +143,17 @@ export function TerminalTab({ guid, hostname }: { guid: string; hostname: string
       }
       termRef.current?.write(new Uint8Array(ev.data as ArrayBuffer));
     };
-    ws.onclose = () => {
+    ws.onclose = (ev: CloseEvent) => {
       if (c.ws !== ws) return;
       c.ws = null;
+      if (!opened) {
+        notify({
+          title: 'Shell connection failed',
+          message: `The shell socket to ${hostname} closed before it opened (code ${ev.code}). Press Reconnect to try again.`,
+          variant: 'error',
+          icon: 'error',
+        });
+      }
       if (termRef.current) termRef.current.options.disableStdin = true;
       setStatus((s) => (s === 'exited' ? s : 'closed'));
     };

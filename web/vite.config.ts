@@ -33,7 +33,8 @@ export default defineConfig({
   },
   server: {
     proxy: {
-      '/api': { target: engine, changeOrigin: false },
+      // ws: the remote shell's WebSocket lives under /api too.
+      '/api': { target: engine, changeOrigin: false, ws: true },
       '/health': { target: engine },
       '/ready': { target: engine },
     },

@@ -17,6 +17,7 @@ import { AppFrame } from './layout/AppFrame';
 import { AlertsPage, AutomationPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
 import { invalidateForDeviceEvent } from './pages/devices/queries';
 import { ProfilePage } from './pages/ProfilePage';
+import { ToastContext } from './toasts/notify';
 import { ToastStack, useToastStack } from './toasts/ToastStack';
 import { useOperatorEvents } from './toasts/useOperatorEvents';
 
@@ -148,23 +149,25 @@ function Console({ user }: { user: User }) {
 
   return (
     <SessionContext.Provider value={session}>
-      <AppFrame streamStatus={streamStatus}>
-        <Suspense fallback={<Loading label="Loading…" />}>
-          <Routes>
-            <Route path="/" element={<Navigate to="/sites" replace />} />
-            <Route path="/devices" element={<DevicesPage />} />
-            <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
-            <Route path="/sites" element={<SitesPage />} />
-            <Route path="/alerts" element={<AlertsPage />} />
-            <Route path="/patches" element={<PatchesPage />} />
-            <Route path="/automation" element={<AutomationPage />} />
-            <Route path="/access/:tab?" element={<AccessPage />} />
-            <Route path="/server" element={<ServerPage />} />
-            <Route path="/profile" element={<ProfilePage />} />
-            <Route path="*" element={<NotFoundPage />} />
-          </Routes>
-        </Suspense>
-      </AppFrame>
+      <ToastContext.Provider value={push}>
+        <AppFrame streamStatus={streamStatus}>
+          <Suspense fallback={<Loading label="Loading…" />}>
+            <Routes>
+              <Route path="/" element={<Navigate to="/sites" replace />} />
+              <Route path="/devices" element={<DevicesPage />} />
+              <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
+              <Route path="/sites" element={<SitesPage />} />
+              <Route path="/alerts" element={<AlertsPage />} />
+              <Route path="/patches" element={<PatchesPage />} />
+              <Route path="/automation" element={<AutomationPage />} />
+              <Route path="/access/:tab?" element={<AccessPage />} />
+              <Route path="/server" element={<ServerPage />} />
+              <Route path="/profile" element={<ProfilePage />} />
+              <Route path="*" element={<NotFoundPage />} />
+            </Routes>
+          </Suspense>
+        </AppFrame>
+      </ToastContext.Provider>
       <ToastStack toasts={toasts} onDismiss={dismiss} />
     </SessionContext.Provider>
   );

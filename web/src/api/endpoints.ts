@@ -21,12 +21,20 @@ import type {
   MfaAction,
   Operator,
   PeerCertificate,
+  LiveService,
+  PatchInventory,
+  PatchRefreshResult,
   PendingMfa,
   PhaseResponse,
+  ProcessSnapshot,
   Role,
+  ServiceAction,
+  ServiceActionResult,
   SessionResponse,
+  ShellSession,
   Site,
   SiteAssignments,
+  SoftwareRefreshResult,
   SourceTokenStatus,
   TrustAction,
   TrustResult,
@@ -199,6 +207,30 @@ export const devices = {
   /** Admin only. The body is empty. */
   trust: (guid: string, action: TrustAction) =>
     api<TrustResult>(`/api/devices/${encodeURIComponent(guid)}/${action}`, { method: 'POST' }),
+
+  // Operations relayed to the agent; each may take up to about a minute.
+  services: (hostname: string) =>
+    api<{ services: LiveService[] | null }>(hostPath('/api/device/services', hostname)).then((r) => r.services ?? []),
+  serviceAction: (hostname: string, name: string, action: ServiceAction) =>
+    api<ServiceActionResult>(`${hostPath('/api/device/services', hostname)}/action`, { body: { name, action } }),
+  /** A snapshot at most `maxAgeSeconds` old; 0 asks the agent for a fresh one. */
+  processes: (hostname: string, maxAgeSeconds: number) =>
+    api<ProcessSnapshot>(`${hostPath('/api/device/processes', hostname)}?max_age_seconds=${maxAgeSeconds}`),
+  /** The name guards against a PID reused by another program (process_mismatch). */
+  terminateProcess: (hostname: string, pid: number, name: string) =>
+    api<{ terminated: boolean }>(`${hostPath('/api/device/processes', hostname)}/terminate`, { body: { pid, name } }),
+  refreshSoftware: (hostname: string) =>
+    api<SoftwareRefreshResult>(`${hostPath('/api/device/software', hostname)}/refresh`, { method: 'POST' }),
+  patches: (hostname: string) => api<PatchInventory>(hostPath('/api/device/patches', hostname)),
+  refreshPatches: (hostname: string) =>
+    api<PatchRefreshResult>(`${hostPath('/api/device/patches', hostname)}/refresh`, { method: 'POST' }),
+};
+
+// Remote shell: establish hands out a single-use WebSocket path; each
+// reconnect needs a fresh establish.
+export const shell = {
+  establish: (guid: string) => api<ShellSession>('/api/shell/establish', { body: { guid } }),
+  disconnect: (session_id: string) => api<unknown>('/api/shell/disconnect', { body: { session_id } }),
 };
 
 // Enrollment codes and approvals (docs/api.md "Enrollment").

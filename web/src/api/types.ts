@@ -459,6 +459,65 @@ export interface TrustResult {
   trust_state: TrustState | 'purged';
 }
 
+// Device operations (the Engine relays each to the agent over its socket; a
+// device the agent is not connected for answers agent_socket_missing).
+
+export type ServiceAction = 'start' | 'stop' | 'restart';
+
+/** A row of GET /api/device/services/<hostname> (the live list). */
+export interface LiveService {
+  name: string;
+  display_name?: string;
+  state: string;
+  start_mode?: string;
+}
+
+/** The service as it is after a start, stop or restart. */
+export interface ServiceActionResult {
+  name: string;
+  state: string;
+}
+
+/** A row of the live process list (names differ from the inventory's ProcessItem). */
+export interface LiveProcess {
+  pid: number;
+  name: string;
+  user?: string;
+  cpu_percent: number;
+  memory_bytes: number;
+  command_line?: string;
+}
+
+export interface ProcessSnapshot {
+  captured_at: string;
+  processes: LiveProcess[] | null;
+}
+
+export interface SoftwareRefreshResult {
+  software_count: number;
+  collected_at: string;
+}
+
+export interface PatchInventory {
+  patches: PatchRow[] | null;
+  collected_at: string | null;
+}
+
+export interface PatchRefreshResult {
+  patch_count: number;
+  collected_at: string;
+}
+
+/** POST /api/shell/establish: ws_url is a same-origin path carrying a single-use token. */
+export interface ShellSession {
+  session_id: string;
+  ws_url: string;
+  agent_socket: boolean;
+}
+
+/** Text frames on the shell socket; binary frames are terminal bytes. */
+export type ShellControl = { type: 'resize'; cols: number; rows: number } | { type: 'exit'; code: number };
+
 export interface AutoApproval {
   site_id: number;
   /** null when auto-approval is off. */

@@ -6,66 +6,12 @@ import type { DeviceDetails, User } from '../../api/types';
 import { SessionContext } from '../../auth/session';
 import { ADMIN, fakeEngine, validationFailed } from '../../test/fakeEngine';
 import { renderWithProviders } from '../../test/render';
+import { WithToasts } from '../../test/toasts';
 import DevicePage from './DevicePage';
-import { bareDetails, device, role } from './fixtures';
+import { bareDetails, fullDetails } from './fixtures';
 import { invalidateForDeviceEvent } from './queries';
 
 const OPERATOR: User = { ...ADMIN, username: 'olga', role: 'operator' };
-
-function fullDetails(): DeviceDetails {
-  return {
-    device: {
-      ...device('web-1', { description: 'Front web server', metadata_fields: { '12': 'rack 4' } }),
-      metrics: null,
-    },
-    metrics: { cpu_percent: 12.5, memory_used_bytes: 2 * 1024 ** 3, memory_total_bytes: 8 * 1024 ** 3, uptime_seconds: 93600, logged_in_users: ['alice'] },
-    os: { family: 'linux', name: 'Debian GNU/Linux 12 (bookworm)', id: 'debian', version: '12', kernel_version: '6.1.0-18-amd64', arch: 'amd64', hostname: 'web-1' },
-    uptime: { boot_time: '2026-11-20T06:00:00Z', uptime_seconds: 93600, boot_id: 'boot-abc' },
-    hardware: {
-      cpu_model: 'AMD EPYC 7302P',
-      cpu_cores: 4,
-      cpu_threads: 8,
-      memory_total_bytes: 8 * 1024 ** 3,
-      system_vendor: 'QEMU',
-      system_model: 'Standard PC',
-      virtualization: 'kvm',
-      disks: [{ name: 'vda', size_bytes: 40 * 1024 ** 3, removable: false, cdrom: false, mountpoint: '/', fs_type: 'ext4', used_bytes: 10 * 1024 ** 3, free_bytes: 30 * 1024 ** 3 }],
-    },
-    network: [
-      { name: 'eth0', mac: '52:54:00:12:34:56', mtu: 1500, up: true, loopback: false, addresses: ['192.0.2.10/24', 'fe80::1/64'] },
-    ],
-    sessions: [{ username: 'alice', type: 'ssh', tty: 'pts/0', remote: '198.51.100.7', active: true, helper_ready: false, login_at: '2026-11-21T07:00:00Z' }],
-    software: [
-      { name: 'openssl', version: '3.0.11-1', source: 'dpkg', arch: 'amd64' },
-      { name: 'nginx', version: '1.22.1-9', source: 'dpkg', arch: 'amd64' },
-    ],
-    services: [
-      { name: 'nginx.service', display_name: 'A high performance web server', state: 'running', sub_state: 'running' },
-      { name: 'cron.service', state: 'failed', sub_state: 'failed' },
-    ],
-    processes: [{ pid: 4242, ppid: 1, name: 'nginx', user: 'www-data', command: 'nginx: worker process', cpu_percent: 1.5, rss_bytes: 12 * 1024 ** 2 }],
-    patches: [
-      { patch_key: 'apt:openssl', title: 'openssl security update', state: 'pending', source: 'apt', package: 'openssl', installed_version: '3.0.11-1', candidate_version: '3.0.13-1' },
-      { patch_key: 'apt:nginx', title: 'nginx', state: 'installed', source: 'apt', package: 'nginx', installed_version: '1.22.1-9' },
-    ],
-    roles: [
-      role('system:api_websocket', { context: { worker: 'site:hq' } }),
-      role('system:vpn_tunnel', { observed: 'Recovering', last_error: 'no handshake', recovery_attempts: 2, context: { virtual_ip: '100.64.0.7', tunnel_id: 't-9' } }),
-      role('system:system_heartbeat', { context: { context: 'startup', boot_id: 'boot-abc' } }),
-      role('system:device_audit'),
-      role('system:current_user', { observed: 'Unhealthy', last_error: 'no desktop session' }),
-    ],
-    last_status: {
-      phase: 'running',
-      agent_version: '0.4.0',
-      started_at: '2026-11-21T07:59:00Z',
-      milestones: [
-        { name: 'config loaded', at: '2026-11-21T07:59:01Z', ok: true },
-        { name: 'socket connected', at: '2026-11-21T07:59:05Z', ok: false, detail: 'route refresh' },
-      ],
-    },
-  };
-}
 
 function Probe() {
   const location = useLocation();
@@ -75,11 +21,13 @@ function Probe() {
 function renderPage(route = '/devices/web-1', user: User = ADMIN) {
   return renderWithProviders(
     <SessionContext.Provider value={{ user, signOut: async () => {} }}>
-      <Routes>
-        <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
-        <Route path="/devices" element={<div data-testid="devices-list">list</div>} />
-      </Routes>
-      <Probe />
+      <WithToasts>
+        <Routes>
+          <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
+          <Route path="/devices" element={<div data-testid="devices-list">list</div>} />
+        </Routes>
+        <Probe />
+      </WithToasts>
     </SessionContext.Provider>,
     { route },
   );
@@ -175,7 +123,8 @@ describe('DevicePage', () => {
       ['Sessions', 'Sessions'],
     ]) {
       await user.click(tab(name));
-      expect(within(panel()).getByTestId('not-collected')).toHaveTextContent(`${text} not collected yet`);
+      // Processes first asks the agent for a live list (404 here), then falls back to the inventory.
+      expect(await within(panel()).findByTestId('not-collected')).toHaveTextContent(`${text} not collected yet`);
     }
     await user.click(tab('Summary'));
     expect(screen.getByRole('region', { name: 'Operating system' })).toHaveTextContent('Operating system details not collected yet');

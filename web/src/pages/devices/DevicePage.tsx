@@ -1,4 +1,4 @@
-import { useState, type ReactNode } from 'react';
+import { lazy, Suspense, useState, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { Link as RouterLink, Navigate, useNavigate, useParams } from 'react-router';
 import Alert from '@mui/material/Alert';
@@ -26,14 +26,17 @@ import {
   HardwareTab,
   NetworkTab,
   PatchesTab,
-  ProcessesTab,
-  ServicesTab,
   SessionsTab,
   SoftwareTab,
   SummaryTab,
 } from './InventoryTabs';
+import { ProcessesTab } from './ProcessesTab';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
+import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
+
+// xterm.js is loaded only when a terminal is opened.
+const TerminalTab = lazy(() => import('./TerminalTab').then((m) => ({ default: m.TerminalTab })));
 
 type TabKey =
   | 'summary'
@@ -44,6 +47,7 @@ type TabKey =
   | 'processes'
   | 'sessions'
   | 'patches'
+  | 'terminal'
   | 'activity'
   | 'agent-health';
 
@@ -52,11 +56,20 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'summary', label: 'Summary', render: (d) => <SummaryTab details={d} /> },
   { key: 'hardware', label: 'Hardware', render: (d) => <HardwareTab details={d} /> },
   { key: 'network', label: 'Network', render: (d) => <NetworkTab network={d.network} /> },
-  { key: 'software', label: 'Software', render: (d) => <SoftwareTab software={d.software} /> },
-  { key: 'services', label: 'Services', render: (d) => <ServicesTab services={d.services} /> },
-  { key: 'processes', label: 'Processes', render: (d) => <ProcessesTab processes={d.processes} /> },
+  { key: 'software', label: 'Software', render: (d, hostname) => <SoftwareTab hostname={hostname} software={d.software} /> },
+  { key: 'services', label: 'Services', render: (d, hostname) => <ServicesTab hostname={hostname} services={d.services} /> },
+  { key: 'processes', label: 'Processes', render: (d, hostname) => <ProcessesTab hostname={hostname} inventory={d.processes} /> },
   { key: 'sessions', label: 'Sessions', render: (d) => <SessionsTab sessions={d.sessions} /> },
-  { key: 'patches', label: 'Patches', render: (d) => <PatchesTab patches={d.patches} /> },
+  { key: 'patches', label: 'Patches', render: (d, hostname) => <PatchesTab hostname={hostname} patches={d.patches} /> },
+  {
+    key: 'terminal',
+    label: 'Terminal',
+    render: (d) => (
+      <Suspense fallback={<Box role="status">Loading the terminal…</Box>}>
+        <TerminalTab guid={d.device.guid} hostname={d.device.hostname} />
+      </Suspense>
+    ),
+  },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];

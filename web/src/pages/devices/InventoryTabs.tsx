@@ -1,5 +1,6 @@
-// The read-only inventory tabs of the device page. Collections follow
-// agent/proto/inventory.go; null means not collected yet, [] means none.
+// The inventory tabs of the device page (read-only but for the Refresh of
+// software and patches). Collections follow agent/proto/inventory.go; null
+// means not collected yet, [] means none.
 import type { ColDef } from 'ag-grid-community';
 import Box from '@mui/material/Box';
 import Chip from '@mui/material/Chip';
@@ -15,14 +16,13 @@ import type {
   Disk,
   NetIface,
   PatchRow,
-  ProcessItem,
-  ServiceItem,
   SoftwareItem,
 } from '../../api/types';
 import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } from '../../components/format';
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
 import { InventoryGrid } from './InventoryGrid';
-import { Facts, mono, NoneReported, NotCollected, Section } from './parts';
+import { InventoryRefreshButton } from './InventoryRefresh';
+import { Facts, mono, NoneReported, NotCollected, OperationBar, Section } from './parts';
 
 const yesNo = (v: boolean | undefined) => (v ? 'Yes' : 'No');
 const dateCell = { valueFormatter: (p: { value: unknown }) => formatCompactDateTime(p.value as string | null), filter: false };
@@ -266,87 +266,22 @@ const softwareColumns: ColDef<SoftwareItem>[] = [
   },
 ];
 
-export function SoftwareTab({ software }: { software: SoftwareItem[] | null | undefined }) {
-  if (!software) return <NotCollected what="Software inventory" />;
+export function SoftwareTab({ hostname, software }: { hostname: string; software: SoftwareItem[] | null | undefined }) {
   return (
-    <InventoryGrid<SoftwareItem>
-      noun="packages"
-      rows={software}
-      columnDefs={softwareColumns}
-      getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
-      emptyText="The agent reported no installed software."
-    />
-  );
-}
-
-const SERVICE_STATE_COLOR: Record<string, 'success' | 'error' | 'default'> = { running: 'success', failed: 'error' };
-
-const serviceColumns: ColDef<ServiceItem>[] = [
-  { field: 'name', headerName: 'Name', flex: 1.4, minWidth: 180, sort: 'asc', cellClass: 'mono' },
-  { field: 'display_name', headerName: 'Display name', flex: 1.2, minWidth: 140 },
-  {
-    field: 'state',
-    headerName: 'State',
-    width: 115,
-    cellRenderer: (p: { value: string }) =>
-      p.value ? (
-        <Chip size="small" label={p.value} color={SERVICE_STATE_COLOR[p.value] ?? 'default'} variant="outlined" />
-      ) : null,
-  },
-  { field: 'sub_state', headerName: 'Sub-state', width: 110 },
-  { field: 'start_mode', headerName: 'Start mode', width: 115 },
-  { field: 'description', headerName: 'Description', flex: 2, minWidth: 180 },
-];
-
-export function ServicesTab({ services }: { services: ServiceItem[] | null | undefined }) {
-  if (!services) return <NotCollected what="Service inventory" />;
-  return (
-    <InventoryGrid<ServiceItem>
-      noun="services"
-      rows={services}
-      columnDefs={serviceColumns}
-      getRowId={(p) => p.data.name}
-      emptyText="The agent reported no services."
-    />
-  );
-}
-
-const processColumns: ColDef<ProcessItem>[] = [
-  { field: 'pid', headerName: 'PID', width: 90, type: 'numericColumn', filter: 'agNumberColumnFilter' },
-  { field: 'ppid', headerName: 'PPID', width: 90, type: 'numericColumn', filter: 'agNumberColumnFilter' },
-  { field: 'name', headerName: 'Name', flex: 1, minWidth: 140 },
-  { field: 'user', headerName: 'User', width: 120 },
-  {
-    field: 'cpu_percent',
-    headerName: 'CPU %',
-    width: 95,
-    type: 'numericColumn',
-    filter: 'agNumberColumnFilter',
-    sort: 'desc',
-    valueFormatter: (p) => (typeof p.value === 'number' ? p.value.toFixed(1) : '—'),
-  },
-  {
-    field: 'rss_bytes',
-    headerName: 'Memory',
-    width: 105,
-    type: 'numericColumn',
-    filter: false,
-    valueFormatter: (p) => formatBytes(p.value),
-  },
-  { field: 'started_at', headerName: 'Started', width: 150, ...dateCell },
-  { field: 'command', headerName: 'Command', flex: 2.5, minWidth: 220, cellClass: 'mono', tooltipField: 'command' },
-];
-
-export function ProcessesTab({ processes }: { processes: ProcessItem[] | null | undefined }) {
-  if (!processes) return <NotCollected what="Process list" />;
-  return (
-    <InventoryGrid<ProcessItem>
-      noun="processes"
-      rows={processes}
-      columnDefs={processColumns}
-      getRowId={(p) => String(p.data.pid)}
-      emptyText="The agent reported no processes."
-    />
+    <Box>
+      <OperationBar actions={<InventoryRefreshButton hostname={hostname} kind="software" />} />
+      {software ? (
+        <InventoryGrid<SoftwareItem>
+          noun="packages"
+          rows={software}
+          columnDefs={softwareColumns}
+          getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
+          emptyText="The agent reported no installed software."
+        />
+      ) : (
+        <NotCollected what="Software inventory" />
+      )}
+    </Box>
   );
 }
 
@@ -376,21 +311,28 @@ const patchColumns: ColDef<PatchRow>[] = [
   { field: 'installed_at', headerName: 'Installed at', width: 150, ...dateCell },
 ];
 
-export function PatchesTab({ patches }: { patches: PatchRow[] | null | undefined }) {
-  if (!patches) return <NotCollected what="Patch inventory" />;
-  const pending = patches.filter((p) => p.state === 'pending').length;
+export function PatchesTab({ hostname, patches }: { hostname: string; patches: PatchRow[] | null | undefined }) {
+  const pending = patches ? patches.filter((p) => p.state === 'pending').length : 0;
   return (
     <Box>
-      <Box sx={{ typography: 'body2', color: 'text.secondary', mb: 1 }} data-testid="patch-summary">
-        {pending} pending, {patches.length - pending} installed.
-      </Box>
-      <InventoryGrid<PatchRow>
-        noun="patches"
-        rows={patches}
-        columnDefs={patchColumns}
-        getRowId={(p) => p.data.patch_key}
-        emptyText="The agent reported no patches."
-      />
+      <OperationBar actions={<InventoryRefreshButton hostname={hostname} kind="patches" />}>
+        {patches && (
+          <span data-testid="patch-summary">
+            {pending} pending, {patches.length - pending} installed.
+          </span>
+        )}
+      </OperationBar>
+      {patches ? (
+        <InventoryGrid<PatchRow>
+          noun="patches"
+          rows={patches}
+          columnDefs={patchColumns}
+          getRowId={(p) => p.data.patch_key}
+          emptyText="The agent reported no patches."
+        />
+      ) : (
+        <NotCollected what="Patch inventory" />
+      )}
     </Box>
   );
 }

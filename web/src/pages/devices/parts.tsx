@@ -1,8 +1,11 @@
 import type { ReactNode } from 'react';
 import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
+import Button from '@mui/material/Button';
+import CircularProgress from '@mui/material/CircularProgress';
 import Paper from '@mui/material/Paper';
 import Typography from '@mui/material/Typography';
+import RefreshIcon from '@mui/icons-material/Refresh';
 
 /** An inventory collection the Engine holds nothing for yet (null), said plainly. */
 export function NotCollected({ what }: { what: string }) {
@@ -62,3 +65,29 @@ export function Facts({ items }: { items: [string, ReactNode][] }) {
 }
 
 export const mono = { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', fontSize: 12.5 };
+
+/** The line above a tab's content: what the data is (left) and what can be done (right). */
+export function OperationBar({ children, actions }: { children?: ReactNode; actions: ReactNode }) {
+  return (
+    <Box sx={{ display: 'flex', alignItems: 'center', gap: 2, mb: 1.25, minHeight: 32 }}>
+      <Box sx={{ flex: 1, typography: 'body2', color: 'text.secondary' }}>{children}</Box>
+      {actions}
+    </Box>
+  );
+}
+
+/** Asks the agent for fresh data; shows progress while the agent works. */
+export function RefreshButton({ label, pending, onClick }: { label: string; pending: boolean; onClick: () => void }) {
+  return (
+    <Button
+      variant="outlined"
+      size="small"
+      aria-label={label}
+      startIcon={pending ? <CircularProgress size={14} /> : <RefreshIcon />}
+      disabled={pending}
+      onClick={onClick}
+    >
+      {pending ? 'Refreshing…' : 'Refresh'}
+    </Button>
+  );
+}

@@ -13,10 +13,13 @@ export const devicePath = (hostname: string) => `/devices/${encodeURIComponent(h
 export const DEVICES_QUERY = ['devices'] as const;
 export const DEVICE_DETAILS = 'device-details';
 export const DEVICE_ACTIVITY = 'device-activity';
+/** The live process list; not refreshed by device events, since each fetch may ask the agent. */
+export const DEVICE_PROCESSES = 'device-processes';
 
 // Hostnames are compared without case, so /devices/WEB-1 and /devices/web-1 share their cache.
 export const deviceDetailsKey = (hostname: string) => [DEVICE_DETAILS, hostname.toLowerCase()] as const;
 export const deviceActivityKey = (hostname: string) => [DEVICE_ACTIVITY, hostname.toLowerCase()] as const;
+export const deviceProcessesKey = (hostname: string) => [DEVICE_PROCESSES, hostname.toLowerCase()] as const;
 
 const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : null);
 

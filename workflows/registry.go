@@ -5,5 +5,6 @@ package workflows
 // queue the starter names). A new workflow adds one line here.
 var Registered = []any{
 	WorkerProbe,
+	Maintenance,
 	EnrollmentApproval,
 }

@@ -105,16 +105,20 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	dpop := devicetrust.NewVerifier(rt.store, devicetrust.Options{})
-	go sweepDeviceTrust(bg, dpop, deviceTokens, log)
 
 	var mgr *workers.Manager
 	if c.SiteWorkers == "all" {
 		mgr = workers.NewManager(rt.temporal, log, nil)
 		mgr.Register(&activities.Enrollment{Service: enrollSvc})
+		mgr.Register(&activities.Maintenance{Sessions: authSvc, RateLimits: rt.store, DPoP: dpop, RefreshTokens: deviceTokens, Presence: presence})
 		if err := mgr.StartEngine(); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}
 		rt.onStop(mgr.Stop)
+	}
+	// Clean-up runs as Temporal Schedules, once per deployment.
+	if err := workers.EnsureSchedules(ctx, rt.temporal, workflows.EngineTaskQueue); err != nil {
+		return fmt.Errorf("maintenance schedules: %w", err)
 	}
 	var runner agentsocket.SiteRunner = noSiteWorkers{}
 	if mgr != nil {

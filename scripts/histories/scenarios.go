@@ -17,6 +17,8 @@ var standIns = map[string]any{
 		return activities.WorkerIdentity{Identity: "histories", TaskQueue: queue, At: time.Unix(0, 0).UTC()}, nil
 	},
 	"DecideApproval": func(_ context.Context, in activities.DecideInput) (string, error) { return in.Status, nil },
+	"SweepSessions":  func(context.Context) (int64, error) { return 2, nil },
+	"SweepPresence":  func(context.Context) (int64, error) { return 1, nil },
 }
 
 var scenarios = []scenario{
@@ -43,6 +45,16 @@ var scenarios = []scenario{
 	{"enrollment_expire_v0.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := workflows.EnrollmentWorkflowID(unique("expire"))
 		run, err := start(ctx, c, id, workflows.EnrollmentApproval, workflows.EnrollmentInput{ApprovalID: id, ExpiresAt: time.Now().Add(2 * time.Second)})
+		return wait(ctx, run, err)
+	}},
+	{"maintenance_sessions.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.MaintenanceScheduleID(workflows.JobSessions)+"-"+unique("run"), workflows.Maintenance,
+			workflows.MaintenanceInput{Job: workflows.JobSessions})
+		return wait(ctx, run, err)
+	}},
+	{"maintenance_presence.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.MaintenanceScheduleID(workflows.JobPresence)+"-"+unique("run"), workflows.Maintenance,
+			workflows.MaintenanceInput{Job: workflows.JobPresence})
 		return wait(ctx, run, err)
 	}},
 }

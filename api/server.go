@@ -109,6 +109,9 @@ type Deps struct {
 	AgentURLs []string
 	// Devices is the device and inventory domain (and the agent callbacks).
 	Devices *devices.Service
+	// TrustActions starts the follow-up workflow of trust actions (its
+	// Client defaults to Temporal, its queue to the engine queue).
+	TrustActions workflows.TrustStarter
 }
 
 // Server serves the API and the console.

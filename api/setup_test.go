@@ -150,24 +150,26 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	deviceTokens, err := devicetrust.NewTokens(ctx, f.store, testPublicURL, f.clk.Now)
 	require.NoError(t, err)
 	mgr.Register(&activities.Enrollment{Service: enrollSvc})
-	require.NoError(t, mgr.StartEngineOn(f.engineQueue))
 	presence := events.NewPresence(f.store, bus, log)
 	hub := agentsocket.New(presence.ReplicaID, f.store, bus, mgr, agentsocket.Options{Log: log})
+	deviceSvc := devices.NewService(f.store, bus, devices.Config{Log: log})
+	mgr.Register(&activities.DeviceTrust{Sockets: hub, Activity: deviceSvc, Events: bus})
+	require.NoError(t, mgr.StartEngineOn(f.engineQueue))
 	mgr.OnSiteStop(hub.DropSite)
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); hub.Run(ctx) }()
 	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	passkeySvc, err := passkeys.NewService(f.store, authSvc, testPublicURL, f.clk.Now)
 	require.NoError(t, err)
-	deviceSvc := devices.NewService(f.store, bus, devices.Config{Log: log})
 	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus,
 		Presence: presence, Temporal: temporalClient, Workers: mgr, Namespace: "default",
 		Console: fs.FS(console), PublicURL: testPublicURL, Log: log,
 		Credentials: credentials.NewService(f.store, cipher),
 		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now}),
 		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, Sockets: hub,
-		DPoP:    devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
-		Devices: deviceSvc,
+		DPoP:         devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
+		Devices:      deviceSvc,
+		TrustActions: workflows.TrustStarter{Client: temporalClient, TaskQueue: f.engineQueue},
 	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

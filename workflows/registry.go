@@ -6,5 +6,6 @@ package workflows
 var Registered = []any{
 	WorkerProbe,
 	Maintenance,
+	DeviceTrustAction,
 	EnrollmentApproval,
 }

@@ -111,9 +111,6 @@ func serve(ctx context.Context, args []string) error {
 		mgr = workers.NewManager(rt.temporal, log, nil)
 		mgr.Register(&activities.Enrollment{Service: enrollSvc})
 		mgr.Register(&activities.Maintenance{Sessions: authSvc, RateLimits: rt.store, DPoP: dpop, RefreshTokens: deviceTokens, Presence: presence})
-		if err := mgr.StartEngine(); err != nil {
-			return fmt.Errorf("start engine worker: %w", err)
-		}
 		rt.onStop(mgr.Stop)
 	}
 	// Clean-up runs as Temporal Schedules, once per deployment.
@@ -131,13 +128,17 @@ func serve(ctx context.Context, args []string) error {
 	// Stop the hub (clearing this replica's socket records) before the
 	// database closes; onStop runs in reverse order.
 	rt.onStop(func() { stopHub(); <-hubDone })
+	deviceSvc := devices.NewService(rt.store, bus, devices.Config{OnlineWindow: c.DeviceOnlineWindow, Log: log.With("component", "devices")})
+	go deviceSvc.Run(bg)
 	if mgr != nil {
+		// The engine worker starts once everything its activities use exists.
+		mgr.Register(&activities.DeviceTrust{Sockets: hub, Activity: deviceSvc, Events: bus})
+		if err := mgr.StartEngine(); err != nil {
+			return fmt.Errorf("start engine worker: %w", err)
+		}
 		mgr.OnSiteStop(hub.DropSite)
 		go mgr.Run(bg, siteSvc.Slugs, bus.OnControl(events.ControlSites))
 	}
-
-	deviceSvc := devices.NewService(rt.store, bus, devices.Config{OnlineWindow: c.DeviceOnlineWindow, Log: log.With("component", "devices")})
-	go deviceSvc.Run(bg)
 
 	srv := api.New(api.Deps{
 		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus, Presence: presence,

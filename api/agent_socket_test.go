@@ -10,9 +10,12 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // connect opens the agent's realtime socket and registers it, retrying
@@ -89,10 +92,13 @@ func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
 	op := f.operator(t, "sock-operator")
 	require.Equal(t, 403, f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", op, nil).Status)
 
+	stream := openStream(t, f.url, admin)
 	q := f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", admin, nil)
 	require.Equal(t, 200, q.Status, q.Raw)
 	require.Equal(t, "quarantined", q.Body["trust_state"])
-	readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// The drop is the DeviceTrustAction workflow's, after the answer; the
+	// bound only keeps a broken worker from hanging the test.
+	readCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
 		_, _, err := c.Read(readCtx)
@@ -101,6 +107,7 @@ func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
 			break
 		}
 	}
+	trustEvent(t, stream, a.guid, "quarantined")
 	r := a.device(t, "GET", proto.PathRealtimeRoute, nil)
 	require.Equal(t, 401, r.Status, r.Raw)
 	require.Equal(t, "token_version_mismatch", r.Body["error"])
@@ -109,6 +116,7 @@ func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
 	u := f.do(t, "POST", "/api/devices/"+a.guid+"/unquarantine", admin, nil)
 	require.Equal(t, 200, u.Status, u.Raw)
 	require.Equal(t, "active", u.Body["trust_state"])
+	trustEvent(t, stream, a.guid, "active")
 	require.Equal(t, 200, a.doRefresh(t).Status, "unquarantine: a fresh token works")
 	require.Equal(t, 200, a.device(t, "GET", proto.PathRealtimeRoute, nil).Status)
 	c2 := a.connect(t)
@@ -124,4 +132,45 @@ func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
 	require.Equal(t, "purged", p.Body["trust_state"])
 	require.Equal(t, "device_purged", a.doRefresh(t).Body["error"])
 	require.Equal(t, 404, f.do(t, "POST", "/api/devices/"+a.guid+"/purge", admin, nil).Status)
+	trustEvent(t, stream, a.guid, "purged")
+
+	// Each action's follow-up is a workflow an SRE finds by device, site
+	// and kind; the history names the operator for every action, the
+	// purge by hostname only.
+	wf := workflows.DeviceTrustWorkflowID(a.guid, "purge", int32(p.Body["token_version"].(float64)))
+	require.NoError(t, temporalClient.GetWorkflow(ctx, wf, "").Get(ctx, nil))
+	desc, err := temporalClient.DescribeWorkflowExecution(ctx, wf, "")
+	require.NoError(t, err)
+	attrs := map[string]string{}
+	for _, name := range workflows.SearchAttributes {
+		payload := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[name]
+		require.NotNil(t, payload, name)
+		var v any // a Keyword, or a list of one on some servers
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payload, &v))
+		if list, ok := v.([]any); ok && len(list) == 1 {
+			v = list[0]
+		}
+		attrs[name], _ = v.(string)
+	}
+	require.Equal(t, map[string]string{"DeviceGUID": a.guid, "SiteSlug": route.Body["worker"].(string)[len("site:"):], "JobKind": "trust_purge"}, attrs)
+	var act response
+	require.Eventually(t, func() bool {
+		act = f.do(t, "GET", "/api/device/activity/sock-01", admin, nil)
+		return act.Status == 200 && strings.Contains(act.Raw, "Purged by admin")
+	}, 60*time.Second, 50*time.Millisecond, "the purge is recorded: %s", act.Raw)
+	for _, summary := range []string{"Quarantined by admin", "Released from quarantine by admin", "Trust revoked by admin"} {
+		require.Contains(t, act.Raw, summary)
+	}
+}
+
+// trustEvent waits for the agent_status_changed event of a trust action
+// on guid, skipping the device's other status events.
+func trustEvent(t *testing.T, stream <-chan sseEvent, guid, state string) {
+	t.Helper()
+	for {
+		e := next(t, stream, events.TypeAgentStatusChanged)
+		if e.Data["guid"] == guid && e.Data["trust_state"] == state {
+			return
+		}
+	}
 }

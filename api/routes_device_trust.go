@@ -1,14 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
-	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
-	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // deviceTrustRoutes are the trust actions (Admin; SPEC "Device trust state").
@@ -29,10 +28,11 @@ type trustJSON struct {
 	TokenVersion int32  `json:"token_version"`
 }
 
-// trustAction applies a trust action, then carries out what the spec's
-// trust table says also happens: the socket (and with it every remote
-// path) ends for quarantine, revoke and purge, the action is recorded in
-// the device's activity, and consoles refresh.
+// trustAction applies a trust action and answers with the device's new
+// state; what the spec's trust table says also happens (the socket, and
+// with it every remote path, ends for quarantine, revoke and purge; the
+// action is recorded in the device's activity; consoles refresh) is the
+// DeviceTrustAction workflow's, so a replica restart cannot lose it.
 func (s *Server) trustAction(action string) http.HandlerFunc {
 	return jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (trustJSON, error) {
 		ctx, p := r.Context(), principal(r.Context())
@@ -40,36 +40,25 @@ func (s *Server) trustAction(action string) http.HandlerFunc {
 		if err != nil {
 			return trustJSON{}, err
 		}
-		if action != devicetrust.ActionUnquarantine && s.Sockets != nil {
-			if err := s.Sockets.Drop(ctx, res.GUID, "device "+res.TrustState); err != nil {
-				s.Log.Warn("drop socket after trust action", "guid", res.GUID, "action", action, "err", err)
-			}
-		}
-		s.recordTrust(r, res, action)
-		data := map[string]any{"guid": res.GUID, "hostname": res.Hostname, "site_id": res.SiteID, "trust_state": res.TrustState}
-		if err := s.Bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: events.TypeAgentStatusChanged, SiteID: res.SiteID, Data: mustJSON(data)}); err != nil {
-			s.Log.Warn("publish trust change", "err", err)
-		}
+		s.startTrustAction(context.WithoutCancel(ctx), res, action, p.Username)
 		return trustJSON{GUID: res.GUID, Hostname: res.Hostname, SiteID: res.SiteID, TrustState: res.TrustState, TokenVersion: res.TokenVersion}, nil
 	})
 }
 
-// recordTrust adds a trust action to the device's activity history with
-// the operator's name (SPEC "Device trust state").
-func (s *Server) recordTrust(r *http.Request, res devicetrust.TrustResult, action string) {
-	p := principal(r.Context())
-	guid := res.GUID
-	if res.TrustState == "purged" {
-		guid = "" // the device row is gone; history stays by hostname
+// startTrustAction starts the action's follow-up workflow. The state
+// change is committed whatever happens here, so a failure to start is
+// logged, not answered: the new token version already shuts the device out.
+func (s *Server) startTrustAction(ctx context.Context, res devicetrust.TrustResult, action, actor string) {
+	in := workflows.TrustActionInput{GUID: res.GUID, Hostname: res.Hostname, SiteID: res.SiteID, Action: action,
+		TrustState: res.TrustState, TokenVersion: res.TokenVersion, Actor: actor}
+	if site, err := s.Sites.Get(ctx, res.SiteID); err == nil {
+		in.SiteSlug = site.Slug
 	}
-	s.activity(r.Context(), devices.NewActivity{GUID: guid, Hostname: res.Hostname, SiteID: res.SiteID,
-		Kind: "device_" + action, Summary: trustSummary[action] + " by " + p.Username, Actor: p.Username,
-		Metadata: map[string]any{"trust_state": res.TrustState, "token_version": res.TokenVersion}})
-}
-
-var trustSummary = map[string]string{
-	devicetrust.ActionQuarantine:   "Quarantined",
-	devicetrust.ActionUnquarantine: "Released from quarantine",
-	devicetrust.ActionRevoke:       "Trust revoked",
-	devicetrust.ActionPurge:        "Purged",
+	starter := s.TrustActions
+	if starter.Client == nil {
+		starter.Client = s.Temporal
+	}
+	if err := starter.Start(ctx, in); err != nil {
+		s.Log.Error("start the trust action workflow; socket drop, activity row and event are missing", "guid", res.GUID, "action", action, "err", err)
+	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -70,9 +71,10 @@ type codeCreateRequest struct {
 	MaxUses          *int64 `json:"max_uses"`
 }
 
-// decideApproval signals the request's approval workflow and waits briefly
-// for the recorded outcome: 200 with the decided request, or 202 while
-// the workflow has not recorded it yet.
+// decideApproval hands the decision to the request's approval workflow
+// (its decide update) and answers once the workflow reports the recorded
+// outcome: 200 with the decided request, or 202 while it is still pending
+// after decisionWait (the decision is then kept by the workflow).
 func (s *Server) decideApproval(decision string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var body struct{}
@@ -86,21 +88,18 @@ func (s *Server) decideApproval(decision string) http.HandlerFunc {
 			writeError(w, r, s.Log, err)
 			return
 		}
-		if err := s.Approvals.Decide(ctx, id, a.ExpiresAt, workflows.EnrollmentDecision{Decision: decision, Actor: p.Username}); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, decisionWait)
+		defer cancel()
+		_, err = s.Approvals.DecideAndWait(wctx, id, a.ExpiresAt, workflows.EnrollmentDecision{Decision: decision, Actor: p.Username})
+		if err != nil && (wctx.Err() == nil || ctx.Err() != nil) {
 			writeError(w, r, s.Log, err)
 			return
 		}
-		deadline := time.Now().Add(decisionWait)
-		for a.Status == proto.ApprovalPending && time.Now().Before(deadline) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			if a, err = s.Enrollment.Get(ctx, id); err != nil {
-				writeError(w, r, s.Log, err)
-				return
-			}
+		// The outcome is recorded (or the wait ran out): one read for the
+		// request's view.
+		if a, err = s.Enrollment.Get(ctx, id); err != nil {
+			writeError(w, r, s.Log, err)
+			return
 		}
 		status := http.StatusOK
 		if a.Status == proto.ApprovalPending {

@@ -111,6 +111,9 @@ type Deps struct {
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).
 	Operations workflows.OperationRunner
+	// TrustActions starts the follow-up workflow of trust actions (its
+	// Client defaults to Temporal, its queue to the engine queue).
+	TrustActions workflows.TrustStarter
 }
 
 // Server serves the API and the console.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 var temporalClient client.Client
@@ -22,7 +23,7 @@ var temporalClient client.Client
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-		srv, err := devtemporal.Start(devtemporal.Options{LogLevel: slog.LevelError, Logger: quiet})
+		srv, err := devtemporal.Start(devtemporal.Options{LogLevel: slog.LevelError, Logger: quiet, SearchAttributes: workflows.SearchAttributes})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "start Temporal:", err)
 			return 1

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -24,6 +25,9 @@ const (
 	QueryEnrollmentStatus = "status"
 	// JobKindEnrollment is the JobKind search attribute of approvals.
 	JobKindEnrollment = "enrollment"
+	// UpdateEnrollmentDecide takes an operator's EnrollmentDecision and
+	// returns the EnrollmentResult once it is recorded.
+	UpdateEnrollmentDecide = "decide"
 )
 
 // Enrollment decisions an operator signals.
@@ -53,33 +57,79 @@ type EnrollmentResult struct {
 	Actor  string
 }
 
-// EnrollmentApproval waits for an operator's approve or deny signal, or
-// for the request to expire, and records the outcome. Signals that are
-// neither approve nor deny are ignored, so a bad client cannot end it.
+// EnrollmentApproval waits for an operator's decision (the decide update,
+// or the enrollment-decision signal older Engines send), or for the
+// request to expire, and records the outcome. Decisions that are neither
+// approve nor deny are ignored (the update's validator rejects them), so
+// a bad client cannot end it; the first decision wins. The decide update
+// returns the outcome once it is recorded, so the approval route answers
+// from the workflow instead of polling the database.
+//
+// Taking decisions as updates added no command: an update handler only
+// feeds the same selector a signal does, so histories recorded before it
+// replay unchanged (testdata/enrollment_*_v0.json) and no
+// workflow.GetVersion branch is needed. Any change that adds, removes or
+// reorders commands must add one.
 func EnrollmentApproval(ctx workflow.Context, in EnrollmentInput) (EnrollmentResult, error) {
 	status := proto.ApprovalPending
 	if err := workflow.SetQueryHandler(ctx, QueryEnrollmentStatus, func() (string, error) { return status, nil }); err != nil {
+		return EnrollmentResult{}, err
+	}
+	var (
+		result   EnrollmentResult // the decision, once there is one
+		queued   bool             // an update's decision waits in updates
+		done     bool             // the outcome is recorded (or failed)
+		outcome  EnrollmentResult
+		failure  error
+		updates  = workflow.NewBufferedChannel(ctx, 1)
+		decision = func(d EnrollmentDecision) (EnrollmentResult, bool) {
+			switch d.Decision {
+			case DecisionApprove:
+				return EnrollmentResult{Status: proto.ApprovalApproved, Actor: d.Actor}, true
+			case DecisionDeny:
+				return EnrollmentResult{Status: proto.ApprovalDenied, Actor: d.Actor}, true
+			}
+			return EnrollmentResult{}, false
+		}
+	)
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateEnrollmentDecide,
+		func(ctx workflow.Context, d EnrollmentDecision) (EnrollmentResult, error) {
+			if result.Status == "" && !queued {
+				queued = true
+				updates.SendAsync(d)
+			}
+			if err := workflow.Await(ctx, func() bool { return done }); err != nil {
+				return EnrollmentResult{}, err
+			}
+			return outcome, failure
+		},
+		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, d EnrollmentDecision) error {
+			if _, ok := decision(d); !ok {
+				return fmt.Errorf("unknown enrollment decision %q", d.Decision)
+			}
+			return nil
+		}},
+	)
+	if err != nil {
 		return EnrollmentResult{}, err
 	}
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	expiry := workflow.NewTimer(timerCtx, in.ExpiresAt.Sub(workflow.Now(ctx)))
 	signals := workflow.GetSignalChannel(ctx, SignalEnrollmentDecision)
 
-	var result EnrollmentResult
 	for result.Status == "" {
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
+		receive := func(c workflow.ReceiveChannel, _ bool) {
 			var d EnrollmentDecision
 			c.Receive(ctx, &d)
-			switch d.Decision {
-			case DecisionApprove:
-				result = EnrollmentResult{Status: proto.ApprovalApproved, Actor: d.Actor}
-			case DecisionDeny:
-				result = EnrollmentResult{Status: proto.ApprovalDenied, Actor: d.Actor}
-			default:
+			if r, ok := decision(d); ok {
+				result = r
+			} else {
 				workflow.GetLogger(ctx).Warn("ignoring unknown enrollment decision", "decision", d.Decision)
 			}
-		})
+		}
+		sel.AddReceive(signals, receive)
+		sel.AddReceive(updates, receive)
 		sel.AddFuture(expiry, func(workflow.Future) {
 			result = EnrollmentResult{Status: proto.ApprovalExpired, Actor: "expiry"}
 		})
@@ -93,14 +143,22 @@ func EnrollmentApproval(ctx workflow.Context, in EnrollmentInput) (EnrollmentRes
 	})
 	var a *activities.Enrollment
 	var final string
-	err := workflow.ExecuteActivity(actx, a.DecideApproval, activities.DecideInput{
+	err = workflow.ExecuteActivity(actx, a.DecideApproval, activities.DecideInput{
 		ApprovalID: in.ApprovalID, Status: result.Status, Actor: result.Actor,
 	}).Get(ctx, &final)
-	if err != nil {
+	if err == nil {
+		status = final
+		result.Status = final
+		outcome = result
+	}
+	done, failure = true, err
+	// Let waiting decide updates answer before the workflow closes.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return EnrollmentResult{}, err
 	}
-	status = final
-	result.Status = final
+	if failure != nil {
+		return EnrollmentResult{}, failure
+	}
 	return result, nil
 }
 
@@ -139,4 +197,42 @@ func (s EnrollmentStarter) Decide(ctx context.Context, approvalID string, expire
 	_, err := s.Client.SignalWithStartWorkflow(ctx, EnrollmentWorkflowID(approvalID), SignalEnrollmentDecision, d,
 		s.options(approvalID), EnrollmentApproval, EnrollmentInput{ApprovalID: approvalID, ExpiresAt: expiresAt})
 	return err
+}
+
+// DecideAndWait hands an operator's decision to the approval workflow as
+// the decide update and returns the recorded outcome. A missing workflow
+// (its history was lost) is started first, so a pending request can
+// always be decided. When ctx ends before the outcome, the decision is
+// also signalled, which is durable at once (the workflow takes the first
+// decision only), and ctx's error is returned: the caller answers that
+// the request is still pending.
+func (s EnrollmentStarter) DecideAndWait(ctx context.Context, approvalID string, expiresAt time.Time, d EnrollmentDecision) (EnrollmentResult, error) {
+	update := func() (EnrollmentResult, error) {
+		h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: EnrollmentWorkflowID(approvalID), UpdateName: UpdateEnrollmentDecide,
+			Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			return EnrollmentResult{}, err
+		}
+		var res EnrollmentResult
+		return res, h.Get(ctx, &res)
+	}
+	res, err := update()
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) && ctx.Err() == nil {
+		if err := s.StartApproval(ctx, approvalID, expiresAt); err != nil {
+			return EnrollmentResult{}, err
+		}
+		res, err = update()
+	}
+	if err != nil && ctx.Err() != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if serr := s.Decide(sctx, approvalID, expiresAt, d); serr != nil {
+			return EnrollmentResult{}, errors.Join(ctx.Err(), serr)
+		}
+		return EnrollmentResult{}, ctx.Err()
+	}
+	return res, err
 }

@@ -5,6 +5,8 @@ package workflows
 // queue the starter names). A new workflow adds one line here.
 var Registered = []any{
 	WorkerProbe,
+	Maintenance,
+	DeviceTrustAction,
 	EnrollmentApproval,
 	DeviceOperation,
 }

@@ -17,7 +17,6 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/cairn-rmm/cairn/db"
-	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -133,24 +132,4 @@ func ensureSearchAttributes(ctx context.Context, tc client.Client, namespace str
 func (rt *runtime) printBanner(extra ...string) {
 	lines := append(append([]string{}, extra...), rt.banner...)
 	fmt.Fprintln(os.Stderr, "\n  Cairn is running\n\n  "+strings.Join(lines, "\n  ")+"\n\n  Ctrl-C stops everything.")
-}
-
-// sweepDeviceTrust deletes expired DPoP replay entries and refresh tokens
-// once a minute; every replica may run it (the deletes are idempotent).
-func sweepDeviceTrust(ctx context.Context, v *devicetrust.Verifier, t *devicetrust.Tokens, log *slog.Logger) {
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if _, err := v.DeleteExpired(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("sweep DPoP jtis", "err", err)
-		}
-		if _, err := t.DeleteExpired(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("sweep refresh tokens", "err", err)
-		}
-	}
 }

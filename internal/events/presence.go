@@ -79,7 +79,8 @@ func (p *Presence) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// Run refreshes this replica's streams and sweeps those of dead replicas.
+// Run refreshes this replica's streams; those of dead replicas are swept
+// by DeleteStale (the maintenance schedule).
 func (p *Presence) Run(ctx context.Context) {
 	tick := time.NewTicker(presenceTouch)
 	defer tick.Stop()
@@ -90,10 +91,6 @@ func (p *Presence) Run(ctx context.Context) {
 		case <-tick.C:
 			if err := p.store.OperatorStreamTouchReplica(ctx, p.ReplicaID); err != nil && ctx.Err() == nil {
 				p.log.Warn("presence: refresh", "err", err)
-			}
-			n, err := p.store.OperatorStreamDeleteStale(ctx, time.Now().Add(-presenceStale))
-			if err == nil && n > 0 {
-				p.announce(ctx)
 			}
 		}
 	}

@@ -1,0 +1,16 @@
+package auth
+
+import "context"
+
+// DeleteExpiredSessions removes sessions past their lifetime or idle
+// limit. Authenticate already refuses them; this keeps the table small.
+// The maintenance schedule runs it once per deployment.
+func (s *Service) DeleteExpiredSessions(ctx context.Context) (int64, error) {
+	return s.store.SessionDeleteExpired(ctx, s.cfg.Now().Add(-s.cfg.SessionIdle))
+}
+
+// DeleteExpiredPendingTokens forgets used pending-MFA token IDs whose
+// tokens have expired (a replay of them fails on expiry anyway).
+func (s *Service) DeleteExpiredPendingTokens(ctx context.Context) error {
+	return s.store.PendingTokenDeleteExpired(ctx)
+}

@@ -1,0 +1,108 @@
+package workers_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// The maintenance schedules are created once however many replicas ask at
+// the same time, put back when their definition drifts (a pause stays),
+// and a scheduled start really runs the job on the queue's worker.
+func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	queue := "schedules-" + uuid.NewString()[:8]
+	sessions := &countingSweeper{n: 3}
+	w := worker.New(temporalClient, queue, worker.Options{})
+	for _, wf := range workflows.Registered {
+		w.RegisterWorkflow(wf)
+	}
+	w.RegisterActivity(&activities.Maintenance{Sessions: sessions})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	// Three replicas start at once.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = workers.EnsureSchedules(ctx, temporalClient, queue) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	requireSchedules(t, queue)
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, queue), "again: nothing to do")
+
+	// Drift: an interval changed by hand, and a pause, on one schedule.
+	h := temporalClient.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID(workflows.JobSessions))
+	require.NoError(t, h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := in.Description.Schedule
+		s.Spec = &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 7 * time.Minute}}}
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}}))
+	require.NoError(t, h.Pause(ctx, client.SchedulePauseOptions{Note: "SRE pause"}))
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, queue))
+	requireSchedules(t, queue)
+	desc, err := h.Describe(ctx)
+	require.NoError(t, err)
+	require.True(t, desc.Schedule.State.Paused, "a paused schedule stays paused")
+
+	// A start (triggered now rather than waited for) runs the job.
+	require.NoError(t, h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}))
+	var run *client.ScheduleWorkflowExecution
+	require.Eventually(t, func() bool {
+		d, err := h.Describe(ctx)
+		require.NoError(t, err)
+		if len(d.Info.RecentActions) == 0 {
+			return false
+		}
+		run = d.Info.RecentActions[0].StartWorkflowResult
+		return true
+	}, 60*time.Second, 50*time.Millisecond)
+	var res workflows.MaintenanceResult
+	require.NoError(t, temporalClient.GetWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID).Get(ctx, &res))
+	require.Equal(t, workflows.MaintenanceResult{Job: workflows.JobSessions, Deleted: 3}, res)
+}
+
+// requireSchedules checks every job's schedule against its definition.
+func requireSchedules(t *testing.T, queue string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, job := range workflows.MaintenanceJobs {
+		d, err := temporalClient.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID(job.Name)).Describe(ctx)
+		require.NoError(t, err, job.Name)
+		require.Equal(t, []client.ScheduleIntervalSpec{{Every: job.Every}}, d.Schedule.Spec.Intervals, job.Name)
+		require.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, d.Schedule.Policy.Overlap, job.Name)
+		require.Positive(t, d.Schedule.Policy.CatchupWindow, job.Name)
+		act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+		require.True(t, ok, job.Name)
+		require.Equal(t, queue, act.TaskQueue, job.Name)
+		require.Equal(t, "Maintenance", act.Workflow, job.Name)
+	}
+}
+
+type countingSweeper struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (c *countingSweeper) DeleteExpiredSessions(context.Context) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n, nil
+}
+
+func (c *countingSweeper) DeleteExpiredPendingTokens(context.Context) error { return nil }

@@ -1,0 +1,95 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-rmm/cairn/activities"
+)
+
+// Maintenance jobs: periodic clean-up that must run once per deployment,
+// not once per replica. Each has its own schedule, maintenance:<job>,
+// which starts the Maintenance workflow with the job's name.
+const (
+	JobSessions      = "sessions"
+	JobPendingTokens = "pending-tokens"
+	JobRateLimits    = "rate-limits"
+	JobDPoP          = "dpop-jtis"
+	JobRefreshTokens = "refresh-tokens"
+	JobPresence      = "presence"
+)
+
+// MaintenanceJob is one job and how often its schedule starts it.
+type MaintenanceJob struct {
+	Name  string
+	Every time.Duration
+}
+
+// MaintenanceJobs are the scheduled jobs. Intervals: rows a hot path
+// writes for every agent request or operator stream (DPoP proof IDs,
+// refresh tokens, presence of dead replicas, which the console shows) go
+// every minute; tables that only grow slowly and whose expired rows are
+// already refused where they are read (sessions, pending tokens, rate
+// limit windows) every five minutes.
+var MaintenanceJobs = []MaintenanceJob{
+	{JobDPoP, time.Minute},
+	{JobRefreshTokens, time.Minute},
+	{JobPresence, time.Minute},
+	{JobSessions, 5 * time.Minute},
+	{JobPendingTokens, 5 * time.Minute},
+	{JobRateLimits, 5 * time.Minute},
+}
+
+// MaintenanceScheduleID names the schedule of a job; it is also the
+// workflow ID prefix of its runs (the schedule appends the start time).
+func MaintenanceScheduleID(job string) string { return "maintenance:" + job }
+
+// JobKindMaintenance is the JobKind search attribute of a job's runs.
+func JobKindMaintenance(job string) string { return "maintenance_" + job }
+
+// MaintenanceInput names the job a run does.
+type MaintenanceInput struct {
+	Job string
+}
+
+// MaintenanceResult is what a run did.
+type MaintenanceResult struct {
+	Job     string
+	Deleted int64
+}
+
+// Maintenance runs one clean-up job as one activity, retried with backoff
+// until it succeeds (the jobs are idempotent deletes). One workflow type
+// serves every job because they all have this shape; the job is the
+// input, and each job's schedule gives it its own interval, pause switch
+// and history in the Temporal UI. While a run is still retrying, its
+// schedule skips further starts (overlap policy skip).
+func Maintenance(ctx workflow.Context, in MaintenanceInput) (MaintenanceResult, error) {
+	var a *activities.Maintenance
+	jobs := map[string]any{
+		JobSessions:      a.SweepSessions,
+		JobPendingTokens: a.SweepPendingTokens,
+		JobRateLimits:    a.SweepRateLimits,
+		JobDPoP:          a.SweepDPoP,
+		JobRefreshTokens: a.SweepRefreshTokens,
+		JobPresence:      a.SweepPresence,
+	}
+	act, ok := jobs[in.Job]
+	if !ok {
+		return MaintenanceResult{}, temporal.NewNonRetryableApplicationError("unknown maintenance job "+in.Job, "UnknownJob", nil)
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{"NotWired"},
+		},
+	})
+	var n int64
+	if err := workflow.ExecuteActivity(ctx, act).Get(ctx, &n); err != nil {
+		return MaintenanceResult{}, err
+	}
+	return MaintenanceResult{Job: in.Job, Deleted: n}, nil
+}

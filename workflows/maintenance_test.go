@@ -1,0 +1,94 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// flakySweeper fails its first failures calls, then deletes n rows.
+type flakySweeper struct {
+	failures, calls int
+	n               int64
+}
+
+func (f *flakySweeper) sweep() (int64, error) {
+	f.calls++
+	if f.calls <= f.failures {
+		return 0, errors.New("database unavailable")
+	}
+	return f.n, nil
+}
+
+func (f *flakySweeper) DeleteExpiredSessions(context.Context) (int64, error) { return f.sweep() }
+func (f *flakySweeper) DeleteExpiredPendingTokens(context.Context) error {
+	_, err := f.sweep()
+	return err
+}
+func (f *flakySweeper) RateLimitDeleteExpired(context.Context) error {
+	_, err := f.sweep()
+	return err
+}
+func (f *flakySweeper) DeleteExpired(context.Context) (int64, error) { return f.sweep() }
+func (f *flakySweeper) DeleteStale(context.Context) (int64, error)   { return f.sweep() }
+
+func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
+	t.Parallel()
+	for _, job := range workflows.MaintenanceJobs {
+		t.Run(job.Name, func(t *testing.T) {
+			t.Parallel()
+			f := &flakySweeper{failures: 4, n: 7}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f})
+			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: job.Name})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var res workflows.MaintenanceResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, 5, f.calls, "four failures, then success")
+			require.Equal(t, job.Name, res.Job)
+		})
+	}
+}
+
+func TestMaintenanceFailsFastOnWhatRetriesCannotFix(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, job, errType string
+	}{
+		{"unknown job", "defragment", "UnknownJob"},
+		{"dependency not wired", workflows.JobPresence, "NotWired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.RegisterActivity(&activities.Maintenance{})
+			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: tc.job})
+			require.True(t, env.IsWorkflowCompleted())
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+			require.Equal(t, tc.errType, appErr.Type())
+		})
+	}
+}
+
+func TestMaintenanceScheduleIDs(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, job := range workflows.MaintenanceJobs {
+		id := workflows.MaintenanceScheduleID(job.Name)
+		require.False(t, seen[id], "duplicate job %s", job.Name)
+		seen[id] = true
+		require.Positive(t, job.Every)
+	}
+	require.Equal(t, "maintenance:sessions", workflows.MaintenanceScheduleID(workflows.JobSessions))
+}

@@ -32,12 +32,12 @@ type CommandInput struct {
 	Payload []byte
 }
 
-// Send stores the request and writes it to the agent's socket wherever it
+// SendToAgent stores the request and writes it to the agent's socket wherever it
 // is, then returns "result pending": the process that receives the reply
 // completes this activity by its task token. A device that is no longer
 // trusted fails for good; a missing socket is retried (the agent may be
 // reconnecting) until the activity's deadline.
-func (a *AgentCommands) Send(ctx context.Context, in CommandInput) (agentgateway.Reply, error) {
+func (a *AgentCommands) SendToAgent(ctx context.Context, in CommandInput) (agentgateway.Reply, error) {
 	if err := a.Devices.CheckOperable(ctx, in.GUID); err != nil {
 		return agentgateway.Reply{}, ApplicationError(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
@@ -73,9 +74,16 @@ func (d *DeviceTrust) RecordTrustActivity(ctx context.Context, in TrustActionInp
 	if in.Action == devicetrust.ActionPurge {
 		guid = ""
 	}
-	_, err := d.Activity.RecordActivity(ctx, devices.NewActivity{GUID: guid, Hostname: in.Hostname, SiteID: in.SiteID,
+	row := devices.NewActivity{GUID: guid, Hostname: in.Hostname, SiteID: in.SiteID,
 		Kind: "device_" + in.Action, Summary: trustSummary[in.Action] + " by " + in.Actor, Actor: in.Actor,
-		Metadata: map[string]any{"trust_state": in.TrustState, "token_version": in.TokenVersion}})
+		Metadata: map[string]any{"trust_state": in.TrustState, "token_version": in.TokenVersion}}
+	_, err := d.Activity.RecordActivity(ctx, row)
+	if db.IsForeignKeyViolation(err) {
+		// Purged since the action (a revoke then a purge in quick
+		// succession): the history stays by hostname.
+		row.GUID = ""
+		_, err = d.Activity.RecordActivity(ctx, row)
+	}
 	return err
 }
 

@@ -21,8 +21,8 @@ type OperationRecord struct {
 	Meta    map[string]any
 }
 
-// Begin records the operation as running and returns the row's ID.
-func (o *Operations) Begin(ctx context.Context, in OperationRecord) (int64, error) {
+// BeginOperation records the operation as running and returns the row's ID.
+func (o *Operations) BeginOperation(ctx context.Context, in OperationRecord) (int64, error) {
 	id, err := o.Devices.OperationStarted(ctx, in.Target, in.Kind, in.Summary, in.Actor, in.Meta)
 	return id, ApplicationError(err)
 }
@@ -34,8 +34,8 @@ type ApplyInput struct {
 	Payload []byte
 }
 
-// Apply stores what the answer changes and returns a summary of it.
-func (o *Operations) Apply(ctx context.Context, in ApplyInput) (string, error) {
+// ApplyAgentAnswer stores what the answer changes and returns a summary of it.
+func (o *Operations) ApplyAgentAnswer(ctx context.Context, in ApplyInput) (string, error) {
 	s, err := o.Devices.ApplyReply(ctx, in.GUID, in.Type, in.Payload)
 	return s, ApplicationError(err)
 }
@@ -48,7 +48,7 @@ type FinishInput struct {
 	Meta       map[string]any
 }
 
-// Finish records the outcome.
-func (o *Operations) Finish(ctx context.Context, in FinishInput) error {
+// FinishOperation records the outcome.
+func (o *Operations) FinishOperation(ctx context.Context, in FinishInput) error {
 	return ApplicationError(o.Devices.OperationFinished(ctx, in.ActivityID, in.Status, in.Summary, in.Meta))
 }

@@ -16,7 +16,7 @@ func (s *Server) agentSocketRoutes() []Route {
 			if s.Sockets == nil {
 				return proto.Route{}, cairn.Errorf(cairn.ECodeUnavailable, "this Engine runs no site workers")
 			}
-			return s.Sockets.Route(*deviceFrom(r.Context()), s.originFor(r)), nil
+			return s.Sockets.Route(r.Context(), *deviceFrom(r.Context()), s.originFor(r))
 		})},
 		{"GET", proto.PathRealtimeWS, AuthDevice, func(w http.ResponseWriter, r *http.Request) {
 			if s.Sockets == nil {

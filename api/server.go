@@ -111,6 +111,9 @@ type Deps struct {
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).
 	Operations workflows.OperationRunner
+	// AgentOnly serves only what agents call on a standalone site worker:
+	// health and the realtime socket.
+	AgentOnly bool
 	// TrustActions starts the follow-up workflow of trust actions (its
 	// Client defaults to Temporal, its queue to the engine queue).
 	TrustActions workflows.TrustStarter
@@ -137,13 +140,17 @@ func New(d Deps) *Server {
 			s.agentOrigins = append(s.agentOrigins, u)
 		}
 	}
-	for _, area := range [][]Route{
+	areas := [][]Route{
 		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
-	} {
+	}
+	if d.AgentOnly {
+		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}
+	}
+	for _, area := range areas {
 		s.routes = append(s.routes, area...)
 	}
 	return s

@@ -21,25 +21,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
+	cairnengine "github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/internal/aegis"
-	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
-	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
-	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
-	"github.com/cairn-rmm/cairn/internal/directory"
-	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
-	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
-	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
-	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -123,62 +115,35 @@ var console = fstest.MapFS{
 	"assets/app.js": {Data: []byte("console.log('cairn')")},
 }
 
-// newEngine starts another replica on the fixture's database: its own
-// cipher (locked unless set up through it), bus, worker manager and HTTP.
+// newEngine starts another replica on the fixture's database through the
+// Engine's one constructor: its own cipher (locked unless set up through
+// it), bus, worker manager, agent gateway and HTTP.
 func (f *fixture) newEngine(t *testing.T) *engine {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	cipher := aegis.New(aegis.PGStore{Q: f.store.Queries}, authtest.CheapKDF)
-	dirSvc := directory.NewService(f.store, cipher, log)
-	authSvc, err := auth.NewService(ctx, f.store, cipher, auth.Config{Password: &authtest.CheapPassword, Now: f.clk.Now, Directory: dirSvc})
-	require.NoError(t, err)
-	bus := events.NewBus(f.store, log)
-	go cipher.Watch(ctx, bus.OnControl(events.ControlAegis), log)
-	go bus.Run(ctx)
-	siteSvc := sites.NewService(f.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
-	mgr := workers.NewManager(temporalClient, log, nil)
 	if f.engineQueue == "" {
 		f.engineQueue = "engine-" + uniqueSlug("test")
 	}
-	approvals := workflows.EnrollmentStarter{Client: temporalClient, TaskQueue: f.engineQueue}
-	enrollSvc, err := enrollment.New(ctx, f.store, cipher, enrollment.Config{Starter: approvals, Now: f.clk.Now})
-	require.NoError(t, err)
-	deviceTokens, err := devicetrust.NewTokens(ctx, f.store, testPublicURL, f.clk.Now)
-	require.NoError(t, err)
-	presence := events.NewPresence(f.store, bus, log)
-	hub := agentgateway.New(presence.ReplicaID, f.store, bus, mgr, agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue,
-		Completer: activities.Completer{Client: temporalClient}})
-	deviceSvc := devices.NewService(f.store, bus, devices.Config{Log: log})
-	mgr.Register(workers.Activities(workers.ActivityDeps{Enrollment: enrollSvc, Gateway: hub, Devices: deviceSvc})...)
-	require.NoError(t, mgr.StartEngineOn(f.engineQueue))
-	mgr.OnSiteStop(hub.DropSite)
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(ctx) }()
-	go mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
-	passkeySvc, err := passkeys.NewService(f.store, authSvc, testPublicURL, f.clk.Now)
-	require.NoError(t, err)
-	srv := api.New(api.Deps{Store: f.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus,
-		Presence: presence, Temporal: temporalClient, Workers: mgr, Namespace: "default",
-		Console: fs.FS(console), PublicURL: testPublicURL, Log: log,
-		Credentials: credentials.NewService(f.store, cipher),
-		SourceHost:  sourcehost.NewService(f.store, cipher, sourcehost.Config{APIURL: f.github.srv.URL, EnvToken: f.githubEnvToken, Now: f.clk.Now}),
-		Enrollment:  enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, Sockets: hub,
-		DPoP:    devicetrust.NewVerifier(f.store, devicetrust.Options{Now: f.clk.Now}),
-		Devices: deviceSvc, Operations: workflows.OperationRunner{Client: temporalClient},
+	kdf := authtest.CheapKDF
+	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
+		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken,
+		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 	})
-	hs := httptest.NewServer(srv.Handler())
+	require.NoError(t, err)
+	require.NoError(t, e.Start())
+	hs := httptest.NewServer(e.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
-		cancel()
-		<-hubDone
-		mgr.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e.Stop(ctx)
 	})
-	return &engine{srv: srv, http: hs, cipher: cipher, auth: authSvc, bus: bus, mgr: mgr, devices: deviceSvc}
+	return &engine{srv: e.API, http: hs, cipher: e.Cipher, auth: e.Auth, bus: e.Bus, mgr: e.Workers, devices: e.Devices}
 }
 
 // response is a decoded answer.

@@ -109,3 +109,10 @@ func IsUniqueViolation(err error, constraint string) bool {
 	}
 	return constraint == "" || pgErr.ConstraintName == constraint
 }
+
+// IsForeignKeyViolation reports a PostgreSQL foreign-key violation (a
+// referenced row, such as a purged device, is gone).
+func IsForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503"
+}

@@ -2,16 +2,26 @@ package workers
 
 import (
 	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
+	"github.com/cairn-rmm/cairn/internal/events"
 )
 
 // ActivityDeps are what the Engine's activities need.
 type ActivityDeps struct {
+	Store      *db.Store
+	Auth       *auth.Service
 	Enrollment *enrollment.Service
 	Gateway    *agentgateway.Hub
 	Devices    *devices.Service
+	DPoP       *devicetrust.Verifier
+	Tokens     *devicetrust.Tokens
+	Presence   *events.Presence
+	Bus        *events.Bus
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -19,6 +29,8 @@ type ActivityDeps struct {
 func Activities(d ActivityDeps) []any {
 	return []any{
 		&activities.Enrollment{Service: d.Enrollment},
+		&activities.Maintenance{Sessions: d.Auth, RateLimits: d.Store, DPoP: d.DPoP, RefreshTokens: d.Tokens, Presence: d.Presence},
+		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
 	}

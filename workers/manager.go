@@ -260,3 +260,17 @@ func (m *Manager) Run(ctx context.Context, listSlugs func(context.Context) ([]st
 		}
 	}
 }
+
+// RunningSites lists the slugs whose site workers run here.
+func (m *Manager) RunningSites() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for q, r := range m.running {
+		if slug, ok := workflows.SiteSlugFromQueue(q); ok && r.status.State == StateRunning {
+			out = append(out, slug)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

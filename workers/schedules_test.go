@@ -54,6 +54,12 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 		return &client.ScheduleUpdate{Schedule: &s}, nil
 	}}))
 	require.NoError(t, h.Pause(ctx, client.SchedulePauseOptions{Note: "SRE pause"}))
+	// A pause is a signal to the scheduler: wait until it shows, as an
+	// SRE's would long before the next Engine start.
+	require.Eventually(t, func() bool {
+		d, err := h.Describe(ctx)
+		return err == nil && d.Schedule.State.Paused
+	}, 30*time.Second, 20*time.Millisecond)
 	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, queue))
 	requireSchedules(t, queue)
 	desc, err := h.Describe(ctx)

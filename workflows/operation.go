@@ -81,7 +81,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		meta[k] = v
 	}
 	var result OperationResult
-	err := workflow.ExecuteActivity(local, ops.Begin, activities.OperationRecord{
+	err := workflow.ExecuteActivity(local, ops.BeginOperation, activities.OperationRecord{
 		Target: in.Target, Kind: in.Kind, Summary: in.Summary, Actor: in.Actor, Meta: meta,
 	}).Get(ctx, &result.ActivityID)
 	if err != nil {
@@ -96,12 +96,12 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 			MaximumInterval: 5 * time.Second},
 	})
 	var reply agentgateway.Reply
-	opErr := workflow.ExecuteActivity(send, cmds.Send, activities.CommandInput{
+	opErr := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
 		OperationID: in.OperationID, GUID: in.Target.GUID, Type: in.Type, Payload: in.Payload,
 	}).Get(ctx, &reply)
 	if opErr == nil {
 		result.Payload = reply.Payload
-		opErr = workflow.ExecuteActivity(local, ops.Apply, activities.ApplyInput{
+		opErr = workflow.ExecuteActivity(local, ops.ApplyAgentAnswer, activities.ApplyInput{
 			GUID: in.Target.GUID, Type: in.Type, Payload: reply.Payload,
 		}).Get(ctx, &result.Summary)
 	}
@@ -117,7 +117,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		meta["error"] = code
 	}
 	meta["duration_ms"] = workflow.Now(ctx).Sub(started).Milliseconds()
-	finishErr := workflow.ExecuteActivity(local, ops.Finish, activities.FinishInput{
+	finishErr := workflow.ExecuteActivity(local, ops.FinishOperation, activities.FinishInput{
 		ActivityID: result.ActivityID, Status: status, Summary: summary, Meta: meta,
 	}).Get(ctx, nil)
 	if opErr != nil {

@@ -18,9 +18,6 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
-	"github.com/cairn-rmm/cairn/internal/events"
-	"github.com/cairn-rmm/cairn/internal/sites"
-	"github.com/cairn-rmm/cairn/workers"
 )
 
 const usage = `usage: cairn <command> [flags]
@@ -67,44 +64,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cairn:", err)
 		os.Exit(1)
 	}
-}
-
-// runWorker runs site workers only: no HTTP, no embedded services.
-func runWorker(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ExitOnError)
-	var slugs stringList
-	fs.Var(&slugs, "site", "site slug to serve (repeatable)")
-	c, err := loadConfig(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(slugs) == 0 {
-		return errors.New("name at least one --site SLUG")
-	}
-	if c.DatabaseURL == "" || c.TemporalAddress == "" {
-		return errors.New("cairn worker joins a running deployment: set DATABASE_URL and TEMPORAL_ADDRESS")
-	}
-	log := newLogger(c.LogLevel)
-	rt := &runtime{log: log}
-	defer rt.close()
-	if err := rt.openDatabase(ctx, c); err != nil {
-		return err
-	}
-	if err := rt.openTemporal(ctx, c, false); err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, s := range slugs {
-		want[s] = true
-	}
-	bus := events.NewBus(rt.store, log)
-	siteSvc := sites.NewService(rt.store, nil)
-	mgr := workers.NewManager(rt.temporal, log, func(slug string) bool { return want[slug] })
-	rt.onStop(mgr.Stop)
-	go bus.Run(ctx)
-	log.Info("site worker running", "sites", []string(slugs))
-	mgr.Run(ctx, siteSvc.Slugs, bus.OnControl(events.ControlSites))
-	return nil
 }
 
 func migrate(ctx context.Context, args []string) error {

@@ -13,25 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-rmm/cairn/activities"
-	"github.com/cairn-rmm/cairn/api"
-	"github.com/cairn-rmm/cairn/internal/aegis"
-	"github.com/cairn-rmm/cairn/internal/agentgateway"
-	"github.com/cairn-rmm/cairn/internal/auth"
-	"github.com/cairn-rmm/cairn/internal/credentials"
-	"github.com/cairn-rmm/cairn/internal/devices"
-	"github.com/cairn-rmm/cairn/internal/devicetrust"
-	"github.com/cairn-rmm/cairn/internal/directory"
-	"github.com/cairn-rmm/cairn/internal/enrollment"
-	"github.com/cairn-rmm/cairn/internal/events"
-	"github.com/cairn-rmm/cairn/internal/passkeys"
-	"github.com/cairn-rmm/cairn/internal/ratelimit"
-	"github.com/cairn-rmm/cairn/internal/sites"
-	"github.com/cairn-rmm/cairn/internal/sourcehost"
+	"github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/web"
-	"github.com/cairn-rmm/cairn/workers"
-	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // serve runs the Engine: database, Temporal, workers, agent sockets, API
@@ -64,85 +48,40 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 
-	cipher := aegis.New(aegis.PGStore{Q: rt.store.Queries}, aegis.DefaultKDF)
+	var started atomic.Bool
+	cfg := engine.Config{Role: engine.RoleServe, PublicURL: c.PublicURL, AgentURLs: c.agentURLs(),
+		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit,
+		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
+		Console: web.Console(), TLS: certs, Log: log, Started: started.Load}
+	if c.SiteWorkers == "none" {
+		cfg.Sites = engine.NoSites
+	}
+	eng, err := engine.New(ctx, rt.store, rt.temporal, cfg)
+	if err != nil {
+		return err
+	}
 	if c.PassphraseFile != "" {
 		pass, err := os.ReadFile(c.PassphraseFile)
 		if err != nil {
 			return fmt.Errorf("read passphrase file: %w", err)
 		}
-		if err := cipher.Unlock(ctx, strings.TrimRight(string(pass), "\r\n")); err != nil {
+		if err := eng.Cipher.Unlock(ctx, strings.TrimRight(string(pass), "\r\n")); err != nil {
 			return fmt.Errorf("unlock the master cipher from %s: %w", c.PassphraseFile, err)
 		}
 	}
-	dirSvc := directory.NewService(rt.store, cipher, log)
-	authSvc, err := auth.NewService(ctx, rt.store, cipher, auth.Config{Directory: dirSvc})
-	if err != nil {
+	if err := eng.Start(); err != nil {
 		return err
 	}
-	bus := events.NewBus(rt.store, log)
-	siteSvc := sites.NewService(rt.store, func(ctx context.Context) error { return bus.Signal(ctx, events.ControlSites) })
-	presence := events.NewPresence(rt.store, bus, log)
-	passkeySvc, err := passkeys.NewService(rt.store, authSvc, c.PublicURL, nil)
-	if err != nil {
-		return err
-	}
-
-	var started atomic.Bool
+	// Stop the Engine (sockets, workers, queued heartbeats) before the
+	// database and Temporal close; onStop runs in reverse order.
+	rt.onStop(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		eng.Stop(ctx)
+	})
 	bg, cancelBG := context.WithCancel(context.Background())
 	defer cancelBG()
-	go bus.Run(bg)
-	go presence.Run(bg)
-	go cipher.Watch(bg, bus.OnControl(events.ControlAegis), log)
 
-	approvals := workflows.EnrollmentStarter{Client: rt.temporal}
-	enrollSvc, err := enrollment.New(ctx, rt.store, cipher, enrollment.Config{ApprovalTTL: c.ApprovalTTL, Starter: approvals,
-		RequestsPerAddress: ratelimit.Rule{Limit: c.EnrollRateLimit, Window: enrollment.RequestsPerAddress.Window}})
-	if err != nil {
-		return err
-	}
-	deviceTokens, err := devicetrust.NewTokens(ctx, rt.store, c.PublicURL, nil)
-	if err != nil {
-		return err
-	}
-	dpop := devicetrust.NewVerifier(rt.store, devicetrust.Options{})
-	go sweepDeviceTrust(bg, dpop, deviceTokens, log)
-
-	deviceSvc := devices.NewService(rt.store, bus, devices.Config{OnlineWindow: c.DeviceOnlineWindow, Log: log.With("component", "devices")})
-	go deviceSvc.Run(bg)
-
-	var mgr *workers.Manager
-	var runner agentgateway.SiteRunner = noSiteWorkers{}
-	if c.SiteWorkers == "all" {
-		mgr = workers.NewManager(rt.temporal, log, nil)
-		runner = mgr
-	}
-	hub := agentgateway.New(presence.ReplicaID, rt.store, bus, runner, agentgateway.Options{Log: log,
-		QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: rt.temporal}})
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(hubCtx) }()
-	// Stop the hub (clearing this replica's socket records) before the
-	// database closes; onStop runs in reverse order.
-	rt.onStop(func() { stopHub(); <-hubDone })
-	if mgr != nil {
-		mgr.Register(workers.Activities(workers.ActivityDeps{Enrollment: enrollSvc, Gateway: hub, Devices: deviceSvc})...)
-		if err := mgr.StartEngine(); err != nil {
-			return fmt.Errorf("start engine worker: %w", err)
-		}
-		rt.onStop(mgr.Stop)
-		mgr.OnSiteStop(hub.DropSite)
-		go mgr.Run(bg, siteSvc.Slugs, bus.OnControl(events.ControlSites))
-	}
-
-	srv := api.New(api.Deps{
-		Store: rt.store, Auth: authSvc, Cipher: cipher, Sites: siteSvc, Directory: dirSvc, Passkeys: passkeySvc, Bus: bus, Presence: presence,
-		Temporal: rt.temporal, Workers: mgr, Namespace: c.TemporalNamespace, Console: web.Console(),
-		PublicURL: c.PublicURL, Log: log, Started: started.Load, TLS: certs,
-		Credentials: credentials.NewService(rt.store, cipher),
-		SourceHost:  sourcehost.NewService(rt.store, cipher, sourcehost.Config{APIURL: c.GitHubAPIURL, EnvToken: c.GitHubToken}),
-		Sockets:     hub, Enrollment: enrollSvc, Approvals: approvals, DeviceTokens: deviceTokens, DPoP: dpop, AgentURLs: c.agentURLs(),
-		Devices: deviceSvc, Operations: workflows.OperationRunner{Client: rt.temporal},
-	})
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (set CAIRN_HTTP_ADDR)", c.HTTPAddr, err)
@@ -151,7 +90,7 @@ func serve(ctx context.Context, args []string) error {
 	// streams, which http.Server.Shutdown alone would wait for.
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	httpSrv := &http.Server{
-		Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 	}
@@ -192,10 +131,6 @@ func serve(ctx context.Context, args []string) error {
 	if httpsSrv != nil {
 		_ = httpsSrv.Shutdown(shutdownCtx)
 	}
-	// No heartbeat arrives any more: write the ones still queued.
-	if err := deviceSvc.Flush(shutdownCtx); err != nil {
-		log.Error("flush heartbeats at shutdown", "err", err)
-	}
 	cancelBG()
 	return nil
 }
@@ -231,9 +166,3 @@ func refreshCertificate(ctx context.Context, certs *tlsca.Manager, log *slog.Log
 		}
 	}
 }
-
-// noSiteWorkers answers for a serve process that runs no site workers:
-// agent sockets belong elsewhere.
-type noSiteWorkers struct{}
-
-func (noSiteWorkers) Runs(string) bool { return false }

@@ -102,6 +102,7 @@ func TestDispatchCompletesWhereverTheSocketIs(t *testing.T) {
 	a := f.replica(t, "replica-a", nil, agentgateway.Options{Completer: done})
 	b := f.replica(t, "replica-b", nil, agentgateway.Options{Completer: done})
 	big := strings.Repeat("x", 64<<10)
+	f.device(t, "alpha")
 	for _, tc := range []struct {
 		name   string
 		holder *replica
@@ -144,6 +145,7 @@ func TestDispatchFailures(t *testing.T) {
 	done := newCompletions()
 	r := f.replica(t, "replica-a", nil, agentgateway.Options{Completer: done, HeartbeatEvery: 50 * time.Millisecond})
 	ctx := context.Background()
+	f.device(t, "alpha") // the site exists before the parallel subtests
 
 	t.Run("agent error codes pass an allow-list", func(t *testing.T) {
 		t.Parallel()

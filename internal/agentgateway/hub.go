@@ -12,17 +12,13 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
-	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
 )
 
@@ -68,6 +64,10 @@ type Options struct {
 	// Completer completes command-path activities (nil: this process
 	// takes sockets but runs no operations, as in some tests).
 	Completer Completer
+	// Endpoint is the http(s) address agents reach this process's
+	// sockets at; when set it is recorded for the realtime route
+	// (standalone site workers).
+	Endpoint string
 	// QueueOf names a site's worker (its task queue) in routes and acks;
 	// the Engine passes workflows.SiteTaskQueue (this package sits below
 	// workflows, so it cannot import it).
@@ -143,6 +143,14 @@ func (h *Hub) Run(ctx context.Context) {
 	defer tick.Stop()
 	beat := time.NewTicker(h.opts.HeartbeatEvery)
 	defer beat.Stop()
+	var endpoint <-chan time.Time
+	if h.opts.Endpoint != "" {
+		h.recordEndpoint(ctx)
+		t := time.NewTicker(EndpointRefresh)
+		defer t.Stop()
+		endpoint = t.C
+		defer h.forgetEndpoint()
+	}
 	inbox := h.inbox
 	for {
 		select {
@@ -159,6 +167,8 @@ func (h *Hub) Run(ctx context.Context) {
 			if _, err := h.refreshSeen(ctx); err != nil && ctx.Err() == nil {
 				h.log.Error("refresh agent sockets", "err", err)
 			}
+		case <-endpoint:
+			h.recordEndpoint(ctx)
 		case <-beat.C:
 			// Off the loop (one Temporal call per waiting request), and
 			// never two rounds at once.
@@ -204,17 +214,6 @@ func (h *Hub) refreshSeen(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	return h.store.DeviceSocketTouchMany(ctx, db.DeviceSocketTouchManyParams{Replica: h.replica, Guids: guids})
-}
-
-// Route answers GET proto.PathRealtimeRoute for dev: the socket's address
-// under the Engine's public URL, and the site worker that takes it.
-func (h *Hub) Route(dev devicetrust.Identity, publicURL *url.URL) proto.Route {
-	u := url.URL{Scheme: "ws", Host: publicURL.Host,
-		Path: strings.TrimSuffix(publicURL.Path, "/") + proto.PathRealtimeWS}
-	if publicURL.Scheme == "https" {
-		u.Scheme = "wss"
-	}
-	return proto.Route{URL: u.String(), SiteSlug: dev.SiteSlug, Worker: h.opts.QueueOf(dev.SiteSlug)}
 }
 
 // local returns this replica's socket of guid, or nil.

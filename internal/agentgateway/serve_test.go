@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,6 +281,42 @@ func TestRoutePointsAtTheSocketUnderThePublicURL(t *testing.T) {
 	} {
 		u, err := url.Parse(tc.public)
 		require.NoError(t, err)
-		require.Equal(t, proto.Route{URL: tc.want, SiteSlug: "alpha", Worker: "site:alpha"}, r.hub.Route(dev, u), tc.public)
+		route, err := r.hub.Route(context.Background(), dev, u)
+		require.NoError(t, err)
+		require.Equal(t, proto.Route{URL: tc.want, SiteSlug: "alpha", Worker: "site:alpha"}, route, tc.public)
 	}
+}
+
+// runner is a SiteRunner that lists its sites, as *workers.Manager does,
+// so its hub records them with its endpoint.
+type runner []string
+
+func (r runner) Runs(slug string) bool  { return slices.Contains(r, slug) }
+func (r runner) RunningSites() []string { return r }
+
+// A process that does not run a site names a live standalone worker that
+// does, the least loaded first; one that stopped is named no more.
+func TestRouteNamesAStandaloneWorkerOfTheSite(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	serve := f.replica(t, "serve", runner{}, agentgateway.Options{})
+	w1 := f.replica(t, "worker-1", runner{"beta"}, agentgateway.Options{Endpoint: "https://w1.example.test:8090"})
+	w2 := f.replica(t, "worker-2", runner{"beta", "gamma"}, agentgateway.Options{Endpoint: "http://127.0.0.1:8091"})
+	public, err := url.Parse("https://rmm.example.test")
+	require.NoError(t, err)
+	route := func(slug string) string {
+		r, err := serve.hub.Route(context.Background(), devicetrust.Identity{GUID: "g", SiteSlug: slug}, public)
+		require.NoError(t, err)
+		return r.URL
+	}
+	eventually(t, func() bool { return route("gamma") == "ws://127.0.0.1:8091/api/agent/realtime/socket" }, "worker-2 runs gamma")
+	require.Equal(t, "wss://rmm.example.test/api/agent/realtime/socket", route("alpha"), "nobody runs alpha: the public URL")
+
+	// worker-2 holds a socket of beta, so worker-1 is the less loaded.
+	connect(t, w2, f.device(t, "beta"))
+	eventually(t, func() bool { return route("beta") == "wss://w1.example.test:8090/api/agent/realtime/socket" }, "least loaded first")
+
+	w1.stop()
+	eventually(t, func() bool { return route("beta") == "ws://127.0.0.1:8091/api/agent/realtime/socket" }, "a stopped worker is forgotten")
+	_ = w2
 }

@@ -50,6 +50,9 @@ func (f *fixture) device(t *testing.T, slug string) devicetrust.Identity {
 	site, err := f.store.SiteGetBySlug(ctx, slug)
 	if db.IsNoRows(err) {
 		site, err = f.store.SiteInsert(ctx, db.SiteInsertParams{Name: "Site " + slug, Slug: slug})
+		if db.IsUniqueViolation(err, "") { // a parallel subtest made it first
+			site, err = f.store.SiteGetBySlug(ctx, slug)
+		}
 	}
 	require.NoError(t, err)
 	guid := uuid.NewString()
@@ -91,8 +94,11 @@ type replica struct {
 	stop     context.CancelFunc
 }
 
-func (f *fixture) replica(t *testing.T, id string, runs sites, opts agentgateway.Options) *replica {
+func (f *fixture) replica(t *testing.T, id string, runs agentgateway.SiteRunner, opts agentgateway.Options) *replica {
 	t.Helper()
+	if runs == nil {
+		runs = sites(nil)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
@@ -160,6 +166,7 @@ func dial(t *testing.T, r *replica, dev devicetrust.Identity) *agent {
 	if res.Body != nil {
 		_ = res.Body.Close()
 	}
+	ws.SetReadLimit(8 << 20)
 	t.Cleanup(func() { _ = ws.CloseNow() })
 	return &agent{t: t, ws: ws}
 }

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -24,6 +29,15 @@ var standIns = map[string]any{
 	"DropSocket":          func(context.Context, workflows.TrustActionInput) error { return nil },
 	"RecordTrustActivity": func(context.Context, workflows.TrustActionInput) error { return nil },
 	"PublishTrustChange":  func(context.Context, workflows.TrustActionInput) error { return nil },
+	"BeginOperation":      func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
+		if in.Type == proto.EventProcessManagement {
+			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
+		}
+		return agentgateway.Reply{Payload: json.RawMessage(`{"name":"cron","state":"running","service":{},"services":[]}`)}, nil
+	},
+	"ApplyAgentAnswer": func(context.Context, activities.ApplyInput) (string, error) { return "cron is running", nil },
+	"FinishOperation":  func(context.Context, activities.FinishInput) error { return nil },
 }
 
 var scenarios = []scenario{
@@ -89,6 +103,27 @@ var scenarios = []scenario{
 	{"device_trust_unquarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "unquarantine", "active")
 	}, false},
+	{"device_operation_service_restart.json", func(ctx context.Context, c client.Client) (string, error) {
+		return operation(ctx, c, proto.EventServiceControl, "service_restart", `{"name":"cron","action":"restart"}`, false)
+	}, false},
+	{"device_operation_terminate_refused.json", func(ctx context.Context, c client.Client) (string, error) {
+		return operation(ctx, c, proto.EventProcessManagement, "process_terminate", `{"action":"terminate","pid":4242,"name":"sleep"}`, true)
+	}, false},
+}
+
+// operation runs one DeviceOperation; wantErr says the agent refuses it.
+func operation(ctx context.Context, c client.Client, typ, kind, payload string, wantErr bool) (string, error) {
+	in := workflows.OperationInput{OperationID: unique("op"), Type: typ, Payload: json.RawMessage(payload), Kind: kind,
+		Summary: kind, Actor: "admin", Target: devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	run, err := start(ctx, c, workflows.OperationWorkflowID(in.Target.GUID, in.OperationID), workflows.DeviceOperation, in)
+	if err != nil {
+		return "", err
+	}
+	err = run.Get(ctx, nil)
+	if wantErr != (err != nil) {
+		return "", fmt.Errorf("operation ended with %v", err)
+	}
+	return run.GetID(), nil
 }
 
 func trustAction(ctx context.Context, c client.Client, action, state string) (string, error) {

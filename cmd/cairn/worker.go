@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/cairn-rmm/cairn/engine"
+	"github.com/cairn-rmm/cairn/internal/tlsca"
+)
+
+// runWorker runs the workers of some sites and takes their agents'
+// sockets: an agent-only HTTP listener (health, realtime socket) at
+// --listen, advertised to agents as --advertise-url through the realtime
+// route. It joins a running deployment: the same PostgreSQL, Temporal and
+// public URL as the serve replicas.
+func runWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	var slugs stringList
+	fs.Var(&slugs, "site", "site slug to serve (repeatable)")
+	listen := fs.String("listen", env("CAIRN_WORKER_ADDR", "127.0.0.1:8090"), "address the worker takes agent sockets on")
+	advertise := fs.String("advertise-url", env("CAIRN_WORKER_URL", ""),
+		"http(s) URL agents reach --listen at (default http://<listen>, https:// when the worker serves TLS)")
+	useTLS := fs.Bool("tls", env("CAIRN_WORKER_TLS", "") == "1",
+		"serve HTTPS with the provided certificate (CAIRN_TLS_CERT_FILE) or one from the local CA in the data directory")
+	c, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(slugs) == 0 {
+		return errors.New("name at least one --site SLUG")
+	}
+	if c.DatabaseURL == "" || c.TemporalAddress == "" {
+		return errors.New("cairn worker joins a running deployment: set DATABASE_URL and TEMPORAL_ADDRESS")
+	}
+	if !*useTLS && !c.AllowPlainHTTP && !isLoopback(*listen) {
+		return fmt.Errorf("plain HTTP is served on loopback only, but --listen is %s: use --tls, or set CAIRN_ALLOW_PLAIN_HTTP=1 behind a TLS-terminating proxy", *listen)
+	}
+	if *advertise == "" {
+		scheme := "http"
+		if *useTLS {
+			scheme = "https"
+		}
+		*advertise = scheme + "://" + *listen
+	}
+	if u, err := url.Parse(*advertise); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("advertise-url must be an http(s) URL, got %q", *advertise)
+	}
+	var certs *tlsca.Manager
+	if *useTLS {
+		u, _ := url.Parse(*advertise)
+		certs, err = tlsca.Load(tlsca.Options{Dir: filepath.Join(c.DataDir, "tls"), Hostnames: append(c.tlsHostnames(), u.Hostname()),
+			CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile})
+		if err != nil {
+			return err
+		}
+	}
+
+	log := newLogger(c.LogLevel)
+	rt := &runtime{log: log}
+	defer rt.close()
+	if err := rt.openDatabase(ctx, c); err != nil {
+		return err
+	}
+	if err := rt.openTemporal(ctx, c, false); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, s := range slugs {
+		want[s] = true
+	}
+	eng, err := engine.New(ctx, rt.store, rt.temporal, engine.Config{Role: engine.RoleSiteWorker,
+		Sites: func(slug string) bool { return want[slug] }, PublicURL: c.PublicURL,
+		AgentURLs: append(c.agentURLs(), *advertise), AgentEndpoint: *advertise, Namespace: c.TemporalNamespace,
+		OnlineWindow: c.DeviceOnlineWindow, Log: log})
+	if err != nil {
+		return err
+	}
+	if err := eng.Start(); err != nil {
+		return err
+	}
+	rt.onStop(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		eng.Stop(ctx)
+	})
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (set CAIRN_WORKER_ADDR)", *listen, err)
+	}
+	reqCtx, cancelReqs := context.WithCancel(context.Background())
+	defer cancelReqs()
+	srv := &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return reqCtx }}
+	served := make(chan error, 1)
+	if certs != nil {
+		srv.TLSConfig = certs.TLSConfig()
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
+	log.Info("site worker running", "sites", []string(slugs), "agents", *advertise)
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	}
+	cancelReqs()
+	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return nil
+}

@@ -1,0 +1,264 @@
+// Package engine builds the Engine from one constructor that `cairn
+// serve`, `cairn worker`, the API tests and the benchmark share: the
+// domain services, the agent gateway, the Temporal workers with every
+// workflow and activity registered, and the HTTP API. A capability adds
+// its service here and one line to each registration list
+// (workflows.Registered, workers.Activities, the API's route areas).
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/directory"
+	"github.com/cairn-rmm/cairn/internal/enrollment"
+	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/sites"
+	"github.com/cairn-rmm/cairn/internal/sourcehost"
+	"github.com/cairn-rmm/cairn/internal/tlsca"
+	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// Role is what a process does.
+type Role int
+
+const (
+	// RoleServe is `cairn serve`: the whole API, the engine queue's
+	// worker and (unless SiteWorkers says otherwise) every site worker.
+	RoleServe Role = iota
+	// RoleSiteWorker is `cairn worker --site`: the named sites' workers
+	// and their agents' sockets, behind an agent-only HTTP surface.
+	RoleSiteWorker
+)
+
+// Config is everything that differs between processes and tests.
+type Config struct {
+	Role Role
+	// Sites decides which site workers run here: nil runs every site,
+	// NoSites none.
+	Sites func(slug string) bool
+	// PublicURL is the address operators and agents use; AgentURLs are
+	// further origins agents may sign DPoP proofs for.
+	PublicURL string
+	AgentURLs []string
+	// AgentEndpoint is where agents reach this process's sockets, recorded
+	// for the realtime route ("" : not recorded; a serve replica answers
+	// the route with the origin the agent used).
+	AgentEndpoint string
+	// EngineQueue is the Engine-wide queue (default "engine"); tests that
+	// share one Temporal server give each database its own.
+	EngineQueue string
+	Namespace   string
+
+	ApprovalTTL     time.Duration
+	EnrollRateLimit int
+	OnlineWindow    time.Duration
+	GitHubAPIURL    string
+	GitHubToken     string
+
+	Console fs.FS
+	TLS     *tlsca.Manager
+	Log     *slog.Logger
+	// Started reports whether the process finished starting (for /startup).
+	Started func() bool
+
+	// Test seams: a clock, cheap key derivation and password hashing, and
+	// no heartbeat flush loop (tests flush themselves).
+	Now            func() time.Time
+	KDF            *aegis.KDFParams
+	Password       *auth.PasswordParams
+	ManualFlush    bool
+	GatewayOptions agentgateway.Options
+	// NoSchedules leaves the maintenance schedules alone (tests share one
+	// Temporal server and a schedule ID names one queue).
+	NoSchedules bool
+}
+
+// NoSites runs no site workers.
+func NoSites(string) bool { return false }
+
+// Engine is one process's Engine.
+type Engine struct {
+	cfg      Config
+	Store    *db.Store
+	Temporal client.Client
+	Log      *slog.Logger
+
+	Cipher     *aegis.Cipher
+	Auth       *auth.Service
+	Directory  *directory.Service
+	Bus        *events.Bus
+	Presence   *events.Presence
+	Sites      *sites.Service
+	Passkeys   *passkeys.Service
+	Enrollment *enrollment.Service
+	Approvals  workflows.EnrollmentStarter
+	Tokens     *devicetrust.Tokens
+	DPoP       *devicetrust.Verifier
+	Devices    *devices.Service
+	Gateway    *agentgateway.Hub
+	// Workers is nil when the process runs no workers at all.
+	Workers *workers.Manager
+	API     *api.Server
+
+	bg      context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopHub context.CancelFunc
+	hubDone chan struct{}
+}
+
+// New builds an Engine over an open database and Temporal client. Nothing
+// runs until Start.
+func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*Engine, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.EngineQueue = cmp.Or(cfg.EngineQueue, workflows.EngineTaskQueue)
+	cfg.Namespace = cmp.Or(cfg.Namespace, "default")
+	kdf := aegis.DefaultKDF
+	if cfg.KDF != nil {
+		kdf = *cfg.KDF
+	}
+	log := cfg.Log
+	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log}
+	e.bg, e.cancel = context.WithCancel(context.Background())
+
+	var err error
+	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries}, kdf)
+	e.Directory = directory.NewService(store, e.Cipher, log)
+	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory}); err != nil {
+		return nil, err
+	}
+	e.Bus = events.NewBus(store, log)
+	e.Sites = sites.NewService(store, func(ctx context.Context) error { return e.Bus.Signal(ctx, events.ControlSites) })
+	e.Presence = events.NewPresence(store, e.Bus, log)
+	if e.Passkeys, err = passkeys.NewService(store, e.Auth, cfg.PublicURL, cfg.Now); err != nil {
+		return nil, err
+	}
+	e.Approvals = workflows.EnrollmentStarter{Client: tc, TaskQueue: cfg.EngineQueue}
+	enrollCfg := enrollment.Config{ApprovalTTL: cfg.ApprovalTTL, Starter: e.Approvals, Now: cfg.Now}
+	if cfg.EnrollRateLimit > 0 {
+		enrollCfg.RequestsPerAddress = ratelimit.Rule{Limit: cfg.EnrollRateLimit, Window: enrollment.RequestsPerAddress.Window}
+	}
+	if e.Enrollment, err = enrollment.New(ctx, store, e.Cipher, enrollCfg); err != nil {
+		return nil, err
+	}
+	if e.Tokens, err = devicetrust.NewTokens(ctx, store, cfg.PublicURL, cfg.Now); err != nil {
+		return nil, err
+	}
+	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
+	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
+
+	runsSites := cfg.Sites == nil || cfg.Role == RoleSiteWorker
+	var runner agentgateway.SiteRunner = noSiteWorkers{}
+	if runsSites || cfg.Role == RoleServe {
+		e.Workers = workers.NewManager(tc, log, cfg.Sites)
+		runner = e.Workers
+	}
+	gw := cfg.GatewayOptions
+	gw.Log, gw.QueueOf = log, workflows.SiteTaskQueue
+	gw.Completer = activities.Completer{Client: tc}
+	gw.Endpoint = cfg.AgentEndpoint
+	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, runner, gw)
+	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
+		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus})...)
+	e.Workers.OnSiteStop(e.Gateway.DropSite)
+
+	deps := api.Deps{
+		Store: store, Auth: e.Auth, Cipher: e.Cipher, Sites: e.Sites, Directory: e.Directory, Passkeys: e.Passkeys,
+		Bus: e.Bus, Presence: e.Presence, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
+		Console: cfg.Console, PublicURL: cfg.PublicURL, Log: log, Started: cfg.Started, TLS: cfg.TLS,
+		Credentials: credentials.NewService(store, e.Cipher),
+		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),
+		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
+		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
+		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
+		AgentOnly: cfg.Role == RoleSiteWorker,
+	}
+	e.API = api.New(deps)
+	return e, nil
+}
+
+// Handler serves the API (and the console) of this process.
+func (e *Engine) Handler() http.Handler { return e.API.Handler() }
+
+// Start runs the background parts: the event bus, presence, the cipher's
+// reset watch, heartbeat batching, the agent gateway and the workers.
+func (e *Engine) Start() error {
+	e.goBG(e.Bus.Run)
+	e.goBG(e.Presence.Run)
+	e.goBG(func(ctx context.Context) { e.Cipher.Watch(ctx, e.Bus.OnControl(events.ControlAegis), e.Log) })
+	if !e.cfg.ManualFlush {
+		e.goBG(e.Devices.Run)
+	}
+
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	e.stopHub, e.hubDone = stopHub, make(chan struct{})
+	go func() { defer close(e.hubDone); e.Gateway.Run(hubCtx) }()
+
+	if e.cfg.Role == RoleServe && !e.cfg.NoSchedules {
+		// Clean-up runs as Temporal Schedules, once per deployment.
+		if err := workers.EnsureSchedules(e.bg, e.Temporal, e.cfg.EngineQueue); err != nil {
+			return fmt.Errorf("maintenance schedules: %w", err)
+		}
+	}
+	if e.cfg.Role == RoleServe {
+		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
+			return fmt.Errorf("start engine worker: %w", err)
+		}
+	}
+	changes := e.Bus.OnControl(events.ControlSites)
+	e.goBG(func(ctx context.Context) { e.Workers.Run(ctx, e.Sites.Slugs, changes) })
+	return nil
+}
+
+func (e *Engine) goBG(f func(context.Context)) {
+	e.wg.Add(1)
+	go func() { defer e.wg.Done(); f(e.bg) }()
+}
+
+// Stop stops what Start started, in reverse: the gateway (closing sockets
+// and clearing their records), the workers, the queued heartbeats, then
+// the background loops. The caller closes the database and Temporal.
+func (e *Engine) Stop(ctx context.Context) {
+	if e.stopHub != nil {
+		e.stopHub()
+		<-e.hubDone
+	}
+	e.Workers.Stop()
+	if err := e.Devices.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		e.Log.Error("flush heartbeats at shutdown", "err", err)
+	}
+	e.cancel()
+	e.wg.Wait()
+}
+
+// noSiteWorkers answers for a process that runs no site workers.
+type noSiteWorkers struct{}
+
+func (noSiteWorkers) Runs(string) bool { return false }

@@ -22,6 +22,8 @@ type Maintenance struct {
 	RefreshTokens ExpiredDeleter
 	// Presence is *events.Presence: operator streams of dead replicas.
 	Presence StaleDeleter
+	// AgentRequests is *db.Store: command-path requests past their deadline.
+	AgentRequests AgentRequestSweeper
 }
 
 // SessionSweeper deletes expired operator sessions and pending tokens.
@@ -92,6 +94,20 @@ func (m *Maintenance) SweepPresence(ctx context.Context) (int64, error) {
 		return 0, notWired("Presence")
 	}
 	return m.Presence.DeleteStale(ctx)
+}
+
+// SweepAgentRequests deletes command-path requests past their deadline
+// (their activity timed out long ago; the holder died before taking them).
+func (m *Maintenance) SweepAgentRequests(ctx context.Context) (int64, error) {
+	if m.AgentRequests == nil {
+		return 0, notWired("AgentRequests")
+	}
+	return m.AgentRequests.AgentRequestDeleteExpired(ctx)
+}
+
+// AgentRequestSweeper is *db.Store.
+type AgentRequestSweeper interface {
+	AgentRequestDeleteExpired(ctx context.Context) (int64, error)
 }
 
 // notWired fails a job whose dependency the process did not give: a

@@ -63,6 +63,35 @@ func (q *Queries) AgentEndpointForSite(ctx context.Context, arg AgentEndpointFor
 	return items, nil
 }
 
+const agentEndpointList = `-- name: AgentEndpointList :many
+SELECT replica, url, sites, seen_at FROM agent_endpoints ORDER BY replica
+`
+
+func (q *Queries) AgentEndpointList(ctx context.Context) ([]AgentEndpoint, error) {
+	rows, err := q.db.Query(ctx, agentEndpointList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AgentEndpoint
+	for rows.Next() {
+		var i AgentEndpoint
+		if err := rows.Scan(
+			&i.Replica,
+			&i.Url,
+			&i.Sites,
+			&i.SeenAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const agentEndpointUpsert = `-- name: AgentEndpointUpsert :exec
 INSERT INTO agent_endpoints (replica, url, sites, seen_at)
 VALUES ($1, $2, $3::text[], now())

@@ -19,6 +19,9 @@ const (
 	JobDPoP          = "dpop-jtis"
 	JobRefreshTokens = "refresh-tokens"
 	JobPresence      = "presence"
+	// JobAgentRequests deletes command-path requests past their deadline
+	// whose holder died before it could take them.
+	JobAgentRequests = "agent-requests"
 )
 
 // MaintenanceJob is one job and how often its schedule starts it.
@@ -40,6 +43,7 @@ var MaintenanceJobs = []MaintenanceJob{
 	{JobSessions, 5 * time.Minute},
 	{JobPendingTokens, 5 * time.Minute},
 	{JobRateLimits, 5 * time.Minute},
+	{JobAgentRequests, 5 * time.Minute},
 }
 
 // MaintenanceScheduleID names the schedule of a job; it is also the
@@ -75,6 +79,7 @@ func Maintenance(ctx workflow.Context, in MaintenanceInput) (MaintenanceResult, 
 		JobDPoP:          a.SweepDPoP,
 		JobRefreshTokens: a.SweepRefreshTokens,
 		JobPresence:      a.SweepPresence,
+		JobAgentRequests: a.SweepAgentRequests,
 	}
 	act, ok := jobs[in.Job]
 	if !ok {

@@ -38,6 +38,9 @@ func (f *flakySweeper) RateLimitDeleteExpired(context.Context) error {
 }
 func (f *flakySweeper) DeleteExpired(context.Context) (int64, error) { return f.sweep() }
 func (f *flakySweeper) DeleteStale(context.Context) (int64, error)   { return f.sweep() }
+func (f *flakySweeper) AgentRequestDeleteExpired(context.Context) (int64, error) {
+	return f.sweep()
+}
 
 func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 	t.Parallel()
@@ -47,7 +50,8 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 			f := &flakySweeper{failures: 4, n: 7}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
-			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f})
+			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
+				AgentRequests: f})
 			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: job.Name})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())

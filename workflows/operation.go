@@ -28,7 +28,7 @@ func OperationWorkflowID(guid, operationID string) string { return "device-op:" 
 // agent reconnects.
 const (
 	DefaultOperationTimeout = 90 * time.Second
-	operationHeartbeat      = 4 * agentgateway.HeartbeatInterval
+	operationHeartbeat      = 3 * agentgateway.HeartbeatInterval
 )
 
 // ECodeOperationTimedOut: the agent did not answer in time.

@@ -161,6 +161,8 @@ type agentProc struct {
 	dir      string
 	cmd      *exec.Cmd
 	cfg      *agent.Config
+	// env is added to the agent's environment.
+	env []string
 	mu       sync.Mutex
 	out      bytes.Buffer
 }
@@ -188,6 +190,7 @@ func startAgent(t *testing.T, bin, tmp, hostname string, args ...string) *agentP
 func (a *agentProc) start(t *testing.T, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, append(args, "--config", filepath.Join(a.dir, "agent.json"))...)
+	cmd.Env = append(os.Environ(), a.env...)
 	cmd.Stdout, cmd.Stderr = a, a
 	require.NoError(t, cmd.Start())
 	a.cmd = cmd

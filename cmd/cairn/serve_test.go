@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/internal/authtest"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
 
 // The test binary doubles as the cairn command: with CAIRN_TEST_MAIN set it
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 func freePort(t *testing.T) int {

@@ -72,3 +72,6 @@ WHERE d.guid = @guid::text
 UPDATE device_activity
 SET status = @status, summary = @summary, metadata = @metadata, finished_at = now()
 WHERE id = @id;
+
+-- name: AgentEndpointList :many
+SELECT * FROM agent_endpoints ORDER BY replica;

@@ -41,7 +41,7 @@ const (
 	// HeartbeatInterval is how often a holder heartbeats the activities
 	// waiting on its sockets; the activities' heartbeat timeout is a
 	// multiple of it.
-	HeartbeatInterval = 15 * time.Second
+	HeartbeatInterval = 10 * time.Second
 )
 
 // SiteRunner says whether this process runs a site's worker;

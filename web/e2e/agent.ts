@@ -23,7 +23,14 @@ export interface Agent {
   stop: () => Promise<void>;
 }
 
-export async function startAgent(opts: { name: string; server: string; code: string; hostname: string }): Promise<Agent> {
+export async function startAgent(opts: {
+  name: string;
+  server: string;
+  code: string;
+  hostname: string;
+  /** Extra environment for the agent (e.g. CAIRN_AGENT_INIT_DIR). */
+  env?: Record<string, string>;
+}): Promise<Agent> {
   const bin = resolve(webDir, process.env.CAIRN_E2E_AGENT_BIN ?? '../bin/cairn-agent');
   if (!existsSync(bin)) {
     throw new Error(`Agent binary not found at ${bin}. Build it first: (cd .. && go build -o bin/cairn-agent ./cmd/cairn-agent)`);
@@ -34,7 +41,10 @@ export async function startAgent(opts: { name: string; server: string; code: str
   const log = createWriteStream(join(artifactsDir, `${opts.name}.log`));
   const children: ChildProcess[] = [];
   const start = (args: string[]) => {
-    const child = spawn(bin, [...args, '--config', config, '--hostname', opts.hostname], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(bin, [...args, '--config', config, '--hostname', opts.hostname], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...opts.env },
+    });
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
     children.push(child);

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
 // statusByCode is the one map from domain error codes to HTTP statuses.
@@ -60,6 +61,11 @@ var statusByCode = map[string]int{
 	ECodeAgentContextRequired:          http.StatusUnauthorized,
 	ECodeAgentContextRefused:           http.StatusForbidden,
 	ECodeProtocolUnsupported:           http.StatusUpgradeRequired,
+
+	// Remote shell (docs/api.md "Remote shell").
+	shells.ECodeTokenInvalid:   http.StatusForbidden,
+	shells.ECodeAgentTimeout:   http.StatusGatewayTimeout,
+	shells.ECodeNotImplemented: http.StatusNotImplemented,
 }
 
 type errorBody struct {

@@ -134,18 +134,19 @@ func (q *Queries) ShellSessionClaimAgent(ctx context.Context, arg ShellSessionCl
 
 const shellSessionClaimBrowser = `-- name: ShellSessionClaimBrowser :one
 UPDATE shell_sessions
-SET state = 'connecting', replica = $1, connected_at = now()
-WHERE id = $2 AND token_hash = $3 AND operator = $4
+SET state = 'connecting', replica = $1, connected_at = now(), agent_token_hash = $2
+WHERE id = $3 AND token_hash = $4 AND operator = $5
   AND state = 'pending' AND expires_at > now()
 RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
           created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated
 `
 
 type ShellSessionClaimBrowserParams struct {
-	Replica   *string
-	ID        string
-	TokenHash []byte
-	Operator  string
+	Replica        *string
+	AgentTokenHash []byte
+	ID             string
+	TokenHash      []byte
+	Operator       string
 }
 
 type ShellSessionClaimBrowserRow struct {
@@ -170,10 +171,11 @@ type ShellSessionClaimBrowserRow struct {
 }
 
 // The browser's token is single use: only a pending, unexpired session of
-// this operator moves to connecting, once.
+// this operator moves to connecting, once; the agent's token is made then.
 func (q *Queries) ShellSessionClaimBrowser(ctx context.Context, arg ShellSessionClaimBrowserParams) (ShellSessionClaimBrowserRow, error) {
 	row := q.db.QueryRow(ctx, shellSessionClaimBrowser,
 		arg.Replica,
+		arg.AgentTokenHash,
 		arg.ID,
 		arg.TokenHash,
 		arg.Operator,
@@ -342,10 +344,10 @@ func (q *Queries) ShellSessionGet(ctx context.Context, arg ShellSessionGetParams
 
 const shellSessionInsert = `-- name: ShellSessionInsert :one
 
-INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash, agent_token_hash,
+INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash,
                             cols, rows, idle_timeout_seconds, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10, now() + make_interval(secs => $11::float8))
+VALUES ($1, $2, $3, $4, $5, $6,
+        $7, $8, $9, now() + make_interval(secs => $10::float8))
 RETURNING id, expires_at
 `
 
@@ -356,7 +358,6 @@ type ShellSessionInsertParams struct {
 	SiteID             *int64
 	Operator           string
 	TokenHash          []byte
-	AgentTokenHash     []byte
 	Cols               int32
 	Rows               int32
 	IdleTimeoutSeconds int32
@@ -379,7 +380,6 @@ func (q *Queries) ShellSessionInsert(ctx context.Context, arg ShellSessionInsert
 		arg.SiteID,
 		arg.Operator,
 		arg.TokenHash,
-		arg.AgentTokenHash,
 		arg.Cols,
 		arg.Rows,
 		arg.IdleTimeoutSeconds,

@@ -33,7 +33,8 @@ CREATE TABLE agent_endpoints (
 
 -- Remote shell sessions (docs/api.md "Remote shell"): who opened which
 -- shell where, until when. Both tokens are single use and stored hashed:
--- the browser's (in ws_url) and the agent's (sent in vpn_shell_open). The
+-- the browser's (in ws_url) and the agent's (made when the browser
+-- connects, sent in vpn_shell_open). The
 -- transcript (asciicast v2, bounded) is kept for admins to replay. State:
 -- pending (established) -> connecting (the browser's socket arrived at
 -- replica) -> open (the agent's socket arrived) -> closed.
@@ -44,7 +45,7 @@ CREATE TABLE shell_sessions (
     site_id              bigint,
     operator             text        NOT NULL,
     token_hash           bytea       NOT NULL,
-    agent_token_hash     bytea       NOT NULL,
+    agent_token_hash     bytea,
     -- The Engine process holding the browser's socket, where the agent's
     -- socket must arrive (NULL until the browser connects).
     replica              text,

@@ -3,17 +3,17 @@
 -- the activity history does. Listings never read the transcript.
 
 -- name: ShellSessionInsert :one
-INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash, agent_token_hash,
+INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash,
                             cols, rows, idle_timeout_seconds, expires_at)
-VALUES (@id, @device_guid, @hostname, @site_id, @operator, @token_hash, @agent_token_hash,
+VALUES (@id, @device_guid, @hostname, @site_id, @operator, @token_hash,
         @cols, @rows, @idle_timeout_seconds, now() + make_interval(secs => @ttl_seconds::float8))
 RETURNING id, expires_at;
 
 -- name: ShellSessionClaimBrowser :one
 -- The browser's token is single use: only a pending, unexpired session of
--- this operator moves to connecting, once.
+-- this operator moves to connecting, once; the agent's token is made then.
 UPDATE shell_sessions
-SET state = 'connecting', replica = @replica, connected_at = now()
+SET state = 'connecting', replica = @replica, connected_at = now(), agent_token_hash = @agent_token_hash
 WHERE id = @id AND token_hash = @token_hash AND operator = @operator
   AND state = 'pending' AND expires_at > now()
 RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,

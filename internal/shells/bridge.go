@@ -38,7 +38,8 @@ type Live struct {
 	ID        string
 	reg       *Registry
 	agent     chan *websocket.Conn
-	delivered bool // under reg.mu
+	delivered bool   // under reg.mu
+	closing   string // under reg.mu: why it is being closed, once asked
 	end       chan string
 	endOnce   sync.Once
 	done      chan struct{}
@@ -76,17 +77,42 @@ func (r *Registry) Deliver(id string, c *websocket.Conn) bool {
 	return true
 }
 
-// End asks the live session id to close with reason and returns a channel
-// closed once it is released; ok is false when it does not live here.
-func (r *Registry) End(id, reason string) (done <-chan struct{}, ok bool) {
+// End asks the live session id to close with reason: at once, or after
+// grace unless it ends by itself first (the agent was asked to end the
+// shell and may still report its exit). It returns a channel closed once
+// the session is released; ok is false when it does not live here.
+func (r *Registry) End(id, reason string, grace time.Duration) (done <-chan struct{}, ok bool) {
 	r.mu.Lock()
 	l := r.sessions[id]
+	if l != nil && l.closing == "" {
+		l.closing = reason
+	}
 	r.mu.Unlock()
 	if l == nil {
 		return nil, false
 	}
-	l.endOnce.Do(func() { l.end <- reason })
+	stop := func() { l.endOnce.Do(func() { l.end <- reason }) }
+	if grace <= 0 {
+		stop()
+	} else {
+		go func() {
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				stop()
+			case <-l.done:
+			}
+		}()
+	}
 	return l.done, true
+}
+
+// ClosingReason is the reason End was given ("" when not asked).
+func (l *Live) ClosingReason() string {
+	l.reg.mu.Lock()
+	defer l.reg.mu.Unlock()
+	return l.closing
 }
 
 // Agent delivers the agent's socket.

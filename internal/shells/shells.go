@@ -171,12 +171,11 @@ func hashToken(t string) []byte {
 }
 
 // Established is a new session: Token goes to the browser (in its socket
-// URL), AgentToken to the agent (in vpn_shell_open); neither is stored.
+// URL); only its hash is stored.
 type Established struct {
-	ID         string
-	Token      string
-	AgentToken string
-	ExpiresAt  time.Time
+	ID        string
+	Token     string
+	ExpiresAt time.Time
 }
 
 // Options of a new session; zero values take the defaults.
@@ -201,19 +200,15 @@ func (s *Service) Establish(ctx context.Context, t devices.OperationTarget, oper
 	if err != nil {
 		return Established{}, err
 	}
-	agentTok, agentHash, err := newToken()
-	if err != nil {
-		return Established{}, err
-	}
 	id := uuid.NewString()
 	guid, site := t.GUID, t.SiteID
 	row, err := s.store.ShellSessionInsert(ctx, db.ShellSessionInsertParams{ID: id, DeviceGuid: &guid, Hostname: t.Hostname,
-		SiteID: &site, Operator: operator, TokenHash: hash, AgentTokenHash: agentHash, Cols: int32(o.Cols), Rows: int32(o.Rows),
+		SiteID: &site, Operator: operator, TokenHash: hash, Cols: int32(o.Cols), Rows: int32(o.Rows),
 		IdleTimeoutSeconds: int32(o.IdleTimeoutSeconds), TtlSeconds: EstablishTTL.Seconds()})
 	if err != nil {
 		return Established{}, err
 	}
-	return Established{ID: row.ID, Token: tok, AgentToken: agentTok, ExpiresAt: row.ExpiresAt}, nil
+	return Established{ID: row.ID, Token: tok, ExpiresAt: row.ExpiresAt}, nil
 }
 
 func tokenInvalid() error {
@@ -221,31 +216,37 @@ func tokenInvalid() error {
 }
 
 // ClaimBrowser takes the browser's single-use token: the pending session
-// of operator moves to connecting on replica, and its activity row opens.
-func (s *Service) ClaimBrowser(ctx context.Context, id, token, operator, replica string) (Session, error) {
+// of operator moves to connecting on replica, its activity row opens, and
+// the agent's single-use token is made (returned, stored hashed). On an
+// error after the claim the session is returned too, for Finish.
+func (s *Service) ClaimBrowser(ctx context.Context, id, token, operator, replica string) (sess Session, agentToken string, err error) {
 	if id == "" || token == "" {
-		return Session{}, tokenInvalid()
+		return Session{}, "", tokenInvalid()
+	}
+	agentToken, agentHash, err := newToken()
+	if err != nil {
+		return Session{}, "", err
 	}
 	row, err := s.store.ShellSessionClaimBrowser(ctx, db.ShellSessionClaimBrowserParams{ID: id, TokenHash: hashToken(token),
-		Operator: operator, Replica: &replica})
+		Operator: operator, Replica: &replica, AgentTokenHash: agentHash})
 	if db.IsNoRows(err) {
-		return Session{}, tokenInvalid()
+		return Session{}, "", tokenInvalid()
 	}
 	if err != nil {
-		return Session{}, err
+		return Session{}, "", err
 	}
-	sess := claimed(db.ShellSessionFinishRow(row))
+	sess = claimed(db.ShellSessionFinishRow(row))
 	a, err := s.devices.RecordActivity(ctx, devices.NewActivity{GUID: sess.GUID, Hostname: sess.Hostname, SiteID: sess.SiteID,
 		Kind: ActivityKind, Summary: "Remote shell", Actor: operator, Status: devices.ActivityRunning,
 		Metadata: map[string]any{"shell_session_id": sess.ID}})
 	if err != nil {
-		return sess, fmt.Errorf("record shell activity: %w", err)
+		return sess, "", fmt.Errorf("record shell activity: %w", err)
 	}
 	sess.ActivityID = a.ID
 	if err := s.store.ShellSessionSetActivity(ctx, db.ShellSessionSetActivityParams{ID: sess.ID, ActivityID: &a.ID}); err != nil {
-		return sess, err
+		return sess, "", err
 	}
-	return sess, nil
+	return sess, agentToken, nil
 }
 
 // ClaimAgent takes the agent's single-use token for the device guid: only

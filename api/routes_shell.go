@@ -64,8 +64,8 @@ func (s *Server) shellRoutes() []Route {
 
 // deviceRef names a device by exactly one of its fields.
 type deviceRef struct {
-	GUID     string `json:"guid"`
-	Hostname string `json:"hostname"`
+	GUID     string
+	Hostname string
 }
 
 // check adds the problems of the reference to v; others are further
@@ -102,17 +102,22 @@ func (d deviceRef) check(v *cairn.Validation, others map[string]bool) {
 	}
 }
 
+// Requests list guid and hostname themselves rather than embedding
+// deviceRef: decoding errors name the field as the JSON path.
 type shellEstablishReq struct {
-	deviceRef
+	GUID               string `json:"guid"`
+	Hostname           string `json:"hostname"`
 	OperationToken     string `json:"operation_token"`
 	Cols               int    `json:"cols"`
 	Rows               int    `json:"rows"`
 	IdleTimeoutSeconds int    `json:"idle_timeout_seconds"`
 }
 
+func (q *shellEstablishReq) ref() deviceRef { return deviceRef{GUID: q.GUID, Hostname: q.Hostname} }
+
 func (q *shellEstablishReq) validate() error {
 	var v cairn.Validation
-	q.deviceRef.check(&v, map[string]bool{"operation_token": q.OperationToken != ""})
+	q.ref().check(&v, map[string]bool{"operation_token": q.OperationToken != ""})
 	if len(q.OperationToken) > 256 {
 		v.Add("operation_token", "is not a token this Engine issued")
 	}
@@ -163,7 +168,7 @@ func socketMissing(hostname string) error {
 
 func (h *shellAPI) establish(r *http.Request, req shellEstablishReq) (shellEstablishResp, error) {
 	ctx, p := r.Context(), principal(r.Context())
-	t, err := h.target(ctx, p, req.deviceRef, req.OperationToken)
+	t, err := h.target(ctx, p, req.ref(), req.OperationToken)
 	if err != nil {
 		return shellEstablishResp{}, err
 	}
@@ -505,13 +510,16 @@ func (h *shellAPI) transcript(w http.ResponseWriter, r *http.Request) {
 // ---- scoped operation tokens ----
 
 type remoteOpsReq struct {
-	deviceRef
+	GUID       string `json:"guid"`
+	Hostname   string `json:"hostname"`
 	Capability string `json:"capability"`
 }
 
+func (q *remoteOpsReq) ref() deviceRef { return deviceRef{GUID: q.GUID, Hostname: q.Hostname} }
+
 func (q *remoteOpsReq) validate() error {
 	var v cairn.Validation
-	q.deviceRef.check(&v, nil)
+	q.ref().check(&v, nil)
 	switch q.Capability {
 	case shells.CapShell, shells.CapDesktop, shells.CapFile:
 	default:
@@ -532,7 +540,7 @@ func (h *shellAPI) remoteOpsSession(r *http.Request, req remoteOpsReq) (remoteOp
 	if req.Capability != shells.CapShell {
 		return remoteOpsResp{}, cairn.Errorf(shells.ECodeNotImplemented, "the %s capability is not available yet; only shell is", req.Capability)
 	}
-	t, err := h.target(ctx, p, req.deviceRef, "")
+	t, err := h.target(ctx, p, req.ref(), "")
 	if err != nil {
 		return remoteOpsResp{}, err
 	}

@@ -183,19 +183,24 @@ func (f *fixture) waitClosed(t *testing.T, token, hostname, id string) map[strin
 	return s
 }
 
-// shellActivity returns the shell_session activity row of session id.
+// shellActivity returns the shell_session activity row of session id once
+// it is finished (the session row is closed a moment before it).
 func (f *fixture) shellActivity(t *testing.T, token, hostname, id string) map[string]any {
 	t.Helper()
-	r := f.do(t, "GET", "/api/device/activity/"+hostname, token, nil)
-	require.Equal(t, 200, r.Status, r.Raw)
-	for _, a := range r.Body["activity"].([]any) {
-		row := a.(map[string]any)
-		if row["kind"] == "shell_session" && row["metadata"].(map[string]any)["shell_session_id"] == id {
-			return row
+	var found map[string]any
+	require.Eventually(t, func() bool {
+		r := f.do(t, "GET", "/api/device/activity/"+hostname, token, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+		for _, a := range r.Body["activity"].([]any) {
+			row := a.(map[string]any)
+			if row["kind"] == "shell_session" && row["metadata"].(map[string]any)["shell_session_id"] == id {
+				found = row
+				return row["status"] != "running"
+			}
 		}
-	}
-	t.Fatalf("no shell_session activity for %s: %s", id, r.Raw)
-	return nil
+		return false
+	}, 10*time.Second, 50*time.Millisecond, "no finished shell_session activity for %s", id)
+	return found
 }
 
 func TestShellSessionBridgesBrowserAndAgent(t *testing.T) {
@@ -433,6 +438,7 @@ func TestShellDisconnectClosesBothSides(t *testing.T) {
 	require.Equal(t, float64(129), meta["exit_code"])
 	require.GreaterOrEqual(t, meta["duration_ms"].(float64), float64(0))
 	require.Equal(t, "closed by shell-owner", meta["reason"])
+	require.Contains(t, row["summary"], "Remote shell: closed by shell-owner, exit 129, after ")
 
 	// Closing again changes nothing; an admin may close anyone's.
 	r = f.do(t, "POST", "/api/shell/disconnect", admin, map[string]any{"session_id": id})

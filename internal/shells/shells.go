@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -310,11 +311,19 @@ func (s *Service) Finish(ctx context.Context, id string, o Outcome) (Session, er
 	if sess.EndedAt != nil {
 		meta["ended_at"] = sess.EndedAt.UTC()
 	}
+	var parts []string
+	if o.Reason != "" {
+		parts = append(parts, o.Reason)
+	}
 	if o.ExitCode != nil {
 		meta["exit_code"] = *o.ExitCode
-		summary += fmt.Sprintf(": %s, exit %d", sess.Duration().Round(time.Second), *o.ExitCode)
-	} else if o.Reason != "" {
-		summary += ": " + o.Reason
+		parts = append(parts, fmt.Sprintf("exit %d", *o.ExitCode))
+	}
+	if sess.StartedAt != nil {
+		parts = append(parts, "after "+sess.Duration().Round(time.Second).String())
+	}
+	if len(parts) > 0 {
+		summary += ": " + strings.Join(parts, ", ")
 	}
 	if err := s.devices.OperationFinished(ctx, sess.ActivityID, status, summary, meta); err != nil {
 		return sess, err

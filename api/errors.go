@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -78,6 +79,11 @@ var statusByCode = map[string]int{
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 	devices.ECodeAgentAnswer:         http.StatusBadGateway,
+
+	// Remote shell (docs/api.md "Remote shell").
+	shells.ECodeTokenInvalid:   http.StatusForbidden,
+	shells.ECodeAgentTimeout:   http.StatusGatewayTimeout,
+	shells.ECodeNotImplemented: http.StatusNotImplemented,
 }
 
 type errorBody struct {

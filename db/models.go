@@ -266,6 +266,16 @@ type RefreshToken struct {
 	RevokedAt  *time.Time
 }
 
+type RemoteOpToken struct {
+	TokenHash  []byte
+	Capability string
+	DeviceGuid string
+	Operator   string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	UsedAt     *time.Time
+}
+
 type RepoHashCache struct {
 	Repo      string
 	Branch    string
@@ -292,24 +302,28 @@ type Session struct {
 }
 
 type ShellSession struct {
-	ID             string
-	DeviceGuid     *string
-	Hostname       string
-	SiteID         *int64
-	Operator       string
-	TokenHash      []byte
-	AgentTokenHash []byte
-	Replica        string
-	State          string
-	Cols           int32
-	Rows           int32
-	ExitCode       *int32
-	ActivityID     *int64
-	Transcript     []byte
-	CreatedAt      time.Time
-	StartedAt      *time.Time
-	EndedAt        *time.Time
-	ExpiresAt      time.Time
+	ID                  string
+	DeviceGuid          *string
+	Hostname            string
+	SiteID              *int64
+	Operator            string
+	TokenHash           []byte
+	AgentTokenHash      []byte
+	Replica             *string
+	State               string
+	Cols                int32
+	Rows                int32
+	IdleTimeoutSeconds  int32
+	ExitCode            *int32
+	CloseReason         string
+	ActivityID          *int64
+	Transcript          []byte
+	TranscriptTruncated bool
+	CreatedAt           time.Time
+	ConnectedAt         *time.Time
+	StartedAt           *time.Time
+	EndedAt             *time.Time
+	ExpiresAt           time.Time
 }
 
 type Site struct {

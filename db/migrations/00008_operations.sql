@@ -31,32 +31,57 @@ CREATE TABLE agent_endpoints (
     seen_at    timestamptz NOT NULL DEFAULT now()
 );
 
--- Remote shell sessions: who opened which shell where, until when. The
--- token is single use and stored hashed; the transcript (asciicast v2)
--- is kept for admins to replay.
+-- Remote shell sessions (docs/api.md "Remote shell"): who opened which
+-- shell where, until when. Both tokens are single use and stored hashed:
+-- the browser's (in ws_url) and the agent's (made when the browser
+-- connects, sent in vpn_shell_open). The
+-- transcript (asciicast v2, bounded) is kept for admins to replay. State:
+-- pending (established) -> connecting (the browser's socket arrived at
+-- replica) -> open (the agent's socket arrived) -> closed.
 CREATE TABLE shell_sessions (
-    id            text        PRIMARY KEY,
-    device_guid   text        REFERENCES devices (guid) ON DELETE SET NULL,
-    hostname      text        NOT NULL,
-    site_id       bigint,
-    operator      text        NOT NULL,
-    token_hash    bytea       NOT NULL,
-    agent_token_hash bytea    NOT NULL,
-    replica       text        NOT NULL,
-    state         text        NOT NULL DEFAULT 'pending',
-    cols          int         NOT NULL DEFAULT 80,
-    rows          int         NOT NULL DEFAULT 24,
-    exit_code     int,
-    activity_id   bigint,
-    transcript    bytea,
-    created_at    timestamptz NOT NULL DEFAULT now(),
-    started_at    timestamptz,
-    ended_at      timestamptz,
-    expires_at    timestamptz NOT NULL
+    id                   text        PRIMARY KEY,
+    device_guid          text        REFERENCES devices (guid) ON DELETE SET NULL,
+    hostname             text        NOT NULL,
+    site_id              bigint,
+    operator             text        NOT NULL,
+    token_hash           bytea       NOT NULL,
+    agent_token_hash     bytea,
+    -- The Engine process holding the browser's socket, where the agent's
+    -- socket must arrive (NULL until the browser connects).
+    replica              text,
+    state                text        NOT NULL DEFAULT 'pending',
+    cols                 int         NOT NULL DEFAULT 80,
+    rows                 int         NOT NULL DEFAULT 24,
+    idle_timeout_seconds int         NOT NULL DEFAULT 900,
+    exit_code            int,
+    close_reason         text        NOT NULL DEFAULT '',
+    activity_id          bigint,
+    transcript           bytea,
+    transcript_truncated boolean     NOT NULL DEFAULT false,
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    connected_at         timestamptz,
+    started_at           timestamptz,
+    ended_at             timestamptz,
+    expires_at           timestamptz NOT NULL
 );
 CREATE INDEX shell_sessions_device_idx ON shell_sessions (device_guid);
+CREATE INDEX shell_sessions_hostname_idx ON shell_sessions (lower(hostname), created_at DESC);
+
+-- Scoped operation tokens (POST /api/remote-ops/session): one capability
+-- on one device for one operator, short-lived, single use, stored hashed.
+CREATE TABLE remote_op_tokens (
+    token_hash  bytea       PRIMARY KEY,
+    capability  text        NOT NULL,
+    device_guid text        NOT NULL REFERENCES devices (guid) ON DELETE CASCADE,
+    operator    text        NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz NOT NULL,
+    used_at     timestamptz
+);
+CREATE INDEX remote_op_tokens_expires_idx ON remote_op_tokens (expires_at);
 
 -- +goose Down
+DROP TABLE remote_op_tokens;
 DROP TABLE shell_sessions;
 DROP TABLE agent_endpoints;
 DROP TABLE agent_requests;

@@ -1,0 +1,555 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/shells"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// Remote shell (SPEC "Remote desktop, shell, tunnel"; docs/api.md "Remote
+// shell"). Establish records a pending session; the browser's socket
+// (/api/shell/ws/{id}) claims it and only then is the agent asked, through
+// the command path, to dial its side (/api/agent/shell/{id}); this process
+// bridges the two. See docs/architecture.md "Remote shell" for why both
+// sockets must reach the same process.
+
+// shellAPI holds what the shell routes share: the session store and this
+// process's table of live sessions.
+type shellAPI struct {
+	s       *Server
+	svc     *shells.Service
+	live    *shells.Registry
+	replica string
+}
+
+// shellCloseGrace is how long a disconnect lets the agent end the shell
+// (and report its exit) before both sockets are closed anyway.
+const shellCloseGrace = 3 * time.Second
+
+func (s *Server) shellRoutes() []Route {
+	h := &shellAPI{s: s, svc: shells.New(s.Store, s.Devices, s.Log), live: shells.NewRegistry(), replica: uuid.NewString()}
+	switch {
+	case s.Sockets != nil:
+		h.replica = s.Sockets.Replica()
+	case s.Presence != nil:
+		h.replica = s.Presence.ReplicaID
+	}
+	return []Route{
+		{"POST", "/api/shell/establish", AuthToken, jsonAction(s, http.StatusOK, false, h.establish)},
+		{"POST", "/api/shell/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, h.disconnect)},
+		{"GET", "/api/shell/ws/{id}", AuthToken, h.browserSocket},
+		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list)},
+		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, h.transcript},
+		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession)},
+		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, h.agentSocket},
+	}
+}
+
+// ---- requests ----
+
+// deviceRef names a device by exactly one of its fields.
+type deviceRef struct {
+	GUID     string
+	Hostname string
+}
+
+// check adds the problems of the reference to v; others are further
+// alternatives to guid and hostname that were given (operation_token).
+func (d deviceRef) check(v *cairn.Validation, others map[string]bool) {
+	given := []string{}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"guid", d.GUID != ""}, {"hostname", d.Hostname != ""}, {"operation_token", others["operation_token"]}} {
+		if f.set {
+			given = append(given, f.name)
+		}
+	}
+	names := "guid or hostname"
+	if _, ok := others["operation_token"]; ok {
+		names = "guid, hostname or operation_token"
+	}
+	switch {
+	case len(given) == 0:
+		v.Add("guid", "one of "+names+" is required")
+	case len(given) > 1:
+		for _, f := range given[1:] {
+			v.Add(f, "give exactly one of "+names)
+		}
+	}
+	if d.GUID != "" && (len(d.GUID) > 128 || strings.ContainsFunc(d.GUID, unicode.IsControl)) {
+		v.Add("guid", "must be at most 128 characters without control characters")
+	}
+	if d.Hostname != "" {
+		if err := devices.CheckHostname("hostname", d.Hostname); err != nil {
+			v.Add("hostname", "must be at most 255 characters without control characters")
+		}
+	}
+}
+
+// Requests list guid and hostname themselves rather than embedding
+// deviceRef: decoding errors name the field as the JSON path.
+type shellEstablishReq struct {
+	GUID               string `json:"guid"`
+	Hostname           string `json:"hostname"`
+	OperationToken     string `json:"operation_token"`
+	Cols               int    `json:"cols"`
+	Rows               int    `json:"rows"`
+	IdleTimeoutSeconds int    `json:"idle_timeout_seconds"`
+}
+
+func (q *shellEstablishReq) ref() deviceRef { return deviceRef{GUID: q.GUID, Hostname: q.Hostname} }
+
+func (q *shellEstablishReq) validate() error {
+	var v cairn.Validation
+	q.ref().check(&v, map[string]bool{"operation_token": q.OperationToken != ""})
+	if len(q.OperationToken) > 256 {
+		v.Add("operation_token", "is not a token this Engine issued")
+	}
+	if q.Cols < 0 || q.Cols > shells.MaxTermSize {
+		v.Add("cols", "must be 1 to 1000 (0 or absent: 80)")
+	}
+	if q.Rows < 0 || q.Rows > shells.MaxTermSize {
+		v.Add("rows", "must be 1 to 1000 (0 or absent: 24)")
+	}
+	if q.IdleTimeoutSeconds != 0 && (q.IdleTimeoutSeconds < shells.MinIdleTimeout || q.IdleTimeoutSeconds > shells.MaxIdleTimeout) {
+		v.Add("idle_timeout_seconds", "must be 60 to 86400 (0 or absent: 900)")
+	}
+	return v.Err()
+}
+
+type shellEstablishResp struct {
+	SessionID          string    `json:"session_id"`
+	WSURL              string    `json:"ws_url"`
+	AgentSocket        bool      `json:"agent_socket"`
+	ExpiresAt          time.Time `json:"expires_at"`
+	GUID               string    `json:"guid"`
+	Hostname           string    `json:"hostname"`
+	IdleTimeoutSeconds int       `json:"idle_timeout_seconds"`
+}
+
+// target finds the device of ref (or of a redeemed operation token)
+// inside the operator's scope, refusing untrusted devices.
+func (h *shellAPI) target(ctx context.Context, p *auth.Principal, ref deviceRef, opToken string) (devices.OperationTarget, error) {
+	scope := p.SiteScope()
+	switch {
+	case opToken != "":
+		guid, err := h.svc.RedeemOpToken(ctx, shells.CapShell, opToken, p.Username)
+		if err != nil {
+			return devices.OperationTarget{}, err
+		}
+		return h.s.Devices.OperationTargetByGUID(ctx, scope, guid)
+	case ref.GUID != "":
+		return h.s.Devices.OperationTargetByGUID(ctx, scope, ref.GUID)
+	default:
+		return h.s.Devices.OperationTarget(ctx, scope, ref.Hostname)
+	}
+}
+
+func socketMissing(hostname string) error {
+	return cairn.Errorf(cairn.ECodeAgentSocketMissing,
+		"Agent onboarding underway: the agent of %s has no realtime connection yet; wait about 1 minute and try again", hostname)
+}
+
+func (h *shellAPI) establish(r *http.Request, req shellEstablishReq) (shellEstablishResp, error) {
+	ctx, p := r.Context(), principal(r.Context())
+	t, err := h.target(ctx, p, req.ref(), req.OperationToken)
+	if err != nil {
+		return shellEstablishResp{}, err
+	}
+	if !t.SocketLive {
+		return shellEstablishResp{}, socketMissing(t.Hostname)
+	}
+	est, err := h.svc.Establish(ctx, t, p.Username, shells.Options{Cols: req.Cols, Rows: req.Rows, IdleTimeoutSeconds: req.IdleTimeoutSeconds})
+	if err != nil {
+		return shellEstablishResp{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + t.Hostname + " session_id=" + est.ID
+	}
+	idle := req.IdleTimeoutSeconds
+	if idle == 0 {
+		idle = shells.DefaultIdleTimeout
+	}
+	return shellEstablishResp{SessionID: est.ID, AgentSocket: true, ExpiresAt: est.ExpiresAt.UTC(), GUID: t.GUID,
+		Hostname: t.Hostname, IdleTimeoutSeconds: idle,
+		WSURL: "/api/shell/ws/" + url.PathEscape(est.ID) + "?token=" + url.QueryEscape(est.Token)}, nil
+}
+
+// ---- the browser's socket ----
+
+// sameOrigin refuses a cross-site page's socket: a browser always sends
+// Origin on WebSocket upgrades and the session cookie rides along, so
+// this is the CSRF check of the upgrade. Clients without Origin (API
+// clients with a bearer token) pass.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+func (h *shellAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
+	ctx, p := r.Context(), principal(r.Context())
+	switch {
+	case !isUpgrade(r):
+		writeError(w, r, h.s.Log, cairn.Invalid("upgrade", "this address takes a WebSocket upgrade"))
+		return
+	case !sameOrigin(r):
+		writeError(w, r, h.s.Log, cairn.Errorf(cairn.ECodeForbidden, "shell sockets are accepted from the console's own origin only"))
+		return
+	}
+	sess, agentToken, err := h.svc.ClaimBrowser(ctx, pathParam(r, "id"), r.URL.Query().Get("token"), p.Username, h.replica)
+	if err != nil {
+		if sess.ID != "" {
+			h.finish(ctx, sess.ID, shells.Outcome{Failed: true, Reason: "the Engine could not record the session"})
+		}
+		writeError(w, r, h.s.Log, err)
+		return
+	}
+	live := h.live.Add(sess.ID)
+	defer live.Release()
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		h.finish(ctx, sess.ID, shells.Outcome{Failed: true, Reason: "the browser's socket could not be upgraded"})
+		return
+	}
+	h.serve(r, p, sess, agentToken, live, conn)
+}
+
+// serve asks the agent to open its side, waits for it, and bridges.
+// Refusals from here on go to the browser as an "error" frame.
+func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session, agentToken string, live *shells.Live, conn *websocket.Conn) {
+	ctx := r.Context()
+	fail := func(err error) {
+		code, msg := cairn.ErrorCode(err), "the shell could not be opened"
+		var ce *cairn.Error
+		if errors.As(err, &ce) {
+			msg = ce.Message
+		} else {
+			h.s.Log.Error("shell session", "session", sess.ID, "err", err)
+		}
+		shells.Refuse(conn, code, msg)
+		h.finish(ctx, sess.ID, shells.Outcome{Failed: true, Reason: msg})
+	}
+	t, err := h.s.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if !t.SocketLive {
+		fail(socketMissing(t.Hostname))
+		return
+	}
+	payload, err := json.Marshal(proto.ShellOpen{SessionID: sess.ID, URL: h.agentURL(r, sess.ID), Token: agentToken,
+		Cols: sess.Cols, Rows: sess.Rows, IdleTimeoutSeconds: sess.IdleTimeoutSeconds})
+	if err != nil {
+		fail(err)
+		return
+	}
+
+	opCtx, cancelOp := context.WithCancel(ctx)
+	defer cancelOp()
+	opDone := make(chan error, 1)
+	go func() {
+		_, err := h.s.Operations.Run(opCtx, workflows.OperationInput{OperationID: uuid.NewString(), Target: t,
+			Type: proto.EventShellOpen, Payload: payload, Kind: "shell_open", Summary: "Open a remote shell",
+			Actor: p.Username, Meta: map[string]any{"shell_session_id": sess.ID}, Timeout: shells.AgentWait})
+		opDone <- err
+	}()
+	wait := time.NewTimer(shells.AgentWait)
+	defer wait.Stop()
+	var agent *websocket.Conn
+	for agent == nil {
+		select {
+		case agent = <-live.Agent():
+		case err := <-opDone:
+			if err != nil {
+				fail(err)
+				return
+			}
+			opDone = nil // opened: the agent's socket is on its way
+		case reason := <-live.EndRequested():
+			fail(cairn.Errorf(cairn.ECodeConflict, "%s before it opened", reason))
+			return
+		case <-wait.C:
+			fail(cairn.Errorf(shells.ECodeAgentTimeout, "the agent did not open its side of the shell within %s", shells.AgentWait))
+			return
+		case <-ctx.Done():
+			fail(cairn.Errorf(cairn.ECodeUnavailable, "the Engine is shutting down"))
+			return
+		}
+	}
+	wait.Stop()
+
+	rec := shells.NewRecorder(sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now(), 0, nil)
+	res := shells.Bridge(ctx, conn, agent, rec, live.EndRequested())
+	if why := live.ClosingReason(); why != "" {
+		res.Reason = why
+	}
+	transcript, truncated := rec.Bytes()
+	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode, Transcript: transcript, Truncated: truncated})
+}
+
+// agentURL is the agent's side of session id on the origin the browser
+// reached (the agent must reach this process; docs/architecture.md).
+func (h *shellAPI) agentURL(r *http.Request, id string) string {
+	o := h.s.originFor(r)
+	u := url.URL{Scheme: "ws", Host: o.Host, Path: strings.TrimSuffix(o.Path, "/") + proto.PathShellSocket + "/" + url.PathEscape(id)}
+	if o.Scheme == "https" {
+		u.Scheme = "wss"
+	}
+	return u.String()
+}
+
+// finish records the outcome; the request may be over, the record not.
+func (h *shellAPI) finish(ctx context.Context, id string, o shells.Outcome) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := h.svc.Finish(fctx, id, o); err != nil {
+		h.s.Log.Error("record the end of a shell session", "session", id, "err", err)
+	}
+}
+
+// ---- the agent's socket ----
+
+func (h *shellAPI) agentSocket(w http.ResponseWriter, r *http.Request) {
+	ctx, dev, id := r.Context(), deviceFrom(r.Context()), pathParam(r, "id")
+	if !h.live.Waiting(id) {
+		writeError(w, r, h.s.Log, h.notWaiting(ctx, id, dev.GUID))
+		return
+	}
+	if _, err := h.svc.ClaimAgent(ctx, id, r.Header.Get(proto.HeaderShellToken), dev.GUID); err != nil {
+		writeError(w, r, h.s.Log, err)
+		return
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		h.live.End(id, "the agent's socket could not be upgraded", 0)
+		return
+	}
+	// The connection outlives this handler: the browser's handler owns
+	// it from here.
+	if !h.live.Deliver(id, conn) {
+		_ = conn.Close(websocket.StatusNormalClosure, "the operator's side of the session is gone")
+	}
+}
+
+// notWaiting explains an agent's socket for a session that does not wait
+// here: its browser is on another Engine process (421, as for the
+// realtime socket), or there is nothing for this device to join.
+func (h *shellAPI) notWaiting(ctx context.Context, id, guid string) error {
+	sess, err := h.svc.Get(ctx, cairn.AllSites, id)
+	if err == nil && sess.GUID == guid && sess.State == shells.StateConnecting && sess.Replica != h.replica {
+		return cairn.Errorf(cairn.ECodeWrongWorker, "the operator's side of this shell session is on another Engine process")
+	}
+	if err != nil && !cairn.IsCode(err, cairn.ECodeNotFound) {
+		return err
+	}
+	return cairn.Errorf(shells.ECodeTokenInvalid, "no shell session of this device waits for its agent here")
+}
+
+// ---- disconnect, listing, transcript ----
+
+type shellDisconnectReq struct {
+	SessionID string `json:"session_id"`
+}
+
+func (q *shellDisconnectReq) validate() error {
+	if q.SessionID == "" || len(q.SessionID) > 128 || strings.ContainsFunc(q.SessionID, unicode.IsControl) {
+		return cairn.Invalid("session_id", "is required, at most 128 characters")
+	}
+	return nil
+}
+
+// disconnect ends a session: the agent is asked to end the shell
+// (vpn_shell_close, best effort, so its exit code is recorded), and both
+// sockets are closed after a short grace wherever the agent does not.
+func (h *shellAPI) disconnect(r *http.Request, req shellDisconnectReq) (shellSessionJSON, error) {
+	ctx, p := r.Context(), principal(r.Context())
+	sess, err := h.svc.Get(ctx, p.SiteScope(), req.SessionID)
+	if err != nil {
+		return shellSessionJSON{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + sess.Hostname + " session_id=" + sess.ID
+	}
+	if sess.Operator != p.Username && !p.IsAdmin() {
+		return shellSessionJSON{}, cairn.Errorf(cairn.ECodeForbidden, "only the operator who opened a shell session, or an administrator, may close it")
+	}
+	if sess.State == shells.StateClosed {
+		return h.view(sess), nil
+	}
+	reason := "closed by " + p.Username
+	if sess.State == shells.StatePending {
+		sess, err = h.svc.Finish(ctx, sess.ID, shells.Outcome{Reason: reason})
+		return h.view(sess), err
+	}
+	grace := time.Duration(0)
+	if sess.GUID != "" && h.s.Sockets != nil {
+		payload, _ := json.Marshal(proto.ShellClose{SessionID: sess.ID})
+		err := h.s.Sockets.Send(ctx, sess.GUID, proto.Envelope{Type: proto.EventShellClose, ID: uuid.NewString(),
+			OperationID: uuid.NewString(), Payload: payload})
+		if err == nil {
+			grace = shellCloseGrace
+		} else {
+			h.s.Log.Debug("vpn_shell_close not delivered", "session", sess.ID, "err", err)
+		}
+	}
+	if done, ok := h.live.End(sess.ID, reason, grace); ok {
+		select {
+		case <-done:
+		case <-time.After(grace + 10*time.Second):
+		case <-ctx.Done():
+		}
+	}
+	// A session bridged by another process ends there once the agent has
+	// closed the shell.
+	if sess, err = h.svc.Get(ctx, p.SiteScope(), sess.ID); err != nil {
+		return shellSessionJSON{}, err
+	}
+	return h.view(sess), nil
+}
+
+type shellSessionJSON struct {
+	SessionID           string     `json:"session_id"`
+	GUID                *string    `json:"guid"`
+	Hostname            string     `json:"hostname"`
+	Operator            string     `json:"operator"`
+	State               string     `json:"state"`
+	Cols                int        `json:"cols"`
+	Rows                int        `json:"rows"`
+	IdleTimeoutSeconds  int        `json:"idle_timeout_seconds"`
+	CreatedAt           time.Time  `json:"created_at"`
+	StartedAt           *time.Time `json:"started_at"`
+	EndedAt             *time.Time `json:"ended_at"`
+	DurationSeconds     float64    `json:"duration_seconds"`
+	ExitCode            *int       `json:"exit_code"`
+	CloseReason         string     `json:"close_reason"`
+	ActivityID          *int64     `json:"activity_id"`
+	TranscriptBytes     int64      `json:"transcript_bytes"`
+	TranscriptTruncated bool       `json:"transcript_truncated"`
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (h *shellAPI) view(s shells.Session) shellSessionJSON {
+	out := shellSessionJSON{SessionID: s.ID, Hostname: s.Hostname, Operator: s.Operator, State: s.State, Cols: s.Cols,
+		Rows: s.Rows, IdleTimeoutSeconds: s.IdleTimeoutSeconds, CreatedAt: s.CreatedAt.UTC(), StartedAt: utcPtr(s.StartedAt),
+		EndedAt: utcPtr(s.EndedAt), DurationSeconds: s.Duration().Seconds(), ExitCode: s.ExitCode, CloseReason: s.CloseReason,
+		TranscriptBytes: s.TranscriptBytes, TranscriptTruncated: s.TranscriptTruncated}
+	if s.GUID != "" {
+		out.GUID = &s.GUID
+	}
+	if s.ActivityID != 0 {
+		out.ActivityID = &s.ActivityID
+	}
+	if s.State == shells.StatePending && s.ExpiresAt != nil && h.s.Now().After(*s.ExpiresAt) {
+		out.State = "expired"
+	}
+	return out
+}
+
+func (h *shellAPI) list(r *http.Request) (map[string]any, error) {
+	limit, err := queryInt(r, "limit", shells.DefaultList, 1, shells.MaxList)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := h.svc.List(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("hostname"), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shellSessionJSON, len(rows))
+	for i, s := range rows {
+		out[i] = h.view(s)
+	}
+	return map[string]any{"sessions": out}, nil
+}
+
+func (h *shellAPI) transcript(w http.ResponseWriter, r *http.Request) {
+	id := pathParam(r, "id")
+	b, err := h.svc.Transcript(r.Context(), principal(r.Context()).SiteScope(), id)
+	if err != nil {
+		writeError(w, r, h.s.Log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-asciicast")
+	w.Header().Set("Content-Disposition", `attachment; filename="shell-`+url.PathEscape(id)+`.cast"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// ---- scoped operation tokens ----
+
+type remoteOpsReq struct {
+	GUID       string `json:"guid"`
+	Hostname   string `json:"hostname"`
+	Capability string `json:"capability"`
+}
+
+func (q *remoteOpsReq) ref() deviceRef { return deviceRef{GUID: q.GUID, Hostname: q.Hostname} }
+
+func (q *remoteOpsReq) validate() error {
+	var v cairn.Validation
+	q.ref().check(&v, nil)
+	switch q.Capability {
+	case shells.CapShell, shells.CapDesktop, shells.CapFile:
+	default:
+		v.Add("capability", "must be shell, desktop or file")
+	}
+	return v.Err()
+}
+
+type remoteOpsResp struct {
+	Token      string    `json:"token"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Capability string    `json:"capability"`
+	GUID       string    `json:"guid"`
+}
+
+func (h *shellAPI) remoteOpsSession(r *http.Request, req remoteOpsReq) (remoteOpsResp, error) {
+	ctx, p := r.Context(), principal(r.Context())
+	if req.Capability != shells.CapShell {
+		return remoteOpsResp{}, cairn.Errorf(shells.ECodeNotImplemented, "the %s capability is not available yet; only shell is", req.Capability)
+	}
+	t, err := h.target(ctx, p, req.ref(), "")
+	if err != nil {
+		return remoteOpsResp{}, err
+	}
+	tok, exp, err := h.svc.IssueOpToken(ctx, req.Capability, t, p.Username)
+	if err != nil {
+		return remoteOpsResp{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + t.Hostname + " capability=" + req.Capability
+	}
+	return remoteOpsResp{Token: tok, ExpiresAt: exp.UTC(), Capability: req.Capability, GUID: t.GUID}, nil
+}

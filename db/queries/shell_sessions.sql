@@ -1,0 +1,85 @@
+-- Remote shell sessions and scoped operation tokens (internal/shells).
+-- Scope follows the hostname's current device, else the row's own site, as
+-- the activity history does. Listings never read the transcript.
+
+-- name: ShellSessionInsert :one
+INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash,
+                            cols, rows, idle_timeout_seconds, expires_at)
+VALUES (@id, @device_guid, @hostname, @site_id, @operator, @token_hash,
+        @cols, @rows, @idle_timeout_seconds, now() + make_interval(secs => @ttl_seconds::float8))
+RETURNING id, expires_at;
+
+-- name: ShellSessionClaimBrowser :one
+-- The browser's token is single use: only a pending, unexpired session of
+-- this operator moves to connecting, once; the agent's token is made then.
+UPDATE shell_sessions
+SET state = 'connecting', replica = @replica, connected_at = now(), agent_token_hash = @agent_token_hash
+WHERE id = @id AND token_hash = @token_hash AND operator = @operator
+  AND state = 'pending' AND expires_at > now()
+RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
+          created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated;
+
+-- name: ShellSessionClaimAgent :one
+-- The agent's token is single use and only for the session's own device,
+-- while the browser waits for it.
+UPDATE shell_sessions
+SET state = 'open', started_at = now()
+WHERE id = @id AND agent_token_hash = @agent_token_hash AND device_guid = @device_guid
+  AND state = 'connecting'
+RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
+          created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated;
+
+-- name: ShellSessionSetActivity :exec
+UPDATE shell_sessions SET activity_id = @activity_id WHERE id = @id;
+
+-- name: ShellSessionFinish :one
+-- Closes a session once; a second finish (both sides racing) changes nothing.
+UPDATE shell_sessions
+SET state = 'closed', ended_at = now(), exit_code = sqlc.narg(exit_code), close_reason = @close_reason,
+    transcript = sqlc.narg(transcript), transcript_truncated = @transcript_truncated
+WHERE id = @id AND state <> 'closed'
+RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
+          created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated;
+
+-- name: ShellSessionGet :one
+SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
+       s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
+       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+FROM shell_sessions s
+WHERE s.id = @id
+  AND (@all_sites::bool OR COALESCE(
+        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]));
+
+-- name: ShellSessionList :many
+SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
+       s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
+       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+FROM shell_sessions s
+WHERE (sqlc.narg(hostname)::text IS NULL OR lower(s.hostname) = lower(sqlc.narg(hostname)::text))
+  AND (@all_sites::bool OR COALESCE(
+        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]))
+ORDER BY s.created_at DESC, s.id
+LIMIT @max_rows::int;
+
+-- name: ShellSessionTranscript :one
+SELECT s.transcript, s.transcript_truncated, s.state
+FROM shell_sessions s
+WHERE s.id = @id
+  AND (@all_sites::bool OR COALESCE(
+        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]));
+
+-- name: RemoteOpTokenInsert :one
+INSERT INTO remote_op_tokens (token_hash, capability, device_guid, operator, expires_at)
+VALUES (@token_hash, @capability, @device_guid, @operator, now() + make_interval(secs => @ttl_seconds::float8))
+RETURNING expires_at;
+
+-- name: RemoteOpTokenRedeem :one
+-- Single use: the first redemption inside the lifetime wins.
+UPDATE remote_op_tokens
+SET used_at = now()
+WHERE token_hash = @token_hash AND capability = @capability AND operator = @operator
+  AND used_at IS NULL AND expires_at > now()
+RETURNING device_guid;
+
+-- name: RemoteOpTokenSweep :exec
+DELETE FROM remote_op_tokens WHERE expires_at < now() - interval '1 hour';

@@ -12,6 +12,19 @@ import (
 // logins.
 const fallbackShell = "/bin/sh"
 
+// ShellEnv names a shell program that replaces the account's login shell,
+// for hosts whose login profile is unsuitable for remote sessions (it
+// blocks, or prompts). It still starts as a login shell.
+const ShellEnv = "CAIRN_AGENT_SHELL"
+
+// withShellOverride applies a usable override to a.
+func withShellOverride(a account, override string) account {
+	if override != "" && usableShell(override) {
+		a.shell = override
+	}
+	return a
+}
+
 // account is what a login needs from /etc/passwd.
 type account struct {
 	name, home, shell string

@@ -32,3 +32,16 @@ broken line
 		})
 	}
 }
+
+func TestShellOverride(t *testing.T) {
+	t.Parallel()
+	a := account{name: "root", home: "/root", shell: "/bin/bash"}
+	for _, tc := range []struct{ override, want string }{
+		{"", "/bin/bash"},
+		{"/bin/sh", "/bin/sh"},
+		{"/no/such/shell", "/bin/bash"},
+		{"/usr/sbin/nologin", "/bin/bash"},
+	} {
+		require.Equal(t, tc.want, withShellOverride(a, tc.override).shell, tc.override)
+	}
+}

@@ -67,12 +67,15 @@ func startTerminal(cols, rows int) (terminal, error) {
 }
 
 func currentAccount() account {
+	var a account
 	f, err := os.Open("/etc/passwd")
 	if err != nil {
-		return lookupAccount(strings.NewReader(""), os.Getuid())
+		a = lookupAccount(strings.NewReader(""), os.Getuid())
+	} else {
+		defer f.Close()
+		a = lookupAccount(f, os.Getuid())
 	}
-	defer f.Close()
-	return lookupAccount(f, os.Getuid())
+	return withShellOverride(a, os.Getenv(ShellEnv))
 }
 
 // pollable returns a non-blocking duplicate of the PTY master, so Close

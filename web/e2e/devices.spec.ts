@@ -1,10 +1,10 @@
-import { expect, test, type APIRequestContext } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { hostname as machineHostname } from 'node:os';
 import { join } from 'node:path';
-import { startAgent, type Agent } from './agent';
+import { type Agent } from './agent';
 import { artifactsDir, startEngine, type Engine } from './engine';
-import { freshTotp, totp } from './totp';
+import { enrollConnected, signIn } from './fleet';
 
 // A real cairn-agent on this machine enrolls with an Engine of its own, is
 // approved through the API, and the console shows it: the devices grid,
@@ -26,11 +26,6 @@ test.afterAll(async () => {
   await engine?.stop();
 });
 
-async function ok(res: Awaited<ReturnType<APIRequestContext['post']>>, status = 200): Promise<any> {
-  expect(res.status(), await res.text()).toBe(status);
-  return res.json();
-}
-
 function prettyName(): string {
   const line = readFileSync('/etc/os-release', 'utf8')
     .split('\n')
@@ -47,37 +42,11 @@ test('an enrolled agent shows in the devices grid and its page holds this machin
   // cookie-authenticated change would need the CSRF header too).
   let auth: Record<string, string> = {};
   await test.step('bootstrap and sign in', async () => {
-    await ok(await api.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: 'devices e2e passphrase' } }));
-    const admin = await ok(await api.post(`${base}/api/bootstrap/admin/setup`, { data: { username: USERNAME, password: PASSWORD } }));
-    const first = totp(admin.mfa.secret);
-    await ok(await api.post(`${base}/api/bootstrap/admin/mfa/verify`, { data: { pending_token: admin.pending_token, code: first.code } }));
-    const login = await ok(await api.post(`${base}/api/auth/login`, { data: { username: USERNAME, password: PASSWORD } }));
-    const second = await freshTotp(admin.mfa.secret, first.step);
-    const sess = await ok(await api.post(`${base}/api/auth/mfa/verify`, { data: { pending_token: login.pending_token, code: second.code } }));
-    auth = { Authorization: `Bearer ${sess.token}` };
+    auth = await signIn(api, base, USERNAME, PASSWORD);
   });
 
   await test.step('enroll a real agent and approve it', async () => {
-    const site = await ok(await api.post(`${base}/api/sites`, { headers: auth, data: { name: 'E2E Devices', site_worker_slug: 'e2e-devices' } }), 201);
-    const code = await ok(await api.post(`${base}/api/admin/enrollment-codes`, { headers: auth, data: { site_id: site.site_id } }), 201);
-    agent = await startAgent({ name: 'agent-devices', server: base, code: code.code, hostname: AGENT_HOST });
-    let approvalID = '';
-    await expect
-      .poll(async () => {
-        const list = await (await api.get(`${base}/api/admin/device-approvals?status=pending`)).json();
-        approvalID = list.approvals.find((a: any) => a.hostname === AGENT_HOST)?.id ?? '';
-        return approvalID;
-      }, { timeout: 60_000 })
-      .not.toBe('');
-    await ok(await api.post(`${base}/api/admin/device-approvals/${approvalID}/approve`, { headers: auth }));
-    await agent.enrolled;
-    agent.run();
-    await expect
-      .poll(async () => {
-        const list = await (await api.get(`${base}/api/devices`)).json();
-        return list.devices.find((d: any) => d.hostname === AGENT_HOST)?.connectivity_status;
-      }, { timeout: 120_000 })
-      .toBe('Connected');
+    agent = await enrollConnected(api, base, auth, { name: 'agent-devices', hostname: AGENT_HOST, slug: 'e2e-devices' });
     await expect
       .poll(async () => (await (await api.get(`${base}/api/device/details/${AGENT_HOST}`)).text()).includes('"bash"'), { timeout: 60_000 })
       .toBe(true);

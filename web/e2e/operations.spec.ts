@@ -1,11 +1,11 @@
-import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
+import { expect, test, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgent, type Agent } from './agent';
+import { type Agent } from './agent';
 import { artifactsDir, startEngine, type Engine } from './engine';
-import { freshTotp, totp } from './totp';
+import { enrollConnected, signIn } from './fleet';
 
 // Remote operations from the console on a real agent: stop and start a
 // real init-script service (the agent controls SysV scripts in a private
@@ -70,11 +70,6 @@ test.afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-async function ok(res: Awaited<ReturnType<APIRequestContext['post']>>, status = 200): Promise<any> {
-  expect(res.status(), await res.text()).toBe(status);
-  return res.json();
-}
-
 async function confirmIn(page: Page, button: string) {
   const dialog = page.getByRole('dialog');
   await expect(dialog).toBeVisible();
@@ -87,46 +82,11 @@ test('services stop and start, and a process is terminated, on a real agent', as
   const api = page.request;
   const serviceBase = writeService();
 
-  // Changes through page.request carry the session as a bearer token; the
-  // page itself uses the cookie the sign-in set.
-  let auth: Record<string, string> = {};
-  await test.step('bootstrap and sign in', async () => {
-    await ok(await api.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: 'operations e2e passphrase' } }));
-    const admin = await ok(await api.post(`${base}/api/bootstrap/admin/setup`, { data: { username: USERNAME, password: PASSWORD } }));
-    const first = totp(admin.mfa.secret);
-    await ok(await api.post(`${base}/api/bootstrap/admin/mfa/verify`, { data: { pending_token: admin.pending_token, code: first.code } }));
-    const login = await ok(await api.post(`${base}/api/auth/login`, { data: { username: USERNAME, password: PASSWORD } }));
-    const second = await freshTotp(admin.mfa.secret, first.step);
-    const sess = await ok(await api.post(`${base}/api/auth/mfa/verify`, { data: { pending_token: login.pending_token, code: second.code } }));
-    auth = { Authorization: `Bearer ${sess.token}` };
-  });
-
-  await test.step('enroll a real agent that controls a private init.d', async () => {
-    const site = await ok(await api.post(`${base}/api/sites`, { headers: auth, data: { name: 'E2E Ops', site_worker_slug: 'e2e-ops' } }), 201);
-    const code = await ok(await api.post(`${base}/api/admin/enrollment-codes`, { headers: auth, data: { site_id: site.site_id } }), 201);
-    agent = await startAgent({ name: 'agent-operations', server: base, code: code.code, hostname: AGENT_HOST, env: { CAIRN_AGENT_INIT_DIR: initDir } });
-    let approvalID = '';
-    await expect
-      .poll(async () => {
-        const list = await (await api.get(`${base}/api/admin/device-approvals?status=pending`)).json();
-        approvalID = list.approvals.find((a: any) => a.hostname === AGENT_HOST)?.id ?? '';
-        return approvalID;
-      }, { timeout: 60_000 })
-      .not.toBe('');
-    await ok(await api.post(`${base}/api/admin/device-approvals/${approvalID}/approve`, { headers: auth }));
-    await agent.enrolled;
-    agent.run();
-    await expect
-      .poll(async () => {
-        const list = await (await api.get(`${base}/api/devices`)).json();
-        const d = list.devices.find((x: any) => x.hostname === AGENT_HOST);
-        return d?.connectivity_status === 'Connected' && d?.agent_socket === true;
-      }, { timeout: 120_000 })
-      .toBe(true);
-    await expect
-      .poll(async () => (await (await api.get(`${base}/api/device/services/${AGENT_HOST}`)).text()).includes(SERVICE), { timeout: 90_000 })
-      .toBe(true);
-  });
+  const auth = await signIn(api, base, USERNAME, PASSWORD);
+  agent = await enrollConnected(api, base, auth, { name: 'agent-operations', hostname: AGENT_HOST, slug: 'e2e-ops', env: { CAIRN_AGENT_INIT_DIR: initDir } });
+  await expect
+    .poll(async () => (await (await api.get(`${base}/api/device/services/${AGENT_HOST}`)).text()).includes(SERVICE), { timeout: 90_000 })
+    .toBe(true);
 
   await test.step('start, then stop, the service from the Services tab', async () => {
     await page.goto(`${base}/devices/${AGENT_HOST}`);
@@ -134,12 +94,12 @@ test('services stop and start, and a process is terminated, on a real agent', as
     const panel = page.getByRole('tabpanel');
     await expect(panel).toContainText(SERVICE);
 
-    await panel.getByRole('button', { name: `Start ${SERVICE}` }).click();
+    await panel.getByRole('button', { name: `Start ${SERVICE}`, exact: true }).click();
     await confirmIn(page, 'Start');
     await expect(page.getByRole('region', { name: 'Notifications' })).toContainText(`${SERVICE}: running`, { timeout: 90_000 });
     expect(serviceRunning(serviceBase)).toBe(true);
 
-    await panel.getByRole('button', { name: `Stop ${SERVICE}` }).click();
+    await panel.getByRole('button', { name: `Stop ${SERVICE}`, exact: true }).click();
     await confirmIn(page, 'Stop');
     await expect(page.getByRole('region', { name: 'Notifications' })).toContainText(`${SERVICE}: stopped`, { timeout: 90_000 });
     expect(serviceRunning(serviceBase)).toBe(false);

@@ -1,0 +1,56 @@
+import { expect, type APIRequestContext } from '@playwright/test';
+import { startAgent, type Agent } from './agent';
+import { freshTotp, totp } from './totp';
+
+// Steps several specs share: bootstrap a fresh Engine and sign in (the
+// page's context keeps the session cookie; changes through the request
+// context carry the bearer token), and enroll a real agent and wait until
+// its socket is up.
+
+export async function ok(res: Awaited<ReturnType<APIRequestContext['post']>>, status = 200): Promise<any> {
+  expect(res.status(), await res.text()).toBe(status);
+  return res.json();
+}
+
+/** Bootstraps the Engine at base and signs in; returns the bearer header. */
+export async function signIn(api: APIRequestContext, base: string, username: string, password: string): Promise<Record<string, string>> {
+  await ok(await api.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: `${password} passphrase` } }));
+  const admin = await ok(await api.post(`${base}/api/bootstrap/admin/setup`, { data: { username, password } }));
+  const first = totp(admin.mfa.secret);
+  await ok(await api.post(`${base}/api/bootstrap/admin/mfa/verify`, { data: { pending_token: admin.pending_token, code: first.code } }));
+  const login = await ok(await api.post(`${base}/api/auth/login`, { data: { username, password } }));
+  const second = await freshTotp(admin.mfa.secret, first.step);
+  const sess = await ok(await api.post(`${base}/api/auth/mfa/verify`, { data: { pending_token: login.pending_token, code: second.code } }));
+  return { Authorization: `Bearer ${sess.token}` };
+}
+
+/** Creates a site, enrolls a real agent into it, approves it and waits until its realtime socket is up. */
+export async function enrollConnected(
+  api: APIRequestContext,
+  base: string,
+  auth: Record<string, string>,
+  opts: { name: string; hostname: string; slug: string; env?: Record<string, string> },
+): Promise<Agent> {
+  const site = await ok(await api.post(`${base}/api/sites`, { headers: auth, data: { name: opts.slug, site_worker_slug: opts.slug } }), 201);
+  const code = await ok(await api.post(`${base}/api/admin/enrollment-codes`, { headers: auth, data: { site_id: site.site_id } }), 201);
+  const agent = await startAgent({ name: opts.name, server: base, code: code.code, hostname: opts.hostname, env: opts.env });
+  let approvalID = '';
+  await expect
+    .poll(async () => {
+      const list = await (await api.get(`${base}/api/admin/device-approvals?status=pending`)).json();
+      approvalID = list.approvals.find((a: any) => a.hostname === opts.hostname)?.id ?? '';
+      return approvalID;
+    }, { timeout: 60_000 })
+    .not.toBe('');
+  await ok(await api.post(`${base}/api/admin/device-approvals/${approvalID}/approve`, { headers: auth }));
+  await agent.enrolled;
+  agent.run();
+  await expect
+    .poll(async () => {
+      const list = await (await api.get(`${base}/api/devices`)).json();
+      const d = list.devices.find((x: any) => x.hostname === opts.hostname);
+      return d?.connectivity_status === 'Connected' && d?.agent_socket === true;
+    }, { timeout: 120_000 })
+    .toBe(true);
+  return agent;
+}

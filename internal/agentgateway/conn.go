@@ -40,12 +40,10 @@ type conn struct {
 	out      chan outgoing
 	stopOnce sync.Once
 
-	// onReply handles a reply no in-process waiter wants: the command
-	// path's (Hub.onReply).
+	// onReply handles replies: the command path's (Hub.onReply).
 	onReply func(*conn, proto.Envelope)
 
-	mu      sync.Mutex
-	pending map[string]chan proto.Envelope // request ID -> its waiter
+	mu sync.Mutex
 	// tokens are the command-path requests written to this socket that
 	// wait for a reply: request ID -> the activity's task token.
 	tokens map[string][]byte
@@ -59,7 +57,7 @@ type outgoing struct {
 func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{dev: dev, ws: ws, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		out: make(chan outgoing, 64), pending: map[string]chan proto.Envelope{}, tokens: map[string][]byte{}}
+		out: make(chan outgoing, 64), tokens: map[string][]byte{}}
 }
 
 func socketClosed(guid string) error {
@@ -132,7 +130,7 @@ func (c *conn) readLoop(idle time.Duration) error {
 		switch env.Type {
 		case proto.MsgPong, proto.MsgPing:
 		case proto.MsgReply:
-			if !c.resolve(env) && c.onReply != nil {
+			if c.onReply != nil {
 				go c.onReply(c, env)
 			}
 		default:
@@ -207,35 +205,4 @@ func (c *conn) pendingTokens() map[string][]byte {
 		out[id] = t
 	}
 	return out
-}
-
-// await registers a waiter for the reply to request id.
-func (c *conn) await(id string) (<-chan proto.Envelope, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, dup := c.pending[id]; dup {
-		return nil, cairn.Errorf(cairn.ECodeConflict, "a request with ID %s is already waiting for device %s", id, c.dev.GUID)
-	}
-	ch := make(chan proto.Envelope, 1)
-	c.pending[id] = ch
-	return ch, nil
-}
-
-func (c *conn) forget(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pending, id)
-}
-
-// resolve hands a reply to its in-process waiter (Request), if any.
-func (c *conn) resolve(env proto.Envelope) bool {
-	c.mu.Lock()
-	ch, ok := c.pending[env.ID]
-	delete(c.pending, env.ID)
-	c.mu.Unlock()
-	if !ok {
-		return false
-	}
-	ch <- env
-	return true
 }

@@ -3,9 +3,6 @@ package agentgateway
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-
-	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -45,40 +42,6 @@ func (h *Hub) Send(ctx context.Context, guid string, env proto.Envelope) error {
 		return err
 	}
 	return h.notify(ctx, delivery{Replica: replica, GUID: guid, Op: opSend, Envelope: &env})
-}
-
-// Request sends env (with a fresh ID when it has none) and waits until
-// ctx ends for the agent's reply: the proto.MsgReply envelope with the same
-// ID. It needs the socket on this replica; one held by another replica
-// answers unavailable, since replies are not routed between replicas yet.
-func (h *Hub) Request(ctx context.Context, guid string, env proto.Envelope) (proto.Envelope, error) {
-	c := h.local(guid)
-	if c == nil {
-		if _, err := h.locate(ctx, guid); err != nil {
-			return proto.Envelope{}, err
-		}
-		return proto.Envelope{}, cairn.Errorf(cairn.ECodeUnavailable,
-			"the realtime socket of device %s is on another Engine replica; requests across replicas are not supported yet", guid)
-	}
-	if env.ID == "" {
-		env.ID = uuid.NewString()
-	}
-	replies, err := c.await(env.ID)
-	if err != nil {
-		return proto.Envelope{}, err
-	}
-	defer c.forget(env.ID)
-	if err := c.send(ctx, env); err != nil {
-		return proto.Envelope{}, err
-	}
-	select {
-	case reply := <-replies:
-		return reply, nil
-	case <-c.ctx.Done():
-		return proto.Envelope{}, socketClosed(guid)
-	case <-ctx.Done():
-		return proto.Envelope{}, fmt.Errorf("agentgateway: no reply from device %s to %s: %w", guid, env.Type, ctx.Err())
-	}
 }
 
 // Drop closes the socket of guid wherever it is (trust actions:

@@ -2,7 +2,6 @@ package agentgateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +48,7 @@ func TestSendReachesTheAgentWhereverItsSocketIs(t *testing.T) {
 func TestSendWithoutALiveSocket(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{Completer: newCompletions()})
 	offline := f.device(t, "alpha")
 	for _, tc := range []struct {
 		name, guid, code string
@@ -61,7 +60,7 @@ func TestSendWithoutALiveSocket(t *testing.T) {
 			t.Parallel()
 			err := r.hub.Send(context.Background(), tc.guid, proto.Envelope{Type: "vnc_start"})
 			require.Equal(t, tc.code, cairn.ErrorCode(err), "%v", err)
-			_, err = r.hub.Request(context.Background(), tc.guid, proto.Envelope{Type: "vnc_credential_request"})
+			err = r.hub.Dispatch(context.Background(), request(tc.guid, proto.EventProcessManagement, nil))
 			require.Equal(t, tc.code, cairn.ErrorCode(err), "%v", err)
 		})
 	}
@@ -80,58 +79,6 @@ func TestSendAcrossReplicasRefusesWhatANotificationCannotCarry(t *testing.T) {
 	require.Equal(t, cairn.ECodeTooLarge, cairn.ErrorCode(err), "%v", err)
 	// The holder itself writes it: the limit is NOTIFY's, not the socket's.
 	require.NoError(t, b.hub.Send(context.Background(), dev.GUID, big))
-}
-
-func TestRequestWaitsForTheAgentsReply(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	a := f.replica(t, "replica-a", nil, agentgateway.Options{})
-	b := f.replica(t, "replica-b", nil, agentgateway.Options{})
-	dev := f.device(t, "alpha")
-	ag := connect(t, a, dev)
-
-	// The agent answers the first request and ignores the second.
-	go func() {
-		env, err := ag.read(10 * time.Second)
-		for err == nil && env.Type == proto.MsgPing {
-			env, err = ag.read(10 * time.Second)
-		}
-		if err == nil {
-			ag.send(proto.MsgReply, "other-id", map[string]string{"stray": "reply"})
-			ag.send(proto.MsgReply, env.ID, map[string]string{"password": "from-the-agent", "asked": env.Type})
-		}
-	}()
-	reply, err := a.hub.Request(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_credential_request"})
-	require.NoError(t, err)
-	require.Equal(t, proto.MsgReply, reply.Type)
-	require.NotEmpty(t, reply.ID)
-	var body map[string]string
-	require.NoError(t, json.Unmarshal(reply.Payload, &body))
-	require.Equal(t, map[string]string{"password": "from-the-agent", "asked": "vnc_credential_request"}, body)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_, err = a.hub.Request(ctx, dev.GUID, proto.Envelope{Type: "vnc_credential_request", ID: "unanswered"})
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-
-	// Replies are not routed between replicas yet.
-	_, err = b.hub.Request(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_credential_request"})
-	require.Equal(t, cairn.ECodeUnavailable, cairn.ErrorCode(err), "%v", err)
-}
-
-func TestRequestEndsWhenTheSocketCloses(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
-	dev := f.device(t, "alpha")
-	ag := connect(t, r, dev)
-	go func() {
-		if env := ag.next(); env.Type == "vnc_credential_request" {
-			_ = ag.ws.Close(websocket.StatusNormalClosure, "going")
-		}
-	}()
-	_, err := r.hub.Request(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_credential_request"})
-	require.Equal(t, cairn.ECodeAgentSocketMissing, cairn.ErrorCode(err), "%v", err)
 }
 
 func TestDropClosesTheSocketWhereverItIs(t *testing.T) {

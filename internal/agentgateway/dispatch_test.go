@@ -22,7 +22,6 @@ type completions struct {
 	mu    sync.Mutex
 	got   map[string]completion
 	beats map[string]int
-	ch    chan string
 }
 
 type completion struct {
@@ -33,7 +32,7 @@ type completion struct {
 }
 
 func newCompletions() *completions {
-	return &completions{got: map[string]completion{}, beats: map[string]int{}, ch: make(chan string, 64)}
+	return &completions{got: map[string]completion{}, beats: map[string]int{}}
 }
 
 func (c *completions) Complete(_ context.Context, token []byte, r agentgateway.Reply) error {
@@ -61,23 +60,19 @@ func (c *completions) record(token string, v completion) {
 	if dup {
 		panic("completed twice: " + token)
 	}
-	c.ch <- token
 }
 
 func (c *completions) wait(t *testing.T, token string) completion {
 	t.Helper()
-	for {
-		select {
-		case got := <-c.ch:
-			if got == token {
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				return c.got[token]
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s was never completed", token)
-		}
-	}
+	var got completion
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		v, ok := c.got[token]
+		got = v
+		return ok
+	}, 30*time.Second, 10*time.Millisecond, "%s was never completed", token)
+	return got
 }
 
 func (c *completions) beatsOf(token string) int {

@@ -53,13 +53,18 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 		s.Spec = &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 7 * time.Minute}}}
 		return &client.ScheduleUpdate{Schedule: &s}, nil
 	}}))
+	// Updates and pauses are signals to the scheduler, applied in their
+	// own time: wait for each to show, as an SRE's would long before the
+	// next Engine start.
+	require.Eventually(t, func() bool {
+		d, err := h.Describe(ctx)
+		return err == nil && len(d.Schedule.Spec.Intervals) == 1 && d.Schedule.Spec.Intervals[0].Every == 7*time.Minute
+	}, 60*time.Second, 50*time.Millisecond, "the hand-made change shows")
 	require.NoError(t, h.Pause(ctx, client.SchedulePauseOptions{Note: "SRE pause"}))
-	// A pause is a signal to the scheduler: wait until it shows, as an
-	// SRE's would long before the next Engine start.
 	require.Eventually(t, func() bool {
 		d, err := h.Describe(ctx)
 		return err == nil && d.Schedule.State.Paused
-	}, 30*time.Second, 20*time.Millisecond)
+	}, 60*time.Second, 50*time.Millisecond, "the pause shows")
 	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, queue))
 	requireSchedules(t, queue)
 	desc, err := h.Describe(ctx)

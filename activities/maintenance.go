@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -24,6 +25,8 @@ type Maintenance struct {
 	Presence StaleDeleter
 	// AgentRequests is *db.Store: command-path requests past their deadline.
 	AgentRequests AgentRequestSweeper
+	// Shells is *shells.Service: sessions of a process that stopped.
+	Shells LostShellCloser
 }
 
 // SessionSweeper deletes expired operator sessions and pending tokens.
@@ -103,6 +106,20 @@ func (m *Maintenance) SweepAgentRequests(ctx context.Context) (int64, error) {
 		return 0, notWired("AgentRequests")
 	}
 	return m.AgentRequests.AgentRequestDeleteExpired(ctx)
+}
+
+// SweepShellSessions closes shell sessions whose bridging process stopped
+// confirming them, with their activity rows.
+func (m *Maintenance) SweepShellSessions(ctx context.Context) (int64, error) {
+	if m.Shells == nil {
+		return 0, notWired("Shells")
+	}
+	return m.Shells.CloseLost(ctx, 0)
+}
+
+// LostShellCloser is *shells.Service.
+type LostShellCloser interface {
+	CloseLost(ctx context.Context, lostAfter time.Duration) (int64, error)
 }
 
 // AgentRequestSweeper is *db.Store.

@@ -42,7 +42,12 @@ type shellAPI struct {
 const shellCloseGrace = 3 * time.Second
 
 func (s *Server) shellRoutes() []Route {
-	h := &shellAPI{s: s, svc: shells.New(s.Store, s.Devices, s.Log), live: shells.NewRegistry(), replica: uuid.NewString()}
+	svc := s.Shells
+	if svc == nil {
+		svc = shells.New(s.Store, s.Devices, s.Log)
+	}
+	h := &shellAPI{s: s, svc: svc, live: shells.NewRegistry(), replica: uuid.NewString()}
+	s.shell = h
 	switch {
 	case s.Sockets != nil:
 		h.replica = s.Sockets.Replica()

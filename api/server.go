@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
@@ -111,6 +112,8 @@ type Deps struct {
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).
 	Operations workflows.OperationRunner
+	// Shells keeps shell sessions (nil: the shell routes make their own).
+	Shells *shells.Service
 	// AgentOnly serves only what agents call on a standalone site worker:
 	// health and the realtime socket.
 	AgentOnly bool
@@ -124,6 +127,16 @@ type Server struct {
 	Deps
 	routes       []Route
 	agentOrigins []*url.URL
+	// shell is the shell routes' state, whose liveness loop Run runs.
+	shell *shellAPI
+}
+
+// Run runs what this process's routes keep going in the background (the
+// liveness of the shell sessions it bridges) until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	if s.shell != nil {
+		s.shell.live.KeepAlive(ctx, s.shell.svc, 0)
+	}
 }
 
 // New builds the server and its route table.

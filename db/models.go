@@ -323,6 +323,7 @@ type ShellSession struct {
 	ConnectedAt         *time.Time
 	StartedAt           *time.Time
 	EndedAt             *time.Time
+	SeenAt              *time.Time
 	ExpiresAt           time.Time
 }
 

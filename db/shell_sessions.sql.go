@@ -478,6 +478,35 @@ func (q *Queries) ShellSessionList(ctx context.Context, arg ShellSessionListPara
 	return items, nil
 }
 
+const shellSessionListLost = `-- name: ShellSessionListLost :many
+SELECT id FROM shell_sessions
+WHERE state IN ('connecting', 'open')
+  AND coalesce(seen_at, connected_at, created_at) < now() - make_interval(secs => $1::float8)
+ORDER BY id
+LIMIT 500
+`
+
+// Sessions whose bridging process stopped confirming them.
+func (q *Queries) ShellSessionListLost(ctx context.Context, lostAfterSeconds float64) ([]string, error) {
+	rows, err := q.db.Query(ctx, shellSessionListLost, lostAfterSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shellSessionSetActivity = `-- name: ShellSessionSetActivity :exec
 UPDATE shell_sessions SET activity_id = $1 WHERE id = $2
 `
@@ -490,6 +519,20 @@ type ShellSessionSetActivityParams struct {
 func (q *Queries) ShellSessionSetActivity(ctx context.Context, arg ShellSessionSetActivityParams) error {
 	_, err := q.db.Exec(ctx, shellSessionSetActivity, arg.ActivityID, arg.ID)
 	return err
+}
+
+const shellSessionTouchMany = `-- name: ShellSessionTouchMany :execrows
+UPDATE shell_sessions SET seen_at = now()
+WHERE id = ANY ($1::text[]) AND state IN ('connecting', 'open')
+`
+
+// The bridging process confirms its live sessions in one statement.
+func (q *Queries) ShellSessionTouchMany(ctx context.Context, ids []string) (int64, error) {
+	result, err := q.db.Exec(ctx, shellSessionTouchMany, ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const shellSessionTranscript = `-- name: ShellSessionTranscript :one

@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
@@ -118,6 +119,7 @@ type Engine struct {
 	DPoP       *devicetrust.Verifier
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
+	Shells     *shells.Service
 	// Workers is nil when the process runs no workers at all.
 	Workers *workers.Manager
 	API     *api.Server
@@ -173,6 +175,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	}
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
+	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 
 	runsSites := cfg.Sites == nil || cfg.Role == RoleSiteWorker
 	var runner agentgateway.SiteRunner = noSiteWorkers{}
@@ -186,7 +189,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	gw.Endpoint = cfg.AgentEndpoint
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, runner, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
-		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus})...)
+		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -198,7 +201,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		AgentOnly: cfg.Role == RoleSiteWorker,
+		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -216,6 +219,7 @@ func (e *Engine) Start() error {
 	if !e.cfg.ManualFlush {
 		e.goBG(e.Devices.Run)
 	}
+	e.goBG(e.API.Run)
 
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	e.stopHub, e.hubDone = stopHub, make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
 // ActivityDeps are what the Engine's activities need.
@@ -22,6 +23,7 @@ type ActivityDeps struct {
 	Tokens     *devicetrust.Tokens
 	Presence   *events.Presence
 	Bus        *events.Bus
+	Shells     *shells.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -30,7 +32,7 @@ func Activities(d ActivityDeps) []any {
 	return []any{
 		&activities.Enrollment{Service: d.Enrollment},
 		&activities.Maintenance{Sessions: d.Auth, RateLimits: d.Store, DPoP: d.DPoP, RefreshTokens: d.Tokens, Presence: d.Presence,
-			AgentRequests: d.Store},
+			AgentRequests: d.Store, Shells: d.Shells},
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},

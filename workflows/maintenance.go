@@ -22,6 +22,8 @@ const (
 	// JobAgentRequests deletes command-path requests past their deadline
 	// whose holder died before it could take them.
 	JobAgentRequests = "agent-requests"
+	// JobShellSessions closes shell sessions whose process died.
+	JobShellSessions = "shell-sessions"
 )
 
 // MaintenanceJob is one job and how often its schedule starts it.
@@ -40,6 +42,7 @@ var MaintenanceJobs = []MaintenanceJob{
 	{JobDPoP, time.Minute},
 	{JobRefreshTokens, time.Minute},
 	{JobPresence, time.Minute},
+	{JobShellSessions, time.Minute},
 	{JobSessions, 5 * time.Minute},
 	{JobPendingTokens, 5 * time.Minute},
 	{JobRateLimits, 5 * time.Minute},
@@ -80,6 +83,7 @@ func Maintenance(ctx workflow.Context, in MaintenanceInput) (MaintenanceResult, 
 		JobRefreshTokens: a.SweepRefreshTokens,
 		JobPresence:      a.SweepPresence,
 		JobAgentRequests: a.SweepAgentRequests,
+		JobShellSessions: a.SweepShellSessions,
 	}
 	act, ok := jobs[in.Job]
 	if !ok {

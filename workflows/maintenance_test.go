@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -41,6 +42,7 @@ func (f *flakySweeper) DeleteStale(context.Context) (int64, error)   { return f.
 func (f *flakySweeper) AgentRequestDeleteExpired(context.Context) (int64, error) {
 	return f.sweep()
 }
+func (f *flakySweeper) CloseLost(context.Context, time.Duration) (int64, error) { return f.sweep() }
 
 func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 	t.Parallel()
@@ -51,7 +53,7 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
-				AgentRequests: f})
+				AgentRequests: f, Shells: f})
 			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: job.Name})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())

@@ -19,7 +19,9 @@ import (
 )
 
 // OperationWorkflowID names one operation on one device.
-func OperationWorkflowID(guid, operationID string) string { return "device-op:" + guid + ":" + operationID }
+func OperationWorkflowID(guid, operationID string) string {
+	return "device-op:" + guid + ":" + operationID
+}
 
 // Operation timing. An operation waits for its agent at most Timeout
 // (default DefaultOperationTimeout); the holder of the socket heartbeats

@@ -62,6 +62,10 @@ CREATE TABLE shell_sessions (
     connected_at         timestamptz,
     started_at           timestamptz,
     ended_at             timestamptz,
+    -- Refreshed every ShellTouchInterval by the process bridging the
+    -- session; one it stopped refreshing (the process died) is closed by
+    -- the shell-sessions maintenance job.
+    seen_at              timestamptz,
     expires_at           timestamptz NOT NULL
 );
 CREATE INDEX shell_sessions_device_idx ON shell_sessions (device_guid);

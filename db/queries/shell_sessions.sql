@@ -83,3 +83,16 @@ RETURNING device_guid;
 
 -- name: RemoteOpTokenSweep :exec
 DELETE FROM remote_op_tokens WHERE expires_at < now() - interval '1 hour';
+
+-- name: ShellSessionTouchMany :execrows
+-- The bridging process confirms its live sessions in one statement.
+UPDATE shell_sessions SET seen_at = now()
+WHERE id = ANY (@ids::text[]) AND state IN ('connecting', 'open');
+
+-- name: ShellSessionListLost :many
+-- Sessions whose bridging process stopped confirming them.
+SELECT id FROM shell_sessions
+WHERE state IN ('connecting', 'open')
+  AND coalesce(seen_at, connected_at, created_at) < now() - make_interval(secs => @lost_after_seconds::float8)
+ORDER BY id
+LIMIT 500;

@@ -110,7 +110,7 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
   });
 
   await test.step('create a site and see it in the grid', async () => {
-    await expect(page.getByRole('heading', { name: 'Sites' })).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Sites', exact: true })).toBeVisible();
     await expect(page.getByText('No sites yet')).toBeVisible();
     await page.getByRole('button', { name: 'Create site' }).click();
     const dialog = page.getByRole('dialog');
@@ -188,13 +188,13 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
 
   await test.step('server and profile pages', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Server' }).click();
-    await expect(page.getByRole('heading', { name: 'Server' })).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Server', exact: true })).toBeVisible();
     await expect(page.locator('.ag-row', { hasText: 'Engine' })).toBeVisible();
     await expect(page.locator('.ag-row', { hasText: 'site:head-office' })).toBeVisible();
     await shot(page, '10-server');
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Devices' }).click();
-    await expect(page.getByRole('heading', { name: 'Devices' })).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Devices', exact: true })).toBeVisible();
     // A new deployment has no enrolled agent: the page says how to enroll one.
     await expect(page.getByTestId('devices-empty')).toBeVisible();
 
@@ -207,7 +207,7 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
 
   await test.step('access: create an operator and assign it the site', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Access' }).click();
-    await expect(page.getByRole('heading', { name: 'Access' })).toBeVisible();
+    await expect(page.getByRole('heading', { name: 'Access', exact: true })).toBeVisible();
     await expect(page.getByRole('tab', { name: 'Operators' })).toHaveAttribute('aria-selected', 'true');
     const adminRow = page.locator('.ag-center-cols-container .ag-row[row-id="admin"]');
     await expect(adminRow.locator('[col-id="role"]')).toHaveText('Admin');

@@ -45,6 +45,7 @@ func main() {
 		fanOutArg = flag.String("fan-out", "64,all", "client concurrencies of the fan-out passes to every agent (all: every agent at once; empty: none)")
 		seed      = flag.Uint64("seed", 1, "seed of the round trips' choice of agents")
 		opsBudget = flag.Duration("ops-budget", 8*time.Minute, "the most time the operations may add to a run")
+		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
 	)
 	flag.Parse()
@@ -52,7 +53,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle,
+	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
 		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}}
 	if !*ops {
 		opts.ops, opts.opsBudget = opsConfig{}, 0
@@ -87,8 +88,10 @@ type runOptions struct {
 	// add their own time (at most opsBudget) so the steady phase without
 	// them is as long as in a run without them.
 	duration, opsBudget time.Duration
-	// settle is the Engine's age before the baseline is sampled.
-	settle time.Duration
+	// settle is the Engine's age before the baseline is sampled;
+	// footprintAfter the time after every agent connected before the
+	// footprint with them is.
+	settle, footprintAfter time.Duration
 	// ops is empty (no round trips, no fan-out) for an Engine without the
 	// command path.
 	ops opsConfig
@@ -221,7 +224,15 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		if err != nil {
 			fmt.Fprintf(logOut, "bench: %v\n", err)
 		}
-		// One heartbeat interval (20 s plus jitter) of samples.
+		// Enrollment leaves each agent a second keep-alive connection,
+		// idle until its client drops it after 90 s (agent/transport's
+		// IdleConnTimeout; no signal from outside): what an agent costs
+		// for as long as it stays is sampled after that, over one
+		// heartbeat interval (20 s plus jitter).
+		select {
+		case <-time.After(time.Until(out.steadyFrom.Add(o.footprintAfter))):
+		case <-ctx.Done():
+		}
 		fp.Connected = watch.idle(ctx, 23, time.Second)
 		if live > 0 {
 			fp.PerAgentRSSKiB = round((fp.Connected.RSSMiB-fp.Baseline.RSSMiB)*1024/float64(live), 1)

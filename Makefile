@@ -18,12 +18,13 @@ test: deps-test build
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-e2e
 
-## bench: Engine figures under simulated agents (docs/benchmarks.md); BENCH_COUNTS=1000,5000 BENCH_DURATION=3m
+## bench: Engine figures under simulated agents (docs/benchmarks.md); BENCH_COUNTS=1000,5000 BENCH_DURATION=3m BENCH_FLAGS=
 BENCH_COUNTS   ?= 1000,5000
 BENCH_DURATION ?= 3m
+BENCH_FLAGS    ?=
 bench: deps-run build
 	$(GO) build -o bin/cairn-agent ./cmd/cairn-agent
-	$(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) | tee .data/bench-results.jsonl
+	$(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...

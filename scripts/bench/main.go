@@ -2,8 +2,10 @@
 // fresh `cairn serve` (private PostgreSQL, embedded Temporal), signs in,
 // creates a site with auto-approval and an enrollment code, runs
 // `cairn-agent simulate --count N`, samples the Engine's CPU and resident
-// memory meanwhile, and prints one JSON line per run. `make bench` runs it
-// for N = 1000 and 5000; docs/benchmarks.md records the figures.
+// memory meanwhile, and prints one JSON line per run. Once every agent is
+// connected it samples the Engine's memory and open files, then measures
+// operation round trips and a fan-out to every agent (ops.go). `make bench`
+// runs it for N = 1000 and 5000; docs/benchmarks.md records the figures.
 package main
 
 import (
@@ -36,10 +38,26 @@ func main() {
 		engineBin = flag.String("engine", "bin/cairn", "the cairn binary")
 		agentBin  = flag.String("agent", "bin/cairn-agent", "the cairn-agent binary")
 		counts    = flag.String("counts", "1000,5000", "comma-separated agent counts, one run each")
-		duration  = flag.Duration("duration", 3*time.Minute, "how long each simulation runs after its start")
+		duration  = flag.Duration("duration", 3*time.Minute, "how long each simulation runs after its start, besides the operations")
 		dataRoot  = flag.String("data", ".data/bench", "where each run's Engine data directory goes (wiped first)")
+		ops       = flag.Bool("ops", true, "measure operations once every agent is connected (false for an Engine without the command path)")
+		rounds    = flag.Int("round-trips", 200, "sequential operations on random agents")
+		fanOutArg = flag.String("fan-out", "64,all", "client concurrencies of the fan-out passes to every agent (all: every agent at once; empty: none)")
+		seed      = flag.Uint64("seed", 1, "seed of the round trips' choice of agents")
+		opsBudget = flag.Duration("ops-budget", 8*time.Minute, "the most time the operations may add to a run")
+		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
+		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
 	)
 	flag.Parse()
+	fan, err := parseFanOut(*fanOutArg)
+	if err != nil {
+		fail(err)
+	}
+	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
+		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}}
+	if !*ops {
+		opts.ops, opts.opsBudget = opsConfig{}, 0
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, c := range strings.Split(*counts, ",") {
@@ -47,7 +65,7 @@ func main() {
 		if err != nil || n <= 0 {
 			fail(fmt.Errorf("bad count %q", c))
 		}
-		res, err := run(ctx, *engineBin, *agentBin, filepath.Join(*dataRoot, strconv.Itoa(n)), n, *duration)
+		res, err := run(ctx, opts, filepath.Join(*dataRoot, strconv.Itoa(n)), n)
 		if err != nil {
 			fail(err)
 		}
@@ -61,6 +79,27 @@ func fail(err error) {
 	os.Exit(1)
 }
 
+// logOut receives progress (stdout carries only the JSON lines).
+var logOut io.Writer = os.Stderr
+
+type runOptions struct {
+	engineBin, agentBin string
+	// duration is the simulation's length without the operations, which
+	// add their own time (at most opsBudget) so the steady phase without
+	// them is as long as in a run without them.
+	duration, opsBudget time.Duration
+	// settle is the Engine's age before the baseline is sampled;
+	// footprintAfter the time after every agent connected before the
+	// footprint with them is.
+	settle, footprintAfter time.Duration
+	// ops is empty (no round trips, no fan-out) for an Engine without the
+	// command path.
+	ops opsConfig
+}
+
+// simPrefix names the simulated agents (simulate --prefix).
+const simPrefix = "sim"
+
 // result is one run's figures.
 type result struct {
 	Agents          int                `json:"agents"`
@@ -69,6 +108,14 @@ type result struct {
 	Engine          usage              `json:"engine"`
 	PostgreSQL      usage              `json:"postgresql"`
 	PerAgent        map[string]float64 `json:"per_connected_agent"`
+	// Footprint is the Engine's memory and open files idle before any
+	// agent and once all are connected, before any operation.
+	Footprint *footprint `json:"footprint,omitempty"`
+	// Operations are the command-path figures (ops.go).
+	Operations *opsResult `json:"operations,omitempty"`
+	// OpsWindowSeconds is the part of the steady phase the operations took:
+	// it is left out of the steady CPU, memory and heartbeat figures.
+	OpsWindowSeconds float64 `json:"ops_window_seconds,omitempty"`
 }
 
 // usage is CPU (cores in use, averaged over the steady phase) and resident
@@ -79,7 +126,19 @@ type usage struct {
 	RSSPeakMiB   float64 `json:"rss_peak_mib"`
 }
 
-func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, duration time.Duration) (*result, error) {
+type footprint struct {
+	Baseline procSample `json:"baseline_no_agents"`
+	// Connected is sampled once the Engine shows every agent's socket.
+	Connected procSample `json:"all_connected_idle"`
+	// SocketsLive is how many devices the Engine showed with a live socket.
+	SocketsLive int `json:"sockets_live"`
+	// PerAgentRSSKiB and PerAgentFDs are the differences divided by the
+	// live sockets.
+	PerAgentRSSKiB float64 `json:"per_agent_rss_kib"`
+	PerAgentFDs    float64 `json:"per_agent_fds"`
+}
+
+func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, error) {
 	if err := os.RemoveAll(dataDir); err != nil {
 		return nil, err
 	}
@@ -88,7 +147,7 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 	}
 	port, tport := freePort(), freePort()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	engine := exec.CommandContext(ctx, engineBin, "serve")
+	engine := exec.CommandContext(ctx, o.engineBin, "serve")
 	engine.Env = append(cleanEnv(), "CAIRN_DATA_DIR="+dataDir, fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", port),
 		"CAIRN_HTTPS_ADDR=off", "CAIRN_PUBLIC_URL="+base, fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", tport),
 		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
@@ -101,6 +160,7 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 	if err := engine.Start(); err != nil {
 		return nil, err
 	}
+	engineStarted := time.Now()
 	defer func() {
 		_ = engine.Process.Signal(syscall.SIGINT)
 		done := make(chan struct{})
@@ -119,12 +179,25 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 	if err != nil {
 		return nil, err
 	}
+	watch := &procWatch{pid: engine.Process.Pid, pidFile: filepath.Join(dataDir, "postgres", "data", "postmaster.pid")}
+	// The baseline: the Engine idle with no agent, once the garbage of its
+	// start (migrations, Temporal's setup) is collected and returned. Go
+	// forces a collection when none ran for 2 minutes, and an idle Engine
+	// allocates too little to run one sooner, so this waits on its age:
+	// there is no signal from outside the process.
+	select {
+	case <-time.After(time.Until(engineStarted.Add(o.settle))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	fp := &footprint{Baseline: watch.idle(ctx, 10, time.Second)}
+	fmt.Fprintf(logOut, "bench: idle Engine, no agents: rss=%.1fMiB fds=%d\n", fp.Baseline.RSSMiB, fp.Baseline.FDs)
 
-	sampler := newSampler(engine.Process.Pid, filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
+	sampler := newSampler(watch)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	go sampler.run(sampleCtx, time.Second)
-	sim := exec.CommandContext(ctx, agentBin, "simulate", "--server", base, "--code", code,
-		"--count", strconv.Itoa(n), "--duration", duration.String())
+	sim := exec.CommandContext(ctx, o.agentBin, "simulate", "--server", base, "--code", code,
+		"--count", strconv.Itoa(n), "--duration", (o.duration + o.opsBudget).String(), "--prefix", simPrefix)
 	sim.Stderr = os.Stderr
 	stdout, err := sim.StdoutPipe()
 	if err != nil {
@@ -136,7 +209,60 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 		stopSampling()
 		return nil, err
 	}
-	summary, steadyFrom, err := lastJSONLine(stdout)
+	out := newSimOutput()
+	readDone := make(chan error, 1)
+	go func() { readDone <- out.read(stdout) }()
+
+	// Once every agent is connected: the footprint, then the operations,
+	// ending well before the simulated agents stop.
+	var ops *opsResult
+	var opsFrom, opsTo time.Time
+	select {
+	case <-out.allConnected:
+		live, err := api.waitSockets(ctx, n, start.Add(o.duration))
+		fp.SocketsLive = live
+		if err != nil {
+			fmt.Fprintf(logOut, "bench: %v\n", err)
+		}
+		// Enrollment leaves each agent a second keep-alive connection,
+		// idle until its client drops it after 90 s (agent/transport's
+		// IdleConnTimeout; no signal from outside): what an agent costs
+		// for as long as it stays is sampled after that, over one
+		// heartbeat interval (20 s plus jitter).
+		select {
+		case <-time.After(time.Until(out.steadyFrom.Add(o.footprintAfter))):
+		case <-ctx.Done():
+		}
+		fp.Connected = watch.idle(ctx, 23, time.Second)
+		if live > 0 {
+			fp.PerAgentRSSKiB = round((fp.Connected.RSSMiB-fp.Baseline.RSSMiB)*1024/float64(live), 1)
+			fp.PerAgentFDs = round(float64(fp.Connected.FDs-fp.Baseline.FDs)/float64(live), 2)
+		}
+		fmt.Fprintf(logOut, "bench: %d sockets live: rss=%.1fMiB fds=%d (%.1f KiB and %.2f files per agent)\n",
+			live, fp.Connected.RSSMiB, fp.Connected.FDs, fp.PerAgentRSSKiB, fp.PerAgentFDs)
+		if o.ops.RoundTrips > 0 || len(o.ops.FanOut) > 0 {
+			opsCtx, cancel := context.WithTimeout(ctx, o.opsBudget-15*time.Second)
+			opsFrom = time.Now()
+			ops = benchOps(opsCtx, api, simHosts(simPrefix, n), o.ops, watch)
+			opsTo = time.Now()
+			cancel()
+		}
+	case rerr := <-readDone:
+		readDone <- rerr // not every agent connected: simulate ended first
+	}
+	// The run ends duration after its start, plus the operations' time;
+	// simulate's own --duration is the bound should that signal not come.
+	if o.opsBudget > 0 {
+		stopAt := start.Add(o.duration + opsTo.Sub(opsFrom))
+		select {
+		case <-time.After(time.Until(stopAt)):
+			_ = sim.Process.Signal(os.Interrupt)
+		case rerr := <-readDone:
+			readDone <- rerr
+		case <-ctx.Done():
+		}
+	}
+	err = <-readDone
 	werr := sim.Wait()
 	stopSampling()
 	if err == nil {
@@ -146,12 +272,25 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	// The steady phase starts once every agent is connected (else: the last
-	// half of the run): enrollment is over and every agent heartbeats.
+	// half of the run): enrollment is over and every agent heartbeats. The
+	// operations' window is left out of it.
+	steadyFrom := out.steadyFrom
 	if steadyFrom.IsZero() {
 		steadyFrom = start.Add(time.Since(start) / 2)
 	}
-	eng, pg := sampler.summary(steadyFrom)
-	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg}
+	summary := out.summary(opsFrom, opsTo)
+	eng, pg := sampler.summary(steadyFrom, opsFrom, opsTo)
+	if err := sampler.writeCSV(filepath.Join(dataDir, "samples.csv"), start); err != nil {
+		return nil, err
+	}
+	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg,
+		Operations: ops}
+	if !out.steadyFrom.IsZero() {
+		res.Footprint = fp
+	}
+	if !opsFrom.IsZero() {
+		res.OpsWindowSeconds = round(opsTo.Sub(opsFrom).Seconds(), 1)
+	}
 	if connected, ok := summary["connected"].(float64); ok && connected > 0 {
 		res.PerAgent = map[string]float64{
 			"engine_cpu_millicores": eng.CPUCoresMean * 1000 / connected,
@@ -164,38 +303,82 @@ func run(ctx context.Context, engineBin, agentBin, dataDir string, n int, durati
 // progressLine is simulate's periodic line (agent/runtime/simstats.go).
 var progressLine = regexp.MustCompile(`enrolled=(\d+)/(\d+) connected=(\d+) hb/s=([\d.]+) p50=([\d.]+)ms p99=([\d.]+)ms`)
 
-// lastJSONLine echoes simulate's progress lines and returns its final JSON
-// summary line, with "steady" added: the medians of the progress windows
-// once every agent was connected (the whole-run figures include the
-// enrollment rush).
-func lastJSONLine(r io.Reader) (map[string]any, time.Time, error) {
-	var last map[string]any
-	var steadyFrom time.Time
-	var rate, p50, p99 []float64
+// simOutput reads simulate's stdout: it echoes the progress lines, tells
+// when every agent is first connected, and keeps the final JSON summary.
+type simOutput struct {
+	allConnected chan struct{}
+	steadyFrom   time.Time
+	windows      []window
+	last         map[string]any
+}
+
+// window is one progress line: the rate and latency of the heartbeats
+// since the previous line, once every agent was connected.
+type window struct {
+	at             time.Time
+	rate, p50, p99 float64
+}
+
+func newSimOutput() *simOutput { return &simOutput{allConnected: make(chan struct{})} }
+
+func (s *simOutput) read(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
-		fmt.Fprintln(os.Stderr, line)
+		fmt.Fprintln(logOut, line)
 		var m map[string]any
 		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &m) == nil {
-			last = m
+			s.last = m
 			continue
 		}
 		if g := progressLine.FindStringSubmatch(line); g != nil && g[2] == g[3] {
-			if steadyFrom.IsZero() {
-				steadyFrom = time.Now()
+			now := time.Now()
+			if s.steadyFrom.IsZero() {
+				s.steadyFrom = now
+				close(s.allConnected)
 			}
-			rate, p50, p99 = append(rate, num(g[4])), append(p50, num(g[5])), append(p99, num(g[6]))
+			s.windows = append(s.windows, window{at: now, rate: num(g[4]), p50: num(g[5]), p99: num(g[6])})
 		}
 	}
-	if last == nil {
-		return nil, steadyFrom, errors.New("simulate printed no JSON summary")
+	if err := sc.Err(); err != nil {
+		return err
 	}
-	if len(rate) > 0 {
-		last["steady"] = map[string]any{"windows": len(rate), "heartbeat_rate_median": median(rate),
-			"latency_p50_ms_median": median(p50), "latency_p99_ms_median": median(p99)}
+	if s.last == nil {
+		return errors.New("simulate printed no JSON summary")
 	}
-	return last, steadyFrom, sc.Err()
+	return nil
+}
+
+// summary is simulate's JSON summary with "steady" added: the medians of
+// the progress windows once every agent was connected (the whole-run
+// figures include the enrollment rush), without the windows that overlap
+// the operations [opsFrom, opsTo], which get their own "during_operations".
+func (s *simOutput) summary(opsFrom, opsTo time.Time) map[string]any {
+	const every = 5 * time.Second // simulate's SummaryEvery
+	var steady, during []window
+	for _, w := range s.windows {
+		if !opsFrom.IsZero() && w.at.After(opsFrom) && w.at.Add(-every).Before(opsTo) {
+			during = append(during, w)
+		} else {
+			steady = append(steady, w)
+		}
+	}
+	if len(steady) > 0 {
+		s.last["steady"] = windowMedians(steady)
+	}
+	if len(during) > 0 {
+		s.last["during_operations"] = windowMedians(during)
+	}
+	return s.last
+}
+
+func windowMedians(ws []window) map[string]any {
+	var rate, p50, p99 []float64
+	for _, w := range ws {
+		rate, p50, p99 = append(rate, w.rate), append(p50, w.p50), append(p99, w.p99)
+	}
+	return map[string]any{"windows": len(ws), "heartbeat_rate_median": median(rate),
+		"latency_p50_ms_median": median(p50), "latency_p99_ms_median": median(p99)}
 }
 
 func num(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
@@ -249,9 +432,41 @@ func (c *client) waitReady(ctx context.Context, limit time.Duration) error {
 	return errors.New("timed out")
 }
 
+// waitSockets waits until the Engine shows n devices with a live agent
+// socket, or until deadline; it returns how many it last saw.
+func (c *client) waitSockets(ctx context.Context, n int, deadline time.Time) (int, error) {
+	live := 0
+	for {
+		if out, err := c.call(ctx, "GET", "/api/devices", nil); err == nil {
+			live = 0
+			list, _ := out["devices"].([]any)
+			for _, d := range list {
+				if m, ok := d.(map[string]any); ok && m["agent_socket"] == true {
+					live++
+				}
+			}
+			if live >= n {
+				return live, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return live, fmt.Errorf("only %d of %d sockets live in the Engine", live, n)
+		}
+		select {
+		case <-ctx.Done():
+			return live, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 func (c *client) call(ctx context.Context, method, path string, body any) (map[string]any, error) {
-	buf, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(buf))
+	var rd io.Reader
+	if body != nil {
+		buf, _ := json.Marshal(body)
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -319,13 +534,9 @@ func (c *client) prepare(ctx context.Context, n int) (string, error) {
 	return ec["code"].(string), nil
 }
 
-// sampler reads CPU time and resident memory of the Engine process and of
-// the private PostgreSQL cluster's processes from /proc.
+// sampler samples the Engine and its PostgreSQL cluster every second.
 type sampler struct {
-	pid int
-	// pidFile is the private cluster's postmaster.pid: its backends are
-	// the postmaster's children, told apart from other clusters' that way.
-	pidFile string
+	w       *procWatch
 	samples []sample
 }
 
@@ -333,9 +544,10 @@ type sample struct {
 	at               time.Time
 	engCPU, pgCPU    float64 // seconds of CPU so far
 	engRSS, pgRSSMiB float64
+	engFDs           int
 }
 
-func newSampler(pid int, pidFile string) *sampler { return &sampler{pid: pid, pidFile: pidFile} }
+func newSampler(w *procWatch) *sampler { return &sampler{w: w} }
 
 func (s *sampler) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
@@ -348,8 +560,9 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 		}
 		var sm sample
 		sm.at = time.Now()
-		sm.engCPU, sm.engRSS = procUsage(s.pid)
-		for _, pid := range clusterPIDs(s.pidFile) {
+		sm.engCPU, sm.engRSS = procUsage(s.w.pid)
+		sm.engFDs = s.w.fds()
+		for _, pid := range clusterPIDs(s.w.pidFile) {
 			c, r := procUsage(pid)
 			sm.pgCPU += c
 			sm.pgRSSMiB += r
@@ -358,24 +571,129 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// summary averages CPU over the samples after from and summarizes RSS.
-func (s *sampler) summary(from time.Time) (engine, pg usage) {
+// writeCSV keeps the samples (seconds since the simulation started) for
+// a look at how memory and open files moved.
+func (s *sampler) writeCSV(path string, start time.Time) error {
+	var b strings.Builder
+	b.WriteString("t_s,engine_cpu_s,engine_rss_mib,engine_fds,pg_cpu_s,pg_rss_mib\n")
+	for _, sm := range s.samples {
+		fmt.Fprintf(&b, "%.1f,%.2f,%.1f,%d,%.2f,%.1f\n", sm.at.Sub(start).Seconds(), sm.engCPU, sm.engRSS, sm.engFDs, sm.pgCPU, sm.pgRSSMiB)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// summary averages CPU over the samples after from and summarizes RSS,
+// leaving out the samples within [skipFrom, skipTo] (the operations) and
+// the CPU spent between them.
+func (s *sampler) summary(from, skipFrom, skipTo time.Time) (engine, pg usage) {
+	skip := func(t time.Time) bool { return !skipFrom.IsZero() && !t.Before(skipFrom) && !t.After(skipTo) }
 	var steady []sample
 	for _, sm := range s.samples {
 		if !sm.at.Before(from) {
 			steady = append(steady, sm)
 		}
 	}
-	if len(steady) < 2 {
+	var secs, engCPU, pgCPU float64
+	var kept []sample
+	for i, sm := range steady {
+		if skip(sm.at) {
+			continue
+		}
+		kept = append(kept, sm)
+		if i > 0 && !skip(steady[i-1].at) {
+			prev := steady[i-1]
+			secs += sm.at.Sub(prev.at).Seconds()
+			engCPU += sm.engCPU - prev.engCPU
+			pgCPU += sm.pgCPU - prev.pgCPU
+		}
+	}
+	if len(kept) < 2 || secs == 0 {
 		return
 	}
-	first, last := steady[0], steady[len(steady)-1]
-	secs := last.at.Sub(first.at).Seconds()
-	engine.CPUCoresMean = (last.engCPU - first.engCPU) / secs
-	pg.CPUCoresMean = (last.pgCPU - first.pgCPU) / secs
-	engine.RSSMedianMiB, engine.RSSPeakMiB = medianPeak(steady, func(s sample) float64 { return s.engRSS })
-	pg.RSSMedianMiB, pg.RSSPeakMiB = medianPeak(steady, func(s sample) float64 { return s.pgRSSMiB })
+	engine.CPUCoresMean = engCPU / secs
+	pg.CPUCoresMean = pgCPU / secs
+	engine.RSSMedianMiB, engine.RSSPeakMiB = medianPeak(kept, func(s sample) float64 { return s.engRSS })
+	pg.RSSMedianMiB, pg.RSSPeakMiB = medianPeak(kept, func(s sample) float64 { return s.pgRSSMiB })
 	return
+}
+
+// procWatch reads the Engine process and its private PostgreSQL cluster
+// from /proc.
+type procWatch struct {
+	pid int
+	// pidFile is the private cluster's postmaster.pid: its backends are
+	// the postmaster's children, told apart from other clusters' that way.
+	pidFile string
+}
+
+// procSample is the Engine's resident memory and open files: medians of a
+// few samples, as the Go heap breathes.
+type procSample struct {
+	RSSMiB  float64 `json:"rss_mib"`
+	FDs     int     `json:"fds"`
+	Samples int     `json:"samples"`
+}
+
+// idle samples the Engine count times, every apart.
+func (w *procWatch) idle(ctx context.Context, count int, every time.Duration) procSample {
+	var rss, fds []float64
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for len(rss) < count {
+		_, r := procUsage(w.pid)
+		rss, fds = append(rss, r), append(fds, float64(w.fds()))
+		select {
+		case <-ctx.Done():
+			return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss)}
+		case <-t.C:
+		}
+	}
+	return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss)}
+}
+
+// fds is the Engine's open files.
+func (w *procWatch) fds() int {
+	entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", w.pid))
+	return len(entries)
+}
+
+// fileLimit is the Engine's soft limit on open files (0 when unknown).
+func (w *procWatch) fileLimit() int {
+	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", w.pid))
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "Max open files") {
+			if f := strings.Fields(strings.TrimPrefix(line, "Max open files")); len(f) > 0 {
+				n, _ := strconv.Atoi(f[0])
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// cpu is the CPU seconds the Engine and the cluster used so far.
+func (w *procWatch) cpu() (engine, pg float64) {
+	engine, _ = procUsage(w.pid)
+	for _, pid := range clusterPIDs(w.pidFile) {
+		c, _ := procUsage(pid)
+		pg += c
+	}
+	return engine, pg
+}
+
+// peakFDs samples the Engine's open files until ctx ends.
+func (w *procWatch) peakFDs(ctx context.Context, every time.Duration) int {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	peak := w.fds()
+	for {
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-t.C:
+			peak = max(peak, w.fds())
+		}
+	}
 }
 
 func medianPeak(ss []sample, f func(sample) float64) (float64, float64) {

@@ -12,6 +12,9 @@ import (
 
 const deviceHeartbeatApply = `-- name: DeviceHeartbeatApply :many
 
+WITH locked AS (
+    SELECT guid FROM devices WHERE guid = ANY ($1::text[]) ORDER BY guid FOR UPDATE
+)
 UPDATE devices d SET
     last_seen     = GREATEST(d.last_seen, u.seen_at),
     metrics       = u.metrics::jsonb,
@@ -21,7 +24,7 @@ UPDATE devices d SET
 FROM (SELECT unnest($1::text[]) AS guid, unnest($2::timestamptz[]) AS seen_at,
              unnest($3::text[]) AS metrics, unnest($4::text[]) AS agent_version,
              unnest($5::text[]) AS boot_id) u
-WHERE d.guid = u.guid
+WHERE d.guid = u.guid AND d.guid IN (SELECT guid FROM locked)
 RETURNING d.guid, NOT EXISTS (SELECT 1 FROM device_inventory i WHERE i.device_guid = d.guid) AS details_wanted
 `
 
@@ -43,6 +46,9 @@ type DeviceHeartbeatApplyRow struct {
 // (unnest in a select list zips them row by row).
 // last_seen only moves forward (a status post may have set a later one).
 // details_wanted: the device has no inventory row yet.
+// The rows are locked in GUID order first (an UPDATE ... FROM locks them
+// in whatever order its join runs), so two writers of many devices never
+// deadlock.
 func (q *Queries) DeviceHeartbeatApply(ctx context.Context, arg DeviceHeartbeatApplyParams) ([]DeviceHeartbeatApplyRow, error) {
 	rows, err := q.db.Query(ctx, deviceHeartbeatApply,
 		arg.Guids,

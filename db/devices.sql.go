@@ -137,9 +137,14 @@ func (q *Queries) DeviceSocketGet(ctx context.Context, arg DeviceSocketGetParams
 }
 
 const deviceSocketTouchMany = `-- name: DeviceSocketTouchMany :execrows
+WITH locked AS (
+    SELECT guid FROM devices
+    WHERE socket_replica = $1::text AND guid = ANY ($2::text[])
+    ORDER BY guid FOR UPDATE SKIP LOCKED
+)
 UPDATE devices
 SET socket_seen_at = now()
-WHERE socket_replica = $1::text AND guid = ANY ($2::text[])
+WHERE guid IN (SELECT guid FROM locked)
 `
 
 type DeviceSocketTouchManyParams struct {
@@ -147,7 +152,10 @@ type DeviceSocketTouchManyParams struct {
 	Guids   []string
 }
 
-// One statement per refresh for every socket a replica holds.
+// One statement per refresh for every socket a replica holds. Rows another
+// writer holds are skipped rather than waited for (a missed refresh is made
+// up 30 s later, well inside the 90 s freshness), and the rest are locked
+// in GUID order, so this never deadlocks with the heartbeat flush.
 func (q *Queries) DeviceSocketTouchMany(ctx context.Context, arg DeviceSocketTouchManyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deviceSocketTouchMany, arg.Replica, arg.Guids)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -70,7 +71,11 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 	if timeout <= 0 {
 		timeout = DefaultOperationTimeout
 	}
-	local := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	// Recording and applying are short database writes in the process
+	// running the workflow: local activities, which cost no task-queue
+	// round trip and a fraction of the history events. Only the request
+	// to the agent is a real activity, since another process completes it.
+	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 10 * time.Minute,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
@@ -83,7 +88,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		meta[k] = v
 	}
 	var result OperationResult
-	err := workflow.ExecuteActivity(local, ops.BeginOperation, activities.OperationRecord{
+	err := workflow.ExecuteLocalActivity(local, ops.BeginOperation, activities.OperationRecord{
 		Target: in.Target, Kind: in.Kind, Summary: in.Summary, Actor: in.Actor, Meta: meta,
 	}).Get(ctx, &result.ActivityID)
 	if err != nil {
@@ -103,7 +108,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 	}).Get(ctx, &reply)
 	if opErr == nil {
 		result.Payload = reply.Payload
-		opErr = workflow.ExecuteActivity(local, ops.ApplyAgentAnswer, activities.ApplyInput{
+		opErr = workflow.ExecuteLocalActivity(local, ops.ApplyAgentAnswer, activities.ApplyInput{
 			GUID: in.Target.GUID, Type: in.Type, Payload: reply.Payload,
 		}).Get(ctx, &result.Summary)
 	}
@@ -119,7 +124,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		meta["error"] = code
 	}
 	meta["duration_ms"] = workflow.Now(ctx).Sub(started).Milliseconds()
-	finishErr := workflow.ExecuteActivity(local, ops.FinishOperation, activities.FinishInput{
+	finishErr := workflow.ExecuteLocalActivity(local, ops.FinishOperation, activities.FinishInput{
 		ActivityID: result.ActivityID, Status: status, Summary: summary, Meta: meta,
 	}).Get(ctx, nil)
 	if opErr != nil {
@@ -173,14 +178,17 @@ func (r OperationRunner) Run(ctx context.Context, in OperationInput) (OperationR
 		),
 	}, DeviceOperation, in)
 	if err != nil {
-		return OperationResult{}, err
+		if ctx.Err() == nil && !isOverload(err) {
+			return OperationResult{}, err
+		}
+		return OperationResult{}, cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the operation now; try again")
 	}
 	var res OperationResult
 	err = run.Get(ctx, &res)
 	if err == nil {
 		return res, nil
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || isOverload(err) {
 		return res, cairn.Errorf(cairn.ECodeUnavailable, "the operation is still running; its outcome will be in the device's activity")
 	}
 	var app *temporal.ApplicationError
@@ -188,4 +196,12 @@ func (r OperationRunner) Run(ctx context.Context, in OperationInput) (OperationR
 		return res, cairn.Errorf(app.Type(), "%s", app.Message())
 	}
 	return res, err
+}
+
+// isOverload reports a Temporal call that ran out of time or capacity
+// (the service is busy), which the caller may retry: not a fault.
+func isOverload(err error) bool {
+	var exhausted *serviceerror.ResourceExhausted
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &exhausted) || errors.As(err, &deadline)
 }

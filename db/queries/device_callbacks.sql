@@ -5,6 +5,12 @@
 -- (unnest in a select list zips them row by row).
 -- last_seen only moves forward (a status post may have set a later one).
 -- details_wanted: the device has no inventory row yet.
+-- The rows are locked in GUID order first (an UPDATE ... FROM locks them
+-- in whatever order its join runs), so two writers of many devices never
+-- deadlock.
+WITH locked AS (
+    SELECT guid FROM devices WHERE guid = ANY (@guids::text[]) ORDER BY guid FOR UPDATE
+)
 UPDATE devices d SET
     last_seen     = GREATEST(d.last_seen, u.seen_at),
     metrics       = u.metrics::jsonb,
@@ -14,7 +20,7 @@ UPDATE devices d SET
 FROM (SELECT unnest(@guids::text[]) AS guid, unnest(@seen_at::timestamptz[]) AS seen_at,
              unnest(@metrics::text[]) AS metrics, unnest(@agent_versions::text[]) AS agent_version,
              unnest(@boot_ids::text[]) AS boot_id) u
-WHERE d.guid = u.guid
+WHERE d.guid = u.guid AND d.guid IN (SELECT guid FROM locked)
 RETURNING d.guid, NOT EXISTS (SELECT 1 FROM device_inventory i WHERE i.device_guid = d.guid) AS details_wanted;
 
 -- name: DeviceStatusApply :one

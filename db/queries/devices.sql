@@ -16,10 +16,18 @@ SET socket_replica = NULL, socket_seen_at = NULL
 WHERE guid = @guid::text AND socket_replica = @replica::text;
 
 -- name: DeviceSocketTouchMany :execrows
--- One statement per refresh for every socket a replica holds.
+-- One statement per refresh for every socket a replica holds. Rows another
+-- writer holds are skipped rather than waited for (a missed refresh is made
+-- up 30 s later, well inside the 90 s freshness), and the rest are locked
+-- in GUID order, so this never deadlocks with the heartbeat flush.
+WITH locked AS (
+    SELECT guid FROM devices
+    WHERE socket_replica = @replica::text AND guid = ANY (@guids::text[])
+    ORDER BY guid FOR UPDATE SKIP LOCKED
+)
 UPDATE devices
 SET socket_seen_at = now()
-WHERE socket_replica = @replica::text AND guid = ANY (@guids::text[]);
+WHERE guid IN (SELECT guid FROM locked);
 
 -- name: DeviceSocketGet :one
 -- Where the agent's socket is. socket_live compares against the database's

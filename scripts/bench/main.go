@@ -46,6 +46,7 @@ func main() {
 		seed      = flag.Uint64("seed", 1, "seed of the round trips' choice of agents")
 		opsBudget = flag.Duration("ops-budget", 8*time.Minute, "the most time the operations may add to a run")
 		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
+		shellKeys = flag.Int("shell-keystrokes", 500, "keystrokes timed through a remote shell on one real agent (0: none)")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
 	)
 	flag.Parse()
@@ -54,9 +55,9 @@ func main() {
 		fail(err)
 	}
 	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
-		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}}
+		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys}
 	if !*ops {
-		opts.ops, opts.opsBudget = opsConfig{}, 0
+		opts.ops, opts.opsBudget, opts.shellKeys = opsConfig{}, 0, 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -95,6 +96,8 @@ type runOptions struct {
 	// ops is empty (no round trips, no fan-out) for an Engine without the
 	// command path.
 	ops opsConfig
+	// shellKeys is how many keystrokes the remote-shell echo times.
+	shellKeys int
 }
 
 // simPrefix names the simulated agents (simulate --prefix).
@@ -113,6 +116,8 @@ type result struct {
 	Footprint *footprint `json:"footprint,omitempty"`
 	// Operations are the command-path figures (ops.go).
 	Operations *opsResult `json:"operations,omitempty"`
+	// Shell is the remote shell's keystroke echo (shell.go).
+	Shell *shellResult `json:"shell,omitempty"`
 	// OpsWindowSeconds is the part of the steady phase the operations took:
 	// it is left out of the steady CPU, memory and heartbeat figures.
 	OpsWindowSeconds float64 `json:"ops_window_seconds,omitempty"`
@@ -216,6 +221,7 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	// Once every agent is connected: the footprint, then the operations,
 	// ending well before the simulated agents stop.
 	var ops *opsResult
+	var shell *shellResult
 	var opsFrom, opsTo time.Time
 	select {
 	case <-out.allConnected:
@@ -244,6 +250,10 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 			opsCtx, cancel := context.WithTimeout(ctx, o.opsBudget-15*time.Second)
 			opsFrom = time.Now()
 			ops = benchOps(opsCtx, api, simHosts(simPrefix, n), o.ops, watch)
+			if o.shellKeys > 0 {
+				shell = benchShell(opsCtx, api, o.agentBin, base, code, filepath.Join(dataDir, "shell-agent"), o.shellKeys)
+				fmt.Fprintf(logOut, "bench: shell keystroke echo: %+v\n", *shell)
+			}
 			opsTo = time.Now()
 			cancel()
 		}
@@ -284,7 +294,7 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		return nil, err
 	}
 	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg,
-		Operations: ops}
+		Operations: ops, Shell: shell}
 	if !out.steadyFrom.IsZero() {
 		res.Footprint = fp
 	}

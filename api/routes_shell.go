@@ -3,14 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
@@ -18,7 +16,6 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/shells"
-	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // Remote shell (SPEC "Remote desktop, shell, tunnel"; docs/api.md "Remote
@@ -194,185 +191,6 @@ func (h *shellAPI) establish(r *http.Request, req shellEstablishReq) (shellEstab
 	return shellEstablishResp{SessionID: est.ID, AgentSocket: true, ExpiresAt: est.ExpiresAt.UTC(), GUID: t.GUID,
 		Hostname: t.Hostname, IdleTimeoutSeconds: idle,
 		WSURL: "/api/shell/ws/" + url.PathEscape(est.ID) + "?token=" + url.QueryEscape(est.Token)}, nil
-}
-
-// ---- the browser's socket ----
-
-// sameOrigin refuses a cross-site page's socket: a browser always sends
-// Origin on WebSocket upgrades and the session cookie rides along, so
-// this is the CSRF check of the upgrade. Clients without Origin (API
-// clients with a bearer token) pass.
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && strings.EqualFold(u.Host, r.Host)
-}
-
-func isUpgrade(r *http.Request) bool {
-	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
-
-func (h *shellAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
-	ctx, p := r.Context(), principal(r.Context())
-	switch {
-	case !isUpgrade(r):
-		writeError(w, r, h.s.Log, cairn.Invalid("upgrade", "this address takes a WebSocket upgrade"))
-		return
-	case !sameOrigin(r):
-		writeError(w, r, h.s.Log, cairn.Errorf(cairn.ECodeForbidden, "shell sockets are accepted from the console's own origin only"))
-		return
-	}
-	sess, agentToken, err := h.svc.ClaimBrowser(ctx, pathParam(r, "id"), r.URL.Query().Get("token"), p.Username, h.replica)
-	if err != nil {
-		if sess.ID != "" {
-			h.finish(ctx, sess.ID, shells.Outcome{Failed: true, Reason: "the Engine could not record the session"})
-		}
-		writeError(w, r, h.s.Log, err)
-		return
-	}
-	live := h.live.Add(sess.ID)
-	defer live.Release()
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		h.finish(ctx, sess.ID, shells.Outcome{Failed: true, Reason: "the browser's socket could not be upgraded"})
-		return
-	}
-	h.serve(r, p, sess, agentToken, live, conn)
-}
-
-// serve asks the agent to open its side, waits for it, and bridges.
-// Refusals from here on go to the browser as an "error" frame.
-func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session, agentToken string, live *shells.Live, conn *websocket.Conn) {
-	ctx := r.Context()
-	fail := func(err error) {
-		code, msg := cairn.ErrorCode(err), "the shell could not be opened"
-		var ce *cairn.Error
-		if errors.As(err, &ce) {
-			msg = ce.Message
-		} else {
-			h.s.Log.Error("shell session", "session", sess.ID, "err", err)
-		}
-		shells.Refuse(conn, code, msg)
-		h.finish(ctx, sess.ID, shells.Outcome{Failed: true, Reason: msg})
-	}
-	t, err := h.s.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if !t.SocketLive {
-		fail(socketMissing(t.Hostname))
-		return
-	}
-	payload, err := json.Marshal(proto.ShellOpen{SessionID: sess.ID, URL: h.agentURL(r, sess.ID), Token: agentToken,
-		Cols: sess.Cols, Rows: sess.Rows, IdleTimeoutSeconds: sess.IdleTimeoutSeconds})
-	if err != nil {
-		fail(err)
-		return
-	}
-
-	opCtx, cancelOp := context.WithCancel(ctx)
-	defer cancelOp()
-	opDone := make(chan error, 1)
-	go func() {
-		_, err := h.s.Operations.Run(opCtx, workflows.OperationInput{OperationID: uuid.NewString(), Target: t,
-			Type: proto.EventShellOpen, Payload: payload, Kind: "shell_open", Summary: "Open a remote shell",
-			Actor: p.Username, Meta: map[string]any{"shell_session_id": sess.ID}, Timeout: shells.AgentWait})
-		opDone <- err
-	}()
-	wait := time.NewTimer(shells.AgentWait)
-	defer wait.Stop()
-	var agent *websocket.Conn
-	for agent == nil {
-		select {
-		case agent = <-live.Agent():
-		case err := <-opDone:
-			if err != nil {
-				fail(err)
-				return
-			}
-			opDone = nil // opened: the agent's socket is on its way
-		case reason := <-live.EndRequested():
-			fail(cairn.Errorf(cairn.ECodeConflict, "%s before it opened", reason))
-			return
-		case <-wait.C:
-			fail(cairn.Errorf(shells.ECodeAgentTimeout, "the agent did not open its side of the shell within %s", shells.AgentWait))
-			return
-		case <-ctx.Done():
-			fail(cairn.Errorf(cairn.ECodeUnavailable, "the Engine is shutting down"))
-			return
-		}
-	}
-	wait.Stop()
-
-	rec := shells.NewRecorder(sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now(), 0, nil)
-	res := shells.Bridge(ctx, conn, agent, rec, live.EndRequested())
-	if why := live.ClosingReason(); why != "" {
-		res.Reason = why
-	}
-	transcript, truncated := rec.Bytes()
-	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode, Transcript: transcript, Truncated: truncated})
-}
-
-// agentURL is the agent's side of session id on the origin the browser
-// reached (the agent must reach this process; docs/architecture.md).
-func (h *shellAPI) agentURL(r *http.Request, id string) string {
-	o := h.s.originFor(r)
-	u := url.URL{Scheme: "ws", Host: o.Host, Path: strings.TrimSuffix(o.Path, "/") + proto.PathShellSocket + "/" + url.PathEscape(id)}
-	if o.Scheme == "https" {
-		u.Scheme = "wss"
-	}
-	return u.String()
-}
-
-// finish records the outcome; the request may be over, the record not.
-func (h *shellAPI) finish(ctx context.Context, id string, o shells.Outcome) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := h.svc.Finish(fctx, id, o); err != nil {
-		h.s.Log.Error("record the end of a shell session", "session", id, "err", err)
-	}
-}
-
-// ---- the agent's socket ----
-
-func (h *shellAPI) agentSocket(w http.ResponseWriter, r *http.Request) {
-	ctx, dev, id := r.Context(), deviceFrom(r.Context()), pathParam(r, "id")
-	if !h.live.Waiting(id) {
-		writeError(w, r, h.s.Log, h.notWaiting(ctx, id, dev.GUID))
-		return
-	}
-	if _, err := h.svc.ClaimAgent(ctx, id, r.Header.Get(proto.HeaderShellToken), dev.GUID); err != nil {
-		writeError(w, r, h.s.Log, err)
-		return
-	}
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		h.live.End(id, "the agent's socket could not be upgraded", 0)
-		return
-	}
-	// The connection outlives this handler: the browser's handler owns
-	// it from here.
-	if !h.live.Deliver(id, conn) {
-		_ = conn.Close(websocket.StatusNormalClosure, "the operator's side of the session is gone")
-	}
-}
-
-// notWaiting explains an agent's socket for a session that does not wait
-// here: its browser is on another Engine process (421, as for the
-// realtime socket), or there is nothing for this device to join.
-func (h *shellAPI) notWaiting(ctx context.Context, id, guid string) error {
-	sess, err := h.svc.Get(ctx, cairn.AllSites, id)
-	if err == nil && sess.GUID == guid && sess.State == shells.StateConnecting && sess.Replica != h.replica {
-		return cairn.Errorf(cairn.ECodeWrongWorker, "the operator's side of this shell session is on another Engine process")
-	}
-	if err != nil && !cairn.IsCode(err, cairn.ECodeNotFound) {
-		return err
-	}
-	return cairn.Errorf(shells.ECodeTokenInvalid, "no shell session of this device waits for its agent here")
 }
 
 // ---- disconnect, listing, transcript ----

@@ -26,14 +26,7 @@ import (
 // processes on this machine, over HTTPS with the pinned local CA.
 func TestAgentsEndToEnd(t *testing.T) {
 	t.Parallel()
-	tmp, err := os.MkdirTemp("", "cairn-agents-e2e-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	require.NoError(t, os.Chmod(tmp, 0o755))
-	agentBin := filepath.Join(tmp, "cairn-agent")
-	build := exec.Command("go", "build", "-o", agentBin, "github.com/cairn-rmm/cairn/cmd/cairn-agent")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	tmp, agentBin := agentWorkspace(t, "cairn-agents-e2e-")
 
 	eng := startServe(t, filepath.Join(tmp, "data"), "CAIRN_DEVICE_ONLINE_WINDOW=30s")
 	token := eng.signIn(t)
@@ -97,6 +90,20 @@ func TestAgentsEndToEnd(t *testing.T) {
 	eng.post(t, "/api/devices/"+guid+"/purge", token, nil)
 	eng.waitApproval(t, token, a.hostname)
 	require.Contains(t, a.output(), "device_purged")
+}
+
+// agentWorkspace is a temporary directory (traversable by the postgres OS
+// user) holding a freshly built cairn-agent.
+func agentWorkspace(t *testing.T, prefix string) (dir, agentBin string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	agentBin = filepath.Join(dir, "cairn-agent")
+	out, err := exec.Command("go", "build", "-o", agentBin, "github.com/cairn-rmm/cairn/cmd/cairn-agent").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dir, agentBin
 }
 
 // signIn bootstraps the Engine and returns an admin session token.

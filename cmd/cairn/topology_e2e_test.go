@@ -28,13 +28,7 @@ import (
 // activity row saying how.
 func TestStandaloneWorkersTakeAgentsAndSurviveAKill(t *testing.T) {
 	t.Parallel()
-	tmp, err := os.MkdirTemp("", "cairn-topology-e2e-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	require.NoError(t, os.Chmod(tmp, 0o755))
-	agentBin := filepath.Join(tmp, "cairn-agent")
-	out, err := exec.Command("go", "build", "-o", agentBin, "github.com/cairn-rmm/cairn/cmd/cairn-agent").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	tmp, agentBin := agentWorkspace(t, "cairn-topology-e2e-")
 
 	dbURL := pgtest.URL(pgtest.NewDatabase(t))
 	temporalPort := freePort(t)

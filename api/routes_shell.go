@@ -229,6 +229,7 @@ func (h *shellAPI) disconnect(r *http.Request, req shellDisconnectReq) (shellSes
 		sess, err = h.svc.Finish(ctx, sess.ID, shells.Outcome{Reason: reason})
 		return h.view(sess), err
 	}
+	h.live.MarkClosing(sess.ID, reason)
 	grace := time.Duration(0)
 	if sess.GUID != "" && h.s.Sockets != nil {
 		payload, _ := json.Marshal(proto.ShellClose{SessionID: sess.ID})

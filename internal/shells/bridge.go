@@ -77,6 +77,18 @@ func (r *Registry) Deliver(id string, c *websocket.Conn) bool {
 	return true
 }
 
+// MarkClosing records why the live session id is about to be closed,
+// before the agent is asked to end its shell: the agent's exit may
+// arrive before End is called, and the session must still say who
+// closed it.
+func (r *Registry) MarkClosing(id, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.sessions[id]; l != nil && l.closing == "" {
+		l.closing = reason
+	}
+}
+
 // End asks the live session id to close with reason: at once, or after
 // grace unless it ends by itself first (the agent was asked to end the
 // shell and may still report its exit). It returns a channel closed once

@@ -12,6 +12,8 @@ run: deps-run build
 
 ## test: every test: Go (unit + integration), console unit tests, browser end-to-end tests
 test: deps-test build
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then \
+		echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=windows $(GO) build -o /dev/null ./cmd/cairn-agent
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go

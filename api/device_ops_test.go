@@ -47,7 +47,7 @@ func (f *fixture) opsAgent(t *testing.T, admin string, site int64, hostname stri
 	a := f.enrolled(t, admin, site, hostname)
 	o := &opAgent{testAgent: a, initDir: t.TempDir(), seen: map[string]int{}}
 	handlers := runtime.NewHandlers()
-	inv := inventory.New(roles.New(time.Now), inventory.Options{InitDir: o.initDir})
+	inv := inventory.New(roles.New(time.Now), inventory.Options{InitDir: o.initDir, InitScripts: true})
 	require.NoError(t, ops.Register(handlers, ops.Options{Inventory: inv, Grace: 5 * time.Second}))
 	o.conn = a.connect(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -86,11 +86,10 @@ type Config struct {
 
 	// Test seams: a clock, cheap key derivation and password hashing, and
 	// no heartbeat flush loop (tests flush themselves).
-	Now            func() time.Time
-	KDF            *aegis.KDFParams
-	Password       *auth.PasswordParams
-	ManualFlush    bool
-	GatewayOptions agentgateway.Options
+	Now         func() time.Time
+	KDF         *aegis.KDFParams
+	Password    *auth.PasswordParams
+	ManualFlush bool
 	// NoSchedules leaves the maintenance schedules alone (tests share one
 	// Temporal server and a schedule ID names one queue).
 	NoSchedules bool
@@ -120,9 +119,8 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
-	// Workers is nil when the process runs no workers at all.
-	Workers *workers.Manager
-	API     *api.Server
+	Workers    *workers.Manager
+	API        *api.Server
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -177,17 +175,10 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 
-	runsSites := cfg.Sites == nil || cfg.Role == RoleSiteWorker
-	var runner agentgateway.SiteRunner = noSiteWorkers{}
-	if runsSites || cfg.Role == RoleServe {
-		e.Workers = workers.NewManager(tc, log, cfg.Sites)
-		runner = e.Workers
-	}
-	gw := cfg.GatewayOptions
-	gw.Log, gw.QueueOf = log, workflows.SiteTaskQueue
-	gw.Completer = activities.Completer{Client: tc}
-	gw.Endpoint = cfg.AgentEndpoint
-	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, runner, gw)
+	e.Workers = workers.NewManager(tc, log, cfg.Sites)
+	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
+		Endpoint: cfg.AgentEndpoint}
+	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
@@ -261,8 +252,3 @@ func (e *Engine) Stop(ctx context.Context) {
 	e.cancel()
 	e.wg.Wait()
 }
-
-// noSiteWorkers answers for a process that runs no site workers.
-type noSiteWorkers struct{}
-
-func (noSiteWorkers) Runs(string) bool { return false }

@@ -12,7 +12,6 @@
 package inventory
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +38,11 @@ type Options struct {
 	// controlled by service operations) when systemd is not running.
 	// Empty: $CAIRN_AGENT_INIT_DIR, else /etc/init.d.
 	InitDir string
+	// InitScripts makes the scripts in InitDir the services (listed and
+	// controlled) even where systemd is the running init: a host whose
+	// services systemd does not manage, and the tests, which must not
+	// depend on the machine they run on.
+	InitScripts bool
 }
 
 // InitDirEnv overrides the default init script directory. It exists for
@@ -81,7 +85,13 @@ func New(tracker *roles.Tracker, opts Options) *Collector {
 		opts.PatchMaxAge = time.Hour
 	}
 	if opts.InitDir == "" {
-		opts.InitDir = cmp.Or(os.Getenv(InitDirEnv), DefaultInitDir)
+		// A directory named in the environment is where this host's
+		// services are, whatever its init.
+		if dir := os.Getenv(InitDirEnv); dir != "" {
+			opts.InitDir, opts.InitScripts = dir, true
+		} else {
+			opts.InitDir = DefaultInitDir
+		}
 	}
 	return newCollector(tracker, opts, platformParts())
 }

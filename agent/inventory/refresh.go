@@ -49,6 +49,10 @@ func (c *Collector) Patches(ctx context.Context) ([]proto.PatchEntry, error) {
 // InitDir is the directory of SysV init scripts this collector lists.
 func (c *Collector) InitDir() string { return c.opts.InitDir }
 
+// UsesInitScripts reports whether services are SysV init scripts here
+// rather than systemd units.
+func (c *Collector) UsesInitScripts() bool { return c.opts.InitScripts || !systemdBooted() }
+
 // refresh runs the parts of one role and reports its health, unless ctx
 // ended (the caller gave up; that says nothing about the role).
 func (c *Collector) refresh(ctx context.Context, role string) (proto.Inventory, error) {

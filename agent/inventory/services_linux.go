@@ -17,7 +17,7 @@ import (
 // no service manager this agent knows, which is reported, not hidden
 // behind an empty list.
 func collectServices(ctx context.Context, c *Collector, inv *proto.Inventory) error {
-	if !systemdBooted() {
+	if c.UsesInitScripts() {
 		svcs, err := sysvServices(ctx, c.opts.InitDir)
 		if err != nil {
 			return err

@@ -34,6 +34,9 @@ type Inventory interface {
 	// InitDir is where the SysV init scripts listed as services live, so
 	// service control acts on the same scripts the list shows.
 	InitDir() string
+	// UsesInitScripts says whether services are those scripts here rather
+	// than systemd units.
+	UsesInitScripts() bool
 }
 
 // Options configure the operations. Zero values take the defaults.

@@ -39,7 +39,7 @@ type env struct {
 func setup(t *testing.T, opts Options) env {
 	t.Helper()
 	dir := t.TempDir()
-	opts.Inventory = inventory.New(roles.New(nil), inventory.Options{InitDir: dir})
+	opts.Inventory = inventory.New(roles.New(nil), inventory.Options{InitDir: dir, InitScripts: true})
 	h := runtime.NewHandlers()
 	require.NoError(t, Register(h, opts))
 	return env{h: h, initDir: dir}
@@ -160,9 +160,8 @@ func TestTerminateRefusals(t *testing.T) {
 
 func TestRefreshSoftwareAndPatches(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("dpkg-query"); err != nil {
-		t.Skip("not a dpkg system")
-	}
+	_, err := exec.LookPath("dpkg-query")
+	require.NoError(t, err, "the project's machines are Debian")
 	e := setup(t, Options{})
 	var sw proto.SoftwareRefreshResult
 	require.Nil(t, e.call(t, proto.EventSoftwareRefresh, struct{}{}, &sw))

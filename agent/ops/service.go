@@ -23,7 +23,7 @@ func (s *server) service(ctx context.Context, _ runtime.Caller, payload json.Raw
 	}
 	actx, cancel := context.WithTimeout(ctx, s.opts.ServiceTimeout)
 	defer cancel()
-	name, err := controlService(actx, s.opts.Inventory.InitDir(), req.Name, req.Action)
+	name, err := controlService(actx, s.opts.Inventory.UsesInitScripts(), s.opts.Inventory.InitDir(), req.Name, req.Action)
 	if err != nil {
 		if actx.Err() != nil && ctx.Err() == nil {
 			err = opError(proto.CodeOpTimedOut, "%s %s did not finish within %s", req.Action, req.Name, s.opts.ServiceTimeout)

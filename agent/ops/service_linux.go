@@ -21,11 +21,11 @@ import (
 // maxOutputTail bounds the script output quoted in a failure message.
 const maxOutputTail = 2 << 10
 
-// controlService runs action on the service through systemd when it is
-// the running init (the test sd_booted(3) makes), else through the SysV
-// init script in initDir. It returns the name the service is listed under.
-func controlService(ctx context.Context, initDir, name, action string) (string, error) {
-	if fi, err := os.Stat("/run/systemd/system"); err == nil && fi.IsDir() {
+// controlService runs action on the service through systemd, or through
+// the SysV init script in initDir where those are the services
+// (Collector.UsesInitScripts). It returns the name the service is listed under.
+func controlService(ctx context.Context, initScripts bool, initDir, name, action string) (string, error) {
+	if !initScripts {
 		return systemdAction(ctx, name, action)
 	}
 	return name, sysvAction(ctx, initDir, name, action)

@@ -170,8 +170,8 @@ type agentProc struct {
 	cfg      *agent.Config
 	// env is added to the agent's environment.
 	env []string
-	mu       sync.Mutex
-	out      bytes.Buffer
+	mu  sync.Mutex
+	out bytes.Buffer
 }
 
 func (a *agentProc) Write(b []byte) (int, error) {

@@ -209,4 +209,3 @@ func (p *proc) publicURL(t *testing.T) string {
 	t.Helper()
 	return strings.Replace(p.base, "127.0.0.1", "localhost", 1)
 }
-

@@ -17,10 +17,6 @@ import (
 // each operation leaves. Sending and waiting is the command path's
 // (activities.AgentCommands); this file has no Temporal in it.
 
-// SocketFreshFor matches agentgateway.SocketFreshFor: a socket confirmed
-// within it counts as live.
-const SocketFreshFor = 90 * time.Second
-
 // OperationTarget is a device an operator may act on.
 type OperationTarget struct {
 	GUID     string
@@ -43,7 +39,7 @@ func (s *Service) OperationTarget(ctx context.Context, scope cairn.SiteScope, ho
 		return OperationTarget{}, err
 	}
 	row, err := s.store.DeviceOperationTarget(ctx, db.DeviceOperationTargetParams{Hostname: hostname,
-		FreshSeconds: SocketFreshFor.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
+		FreshSeconds: SocketWindow.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
 	if err != nil {
 		return OperationTarget{}, notFound(err)
 	}
@@ -57,7 +53,7 @@ func (s *Service) OperationTarget(ctx context.Context, scope cairn.SiteScope, ho
 // OperationTargetByGUID is OperationTarget by GUID.
 func (s *Service) OperationTargetByGUID(ctx context.Context, scope cairn.SiteScope, guid string) (OperationTarget, error) {
 	row, err := s.store.DeviceOperationTargetByGUID(ctx, db.DeviceOperationTargetByGUIDParams{Guid: guid,
-		FreshSeconds: SocketFreshFor.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
+		FreshSeconds: SocketWindow.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
 	if err != nil {
 		return OperationTarget{}, notFound(err)
 	}

@@ -3,7 +3,6 @@ package shells
 import (
 	"context"
 	"time"
-
 )
 
 // Liveness. A session's bytes flow through the one process holding both
@@ -74,4 +73,3 @@ func (s *Service) CloseLost(ctx context.Context, lostAfter time.Duration) (int64
 	}
 	return n, nil
 }
-

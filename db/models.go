@@ -45,6 +45,31 @@ type AgentRequest struct {
 	ExpiresAt   time.Time
 }
 
+type Assembly struct {
+	ID             int64
+	Name           string
+	Kind           string
+	Language       string
+	Description    string
+	CurrentVersion int32
+	CreatedBy      string
+	UpdatedBy      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type AssemblyVersion struct {
+	AssemblyID     int64
+	Version        int32
+	Language       string
+	Body           string
+	Parameters     []byte
+	TimeoutSeconds int32
+	BodySha256     []byte
+	CreatedBy      string
+	CreatedAt      time.Time
+}
+
 type AuditLog struct {
 	ID         int64
 	At         time.Time
@@ -225,6 +250,43 @@ type EnrollmentCode struct {
 	RotatedAt  *time.Time
 }
 
+type JobRun struct {
+	ID              string
+	ScheduledJobID  *int64
+	Kind            string
+	Trigger         string
+	AssemblyID      *int64
+	AssemblyVersion *int32
+	Language        string
+	Status          string
+	ScheduledFor    *time.Time
+	RequestedBy     string
+	WorkflowID      string
+	TargetCount     int32
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+}
+
+type JobRunResult struct {
+	RunID           string
+	DeviceGuid      string
+	Hostname        string
+	SiteID          *int64
+	Status          string
+	ExitCode        *int32
+	Stdout          string
+	Stderr          string
+	StdoutTruncated bool
+	StderrTruncated bool
+	ErrorCode       string
+	ErrorMessage    string
+	OperationID     string
+	ActivityID      *int64
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+}
+
 type OperatorStream struct {
 	ID          string
 	ReplicaID   string
@@ -281,6 +343,22 @@ type RepoHashCache struct {
 	Branch    string
 	Hash      string
 	FetchedAt time.Time
+}
+
+type ScheduledJob struct {
+	ID         int64
+	Name       string
+	Kind       string
+	AssemblyID *int64
+	Targets    []byte
+	Schedule   []byte
+	Options    []byte
+	Enabled    bool
+	System     bool
+	CreatedBy  string
+	UpdatedBy  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 type ServerKey struct {

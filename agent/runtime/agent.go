@@ -176,6 +176,9 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 		func(err error) { cancel(err) })
 	a.socket.restart()
 	a.timeline.mark(MilestoneLoopStarted, true, "")
+	if a.opts.Hooks.Session != nil {
+		a.opts.Hooks.Session(tokens)
+	}
 
 	if err := a.postStartup(ctx, tokens); err != nil {
 		return a.ended(parent, ctx, tokens, err)

@@ -157,6 +157,9 @@ type Hooks struct {
 	Socket func(from, to SocketState)
 	// Enrolled reports a completed enrollment.
 	Enrolled func(guid string)
+	// Session hands over the Device caller of each loop as it starts, for
+	// work outside the loop that calls the Engine (update progress).
+	Session func(call Caller)
 }
 
 func (h Hooks) error(op string, err error) {

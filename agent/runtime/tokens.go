@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -156,6 +158,37 @@ func (t *Tokens) Call(ctx context.Context, method, path string, in, out any) err
 		}
 		if rerr := t.Refresh(ctx, access); rerr != nil {
 			return rerr
+		}
+	}
+}
+
+// Open makes a Device GET of path and returns the answer's body to
+// stream (artifact downloads, which Call's bounded JSON does not fit).
+// Like Call it refreshes a stale token once. ctx bounds the whole read.
+func (t *Tokens) Open(ctx context.Context, path string) (io.ReadCloser, error) {
+	for attempt := 0; ; attempt++ {
+		access, err := t.Access(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req, err := t.client.NewRequest(ctx, http.MethodGet, path, nil, transport.AuthBearer(access))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.client.HTTPClient().Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		err = transport.CheckResponse(resp)
+		if err == nil {
+			return resp.Body, nil
+		}
+		resp.Body.Close()
+		if attempt > 0 || !refreshCodes[transport.Code(err)] {
+			return nil, err
+		}
+		if rerr := t.Refresh(ctx, access); rerr != nil {
+			return nil, rerr
 		}
 	}
 }

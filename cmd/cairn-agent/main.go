@@ -24,6 +24,10 @@ import (
 // -ldflags "-X main.version=...".
 var version = "dev"
 
+// buildID is this binary's build ID: what updates compare and the agent
+// reports (agent.installed_build_id, the heartbeat's agent_version).
+func buildID() string { return version }
+
 // Exit codes.
 const (
 	exitOK    = 0
@@ -33,9 +37,10 @@ const (
 
 const usage = `usage:
   cairn-agent enroll --server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP] [--hostname NAME] [--config PATH]
-  cairn-agent run [--config PATH] [--hostname NAME]
+  cairn-agent run [--config PATH] [--hostname NAME] [--update-check-interval D] [--update-checkin-deadline D]
   cairn-agent simulate --server URL --code CODE --count N [--ca-file PEM] [--concurrency C] [--duration D] [--prefix NAME]
   cairn-agent [--config PATH] status
+  cairn-agent version
   cairn-agent [--config PATH] --metadata get <field>
   cairn-agent [--config PATH] --metadata set <field> <value>
   cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start]
@@ -140,6 +145,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, h ho
 		return runAgent(ctx, path, rest[1:], stderr, h)
 	case "simulate":
 		return simulate(ctx, rest[1:], stdout, stderr, h)
+	case "version":
+		if len(rest) != 1 {
+			return usagef("version takes no arguments")
+		}
+		_, err := fmt.Fprintln(stdout, buildID())
+		return err
 	case "status":
 		if len(rest) != 1 {
 			return usagef("status takes no arguments")

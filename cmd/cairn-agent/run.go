@@ -6,11 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent"
 
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
+	"github.com/cairn-rmm/cairn/agent/update"
 )
 
 // runAgent: cairn-agent run [--config PATH] [--hostname NAME]. It runs
@@ -19,6 +27,8 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	fs := newFlagSet("run")
 	fs.StringVar(&configPath, "config", configPath, "")
 	hostname := fs.String("hostname", "", "")
+	checkEvery := fs.Duration("update-check-interval", update.DefaultCheckInterval, "")
+	checkinDeadline := fs.Duration("update-checkin-deadline", update.DefaultCheckinDeadline, "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,7 +44,18 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// An update stops the agent (runCtx) and re-executes the executable.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var restart atomic.Bool
+	updater, exe, err := newUpdater(configPath, log, *checkEvery, *checkinDeadline, func() { restart.Store(true); stopRun() })
+	if err != nil {
+		return err
+	}
 	handlers := agentruntime.NewHandlers()
+	if err := updater.Register(handlers); err != nil {
+		return err
+	}
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
 		return err
 	}
@@ -48,24 +69,85 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
 		Identity:  id,
-		Version:   version,
+		Version:   buildID(),
 		Collector: h.collector,
 		Roles:     h.roles,
 		Hash:      h.hash,
 		Handlers:  handlers,
 		Timing:    h.timing,
 		Logger:    log,
+		Hooks:     agentruntime.Hooks{Session: updater.Session, Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("cairn-agent starting", "version", version, "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
-	if err := a.Run(ctx); err != nil {
+	log.Info("cairn-agent starting", "version", buildID(), "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
+	updaterDone := make(chan struct{})
+	go func() { defer close(updaterDone); updater.Run(runCtx) }()
+	if fault == "no-checkin" {
+		// A build that starts but never reaches the Engine (the rollback
+		// test's broken build): only the updater runs.
+		<-runCtx.Done()
+	} else if err := a.Run(runCtx); err != nil {
 		return err
+	}
+	<-updaterDone
+	if restart.Load() && ctx.Err() == nil {
+		shells.Close()
+		log.Info("cairn-agent restarting for an update", "exe", exe)
+		if err := update.Exec(exe); err != nil {
+			return fmt.Errorf("restart into %s: %w", exe, err)
+		}
+		return nil
 	}
 	log.Info("cairn-agent stopped")
 	return nil
 }
+
+// fault breaks a build on purpose for the update tests
+// (-X main.fault=no-checkin: the agent never checks in). Empty in every
+// real build.
+var fault string
+
+// newUpdater builds the agent's updater for the executable running now.
+func newUpdater(configPath string, log *slog.Logger, checkEvery, checkinDeadline time.Duration, restart func()) (*update.Updater, string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("locate the agent executable: %w", err)
+	}
+	u := update.New(update.Options{
+		Exe: exe, BuildID: buildID(), Platform: goruntime.GOOS + "-" + goruntime.GOARCH,
+		TrustedKeys: func() ([]string, error) {
+			c, err := agent.Load(configPath)
+			if err != nil {
+				return nil, err
+			}
+			return c.ScriptSigning.TrustedPublicKeys, nil
+		},
+		Installed: func(id string) error {
+			_, err := agent.Update(configPath, "run", func(c *agent.Config) error {
+				if c.Agent.InstalledBuildID == id {
+					return errUnchanged
+				}
+				c.Agent.InstalledBuildID = id
+				return nil
+			})
+			if errors.Is(err, errUnchanged) {
+				return nil
+			}
+			return err
+		},
+		Restart: restart, CheckInterval: checkEvery, CheckinDeadline: checkinDeadline,
+		Log: log.With("component", "update"),
+	})
+	return u, exe, nil
+}
+
+// errUnchanged skips a config write that would change nothing.
+var errUnchanged = errors.New("unchanged")
 
 // simulate: cairn-agent simulate --server URL --code CODE --count N
 // [--ca-file PEM] [--concurrency C] [--duration D] [--prefix NAME]

@@ -1,0 +1,109 @@
+package proto
+
+import "time"
+
+// ---- Agent updates (docs/api.md "Agent updates") ------------------------
+
+// EventAgentUpdate asks the agent to replace itself with an artifact
+// (AgentUpdateRequest); it answers AgentUpdateAccepted at once and reports
+// the rest to PathUpdateProgress.
+const EventAgentUpdate = "agent_update_request"
+
+// Agent update paths (Device auth).
+const (
+	PathUpdateManifest = "/api/agent/update/manifest"
+	PathUpdateProgress = "/api/agent/update/progress"
+)
+
+// AgentUpdateRequest is the payload of EventAgentUpdate. The fields beside
+// Signature repeat what it signs for logs; the agent trusts only the
+// signed payload (an UpdateArtifact).
+type AgentUpdateRequest struct {
+	OperationID string `json:"operation_id"`
+	ArtifactID  string `json:"artifact_id"`
+	BuildID     string `json:"build_id"`
+	SHA256      string `json:"sha256"`
+	Size        int64  `json:"size"`
+	DownloadURL string `json:"download_url"`
+	Signature   Signed `json:"signature"`
+	// Force reinstalls even when the agent already runs BuildID (an
+	// install-equivalent repair).
+	Force bool `json:"force"`
+}
+
+// AgentUpdateAccepted answers EventAgentUpdate.
+type AgentUpdateAccepted struct {
+	Accepted bool `json:"accepted"`
+}
+
+// UpdateArtifact is what an artifact's signature signs (the JSON payload
+// of the manifest's proto.Signed).
+type UpdateArtifact struct {
+	ArtifactID string `json:"artifact_id"`
+	Platform   string `json:"platform"`
+	BuildID    string `json:"build_id"`
+	SHA256     string `json:"sha256"`
+	Size       int64  `json:"size"`
+}
+
+// UpdateManifest answers PathUpdateManifest: the current artifact for the
+// device's platform.
+type UpdateManifest struct {
+	Platform    string `json:"platform"`
+	ArtifactID  string `json:"artifact_id"`
+	BuildID     string `json:"build_id"`
+	SHA256      string `json:"sha256"`
+	Size        int64  `json:"size"`
+	DownloadURL string `json:"download_url"`
+	Signature   Signed `json:"signature"`
+}
+
+// UpdateProgress is the body of PathUpdateProgress. BuildID is the build
+// of the agent posting it.
+type UpdateProgress struct {
+	OperationID string        `json:"operation_id"`
+	Events      []UpdateEvent `json:"events"`
+	BuildID     string        `json:"build_id"`
+	// ToBuildID and ArtifactID name the target of an update the agent
+	// started itself (the hourly check), which the Engine has no record of
+	// until this post.
+	ToBuildID  string `json:"to_build_id,omitempty"`
+	ArtifactID string `json:"artifact_id,omitempty"`
+}
+
+// UpdateEvent is one step of an update.
+type UpdateEvent struct {
+	Phase      string    `json:"phase"`
+	Percent    int       `json:"percent"`
+	Message    string    `json:"message"`
+	CapturedAt time.Time `json:"captured_at"`
+}
+
+// UpdateProgressResponse answers PathUpdateProgress with the operation's
+// status as the Engine records it.
+type UpdateProgressResponse struct {
+	Status string `json:"status"`
+}
+
+// Update phases, in order; completed, failed and rolled_back end an update.
+const (
+	UpdateAccepted         = "accepted"
+	UpdateDownloading      = "downloading"
+	UpdateVerifying        = "verifying"
+	UpdateInstalling       = "installing"
+	UpdateRestarting       = "restarting"
+	UpdateVerifyingCheckin = "verifying_checkin"
+	UpdateCompleted        = "completed"
+	UpdateFailed           = "failed"
+	UpdateRolledBack       = "rolled_back"
+)
+
+// UpdatePhases lists every phase.
+var UpdatePhases = []string{UpdateAccepted, UpdateDownloading, UpdateVerifying, UpdateInstalling, UpdateRestarting,
+	UpdateVerifyingCheckin, UpdateCompleted, UpdateFailed, UpdateRolledBack}
+
+// Error codes of an update request.
+const (
+	CodeSignatureInvalid = "signature_invalid"
+	CodeUpToDate         = "up_to_date"
+)

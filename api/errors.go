@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -79,6 +80,11 @@ var statusByCode = map[string]int{
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 	devices.ECodeAgentAnswer:         http.StatusBadGateway,
+
+	// Agent updates (docs/api.md "Agent updates").
+	agentupdates.ECodeUpdateInProgress:    http.StatusConflict,
+	agentupdates.ECodeArtifactUnavailable: http.StatusServiceUnavailable,
+	proto.CodeSignatureInvalid:            http.StatusBadGateway,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -120,6 +121,10 @@ type Deps struct {
 	// TrustActions starts the follow-up workflow of trust actions (its
 	// Client defaults to Temporal, its queue to the engine queue).
 	TrustActions workflows.TrustStarter
+	// Updates records agent updates; UpdateStarter starts and signals
+	// their workflows.
+	Updates       *agentupdates.Service
+	UpdateStarter workflows.AgentUpdateStarter
 }
 
 // Server serves the API and the console.
@@ -160,6 +165,7 @@ func New(d Deps) *Server {
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
+		s.agentUpdateRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

@@ -45,6 +45,38 @@ type AgentRequest struct {
 	ExpiresAt   time.Time
 }
 
+type AgentUpdateEvent struct {
+	OperationID string
+	Seq         int64
+	Phase       string
+	Percent     int32
+	Message     string
+	CapturedAt  time.Time
+	ReceivedAt  time.Time
+}
+
+type AgentUpdateOperation struct {
+	ID             string
+	DeviceGuid     string
+	Hostname       string
+	SiteID         *int64
+	Status         string
+	Reason         string
+	Force          bool
+	RequestedBy    string
+	FromBuildID    string
+	ToBuildID      string
+	ArtifactID     string
+	RunID          *string
+	ScheduledJobID *int64
+	ActivityID     *int64
+	LastPhase      string
+	FailureSummary string
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+}
+
 type Assembly struct {
 	ID             int64
 	Name           string

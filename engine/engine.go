@@ -24,6 +24,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -90,6 +91,11 @@ type Config struct {
 	KDF         *aegis.KDFParams
 	Password    *auth.PasswordParams
 	ManualFlush bool
+	// Artifacts are the agent builds updates install (nil: none, every
+	// update request answers artifact_unavailable); UpdateDeadline bounds
+	// an update from request to check-in (workflows default).
+	Artifacts      agentupdates.Artifacts
+	UpdateDeadline time.Duration
 	// NoSchedules leaves the maintenance schedules alone (tests share one
 	// Temporal server and a schedule ID names one queue).
 	NoSchedules bool
@@ -119,6 +125,7 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
+	Updates    *agentupdates.Service
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -174,13 +181,15 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
+	e.Updates = agentupdates.New(store, e.Devices, e.Bus, cfg.Artifacts, log.With("component", "agentupdates"))
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
-		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells})...)
+		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
+		Updates: e.Updates})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -193,6 +202,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
+		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline},
 	}
 	e.API = api.New(deps)
 	return e, nil

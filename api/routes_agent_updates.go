@@ -1,0 +1,138 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
+)
+
+// agentUpdateRoutes are agent updates (docs/api.md "Agent updates"): the
+// operators' requests and history, and the agents' progress posts.
+func (s *Server) agentUpdateRoutes() []Route {
+	return []Route{
+		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s, http.StatusAccepted, false, s.agentMaintenance)},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent)},
+		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates)},
+		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s, http.StatusOK, false, s.agentUpdateProgress)},
+	}
+}
+
+type maintenanceReq struct {
+	Action string   `json:"action"`
+	GUIDs  []string `json:"guids"`
+}
+
+func (q *maintenanceReq) validate() error {
+	var v cairn.Validation
+	if q.Action != "update_now" {
+		v.Add("action", "must be update_now")
+	}
+	seen := map[string]bool{}
+	switch {
+	case len(q.GUIDs) == 0 || len(q.GUIDs) > agentupdates.MaxDevices:
+		v.Add("guids", fmt.Sprintf("must list 1 to %d device GUIDs", agentupdates.MaxDevices))
+	default:
+		for _, g := range q.GUIDs {
+			if strings.TrimSpace(g) == "" || len(g) > 64 {
+				v.Add("guids", "must hold device GUIDs")
+				break
+			}
+			if seen[g] {
+				v.Add("guids", "must not repeat a GUID")
+				break
+			}
+			seen[g] = true
+		}
+	}
+	return v.Err()
+}
+
+type updateOpJSON struct {
+	GUID        string `json:"guid"`
+	OperationID string `json:"operation_id"`
+}
+
+type maintenanceJSON struct {
+	RunID      string         `json:"run_id"`
+	Operations []updateOpJSON `json:"operations"`
+}
+
+func (s *Server) agentMaintenance(r *http.Request, req maintenanceReq) (maintenanceJSON, error) {
+	res, err := s.requestUpdates(r.Context(), req.GUIDs)
+	if err != nil {
+		return maintenanceJSON{}, err
+	}
+	out := maintenanceJSON{RunID: res.RunID, Operations: []updateOpJSON{}}
+	for _, u := range res.Updates {
+		out.Operations = append(out.Operations, updateOpJSON{GUID: u.Target.GUID, OperationID: u.OperationID})
+	}
+	return out, nil
+}
+
+func (s *Server) updateAgent(r *http.Request, _ struct{}) (map[string]string, error) {
+	ctx := r.Context()
+	t, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), pathParam(r, "hostname"))
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.requestUpdates(ctx, []string{t.GUID})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"run_id": res.RunID, "operation_id": res.Updates[0].OperationID}, nil
+}
+
+// requestUpdates records the updates and starts their workflows; one that
+// cannot start ends failed with the reason (the rest go on).
+func (s *Server) requestUpdates(ctx context.Context, guids []string) (agentupdates.Requested, error) {
+	p := principal(ctx)
+	res, err := s.Updates.Request(ctx, p.SiteScope(), p.Username, guids)
+	if err != nil {
+		return res, err
+	}
+	for _, u := range res.Updates {
+		if err := s.UpdateStarter.Start(ctx, u); err != nil {
+			s.Log.Error("start agent update", "guid", u.Target.GUID, "operation", u.OperationID, "err", err)
+			if _, ferr := s.Updates.Finish(context.WithoutCancel(ctx), u.OperationID, agentupdates.StatusFailed,
+				"the Engine could not start the update: "+cairn.ErrorCode(err), ""); ferr != nil {
+				s.Log.Error("record agent update start failure", "operation", u.OperationID, "err", ferr)
+			}
+		}
+	}
+	return res, nil
+}
+
+func (s *Server) agentUpdates(r *http.Request) (agentupdates.History, error) {
+	limit, err := queryInt(r, "limit", agentupdates.DefaultHistory, 1, agentupdates.MaxHistory)
+	if err != nil {
+		return agentupdates.History{}, err
+	}
+	opID := r.URL.Query().Get("operation_id")
+	if len(opID) > 100 {
+		return agentupdates.History{}, cairn.Invalid("operation_id", "must be at most 100 characters")
+	}
+	ctx := r.Context()
+	return s.Updates.History(ctx, principal(ctx).SiteScope(), pathParam(r, "guid"), opID, limit)
+}
+
+func (s *Server) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) (proto.UpdateProgressResponse, error) {
+	ctx := r.Context()
+	d := deviceFrom(ctx)
+	op, err := s.Updates.Progress(ctx, agentupdates.Device{GUID: d.GUID, Hostname: d.Hostname, SiteID: d.SiteID}, req)
+	if err != nil {
+		return proto.UpdateProgressResponse{}, err
+	}
+	if op.Reason == agentupdates.ReasonOperator {
+		// The record is written: a lost signal only delays the workflow
+		// until its next look at the record.
+		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID); err != nil {
+			s.Log.Warn("signal agent update", "operation", op.ID, "err", err)
+		}
+	}
+	return proto.UpdateProgressResponse{Status: op.Status}, nil
+}

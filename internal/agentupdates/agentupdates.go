@@ -1,0 +1,470 @@
+// Package agentupdates records agent updates (docs/api.md "Agent
+// updates"): the operations operators request and agents report, their
+// bounded event timelines, the agent_maintenance job history each one
+// leaves, and the operator events. The AgentUpdate workflow drives an
+// operator's update; agents drive the rest through their progress posts.
+// No HTTP and no Temporal here.
+package agentupdates
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/events"
+)
+
+// Error codes.
+const (
+	// ECodeUpdateInProgress: the device already has an active update (409).
+	ECodeUpdateInProgress = "update_in_progress"
+	// ECodeArtifactUnavailable: no agent artifact for the device's platform.
+	ECodeArtifactUnavailable = "artifact_unavailable"
+)
+
+// TypeProgressChanged is the operator event of an update's progress.
+const TypeProgressChanged = "agent_update_progress_changed"
+
+// Operation statuses.
+const (
+	StatusQueued     = "queued"
+	StatusRunning    = "running"
+	StatusSucceeded  = "succeeded"
+	StatusFailed     = "failed"
+	StatusRolledBack = "rolled_back"
+	StatusTimedOut   = "timed_out"
+)
+
+// Reasons.
+const (
+	ReasonOperator = "operator"
+	ReasonHourly   = "hourly"
+)
+
+// Bounds.
+const (
+	MaxEvents       = 100 // kept per operation, and per progress post
+	MaxDevices      = 1000
+	MaxHistory      = 100
+	DefaultHistory  = 20
+	maxMessage      = 1000
+	maxOperationID  = 100
+	activityKind    = "agent_update"
+	activitySummary = 500
+)
+
+// Terminal reports whether status ends an operation.
+func Terminal(status string) bool {
+	return status != StatusQueued && status != StatusRunning
+}
+
+// Artifact is the current agent build for a platform (the artifact
+// catalog's, adapted by the Engine's constructor).
+type Artifact struct {
+	ID, Platform, BuildID, SHA256 string
+	Size                          int64
+	Signature                     proto.Signed
+}
+
+// Artifacts names the current artifact of a platform; an error carries
+// artifact_unavailable.
+type Artifacts interface {
+	Current(platform string) (Artifact, error)
+}
+
+// Service is the agent update records.
+type Service struct {
+	store     *db.Store
+	devices   *devices.Service
+	bus       *events.Bus
+	artifacts Artifacts
+	log       *slog.Logger
+}
+
+// New builds the service; artifacts may be nil (every request answers
+// artifact_unavailable).
+func New(store *db.Store, devs *devices.Service, bus *events.Bus, artifacts Artifacts, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, devices: devs, bus: bus, artifacts: artifacts, log: log}
+}
+
+// Platform is the artifact platform of a device's operating system.
+func Platform(operatingSystem string) string {
+	if strings.Contains(strings.ToLower(operatingSystem), "windows") {
+		return "windows-amd64"
+	}
+	return "linux-amd64"
+}
+
+// DownloadPath is where an agent downloads an artifact.
+func DownloadPath(artifactID string) string { return "/api/agent/update/download/" + artifactID }
+
+// Planned is one requested update: what the workflow sends.
+type Planned struct {
+	OperationID string
+	Target      devices.OperationTarget
+	Request     proto.AgentUpdateRequest
+	Actor       string
+}
+
+// Requested is what a request created.
+type Requested struct {
+	RunID          string
+	ScheduledJobID int64
+	Updates        []Planned
+}
+
+// Request records an operator's update of each device to the current
+// artifact of its platform (a repair when it already runs it): one
+// agent_maintenance run with a result and an operation per device, all or
+// nothing. Devices outside scope are not found; a device with an active
+// update is update_in_progress.
+func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor string, guids []string) (Requested, error) {
+	var out Requested
+	type dev struct {
+		target devices.OperationTarget
+		from   string
+		art    Artifact
+	}
+	var devs []dev
+	for _, g := range guids {
+		t, err := s.devices.OperationTargetByGUID(ctx, scope, g)
+		if err != nil {
+			return out, err
+		}
+		row, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: g, AllSites: scope.All, SiteIds: scope.SiteIDs})
+		if err != nil {
+			return out, db.NotFound(err, "device not found")
+		}
+		art, err := s.current(Platform(row.OperatingSystem))
+		if err != nil {
+			return out, err
+		}
+		devs = append(devs, dev{target: t, from: row.AgentVersion, art: art})
+	}
+	out.RunID = uuid.Must(uuid.NewV7()).String()
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		jobID, err := q.AgentMaintenanceJobEnsure(ctx)
+		if err != nil {
+			return err
+		}
+		out.ScheduledJobID = jobID
+		if err := q.AgentUpdateRunInsert(ctx, db.AgentUpdateRunInsertParams{ID: out.RunID, ScheduledJobID: &jobID,
+			Trigger: "manual", RequestedBy: actor, TargetCount: int32(len(devs))}); err != nil {
+			return err
+		}
+		for _, d := range devs {
+			opID := uuid.NewString()
+			siteID := d.target.SiteID
+			_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: opID, DeviceGuid: d.target.GUID,
+				Hostname: d.target.Hostname, SiteID: &siteID, Status: StatusQueued, Reason: ReasonOperator, Force: true,
+				RequestedBy: actor, FromBuildID: d.from, ToBuildID: d.art.BuildID, ArtifactID: d.art.ID,
+				RunID: &out.RunID, ScheduledJobID: &jobID})
+			if err != nil {
+				return inProgress(err, d.target.Hostname)
+			}
+			if err := q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: out.RunID, DeviceGuid: d.target.GUID,
+				Hostname: d.target.Hostname, SiteID: &siteID, OperationID: opID}); err != nil {
+				return err
+			}
+			out.Updates = append(out.Updates, Planned{OperationID: opID, Target: d.target, Actor: actor,
+				Request: proto.AgentUpdateRequest{OperationID: opID, ArtifactID: d.art.ID, BuildID: d.art.BuildID,
+					SHA256: d.art.SHA256, Size: d.art.Size, DownloadURL: DownloadPath(d.art.ID), Signature: d.art.Signature, Force: true}})
+		}
+		return nil
+	})
+	if err != nil {
+		return Requested{}, err
+	}
+	return out, nil
+}
+
+func (s *Service) current(platform string) (Artifact, error) {
+	if s.artifacts == nil {
+		return Artifact{}, cairn.Errorf(ECodeArtifactUnavailable, "this Engine serves no agent artifacts")
+	}
+	return s.artifacts.Current(platform)
+}
+
+// inProgress turns the one-active-update index's violation into its code.
+func inProgress(err error, hostname string) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "23505" && pg.ConstraintName == "agent_update_operations_active_idx" {
+		return cairn.Errorf(ECodeUpdateInProgress, "an agent update of %s is already in progress", hostname)
+	}
+	return err
+}
+
+// Begin marks an operation running and opens its activity row; it is
+// idempotent (a retried workflow task keeps the first row).
+func (s *Service) Begin(ctx context.Context, opID string) error {
+	op, err := s.store.AgentUpdateOperationGet(ctx, opID)
+	if err != nil {
+		return db.NotFound(err, "agent update not found")
+	}
+	if Terminal(op.Status) || op.ActivityID != nil {
+		return nil
+	}
+	id, err := s.openActivity(ctx, op)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.AgentUpdateOperationStart(ctx, db.AgentUpdateOperationStartParams{ID: opID, ActivityID: &id}); err != nil &&
+		!errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if op.RunID != nil {
+		if err := s.store.AgentUpdateResultSet(ctx, db.AgentUpdateResultSetParams{RunID: *op.RunID, DeviceGuid: op.DeviceGuid,
+			Status: "running", ActivityID: &id}); err != nil {
+			return err
+		}
+	}
+	s.publish(ctx, op, StatusRunning, op.LastPhase)
+	return nil
+}
+
+func (s *Service) openActivity(ctx context.Context, op db.AgentUpdateOperation) (int64, error) {
+	summary := fmt.Sprintf("Update agent from %s to %s", orUnknown(op.FromBuildID), op.ToBuildID)
+	if op.FromBuildID == op.ToBuildID {
+		summary = "Repair agent (reinstall build " + op.ToBuildID + ")"
+	}
+	meta := map[string]any{"operation_id": op.ID, "reason": op.Reason, "from_build_id": op.FromBuildID, "to_build_id": op.ToBuildID}
+	if op.RunID != nil {
+		meta["run_id"] = *op.RunID
+	}
+	if op.ScheduledJobID != nil {
+		meta["scheduled_job_id"] = *op.ScheduledJobID
+	}
+	a, err := s.devices.RecordActivity(ctx, devices.NewActivity{GUID: op.DeviceGuid, Hostname: op.Hostname, SiteID: deref(op.SiteID),
+		Kind: activityKind, Summary: summary, Actor: op.RequestedBy, Status: devices.ActivityRunning, Metadata: meta})
+	return a.ID, err
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown build"
+	}
+	return s
+}
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
+
+// Status is an operation's status now.
+func (s *Service) Status(ctx context.Context, opID string) (string, error) {
+	op, err := s.store.AgentUpdateOperationGet(ctx, opID)
+	if err != nil {
+		return "", db.NotFound(err, "agent update not found")
+	}
+	return op.Status, nil
+}
+
+// Finish ends an active operation with status and summary, and closes its
+// job result, run and activity row; an operation that already ended keeps
+// its outcome. It returns the status the operation has.
+func (s *Service) Finish(ctx context.Context, opID, status, summary, phase string) (string, error) {
+	op, err := s.store.AgentUpdateOperationFinish(ctx, db.AgentUpdateOperationFinishParams{ID: opID, Status: status,
+		FailureSummary: bound(summary, maxMessage), Phase: phase})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.Status(ctx, opID)
+	}
+	if err != nil {
+		return "", err
+	}
+	if op.RunID != nil {
+		res, code := "succeeded", ""
+		switch status {
+		case StatusTimedOut:
+			res, code = "timed_out", status
+		case StatusFailed, StatusRolledBack:
+			res, code = "failed", status
+		}
+		if err := s.store.AgentUpdateResultSet(ctx, db.AgentUpdateResultSetParams{RunID: *op.RunID, DeviceGuid: op.DeviceGuid,
+			Status: res, ErrorCode: code, ErrorMessage: op.FailureSummary}); err != nil {
+			return "", err
+		}
+		if err := s.store.AgentUpdateRunSettle(ctx, *op.RunID); err != nil {
+			return "", err
+		}
+	}
+	if op.ActivityID != nil {
+		act, text := devices.ActivityCompleted, fmt.Sprintf("Agent updated to %s", op.ToBuildID)
+		if op.FromBuildID == op.ToBuildID {
+			text = "Agent repaired (build " + op.ToBuildID + ")"
+		}
+		if status != StatusSucceeded {
+			act, text = devices.ActivityFailed, fmt.Sprintf("Agent update to %s %s: %s", op.ToBuildID, strings.ReplaceAll(status, "_", " "), op.FailureSummary)
+		}
+		meta := map[string]any{"operation_id": op.ID, "reason": op.Reason, "from_build_id": op.FromBuildID,
+			"to_build_id": op.ToBuildID, "status": status}
+		if op.RunID != nil {
+			meta["run_id"] = *op.RunID
+		}
+		if op.ScheduledJobID != nil {
+			meta["scheduled_job_id"] = *op.ScheduledJobID
+		}
+		if err := s.devices.OperationFinished(ctx, *op.ActivityID, act, bound(text, activitySummary), meta); err != nil {
+			return "", err
+		}
+	}
+	s.publish(ctx, op, op.Status, op.LastPhase)
+	return op.Status, nil
+}
+
+func bound(s string, n int) string {
+	if len([]rune(s)) > n {
+		return string([]rune(s)[:n])
+	}
+	return s
+}
+
+// publish tells consoles of the device's site; a failure is logged (the
+// console polls too).
+func (s *Service) publish(ctx context.Context, op db.AgentUpdateOperation, status, phase string) {
+	data, _ := json.Marshal(map[string]string{"guid": op.DeviceGuid, "operation_id": op.ID, "status": status, "phase": phase})
+	err := s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: TypeProgressChanged, SiteID: deref(op.SiteID), Data: data})
+	if err != nil {
+		s.log.Warn("publish agent update progress", "operation", op.ID, "err", err)
+	}
+}
+
+// Progress records an agent's progress post: its events (the newest
+// MaxEvents kept), the phase, and the outcome a final phase gives. An
+// update the agent started itself (the hourly check) is recorded here on
+// its first post, with its job history. It returns the operation as it
+// now stands.
+func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgress) (db.AgentUpdateOperation, error) {
+	if err := validateProgress(p); err != nil {
+		return db.AgentUpdateOperation{}, err
+	}
+	op, err := s.store.AgentUpdateOperationGetForDevice(ctx, db.AgentUpdateOperationGetForDeviceParams{ID: p.OperationID, DeviceGuid: dev.GUID})
+	if errors.Is(err, pgx.ErrNoRows) && p.ToBuildID != "" {
+		op, err = s.startHourly(ctx, dev, p)
+	}
+	if err != nil {
+		return op, db.NotFound(err, "agent update not found")
+	}
+	arg := db.AgentUpdateEventsInsertParams{OperationID: op.ID}
+	for _, e := range p.Events {
+		arg.Phases = append(arg.Phases, e.Phase)
+		arg.Percents = append(arg.Percents, int32(e.Percent))
+		arg.Messages = append(arg.Messages, bound(e.Message, maxMessage))
+		arg.Captured = append(arg.Captured, e.CapturedAt.UTC())
+	}
+	if err := s.store.AgentUpdateEventsInsert(ctx, arg); err != nil {
+		return op, err
+	}
+	if err := s.store.AgentUpdateEventsTrim(ctx, op.ID); err != nil {
+		return op, err
+	}
+	last := p.Events[len(p.Events)-1]
+	if op, err = s.store.AgentUpdateOperationPhase(ctx, db.AgentUpdateOperationPhaseParams{ID: op.ID, Phase: last.Phase}); err != nil {
+		return op, err
+	}
+	status, summary := "", ""
+	for _, e := range p.Events {
+		switch e.Phase {
+		case proto.UpdateCompleted:
+			status = StatusSucceeded
+			if p.BuildID != op.ToBuildID {
+				status, summary = StatusFailed, fmt.Sprintf("the agent finished on build %s, not %s", p.BuildID, op.ToBuildID)
+			}
+		case proto.UpdateFailed:
+			status, summary = StatusFailed, e.Message
+		case proto.UpdateRolledBack:
+			status, summary = StatusRolledBack, e.Message
+		}
+	}
+	if status != "" && !Terminal(op.Status) {
+		if _, err := s.Finish(ctx, op.ID, status, summary, last.Phase); err != nil {
+			return op, err
+		}
+		return s.store.AgentUpdateOperationGet(ctx, op.ID)
+	}
+	s.publish(ctx, op, op.Status, op.LastPhase)
+	return op, nil
+}
+
+// Device is the agent posting progress.
+type Device struct {
+	GUID     string
+	Hostname string
+	SiteID   int64
+}
+
+func validateProgress(p proto.UpdateProgress) error {
+	var v cairn.Validation
+	if p.OperationID == "" || len(p.OperationID) > maxOperationID {
+		v.Add("operation_id", fmt.Sprintf("is required, at most %d characters", maxOperationID))
+	}
+	if len(p.Events) == 0 || len(p.Events) > MaxEvents {
+		v.Add("events", fmt.Sprintf("must hold 1 to %d events", MaxEvents))
+	}
+	for i, e := range p.Events {
+		f := fmt.Sprintf("events[%d]", i)
+		switch {
+		case !slices.Contains(proto.UpdatePhases, e.Phase):
+			v.Add(f+".phase", "must be one of "+strings.Join(proto.UpdatePhases, ", "))
+		case e.Percent < 0 || e.Percent > 100:
+			v.Add(f+".percent", "must be 0 to 100")
+		case e.CapturedAt.IsZero():
+			v.Add(f+".captured_at", "is required")
+		}
+	}
+	if len(p.BuildID) > 200 || len(p.ToBuildID) > 200 || len(p.ArtifactID) > 200 {
+		v.Add("build_id", "build and artifact IDs are at most 200 characters")
+	}
+	return v.Err()
+}
+
+// startHourly records an update an agent started itself after its hourly
+// check found another build: the operation and its job history.
+func (s *Service) startHourly(ctx context.Context, dev Device, p proto.UpdateProgress) (db.AgentUpdateOperation, error) {
+	var op db.AgentUpdateOperation
+	runID := uuid.Must(uuid.NewV7()).String()
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		jobID, err := q.AgentMaintenanceJobEnsure(ctx)
+		if err != nil {
+			return err
+		}
+		if err := q.AgentUpdateRunInsert(ctx, db.AgentUpdateRunInsertParams{ID: runID, ScheduledJobID: &jobID,
+			Trigger: ReasonHourly, RequestedBy: "", TargetCount: 1}); err != nil {
+			return err
+		}
+		siteID := dev.SiteID
+		op, err = q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: p.OperationID, DeviceGuid: dev.GUID,
+			Hostname: dev.Hostname, SiteID: &siteID, Status: StatusRunning, Reason: ReasonHourly, FromBuildID: p.BuildID,
+			ToBuildID: p.ToBuildID, ArtifactID: p.ArtifactID, RunID: &runID, ScheduledJobID: &jobID})
+		if err != nil {
+			return inProgress(err, dev.Hostname)
+		}
+		return q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: runID, DeviceGuid: dev.GUID,
+			Hostname: dev.Hostname, SiteID: &siteID, OperationID: p.OperationID})
+	})
+	if err != nil {
+		return op, err
+	}
+	if err := s.Begin(ctx, op.ID); err != nil {
+		return op, err
+	}
+	return s.store.AgentUpdateOperationGet(ctx, op.ID)
+}

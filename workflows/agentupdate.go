@@ -1,0 +1,166 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
+	"github.com/cairn-rmm/cairn/internal/devices"
+)
+
+// Agent update names.
+const (
+	// SignalAgentUpdateProgress tells an update that its agent posted
+	// progress; the workflow reads the record (no payload).
+	SignalAgentUpdateProgress = "agent-update-progress"
+	// JobKindAgentUpdate is the JobKind search attribute of updates.
+	JobKindAgentUpdate = "agent_update"
+	// DefaultAgentUpdateDeadline is how long an update may take from the
+	// request to the agent's check-in on the new build.
+	DefaultAgentUpdateDeadline = 10 * time.Minute
+	// agentUpdateRecheck re-reads the record this often, in case a signal
+	// was lost (the Engine died between recording progress and signaling).
+	agentUpdateRecheck = time.Minute
+)
+
+// AgentUpdateWorkflowID names the update of one device's agent.
+func AgentUpdateWorkflowID(guid, operationID string) string {
+	return "agent-update:" + guid + ":" + operationID
+}
+
+// AgentUpdateInput is one requested update.
+type AgentUpdateInput struct {
+	OperationID string
+	Target      devices.OperationTarget
+	ToBuildID   string
+	// Payload is the proto.AgentUpdateRequest.
+	Payload  json.RawMessage
+	Deadline time.Duration
+}
+
+// AgentUpdate sends agent_update_request through the command path and
+// waits until the agent reports the outcome (it checks in on the new
+// build, fails or rolls back) or the deadline passes, which ends the
+// update as timed_out. It returns the final status.
+func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
+	started := workflow.Now(ctx)
+	deadline := in.Deadline
+	if deadline <= 0 {
+		deadline = DefaultAgentUpdateDeadline
+	}
+	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	})
+	var rec *activities.AgentUpdates
+	var cmds *activities.AgentCommands
+	finish := func(status, summary string) (string, error) {
+		var final string
+		err := workflow.ExecuteLocalActivity(local, rec.FinishAgentUpdate, activities.FinishAgentUpdateInput{
+			OperationID: in.OperationID, Status: status, Summary: summary}).Get(ctx, &final)
+		return final, err
+	}
+	if err := workflow.ExecuteLocalActivity(local, rec.BeginAgentUpdate, in.OperationID).Get(ctx, nil); err != nil {
+		return "", err
+	}
+
+	sendTimeout := DefaultOperationTimeout
+	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ScheduleToCloseTimeout: sendTimeout,
+		StartToCloseTimeout:    sendTimeout,
+		HeartbeatTimeout:       operationHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: 5 * time.Second},
+	})
+	err := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
+		OperationID: in.OperationID, GUID: in.Target.GUID, Type: proto.EventAgentUpdate, Payload: in.Payload,
+	}).Get(ctx, nil)
+	if err != nil {
+		code, message := operationFailure(err, sendTimeout)
+		return finish(agentupdates.StatusFailed, fmt.Sprintf("the agent did not take the update (%s): %s", code, message))
+	}
+
+	progress := workflow.GetSignalChannel(ctx, SignalAgentUpdateProgress)
+	for {
+		var status string
+		if err := workflow.ExecuteLocalActivity(local, rec.AgentUpdateStatus, in.OperationID).Get(ctx, &status); err != nil {
+			return "", err
+		}
+		if agentupdates.Terminal(status) {
+			return status, nil
+		}
+		left := deadline - workflow.Now(ctx).Sub(started)
+		if left <= 0 {
+			return finish(agentupdates.StatusTimedOut, fmt.Sprintf("the agent did not check in on build %s within %s of the request",
+				in.ToBuildID, deadline))
+		}
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(workflow.NewTimer(timerCtx, min(left, agentUpdateRecheck)), func(workflow.Future) {})
+		sel.AddReceive(progress, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			for c.ReceiveAsync(nil) {
+			}
+		})
+		sel.Select(ctx)
+		cancel()
+	}
+}
+
+// AgentUpdateStarter starts update workflows and tells them of progress.
+type AgentUpdateStarter struct {
+	Client   client.Client
+	Deadline time.Duration
+}
+
+// Start starts the update of one device on its site's queue.
+func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) error {
+	raw, err := json.Marshal(p.Request)
+	if err != nil {
+		return err
+	}
+	deadline := s.Deadline
+	if deadline <= 0 {
+		deadline = DefaultAgentUpdateDeadline
+	}
+	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       AgentUpdateWorkflowID(p.Target.GUID, p.OperationID),
+		TaskQueue:                SiteTaskQueue(p.Target.SiteSlug),
+		WorkflowExecutionTimeout: deadline + 30*time.Minute,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(p.Target.GUID),
+			temporal.NewSearchAttributeKeyKeyword(SearchAttrSiteSlug).ValueSet(p.Target.SiteSlug),
+			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindAgentUpdate),
+		),
+	}, AgentUpdate, AgentUpdateInput{OperationID: p.OperationID, Target: p.Target, ToBuildID: p.Request.BuildID,
+		Payload: raw, Deadline: deadline})
+	if err != nil && isOverload(err) {
+		return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the update now; try again")
+	}
+	return err
+}
+
+// Progress signals the update that its agent posted progress. An update
+// that no longer runs (or an hourly one, which has no workflow) is fine.
+func (s AgentUpdateStarter) Progress(ctx context.Context, guid, operationID string) error {
+	err := s.Client.SignalWorkflow(ctx, AgentUpdateWorkflowID(guid, operationID), "", SignalAgentUpdateProgress, nil)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	return err
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -38,7 +40,20 @@ var standIns = map[string]any{
 	},
 	"ApplyAgentAnswer": func(context.Context, activities.ApplyInput) (string, error) { return "cron is running", nil },
 	"FinishOperation":  func(context.Context, activities.FinishInput) error { return nil },
+	"BeginAgentUpdate": func(context.Context, string) error { return nil },
+	// An update's agent checks in after the first look, unless the
+	// scenario's operation never checks in ("timeout-" operations).
+	"AgentUpdateStatus": func(_ context.Context, op string) (string, error) {
+		if _, seen := updateLooks.LoadOrStore(op, true); !seen || strings.HasPrefix(op, "timeout-") {
+			return "running", nil
+		}
+		return "succeeded", nil
+	},
+	"FinishAgentUpdate": func(_ context.Context, in activities.FinishAgentUpdateInput) (string, error) { return in.Status, nil },
 }
+
+// updateLooks remembers which updates AgentUpdateStatus answered once.
+var updateLooks sync.Map
 
 var scenarios = []scenario{
 	{"worker_probe.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -109,6 +124,38 @@ var scenarios = []scenario{
 	{"device_operation_terminate_refused.json", func(ctx context.Context, c client.Client) (string, error) {
 		return operation(ctx, c, proto.EventProcessManagement, "process_terminate", `{"action":"terminate","pid":4242,"name":"sleep"}`, true)
 	}, false},
+	// The agent takes the update, posts progress (a signal) and checks in.
+	{"agent_update_succeeded.json", func(ctx context.Context, c client.Client) (string, error) {
+		return agentUpdate(ctx, c, unique("op"), time.Minute, "succeeded")
+	}, false},
+	// The agent takes the update and never checks in on the new build.
+	{"agent_update_timed_out.json", func(ctx context.Context, c client.Client) (string, error) {
+		return agentUpdate(ctx, c, unique("timeout-op"), 2*time.Second, "timed_out")
+	}, false},
+}
+
+// agentUpdate runs one AgentUpdate, signaling progress once, and checks
+// how it ended.
+func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.Duration, want string) (string, error) {
+	in := workflows.AgentUpdateInput{OperationID: op, ToBuildID: "build-b", Deadline: deadline,
+		Payload: json.RawMessage(`{"operation_id":"` + op + `","build_id":"build-b","force":true}`),
+		Target:  devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	id := workflows.AgentUpdateWorkflowID(in.Target.GUID, op)
+	run, err := start(ctx, c, id, workflows.AgentUpdate, in)
+	if err != nil {
+		return "", err
+	}
+	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalAgentUpdateProgress, nil); err != nil {
+		return "", err
+	}
+	var status string
+	if err := run.Get(ctx, &status); err != nil {
+		return "", err
+	}
+	if status != want {
+		return "", fmt.Errorf("agent update ended %s, want %s", status, want)
+	}
+	return run.GetID(), nil
 }
 
 // operation runs one DeviceOperation; wantErr says the agent refuses it.

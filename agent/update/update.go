@@ -341,7 +341,7 @@ func (u *Updater) install(ctx context.Context, j job, tmp string) error {
 	if err != nil {
 		return fmt.Errorf("the new binary does not run (`version`): %v", err)
 	}
-	if got := strings.TrimSpace(string(out)); got != j.art.BuildID {
+	if got := reportedBuild(string(out)); got != j.art.BuildID {
 		return fmt.Errorf("the new binary reports build %q, the signed artifact %q", got, j.art.BuildID)
 	}
 	u.event(j, proto.UpdateInstalling, 75, "replacing "+u.opts.Exe)
@@ -355,6 +355,17 @@ func (u *Updater) install(ctx context.Context, j job, tmp string) error {
 		return err
 	}
 	return nil
+}
+
+// reportedBuild reads the build ID from `cairn-agent version`: its
+// "build_id: " line, or the whole output when it is one word.
+func reportedBuild(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "build_id:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return strings.TrimSpace(out)
 }
 
 // restart flushes the progress events (or hands the rest to the next

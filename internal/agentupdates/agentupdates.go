@@ -81,7 +81,7 @@ type Artifact struct {
 // Artifacts names the current artifact of a platform; an error carries
 // artifact_unavailable.
 type Artifacts interface {
-	Current(platform string) (Artifact, error)
+	Current(ctx context.Context, platform string) (Artifact, error)
 }
 
 // Service is the agent update records.
@@ -150,7 +150,7 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 		if err != nil {
 			return out, db.NotFound(err, "device not found")
 		}
-		art, err := s.current(Platform(row.OperatingSystem))
+		art, err := s.current(ctx, Platform(row.OperatingSystem))
 		if err != nil {
 			return out, err
 		}
@@ -193,11 +193,11 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 	return out, nil
 }
 
-func (s *Service) current(platform string) (Artifact, error) {
+func (s *Service) current(ctx context.Context, platform string) (Artifact, error) {
 	if s.artifacts == nil {
 		return Artifact{}, cairn.Errorf(ECodeArtifactUnavailable, "this Engine serves no agent artifacts")
 	}
-	return s.artifacts.Current(platform)
+	return s.artifacts.Current(ctx, platform)
 }
 
 // inProgress turns the one-active-update index's violation into its code.

@@ -138,6 +138,7 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 	type dev struct {
 		target devices.OperationTarget
 		from   string
+		os     string
 		art    Artifact
 	}
 	var devs []dev
@@ -150,11 +151,16 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 		if err != nil {
 			return out, db.NotFound(err, "device not found")
 		}
-		art, err := s.current(ctx, Platform(row.OperatingSystem))
+		devs = append(devs, dev{target: t, from: row.AgentVersion, os: row.OperatingSystem})
+	}
+	// Every device is checked before any artifact is looked at, so a
+	// request naming a device outside the scope is not_found whatever else.
+	for i := range devs {
+		art, err := s.current(ctx, Platform(devs[i].os))
 		if err != nil {
 			return out, err
 		}
-		devs = append(devs, dev{target: t, from: row.AgentVersion, art: art})
+		devs[i].art = art
 	}
 	out.RunID = uuid.Must(uuid.NewV7()).String()
 	err := s.store.InTx(ctx, func(q *db.Queries) error {

@@ -1,0 +1,271 @@
+package update
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/runtime"
+)
+
+// engine stands in for the Engine's two update routes: it serves one
+// artifact's bytes and records the progress posts.
+type engine struct {
+	mu       sync.Mutex
+	artifact []byte
+	posts    []proto.UpdateProgress
+	manifest proto.UpdateManifest
+}
+
+func (e *engine) Call(_ context.Context, method, path string, in, out any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch path {
+	case proto.PathUpdateProgress:
+		e.posts = append(e.posts, in.(proto.UpdateProgress))
+		return nil
+	case proto.PathUpdateManifest:
+		*out.(*proto.UpdateManifest) = e.manifest
+		return nil
+	}
+	return errors.New("unexpected call " + method + " " + path)
+}
+
+func (e *engine) Open(context.Context, string) (io.ReadCloser, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return io.NopCloser(bytes.NewReader(e.artifact)), nil
+}
+
+func (e *engine) phases() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, p := range e.posts {
+		for _, ev := range p.Events {
+			out = append(out, ev.Phase)
+		}
+	}
+	return out
+}
+
+func (e *engine) last() proto.UpdateProgress {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.posts[len(e.posts)-1]
+}
+
+// fixture is an installed "agent" (a shell script that reports its build)
+// with an updater over it.
+type fixture struct {
+	exe      string
+	key      ed25519.PrivateKey
+	pub      string
+	eng      *engine
+	u        *Updater
+	restarts chan struct{}
+	cancel   context.CancelFunc
+}
+
+func script(build string) []byte {
+	return []byte("#!/bin/sh\necho 'cairn-agent test'\necho 'build_id: " + build + "'\necho 'platform: linux-amd64'\n")
+}
+
+func newFixture(t *testing.T, build string, deadline time.Duration) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "cairn-agent")
+	if _, err := os.Stat(exe); err != nil {
+		require.NoError(t, os.WriteFile(exe, script(build), 0o755))
+	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	f := &fixture{exe: exe, key: key, pub: base64.StdEncoding.EncodeToString(pub), eng: &engine{}, restarts: make(chan struct{}, 4)}
+	f.start(t, build, deadline)
+	return f
+}
+
+// start runs an updater as the process built as build would.
+func (f *fixture) start(t *testing.T, build string, deadline time.Duration) {
+	t.Helper()
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.u = New(Options{Exe: f.exe, BuildID: build, Platform: "linux-amd64",
+		TrustedKeys: func() ([]string, error) { return []string{f.pub}, nil },
+		Installed:   func(string) error { return nil },
+		Restart:     func() { f.restarts <- struct{}{} }, CheckinDeadline: deadline})
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	t.Cleanup(cancel)
+	f.u.Session(f.eng)
+	go f.u.Run(ctx)
+}
+
+// offer signs an artifact holding body as build.
+func (f *fixture) offer(build string, body []byte) proto.AgentUpdateRequest {
+	sum := sha256.Sum256(body)
+	art := proto.UpdateArtifact{ArtifactID: "linux-amd64-" + hex.EncodeToString(sum[:8]), Platform: "linux-amd64", BuildID: build,
+		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body))}
+	payload, _ := json.Marshal(art)
+	f.eng.mu.Lock()
+	f.eng.artifact = body
+	f.eng.manifest = proto.UpdateManifest{Platform: art.Platform, ArtifactID: art.ArtifactID, BuildID: build, SHA256: art.SHA256,
+		Size: art.Size, DownloadURL: "/api/agent/update/download/" + art.ArtifactID,
+		Signature: proto.Signed{Payload: payload, KeyID: "k", Signature: ed25519.Sign(f.key, payload)}}
+	f.eng.mu.Unlock()
+	return proto.AgentUpdateRequest{OperationID: "op-" + build, ArtifactID: art.ArtifactID, BuildID: build, SHA256: art.SHA256,
+		Size: art.Size, DownloadURL: f.eng.manifest.DownloadURL, Signature: f.eng.manifest.Signature, Force: true}
+}
+
+func (f *fixture) handle(t *testing.T, req proto.AgentUpdateRequest) (any, error) {
+	t.Helper()
+	h := runtime.NewHandlers()
+	require.NoError(t, f.u.Register(h))
+	raw, _ := json.Marshal(req)
+	return h.Lookup(proto.EventAgentUpdate)(context.Background(), f.eng, raw)
+}
+
+func (f *fixture) waitPhase(t *testing.T, phase string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, p := range f.eng.phases() {
+			if p == phase {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond, "no %s event; got %v", phase, f.eng.phases())
+}
+
+func TestUpdateInstallsCheckinAndCompletes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "b1", time.Hour)
+	res, err := f.handle(t, f.offer("b2", script("b2")))
+	require.NoError(t, err)
+	require.Equal(t, proto.AgentUpdateAccepted{Accepted: true}, res)
+	<-f.restarts
+	require.Equal(t, []string{"accepted", "downloading", "verifying", "installing", "restarting"}, f.eng.phases())
+	require.Equal(t, script("b2"), must(os.ReadFile(f.exe)), "the new build is installed")
+	require.Equal(t, script("b1"), must(os.ReadFile(PreviousPath(f.exe))), "the old build is kept")
+
+	// The new build starts, sees the marker and checks in.
+	f.start(t, "b2", time.Hour)
+	f.waitPhase(t, proto.UpdateVerifyingCheckin)
+	f.u.Heartbeat(time.Millisecond, nil)
+	f.waitPhase(t, proto.UpdateCompleted)
+	require.Equal(t, "b2", f.eng.last().BuildID)
+	require.Eventually(t, func() bool { _, err := os.Stat(MarkerPath(f.exe)); return os.IsNotExist(err) }, 30*time.Second, 10*time.Millisecond)
+}
+
+func TestUpdateRollsBackWithoutCheckin(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "b1", time.Millisecond)
+	_, err := f.handle(t, f.offer("b2", script("b2")))
+	require.NoError(t, err)
+	<-f.restarts
+	// The new build never gets a heartbeat through: at the deadline it
+	// puts the old binary back and restarts into it.
+	f.start(t, "b2", time.Millisecond)
+	<-f.restarts
+	require.Equal(t, script("b1"), must(os.ReadFile(f.exe)), "the previous build is restored")
+	m, err := readMarker(f.exe)
+	require.NoError(t, err)
+	require.Equal(t, StateRolledBack, m.State)
+
+	f.start(t, "b1", time.Hour)
+	f.waitPhase(t, proto.UpdateRolledBack)
+	require.Equal(t, "b1", f.eng.last().BuildID)
+	require.Contains(t, f.eng.last().Events[len(f.eng.last().Events)-1].Message, "did not check in")
+}
+
+func TestUpdateRefusesBadArtifacts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		tamper func(f *fixture, r *proto.AgentUpdateRequest)
+		code   string // refused at once with this code; "" : fails later
+	}{
+		{"foreign key", func(f *fixture, r *proto.AgentUpdateRequest) {
+			_, other, _ := ed25519.GenerateKey(rand.Reader)
+			r.Signature.Signature = ed25519.Sign(other, r.Signature.Payload)
+		}, proto.CodeSignatureInvalid},
+		{"changed payload", func(f *fixture, r *proto.AgentUpdateRequest) {
+			r.Signature.Payload = bytes.Replace(r.Signature.Payload, []byte("b2"), []byte("b3"), 1)
+		}, proto.CodeSignatureInvalid},
+		{"request differs from signature", func(f *fixture, r *proto.AgentUpdateRequest) { r.BuildID = "b3" }, proto.CodeSignatureInvalid},
+		{"wrong bytes", func(f *fixture, r *proto.AgentUpdateRequest) {
+			f.eng.artifact = bytes.ToUpper(f.eng.artifact)
+		}, ""},
+		{"wrong size", func(f *fixture, r *proto.AgentUpdateRequest) { f.eng.artifact = append(f.eng.artifact, '\n') }, ""},
+		{"does not report its build", func(f *fixture, r *proto.AgentUpdateRequest) {
+			*r = f.offer("b2", script("b9"))
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, "b1", time.Hour)
+			req := f.offer("b2", script("b2"))
+			c.tamper(f, &req)
+			_, err := f.handle(t, req)
+			if c.code != "" {
+				var pe *proto.Error
+				require.ErrorAs(t, err, &pe)
+				require.Equal(t, c.code, pe.Code)
+			} else {
+				require.NoError(t, err)
+				f.waitPhase(t, proto.UpdateFailed)
+			}
+			require.Equal(t, script("b1"), must(os.ReadFile(f.exe)), "the running build stays")
+			_, err = os.Stat(MarkerPath(f.exe))
+			require.True(t, os.IsNotExist(err))
+			require.Empty(t, f.restarts)
+			left, _ := filepath.Glob(filepath.Join(filepath.Dir(f.exe), ".cairn-agent.update-*"))
+			require.Empty(t, left, "no download is left behind")
+		})
+	}
+}
+
+func TestCheckUpdatesOnlyToAnotherBuild(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "b1", time.Hour)
+	f.offer("b1", script("b1"))
+	require.NoError(t, f.u.Check(context.Background()))
+	require.Empty(t, f.eng.phases(), "a matching build changes nothing")
+	require.Empty(t, f.restarts)
+
+	f.offer("b2", script("b2"))
+	require.NoError(t, f.u.Check(context.Background()))
+	<-f.restarts
+	first := f.eng.posts[0]
+	require.Equal(t, "b2", first.ToBuildID, "an update the agent starts names its target")
+	require.Equal(t, script("b2"), must(os.ReadFile(f.exe)))
+}
+
+func TestReportedBuild(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "abc", reportedBuild("cairn-agent 1.0\nbuild_id: abc\nplatform: linux-amd64\n"))
+	require.Equal(t, "abc", reportedBuild("abc\n"))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -52,7 +52,13 @@ type proc struct {
 // DATABASE_URL, no TEMPORAL_ADDRESS, only a data directory.
 func startServe(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
-	httpPort, httpsPort := freePort(t), freePort(t)
+	return startServeAt(t, dataDir, freePort(t), freePort(t), extraEnv...)
+}
+
+// startServeAt is startServe on given ports (a restart the agents must
+// find again).
+func startServeAt(t *testing.T, dataDir string, httpPort, httpsPort int, extraEnv ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "serve")
 	env := []string{"CAIRN_TEST_MAIN=1", "CAIRN_DATA_DIR=" + dataDir,
 		fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", httpPort), fmt.Sprintf("CAIRN_HTTPS_ADDR=127.0.0.1:%d", httpsPort),
@@ -126,6 +132,33 @@ func (p *proc) call(t *testing.T, method, path, token string, body any) map[stri
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
 	require.Less(t, res.StatusCode, 300, "%s %s: %v", method, path, out)
 	return out
+}
+
+// rawResponse is an answer whatever its status.
+type rawResponse struct {
+	status int
+	body   string
+}
+
+// rawCall is call without the status check.
+func (p *proc) rawCall(t *testing.T, method, path, token string, body any) rawResponse {
+	t.Helper()
+	buf, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, p.base+path, bytes.NewReader(buf))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body == nil {
+		req.Body = http.NoBody
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return rawResponse{status: res.StatusCode, body: string(b)}
 }
 
 func totpNow(t *testing.T, secret string) string {

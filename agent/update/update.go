@@ -159,6 +159,11 @@ func (u *Updater) handle(ctx context.Context, call runtime.Caller, payload json.
 	if err := json.Unmarshal(payload, &req); err != nil || req.OperationID == "" {
 		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "the update request is malformed"}
 	}
+	if u.marker != nil && u.marker.OperationID == req.OperationID {
+		// The Engine lost the first answer (it restarted) and asks the
+		// process this update started again: it is under way or done.
+		return proto.AgentUpdateAccepted{Accepted: true}, nil
+	}
 	art, err := u.verify(req.Signature)
 	if err != nil {
 		return nil, &proto.Error{Code: proto.CodeSignatureInvalid, Message: err.Error()}

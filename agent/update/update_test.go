@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,7 +157,8 @@ func (f *fixture) waitPhase(t *testing.T, phase string) {
 func TestUpdateInstallsCheckinAndCompletes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "b1", time.Hour)
-	res, err := f.handle(t, f.offer("b2", script("b2")))
+	req := f.offer("b2", script("b2"))
+	res, err := f.handle(t, req)
 	require.NoError(t, err)
 	require.Equal(t, proto.AgentUpdateAccepted{Accepted: true}, res)
 	<-f.restarts
@@ -167,10 +169,16 @@ func TestUpdateInstallsCheckinAndCompletes(t *testing.T) {
 	// The new build starts, sees the marker and checks in.
 	f.start(t, "b2", time.Hour)
 	f.waitPhase(t, proto.UpdateVerifyingCheckin)
+	// The Engine, restarted, delivers the request again: the new build
+	// answers for the update under way instead of starting another.
+	res, err = f.handle(t, req)
+	require.NoError(t, err)
+	require.Equal(t, proto.AgentUpdateAccepted{Accepted: true}, res)
 	f.u.Heartbeat(time.Millisecond, nil)
 	f.waitPhase(t, proto.UpdateCompleted)
 	require.Equal(t, "b2", f.eng.last().BuildID)
 	require.Eventually(t, func() bool { _, err := os.Stat(MarkerPath(f.exe)); return os.IsNotExist(err) }, 30*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1, strings.Count(strings.Join(f.eng.phases(), " "), "downloading"), "one download")
 }
 
 func TestUpdateRollsBackWithoutCheckin(t *testing.T) {

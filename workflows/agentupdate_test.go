@@ -1,0 +1,84 @@
+package workflows_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// AgentUpdate ends with what the agent reported, times out when the agent
+// never checks in, and fails when the agent refuses the request.
+func TestAgentUpdateOutcomes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		send error
+		// reportAfter: the agent's outcome is recorded after this many
+		// looks at the record ("" never).
+		report      string
+		reportAfter int32
+		signal      bool
+		want        string
+		wantSummary string
+	}{
+		{"checks in after a signal", nil, "succeeded", 1, true, "succeeded", ""},
+		{"signal lost, the periodic look finds it", nil, "rolled_back", 1, false, "rolled_back", ""},
+		{"never checks in", nil, "", 0, false, "timed_out", "did not check in on build b2 within 10m0s"},
+		{"refused", temporal.NewNonRetryableApplicationError("bad signature", proto.CodeSignatureInvalid, nil), "", 0, false,
+			"failed", "(signature_invalid): bad signature"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			var cmds *activities.AgentCommands
+			var rec *activities.AgentUpdates
+			env.RegisterActivity(cmds)
+			env.RegisterActivity(rec)
+			env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).Return(agentgateway.Reply{}, tc.send)
+			env.OnActivity(rec.BeginAgentUpdate, mock.Anything, "op-1").Return(nil)
+			var looks atomic.Int32
+			env.OnActivity(rec.AgentUpdateStatus, mock.Anything, "op-1").Return(func(context.Context, string) (string, error) {
+				if n := looks.Add(1); tc.report != "" && n > tc.reportAfter {
+					return tc.report, nil
+				}
+				return "running", nil
+			})
+			var finished activities.FinishAgentUpdateInput
+			env.OnActivity(rec.FinishAgentUpdate, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.FinishAgentUpdateInput) (string, error) {
+				finished = in
+				return in.Status, nil
+			})
+			if tc.signal {
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(workflows.SignalAgentUpdateProgress, nil)
+				}, time.Second)
+			}
+			env.ExecuteWorkflow(workflows.AgentUpdate, workflows.AgentUpdateInput{OperationID: "op-1", ToBuildID: "b2",
+				Target: devices.OperationTarget{GUID: "g", Hostname: "h", SiteID: 1, SiteSlug: "s"}})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var status string
+			require.NoError(t, env.GetWorkflowResult(&status))
+			require.Equal(t, tc.want, status)
+			if tc.wantSummary != "" {
+				require.Equal(t, tc.want, finished.Status)
+				require.Contains(t, finished.Summary, tc.wantSummary)
+			} else {
+				require.Empty(t, finished.Status, "the agent's outcome stands; the workflow records nothing over it")
+			}
+		})
+	}
+}

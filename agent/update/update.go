@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -444,7 +445,11 @@ func (u *Updater) Check(ctx context.Context) error {
 		return err
 	}
 	var man proto.UpdateManifest
-	if err := c.Call(ctx, "GET", proto.PathUpdateManifest, nil, &man); err != nil {
+	path := proto.PathUpdateManifest
+	if u.opts.Platform != "" {
+		path += "?platform=" + url.QueryEscape(u.opts.Platform)
+	}
+	if err := c.Call(ctx, "GET", path, nil, &man); err != nil {
 		return err
 	}
 	if man.BuildID == u.opts.BuildID {

@@ -37,11 +37,11 @@ func (e *engine) Call(_ context.Context, method, path string, in, out any) error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch path {
+	case proto.PathUpdateManifest + "?platform=linux-amd64":
+		*out.(*proto.UpdateManifest) = e.manifest
+		return nil
 	case proto.PathUpdateProgress:
 		e.posts = append(e.posts, in.(proto.UpdateProgress))
-		return nil
-	case proto.PathUpdateManifest:
-		*out.(*proto.UpdateManifest) = e.manifest
 		return nil
 	}
 	return errors.New("unexpected call " + method + " " + path)

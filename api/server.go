@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -120,6 +121,8 @@ type Deps struct {
 	// TrustActions starts the follow-up workflow of trust actions (its
 	// Client defaults to Temporal, its queue to the engine queue).
 	TrustActions workflows.TrustStarter
+	// Signer signs script payloads and names the keys agents trust.
+	Signer *scriptsign.Signer
 }
 
 // Server serves the API and the console.
@@ -160,6 +163,7 @@ func New(d Deps) *Server {
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
+		s.scriptSignRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

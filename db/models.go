@@ -198,6 +198,12 @@ type DeviceRole struct {
 	UpdatedAt        time.Time
 }
 
+type DeviceScriptTrust struct {
+	DeviceGuid string
+	KeyIds     []string
+	ReportedAt time.Time
+}
+
 type DeviceSoftware struct {
 	DeviceGuid string
 	NameKey    string
@@ -266,6 +272,10 @@ type JobRun struct {
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	Body            string
+	Parameters      []byte
+	TimeoutSeconds  int32
+	RunWhenOnline   bool
 }
 
 type JobRunResult struct {
@@ -285,6 +295,8 @@ type JobRunResult struct {
 	ActivityID      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	Signed          []byte
+	DurationMs      *int64
 }
 
 type OperatorStream struct {
@@ -359,6 +371,16 @@ type ScheduledJob struct {
 	UpdatedBy  string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+type ScriptSigningKey struct {
+	KeyID         string
+	PublicKey     []byte
+	PrivateSealed []byte
+	SealedKeyID   []byte
+	State         string
+	CreatedAt     time.Time
+	RetiredAt     *time.Time
 }
 
 type ServerKey struct {

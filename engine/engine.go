@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -119,6 +120,7 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
+	Signer     *scriptsign.Signer
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -174,6 +176,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
+	e.Signer = scriptsign.New(store, e.Cipher)
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
@@ -192,7 +195,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
+		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 	}
 	e.API = api.New(deps)
 	return e, nil

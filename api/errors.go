@@ -11,10 +11,12 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -81,10 +83,13 @@ var statusByCode = map[string]int{
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 	devices.ECodeAgentAnswer:         http.StatusBadGateway,
 
+	// Agent artifacts and install links (docs/api.md).
+	agentartifacts.ECodeUnavailable: http.StatusNotFound,
+	installlinks.ECodeInvalid:       http.StatusForbidden,
+
 	// Agent updates (docs/api.md "Agent updates").
-	agentupdates.ECodeUpdateInProgress:    http.StatusConflict,
-	agentupdates.ECodeArtifactUnavailable: http.StatusServiceUnavailable,
-	proto.CodeSignatureInvalid:            http.StatusBadGateway,
+	agentupdates.ECodeUpdateInProgress: http.StatusConflict,
+	proto.CodeSignatureInvalid:         http.StatusBadGateway,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -29,8 +29,10 @@ func (q *Queries) AgentMaintenanceJobEnsure(ctx context.Context) (int64, error) 
 }
 
 const agentUpdateDeviceInScope = `-- name: AgentUpdateDeviceInScope :one
-SELECT d.guid, d.hostname, d.site_id, d.agent_version, d.operating_system, d.trust_state
-FROM devices d
+SELECT d.guid, d.hostname, d.site_id, d.agent_build_id, d.operating_system,
+       COALESCE(i.os->>'family', '')::text AS os_family,
+       COALESCE(i.os->>'arch', '')::text AS os_arch
+FROM devices d LEFT JOIN device_inventory i ON i.device_guid = d.guid
 WHERE d.guid = $1 AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
 
@@ -44,11 +46,13 @@ type AgentUpdateDeviceInScopeRow struct {
 	Guid            string
 	Hostname        string
 	SiteID          int64
-	AgentVersion    string
+	AgentBuildID    string
 	OperatingSystem string
-	TrustState      string
+	OsFamily        string
+	OsArch          string
 }
 
+// The device with its reported build and what picks its artifact.
 func (q *Queries) AgentUpdateDeviceInScope(ctx context.Context, arg AgentUpdateDeviceInScopeParams) (AgentUpdateDeviceInScopeRow, error) {
 	row := q.db.QueryRow(ctx, agentUpdateDeviceInScope, arg.Guid, arg.AllSites, arg.SiteIds)
 	var i AgentUpdateDeviceInScopeRow
@@ -56,9 +60,10 @@ func (q *Queries) AgentUpdateDeviceInScope(ctx context.Context, arg AgentUpdateD
 		&i.Guid,
 		&i.Hostname,
 		&i.SiteID,
-		&i.AgentVersion,
+		&i.AgentBuildID,
 		&i.OperatingSystem,
-		&i.TrustState,
+		&i.OsFamily,
+		&i.OsArch,
 	)
 	return i, err
 }

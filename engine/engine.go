@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
@@ -32,8 +33,10 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -78,6 +81,9 @@ type Config struct {
 	OnlineWindow    time.Duration
 	GitHubAPIURL    string
 	GitHubToken     string
+	// AgentArtifacts is the directory of agent builds
+	// (<platform>/cairn-agent[.exe]); "" serves none.
+	AgentArtifacts string
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -91,10 +97,8 @@ type Config struct {
 	KDF         *aegis.KDFParams
 	Password    *auth.PasswordParams
 	ManualFlush bool
-	// Artifacts are the agent builds updates install (nil: none, every
-	// update request answers artifact_unavailable); UpdateDeadline bounds
-	// an update from request to check-in (workflows default).
-	Artifacts      agentupdates.Artifacts
+	// UpdateDeadline bounds an agent update from request to check-in
+	// (workflows default).
 	UpdateDeadline time.Duration
 	// NoSchedules leaves the maintenance schedules alone (tests share one
 	// Temporal server and a schedule ID names one queue).
@@ -125,9 +129,13 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
+	Signer     *scriptsign.Signer
 	Updates    *agentupdates.Service
 	Workers    *workers.Manager
 	API        *api.Server
+	// Artifacts are the agent builds; InstallLinks the signed links to them.
+	Artifacts    *agentartifacts.Catalog
+	InstallLinks *installlinks.Service
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -181,7 +189,13 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
-	e.Updates = agentupdates.New(store, e.Devices, e.Bus, cfg.Artifacts, log.With("component", "agentupdates"))
+	e.Signer = scriptsign.New(store, e.Cipher)
+
+	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
+	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
+		return nil, err
+	}
+	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
@@ -201,11 +215,24 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
+		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
+		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
 		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline},
 	}
 	e.API = api.New(deps)
 	return e, nil
+}
+
+// updateArtifacts hands agent updates the catalog's signed artifacts.
+type updateArtifacts struct{ c *agentartifacts.Catalog }
+
+func (u updateArtifacts) Current(ctx context.Context, platform string) (agentupdates.Artifact, error) {
+	a, err := u.c.SignedCurrent(ctx, platform)
+	if err != nil {
+		return agentupdates.Artifact{}, err
+	}
+	return agentupdates.Artifact{ID: a.ID, Platform: a.Platform, BuildID: a.BuildID, SHA256: a.SHA256, Size: a.Size,
+		Signature: a.Signature}, nil
 }
 
 // Handler serves the API (and the console) of this process.
@@ -233,6 +260,8 @@ func (e *Engine) Start() error {
 		}
 	}
 	if e.cfg.Role == RoleServe {
+		// Manifest signatures need the unlocked cipher of a serve process.
+		e.goBG(e.Artifacts.Run)
 		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}

@@ -102,8 +102,5 @@ const (
 var UpdatePhases = []string{UpdateAccepted, UpdateDownloading, UpdateVerifying, UpdateInstalling, UpdateRestarting,
 	UpdateVerifyingCheckin, UpdateCompleted, UpdateFailed, UpdateRolledBack}
 
-// Error codes of an update request.
-const (
-	CodeSignatureInvalid = "signature_invalid"
-	CodeUpToDate         = "up_to_date"
-)
+// An update request whose signature does not verify is refused with
+// CodeSignatureInvalid (scripts.go).

@@ -10,9 +10,7 @@ package update
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -68,9 +66,6 @@ type Options struct {
 	// TrustedKeys returns the standard-base64 Ed25519 keys the Engine's
 	// signatures are checked with (agent.json script_signing).
 	TrustedKeys func() ([]string, error)
-	// Installed records the running build in agent.json
-	// (agent.installed_build_id).
-	Installed func(buildID string) error
 	// Restart stops the agent so its process re-executes Exe.
 	Restart func()
 	// CheckinDeadline and CheckInterval default to the constants above.
@@ -218,16 +213,8 @@ func (u *Updater) verify(s proto.Signed) (proto.UpdateArtifact, error) {
 // Verify reports whether s's signature over its payload verifies with any
 // of keys (standard base64 Ed25519 public keys).
 func Verify(s proto.Signed, keys []string) bool {
-	for _, k := range keys {
-		pub, err := base64.StdEncoding.DecodeString(k)
-		if err != nil || len(pub) != ed25519.PublicKeySize {
-			continue
-		}
-		if ed25519.Verify(ed25519.PublicKey(pub), s.Payload, s.Signature) {
-			return true
-		}
-	}
-	return false
+	_, err := s.Verify(keys)
+	return err == nil
 }
 
 // run carries an accepted update to the restart, or to a failure event.
@@ -413,9 +400,6 @@ func trim(s string) string {
 // progress, finishing a restart that Boot found, and the hourly check.
 func (u *Updater) Run(ctx context.Context) {
 	go u.post.run(ctx)
-	if err := u.opts.Installed(u.opts.BuildID); err != nil {
-		u.log.Warn("could not record the installed build", "err", err)
-	}
 	u.boot(ctx)
 	t := time.NewTicker(u.opts.CheckInterval)
 	defer t.Stop()

@@ -109,7 +109,6 @@ func (f *fixture) start(t *testing.T, build string, deadline time.Duration) {
 	}
 	f.u = New(Options{Exe: f.exe, BuildID: build, Platform: "linux-amd64",
 		TrustedKeys: func() ([]string, error) { return []string{f.pub}, nil },
-		Installed:   func(string) error { return nil },
 		Restart:     func() { f.restarts <- struct{}{} }, CheckinDeadline: deadline})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel

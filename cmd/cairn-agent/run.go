@@ -8,17 +8,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
-
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/update"
+	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
 // runAgent: cairn-agent run [--config PATH] [--hostname NAME]. It runs
@@ -44,11 +43,23 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	build := agentversion.Build()
+	if cfg.Agent.InstalledBuildID != build {
+		// agent.installed_build_id records the build that runs here (SPEC
+		// "Versioning" 3); a binary replaced by an update or a reinstall
+		// corrects it on its first start.
+		if _, err := agent.Update(configPath, "run", func(c *agent.Config) error {
+			c.Agent.InstalledBuildID = build
+			return nil
+		}); err != nil {
+			return configErr(configPath, err)
+		}
+	}
 	// An update stops the agent (runCtx) and re-executes the executable.
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var restart atomic.Bool
-	updater, exe, err := newUpdater(configPath, log, *checkEvery, *checkinDeadline, func() { restart.Store(true); stopRun() })
+	updater, exe, err := newUpdater(configPath, log, build, *checkEvery, *checkinDeadline, func() { restart.Store(true); stopRun() })
 	if err != nil {
 		return err
 	}
@@ -69,7 +80,8 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
 		Identity:  id,
-		Version:   buildID(),
+		Version:   version,
+		BuildID:   build,
 		Collector: h.collector,
 		Roles:     h.roles,
 		Hash:      h.hash,
@@ -81,7 +93,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	if err != nil {
 		return err
 	}
-	log.Info("cairn-agent starting", "version", buildID(), "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
+	log.Info("cairn-agent starting", "version", version, "build_id", build, "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
 	updaterDone := make(chan struct{})
 	go func() { defer close(updaterDone); updater.Run(runCtx) }()
 	if fault == "no-checkin" {
@@ -110,7 +122,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 var fault string
 
 // newUpdater builds the agent's updater for the executable running now.
-func newUpdater(configPath string, log *slog.Logger, checkEvery, checkinDeadline time.Duration, restart func()) (*update.Updater, string, error) {
+func newUpdater(configPath string, log *slog.Logger, build string, checkEvery, checkinDeadline time.Duration, restart func()) (*update.Updater, string, error) {
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
@@ -119,7 +131,7 @@ func newUpdater(configPath string, log *slog.Logger, checkEvery, checkinDeadline
 		return nil, "", fmt.Errorf("locate the agent executable: %w", err)
 	}
 	u := update.New(update.Options{
-		Exe: exe, BuildID: buildID(), Platform: goruntime.GOOS + "-" + goruntime.GOARCH,
+		Exe: exe, BuildID: build, Platform: agentversion.Platform(),
 		TrustedKeys: func() ([]string, error) {
 			c, err := agent.Load(configPath)
 			if err != nil {
@@ -127,27 +139,11 @@ func newUpdater(configPath string, log *slog.Logger, checkEvery, checkinDeadline
 			}
 			return c.ScriptSigning.TrustedPublicKeys, nil
 		},
-		Installed: func(id string) error {
-			_, err := agent.Update(configPath, "run", func(c *agent.Config) error {
-				if c.Agent.InstalledBuildID == id {
-					return errUnchanged
-				}
-				c.Agent.InstalledBuildID = id
-				return nil
-			})
-			if errors.Is(err, errUnchanged) {
-				return nil
-			}
-			return err
-		},
 		Restart: restart, CheckInterval: checkEvery, CheckinDeadline: checkinDeadline,
 		Log: log.With("component", "update"),
 	})
 	return u, exe, nil
 }
-
-// errUnchanged skips a config write that would change nothing.
-var errUnchanged = errors.New("unchanged")
 
 // simulate: cairn-agent simulate --server URL --code CODE --count N
 // [--ca-file PEM] [--concurrency C] [--duration D] [--prefix NAME]

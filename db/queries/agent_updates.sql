@@ -9,8 +9,11 @@ ON CONFLICT (kind) WHERE system DO UPDATE SET kind = EXCLUDED.kind
 RETURNING id;
 
 -- name: AgentUpdateDeviceInScope :one
-SELECT d.guid, d.hostname, d.site_id, d.agent_version, d.operating_system, d.trust_state
-FROM devices d
+-- The device with its reported build and what picks its artifact.
+SELECT d.guid, d.hostname, d.site_id, d.agent_build_id, d.operating_system,
+       COALESCE(i.os->>'family', '')::text AS os_family,
+       COALESCE(i.os->>'arch', '')::text AS os_arch
+FROM devices d LEFT JOIN device_inventory i ON i.device_guid = d.guid
 WHERE d.guid = @guid AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]));
 
 -- name: AgentUpdateRunInsert :exec

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/events"
 )
@@ -30,8 +31,6 @@ import (
 const (
 	// ECodeUpdateInProgress: the device already has an active update (409).
 	ECodeUpdateInProgress = "update_in_progress"
-	// ECodeArtifactUnavailable: no agent artifact for the device's platform.
-	ECodeArtifactUnavailable = "artifact_unavailable"
 )
 
 // TypeProgressChanged is the operator event of an update's progress.
@@ -102,14 +101,6 @@ func New(store *db.Store, devs *devices.Service, bus *events.Bus, artifacts Arti
 	return &Service{store: store, devices: devs, bus: bus, artifacts: artifacts, log: log}
 }
 
-// Platform is the artifact platform of a device's operating system.
-func Platform(operatingSystem string) string {
-	if strings.Contains(strings.ToLower(operatingSystem), "windows") {
-		return "windows-amd64"
-	}
-	return "linux-amd64"
-}
-
 // DownloadPath is where an agent downloads an artifact.
 func DownloadPath(artifactID string) string { return "/api/agent/update/download/" + artifactID }
 
@@ -136,10 +127,10 @@ type Requested struct {
 func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor string, guids []string) (Requested, error) {
 	var out Requested
 	type dev struct {
-		target devices.OperationTarget
-		from   string
-		os     string
-		art    Artifact
+		target   devices.OperationTarget
+		from     string
+		platform string
+		art      Artifact
 	}
 	var devs []dev
 	for _, g := range guids {
@@ -151,12 +142,16 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 		if err != nil {
 			return out, db.NotFound(err, "device not found")
 		}
-		devs = append(devs, dev{target: t, from: row.AgentVersion, os: row.OperatingSystem})
+		devs = append(devs, dev{target: t, from: row.AgentBuildID,
+			platform: agentartifacts.PlatformOf(row.OsFamily, row.OsArch, row.OperatingSystem)})
 	}
 	// Every device is checked before any artifact is looked at, so a
 	// request naming a device outside the scope is not_found whatever else.
 	for i := range devs {
-		art, err := s.current(ctx, Platform(devs[i].os))
+		if devs[i].platform == "" {
+			return out, agentartifacts.Unavailable("%s has not reported its system yet, so its agent build is unknown", devs[i].target.Hostname)
+		}
+		art, err := s.current(ctx, devs[i].platform)
 		if err != nil {
 			return out, err
 		}
@@ -201,7 +196,7 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 
 func (s *Service) current(ctx context.Context, platform string) (Artifact, error) {
 	if s.artifacts == nil {
-		return Artifact{}, cairn.Errorf(ECodeArtifactUnavailable, "this Engine serves no agent artifacts")
+		return Artifact{}, agentartifacts.Unavailable("this Engine serves no agent artifacts")
 	}
 	return s.artifacts.Current(ctx, platform)
 }

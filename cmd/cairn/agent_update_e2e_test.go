@@ -1,8 +1,7 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
 
@@ -255,8 +254,8 @@ func TestAgentUpdateSurvivesEngineKill(t *testing.T) {
 }
 
 // A build that starts but never checks in is rolled back by the agent,
-// which comes back on the previous build; an artifact signed by a key the
-// agent does not trust is refused and changes nothing.
+// which comes back on the previous build; a manifest whose signature does
+// not verify is refused and changes nothing.
 func TestAgentUpdateRollbackAndRefusal(t *testing.T) {
 	t.Parallel()
 	e := newUpdateEnv(t, "cairn-update-rollback-e2e-")
@@ -273,21 +272,25 @@ func TestAgentUpdateRollbackAndRefusal(t *testing.T) {
 	require.Equal(t, "e2e-a", installedBuild(t, exe), "the previous build is back")
 	e.eng.waitStatus(t, e.token, ag, "Connected", 120*time.Second)
 
-	// The second agent trusts another key only.
-	ag2, exe2 := e.agent(t, "upd-untrusting")
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	// The Engine serves a manifest whose signature does not verify (the
+	// stored signature's bytes are damaged): the agent refuses it and
+	// keeps running the build it has.
+	store, err := db.Open(context.Background(), e.dbURL)
 	require.NoError(t, err)
-	_, err = agent.Update(filepath.Join(ag2.dir, "agent.json"), "test", func(c *agent.Config) error {
-		c.ScriptSigning.TrustedPublicKeys = []string{base64.StdEncoding.EncodeToString(pub)}
-		return nil
-	})
+	t.Cleanup(store.Close)
+	bad := base64.StdEncoding.EncodeToString(make([]byte, 64))
+	tag, err := store.Pool.Exec(context.Background(),
+		`UPDATE agent_artifacts SET signature = jsonb_set(signature, '{signature}', to_jsonb($1::text)) WHERE build_id = 'e2e-broken'`, bad)
 	require.NoError(t, err)
-	e.run(t, ag2, exe2)
-	opID = e.eng.post(t, "/api/device/update-agent/"+ag2.hostname, e.token, nil)["operation_id"].(string)
-	op = e.waitUpdate(t, ag2, opID)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	pid := ag.cmd.Process.Pid
+	opID = e.eng.post(t, "/api/device/update-agent/"+ag.hostname, e.token, nil)["operation_id"].(string)
+	op = e.waitUpdate(t, ag, opID)
 	require.Equal(t, "failed", op["status"], "%v", op)
 	require.Contains(t, op["failure_summary"], "signature_invalid")
-	require.Equal(t, "e2e-a", installedBuild(t, exe2))
-	require.NoError(t, ag2.cmd.Process.Signal(syscall.Signal(0)), "the agent keeps running")
-	e.eng.waitStatus(t, e.token, ag2, "Connected", 30*time.Second)
+	require.Empty(t, phases(op), "the agent did nothing")
+	require.Equal(t, "e2e-a", installedBuild(t, exe))
+	require.Equal(t, pid, ag.cmd.Process.Pid)
+	require.NoError(t, ag.cmd.Process.Signal(syscall.Signal(0)), "the agent keeps running")
+	e.eng.waitStatus(t, e.token, ag, "Connected", 30*time.Second)
 }

@@ -187,6 +187,19 @@ func TestAgentUpdateHourlyProgress(t *testing.T) {
 	require.Equal(t, "failed", r.Body["status"], r.Raw)
 	h = f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates?operation_id=hourly-3", admin, nil)
 	require.Contains(t, h.Body["history"].([]any)[0].(map[string]any)["failure_summary"], "not build-c")
+
+	// An update the agent started and never finished (it died) stops
+	// blocking the device once it is stale: the next one ends it.
+	r = a.device(t, "POST", proto.PathUpdateProgress, progress("hourly-4", "build-b", "build-c", proto.UpdateAccepted))
+	require.Equal(t, 200, r.Status, r.Raw)
+	_, err = f.store.Pool.Exec(t.Context(), `UPDATE agent_update_operations SET created_at = now() - interval '1 hour' WHERE id = 'hourly-4'`)
+	require.NoError(t, err)
+	r = a.device(t, "POST", proto.PathUpdateProgress, progress("hourly-5", "build-b", "build-c", proto.UpdateAccepted))
+	require.Equal(t, 200, r.Status, r.Raw)
+	h = f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates?operation_id=hourly-4", admin, nil)
+	stale := h.Body["history"].([]any)[0].(map[string]any)
+	require.Equal(t, "timed_out", stale["status"])
+	require.Contains(t, stale["failure_summary"], "no outcome")
 }
 
 // The timeline keeps an operation's newest 100 events.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -54,11 +55,15 @@ const (
 
 // Bounds.
 const (
-	MaxEvents       = 100 // kept per operation, and per progress post
-	MaxDevices      = 1000
-	MaxHistory      = 100
-	DefaultHistory  = 20
-	maxMessage      = 1000
+	MaxEvents      = 100 // kept per operation, and per progress post
+	MaxDevices     = 1000
+	MaxHistory     = 100
+	DefaultHistory = 20
+	maxMessage     = 1000
+	// hourlyDeadline ends an update the agent started itself (which has
+	// no workflow watching it) that reported no outcome for this long,
+	// so a device that died mid-update can be updated again.
+	hourlyDeadline  = 15 * time.Minute
 	maxOperationID  = 100
 	activityKind    = "agent_update"
 	activitySummary = 500
@@ -138,6 +143,9 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 		if err != nil {
 			return out, err
 		}
+		if err := s.expireStale(ctx, g); err != nil {
+			return out, err
+		}
 		row, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: g, AllSites: scope.All, SiteIds: scope.SiteIDs})
 		if err != nil {
 			return out, db.NotFound(err, "device not found")
@@ -207,6 +215,23 @@ func inProgress(err error, hostname string) error {
 	if errors.As(err, &pg) && pg.Code == "23505" && pg.ConstraintName == "agent_update_operations_active_idx" {
 		return cairn.Errorf(ECodeUpdateInProgress, "an agent update of %s is already in progress", hostname)
 	}
+	return err
+}
+
+// expireStale ends the device's active update when the agent started it
+// itself and it has reported no outcome within hourlyDeadline.
+func (s *Service) expireStale(ctx context.Context, guid string) error {
+	op, err := s.store.AgentUpdateOperationActive(ctx, guid)
+	if db.IsNoRows(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if op.Reason != ReasonHourly || time.Since(op.CreatedAt) < hourlyDeadline {
+		return nil
+	}
+	_, err = s.Finish(ctx, op.ID, StatusTimedOut, fmt.Sprintf("the agent reported no outcome within %s", hourlyDeadline), "")
 	return err
 }
 
@@ -359,6 +384,9 @@ func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgre
 	}
 	op, err := s.store.AgentUpdateOperationGetForDevice(ctx, db.AgentUpdateOperationGetForDeviceParams{ID: p.OperationID, DeviceGuid: dev.GUID})
 	if errors.Is(err, pgx.ErrNoRows) && p.ToBuildID != "" {
+		if err := s.expireStale(ctx, dev.GUID); err != nil {
+			return op, err
+		}
 		op, err = s.startHourly(ctx, dev, p)
 	}
 	if err != nil {

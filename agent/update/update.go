@@ -84,7 +84,7 @@ type Updater struct {
 	once   sync.Once
 	busy   atomic.Bool
 	post   *poster
-	restar sync.Once
+	restartOnce sync.Once
 	// checkin is set while a new build waits for its first successful
 	// heartbeat (Boot found the marker).
 	checkin chan struct{}
@@ -364,7 +364,7 @@ func reportedBuild(out string) string {
 // restart flushes the progress events (or hands the rest to the next
 // binary through the marker) and asks the process to re-execute.
 func (u *Updater) restart(ctx context.Context) {
-	u.restar.Do(func() {
+	u.restartOnce.Do(func() {
 		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		left := u.post.flush(fctx)
 		cancel()

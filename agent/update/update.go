@@ -77,13 +77,13 @@ type Options struct {
 
 // Updater runs updates of this agent.
 type Updater struct {
-	opts   Options
-	log    *slog.Logger
-	call   atomic.Pointer[callerBox]
-	ready  chan struct{}
-	once   sync.Once
-	busy   atomic.Bool
-	post   *poster
+	opts        Options
+	log         *slog.Logger
+	call        atomic.Pointer[callerBox]
+	ready       chan struct{}
+	once        sync.Once
+	busy        atomic.Bool
+	post        *poster
 	restartOnce sync.Once
 	// checkin is set while a new build waits for its first successful
 	// heartbeat (Boot found the marker).

@@ -34,8 +34,9 @@ func checkStatus(st proto.Status) error {
 	if len(st.AgentVersion) > maxAgentVersion {
 		v.Add("agent_version", fmt.Sprintf("must be at most %d characters", maxAgentVersion))
 	}
-	if len(st.BuildID) > maxAgentVersion {
-		v.Add("build_id", fmt.Sprintf("must be at most %d characters", maxAgentVersion))
+	// The catalog accepts build IDs of up to 128 characters.
+	if len(st.BuildID) > 128 {
+		v.Add("build_id", "must be at most 128 characters")
 	}
 	if len(st.Milestones) > maxMilestones {
 		v.Add("milestones", fmt.Sprintf("must have at most %d entries", maxMilestones))

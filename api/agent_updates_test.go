@@ -230,3 +230,62 @@ func TestAgentUpdateEventsBounded(t *testing.T) {
 	r := a.device(t, "POST", proto.PathUpdateProgress, tooMany)
 	require.Equal(t, 400, r.Status, r.Raw)
 }
+
+// An operator's request records a run with one operation per device,
+// refuses a second one while it is active, and ends with the agent's
+// outcome; quarantined devices and Engines without artifacts refuse.
+func TestAgentUpdateRequests(t *testing.T) {
+	t.Parallel()
+	f, _ := setupWithArtifacts(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "upr")
+	a := f.enrolled(t, admin, site, "upd-r1")
+	q := f.enrolled(t, admin, site, "upd-r2")
+
+	r := f.do(t, "POST", "/api/devices/agent-maintenance", admin, map[string]any{"action": "update_now", "guids": []string{a.guid}})
+	require.Equal(t, 202, r.Status, r.Raw)
+	runID := r.Body["run_id"].(string)
+	ops := r.Body["operations"].([]any)
+	require.Len(t, ops, 1)
+	opID := ops[0].(map[string]any)["operation_id"].(string)
+	require.Equal(t, a.guid, ops[0].(map[string]any)["guid"])
+
+	dup := f.do(t, "POST", "/api/device/update-agent/upd-r1", admin, nil)
+	require.Equal(t, 409, dup.Status, dup.Raw)
+	require.Equal(t, "update_in_progress", dup.Body["error"])
+
+	h := f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates", admin, nil)
+	active := h.Body["active"].(map[string]any)
+	require.Equal(t, opID, active["operation_id"])
+	require.Equal(t, runID, active["run_id"])
+	require.Equal(t, "operator", active["reason"])
+	require.Equal(t, "test-build-linux-amd64", active["to_build_id"])
+	require.Contains(t, active["artifact_id"], "linux-amd64-")
+
+	done := a.device(t, "POST", proto.PathUpdateProgress, progress(opID, "test-build-linux-amd64", "",
+		proto.UpdateAccepted, proto.UpdateRestarting, proto.UpdateCompleted))
+	require.Equal(t, 200, done.Status, done.Raw)
+	require.Equal(t, "succeeded", done.Body["status"])
+	h = f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates?operation_id="+opID, admin, nil)
+	require.Nil(t, h.Body["active"])
+	require.Equal(t, "succeeded", h.Body["history"].([]any)[0].(map[string]any)["status"])
+	var status string
+	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT status FROM job_runs WHERE id = $1 AND kind = 'agent_maintenance'`, runID).Scan(&status))
+	require.Equal(t, "succeeded", status)
+
+	// Trust refuses before anything is recorded.
+	require.Equal(t, 200, f.do(t, "POST", "/api/devices/"+q.guid+"/quarantine", admin, nil).Status)
+	qr := f.do(t, "POST", "/api/devices/agent-maintenance", admin, map[string]any{"action": "update_now", "guids": []string{a.guid, q.guid}})
+	require.Equal(t, 409, qr.Status, qr.Raw)
+	require.Equal(t, "device_quarantined", qr.Body["error"])
+	h = f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates", admin, nil)
+	require.Nil(t, h.Body["active"], "all or nothing: the other device got no update")
+
+	// An Engine with no agent builds has nothing to install.
+	bare := setup(t)
+	badmin := bare.admin(t)
+	b := bare.enrolled(t, badmin, bare.createSite(t, badmin, "upn"), "upd-n1")
+	none := bare.do(t, "POST", "/api/device/update-agent/upd-n1", badmin, nil)
+	require.Equal(t, "artifact_unavailable", none.Body["error"], none.Raw)
+	require.Empty(t, bare.do(t, "GET", "/api/devices/"+b.guid+"/agent-updates", badmin, nil).Body["history"])
+}

@@ -130,6 +130,20 @@ type Requested struct {
 // nothing. Devices outside scope are not found; a device with an active
 // update is update_in_progress.
 func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor string, guids []string) (Requested, error) {
+	return s.RequestFor(ctx, scope, actor, guids, Job{})
+}
+
+// Job names the scheduled job a request's run belongs to: zero is the
+// system "Agent maintenance" job with trigger manual; an operator's
+// agent_maintenance scheduled job passes its ID and trigger (schedule,
+// rerun).
+type Job struct {
+	ScheduledJobID int64
+	Trigger        string
+}
+
+// RequestFor is Request with the run recorded under job.
+func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor string, guids []string, job Job) (Requested, error) {
 	var out Requested
 	type dev struct {
 		target   devices.OperationTarget
@@ -167,13 +181,19 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 	}
 	out.RunID = uuid.Must(uuid.NewV7()).String()
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
-		jobID, err := q.AgentMaintenanceJobEnsure(ctx)
-		if err != nil {
-			return err
+		jobID, trigger := job.ScheduledJobID, job.Trigger
+		if jobID == 0 {
+			var err error
+			if jobID, err = q.AgentMaintenanceJobEnsure(ctx); err != nil {
+				return err
+			}
+		}
+		if trigger == "" {
+			trigger = "manual"
 		}
 		out.ScheduledJobID = jobID
 		if err := q.AgentUpdateRunInsert(ctx, db.AgentUpdateRunInsertParams{ID: out.RunID, ScheduledJobID: &jobID,
-			Trigger: "manual", RequestedBy: actor, TargetCount: int32(len(devs))}); err != nil {
+			Trigger: trigger, RequestedBy: actor, TargetCount: int32(len(devs))}); err != nil {
 			return err
 		}
 		for _, d := range devs {

@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
 )
 
 // progress is an agent's progress post with one event per phase.
@@ -280,6 +282,19 @@ func TestAgentUpdateRequests(t *testing.T) {
 	require.Equal(t, "device_quarantined", qr.Body["error"])
 	h = f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates", admin, nil)
 	require.Nil(t, h.Body["active"], "all or nothing: the other device got no update")
+
+	// A scheduled agent_maintenance job records its runs under itself.
+	var jobID int64
+	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `INSERT INTO scheduled_jobs (name, kind) VALUES ('Nightly agents', 'agent_maintenance')
+		RETURNING id`).Scan(&jobID))
+	req, err := f.engine.srv.Updates.RequestFor(t.Context(), cairn.SiteScope{All: true}, "scheduler", []string{a.guid},
+		agentupdates.Job{ScheduledJobID: jobID, Trigger: "schedule"})
+	require.NoError(t, err)
+	require.Equal(t, jobID, req.ScheduledJobID)
+	var trigger string
+	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT trigger FROM job_runs WHERE id = $1 AND scheduled_job_id = $2`,
+		req.RunID, jobID).Scan(&trigger))
+	require.Equal(t, "schedule", trigger)
 
 	// An Engine with no agent builds has nothing to install.
 	bare := setup(t)

@@ -218,3 +218,32 @@ func TestAgentUpdateWithoutArtifacts(t *testing.T) {
 	require.Equal(t, "engine", s["agent_binary_source"])
 	require.Empty(t, s["install_links"])
 }
+
+// A stored signature by a key agents no longer trust (two rotations
+// later) is made again with the active key; one rotation keeps it.
+func TestAgentManifestResignedAfterRotations(t *testing.T) {
+	t.Parallel()
+	f, _ := setupWithArtifacts(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "resign")
+	a := f.enrolled(t, admin, site, "art-04")
+	keyID := func() string {
+		m := a.device(t, "GET", "/api/agent/update/manifest?platform=linux-amd64", nil)
+		require.Equal(t, 200, m.Status, m.Raw)
+		return m.Body["signature"].(map[string]any)["key_id"].(string)
+	}
+	first := keyID()
+	rotate := func() {
+		r := f.do(t, "POST", "/api/server/script-signing/rotate", admin, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+	}
+	// Rotating on this replica drops its signer's cached key list.
+	rotate()
+	require.Equal(t, first, keyID(), "the previous key is still trusted")
+	rotate()
+	second := keyID()
+	require.NotEqual(t, first, second)
+	keys := f.do(t, "GET", "/api/server/script-signing", admin, nil)
+	require.Equal(t, 200, keys.Status, keys.Raw)
+	require.Equal(t, second, keys.Body["keys"].([]any)[0].(map[string]any)["key_id"], "signed by the active key")
+}

@@ -195,6 +195,16 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom keeps the server's sendfile path for the file copy.
+func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := io.Copy(c.ResponseWriter, r)
+	c.written += n
+	return n, err
+}
+
 func (c *countingWriter) complete(size int64) bool {
 	switch c.status {
 	case http.StatusOK:

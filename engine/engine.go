@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
@@ -121,6 +122,7 @@ type Engine struct {
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
 	Signer     *scriptsign.Signer
+	Automation *automation.Service
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -177,13 +179,15 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 	e.Signer = scriptsign.New(store, e.Cipher)
+	e.Automation = automation.NewService(store, e.Signer, e.Devices)
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
-		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells})...)
+		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
+		Automation: e.Automation})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -196,6 +200,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
+		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 	}
 	e.API = api.New(deps)
 	return e, nil

@@ -5,6 +5,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
@@ -24,6 +25,7 @@ type ActivityDeps struct {
 	Presence   *events.Presence
 	Bus        *events.Bus
 	Shells     *shells.Service
+	Automation *automation.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -36,5 +38,6 @@ func Activities(d ActivityDeps) []any {
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
+		&activities.JobRuns{Runs: d.Automation, Gateway: d.Gateway, Devices: d.Devices},
 	}
 }

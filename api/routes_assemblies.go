@@ -23,10 +23,10 @@ func (s *Server) assemblyRoutes() []Route {
 			}
 			return map[string][]assemblyJSON{"assemblies": out}, err
 		})},
-		{"POST", "/api/assemblies", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
+		{"POST", "/api/assemblies", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			a, err := s.Automation.CreateAssembly(r.Context(), principal(r.Context()).Username, req.input())
 			return toAssemblyJSON(a, true), err
-		})},
+		}))},
 		{"GET", "/api/assemblies/{assembly_id}", AuthToken, getAction(s, func(r *http.Request) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -35,14 +35,14 @@ func (s *Server) assemblyRoutes() []Route {
 			a, err := s.Automation.GetAssembly(r.Context(), id, 0)
 			return toAssemblyJSON(a, true), err
 		})},
-		{"PUT", "/api/assemblies/{assembly_id}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
+		{"PUT", "/api/assemblies/{assembly_id}", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
 				return assemblyJSON{}, err
 			}
 			a, err := s.Automation.UpdateAssembly(r.Context(), principal(r.Context()).Username, id, req.input())
 			return toAssemblyJSON(a, true), err
-		})},
+		}))},
 		{"DELETE", "/api/assemblies/{assembly_id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {

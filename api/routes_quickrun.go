@@ -15,14 +15,14 @@ import (
 // script runs (docs/api.md "Quick runs").
 func (s *Server) quickRunRoutes() []Route {
 	return []Route{
-		{"POST", "/api/scripts/quick_run", AuthToken, jsonAction(s, http.StatusAccepted, false, s.quickRun)},
+		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun))},
 		{"GET", "/api/scripts/quick_run/{run_id}", AuthToken, getAction(s, func(r *http.Request) (runJSON, error) {
 			run, err := s.Automation.GetRun(r.Context(), principal(r.Context()).SiteScope(), chi.URLParam(r, "run_id"), true)
 			return toRunJSON(run), err
 		})},
-		{"POST", proto.PathScriptOutput, AuthDevice, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptOutput) (struct{}, error) {
+		{"POST", proto.PathScriptOutput, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptOutput) (struct{}, error) {
 			return struct{}{}, s.Automation.RecordOutput(r.Context(), deviceFrom(r.Context()).GUID, req)
-		})},
+		}))},
 		{"POST", proto.PathScriptRequest, AuthDevice, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.ScriptRequestResponse, error) {
 			jobs, err := s.Automation.QueuedWork(r.Context(), deviceFrom(r.Context()).GUID)
 			if err != nil || len(jobs) == 0 {
@@ -30,11 +30,18 @@ func (s *Server) quickRunRoutes() []Route {
 			}
 			return proto.ScriptRequestResponse{Status: "work", Jobs: jobs}, nil
 		})},
-		{"POST", proto.PathScriptResult, AuthDevice, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptResultPost) (struct{}, error) {
+		{"POST", proto.PathScriptResult, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptResultPost) (struct{}, error) {
 			return struct{}{}, s.Automation.RecordQueuedResult(r.Context(), deviceFrom(r.Context()).GUID, req)
-		})},
+		}))},
 	}
 }
+
+// Body limits: a 256 KiB script escaped as JSON, and two 1 MiB outputs
+// escaped as JSON (a control byte becomes six).
+const (
+	maxScriptBody = 2 << 20
+	maxOutputBody = 14 << 20
+)
 
 type quickRunRequest struct {
 	DeviceGUIDs    []string       `json:"device_guids"`

@@ -47,13 +47,10 @@ type SendScriptInput struct {
 
 // SendScript marks the result running, opens its activity row and writes
 // the signed payload to the agent's socket; the reply completes the
-// activity by its task token (like SendToAgent). Trust is checked right
-// before sending: a device quarantined since the run was created gets
-// nothing.
+// activity by its task token (like SendToAgent). Dispatch checks trust
+// right before sending: a device quarantined since the run was created
+// gets nothing.
 func (a *JobRuns) SendScript(ctx context.Context, in SendScriptInput) (agentgateway.Reply, error) {
-	if err := a.Devices.CheckOperable(ctx, in.GUID); err != nil {
-		return agentgateway.Reply{}, ApplicationError(err)
-	}
 	signed, err := a.Runs.Dispatch(ctx, in.RunID, in.GUID, in.OperationID)
 	if err != nil {
 		return agentgateway.Reply{}, ApplicationError(err)

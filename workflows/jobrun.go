@@ -18,11 +18,11 @@ import (
 )
 
 // Job-run fan-out defaults. A batch is what one workflow run handles
-// before continuing as new, so a run to 10,000 devices is 40 histories of
+// before continuing as new, so a run to 10,000 devices is 20 histories of
 // a few thousand events, never one giant one.
 const (
-	DefaultJobRunConcurrency = 100
-	DefaultJobRunBatch       = 250
+	DefaultJobRunConcurrency = 250
+	DefaultJobRunBatch       = 500
 	// jobRunGrace is what the agent gets beyond the script's timeout to
 	// be reached and to answer (a reconnecting agent, a slow kill).
 	jobRunGrace = 2 * time.Minute

@@ -33,9 +33,9 @@ type NextInput struct {
 }
 
 // NextItems returns up to Max pending results (local activity).
-func (a *JobRuns) NextItems(ctx context.Context, in NextInput) ([]automation.Item, error) {
-	items, err := a.Runs.NextItems(ctx, in.RunID, in.Max)
-	return items, ApplicationError(err)
+func (a *JobRuns) NextItems(ctx context.Context, in NextInput) (automation.Batch, error) {
+	b, err := a.Runs.NextItems(ctx, in.RunID, in.Max)
+	return b, ApplicationError(err)
 }
 
 // SendScriptInput is one device's execution.

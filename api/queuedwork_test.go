@@ -38,7 +38,7 @@ func TestQueuedWorkRunsWhenTheAgentAsks(t *testing.T) {
 		Targets: []devices.OperationTarget{{GUID: a.guid, Hostname: "queued-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}})
 	require.NoError(t, err)
 	starter := workflows.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
-	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: run.ID, TimeoutSeconds: 60}))
+	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: run.ID}))
 
 	require.Eventually(t, func() bool {
 		r := f.do(t, "GET", "/api/scripts/quick_run/"+run.ID, admin, nil)

@@ -26,14 +26,25 @@ type Item struct {
 	SiteSlug string
 }
 
+// Batch is the next pending results of a run and the run's script
+// timeout (which bounds each device's execution).
+type Batch struct {
+	Items          []Item
+	TimeoutSeconds int
+}
+
 // NextItems marks the run started and returns up to max pending results.
-func (s *Service) NextItems(ctx context.Context, runID string, max int) ([]Item, error) {
+func (s *Service) NextItems(ctx context.Context, runID string, max int) (Batch, error) {
 	if err := s.store.JobRunStart(ctx, runID); err != nil {
-		return nil, err
+		return Batch{}, err
+	}
+	run, err := s.store.JobRunGet(ctx, runID)
+	if err != nil {
+		return Batch{}, db.NotFound(err, "run %s not found", runID)
 	}
 	rows, err := s.store.JobRunPendingBatch(ctx, db.JobRunPendingBatchParams{RunID: runID, MaxItems: int32(max)})
 	if err != nil {
-		return nil, err
+		return Batch{}, err
 	}
 	out := make([]Item, len(rows))
 	for i, r := range rows {
@@ -43,7 +54,7 @@ func (s *Service) NextItems(ctx context.Context, runID string, max int) ([]Item,
 		}
 		out[i] = Item{GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: site, SiteSlug: r.SiteSlug}
 	}
-	return out, nil
+	return Batch{Items: out, TimeoutSeconds: int(run.TimeoutSeconds)}, nil
 }
 
 // Dispatch marks a result running under operationID, opens its activity

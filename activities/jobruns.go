@@ -71,9 +71,16 @@ func (a *JobRuns) SendScript(ctx context.Context, in SendScriptInput) (agentgate
 	return agentgateway.Reply{}, activity.ErrResultPending
 }
 
-// RecordOutcome stores how one device's execution ended (local activity).
-func (a *JobRuns) RecordOutcome(ctx context.Context, o automation.Outcome) error {
-	return ApplicationError(a.Runs.Finish(ctx, o))
+// RecordOutcomes stores how devices' executions ended (local activity).
+// A retry after a partial failure records the rest: Finish ignores a
+// result that is finished already.
+func (a *JobRuns) RecordOutcomes(ctx context.Context, outs []automation.Outcome) error {
+	for _, o := range outs {
+		if err := a.Runs.Finish(ctx, o); err != nil {
+			return ApplicationError(err)
+		}
+	}
+	return nil
 }
 
 // FinishRun closes the run once nothing is pending or running (local).

@@ -75,8 +75,27 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 		seconds = in.TimeoutSeconds
 	}
 	timeout := time.Duration(max(seconds, 1))*time.Second + jobRunGrace
+	// Outcomes are recorded in batches: one local activity takes every
+	// outcome that arrived while the previous one ran, so a fan-out costs
+	// a handful of markers and workflow tasks rather than one per device.
 	inflight := map[string]int{}
-	done := 0
+	done, recorded := 0, 0
+	var outcomes []automation.Outcome
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for recorded < len(items) {
+			if workflow.Await(gctx, func() bool { return len(outcomes) > 0 }) != nil {
+				return
+			}
+			take := outcomes
+			outcomes = nil
+			// A failed record is retried by the local activity's policy;
+			// if it still fails those results stay running and the run
+			// unfinished, which an operator sees, rather than the workflow
+			// failing every device.
+			_ = workflow.ExecuteLocalActivity(local, runs.RecordOutcomes, take).Get(gctx, nil)
+			recorded += len(take)
+		}
+	})
 	for _, it := range items {
 		if err := workflow.Await(ctx, func() bool { return inflight[it.SiteSlug] < maxConc }); err != nil {
 			return err
@@ -84,10 +103,10 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 		inflight[it.SiteSlug]++
 		workflow.Go(ctx, func(gctx workflow.Context) {
 			defer func() { inflight[it.SiteSlug]--; done++ }()
-			runOnDevice(gctx, local, in.RunID, it, timeout)
+			outcomes = append(outcomes, runOnDevice(gctx, in.RunID, it, timeout))
 		})
 	}
-	if err := workflow.Await(ctx, func() bool { return done == len(items) }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return done == len(items) && recorded == len(items) }); err != nil {
 		return err
 	}
 	if len(items) == batch {
@@ -96,8 +115,8 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 	return workflow.ExecuteLocalActivity(local, runs.FinishRun, in.RunID).Get(ctx, nil)
 }
 
-// runOnDevice sends one device its script and records the outcome.
-func runOnDevice(ctx, local workflow.Context, runID string, it automation.Item, timeout time.Duration) {
+// runOnDevice sends one device its script and returns the outcome.
+func runOnDevice(ctx workflow.Context, runID string, it automation.Item, timeout time.Duration) automation.Outcome {
 	var runs *activities.JobRuns
 	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              SiteTaskQueue(it.SiteSlug),
@@ -118,10 +137,7 @@ func runOnDevice(ctx, local workflow.Context, runID string, it automation.Item, 
 		out.Reply = nil
 		out.ErrorCode, out.ErrorMessage = operationFailure(err, timeout)
 	}
-	// A failed record is retried by the local activity's policy; if it
-	// still fails the result stays running and the run unfinished, which
-	// an operator sees, rather than the workflow failing every device.
-	_ = workflow.ExecuteLocalActivity(local, runs.RecordOutcome, out).Get(ctx, nil)
+	return out
 }
 
 // JobRunStarter starts job-run workflows (quick runs, scheduled jobs).

@@ -49,8 +49,8 @@ var standIns = map[string]any{
 		}
 		return agentgateway.Reply{Payload: json.RawMessage(`{"exit_code":0,"stdout":"hi\n","stderr":"","duration_ms":3}`)}, nil
 	},
-	"RecordOutcome": func(context.Context, automation.Outcome) error { return nil },
-	"FinishRun":     func(context.Context, string) error { return nil },
+	"RecordOutcomes": func(context.Context, []automation.Outcome) error { return nil },
+	"FinishRun":      func(context.Context, string) error { return nil },
 }
 
 // siteSlug is the site of the job-run scenario's devices.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -147,23 +148,40 @@ type JobRunStarter struct {
 }
 
 // Start starts the run's workflow on the Engine queue; starting a run
-// that already has its workflow is not an error (a retried fire).
+// that already has its workflow is not an error (a retried fire). A busy
+// Temporal is tried again a few times (the start is idempotent by
+// workflow ID), then answered unavailable.
 func (s JobRunStarter) Start(ctx context.Context, in JobRunInput) error {
 	queue := s.TaskQueue
 	if queue == "" {
 		queue = EngineTaskQueue
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    automation.JobRunWorkflowID(in.RunID),
-		TaskQueue:             queue,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("job_run"),
-		),
-	}, JobRun, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return err
+	var err error
+	for attempt := range 4 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the run now; try again")
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = s.Client.ExecuteWorkflow(sctx, client.StartWorkflowOptions{
+			ID:                    automation.JobRunWorkflowID(in.RunID),
+			TaskQueue:             queue,
+			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("job_run"),
+			),
+		}, JobRun, in)
+		cancel()
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if err == nil || errors.As(err, &started) {
+			return nil
+		}
+		if !isOverload(err) && !errors.As(err, new(*serviceerror.Unavailable)) {
+			return err
+		}
 	}
-	return nil
+	return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the run now; try again")
 }

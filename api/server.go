@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -29,6 +30,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -55,6 +57,9 @@ const (
 	AuthRefresh AuthClass = "Refresh"
 	// AuthDeviceOrToken: either a device or an operator session.
 	AuthDeviceOrToken AuthClass = "Device or Token"
+	// AuthSignedURL: the URL itself carries a signature the handler checks
+	// (install links).
+	AuthSignedURL AuthClass = "Signed URL"
 )
 
 // Route is one row of a route table.
@@ -124,6 +129,10 @@ type Deps struct {
 	TrustActions workflows.TrustStarter
 	// Signer signs script payloads and names the keys agents trust.
 	Signer *scriptsign.Signer
+	// Artifacts are the agent binaries this Engine serves.
+	Artifacts *agentartifacts.Catalog
+	// InstallLinks are the sites' signed install links.
+	InstallLinks *installlinks.Service
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
 	Runs       workflows.JobRunStarter
@@ -167,7 +176,9 @@ func New(d Deps) *Server {
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
-		s.scriptSignRoutes(), s.assemblyRoutes(), s.quickRunRoutes(),
+		s.scriptSignRoutes(),
+		s.agentArtifactRoutes(),
+		s.assemblyRoutes(), s.quickRunRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}
@@ -222,8 +233,9 @@ func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {
 		return s.requireProof
 	case AuthDeviceOrToken:
 		return s.requireDeviceOrSession
-	case AuthNone, AuthMFAPending:
-		// MFA-pending routes carry their signed token in the body.
+	case AuthNone, AuthMFAPending, AuthSignedURL:
+		// MFA-pending routes carry their signed token in the body, signed
+		// URLs their signature in the URL.
 		return func(next http.Handler) http.Handler { return next }
 	}
 	panic("api: route with unknown auth class " + string(class))

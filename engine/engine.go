@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -32,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
@@ -79,6 +81,9 @@ type Config struct {
 	OnlineWindow    time.Duration
 	GitHubAPIURL    string
 	GitHubToken     string
+	// AgentArtifacts is the directory of agent builds
+	// (<platform>/cairn-agent[.exe]); "" serves none.
+	AgentArtifacts string
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -125,6 +130,9 @@ type Engine struct {
 	Automation *automation.Service
 	Workers    *workers.Manager
 	API        *api.Server
+	// Artifacts are the agent builds; InstallLinks the signed links to them.
+	Artifacts    *agentartifacts.Catalog
+	InstallLinks *installlinks.Service
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -181,6 +189,11 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)
 
+	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
+	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
+		return nil, err
+	}
+
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
@@ -200,6 +213,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
+		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 	}
 	e.API = api.New(deps)
@@ -231,6 +245,8 @@ func (e *Engine) Start() error {
 		}
 	}
 	if e.cfg.Role == RoleServe {
+		// Manifest signatures need the unlocked cipher of a serve process.
+		e.goBG(e.Artifacts.Run)
 		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
@@ -81,7 +82,12 @@ var statusByCode = map[string]int{
 	proto.CodeOpAlreadyRunning:       http.StatusConflict,
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
-	devices.ECodeAgentAnswer:         http.StatusBadGateway,
+
+	// Automation (issue 11).
+	automation.ECodeAssemblyInUse: http.StatusConflict,
+	proto.CodeUnsupportedLanguage: http.StatusUnprocessableEntity,
+	proto.CodeSignatureInvalid:    http.StatusBadGateway,
+	devices.ECodeAgentAnswer:      http.StatusBadGateway,
 
 	// Agent artifacts and install links (docs/api.md).
 	agentartifacts.ECodeUnavailable: http.StatusNotFound,
@@ -89,7 +95,6 @@ var statusByCode = map[string]int{
 
 	// Agent updates (docs/api.md "Agent updates").
 	agentupdates.ECodeUpdateInProgress: http.StatusConflict,
-	proto.CodeSignatureInvalid:         http.StatusBadGateway,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

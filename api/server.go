@@ -24,6 +24,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
@@ -137,6 +138,9 @@ type Deps struct {
 	// their workflows.
 	Updates       *agentupdates.Service
 	UpdateStarter workflows.AgentUpdateStarter
+	// Automation is assemblies and job runs; Runs starts job-run workflows.
+	Automation *automation.Service
+	Runs       workflows.JobRunStarter
 }
 
 // Server serves the API and the console.
@@ -180,6 +184,7 @@ func New(d Deps) *Server {
 		s.scriptSignRoutes(),
 		s.agentArtifactRoutes(),
 		s.agentUpdateRoutes(),
+		s.assemblyRoutes(), s.quickRunRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

@@ -27,6 +27,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
@@ -131,6 +132,7 @@ type Engine struct {
 	Shells     *shells.Service
 	Signer     *scriptsign.Signer
 	Updates    *agentupdates.Service
+	Automation *automation.Service
 	Workers    *workers.Manager
 	API        *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
@@ -190,6 +192,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 	e.Signer = scriptsign.New(store, e.Cipher)
+	e.Automation = automation.NewService(store, e.Signer, e.Devices)
 
 	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
 	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
@@ -203,7 +206,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
-		Updates: e.Updates})...)
+		Updates: e.Updates, Automation: e.Automation})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -218,6 +221,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
 		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline},
+		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 	}
 	e.API = api.New(deps)
 	return e, nil

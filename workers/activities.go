@@ -6,6 +6,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
@@ -26,6 +27,7 @@ type ActivityDeps struct {
 	Bus        *events.Bus
 	Shells     *shells.Service
 	Updates    *agentupdates.Service
+	Automation *automation.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -39,5 +41,6 @@ func Activities(d ActivityDeps) []any {
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
 		&activities.AgentUpdates{Updates: d.Updates},
+		&activities.JobRuns{Runs: d.Automation, Gateway: d.Gateway, Devices: d.Devices},
 	}
 }

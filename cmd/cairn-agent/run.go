@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
+	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/update"
@@ -70,6 +71,15 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
 		return err
 	}
+	store := agentruntime.FileStore{Path: configPath, Writer: "run"}
+	scriptOpts := agentscripts.Options{Config: store.Load, Logger: log}
+	if err := agentscripts.Register(handlers, scriptOpts); err != nil {
+		return err
+	}
+	queued, err := agentscripts.Queued(scriptOpts)
+	if err != nil {
+		return err
+	}
 	shells, err := shell.Register(ctx, handlers, shell.Options{Logger: log})
 	if err != nil {
 		return err
@@ -78,17 +88,19 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	// killed and reaped before the process exits, however Run ended.
 	defer shells.Close()
 	a, err := agentruntime.New(agentruntime.Options{
-		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
-		Identity:  id,
-		Version:   version,
-		BuildID:   build,
-		Collector: h.collector,
-		Roles:     h.roles,
-		Hash:      h.hash,
-		Handlers:  handlers,
-		Timing:    h.timing,
-		Logger:    log,
-		Hooks:     agentruntime.Hooks{Session: updater.Session, Heartbeat: updater.Heartbeat},
+		Store: store,
+		// Work queued while the agent was offline runs once it is back.
+		OnConnected: queued,
+		Identity:    id,
+		Version:     version,
+		BuildID:     build,
+		Collector:   h.collector,
+		Roles:       h.roles,
+		Hash:        h.hash,
+		Handlers:    handlers,
+		Timing:      h.timing,
+		Logger:      log,
+		Hooks:       agentruntime.Hooks{Session: updater.Session, Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {
 		return err

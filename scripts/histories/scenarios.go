@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -50,10 +51,25 @@ var standIns = map[string]any{
 		return "succeeded", nil
 	},
 	"FinishAgentUpdate": func(_ context.Context, in activities.FinishAgentUpdateInput) (string, error) { return in.Status, nil },
+	"NextItems": func(_ context.Context, in activities.NextInput) (automation.Batch, error) {
+		return automation.Batch{TimeoutSeconds: 60, Items: []automation.Item{{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
+			{GUID: "guid-fail", Hostname: "host-fail", SiteID: 1, SiteSlug: siteSlug}}}, nil
+	},
+	"SendScript": func(_ context.Context, in activities.SendScriptInput) (agentgateway.Reply, error) {
+		if in.GUID == "guid-fail" {
+			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("the payload signature does not verify", proto.CodeSignatureInvalid, nil)
+		}
+		return agentgateway.Reply{Payload: json.RawMessage(`{"exit_code":0,"stdout":"hi\n","stderr":"","duration_ms":3}`)}, nil
+	},
+	"RecordOutcomes": func(context.Context, []automation.Outcome) error { return nil },
+	"FinishRun":      func(context.Context, string) error { return nil },
 }
 
 // updateLooks remembers which updates AgentUpdateStatus answered once.
 var updateLooks sync.Map
+
+// siteSlug is the site of the job-run scenario's devices.
+const siteSlug = "histories-site"
 
 var scenarios = []scenario{
 	{"worker_probe.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -131,6 +147,12 @@ var scenarios = []scenario{
 	// The agent takes the update and never checks in on the new build.
 	{"agent_update_timed_out.json", func(ctx context.Context, c client.Client) (string, error) {
 		return agentUpdate(ctx, c, unique("timeout-op"), 2*time.Second, "timed_out")
+	}, false},
+	// A quick run to two devices: one answers, one refuses the signature.
+	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("run")
+		run, err := start(ctx, c, automation.JobRunWorkflowID(id), workflows.JobRun, workflows.JobRunInput{RunID: id})
+		return wait(ctx, run, err)
 	}, false},
 }
 

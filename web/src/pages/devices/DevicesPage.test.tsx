@@ -6,6 +6,7 @@ import type { Site } from '../../api/types';
 import { SessionContext } from '../../auth/session';
 import { ADMIN, fakeEngine } from '../../test/fakeEngine';
 import { renderWithProviders } from '../../test/render';
+import { WithToasts } from '../../test/toasts';
 import DevicesPage from './DevicesPage';
 import { device } from './fixtures';
 import { invalidateForDeviceEvent } from './queries';
@@ -32,8 +33,10 @@ const query = () => new URLSearchParams(screen.getByTestId('location').textConte
 function renderPage(route = '/devices') {
   return renderWithProviders(
     <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
-      <DevicesPage />
-      <LocationProbe />
+      <WithToasts>
+        <DevicesPage />
+        <LocationProbe />
+      </WithToasts>
     </SessionContext.Provider>,
     { route },
   );

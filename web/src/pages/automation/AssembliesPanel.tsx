@@ -1,6 +1,6 @@
 // Assemblies: saved scripts (and playbooks, workflow bodies) with versions.
 import { createContext, useContext, useEffect, useMemo, useState } from 'react';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AgGridReact } from 'ag-grid-react';
 import type { ColDef } from 'ag-grid-community';
 import Alert from '@mui/material/Alert';
@@ -142,6 +142,8 @@ export default function AssembliesPanel() {
   const query = useQuery({
     queryKey: [...ASSEMBLIES_QUERY, 'list', { kind, q }],
     queryFn: () => assembliesApi.list({ kind: kind || null, q }),
+    // Keep the rows on screen while a new filter loads.
+    placeholderData: keepPreviousData,
   });
   const ops = useMemo<RowOps>(
     () => ({ open: (a) => setEditing(a.id), run: (a) => setRunning(a.id), remove: (a) => setDeleting(a) }),

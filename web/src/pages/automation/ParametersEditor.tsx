@@ -66,7 +66,7 @@ export function ParametersEditor({
         return (
           <Box key={i} sx={{ display: 'flex', gap: 1, mb: 1, alignItems: 'flex-start', flexWrap: 'wrap' }} data-testid="parameter-row">
             <TextField
-              label="Name"
+              label="Parameter name"
               name={`parameters.${i}.name`}
               value={p.name}
               onChange={(ev) => set(i, { name: ev.target.value })}

@@ -196,6 +196,7 @@ export default function AssembliesPanel() {
         domLayout="autoHeight"
         overlayNoRowsTemplate={q || kind ? 'No assemblies match these filters.' : 'No assemblies yet. Create one to run it on devices.'}
         suppressCellFocus
+        suppressColumnVirtualisation
         animateRows={false}
       />
       {editing !== null && <AssemblyEditorDialog id={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}

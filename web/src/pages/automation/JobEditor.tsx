@@ -71,10 +71,12 @@ function SchedulePreview({
     const t = window.setTimeout(() => setDebounced(JSON.parse(key) as Schedule), PREVIEW_DEBOUNCE_MS);
     return () => window.clearTimeout(t);
   }, [key]);
+  // Ask only once the input has settled, so a schedule typed past never reaches the Engine.
+  const settled = JSON.stringify(debounced) === key;
   const query = useQuery({
     queryKey: ['schedule-preview', debounced],
     queryFn: () => scheduledJobs.schedulePreview(debounced),
-    enabled: !disabled && debounced.type !== 'manual',
+    enabled: !disabled && settled && debounced.type !== 'manual',
     retry: false,
   });
   // The Engine's reasons also show at the schedule's inputs.

@@ -210,6 +210,7 @@ export default function JobsPanel() {
         domLayout="autoHeight"
         overlayNoRowsTemplate="No scheduled jobs yet."
         suppressCellFocus
+        suppressColumnVirtualisation
         animateRows={false}
       />
       {editing !== null && <JobEditorDialog job={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}

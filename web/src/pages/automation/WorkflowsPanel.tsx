@@ -102,6 +102,7 @@ export default function WorkflowsPanel() {
         domLayout="autoHeight"
         overlayNoRowsTemplate="No workflows yet."
         suppressCellFocus
+        suppressColumnVirtualisation
         animateRows={false}
       />
       {open?.a === 'edit' && <WorkflowEditorDialog workflow={open.w} onClose={close} />}

@@ -259,9 +259,8 @@ export interface Device {
   agent_socket: boolean;
   connectivity_status: ConnectivityStatus;
   operating_system: string;
+  /** The build the agent reports (agent.installed_build_id), for example v0.4.0-12-gabc1234. */
   agent_version: string;
-  /** The agent's installed build (agent.installed_build_id), when the Engine reports it. */
-  agent_build_id?: string | null;
   trust_state: TrustState;
   /** Sparse: field number to decoded value. */
   metadata_fields?: Record<string, string> | null;
@@ -658,6 +657,7 @@ export interface RunResult {
   stderr_truncated: boolean;
   error_code: string | null;
   error_message: string | null;
+  duration_ms?: number | null;
   started_at: string | null;
   finished_at: string | null;
 }
@@ -678,6 +678,8 @@ export interface Run {
   started_at: string | null;
   finished_at: string | null;
   counts: RunCounts;
+  /** A scheduled job's run: the fire time the schedule gave it (null for reruns). */
+  scheduled_for?: string | null;
   results?: RunResult[] | null;
 }
 
@@ -777,8 +779,10 @@ export interface WorkflowRunStep {
 export interface WorkflowRun {
   run_id: string;
   workflow_id: number;
+  scheduled_job_id?: number | null;
   status: RunStatus | string;
   steps: WorkflowRunStep[] | null;
+  device_guids?: string[] | null;
   created_at?: string;
   started_at?: string | null;
   finished_at?: string | null;
@@ -816,8 +820,11 @@ export interface AgentUpdateOperation {
   artifact_id: string | null;
   run_id: string | null;
   scheduled_job_id: number | null;
+  /** The last phase the agent reported. */
+  phase?: AgentUpdatePhase | string | null;
   failure_summary: string | null;
   created_at: string;
+  started_at?: string | null;
   finished_at: string | null;
   events: AgentUpdateEvent[] | null;
 }

@@ -22,7 +22,7 @@ import Typography from '@mui/material/Typography';
 import { assemblies as assembliesApi } from '../../api/endpoints';
 import type { Assembly, AssemblyInput, AssemblyKind, AssemblyParameter, ScriptLanguage } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { fieldError } from '../../components/errors';
+import { apiFieldError, shownFields } from './fields';
 import { formatCompactDateTime } from '../../components/format';
 import { CodeEditor } from './CodeEditor';
 import { checkParameters, normaliseParameter, ParametersEditor } from './ParametersEditor';
@@ -170,14 +170,14 @@ function EditorForm({ assembly, onClose, onSaved }: { assembly?: Assembly; onClo
     setLocal(errors);
     if (Object.keys(errors).length === 0) mutation.mutate();
   };
-  const err = (f: string) => local[f] ?? fieldError(mutation.error, f);
-  const paramFields = form.parameters.flatMap((_, i) => [`parameters.${i}.name`, `parameters.${i}.default`, `parameters[${i}].name`, `parameters[${i}].default`]);
+  const err = (f: string) => local[f] ?? apiFieldError(mutation.error, f);
+  const paramFields = form.parameters.flatMap((_, i) => [`parameters.${i}.name`, `parameters.${i}.default`]);
 
   return (
     <form noValidate onSubmit={submit}>
       <DialogTitle>{assembly ? `Edit ${assembly.name}` : 'New assembly'}</DialogTitle>
       <DialogContent>
-        <ErrorAlert error={mutation.error} fields={[...FIELDS, ...paramFields]} />
+        <ErrorAlert error={mutation.error} fields={shownFields(mutation.error, [...FIELDS, ...paramFields])} />
         <Box sx={{ display: 'grid', gridTemplateColumns: { xs: '1fr', md: assembly ? '1fr 240px' : '1fr' }, gap: 2, mt: 1 }}>
           <Stack spacing={2}>
             <Stack direction="row" spacing={2}>

@@ -24,7 +24,7 @@ import Autocomplete from '@mui/material/Autocomplete';
 import { assemblies as assembliesApi, devices as devicesApi, scheduledJobs, workflows as workflowsApi } from '../../api/endpoints';
 import type { Assembly, Device, JobKind, ParameterValues, Schedule, ScheduledJob, ScheduledJobInput } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { fieldError } from '../../components/errors';
+import { apiFieldError, shownFields } from './fields';
 import { formatDateTime } from '../../components/format';
 import { ALL_DEVICES_KEY, ASSEMBLIES_QUERY, AssemblyPicker, defaultValues, DevicePicker, missingParameters, ParameterValuesEditor, SitePicker } from './pickers';
 import { checkTimeout } from './QuickRunDialog';
@@ -284,12 +284,12 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
     }
     if (form.kind === 'workflow' && form.workflowId === null) errors.workflow_id = 'Pick a workflow.';
     if (form.deviceGuids.length === 0 && form.siteIds.length === 0) errors['targets.devices'] = 'Pick devices or sites to run on.';
-    const t = checkTimeout(form.timeout);
+    const t = checkTimeout(form.timeout, true);
     if (t) errors['options.timeout_seconds'] = t;
     setLocal(errors);
     if (Object.keys(errors).length === 0) mutation.mutate();
   };
-  const err = (f: string) => local[f] || fieldError(mutation.error, f) || previewErrors[f] || undefined;
+  const err = (f: string) => local[f] || apiFieldError(mutation.error, f) || previewErrors[f] || undefined;
   const paramFields = (params ?? []).map((p) => `parameters.${p.name}`);
   const schedule = formToSchedule(form.schedule);
   const scheduleInvalid = Object.keys(checkSchedule(form.schedule)).length > 0;
@@ -299,7 +299,7 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
       <form noValidate onSubmit={submit}>
         <DialogTitle>{job ? `Edit ${job.name}` : 'New scheduled job'}</DialogTitle>
         <DialogContent>
-          <ErrorAlert error={mutation.error} fields={[...FIELDS, ...paramFields]} />
+          <ErrorAlert error={mutation.error} fields={shownFields(mutation.error, [...FIELDS, ...paramFields])} />
           <Stack spacing={2} sx={{ mt: 1 }}>
             <Stack direction="row" spacing={2}>
               <TextField
@@ -373,7 +373,7 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
                 value={form.timeout}
                 onChange={(e) => set({ timeout: e.target.value })}
                 error={Boolean(err('options.timeout_seconds'))}
-                helperText={err('options.timeout_seconds')}
+                helperText={err('options.timeout_seconds') ?? '0: the assembly’s own'}
                 sx={{ width: 180 }}
               />
               <FormControlLabel

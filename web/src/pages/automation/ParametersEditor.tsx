@@ -62,7 +62,7 @@ export function ParametersEditor({
         </Typography>
       )}
       {params.map((p, i) => {
-        const e = (f: string) => errorFor(`parameters.${i}.${f}`) ?? errorFor(`parameters[${i}].${f}`);
+        const e = (f: string) => errorFor(`parameters.${i}.${f}`);
         return (
           <Box key={i} sx={{ display: 'flex', gap: 1, mb: 1, alignItems: 'flex-start', flexWrap: 'wrap' }} data-testid="parameter-row">
             <TextField

@@ -17,7 +17,7 @@ import Typography from '@mui/material/Typography';
 import { assemblies as assembliesApi, quickRuns } from '../../api/endpoints';
 import type { Assembly, Device, ParameterValues, QuickRunInput, ScriptLanguage } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { fieldError } from '../../components/errors';
+import { apiFieldError, shownFields } from './fields';
 import { CodeEditor } from './CodeEditor';
 import { KeyValueEditor, pairsToValues, type Pair } from './KeyValueEditor';
 import { ASSEMBLIES_QUERY, AssemblyPicker, defaultValues, DevicePicker, LANGUAGES, missingParameters, ParameterValuesEditor } from './pickers';
@@ -27,9 +27,11 @@ export const quickRunKey = (runId: string) => ['quick-run', runId] as const;
 
 const FIELDS = ['device_guids', 'assembly_id', 'language', 'body', 'timeout_seconds', 'parameters'];
 
-export function checkTimeout(value: string): string | undefined {
+/** `allowZero`: jobs and workflow steps take 0 as "the assembly's own timeout". */
+export function checkTimeout(value: string, allowZero = false): string | undefined {
   const n = Number(value);
-  if (!value.trim() || !Number.isInteger(n) || n < 1 || n > 86400) return 'Between 1 and 86400 seconds.';
+  const min = allowZero ? 0 : 1;
+  if (!value.trim() || !Number.isInteger(n) || n < min || n > 86400) return `Between ${min} and 86400 seconds.`;
   return undefined;
 }
 
@@ -93,7 +95,7 @@ export function QuickRunDialog({
     setLocal(errors);
     if (Object.keys(errors).length === 0) mutation.mutate();
   };
-  const err = (f: string) => local[f] ?? fieldError(mutation.error, f);
+  const err = (f: string) => local[f] ?? apiFieldError(mutation.error, f);
   const paramFields = (assembly?.parameters ?? []).map((p) => `parameters.${p.name}`);
 
   if (runId) {
@@ -120,7 +122,7 @@ export function QuickRunDialog({
       <form noValidate onSubmit={submit}>
         <DialogTitle>Run a script</DialogTitle>
         <DialogContent>
-          <ErrorAlert error={mutation.error} fields={[...FIELDS, ...paramFields]} />
+          <ErrorAlert error={mutation.error} fields={shownFields(mutation.error, [...FIELDS, ...paramFields])} />
           <Stack spacing={2} sx={{ mt: 1 }}>
             <DevicePicker value={devices} onChange={(d) => (setDevices(d), setLocal((l) => ({ ...l, device_guids: '' })))} error={err('device_guids') || undefined} />
             <ToggleButtonGroup

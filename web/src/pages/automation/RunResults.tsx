@@ -51,9 +51,10 @@ export function RunStatusChip({ status, label }: { status: RunStatus | RunResult
 export const runFinished = (run: { status: string } | undefined) =>
   run !== undefined && (run.status === 'succeeded' || run.status === 'failed' || run.status === 'canceled');
 
-function duration(r: { started_at: string | null; finished_at: string | null }): string {
-  if (!r.started_at || !r.finished_at) return '—';
-  const ms = Date.parse(r.finished_at) - Date.parse(r.started_at);
+function duration(r: RunResult): string {
+  let ms = r.duration_ms ?? null;
+  if (ms === null && r.started_at && r.finished_at) ms = Date.parse(r.finished_at) - Date.parse(r.started_at);
+  if (ms === null) return '—';
   return ms < 1000 ? `${Math.max(0, ms)} ms` : formatDuration(ms / 1000);
 }
 

@@ -21,7 +21,7 @@ import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
 import { assemblies as assembliesApi, workflows as workflowsApi } from '../../api/endpoints';
 import type { StepCondition, Workflow, WorkflowInput, WorkflowStep } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { fieldError } from '../../components/errors';
+import { apiFieldError, shownFields } from './fields';
 import { WORKFLOWS_QUERY } from './JobEditor';
 import { ASSEMBLIES_QUERY, AssemblyPicker, defaultValues, missingParameters, ParameterValuesEditor } from './pickers';
 
@@ -45,8 +45,8 @@ export function checkWorkflow(input: WorkflowInput, paramsOf: (id: number | null
   input.steps.forEach((s, i) => {
     if (!s.name.trim()) errors[`steps.${i}.name`] = 'Enter a name.';
     if (s.assembly_id === null) errors[`steps.${i}.assembly_id`] = 'Pick an assembly.';
-    if (!Number.isInteger(s.timeout_seconds) || s.timeout_seconds < 1 || s.timeout_seconds > 86400) {
-      errors[`steps.${i}.timeout_seconds`] = 'Between 1 and 86400 seconds.';
+    if (!Number.isInteger(s.timeout_seconds) || s.timeout_seconds < 0 || s.timeout_seconds > 86400) {
+      errors[`steps.${i}.timeout_seconds`] = 'Between 0 (the assembly’s own) and 86400 seconds.';
     }
     for (const [k, v] of Object.entries(missingParameters(paramsOf(s.assembly_id), s.parameters))) errors[`steps.${i}.${k}`] = v;
   });
@@ -87,7 +87,7 @@ export function WorkflowEditorDialog({ workflow, onClose }: { workflow?: Workflo
     setLocal(errors);
     if (Object.keys(errors).length === 0) mutation.mutate();
   };
-  const err = (f: string) => local[f] || fieldError(mutation.error, f) || undefined;
+  const err = (f: string) => local[f] || apiFieldError(mutation.error, f) || undefined;
   const shown = ['name', 'description', 'steps', ...steps.flatMap((_, i) => [`steps.${i}.name`, `steps.${i}.assembly_id`, `steps.${i}.timeout_seconds`, `steps.${i}.condition`])];
 
   return (
@@ -95,7 +95,7 @@ export function WorkflowEditorDialog({ workflow, onClose }: { workflow?: Workflo
       <form noValidate onSubmit={submit}>
         <DialogTitle>{workflow ? `Edit ${workflow.name}` : 'New workflow'}</DialogTitle>
         <DialogContent>
-          <ErrorAlert error={mutation.error} fields={shown} />
+          <ErrorAlert error={mutation.error} fields={shownFields(mutation.error, shown)} />
           <Stack spacing={2} sx={{ mt: 1 }}>
             <TextField label="Name" name="name" autoFocus value={name} onChange={(e) => setName(e.target.value)} error={Boolean(err('name'))} helperText={err('name')} />
             <TextField label="Description" name="description" value={description} onChange={(e) => setDescription(e.target.value)} multiline />

@@ -19,7 +19,7 @@ import ExpandMoreIcon from '@mui/icons-material/ExpandMore';
 import { quickRuns, workflows as workflowsApi } from '../../api/endpoints';
 import type { Device, Workflow } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { fieldError } from '../../components/errors';
+import { apiFieldError, shownFields } from './fields';
 import { formatCompactDateTime } from '../../components/format';
 import { WORKFLOWS_QUERY } from './JobEditor';
 import { DevicePicker } from './pickers';
@@ -91,9 +91,9 @@ export function StartWorkflowDialog({ workflow, devices: initial = [], onClose }
     <Dialog open onClose={start.isPending ? undefined : onClose} fullWidth maxWidth="sm">
       <DialogTitle>Start {workflow.name}</DialogTitle>
       <DialogContent>
-        <ErrorAlert error={start.error} fields={['device_guids']} />
+        <ErrorAlert error={start.error} fields={shownFields(start.error, ['device_guids'])} />
         <Box sx={{ mt: 1 }}>
-          <DevicePicker value={devices} onChange={(d) => (setDevices(d), setLocal(undefined))} error={local ?? fieldError(start.error, 'device_guids')} />
+          <DevicePicker value={devices} onChange={(d) => (setDevices(d), setLocal(undefined))} error={local ?? apiFieldError(start.error, 'device_guids')} />
         </Box>
       </DialogContent>
       <DialogActions>

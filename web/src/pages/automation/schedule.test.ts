@@ -12,6 +12,8 @@ describe('schedules in words', () => {
     ['0 22 * * 0', 'every Sunday at 22:00'],
     ['0 1 15 * *', 'monthly on day 15 at 01:00'],
     ['0 1 1 1 *', 'cron 0 1 1 1 *'],
+    ['@daily', 'every day at 00:00'],
+    ['@hourly', 'every hour'],
   ])('%s reads "%s"', (expr, words) => expect(describeCron(expr)).toBe(words));
 
   it.each([
@@ -47,5 +49,6 @@ describe('schedule form', () => {
     expect(checkSchedule({ ...f, type: 'cron', expression: '* * *' })).toHaveProperty('schedule.expression');
     expect(checkSchedule({ ...f, type: 'interval', every: '0', unit: 'minutes' })).toHaveProperty('schedule.every_seconds');
     expect(checkSchedule({ ...f, type: 'cron', expression: '*/5 * * * *' })).toEqual({});
+    expect(checkSchedule({ ...f, type: 'cron', expression: '@weekly' })).toEqual({});
   });
 });

@@ -20,7 +20,19 @@ export function describeInterval(seconds: number): string {
 }
 
 /** The common cron shapes in words; anything else as the expression itself. */
+const MACROS: Record<string, string> = {
+  '@hourly': 'every hour',
+  '@daily': 'every day at 00:00',
+  '@midnight': 'every day at 00:00',
+  '@weekly': 'every Sunday at 00:00',
+  '@monthly': 'monthly on day 1 at 00:00',
+  '@yearly': 'every 1 January at 00:00',
+  '@annually': 'every 1 January at 00:00',
+};
+
 export function describeCron(expression: string): string {
+  const macro = MACROS[expression.trim().toLowerCase()];
+  if (macro) return macro;
   const parts = expression.trim().split(/\s+/);
   if (parts.length !== 5) return `cron ${expression.trim()}`;
   const [min, hour, dom, mon, dow] = parts;
@@ -131,7 +143,10 @@ export function checkSchedule(f: ScheduleForm): Record<string, string> {
   const errors: Record<string, string> = {};
   if (f.type === 'once' && Number.isNaN(new Date(f.at).getTime())) errors['schedule.at'] = 'Pick a date and time.';
   if (f.type === 'cron') {
-    if (f.expression.trim().split(/\s+/).length !== 5) errors['schedule.expression'] = 'Five fields: minute hour day month weekday.';
+    const macro = /^@\w+$/.test(f.expression.trim());
+    if (!macro && f.expression.trim().split(/\s+/).length !== 5) {
+      errors['schedule.expression'] = 'Five fields (minute hour day month weekday), or @hourly, @daily, @weekly, @monthly, @yearly.';
+    }
     if (!f.timezone) errors['schedule.timezone'] = 'Pick a time zone.';
   }
   if (f.type === 'interval') {

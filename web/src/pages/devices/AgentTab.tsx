@@ -22,6 +22,7 @@ import { describeError } from '../../components/errors';
 import { formatCompactDateTime } from '../../components/format';
 import { useNotify } from '../../toasts/notify';
 import { RunStatusChip } from '../automation/RunResults';
+import { RelativeTime } from './chips';
 import { ConfirmDialog } from './ConfirmDialog';
 import { Facts, mono, Section } from './parts';
 import { deviceAgentUpdatesKey } from './queries';
@@ -141,8 +142,6 @@ export function AgentTab({ device }: { device: DeviceSummary }) {
 
   const active = query.data?.active ?? null;
   const history = (query.data?.history ?? []).filter((op) => op.operation_id !== active?.operation_id);
-  const lastDone = query.data?.history?.find((op) => op.status === 'succeeded');
-  const installed = device.agent_build_id || lastDone?.to_build_id || null;
 
   return (
     <Box>
@@ -162,9 +161,9 @@ export function AgentTab({ device }: { device: DeviceSummary }) {
       >
         <Facts
           items={[
-            ['Installed build', installed ? <Build id={installed} /> : null],
-            ['Agent version', device.agent_version],
+            ['Installed build', device.agent_version ? <Build id={device.agent_version} /> : null],
             ['Update', active ? <RunStatusChip status={active.status} /> : 'None running'],
+            ['Last update', history[0] ? <RelativeTime value={history[0].finished_at ?? history[0].created_at} /> : 'Never'],
           ]}
         />
       </Section>

@@ -61,7 +61,8 @@ test('an assembly runs on a real agent with its output and exit code, and a cron
     await expect(body.locator('span[class]').first()).toBeVisible();
     await dialog.getByRole('button', { name: 'Create' }).click();
     await expect(page.getByTestId('assembly-saved')).toContainText(`Saved ${ASSEMBLY} as version 1.`);
-    await dialog.getByRole('button', { name: 'Close' }).click();
+    // The saved notice has a close icon of its own; this is the dialog's button.
+    await dialog.locator('.MuiDialogActions-root').getByRole('button', { name: 'Close' }).click();
     await expect(page.getByRole('button', { name: `Edit ${ASSEMBLY}` })).toBeVisible();
   });
 
@@ -81,7 +82,7 @@ test('an assembly runs on a real agent with its output and exit code, and a cron
     await expect(results.getByTestId('exit-code')).toHaveText('Exit code: 3');
     await expect(view).toHaveAttribute('data-run-status', 'failed');
     await page.screenshot({ path: join(artifactsDir, 'automation-01-quick-run.png'), fullPage: true });
-    await results.getByRole('button', { name: 'Close' }).click();
+    await results.locator('.MuiDialogActions-root').getByRole('button', { name: 'Close' }).click();
   });
 
   await test.step('create a cron job with its next runs previewed, and see it listed', async () => {

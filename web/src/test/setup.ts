@@ -2,8 +2,9 @@ import '@testing-library/jest-dom/vitest';
 import { cleanup, configure } from '@testing-library/react';
 import { afterEach } from 'vitest';
 
-// The first AG Grid render in a jsdom worker can take a few seconds.
-configure({ asyncUtilTimeout: 5000 });
+// The first AG Grid render in a jsdom worker can take a few seconds, more on a
+// loaded machine.
+configure({ asyncUtilTimeout: 15_000 });
 
 afterEach(() => {
   cleanup();

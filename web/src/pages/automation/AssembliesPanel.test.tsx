@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
-import { configure } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes } from 'react-router';
 import { SessionContext } from '../../auth/session';
@@ -31,11 +30,6 @@ function renderPage(route = '/automation') {
 }
 
 const rowOf = (text: string) => screen.getByText(text).closest('.ag-row') as HTMLElement;
-
-// Dialogs with a code editor take several seconds per step on a loaded machine.
-vi.setConfig({ testTimeout: 120_000 });
-// AG Grid and the dialogs render slowly on a loaded machine; wait longer for them to appear.
-configure({ asyncUtilTimeout: 15_000 });
 
 afterEach(() => vi.unstubAllGlobals());
 

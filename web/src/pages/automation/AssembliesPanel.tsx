@@ -169,7 +169,14 @@ export default function AssembliesPanel() {
             },
           }}
         />
-        <TextField select label="Kind" value={kind} onChange={(e) => setKind(e.target.value as AssemblyKind | '')} sx={{ minWidth: 180 }}>
+        <TextField
+          select
+          label="Kind"
+          value={kind}
+          onChange={(e) => setKind(e.target.value as AssemblyKind | '')}
+          sx={{ minWidth: 180 }}
+          slotProps={{ select: { displayEmpty: true }, inputLabel: { shrink: true } }}
+        >
           <MenuItem value="">All kinds</MenuItem>
           {KINDS.map((k) => (
             <MenuItem key={k.value} value={k.value}>

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
-import { configure } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes } from 'react-router';
 import type { Site } from '../../api/types';
@@ -11,11 +10,7 @@ import { renderWithProviders } from '../../test/render';
 import { WithToasts } from '../../test/toasts';
 import { device } from '../devices/fixtures';
 import AutomationPage from './AutomationPage';
-import { assembly, job, result, run } from './fixtures';
-
-vi.setConfig({ testTimeout: 120_000 });
-// AG Grid and the dialogs render slowly on a loaded machine; wait longer for them to appear.
-configure({ asyncUtilTimeout: 15_000 });
+import { assembly, job, result, run, workflow } from './fixtures';
 
 const SITES: Site[] = [{ site_id: 4, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 1, created_at: '2026-11-21T08:00:00Z' }];
 const DEVICES = [device('web-1'), device('db-1')];
@@ -49,16 +44,18 @@ describe('Scheduled jobs', () => {
               last_run: { run_id: 'r1', status: 'failed', started_at: '2026-11-21T08:00:00Z', finished_at: '2026-11-21T08:00:05Z' },
             }),
             job(2, 'Agent refresh', { kind: 'agent_maintenance', assembly_id: null, assembly_name: null, schedule: { type: 'interval', every_seconds: 7200 }, enabled: false }),
+            job(3, 'Disk care weekly', { kind: 'workflow', assembly_id: null, assembly_name: null, workflow_id: 2, schedule: { type: 'manual' }, next_run_at: null }),
           ],
         },
       },
+      'GET /api/workflows': { body: { workflows: [workflow(2, 'Disk care')] } },
     });
     renderPage();
     await screen.findByText('Disk check');
     const disk = rowOf('Disk check');
     expect(within(disk).getByText('Every 5 minutes (Europe/Berlin)')).toBeInTheDocument();
     expect(within(disk).getByText('2 devices, 1 site')).toBeInTheDocument();
-    expect(within(disk).getByText('Disk report')).toBeInTheDocument();
+    expect(within(disk).getByText('Script: Disk report')).toBeInTheDocument();
     expect(within(disk).getByTestId('run-status')).toHaveTextContent('Failed');
     expect(within(disk).getByText(/^in /)).toBeInTheDocument();
     expect(within(disk).getByRole('switch', { name: 'Enable Disk check' })).toBeChecked();
@@ -66,6 +63,9 @@ describe('Scheduled jobs', () => {
     expect(within(agent).getByText('Every 2 hours')).toBeInTheDocument();
     expect(within(agent).getByText('Never')).toBeInTheDocument();
     expect(within(agent).getByRole('switch', { name: 'Enable Agent refresh' })).not.toBeChecked();
+    expect(within(agent).getByText('Agent update')).toBeInTheDocument();
+    await waitFor(() => expect(within(rowOf('Disk care weekly')).getByText('Workflow: Disk care')).toBeInTheDocument());
+    expect(within(rowOf('Disk care weekly')).getByText('Manually')).toBeInTheDocument();
   });
 
   it('toggles a job and shows the answer', async () => {

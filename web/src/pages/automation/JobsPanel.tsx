@@ -1,6 +1,6 @@
 // Scheduled jobs: the grid (schedule in words, targets, enabled toggle, next
 // and last run), the editor, run history, rerun and delete.
-import { createContext, useContext, useMemo, useState } from 'react';
+import { createContext, useContext, useEffect, useMemo, useRef, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AgGridReact } from 'ag-grid-react';
 import type { ColDef } from 'ag-grid-community';
@@ -14,7 +14,7 @@ import AddIcon from '@mui/icons-material/Add';
 import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
 import HistoryIcon from '@mui/icons-material/History';
 import PlayArrowIcon from '@mui/icons-material/PlayArrow';
-import { scheduledJobs } from '../../api/endpoints';
+import { scheduledJobs, workflows as workflowsApi } from '../../api/endpoints';
 import type { ScheduledJob } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { describeError } from '../../components/errors';
@@ -22,7 +22,7 @@ import { gridTheme } from '../../components/grid';
 import { useNotify } from '../../toasts/notify';
 import { ConfirmDialog } from '../devices/ConfirmDialog';
 import { RelativeTime } from '../devices/chips';
-import { JobEditorDialog, jobKindLabel, JOBS_QUERY } from './JobEditor';
+import { JobEditorDialog, jobKindLabel, JOBS_QUERY, WORKFLOWS_QUERY } from './JobEditor';
 import { JobRunsDialog } from './JobRunsDialog';
 import { RunStatusChip } from './RunResults';
 import { describeSchedule } from './schedule';
@@ -52,6 +52,17 @@ export function describeTargets(j: ScheduledJob): string {
   if (s) parts.push(s === 1 ? '1 site' : `${s} sites`);
   if (j.targets?.filters?.length) parts.push(`${j.targets.filters.length} filters`);
   return parts.join(', ') || 'none';
+}
+
+/** What a job runs: "Script: cleanup", "Workflow: Disk care", "Agent update". */
+export function describeWhat(j: ScheduledJob, workflowNames: ReadonlyMap<number, string> = new Map()): string {
+  if (j.kind === 'script') return `Script: ${j.assembly_name || `assembly ${j.assembly_id}`}`;
+  if (j.kind === 'workflow') return `Workflow: ${(j.workflow_id !== null && workflowNames.get(j.workflow_id)) || j.workflow_id}`;
+  return jobKindLabel(j.kind);
+}
+
+interface GridContext {
+  workflowNames: ReadonlyMap<number, string>;
 }
 
 function NameCell({ data }: { data?: ScheduledJob }) {
@@ -114,26 +125,25 @@ function ActionsCell({ data }: { data?: ScheduledJob }) {
 }
 
 const columns: ColDef<ScheduledJob>[] = [
-  { field: 'name', headerName: 'Name', flex: 1.3, minWidth: 170, sort: 'asc', cellRenderer: NameCell },
-  { field: 'kind', headerName: 'Kind', width: 120, valueFormatter: (p) => jobKindLabel(p.value) },
+  { field: 'name', headerName: 'Name', flex: 1.3, minWidth: 160, sort: 'asc', cellRenderer: NameCell },
   {
     colId: 'what',
     headerName: 'Runs',
     flex: 1,
-    minWidth: 130,
-    valueGetter: (p) => (p.data?.kind === 'script' ? (p.data.assembly_name ?? `Assembly ${p.data.assembly_id}`) : p.data?.kind === 'workflow' ? `Workflow ${p.data.workflow_id}` : 'Agent update'),
+    minWidth: 140,
+    valueGetter: (p) => (p.data ? describeWhat(p.data, (p.context as GridContext).workflowNames) : ''),
   },
-  { colId: 'schedule', headerName: 'Schedule', flex: 1.5, minWidth: 200, valueGetter: (p) => describeSchedule(p.data?.schedule) },
-  { colId: 'targets', headerName: 'Targets', width: 150, valueGetter: (p) => (p.data ? describeTargets(p.data) : '') },
-  { field: 'enabled', headerName: 'Enabled', width: 100, cellRenderer: EnabledCell },
+  { colId: 'schedule', headerName: 'Schedule', flex: 1.5, minWidth: 180, valueGetter: (p) => describeSchedule(p.data?.schedule) },
+  { colId: 'targets', headerName: 'Targets', width: 125, valueGetter: (p) => (p.data ? describeTargets(p.data) : '') },
+  { field: 'enabled', headerName: 'Enabled', width: 90, cellRenderer: EnabledCell },
   {
     field: 'next_run_at',
     headerName: 'Next run',
-    width: 130,
+    width: 110,
     cellRenderer: (p: { value: string | null }) => <RelativeTime value={p.value} never="—" />,
   },
-  { colId: 'last_run', headerName: 'Last run', width: 190, cellRenderer: LastRunCell },
-  { colId: 'actions', headerName: '', width: 130, sortable: false, cellRenderer: ActionsCell },
+  { colId: 'last_run', headerName: 'Last run', width: 170, cellRenderer: LastRunCell },
+  { colId: 'actions', headerName: '', width: 116, sortable: false, cellRenderer: ActionsCell },
 ];
 
 export default function JobsPanel() {
@@ -144,6 +154,17 @@ export default function JobsPanel() {
   const [deleting, setDeleting] = useState<ScheduledJob | null>(null);
   const [toggling, setToggling] = useState<ReadonlySet<number>>(new Set());
   const query = useQuery({ queryKey: JOBS_QUERY, queryFn: scheduledJobs.list, refetchInterval: 15_000 });
+  // Workflow jobs show their workflow's name.
+  const hasWorkflowJobs = (query.data ?? []).some((j) => j.kind === 'workflow');
+  const workflowsQuery = useQuery({ queryKey: WORKFLOWS_QUERY, queryFn: workflowsApi.list, enabled: hasWorkflowJobs });
+  const context = useMemo<GridContext>(
+    () => ({ workflowNames: new Map((workflowsQuery.data ?? []).map((w) => [w.id, w.name])) }),
+    [workflowsQuery.data],
+  );
+  const gridRef = useRef<AgGridReact<ScheduledJob>>(null);
+  useEffect(() => {
+    gridRef.current?.api?.refreshCells({ columns: ['what'], force: true });
+  }, [context]);
 
   const track = (id: number, on: boolean) =>
     setToggling((s) => {
@@ -201,12 +222,14 @@ export default function JobsPanel() {
       </Box>
       {query.isError && <ErrorAlert error={query.error} />}
       <AgGridReact<ScheduledJob>
+        ref={gridRef}
         theme={gridTheme}
         rowData={query.data ?? []}
         loading={query.isPending}
         columnDefs={columns}
         defaultColDef={{ sortable: true, resizable: true }}
         getRowId={(p) => String(p.data.id)}
+        context={context}
         domLayout="autoHeight"
         overlayNoRowsTemplate="No scheduled jobs yet."
         suppressCellFocus

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { act, screen, waitFor, within } from '@testing-library/react';
-import { configure } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { fakeEngine, validationFailed } from '../../test/fakeEngine';
 import { setEditorText } from '../../test/codeEditor';
@@ -10,10 +9,6 @@ import { assembly, result, run } from './fixtures';
 import { QuickRunDialog } from './QuickRunDialog';
 
 const DEVICES = [device('web-1'), device('db-1', { operating_system: 'Windows Server 2022' })];
-
-vi.setConfig({ testTimeout: 120_000 });
-// AG Grid and the dialogs render slowly on a loaded machine; wait longer for them to appear.
-configure({ asyncUtilTimeout: 15_000 });
 
 afterEach(() => {
   vi.useRealTimers();

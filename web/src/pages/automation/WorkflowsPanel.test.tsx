@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { configure, screen, waitFor, within } from '@testing-library/react';
+import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes } from 'react-router';
 import { SessionContext } from '../../auth/session';
@@ -10,9 +10,6 @@ import { WithToasts } from '../../test/toasts';
 import { device } from '../devices/fixtures';
 import AutomationPage from './AutomationPage';
 import { assembly, result, run, workflow } from './fixtures';
-
-vi.setConfig({ testTimeout: 120_000 });
-configure({ asyncUtilTimeout: 15_000 });
 
 const ASSEMBLIES = [assembly(1, 'Collect logs'), assembly(2, 'Clean tmp', { parameters: [{ name: 'days', label: 'Days', type: 'number', default: 7, required: true }] })];
 

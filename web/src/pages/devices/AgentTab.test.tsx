@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { act, configure, screen, waitFor, within } from '@testing-library/react';
+import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes } from 'react-router';
 import type { AgentUpdateOperation } from '../../api/types';
@@ -11,9 +11,6 @@ import { AGENT_UPDATE_ACTIVE_POLL_MS } from './AgentTab';
 import DevicePage from './DevicePage';
 import { fullDetails } from './fixtures';
 import { invalidateForDeviceEvent } from './queries';
-
-vi.setConfig({ testTimeout: 120_000 });
-configure({ asyncUtilTimeout: 15_000 });
 
 function op(id: string, extra: Partial<AgentUpdateOperation> = {}): AgentUpdateOperation {
   return {

@@ -44,9 +44,6 @@ function renderPage(route = '/devices') {
 
 const rowOf = (text: string) => screen.getByText(text).closest('.ag-row') as HTMLElement;
 
-// The selection tests open dialogs over the grid: slow on a loaded machine.
-vi.setConfig({ testTimeout: 120_000 });
-
 afterEach(() => vi.unstubAllGlobals());
 
 describe('DevicesPage', () => {

@@ -11,9 +11,11 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -79,6 +81,10 @@ var statusByCode = map[string]int{
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 	devices.ECodeAgentAnswer:         http.StatusBadGateway,
+
+	// Agent artifacts and install links (docs/api.md).
+	agentartifacts.ECodeUnavailable: http.StatusNotFound,
+	installlinks.ECodeInvalid:       http.StatusForbidden,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
@@ -28,7 +29,9 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -53,6 +56,9 @@ const (
 	AuthRefresh AuthClass = "Refresh"
 	// AuthDeviceOrToken: either a device or an operator session.
 	AuthDeviceOrToken AuthClass = "Device or Token"
+	// AuthSignedURL: the URL itself carries a signature the handler checks
+	// (install links).
+	AuthSignedURL AuthClass = "Signed URL"
 )
 
 // Route is one row of a route table.
@@ -120,6 +126,12 @@ type Deps struct {
 	// TrustActions starts the follow-up workflow of trust actions (its
 	// Client defaults to Temporal, its queue to the engine queue).
 	TrustActions workflows.TrustStarter
+	// Signer signs script payloads and names the keys agents trust.
+	Signer *scriptsign.Signer
+	// Artifacts are the agent binaries this Engine serves.
+	Artifacts *agentartifacts.Catalog
+	// InstallLinks are the sites' signed install links.
+	InstallLinks *installlinks.Service
 }
 
 // Server serves the API and the console.
@@ -160,6 +172,8 @@ func New(d Deps) *Server {
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
+		s.scriptSignRoutes(),
+		s.agentArtifactRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}
@@ -214,8 +228,9 @@ func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {
 		return s.requireProof
 	case AuthDeviceOrToken:
 		return s.requireDeviceOrSession
-	case AuthNone, AuthMFAPending:
-		// MFA-pending routes carry their signed token in the body.
+	case AuthNone, AuthMFAPending, AuthSignedURL:
+		// MFA-pending routes carry their signed token in the body, signed
+		// URLs their signature in the URL.
 		return func(next http.Handler) http.Handler { return next }
 	}
 	panic("api: route with unknown auth class " + string(class))

@@ -26,11 +26,33 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AgentArtifact struct {
+	ID          string
+	Platform    string
+	BuildID     string
+	Sha256      string
+	Size        int64
+	Signature   []byte
+	SignedAt    *time.Time
+	FirstSeenAt time.Time
+	LastSeenAt  time.Time
+}
+
 type AgentEndpoint struct {
 	Replica string
 	Url     string
 	Sites   []string
 	SeenAt  time.Time
+}
+
+type AgentInstallLink struct {
+	SiteID        int64
+	Platform      string
+	Nonce         []byte
+	ExpiresAt     time.Time
+	DownloadCount int64
+	CreatedBy     string
+	CreatedAt     time.Time
 }
 
 type AgentRequest struct {
@@ -106,6 +128,7 @@ type Device struct {
 	HelperContexts  []string
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
+	AgentBuildID    string
 }
 
 type DeviceActivity struct {
@@ -198,6 +221,12 @@ type DeviceRole struct {
 	UpdatedAt        time.Time
 }
 
+type DeviceScriptTrust struct {
+	DeviceGuid string
+	KeyIds     []string
+	ReportedAt time.Time
+}
+
 type DeviceSoftware struct {
 	DeviceGuid string
 	NameKey    string
@@ -266,6 +295,10 @@ type JobRun struct {
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	Body            string
+	Parameters      []byte
+	TimeoutSeconds  int32
+	RunWhenOnline   bool
 }
 
 type JobRunResult struct {
@@ -285,6 +318,8 @@ type JobRunResult struct {
 	ActivityID      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	Signed          []byte
+	DurationMs      *int64
 }
 
 type OperatorStream struct {
@@ -359,6 +394,16 @@ type ScheduledJob struct {
 	UpdatedBy  string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+type ScriptSigningKey struct {
+	KeyID         string
+	PublicKey     []byte
+	PrivateSealed []byte
+	SealedKeyID   []byte
+	State         string
+	CreatedAt     time.Time
+	RetiredAt     *time.Time
 }
 
 type ServerKey struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/credentials"
@@ -31,8 +32,10 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -77,6 +80,9 @@ type Config struct {
 	OnlineWindow    time.Duration
 	GitHubAPIURL    string
 	GitHubToken     string
+	// AgentArtifacts is the directory of agent builds
+	// (<platform>/cairn-agent[.exe]); "" serves none.
+	AgentArtifacts string
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -119,8 +125,12 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
+	Signer     *scriptsign.Signer
 	Workers    *workers.Manager
 	API        *api.Server
+	// Artifacts are the agent builds; InstallLinks the signed links to them.
+	Artifacts    *agentartifacts.Catalog
+	InstallLinks *installlinks.Service
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -174,6 +184,12 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
+	e.Signer = scriptsign.New(store, e.Cipher)
+
+	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
+	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
+		return nil, err
+	}
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
@@ -192,7 +208,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
+		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
+		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -223,6 +240,8 @@ func (e *Engine) Start() error {
 		}
 	}
 	if e.cfg.Role == RoleServe {
+		// Manifest signatures need the unlocked cipher of a serve process.
+		e.goBG(e.Artifacts.Run)
 		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}

@@ -15,6 +15,9 @@ type Heartbeat struct {
 	BootID         string          `json:"boot_id"`
 	Metrics        Metrics         `json:"metrics"`
 	MetadataFields []MetadataWrite `json:"metadata_fields,omitempty"`
+	// ScriptSigningKeyIDs are the IDs (KeyID) of the script-signing keys
+	// the agent trusts, so the Engine knows who has a rotated key.
+	ScriptSigningKeyIDs []string `json:"script_signing_key_ids,omitempty"`
 }
 
 // Metrics are the heartbeat's light metrics.
@@ -42,6 +45,9 @@ type HeartbeatResponse struct {
 	// DetailsWanted asks for a full details post on the next cycle (the
 	// Engine has no inventory for this device, e.g. after a restore).
 	DetailsWanted bool `json:"details_wanted,omitempty"`
+	// ScriptSigning is the current script-signing trust; the agent
+	// replaces its list when it differs (key rotation).
+	ScriptSigning *ScriptTrust `json:"script_signing,omitempty"`
 }
 
 // MetadataAck acknowledges one write; ModifiedAt echoes the write's.
@@ -55,12 +61,15 @@ type MetadataAck struct {
 
 // Status is the startup timeline (SPEC "Agent-side behavior" item 3).
 type Status struct {
-	Phase        string      `json:"phase"` // starting, running, stopping
-	BootID       string      `json:"boot_id"`
-	AgentVersion string      `json:"agent_version"`
-	StartedAt    time.Time   `json:"started_at"`
-	Milestones   []Milestone `json:"milestones"`
-	LastError    *Telemetry  `json:"last_error,omitempty"`
+	Phase        string `json:"phase"` // starting, running, stopping
+	BootID       string `json:"boot_id"`
+	AgentVersion string `json:"agent_version"`
+	// BuildID is the running binary's build ID (agent/version.Build); the
+	// Engine stores it as the device's agent_build_id. Older agents omit it.
+	BuildID    string      `json:"build_id,omitempty"`
+	StartedAt  time.Time   `json:"started_at"`
+	Milestones []Milestone `json:"milestones"`
+	LastError  *Telemetry  `json:"last_error,omitempty"`
 	// Roles is the role health snapshot (SPEC "Agent role health snapshot").
 	Roles []RoleHealth `json:"roles,omitempty"`
 }

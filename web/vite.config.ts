@@ -45,6 +45,7 @@ export default defineConfig({
     setupFiles: ['./src/test/setup.ts'],
     include: ['src/**/*.test.{ts,tsx}'],
     css: false,
-    testTimeout: 20_000,
+    // Generous: CI and developer machines run several suites on two shared cores.
+    testTimeout: 120_000,
   },
 });

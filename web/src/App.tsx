@@ -14,7 +14,7 @@ import { LoginPage } from './auth/LoginPage';
 import { ME_QUERY, SessionContext, type Session } from './auth/session';
 import { describeError } from './components/errors';
 import { AppFrame } from './layout/AppFrame';
-import { AlertsPage, AutomationPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { AlertsPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
 import { invalidateForDeviceEvent } from './pages/devices/queries';
 import { ProfilePage } from './pages/ProfilePage';
 import { ToastContext } from './toasts/notify';
@@ -27,6 +27,7 @@ const ServerPage = lazy(() => import('./pages/ServerPage'));
 const AccessPage = lazy(() => import('./pages/access/AccessPage'));
 const DevicesPage = lazy(() => import('./pages/devices/DevicesPage'));
 const DevicePage = lazy(() => import('./pages/devices/DevicePage'));
+const AutomationPage = lazy(() => import('./pages/automation/AutomationPage'));
 
 /**
  * Drops everything read with the old session. The session query itself is
@@ -159,7 +160,7 @@ function Console({ user }: { user: User }) {
               <Route path="/sites" element={<SitesPage />} />
               <Route path="/alerts" element={<AlertsPage />} />
               <Route path="/patches" element={<PatchesPage />} />
-              <Route path="/automation" element={<AutomationPage />} />
+              <Route path="/automation/:tab?" element={<AutomationPage />} />
               <Route path="/access/:tab?" element={<AccessPage />} />
               <Route path="/server" element={<ServerPage />} />
               <Route path="/profile" element={<ProfilePage />} />

@@ -1,7 +1,22 @@
 import { api, ApiError } from './client';
 import type {
   ActivityRow,
+  AgentMaintenanceResult,
   AgentPlatform,
+  AgentUpdates,
+  Assembly,
+  AssemblyInput,
+  AssemblyKind,
+  AssemblyVersion,
+  DeviceJobRun,
+  QuickRunInput,
+  Run,
+  Schedule,
+  ScheduledJob,
+  ScheduledJobInput,
+  Workflow,
+  WorkflowInput,
+  WorkflowRun,
   AuditPage,
   AutoApproval,
   Credential,
@@ -272,3 +287,82 @@ export function flattenAgentHealth(d: DeviceDetails): DeviceDetails {
   ];
   return { ...d, roles };
 }
+
+// Automation (docs/api.md "Assemblies", "Quick runs", "Scheduled jobs",
+// "Workflows"): one function per route.
+
+export interface AssemblyListQuery {
+  kind?: AssemblyKind | null;
+  q?: string;
+}
+
+export const assemblies = {
+  list: ({ kind, q }: AssemblyListQuery = {}) => {
+    const p = new URLSearchParams();
+    if (kind) p.set('kind', kind);
+    if (q?.trim()) p.set('q', q.trim());
+    const qs = p.toString();
+    return api<{ assemblies: Assembly[] | null }>(qs ? `/api/assemblies?${qs}` : '/api/assemblies').then(
+      (r) => r.assemblies ?? [],
+    );
+  },
+  get: (id: number) => api<Assembly>(`/api/assemblies/${id}`),
+  create: (input: AssemblyInput) => api<Assembly>('/api/assemblies', { body: input }),
+  update: (id: number, input: AssemblyInput) => api<Assembly>(`/api/assemblies/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<void>(`/api/assemblies/${id}`, { method: 'DELETE' }),
+  versions: (id: number) =>
+    api<{ versions: AssemblyVersion[] | null }>(`/api/assemblies/${id}/versions`).then((r) => r.versions ?? []),
+  version: (id: number, version: number) => api<Assembly>(`/api/assemblies/${id}/versions/${version}`),
+};
+
+export const quickRuns = {
+  start: (input: QuickRunInput) => api<{ run_id: string }>('/api/scripts/quick_run', { body: input }),
+  get: (runId: string) => api<Run>(`/api/scripts/quick_run/${encodeURIComponent(runId)}`),
+};
+
+const jobPath = (id: number, suffix = '') => `/api/scheduled_jobs/${id}${suffix}`;
+
+export const scheduledJobs = {
+  list: () => api<{ jobs: ScheduledJob[] | null }>('/api/scheduled_jobs').then((r) => r.jobs ?? []),
+  get: (id: number) => api<ScheduledJob>(jobPath(id)),
+  create: (input: ScheduledJobInput) => api<ScheduledJob>('/api/scheduled_jobs', { body: input }),
+  update: (id: number, input: ScheduledJobInput) => api<ScheduledJob>(jobPath(id), { method: 'PUT', body: input }),
+  remove: (id: number) => api<void>(jobPath(id), { method: 'DELETE' }),
+  toggle: (id: number, enabled: boolean) => api<ScheduledJob>(jobPath(id, '/toggle'), { body: { enabled } }),
+  rerun: (id: number) => api<{ run_id: string }>(jobPath(id, '/rerun'), { method: 'POST' }),
+  runs: (id: number, limit = 50) =>
+    api<{ runs: Run[] | null }>(jobPath(id, `/runs?limit=${limit}`)).then((r) => r.runs ?? []),
+  run: (id: number, runId: string) => api<Run>(jobPath(id, `/runs/${encodeURIComponent(runId)}`)),
+  clearRuns: (id: number) => api<void>(jobPath(id, '/runs'), { method: 'DELETE' }),
+  schedulePreview: (schedule: Schedule) =>
+    api<{ next_runs: string[] | null }>('/api/scheduled_jobs/schedule_preview', { body: { schedule } }).then(
+      (r) => r.next_runs ?? [],
+    ),
+  deviceJobRuns: (guid: string, limit = 50) =>
+    api<{ results: DeviceJobRun[] | null }>(`/api/devices/${encodeURIComponent(guid)}/job_runs?limit=${limit}`).then(
+      (r) => r.results ?? [],
+    ),
+};
+
+export const workflows = {
+  list: () => api<{ workflows: Workflow[] | null }>('/api/workflows').then((r) => r.workflows ?? []),
+  get: (id: number) => api<Workflow>(`/api/workflows/${id}`),
+  create: (input: WorkflowInput) => api<Workflow>('/api/workflows', { body: input }),
+  update: (id: number, input: WorkflowInput) => api<Workflow>(`/api/workflows/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<void>(`/api/workflows/${id}`, { method: 'DELETE' }),
+  start: (id: number, device_guids: string[]) =>
+    api<{ run_id: string }>(`/api/workflows/${id}/start`, { body: { device_guids } }),
+  runs: (id: number) => api<{ runs: WorkflowRun[] | null }>(`/api/workflows/${id}/runs`).then((r) => r.runs ?? []),
+  run: (runId: string) => api<WorkflowRun>(`/api/workflows/runs/${encodeURIComponent(runId)}`),
+};
+
+// Agent updates (docs/api.md "Agent updates").
+export const agentUpdates = {
+  /** The active operation and the history, newest first. */
+  forDevice: (guid: string, limit = 20) =>
+    api<AgentUpdates>(`/api/devices/${encodeURIComponent(guid)}/agent-updates?limit=${limit}`),
+  updateNow: (hostname: string) =>
+    api<{ run_id: string; operation_id: string }>(hostPath('/api/device/update-agent', hostname), { method: 'POST' }),
+  updateMany: (guids: string[]) =>
+    api<AgentMaintenanceResult>('/api/devices/agent-maintenance', { body: { action: 'update_now', guids } }),
+};

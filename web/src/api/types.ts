@@ -278,6 +278,7 @@ export interface Device {
   agent_socket: boolean;
   connectivity_status: ConnectivityStatus;
   operating_system: string;
+  /** The build the agent reports (agent.installed_build_id), for example v0.4.0-12-gabc1234. */
   agent_version: string;
   trust_state: TrustState;
   /** Sparse: field number to decoded value. */
@@ -588,4 +589,283 @@ export interface DeviceApproval {
   decided_at: string | null;
   decided_by: string | null;
   device_guid: string | null;
+}
+
+// Automation (docs/api.md "Assemblies", "Quick runs", "Scheduled jobs",
+// "Workflows", "Agent updates"). IDs of assemblies, jobs and workflows are
+// integers; run IDs and operation IDs are strings.
+
+export type AssemblyKind = 'script' | 'ansible_playbook' | 'workflow';
+export type ScriptLanguage = 'bash' | 'sh' | 'python' | 'powershell' | 'cmd';
+
+export type ParameterType = 'string' | 'number' | 'boolean';
+
+export interface AssemblyParameter {
+  name: string;
+  label: string;
+  type: ParameterType;
+  default: string | number | boolean | null;
+  required: boolean;
+}
+
+export interface Assembly {
+  id: number;
+  name: string;
+  kind: AssemblyKind;
+  /** Empty for kinds that have no language. */
+  language: ScriptLanguage | '';
+  description: string;
+  version: number;
+  /** Absent in lists. */
+  body?: string;
+  parameters: AssemblyParameter[] | null;
+  timeout_seconds: number;
+  body_sha256: string;
+  created_by: string;
+  created_at: string;
+  updated_by: string;
+  updated_at: string;
+}
+
+export interface AssemblyInput {
+  name: string;
+  kind: AssemblyKind;
+  language: ScriptLanguage | '';
+  description: string;
+  body: string;
+  parameters: AssemblyParameter[];
+  timeout_seconds: number;
+}
+
+export interface AssemblyVersion {
+  version: number;
+  language: ScriptLanguage | '';
+  timeout_seconds: number;
+  body_sha256: string;
+  created_by: string;
+  created_at: string;
+}
+
+export type ParameterValues = Record<string, string | number | boolean>;
+
+/** POST /api/scripts/quick_run: an assembly, or an ad-hoc script (language and body). */
+export type QuickRunInput =
+  | { device_guids: string[]; assembly_id: number; parameters: ParameterValues; timeout_seconds?: number }
+  | { device_guids: string[]; language: ScriptLanguage; body: string; parameters: ParameterValues; timeout_seconds: number };
+
+export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export type RunResultStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped';
+
+export interface RunCounts {
+  pending: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  timed_out: number;
+  skipped: number;
+}
+
+export interface RunResult {
+  guid: string;
+  hostname: string;
+  status: RunResultStatus;
+  exit_code: number | null;
+  stdout: string;
+  stderr: string;
+  stdout_truncated: boolean;
+  stderr_truncated: boolean;
+  error_code: string | null;
+  error_message: string | null;
+  duration_ms?: number | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+/** A job run: a quick run, a scheduled job's run or a workflow step. Lists leave out the results. */
+export interface Run {
+  run_id: string;
+  kind: string;
+  status: RunStatus;
+  assembly_id: number | null;
+  assembly_name: string | null;
+  assembly_version: number | null;
+  language: ScriptLanguage | '' | null;
+  requested_by: string | null;
+  trigger: string | null;
+  scheduled_job_id: number | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  counts: RunCounts;
+  /** A scheduled job's run: the fire time the schedule gave it (null for reruns). */
+  scheduled_for?: string | null;
+  results?: RunResult[] | null;
+}
+
+export type JobKind = 'script' | 'agent_maintenance' | 'workflow';
+
+export type Schedule =
+  | { type: 'once'; at: string }
+  | { type: 'cron'; expression: string; timezone: string }
+  | { type: 'interval'; every_seconds: number }
+  | { type: 'manual' };
+
+export interface JobTargets {
+  devices: string[];
+  sites: number[];
+  filters: unknown[];
+}
+
+export interface JobOptions {
+  run_when_online: boolean;
+  timeout_seconds: number;
+  stop_on_first_failure: boolean;
+}
+
+export interface JobLastRun {
+  run_id: string;
+  status: RunStatus;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface ScheduledJob {
+  id: number;
+  name: string;
+  kind: JobKind;
+  assembly_id: number | null;
+  assembly_name: string | null;
+  workflow_id: number | null;
+  parameters: ParameterValues | null;
+  targets: JobTargets;
+  schedule: Schedule;
+  options: JobOptions;
+  enabled: boolean;
+  created_by: string;
+  created_at: string;
+  updated_by: string;
+  updated_at: string;
+  next_run_at: string | null;
+  last_run: JobLastRun | null;
+}
+
+export interface ScheduledJobInput {
+  name: string;
+  kind: JobKind;
+  assembly_id: number | null;
+  workflow_id: number | null;
+  parameters: ParameterValues;
+  targets: JobTargets;
+  schedule: Schedule;
+  options: JobOptions;
+  enabled: boolean;
+}
+
+export type StepCondition = 'always' | 'on_success' | 'on_failure';
+
+export interface WorkflowStep {
+  id: string;
+  name: string;
+  assembly_id: number | null;
+  parameters: ParameterValues;
+  condition: StepCondition;
+  timeout_seconds: number;
+}
+
+export interface Workflow {
+  id: number;
+  name: string;
+  description: string;
+  steps: WorkflowStep[] | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowInput {
+  name: string;
+  description: string;
+  steps: WorkflowStep[];
+}
+
+export interface WorkflowRunStep {
+  step_id: string;
+  status: RunStatus | 'skipped' | string;
+  /** The step's job run; absent until the step starts. */
+  run_id: string | null;
+}
+
+export interface WorkflowRun {
+  run_id: string;
+  workflow_id: number;
+  scheduled_job_id?: number | null;
+  status: RunStatus | string;
+  steps: WorkflowRunStep[] | null;
+  device_guids?: string[] | null;
+  created_at?: string;
+  started_at?: string | null;
+  finished_at?: string | null;
+  requested_by?: string | null;
+}
+
+export type AgentUpdatePhase =
+  | 'accepted'
+  | 'downloading'
+  | 'verifying'
+  | 'installing'
+  | 'restarting'
+  | 'verifying_checkin'
+  | 'completed'
+  | 'failed'
+  | 'rolled_back';
+
+export interface AgentUpdateEvent {
+  phase: AgentUpdatePhase | string;
+  percent: number | null;
+  message: string;
+  captured_at: string;
+  received_at: string;
+}
+
+export type AgentUpdateStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'rolled_back' | 'timed_out';
+
+export interface AgentUpdateOperation {
+  operation_id: string;
+  status: AgentUpdateStatus;
+  reason: 'operator' | 'hourly' | string;
+  requested_by: string | null;
+  from_build_id: string | null;
+  to_build_id: string | null;
+  artifact_id: string | null;
+  run_id: string | null;
+  scheduled_job_id: number | null;
+  /** The last phase the agent reported. */
+  phase?: AgentUpdatePhase | string | null;
+  failure_summary: string | null;
+  created_at: string;
+  started_at?: string | null;
+  finished_at: string | null;
+  events: AgentUpdateEvent[] | null;
+}
+
+export interface AgentUpdates {
+  active: AgentUpdateOperation | null;
+  history: AgentUpdateOperation[] | null;
+}
+
+export interface AgentMaintenanceResult {
+  run_id: string;
+  operations: { guid: string; operation_id: string }[];
+}
+
+/** A device's row in GET /api/devices/<guid>/job_runs. */
+export interface DeviceJobRun {
+  run_id: string;
+  scheduled_job_id: number | null;
+  scheduled_job_name: string | null;
+  kind: string;
+  status: RunResultStatus;
+  exit_code: number | null;
+  started_at: string | null;
+  finished_at: string | null;
 }

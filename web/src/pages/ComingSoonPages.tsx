@@ -34,20 +34,6 @@ export function PatchesPage() {
   );
 }
 
-export function AutomationPage() {
-  return (
-    <ComingSoon
-      title="Automation"
-      summary="Scheduled jobs, workflows, assemblies and quick script runs are not built yet."
-      items={[
-        'create, rerun, toggle and delete scheduled jobs and see their run history',
-        'run signed quick scripts on devices and follow their results',
-        'build workflows and assemblies that run on each site’s worker',
-      ]}
-    />
-  );
-}
-
 export function NotFoundPage() {
   return (
     <>

@@ -2,8 +2,9 @@ import '@testing-library/jest-dom/vitest';
 import { cleanup, configure } from '@testing-library/react';
 import { afterEach } from 'vitest';
 
-// The first AG Grid render in a jsdom worker can take a few seconds.
-configure({ asyncUtilTimeout: 5000 });
+// The first AG Grid render in a jsdom worker can take a few seconds, more on a
+// loaded machine.
+configure({ asyncUtilTimeout: 15_000 });
 
 afterEach(() => {
   cleanup();
@@ -30,4 +31,10 @@ if (!window.matchMedia) {
       removeEventListener: () => {},
       dispatchEvent: () => false,
     }) as MediaQueryList;
+}
+
+// jsdom has no layout; CodeMirror measures text ranges.
+if (typeof Range !== 'undefined' && !Range.prototype.getClientRects) {
+  Range.prototype.getClientRects = () => [] as unknown as DOMRectList;
+  Range.prototype.getBoundingClientRect = () => new DOMRect(0, 0, 0, 0);
 }

@@ -6,7 +6,12 @@ export const EVENTS_URL = '/api/realtime/events';
 export type StreamStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
 /** Operator events that change what the device pages show (SPEC "Events"). */
-export const DEVICE_EVENTS = ['agent_status_changed', 'device_inventory_changed', 'device_services_changed'] as const;
+export const DEVICE_EVENTS = [
+  'agent_status_changed',
+  'device_inventory_changed',
+  'device_services_changed',
+  'agent_update_progress_changed',
+] as const;
 export type DeviceEventName = (typeof DEVICE_EVENTS)[number];
 
 /**

@@ -20,6 +20,7 @@ import { useSession } from '../../auth/session';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ActivityTab } from './ActivityTab';
 import { AgentHealthTab } from './AgentHealthTab';
+import { AgentTab } from './AgentTab';
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
 import { DescriptionEditor } from './DescriptionEditor';
 import {
@@ -49,6 +50,7 @@ type TabKey =
   | 'patches'
   | 'terminal'
   | 'activity'
+  | 'agent'
   | 'agent-health';
 
 /** The tabs in order; the key is the URL segment (/devices/<hostname>/<key>). */
@@ -71,6 +73,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
     ),
   },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
+  { key: 'agent', label: 'Agent', render: (d) => <AgentTab device={d.device} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];
 

@@ -6,6 +6,7 @@ import type { Site } from '../../api/types';
 import { SessionContext } from '../../auth/session';
 import { ADMIN, fakeEngine } from '../../test/fakeEngine';
 import { renderWithProviders } from '../../test/render';
+import { WithToasts } from '../../test/toasts';
 import DevicesPage from './DevicesPage';
 import { device } from './fixtures';
 import { invalidateForDeviceEvent } from './queries';
@@ -32,8 +33,10 @@ const query = () => new URLSearchParams(screen.getByTestId('location').textConte
 function renderPage(route = '/devices') {
   return renderWithProviders(
     <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
-      <DevicesPage />
-      <LocationProbe />
+      <WithToasts>
+        <DevicesPage />
+        <LocationProbe />
+      </WithToasts>
     </SessionContext.Provider>,
     { route },
   );
@@ -190,5 +193,51 @@ describe('DevicesPage', () => {
     status = 'Disconnected';
     act(() => invalidateForDeviceEvent(queryClient, { guid: 'guid-web-1' }));
     await waitFor(() => expect(within(rowOf('web-1')).getByTestId('status-chip')).toHaveTextContent('Disconnected'));
+  });
+
+  it('updates the agents of the selected devices after a confirmation', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/sites': { body: { sites: SITES } },
+      'GET /api/devices': { body: { devices: DEVICES } },
+      'POST /api/devices/agent-maintenance': (call) => ({
+        status: 202,
+        body: { run_id: 'run-9', operations: (call.body as { guids: string[] }).guids.map((guid, i) => ({ guid, operation_id: `op-${i}` })) },
+      }),
+    });
+    renderPage();
+    await screen.findByText('web-1');
+    expect(screen.queryByRole('group', { name: 'Selected devices' })).not.toBeInTheDocument();
+    await user.click(rowOf('web-1').querySelector('input[type="checkbox"]')!);
+    await user.click(rowOf('lab-2').querySelector('input[type="checkbox"]')!);
+    const bar = await screen.findByRole('group', { name: 'Selected devices' });
+    expect(within(bar).getByTestId('selected-count')).toHaveTextContent('2 selected');
+
+    await user.click(within(bar).getByRole('button', { name: 'Update agents' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Update 2 agents?' });
+    await user.click(within(dialog).getByRole('button', { name: 'Update agents' }));
+    await waitFor(() => expect(engine.callsTo('POST', '/api/devices/agent-maintenance')).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/devices/agent-maintenance')[0].body).toEqual({
+      action: 'update_now',
+      guids: expect.arrayContaining(['guid-web-1', 'guid-lab-2']),
+    });
+    expect((engine.callsTo('POST', '/api/devices/agent-maintenance')[0].body as { guids: string[] }).guids).toHaveLength(2);
+    expect(await screen.findByText('Updating 2 agents')).toBeInTheDocument();
+  });
+
+  it('opens the quick run dialog with the selected devices', async () => {
+    const user = userEvent.setup({ delay: null });
+    fakeEngine({
+      'GET /api/sites': { body: { sites: SITES } },
+      'GET /api/devices': { body: { devices: DEVICES } },
+      'GET /api/assemblies': { body: { assemblies: [] } },
+    });
+    renderPage();
+    await screen.findByText('web-1');
+    await user.click(rowOf('db-1').querySelector('input[type="checkbox"]')!);
+    await user.click(within(await screen.findByRole('group', { name: 'Selected devices' })).getByRole('button', { name: 'Run script' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Run a script' });
+    expect(within(dialog).getByRole('button', { name: 'db-1' })).toBeInTheDocument();
+    expect(within(dialog).queryByRole('button', { name: 'web-1' })).not.toBeInTheDocument();
   });
 });

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { Link as RouterLink, useLocation, useSearchParams } from 'react-router';
 import { AgGridReact, type CustomCellRendererProps } from 'ag-grid-react';
-import type { ColDef, GetRowIdParams } from 'ag-grid-community';
+import type { ColDef, GetRowIdParams, RowSelectionOptions, SelectionChangedEvent } from 'ag-grid-community';
 import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
@@ -16,18 +16,26 @@ import Tooltip from '@mui/material/Tooltip';
 import Typography from '@mui/material/Typography';
 import ComputerIcon from '@mui/icons-material/Computer';
 import RefreshIcon from '@mui/icons-material/Refresh';
+import PlayArrowIcon from '@mui/icons-material/PlayArrow';
 import SearchIcon from '@mui/icons-material/Search';
-import { devices as devicesApi, sites as sitesApi } from '../../api/endpoints';
+import SystemUpdateAltIcon from '@mui/icons-material/SystemUpdateAlt';
+import { agentUpdates, devices as devicesApi, sites as sitesApi } from '../../api/endpoints';
 import type { Device } from '../../api/types';
 import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { gridTheme } from '../../components/grid';
 import { SITES_QUERY } from '../SiteDialogs';
+import { describeError } from '../../components/errors';
+import { useNotify } from '../../toasts/notify';
+import { QuickRunDialog } from '../automation/QuickRunDialog';
+import { ConfirmDialog } from './ConfirmDialog';
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
 import { DEVICE_POLL_MS, DEVICES_QUERY, devicePath } from './queries';
 import { filterDevices, readFilters, STATUS_LABEL, STATUS_TOKENS, writeFilters, type DeviceFilters, type StatusToken } from './status';
 
 const SEARCH_DEBOUNCE_MS = 300;
+
+const ROW_SELECTION: RowSelectionOptions = { mode: 'multiRow', checkboxes: true, headerCheckbox: true, enableClickSelection: false };
 
 interface GridContext {
   now: number;
@@ -105,6 +113,22 @@ export default function DevicesPage() {
   const { siteId, status, statusRaw, q } = filters;
   const gridRef = useRef<AgGridReact<Device>>(null);
   const now = useNow(DEVICE_POLL_MS);
+  const notify = useNotify();
+  const [selected, setSelected] = useState<Device[]>([]);
+  const [bulk, setBulk] = useState<'run' | 'update' | null>(null);
+  const onSelectionChanged = useCallback((e: SelectionChangedEvent<Device>) => setSelected(e.api.getSelectedRows()), []);
+  const updateAgents = useMutation({
+    mutationFn: (guids: string[]) => agentUpdates.updateMany(guids),
+    onSuccess: (r) => {
+      const n = r.operations?.length ?? 0;
+      notify({
+        title: n === 1 ? 'Updating 1 agent' : `Updating ${n} agents`,
+        message: 'Each device’s Agent tab shows its progress.',
+        icon: 'device',
+      });
+    },
+    onError: (error) => notify({ title: 'Could not update the agents', message: describeError(error), variant: 'error' }),
+  });
 
   // A drilldown may say status=CONNECTED or an unknown word: keep the address canonical.
   useEffect(() => {
@@ -253,6 +277,25 @@ export default function DevicesPage() {
           <Button onClick={() => update({ siteId: null, status: null, q: '' })}>Clear filters</Button>
         )}
         <Box sx={{ flex: 1 }} />
+        {selected.length > 0 && (
+          <Box sx={{ display: 'flex', gap: 1, alignItems: 'center' }} role="group" aria-label="Selected devices">
+            <Typography variant="body2" data-testid="selected-count">
+              {selected.length} selected
+            </Typography>
+            <Button variant="outlined" size="small" startIcon={<PlayArrowIcon />} onClick={() => setBulk('run')}>
+              Run script
+            </Button>
+            <Button
+              variant="outlined"
+              size="small"
+              startIcon={<SystemUpdateAltIcon />}
+              onClick={() => setBulk('update')}
+              disabled={updateAgents.isPending}
+            >
+              Update agents
+            </Button>
+          </Box>
+        )}
         {query.isSuccess && (
           <Typography variant="body2" color="text.secondary" data-testid="device-count">
             {rows.length === 1 ? '1 device' : `${rows.length} devices`}
@@ -279,6 +322,8 @@ export default function DevicesPage() {
             defaultColDef={{ sortable: true, resizable: true, filter: 'agTextColumnFilter' }}
             context={context}
             getRowId={getRowId}
+            rowSelection={ROW_SELECTION}
+            onSelectionChanged={onSelectionChanged}
             domLayout="autoHeight"
             overlayNoRowsTemplate={query.isError ? 'The device list could not be loaded.' : 'No devices match these filters.'}
             suppressCellFocus
@@ -289,6 +334,18 @@ export default function DevicesPage() {
             paginationPageSizeSelector={[50, 100, 250, 500]}
           />
         </Box>
+      )}
+      {bulk === 'run' && <QuickRunDialog devices={selected} onClose={() => setBulk(null)} />}
+      {bulk === 'update' && (
+        <ConfirmDialog
+          title={selected.length === 1 ? `Update the agent on ${selected[0].hostname}?` : `Update ${selected.length} agents?`}
+          confirm="Update agents"
+          onConfirm={() => updateAgents.mutate(selected.map((d) => d.guid))}
+          onClose={() => setBulk(null)}
+        >
+          Each agent downloads the Engine’s current build, verifies it, replaces itself and restarts; one that already runs it
+          is reinstalled as a repair. The updates run as an agent-maintenance job on each site’s worker.
+        </ConfirmDialog>
       )}
     </Box>
   );

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { QueryClient } from '@tanstack/react-query';
 import { bareDetails, device } from './fixtures';
-import { deviceActivityKey, deviceDetailsKey, invalidateForDeviceEvent } from './queries';
+import { deviceActivityKey, deviceAgentUpdatesKey, deviceDetailsKey, invalidateForDeviceEvent } from './queries';
 
 function seeded() {
   const qc = new QueryClient();
@@ -11,6 +11,8 @@ function seeded() {
   qc.setQueryData(deviceDetailsKey('db-1'), bareDetails('db-1'));
   qc.setQueryData(deviceActivityKey('web-1'), []);
   qc.setQueryData(deviceActivityKey('db-1'), []);
+  qc.setQueryData(deviceAgentUpdatesKey('guid-web-1'), { active: null, history: [] });
+  qc.setQueryData(deviceAgentUpdatesKey('guid-db-1'), { active: null, history: [] });
   return qc;
 }
 
@@ -39,5 +41,12 @@ describe('invalidateForDeviceEvent', () => {
     invalidateForDeviceEvent(qc, null);
     expect(stale(qc, deviceDetailsKey('db-1'))).toBe(true);
     expect(stale(qc, deviceDetailsKey('web-1'))).toBe(true);
+  });
+
+  it('marks the agent updates of the device an update event names stale', () => {
+    const qc = seeded();
+    invalidateForDeviceEvent(qc, { guid: 'guid-web-1', operation_id: 'op-1', status: 'running', phase: 'installing' });
+    expect(stale(qc, deviceAgentUpdatesKey('guid-web-1'))).toBe(true);
+    expect(stale(qc, deviceAgentUpdatesKey('guid-db-1'))).toBe(false);
   });
 });

@@ -15,10 +15,13 @@ export const DEVICE_DETAILS = 'device-details';
 export const DEVICE_ACTIVITY = 'device-activity';
 /** The live process list; not refreshed by device events, since each fetch may ask the agent. */
 export const DEVICE_PROCESSES = 'device-processes';
+/** A device's agent update operations, keyed by guid. */
+export const DEVICE_AGENT_UPDATES = 'device-agent-updates';
 
 // Hostnames are compared without case, so /devices/WEB-1 and /devices/web-1 share their cache.
 export const deviceDetailsKey = (hostname: string) => [DEVICE_DETAILS, hostname.toLowerCase()] as const;
 export const deviceActivityKey = (hostname: string) => [DEVICE_ACTIVITY, hostname.toLowerCase()] as const;
+export const deviceAgentUpdatesKey = (guid: string) => [DEVICE_AGENT_UPDATES, guid] as const;
 export const deviceProcessesKey = (hostname: string) => [DEVICE_PROCESSES, hostname.toLowerCase()] as const;
 
 const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : null);
@@ -54,6 +57,10 @@ export function invalidateForDeviceEvent(queryClient: QueryClient, data: unknown
   const matches = (key: QueryKey) => (hostname || guid ? typeof key[1] === 'string' && hosts.has(key[1]) : true);
   void queryClient.invalidateQueries(
     { predicate: (q) => (q.queryKey[0] === DEVICE_DETAILS || q.queryKey[0] === DEVICE_ACTIVITY) && matches(q.queryKey) },
+    opts,
+  );
+  void queryClient.invalidateQueries(
+    { predicate: (q) => q.queryKey[0] === DEVICE_AGENT_UPDATES && (!guid || q.queryKey[1] === guid) },
     opts,
   );
 }

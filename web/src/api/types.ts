@@ -278,8 +278,10 @@ export interface Device {
   agent_socket: boolean;
   connectivity_status: ConnectivityStatus;
   operating_system: string;
-  /** The build the agent reports (agent.installed_build_id), for example v0.4.0-12-gabc1234. */
+  /** The agent's version string. */
   agent_version: string;
+  /** The build the agent reports (agent.installed_build_id), for example v0.4.0-12-gabc1234; '' before its first status post. */
+  agent_build_id?: string;
   trust_state: TrustState;
   /** Sparse: field number to decoded value. */
   metadata_fields?: Record<string, string> | null;

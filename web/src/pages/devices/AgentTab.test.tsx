@@ -66,7 +66,7 @@ describe('Agent tab', () => {
   it('shows the installed build and each update with its build transition, timeline and failure summary', async () => {
     const user = userEvent.setup({ delay: null });
     const details = fullDetails();
-    details.device.agent_version = 'v0.4.1-0-gbbbb';
+    details.device.agent_build_id = 'v0.4.1-0-gbbbb';
     fakeEngine({
       'GET /api/device/details/web-1': { body: details },
       'GET /api/devices/guid-web-1/agent-updates': { body: { active: null, history: [op('op-1'), FAILED] } },

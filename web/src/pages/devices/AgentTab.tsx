@@ -161,7 +161,7 @@ export function AgentTab({ device }: { device: DeviceSummary }) {
       >
         <Facts
           items={[
-            ['Installed build', device.agent_version ? <Build id={device.agent_version} /> : null],
+            ['Installed build', device.agent_build_id ? <Build id={device.agent_build_id} /> : null],
             ['Update', active ? <RunStatusChip status={active.status} /> : 'None running'],
             ['Last update', history[0] ? <RelativeTime value={history[0].finished_at ?? history[0].created_at} /> : 'Never'],
           ]}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -84,6 +85,9 @@ var statusByCode = map[string]int{
 	shells.ECodeTokenInvalid:   http.StatusForbidden,
 	shells.ECodeAgentTimeout:   http.StatusGatewayTimeout,
 	shells.ECodeNotImplemented: http.StatusNotImplemented,
+
+	// Automation (docs/api.md "Automation: scheduled jobs").
+	scheduledjobs.ECodeJobDisabled: http.StatusConflict,
 }
 
 type errorBody struct {

@@ -83,6 +83,30 @@ type AuditLog struct {
 	RequestID  string
 }
 
+type AutomationWorkflow struct {
+	ID          int64
+	Name        string
+	Description string
+	Steps       []byte
+	CreatedBy   string
+	UpdatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type AutomationWorkflowRun struct {
+	ID             string
+	WorkflowID     int64
+	ScheduledJobID *int64
+	Status         string
+	Steps          []byte
+	DeviceGuids    []string
+	RequestedBy    string
+	ScheduledFor   *time.Time
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
 type Device struct {
 	Guid            string
 	Hostname        string
@@ -359,6 +383,8 @@ type ScheduledJob struct {
 	UpdatedBy  string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	WorkflowID *int64
+	Parameters []byte
 }
 
 type ServerKey struct {
@@ -412,6 +438,14 @@ type Site struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	AutoApproveUntil *time.Time
+}
+
+type SiteWorkSlot struct {
+	SiteID     int64
+	Holder     string
+	Kind       string
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
 }
 
 type SourceToken struct {

@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -93,6 +94,12 @@ type Config struct {
 	// NoSchedules leaves the maintenance schedules alone (tests share one
 	// Temporal server and a schedule ID names one queue).
 	NoSchedules bool
+	// JobSchedulePrefix prefixes scheduled jobs' Temporal Schedule IDs
+	// (default "scheduled-job:"); tests sharing a Temporal server give each
+	// database its own. ScheduledCapacity is the slots of each site
+	// worker's scheduled lane (default scheduledjobs.DefaultScheduledCapacity).
+	JobSchedulePrefix string
+	ScheduledCapacity int
 }
 
 // NoSites runs no site workers.
@@ -119,6 +126,9 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
+	Jobs       *scheduledjobs.Service
+	JobSched   workflows.JobScheduler
+	Slots      *scheduledjobs.Slots
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -175,12 +185,17 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 
+	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
+	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
+	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
+
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
-		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells})...)
+		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
+		ScheduledJobs: e.Jobs, Slots: e.Slots})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -193,6 +208,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
+		Jobs: e.Jobs, Slots: e.Slots,
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -223,6 +239,13 @@ func (e *Engine) Start() error {
 		}
 	}
 	if e.cfg.Role == RoleServe {
+		// PostgreSQL is the source of truth of scheduled jobs: a wiped or
+		// restored Temporal gets their schedules back here.
+		if err := e.ReconcileJobSchedules(e.bg); err != nil {
+			return fmt.Errorf("scheduled job schedules: %w", err)
+		}
+	}
+	if e.cfg.Role == RoleServe {
 		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}
@@ -230,6 +253,18 @@ func (e *Engine) Start() error {
 	changes := e.Bus.OnControl(events.ControlSites)
 	e.goBG(func(ctx context.Context) { e.Workers.Run(ctx, e.Sites.Slugs, changes) })
 	return nil
+}
+
+// ReconcileJobSchedules makes Temporal's scheduled-job schedules match
+// PostgreSQL (create missing, update drifted, delete orphans).
+func (e *Engine) ReconcileJobSchedules(ctx context.Context) error {
+	jobs, err := e.Jobs.Schedulable(ctx)
+	if err != nil {
+		return err
+	}
+	n, deleted, err := e.JobSched.Reconcile(ctx, jobs)
+	e.Log.Info("scheduled job schedules reconciled", "schedules", n, "orphans_deleted", deleted)
+	return err
 }
 
 func (e *Engine) goBG(f func(context.Context)) {

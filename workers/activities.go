@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
@@ -24,6 +25,10 @@ type ActivityDeps struct {
 	Presence   *events.Presence
 	Bus        *events.Bus
 	Shells     *shells.Service
+	// ScheduledJobs and Slots fire scheduled jobs; JobRuns creates their runs.
+	ScheduledJobs *scheduledjobs.Service
+	Slots         *scheduledjobs.Slots
+	JobRuns       scheduledjobs.RunCreator
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -36,5 +41,6 @@ func Activities(d ActivityDeps) []any {
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
+		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns},
 	}
 }

@@ -9,4 +9,5 @@ var Registered = []any{
 	DeviceTrustAction,
 	EnrollmentApproval,
 	DeviceOperation,
+	ScheduledJobFire,
 }

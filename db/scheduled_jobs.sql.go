@@ -39,261 +39,6 @@ func (q *Queries) DeviceSitesByGUIDs(ctx context.Context, guids []string) ([]Dev
 	return items, nil
 }
 
-const jobRunGet = `-- name: JobRunGet :one
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, j.name AS scheduled_job_name, a.name AS assembly_name
-FROM job_runs r
-LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
-LEFT JOIN assemblies a ON a.id = r.assembly_id
-WHERE r.id = $1
-`
-
-type JobRunGetRow struct {
-	ID               string
-	ScheduledJobID   *int64
-	Kind             string
-	Trigger          string
-	AssemblyID       *int64
-	AssemblyVersion  *int32
-	Language         string
-	Status           string
-	ScheduledFor     *time.Time
-	RequestedBy      string
-	WorkflowID       string
-	TargetCount      int32
-	CreatedAt        time.Time
-	StartedAt        *time.Time
-	FinishedAt       *time.Time
-	ScheduledJobName *string
-	AssemblyName     *string
-}
-
-func (q *Queries) JobRunGet(ctx context.Context, id string) (JobRunGetRow, error) {
-	row := q.db.QueryRow(ctx, jobRunGet, id)
-	var i JobRunGetRow
-	err := row.Scan(
-		&i.ID,
-		&i.ScheduledJobID,
-		&i.Kind,
-		&i.Trigger,
-		&i.AssemblyID,
-		&i.AssemblyVersion,
-		&i.Language,
-		&i.Status,
-		&i.ScheduledFor,
-		&i.RequestedBy,
-		&i.WorkflowID,
-		&i.TargetCount,
-		&i.CreatedAt,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.ScheduledJobName,
-		&i.AssemblyName,
-	)
-	return i, err
-}
-
-const jobRunListByJob = `-- name: JobRunListByJob :many
-
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, j.name AS scheduled_job_name, a.name AS assembly_name,
-       count(x.device_guid) FILTER (WHERE x.status = 'pending')::int   AS n_pending,
-       count(x.device_guid) FILTER (WHERE x.status = 'running')::int   AS n_running,
-       count(x.device_guid) FILTER (WHERE x.status = 'succeeded')::int AS n_succeeded,
-       count(x.device_guid) FILTER (WHERE x.status = 'failed')::int    AS n_failed,
-       count(x.device_guid) FILTER (WHERE x.status = 'timed_out')::int AS n_timed_out,
-       count(x.device_guid) FILTER (WHERE x.status = 'skipped')::int   AS n_skipped
-FROM job_runs r
-LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
-LEFT JOIN assemblies a ON a.id = r.assembly_id
-LEFT JOIN job_run_results x ON x.run_id = r.id
-WHERE r.scheduled_job_id = $1
-GROUP BY r.id, j.name, a.name
-ORDER BY r.created_at DESC, r.id DESC
-LIMIT $2::int
-`
-
-type JobRunListByJobParams struct {
-	ScheduledJobID *int64
-	MaxRows        int32
-}
-
-type JobRunListByJobRow struct {
-	ID               string
-	ScheduledJobID   *int64
-	Kind             string
-	Trigger          string
-	AssemblyID       *int64
-	AssemblyVersion  *int32
-	Language         string
-	Status           string
-	ScheduledFor     *time.Time
-	RequestedBy      string
-	WorkflowID       string
-	TargetCount      int32
-	CreatedAt        time.Time
-	StartedAt        *time.Time
-	FinishedAt       *time.Time
-	ScheduledJobName *string
-	AssemblyName     *string
-	NPending         int32
-	NRunning         int32
-	NSucceeded       int32
-	NFailed          int32
-	NTimedOut        int32
-	NSkipped         int32
-}
-
-// Runs of a job and their results.
-func (q *Queries) JobRunListByJob(ctx context.Context, arg JobRunListByJobParams) ([]JobRunListByJobRow, error) {
-	rows, err := q.db.Query(ctx, jobRunListByJob, arg.ScheduledJobID, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []JobRunListByJobRow
-	for rows.Next() {
-		var i JobRunListByJobRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.ScheduledJobID,
-			&i.Kind,
-			&i.Trigger,
-			&i.AssemblyID,
-			&i.AssemblyVersion,
-			&i.Language,
-			&i.Status,
-			&i.ScheduledFor,
-			&i.RequestedBy,
-			&i.WorkflowID,
-			&i.TargetCount,
-			&i.CreatedAt,
-			&i.StartedAt,
-			&i.FinishedAt,
-			&i.ScheduledJobName,
-			&i.AssemblyName,
-			&i.NPending,
-			&i.NRunning,
-			&i.NSucceeded,
-			&i.NFailed,
-			&i.NTimedOut,
-			&i.NSkipped,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const jobRunResultList = `-- name: JobRunResultList :many
-SELECT run_id, device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated, error_code, error_message, operation_id, activity_id, started_at, finished_at FROM job_run_results WHERE run_id = $1 ORDER BY lower(hostname), device_guid
-`
-
-func (q *Queries) JobRunResultList(ctx context.Context, runID string) ([]JobRunResult, error) {
-	rows, err := q.db.Query(ctx, jobRunResultList, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []JobRunResult
-	for rows.Next() {
-		var i JobRunResult
-		if err := rows.Scan(
-			&i.RunID,
-			&i.DeviceGuid,
-			&i.Hostname,
-			&i.SiteID,
-			&i.Status,
-			&i.ExitCode,
-			&i.Stdout,
-			&i.Stderr,
-			&i.StdoutTruncated,
-			&i.StderrTruncated,
-			&i.ErrorCode,
-			&i.ErrorMessage,
-			&i.OperationID,
-			&i.ActivityID,
-			&i.StartedAt,
-			&i.FinishedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const jobRunResultsByDevice = `-- name: JobRunResultsByDevice :many
-SELECT x.run_id, r.scheduled_job_id, j.name AS scheduled_job_name, r.kind, x.status, x.exit_code,
-       x.started_at, x.finished_at
-FROM job_run_results x
-JOIN job_runs r ON r.id = x.run_id
-JOIN devices d ON d.guid = x.device_guid
-LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
-WHERE x.device_guid = $1
-  AND ($2::bool OR d.site_id = ANY($3::bigint[]))
-ORDER BY r.created_at DESC, r.id DESC
-LIMIT $4::int
-`
-
-type JobRunResultsByDeviceParams struct {
-	Guid     string
-	AllSites bool
-	SiteIds  []int64
-	MaxRows  int32
-}
-
-type JobRunResultsByDeviceRow struct {
-	RunID            string
-	ScheduledJobID   *int64
-	ScheduledJobName *string
-	Kind             string
-	Status           string
-	ExitCode         *int32
-	StartedAt        *time.Time
-	FinishedAt       *time.Time
-}
-
-// A device's runs, newest first, inside scope.
-func (q *Queries) JobRunResultsByDevice(ctx context.Context, arg JobRunResultsByDeviceParams) ([]JobRunResultsByDeviceRow, error) {
-	rows, err := q.db.Query(ctx, jobRunResultsByDevice,
-		arg.Guid,
-		arg.AllSites,
-		arg.SiteIds,
-		arg.MaxRows,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []JobRunResultsByDeviceRow
-	for rows.Next() {
-		var i JobRunResultsByDeviceRow
-		if err := rows.Scan(
-			&i.RunID,
-			&i.ScheduledJobID,
-			&i.ScheduledJobName,
-			&i.Kind,
-			&i.Status,
-			&i.ExitCode,
-			&i.StartedAt,
-			&i.FinishedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const scheduledJobActivityDelete = `-- name: ScheduledJobActivityDelete :execrows
 DELETE FROM device_activity
 WHERE metadata ? 'scheduled_job_id' AND metadata->>'scheduled_job_id' = ($1::bigint)::text
@@ -335,6 +80,72 @@ func (q *Queries) ScheduledJobDelete(ctx context.Context, id int64) (int64, erro
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const scheduledJobDeviceRuns = `-- name: ScheduledJobDeviceRuns :many
+SELECT x.run_id, r.scheduled_job_id, j.name AS scheduled_job_name, r.kind, x.status, x.exit_code,
+       x.started_at, x.finished_at
+FROM job_run_results x
+JOIN job_runs r ON r.id = x.run_id
+JOIN devices d ON d.guid = x.device_guid
+LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
+WHERE x.device_guid = $1
+  AND ($2::bool OR d.site_id = ANY($3::bigint[]))
+ORDER BY r.created_at DESC, r.id DESC
+LIMIT $4::int
+`
+
+type ScheduledJobDeviceRunsParams struct {
+	Guid     string
+	AllSites bool
+	SiteIds  []int64
+	MaxRows  int32
+}
+
+type ScheduledJobDeviceRunsRow struct {
+	RunID            string
+	ScheduledJobID   *int64
+	ScheduledJobName *string
+	Kind             string
+	Status           string
+	ExitCode         *int32
+	StartedAt        *time.Time
+	FinishedAt       *time.Time
+}
+
+// A device's runs, newest first, inside scope.
+func (q *Queries) ScheduledJobDeviceRuns(ctx context.Context, arg ScheduledJobDeviceRunsParams) ([]ScheduledJobDeviceRunsRow, error) {
+	rows, err := q.db.Query(ctx, scheduledJobDeviceRuns,
+		arg.Guid,
+		arg.AllSites,
+		arg.SiteIds,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduledJobDeviceRunsRow
+	for rows.Next() {
+		var i ScheduledJobDeviceRunsRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.ScheduledJobID,
+			&i.ScheduledJobName,
+			&i.Kind,
+			&i.Status,
+			&i.ExitCode,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const scheduledJobGet = `-- name: ScheduledJobGet :one
@@ -522,6 +333,195 @@ func (q *Queries) ScheduledJobNames(ctx context.Context, ids []int64) ([]Schedul
 	for rows.Next() {
 		var i ScheduledJobNamesRow
 		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduledJobRunGet = `-- name: ScheduledJobRunGet :one
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, j.name AS scheduled_job_name, a.name AS assembly_name
+FROM job_runs r
+LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
+LEFT JOIN assemblies a ON a.id = r.assembly_id
+WHERE r.id = $1
+`
+
+type ScheduledJobRunGetRow struct {
+	ID               string
+	ScheduledJobID   *int64
+	Kind             string
+	Trigger          string
+	AssemblyID       *int64
+	AssemblyVersion  *int32
+	Language         string
+	Status           string
+	ScheduledFor     *time.Time
+	RequestedBy      string
+	WorkflowID       string
+	TargetCount      int32
+	CreatedAt        time.Time
+	StartedAt        *time.Time
+	FinishedAt       *time.Time
+	ScheduledJobName *string
+	AssemblyName     *string
+}
+
+func (q *Queries) ScheduledJobRunGet(ctx context.Context, id string) (ScheduledJobRunGetRow, error) {
+	row := q.db.QueryRow(ctx, scheduledJobRunGet, id)
+	var i ScheduledJobRunGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.ScheduledJobID,
+		&i.Kind,
+		&i.Trigger,
+		&i.AssemblyID,
+		&i.AssemblyVersion,
+		&i.Language,
+		&i.Status,
+		&i.ScheduledFor,
+		&i.RequestedBy,
+		&i.WorkflowID,
+		&i.TargetCount,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.ScheduledJobName,
+		&i.AssemblyName,
+	)
+	return i, err
+}
+
+const scheduledJobRunList = `-- name: ScheduledJobRunList :many
+
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, j.name AS scheduled_job_name, a.name AS assembly_name,
+       count(x.device_guid) FILTER (WHERE x.status = 'pending')::int   AS n_pending,
+       count(x.device_guid) FILTER (WHERE x.status = 'running')::int   AS n_running,
+       count(x.device_guid) FILTER (WHERE x.status = 'succeeded')::int AS n_succeeded,
+       count(x.device_guid) FILTER (WHERE x.status = 'failed')::int    AS n_failed,
+       count(x.device_guid) FILTER (WHERE x.status = 'timed_out')::int AS n_timed_out,
+       count(x.device_guid) FILTER (WHERE x.status = 'skipped')::int   AS n_skipped
+FROM job_runs r
+LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
+LEFT JOIN assemblies a ON a.id = r.assembly_id
+LEFT JOIN job_run_results x ON x.run_id = r.id
+WHERE r.scheduled_job_id = $1
+GROUP BY r.id, j.name, a.name
+ORDER BY r.created_at DESC, r.id DESC
+LIMIT $2::int
+`
+
+type ScheduledJobRunListParams struct {
+	ScheduledJobID *int64
+	MaxRows        int32
+}
+
+type ScheduledJobRunListRow struct {
+	ID               string
+	ScheduledJobID   *int64
+	Kind             string
+	Trigger          string
+	AssemblyID       *int64
+	AssemblyVersion  *int32
+	Language         string
+	Status           string
+	ScheduledFor     *time.Time
+	RequestedBy      string
+	WorkflowID       string
+	TargetCount      int32
+	CreatedAt        time.Time
+	StartedAt        *time.Time
+	FinishedAt       *time.Time
+	ScheduledJobName *string
+	AssemblyName     *string
+	NPending         int32
+	NRunning         int32
+	NSucceeded       int32
+	NFailed          int32
+	NTimedOut        int32
+	NSkipped         int32
+}
+
+// Runs of a job and their results.
+func (q *Queries) ScheduledJobRunList(ctx context.Context, arg ScheduledJobRunListParams) ([]ScheduledJobRunListRow, error) {
+	rows, err := q.db.Query(ctx, scheduledJobRunList, arg.ScheduledJobID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduledJobRunListRow
+	for rows.Next() {
+		var i ScheduledJobRunListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ScheduledJobID,
+			&i.Kind,
+			&i.Trigger,
+			&i.AssemblyID,
+			&i.AssemblyVersion,
+			&i.Language,
+			&i.Status,
+			&i.ScheduledFor,
+			&i.RequestedBy,
+			&i.WorkflowID,
+			&i.TargetCount,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.ScheduledJobName,
+			&i.AssemblyName,
+			&i.NPending,
+			&i.NRunning,
+			&i.NSucceeded,
+			&i.NFailed,
+			&i.NTimedOut,
+			&i.NSkipped,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduledJobRunResults = `-- name: ScheduledJobRunResults :many
+SELECT run_id, device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated, error_code, error_message, operation_id, activity_id, started_at, finished_at FROM job_run_results WHERE run_id = $1 ORDER BY lower(hostname), device_guid
+`
+
+func (q *Queries) ScheduledJobRunResults(ctx context.Context, runID string) ([]JobRunResult, error) {
+	rows, err := q.db.Query(ctx, scheduledJobRunResults, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobRunResult
+	for rows.Next() {
+		var i JobRunResult
+		if err := rows.Scan(
+			&i.RunID,
+			&i.DeviceGuid,
+			&i.Hostname,
+			&i.SiteID,
+			&i.Status,
+			&i.ExitCode,
+			&i.Stdout,
+			&i.Stderr,
+			&i.StdoutTruncated,
+			&i.StderrTruncated,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.OperationID,
+			&i.ActivityID,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

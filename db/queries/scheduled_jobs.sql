@@ -80,7 +80,7 @@ SELECT id FROM sites WHERE id = ANY(@ids::bigint[]);
 
 -- Runs of a job and their results.
 
--- name: JobRunListByJob :many
+-- name: ScheduledJobRunList :many
 SELECT r.*, j.name AS scheduled_job_name, a.name AS assembly_name,
        count(x.device_guid) FILTER (WHERE x.status = 'pending')::int   AS n_pending,
        count(x.device_guid) FILTER (WHERE x.status = 'running')::int   AS n_running,
@@ -97,17 +97,17 @@ GROUP BY r.id, j.name, a.name
 ORDER BY r.created_at DESC, r.id DESC
 LIMIT @max_rows::int;
 
--- name: JobRunGet :one
+-- name: ScheduledJobRunGet :one
 SELECT r.*, j.name AS scheduled_job_name, a.name AS assembly_name
 FROM job_runs r
 LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
 LEFT JOIN assemblies a ON a.id = r.assembly_id
 WHERE r.id = @id;
 
--- name: JobRunResultList :many
+-- name: ScheduledJobRunResults :many
 SELECT * FROM job_run_results WHERE run_id = @run_id ORDER BY lower(hostname), device_guid;
 
--- name: JobRunResultsByDevice :many
+-- name: ScheduledJobDeviceRuns :many
 -- A device's runs, newest first, inside scope.
 SELECT x.run_id, r.scheduled_job_id, j.name AS scheduled_job_name, r.kind, x.status, x.exit_code,
        x.started_at, x.finished_at

@@ -68,7 +68,7 @@ func (s *Service) Runs(ctx context.Context, scope cairn.SiteScope, id int64, lim
 	if limit <= 0 || limit > MaxRunPage {
 		limit = DefaultRunPage
 	}
-	rows, err := s.store.JobRunListByJob(ctx, db.JobRunListByJobParams{ScheduledJobID: &id, MaxRows: int32(limit)})
+	rows, err := s.store.ScheduledJobRunList(ctx, db.ScheduledJobRunListParams{ScheduledJobID: &id, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -88,14 +88,14 @@ func (s *Service) Run(ctx context.Context, scope cairn.SiteScope, id int64, runI
 	if _, err := s.Get(ctx, scope, id); err != nil {
 		return Run{}, err
 	}
-	r, err := s.store.JobRunGet(ctx, runID)
+	r, err := s.store.ScheduledJobRunGet(ctx, runID)
 	if err != nil {
 		return Run{}, db.NotFound(err, "run %s not found", runID)
 	}
 	if r.ScheduledJobID == nil || *r.ScheduledJobID != id {
 		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "run %s not found", runID)
 	}
-	results, err := s.store.JobRunResultList(ctx, runID)
+	results, err := s.store.ScheduledJobRunResults(ctx, runID)
 	if err != nil {
 		return Run{}, err
 	}
@@ -149,7 +149,7 @@ func (s *Service) DeviceRuns(ctx context.Context, scope cairn.SiteScope, guid st
 	if len(sites) == 0 || !scope.Allows(sites[0].SiteID) {
 		return nil, cairn.Errorf(cairn.ECodeNotFound, "device %s not found", guid)
 	}
-	rows, err := s.store.JobRunResultsByDevice(ctx, db.JobRunResultsByDeviceParams{Guid: guid, AllSites: scope.All,
+	rows, err := s.store.ScheduledJobDeviceRuns(ctx, db.ScheduledJobDeviceRunsParams{Guid: guid, AllSites: scope.All,
 		SiteIds: scope.IDs(), MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err

@@ -370,21 +370,23 @@ type RepoHashCache struct {
 }
 
 type ScheduledJob struct {
-	ID         int64
-	Name       string
-	Kind       string
-	AssemblyID *int64
-	Targets    []byte
-	Schedule   []byte
-	Options    []byte
-	Enabled    bool
-	System     bool
-	CreatedBy  string
-	UpdatedBy  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	WorkflowID *int64
-	Parameters []byte
+	ID              int64
+	Name            string
+	Kind            string
+	AssemblyID      *int64
+	Targets         []byte
+	Schedule        []byte
+	Options         []byte
+	Enabled         bool
+	System          bool
+	CreatedBy       string
+	UpdatedBy       string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	WorkflowID      *int64
+	Parameters      []byte
+	AssemblyVersion *int32
+	Signed          []byte
 }
 
 type ServerKey struct {

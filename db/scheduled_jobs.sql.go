@@ -149,7 +149,7 @@ func (q *Queries) ScheduledJobDeviceRuns(ctx context.Context, arg ScheduledJobDe
 }
 
 const scheduledJobGet = `-- name: ScheduledJobGet :one
-SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters FROM scheduled_jobs WHERE id = $1 AND NOT system
+SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed FROM scheduled_jobs WHERE id = $1 AND NOT system
 `
 
 func (q *Queries) ScheduledJobGet(ctx context.Context, id int64) (ScheduledJob, error) {
@@ -171,6 +171,8 @@ func (q *Queries) ScheduledJobGet(ctx context.Context, id int64) (ScheduledJob, 
 		&i.UpdatedAt,
 		&i.WorkflowID,
 		&i.Parameters,
+		&i.AssemblyVersion,
+		&i.Signed,
 	)
 	return i, err
 }
@@ -181,7 +183,7 @@ INSERT INTO scheduled_jobs (name, kind, assembly_id, workflow_id, parameters, ta
                             created_by, updated_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9, $10, $10)
-RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters
+RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
 `
 
 type ScheduledJobInsertParams struct {
@@ -228,6 +230,8 @@ func (q *Queries) ScheduledJobInsert(ctx context.Context, arg ScheduledJobInsert
 		&i.UpdatedAt,
 		&i.WorkflowID,
 		&i.Parameters,
+		&i.AssemblyVersion,
+		&i.Signed,
 	)
 	return i, err
 }
@@ -275,7 +279,7 @@ func (q *Queries) ScheduledJobLastRuns(ctx context.Context, ids []int64) ([]Sche
 }
 
 const scheduledJobList = `-- name: ScheduledJobList :many
-SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters FROM scheduled_jobs WHERE NOT system ORDER BY lower(name), id
+SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed FROM scheduled_jobs WHERE NOT system ORDER BY lower(name), id
 `
 
 func (q *Queries) ScheduledJobList(ctx context.Context) ([]ScheduledJob, error) {
@@ -303,6 +307,8 @@ func (q *Queries) ScheduledJobList(ctx context.Context) ([]ScheduledJob, error) 
 			&i.UpdatedAt,
 			&i.WorkflowID,
 			&i.Parameters,
+			&i.AssemblyVersion,
+			&i.Signed,
 		); err != nil {
 			return nil, err
 		}
@@ -547,7 +553,7 @@ func (q *Queries) ScheduledJobRunsDelete(ctx context.Context, id int64) (int64, 
 const scheduledJobSetEnabled = `-- name: ScheduledJobSetEnabled :one
 UPDATE scheduled_jobs SET enabled = $1, updated_by = $2, updated_at = now()
 WHERE id = $3 AND NOT system
-RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters
+RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
 `
 
 type ScheduledJobSetEnabledParams struct {
@@ -575,6 +581,8 @@ func (q *Queries) ScheduledJobSetEnabled(ctx context.Context, arg ScheduledJobSe
 		&i.UpdatedAt,
 		&i.WorkflowID,
 		&i.Parameters,
+		&i.AssemblyVersion,
+		&i.Signed,
 	)
 	return i, err
 }
@@ -660,7 +668,7 @@ SET name = $1, kind = $2, assembly_id = $3, workflow_id = $4,
     parameters = $5, targets = $6, schedule = $7, options = $8, enabled = $9,
     updated_by = $10, updated_at = now()
 WHERE id = $11 AND NOT system
-RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters
+RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
 `
 
 type ScheduledJobUpdateParams struct {
@@ -708,6 +716,8 @@ func (q *Queries) ScheduledJobUpdate(ctx context.Context, arg ScheduledJobUpdate
 		&i.UpdatedAt,
 		&i.WorkflowID,
 		&i.Parameters,
+		&i.AssemblyVersion,
+		&i.Signed,
 	)
 	return i, err
 }

@@ -40,7 +40,12 @@ CREATE UNIQUE INDEX automation_workflow_runs_fire_idx ON automation_workflow_run
 ALTER TABLE scheduled_jobs
     ADD COLUMN workflow_id bigint REFERENCES automation_workflows (id) ON DELETE RESTRICT,
     -- Values for the assembly's parameters, by name.
-    ADD COLUMN parameters  jsonb NOT NULL DEFAULT '{}';
+    ADD COLUMN parameters  jsonb NOT NULL DEFAULT '{}',
+    -- A script job runs the assembly version current when it was last
+    -- saved, signed then (proto.Signed, not bound to a run or device), so
+    -- it fires while the master cipher is locked after a restart.
+    ADD COLUMN assembly_version int,
+    ADD COLUMN signed           jsonb;
 
 -- Job runs' activity rows are found by their job (delete a job, clear
 -- its history).
@@ -64,6 +69,6 @@ CREATE TABLE site_work_slots (
 -- +goose Down
 DROP TABLE site_work_slots;
 DROP INDEX device_activity_scheduled_job_idx;
-ALTER TABLE scheduled_jobs DROP COLUMN parameters, DROP COLUMN workflow_id;
+ALTER TABLE scheduled_jobs DROP COLUMN signed, DROP COLUMN assembly_version, DROP COLUMN parameters, DROP COLUMN workflow_id;
 DROP TABLE automation_workflow_runs;
 DROP TABLE automation_workflows;

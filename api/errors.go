@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -88,6 +89,7 @@ var statusByCode = map[string]int{
 
 	// Automation (docs/api.md "Automation: scheduled jobs").
 	scheduledjobs.ECodeJobDisabled: http.StatusConflict,
+	flows.ECodeInUse:               http.StatusConflict,
 }
 
 type errorBody struct {

@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -124,6 +125,8 @@ type Deps struct {
 	// Jobs are the scheduled jobs; Slots the site workers' scheduled lanes.
 	Jobs  *scheduledjobs.Service
 	Slots *scheduledjobs.Slots
+	// Flows are the multi-step automation workflows (/api/workflows).
+	Flows *flows.Service
 }
 
 // Server serves the API and the console.
@@ -164,7 +167,7 @@ func New(d Deps) *Server {
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
-		s.scheduledJobRoutes(),
+		s.scheduledJobRoutes(), s.flowRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

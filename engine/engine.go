@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -129,6 +130,7 @@ type Engine struct {
 	Jobs       *scheduledjobs.Service
 	JobSched   workflows.JobScheduler
 	Slots      *scheduledjobs.Slots
+	Flows      *flows.Service
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -188,6 +190,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
 	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
+	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
@@ -195,7 +198,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
-		ScheduledJobs: e.Jobs, Slots: e.Slots})...)
+		ScheduledJobs: e.Jobs, Slots: e.Slots, Flows: e.Flows})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -208,7 +211,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
-		Jobs: e.Jobs, Slots: e.Slots,
+		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 	}
 	e.API = api.New(deps)
 	return e, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 )
@@ -29,6 +30,7 @@ type ActivityDeps struct {
 	ScheduledJobs *scheduledjobs.Service
 	Slots         *scheduledjobs.Slots
 	JobRuns       scheduledjobs.RunCreator
+	Flows         *flows.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -41,6 +43,6 @@ func Activities(d ActivityDeps) []any {
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
-		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns},
+		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows},
 	}
 }

@@ -10,4 +10,5 @@ var Registered = []any{
 	EnrollmentApproval,
 	DeviceOperation,
 	ScheduledJobFire,
+	FlowRun,
 }

@@ -64,7 +64,9 @@ func ScheduledJobFire(ctx workflow.Context, in ScheduledJobFireInput) (Scheduled
 	if plan.Skip != "" {
 		return ScheduledJobFireResult{Skip: plan.Skip}, nil
 	}
-	holder := "job-run:" + plan.RunID
+	// The holder is this fire, not its run: a duplicate fire of the same
+	// run must not free the slot of the one doing the work.
+	holder := workflow.GetInfo(ctx).WorkflowExecution.ID
 	defer func() {
 		// Released on a disconnected context so a canceled fire frees its
 		// slots too.

@@ -21,7 +21,9 @@ const (
 type RunRequest struct {
 	// RunID is the run's ID when the caller chose it (rerun); empty for a
 	// schedule fire, which is keyed by ScheduledFor instead.
-	RunID        string
+	RunID string
+	// Kind is the run's kind (job_runs.kind): scheduled_job, workflow.
+	Kind         string
 	Job          Job
 	Trigger      string
 	Actor        string
@@ -69,11 +71,6 @@ func (s *Service) Resolve(ctx context.Context, job Job) (Resolved, error) {
 	return out, nil
 }
 
-// ErrNoRunner: this build cannot create runs of the job's kind.
-func errNoRunner(kind string) error {
-	return cairn.Errorf(cairn.ECodeUnavailable, "runs of %s jobs are not available in this Engine", kind)
-}
-
 // FirePlan is what a fire does after preparing.
 type FirePlan struct {
 	// Skip says why nothing runs ("" : it runs).
@@ -81,37 +78,30 @@ type FirePlan struct {
 	RunID   string
 	Kind    string
 	SiteIDs []int64
-	// WorkflowID is the automation workflow of a workflow job.
-	WorkflowID     int64
-	TimeoutSeconds int
 }
 
-// Prepare readies one fire of job id: a fire of a job deleted, disabled
-// or made manual since is skipped; otherwise the targets resolve and the
-// run is created (idempotently for a schedule fire).
-func (s *Service) Prepare(ctx context.Context, runs RunCreator, id int64, runID, trigger, actor string, scheduledFor *time.Time) (FirePlan, error) {
+// Prepare loads job id for one fire and resolves its targets; a fire of a
+// job deleted, disabled or made manual since is skipped (plan.Skip). The
+// caller creates the run for the job's kind.
+func (s *Service) Prepare(ctx context.Context, id int64, trigger string) (FirePlan, Job, Resolved, error) {
 	job, err := s.GetSystem(ctx, id)
 	if cairn.ErrorCode(err) == cairn.ECodeNotFound {
-		return FirePlan{Skip: "the job was deleted"}, nil
+		return FirePlan{Skip: "the job was deleted"}, Job{}, Resolved{}, nil
 	}
 	if err != nil {
-		return FirePlan{}, err
+		return FirePlan{}, Job{}, Resolved{}, err
 	}
 	if trigger == TriggerSchedule && (!job.Enabled || !job.Schedule.Fires()) {
-		return FirePlan{Skip: "the job is disabled or manual"}, nil
+		return FirePlan{Skip: "the job is disabled or manual"}, job, Resolved{}, nil
 	}
 	res, err := s.Resolve(ctx, job)
 	if err != nil {
-		return FirePlan{}, err
+		return FirePlan{}, Job{}, Resolved{}, err
 	}
-	plan := FirePlan{Kind: job.Kind, SiteIDs: res.SiteIDs, TimeoutSeconds: job.Options.TimeoutSeconds}
-	if job.WorkflowID != nil {
-		plan.WorkflowID = *job.WorkflowID
-	}
-	if runs == nil {
-		return FirePlan{}, errNoRunner(job.Kind)
-	}
-	plan.RunID, err = runs.CreateJobRun(ctx, RunRequest{RunID: runID, Job: job, Trigger: trigger, Actor: actor,
-		ScheduledFor: scheduledFor, Targets: res.Targets})
-	return plan, err
+	return FirePlan{Kind: job.Kind, SiteIDs: res.SiteIDs}, job, res, nil
+}
+
+// ResolveDevices resolves a list of device GUIDs like a job's targets.
+func (s *Service) ResolveDevices(ctx context.Context, guids []string) (Resolved, error) {
+	return s.Resolve(ctx, Job{Targets: Targets{Devices: guids, Sites: []int64{}}})
 }

@@ -168,3 +168,12 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// RunStatus returns a job run's status.
+func (s *Service) RunStatus(ctx context.Context, runID string) (string, error) {
+	r, err := s.store.ScheduledJobRunGet(ctx, runID)
+	if err != nil {
+		return "", db.NotFound(err, "run %s not found", runID)
+	}
+	return r.Status, nil
+}

@@ -128,7 +128,7 @@ type FlowPlan struct {
 // when the run starts (later edits do not change a run under way), and
 // the sites of its devices.
 func (a *ScheduledJobs) LoadFlowRun(ctx context.Context, runID string) (FlowPlan, error) {
-	run, err := a.Flows.GetRun(ctx, runID)
+	run, err := a.Flows.GetRun(ctx, cairn.AllSites, runID)
 	if err != nil {
 		return FlowPlan{}, ApplicationError(err)
 	}

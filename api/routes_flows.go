@@ -24,7 +24,7 @@ func (s *Server) flowRoutes() []Route {
 			return s.Flows.Create(r.Context(), principal(r.Context()).Username, req)
 		})},
 		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (flows.Run, error) {
-			return s.Flows.GetRun(r.Context(), pathParam(r, "run_id"))
+			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
 		})},
 		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (flows.Flow, error) {
 			id, err := flowID(r)
@@ -65,7 +65,7 @@ func (s *Server) flowRoutes() []Route {
 			if err != nil {
 				return flowRunsJSON{}, err
 			}
-			runs, err := s.Flows.Runs(r.Context(), id, limit)
+			runs, err := s.Flows.Runs(r.Context(), principal(r.Context()).SiteScope(), id, limit)
 			if runs == nil {
 				runs = []flows.Run{}
 			}

@@ -247,17 +247,45 @@ func (s *Service) CreateRun(ctx context.Context, f Flow, runID string, jobID *in
 	return decodeRun(row)
 }
 
-// GetRun returns a flow run.
-func (s *Service) GetRun(ctx context.Context, runID string) (Run, error) {
+// GetRun returns a flow run inside scope: a scoped operator sees a run
+// only when its devices lie inside its sites.
+func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, runID string) (Run, error) {
 	row, err := s.store.AutomationWorkflowRunGet(ctx, runID)
 	if err != nil {
-		return Run{}, db.NotFound(err, "workflow run %s not found", runID)
+		return Run{}, db.NotFound(err, "workflow run not found")
 	}
-	return decodeRun(row)
+	run, err := decodeRun(row)
+	if err != nil {
+		return Run{}, err
+	}
+	ok, err := s.inScope(ctx, scope, run)
+	if err != nil {
+		return Run{}, err
+	}
+	if !ok {
+		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "workflow run not found")
+	}
+	return run, nil
+}
+
+func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, run Run) (bool, error) {
+	if scope.All || len(run.DeviceGUIDs) == 0 {
+		return true, nil
+	}
+	rows, err := s.store.DeviceSitesByGUIDs(ctx, run.DeviceGUIDs)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rows {
+		if !scope.Allows(r.SiteID) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Runs lists a flow's runs, newest first.
-func (s *Service) Runs(ctx context.Context, id int64, limit int) ([]Run, error) {
+func (s *Service) Runs(ctx context.Context, scope cairn.SiteScope, id int64, limit int) ([]Run, error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
@@ -274,7 +302,11 @@ func (s *Service) Runs(ctx context.Context, id int64, limit int) ([]Run, error) 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, run)
+		if ok, err := s.inScope(ctx, scope, run); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, run)
+		}
 	}
 	return out, nil
 }

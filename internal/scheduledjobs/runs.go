@@ -90,10 +90,10 @@ func (s *Service) Run(ctx context.Context, scope cairn.SiteScope, id int64, runI
 	}
 	r, err := s.store.ScheduledJobRunGet(ctx, runID)
 	if err != nil {
-		return Run{}, db.NotFound(err, "run %s not found", runID)
+		return Run{}, db.NotFound(err, "run not found")
 	}
 	if r.ScheduledJobID == nil || *r.ScheduledJobID != id {
-		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "run %s not found", runID)
+		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "run not found")
 	}
 	results, err := s.store.ScheduledJobRunResults(ctx, runID)
 	if err != nil {
@@ -147,7 +147,7 @@ func (s *Service) DeviceRuns(ctx context.Context, scope cairn.SiteScope, guid st
 		return nil, err
 	}
 	if len(sites) == 0 || !scope.Allows(sites[0].SiteID) {
-		return nil, cairn.Errorf(cairn.ECodeNotFound, "device %s not found", guid)
+		return nil, cairn.Errorf(cairn.ECodeNotFound, "device not found")
 	}
 	rows, err := s.store.ScheduledJobDeviceRuns(ctx, db.ScheduledJobDeviceRunsParams{Guid: guid, AllSites: scope.All,
 		SiteIds: scope.IDs(), MaxRows: int32(limit)})
@@ -173,7 +173,7 @@ func deref(s *string) string {
 func (s *Service) RunStatus(ctx context.Context, runID string) (string, error) {
 	r, err := s.store.ScheduledJobRunGet(ctx, runID)
 	if err != nil {
-		return "", db.NotFound(err, "run %s not found", runID)
+		return "", db.NotFound(err, "run not found")
 	}
 	return r.Status, nil
 }

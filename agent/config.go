@@ -15,8 +15,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
 // SchemaVersion is the agent.json format this build reads and writes. Every
@@ -377,4 +380,34 @@ func CleanStaleTemps(dir string, now time.Time) ([]string, error) {
 		removed = append(removed, filepath.Base(m))
 	}
 	return removed, errors.Join(errs...)
+}
+
+// SetTrustedScriptKeys replaces the trusted script-signing keys with the
+// Engine's current list (active first, then the previous key during a
+// rotation). It reports whether anything changed; an empty list or one
+// with a malformed key changes nothing, so a broken answer never leaves
+// the agent unable to verify payloads.
+func (c *Config) SetTrustedScriptKeys(keys []string) bool {
+	if len(keys) == 0 || slices.Equal(keys, c.ScriptSigning.TrustedPublicKeys) {
+		return false
+	}
+	for _, k := range keys {
+		if b, err := base64.StdEncoding.DecodeString(k); err != nil || len(b) != ed25519.PublicKeySize {
+			return false
+		}
+	}
+	c.ScriptSigning.TrustedPublicKeys = slices.Clone(keys)
+	return true
+}
+
+// TrustedScriptKeyIDs are the key IDs (proto.KeyID) of the trusted keys,
+// reported in heartbeats.
+func (c *Config) TrustedScriptKeyIDs() []string {
+	out := make([]string, 0, len(c.ScriptSigning.TrustedPublicKeys))
+	for _, k := range c.ScriptSigning.TrustedPublicKeys {
+		if b, err := base64.StdEncoding.DecodeString(k); err == nil && len(b) == ed25519.PublicKeySize {
+			out = append(out, proto.KeyID(b))
+		}
+	}
+	return out
 }

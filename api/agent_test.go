@@ -31,6 +31,8 @@ type testAgent struct {
 	refresh     string
 	// lastProof is the DPoP proof of the last request (for replay tests).
 	lastProof string
+	// scriptKeys are the script-signing keys enrollment handed out.
+	scriptKeys []string
 }
 
 func (f *fixture) newAgent(t *testing.T, hostname string) *testAgent {
@@ -98,8 +100,20 @@ func (a *testAgent) poll(t *testing.T) response {
 		a.guid = r.Body["device"].(map[string]any)["guid"].(string)
 		tok := r.Body["tokens"].(map[string]any)
 		a.access, a.refresh = tok["access_token"].(string), tok["refresh_token"].(string)
+		a.scriptKeys = trustedKeys(r.Body)
 	}
 	return r
+}
+
+// trustedKeys reads script_signing.trusted_public_keys of an agent answer.
+func trustedKeys(body map[string]any) []string {
+	ss, _ := body["script_signing"].(map[string]any)
+	list, _ := ss["trusted_public_keys"].([]any)
+	out := make([]string, 0, len(list))
+	for _, k := range list {
+		out = append(out, k.(string))
+	}
+	return out
 }
 
 // doRefresh rotates the refresh token; on success it keeps the new pair.

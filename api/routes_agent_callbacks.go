@@ -20,7 +20,14 @@ const maxDetailsBody = 16 << 20
 func (s *Server) agentCallbackRoutes() []Route {
 	return []Route{
 		{"POST", proto.PathHeartbeat, AuthDevice, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.Heartbeat) (proto.HeartbeatResponse, error) {
-			return s.Devices.Heartbeat(r.Context(), *deviceFrom(r.Context()), req)
+			resp, err := s.Devices.Heartbeat(r.Context(), *deviceFrom(r.Context()), req)
+			if err == nil && s.Signer != nil {
+				resp.ScriptSigning = s.scriptTrust(r.Context())
+				if err := s.Signer.Report(r.Context(), deviceFrom(r.Context()).GUID, req.ScriptSigningKeyIDs); err != nil {
+					s.Log.Warn("could not record the agent's script-signing keys", "err", err)
+				}
+			}
+			return resp, err
 		})},
 		{"POST", proto.PathStatus, AuthDevice, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.Status) (struct{}, error) {
 			return struct{}{}, s.Devices.Status(r.Context(), *deviceFrom(r.Context()), req)

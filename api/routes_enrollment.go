@@ -129,6 +129,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			resp, done, err := s.Enrollment.Poll(r.Context(), s.DeviceTokens, req.ApprovalID, jkt)
 			if err == nil && done != nil {
 				s.enrolled(r.Context(), *done)
+				resp.ScriptSigning = s.scriptTrust(r.Context())
 			}
 			return resp, err
 		})},
@@ -140,7 +141,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			if err != nil {
 				return proto.RefreshResponse{}, err
 			}
-			return proto.RefreshResponse{GUID: guid, Tokens: s.DeviceTokens.Wire(issued)}, nil
+			return proto.RefreshResponse{GUID: guid, Tokens: s.DeviceTokens.Wire(issued), ScriptSigning: s.scriptTrust(r.Context())}, nil
 		})},
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -127,6 +128,8 @@ type Deps struct {
 	Slots *scheduledjobs.Slots
 	// Flows are the multi-step automation workflows (/api/workflows).
 	Flows *flows.Service
+	// Signer signs script payloads and names the keys agents trust.
+	Signer *scriptsign.Signer
 }
 
 // Server serves the API and the console.
@@ -168,6 +171,7 @@ func New(d Deps) *Server {
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
+		s.scriptSignRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

@@ -222,6 +222,12 @@ type DeviceRole struct {
 	UpdatedAt        time.Time
 }
 
+type DeviceScriptTrust struct {
+	DeviceGuid string
+	KeyIds     []string
+	ReportedAt time.Time
+}
+
 type DeviceSoftware struct {
 	DeviceGuid string
 	NameKey    string
@@ -290,6 +296,10 @@ type JobRun struct {
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	Body            string
+	Parameters      []byte
+	TimeoutSeconds  int32
+	RunWhenOnline   bool
 }
 
 type JobRunResult struct {
@@ -309,6 +319,8 @@ type JobRunResult struct {
 	ActivityID      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	Signed          []byte
+	DurationMs      *int64
 }
 
 type OperatorStream struct {
@@ -387,6 +399,16 @@ type ScheduledJob struct {
 	Parameters      []byte
 	AssemblyVersion *int32
 	Signed          []byte
+}
+
+type ScriptSigningKey struct {
+	KeyID         string
+	PublicKey     []byte
+	PrivateSealed []byte
+	SealedKeyID   []byte
+	State         string
+	CreatedAt     time.Time
+	RetiredAt     *time.Time
 }
 
 type ServerKey struct {

@@ -350,7 +350,7 @@ func (q *Queries) ScheduledJobNames(ctx context.Context, ids []int64) ([]Schedul
 }
 
 const scheduledJobRunGet = `-- name: ScheduledJobRunGet :one
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, j.name AS scheduled_job_name, a.name AS assembly_name
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, j.name AS scheduled_job_name, a.name AS assembly_name
 FROM job_runs r
 LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
 LEFT JOIN assemblies a ON a.id = r.assembly_id
@@ -373,6 +373,10 @@ type ScheduledJobRunGetRow struct {
 	CreatedAt        time.Time
 	StartedAt        *time.Time
 	FinishedAt       *time.Time
+	Body             string
+	Parameters       []byte
+	TimeoutSeconds   int32
+	RunWhenOnline    bool
 	ScheduledJobName *string
 	AssemblyName     *string
 }
@@ -396,6 +400,10 @@ func (q *Queries) ScheduledJobRunGet(ctx context.Context, id string) (ScheduledJ
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Body,
+		&i.Parameters,
+		&i.TimeoutSeconds,
+		&i.RunWhenOnline,
 		&i.ScheduledJobName,
 		&i.AssemblyName,
 	)
@@ -404,7 +412,7 @@ func (q *Queries) ScheduledJobRunGet(ctx context.Context, id string) (ScheduledJ
 
 const scheduledJobRunList = `-- name: ScheduledJobRunList :many
 
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, j.name AS scheduled_job_name, a.name AS assembly_name,
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, j.name AS scheduled_job_name, a.name AS assembly_name,
        count(x.device_guid) FILTER (WHERE x.status = 'pending')::int   AS n_pending,
        count(x.device_guid) FILTER (WHERE x.status = 'running')::int   AS n_running,
        count(x.device_guid) FILTER (WHERE x.status = 'succeeded')::int AS n_succeeded,
@@ -442,6 +450,10 @@ type ScheduledJobRunListRow struct {
 	CreatedAt        time.Time
 	StartedAt        *time.Time
 	FinishedAt       *time.Time
+	Body             string
+	Parameters       []byte
+	TimeoutSeconds   int32
+	RunWhenOnline    bool
 	ScheduledJobName *string
 	AssemblyName     *string
 	NPending         int32
@@ -478,6 +490,10 @@ func (q *Queries) ScheduledJobRunList(ctx context.Context, arg ScheduledJobRunLi
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Body,
+			&i.Parameters,
+			&i.TimeoutSeconds,
+			&i.RunWhenOnline,
 			&i.ScheduledJobName,
 			&i.AssemblyName,
 			&i.NPending,
@@ -498,7 +514,7 @@ func (q *Queries) ScheduledJobRunList(ctx context.Context, arg ScheduledJobRunLi
 }
 
 const scheduledJobRunResults = `-- name: ScheduledJobRunResults :many
-SELECT run_id, device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated, error_code, error_message, operation_id, activity_id, started_at, finished_at FROM job_run_results WHERE run_id = $1 ORDER BY lower(hostname), device_guid
+SELECT run_id, device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated, error_code, error_message, operation_id, activity_id, started_at, finished_at, signed, duration_ms FROM job_run_results WHERE run_id = $1 ORDER BY lower(hostname), device_guid
 `
 
 func (q *Queries) ScheduledJobRunResults(ctx context.Context, runID string) ([]JobRunResult, error) {
@@ -527,6 +543,8 @@ func (q *Queries) ScheduledJobRunResults(ctx context.Context, runID string) ([]J
 			&i.ActivityID,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Signed,
+			&i.DurationMs,
 		); err != nil {
 			return nil, err
 		}

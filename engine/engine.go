@@ -35,6 +35,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
@@ -131,6 +132,7 @@ type Engine struct {
 	JobSched   workflows.JobScheduler
 	Slots      *scheduledjobs.Slots
 	Flows      *flows.Service
+	Signer     *scriptsign.Signer
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -186,6 +188,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
+	e.Signer = scriptsign.New(store, e.Cipher)
 
 	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
@@ -210,7 +213,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells,
+		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 	}
 	e.API = api.New(deps)

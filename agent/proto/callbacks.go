@@ -15,6 +15,9 @@ type Heartbeat struct {
 	BootID         string          `json:"boot_id"`
 	Metrics        Metrics         `json:"metrics"`
 	MetadataFields []MetadataWrite `json:"metadata_fields,omitempty"`
+	// ScriptSigningKeyIDs are the IDs (KeyID) of the script-signing keys
+	// the agent trusts, so the Engine knows who has a rotated key.
+	ScriptSigningKeyIDs []string `json:"script_signing_key_ids,omitempty"`
 }
 
 // Metrics are the heartbeat's light metrics.
@@ -42,6 +45,9 @@ type HeartbeatResponse struct {
 	// DetailsWanted asks for a full details post on the next cycle (the
 	// Engine has no inventory for this device, e.g. after a restore).
 	DetailsWanted bool `json:"details_wanted,omitempty"`
+	// ScriptSigning is the current script-signing trust; the agent
+	// replaces its list when it differs (key rotation).
+	ScriptSigning *ScriptTrust `json:"script_signing,omitempty"`
 }
 
 // MetadataAck acknowledges one write; ModifiedAt echoes the write's.

@@ -165,6 +165,8 @@ type EnrollPollResponse struct {
 	PollAfterSeconds int             `json:"poll_after_seconds,omitempty"`
 	Device           *EnrolledDevice `json:"device,omitempty"`
 	Tokens           *Tokens         `json:"tokens,omitempty"`
+	// ScriptSigning is the script-signing trust material for agent.json.
+	ScriptSigning *ScriptTrust `json:"script_signing,omitempty"`
 }
 
 // EnrolledDevice is the identity the Engine gave the device.
@@ -197,4 +199,6 @@ type RefreshRequest struct {
 type RefreshResponse struct {
 	GUID   string `json:"guid"`
 	Tokens Tokens `json:"tokens"`
+	// ScriptSigning is the current script-signing trust (rotation).
+	ScriptSigning *ScriptTrust `json:"script_signing,omitempty"`
 }

@@ -165,7 +165,7 @@ func (e *enroller) poll(ctx context.Context, resp proto.EnrollResponse) (proto.E
 			if pr.Device == nil || pr.Tokens == nil {
 				return proto.EnrolledDevice{}, errors.New("the Engine answered enrolled without identity or tokens")
 			}
-			return *pr.Device, e.save(*pr.Device, *pr.Tokens)
+			return *pr.Device, e.save(*pr.Device, *pr.Tokens, pr.ScriptSigning)
 		case proto.ApprovalDenied:
 			return proto.EnrolledDevice{}, ErrDenied
 		case proto.ApprovalExpired:
@@ -186,7 +186,7 @@ func (e *enroller) pollEvery(seconds int) time.Duration {
 
 // save stores identity and tokens, unless the key changed meanwhile (the
 // tokens are bound to the key that polled).
-func (e *enroller) save(dev proto.EnrolledDevice, tok proto.Tokens) error {
+func (e *enroller) save(dev proto.EnrolledDevice, tok proto.Tokens, trust *proto.ScriptTrust) error {
 	want := base64.StdEncoding.EncodeToString(e.key)
 	_, err := e.store.Update(func(c *agent.Config) error {
 		if c.Ed25519PrivateKey != want {
@@ -194,6 +194,9 @@ func (e *enroller) save(dev proto.EnrolledDevice, tok proto.Tokens) error {
 		}
 		c.Agent.GUID, c.Agent.AgentID = dev.GUID, dev.AgentID
 		c.AccessToken, c.RefreshToken = tok.AccessToken, tok.RefreshToken
+		if trust != nil {
+			c.SetTrustedScriptKeys(trust.TrustedPublicKeys)
+		}
 		return nil
 	})
 	if err != nil {

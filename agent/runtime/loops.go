@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -124,7 +125,8 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 	}
 	hb := proto.Heartbeat{
 		AgentVersion: a.opts.Version, BootID: a.opts.Identity.BootID,
-		Metrics: a.opts.Collector.Metrics(ctx),
+		Metrics:             a.opts.Collector.Metrics(ctx),
+		ScriptSigningKeyIDs: cfg.TrustedScriptKeyIDs(),
 	}
 	for _, e := range cfg.PendingMetadata() {
 		hb.MetadataFields = append(hb.MetadataFields, proto.MetadataWrite{FieldNumber: e.FieldNumber, Value: e.Value, ModifiedAt: e.ModifiedAt})
@@ -134,6 +136,7 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 	if err := tokens.Call(ctx, http.MethodPost, proto.PathHeartbeat, hb, &resp); err != nil {
 		return resp, err
 	}
+	applyScriptTrust(a.opts.Store, a.log, resp.ScriptSigning)
 	if len(resp.MetadataFieldAcks) > 0 {
 		acks := make([]agent.MetadataAck, 0, len(resp.MetadataFieldAcks))
 		for _, k := range resp.MetadataFieldAcks {
@@ -197,5 +200,27 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 		case <-wanted:
 			check(true)
 		}
+	}
+}
+
+// errTrustUnchanged keeps an unchanged trust list from writing the file.
+var errTrustUnchanged = errors.New("script trust unchanged")
+
+// applyScriptTrust stores the Engine's current script-signing keys when
+// they differ from the trusted ones (a key rotation reaching the agent).
+func applyScriptTrust(store Store, log *slog.Logger, trust *proto.ScriptTrust) {
+	if trust == nil {
+		return
+	}
+	_, err := store.Update(func(c *agent.Config) error {
+		if !c.SetTrustedScriptKeys(trust.TrustedPublicKeys) {
+			return errTrustUnchanged
+		}
+		return nil
+	})
+	if err == nil {
+		log.Info("script-signing keys updated", "keys", len(trust.TrustedPublicKeys))
+	} else if !errors.Is(err, errTrustUnchanged) {
+		log.Error("could not save the script-signing keys", "err", err)
 	}
 }

@@ -203,6 +203,7 @@ func (t *Tokens) Refresh(ctx context.Context, stale string) error {
 		t.retryAt, t.lastErr = time.Time{}, nil
 		t.mu.Unlock()
 		t.persist()
+		applyScriptTrust(t.store, t.log, resp.ScriptSigning)
 		return nil
 	}
 	t.hooks.error("refresh", err)

@@ -41,7 +41,7 @@ func (e *Engine) heartbeat(w http.ResponseWriter, r *http.Request) {
 	e.event("heartbeat")
 	e.heartbeats = append(e.heartbeats, HeartbeatRecord{At: time.Now(), Body: hb})
 	resp := proto.HeartbeatResponse{ServerTime: time.Now().UTC(), IntervalSeconds: e.hbInterval, DetailsWanted: e.hbDetails,
-		MetadataFieldAcks: []proto.MetadataAck{}}
+		MetadataFieldAcks: []proto.MetadataAck{}, ScriptSigning: e.scriptTrust}
 	if e.ackMetadata {
 		for _, m := range hb.MetadataFields {
 			resp.MetadataFieldAcks = append(resp.MetadataFieldAcks, proto.MetadataAck{FieldNumber: m.FieldNumber, ModifiedAt: m.ModifiedAt})

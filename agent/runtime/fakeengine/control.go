@@ -91,6 +91,17 @@ func (e *Engine) SetHeartbeatAnswer(intervalSeconds int, detailsWanted bool) {
 	e.hbInterval, e.hbDetails = intervalSeconds, detailsWanted
 }
 
+// SetScriptTrust sets the script-signing keys enrollment and heartbeat
+// answers carry (nil: none).
+func (e *Engine) SetScriptTrust(keys []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.scriptTrust = nil
+	if keys != nil {
+		e.scriptTrust = &proto.ScriptTrust{TrustedPublicKeys: keys}
+	}
+}
+
 // SetAckMetadata turns the acknowledgement of metadata writes on or off.
 func (e *Engine) SetAckMetadata(on bool) {
 	e.mu.Lock()

@@ -54,6 +54,7 @@ type Engine struct {
 	statusDelay  time.Duration
 	hbInterval   int
 	hbDetails    bool
+	scriptTrust  *proto.ScriptTrust
 	ackMetadata  bool
 	socketModes  []SocketMode
 	socketErrs   []answer
@@ -262,7 +263,7 @@ func (e *Engine) poll(w http.ResponseWriter, r *http.Request) {
 	a.status = proto.ApprovalEnrolled
 	tok := e.mint(d)
 	writeJSON(w, http.StatusOK, proto.EnrollPollResponse{Status: proto.ApprovalEnrolled, Tokens: &tok,
-		Device: &proto.EnrolledDevice{GUID: d.GUID, AgentID: d.AgentID, Hostname: d.Hostname, SiteSlug: "test"}})
+		Device: &proto.EnrolledDevice{GUID: d.GUID, AgentID: d.AgentID, Hostname: d.Hostname, SiteSlug: "test"}, ScriptSigning: e.scriptTrust})
 }
 
 func (e *Engine) refresh(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,161 @@
+package proto
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ---- Signed script payloads (SPEC Authentication rule 6) ---------------
+//
+// The Engine signs every script payload with its script-signing key; the
+// agent runs nothing whose signature does not verify with a key it trusts
+// (agent.json script_signing.trusted_public_keys, delivered at enrollment
+// and refreshed by heartbeat answers).
+
+// Signed is a payload and its Ed25519 signature. Payload is the exact bytes
+// signed (JSON of the inner document); KeyID names the key that signed.
+type Signed struct {
+	Payload   []byte `json:"payload"`
+	KeyID     string `json:"key_id"`
+	Signature []byte `json:"signature"`
+}
+
+// KeyID is the ID of an Ed25519 public key: hex of the first 8 bytes of
+// its SHA-256.
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:8])
+}
+
+// ErrSignatureInvalid is returned by Verify for a payload no trusted key
+// signed.
+var ErrSignatureInvalid = errors.New("the payload signature does not verify with a trusted key")
+
+// Verify checks s against trusted (standard base64 Ed25519 public keys) and
+// returns the payload bytes. The key ID only picks the key to try first;
+// any trusted key that verifies the signature is accepted.
+func (s Signed) Verify(trusted []string) ([]byte, error) {
+	if len(s.Signature) != ed25519.SignatureSize || len(s.Payload) == 0 {
+		return nil, ErrSignatureInvalid
+	}
+	for _, k := range trusted {
+		pub, err := base64.StdEncoding.DecodeString(k)
+		if err != nil || len(pub) != ed25519.PublicKeySize {
+			continue
+		}
+		if ed25519.Verify(ed25519.PublicKey(pub), s.Payload, s.Signature) {
+			return s.Payload, nil
+		}
+	}
+	return nil, ErrSignatureInvalid
+}
+
+// EventQuickJobRun asks the agent to run a script: payload Signed whose
+// Payload is a ScriptJob; the reply is a ScriptResult.
+const EventQuickJobRun = "quick_job_run"
+
+// Script error codes.
+const (
+	CodeSignatureInvalid    = "signature_invalid"    // bad signature, untrusted key, other device, expired
+	CodeUnsupportedLanguage = "unsupported_language" // this platform cannot run the language
+)
+
+// Script languages.
+const (
+	LangBash       = "bash"
+	LangSh         = "sh"
+	LangPython     = "python"
+	LangPowerShell = "powershell"
+	LangCmd        = "cmd"
+)
+
+// ScriptJob is the signed document of EventQuickJobRun. An empty
+// DeviceGUID or RunID means the payload is not bound to one device or run
+// (a scheduled job's content signed when it was saved); a set DeviceGUID
+// must be the agent's own, and a set ExpiresAt must be in the future.
+type ScriptJob struct {
+	RunID          string            `json:"run_id"`
+	DeviceGUID     string            `json:"device_guid"`
+	Language       string            `json:"language"`
+	Body           string            `json:"body"`
+	Parameters     map[string]string `json:"parameters"`
+	TimeoutSeconds int               `json:"timeout_seconds"`
+	IssuedAt       time.Time         `json:"issued_at"`
+	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
+}
+
+// DecodeScriptJob parses a verified payload.
+func DecodeScriptJob(payload []byte) (ScriptJob, error) {
+	var j ScriptJob
+	err := json.Unmarshal(payload, &j)
+	return j, err
+}
+
+// ScriptResult answers EventQuickJobRun. Stdout and Stderr hold at most
+// MaxScriptOutput bytes each; the *Truncated flags say output was cut.
+type ScriptResult struct {
+	ExitCode        int       `json:"exit_code"`
+	Stdout          string    `json:"stdout"`
+	Stderr          string    `json:"stderr"`
+	StdoutTruncated bool      `json:"stdout_truncated"`
+	StderrTruncated bool      `json:"stderr_truncated"`
+	TimedOut        bool      `json:"timed_out"`
+	DurationMS      int64     `json:"duration_ms"`
+	StartedAt       time.Time `json:"started_at"`
+	FinishedAt      time.Time `json:"finished_at"`
+}
+
+// MaxScriptOutput bounds stdout and stderr of one run, each.
+const MaxScriptOutput = 1 << 20
+
+// PathScriptOutput receives live output while a script runs (Device auth):
+// the agent posts ScriptOutput at most about twice a second.
+const PathScriptOutput = "/api/agent/script/output"
+
+// ScriptOutput is the output so far of a running script (the whole
+// output up to now, each bounded to MaxScriptOutput, not a delta: a lost
+// post loses nothing).
+type ScriptOutput struct {
+	RunID  string `json:"run_id"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// PathScriptRequest: an agent asks for work queued while it was offline.
+const PathScriptRequest = "/api/agent/script/request"
+
+// ScriptRequestResponse answers PathScriptRequest: Status "idle", or
+// "work" with Jobs to run (each answered at PathScriptResult).
+type ScriptRequestResponse struct {
+	Status string      `json:"status"`
+	Jobs   []QueuedJob `json:"jobs,omitempty"`
+}
+
+// QueuedJob is one piece of queued work.
+type QueuedJob struct {
+	RunID  string `json:"run_id"`
+	Signed Signed `json:"signed"`
+}
+
+// PathScriptResult takes the result of a queued job (ScriptResultPost).
+const PathScriptResult = "/api/agent/script/result"
+
+// ScriptResultPost is the body of PathScriptResult.
+type ScriptResultPost struct {
+	RunID  string       `json:"run_id"`
+	Result ScriptResult `json:"result"`
+	// Error is set instead of Result when the agent refused the job.
+	Error *Error `json:"error,omitempty"`
+}
+
+// ScriptTrust carries the Engine's current script-signing public keys
+// (standard base64), active first; the agent replaces its trusted list
+// with a non-empty one.
+type ScriptTrust struct {
+	TrustedPublicKeys []string `json:"trusted_public_keys"`
+}

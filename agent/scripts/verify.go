@@ -1,0 +1,45 @@
+// Package scripts runs the Engine's signed script payloads on the agent
+// (event quick_job_run): it verifies the signature against the trusted
+// script-signing keys in agent.json, checks the payload is meant for this
+// device and still valid, then runs the script with a timeout and bounded
+// output.
+package scripts
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/proto"
+)
+
+// refuse is the agent's answer to a payload it will not run.
+func refuse(format string, args ...any) error {
+	return &proto.Error{Code: proto.CodeSignatureInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// Verify checks sg against cfg's trusted keys and returns the job it
+// carries. A job bound to another device, or past its expiry, is refused
+// like a bad signature: signed content meant for someone else, or for
+// earlier, is not an order to this agent.
+func Verify(cfg *agent.Config, sg proto.Signed, now time.Time) (proto.ScriptJob, error) {
+	keys := cfg.ScriptSigning.TrustedPublicKeys
+	if len(keys) == 0 {
+		return proto.ScriptJob{}, refuse("this agent trusts no script-signing key yet")
+	}
+	payload, err := sg.Verify(keys)
+	if err != nil {
+		return proto.ScriptJob{}, refuse("the payload signature does not verify with a trusted key (key_id %q)", sg.KeyID)
+	}
+	job, err := proto.DecodeScriptJob(payload)
+	if err != nil {
+		return proto.ScriptJob{}, &proto.Error{Code: proto.CodeOpInvalid, Message: "the signed payload is not a script job"}
+	}
+	if job.DeviceGUID != "" && job.DeviceGUID != cfg.Agent.GUID {
+		return proto.ScriptJob{}, refuse("the payload is signed for another device")
+	}
+	if job.ExpiresAt != nil && !now.Before(*job.ExpiresAt) {
+		return proto.ScriptJob{}, refuse("the payload expired at %s", job.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return job, nil
+}

@@ -1,0 +1,292 @@
+// Package scriptsign holds the Engine's script-signing key (SPEC
+// Authentication rule 6): an Ed25519 key pair whose private half is sealed
+// by the master cipher in PostgreSQL. Every script payload the Engine sends
+// an agent is signed with the active key; agents trust the active and the
+// previous key, so payloads signed before a rotation stay valid until the
+// next rotation retires the previous key.
+//
+// Signing needs the master cipher unlocked in the calling process. A
+// `cairn worker` process may never be unlocked, so payloads are signed by
+// the process serving the operator's request and stored with the run.
+package scriptsign
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+)
+
+// Key states.
+const (
+	StateActive   = "active"
+	StatePrevious = "previous"
+)
+
+// trustTTL is how long the trusted key list is cached: heartbeats of
+// thousands of agents read it, and a rotation reaches them a few seconds
+// later at worst.
+const trustTTL = 5 * time.Second
+
+// Key is a public key as the admin route shows it.
+type Key struct {
+	KeyID     string
+	PublicKey string // standard base64
+	State     string
+	CreatedAt time.Time
+}
+
+// Status is the keys plus how many agents already trust the active one.
+type Status struct {
+	Keys            []Key
+	AgentsOnCurrent int64
+	AgentsTotal     int64
+}
+
+// Signer signs script payloads and answers which keys agents must trust.
+type Signer struct {
+	store  *db.Store
+	cipher *aegis.Cipher
+	now    func() time.Time
+
+	mu      sync.Mutex
+	active  *openKey  // the opened active key, nil until first Sign
+	trust   []string  // cached trusted keys, active first
+	trustAt time.Time // when trust was read
+
+	// reported holds each device's last reported key IDs (joined), so a
+	// heartbeat writes only when they change.
+	reported sync.Map
+}
+
+type openKey struct {
+	id   string
+	priv ed25519.PrivateKey
+	at   time.Time
+}
+
+// New returns a signer.
+func New(store *db.Store, cipher *aegis.Cipher) *Signer {
+	return &Signer{store: store, cipher: cipher, now: time.Now}
+}
+
+// Sign signs payload with the active key, making the first key when there
+// is none. It fails with aegis_locked while the cipher is locked.
+func (s *Signer) Sign(ctx context.Context, payload []byte) (proto.Signed, error) {
+	k, err := s.activeKey(ctx)
+	if err != nil {
+		return proto.Signed{}, err
+	}
+	return proto.Signed{Payload: payload, KeyID: k.id, Signature: ed25519.Sign(k.priv, payload)}, nil
+}
+
+// activeKey returns the opened active key, re-reading which key is active
+// every trustTTL (another replica may have rotated).
+func (s *Signer) activeKey(ctx context.Context) (*openKey, error) {
+	if !s.cipher.Unlocked() {
+		return nil, aegis.ErrLocked
+	}
+	s.mu.Lock()
+	k := s.active
+	s.mu.Unlock()
+	if k != nil && s.now().Sub(k.at) < trustTTL {
+		return k, nil
+	}
+	row, err := s.store.ScriptKeyActive(ctx)
+	if db.IsNoRows(err) {
+		if err := s.create(ctx, false); err != nil {
+			return nil, err
+		}
+		row, err = s.store.ScriptKeyActive(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if k != nil && k.id == row.KeyID {
+		k = &openKey{id: k.id, priv: k.priv, at: s.now()}
+	} else {
+		seed, err := s.cipher.Open(row.PrivateSealed, aad(row.KeyID))
+		if errors.Is(err, aegis.ErrForeignKey) {
+			// The master cipher was force-reset: the key cannot sign any
+			// more. Replace it; agents keep trusting its public half as
+			// the previous key.
+			if err := s.Rotate(ctx); err != nil {
+				return nil, err
+			}
+			return s.activeKey(ctx)
+		} else if err != nil {
+			return nil, err
+		}
+		k = &openKey{id: row.KeyID, priv: ed25519.NewKeyFromSeed(seed), at: s.now()}
+	}
+	s.mu.Lock()
+	s.active = k
+	s.mu.Unlock()
+	return k, nil
+}
+
+// create makes a new active key. With rotate, the current active key
+// becomes previous and the earlier previous key is retired, in one
+// transaction; without, it does nothing when an active key exists (two
+// processes making the first key at once).
+func (s *Signer) create(ctx context.Context, rotate bool) error {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	id := proto.KeyID(pub)
+	sealedBy := s.cipher.KeyID()
+	sealed, err := s.cipher.Seal(priv.Seed(), aad(id))
+	if err != nil {
+		return err
+	}
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		if rotate {
+			cur, err := q.ScriptKeyActive(ctx)
+			if err != nil && !db.IsNoRows(err) {
+				return err
+			}
+			if err == nil {
+				if err := q.ScriptKeyRetirePrevious(ctx); err != nil {
+					return err
+				}
+				if _, err := q.ScriptKeyDemoteActive(ctx, cur.KeyID); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := q.ScriptKeyInsertActive(ctx, db.ScriptKeyInsertActiveParams{
+			KeyID: id, PublicKey: pub, PrivateSealed: sealed, SealedKeyID: sealedBy,
+		})
+		return err
+	})
+	s.forget()
+	return err
+}
+
+// Rotate makes a new active key; the active key becomes previous (still
+// trusted) and the previous one is retired (no longer trusted).
+func (s *Signer) Rotate(ctx context.Context) error {
+	if !s.cipher.Unlocked() {
+		return aegis.ErrLocked
+	}
+	return s.create(ctx, true)
+}
+
+// forget drops the caches after a change made by this process.
+func (s *Signer) forget() {
+	s.mu.Lock()
+	s.active, s.trust, s.trustAt = nil, nil, time.Time{}
+	s.mu.Unlock()
+}
+
+// TrustedPublicKeys returns the standard base64 public keys agents must
+// trust, active first. With no key yet it makes one when the cipher is
+// unlocked, and otherwise returns an empty list.
+func (s *Signer) TrustedPublicKeys(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	cached, at := s.trust, s.trustAt
+	s.mu.Unlock()
+	if cached != nil && s.now().Sub(at) < trustTTL {
+		return slices.Clone(cached), nil
+	}
+	rows, err := s.store.ScriptKeyList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 && s.cipher.Unlocked() {
+		if err := s.create(ctx, false); err != nil {
+			return nil, err
+		}
+		if rows, err = s.store.ScriptKeyList(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = base64.StdEncoding.EncodeToString(r.PublicKey)
+	}
+	s.mu.Lock()
+	s.trust, s.trustAt = out, s.now()
+	s.mu.Unlock()
+	return slices.Clone(out), nil
+}
+
+// Trust is TrustedPublicKeys as the wire's ScriptTrust, nil when there is
+// no key yet (the agent then keeps what it has).
+func (s *Signer) Trust(ctx context.Context) (*proto.ScriptTrust, error) {
+	keys, err := s.TrustedPublicKeys(ctx)
+	if err != nil || len(keys) == 0 {
+		return nil, err
+	}
+	return &proto.ScriptTrust{TrustedPublicKeys: keys}, nil
+}
+
+// Status lists the trusted keys and counts the agents that reported
+// trusting the active key.
+func (s *Signer) Status(ctx context.Context) (Status, error) {
+	if _, err := s.TrustedPublicKeys(ctx); err != nil { // makes the first key when possible
+		return Status{}, err
+	}
+	rows, err := s.store.ScriptKeyList(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Keys: make([]Key, len(rows))}
+	active := ""
+	for i, r := range rows {
+		st.Keys[i] = Key{KeyID: r.KeyID, PublicKey: base64.StdEncoding.EncodeToString(r.PublicKey), State: r.State, CreatedAt: r.CreatedAt}
+		if r.State == StateActive {
+			active = r.KeyID
+		}
+	}
+	c, err := s.store.ScriptTrustCounts(ctx, active)
+	if err != nil {
+		return Status{}, err
+	}
+	st.AgentsOnCurrent, st.AgentsTotal = c.OnCurrent, c.Total
+	return st, nil
+}
+
+// Report records the key IDs a device says it trusts (from its
+// heartbeat), writing only when they changed since this process last saw
+// them.
+func (s *Signer) Report(ctx context.Context, guid string, keyIDs []string) error {
+	if len(keyIDs) == 0 {
+		return nil
+	}
+	if len(keyIDs) > 8 {
+		keyIDs = keyIDs[:8]
+	}
+	joined := strings.Join(keyIDs, ",")
+	if prev, ok := s.reported.Load(guid); ok && prev.(string) == joined {
+		return nil
+	}
+	if err := s.store.ScriptTrustReport(ctx, db.ScriptTrustReportParams{DeviceGuid: guid, KeyIds: keyIDs}); err != nil {
+		return err
+	}
+	s.reported.Store(guid, joined)
+	return nil
+}
+
+// Verify checks a payload signed by this Engine against the keys agents
+// trust now (for tests and the Engine's own checks).
+func (s *Signer) Verify(ctx context.Context, sg proto.Signed) ([]byte, error) {
+	keys, err := s.TrustedPublicKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sg.Verify(keys)
+}
+
+// aad binds a sealed seed to its key.
+func aad(keyID string) []byte { return []byte("cairn:script-signing:" + keyID) }

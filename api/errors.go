@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
@@ -80,7 +81,12 @@ var statusByCode = map[string]int{
 	proto.CodeOpAlreadyRunning:       http.StatusConflict,
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
-	devices.ECodeAgentAnswer:         http.StatusBadGateway,
+
+	// Automation (issue 11).
+	automation.ECodeAssemblyInUse: http.StatusConflict,
+	proto.CodeUnsupportedLanguage: http.StatusUnprocessableEntity,
+	proto.CodeSignatureInvalid:    http.StatusBadGateway,
+	devices.ECodeAgentAnswer:      http.StatusBadGateway,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -47,14 +47,14 @@ func (s *Server) flowRoutes() []Route {
 			}
 			return struct{}{}, s.Flows.Delete(r.Context(), id)
 		})},
-		{"POST", one + "/start", AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (runIDJSON, error) {
+		{"POST", one + "/start", AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
-				return runIDJSON{}, err
+				return jobRunIDJSON{}, err
 			}
 			p := principal(r.Context())
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
-			return runIDJSON{RunID: runID}, err
+			return jobRunIDJSON{RunID: runID}, err
 		})},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)

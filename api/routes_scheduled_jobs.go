@@ -72,18 +72,18 @@ func (s *Server) scheduledJobRoutes() []Route {
 			j, err := s.Jobs.Toggle(r.Context(), p.SiteScope(), p.Username, id, *req.Enabled)
 			return newJobJSON(j), err
 		})},
-		{"POST", one + "/rerun", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (runIDJSON, error) {
+		{"POST", one + "/rerun", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (jobRunIDJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
-				return runIDJSON{}, err
+				return jobRunIDJSON{}, err
 			}
 			runID, err := uuid.NewV7()
 			if err != nil {
-				return runIDJSON{}, err
+				return jobRunIDJSON{}, err
 			}
 			p := principal(r.Context())
 			err = s.Jobs.Rerun(r.Context(), p.SiteScope(), p.Username, id, runID.String())
-			return runIDJSON{RunID: runID.String()}, err
+			return jobRunIDJSON{RunID: runID.String()}, err
 		})},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (runListJSON, error) {
 			id, err := jobID(r)
@@ -200,7 +200,7 @@ type previewJSON struct {
 	NextRuns []time.Time `json:"next_runs"`
 }
 
-type runIDJSON struct {
+type jobRunIDJSON struct {
 	RunID string `json:"run_id"`
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
@@ -130,6 +131,9 @@ type Deps struct {
 	Flows *flows.Service
 	// Signer signs script payloads and names the keys agents trust.
 	Signer *scriptsign.Signer
+	// Automation is assemblies and job runs; Runs starts job-run workflows.
+	Automation *automation.Service
+	Runs       workflows.JobRunStarter
 }
 
 // Server serves the API and the console.
@@ -171,7 +175,7 @@ func New(d Deps) *Server {
 		s.deviceOpRoutes(),
 		s.shellRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
-		s.scriptSignRoutes(),
+		s.scriptSignRoutes(), s.assemblyRoutes(), s.quickRunRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

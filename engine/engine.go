@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
@@ -132,7 +133,9 @@ type Engine struct {
 	JobSched   workflows.JobScheduler
 	Slots      *scheduledjobs.Slots
 	Flows      *flows.Service
+	JobRuns    scheduledjobs.RunCreator
 	Signer     *scriptsign.Signer
+	Automation *automation.Service
 	Workers    *workers.Manager
 	API        *api.Server
 
@@ -189,6 +192,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 	e.Signer = scriptsign.New(store, e.Cipher)
+	e.Automation = automation.NewService(store, e.Signer, e.Devices)
+	e.JobRuns = scheduledjobs.AutomationRuns{Svc: e.Automation}
 
 	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
@@ -201,7 +206,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
-		ScheduledJobs: e.Jobs, Slots: e.Slots, Flows: e.Flows})...)
+		Automation: e.Automation, ScheduledJobs: e.Jobs, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -215,6 +220,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
+		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 	}
 	e.API = api.New(deps)
 	return e, nil

@@ -5,6 +5,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
@@ -31,6 +32,7 @@ type ActivityDeps struct {
 	Slots         *scheduledjobs.Slots
 	JobRuns       scheduledjobs.RunCreator
 	Flows         *flows.Service
+	Automation    *automation.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -44,5 +46,6 @@ func Activities(d ActivityDeps) []any {
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
 		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows},
+		&activities.JobRuns{Runs: d.Automation, Gateway: d.Gateway, Devices: d.Devices},
 	}
 }

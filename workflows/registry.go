@@ -11,4 +11,5 @@ var Registered = []any{
 	DeviceOperation,
 	ScheduledJobFire,
 	FlowRun,
+	JobRun,
 }

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
@@ -23,9 +24,17 @@ func runJob(ctx workflow.Context, plan scheduledjobs.FirePlan) error {
 	return executeJobRun(ctx, plan.RunID)
 }
 
-// executeJobRun runs a job run's fan-out.
+// executeJobRun runs a job run's fan-out as the child JobRun with the
+// run's own workflow ID: a second fire of the same run (started twice,
+// restarted) is refused as already started and runs nothing again.
 func executeJobRun(ctx workflow.Context, runID string) error {
-	return temporal.NewNonRetryableApplicationError("job runs are not available in this Engine", "unavailable", nil)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            automation.JobRunWorkflowID(runID),
+		WorkflowIDReusePolicy: enumsReject,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("job_run")),
+	})
+	return ignoreStarted(workflow.ExecuteChildWorkflow(cctx, JobRun, JobRunInput{RunID: runID}).Get(ctx, nil))
 }
 
 const (

@@ -121,10 +121,18 @@ const PathScriptOutput = "/api/agent/script/output"
 // output up to now, each bounded to MaxScriptOutput, not a delta: a lost
 // post loses nothing).
 type ScriptOutput struct {
-	RunID  string `json:"run_id"`
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
+	RunID           string `json:"run_id"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
 }
+
+// MaxReplyOutput bounds stdout and stderr each in the reply of
+// EventQuickJobRun: the reply travels through the workflow history, so
+// the whole output (up to MaxScriptOutput) goes to PathScriptOutput just
+// before the reply, and the Engine keeps the longer copy.
+const MaxReplyOutput = 16 << 10
 
 // PathScriptRequest: an agent asks for work queued while it was offline.
 const PathScriptRequest = "/api/agent/script/request"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
@@ -24,6 +25,7 @@ func (c *syntheticCollector) handlers() *Handlers {
 		proto.EventServiceControl:    c.service,
 		proto.EventSoftwareRefresh:   c.software,
 		proto.EventPatchRefresh:      c.patches,
+		proto.EventQuickJobRun:       c.script,
 	} {
 		if err := h.Register(typ, fn); err != nil {
 			panic(err) // fixed, distinct event types: cannot happen
@@ -92,4 +94,27 @@ func (c *syntheticCollector) software(context.Context, Caller, json.RawMessage) 
 
 func (c *syntheticCollector) patches(context.Context, Caller, json.RawMessage) (any, error) {
 	return proto.PatchRefreshResult{CollectedAt: time.Now().UTC(), Patches: c.inventory(c.n).Patches}, nil
+}
+
+// script verifies a signed script payload for real (signature, device,
+// expiry) and answers a fixed short output without running anything.
+func (c *syntheticCollector) script(_ context.Context, _ Caller, payload json.RawMessage) (any, error) {
+	var sg proto.Signed
+	if err := json.Unmarshal(payload, &sg); err != nil {
+		return nil, &proto.Error{Code: proto.CodeSignatureInvalid, Message: "the payload is not a signed document"}
+	}
+	if c.store == nil {
+		return nil, &proto.Error{Code: proto.CodeOpUnsupported, Message: "no configuration to verify with"}
+	}
+	cfg, err := c.store.Load()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	job, err := agent.VerifyScript(cfg, sg, now)
+	if err != nil {
+		return nil, err
+	}
+	return proto.ScriptResult{ExitCode: 0, Stdout: "simulated " + job.Language + " run on " + cfg.Agent.GUID + "\n",
+		StartedAt: now, FinishedAt: now}, nil
 }

@@ -167,7 +167,7 @@ func newSimAgent(i int, opts SimOptions, timing Timing, stats *simStats) (*Agent
 	name := simName(opts.Prefix, i)
 	fp := sha256.Sum256([]byte("cairn-simulate:" + name))
 	timing.FirstHeartbeatDelay = time.Duration(int64(timing.HeartbeatInterval) * int64(i) / int64(opts.Count))
-	sim := &syntheticCollector{n: i, inventory: opts.Inventory}
+	sim := &syntheticCollector{n: i, inventory: opts.Inventory, store: store}
 	a, err := New(Options{
 		Store:     store,
 		Identity:  Identity{Hostname: name, OS: "Cairn simulated Linux", Fingerprint: hex.EncodeToString(fp[:]), BootID: randomID()},
@@ -221,6 +221,8 @@ func randomID() string {
 type syntheticCollector struct {
 	n         int
 	inventory func(int) proto.Inventory
+	// store is the agent's config, for verifying signed scripts.
+	store Store
 }
 
 func (c *syntheticCollector) Collect(context.Context) proto.Inventory { return c.inventory(c.n) }

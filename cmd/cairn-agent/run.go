@@ -9,6 +9,7 @@ import (
 
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
+	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
@@ -38,6 +39,10 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
 		return err
 	}
+	store := agentruntime.FileStore{Path: configPath, Writer: "run"}
+	if err := agentscripts.Register(handlers, agentscripts.Options{Config: store.Load, Logger: log}); err != nil {
+		return err
+	}
 	shells, err := shell.Register(ctx, handlers, shell.Options{Logger: log})
 	if err != nil {
 		return err
@@ -46,7 +51,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	// killed and reaped before the process exits, however Run ended.
 	defer shells.Close()
 	a, err := agentruntime.New(agentruntime.Options{
-		Store:     agentruntime.FileStore{Path: configPath, Writer: "run"},
+		Store:     store,
 		Identity:  id,
 		Version:   version,
 		Collector: h.collector,

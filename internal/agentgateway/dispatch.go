@@ -237,6 +237,7 @@ var agentCodes = map[string]bool{
 	proto.CodeOpUnsupported: true, proto.CodeOpNotFound: true, proto.CodeOpMismatch: true,
 	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
 	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
+	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

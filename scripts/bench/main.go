@@ -48,6 +48,7 @@ func main() {
 		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
 		shellKeys = flag.Int("shell-keystrokes", 500, "keystrokes timed through a remote shell on one real agent (0: none)")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
+		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -55,9 +56,9 @@ func main() {
 		fail(err)
 	}
 	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
-		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys}
+		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns}
 	if !*ops {
-		opts.ops, opts.opsBudget, opts.shellKeys = opsConfig{}, 0, 0
+		opts.ops, opts.opsBudget, opts.shellKeys, opts.quickRuns = opsConfig{}, 0, 0, 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -98,6 +99,8 @@ type runOptions struct {
 	ops opsConfig
 	// shellKeys is how many keystrokes the remote-shell echo times.
 	shellKeys int
+	// quickRuns is how many quick runs fan out to every agent.
+	quickRuns int
 }
 
 // simPrefix names the simulated agents (simulate --prefix).
@@ -118,6 +121,8 @@ type result struct {
 	Operations *opsResult `json:"operations,omitempty"`
 	// Shell is the remote shell's keystroke echo (shell.go).
 	Shell *shellResult `json:"shell,omitempty"`
+	// QuickRun is the script fan-out (quickrun.go).
+	QuickRun *quickRunResult `json:"quick_run,omitempty"`
 	// OpsWindowSeconds is the part of the steady phase the operations took:
 	// it is left out of the steady CPU, memory and heartbeat figures.
 	OpsWindowSeconds float64 `json:"ops_window_seconds,omitempty"`
@@ -222,6 +227,7 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	// ending well before the simulated agents stop.
 	var ops *opsResult
 	var shell *shellResult
+	var quick *quickRunResult
 	var opsFrom, opsTo time.Time
 	select {
 	case <-out.allConnected:
@@ -246,10 +252,15 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		}
 		fmt.Fprintf(logOut, "bench: %d sockets live: rss=%.1fMiB fds=%d (%.1f KiB and %.2f files per agent)\n",
 			live, fp.Connected.RSSMiB, fp.Connected.FDs, fp.PerAgentRSSKiB, fp.PerAgentFDs)
-		if o.ops.RoundTrips > 0 || len(o.ops.FanOut) > 0 {
+		if o.ops.RoundTrips > 0 || len(o.ops.FanOut) > 0 || o.quickRuns > 0 {
 			opsCtx, cancel := context.WithTimeout(ctx, o.opsBudget-15*time.Second)
 			opsFrom = time.Now()
-			ops = benchOps(opsCtx, api, simHosts(simPrefix, n), o.ops, watch)
+			if o.ops.RoundTrips > 0 || len(o.ops.FanOut) > 0 {
+				ops = benchOps(opsCtx, api, simHosts(simPrefix, n), o.ops, watch)
+			}
+			if o.quickRuns > 0 {
+				quick = benchQuickRun(opsCtx, api, o.quickRuns, watch)
+			}
 			if o.shellKeys > 0 {
 				shell = benchShell(opsCtx, api, o.agentBin, base, code, filepath.Join(dataDir, "shell-agent"), o.shellKeys)
 				fmt.Fprintf(logOut, "bench: shell keystroke echo: %+v\n", *shell)
@@ -294,7 +305,7 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		return nil, err
 	}
 	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg,
-		Operations: ops, Shell: shell}
+		Operations: ops, Shell: shell, QuickRun: quick}
 	if !out.steadyFrom.IsZero() {
 		res.Footprint = fp
 	}

@@ -93,6 +93,15 @@ func run(out string, force bool, only []string) error {
 		return err
 	}
 	defer w.Stop()
+	// Job runs send each device's activity to its site's queue.
+	sw := worker.New(c, workflows.SiteTaskQueue(siteSlug), worker.Options{})
+	for name, fn := range standIns {
+		sw.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	if err := sw.Start(); err != nil {
+		return err
+	}
+	defer sw.Stop()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -38,7 +39,22 @@ var standIns = map[string]any{
 	},
 	"ApplyAgentAnswer": func(context.Context, activities.ApplyInput) (string, error) { return "cron is running", nil },
 	"FinishOperation":  func(context.Context, activities.FinishInput) error { return nil },
+	"NextItems": func(_ context.Context, in activities.NextInput) ([]automation.Item, error) {
+		return []automation.Item{{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
+			{GUID: "guid-fail", Hostname: "host-fail", SiteID: 1, SiteSlug: siteSlug}}, nil
+	},
+	"SendScript": func(_ context.Context, in activities.SendScriptInput) (agentgateway.Reply, error) {
+		if in.GUID == "guid-fail" {
+			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("the payload signature does not verify", proto.CodeSignatureInvalid, nil)
+		}
+		return agentgateway.Reply{Payload: json.RawMessage(`{"exit_code":0,"stdout":"hi\n","stderr":"","duration_ms":3}`)}, nil
+	},
+	"RecordOutcome": func(context.Context, automation.Outcome) error { return nil },
+	"FinishRun":     func(context.Context, string) error { return nil },
 }
+
+// siteSlug is the site of the job-run scenario's devices.
+const siteSlug = "histories-site"
 
 var scenarios = []scenario{
 	{"worker_probe.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -108,6 +124,12 @@ var scenarios = []scenario{
 	}, false},
 	{"device_operation_terminate_refused.json", func(ctx context.Context, c client.Client) (string, error) {
 		return operation(ctx, c, proto.EventProcessManagement, "process_terminate", `{"action":"terminate","pid":4242,"name":"sleep"}`, true)
+	}, false},
+	// A quick run to two devices: one answers, one refuses the signature.
+	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("run")
+		run, err := start(ctx, c, automation.JobRunWorkflowID(id), workflows.JobRun, workflows.JobRunInput{RunID: id, TimeoutSeconds: 60})
+		return wait(ctx, run, err)
 	}, false},
 }
 

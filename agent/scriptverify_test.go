@@ -1,4 +1,4 @@
-package scripts_test
+package agent_test
 
 import (
 	"crypto/ed25519"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/scripts"
 )
 
 type signer struct {
@@ -34,7 +33,7 @@ func (s signer) sign(t *testing.T, job proto.ScriptJob) proto.Signed {
 	return proto.Signed{Payload: b, KeyID: proto.KeyID(s.priv.Public().(ed25519.PublicKey)), Signature: ed25519.Sign(s.priv, b)}
 }
 
-func TestVerify(t *testing.T) {
+func TestVerifyScript(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	trusted, previous, stranger := newSigner(t), newSigner(t), newSigner(t)
@@ -69,7 +68,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := scripts.Verify(c.cfg, c.signed, now)
+			got, err := agent.VerifyScript(c.cfg, c.signed, now)
 			if c.ok {
 				require.NoError(t, err)
 				require.Equal(t, "echo hi", got.Body)

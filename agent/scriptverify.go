@@ -1,15 +1,9 @@
-// Package scripts runs the Engine's signed script payloads on the agent
-// (event quick_job_run): it verifies the signature against the trusted
-// script-signing keys in agent.json, checks the payload is meant for this
-// device and still valid, then runs the script with a timeout and bounded
-// output.
-package scripts
+package agent
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
@@ -18,11 +12,11 @@ func refuse(format string, args ...any) error {
 	return &proto.Error{Code: proto.CodeSignatureInvalid, Message: fmt.Sprintf(format, args...)}
 }
 
-// Verify checks sg against cfg's trusted keys and returns the job it
+// VerifyScript checks sg against cfg's trusted keys and returns the job it
 // carries. A job bound to another device, or past its expiry, is refused
 // like a bad signature: signed content meant for someone else, or for
 // earlier, is not an order to this agent.
-func Verify(cfg *agent.Config, sg proto.Signed, now time.Time) (proto.ScriptJob, error) {
+func VerifyScript(cfg *Config, sg proto.Signed, now time.Time) (proto.ScriptJob, error) {
 	keys := cfg.ScriptSigning.TrustedPublicKeys
 	if len(keys) == 0 {
 		return proto.ScriptJob{}, refuse("this agent trusts no script-signing key yet")

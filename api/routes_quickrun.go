@@ -1,0 +1,143 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// quickRunRoutes run a script on devices now, and the agent side of
+// script runs (docs/api.md "Quick runs").
+func (s *Server) quickRunRoutes() []Route {
+	return []Route{
+		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun))},
+		{"GET", "/api/scripts/quick_run/{run_id}", AuthToken, getAction(s, func(r *http.Request) (runJSON, error) {
+			run, err := s.Automation.GetRun(r.Context(), principal(r.Context()).SiteScope(), chi.URLParam(r, "run_id"), true)
+			return toRunJSON(run), err
+		})},
+		{"POST", proto.PathScriptOutput, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptOutput) (struct{}, error) {
+			return struct{}{}, s.Automation.RecordOutput(r.Context(), deviceFrom(r.Context()).GUID, req)
+		}))},
+		{"POST", proto.PathScriptRequest, AuthDevice, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.ScriptRequestResponse, error) {
+			jobs, err := s.Automation.QueuedWork(r.Context(), deviceFrom(r.Context()).GUID)
+			if err != nil || len(jobs) == 0 {
+				return proto.ScriptRequestResponse{Status: "idle"}, err
+			}
+			return proto.ScriptRequestResponse{Status: "work", Jobs: jobs}, nil
+		})},
+		{"POST", proto.PathScriptResult, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptResultPost) (struct{}, error) {
+			return struct{}{}, s.Automation.RecordQueuedResult(r.Context(), deviceFrom(r.Context()).GUID, req)
+		}))},
+	}
+}
+
+// Body limits: a 256 KiB script escaped as JSON, and two 1 MiB outputs
+// escaped as JSON (a control byte becomes six).
+const (
+	maxScriptBody = 2 << 20
+	maxOutputBody = 14 << 20
+)
+
+type quickRunRequest struct {
+	DeviceGUIDs    []string       `json:"device_guids"`
+	AssemblyID     *int64         `json:"assembly_id"`
+	Language       string         `json:"language"`
+	Body           string         `json:"body"`
+	TimeoutSeconds int            `json:"timeout_seconds"`
+	Parameters     map[string]any `json:"parameters"`
+}
+
+type runIDJSON struct {
+	RunID string `json:"run_id"`
+}
+
+// quickRun signs one payload per device in this process (the one serving
+// the operator, whose cipher is unlocked), records the run, and starts
+// its workflow.
+func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, error) {
+	ctx := r.Context()
+	p := principal(ctx)
+	targets, err := s.Automation.ResolveTargets(ctx, p.SiteScope(), req.DeviceGUIDs)
+	if err != nil {
+		return runIDJSON{}, err
+	}
+	run, err := s.Automation.CreateRun(ctx, automation.RunSpec{Kind: automation.RunQuick, Trigger: automation.TriggerManual,
+		AssemblyID: req.AssemblyID, Language: req.Language, Body: req.Body, TimeoutSeconds: req.TimeoutSeconds,
+		Parameters: req.Parameters, RequestedBy: p.Username, Targets: targets})
+	if err != nil {
+		return runIDJSON{}, err
+	}
+	if err := s.Runs.Start(ctx, workflows.JobRunInput{RunID: run.ID, TimeoutSeconds: run.TimeoutSeconds}); err != nil {
+		return runIDJSON{}, err
+	}
+	return runIDJSON{RunID: run.ID}, nil
+}
+
+type countsJSON struct {
+	Pending   int64 `json:"pending"`
+	Running   int64 `json:"running"`
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	TimedOut  int64 `json:"timed_out"`
+	Skipped   int64 `json:"skipped"`
+}
+
+type resultJSON struct {
+	GUID            string     `json:"guid"`
+	Hostname        string     `json:"hostname"`
+	Status          string     `json:"status"`
+	ExitCode        *int32     `json:"exit_code"`
+	Stdout          string     `json:"stdout"`
+	Stderr          string     `json:"stderr"`
+	StdoutTruncated bool       `json:"stdout_truncated"`
+	StderrTruncated bool       `json:"stderr_truncated"`
+	ErrorCode       string     `json:"error_code"`
+	ErrorMessage    string     `json:"error_message"`
+	OperationID     string     `json:"operation_id"`
+	DurationMS      *int64     `json:"duration_ms"`
+	StartedAt       *time.Time `json:"started_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
+}
+
+type runJSON struct {
+	RunID           string       `json:"run_id"`
+	Kind            string       `json:"kind"`
+	Status          string       `json:"status"`
+	AssemblyID      *int64       `json:"assembly_id"`
+	AssemblyName    string       `json:"assembly_name"`
+	AssemblyVersion *int32       `json:"assembly_version"`
+	Language        string       `json:"language"`
+	RequestedBy     string       `json:"requested_by"`
+	Trigger         string       `json:"trigger"`
+	ScheduledJobID  *int64       `json:"scheduled_job_id"`
+	TimeoutSeconds  int          `json:"timeout_seconds"`
+	CreatedAt       time.Time    `json:"created_at"`
+	StartedAt       *time.Time   `json:"started_at"`
+	FinishedAt      *time.Time   `json:"finished_at"`
+	Counts          countsJSON   `json:"counts"`
+	Results         []resultJSON `json:"results,omitempty"`
+}
+
+func toRunJSON(r automation.Run) runJSON {
+	out := runJSON{RunID: r.ID, Kind: r.Kind, Status: r.Status, AssemblyID: r.AssemblyID, AssemblyName: r.AssemblyName,
+		AssemblyVersion: r.AssemblyVersion, Language: r.Language, RequestedBy: r.RequestedBy, Trigger: r.Trigger,
+		ScheduledJobID: r.ScheduledJobID, TimeoutSeconds: r.TimeoutSeconds, CreatedAt: r.CreatedAt.UTC(),
+		StartedAt: utcPtr(r.StartedAt), FinishedAt: utcPtr(r.FinishedAt),
+		Counts: countsJSON{Pending: r.Counts.Pending, Running: r.Counts.Running, Succeeded: r.Counts.Succeeded,
+			Failed: r.Counts.Failed, TimedOut: r.Counts.TimedOut, Skipped: r.Counts.Skipped}}
+	if r.Results != nil {
+		out.Results = make([]resultJSON, len(r.Results))
+		for i, x := range r.Results {
+			out.Results[i] = resultJSON{GUID: x.GUID, Hostname: x.Hostname, Status: x.Status, ExitCode: x.ExitCode,
+				Stdout: x.Stdout, Stderr: x.Stderr, StdoutTruncated: x.StdoutTruncated, StderrTruncated: x.StderrTruncated,
+				ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage, OperationID: x.OperationID, DurationMS: x.DurationMS,
+				StartedAt: utcPtr(x.StartedAt), FinishedAt: utcPtr(x.FinishedAt)}
+		}
+	}
+	return out
+}

@@ -1,0 +1,248 @@
+package automation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+)
+
+// What the JobRun workflow calls, through activities: claim the next
+// pending results, dispatch one (open its activity row, hand out its
+// signed payload), record its outcome, close the run.
+
+// Item is one pending result to execute.
+type Item struct {
+	GUID     string
+	Hostname string
+	SiteID   int64
+	SiteSlug string
+}
+
+// NextItems marks the run started and returns up to max pending results.
+func (s *Service) NextItems(ctx context.Context, runID string, max int) ([]Item, error) {
+	if err := s.store.JobRunStart(ctx, runID); err != nil {
+		return nil, err
+	}
+	rows, err := s.store.JobRunPendingBatch(ctx, db.JobRunPendingBatchParams{RunID: runID, MaxItems: int32(max)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Item, len(rows))
+	for i, r := range rows {
+		site := int64(0)
+		if r.SiteID != nil {
+			site = *r.SiteID
+		}
+		out[i] = Item{GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: site, SiteSlug: r.SiteSlug}
+	}
+	return out, nil
+}
+
+// Dispatch marks a result running under operationID, opens its activity
+// row (once, however often the dispatch is retried) and returns the
+// signed payload to send. A result that finished meanwhile (an answer
+// that came in before a retry) is not_found.
+func (s *Service) Dispatch(ctx context.Context, runID, guid, operationID string) (json.RawMessage, error) {
+	cur, err := s.store.JobRunResultActivity(ctx, db.JobRunResultActivityParams{RunID: runID, DeviceGuid: guid})
+	if err != nil {
+		return nil, db.NotFound(err, "run %s has no result for %s", runID, guid)
+	}
+	var activityID *int64 = cur.ActivityID
+	if activityID == nil && (cur.Status == StatusPending || cur.Status == StatusRunning) {
+		run, err := s.store.JobRunGet(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		target, err := s.devices.OperationTargetByGUID(ctx, cairn.AllSites, guid)
+		if err != nil {
+			return nil, err
+		}
+		meta := map[string]any{"run_id": runID, "operation_id": operationID, "type": proto.EventQuickJobRun}
+		if run.ScheduledJobID != nil {
+			meta["scheduled_job_id"] = *run.ScheduledJobID
+		}
+		id, err := s.devices.OperationStarted(ctx, target, ActivityKind, runSummary(run.AssemblyName, run.Language), run.RequestedBy, meta)
+		if err != nil {
+			return nil, err
+		}
+		activityID = &id
+	}
+	row, err := s.store.JobRunResultDispatch(ctx, db.JobRunResultDispatchParams{RunID: runID, DeviceGuid: guid,
+		OperationID: operationID, ActivityID: activityID})
+	if err != nil {
+		return nil, db.NotFound(err, "the result of %s in run %s is no longer pending", guid, runID)
+	}
+	return row.Signed, nil
+}
+
+func runSummary(assembly, language string) string {
+	if assembly != "" {
+		return "Run script " + assembly
+	}
+	return "Run " + language + " script"
+}
+
+// Outcome is how one device's execution ended: the agent's reply, or a
+// failure code from the command path or the agent.
+type Outcome struct {
+	RunID string
+	GUID  string
+	// Reply is the agent's ScriptResult (nil on failure).
+	Reply        json.RawMessage
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// Finish records an outcome: the result row and the activity row.
+func (s *Service) Finish(ctx context.Context, o Outcome) error {
+	p := db.JobRunResultFinishParams{RunID: o.RunID, DeviceGuid: o.GUID, ErrorCode: o.ErrorCode, ErrorMessage: o.ErrorMessage}
+	summary := ""
+	switch {
+	case o.Reply != nil:
+		var res proto.ScriptResult
+		if err := json.Unmarshal(o.Reply, &res); err != nil {
+			p.Status, p.ErrorCode, p.ErrorMessage = StatusFailed, "invalid_reply", "the agent's answer is not a script result"
+			break
+		}
+		code := int32(res.ExitCode)
+		p.ExitCode, p.DurationMs = &code, &res.DurationMS
+		p.Stdout, p.Stderr = clean(res.Stdout), clean(res.Stderr)
+		p.StdoutTruncated, p.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
+		if !res.StartedAt.IsZero() {
+			p.StartedAt, p.FinishedAt = &res.StartedAt, &res.FinishedAt
+		}
+		switch {
+		case res.TimedOut:
+			p.Status, p.ErrorCode, p.ErrorMessage = StatusTimedOut, proto.CodeOpTimedOut, "the script did not finish within its timeout"
+		case res.ExitCode == 0:
+			p.Status = StatusSucceeded
+		default:
+			p.Status = StatusFailed
+		}
+		summary = fmt.Sprintf("exit code %d", res.ExitCode)
+		if res.TimedOut {
+			summary = "timed out"
+		}
+	case o.ErrorCode == devicetrust.ECodeDeviceQuarantined || o.ErrorCode == devicetrust.ECodeDeviceRevoked:
+		p.Status, summary = StatusSkipped, o.ErrorMessage
+	default:
+		p.Status, summary = StatusFailed, o.ErrorMessage
+	}
+	row, err := s.store.JobRunResultFinish(ctx, p)
+	if db.IsNoRows(err) {
+		return nil // finished already (a repeated record)
+	} else if err != nil {
+		return err
+	}
+	if row.ActivityID == nil {
+		return nil
+	}
+	status := devices.ActivityCompleted
+	if p.Status != StatusSucceeded {
+		status = devices.ActivityFailed
+	}
+	meta := map[string]any{"run_id": o.RunID, "type": proto.EventQuickJobRun, "result": p.Status}
+	if p.ExitCode != nil {
+		meta["exit_code"] = *p.ExitCode
+	}
+	if p.DurationMs != nil {
+		meta["duration_ms"] = *p.DurationMs
+	}
+	if p.ErrorCode != "" {
+		meta["error"] = p.ErrorCode
+	}
+	run, err := s.store.JobRunGet(ctx, o.RunID)
+	if err != nil {
+		return err
+	}
+	if run.ScheduledJobID != nil {
+		meta["scheduled_job_id"] = *run.ScheduledJobID
+	}
+	if row.OperationID != "" {
+		meta["operation_id"] = row.OperationID
+	}
+	return s.devices.OperationFinished(ctx, *row.ActivityID, status, runSummary(run.AssemblyName, run.Language)+": "+summary, meta)
+}
+
+// FinishRun closes the run once nothing is pending or running.
+func (s *Service) FinishRun(ctx context.Context, runID string) error {
+	return s.store.JobRunFinish(ctx, runID)
+}
+
+// RecordOutput stores a running script's output so far (live output).
+func (s *Service) RecordOutput(ctx context.Context, guid string, out proto.ScriptOutput) error {
+	var v cairn.Validation
+	if out.RunID == "" {
+		v.Add("run_id", "is required")
+	}
+	if len(out.Stdout) > proto.MaxScriptOutput {
+		v.Add("stdout", fmt.Sprintf("must be at most %d bytes", proto.MaxScriptOutput))
+	}
+	if len(out.Stderr) > proto.MaxScriptOutput {
+		v.Add("stderr", fmt.Sprintf("must be at most %d bytes", proto.MaxScriptOutput))
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	_, err := s.store.JobRunResultOutput(ctx, db.JobRunResultOutputParams{RunID: out.RunID, DeviceGuid: guid,
+		Stdout: clean(out.Stdout), Stderr: clean(out.Stderr), StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated})
+	return err
+}
+
+// QueuedWork returns work kept for a device that was offline (runs with
+// run_when_online), as signed payloads.
+func (s *Service) QueuedWork(ctx context.Context, guid string) ([]proto.QueuedJob, error) {
+	rows, err := s.store.JobRunQueuedForDevice(ctx, guid)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]proto.QueuedJob, 0, len(rows))
+	for _, r := range rows {
+		var sg proto.Signed
+		if err := json.Unmarshal(r.Signed, &sg); err != nil {
+			continue
+		}
+		out = append(out, proto.QueuedJob{RunID: r.RunID, Signed: sg})
+	}
+	return out, nil
+}
+
+// clean makes script output storable as text: PostgreSQL text holds no
+// NUL bytes and must be valid UTF-8.
+func clean(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// RecordQueuedResult stores the result of queued work an agent ran after
+// asking for it (POST /api/agent/script/result), then closes the run when
+// that was its last open result.
+func (s *Service) RecordQueuedResult(ctx context.Context, guid string, post proto.ScriptResultPost) error {
+	if post.RunID == "" {
+		return cairn.Invalid("run_id", "is required")
+	}
+	o := Outcome{RunID: post.RunID, GUID: guid}
+	if post.Error != nil {
+		o.ErrorCode, o.ErrorMessage = post.Error.Code, post.Error.Message
+	} else {
+		raw, err := json.Marshal(post.Result)
+		if err != nil {
+			return err
+		}
+		o.Reply = raw
+	}
+	if err := s.Finish(ctx, o); err != nil {
+		return err
+	}
+	return s.FinishRun(ctx, post.RunID)
+}

@@ -1,0 +1,468 @@
+package automation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+)
+
+// Run kinds and triggers (job_runs.kind, job_runs.trigger).
+const (
+	RunQuick            = "quick_run"
+	RunScheduledJob     = "scheduled_job"
+	RunAgentMaintenance = "agent_maintenance"
+	RunWorkflow         = "workflow"
+
+	TriggerManual   = "manual"
+	TriggerSchedule = "schedule"
+	TriggerRerun    = "rerun"
+)
+
+// Run and result statuses.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCanceled  = "canceled"
+	StatusTimedOut  = "timed_out"
+	StatusSkipped   = "skipped"
+)
+
+// MaxTargets bounds one quick run (docs/api.md "Quick runs").
+const MaxTargets = 1000
+
+// ActivityKind is the device activity row kind of a script run.
+const ActivityKind = "script_run"
+
+// payloadTTL is how long a per-device signed payload stays valid: the
+// run's delivery window (an offline device that comes back later than this
+// gets a refusal, not a stale order).
+const payloadTTL = 24 * time.Hour
+
+// Signer signs script payloads (scriptsign.Signer).
+type Signer interface {
+	Sign(ctx context.Context, payload []byte) (proto.Signed, error)
+}
+
+// RunSpec is a run to create (contract "Job runs fan-out").
+type RunSpec struct {
+	// ID is the run ID; empty makes a UUIDv7.
+	ID             string
+	Kind           string
+	Trigger        string
+	ScheduledJobID *int64
+	// ScheduledFor makes creation idempotent per (job, fire time).
+	ScheduledFor *time.Time
+	// AssemblyID (with AssemblyVersion, 0 for current) or ad-hoc
+	// Language and Body.
+	AssemblyID      *int64
+	AssemblyVersion int
+	Language        string
+	Body            string
+	Parameters      map[string]any
+	// TimeoutSeconds overrides the assembly's (0: the assembly's, or
+	// DefaultTimeout for ad-hoc content).
+	TimeoutSeconds int
+	RequestedBy    string
+	Targets        []devices.OperationTarget
+	// Signed is content signed earlier (a scheduled job saved while the
+	// cipher was unlocked), sent to every target as is; nil signs one
+	// payload per device, bound to it and to the run.
+	Signed *proto.Signed
+	// RunWhenOnline keeps work for offline devices until they ask for it
+	// (POST /api/agent/script/request).
+	RunWhenOnline bool
+}
+
+// Counts are a run's results by status.
+type Counts struct {
+	Pending, Running, Succeeded, Failed, TimedOut, Skipped int64
+}
+
+// Result is what a run did on one device.
+type Result struct {
+	GUID            string
+	Hostname        string
+	SiteID          *int64
+	Status          string
+	ExitCode        *int32
+	Stdout          string
+	Stderr          string
+	StdoutTruncated bool
+	StderrTruncated bool
+	ErrorCode       string
+	ErrorMessage    string
+	OperationID     string
+	DurationMS      *int64
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+}
+
+// Run is one run with its results.
+type Run struct {
+	ID              string
+	Kind            string
+	Status          string
+	Trigger         string
+	ScheduledJobID  *int64
+	ScheduledFor    *time.Time
+	AssemblyID      *int64
+	AssemblyName    string
+	AssemblyVersion *int32
+	Language        string
+	RequestedBy     string
+	TimeoutSeconds  int
+	TargetCount     int
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	Counts          Counts
+	Results         []Result
+	// Existing says CreateRun found the run of this fire already made.
+	Existing bool
+}
+
+// CreateRun records a run and a result row per target: pending for those
+// a script can run on (each with its signed payload), skipped for
+// quarantined or revoked devices, failed with unsupported_language where
+// the platform cannot run the language. Start workflows.JobRun afterwards.
+func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
+	if spec.ScheduledFor != nil && spec.ScheduledJobID != nil {
+		if r, err := s.store.JobRunGetByFire(ctx, db.JobRunGetByFireParams{ScheduledJobID: spec.ScheduledJobID,
+			ScheduledFor: spec.ScheduledFor}); err == nil {
+			run, err := s.GetRun(ctx, cairn.AllSites, r.ID, false)
+			run.Existing = true
+			return run, err
+		} else if !db.IsNoRows(err) {
+			return Run{}, err
+		}
+	}
+	if spec.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return Run{}, err
+		}
+		spec.ID = id.String()
+	}
+	spec.Kind = cmpOr(spec.Kind, RunQuick)
+	spec.Trigger = cmpOr(spec.Trigger, TriggerManual)
+	var declared []Parameter
+	var version *int32
+	if spec.AssemblyID != nil {
+		a, err := s.GetAssembly(ctx, *spec.AssemblyID, spec.AssemblyVersion)
+		if cairn.IsCode(err, cairn.ECodeNotFound) {
+			return Run{}, cairn.Invalid("assembly_id", err.Error())
+		} else if err != nil {
+			return Run{}, err
+		}
+		if a.Kind != KindScript {
+			return Run{}, cairn.Invalid("assembly_id", fmt.Sprintf("assembly %d is a %s, not a script", a.ID, a.Kind))
+		}
+		spec.Language, spec.Body, declared = a.Language, a.Body, a.Parameters
+		if spec.TimeoutSeconds == 0 {
+			spec.TimeoutSeconds = a.TimeoutSeconds
+		}
+		v := int32(a.Version)
+		version = &v
+	}
+	spec.TimeoutSeconds = cmpOr(spec.TimeoutSeconds, DefaultTimeout)
+	params, err := checkRun(spec, declared)
+	if err != nil {
+		return Run{}, err
+	}
+
+	now := s.now().UTC()
+	states, err := s.targetStates(ctx, spec.Targets)
+	if err != nil {
+		return Run{}, err
+	}
+	ins := db.JobRunResultsInsertParams{RunID: spec.ID}
+	for _, t := range spec.Targets {
+		st := states[t.GUID]
+		status, code, msg, signed := StatusPending, "", "", ""
+		switch {
+		case st.trust == devicetrust.TrustQuarantined:
+			status, code, msg = StatusSkipped, devicetrust.ECodeDeviceQuarantined, t.Hostname+" is quarantined"
+		case st.trust != devicetrust.TrustActive:
+			status, code, msg = StatusSkipped, devicetrust.ECodeDeviceRevoked, t.Hostname+" is revoked"
+		case !runsOn(spec.Language, st.os):
+			status, code, msg = StatusFailed, proto.CodeUnsupportedLanguage,
+				fmt.Sprintf("%s cannot run %s (%s)", t.Hostname, spec.Language, cmpOr(st.os, "unknown operating system"))
+		default:
+			sg := spec.Signed
+			if sg == nil {
+				exp := now.Add(payloadTTL)
+				job := proto.ScriptJob{RunID: spec.ID, DeviceGUID: t.GUID, Language: spec.Language, Body: spec.Body,
+					Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: now, ExpiresAt: &exp}
+				raw, err := json.Marshal(job)
+				if err != nil {
+					return Run{}, err
+				}
+				one, err := s.signer.Sign(ctx, raw)
+				if err != nil {
+					return Run{}, err
+				}
+				sg = &one
+			}
+			raw, err := json.Marshal(sg)
+			if err != nil {
+				return Run{}, err
+			}
+			signed = string(raw)
+		}
+		site := t.SiteID
+		ins.Guids, ins.Hostnames, ins.SiteIds = append(ins.Guids, t.GUID), append(ins.Hostnames, t.Hostname), append(ins.SiteIds, site)
+		ins.Statuses, ins.ErrorCodes, ins.ErrorMessages = append(ins.Statuses, status), append(ins.ErrorCodes, code), append(ins.ErrorMessages, msg)
+		ins.Signed = append(ins.Signed, signed)
+	}
+	rawParams, err := json.Marshal(params)
+	if err != nil {
+		return Run{}, err
+	}
+	existing := false
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		_, err := q.JobRunInsert(ctx, db.JobRunInsertParams{ID: spec.ID, ScheduledJobID: spec.ScheduledJobID, Kind: spec.Kind,
+			Trigger: spec.Trigger, AssemblyID: spec.AssemblyID, AssemblyVersion: version, Language: spec.Language,
+			ScheduledFor: spec.ScheduledFor, RequestedBy: spec.RequestedBy, WorkflowID: JobRunWorkflowID(spec.ID),
+			TargetCount: int32(len(spec.Targets)), Body: spec.Body, Parameters: rawParams,
+			TimeoutSeconds: int32(spec.TimeoutSeconds), RunWhenOnline: spec.RunWhenOnline})
+		if db.IsNoRows(err) { // another firing made this fire's run first
+			existing = true
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := q.JobRunResultsInsert(ctx, ins); err != nil {
+			return err
+		}
+		// A run whose every target was skipped is finished already.
+		return q.JobRunFinish(ctx, spec.ID)
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	if existing {
+		r, err := s.store.JobRunGetByFire(ctx, db.JobRunGetByFireParams{ScheduledJobID: spec.ScheduledJobID, ScheduledFor: spec.ScheduledFor})
+		if err != nil {
+			return Run{}, err
+		}
+		run, err := s.GetRun(ctx, cairn.AllSites, r.ID, false)
+		run.Existing = true
+		return run, err
+	}
+	return s.GetRun(ctx, cairn.AllSites, spec.ID, false)
+}
+
+// JobRunWorkflowID names the workflow executing a run.
+func JobRunWorkflowID(runID string) string { return "job-run:" + runID }
+
+type targetState struct{ trust, os string }
+
+func (s *Service) targetStates(ctx context.Context, targets []devices.OperationTarget) (map[string]targetState, error) {
+	guids := make([]string, len(targets))
+	for i, t := range targets {
+		guids[i] = t.GUID
+	}
+	rows, err := s.store.JobTargetsByGUID(ctx, db.JobTargetsByGUIDParams{Guids: guids, AllSites: true, SiteIds: []int64{}})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]targetState, len(rows))
+	for _, r := range rows {
+		out[r.Guid] = targetState{trust: r.TrustState, os: r.OperatingSystem}
+	}
+	return out, nil
+}
+
+// ResolveTargets returns the devices of guids inside scope, in the order
+// given; a GUID outside scope or unknown is a validation error naming it
+// (like not found: the caller learns nothing about other sites).
+func (s *Service) ResolveTargets(ctx context.Context, scope cairn.SiteScope, guids []string) ([]devices.OperationTarget, error) {
+	var v cairn.Validation
+	switch {
+	case len(guids) == 0:
+		v.Add("device_guids", "must name at least one device")
+	case len(guids) > MaxTargets:
+		v.Add("device_guids", fmt.Sprintf("must name at most %d devices", MaxTargets))
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	rows, err := s.store.JobTargetsByGUID(ctx, db.JobTargetsByGUIDParams{Guids: guids, AllSites: scope.All, SiteIds: scope.IDs()})
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string]db.JobTargetsByGUIDRow, len(rows))
+	for _, r := range rows {
+		found[r.Guid] = r
+	}
+	out := make([]devices.OperationTarget, 0, len(guids))
+	seen := map[string]bool{}
+	for i, g := range guids {
+		r, ok := found[g]
+		if !ok {
+			return nil, cairn.Invalid(fmt.Sprintf("device_guids[%d]", i), fmt.Sprintf("no device %q", g))
+		}
+		if seen[g] {
+			continue
+		}
+		seen[g] = true
+		out = append(out, devices.OperationTarget{GUID: r.Guid, Hostname: r.Hostname, SiteID: r.SiteID, SiteSlug: r.SiteSlug})
+	}
+	return out, nil
+}
+
+// runsOn reports whether a device whose operating system reads os can run
+// lang. An unknown operating system is given the benefit of the doubt
+// for Linux languages (most agents) and refused for Windows ones.
+func runsOn(lang, os string) bool {
+	windows := strings.Contains(strings.ToLower(os), "windows")
+	switch LanguagePlatform(lang) {
+	case "windows":
+		return windows
+	case "linux":
+		return !windows
+	}
+	return false
+}
+
+// checkRun validates a run's content and turns its parameters into the
+// environment values the agent sets (CAIRN_PARAM_<NAME>).
+func checkRun(spec RunSpec, declared []Parameter) (map[string]string, error) {
+	var v cairn.Validation
+	if spec.AssemblyID == nil {
+		if LanguagePlatform(spec.Language) == "" {
+			v.Add("language", "must be bash, sh or python (Linux), or powershell or cmd (Windows)")
+		}
+		if strings.TrimSpace(spec.Body) == "" {
+			v.Add("body", "is required")
+		} else if len(spec.Body) > MaxBody {
+			v.Add("body", fmt.Sprintf("must be at most %d bytes", MaxBody))
+		}
+	}
+	if spec.TimeoutSeconds < 1 || spec.TimeoutSeconds > MaxTimeoutSeconds {
+		v.Add("timeout_seconds", fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds))
+	}
+	out := map[string]string{}
+	if len(spec.Parameters) > MaxParameters {
+		v.Add("parameters", fmt.Sprintf("must have at most %d entries", MaxParameters))
+		return out, v.Err()
+	}
+	if declared != nil {
+		known := map[string]bool{}
+		for _, p := range declared {
+			known[p.Name] = true
+			val, given := spec.Parameters[p.Name]
+			if !given || val == nil {
+				val = p.Default
+			}
+			if val == nil {
+				if p.Required {
+					v.Add("parameters."+p.Name, "is required")
+				}
+				continue
+			}
+			text, err := paramValue(p.Type, val)
+			if err != nil {
+				v.Add("parameters."+p.Name, err.Error())
+				continue
+			}
+			out[p.Name] = text
+		}
+		for name := range spec.Parameters {
+			if !known[name] {
+				v.Add("parameters."+name, "is not a parameter of this assembly")
+			}
+		}
+		return out, v.Err()
+	}
+	names := make([]string, 0, len(spec.Parameters))
+	for name := range spec.Parameters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !paramName.MatchString(name) {
+			v.Add("parameters."+name, "names must be a letter or '_' followed by letters, digits or '_'")
+			continue
+		}
+		var text string
+		var err error
+		switch val := spec.Parameters[name].(type) {
+		case string:
+			text = val
+		case bool:
+			text, err = paramValue("boolean", val)
+		case float64, json.Number:
+			text, err = paramValue("number", val)
+		default:
+			err = fmt.Errorf("must be a string, number or boolean")
+		}
+		if err != nil {
+			v.Add("parameters."+name, err.Error())
+			continue
+		}
+		out[name] = text
+	}
+	return out, v.Err()
+}
+
+// GetRun returns a run with (withResults) its results inside scope. A run
+// with no result inside an operator's scope is not found.
+func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, withResults bool) (Run, error) {
+	r, err := s.store.JobRunGet(ctx, id)
+	if err != nil {
+		return Run{}, db.NotFound(err, "run %s not found", id)
+	}
+	c, err := s.store.JobRunCounts(ctx, db.JobRunCountsParams{RunID: id, AllSites: scope.All, SiteIds: scope.IDs()})
+	if err != nil {
+		return Run{}, err
+	}
+	counts := Counts{Pending: c.Pending, Running: c.Running, Succeeded: c.Succeeded, Failed: c.Failed, TimedOut: c.TimedOut, Skipped: c.Skipped}
+	total := counts.Pending + counts.Running + counts.Succeeded + counts.Failed + counts.TimedOut + counts.Skipped
+	if !scope.All && total == 0 {
+		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "run %s not found", id)
+	}
+	run := Run{ID: r.ID, Kind: r.Kind, Status: r.Status, Trigger: r.Trigger, ScheduledJobID: r.ScheduledJobID,
+		ScheduledFor: r.ScheduledFor, AssemblyID: r.AssemblyID, AssemblyName: r.AssemblyName, AssemblyVersion: r.AssemblyVersion,
+		Language: r.Language, RequestedBy: r.RequestedBy, TimeoutSeconds: int(r.TimeoutSeconds), TargetCount: int(r.TargetCount),
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Counts: counts}
+	if run.Status == StatusPending && counts.Pending < total {
+		run.Status = StatusRunning
+	}
+	if !withResults {
+		return run, nil
+	}
+	rows, err := s.store.JobRunResultList(ctx, db.JobRunResultListParams{RunID: id, AllSites: scope.All, SiteIds: scope.IDs()})
+	if err != nil {
+		return Run{}, err
+	}
+	run.Results = make([]Result, len(rows))
+	for i, x := range rows {
+		run.Results[i] = Result{GUID: x.DeviceGuid, Hostname: x.Hostname, SiteID: x.SiteID, Status: x.Status, ExitCode: x.ExitCode,
+			Stdout: x.Stdout, Stderr: x.Stderr, StdoutTruncated: x.StdoutTruncated, StderrTruncated: x.StderrTruncated,
+			ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage, OperationID: x.OperationID, DurationMS: x.DurationMs,
+			StartedAt: x.StartedAt, FinishedAt: x.FinishedAt}
+	}
+	return run, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,147 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/automation"
+)
+
+// Job-run fan-out defaults. A batch is what one workflow run handles
+// before continuing as new, so a run to 10,000 devices is 40 histories of
+// a few thousand events, never one giant one.
+const (
+	DefaultJobRunConcurrency = 100
+	DefaultJobRunBatch       = 250
+	// jobRunGrace is what the agent gets beyond the script's timeout to
+	// be reached and to answer (a reconnecting agent, a slow kill).
+	jobRunGrace = 2 * time.Minute
+)
+
+// JobRunInput names the run to execute. MaxConcurrent bounds the devices
+// of one site executing at once; Batch the results per workflow run.
+type JobRunInput struct {
+	RunID          string
+	MaxConcurrent  int
+	Batch          int
+	TimeoutSeconds int
+}
+
+// JobRun executes every pending result of a job run through the command
+// path: for each device one SendScript activity on the device's site queue
+// (which opens the activity row and sends the signed payload), then the
+// outcome recorded by a local activity. Concurrency is bounded per site;
+// after each batch the workflow continues as new until nothing is
+// pending, then closes the run.
+//
+// Measured against a DeviceOperation child workflow per device: the child
+// adds its own history (about 11 events) plus 3 events in the parent per
+// device and a workflow task per child, for the same one activity; the
+// direct activity costs 3 events plus one local-activity marker.
+func JobRun(ctx workflow.Context, in JobRunInput) error {
+	maxConc := in.MaxConcurrent
+	if maxConc <= 0 {
+		maxConc = DefaultJobRunConcurrency
+	}
+	batch := in.Batch
+	if batch <= 0 {
+		batch = DefaultJobRunBatch
+	}
+	timeout := time.Duration(max(in.TimeoutSeconds, 1))*time.Second + jobRunGrace
+	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	})
+	var runs *activities.JobRuns
+
+	var items []automation.Item
+	if err := workflow.ExecuteLocalActivity(local, runs.NextItems, activities.NextInput{RunID: in.RunID, Max: batch}).Get(ctx, &items); err != nil {
+		return err
+	}
+	inflight := map[string]int{}
+	done := 0
+	for _, it := range items {
+		if err := workflow.Await(ctx, func() bool { return inflight[it.SiteSlug] < maxConc }); err != nil {
+			return err
+		}
+		inflight[it.SiteSlug]++
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			defer func() { inflight[it.SiteSlug]--; done++ }()
+			runOnDevice(gctx, local, in.RunID, it, timeout)
+		})
+	}
+	if err := workflow.Await(ctx, func() bool { return done == len(items) }); err != nil {
+		return err
+	}
+	if len(items) == batch {
+		return workflow.NewContinueAsNewError(ctx, JobRun, in)
+	}
+	return workflow.ExecuteLocalActivity(local, runs.FinishRun, in.RunID).Get(ctx, nil)
+}
+
+// runOnDevice sends one device its script and records the outcome.
+func runOnDevice(ctx, local workflow.Context, runID string, it automation.Item, timeout time.Duration) {
+	var runs *activities.JobRuns
+	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              SiteTaskQueue(it.SiteSlug),
+		ScheduleToCloseTimeout: timeout,
+		StartToCloseTimeout:    timeout,
+		HeartbeatTimeout:       operationHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumInterval: 5 * time.Second},
+	})
+	// The operation ID is derived, not random: deterministic on replay and
+	// stable across the dispatch's retries (the agent answers a repeat
+	// from its cache instead of running the script twice).
+	opID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:job-run:"+runID+":"+it.GUID)).String()
+	var reply agentgateway.Reply
+	err := workflow.ExecuteActivity(send, runs.SendScript, activities.SendScriptInput{RunID: runID, GUID: it.GUID, OperationID: opID}).Get(ctx, &reply)
+	out := automation.Outcome{RunID: runID, GUID: it.GUID, Reply: reply.Payload}
+	if err != nil {
+		out.Reply = nil
+		out.ErrorCode, out.ErrorMessage = operationFailure(err, timeout)
+	}
+	// A failed record is retried by the local activity's policy; if it
+	// still fails the result stays running and the run unfinished, which
+	// an operator sees, rather than the workflow failing every device.
+	_ = workflow.ExecuteLocalActivity(local, runs.RecordOutcome, out).Get(ctx, nil)
+}
+
+// JobRunStarter starts job-run workflows (quick runs, scheduled jobs).
+type JobRunStarter struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+// Start starts the run's workflow on the Engine queue; starting a run
+// that already has its workflow is not an error (a retried fire).
+func (s JobRunStarter) Start(ctx context.Context, in JobRunInput) error {
+	queue := s.TaskQueue
+	if queue == "" {
+		queue = EngineTaskQueue
+	}
+	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    automation.JobRunWorkflowID(in.RunID),
+		TaskQueue:             queue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("job_run"),
+		),
+	}, JobRun, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return err
+	}
+	return nil
+}

@@ -11,9 +11,9 @@ func TestFlowCRUDAndValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fl := f.fleet(t)
-	check := f.testAssembly(t, "check disk", "script")
-	fix := f.testAssembly(t, "clean disk", "script")
-	play := f.testAssembly(t, "a playbook", "ansible_playbook")
+	check := f.testAssembly(t, fl.admin, "check disk", "script")
+	fix := f.testAssembly(t, fl.admin, "clean disk", "script")
+	play := f.testAssembly(t, fl.admin, "a playbook", "ansible_playbook")
 
 	body := map[string]any{"name": "Disk care", "description": "check, then clean when the check fails", "steps": []any{
 		map[string]any{"id": "check", "name": "Check", "assembly_id": check, "parameters": map[string]any{"min_gb": 5}},

@@ -33,17 +33,17 @@ func (f *fixture) describeJobSchedule(t *testing.T, id int64) *client.ScheduleDe
 	return d
 }
 
-// testAssembly stores a script assembly and returns its ID.
-func (f *fixture) testAssembly(t *testing.T, name, kind string) int64 {
+// testAssembly creates an assembly (a script prints hi) and returns its ID.
+func (f *fixture) testAssembly(t *testing.T, admin, name, kind string) int64 {
 	t.Helper()
-	var id int64
-	err := f.store.Pool.QueryRow(context.Background(),
-		`INSERT INTO assemblies (name, kind, language) VALUES ($1, $2, 'sh') RETURNING id`, name, kind).Scan(&id)
-	require.NoError(t, err)
-	_, err = f.store.Pool.Exec(context.Background(),
-		`INSERT INTO assembly_versions (assembly_id, version, language, body, body_sha256) VALUES ($1, 1, 'sh', 'echo hi', '\x00')`, id)
-	require.NoError(t, err)
-	return id
+	body := map[string]any{"name": name, "kind": kind, "body": "echo hi"}
+	if kind == "script" {
+		body["language"] = "sh"
+		body["parameters"] = []any{map[string]any{"name": "days", "type": "number", "default": 1}}
+	}
+	r := f.do(t, "POST", "/api/assemblies", admin, body)
+	require.Equal(t, 201, r.Status, r.Raw)
+	return int64(r.Body["id"].(float64))
 }
 
 func jobBody(assembly int64, schedule map[string]any, targets map[string]any) map[string]any {
@@ -55,7 +55,7 @@ func TestScheduledJobCRUDMirrorsTemporal(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fl := f.fleet(t)
-	asm := f.testAssembly(t, "cleanup", "script")
+	asm := f.testAssembly(t, fl.admin, "cleanup", "script")
 
 	r := f.do(t, "POST", "/api/scheduled_jobs", fl.admin, jobBody(asm,
 		map[string]any{"type": "cron", "expression": "*/5 * * * *", "timezone": "Europe/Berlin"},
@@ -149,8 +149,8 @@ func TestScheduledJobValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fl := f.fleet(t)
-	asm := f.testAssembly(t, "check", "script")
-	playbook := f.testAssembly(t, "play", "ansible_playbook")
+	asm := f.testAssembly(t, fl.admin, "check", "script")
+	playbook := f.testAssembly(t, fl.admin, "play", "ansible_playbook")
 	sites := map[string]any{"sites": []int64{fl.siteA}}
 	cron := map[string]any{"type": "cron", "expression": "0 * * * *"}
 	with := func(k string, v any) map[string]any {
@@ -281,7 +281,7 @@ func TestScheduledJobReconcile(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fl := f.fleet(t)
-	asm := f.testAssembly(t, "rec", "script")
+	asm := f.testAssembly(t, fl.admin, "rec", "script")
 	ctx := context.Background()
 	sched := f.jobScheduler()
 
@@ -331,7 +331,7 @@ func TestScheduledJobActivityLinks(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fl := f.fleet(t)
-	asm := f.testAssembly(t, "act", "script")
+	asm := f.testAssembly(t, fl.admin, "act", "script")
 	ctx := context.Background()
 	newJob := func(name string) int64 {
 		b := jobBody(asm, map[string]any{"type": "manual"}, map[string]any{"devices": []string{"guid-conn"}})
@@ -377,7 +377,7 @@ func TestPurgeRewritesJobTargets(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fl := f.fleet(t)
-	asm := f.testAssembly(t, "purge", "script")
+	asm := f.testAssembly(t, fl.admin, "purge", "script")
 	r := f.do(t, "POST", "/api/scheduled_jobs", fl.admin, jobBody(asm, map[string]any{"type": "manual"},
 		map[string]any{"devices": []string{"guid-conn", "guid-disc"}, "sites": []int64{fl.siteB}}))
 	require.Equal(t, 201, r.Status, r.Raw)

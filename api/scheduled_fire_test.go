@@ -1,0 +1,165 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// jobRuns lists a job's runs.
+func (f *fixture) jobRuns(t *testing.T, token string, id int64) []map[string]any {
+	t.Helper()
+	r := f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs", id), token, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	var out []map[string]any
+	for _, x := range r.Body["runs"].([]any) {
+		out = append(out, x.(map[string]any))
+	}
+	return out
+}
+
+// A cron job fires on a real agent within its minute, records its run
+// keyed by the fire time, and links the device's activity row to the job.
+func TestCronJobFiresOnAgent(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "cron")
+	a := f.scriptAgent(t, admin, site, "cron-01")
+	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "stamp", "kind": "script", "language": "sh",
+		"body": "echo fired-$CAIRN_PARAM_WHO", "parameters": []any{map[string]any{"name": "WHO", "type": "string", "default": "x"}}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	asm := int64(r.Body["id"].(float64))
+
+	r = f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "every minute", "kind": "script", "assembly_id": asm,
+		"parameters": map[string]any{"WHO": "cron"}, "targets": map[string]any{"devices": []string{a.guid}},
+		"schedule": map[string]any{"type": "cron", "expression": "* * * * *"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	id := int64(r.Body["id"].(float64))
+	created := time.Now()
+
+	var run map[string]any
+	require.Eventually(t, func() bool {
+		for _, x := range f.jobRuns(t, admin, id) {
+			if x["status"] == "succeeded" {
+				run = x
+				return true
+			}
+		}
+		return false
+	}, 3*time.Minute, 250*time.Millisecond, "no run succeeded")
+	// Stop further fires so the checks below see a still history.
+	r = f.do(t, "POST", fmt.Sprintf("/api/scheduled_jobs/%d/toggle", id), admin, map[string]any{"enabled": false})
+	require.Equal(t, 200, r.Status, r.Raw)
+
+	require.Equal(t, "schedule", run["trigger"])
+	require.Equal(t, "scheduled_job", run["kind"])
+	require.Equal(t, float64(id), run["scheduled_job_id"])
+	at, err := time.Parse(time.RFC3339, run["scheduled_for"].(string))
+	require.NoError(t, err)
+	require.Zero(t, at.Second(), "the fire time is the cron minute, not when the workflow started")
+	require.False(t, at.Before(created.Truncate(time.Minute)))
+	require.Equal(t, map[string]any{"pending": 0.0, "running": 0.0, "succeeded": 1.0, "failed": 0.0, "timed_out": 0.0, "skipped": 0.0}, run["counts"])
+
+	detail := f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs/%s", id, run["run_id"]), admin, nil)
+	require.Equal(t, 200, detail.Status, detail.Raw)
+	res := onlyResult(t, detail)
+	require.Equal(t, "fired-cron\n", res["stdout"])
+	require.Equal(t, 0.0, res["exit_code"])
+
+	got := f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d", id), admin, nil)
+	require.Equal(t, run["run_id"], got.Body["last_run"].(map[string]any)["run_id"])
+
+	dev := f.do(t, "GET", "/api/devices/"+a.guid+"/job_runs", admin, nil)
+	require.Equal(t, 200, dev.Status, dev.Raw)
+	first := dev.Body["results"].([]any)[0].(map[string]any)
+	require.Equal(t, "every minute", first["scheduled_job_name"])
+	require.Equal(t, float64(id), first["scheduled_job_id"])
+
+	linked := func() int {
+		n := 0
+		act := f.do(t, "GET", "/api/device/activity/cron-01", admin, nil)
+		for _, e := range act.Body["activity"].([]any) {
+			meta := e.(map[string]any)["metadata"].(map[string]any)
+			if meta["scheduled_job_id"] == float64(id) {
+				require.Equal(t, "every minute", meta["scheduled_job_name"])
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return linked() > 0 }, 30*time.Second, 100*time.Millisecond)
+
+	// Deleting the job takes its runs and activity rows with it.
+	r = f.do(t, "DELETE", fmt.Sprintf("/api/scheduled_jobs/%d", id), admin, nil)
+	require.Equal(t, 204, r.Status, r.Raw)
+	require.Zero(t, linked())
+	r = f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs/%s", id, run["run_id"]), admin, nil)
+	require.Equal(t, 404, r.Status, r.Raw)
+}
+
+// The same fire executed twice (Temporal backfills the same scheduled
+// time twice, as a restarted scheduler or a retried start would) makes
+// one run and runs the script once.
+func TestDuplicateFireRunsOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "dup")
+	a := f.scriptAgent(t, admin, site, "dup-01")
+	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "once", "kind": "script", "language": "sh", "body": "echo once"})
+	require.Equal(t, 201, r.Status, r.Raw)
+	asm := int64(r.Body["id"].(float64))
+	// A yearly job: nothing fires by itself during the test.
+	r = f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "yearly", "kind": "script", "assembly_id": asm,
+		"targets": map[string]any{"sites": []int64{site}}, "schedule": map[string]any{"type": "cron", "expression": "0 0 1 1 *"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	id := int64(r.Body["id"].(float64))
+	ctx := context.Background()
+	h := temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id))
+
+	fire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	backfill := func() {
+		require.NoError(t, h.Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{
+			Start: fire.Add(-time.Minute), End: fire.Add(time.Minute), Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
+	}
+	backfill()
+	var runID string
+	require.Eventually(t, func() bool {
+		runs := f.jobRuns(t, admin, id)
+		if len(runs) == 1 && runs[0]["status"] == "succeeded" {
+			runID = runs[0]["run_id"].(string)
+			return true
+		}
+		return false
+	}, 2*time.Minute, 250*time.Millisecond)
+
+	// Fire the same time again, and wait until that fire finished.
+	before, err := h.Describe(ctx)
+	require.NoError(t, err)
+	backfill()
+	require.Eventually(t, func() bool {
+		d, err := h.Describe(ctx)
+		require.NoError(t, err)
+		return d.Info.NumActions > before.Info.NumActions && len(d.Info.RunningWorkflows) == 0
+	}, 2*time.Minute, 250*time.Millisecond)
+
+	runs := f.jobRuns(t, admin, id)
+	require.Len(t, runs, 1, "one run per fire time")
+	require.Equal(t, runID, runs[0]["run_id"])
+	require.Equal(t, fire.Format(time.RFC3339), runs[0]["scheduled_for"])
+	executed := 0
+	act := f.do(t, "GET", "/api/device/activity/dup-01", admin, nil)
+	for _, e := range act.Body["activity"].([]any) {
+		if e.(map[string]any)["kind"] == "script_run" {
+			executed++
+		}
+	}
+	require.Equal(t, 1, executed, "the script ran once")
+	_ = a
+}

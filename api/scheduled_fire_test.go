@@ -163,3 +163,64 @@ func TestDuplicateFireRunsOnce(t *testing.T) {
 	require.Equal(t, 1, executed, "the script ran once")
 	_ = a
 }
+
+// A rerun answers with the run ID it then creates; a flow runs its steps
+// as job runs on a real agent, following each step's condition.
+func TestRerunAndFlowOnAgent(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "flow")
+	a := f.scriptAgent(t, admin, site, "flow-01")
+	asm := func(name, body string) int64 {
+		r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": name, "kind": "script", "language": "sh", "body": body})
+		require.Equal(t, 201, r.Status, r.Raw)
+		return int64(r.Body["id"].(float64))
+	}
+	check, clean, report := asm("check", "echo checking; exit 3"), asm("clean", "echo cleaned"), asm("report", "echo report")
+
+	r := f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "on demand", "kind": "script", "assembly_id": clean,
+		"targets": map[string]any{"devices": []string{a.guid}}, "schedule": map[string]any{"type": "manual"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	job := int64(r.Body["id"].(float64))
+	r = f.do(t, "POST", fmt.Sprintf("/api/scheduled_jobs/%d/rerun", job), admin, nil)
+	require.Equal(t, 202, r.Status, r.Raw)
+	runID := r.Body["run_id"].(string)
+	require.Eventually(t, func() bool {
+		d := f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs/%s", job, runID), admin, nil)
+		return d.Status == 200 && d.Body["status"] == "succeeded"
+	}, 90*time.Second, 250*time.Millisecond)
+	runs := f.jobRuns(t, admin, job)
+	require.Len(t, runs, 1)
+	require.Equal(t, "rerun", runs[0]["trigger"])
+	require.Equal(t, "admin", runs[0]["requested_by"])
+	require.Nil(t, runs[0]["scheduled_for"])
+
+	r = f.do(t, "POST", "/api/workflows", admin, map[string]any{"name": "care", "steps": []any{
+		map[string]any{"id": "check", "assembly_id": check},
+		map[string]any{"id": "clean", "assembly_id": clean, "condition": "on_failure"},
+		map[string]any{"id": "report", "assembly_id": report, "condition": "on_failure"},
+	}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	flow := int64(r.Body["id"].(float64))
+	r = f.do(t, "POST", fmt.Sprintf("/api/workflows/%d/start", flow), admin, map[string]any{"device_guids": []string{a.guid}})
+	require.Equal(t, 202, r.Status, r.Raw)
+	flowRun := r.Body["run_id"].(string)
+	var done response
+	require.Eventually(t, func() bool {
+		done = f.do(t, "GET", "/api/workflows/runs/"+flowRun, admin, nil)
+		return done.Status == 200 && (done.Body["status"] == "succeeded" || done.Body["status"] == "failed")
+	}, 2*time.Minute, 250*time.Millisecond)
+	require.Equal(t, "failed", done.Body["status"], "a step that ran failed")
+	steps := done.Body["steps"].([]any)
+	status := func(i int) string { return steps[i].(map[string]any)["status"].(string) }
+	require.Equal(t, []string{"failed", "succeeded", "skipped"}, []string{status(0), status(1), status(2)},
+		"clean ran after the failed check; report looked at clean, which succeeded")
+	cleanRun := steps[1].(map[string]any)["run_id"].(string)
+	q := f.do(t, "GET", "/api/scripts/quick_run/"+cleanRun, admin, nil)
+	require.Equal(t, 200, q.Status, q.Raw)
+	require.Equal(t, "cleaned\n", onlyResult(t, q)["stdout"])
+	require.Equal(t, "workflow", q.Body["kind"])
+	list := f.do(t, "GET", fmt.Sprintf("/api/workflows/%d/runs", flow), admin, nil)
+	require.Len(t, list.Body["runs"], 1)
+}

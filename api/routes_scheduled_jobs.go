@@ -217,27 +217,29 @@ type jobListJSON struct {
 }
 
 type jobJSON struct {
-	ID           int64                  `json:"id"`
-	Name         string                 `json:"name"`
-	Kind         string                 `json:"kind"`
-	AssemblyID   *int64                 `json:"assembly_id"`
-	AssemblyName string                 `json:"assembly_name"`
-	WorkflowID   *int64                 `json:"workflow_id"`
-	Parameters   map[string]any         `json:"parameters"`
-	Targets      scheduledjobs.Targets  `json:"targets"`
-	Schedule     scheduledjobs.Schedule `json:"schedule"`
-	Options      scheduledjobs.Options  `json:"options"`
-	Enabled      bool                   `json:"enabled"`
-	CreatedBy    string                 `json:"created_by"`
-	CreatedAt    time.Time              `json:"created_at"`
-	UpdatedBy    string                 `json:"updated_by"`
-	UpdatedAt    time.Time              `json:"updated_at"`
-	NextRunAt    *time.Time             `json:"next_run_at"`
-	LastRun      *scheduledjobs.LastRun `json:"last_run"`
+	ID           int64  `json:"id"`
+	Name         string `json:"name"`
+	Kind         string `json:"kind"`
+	AssemblyID   *int64 `json:"assembly_id"`
+	AssemblyName string `json:"assembly_name"`
+	// AssemblyVersion is the version a script job runs (signed when saved).
+	AssemblyVersion *int32                 `json:"assembly_version"`
+	WorkflowID      *int64                 `json:"workflow_id"`
+	Parameters      map[string]any         `json:"parameters"`
+	Targets         scheduledjobs.Targets  `json:"targets"`
+	Schedule        scheduledjobs.Schedule `json:"schedule"`
+	Options         scheduledjobs.Options  `json:"options"`
+	Enabled         bool                   `json:"enabled"`
+	CreatedBy       string                 `json:"created_by"`
+	CreatedAt       time.Time              `json:"created_at"`
+	UpdatedBy       string                 `json:"updated_by"`
+	UpdatedAt       time.Time              `json:"updated_at"`
+	NextRunAt       *time.Time             `json:"next_run_at"`
+	LastRun         *scheduledjobs.LastRun `json:"last_run"`
 }
 
 func newJobJSON(j scheduledjobs.Job) jobJSON {
-	return jobJSON{ID: j.ID, Name: j.Name, Kind: j.Kind, AssemblyID: j.AssemblyID, AssemblyName: j.AssemblyName, WorkflowID: j.WorkflowID,
+	return jobJSON{ID: j.ID, Name: j.Name, Kind: j.Kind, AssemblyID: j.AssemblyID, AssemblyName: j.AssemblyName, AssemblyVersion: j.AssemblyVersion, WorkflowID: j.WorkflowID,
 		Parameters: j.Parameters, Targets: j.Targets, Schedule: j.Schedule, Options: j.Options, Enabled: j.Enabled,
 		CreatedBy: j.CreatedBy, CreatedAt: j.CreatedAt, UpdatedBy: j.UpdatedBy, UpdatedAt: j.UpdatedAt, NextRunAt: j.NextRunAt,
 		LastRun: j.LastRun}

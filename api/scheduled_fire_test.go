@@ -3,12 +3,15 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/cairn-rmm/cairn"
 )
 
 // jobRuns lists a job's runs.
@@ -223,4 +226,47 @@ func TestRerunAndFlowOnAgent(t *testing.T) {
 	require.Equal(t, "workflow", q.Body["kind"])
 	list := f.do(t, "GET", fmt.Sprintf("/api/workflows/%d/runs", flow), admin, nil)
 	require.Len(t, list.Body["runs"], 1)
+}
+
+// A script job's content is signed when it is saved, so it fires while
+// the master cipher is locked (after a restart, before anyone unlocks),
+// and runs the assembly version it was saved with.
+func TestJobFiresWhileCipherLocked(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "locked")
+	f.scriptAgent(t, admin, site, "locked-01")
+	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "v", "kind": "script", "language": "sh", "body": "echo one"})
+	require.Equal(t, 201, r.Status, r.Raw)
+	asm := int64(r.Body["id"].(float64))
+	r = f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "yearly", "kind": "script", "assembly_id": asm,
+		"targets": map[string]any{"sites": []int64{site}}, "schedule": map[string]any{"type": "cron", "expression": "0 0 1 1 *"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Equal(t, 1.0, r.Body["assembly_version"])
+	id := int64(r.Body["id"].(float64))
+	// A later edit of the assembly does not change what the job runs.
+	r = f.do(t, "PUT", fmt.Sprintf("/api/assemblies/%d", asm), admin, map[string]any{"name": "v", "kind": "script", "language": "sh", "body": "echo two"})
+	require.Equal(t, 200, r.Status, r.Raw)
+
+	f.engine.cipher.Lock()
+	ctx := context.Background()
+	fire := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id)).Backfill(ctx,
+		client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{Start: fire.Add(-time.Minute), End: fire.Add(time.Minute),
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
+	jobs := f.engine.core.Jobs
+	require.Eventually(t, func() bool {
+		runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
+		require.NoError(t, err)
+		return len(runs) == 1 && runs[0].Status == "succeeded"
+	}, 2*time.Minute, 250*time.Millisecond)
+	runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
+	require.NoError(t, err)
+	run, err := jobs.Run(ctx, cairn.AllSites, id, runs[0].RunID)
+	require.NoError(t, err)
+	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout))
+	require.Equal(t, int32(1), *run.AssemblyVersion)
+	r = f.do(t, "GET", "/api/scheduled_jobs", admin, nil)
+	require.Equal(t, 423, r.Status, "the cipher really is locked")
 }

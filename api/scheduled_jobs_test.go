@@ -193,6 +193,8 @@ func TestScheduledJobValidation(t *testing.T) {
 		{"short interval", with("schedule", map[string]any{"type": "interval", "every_seconds": 59}), "schedule.every_seconds"},
 		{"long interval", with("schedule", map[string]any{"type": "interval", "every_seconds": 400 * 86400}), "schedule.every_seconds"},
 		{"timeout", with("options", map[string]any{"timeout_seconds": 86401}), "options.timeout_seconds"},
+		{"undeclared parameter", with("parameters", map[string]any{"nope": 1}), "parameters.nope"},
+		{"mistyped parameter", with("parameters", map[string]any{"days": "many"}), "parameters.days"},
 		{"negative timeout", with("options", map[string]any{"timeout_seconds": -1}), "options.timeout_seconds"},
 		{"missing schedule", with("schedule", nil), "schedule"},
 		{"missing targets", with("targets", nil), "targets"},

@@ -180,23 +180,25 @@ func (q *Queries) ScheduledJobGet(ctx context.Context, id int64) (ScheduledJob, 
 const scheduledJobInsert = `-- name: ScheduledJobInsert :one
 
 INSERT INTO scheduled_jobs (name, kind, assembly_id, workflow_id, parameters, targets, schedule, options, enabled,
-                            created_by, updated_by)
+                            assembly_version, signed, created_by, updated_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $10)
+        $9, $10, $11, $12, $12)
 RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
 `
 
 type ScheduledJobInsertParams struct {
-	Name       string
-	Kind       string
-	AssemblyID *int64
-	WorkflowID *int64
-	Parameters []byte
-	Targets    []byte
-	Schedule   []byte
-	Options    []byte
-	Enabled    bool
-	Actor      string
+	Name            string
+	Kind            string
+	AssemblyID      *int64
+	WorkflowID      *int64
+	Parameters      []byte
+	Targets         []byte
+	Schedule        []byte
+	Options         []byte
+	Enabled         bool
+	AssemblyVersion *int32
+	Signed          []byte
+	Actor           string
 }
 
 // Scheduled jobs (operator jobs; system history holders are hidden).
@@ -211,6 +213,8 @@ func (q *Queries) ScheduledJobInsert(ctx context.Context, arg ScheduledJobInsert
 		arg.Schedule,
 		arg.Options,
 		arg.Enabled,
+		arg.AssemblyVersion,
+		arg.Signed,
 		arg.Actor,
 	)
 	var i ScheduledJob
@@ -684,23 +688,25 @@ const scheduledJobUpdate = `-- name: ScheduledJobUpdate :one
 UPDATE scheduled_jobs
 SET name = $1, kind = $2, assembly_id = $3, workflow_id = $4,
     parameters = $5, targets = $6, schedule = $7, options = $8, enabled = $9,
-    updated_by = $10, updated_at = now()
-WHERE id = $11 AND NOT system
+    assembly_version = $10, signed = $11, updated_by = $12, updated_at = now()
+WHERE id = $13 AND NOT system
 RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
 `
 
 type ScheduledJobUpdateParams struct {
-	Name       string
-	Kind       string
-	AssemblyID *int64
-	WorkflowID *int64
-	Parameters []byte
-	Targets    []byte
-	Schedule   []byte
-	Options    []byte
-	Enabled    bool
-	Actor      string
-	ID         int64
+	Name            string
+	Kind            string
+	AssemblyID      *int64
+	WorkflowID      *int64
+	Parameters      []byte
+	Targets         []byte
+	Schedule        []byte
+	Options         []byte
+	Enabled         bool
+	AssemblyVersion *int32
+	Signed          []byte
+	Actor           string
+	ID              int64
 }
 
 func (q *Queries) ScheduledJobUpdate(ctx context.Context, arg ScheduledJobUpdateParams) (ScheduledJob, error) {
@@ -714,6 +720,8 @@ func (q *Queries) ScheduledJobUpdate(ctx context.Context, arg ScheduledJobUpdate
 		arg.Schedule,
 		arg.Options,
 		arg.Enabled,
+		arg.AssemblyVersion,
+		arg.Signed,
 		arg.Actor,
 		arg.ID,
 	)

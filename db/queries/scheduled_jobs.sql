@@ -2,16 +2,16 @@
 
 -- name: ScheduledJobInsert :one
 INSERT INTO scheduled_jobs (name, kind, assembly_id, workflow_id, parameters, targets, schedule, options, enabled,
-                            created_by, updated_by)
+                            assembly_version, signed, created_by, updated_by)
 VALUES (@name, @kind, sqlc.narg(assembly_id), sqlc.narg(workflow_id), @parameters, @targets, @schedule, @options,
-        @enabled, @actor, @actor)
+        @enabled, sqlc.narg(assembly_version), sqlc.narg(signed), @actor, @actor)
 RETURNING *;
 
 -- name: ScheduledJobUpdate :one
 UPDATE scheduled_jobs
 SET name = @name, kind = @kind, assembly_id = sqlc.narg(assembly_id), workflow_id = sqlc.narg(workflow_id),
     parameters = @parameters, targets = @targets, schedule = @schedule, options = @options, enabled = @enabled,
-    updated_by = @actor, updated_at = now()
+    assembly_version = sqlc.narg(assembly_version), signed = sqlc.narg(signed), updated_by = @actor, updated_at = now()
 WHERE id = @id AND NOT system
 RETURNING *;
 

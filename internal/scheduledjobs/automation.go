@@ -2,8 +2,11 @@ package scheduledjobs
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/automation"
 )
 
@@ -35,6 +38,24 @@ func (a AutomationRuns) CreateJobRun(ctx context.Context, req RunRequest) (strin
 	if req.Actor == "" {
 		spec.RequestedBy = "schedule"
 	}
+	if len(req.Job.Signed) > 0 && req.Job.AssemblyVersion != nil {
+		var signed proto.Signed
+		if err := json.Unmarshal(req.Job.Signed, &signed); err != nil {
+			return "", fmt.Errorf("scheduled job %d: stored payload: %w", req.Job.ID, err)
+		}
+		spec.Signed, spec.AssemblyVersion = &signed, int(*req.Job.AssemblyVersion)
+	}
 	run, err := a.Svc.CreateRun(ctx, spec)
 	return run.ID, err
+}
+
+// SignJobContent signs a script job's content when it is saved.
+func (a AutomationRuns) SignJobContent(ctx context.Context, assemblyID int64, params map[string]any, timeoutSeconds int) ([]byte, int32, error) {
+	signed, version, err := a.Svc.SignContent(ctx, automation.RunSpec{AssemblyID: &assemblyID, Parameters: params,
+		TimeoutSeconds: timeoutSeconds})
+	if err != nil {
+		return nil, 0, err
+	}
+	raw, err := json.Marshal(signed)
+	return raw, int32(version), err
 }

@@ -71,10 +71,14 @@ type Job struct {
 	Schedule     Schedule
 	Options      Options
 	Enabled      bool
-	CreatedBy    string
-	CreatedAt    time.Time
-	UpdatedBy    string
-	UpdatedAt    time.Time
+	// AssemblyVersion and Signed are what a script job runs: the
+	// assembly version current when the job was saved, signed then.
+	AssemblyVersion *int32
+	Signed          []byte
+	CreatedBy       string
+	CreatedAt       time.Time
+	UpdatedBy       string
+	UpdatedAt       time.Time
 	// NextRunAt is the next fire of an enabled job's schedule (nil: none).
 	NextRunAt *time.Time
 	LastRun   *LastRun
@@ -106,12 +110,19 @@ type Schedules interface {
 	Start(ctx context.Context, job Job, runID, actor string) error
 }
 
+// ContentSigner signs a script job's content when it is saved
+// (automation.Service.SignContent), checking its parameters.
+type ContentSigner interface {
+	SignJobContent(ctx context.Context, assemblyID int64, params map[string]any, timeoutSeconds int) (signed []byte, version int32, err error)
+}
+
 // Service manages scheduled jobs.
 type Service struct {
-	store *db.Store
-	sched Schedules
-	now   func() time.Time
-	log   *slog.Logger
+	store   *db.Store
+	sched   Schedules
+	content ContentSigner
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // New returns the service; sched may be set later with SetSchedules
@@ -140,7 +151,7 @@ func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor strin
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		row, err := q.ScheduledJobInsert(ctx, db.ScheduledJobInsertParams{Name: p.name, Kind: p.kind, AssemblyID: in.AssemblyID,
 			WorkflowID: in.WorkflowID, Parameters: p.parameters, Targets: p.targets, Schedule: p.schedule, Options: p.options,
-			Enabled: p.enabled, Actor: actor})
+			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, Actor: actor})
 		if err != nil {
 			return err
 		}
@@ -165,7 +176,7 @@ func (s *Service) Update(ctx context.Context, scope cairn.SiteScope, actor strin
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		row, err := q.ScheduledJobUpdate(ctx, db.ScheduledJobUpdateParams{ID: id, Name: p.name, Kind: p.kind, AssemblyID: in.AssemblyID,
 			WorkflowID: in.WorkflowID, Parameters: p.parameters, Targets: p.targets, Schedule: p.schedule, Options: p.options,
-			Enabled: p.enabled, Actor: actor})
+			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, Actor: actor})
 		if err != nil {
 			return db.NotFound(err, "scheduled job %d not found", id)
 		}
@@ -363,6 +374,9 @@ func (s *Service) remove(ctx context.Context, id int64) error {
 	return nil
 }
 
+// SetContentSigner wires the signing of script jobs' content.
+func (s *Service) SetContentSigner(c ContentSigner) { s.content = c }
+
 // SetSchedules wires the Temporal side.
 func (s *Service) SetSchedules(sched Schedules) { s.sched = sched }
 
@@ -370,6 +384,8 @@ type checked struct {
 	name, kind                             string
 	parameters, targets, schedule, options []byte
 	enabled                                bool
+	version                                *int32
+	signed                                 []byte
 }
 
 // check validates every field of in against the database and scope and
@@ -441,6 +457,13 @@ func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (c
 	params := in.Parameters
 	if params == nil {
 		params = map[string]any{}
+	}
+	if in.Kind == KindScript && s.content != nil {
+		signed, version, err := s.content.SignJobContent(ctx, *in.AssemblyID, params, in.Options.TimeoutSeconds)
+		if err != nil {
+			return out, err
+		}
+		out.signed, out.version = signed, &version
 	}
 	out.parameters, _ = json.Marshal(params)
 	out.targets, _ = json.Marshal(targets)
@@ -553,6 +576,7 @@ func dedupe[T comparable](in []T) []T {
 
 func decode(r db.ScheduledJob) (Job, error) {
 	j := Job{ID: r.ID, Name: r.Name, Kind: r.Kind, AssemblyID: r.AssemblyID, WorkflowID: r.WorkflowID, Enabled: r.Enabled,
+		AssemblyVersion: r.AssemblyVersion, Signed: r.Signed,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Parameters: map[string]any{}}
 	for _, f := range []struct {
 		raw []byte

@@ -270,3 +270,35 @@ func TestJobFiresWhileCipherLocked(t *testing.T) {
 	r = f.do(t, "GET", "/api/scheduled_jobs", admin, nil)
 	require.Equal(t, 423, r.Status, "the cipher really is locked")
 }
+
+// A scheduled job of kind workflow fires a flow run on its targets.
+func TestWorkflowJobFires(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "wfjob")
+	a := f.scriptAgent(t, admin, site, "wfjob-01")
+	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "ok", "kind": "script", "language": "sh", "body": "echo ok"})
+	require.Equal(t, 201, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/workflows", admin, map[string]any{"name": "one step", "steps": []any{map[string]any{"assembly_id": r.Body["id"]}}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	flow := int64(r.Body["id"].(float64))
+	r = f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "yearly flow", "kind": "workflow", "workflow_id": flow,
+		"targets": map[string]any{"devices": []string{a.guid}}, "schedule": map[string]any{"type": "cron", "expression": "0 0 1 1 *"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	id := int64(r.Body["id"].(float64))
+	ctx := context.Background()
+	h := temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id))
+	fire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, h.Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{
+		Start: fire.Add(-time.Minute), End: fire.Add(time.Minute), Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
+	require.Eventually(t, func() bool {
+		runs := f.do(t, "GET", fmt.Sprintf("/api/workflows/%d/runs", flow), admin, nil).Body["runs"].([]any)
+		return len(runs) == 1 && runs[0].(map[string]any)["status"] == "succeeded"
+	}, 2*time.Minute, 250*time.Millisecond)
+	runs := f.do(t, "GET", fmt.Sprintf("/api/workflows/%d/runs", flow), admin, nil).Body["runs"].([]any)
+	require.Len(t, runs, 1)
+	run := runs[0].(map[string]any)
+	require.Equal(t, float64(id), run["scheduled_job_id"])
+	require.Equal(t, []any{a.guid}, run["device_guids"])
+}

@@ -110,3 +110,22 @@ func scheduledTime(ctx workflow.Context) time.Time {
 	}
 	return workflow.GetInfo(ctx).WorkflowStartTime.UTC()
 }
+
+// HoldSiteSlots takes a slot of each site's scheduled lane for holder
+// (waiting while a lane is full) and returns the release to defer: what
+// agent-maintenance items and other bulk work call around their work so
+// it counts against the site worker's capacity (SPEC "Limits").
+func HoldSiteSlots(ctx workflow.Context, sites []int64, holder, kind string) (release func(), err error) {
+	release = func() {
+		act := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}})
+		rctx, _ := workflow.NewDisconnectedContext(act)
+		var a *activities.ScheduledJobs
+		_ = workflow.ExecuteActivity(rctx, a.ReleaseSlots, holder).Get(rctx, nil)
+	}
+	if err := acquireSlots(ctx, sites, holder, kind); err != nil {
+		release()
+		return func() {}, err
+	}
+	return release, nil
+}

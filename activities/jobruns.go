@@ -33,9 +33,9 @@ type NextInput struct {
 }
 
 // NextItems returns up to Max pending results (local activity).
-func (a *JobRuns) NextItems(ctx context.Context, in NextInput) ([]automation.Item, error) {
-	items, err := a.Runs.NextItems(ctx, in.RunID, in.Max)
-	return items, ApplicationError(err)
+func (a *JobRuns) NextItems(ctx context.Context, in NextInput) (automation.Batch, error) {
+	b, err := a.Runs.NextItems(ctx, in.RunID, in.Max)
+	return b, ApplicationError(err)
 }
 
 // SendScriptInput is one device's execution.
@@ -47,13 +47,10 @@ type SendScriptInput struct {
 
 // SendScript marks the result running, opens its activity row and writes
 // the signed payload to the agent's socket; the reply completes the
-// activity by its task token (like SendToAgent). Trust is checked right
-// before sending: a device quarantined since the run was created gets
-// nothing.
+// activity by its task token (like SendToAgent). Dispatch checks trust
+// right before sending: a device quarantined since the run was created
+// gets nothing.
 func (a *JobRuns) SendScript(ctx context.Context, in SendScriptInput) (agentgateway.Reply, error) {
-	if err := a.Devices.CheckOperable(ctx, in.GUID); err != nil {
-		return agentgateway.Reply{}, ApplicationError(err)
-	}
 	signed, err := a.Runs.Dispatch(ctx, in.RunID, in.GUID, in.OperationID)
 	if err != nil {
 		return agentgateway.Reply{}, ApplicationError(err)

@@ -89,6 +89,9 @@ func (s *scriptAgent) Call(ctx context.Context, method, path string, in, out any
 	if res.StatusCode >= 300 {
 		return fmt.Errorf("%s %s: %d", method, path, res.StatusCode)
 	}
+	if out != nil {
+		return json.NewDecoder(res.Body).Decode(out)
+	}
 	return nil
 }
 

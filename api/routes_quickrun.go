@@ -72,7 +72,7 @@ func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, erro
 	if err != nil {
 		return runIDJSON{}, err
 	}
-	if err := s.Runs.Start(ctx, workflows.JobRunInput{RunID: run.ID, TimeoutSeconds: run.TimeoutSeconds}); err != nil {
+	if err := s.Runs.Start(ctx, workflows.JobRunInput{RunID: run.ID}); err != nil {
 		return runIDJSON{}, err
 	}
 	return runIDJSON{RunID: run.ID}, nil

@@ -322,6 +322,17 @@ func (q *Queries) AssemblyVersionList(ctx context.Context, assemblyID int64) ([]
 	return items, nil
 }
 
+const jobRunAllowsQueue = `-- name: JobRunAllowsQueue :one
+SELECT run_when_online FROM job_runs WHERE id = $1
+`
+
+func (q *Queries) JobRunAllowsQueue(ctx context.Context, id string) (bool, error) {
+	row := q.db.QueryRow(ctx, jobRunAllowsQueue, id)
+	var run_when_online bool
+	err := row.Scan(&run_when_online)
+	return run_when_online, err
+}
+
 const jobRunCounts = `-- name: JobRunCounts :one
 SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
        count(*) FILTER (WHERE status = 'running') AS running,
@@ -357,6 +368,62 @@ func (q *Queries) JobRunCounts(ctx context.Context, arg JobRunCountsParams) (Job
 		&i.Failed,
 		&i.TimedOut,
 		&i.Skipped,
+	)
+	return i, err
+}
+
+const jobRunDispatchInfo = `-- name: JobRunDispatchInfo :one
+SELECT r.activity_id, r.status, j.run_when_online, j.requested_by, j.language, j.scheduled_job_id,
+       COALESCE(a.name, '')::text AS assembly_name, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
+       (d.socket_replica IS NOT NULL
+        AND d.socket_seen_at > now() - make_interval(secs => $1::float8))::boolean AS socket_live
+FROM job_run_results r
+JOIN job_runs j ON j.id = r.run_id
+LEFT JOIN assemblies a ON a.id = j.assembly_id
+JOIN devices d ON d.guid = r.device_guid
+JOIN sites s ON s.id = d.site_id
+WHERE r.run_id = $2 AND r.device_guid = $3
+`
+
+type JobRunDispatchInfoParams struct {
+	FreshSeconds float64
+	RunID        string
+	DeviceGuid   string
+}
+
+type JobRunDispatchInfoRow struct {
+	ActivityID     *int64
+	Status         string
+	RunWhenOnline  bool
+	RequestedBy    string
+	Language       string
+	ScheduledJobID *int64
+	AssemblyName   string
+	Hostname       string
+	SiteID         int64
+	SiteSlug       string
+	TrustState     string
+	SocketLive     bool
+}
+
+// Everything a dispatch needs in one read: the result, its run, and the
+// device's trust, site and socket.
+func (q *Queries) JobRunDispatchInfo(ctx context.Context, arg JobRunDispatchInfoParams) (JobRunDispatchInfoRow, error) {
+	row := q.db.QueryRow(ctx, jobRunDispatchInfo, arg.FreshSeconds, arg.RunID, arg.DeviceGuid)
+	var i JobRunDispatchInfoRow
+	err := row.Scan(
+		&i.ActivityID,
+		&i.Status,
+		&i.RunWhenOnline,
+		&i.RequestedBy,
+		&i.Language,
+		&i.ScheduledJobID,
+		&i.AssemblyName,
+		&i.Hostname,
+		&i.SiteID,
+		&i.SiteSlug,
+		&i.TrustState,
+		&i.SocketLive,
 	)
 	return i, err
 }
@@ -544,7 +611,7 @@ func (q *Queries) JobRunInsert(ctx context.Context, arg JobRunInsertParams) (Job
 const jobRunPendingBatch = `-- name: JobRunPendingBatch :many
 SELECT r.device_guid, r.hostname, r.site_id, s.slug AS site_slug
 FROM job_run_results r JOIN devices d ON d.guid = r.device_guid JOIN sites s ON s.id = d.site_id
-WHERE r.run_id = $1 AND r.status = 'pending'
+WHERE r.run_id = $1 AND r.status = 'pending' AND r.error_code <> 'queued_offline'
 ORDER BY r.device_guid
 LIMIT $2
 `
@@ -588,10 +655,11 @@ func (q *Queries) JobRunPendingBatch(ctx context.Context, arg JobRunPendingBatch
 }
 
 const jobRunQueuedForDevice = `-- name: JobRunQueuedForDevice :many
-SELECT r.run_id, r.signed FROM job_run_results r JOIN job_runs j ON j.id = r.run_id
-WHERE r.device_guid = $1 AND r.status = 'pending' AND j.run_when_online AND r.signed IS NOT NULL
-ORDER BY j.created_at
-LIMIT 16
+UPDATE job_run_results r SET status = 'running', started_at = now(), error_code = '', error_message = ''
+FROM job_runs j
+WHERE j.id = r.run_id AND r.device_guid = $1 AND r.status = 'pending'
+  AND r.error_code = 'queued_offline' AND j.run_when_online AND r.signed IS NOT NULL
+RETURNING r.run_id, r.signed
 `
 
 type JobRunQueuedForDeviceRow struct {
@@ -599,8 +667,8 @@ type JobRunQueuedForDeviceRow struct {
 	Signed []byte
 }
 
-// Work queued for a device that was offline: pending results of runs
-// that allow running when the device comes back.
+// Work queued for a device that was offline, handed out once: the results
+// become running until the agent posts them.
 func (q *Queries) JobRunQueuedForDevice(ctx context.Context, deviceGuid string) ([]JobRunQueuedForDeviceRow, error) {
 	rows, err := q.db.Query(ctx, jobRunQueuedForDevice, deviceGuid)
 	if err != nil {
@@ -619,27 +687,6 @@ func (q *Queries) JobRunQueuedForDevice(ctx context.Context, deviceGuid string) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const jobRunResultActivity = `-- name: JobRunResultActivity :one
-SELECT activity_id, status FROM job_run_results WHERE run_id = $1 AND device_guid = $2
-`
-
-type JobRunResultActivityParams struct {
-	RunID      string
-	DeviceGuid string
-}
-
-type JobRunResultActivityRow struct {
-	ActivityID *int64
-	Status     string
-}
-
-func (q *Queries) JobRunResultActivity(ctx context.Context, arg JobRunResultActivityParams) (JobRunResultActivityRow, error) {
-	row := q.db.QueryRow(ctx, jobRunResultActivity, arg.RunID, arg.DeviceGuid)
-	var i JobRunResultActivityRow
-	err := row.Scan(&i.ActivityID, &i.Status)
-	return i, err
 }
 
 const jobRunResultDispatch = `-- name: JobRunResultDispatch :one
@@ -677,16 +724,17 @@ func (q *Queries) JobRunResultDispatch(ctx context.Context, arg JobRunResultDisp
 }
 
 const jobRunResultFinish = `-- name: JobRunResultFinish :one
-UPDATE job_run_results
+UPDATE job_run_results r
 SET status = $1, exit_code = $2,
-    stdout_truncated = CASE WHEN length($3::text) >= length(stdout) THEN $4 ELSE stdout_truncated END,
-    stderr_truncated = CASE WHEN length($5::text) >= length(stderr) THEN $6 ELSE stderr_truncated END,
-    stdout = CASE WHEN length($3::text) >= length(stdout) THEN $3::text ELSE stdout END,
-    stderr = CASE WHEN length($5::text) >= length(stderr) THEN $5::text ELSE stderr END,
+    stdout_truncated = CASE WHEN length($3::text) >= length(r.stdout) THEN $4 ELSE r.stdout_truncated END,
+    stderr_truncated = CASE WHEN length($5::text) >= length(r.stderr) THEN $6 ELSE r.stderr_truncated END,
+    stdout = CASE WHEN length($3::text) >= length(r.stdout) THEN $3::text ELSE r.stdout END,
+    stderr = CASE WHEN length($5::text) >= length(r.stderr) THEN $5::text ELSE r.stderr END,
     error_code = $7, error_message = $8, duration_ms = $9,
-    started_at = COALESCE($10, started_at, now()), finished_at = COALESCE($11, now())
-WHERE run_id = $12 AND device_guid = $13 AND status IN ('pending', 'running')
-RETURNING activity_id, hostname, site_id, operation_id
+    started_at = COALESCE($10, r.started_at, now()), finished_at = COALESCE($11, now())
+FROM job_runs j LEFT JOIN assemblies a ON a.id = j.assembly_id
+WHERE j.id = r.run_id AND r.run_id = $12 AND r.device_guid = $13 AND r.status IN ('pending', 'running')
+RETURNING r.activity_id, r.operation_id, j.scheduled_job_id, j.language, COALESCE(a.name, '')::text AS assembly_name
 `
 
 type JobRunResultFinishParams struct {
@@ -706,14 +754,16 @@ type JobRunResultFinishParams struct {
 }
 
 type JobRunResultFinishRow struct {
-	ActivityID  *int64
-	Hostname    string
-	SiteID      *int64
-	OperationID string
+	ActivityID     *int64
+	OperationID    string
+	ScheduledJobID *int64
+	Language       string
+	AssemblyName   string
 }
 
 // The outcome. Output the agent posted live is longer than the copy in its
 // reply when that had to be cut for transport; the longer one stays.
+// Returns what the activity row needs.
 func (q *Queries) JobRunResultFinish(ctx context.Context, arg JobRunResultFinishParams) (JobRunResultFinishRow, error) {
 	row := q.db.QueryRow(ctx, jobRunResultFinish,
 		arg.Status,
@@ -733,9 +783,10 @@ func (q *Queries) JobRunResultFinish(ctx context.Context, arg JobRunResultFinish
 	var i JobRunResultFinishRow
 	err := row.Scan(
 		&i.ActivityID,
-		&i.Hostname,
-		&i.SiteID,
 		&i.OperationID,
+		&i.ScheduledJobID,
+		&i.Language,
+		&i.AssemblyName,
 	)
 	return i, err
 }
@@ -834,6 +885,26 @@ func (q *Queries) JobRunResultOutput(ctx context.Context, arg JobRunResultOutput
 		arg.RunID,
 		arg.DeviceGuid,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const jobRunResultQueue = `-- name: JobRunResultQueue :execrows
+UPDATE job_run_results SET status = 'pending', error_code = 'queued_offline',
+    error_message = 'the device was offline; it runs when the agent asks for work'
+WHERE run_id = $1 AND device_guid = $2 AND status IN ('pending', 'running')
+`
+
+type JobRunResultQueueParams struct {
+	RunID      string
+	DeviceGuid string
+}
+
+// An offline device of a run that allows it keeps its work until it asks.
+func (q *Queries) JobRunResultQueue(ctx context.Context, arg JobRunResultQueueParams) (int64, error) {
+	result, err := q.db.Exec(ctx, jobRunResultQueue, arg.RunID, arg.DeviceGuid)
 	if err != nil {
 		return 0, err
 	}

@@ -18,18 +18,19 @@ import (
 )
 
 // Job-run fan-out defaults. A batch is what one workflow run handles
-// before continuing as new, so a run to 10,000 devices is 40 histories of
+// before continuing as new, so a run to 10,000 devices is 20 histories of
 // a few thousand events, never one giant one.
 const (
 	DefaultJobRunConcurrency = 100
-	DefaultJobRunBatch       = 250
+	DefaultJobRunBatch       = 500
 	// jobRunGrace is what the agent gets beyond the script's timeout to
 	// be reached and to answer (a reconnecting agent, a slow kill).
 	jobRunGrace = 2 * time.Minute
 )
 
 // JobRunInput names the run to execute. MaxConcurrent bounds the devices
-// of one site executing at once; Batch the results per workflow run.
+// of one site executing at once; Batch the results per workflow run;
+// TimeoutSeconds overrides the run's script timeout (0: the run's).
 type JobRunInput struct {
 	RunID          string
 	MaxConcurrent  int
@@ -57,7 +58,6 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 	if batch <= 0 {
 		batch = DefaultJobRunBatch
 	}
-	timeout := time.Duration(max(in.TimeoutSeconds, 1))*time.Second + jobRunGrace
 	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 10 * time.Minute,
@@ -65,10 +65,16 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 	})
 	var runs *activities.JobRuns
 
-	var items []automation.Item
-	if err := workflow.ExecuteLocalActivity(local, runs.NextItems, activities.NextInput{RunID: in.RunID, Max: batch}).Get(ctx, &items); err != nil {
+	var next automation.Batch
+	if err := workflow.ExecuteLocalActivity(local, runs.NextItems, activities.NextInput{RunID: in.RunID, Max: batch}).Get(ctx, &next); err != nil {
 		return err
 	}
+	items := next.Items
+	seconds := next.TimeoutSeconds
+	if in.TimeoutSeconds > 0 {
+		seconds = in.TimeoutSeconds
+	}
+	timeout := time.Duration(max(seconds, 1))*time.Second + jobRunGrace
 	inflight := map[string]int{}
 	done := 0
 	for _, it := range items {

@@ -187,6 +187,10 @@ type Options struct {
 	Jitter func(max time.Duration) time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// OnConnected runs after every accepted socket registration, with a
+	// Device caller, until that socket ends (for example asking for work
+	// queued while the agent was offline).
+	OnConnected func(ctx context.Context, call Caller)
 }
 
 // uniformJitter returns a duration in [0, max].

@@ -43,6 +43,8 @@ type realtime struct {
 	ops      *opRunner
 	// connected is signalled (without blocking) at every accepted ack.
 	connected chan<- struct{}
+	// onConnected runs (in its own goroutine) after every accepted ack.
+	onConnected func(ctx context.Context, call Caller)
 }
 
 // run keeps the socket up until ctx ends or the tokens are cleared.
@@ -157,6 +159,13 @@ func (r *realtime) connect(ctx context.Context, route proto.Route) (accepted boo
 	select {
 	case r.connected <- struct{}{}:
 	default:
+	}
+	if r.onConnected != nil {
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			r.onConnected(cctx, r.tokens)
+		}()
 	}
 	return true, s.readLoop(cctx)
 }

@@ -48,8 +48,57 @@ type Options struct {
 
 // Register adds the quick_job_run handler.
 func Register(h *runtime.Handlers, opts Options) error {
+	r, err := newRunner(opts)
+	if err != nil {
+		return err
+	}
+	return h.Register(proto.EventQuickJobRun, r.handle)
+}
+
+// Queued returns what the agent runs after its socket connects: it asks
+// the Engine for work queued while it was offline
+// (POST /api/agent/script/request), runs each job as if it came over the
+// socket (same verification), and posts each outcome to
+// /api/agent/script/result. Use it as runtime.Options.OnConnected.
+func Queued(opts Options) (func(ctx context.Context, call runtime.Caller), error) {
+	r, err := newRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.queued, nil
+}
+
+func (r *runner) queued(ctx context.Context, call runtime.Caller) {
+	var resp proto.ScriptRequestResponse
+	if err := call.Call(ctx, http.MethodPost, proto.PathScriptRequest, struct{}{}, &resp); err != nil {
+		r.opts.Logger.Warn("could not ask for queued script work", "err", err)
+		return
+	}
+	for _, j := range resp.Jobs {
+		raw, err := json.Marshal(j.Signed)
+		if err != nil {
+			continue
+		}
+		post := proto.ScriptResultPost{RunID: j.RunID}
+		res, err := r.handle(ctx, call, raw)
+		if err != nil {
+			var pe *proto.Error
+			if !errors.As(err, &pe) {
+				pe = &proto.Error{Code: proto.CodeOpFailed, Message: err.Error()}
+			}
+			post.Error = pe
+		} else {
+			post.Result = res.(proto.ScriptResult)
+		}
+		if err := call.Call(ctx, http.MethodPost, proto.PathScriptResult, post, nil); err != nil {
+			r.opts.Logger.Warn("could not post a queued script's result", "run_id", j.RunID, "err", err)
+		}
+	}
+}
+
+func newRunner(opts Options) (*runner, error) {
 	if opts.Config == nil {
-		return errors.New("scripts: Options.Config is required")
+		return nil, errors.New("scripts: Options.Config is required")
 	}
 	if opts.OutputInterval <= 0 {
 		opts.OutputInterval = DefaultOutputInterval
@@ -60,8 +109,7 @@ func Register(h *runtime.Handlers, opts Options) error {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &runner{opts: opts}
-	return h.Register(proto.EventQuickJobRun, r.handle)
+	return &runner{opts: opts}, nil
 }
 
 type runner struct{ opts Options }

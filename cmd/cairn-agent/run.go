@@ -40,7 +40,12 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}
-	if err := agentscripts.Register(handlers, agentscripts.Options{Config: store.Load, Logger: log}); err != nil {
+	scriptOpts := agentscripts.Options{Config: store.Load, Logger: log}
+	if err := agentscripts.Register(handlers, scriptOpts); err != nil {
+		return err
+	}
+	queued, err := agentscripts.Queued(scriptOpts)
+	if err != nil {
 		return err
 	}
 	shells, err := shell.Register(ctx, handlers, shell.Options{Logger: log})
@@ -51,15 +56,17 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	// killed and reaped before the process exits, however Run ended.
 	defer shells.Close()
 	a, err := agentruntime.New(agentruntime.Options{
-		Store:     store,
-		Identity:  id,
-		Version:   version,
-		Collector: h.collector,
-		Roles:     h.roles,
-		Hash:      h.hash,
-		Handlers:  handlers,
-		Timing:    h.timing,
-		Logger:    log,
+		Store: store,
+		// Work queued while the agent was offline runs once it is back.
+		OnConnected: queued,
+		Identity:    id,
+		Version:     version,
+		Collector:   h.collector,
+		Roles:       h.roles,
+		Hash:        h.hash,
+		Handlers:    handlers,
+		Timing:      h.timing,
+		Logger:      log,
 	})
 	if err != nil {
 		return err

@@ -79,6 +79,24 @@ func TestStandaloneWorkersTakeAgentsAndSurviveAKill(t *testing.T) {
 	require.NotEmpty(t, procs["processes"], "%v", procs)
 	require.Contains(t, fmt.Sprint(procs["processes"]), "cairn-agent")
 
+	// A quick run through serve: serve signs the payload (its cipher is
+	// unlocked), a standalone worker that never unlocked the cipher
+	// delivers the stored payload, and the real agent verifies it with the
+	// key enrollment gave it, runs it with its parameter and posts the
+	// outcome.
+	require.NotEmpty(t, ag.cfg.ScriptSigning.TrustedPublicKeys, "enrollment delivered the script-signing key")
+	runID := eng.post(t, "/api/scripts/quick_run", token, map[string]any{"device_guids": []string{ag.cfg.Agent.GUID},
+		"language": "sh", "body": `echo "from-$CAIRN_PARAM_WHO"; exit 4`, "parameters": map[string]any{"who": "e2e"}})["run_id"].(string)
+	var run map[string]any
+	require.Eventually(t, func() bool {
+		run = eng.call(t, "GET", "/api/scripts/quick_run/"+runID, token, nil)
+		return run["status"] == "failed" || run["status"] == "succeeded"
+	}, 2*time.Minute, 250*time.Millisecond, "the quick run finishes; agent output:\n%s", ag.output())
+	result := run["results"].([]any)[0].(map[string]any)
+	require.Equal(t, "failed", result["status"], "%v", result)
+	require.EqualValues(t, 4, result["exit_code"])
+	require.Equal(t, "from-e2e\n", result["stdout"])
+
 	// kill -9 of the holder while the agent is in the middle of a slow
 	// service start.
 	first := holder()

@@ -95,9 +95,15 @@ ORDER BY hostname, device_guid;
 -- The next pending results of a run with where to send them.
 SELECT r.device_guid, r.hostname, r.site_id, s.slug AS site_slug
 FROM job_run_results r JOIN devices d ON d.guid = r.device_guid JOIN sites s ON s.id = d.site_id
-WHERE r.run_id = @run_id AND r.status = 'pending'
+WHERE r.run_id = @run_id AND r.status = 'pending' AND r.error_code <> 'queued_offline'
 ORDER BY r.device_guid
 LIMIT @max_items;
+
+-- name: JobRunResultQueue :execrows
+-- An offline device of a run that allows it keeps its work until it asks.
+UPDATE job_run_results SET status = 'pending', error_code = 'queued_offline',
+    error_message = 'the device was offline; it runs when the agent asks for work'
+WHERE run_id = @run_id AND device_guid = @device_guid AND status IN ('pending', 'running');
 
 -- name: JobRunStart :exec
 UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
@@ -112,8 +118,19 @@ SET status = 'running', started_at = COALESCE(started_at, now()), operation_id =
 WHERE run_id = @run_id AND device_guid = @device_guid AND status IN ('pending', 'running')
 RETURNING signed, activity_id;
 
--- name: JobRunResultActivity :one
-SELECT activity_id, status FROM job_run_results WHERE run_id = @run_id AND device_guid = @device_guid;
+-- name: JobRunDispatchInfo :one
+-- Everything a dispatch needs in one read: the result, its run, and the
+-- device's trust, site and socket.
+SELECT r.activity_id, r.status, j.run_when_online, j.requested_by, j.language, j.scheduled_job_id,
+       COALESCE(a.name, '')::text AS assembly_name, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
+       (d.socket_replica IS NOT NULL
+        AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live
+FROM job_run_results r
+JOIN job_runs j ON j.id = r.run_id
+LEFT JOIN assemblies a ON a.id = j.assembly_id
+JOIN devices d ON d.guid = r.device_guid
+JOIN sites s ON s.id = d.site_id
+WHERE r.run_id = @run_id AND r.device_guid = @device_guid;
 
 -- name: JobRunResultOutput :execrows
 -- Live output of a running script (the whole output so far).
@@ -124,16 +141,18 @@ WHERE run_id = @run_id AND device_guid = @device_guid AND status = 'running';
 -- name: JobRunResultFinish :one
 -- The outcome. Output the agent posted live is longer than the copy in its
 -- reply when that had to be cut for transport; the longer one stays.
-UPDATE job_run_results
+-- Returns what the activity row needs.
+UPDATE job_run_results r
 SET status = @status, exit_code = sqlc.narg(exit_code),
-    stdout_truncated = CASE WHEN length(@stdout::text) >= length(stdout) THEN @stdout_truncated ELSE stdout_truncated END,
-    stderr_truncated = CASE WHEN length(@stderr::text) >= length(stderr) THEN @stderr_truncated ELSE stderr_truncated END,
-    stdout = CASE WHEN length(@stdout::text) >= length(stdout) THEN @stdout::text ELSE stdout END,
-    stderr = CASE WHEN length(@stderr::text) >= length(stderr) THEN @stderr::text ELSE stderr END,
+    stdout_truncated = CASE WHEN length(@stdout::text) >= length(r.stdout) THEN @stdout_truncated ELSE r.stdout_truncated END,
+    stderr_truncated = CASE WHEN length(@stderr::text) >= length(r.stderr) THEN @stderr_truncated ELSE r.stderr_truncated END,
+    stdout = CASE WHEN length(@stdout::text) >= length(r.stdout) THEN @stdout::text ELSE r.stdout END,
+    stderr = CASE WHEN length(@stderr::text) >= length(r.stderr) THEN @stderr::text ELSE r.stderr END,
     error_code = @error_code, error_message = @error_message, duration_ms = sqlc.narg(duration_ms),
-    started_at = COALESCE(sqlc.narg(started_at), started_at, now()), finished_at = COALESCE(sqlc.narg(finished_at), now())
-WHERE run_id = @run_id AND device_guid = @device_guid AND status IN ('pending', 'running')
-RETURNING activity_id, hostname, site_id, operation_id;
+    started_at = COALESCE(sqlc.narg(started_at), r.started_at, now()), finished_at = COALESCE(sqlc.narg(finished_at), now())
+FROM job_runs j LEFT JOIN assemblies a ON a.id = j.assembly_id
+WHERE j.id = r.run_id AND r.run_id = @run_id AND r.device_guid = @device_guid AND r.status IN ('pending', 'running')
+RETURNING r.activity_id, r.operation_id, j.scheduled_job_id, j.language, COALESCE(a.name, '')::text AS assembly_name;
 
 -- name: JobRunCounts :one
 SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
@@ -154,9 +173,13 @@ WHERE r.id = @id AND r.status IN ('pending', 'running')
   AND NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running'));
 
 -- name: JobRunQueuedForDevice :many
--- Work queued for a device that was offline: pending results of runs
--- that allow running when the device comes back.
-SELECT r.run_id, r.signed FROM job_run_results r JOIN job_runs j ON j.id = r.run_id
-WHERE r.device_guid = @device_guid AND r.status = 'pending' AND j.run_when_online AND r.signed IS NOT NULL
-ORDER BY j.created_at
-LIMIT 16;
+-- Work queued for a device that was offline, handed out once: the results
+-- become running until the agent posts them.
+UPDATE job_run_results r SET status = 'running', started_at = now(), error_code = '', error_message = ''
+FROM job_runs j
+WHERE j.id = r.run_id AND r.device_guid = @device_guid AND r.status = 'pending'
+  AND r.error_code = 'queued_offline' AND j.run_when_online AND r.signed IS NOT NULL
+RETURNING r.run_id, r.signed;
+
+-- name: JobRunAllowsQueue :one
+SELECT run_when_online FROM job_runs WHERE id = @id;

@@ -26,14 +26,25 @@ type Item struct {
 	SiteSlug string
 }
 
+// Batch is the next pending results of a run and the run's script
+// timeout (which bounds each device's execution).
+type Batch struct {
+	Items          []Item
+	TimeoutSeconds int
+}
+
 // NextItems marks the run started and returns up to max pending results.
-func (s *Service) NextItems(ctx context.Context, runID string, max int) ([]Item, error) {
+func (s *Service) NextItems(ctx context.Context, runID string, max int) (Batch, error) {
 	if err := s.store.JobRunStart(ctx, runID); err != nil {
-		return nil, err
+		return Batch{}, err
+	}
+	run, err := s.store.JobRunGet(ctx, runID)
+	if err != nil {
+		return Batch{}, db.NotFound(err, "run %s not found", runID)
 	}
 	rows, err := s.store.JobRunPendingBatch(ctx, db.JobRunPendingBatchParams{RunID: runID, MaxItems: int32(max)})
 	if err != nil {
-		return nil, err
+		return Batch{}, err
 	}
 	out := make([]Item, len(rows))
 	for i, r := range rows {
@@ -43,33 +54,42 @@ func (s *Service) NextItems(ctx context.Context, runID string, max int) ([]Item,
 		}
 		out[i] = Item{GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: site, SiteSlug: r.SiteSlug}
 	}
-	return out, nil
+	return Batch{Items: out, TimeoutSeconds: int(run.TimeoutSeconds)}, nil
 }
 
 // Dispatch marks a result running under operationID, opens its activity
 // row (once, however often the dispatch is retried) and returns the
-// signed payload to send. A result that finished meanwhile (an answer
-// that came in before a retry) is not_found.
+// signed payload to send. Trust is checked here, right before sending: a
+// device quarantined since the run was created gets nothing. A result
+// that finished meanwhile (an answer that came in before a retry) is
+// not_found.
 func (s *Service) Dispatch(ctx context.Context, runID, guid, operationID string) (json.RawMessage, error) {
-	cur, err := s.store.JobRunResultActivity(ctx, db.JobRunResultActivityParams{RunID: runID, DeviceGuid: guid})
+	info, err := s.store.JobRunDispatchInfo(ctx, db.JobRunDispatchInfoParams{RunID: runID, DeviceGuid: guid,
+		FreshSeconds: devices.SocketWindow.Seconds()})
 	if err != nil {
 		return nil, db.NotFound(err, "run %s has no result for %s", runID, guid)
 	}
-	var activityID *int64 = cur.ActivityID
-	if activityID == nil && (cur.Status == StatusPending || cur.Status == StatusRunning) {
-		run, err := s.store.JobRunGet(ctx, runID)
-		if err != nil {
-			return nil, err
-		}
-		target, err := s.devices.OperationTargetByGUID(ctx, cairn.AllSites, guid)
-		if err != nil {
-			return nil, err
-		}
+	switch info.TrustState {
+	case devicetrust.TrustActive:
+	case devicetrust.TrustQuarantined:
+		return nil, cairn.Errorf(devicetrust.ECodeDeviceQuarantined, "%s is quarantined; release it before acting on it", info.Hostname)
+	default:
+		return nil, cairn.Errorf(devicetrust.ECodeDeviceRevoked, "%s is %s; it takes no operations", info.Hostname, info.TrustState)
+	}
+	if info.Status != StatusPending && info.Status != StatusRunning {
+		return nil, cairn.Errorf(cairn.ECodeNotFound, "the result of %s in run %s is no longer pending", guid, runID)
+	}
+	if info.RunWhenOnline && !info.SocketLive {
+		return nil, cairn.Errorf(ECodeQueuedOffline, "%s is offline; the run waits for it", info.Hostname)
+	}
+	activityID := info.ActivityID
+	if activityID == nil {
 		meta := map[string]any{"run_id": runID, "operation_id": operationID, "type": proto.EventQuickJobRun}
-		if run.ScheduledJobID != nil {
-			meta["scheduled_job_id"] = *run.ScheduledJobID
+		if info.ScheduledJobID != nil {
+			meta["scheduled_job_id"] = *info.ScheduledJobID
 		}
-		id, err := s.devices.OperationStarted(ctx, target, ActivityKind, runSummary(run.AssemblyName, run.Language), run.RequestedBy, meta)
+		target := devices.OperationTarget{GUID: guid, Hostname: info.Hostname, SiteID: info.SiteID, SiteSlug: info.SiteSlug}
+		id, err := s.devices.OperationStarted(ctx, target, ActivityKind, runSummary(info.AssemblyName, info.Language), info.RequestedBy, meta)
 		if err != nil {
 			return nil, err
 		}
@@ -90,6 +110,10 @@ func runSummary(assembly, language string) string {
 	return "Run " + language + " script"
 }
 
+// ECodeQueuedOffline: the device was offline for a run that waits for
+// it; the result stays pending until the agent asks for work.
+const ECodeQueuedOffline = "queued_offline"
+
 // Outcome is how one device's execution ended: the agent's reply, or a
 // failure code from the command path or the agent.
 type Outcome struct {
@@ -103,6 +127,10 @@ type Outcome struct {
 
 // Finish records an outcome: the result row and the activity row.
 func (s *Service) Finish(ctx context.Context, o Outcome) error {
+	if o.ErrorCode == ECodeQueuedOffline {
+		_, err := s.store.JobRunResultQueue(ctx, db.JobRunResultQueueParams{RunID: o.RunID, DeviceGuid: o.GUID})
+		return err
+	}
 	p := db.JobRunResultFinishParams{RunID: o.RunID, DeviceGuid: o.GUID, ErrorCode: o.ErrorCode, ErrorMessage: o.ErrorMessage}
 	summary := ""
 	switch {
@@ -159,17 +187,13 @@ func (s *Service) Finish(ctx context.Context, o Outcome) error {
 	if p.ErrorCode != "" {
 		meta["error"] = p.ErrorCode
 	}
-	run, err := s.store.JobRunGet(ctx, o.RunID)
-	if err != nil {
-		return err
-	}
-	if run.ScheduledJobID != nil {
-		meta["scheduled_job_id"] = *run.ScheduledJobID
+	if row.ScheduledJobID != nil {
+		meta["scheduled_job_id"] = *row.ScheduledJobID
 	}
 	if row.OperationID != "" {
 		meta["operation_id"] = row.OperationID
 	}
-	return s.devices.OperationFinished(ctx, *row.ActivityID, status, runSummary(run.AssemblyName, run.Language)+": "+summary, meta)
+	return s.devices.OperationFinished(ctx, *row.ActivityID, status, runSummary(row.AssemblyName, row.Language)+": "+summary, meta)
 }
 
 // FinishRun closes the run once nothing is pending or running.

@@ -424,7 +424,7 @@ func checkRun(spec RunSpec, declared []Parameter) (map[string]string, error) {
 func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, withResults bool) (Run, error) {
 	r, err := s.store.JobRunGet(ctx, id)
 	if err != nil {
-		return Run{}, db.NotFound(err, "run %s not found", id)
+		return Run{}, db.NotFound(err, "no such run")
 	}
 	c, err := s.store.JobRunCounts(ctx, db.JobRunCountsParams{RunID: id, AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
@@ -433,7 +433,7 @@ func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, 
 	counts := Counts{Pending: c.Pending, Running: c.Running, Succeeded: c.Succeeded, Failed: c.Failed, TimedOut: c.TimedOut, Skipped: c.Skipped}
 	total := counts.Pending + counts.Running + counts.Succeeded + counts.Failed + counts.TimedOut + counts.Skipped
 	if !scope.All && total == 0 {
-		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "run %s not found", id)
+		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "no such run")
 	}
 	run := Run{ID: r.ID, Kind: r.Kind, Status: r.Status, Trigger: r.Trigger, ScheduledJobID: r.ScheduledJobID,
 		ScheduledFor: r.ScheduledFor, AssemblyID: r.AssemblyID, AssemblyName: r.AssemblyName, AssemblyVersion: r.AssemblyVersion,

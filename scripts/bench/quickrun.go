@@ -74,7 +74,7 @@ func benchQuickRun(ctx context.Context, api *client, passes int, eng *procWatch)
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
+			case <-time.After(500 * time.Millisecond):
 			}
 		}
 	}

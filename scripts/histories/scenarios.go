@@ -41,9 +41,9 @@ var standIns = map[string]any{
 	},
 	"ApplyAgentAnswer": func(context.Context, activities.ApplyInput) (string, error) { return "cron is running", nil },
 	"FinishOperation":  func(context.Context, activities.FinishInput) error { return nil },
-	"NextItems": func(_ context.Context, in activities.NextInput) ([]automation.Item, error) {
-		return []automation.Item{{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
-			{GUID: "guid-fail", Hostname: "host-fail", SiteID: 1, SiteSlug: siteSlug}}, nil
+	"NextItems": func(_ context.Context, in activities.NextInput) (automation.Batch, error) {
+		return automation.Batch{TimeoutSeconds: 60, Items: []automation.Item{{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
+			{GUID: "guid-fail", Hostname: "host-fail", SiteID: 1, SiteSlug: siteSlug}}}, nil
 	},
 	"SendScript": func(_ context.Context, in activities.SendScriptInput) (agentgateway.Reply, error) {
 		if in.GUID == "guid-fail" {
@@ -153,7 +153,7 @@ var scenarios = []scenario{
 	// A quick run to two devices: one answers, one refuses the signature.
 	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
-		run, err := start(ctx, c, automation.JobRunWorkflowID(id), workflows.JobRun, workflows.JobRunInput{RunID: id, TimeoutSeconds: 60})
+		run, err := start(ctx, c, automation.JobRunWorkflowID(id), workflows.JobRun, workflows.JobRunInput{RunID: id})
 		return wait(ctx, run, err)
 	}, false},
 	// A scheduled job's rerun: slots for two sites, the JobRun child.

@@ -4,7 +4,18 @@ GO    ?= go
 BIN   := bin/cairn
 SQLC  := $(GO) tool -modfile=tools/go.mod sqlc
 
-.PHONY: run test bench build web deps-run deps-test generate check-generated test-go test-web test-e2e clean
+# Agent builds: one per platform under bin/agents (the Engine serves them to
+# agents and installers: CAIRN_AGENT_ARTIFACTS defaults to agents/ next to
+# bin/cairn), each with its build ID embedded and in a .build-id sidecar.
+# AGENT_BUILD_ID=... overrides the ID (git describe, plus a hash of any
+# uncommitted difference).
+AGENT_PLATFORMS := linux-amd64 windows-amd64
+ifeq ($(origin AGENT_BUILD_ID), undefined)
+AGENT_BUILD_ID := $(shell scripts/agent-build-id.sh)
+endif
+AGENT_LDFLAGS := -X github.com/cairn-rmm/cairn/agent/version.BuildID=$(AGENT_BUILD_ID)
+
+.PHONY: run test bench build agents web deps-run deps-test generate check-generated test-go test-web test-e2e clean
 
 ## run: build everything and start the Engine with private PostgreSQL and embedded Temporal
 run: deps-run build
@@ -25,7 +36,6 @@ BENCH_COUNTS   ?= 1000,5000
 BENCH_DURATION ?= 3m
 BENCH_FLAGS    ?=
 bench: deps-run build
-	$(GO) build -o bin/cairn-agent ./cmd/cairn-agent
 	$(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
 
 test-go:
@@ -34,13 +44,23 @@ test-go:
 test-web: web/node_modules
 	cd web && npm test
 
-test-e2e: web/node_modules
-	$(GO) build -o bin/cairn-agent ./cmd/cairn-agent
+test-e2e: web/node_modules agents
 	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent npm run e2e
 
-## build: the console, embedded into the Engine binary
-build: web
+## build: the console, embedded into the Engine binary, and the agent builds
+build: web agents
 	$(GO) build -o $(BIN) ./cmd/cairn
+
+## agents: bin/agents/<platform>/cairn-agent[.exe] (+ .build-id) and bin/cairn-agent for this host
+agents:
+	@for p in $(AGENT_PLATFORMS); do \
+		os=$${p%-*}; arch=$${p#*-}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
+		out=bin/agents/$$p/cairn-agent$$ext; \
+		echo "agent $$p: $$out (build $(AGENT_BUILD_ID))"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(AGENT_LDFLAGS)" -o $$out ./cmd/cairn-agent || exit 1; \
+		echo "$(AGENT_BUILD_ID)" > $$out.build-id; \
+	done
+	$(GO) build -ldflags "$(AGENT_LDFLAGS)" -o bin/cairn-agent ./cmd/cairn-agent
 
 web: web/node_modules
 	cd web && npm run build

@@ -97,7 +97,7 @@ func TestDeviceListShapeAndFilters(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	require.Equal(t, []string{"agent_id", "agent_socket", "agent_version", "connectivity_status", "description", "guid", "hostname",
+	require.Equal(t, []string{"agent_build_id", "agent_id", "agent_socket", "agent_version", "connectivity_status", "description", "guid", "hostname",
 		"last_seen", "metadata_fields", "operating_system", "site_id", "site_name", "trust_state"}, keys)
 	require.Equal(t, "guid-conn", conn["guid"])
 	require.Equal(t, "agent-guid-conn", conn["agent_id"])

@@ -11,11 +11,13 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -87,6 +89,10 @@ var statusByCode = map[string]int{
 	proto.CodeUnsupportedLanguage: http.StatusUnprocessableEntity,
 	proto.CodeSignatureInvalid:    http.StatusBadGateway,
 	devices.ECodeAgentAnswer:      http.StatusBadGateway,
+
+	// Agent artifacts and install links (docs/api.md).
+	agentartifacts.ECodeUnavailable: http.StatusNotFound,
+	installlinks.ECodeInvalid:       http.StatusForbidden,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -60,7 +60,9 @@ type deviceJSON struct {
 	ConnectivityStatus string     `json:"connectivity_status"`
 	OperatingSystem    string     `json:"operating_system"`
 	AgentVersion       string     `json:"agent_version"`
-	TrustState         string     `json:"trust_state"`
+	// AgentBuildID is the build the agent last reported in a status post.
+	AgentBuildID string `json:"agent_build_id"`
+	TrustState   string `json:"trust_state"`
 	// MetadataFields stays empty until metadata fields arrive.
 	MetadataFields map[string]string `json:"metadata_fields"`
 }
@@ -69,7 +71,7 @@ func newDeviceJSON(d devices.Device) deviceJSON {
 	return deviceJSON{GUID: d.GUID, AgentID: d.AgentID, Hostname: d.Hostname, Description: d.Description,
 		SiteID: d.SiteID, SiteName: d.SiteName, LastSeen: d.LastSeen, AgentSocket: d.AgentSocket,
 		ConnectivityStatus: d.Connectivity, OperatingSystem: d.OperatingSystem, AgentVersion: d.AgentVersion,
-		TrustState: d.TrustState, MetadataFields: map[string]string{}}
+		AgentBuildID: d.AgentBuildID, TrustState: d.TrustState, MetadataFields: map[string]string{}}
 }
 
 type agentJSON struct {

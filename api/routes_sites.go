@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,19 +17,25 @@ func (s *Server) siteRoutes() []Route {
 	return []Route{
 		{"GET", "/api/sites", AuthToken, getAction(s, func(r *http.Request) (map[string][]siteJSON, error) {
 			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
-			out := make([]siteJSON, len(list))
-			for i, st := range list {
-				out[i] = s.siteJSON(st)
+			if err != nil {
+				return nil, err
 			}
+			out, err := s.sitesJSON(r.Context(), list...)
 			return map[string][]siteJSON{"sites": out}, err
 		})},
 		{"POST", "/api/sites", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req siteCreateRequest) (siteJSON, error) {
 			st, err := s.Sites.Create(r.Context(), req.Name, req.Slug)
-			return s.siteJSON(st), err
+			if err != nil {
+				return siteJSON{}, err
+			}
+			return s.oneSiteJSON(r.Context(), st)
 		})},
 		{"POST", "/api/sites/rename", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteRenameRequest) (siteJSON, error) {
 			st, err := s.Sites.Rename(r.Context(), req.SiteID, req.Name, req.Slug)
-			return s.siteJSON(st), err
+			if err != nil {
+				return siteJSON{}, err
+			}
+			return s.oneSiteJSON(r.Context(), st)
 		})},
 		{"POST", "/api/sites/delete", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteDeleteRequest) (map[string][]int64, error) {
 			return map[string][]int64{"deleted": req.SiteIDs}, s.Sites.Delete(r.Context(), req.SiteIDs)
@@ -119,6 +126,42 @@ type siteJSON struct {
 	AutoApproveUntil *time.Time `json:"auto_approve_until"`
 	CreatedAt        time.Time  `json:"created_at"`
 	UpdatedAt        time.Time  `json:"updated_at"`
+	// AgentBinarySource is where installers get the agent: "engine" (the
+	// Engine's own artifacts, through the signed install links).
+	AgentBinarySource string `json:"agent_binary_source"`
+	// InstallLinks has one signed link per platform the Engine has an
+	// artifact for (empty when it has none).
+	InstallLinks map[string]installLinkJSON `json:"install_links"`
+}
+
+// sitesJSON encodes sites with their install links.
+func (s *Server) sitesJSON(ctx context.Context, list ...sites.Site) ([]siteJSON, error) {
+	ids := make([]int64, len(list))
+	for i, st := range list {
+		ids[i] = st.ID
+	}
+	links, err := s.InstallLinks.ForSites(ctx, s.PublicURL, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]siteJSON, len(list))
+	for i, st := range list {
+		out[i] = s.siteJSON(st)
+		out[i].AgentBinarySource = "engine"
+		out[i].InstallLinks = map[string]installLinkJSON{}
+		for p, l := range links[st.ID] {
+			out[i].InstallLinks[p] = newInstallLinkJSON(l)
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) oneSiteJSON(ctx context.Context, st sites.Site) (siteJSON, error) {
+	out, err := s.sitesJSON(ctx, st)
+	if err != nil {
+		return siteJSON{}, err
+	}
+	return out[0], nil
 }
 
 func (s *Server) siteJSON(st sites.Site) siteJSON {

@@ -15,7 +15,7 @@ import (
 
 var knownClasses = map[api.AuthClass]bool{
 	api.AuthNone: true, api.AuthBootstrap: true, api.AuthToken: true, api.AuthMFAPending: true, api.AuthAdmin: true,
-	api.AuthDevice: true, api.AuthRefresh: true, api.AuthDeviceOrToken: true,
+	api.AuthDevice: true, api.AuthRefresh: true, api.AuthDeviceOrToken: true, api.AuthSignedURL: true,
 }
 
 // Every route the router serves must come from a route table row with a
@@ -66,6 +66,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 				// An anonymous caller is not an agent at all.
 				require.Equal(t, 401, anon.Status, anon.Raw)
 				require.Equal(t, "agent_context_required", anon.Body["error"])
+			case api.AuthSignedURL:
+				// Without a valid signature there is nothing to serve.
+				require.Equal(t, 403, anon.Status, anon.Raw)
+				require.Equal(t, "install_link_invalid", anon.Body["error"])
 			case api.AuthBootstrap:
 				if rt.Method != "GET" {
 					require.Equal(t, 403, anon.Status, anon.Raw)

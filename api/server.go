@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -30,6 +31,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
@@ -57,6 +59,9 @@ const (
 	AuthRefresh AuthClass = "Refresh"
 	// AuthDeviceOrToken: either a device or an operator session.
 	AuthDeviceOrToken AuthClass = "Device or Token"
+	// AuthSignedURL: the URL itself carries a signature the handler checks
+	// (install links).
+	AuthSignedURL AuthClass = "Signed URL"
 )
 
 // Route is one row of a route table.
@@ -134,6 +139,10 @@ type Deps struct {
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
 	Runs       workflows.JobRunStarter
+	// Artifacts are the agent binaries this Engine serves.
+	Artifacts *agentartifacts.Catalog
+	// InstallLinks are the sites' signed install links.
+	InstallLinks *installlinks.Service
 }
 
 // Server serves the API and the console.
@@ -176,6 +185,7 @@ func New(d Deps) *Server {
 		s.shellRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
 		s.scriptSignRoutes(), s.assemblyRoutes(), s.quickRunRoutes(),
+		s.agentArtifactRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}
@@ -230,8 +240,9 @@ func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {
 		return s.requireProof
 	case AuthDeviceOrToken:
 		return s.requireDeviceOrSession
-	case AuthNone, AuthMFAPending:
-		// MFA-pending routes carry their signed token in the body.
+	case AuthNone, AuthMFAPending, AuthSignedURL:
+		// MFA-pending routes carry their signed token in the body, signed
+		// URLs their signature in the URL.
 		return func(next http.Handler) http.Handler { return next }
 	}
 	panic("api: route with unknown auth class " + string(class))

@@ -101,6 +101,8 @@ type fixture struct {
 	// engineQueue is this fixture's Engine-wide task queue, shared by its
 	// replicas and private to its database.
 	engineQueue string
+	// agentArtifacts is the replicas' agent build directory ("": none).
+	agentArtifacts string
 }
 
 func setup(t *testing.T) *fixture {
@@ -132,7 +134,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	kdf := authtest.CheapKDF
 	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
 		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
-		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
 	})

@@ -224,9 +224,10 @@ UPDATE devices SET
     last_seen     = GREATEST(last_seen, $1::timestamptz),
     last_status   = $2::jsonb,
     agent_version = CASE WHEN $3::text <> '' THEN $3::text ELSE agent_version END,
-    boot_id       = CASE WHEN $4::text <> '' THEN $4::text ELSE boot_id END,
+    agent_build_id = CASE WHEN $4::text <> '' THEN $4::text ELSE agent_build_id END,
+    boot_id       = CASE WHEN $5::text <> '' THEN $5::text ELSE boot_id END,
     updated_at    = now()
-WHERE guid = $5
+WHERE guid = $6
 RETURNING guid, hostname, site_id
 `
 
@@ -234,6 +235,7 @@ type DeviceStatusApplyParams struct {
 	SeenAt       time.Time
 	LastStatus   []byte
 	AgentVersion string
+	AgentBuildID string
 	BootID       string
 	Guid         string
 }
@@ -249,6 +251,7 @@ func (q *Queries) DeviceStatusApply(ctx context.Context, arg DeviceStatusApplyPa
 		arg.SeenAt,
 		arg.LastStatus,
 		arg.AgentVersion,
+		arg.AgentBuildID,
 		arg.BootID,
 		arg.Guid,
 	)

@@ -52,7 +52,7 @@ const deviceTrustSet = `-- name: DeviceTrustSet :one
 UPDATE devices
 SET trust_state = $1, token_version = token_version + 1, updated_at = $2
 WHERE guid = $3
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id
 `
 
 type DeviceTrustSetParams struct {
@@ -89,6 +89,7 @@ func (q *Queries) DeviceTrustSet(ctx context.Context, arg DeviceTrustSetParams) 
 		&i.HelperContexts,
 		&i.EnrolledAt,
 		&i.UpdatedAt,
+		&i.AgentBuildID,
 	)
 	return i, err
 }

@@ -285,7 +285,7 @@ INSERT INTO devices (guid, hostname, site_id, agent_id, operating_system, public
     token_version, agent_version, enrolled_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11)
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id
 `
 
 type DeviceEnrollInsertParams struct {
@@ -340,12 +340,13 @@ func (q *Queries) DeviceEnrollInsert(ctx context.Context, arg DeviceEnrollInsert
 		&i.HelperContexts,
 		&i.EnrolledAt,
 		&i.UpdatedAt,
+		&i.AgentBuildID,
 	)
 	return i, err
 }
 
 const deviceGetByGUID = `-- name: DeviceGetByGUID :one
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, s.slug AS site_slug, s.name AS site_name
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, s.slug AS site_slug, s.name AS site_name
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = $1
 `
@@ -373,6 +374,7 @@ type DeviceGetByGUIDRow struct {
 	HelperContexts  []string
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
+	AgentBuildID    string
 	SiteSlug        string
 	SiteName        string
 }
@@ -403,6 +405,7 @@ func (q *Queries) DeviceGetByGUID(ctx context.Context, guid string) (DeviceGetBy
 		&i.HelperContexts,
 		&i.EnrolledAt,
 		&i.UpdatedAt,
+		&i.AgentBuildID,
 		&i.SiteSlug,
 		&i.SiteName,
 	)
@@ -410,7 +413,7 @@ func (q *Queries) DeviceGetByGUID(ctx context.Context, guid string) (DeviceGetBy
 }
 
 const deviceGetByJKT = `-- name: DeviceGetByJKT :one
-SELECT guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at FROM devices WHERE jkt = $1
+SELECT guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id FROM devices WHERE jkt = $1
 `
 
 func (q *Queries) DeviceGetByJKT(ctx context.Context, jkt string) (Device, error) {
@@ -439,6 +442,7 @@ func (q *Queries) DeviceGetByJKT(ctx context.Context, jkt string) (Device, error
 		&i.HelperContexts,
 		&i.EnrolledAt,
 		&i.UpdatedAt,
+		&i.AgentBuildID,
 	)
 	return i, err
 }
@@ -510,7 +514,7 @@ SET hostname = $1, site_id = $2, operating_system = $3, fingerprint = $4,
     agent_version = $5, trust_state = 'active', token_version = token_version + 1,
     enrolled_at = $6, updated_at = $6
 WHERE guid = $7
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id
 `
 
 type DeviceReenrollParams struct {
@@ -559,6 +563,7 @@ func (q *Queries) DeviceReenroll(ctx context.Context, arg DeviceReenrollParams) 
 		&i.HelperContexts,
 		&i.EnrolledAt,
 		&i.UpdatedAt,
+		&i.AgentBuildID,
 	)
 	return i, err
 }

@@ -26,11 +26,33 @@ type AegisState struct {
 	RotatedAt    *time.Time
 }
 
+type AgentArtifact struct {
+	ID          string
+	Platform    string
+	BuildID     string
+	Sha256      string
+	Size        int64
+	Signature   []byte
+	SignedAt    *time.Time
+	FirstSeenAt time.Time
+	LastSeenAt  time.Time
+}
+
 type AgentEndpoint struct {
 	Replica string
 	Url     string
 	Sites   []string
 	SeenAt  time.Time
+}
+
+type AgentInstallLink struct {
+	SiteID        int64
+	Platform      string
+	Nonce         []byte
+	ExpiresAt     time.Time
+	DownloadCount int64
+	CreatedBy     string
+	CreatedAt     time.Time
 }
 
 type AgentRequest struct {
@@ -130,6 +152,7 @@ type Device struct {
 	HelperContexts  []string
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
+	AgentBuildID    string
 }
 
 type DeviceActivity struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -33,6 +34,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -81,6 +83,9 @@ type Config struct {
 	OnlineWindow    time.Duration
 	GitHubAPIURL    string
 	GitHubToken     string
+	// AgentArtifacts is the directory of agent builds
+	// (<platform>/cairn-agent[.exe]); "" serves none.
+	AgentArtifacts string
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -138,6 +143,9 @@ type Engine struct {
 	Automation *automation.Service
 	Workers    *workers.Manager
 	API        *api.Server
+	// Artifacts are the agent builds; InstallLinks the signed links to them.
+	Artifacts    *agentartifacts.Catalog
+	InstallLinks *installlinks.Service
 
 	bg      context.Context
 	cancel  context.CancelFunc
@@ -201,6 +209,11 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
 	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
+	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
+	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
+		return nil, err
+	}
+
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
@@ -222,6 +235,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
+		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -252,13 +266,13 @@ func (e *Engine) Start() error {
 		}
 	}
 	if e.cfg.Role == RoleServe {
+		// Manifest signatures need the unlocked cipher of a serve process.
+		e.goBG(e.Artifacts.Run)
 		// PostgreSQL is the source of truth of scheduled jobs: a wiped or
 		// restored Temporal gets their schedules back here.
 		if err := e.ReconcileJobSchedules(e.bg); err != nil {
 			return fmt.Errorf("scheduled job schedules: %w", err)
 		}
-	}
-	if e.cfg.Role == RoleServe {
 		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}

@@ -61,12 +61,15 @@ type MetadataAck struct {
 
 // Status is the startup timeline (SPEC "Agent-side behavior" item 3).
 type Status struct {
-	Phase        string      `json:"phase"` // starting, running, stopping
-	BootID       string      `json:"boot_id"`
-	AgentVersion string      `json:"agent_version"`
-	StartedAt    time.Time   `json:"started_at"`
-	Milestones   []Milestone `json:"milestones"`
-	LastError    *Telemetry  `json:"last_error,omitempty"`
+	Phase        string `json:"phase"` // starting, running, stopping
+	BootID       string `json:"boot_id"`
+	AgentVersion string `json:"agent_version"`
+	// BuildID is the running binary's build ID (agent/version.Build); the
+	// Engine stores it as the device's agent_build_id. Older agents omit it.
+	BuildID    string      `json:"build_id,omitempty"`
+	StartedAt  time.Time   `json:"started_at"`
+	Milestones []Milestone `json:"milestones"`
+	LastError  *Telemetry  `json:"last_error,omitempty"`
 	// Roles is the role health snapshot (SPEC "Agent role health snapshot").
 	Roles []RoleHealth `json:"roles,omitempty"`
 }

@@ -26,7 +26,9 @@ func (a *Agent) roles() []proto.RoleHealth {
 }
 
 func (a *Agent) status(phase string) proto.Status {
-	return a.timeline.status(phase, a.opts.Identity.BootID, a.opts.Version, a.roles())
+	s := a.timeline.status(phase, a.opts.Identity.BootID, a.opts.Version, a.roles())
+	s.BuildID = a.opts.BuildID
+	return s
 }
 
 // postStartup posts the starting status, retrying a few times. When the

@@ -167,9 +167,12 @@ func (h Hooks) error(op string, err error) {
 
 // Options configure an Agent.
 type Options struct {
-	Store     Store
-	Identity  Identity
-	Version   string
+	Store    Store
+	Identity Identity
+	Version  string
+	// BuildID is the binary's build ID (agent/version.Build), reported in
+	// status posts so the Engine knows which artifact the device runs.
+	BuildID   string
 	Collector Collector
 	// Roles may be nil: no role health is reported.
 	Roles Roles

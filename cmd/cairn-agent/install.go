@@ -11,7 +11,12 @@ import (
 )
 
 // install: cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start] [--hostname NAME]
-func install(configPath string, args []string, stdout io.Writer) error {
+// [--server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP]]
+//
+// With --server and --code it enrolls first (exactly as enroll does, waiting
+// for approval; nothing to do when already enrolled with that code), so the
+// one-line installer the console shows is download, then install.
+func install(ctx context.Context, configPath string, args []string, stdout, stderr io.Writer, h host) error {
 	fs := newFlagSet("install")
 	fs.StringVar(&configPath, "config", configPath, "")
 	binary := fs.String("binary", "", "")
@@ -20,10 +25,30 @@ func install(configPath string, args []string, stdout io.Writer) error {
 	// The name given to enroll --hostname, kept for run: agent.json does
 	// not hold the reported hostname.
 	hostname := fs.String("hostname", "", "")
+	server := fs.String("server", "", "")
+	code := fs.String("code", "", "")
+	caFile := fs.String("ca-file", "", "")
+	fallback := fs.String("server-ip-fallback", "", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	if *server != "" || *code != "" {
+		if *server == "" || *code == "" {
+			return usagef("install enrolls only with both --server URL and --code CODE")
+		}
+		enrollArgs := []string{"--config", configPath, "--server", *server, "--code", *code}
+		for _, f := range []struct{ name, value string }{{"ca-file", *caFile}, {"server-ip-fallback", *fallback}, {"hostname", *hostname}} {
+			if f.value != "" {
+				enrollArgs = append(enrollArgs, "--"+f.name, f.value)
+			}
+		}
+		if err := enroll(ctx, configPath, enrollArgs, stdout, stderr, h); err != nil {
+			return err
+		}
+	} else if *caFile != "" || *fallback != "" {
+		return usagef("--ca-file and --server-ip-fallback go with --server and --code")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	_, err := service.Install(ctx, service.InstallOptions{
 		ConfigPath: configPath,

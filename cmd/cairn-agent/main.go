@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
-// version is the agent's version, set at build time with
-// -ldflags "-X main.version=...".
-var version = "dev"
+// version is the agent's release version (agent/version, set at build
+// time with -ldflags "-X github.com/cairn-rmm/cairn/agent/version.Version=...").
+var version = agentversion.Version
 
 // Exit codes.
 const (
@@ -38,8 +39,10 @@ const usage = `usage:
   cairn-agent [--config PATH] status
   cairn-agent [--config PATH] --metadata get <field>
   cairn-agent [--config PATH] --metadata set <field> <value>
-  cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start]
+  cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start] [--hostname NAME]
+                      [--server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP]]
   cairn-agent uninstall [--config PATH] [--unit-dir DIR] [--purge]
+  cairn-agent version
 
   <field> is a metadata field number from 1 to 500; <value> is at most 1024
   characters, and a blank value queues a clear. Writes are queued locally and
@@ -48,8 +51,11 @@ const usage = `usage:
   install (Linux, as root) copies this binary to /usr/local/bin/cairn-agent
   unless --binary names where it already is, writes the systemd unit
   cairn-agent.service to --unit-dir (default /etc/systemd/system) and enables
-  and starts it, unless --no-start. uninstall stops and removes the service;
-  --purge also removes agent.json and the copied binary.
+  and starts it, unless --no-start. With --server and --code it first
+  enrolls as enroll does (waiting for approval), so a downloaded binary
+  installs itself in one command. uninstall stops and removes the service;
+  --purge also removes agent.json and the copied binary. version prints the
+  release version, the build ID and the platform.
 
   enroll requests enrollment with the site's code, signed with this device's
   key, and waits until an administrator approves (or denies) it. run is the
@@ -148,12 +154,25 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, h ho
 	case "--metadata", "-metadata":
 		return metadata(path, rest[1:], stdout)
 	case "install":
-		return install(path, rest[1:], stdout)
+		return install(ctx, path, rest[1:], stdout, stderr, h)
 	case "uninstall":
 		return uninstall(path, rest[1:], stdout)
+	case "version", "--version":
+		if len(rest) != 1 {
+			return usagef("version takes no arguments")
+		}
+		return printVersion(stdout)
 	default:
 		return usagef("unknown command %q", rest[0])
 	}
+}
+
+// printVersion prints the release version, the build ID (what the
+// Engine's artifact catalog and agent.installed_build_id name this build
+// by) and the platform.
+func printVersion(stdout io.Writer) error {
+	_, err := fmt.Fprintf(stdout, "cairn-agent %s\nbuild_id: %s\nplatform: %s\n", version, agentversion.Build(), agentversion.Platform())
+	return err
 }
 
 func metadata(path string, args []string, stdout io.Writer) error {

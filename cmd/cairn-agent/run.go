@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/cairn-rmm/cairn/agent"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
+	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
 // runAgent: cairn-agent run [--config PATH] [--hostname NAME]. It runs
@@ -35,6 +37,18 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	build := agentversion.Build()
+	if cfg.Agent.InstalledBuildID != build {
+		// agent.installed_build_id records the build that runs here (SPEC
+		// "Versioning" 3); a binary replaced by an update or a reinstall
+		// corrects it on its first start.
+		if _, err := agent.Update(configPath, "run", func(c *agent.Config) error {
+			c.Agent.InstalledBuildID = build
+			return nil
+		}); err != nil {
+			return configErr(configPath, err)
+		}
+	}
 	handlers := agentruntime.NewHandlers()
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
 		return err
@@ -61,6 +75,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		OnConnected: queued,
 		Identity:    id,
 		Version:     version,
+		BuildID:     build,
 		Collector:   h.collector,
 		Roles:       h.roles,
 		Hash:        h.hash,
@@ -71,7 +86,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	if err != nil {
 		return err
 	}
-	log.Info("cairn-agent starting", "version", version, "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
+	log.Info("cairn-agent starting", "version", version, "build_id", build, "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
 	if err := a.Run(ctx); err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ type config struct {
 	// DeviceOnlineWindow is how long after its last heartbeat a device
 	// still counts as online.
 	DeviceOnlineWindow time.Duration
+	// AgentArtifacts is the directory of agent builds the Engine serves
+	// (<platform>/cairn-agent[.exe] and .build-id sidecars).
+	AgentArtifacts string
 }
 
 func env(name, def string) string {
@@ -146,6 +149,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.PassphraseFile, "aegis-passphrase-file", env("CAIRN_AEGIS_PASSPHRASE_FILE", ""), "file holding the master-cipher passphrase, to unlock unattended at start")
 	fs.StringVar(&c.GitHubAPIURL, "github-api-url", env("CAIRN_GITHUB_API_URL", "https://api.github.com"), "source-hosting API base URL (GitHub or compatible)")
 	c.GitHubToken = env("CAIRN_GITHUB_TOKEN", os.Getenv("GITHUB_TOKEN"))
+	fs.StringVar(&c.AgentArtifacts, "agent-artifacts", env("CAIRN_AGENT_ARTIFACTS", defaultAgentArtifacts()),
+		"directory of agent builds served to agents and installers (make build fills bin/agents)")
 	onlineWindow := fs.String("device-online-window", env("CAIRN_DEVICE_ONLINE_WINDOW", devices.DefaultOnlineWindow.String()),
 		"how long after its last heartbeat a device counts as online (a duration such as 90s, or seconds)")
 	if err := fs.Parse(args); err != nil {
@@ -183,7 +188,22 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return c, err
 	}
+	if c.AgentArtifacts != "" {
+		if c.AgentArtifacts, err = filepath.Abs(c.AgentArtifacts); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
+}
+
+// defaultAgentArtifacts is "agents" next to the cairn binary: bin/agents
+// for bin/cairn as make builds them ("" when the binary cannot be found).
+func defaultAgentArtifacts() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(exe), "agents")
 }
 
 // Online window bounds: below 30 s a device flaps offline between two

@@ -78,7 +78,7 @@ func runWorker(ctx context.Context, args []string) error {
 	eng, err := engine.New(ctx, rt.store, rt.temporal, engine.Config{Role: engine.RoleSiteWorker,
 		Sites: func(slug string) bool { return want[slug] }, PublicURL: c.PublicURL,
 		AgentURLs: append(c.agentURLs(), *advertise), AgentEndpoint: *advertise, Namespace: c.TemporalNamespace,
-		OnlineWindow: c.DeviceOnlineWindow, Log: log})
+		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log})
 	if err != nil {
 		return err
 	}

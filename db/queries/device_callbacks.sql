@@ -28,6 +28,7 @@ UPDATE devices SET
     last_seen     = GREATEST(last_seen, @seen_at::timestamptz),
     last_status   = @last_status::jsonb,
     agent_version = CASE WHEN @agent_version::text <> '' THEN @agent_version::text ELSE agent_version END,
+    agent_build_id = CASE WHEN @agent_build_id::text <> '' THEN @agent_build_id::text ELSE agent_build_id END,
     boot_id       = CASE WHEN @boot_id::text <> '' THEN @boot_id::text ELSE boot_id END,
     updated_at    = now()
 WHERE guid = @guid

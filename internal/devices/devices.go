@@ -87,9 +87,11 @@ type Device struct {
 	Connectivity    string
 	OperatingSystem string
 	AgentVersion    string
-	TrustState      string
-	BootID          string
-	HelperContexts  []string
+	// AgentBuildID is the build the agent last reported ('' before).
+	AgentBuildID   string
+	TrustState     string
+	BootID         string
+	HelperContexts []string
 	// Metrics are the last heartbeat's, nil before the first.
 	Metrics    *proto.Metrics
 	EnrolledAt time.Time
@@ -101,7 +103,7 @@ func (s *Service) device(d db.Device, siteName, siteSlug string, now time.Time) 
 		SiteID: d.SiteID, SiteName: siteName, SiteSlug: siteSlug, LastSeen: d.LastSeen,
 		AgentSocket:     AgentSocket(d.SocketReplica, d.SocketSeenAt, now),
 		Connectivity:    Status(d.LastSeen, d.SocketReplica, d.SocketSeenAt, now, s.cfg.OnlineWindow),
-		OperatingSystem: d.OperatingSystem, AgentVersion: d.AgentVersion, TrustState: d.TrustState,
+		OperatingSystem: d.OperatingSystem, AgentVersion: d.AgentVersion, AgentBuildID: d.AgentBuildID, TrustState: d.TrustState,
 		BootID: d.BootID, HelperContexts: d.HelperContexts, EnrolledAt: d.EnrolledAt,
 	}
 	if out.HelperContexts == nil {

@@ -34,6 +34,10 @@ func checkStatus(st proto.Status) error {
 	if len(st.AgentVersion) > maxAgentVersion {
 		v.Add("agent_version", fmt.Sprintf("must be at most %d characters", maxAgentVersion))
 	}
+	// The catalog accepts build IDs of up to 128 characters.
+	if len(st.BuildID) > 128 {
+		v.Add("build_id", "must be at most 128 characters")
+	}
 	if len(st.Milestones) > maxMilestones {
 		v.Add("milestones", fmt.Sprintf("must have at most %d entries", maxMilestones))
 	}
@@ -59,6 +63,7 @@ type statusRecord struct {
 	Phase        string            `json:"phase"`
 	BootID       string            `json:"boot_id"`
 	AgentVersion string            `json:"agent_version"`
+	BuildID      string            `json:"build_id,omitempty"`
 	StartedAt    *time.Time        `json:"started_at"`
 	ReceivedAt   time.Time         `json:"received_at"`
 	Milestones   []proto.Milestone `json:"milestones"`
@@ -74,7 +79,7 @@ func (s *Service) Status(ctx context.Context, id devicetrust.Identity, st proto.
 		return err
 	}
 	now := s.now()
-	rec := statusRecord{Phase: st.Phase, BootID: st.BootID, AgentVersion: st.AgentVersion,
+	rec := statusRecord{Phase: st.Phase, BootID: st.BootID, AgentVersion: st.AgentVersion, BuildID: st.BuildID,
 		StartedAt: timePtr(st.StartedAt), ReceivedAt: now, Milestones: make([]proto.Milestone, len(st.Milestones)), LastError: st.LastError}
 	healthy := true
 	for i, m := range st.Milestones {
@@ -112,7 +117,7 @@ func (s *Service) Status(ctx context.Context, id devicetrust.Identity, st proto.
 	var dev db.DeviceStatusApplyRow
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		dev, err = q.DeviceStatusApply(ctx, db.DeviceStatusApplyParams{Guid: id.GUID, SeenAt: now, LastStatus: lastStatus,
-			AgentVersion: st.AgentVersion, BootID: st.BootID})
+			AgentVersion: st.AgentVersion, AgentBuildID: st.BuildID, BootID: st.BootID})
 		if err != nil {
 			return db.NotFound(err, "this device is not enrolled")
 		}

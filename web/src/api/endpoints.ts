@@ -1,6 +1,7 @@
 import { api, ApiError } from './client';
 import type {
   ActivityRow,
+  AgentPlatform,
   AuditPage,
   AutoApproval,
   Credential,
@@ -17,6 +18,7 @@ import type {
   DirectoryTestResult,
   EnrollmentCode,
   EnrollmentCodeInput,
+  InstallLink,
   LoginResponse,
   MfaAction,
   Operator,
@@ -87,6 +89,9 @@ export const sites = {
     }),
   remove: (site_ids: number[]) =>
     api<{ deleted: number[] }>('/api/sites/delete', { body: { site_ids } }),
+  /** Replaces the site's install link for a platform (Admin); the old one stops working. */
+  revokeInstallLink: (site_id: number, platform: AgentPlatform) =>
+    api<InstallLink>(`/api/sites/${site_id}/agent-install-links/${platform}/revoke`, { method: 'POST' }),
   /** Turns temporary auto-approval on for `durationSeconds`, or off. */
   setAutoApproval: (site_id: number, enabled: boolean, durationSeconds?: number) =>
     api<AutoApproval>(`/api/sites/${site_id}/auto-approval`, {

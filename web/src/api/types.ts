@@ -55,6 +55,25 @@ export interface Site {
   updated_at?: string;
   /** End of the temporary auto-approval; null or past when it is off. */
   auto_approve_until?: string | null;
+  /** Where installers get the agent ("engine": this Engine's own builds). */
+  agent_binary_source?: string;
+  /** The site's signed install link per platform the Engine has a build for. */
+  install_links?: Partial<Record<AgentPlatform, InstallLink>>;
+}
+
+export type AgentPlatform = 'linux-amd64' | 'windows-amd64';
+
+/** A signed install link (docs/api.md "Agent artifacts and install links"). */
+export interface InstallLink {
+  url: string;
+  token_url: string;
+  expires_at: string;
+  download_count: number;
+  artifact_id: string;
+  build_id: string;
+  /** The one-liner with `<enrollment-code>` for the code. */
+  install_command: string;
+  created_at: string;
 }
 
 export interface WorkerPoller {

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import type { DeviceApproval, EnrollmentCode, Site, User } from '../../api/types';
+import type { DeviceApproval, EnrollmentCode, InstallLink, Site, User } from '../../api/types';
 import { SessionContext } from '../../auth/session';
 import { ADMIN, fakeEngine, validationFailed } from '../../test/fakeEngine';
 import { renderWithProviders } from '../../test/render';
 import SitesPage from '../SitesPage';
 import { orderApprovals } from './ApprovalsQueue';
-import { installCommands } from './InstallCommands';
+import { installCommands, oneLiner } from './InstallCommands';
 
 const OPERATOR: User = { ...ADMIN, username: 'olga', role: 'operator' };
 const FUTURE = new Date(Date.now() + 3 * 3600_000).toISOString();
@@ -105,6 +105,49 @@ describe('installCommands', () => {
   });
 });
 
+const LINUX_URL =
+  'https://cairn.example.test/api/agent/install/download/linux-amd64?artifact=linux-amd64-0123456789abcdef&download_signature=sig&expires=2030-01-08T12%3A00%3A00Z&site_id=1';
+const WINDOWS_URL =
+  'https://cairn.example.test/api/agent/install/download/windows-amd64?artifact=windows-amd64-fedcba9876543210&download_signature=sig2&expires=2030-01-08T12%3A00%3A00Z&site_id=1';
+
+function link(url: string, extra: Partial<InstallLink> = {}): InstallLink {
+  return {
+    url,
+    token_url: url.replace('?', '/token?'),
+    expires_at: '2030-01-08T12:00:00Z',
+    download_count: 3,
+    artifact_id: 'linux-amd64-0123456789abcdef',
+    build_id: 'v0.4.0-12-gabc1234',
+    install_command: '',
+    created_at: '2030-01-01T12:00:00Z',
+    ...extra,
+  };
+}
+
+const withLinks = (extra: Partial<Site> = {}) =>
+  site({
+    agent_binary_source: 'engine',
+    install_links: { 'linux-amd64': link(LINUX_URL), 'windows-amd64': link(WINDOWS_URL, { download_count: 1 }) },
+    ...extra,
+  });
+
+describe('oneLiner', () => {
+  it('downloads through the signed link and runs install with the server and code', () => {
+    // The same line as the Engine's install_command (installlinks.Command) for the code.
+    expect(oneLiner({ platform: 'linux-amd64', linkUrl: LINUX_URL, baseUrl: 'https://cairn.example.test/', code: CODE_A, pinCA: false })).toBe(
+      `f=$(mktemp) && curl -fsSL -o "$f" '${LINUX_URL}' && chmod 0755 "$f" && sudo "$f" install --server https://cairn.example.test --code ${CODE_A} && rm -f "$f"`,
+    );
+    expect(oneLiner({ platform: 'linux-amd64', linkUrl: LINUX_URL, baseUrl: 'https://cairn.example.test', code: CODE_A, pinCA: true })).toBe(
+      `f=$(mktemp) && curl -fsSL --cacert ca.pem -o "$f" '${LINUX_URL}' && chmod 0755 "$f" && sudo "$f" install --server https://cairn.example.test --code ${CODE_A} --ca-file ca.pem && rm -f "$f"`,
+    );
+    expect(oneLiner({ platform: 'windows-amd64', linkUrl: WINDOWS_URL, baseUrl: 'https://cairn.example.test', code: "it's", pinCA: true })).toBe(
+      "$f = Join-Path $env:TEMP ('cairn-agent-' + [guid]::NewGuid() + '.exe'); " +
+        `Invoke-WebRequest -UseBasicParsing -Uri '${WINDOWS_URL}' -OutFile $f; ` +
+        "& $f install --server 'https://cairn.example.test' --code 'it''s'",
+    );
+  });
+});
+
 describe('orderApprovals', () => {
   it('keeps the site, puts pending first (oldest first), then recent decisions', () => {
     const list = [
@@ -136,7 +179,10 @@ describe('Enroll agents dialog', () => {
     expect(table).toHaveTextContent('Unreadable');
     expect(table).toHaveTextContent('Expired');
 
-    const install = part(dialog, 'Install a Linux agent');
+    const install = part(dialog, 'Install an agent');
+    // No agent builds on this Engine: the steps with a binary copied by hand.
+    expect(within(install).getByTestId('commands-no-build')).toBeInTheDocument();
+    expect(within(install).queryByRole('group', { name: 'Platform' })).not.toBeInTheDocument();
     const enroll = within(install).getByTestId('commands-enroll');
     expect(enroll).toHaveTextContent(`sudo cairn-agent enroll --server https://cairn.example.test --code ${CODE_A} --ca-file ca.pem`);
     expect(enroll).toHaveTextContent('sudo cairn-agent install');
@@ -153,6 +199,64 @@ describe('Enroll agents dialog', () => {
     );
     await u.click(within(codes).getByRole('button', { name: 'Copy code abcdefgh' }));
     expect(await navigator.clipboard.readText()).toBe(CODE_A);
+  });
+
+  it('gives the one-line installer through the site’s signed link, per platform, and revokes a link', async () => {
+    const u = userEvent.setup({ delay: null });
+    let current = withLinks();
+    const engine = fakeEngine({
+      'GET /api/sites': () => ({ body: { sites: [current] } }),
+      'GET /api/admin/enrollment-codes': { body: { codes: [code(2, CODE_A)] } },
+      'GET /api/admin/device-approvals': { body: { approvals: [] } },
+      'POST /api/sites/1/agent-install-links/linux-amd64/revoke': () => {
+        const fresh = link(LINUX_URL.replace('=sig&', '=fresh&'), { download_count: 0 });
+        current = withLinks({ install_links: { ...current.install_links, 'linux-amd64': fresh } });
+        return { body: fresh };
+      },
+    });
+    renderSites();
+    const dialog = await openDialog(u);
+    const install = part(dialog, 'Install an agent');
+    const line = await within(install).findByTestId('commands-install');
+    expect(line).toHaveTextContent(`curl -fsSL --cacert ca.pem -o "$f" '${LINUX_URL}'`);
+    expect(line).toHaveTextContent(`install --server https://cairn.example.test --code ${CODE_A} --ca-file ca.pem`);
+    expect(within(install).getByTestId('commands-ca')).toBeInTheDocument();
+    expect(within(install).queryByTestId('commands-no-build')).not.toBeInTheDocument();
+    expect(within(install).getByTestId('install-link-info')).toHaveTextContent('Agent build v0.4.0-12-gabc1234');
+    expect(within(install).getByTestId('install-link-info')).toHaveTextContent('downloaded 3 times');
+
+    await u.click(within(install).getByRole('switch', { name: 'Pin the Engine’s local CA' }));
+    await u.click(within(install).getByRole('button', { name: 'Copy install command' }));
+    expect(await navigator.clipboard.readText()).toBe(
+      `f=$(mktemp) && curl -fsSL -o "$f" '${LINUX_URL}' && chmod 0755 "$f" && sudo "$f" install --server https://cairn.example.test --code ${CODE_A} && rm -f "$f"`,
+    );
+
+    await u.click(within(install).getByRole('button', { name: 'Windows' }));
+    expect(within(install).getByTestId('commands-install')).toHaveTextContent(`Invoke-WebRequest -UseBasicParsing -Uri '${WINDOWS_URL}'`);
+    expect(within(install).getByTestId('install-link-info')).toHaveTextContent('downloaded 1 time');
+    expect(within(install).getByTestId('windows-note')).toBeInTheDocument();
+    expect(within(install).queryByRole('switch', { name: 'Pin the Engine’s local CA' })).not.toBeInTheDocument();
+
+    await u.click(within(install).getByRole('button', { name: 'Linux' }));
+    await u.click(within(install).getByRole('button', { name: 'Revoke link' }));
+    expect(await within(install).findByTestId('install-link-revoked')).toBeInTheDocument();
+    expect(engine.callsTo('POST', '/api/sites/1/agent-install-links/linux-amd64/revoke')).toHaveLength(1);
+    await waitFor(() => expect(within(install).getByTestId('commands-install')).toHaveTextContent('download_signature=fresh'));
+    expect(within(install).getByTestId('install-link-info')).toHaveTextContent('downloaded 0 times');
+  });
+
+  it('does not offer operators to revoke a link', async () => {
+    const u = userEvent.setup({ delay: null });
+    fakeEngine({
+      'GET /api/sites': { body: { sites: [withLinks()] } },
+      'GET /api/admin/enrollment-codes': { body: { codes: [code(2, CODE_A)] } },
+      'GET /api/admin/device-approvals': { body: { approvals: [] } },
+    });
+    renderSites(OPERATOR);
+    const dialog = await openDialog(u);
+    const install = part(dialog, 'Install an agent');
+    expect(await within(install).findByTestId('commands-install')).toBeInTheDocument();
+    expect(within(install).queryByRole('button', { name: 'Revoke link' })).not.toBeInTheDocument();
   });
 
   it('creates a code with the chosen expiry and use limit, checking the limit first', async () => {
@@ -173,7 +277,7 @@ describe('Enroll agents dialog', () => {
     const dialog = await openDialog(u);
     const codesPart = part(dialog, 'Enrollment codes');
     expect(await within(codesPart).findByTestId('no-codes')).toBeInTheDocument();
-    expect(within(part(dialog, 'Install a Linux agent')).getByTestId('commands-need-code')).toBeInTheDocument();
+    expect(within(part(dialog, 'Install an agent')).getByTestId('commands-need-code')).toBeInTheDocument();
 
     const uses = within(codesPart).getByLabelText('Max uses');
     await u.clear(uses);
@@ -193,7 +297,7 @@ describe('Enroll agents dialog', () => {
       expires_in_seconds: 86400,
       max_uses: 5,
     });
-    expect(within(part(dialog, 'Install a Linux agent')).getByTestId('commands-enroll')).toHaveTextContent(`--code ${CODE_B}`);
+    expect(within(part(dialog, 'Install an agent')).getByTestId('commands-enroll')).toHaveTextContent(`--code ${CODE_B}`);
   });
 
   it('shows the Engine’s field errors under the inputs and the rest above', async () => {

@@ -39,8 +39,8 @@ export function EnrollDialog({ site, canEdit, onClose }: { site: Site; canEdit: 
         <Part title="Enrollment codes" first>
           <EnrollmentCodes siteId={site.site_id} codes={list} loading={codes.isPending} error={codes.error} />
         </Part>
-        <Part title="Install a Linux agent">
-          <InstallCommands key={site.site_id} baseUrl={site.public_base_url} codes={list} />
+        <Part title="Install an agent">
+          <InstallCommands key={site.site_id} site={site} codes={list} canEdit={canEdit} />
         </Part>
         <Part title="Approvals">
           <ApprovalsQueue siteId={site.site_id} />

@@ -31,6 +31,7 @@ import type { EnrollmentCode } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { fieldError } from '../../components/errors';
 import { formatDateTime, formatRelative } from '../../components/format';
+import { SITES_QUERY } from '../SiteDialogs';
 import { codeLabel, codesKey, useCopy } from './shared';
 
 export const EXPIRY_OPTIONS = [
@@ -73,7 +74,11 @@ function CreateCodeForm({ siteId }: { siteId: number }) {
   const mutation = useMutation({
     mutationFn: () =>
       enrollment.createCode({ site_id: siteId, expires_in_seconds: expires, max_uses: Number(maxUses.trim()) }),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: codesKey(siteId) }),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: codesKey(siteId) });
+      // A site's install links are bound to its codes: list the new ones.
+      void queryClient.invalidateQueries({ queryKey: SITES_QUERY });
+    },
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -133,6 +138,7 @@ function ConfirmCodeDialog({ confirm, onClose }: { confirm: NonNullable<Confirm>
     mutationFn: (): Promise<unknown> => (kind === 'rotate' ? enrollment.rotateCode(code.id) : enrollment.deleteCode(code.id)),
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: codesKey(code.site_id) });
+      void queryClient.invalidateQueries({ queryKey: SITES_QUERY });
       onClose();
     },
   });

@@ -1,0 +1,85 @@
+// Package version is the agent binary's identity: its release version, the
+// build ID the Engine's artifact catalog knows it by, and the platform it
+// was built for. make sets Version and BuildID with -ldflags -X; the
+// Engine reads an artifact's build ID from the sidecar file make writes
+// next to it (<binary>.build-id), so the two always agree.
+package version
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+)
+
+// Version is the agent's release version
+// (-X github.com/cairn-rmm/cairn/agent/version.Version=...).
+var Version = "dev"
+
+// BuildID names this exact build
+// (-X github.com/cairn-rmm/cairn/agent/version.BuildID=...). Empty when the
+// binary was built without it; Build then derives one from the binary.
+var BuildID = ""
+
+// DevPrefix starts the build ID of a binary built without one: "dev-" and
+// the first DevHashLen hex digits of the binary's SHA-256. The Engine's
+// catalog derives the same ID for an artifact without a sidecar file.
+const (
+	DevPrefix  = "dev-"
+	DevHashLen = 12
+)
+
+var (
+	buildOnce sync.Once
+	buildID   string
+)
+
+// Build returns the build ID: BuildID, or for a binary built without one
+// "dev-<sha256 prefix of the running executable>" ("dev-unknown" when the
+// executable cannot be read).
+func Build() string {
+	buildOnce.Do(func() {
+		buildID = BuildID
+		if buildID != "" {
+			return
+		}
+		buildID = DevPrefix + "unknown"
+		exe, err := os.Executable()
+		if err != nil {
+			return
+		}
+		if sum, err := FileSHA256(exe); err == nil {
+			buildID = DevBuildID(sum)
+		}
+	})
+	return buildID
+}
+
+// DevBuildID is the build ID of a binary without an embedded one, from the
+// hex SHA-256 of its content.
+func DevBuildID(sha256Hex string) string {
+	if len(sha256Hex) > DevHashLen {
+		sha256Hex = sha256Hex[:DevHashLen]
+	}
+	return DevPrefix + sha256Hex
+}
+
+// Platform is the platform this binary runs on, as artifacts name it
+// ("linux-amd64", "windows-amd64").
+func Platform() string { return runtime.GOOS + "-" + runtime.GOARCH }
+
+// FileSHA256 is the hex SHA-256 of a file's content.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

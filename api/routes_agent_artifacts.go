@@ -1,0 +1,242 @@
+package api
+
+// Agent artifacts and signed install links (docs/api.md "Agent artifacts
+// and install links"): the update manifest, artifact downloads and hashes
+// for enrolled agents, and the install download an installer reaches with
+// a signed link only.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
+)
+
+func (s *Server) agentArtifactRoutes() []Route {
+	return []Route{
+		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s, s.agentManifest)},
+		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, s.agentDownload},
+		{"GET", "/api/agent/hash", AuthDevice, getAction(s, s.agentHash)},
+		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s, func(r *http.Request) (map[string][]artifactJSON, error) {
+			out := []artifactJSON{}
+			for _, a := range s.Artifacts.List() {
+				out = append(out, newArtifactJSON(a))
+			}
+			return map[string][]artifactJSON{"artifacts": out}, nil
+		})},
+		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, s.installDownload},
+		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, s.installDownload},
+		{"POST", "/api/sites/{site_id}/agent-install-links/{platform}/revoke", AuthAdmin, jsonAction(s, http.StatusOK, true,
+			func(r *http.Request, _ struct{}) (installLinkJSON, error) {
+				site, err := strconv.ParseInt(pathParam(r, "site_id"), 10, 64)
+				if err != nil || site <= 0 {
+					return installLinkJSON{}, cairn.Invalid("site_id", "must be a positive integer")
+				}
+				l, err := s.InstallLinks.Revoke(r.Context(), s.PublicURL, site, pathParam(r, "platform"), principal(r.Context()).Username)
+				return newInstallLinkJSON(l), err
+			})},
+	}
+}
+
+// artifactJSON is one artifact in hash_list.
+type artifactJSON struct {
+	Platform   string `json:"platform"`
+	ArtifactID string `json:"artifact_id"`
+	BuildID    string `json:"build_id"`
+	SHA256     string `json:"sha256"`
+	Size       int64  `json:"size"`
+}
+
+func newArtifactJSON(a agentartifacts.Artifact) artifactJSON {
+	return artifactJSON{Platform: a.Platform, ArtifactID: a.ID, BuildID: a.BuildID, SHA256: a.SHA256, Size: a.Size}
+}
+
+// manifestJSON answers the manifest: the artifact, where to download it
+// and the signature over ManifestPayload.
+type manifestJSON struct {
+	artifactJSON
+	DownloadURL string `json:"download_url"`
+	Signature   any    `json:"signature"`
+}
+
+// devicePlatform is the platform an agent asks for (?platform=), else the
+// one its inventory names.
+func (s *Server) devicePlatform(r *http.Request) (string, error) {
+	if p := r.URL.Query().Get("platform"); p != "" {
+		if !agentartifacts.ValidPlatform(p) {
+			return "", cairn.Invalid("platform", "must be "+strings.Join(agentartifacts.Platforms, " or "))
+		}
+		return p, nil
+	}
+	facts, err := s.Store.DevicePlatformFacts(r.Context(), deviceFrom(r.Context()).GUID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", cairn.Errorf(cairn.ECodeNotFound, "this device is not enrolled")
+	} else if err != nil {
+		return "", err
+	}
+	p := agentartifacts.PlatformOf(facts.OsFamily, facts.OsArch, facts.OperatingSystem)
+	if p == "" {
+		return "", cairn.Invalid("platform", "the device has not reported its system yet: pass ?platform=")
+	}
+	return p, nil
+}
+
+func (s *Server) agentManifest(r *http.Request) (manifestJSON, error) {
+	p, err := s.devicePlatform(r)
+	if err != nil {
+		return manifestJSON{}, err
+	}
+	a, err := s.Artifacts.SignedCurrent(r.Context(), p)
+	if err != nil {
+		return manifestJSON{}, err
+	}
+	return manifestJSON{artifactJSON: newArtifactJSON(a), DownloadURL: "/api/agent/update/download/" + a.ID, Signature: a.Signature}, nil
+}
+
+func (s *Server) agentHash(r *http.Request) (map[string]string, error) {
+	p, err := s.devicePlatform(r)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.Artifacts.Current(p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"platform": a.Platform, "build_id": a.BuildID, "sha256": a.SHA256}, nil
+}
+
+func (s *Server) agentDownload(w http.ResponseWriter, r *http.Request) {
+	f, a, err := s.Artifacts.Open(pathParam(r, "artifact_id"))
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	defer f.Close()
+	serveArtifact(w, r, f, a, nil)
+}
+
+// installDownload serves the artifact of a verified signed link and counts
+// the download once the whole binary went out.
+func (s *Server) installDownload(w http.ResponseWriter, r *http.Request) {
+	platform := pathParam(r, "platform")
+	token := pathParam(r, "token")
+	req := installlinks.ParseToken(token, platform)
+	if token == "" {
+		q := r.URL.Query()
+		req = installlinks.Request{Platform: platform, SiteID: q.Get("site_id"), ArtifactID: q.Get("artifact"),
+			Expires: q.Get("expires"), Signature: q.Get("download_signature")}
+	}
+	g, err := s.InstallLinks.Verify(r.Context(), req)
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	f, a, err := s.Artifacts.Open(g.Artifact.ID)
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	defer f.Close()
+	serveArtifact(w, r, f, a, func() {
+		if err := s.InstallLinks.Counted(context.WithoutCancel(r.Context()), g); err != nil {
+			s.Log.Warn("count install download", "site_id", g.SiteID, "platform", g.Platform, "err", err)
+		}
+	})
+}
+
+// serveArtifact streams a binary with Range support; completed runs when
+// the response carried the file's last byte and every byte of the range
+// was written (a whole download, or the last part of a resumed one).
+func serveArtifact(w http.ResponseWriter, r *http.Request, f io.ReadSeeker, a agentartifacts.Artifact, completed func()) {
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", `attachment; filename="`+a.FileName+`"`)
+	h.Set("ETag", `"`+a.SHA256+`"`)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Cairn-Artifact-Id", a.ID)
+	h.Set("X-Cairn-Build-Id", a.BuildID)
+	h.Set("X-Cairn-Sha256", a.SHA256)
+	cw := &countingWriter{ResponseWriter: w}
+	http.ServeContent(cw, r, a.FileName, time.Time{}, f)
+	if completed != nil && r.Method == http.MethodGet && cw.complete(a.Size) {
+		completed()
+	}
+}
+
+// countingWriter notes the status and the body bytes written.
+type countingWriter struct {
+	http.ResponseWriter
+	status  int
+	written int64
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.written += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the server's sendfile path for the file copy.
+func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := io.Copy(c.ResponseWriter, r)
+	c.written += n
+	return n, err
+}
+
+func (c *countingWriter) complete(size int64) bool {
+	switch c.status {
+	case http.StatusOK:
+		return c.written == size
+	case http.StatusPartialContent:
+		// One range, "bytes first-last/size", reaching the end.
+		cr := strings.TrimPrefix(c.Header().Get("Content-Range"), "bytes ")
+		span, total, ok := strings.Cut(cr, "/")
+		first, last, ok2 := strings.Cut(span, "-")
+		if !ok || !ok2 || total != strconv.FormatInt(size, 10) {
+			return false
+		}
+		lo, err1 := strconv.ParseInt(first, 10, 64)
+		hi, err2 := strconv.ParseInt(last, 10, 64)
+		return err1 == nil && err2 == nil && hi == size-1 && c.written == hi-lo+1
+	}
+	return false
+}
+
+// installLinkJSON is one platform's link in a site's install_links.
+type installLinkJSON struct {
+	URL            string    `json:"url"`
+	TokenURL       string    `json:"token_url"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	DownloadCount  int64     `json:"download_count"`
+	ArtifactID     string    `json:"artifact_id"`
+	BuildID        string    `json:"build_id"`
+	InstallCommand string    `json:"install_command"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+func newInstallLinkJSON(l installlinks.Link) installLinkJSON {
+	return installLinkJSON{URL: l.URL, TokenURL: l.TokenURL, ExpiresAt: l.ExpiresAt, DownloadCount: l.DownloadCount,
+		ArtifactID: l.ArtifactID, BuildID: l.BuildID, InstallCommand: l.InstallCommand, CreatedAt: l.CreatedAt}
+}

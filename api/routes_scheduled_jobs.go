@@ -107,16 +107,27 @@ func (s *Server) scheduledJobRoutes() []Route {
 			}
 			return struct{}{}, s.Jobs.ClearRuns(r.Context(), principal(r.Context()).SiteScope(), id)
 		})},
-		{"GET", one + "/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (scheduledjobs.Run, error) {
+		{"GET", one + "/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (jobRunJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
-				return scheduledjobs.Run{}, err
+				return jobRunJSON{}, err
 			}
-			run, err := s.Jobs.Run(r.Context(), principal(r.Context()).SiteScope(), id, pathParam(r, "run_id"))
-			if run.Results == nil {
-				run.Results = []scheduledjobs.Result{}
+			scope := principal(r.Context()).SiteScope()
+			if _, err := s.Jobs.Get(r.Context(), scope, id); err != nil {
+				return jobRunJSON{}, err
 			}
-			return run, err
+			run, err := s.Automation.GetRun(r.Context(), scope, pathParam(r, "run_id"), true)
+			if err == nil && (run.ScheduledJobID == nil || *run.ScheduledJobID != id) {
+				err = cairn.Errorf(cairn.ECodeNotFound, "run not found")
+			}
+			if err != nil {
+				return jobRunJSON{}, err
+			}
+			out := jobRunJSON{runJSON: toRunJSON(run), ScheduledFor: run.ScheduledFor}
+			if out.Results == nil {
+				out.Results = []resultJSON{}
+			}
+			return out, nil
 		})},
 		{"GET", "/api/devices/{guid}/job_runs", AuthToken, getAction(s, func(r *http.Request) (deviceRunsJSON, error) {
 			limit, err := queryInt(r, "limit", scheduledjobs.DefaultRunPage, 1, scheduledjobs.MaxRunPage)
@@ -198,6 +209,12 @@ type previewRequest struct {
 
 type previewJSON struct {
 	NextRuns []time.Time `json:"next_runs"`
+}
+
+// jobRunJSON is a quick run's shape plus the fire time a schedule gave it.
+type jobRunJSON struct {
+	runJSON
+	ScheduledFor *time.Time `json:"scheduled_for"`
 }
 
 type jobRunIDJSON struct {

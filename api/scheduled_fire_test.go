@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // jobRuns lists a job's runs.
@@ -106,15 +107,14 @@ func TestCronJobFiresOnAgent(t *testing.T) {
 	require.Equal(t, 404, r.Status, r.Raw)
 }
 
-// The same fire executed twice (Temporal backfills the same scheduled
-// time twice, as a restarted scheduler or a retried start would) makes
-// one run and runs the script once.
+// The same fire executed twice at once (a restarted scheduler, a retried
+// start, an SRE re-driving it) makes one run and runs the script once.
 func TestDuplicateFireRunsOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	admin := f.admin(t)
 	site := f.createSite(t, admin, "dup")
-	a := f.scriptAgent(t, admin, site, "dup-01")
+	f.scriptAgent(t, admin, site, "dup-01")
 	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "once", "kind": "script", "language": "sh", "body": "echo once"})
 	require.Equal(t, 201, r.Status, r.Raw)
 	asm := int64(r.Body["id"].(float64))
@@ -124,37 +124,28 @@ func TestDuplicateFireRunsOnce(t *testing.T) {
 	require.Equal(t, 201, r.Status, r.Raw)
 	id := int64(r.Body["id"].(float64))
 	ctx := context.Background()
-	h := temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id))
 
 	fire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	backfill := func() {
-		require.NoError(t, h.Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{
-			Start: fire.Add(-time.Minute), End: fire.Add(time.Minute), Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
-	}
-	backfill()
-	var runID string
-	require.Eventually(t, func() bool {
-		runs := f.jobRuns(t, admin, id)
-		if len(runs) == 1 && runs[0]["status"] == "succeeded" {
-			runID = runs[0]["run_id"].(string)
-			return true
-		}
-		return false
-	}, 2*time.Minute, 250*time.Millisecond)
-
-	// Fire the same time again, and wait until that fire finished.
-	before, err := h.Describe(ctx)
-	require.NoError(t, err)
-	backfill()
-	require.Eventually(t, func() bool {
-		d, err := h.Describe(ctx)
+	var fires []client.WorkflowRun
+	for i := range 2 {
+		run, err := temporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: fmt.Sprintf("%s-dup-%d", f.jobScheduler().ScheduleID(id), i), TaskQueue: f.engineQueue},
+			workflows.ScheduledJobFire, workflows.ScheduledJobFireInput{JobID: id, ScheduledFor: &fire})
 		require.NoError(t, err)
-		return d.Info.NumActions > before.Info.NumActions && len(d.Info.RunningWorkflows) == 0
-	}, 2*time.Minute, 250*time.Millisecond)
+		fires = append(fires, run)
+	}
+	var got []workflows.ScheduledJobFireResult
+	for _, run := range fires {
+		var res workflows.ScheduledJobFireResult
+		require.NoError(t, run.Get(ctx, &res))
+		got = append(got, res)
+	}
+	require.Equal(t, got[0].RunID, got[1].RunID, "both fires name the same run")
 
 	runs := f.jobRuns(t, admin, id)
 	require.Len(t, runs, 1, "one run per fire time")
-	require.Equal(t, runID, runs[0]["run_id"])
+	require.Equal(t, got[0].RunID, runs[0]["run_id"])
+	require.Equal(t, "succeeded", runs[0]["status"])
 	require.Equal(t, fire.Format(time.RFC3339), runs[0]["scheduled_for"])
 	executed := 0
 	act := f.do(t, "GET", "/api/device/activity/dup-01", admin, nil)
@@ -164,7 +155,6 @@ func TestDuplicateFireRunsOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, executed, "the script ran once")
-	_ = a
 }
 
 // A rerun answers with the run ID it then creates; a flow runs its steps
@@ -263,7 +253,7 @@ func TestJobFiresWhileCipherLocked(t *testing.T) {
 	}, 2*time.Minute, 250*time.Millisecond)
 	runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
 	require.NoError(t, err)
-	run, err := jobs.Run(ctx, cairn.AllSites, id, runs[0].RunID)
+	run, err := f.engine.core.Automation.GetRun(ctx, cairn.AllSites, runs[0].RunID, true)
 	require.NoError(t, err)
 	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout))
 	require.Equal(t, int32(1), *run.AssemblyVersion)

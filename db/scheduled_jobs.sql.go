@@ -517,49 +517,6 @@ func (q *Queries) ScheduledJobRunList(ctx context.Context, arg ScheduledJobRunLi
 	return items, nil
 }
 
-const scheduledJobRunResults = `-- name: ScheduledJobRunResults :many
-SELECT run_id, device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated, error_code, error_message, operation_id, activity_id, started_at, finished_at, signed, duration_ms FROM job_run_results WHERE run_id = $1 ORDER BY lower(hostname), device_guid
-`
-
-func (q *Queries) ScheduledJobRunResults(ctx context.Context, runID string) ([]JobRunResult, error) {
-	rows, err := q.db.Query(ctx, scheduledJobRunResults, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []JobRunResult
-	for rows.Next() {
-		var i JobRunResult
-		if err := rows.Scan(
-			&i.RunID,
-			&i.DeviceGuid,
-			&i.Hostname,
-			&i.SiteID,
-			&i.Status,
-			&i.ExitCode,
-			&i.Stdout,
-			&i.Stderr,
-			&i.StdoutTruncated,
-			&i.StderrTruncated,
-			&i.ErrorCode,
-			&i.ErrorMessage,
-			&i.OperationID,
-			&i.ActivityID,
-			&i.StartedAt,
-			&i.FinishedAt,
-			&i.Signed,
-			&i.DurationMs,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const scheduledJobRunsDelete = `-- name: ScheduledJobRunsDelete :execrows
 DELETE FROM job_runs WHERE scheduled_job_id = $1::bigint
 `
@@ -746,17 +703,6 @@ func (q *Queries) ScheduledJobUpdate(ctx context.Context, arg ScheduledJobUpdate
 		&i.Signed,
 	)
 	return i, err
-}
-
-const scheduledJobUsingAssembly = `-- name: ScheduledJobUsingAssembly :one
-SELECT EXISTS (SELECT 1 FROM scheduled_jobs WHERE assembly_id = $1)::boolean
-`
-
-func (q *Queries) ScheduledJobUsingAssembly(ctx context.Context, assemblyID *int64) (bool, error) {
-	row := q.db.QueryRow(ctx, scheduledJobUsingAssembly, assemblyID)
-	var column_1 bool
-	err := row.Scan(&column_1)
-	return column_1, err
 }
 
 const scheduledJobWorkflowRunsDelete = `-- name: ScheduledJobWorkflowRunsDelete :execrows

@@ -29,6 +29,10 @@ type ScheduledJobFireInput struct {
 	RunID   string
 	Trigger string
 	Actor   string
+	// ScheduledFor names the fire time when the fire is started by hand
+	// (an SRE re-driving a missed fire from the Temporal UI); a schedule's
+	// fire leaves it empty and its time comes from Temporal.
+	ScheduledFor *time.Time
 }
 
 // ScheduledJobFireResult is what a fire did.
@@ -55,6 +59,9 @@ func ScheduledJobFire(ctx workflow.Context, in ScheduledJobFireInput) (Scheduled
 	fire := activities.FireInput{JobID: in.JobID, RunID: in.RunID, Trigger: in.Trigger, Actor: in.Actor}
 	if in.RunID == "" {
 		at := scheduledTime(ctx)
+		if in.ScheduledFor != nil {
+			at = in.ScheduledFor.UTC()
+		}
 		fire.ScheduledFor, fire.Trigger = &at, TriggerSchedule
 	}
 	var plan scheduledjobs.FirePlan

@@ -59,9 +59,6 @@ SET targets = jsonb_set(targets, '{devices}', COALESCE(
     updated_at = now()
 WHERE jsonb_typeof(targets->'devices') = 'array' AND targets->'devices' ? @guid::text;
 
--- name: ScheduledJobUsingAssembly :one
-SELECT EXISTS (SELECT 1 FROM scheduled_jobs WHERE assembly_id = @assembly_id)::boolean;
-
 -- name: ScheduledJobTargetDevices :many
 -- What a job's targets resolve to now: the listed devices and every
 -- device of the listed sites, with trust state for the caller to check.
@@ -103,9 +100,6 @@ FROM job_runs r
 LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
 LEFT JOIN assemblies a ON a.id = r.assembly_id
 WHERE r.id = @id;
-
--- name: ScheduledJobRunResults :many
-SELECT * FROM job_run_results WHERE run_id = @run_id ORDER BY lower(hostname), device_guid;
 
 -- name: ScheduledJobDeviceRuns :many
 -- A device's runs, newest first, inside scope.

@@ -18,23 +18,9 @@ type Counts struct {
 	Skipped   int `json:"skipped"`
 }
 
-// Result is what one run did on one device.
-type Result struct {
-	GUID            string     `json:"guid"`
-	Hostname        string     `json:"hostname"`
-	Status          string     `json:"status"`
-	ExitCode        *int32     `json:"exit_code"`
-	Stdout          string     `json:"stdout"`
-	Stderr          string     `json:"stderr"`
-	StdoutTruncated bool       `json:"stdout_truncated"`
-	StderrTruncated bool       `json:"stderr_truncated"`
-	ErrorCode       string     `json:"error_code"`
-	ErrorMessage    string     `json:"error_message"`
-	StartedAt       *time.Time `json:"started_at"`
-	FinishedAt      *time.Time `json:"finished_at"`
-}
-
-// Run is one execution of a job (the quick-run shape of docs/api.md).
+// Run is one execution of a job in a job's run list (the quick-run shape
+// of docs/api.md without results; one run with its results is the
+// automation service's GetRun).
 type Run struct {
 	RunID           string     `json:"run_id"`
 	Kind            string     `json:"kind"`
@@ -50,8 +36,8 @@ type Run struct {
 	CreatedAt       time.Time  `json:"created_at"`
 	StartedAt       *time.Time `json:"started_at"`
 	FinishedAt      *time.Time `json:"finished_at"`
+	TimeoutSeconds  int32      `json:"timeout_seconds"`
 	Counts          Counts     `json:"counts"`
-	Results         []Result   `json:"results,omitempty"`
 }
 
 // Bounds of run listings.
@@ -77,52 +63,10 @@ func (s *Service) Runs(ctx context.Context, scope cairn.SiteScope, id int64, lim
 		out[i] = Run{RunID: r.ID, Kind: r.Kind, Status: r.Status, AssemblyID: r.AssemblyID, AssemblyName: deref(r.AssemblyName),
 			AssemblyVersion: r.AssemblyVersion, Language: r.Language, RequestedBy: r.RequestedBy, Trigger: r.Trigger,
 			ScheduledJobID: r.ScheduledJobID, ScheduledFor: r.ScheduledFor, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-			FinishedAt: r.FinishedAt, Counts: Counts{Pending: int(r.NPending), Running: int(r.NRunning),
+			FinishedAt: r.FinishedAt, TimeoutSeconds: r.TimeoutSeconds, Counts: Counts{Pending: int(r.NPending), Running: int(r.NRunning),
 				Succeeded: int(r.NSucceeded), Failed: int(r.NFailed), TimedOut: int(r.NTimedOut), Skipped: int(r.NSkipped)}}
 	}
 	return out, nil
-}
-
-// Run returns one run of a job with its per-device results.
-func (s *Service) Run(ctx context.Context, scope cairn.SiteScope, id int64, runID string) (Run, error) {
-	if _, err := s.Get(ctx, scope, id); err != nil {
-		return Run{}, err
-	}
-	r, err := s.store.ScheduledJobRunGet(ctx, runID)
-	if err != nil {
-		return Run{}, db.NotFound(err, "run not found")
-	}
-	if r.ScheduledJobID == nil || *r.ScheduledJobID != id {
-		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "run not found")
-	}
-	results, err := s.store.ScheduledJobRunResults(ctx, runID)
-	if err != nil {
-		return Run{}, err
-	}
-	run := Run{RunID: r.ID, Kind: r.Kind, Status: r.Status, AssemblyID: r.AssemblyID, AssemblyName: deref(r.AssemblyName),
-		AssemblyVersion: r.AssemblyVersion, Language: r.Language, RequestedBy: r.RequestedBy, Trigger: r.Trigger,
-		ScheduledJobID: r.ScheduledJobID, ScheduledFor: r.ScheduledFor, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-		FinishedAt: r.FinishedAt, Results: make([]Result, 0, len(results))}
-	for _, x := range results {
-		run.Results = append(run.Results, Result{GUID: x.DeviceGuid, Hostname: x.Hostname, Status: x.Status, ExitCode: x.ExitCode,
-			Stdout: x.Stdout, Stderr: x.Stderr, StdoutTruncated: x.StdoutTruncated, StderrTruncated: x.StderrTruncated,
-			ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage, StartedAt: x.StartedAt, FinishedAt: x.FinishedAt})
-		switch x.Status {
-		case "pending":
-			run.Counts.Pending++
-		case "running":
-			run.Counts.Running++
-		case "succeeded":
-			run.Counts.Succeeded++
-		case "failed":
-			run.Counts.Failed++
-		case "timed_out":
-			run.Counts.TimedOut++
-		case "skipped":
-			run.Counts.Skipped++
-		}
-	}
-	return run, nil
 }
 
 // DeviceRun is one device's part in a run.

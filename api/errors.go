@@ -17,7 +17,9 @@ import (
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -100,6 +102,10 @@ var statusByCode = map[string]int{
 	shells.ECodeTokenInvalid:   http.StatusForbidden,
 	shells.ECodeAgentTimeout:   http.StatusGatewayTimeout,
 	shells.ECodeNotImplemented: http.StatusNotImplemented,
+
+	// Automation (docs/api.md "Automation: scheduled jobs").
+	scheduledjobs.ECodeJobDisabled: http.StatusConflict,
+	flows.ECodeInUse:               http.StatusConflict,
 }
 
 type errorBody struct {

@@ -31,8 +31,10 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
@@ -128,6 +130,11 @@ type Deps struct {
 	// TrustActions starts the follow-up workflow of trust actions (its
 	// Client defaults to Temporal, its queue to the engine queue).
 	TrustActions workflows.TrustStarter
+	// Jobs are the scheduled jobs; Slots the site workers' scheduled lanes.
+	Jobs  *scheduledjobs.Service
+	Slots *scheduledjobs.Slots
+	// Flows are the multi-step automation workflows (/api/workflows).
+	Flows *flows.Service
 	// Signer signs script payloads and names the keys agents trust.
 	Signer *scriptsign.Signer
 	// Artifacts are the agent binaries this Engine serves.
@@ -185,6 +192,7 @@ func New(d Deps) *Server {
 		s.agentArtifactRoutes(),
 		s.agentUpdateRoutes(),
 		s.assemblyRoutes(), s.quickRunRoutes(),
+		s.scheduledJobRoutes(), s.flowRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

@@ -85,6 +85,8 @@ type engine struct {
 	mgr    *workers.Manager
 	// devices runs no flush loop: tests flush heartbeats themselves.
 	devices *devices.Service
+	// core is the whole Engine (scheduled-job reconcile, services).
+	core *cairnengine.Engine
 }
 
 type fixture struct {
@@ -134,6 +136,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
+		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())
@@ -145,7 +148,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		defer cancel()
 		e.Stop(ctx)
 	})
-	return &engine{srv: e.API, http: hs, cipher: e.Cipher, auth: e.Auth, bus: e.Bus, mgr: e.Workers, devices: e.Devices}
+	return &engine{srv: e.API, http: hs, cipher: e.Cipher, auth: e.Auth, bus: e.Bus, mgr: e.Workers, devices: e.Devices, core: e}
 }
 
 // response is a decoded answer.

@@ -137,6 +137,30 @@ type AuditLog struct {
 	RequestID  string
 }
 
+type AutomationWorkflow struct {
+	ID          int64
+	Name        string
+	Description string
+	Steps       []byte
+	CreatedBy   string
+	UpdatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type AutomationWorkflowRun struct {
+	ID             string
+	WorkflowID     int64
+	ScheduledJobID *int64
+	Status         string
+	Steps          []byte
+	DeviceGuids    []string
+	RequestedBy    string
+	ScheduledFor   *time.Time
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
 type Device struct {
 	Guid            string
 	Hostname        string
@@ -413,19 +437,23 @@ type RepoHashCache struct {
 }
 
 type ScheduledJob struct {
-	ID         int64
-	Name       string
-	Kind       string
-	AssemblyID *int64
-	Targets    []byte
-	Schedule   []byte
-	Options    []byte
-	Enabled    bool
-	System     bool
-	CreatedBy  string
-	UpdatedBy  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	ID              int64
+	Name            string
+	Kind            string
+	AssemblyID      *int64
+	Targets         []byte
+	Schedule        []byte
+	Options         []byte
+	Enabled         bool
+	System          bool
+	CreatedBy       string
+	UpdatedBy       string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	WorkflowID      *int64
+	Parameters      []byte
+	AssemblyVersion *int32
+	Signed          []byte
 }
 
 type ScriptSigningKey struct {
@@ -489,6 +517,14 @@ type Site struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	AutoApproveUntil *time.Time
+}
+
+type SiteWorkSlot struct {
+	SiteID     int64
+	Holder     string
+	Kind       string
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
 }
 
 type SourceToken struct {

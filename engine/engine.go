@@ -34,9 +34,11 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
@@ -104,6 +106,12 @@ type Config struct {
 	// NoSchedules leaves the maintenance schedules alone (tests share one
 	// Temporal server and a schedule ID names one queue).
 	NoSchedules bool
+	// JobSchedulePrefix prefixes scheduled jobs' Temporal Schedule IDs
+	// (default "scheduled-job:"); tests sharing a Temporal server give each
+	// database its own. ScheduledCapacity is the slots of each site
+	// worker's scheduled lane (default scheduledjobs.DefaultScheduledCapacity).
+	JobSchedulePrefix string
+	ScheduledCapacity int
 }
 
 // NoSites runs no site workers.
@@ -130,6 +138,11 @@ type Engine struct {
 	Devices    *devices.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
+	Jobs       *scheduledjobs.Service
+	JobSched   workflows.JobScheduler
+	Slots      *scheduledjobs.Slots
+	Flows      *flows.Service
+	JobRuns    scheduledjobs.RunCreator
 	Signer     *scriptsign.Signer
 	Updates    *agentupdates.Service
 	Automation *automation.Service
@@ -193,6 +206,13 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)
+	e.JobRuns = scheduledjobs.AutomationRuns{Svc: e.Automation}
+
+	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
+	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
+	e.Jobs.SetContentSigner(scheduledjobs.AutomationRuns{Svc: e.Automation})
+	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
+	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
 	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
 	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
@@ -206,7 +226,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
-		Updates: e.Updates, Automation: e.Automation})...)
+		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -222,6 +242,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
 		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline},
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
+		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -266,6 +287,11 @@ func (e *Engine) Start() error {
 	if e.cfg.Role == RoleServe {
 		// Manifest signatures need the unlocked cipher of a serve process.
 		e.goBG(e.Artifacts.Run)
+		// PostgreSQL is the source of truth of scheduled jobs: a wiped or
+		// restored Temporal gets their schedules back here.
+		if err := e.ReconcileJobSchedules(e.bg); err != nil {
+			return fmt.Errorf("scheduled job schedules: %w", err)
+		}
 		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("start engine worker: %w", err)
 		}
@@ -273,6 +299,18 @@ func (e *Engine) Start() error {
 	changes := e.Bus.OnControl(events.ControlSites)
 	e.goBG(func(ctx context.Context) { e.Workers.Run(ctx, e.Sites.Slugs, changes) })
 	return nil
+}
+
+// ReconcileJobSchedules makes Temporal's scheduled-job schedules match
+// PostgreSQL (create missing, update drifted, delete orphans).
+func (e *Engine) ReconcileJobSchedules(ctx context.Context) error {
+	jobs, err := e.Jobs.Schedulable(ctx)
+	if err != nil {
+		return err
+	}
+	n, deleted, err := e.JobSched.Reconcile(ctx, jobs)
+	e.Log.Info("scheduled job schedules reconciled", "schedules", n, "orphans_deleted", deleted)
+	return err
 }
 
 func (e *Engine) goBG(f func(context.Context)) {

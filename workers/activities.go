@@ -11,6 +11,8 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
@@ -27,7 +29,12 @@ type ActivityDeps struct {
 	Bus        *events.Bus
 	Shells     *shells.Service
 	Updates    *agentupdates.Service
-	Automation *automation.Service
+	// ScheduledJobs and Slots fire scheduled jobs; JobRuns creates their runs.
+	ScheduledJobs *scheduledjobs.Service
+	Slots         *scheduledjobs.Slots
+	JobRuns       scheduledjobs.RunCreator
+	Flows         *flows.Service
+	Automation    *automation.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -41,6 +48,7 @@ func Activities(d ActivityDeps) []any {
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
 		&activities.AgentUpdates{Updates: d.Updates},
+		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows},
 		&activities.JobRuns{Runs: d.Automation, Gateway: d.Gateway, Devices: d.Devices},
 	}
 }

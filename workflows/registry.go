@@ -10,5 +10,7 @@ var Registered = []any{
 	EnrollmentApproval,
 	DeviceOperation,
 	AgentUpdate,
+	ScheduledJobFire,
+	FlowRun,
 	JobRun,
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
 // config is the Engine's configuration: environment variables, overridable
@@ -38,13 +39,15 @@ type config struct {
 	// EnrollRateLimit is how many enrollment requests one address may make
 	// in 10 minutes.
 	EnrollRateLimit int
-	DataDir         string
-	TemporalPort    int
-	TemporalUIPort  int
-	LogLevel        slog.Level
-	SiteWorkers     string // all | none
-	PassphraseFile  string
-	GitHubAPIURL    string
+	// ScheduledCapacity is the slots of each site worker's scheduled lane.
+	ScheduledCapacity int
+	DataDir           string
+	TemporalPort      int
+	TemporalUIPort    int
+	LogLevel          slog.Level
+	SiteWorkers       string // all | none
+	PassphraseFile    string
+	GitHubAPIURL      string
 	// GitHubToken is read from the environment only: a flag would show it
 	// in the process list.
 	GitHubToken string
@@ -131,6 +134,11 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	fs.IntVar(&c.EnrollRateLimit, "enroll-rate-limit", enrollLimit, "enrollment requests one address may make per 10 minutes")
+	capacity, err := envCount("CAIRN_SITE_SCHEDULED_CAPACITY", scheduledjobs.DefaultScheduledCapacity)
+	if err != nil {
+		return c, err
+	}
+	fs.IntVar(&c.ScheduledCapacity, "site-scheduled-capacity", capacity, "scheduled jobs, workflows and agent-maintenance items one site runs at once")
 	fs.DurationVar(&c.ApprovalTTL, "approval-ttl", approvalTTL, "how long an enrollment request waits for approval before it expires")
 	fs.StringVar(&c.PublicURL, "public-url", env("CAIRN_PUBLIC_URL", ""), "URL operators and agents use to reach the Engine (default http://<http-addr>, with localhost for a loopback IP)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")

@@ -155,6 +155,9 @@ func (s *Service) ListActivity(ctx context.Context, scope cairn.SiteScope, hostn
 		}
 		rows = append(rows, activity(r))
 	}
+	if err := s.nameJobs(ctx, rows); err != nil {
+		return nil, nil, err
+	}
 	return rows, next, nil
 }
 
@@ -185,5 +188,53 @@ func (s *Service) GetActivity(ctx context.Context, scope cairn.SiteScope, id int
 	if err != nil {
 		return Activity{}, db.NotFound(err, "activity not found")
 	}
-	return activity(r), nil
+	rows := []Activity{activity(r)}
+	if err := s.nameJobs(ctx, rows); err != nil {
+		return Activity{}, err
+	}
+	return rows[0], nil
+}
+
+// nameJobs adds scheduled_job_name to the metadata of rows a scheduled
+// job's run left (SPEC: rows carrying metadata.scheduled_job_id are
+// enriched with the job's current name).
+func (s *Service) nameJobs(ctx context.Context, rows []Activity) error {
+	ids := map[int64][]int{}
+	for i, a := range rows {
+		var meta struct {
+			JobID json.Number `json:"scheduled_job_id"`
+		}
+		if json.Unmarshal(a.Metadata, &meta) != nil || meta.JobID == "" {
+			continue
+		}
+		id, err := meta.JobID.Int64()
+		if err != nil {
+			continue
+		}
+		ids[id] = append(ids[id], i)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	list := make([]int64, 0, len(ids))
+	for id := range ids {
+		list = append(list, id)
+	}
+	names, err := s.store.ScheduledJobNames(ctx, list)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		for _, i := range ids[n.ID] {
+			var meta map[string]any
+			if json.Unmarshal(rows[i].Metadata, &meta) != nil {
+				continue
+			}
+			meta["scheduled_job_name"] = n.Name
+			if raw, err := json.Marshal(meta); err == nil {
+				rows[i].Metadata = raw
+			}
+		}
+	}
+	return nil
 }

@@ -68,6 +68,11 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 			if _, err := q.DeviceDelete(ctx, d.Guid); err != nil {
 				return err
 			}
+			// SPEC trust table: scheduled-job targets that named the
+			// device are rewritten without it.
+			if _, err := q.ScheduledJobTargetsRemoveDevice(ctx, d.Guid); err != nil {
+				return err
+			}
 			out.TrustState, out.TokenVersion = "purged", d.TokenVersion
 			return nil
 		default:

@@ -49,6 +49,7 @@ func main() {
 		shellKeys = flag.Int("shell-keystrokes", 500, "keystrokes timed through a remote shell on one real agent (0: none)")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
 		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
+		jobKill   = flag.Bool("job-kill", false, "instead: a scheduled job to every agent with a kill -9 of the Engine mid-run (jobs.go)")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -66,6 +67,15 @@ func main() {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil || n <= 0 {
 			fail(fmt.Errorf("bad count %q", c))
+		}
+		if *jobKill {
+			res, err := runJobKill(ctx, opts, filepath.Join(*dataRoot, "job-kill-"+strconv.Itoa(n)), n)
+			if err != nil {
+				fail(err)
+			}
+			out, _ := json.Marshal(res)
+			fmt.Println(string(out))
+			continue
 		}
 		res, err := run(ctx, opts, filepath.Join(*dataRoot, strconv.Itoa(n)), n)
 		if err != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -63,6 +65,29 @@ var standIns = map[string]any{
 	},
 	"RecordOutcomes": func(context.Context, []automation.Outcome) error { return nil },
 	"FinishRun":      func(context.Context, string) error { return nil },
+	// Scheduled jobs and flows: job 0 was deleted since (the fire skips),
+	// any other job runs as the run its fire names; every flow step's job
+	// run fails, so on_failure steps run and on_success ones are skipped.
+	"PrepareFire": func(_ context.Context, in activities.FireInput) (scheduledjobs.FirePlan, error) {
+		if in.JobID == 0 {
+			return scheduledjobs.FirePlan{Skip: "the job was deleted"}, nil
+		}
+		return scheduledjobs.FirePlan{RunID: in.RunID, Kind: scheduledjobs.KindScript, SiteIDs: []int64{2, 1}}, nil
+	},
+	"AcquireSlot":  func(context.Context, activities.SlotInput) error { return nil },
+	"ReleaseSlots": func(context.Context, string) error { return nil },
+	"LoadFlowRun": func(_ context.Context, runID string) (activities.FlowPlan, error) {
+		steps := []flows.Step{{ID: "check", AssemblyID: 1, Condition: flows.CondAlways},
+			{ID: "clean", AssemblyID: 2, Condition: flows.CondOnFailure}, {ID: "report", AssemblyID: 3, Condition: flows.CondOnSuccess}}
+		run := flows.Run{RunID: runID, WorkflowID: 1, Status: flows.StatusPending, DeviceGUIDs: []string{"guid-ok"}, RequestedBy: "admin"}
+		for _, s := range steps {
+			run.Steps = append(run.Steps, flows.StepRun{StepID: s.ID, Status: flows.StatusPending})
+		}
+		return activities.FlowPlan{Run: run, Steps: steps, SiteIDs: []int64{1}}, nil
+	},
+	"SaveFlowRun":   func(context.Context, flows.Run) error { return nil },
+	"CreateStepRun": func(_ context.Context, in activities.StepInput) (string, error) { return in.RunID, nil },
+	"JobRunStatus":  func(context.Context, string) (string, error) { return flows.StatusFailed, nil },
 }
 
 // updateLooks remembers which updates AgentUpdateStatus answered once.
@@ -152,6 +177,24 @@ var scenarios = []scenario{
 	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
 		run, err := start(ctx, c, automation.JobRunWorkflowID(id), workflows.JobRun, workflows.JobRunInput{RunID: id})
+		return wait(ctx, run, err)
+	}, false},
+	// A scheduled job's rerun: slots for two sites, the JobRun child.
+	{"scheduled_job_fire_rerun.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("run")
+		run, err := start(ctx, c, "scheduled-job:7:rerun:"+id, workflows.ScheduledJobFire,
+			workflows.ScheduledJobFireInput{JobID: 7, RunID: id, Trigger: workflows.TriggerRerun, Actor: "admin"})
+		return wait(ctx, run, err)
+	}, false},
+	// A schedule's fire of a job deleted since: skipped.
+	{"scheduled_job_fire_skipped.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, "scheduled-job:0-"+unique("fire"), workflows.ScheduledJobFire, workflows.ScheduledJobFireInput{})
+		return wait(ctx, run, err)
+	}, false},
+	// A three-step flow whose first step fails.
+	{"flow_run_three_steps.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("flow")
+		run, err := start(ctx, c, workflows.FlowRunWorkflowID(id), workflows.FlowRun, workflows.FlowRunInput{RunID: id})
 		return wait(ctx, run, err)
 	}, false},
 }

@@ -1,0 +1,183 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+)
+
+// ScheduledJobs prepares the fires of scheduled jobs, runs the steps of
+// flows (/api/workflows) and hands out the site-worker lane slots their
+// runs hold.
+type ScheduledJobs struct {
+	Jobs  *scheduledjobs.Service
+	Slots *scheduledjobs.Slots
+	Flows *flows.Service
+	// Runs creates job runs (nil: this build has no run creator).
+	Runs scheduledjobs.RunCreator
+}
+
+// Run kinds this file creates (job_runs.kind).
+const (
+	RunKindScheduledJob = "scheduled_job"
+	RunKindWorkflow     = "workflow"
+)
+
+// FireInput is one fire to prepare.
+type FireInput struct {
+	JobID        int64
+	RunID        string
+	Trigger      string
+	Actor        string
+	ScheduledFor *time.Time
+}
+
+// PrepareFire resolves the job's targets and creates its run: a job run
+// for a script job, a flow run for a workflow job. A schedule fire's run
+// is keyed by its fire time, so however often this is retried, or the
+// fire started again, it makes one run.
+func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (scheduledjobs.FirePlan, error) {
+	plan, job, res, err := a.Jobs.Prepare(ctx, in.JobID, in.Trigger)
+	if err != nil || plan.Skip != "" {
+		return plan, ApplicationError(err)
+	}
+	switch job.Kind {
+	case scheduledjobs.KindScript:
+		if a.Runs == nil {
+			return plan, ApplicationError(cairn.Errorf(cairn.ECodeUnavailable, "script runs are not available in this Engine"))
+		}
+		plan.RunID, err = a.Runs.CreateJobRun(ctx, scheduledjobs.RunRequest{RunID: in.RunID, Kind: RunKindScheduledJob, Job: job,
+			Trigger: in.Trigger, Actor: in.Actor, ScheduledFor: in.ScheduledFor, Targets: res.Targets})
+	case scheduledjobs.KindWorkflow:
+		plan.RunID, err = a.createFlowRun(ctx, job, in, res)
+	default:
+		err = cairn.Errorf(cairn.ECodeUnavailable, "%s jobs do not run from a schedule in this Engine", job.Kind)
+	}
+	return plan, ApplicationError(err)
+}
+
+func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job, in FireInput, res scheduledjobs.Resolved) (string, error) {
+	if job.WorkflowID == nil {
+		return "", cairn.Errorf(cairn.ECodeNotFound, "the job names no workflow")
+	}
+	f, err := a.Flows.Get(ctx, *job.WorkflowID)
+	if err != nil {
+		return "", err
+	}
+	runID := in.RunID
+	if runID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return "", err
+		}
+		runID = id.String()
+	}
+	guids := make([]string, len(res.Targets))
+	for i, t := range res.Targets {
+		guids[i] = t.GUID
+	}
+	jobID := job.ID
+	run, err := a.Flows.CreateRun(ctx, f, runID, &jobID, in.ScheduledFor, guids, in.Actor)
+	return run.RunID, err
+}
+
+// SlotInput asks for one lane slot.
+type SlotInput struct {
+	SiteID int64
+	Holder string
+	Kind   string
+	Lease  time.Duration
+}
+
+// ErrTypeLaneFull: the site's scheduled lane is full; the workflow's
+// retry policy waits and asks again.
+const ErrTypeLaneFull = "lane_full"
+
+// AcquireSlot takes a slot of the site's scheduled lane, or fails with a
+// retryable lane_full error while the lane is full.
+func (a *ScheduledJobs) AcquireSlot(ctx context.Context, in SlotInput) error {
+	ok, err := a.Slots.Acquire(ctx, in.SiteID, in.Holder, in.Kind, in.Lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return temporal.NewApplicationError("the site's scheduled lane is full", ErrTypeLaneFull)
+	}
+	return nil
+}
+
+// ReleaseSlots frees every slot of holder.
+func (a *ScheduledJobs) ReleaseSlots(ctx context.Context, holder string) error {
+	return a.Slots.Release(ctx, holder)
+}
+
+// FlowPlan is a flow run as its workflow executes it.
+type FlowPlan struct {
+	Run     flows.Run
+	Steps   []flows.Step
+	SiteIDs []int64
+}
+
+// LoadFlowRun reads a flow run with the steps of its flow, as they are
+// when the run starts (later edits do not change a run under way), and
+// the sites of its devices.
+func (a *ScheduledJobs) LoadFlowRun(ctx context.Context, runID string) (FlowPlan, error) {
+	run, err := a.Flows.GetRun(ctx, cairn.AllSites, runID)
+	if err != nil {
+		return FlowPlan{}, ApplicationError(err)
+	}
+	f, err := a.Flows.Get(ctx, run.WorkflowID)
+	if err != nil {
+		return FlowPlan{}, ApplicationError(err)
+	}
+	res, err := a.Jobs.ResolveDevices(ctx, run.DeviceGUIDs)
+	if err != nil {
+		return FlowPlan{}, err
+	}
+	return FlowPlan{Run: run, Steps: f.Steps, SiteIDs: res.SiteIDs}, nil
+}
+
+// SaveFlowRun records a flow run's status and steps.
+func (a *ScheduledJobs) SaveFlowRun(ctx context.Context, run flows.Run) error {
+	return ApplicationError(a.Flows.SaveRun(ctx, run))
+}
+
+// StepInput is one step of a flow run to start as a job run.
+type StepInput struct {
+	RunID  string
+	Step   flows.Step
+	Run    flows.Run
+	StepNo int
+}
+
+// CreateStepRun creates the job run of one flow step (ID StepRunID, so a
+// retry finds the run it made) on the flow run's devices as they are now.
+func (a *ScheduledJobs) CreateStepRun(ctx context.Context, in StepInput) (string, error) {
+	if a.Runs == nil {
+		return "", ApplicationError(cairn.Errorf(cairn.ECodeUnavailable, "script runs are not available in this Engine"))
+	}
+	res, err := a.Jobs.ResolveDevices(ctx, in.Run.DeviceGUIDs)
+	if err != nil {
+		return "", err
+	}
+	job := scheduledjobs.Job{Kind: scheduledjobs.KindScript, AssemblyID: &in.Step.AssemblyID, Parameters: in.Step.Parameters,
+		Options: scheduledjobs.Options{TimeoutSeconds: in.Step.TimeoutSeconds}}
+	if in.Run.ScheduledJobID != nil {
+		job.ID = *in.Run.ScheduledJobID
+	}
+	id, err := a.Runs.CreateJobRun(ctx, scheduledjobs.RunRequest{RunID: in.RunID, Kind: RunKindWorkflow, Job: job,
+		Trigger: "workflow", Actor: in.Run.RequestedBy, Targets: res.Targets})
+	return id, ApplicationError(err)
+}
+
+// JobRunStatus reads a job run's status.
+func (a *ScheduledJobs) JobRunStatus(ctx context.Context, runID string) (string, error) {
+	st, err := a.Jobs.RunStatus(ctx, runID)
+	return st, ApplicationError(err)
+}

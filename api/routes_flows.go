@@ -1,0 +1,95 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/flows"
+)
+
+// flowRoutes are the multi-step automation workflows (docs/api.md
+// "Automation: workflows").
+func (s *Server) flowRoutes() []Route {
+	const one = "/api/workflows/{id}"
+	return []Route{
+		{"GET", "/api/workflows", AuthToken, getAction(s, func(r *http.Request) (flowListJSON, error) {
+			list, err := s.Flows.List(r.Context())
+			if list == nil {
+				list = []flows.Flow{}
+			}
+			return flowListJSON{Workflows: list}, err
+		})},
+		{"POST", "/api/workflows", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
+			return s.Flows.Create(r.Context(), principal(r.Context()).Username, req)
+		})},
+		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (flows.Run, error) {
+			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
+		})},
+		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (flows.Flow, error) {
+			id, err := flowID(r)
+			if err != nil {
+				return flows.Flow{}, err
+			}
+			return s.Flows.Get(r.Context(), id)
+		})},
+		{"PUT", one, AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
+			id, err := flowID(r)
+			if err != nil {
+				return flows.Flow{}, err
+			}
+			return s.Flows.Update(r.Context(), principal(r.Context()).Username, id, req)
+		})},
+		{"DELETE", one, AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
+			id, err := flowID(r)
+			if err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, s.Flows.Delete(r.Context(), id)
+		})},
+		{"POST", one + "/start", AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
+			id, err := flowID(r)
+			if err != nil {
+				return jobRunIDJSON{}, err
+			}
+			p := principal(r.Context())
+			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
+			return jobRunIDJSON{RunID: runID}, err
+		})},
+		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (flowRunsJSON, error) {
+			id, err := flowID(r)
+			if err != nil {
+				return flowRunsJSON{}, err
+			}
+			limit, err := queryInt(r, "limit", 20, 1, 100)
+			if err != nil {
+				return flowRunsJSON{}, err
+			}
+			runs, err := s.Flows.Runs(r.Context(), principal(r.Context()).SiteScope(), id, limit)
+			if runs == nil {
+				runs = []flows.Run{}
+			}
+			return flowRunsJSON{Runs: runs}, err
+		})},
+	}
+}
+
+func flowID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(pathParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, cairn.Invalid("id", "must be a positive integer")
+	}
+	return id, nil
+}
+
+type flowListJSON struct {
+	Workflows []flows.Flow `json:"workflows"`
+}
+
+type flowRunsJSON struct {
+	Runs []flows.Run `json:"runs"`
+}
+
+type flowStartRequest struct {
+	DeviceGUIDs []string `json:"device_guids"`
+}

@@ -1,0 +1,47 @@
+-- Multi-step automation workflows and their runs.
+
+-- name: AutomationWorkflowInsert :one
+INSERT INTO automation_workflows (name, description, steps, created_by, updated_by)
+VALUES (@name, @description, @steps, @actor, @actor)
+RETURNING *;
+
+-- name: AutomationWorkflowUpdate :one
+UPDATE automation_workflows
+SET name = @name, description = @description, steps = @steps, updated_by = @actor, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: AutomationWorkflowGet :one
+SELECT * FROM automation_workflows WHERE id = @id;
+
+-- name: AutomationWorkflowList :many
+SELECT * FROM automation_workflows ORDER BY lower(name), id;
+
+-- name: AutomationWorkflowDelete :execrows
+DELETE FROM automation_workflows WHERE id = @id;
+
+-- name: AutomationWorkflowUsedByJob :one
+SELECT EXISTS (SELECT 1 FROM scheduled_jobs WHERE workflow_id = @workflow_id)::boolean;
+
+-- name: AutomationWorkflowRunInsert :one
+-- Idempotent per schedule fire (automation_workflow_runs_fire_idx): a
+-- retried or restarted fire gets the run it already made.
+INSERT INTO automation_workflow_runs (id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by,
+                                      scheduled_for)
+VALUES (@id, @workflow_id, sqlc.narg(scheduled_job_id), 'pending', @steps, @device_guids, @requested_by,
+        sqlc.narg(scheduled_for))
+ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO UPDATE SET id = automation_workflow_runs.id
+RETURNING *;
+
+-- name: AutomationWorkflowRunGet :one
+SELECT * FROM automation_workflow_runs WHERE id = @id;
+
+-- name: AutomationWorkflowRunList :many
+SELECT * FROM automation_workflow_runs WHERE workflow_id = @workflow_id
+ORDER BY created_at DESC, id DESC LIMIT @max_rows::int;
+
+-- name: AutomationWorkflowRunUpdate :exec
+UPDATE automation_workflow_runs
+SET status = @status, steps = @steps,
+    finished_at = CASE WHEN @status IN ('succeeded', 'failed', 'canceled') THEN now() ELSE NULL END
+WHERE id = @id;

@@ -1,0 +1,430 @@
+// Package flows is multi-step automation: the API's /api/workflows. A flow
+// is an ordered list of steps, each running a script assembly on the
+// flow run's devices as one job run, with a condition on the previous
+// step's result. ("Flow" keeps them apart from Temporal workflows; each
+// flow run is executed by the Temporal workflow workflows.FlowRun.)
+package flows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// Step conditions: on the previous step's result (the first step always
+// runs whatever its condition says).
+const (
+	CondAlways    = "always"
+	CondOnSuccess = "on_success"
+	CondOnFailure = "on_failure"
+)
+
+// Step and run statuses.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusSkipped   = "skipped"
+	StatusCanceled  = "canceled"
+)
+
+// Bounds.
+const (
+	MaxName    = 200
+	MaxSteps   = 50
+	MaxDevices = 1000
+	MaxTimeout = 86400
+)
+
+var stepIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+// Step is one step of a flow.
+type Step struct {
+	ID             string         `json:"id"`
+	Name           string         `json:"name"`
+	AssemblyID     int64          `json:"assembly_id"`
+	Parameters     map[string]any `json:"parameters"`
+	Condition      string         `json:"condition"`
+	TimeoutSeconds int            `json:"timeout_seconds"`
+}
+
+// Flow is a saved multi-step automation.
+type Flow struct {
+	ID          int64     `json:"id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Steps       []Step    `json:"steps"`
+	CreatedBy   string    `json:"created_by"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Input is what an operator sets on a flow.
+type Input struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Steps       []Step `json:"steps"`
+}
+
+// StepRun is one step of a flow run: its status and job run.
+type StepRun struct {
+	StepID string `json:"step_id"`
+	Status string `json:"status"`
+	RunID  string `json:"run_id"`
+}
+
+// Run is one execution of a flow.
+type Run struct {
+	RunID          string     `json:"run_id"`
+	WorkflowID     int64      `json:"workflow_id"`
+	ScheduledJobID *int64     `json:"scheduled_job_id"`
+	Status         string     `json:"status"`
+	Steps          []StepRun  `json:"steps"`
+	DeviceGUIDs    []string   `json:"device_guids"`
+	RequestedBy    string     `json:"requested_by"`
+	CreatedAt      time.Time  `json:"created_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+}
+
+// Starter starts the Temporal workflow of a flow run (workflows.FlowStarter).
+type Starter interface {
+	StartFlow(ctx context.Context, runID string) error
+}
+
+// Service manages flows and their runs.
+type Service struct {
+	store   *db.Store
+	starter Starter
+}
+
+// New returns the service.
+func New(store *db.Store, starter Starter) *Service { return &Service{store: store, starter: starter} }
+
+// ECodeInUse: a scheduled job still runs the flow.
+const ECodeInUse = "workflow_in_use"
+
+// Create stores a flow.
+func (s *Service) Create(ctx context.Context, actor string, in Input) (Flow, error) {
+	in, steps, err := s.check(ctx, in)
+	if err != nil {
+		return Flow{}, err
+	}
+	row, err := s.store.AutomationWorkflowInsert(ctx, db.AutomationWorkflowInsertParams{Name: in.Name, Description: in.Description,
+		Steps: steps, Actor: actor})
+	if err != nil {
+		return Flow{}, nameTaken(err)
+	}
+	return decode(row)
+}
+
+// Update replaces a flow's definition; runs under way keep the steps they
+// started with.
+func (s *Service) Update(ctx context.Context, actor string, id int64, in Input) (Flow, error) {
+	in, steps, err := s.check(ctx, in)
+	if err != nil {
+		return Flow{}, err
+	}
+	row, err := s.store.AutomationWorkflowUpdate(ctx, db.AutomationWorkflowUpdateParams{ID: id, Name: in.Name,
+		Description: in.Description, Steps: steps, Actor: actor})
+	if err != nil {
+		return Flow{}, nameTaken(db.NotFound(err, "workflow %d not found", id))
+	}
+	return decode(row)
+}
+
+// Get returns a flow.
+func (s *Service) Get(ctx context.Context, id int64) (Flow, error) {
+	row, err := s.store.AutomationWorkflowGet(ctx, id)
+	if err != nil {
+		return Flow{}, db.NotFound(err, "workflow %d not found", id)
+	}
+	return decode(row)
+}
+
+// List returns every flow by name.
+func (s *Service) List(ctx context.Context) ([]Flow, error) {
+	rows, err := s.store.AutomationWorkflowList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Flow, 0, len(rows))
+	for _, r := range rows {
+		f, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Delete removes a flow and its runs; a flow a scheduled job runs is
+// refused with workflow_in_use (409).
+func (s *Service) Delete(ctx context.Context, id int64) error {
+	used, err := s.store.AutomationWorkflowUsedByJob(ctx, &id)
+	if err != nil {
+		return err
+	}
+	if used {
+		return cairn.Errorf(ECodeInUse, "a scheduled job runs workflow %d; delete or change the job first", id)
+	}
+	n, err := s.store.AutomationWorkflowDelete(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return cairn.Errorf(cairn.ECodeNotFound, "workflow %d not found", id)
+	}
+	return nil
+}
+
+// Start runs a flow on devices inside scope now and returns the run ID.
+func (s *Service) Start(ctx context.Context, scope cairn.SiteScope, actor string, id int64, guids []string) (string, error) {
+	if len(guids) == 0 || len(guids) > MaxDevices {
+		return "", cairn.Invalid("device_guids", fmt.Sprintf("name 1 to %d devices", MaxDevices))
+	}
+	f, err := s.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	guids = dedupe(guids)
+	rows, err := s.store.DeviceSitesByGUIDs(ctx, guids)
+	if err != nil {
+		return "", err
+	}
+	known := map[string]bool{}
+	for _, r := range rows {
+		known[r.Guid] = scope.Allows(r.SiteID)
+	}
+	for _, g := range guids {
+		if !known[g] {
+			return "", cairn.Invalid("device_guids", "unknown device "+g)
+		}
+	}
+	runID, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	run, err := s.CreateRun(ctx, f, runID.String(), nil, nil, guids, actor)
+	if err != nil {
+		return "", err
+	}
+	if err := s.starter.StartFlow(ctx, run.RunID); err != nil {
+		return "", err
+	}
+	return run.RunID, nil
+}
+
+// CreateRun records a run of f on guids with every step pending. With
+// scheduledFor set (a scheduled job's fire) it is idempotent and returns
+// the run that fire already made.
+func (s *Service) CreateRun(ctx context.Context, f Flow, runID string, jobID *int64, scheduledFor *time.Time, guids []string, actor string) (Run, error) {
+	steps := make([]StepRun, len(f.Steps))
+	for i, st := range f.Steps {
+		steps[i] = StepRun{StepID: st.ID, Status: StatusPending}
+	}
+	raw, err := json.Marshal(steps)
+	if err != nil {
+		return Run{}, err
+	}
+	if guids == nil {
+		guids = []string{}
+	}
+	row, err := s.store.AutomationWorkflowRunInsert(ctx, db.AutomationWorkflowRunInsertParams{ID: runID, WorkflowID: f.ID,
+		ScheduledJobID: jobID, Steps: raw, DeviceGuids: guids, RequestedBy: actor, ScheduledFor: scheduledFor})
+	if err != nil {
+		return Run{}, err
+	}
+	return decodeRun(row)
+}
+
+// GetRun returns a flow run inside scope: a scoped operator sees a run
+// only when its devices lie inside its sites.
+func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, runID string) (Run, error) {
+	row, err := s.store.AutomationWorkflowRunGet(ctx, runID)
+	if err != nil {
+		return Run{}, db.NotFound(err, "workflow run not found")
+	}
+	run, err := decodeRun(row)
+	if err != nil {
+		return Run{}, err
+	}
+	ok, err := s.inScope(ctx, scope, run)
+	if err != nil {
+		return Run{}, err
+	}
+	if !ok {
+		return Run{}, cairn.Errorf(cairn.ECodeNotFound, "workflow run not found")
+	}
+	return run, nil
+}
+
+func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, run Run) (bool, error) {
+	if scope.All || len(run.DeviceGUIDs) == 0 {
+		return true, nil
+	}
+	rows, err := s.store.DeviceSitesByGUIDs(ctx, run.DeviceGUIDs)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rows {
+		if !scope.Allows(r.SiteID) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Runs lists a flow's runs, newest first.
+func (s *Service) Runs(ctx context.Context, scope cairn.SiteScope, id int64, limit int) ([]Run, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	rows, err := s.store.AutomationWorkflowRunList(ctx, db.AutomationWorkflowRunListParams{WorkflowID: id, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Run, 0, len(rows))
+	for _, r := range rows {
+		run, err := decodeRun(r)
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := s.inScope(ctx, scope, run); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, run)
+		}
+	}
+	return out, nil
+}
+
+// SaveRun records a run's status and steps.
+func (s *Service) SaveRun(ctx context.Context, run Run) error {
+	raw, err := json.Marshal(run.Steps)
+	if err != nil {
+		return err
+	}
+	return s.store.AutomationWorkflowRunUpdate(ctx, db.AutomationWorkflowRunUpdateParams{ID: run.RunID, Status: run.Status, Steps: raw})
+}
+
+func (s *Service) check(ctx context.Context, in Input) (Input, []byte, error) {
+	var v cairn.Validation
+	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
+	if n := len([]rune(in.Name)); n == 0 || n > MaxName {
+		v.Add("name", fmt.Sprintf("must be 1 to %d characters", MaxName))
+	}
+	if len([]rune(in.Description)) > 2000 {
+		v.Add("description", "at most 2000 characters")
+	}
+	if len(in.Steps) == 0 || len(in.Steps) > MaxSteps {
+		v.Add("steps", fmt.Sprintf("must hold 1 to %d steps", MaxSteps))
+	}
+	seen := map[string]bool{}
+	for i := range in.Steps {
+		st := &in.Steps[i]
+		f := fmt.Sprintf("steps[%d]", i)
+		st.Name = strings.TrimSpace(st.Name)
+		if st.ID == "" {
+			st.ID = fmt.Sprintf("s%d", i+1)
+		}
+		if !stepIDPattern.MatchString(st.ID) {
+			v.Add(f+".id", "must be 1 to 40 letters, digits, _ or -")
+		} else if seen[st.ID] {
+			v.Add(f+".id", "must be unique in the workflow")
+		}
+		seen[st.ID] = true
+		if len([]rune(st.Name)) > MaxName {
+			v.Add(f+".name", fmt.Sprintf("at most %d characters", MaxName))
+		}
+		if st.Condition == "" {
+			st.Condition = CondAlways
+		}
+		if st.Condition != CondAlways && st.Condition != CondOnSuccess && st.Condition != CondOnFailure {
+			v.Add(f+".condition", "must be always, on_success or on_failure")
+		}
+		if st.TimeoutSeconds < 0 || st.TimeoutSeconds > MaxTimeout {
+			v.Add(f+".timeout_seconds", fmt.Sprintf("must be 1 to %d, or 0 for the assembly's own", MaxTimeout))
+		}
+		if st.Parameters == nil {
+			st.Parameters = map[string]any{}
+		}
+		a, err := s.store.ScheduledJobAssembly(ctx, st.AssemblyID)
+		switch {
+		case db.IsNoRows(err):
+			v.Add(f+".assembly_id", "no such assembly")
+		case err != nil:
+			return in, nil, err
+		case a.Kind != "script":
+			v.Add(f+".assembly_id", "must be a script assembly")
+		}
+	}
+	if err := v.Err(); err != nil {
+		return in, nil, err
+	}
+	raw, err := json.Marshal(in.Steps)
+	return in, raw, err
+}
+
+func nameTaken(err error) error {
+	if db.IsUniqueViolation(err, "automation_workflows_name_idx") {
+		return cairn.Invalid("name", "is already taken")
+	}
+	return err
+}
+
+func decode(r db.AutomationWorkflow) (Flow, error) {
+	f := Flow{ID: r.ID, Name: r.Name, Description: r.Description, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if err := json.Unmarshal(r.Steps, &f.Steps); err != nil {
+		return Flow{}, fmt.Errorf("workflow %d steps: %w", r.ID, err)
+	}
+	return f, nil
+}
+
+func decodeRun(r db.AutomationWorkflowRun) (Run, error) {
+	run := Run{RunID: r.ID, WorkflowID: r.WorkflowID, ScheduledJobID: r.ScheduledJobID, Status: r.Status, DeviceGUIDs: r.DeviceGuids,
+		RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+	if err := json.Unmarshal(r.Steps, &run.Steps); err != nil {
+		return Run{}, fmt.Errorf("workflow run %s steps: %w", r.ID, err)
+	}
+	return run, nil
+}
+
+func dedupe(in []string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, x := range in {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Next decides a step's fate from the previous step's status ("" for the
+// first step): run it, or skip it.
+func Next(cond, previous string) bool {
+	switch {
+	case previous == "":
+		return true
+	case cond == CondOnSuccess:
+		return previous == StatusSucceeded
+	case cond == CondOnFailure:
+		return previous == StatusFailed
+	default:
+		return true
+	}
+}

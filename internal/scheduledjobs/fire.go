@@ -1,0 +1,107 @@
+package scheduledjobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+)
+
+// Run triggers.
+const (
+	TriggerSchedule = "schedule"
+	TriggerRerun    = "rerun"
+	TriggerManual   = "manual"
+)
+
+// RunRequest is a run a job's fire asks for.
+type RunRequest struct {
+	// RunID is the run's ID when the caller chose it (rerun); empty for a
+	// schedule fire, which is keyed by ScheduledFor instead.
+	RunID string
+	// Kind is the run's kind (job_runs.kind): scheduled_job, workflow.
+	Kind         string
+	Job          Job
+	Trigger      string
+	Actor        string
+	ScheduledFor *time.Time
+	Targets      []devices.OperationTarget
+}
+
+// RunCreator creates job runs (the automation service's CreateRun): with
+// ScheduledFor set it is idempotent and returns the run it already made.
+type RunCreator interface {
+	CreateJobRun(ctx context.Context, req RunRequest) (runID string, err error)
+}
+
+// Resolved is what a job's targets are at fire time.
+type Resolved struct {
+	Targets []devices.OperationTarget
+	// Skipped are devices that exist but take no work (quarantined,
+	// revoked).
+	Skipped []string
+	SiteIDs []int64
+}
+
+// Resolve turns a job's targets into devices now: the listed devices and
+// every device of the listed sites, trust-checked (only active devices
+// take work). Devices purged since the job was saved are simply absent.
+func (s *Service) Resolve(ctx context.Context, job Job) (Resolved, error) {
+	rows, err := s.store.ScheduledJobTargetDevices(ctx, db.ScheduledJobTargetDevicesParams{Guids: job.Targets.Devices,
+		SiteIds: job.Targets.Sites, AllSites: true, ScopeSiteIds: []int64{}})
+	if err != nil {
+		return Resolved{}, err
+	}
+	var out Resolved
+	sites := map[int64]bool{}
+	for _, r := range rows {
+		if r.TrustState != devicetrust.TrustActive {
+			out.Skipped = append(out.Skipped, r.Guid)
+			continue
+		}
+		out.Targets = append(out.Targets, devices.OperationTarget{GUID: r.Guid, Hostname: r.Hostname, SiteID: r.SiteID, SiteSlug: r.SiteSlug})
+		if !sites[r.SiteID] {
+			sites[r.SiteID] = true
+			out.SiteIDs = append(out.SiteIDs, r.SiteID)
+		}
+	}
+	return out, nil
+}
+
+// FirePlan is what a fire does after preparing.
+type FirePlan struct {
+	// Skip says why nothing runs ("" : it runs).
+	Skip    string
+	RunID   string
+	Kind    string
+	SiteIDs []int64
+}
+
+// Prepare loads job id for one fire and resolves its targets; a fire of a
+// job deleted, disabled or made manual since is skipped (plan.Skip). The
+// caller creates the run for the job's kind.
+func (s *Service) Prepare(ctx context.Context, id int64, trigger string) (FirePlan, Job, Resolved, error) {
+	job, err := s.GetSystem(ctx, id)
+	if cairn.ErrorCode(err) == cairn.ECodeNotFound {
+		return FirePlan{Skip: "the job was deleted"}, Job{}, Resolved{}, nil
+	}
+	if err != nil {
+		return FirePlan{}, Job{}, Resolved{}, err
+	}
+	if trigger == TriggerSchedule && (!job.Enabled || !job.Schedule.Fires()) {
+		return FirePlan{Skip: "the job is disabled or manual"}, job, Resolved{}, nil
+	}
+	res, err := s.Resolve(ctx, job)
+	if err != nil {
+		return FirePlan{}, Job{}, Resolved{}, err
+	}
+	return FirePlan{Kind: job.Kind, SiteIDs: res.SiteIDs}, job, res, nil
+}
+
+// ResolveDevices resolves a list of device GUIDs like a job's targets.
+func (s *Service) ResolveDevices(ctx context.Context, guids []string) (Resolved, error) {
+	return s.Resolve(ctx, Job{Targets: Targets{Devices: guids, Sites: []int64{}}})
+}

@@ -1,0 +1,659 @@
+// Package scheduledjobs is the domain of scheduled jobs: what runs (an
+// assembly, an automation workflow, agent maintenance), on which targets,
+// when. PostgreSQL is the source of truth; every job whose schedule fires
+// by itself is mirrored as a Temporal Schedule through the Schedules
+// interface (workflows.JobScheduler), so this package stays free of
+// Temporal. The site-worker lane slots live here too (slots.go).
+package scheduledjobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// Job kinds.
+const (
+	KindScript           = "script"
+	KindAgentMaintenance = "agent_maintenance"
+	KindWorkflow         = "workflow"
+)
+
+// Bounds of a job.
+const (
+	MaxName          = 200
+	MaxTargetDevices = 10000
+	MaxTargetSites   = 1000
+	MaxParameters    = 64
+	MaxTimeout       = 86400
+)
+
+// Targets are what a job runs on; they resolve to devices when it fires.
+type Targets struct {
+	Devices []string `json:"devices"`
+	Sites   []int64  `json:"sites"`
+	// Filters (device filter IDs) arrive with the device-filter issue.
+	Filters []int64 `json:"filters"`
+}
+
+// Options tune one job.
+type Options struct {
+	RunWhenOnline      bool `json:"run_when_online"`
+	TimeoutSeconds     int  `json:"timeout_seconds"`
+	StopOnFirstFailure bool `json:"stop_on_first_failure"`
+}
+
+// LastRun summarizes a job's newest run.
+type LastRun struct {
+	RunID      string     `json:"run_id"`
+	Status     string     `json:"status"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// Job is one scheduled job.
+type Job struct {
+	ID           int64
+	Name         string
+	Kind         string
+	AssemblyID   *int64
+	AssemblyName string
+	WorkflowID   *int64
+	Parameters   map[string]any
+	Targets      Targets
+	Schedule     Schedule
+	Options      Options
+	Enabled      bool
+	// AssemblyVersion and Signed are what a script job runs: the
+	// assembly version current when the job was saved, signed then.
+	AssemblyVersion *int32
+	Signed          []byte
+	CreatedBy       string
+	CreatedAt       time.Time
+	UpdatedBy       string
+	UpdatedAt       time.Time
+	// NextRunAt is the next fire of an enabled job's schedule (nil: none).
+	NextRunAt *time.Time
+	LastRun   *LastRun
+}
+
+// Input is what an operator sets on a job.
+type Input struct {
+	Name       string
+	Kind       string
+	AssemblyID *int64
+	WorkflowID *int64
+	Parameters map[string]any
+	Targets    Targets
+	Schedule   Schedule
+	Options    Options
+	// Enabled defaults to true.
+	Enabled *bool
+}
+
+// Schedules mirrors jobs into Temporal (workflows.JobScheduler).
+type Schedules interface {
+	// Apply makes the job's Temporal Schedule match it: created or
+	// updated when its schedule fires by itself, paused while it is
+	// disabled, deleted when it is manual.
+	Apply(ctx context.Context, job Job) error
+	// Remove deletes the job's Temporal Schedule (absent is fine).
+	Remove(ctx context.Context, id int64) error
+	// Start fires the job now (rerun) as run runID.
+	Start(ctx context.Context, job Job, runID, actor string) error
+}
+
+// ContentSigner signs a script job's content when it is saved
+// (automation.Service.SignContent), checking its parameters.
+type ContentSigner interface {
+	SignJobContent(ctx context.Context, assemblyID int64, params map[string]any, timeoutSeconds int) (signed []byte, version int32, err error)
+}
+
+// Service manages scheduled jobs.
+type Service struct {
+	store   *db.Store
+	sched   Schedules
+	content ContentSigner
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// New returns the service; sched may be set later with SetSchedules
+// (the Engine builds the Temporal side after the domain).
+func New(store *db.Store, sched Schedules, now func() time.Time, log *slog.Logger) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, sched: sched, now: now, log: log}
+}
+
+// Store returns the service's database (for the activities).
+func (s *Service) Store() *db.Store { return s.store }
+
+// Create validates and stores a job and creates its Temporal Schedule in
+// the same transaction: a job that cannot be scheduled is not stored.
+func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor string, in Input) (Job, error) {
+	p, err := s.check(ctx, scope, in)
+	if err != nil {
+		return Job{}, err
+	}
+	var job Job
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		row, err := q.ScheduledJobInsert(ctx, db.ScheduledJobInsertParams{Name: p.name, Kind: p.kind, AssemblyID: in.AssemblyID,
+			WorkflowID: in.WorkflowID, Parameters: p.parameters, Targets: p.targets, Schedule: p.schedule, Options: p.options,
+			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, Actor: actor})
+		if err != nil {
+			return err
+		}
+		if job, err = s.decorate(ctx, q, row); err != nil {
+			return err
+		}
+		return s.apply(ctx, job)
+	})
+	return job, err
+}
+
+// Update replaces a job's definition and its Temporal Schedule.
+func (s *Service) Update(ctx context.Context, scope cairn.SiteScope, actor string, id int64, in Input) (Job, error) {
+	if _, err := s.Get(ctx, scope, id); err != nil {
+		return Job{}, err
+	}
+	p, err := s.check(ctx, scope, in)
+	if err != nil {
+		return Job{}, err
+	}
+	var job Job
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		row, err := q.ScheduledJobUpdate(ctx, db.ScheduledJobUpdateParams{ID: id, Name: p.name, Kind: p.kind, AssemblyID: in.AssemblyID,
+			WorkflowID: in.WorkflowID, Parameters: p.parameters, Targets: p.targets, Schedule: p.schedule, Options: p.options,
+			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, Actor: actor})
+		if err != nil {
+			return db.NotFound(err, "scheduled job %d not found", id)
+		}
+		if job, err = s.decorate(ctx, q, row); err != nil {
+			return err
+		}
+		return s.apply(ctx, job)
+	})
+	return job, err
+}
+
+// Toggle enables or disables a job (pausing or resuming its schedule).
+func (s *Service) Toggle(ctx context.Context, scope cairn.SiteScope, actor string, id int64, enabled bool) (Job, error) {
+	if _, err := s.Get(ctx, scope, id); err != nil {
+		return Job{}, err
+	}
+	var job Job
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		row, err := q.ScheduledJobSetEnabled(ctx, db.ScheduledJobSetEnabledParams{ID: id, Enabled: enabled, Actor: actor})
+		if err != nil {
+			return db.NotFound(err, "scheduled job %d not found", id)
+		}
+		if job, err = s.decorate(ctx, q, row); err != nil {
+			return err
+		}
+		return s.apply(ctx, job)
+	})
+	return job, err
+}
+
+// Delete removes a job, its runs and the activity rows they left, and
+// its Temporal Schedule.
+func (s *Service) Delete(ctx context.Context, scope cairn.SiteScope, id int64) error {
+	if _, err := s.Get(ctx, scope, id); err != nil {
+		return err
+	}
+	return s.store.InTx(ctx, func(q *db.Queries) error {
+		if _, err := q.ScheduledJobActivityDelete(ctx, id); err != nil {
+			return err
+		}
+		n, err := q.ScheduledJobDelete(ctx, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return cairn.Errorf(cairn.ECodeNotFound, "scheduled job %d not found", id)
+		}
+		return s.remove(ctx, id)
+	})
+}
+
+// ClearRuns deletes a job's run history and the activity rows it left.
+func (s *Service) ClearRuns(ctx context.Context, scope cairn.SiteScope, id int64) error {
+	if _, err := s.Get(ctx, scope, id); err != nil {
+		return err
+	}
+	return s.store.InTx(ctx, func(q *db.Queries) error {
+		if _, err := q.ScheduledJobActivityDelete(ctx, id); err != nil {
+			return err
+		}
+		if _, err := q.ScheduledJobWorkflowRunsDelete(ctx, id); err != nil {
+			return err
+		}
+		_, err := q.ScheduledJobRunsDelete(ctx, id)
+		return err
+	})
+}
+
+// Rerun fires a job now as run runID (the caller makes the ID so it can
+// answer with it at once). A disabled job is refused with job_disabled.
+func (s *Service) Rerun(ctx context.Context, scope cairn.SiteScope, actor string, id int64, runID string) error {
+	job, err := s.Get(ctx, scope, id)
+	if err != nil {
+		return err
+	}
+	if !job.Enabled {
+		return cairn.Errorf(ECodeJobDisabled, "scheduled job %q is disabled; enable it first", job.Name)
+	}
+	if s.sched == nil {
+		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is not running in this process")
+	}
+	return s.sched.Start(ctx, job, runID, actor)
+}
+
+// ECodeJobDisabled: a disabled job cannot be rerun.
+const ECodeJobDisabled = "job_disabled"
+
+// Get returns a job inside scope.
+func (s *Service) Get(ctx context.Context, scope cairn.SiteScope, id int64) (Job, error) {
+	row, err := s.store.ScheduledJobGet(ctx, id)
+	if err != nil {
+		return Job{}, db.NotFound(err, "scheduled job %d not found", id)
+	}
+	job, err := s.decorate(ctx, s.store.Queries, row)
+	if err != nil {
+		return Job{}, err
+	}
+	ok, err := s.inScope(ctx, scope, []Job{job})
+	if err != nil {
+		return Job{}, err
+	}
+	if !ok[0] {
+		return Job{}, cairn.Errorf(cairn.ECodeNotFound, "scheduled job %d not found", id)
+	}
+	return job, nil
+}
+
+// GetSystem returns a job whatever scope (for the Engine's own use).
+func (s *Service) GetSystem(ctx context.Context, id int64) (Job, error) {
+	row, err := s.store.ScheduledJobGet(ctx, id)
+	if err != nil {
+		return Job{}, db.NotFound(err, "scheduled job %d not found", id)
+	}
+	return s.decorate(ctx, s.store.Queries, row)
+}
+
+// List returns the operator jobs inside scope: a scoped operator sees a
+// job only when every target it names lies inside its sites.
+func (s *Service) List(ctx context.Context, scope cairn.SiteScope) ([]Job, error) {
+	rows, err := s.store.ScheduledJobList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, 0, len(rows))
+	for _, r := range rows {
+		j, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	if err := s.fill(ctx, s.store.Queries, jobs); err != nil {
+		return nil, err
+	}
+	ok, err := s.inScope(ctx, scope, jobs)
+	if err != nil {
+		return nil, err
+	}
+	out := jobs[:0]
+	for i, j := range jobs {
+		if ok[i] {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// Schedulable lists every operator job (for the reconcile at start).
+func (s *Service) Schedulable(ctx context.Context) ([]Job, error) {
+	rows, err := s.store.ScheduledJobList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, 0, len(rows))
+	for _, r := range rows {
+		j, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// PreviewSchedule validates a schedule and returns its next n fires.
+func (s *Service) PreviewSchedule(sch Schedule, n int) ([]time.Time, error) {
+	var v cairn.Validation
+	now := s.now()
+	norm := sch.Normalize("schedule", now, &v)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return norm.NextRuns(now, n), nil
+}
+
+func (s *Service) apply(ctx context.Context, job Job) error {
+	if s.sched == nil {
+		return nil
+	}
+	if err := s.sched.Apply(ctx, job); err != nil {
+		s.log.Error("mirror scheduled job to Temporal", "job_id", job.ID, "err", err)
+		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is unavailable; the job was not saved, try again")
+	}
+	return nil
+}
+
+func (s *Service) remove(ctx context.Context, id int64) error {
+	if s.sched == nil {
+		return nil
+	}
+	if err := s.sched.Remove(ctx, id); err != nil {
+		s.log.Error("remove scheduled job's Temporal schedule", "job_id", id, "err", err)
+		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is unavailable; the job was not deleted, try again")
+	}
+	return nil
+}
+
+// SetContentSigner wires the signing of script jobs' content.
+func (s *Service) SetContentSigner(c ContentSigner) { s.content = c }
+
+// SetSchedules wires the Temporal side.
+func (s *Service) SetSchedules(sched Schedules) { s.sched = sched }
+
+type checked struct {
+	name, kind                             string
+	parameters, targets, schedule, options []byte
+	enabled                                bool
+	version                                *int32
+	signed                                 []byte
+}
+
+// check validates every field of in against the database and scope and
+// returns the values to store.
+func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (checked, error) {
+	var v cairn.Validation
+	out := checked{name: strings.TrimSpace(in.Name), kind: in.Kind, enabled: in.Enabled == nil || *in.Enabled}
+	if n := len([]rune(out.name)); n == 0 || n > MaxName {
+		v.Add("name", fmt.Sprintf("must be 1 to %d characters", MaxName))
+	}
+	switch in.Kind {
+	case KindScript:
+		if in.AssemblyID == nil {
+			v.Add("assembly_id", "is required for a script job")
+		} else if a, err := s.store.ScheduledJobAssembly(ctx, *in.AssemblyID); err != nil {
+			if !db.IsNoRows(err) {
+				return out, err
+			}
+			v.Add("assembly_id", "no such assembly")
+		} else if a.Kind != "script" {
+			v.Add("assembly_id", "must be a script assembly")
+		}
+		if in.WorkflowID != nil {
+			v.Add("workflow_id", "only workflow jobs name a workflow")
+		}
+	case KindWorkflow:
+		if in.WorkflowID == nil {
+			v.Add("workflow_id", "is required for a workflow job")
+		} else if _, err := s.store.AutomationWorkflowGet(ctx, *in.WorkflowID); err != nil {
+			if !db.IsNoRows(err) {
+				return out, err
+			}
+			v.Add("workflow_id", "no such workflow")
+		}
+		if in.AssemblyID != nil {
+			v.Add("assembly_id", "only script jobs name an assembly")
+		}
+	case KindAgentMaintenance:
+		if in.AssemblyID != nil {
+			v.Add("assembly_id", "only script jobs name an assembly")
+		}
+		if in.WorkflowID != nil {
+			v.Add("workflow_id", "only workflow jobs name a workflow")
+		}
+	case "":
+		v.Add("kind", "is required: script, agent_maintenance or workflow")
+	default:
+		v.Add("kind", "must be script, agent_maintenance or workflow")
+	}
+	if len(in.Parameters) > MaxParameters {
+		v.Add("parameters", fmt.Sprintf("at most %d parameters", MaxParameters))
+	}
+	for k := range in.Parameters {
+		if strings.TrimSpace(k) == "" {
+			v.Add("parameters", "names must not be blank")
+		}
+	}
+	targets, err := s.checkTargets(ctx, scope, in.Targets, &v)
+	if err != nil {
+		return out, err
+	}
+	sch := in.Schedule.Normalize("schedule", s.now(), &v)
+	if in.Options.TimeoutSeconds < 0 || in.Options.TimeoutSeconds > MaxTimeout {
+		v.Add("options.timeout_seconds", fmt.Sprintf("must be 1 to %d, or 0 for the assembly's own", MaxTimeout))
+	}
+	if err := v.Err(); err != nil {
+		return out, err
+	}
+	params := in.Parameters
+	if params == nil {
+		params = map[string]any{}
+	}
+	if in.Kind == KindScript && s.content != nil {
+		signed, version, err := s.content.SignJobContent(ctx, *in.AssemblyID, params, in.Options.TimeoutSeconds)
+		if err != nil {
+			return out, err
+		}
+		out.signed, out.version = signed, &version
+	}
+	out.parameters, _ = json.Marshal(params)
+	out.targets, _ = json.Marshal(targets)
+	out.schedule, _ = json.Marshal(sch)
+	out.options, _ = json.Marshal(in.Options)
+	return out, nil
+}
+
+// checkTargets validates targets: every device and site exists and lies
+// inside scope (outside answers like absent), at least one is named.
+func (s *Service) checkTargets(ctx context.Context, scope cairn.SiteScope, t Targets, v *cairn.Validation) (Targets, error) {
+	out := Targets{Devices: dedupe(t.Devices), Sites: dedupe(t.Sites), Filters: []int64{}}
+	if len(t.Filters) > 0 {
+		v.Add("targets.filters", "device filters are not available yet; name devices or sites")
+	}
+	if len(out.Devices) == 0 && len(out.Sites) == 0 {
+		v.Add("targets", "name at least one device or site")
+	}
+	if len(out.Devices) > MaxTargetDevices {
+		v.Add("targets.devices", fmt.Sprintf("at most %d devices", MaxTargetDevices))
+		return out, nil
+	}
+	if len(out.Sites) > MaxTargetSites {
+		v.Add("targets.sites", fmt.Sprintf("at most %d sites", MaxTargetSites))
+		return out, nil
+	}
+	if len(out.Devices) > 0 {
+		rows, err := s.store.DeviceSitesByGUIDs(ctx, out.Devices)
+		if err != nil {
+			return out, err
+		}
+		known := map[string]bool{}
+		for _, r := range rows {
+			if scope.Allows(r.SiteID) {
+				known[r.Guid] = true
+			}
+		}
+		for _, g := range out.Devices {
+			if !known[g] {
+				v.Add("targets.devices", "unknown device "+g)
+				break
+			}
+		}
+	}
+	if len(out.Sites) > 0 {
+		ids, err := s.store.SiteIDsExisting(ctx, out.Sites)
+		if err != nil {
+			return out, err
+		}
+		for _, id := range out.Sites {
+			if !slices.Contains(ids, id) || !scope.Allows(id) {
+				v.Add("targets.sites", fmt.Sprintf("unknown site %d", id))
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// inScope reports per job whether every target lies inside scope.
+func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, jobs []Job) ([]bool, error) {
+	ok := make([]bool, len(jobs))
+	if scope.All {
+		for i := range ok {
+			ok[i] = true
+		}
+		return ok, nil
+	}
+	var guids []string
+	for _, j := range jobs {
+		guids = append(guids, j.Targets.Devices...)
+	}
+	siteOf := map[string]int64{}
+	if len(guids) > 0 {
+		rows, err := s.store.DeviceSitesByGUIDs(ctx, dedupe(guids))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			siteOf[r.Guid] = r.SiteID
+		}
+	}
+	for i, j := range jobs {
+		ok[i] = true
+		for _, id := range j.Targets.Sites {
+			ok[i] = ok[i] && scope.Allows(id)
+		}
+		for _, g := range j.Targets.Devices {
+			// A device that went away (purge rewrites targets) is no
+			// reason to hide the job.
+			if site, known := siteOf[g]; known {
+				ok[i] = ok[i] && scope.Allows(site)
+			}
+		}
+	}
+	return ok, nil
+}
+
+func dedupe[T comparable](in []T) []T {
+	out := []T{}
+	seen := map[T]bool{}
+	for _, x := range in {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func decode(r db.ScheduledJob) (Job, error) {
+	j := Job{ID: r.ID, Name: r.Name, Kind: r.Kind, AssemblyID: r.AssemblyID, WorkflowID: r.WorkflowID, Enabled: r.Enabled,
+		AssemblyVersion: r.AssemblyVersion, Signed: r.Signed,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Parameters: map[string]any{}}
+	for _, f := range []struct {
+		raw []byte
+		to  any
+	}{{r.Parameters, &j.Parameters}, {r.Targets, &j.Targets}, {r.Schedule, &j.Schedule}, {r.Options, &j.Options}} {
+		if len(f.raw) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(f.raw, f.to); err != nil {
+			return Job{}, fmt.Errorf("scheduled job %d: decode stored field: %w", r.ID, err)
+		}
+	}
+	if j.Targets.Devices == nil {
+		j.Targets.Devices = []string{}
+	}
+	if j.Targets.Sites == nil {
+		j.Targets.Sites = []int64{}
+	}
+	if j.Targets.Filters == nil {
+		j.Targets.Filters = []int64{}
+	}
+	if j.Parameters == nil {
+		j.Parameters = map[string]any{}
+	}
+	return j, nil
+}
+
+// decorate decodes one row and fills what is derived.
+func (s *Service) decorate(ctx context.Context, q *db.Queries, r db.ScheduledJob) (Job, error) {
+	j, err := decode(r)
+	if err != nil {
+		return Job{}, err
+	}
+	jobs := []Job{j}
+	if err := s.fill(ctx, q, jobs); err != nil {
+		return Job{}, err
+	}
+	return jobs[0], nil
+}
+
+// fill adds assembly names, last runs and next fires.
+func (s *Service) fill(ctx context.Context, q *db.Queries, jobs []Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	last, err := q.ScheduledJobLastRuns(ctx, ids)
+	if err != nil {
+		return err
+	}
+	byJob := map[int64]*LastRun{}
+	for _, r := range last {
+		byJob[r.ScheduledJobID] = &LastRun{RunID: r.ID, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	}
+	names := map[int64]string{}
+	now := s.now()
+	for i := range jobs {
+		j := &jobs[i]
+		j.LastRun = byJob[j.ID]
+		if j.AssemblyID != nil {
+			name, ok := names[*j.AssemblyID]
+			if !ok {
+				if a, err := q.ScheduledJobAssembly(ctx, *j.AssemblyID); err == nil {
+					name = a.Name
+				}
+				names[*j.AssemblyID] = name
+			}
+			j.AssemblyName = name
+		}
+		if j.Enabled {
+			if next := j.Schedule.NextRuns(now, 1); len(next) == 1 {
+				j.NextRunAt = &next[0]
+			}
+		}
+	}
+	return nil
+}

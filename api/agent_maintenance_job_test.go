@@ -97,3 +97,34 @@ func TestAgentMaintenanceJobFires(t *testing.T) {
 		WHERE device_guid = $1 AND kind = 'agent_update'`, a.guid).Scan(&meta))
 	require.Equal(t, id, meta)
 }
+
+// On an Engine with no agent builds an agent_maintenance fire reports
+// each device failed with artifact_unavailable instead of failing the fire.
+func TestAgentMaintenanceJobWithoutArtifacts(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "maintn")
+	a := f.enrolled(t, admin, site, "maintn-a")
+	r := f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "agents", "kind": "agent_maintenance",
+		"targets": map[string]any{"devices": []string{a.guid}}, "schedule": map[string]any{"type": "manual"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	id := int64(r.Body["id"].(float64))
+	rr := f.do(t, "POST", fmt.Sprintf("/api/scheduled_jobs/%d/rerun", id), admin, nil)
+	require.Equal(t, 202, rr.Status, rr.Raw)
+	runID := rr.Body["run_id"].(string)
+
+	var run map[string]any
+	require.Eventually(t, func() bool {
+		g := f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs/%s", id, runID), admin, nil)
+		run = g.Body
+		return g.Status == 200 && run["status"] == "failed"
+	}, 2*time.Minute, 100*time.Millisecond)
+	results := run["results"].([]any)
+	require.Len(t, results, 1)
+	res := results[0].(map[string]any)
+	require.Equal(t, a.guid, res["guid"])
+	require.Equal(t, "failed", res["status"])
+	require.Equal(t, "artifact_unavailable", res["error_code"])
+	require.Empty(t, f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates", admin, nil).Body["history"])
+}

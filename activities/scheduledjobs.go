@@ -2,12 +2,16 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
@@ -21,6 +25,16 @@ type ScheduledJobs struct {
 	Flows *flows.Service
 	// Runs creates job runs (nil: this build has no run creator).
 	Runs scheduledjobs.RunCreator
+	// Updates and UpdateStarter request and start agent_maintenance
+	// jobs' updates (nil: such jobs are unavailable).
+	Updates       *agentupdates.Service
+	UpdateStarter UpdateStarter
+}
+
+// UpdateStarter starts one device's AgentUpdate workflow
+// (workflows.AgentUpdateStarter).
+type UpdateStarter interface {
+	Start(ctx context.Context, p agentupdates.Planned) error
 }
 
 // Run kinds this file creates (job_runs.kind).
@@ -56,10 +70,61 @@ func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (schedule
 			Trigger: in.Trigger, Actor: in.Actor, ScheduledFor: in.ScheduledFor, Targets: res.Targets})
 	case scheduledjobs.KindWorkflow:
 		plan.RunID, err = a.createFlowRun(ctx, job, in, res)
+	case scheduledjobs.KindAgentMaintenance:
+		if a.Updates == nil || a.UpdateStarter == nil {
+			return plan, ApplicationError(cairn.Errorf(cairn.ECodeUnavailable, "agent updates are not available in this Engine"))
+		}
+		// The run is made by RequestAgentMaintenance once the fire holds
+		// its slots; its ID is fixed here, from the fire time.
+		plan.RunID = maintenanceRunID(job.ID, in)
 	default:
 		err = cairn.Errorf(cairn.ECodeUnavailable, "%s jobs do not run from a schedule in this Engine", job.Kind)
 	}
 	return plan, ApplicationError(err)
+}
+
+// maintenanceRunID is an agent_maintenance fire's run ID: the rerun's, or
+// derived from the job and fire time so every try of one fire names one
+// run.
+func maintenanceRunID(jobID int64, in FireInput) string {
+	if in.RunID != "" || in.ScheduledFor == nil {
+		return in.RunID
+	}
+	key := fmt.Sprintf("cairn:scheduled-job:%d:%s", jobID, in.ScheduledFor.UTC().Format(time.RFC3339Nano))
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(key)).String()
+}
+
+// RequestAgentMaintenance requests an update of each trust-active target
+// of an agent_maintenance job as run in.RunID (agentupdates.RequestFor,
+// idempotent per run and device) and starts each one's AgentUpdate
+// workflow; an update already started is not started again. It reports
+// whether a run exists to wait for (false: the job went away or was
+// disabled since the fire was prepared).
+func (a *ScheduledJobs) RequestAgentMaintenance(ctx context.Context, in FireInput) (bool, error) {
+	plan, job, res, err := a.Jobs.Prepare(ctx, in.JobID, in.Trigger)
+	if err != nil || plan.Skip != "" {
+		return false, ApplicationError(err)
+	}
+	guids := make([]string, len(res.Targets))
+	for i, t := range res.Targets {
+		guids[i] = t.GUID
+	}
+	actor := in.Actor
+	if actor == "" {
+		actor = "schedule"
+	}
+	req, err := a.Updates.RequestFor(ctx, cairn.AllSites, actor, guids,
+		agentupdates.Job{ScheduledJobID: job.ID, Trigger: in.Trigger, RunID: in.RunID, ScheduledFor: in.ScheduledFor})
+	if err != nil {
+		return false, ApplicationError(err)
+	}
+	for _, p := range req.Updates {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if err := a.UpdateStarter.Start(ctx, p); err != nil && !errors.As(err, &started) {
+			return false, ApplicationError(err)
+		}
+	}
+	return true, nil
 }
 
 func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job, in FireInput, res scheduledjobs.Resolved) (string, error) {

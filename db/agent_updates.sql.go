@@ -545,8 +545,9 @@ func (q *Queries) AgentUpdateResultSet(ctx context.Context, arg AgentUpdateResul
 }
 
 const agentUpdateRunInsert = `-- name: AgentUpdateRunInsert :exec
-INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, started_at)
-VALUES ($1, $2, 'agent_maintenance', $3, 'running', $4, $5, now())
+INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, scheduled_for, started_at)
+VALUES ($1, $2, 'agent_maintenance', $3, 'running', $4, $5,
+    $6, now())
 `
 
 type AgentUpdateRunInsertParams struct {
@@ -555,6 +556,7 @@ type AgentUpdateRunInsertParams struct {
 	Trigger        string
 	RequestedBy    string
 	TargetCount    int32
+	ScheduledFor   *time.Time
 }
 
 func (q *Queries) AgentUpdateRunInsert(ctx context.Context, arg AgentUpdateRunInsertParams) error {
@@ -564,6 +566,7 @@ func (q *Queries) AgentUpdateRunInsert(ctx context.Context, arg AgentUpdateRunIn
 		arg.Trigger,
 		arg.RequestedBy,
 		arg.TargetCount,
+		arg.ScheduledFor,
 	)
 	return err
 }
@@ -572,7 +575,7 @@ const agentUpdateRunSettle = `-- name: AgentUpdateRunSettle :exec
 UPDATE job_runs r SET
     status = CASE
         WHEN EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running')) THEN 'running'
-        WHEN NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status <> 'succeeded') THEN 'succeeded'
+        WHEN NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status NOT IN ('succeeded', 'skipped')) THEN 'succeeded'
         ELSE 'failed' END,
     finished_at = CASE
         WHEN EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running')) THEN NULL
@@ -580,8 +583,9 @@ UPDATE job_runs r SET
 WHERE r.id = $1
 `
 
-// A run is running while any result is; then succeeded when all did,
-// else failed.
+// A run is running while any result is; then succeeded when all did (or
+// were skipped: a device already updating is reported, not failed), else
+// failed.
 func (q *Queries) AgentUpdateRunSettle(ctx context.Context, id string) error {
 	_, err := q.db.Exec(ctx, agentUpdateRunSettle, id)
 	return err

@@ -226,7 +226,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
-		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns})...)
+		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
+		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{

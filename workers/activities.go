@@ -29,6 +29,8 @@ type ActivityDeps struct {
 	Bus        *events.Bus
 	Shells     *shells.Service
 	Updates    *agentupdates.Service
+	// UpdateStarter starts the updates of agent_maintenance jobs.
+	UpdateStarter activities.UpdateStarter
 	// ScheduledJobs and Slots fire scheduled jobs; JobRuns creates their runs.
 	ScheduledJobs *scheduledjobs.Service
 	Slots         *scheduledjobs.Slots
@@ -48,7 +50,8 @@ func Activities(d ActivityDeps) []any {
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
 		&activities.AgentUpdates{Updates: d.Updates},
-		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows},
+		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows,
+			Updates: d.Updates, UpdateStarter: d.UpdateStarter},
 		&activities.JobRuns{Runs: d.Automation, Gateway: d.Gateway, Devices: d.Devices},
 	}
 }

@@ -80,6 +80,14 @@ func ScheduledJobFire(ctx workflow.Context, in ScheduledJobFireInput) (Scheduled
 		rctx, _ := workflow.NewDisconnectedContext(act)
 		_ = workflow.ExecuteActivity(rctx, a.ReleaseSlots, holder).Get(rctx, nil)
 	}()
+	if plan.Kind == scheduledjobs.KindAgentMaintenance {
+		if err := acquireSlots(ctx, plan.SiteIDs, holder, scheduledjobs.SlotAgentMaintenance); err != nil {
+			return ScheduledJobFireResult{RunID: plan.RunID}, err
+		}
+		fire.RunID = plan.RunID
+		err := runAgentMaintenance(ctx, fire)
+		return ScheduledJobFireResult{RunID: plan.RunID}, err
+	}
 	if err := acquireSlots(ctx, plan.SiteIDs, holder, scheduledjobs.SlotScheduledJob); err != nil {
 		return ScheduledJobFireResult{RunID: plan.RunID}, err
 	}

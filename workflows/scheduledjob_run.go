@@ -2,11 +2,13 @@ package workflows
 
 import (
 	"errors"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
@@ -49,4 +51,37 @@ func ignoreStarted(err error) error {
 		return nil
 	}
 	return err
+}
+
+// maintenanceRecheck is how often an agent_maintenance fire looks whether
+// the updates it started have all ended.
+const maintenanceRecheck = 15 * time.Second
+
+// runAgentMaintenance requests and starts the updates of an
+// agent_maintenance fire (run fire.RunID; each device's update is its own
+// AgentUpdate workflow) and waits until every one has ended, so the fire
+// holds its sites' lane slots while its updates are active. The run
+// settles as each update finishes; the fire only reads it.
+func runAgentMaintenance(ctx workflow.Context, fire activities.FireInput) error {
+	act := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	var a *activities.ScheduledJobs
+	var requested bool
+	if err := workflow.ExecuteActivity(act, a.RequestAgentMaintenance, fire).Get(ctx, &requested); err != nil || !requested {
+		return err
+	}
+	for {
+		var status string
+		if err := workflow.ExecuteActivity(act, a.JobRunStatus, fire.RunID).Get(ctx, &status); err != nil {
+			return err
+		}
+		if status != "pending" && status != "running" {
+			return nil
+		}
+		if err := workflow.Sleep(ctx, maintenanceRecheck); err != nil {
+			return err
+		}
+	}
 }

@@ -17,8 +17,9 @@ FROM devices d LEFT JOIN device_inventory i ON i.device_guid = d.guid
 WHERE d.guid = @guid AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]));
 
 -- name: AgentUpdateRunInsert :exec
-INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, started_at)
-VALUES (@id, @scheduled_job_id, 'agent_maintenance', @trigger, 'running', @requested_by, @target_count, now());
+INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, scheduled_for, started_at)
+VALUES (@id, @scheduled_job_id, 'agent_maintenance', @trigger, 'running', @requested_by, @target_count,
+    sqlc.narg(scheduled_for), now());
 
 -- name: AgentUpdateResultInsert :exec
 INSERT INTO job_run_results (run_id, device_guid, hostname, site_id, status, operation_id)
@@ -35,12 +36,13 @@ UPDATE job_run_results SET
 WHERE run_id = @run_id AND device_guid = @device_guid;
 
 -- name: AgentUpdateRunSettle :exec
--- A run is running while any result is; then succeeded when all did,
--- else failed.
+-- A run is running while any result is; then succeeded when all did (or
+-- were skipped: a device already updating is reported, not failed), else
+-- failed.
 UPDATE job_runs r SET
     status = CASE
         WHEN EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running')) THEN 'running'
-        WHEN NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status <> 'succeeded') THEN 'succeeded'
+        WHEN NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status NOT IN ('succeeded', 'skipped')) THEN 'succeeded'
         ELSE 'failed' END,
     finished_at = CASE
         WHEN EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running')) THEN NULL

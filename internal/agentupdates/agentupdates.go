@@ -140,10 +140,25 @@ func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor stri
 type Job struct {
 	ScheduledJobID int64
 	Trigger        string
+	// RunID, when set, is a scheduled job's fire: the run is made (or
+	// found) under this ID and each device is requested on its own (see
+	// requestRun).
+	RunID string
+	// ScheduledFor is the fire time of a schedule's fire (nil: a rerun).
+	ScheduledFor *time.Time
+}
+
+// OperationIDFor is the operation of device guid in run runID: derived, so
+// a fire's request retried finds the operation it made.
+func OperationIDFor(runID, guid string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:agent-update:"+runID+":"+guid)).String()
 }
 
 // RequestFor is Request with the run recorded under job.
 func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor string, guids []string, job Job) (Requested, error) {
+	if job.RunID != "" {
+		return s.requestRun(ctx, scope, actor, guids, job)
+	}
 	var out Requested
 	type dev struct {
 		target   devices.OperationTarget

@@ -72,10 +72,16 @@ var standIns = map[string]any{
 		if in.JobID == 0 {
 			return scheduledjobs.FirePlan{Skip: "the job was deleted"}, nil
 		}
+		if in.JobID == 9 {
+			return scheduledjobs.FirePlan{RunID: in.RunID, Kind: scheduledjobs.KindAgentMaintenance, SiteIDs: []int64{1}}, nil
+		}
 		return scheduledjobs.FirePlan{RunID: in.RunID, Kind: scheduledjobs.KindScript, SiteIDs: []int64{2, 1}}, nil
 	},
-	"AcquireSlot":  func(context.Context, activities.SlotInput) error { return nil },
-	"ReleaseSlots": func(context.Context, string) error { return nil },
+	// Job 9 is an agent_maintenance job: its updates are requested and
+	// have ended by the first look (JobRunStatus answers failed).
+	"RequestAgentMaintenance": func(context.Context, activities.FireInput) (bool, error) { return true, nil },
+	"AcquireSlot":             func(context.Context, activities.SlotInput) error { return nil },
+	"ReleaseSlots":            func(context.Context, string) error { return nil },
 	"LoadFlowRun": func(_ context.Context, runID string) (activities.FlowPlan, error) {
 		steps := []flows.Step{{ID: "check", AssemblyID: 1, Condition: flows.CondAlways},
 			{ID: "clean", AssemblyID: 2, Condition: flows.CondOnFailure}, {ID: "report", AssemblyID: 3, Condition: flows.CondOnSuccess}}
@@ -184,6 +190,13 @@ var scenarios = []scenario{
 		id := unique("run")
 		run, err := start(ctx, c, "scheduled-job:7:rerun:"+id, workflows.ScheduledJobFire,
 			workflows.ScheduledJobFireInput{JobID: 7, RunID: id, Trigger: workflows.TriggerRerun, Actor: "admin"})
+		return wait(ctx, run, err)
+	}, false},
+	// An agent_maintenance job's rerun: slot, request, the run has ended.
+	{"scheduled_job_fire_agent_maintenance.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("run")
+		run, err := start(ctx, c, "scheduled-job:9:rerun:"+id, workflows.ScheduledJobFire,
+			workflows.ScheduledJobFireInput{JobID: 9, RunID: id, Trigger: workflows.TriggerRerun, Actor: "admin"})
 		return wait(ctx, run, err)
 	}, false},
 	// A schedule's fire of a job deleted since: skipped.

@@ -73,3 +73,36 @@ func siteSlug(t *testing.T, f *fixture, admin string, site int64) string {
 	t.Fatalf("no site %d", site)
 	return ""
 }
+
+// A run whose workflow could not be started is discarded, so it does not
+// stay pending for ever; a run whose workflow started is kept.
+func TestDiscardRunKeepsOnlyStartedRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "discard")
+	a := f.enrolled(t, admin, site, "discard-01")
+	ctx := context.Background()
+	svc := automation.NewService(f.store, scriptsign.New(f.store, f.engine.cipher), f.engine.devices)
+	newRun := func() automation.Run {
+		run, err := svc.CreateRun(ctx, automation.RunSpec{Kind: automation.RunQuick, Language: "sh", Body: "true", RequestedBy: "admin",
+			Targets: []devices.OperationTarget{{GUID: a.guid, Hostname: "discard-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}})
+		require.NoError(t, err)
+		return run
+	}
+
+	never := newRun()
+	require.Equal(t, 200, f.do(t, "GET", "/api/scripts/quick_run/"+never.ID, admin, nil).Status)
+	require.NoError(t, svc.DiscardRun(ctx, never.ID))
+	require.Equal(t, 404, f.do(t, "GET", "/api/scripts/quick_run/"+never.ID, admin, nil).Status)
+
+	started := newRun()
+	starter := workflows.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
+	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: started.ID}))
+	require.Eventually(t, func() bool {
+		r := f.do(t, "GET", "/api/scripts/quick_run/"+started.ID, admin, nil)
+		return r.Body["started_at"] != nil
+	}, 60*time.Second, 100*time.Millisecond)
+	require.NoError(t, svc.DiscardRun(ctx, started.ID))
+	require.Equal(t, 200, f.do(t, "GET", "/api/scripts/quick_run/"+started.ID, admin, nil).Status)
+}

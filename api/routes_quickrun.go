@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -73,6 +74,11 @@ func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, erro
 		return runIDJSON{}, err
 	}
 	if err := s.Runs.Start(ctx, workflows.JobRunInput{RunID: run.ID}); err != nil {
+		// The operator is told the run was not started; keep no run
+		// that would stay pending with nothing to execute it.
+		if derr := s.Automation.DiscardRun(context.WithoutCancel(ctx), run.ID); derr != nil {
+			s.Log.Error("discard a job run that did not start", "run_id", run.ID, "err", derr)
+		}
 		return runIDJSON{}, err
 	}
 	return runIDJSON{RunID: run.ID}, nil

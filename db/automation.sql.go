@@ -372,6 +372,19 @@ func (q *Queries) JobRunCounts(ctx context.Context, arg JobRunCountsParams) (Job
 	return i, err
 }
 
+const jobRunDiscard = `-- name: JobRunDiscard :execrows
+DELETE FROM job_runs WHERE id = $1 AND status = 'pending' AND started_at IS NULL
+`
+
+// A run whose workflow never started: nothing ran, so nothing is kept.
+func (q *Queries) JobRunDiscard(ctx context.Context, id string) (int64, error) {
+	result, err := q.db.Exec(ctx, jobRunDiscard, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const jobRunDispatchInfo = `-- name: JobRunDispatchInfo :one
 SELECT r.activity_id, r.status, j.run_when_online, j.requested_by, j.language, j.scheduled_job_id,
        COALESCE(a.name, '')::text AS assembly_name, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,

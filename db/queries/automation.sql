@@ -67,6 +67,10 @@ VALUES (@id, sqlc.narg(scheduled_job_id), @kind, @trigger, sqlc.narg(assembly_id
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
 RETURNING *;
 
+-- name: JobRunDiscard :execrows
+-- A run whose workflow never started: nothing ran, so nothing is kept.
+DELETE FROM job_runs WHERE id = @id AND status = 'pending' AND started_at IS NULL;
+
 -- name: JobRunGetByFire :one
 SELECT * FROM job_runs WHERE scheduled_job_id = @scheduled_job_id AND scheduled_for = @scheduled_for;
 

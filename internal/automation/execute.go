@@ -201,6 +201,14 @@ func (s *Service) FinishRun(ctx context.Context, runID string) error {
 	return s.store.JobRunFinish(ctx, runID)
 }
 
+// DiscardRun removes a run whose workflow could not be started, so a
+// refused request leaves no run that stays pending for ever. A run that
+// already started is kept.
+func (s *Service) DiscardRun(ctx context.Context, runID string) error {
+	_, err := s.store.JobRunDiscard(ctx, runID)
+	return err
+}
+
 // RecordOutput stores a running script's output so far (live output).
 func (s *Service) RecordOutput(ctx context.Context, guid string, out proto.ScriptOutput) error {
 	var v cairn.Validation

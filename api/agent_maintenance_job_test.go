@@ -48,7 +48,9 @@ func TestAgentMaintenanceJobFires(t *testing.T) {
 	require.Eventually(t, func() bool {
 		h := f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates", admin, nil)
 		act, ok := h.Body["active"].(map[string]any)
-		if !ok || act["scheduled_job_id"] != float64(id) {
+		// running: the workflow opened the activity row and is sending
+		// the request, as it has before a real agent can answer.
+		if !ok || act["scheduled_job_id"] != float64(id) || act["status"] != "running" {
 			return false
 		}
 		opID = act["operation_id"].(string)
@@ -92,10 +94,18 @@ func TestAgentMaintenanceJobFires(t *testing.T) {
 	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM agent_update_operations WHERE run_id = $1`,
 		got[0].RunID).Scan(&n))
 	require.Equal(t, 1, n, "nothing requested twice")
-	var meta int64
-	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT (metadata->>'scheduled_job_id')::bigint FROM device_activity
-		WHERE device_guid = $1 AND kind = 'agent_update'`, a.guid).Scan(&meta))
-	require.Equal(t, id, meta)
+	// The update's workflow opens its activity row; the run's result can
+	// be recorded before that workflow task has run.
+	require.Eventually(t, func() bool {
+		act := f.do(t, "GET", "/api/device/activity/maint-a", admin, nil)
+		for _, row := range act.Body["activity"].([]any) {
+			m := row.(map[string]any)
+			if meta, ok := m["metadata"].(map[string]any); ok && m["kind"] == "agent_update" {
+				return meta["scheduled_job_id"] == float64(id)
+			}
+		}
+		return false
+	}, 60*time.Second, 100*time.Millisecond, "the update's activity row names the job")
 }
 
 // On an Engine with no agent builds an agent_maintenance fire reports

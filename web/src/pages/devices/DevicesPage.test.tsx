@@ -211,7 +211,9 @@ describe('DevicesPage', () => {
     await user.click(rowOf('web-1').querySelector('input[type="checkbox"]')!);
     await user.click(rowOf('lab-2').querySelector('input[type="checkbox"]')!);
     const bar = await screen.findByRole('group', { name: 'Selected devices' });
-    expect(within(bar).getByTestId('selected-count')).toHaveTextContent('2 selected');
+    // AG Grid reports a selection change after its own render pass, so the
+    // bar can show the first click's count for a moment: wait for the second.
+    await waitFor(() => expect(within(bar).getByTestId('selected-count')).toHaveTextContent('2 selected'));
 
     await user.click(within(bar).getByRole('button', { name: 'Update agents' }));
     const dialog = await screen.findByRole('dialog', { name: 'Update 2 agents?' });

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
+	"github.com/cairn-rmm/cairn/internal/software"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -106,6 +107,9 @@ var statusByCode = map[string]int{
 	// Automation (docs/api.md "Automation: scheduled jobs").
 	scheduledjobs.ECodeJobDisabled: http.StatusConflict,
 	flows.ECodeInUse:               http.StatusConflict,
+
+	// Software rules (docs/api.md "Software audit").
+	software.ECodeUninstallBlocked: http.StatusConflict,
 }
 
 type errorBody struct {

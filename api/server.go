@@ -193,6 +193,7 @@ func New(d Deps) *Server {
 		s.agentUpdateRoutes(),
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
+		s.softwareRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

@@ -70,9 +70,9 @@ func pkg(name, version, publisher string) proto.Software {
 }
 
 type variant struct {
-	Site                               int64
+	Site                              int64
 	NameKey, Version, Name, Publisher string
-	Count                              int64
+	Count                             int64
 }
 
 // requireExact compares both aggregates with a GROUP BY over

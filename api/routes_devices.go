@@ -136,9 +136,11 @@ func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
 		out[i], guids[i] = newDeviceJSON(d), d.GUID
 	}
 	// Sparse decoded metadata values of the page: one query.
-	values, err := s.Metadata.SparseValues(r.Context(), guids)
-	if err != nil {
-		return nil, err
+	values := map[string]map[string]string{}
+	if s.Metadata != nil {
+		if values, err = s.Metadata.SparseValues(r.Context(), guids); err != nil {
+			return nil, err
+		}
 	}
 	for i := range out {
 		if m := values[out[i].GUID]; m != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
@@ -111,6 +112,8 @@ var statusByCode = map[string]int{
 
 	// Software rules (docs/api.md "Software audit").
 	software.ECodeUninstallBlocked: http.StatusConflict,
+	// Device filters (docs/api.md "Device filters and saved views").
+	devicefilters.ECodeFilterInUse: http.StatusConflict,
 	// Metadata fields (docs/api.md "Metadata fields").
 	metadata.ECodeReservedField: http.StatusConflict,
 }

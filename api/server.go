@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/directory"
@@ -149,6 +150,9 @@ type Deps struct {
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
 	Runs       workflows.JobRunStarter
+	// DeviceFilters evaluates device filters and keeps saved filters and
+	// device-list views.
+	DeviceFilters *devicefilters.Service
 	// Metadata is the metadata fields (definitions, values, agent sync).
 	Metadata *metadata.Service
 }
@@ -197,6 +201,7 @@ func New(d Deps) *Server {
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
 		s.softwareRoutes(),
+		s.deviceFilterRoutes(), s.deviceViewRoutes(),
 		s.metadataRoutes(),
 	}
 	if d.AgentOnly {

@@ -5,6 +5,7 @@
 package db
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -189,6 +190,7 @@ type Device struct {
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
 	AgentBuildID    string
+	AgentVersionKey []pgtype.Numeric
 }
 
 type DeviceActivity struct {
@@ -203,6 +205,11 @@ type DeviceActivity struct {
 	Metadata   []byte
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+}
+
+type DeviceAddress struct {
+	DeviceGuid string
+	Address    netip.Addr
 }
 
 type DeviceApproval struct {
@@ -225,6 +232,17 @@ type DeviceApproval struct {
 	DeviceGuid       *string
 }
 
+type DeviceFilter struct {
+	ID          int64
+	Name        string
+	Description string
+	Tree        []byte
+	CreatedBy   string
+	UpdatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 type DeviceInventory struct {
 	DeviceGuid   string
 	Hash         string
@@ -240,6 +258,21 @@ type DeviceInventory struct {
 	PartHashes   []byte
 	CollectedAt  *time.Time
 	UpdatedAt    time.Time
+	OsVersionKey []pgtype.Numeric
+}
+
+type DeviceListView struct {
+	ID            int64
+	OwnerID       int64
+	Name          string
+	Columns       []string
+	SortColumn    *string
+	SortDirection *string
+	FilterID      *int64
+	Tree          []byte
+	Shared        bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 type DeviceMetadataSync struct {
@@ -307,6 +340,7 @@ type DeviceSoftware struct {
 	Name       string
 	Version    string
 	Publisher  string
+	VersionKey []pgtype.Numeric
 	SiteID     int64
 }
 

@@ -127,9 +127,10 @@ func setColumn(up *db.DeviceInventoryUpsertParams, p inventory.Part) {
 }
 
 // storeRows writes what lives outside device_inventory for the changed
-// collections: the operating system on the device, software in the form
-// filters match on (with the device's site, which the software audit's
-// aggregate is kept per), and patch rows, each replaced whole with COPY.
+// collections: the operating system on the device, software (with the
+// device's site, which the software audit's aggregate is kept per) and IP
+// addresses in the form filters match on, and patch rows, each replaced
+// whole with COPY.
 func storeRows(ctx context.Context, q *db.Queries, guid string, siteID int64, inv inventory.Normalized, changed []string) error {
 	if slices.Contains(changed, inventory.PartOS) {
 		name := cmp.Or(inv.OS.Name, strings.TrimSpace(inv.OS.Family+" "+inv.OS.Version))
@@ -147,6 +148,19 @@ func storeRows(ctx context.Context, q *db.Queries, guid string, siteID int64, in
 				Name: sw.Name, Version: sw.Version, Publisher: sw.Publisher}
 		}
 		if _, err := q.DeviceSoftwareInsert(ctx, rows); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(changed, inventory.PartNetwork) {
+		if err := q.DeviceAddressDelete(ctx, guid); err != nil {
+			return err
+		}
+		addrs := inventory.Addresses(inv.Network)
+		rows := make([]db.DeviceAddressInsertParams, len(addrs))
+		for i, a := range addrs {
+			rows[i] = db.DeviceAddressInsertParams{DeviceGuid: guid, Address: a}
+		}
+		if _, err := q.DeviceAddressInsert(ctx, rows); err != nil {
 			return err
 		}
 	}

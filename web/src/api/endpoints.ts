@@ -366,3 +366,74 @@ export const agentUpdates = {
   updateMany: (guids: string[]) =>
     api<AgentMaintenanceResult>('/api/devices/agent-maintenance', { body: { action: 'update_now', guids } }),
 };
+
+// Issue 9, console pages: metadata fields and the software audit (docs/api.md
+// "Metadata fields", "Software audit").
+import type {
+  Device as AuditDevice,
+  DeviceMetadataField,
+  MetadataFieldDefinition,
+  MetadataFieldDefinitions,
+  SoftwareAuditPage,
+  SoftwareAuditSort,
+} from './types';
+
+export const metadataFields = {
+  definitions: () =>
+    api<MetadataFieldDefinitions>('/api/metadata_fields').then((r) => ({ ...r, fields: r.fields ?? [] })),
+  /** Admin; reserved numbers answer 409 reserved_metadata_field. */
+  rename: (fieldNumber: number, description: string) =>
+    api<MetadataFieldDefinition>(`/api/metadata_fields/${fieldNumber}`, { method: 'PUT', body: { description } }),
+  forDevice: (guid: string) =>
+    api<{ fields: DeviceMetadataField[] | null }>(`/api/devices/${encodeURIComponent(guid)}/metadata_fields`).then(
+      (r) => r.fields ?? [],
+    ),
+  /** A blank value clears the field. */
+  setValue: (guid: string, fieldNumber: number, value: string) =>
+    api<DeviceMetadataField>(`/api/devices/${encodeURIComponent(guid)}/metadata_fields/${fieldNumber}`, {
+      method: 'PUT',
+      body: { value },
+    }),
+};
+
+export interface SoftwareAuditQuery {
+  q?: string;
+  limit: number;
+  offset: number;
+  sort: SoftwareAuditSort;
+}
+
+/** A software row as the override and blocklist routes name it. */
+export interface SoftwareRowRef {
+  name: string;
+  version: string;
+}
+
+const softwareRulePath = (hostname: string, rule: string) =>
+  `/api/device/software/${encodeURIComponent(hostname)}/${rule}`;
+
+export const software = {
+  audit: ({ q, limit, offset, sort }: SoftwareAuditQuery) => {
+    const p = new URLSearchParams({ limit: String(limit), offset: String(offset), sort });
+    if (q?.trim()) p.set('q', q.trim());
+    return api<SoftwareAuditPage>(`/api/software/audit?${p.toString()}`);
+  },
+  iconUrl: (iconHash: string) => `/api/device/software/icon/${encodeURIComponent(iconHash)}`,
+  /**
+   * The override routes take a device that has the row ("the selected row");
+   * from the audit that is any visible device with this name and version.
+   */
+  deviceWith: (filter: unknown) =>
+    api<{ devices: AuditDevice[] | null }>(
+      `/api/devices?${new URLSearchParams({ limit: '1', filter: JSON.stringify(filter) }).toString()}`,
+    ).then((r) => r.devices?.[0] ?? null),
+  /** `icon` is the image's bytes in base64. */
+  iconOverride: (hostname: string, row: SoftwareRowRef, icon: string, contentType: string) =>
+    api<unknown>(softwareRulePath(hostname, 'icon-override'), { body: { ...row, icon, content_type: contentType } }),
+  uninstallOverride: (hostname: string, row: SoftwareRowRef, command: string) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-override'), { body: { ...row, command } }),
+  block: (hostname: string, row: SoftwareRowRef) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-block'), { body: row }),
+  unblock: (hostname: string, row: SoftwareRowRef) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-unblock'), { body: row }),
+};

@@ -1,0 +1,401 @@
+// The Software page (/software): the software audit across the devices the
+// operator can see (GET /api/software/audit), paged, searched and sorted by
+// the Engine. A row's device count drills down to the Devices page with a
+// draft filter; its menu sets the global icon and uninstall rules.
+import { useEffect, useState } from 'react';
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useNavigate } from 'react-router';
+import Box from '@mui/material/Box';
+import Button from '@mui/material/Button';
+import Chip from '@mui/material/Chip';
+import Dialog from '@mui/material/Dialog';
+import DialogActions from '@mui/material/DialogActions';
+import DialogContent from '@mui/material/DialogContent';
+import DialogContentText from '@mui/material/DialogContentText';
+import DialogTitle from '@mui/material/DialogTitle';
+import IconButton from '@mui/material/IconButton';
+import InputAdornment from '@mui/material/InputAdornment';
+import LinearProgress from '@mui/material/LinearProgress';
+import Menu from '@mui/material/Menu';
+import MenuItem from '@mui/material/MenuItem';
+import Paper from '@mui/material/Paper';
+import Table from '@mui/material/Table';
+import TableBody from '@mui/material/TableBody';
+import TableCell from '@mui/material/TableCell';
+import TableContainer from '@mui/material/TableContainer';
+import TableHead from '@mui/material/TableHead';
+import TablePagination from '@mui/material/TablePagination';
+import TableRow from '@mui/material/TableRow';
+import TableSortLabel from '@mui/material/TableSortLabel';
+import TextField from '@mui/material/TextField';
+import Tooltip from '@mui/material/Tooltip';
+import Typography from '@mui/material/Typography';
+import AppsIcon from '@mui/icons-material/Apps';
+import MoreVertIcon from '@mui/icons-material/MoreVert';
+import RefreshIcon from '@mui/icons-material/Refresh';
+import SearchIcon from '@mui/icons-material/Search';
+import { software as softwareApi, type SoftwareRowRef } from '../../api/endpoints';
+import type { SoftwareAuditRow, SoftwareAuditSort } from '../../api/types';
+import { PageHeader } from '../../components/ComingSoon';
+import { ErrorAlert } from '../../components/ErrorAlert';
+import { fieldError } from '../../components/errors';
+import { useNotify } from '../../toasts/notify';
+
+export const SOFTWARE_AUDIT_QUERY = 'software-audit';
+const PAGE_SIZES = [25, 50, 100, 250, 500];
+/** Typing settles this long before the Engine is asked. */
+const SEARCH_DEBOUNCE_MS = 300;
+
+/** The contract's filter tree for "devices with this row": the name, and the version when there is one. */
+export function softwareFilter(row: SoftwareRowRef) {
+  return {
+    match: 'all',
+    conditions: [
+      row.version
+        ? { field: 'software', key: row.name, op: 'version_eq', value: row.version }
+        : { field: 'software', key: row.name, op: 'installed' },
+    ],
+  };
+}
+
+/** The Devices page with the row's draft filter (it reads `filter` from the URL). */
+export function devicesWithPath(row: SoftwareRowRef): string {
+  return `/devices?${new URLSearchParams({ filter: JSON.stringify(softwareFilter(row)) }).toString()}`;
+}
+
+function useDebounced<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const t = window.setTimeout(() => setSettled(value), ms);
+    return () => window.clearTimeout(t);
+  }, [value, ms]);
+  return settled;
+}
+
+type Action = 'icon' | 'uninstall-override' | 'block' | 'unblock';
+
+const rowLabel = (r: SoftwareRowRef) => (r.version ? `${r.name} ${r.version}` : r.name);
+
+export default function SoftwarePage() {
+  const navigate = useNavigate();
+  const [search, setSearch] = useState('');
+  const q = useDebounced(search.trim(), SEARCH_DEBOUNCE_MS);
+  const [sort, setSort] = useState<SoftwareAuditSort>('name');
+  const [page, setPage] = useState(0);
+  const [pageSize, setPageSize] = useState(100);
+  const [menu, setMenu] = useState<{ anchor: HTMLElement; row: SoftwareAuditRow } | null>(null);
+  const [action, setAction] = useState<{ kind: Action; row: SoftwareAuditRow } | null>(null);
+
+  // A new search starts at the first page.
+  useEffect(() => setPage(0), [q]);
+
+  const params = { q, limit: pageSize, offset: page * pageSize, sort };
+  const query = useQuery({
+    queryKey: [SOFTWARE_AUDIT_QUERY, params],
+    queryFn: () => softwareApi.audit(params),
+    placeholderData: keepPreviousData,
+  });
+  const rows = query.data?.software ?? [];
+  const total = query.data?.total ?? 0;
+
+  const sortBy = (column: 'name' | 'device_count') => {
+    setPage(0);
+    setSort((s) => {
+      if (column === 'name') return s === 'name' ? '-name' : 'name';
+      // Most installed first on the first click.
+      return s === '-device_count' ? 'device_count' : '-device_count';
+    });
+  };
+  const nameDir = sort === 'name' ? 'asc' : sort === '-name' ? 'desc' : false;
+  const countDir = sort === 'device_count' ? 'asc' : sort === '-device_count' ? 'desc' : false;
+
+  return (
+    <Box>
+      <PageHeader
+        title="Software"
+        subtitle="Software installed on the devices you can see, by name and version. Counts are devices; open a count to list them."
+        actions={
+          <Tooltip title="Refresh">
+            <span>
+              <IconButton aria-label="Refresh software" onClick={() => void query.refetch()} disabled={query.isFetching}>
+                <RefreshIcon />
+              </IconButton>
+            </span>
+          </Tooltip>
+        }
+      />
+      <Box sx={{ display: 'flex', alignItems: 'center', gap: 2, mb: 1.25, flexWrap: 'wrap' }}>
+        <TextField
+          type="search"
+          label="Search software"
+          value={search}
+          onChange={(e) => setSearch(e.target.value)}
+          sx={{ minWidth: 300 }}
+          slotProps={{
+            input: {
+              startAdornment: (
+                <InputAdornment position="start">
+                  <SearchIcon fontSize="small" />
+                </InputAdornment>
+              ),
+            },
+          }}
+        />
+        {query.data && (
+          <Typography variant="body2" color="text.secondary" data-testid="software-total">
+            {total} {total === 1 ? 'row' : 'rows'}
+            {q ? ` matching “${q}”` : ''}
+          </Typography>
+        )}
+      </Box>
+      {query.isError && <ErrorAlert error={query.error} />}
+      <Paper variant="outlined">
+        <Box sx={{ height: 4 }}>{query.isFetching && <LinearProgress aria-label="Loading software" />}</Box>
+        <TableContainer sx={{ maxHeight: 640 }}>
+          <Table size="small" stickyHeader aria-label="Software audit">
+            <TableHead>
+              <TableRow>
+                <TableCell sx={{ width: 40 }} />
+                <TableCell sortDirection={nameDir}>
+                  <TableSortLabel active={nameDir !== false} direction={nameDir || 'asc'} onClick={() => sortBy('name')}>
+                    Name
+                  </TableSortLabel>
+                </TableCell>
+                <TableCell>Version</TableCell>
+                <TableCell>Publisher</TableCell>
+                <TableCell align="right" sortDirection={countDir}>
+                  <TableSortLabel
+                    active={countDir !== false}
+                    direction={countDir || 'desc'}
+                    onClick={() => sortBy('device_count')}
+                  >
+                    Devices
+                  </TableSortLabel>
+                </TableCell>
+                <TableCell>Uninstall</TableCell>
+                <TableCell sx={{ width: 56 }} />
+              </TableRow>
+            </TableHead>
+            <TableBody>
+              {rows.map((r) => (
+                <TableRow key={`${r.name}\u0000${r.version}`} hover data-testid="software-row">
+                  <TableCell>
+                    {r.icon_hash ? (
+                      <Box component="img" src={softwareApi.iconUrl(r.icon_hash)} alt="" sx={{ width: 20, height: 20, display: 'block' }} />
+                    ) : (
+                      <AppsIcon fontSize="small" color="disabled" />
+                    )}
+                  </TableCell>
+                  <TableCell sx={{ fontWeight: 500 }}>{r.name}</TableCell>
+                  <TableCell sx={{ fontFamily: 'monospace', fontSize: 12.5 }}>{r.version || '—'}</TableCell>
+                  <TableCell>{r.publisher || '—'}</TableCell>
+                  <TableCell align="right">
+                    <Tooltip title="List these devices">
+                      <Button
+                        size="small"
+                        aria-label={`Devices with ${rowLabel(r)}`}
+                        onClick={() => navigate(devicesWithPath(r))}
+                        sx={{ minWidth: 0 }}
+                      >
+                        {r.device_count}
+                      </Button>
+                    </Tooltip>
+                  </TableCell>
+                  <TableCell>
+                    <Box sx={{ display: 'flex', gap: 0.5 }}>
+                      {r.uninstall_blocked && <Chip size="small" color="error" variant="outlined" label="Blocked" />}
+                      {r.uninstall_override && <Chip size="small" variant="outlined" label="Custom command" />}
+                    </Box>
+                  </TableCell>
+                  <TableCell>
+                    <IconButton
+                      size="small"
+                      aria-label={`Actions for ${rowLabel(r)}`}
+                      onClick={(e) => setMenu({ anchor: e.currentTarget, row: r })}
+                    >
+                      <MoreVertIcon fontSize="small" />
+                    </IconButton>
+                  </TableCell>
+                </TableRow>
+              ))}
+              {query.data && rows.length === 0 && (
+                <TableRow>
+                  <TableCell colSpan={7} sx={{ color: 'text.secondary', py: 3, textAlign: 'center' }}>
+                    {q ? 'No software matches the search.' : 'No software inventory from your devices yet.'}
+                  </TableCell>
+                </TableRow>
+              )}
+            </TableBody>
+          </Table>
+        </TableContainer>
+        <TablePagination
+          component="div"
+          count={total}
+          page={total === 0 ? 0 : Math.min(page, Math.max(0, Math.ceil(total / pageSize) - 1))}
+          onPageChange={(_, p) => setPage(p)}
+          rowsPerPage={pageSize}
+          rowsPerPageOptions={PAGE_SIZES}
+          onRowsPerPageChange={(e) => {
+            setPageSize(Number(e.target.value));
+            setPage(0);
+          }}
+        />
+      </Paper>
+      <Menu anchorEl={menu?.anchor} open={menu !== null} onClose={() => setMenu(null)}>
+        {menu && [
+          <MenuItem key="icon" onClick={() => pick('icon')}>
+            Set icon…
+          </MenuItem>,
+          <MenuItem key="override" onClick={() => pick('uninstall-override')}>
+            Set uninstall command…
+          </MenuItem>,
+          menu.row.uninstall_blocked ? (
+            <MenuItem key="unblock" onClick={() => pick('unblock')}>
+              Allow uninstall
+            </MenuItem>
+          ) : (
+            <MenuItem key="block" onClick={() => pick('block')}>
+              Block uninstall
+            </MenuItem>
+          ),
+        ]}
+      </Menu>
+      {action && <ActionDialog kind={action.kind} row={action.row} onClose={() => setAction(null)} />}
+    </Box>
+  );
+
+  function pick(kind: Action) {
+    if (menu) setAction({ kind, row: menu.row });
+    setMenu(null);
+  }
+}
+
+const TITLES: Record<Action, string> = {
+  icon: 'Set the icon of',
+  'uninstall-override': 'Set the uninstall command of',
+  block: 'Block uninstalling',
+  unblock: 'Allow uninstalling',
+};
+
+const DONE: Record<Action, string> = {
+  icon: 'Icon set',
+  'uninstall-override': 'Uninstall command set',
+  block: 'Uninstall blocked',
+  unblock: 'Uninstall allowed',
+};
+
+function readBase64(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result ?? '');
+      resolve(url.slice(url.indexOf(',') + 1));
+    };
+    reader.onerror = () => reject(reader.error ?? new Error('the file could not be read'));
+    reader.readAsDataURL(file);
+  });
+}
+
+/** One override or blocklist action; the rule is global, sent through a visible device that has the row. */
+function ActionDialog({ kind, row, onClose }: { kind: Action; row: SoftwareAuditRow; onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const notify = useNotify();
+  const [file, setFile] = useState<File | null>(null);
+  const [command, setCommand] = useState('');
+  const ref: SoftwareRowRef = { name: row.name, version: row.version };
+
+  const mutation = useMutation({
+    mutationFn: async () => {
+      const device = await softwareApi.deviceWith(softwareFilter(ref));
+      if (!device) throw new Error(`No device you can see has ${rowLabel(ref)} any more.`);
+      switch (kind) {
+        case 'icon':
+          return softwareApi.iconOverride(device.hostname, ref, await readBase64(file!), file!.type || 'application/octet-stream');
+        case 'uninstall-override':
+          return softwareApi.uninstallOverride(device.hostname, ref, command.trim());
+        case 'block':
+          return softwareApi.block(device.hostname, ref);
+        case 'unblock':
+          return softwareApi.unblock(device.hostname, ref);
+      }
+    },
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: [SOFTWARE_AUDIT_QUERY] });
+      notify({ title: DONE[kind], message: `For ${rowLabel(ref)} on every device.`, icon: 'info' });
+      onClose();
+    },
+  });
+
+  const ready = kind === 'icon' ? file !== null : kind === 'uninstall-override' ? command.trim() !== '' : true;
+  const shownFields = kind === 'icon' ? ['icon'] : kind === 'uninstall-override' ? ['command'] : [];
+
+  return (
+    <Dialog open onClose={mutation.isPending ? undefined : onClose} fullWidth maxWidth="sm" aria-labelledby="software-action-title">
+      <DialogTitle id="software-action-title">
+        {TITLES[kind]} {rowLabel(ref)}
+      </DialogTitle>
+      <DialogContent>
+        <ErrorAlert error={mutation.error} fields={shownFields} />
+        {kind === 'icon' && (
+          <>
+            <DialogContentText sx={{ fontSize: 14, mb: 1.5 }}>
+              The image replaces the icon of this software on every device, and the devices that have it refresh their software
+              inventory.
+            </DialogContentText>
+            <Button variant="outlined" component="label">
+              Choose image…
+              <input
+                hidden
+                type="file"
+                accept="image/png,image/svg+xml,image/x-icon,image/jpeg,image/webp"
+                aria-label="Icon image"
+                onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+              />
+            </Button>
+            <Typography variant="body2" sx={{ mt: 1 }} color={fieldError(mutation.error, 'icon') ? 'error' : 'text.secondary'}>
+              {fieldError(mutation.error, 'icon') ?? (file ? `${file.name} (${file.size} bytes)` : 'No image chosen.')}
+            </Typography>
+          </>
+        )}
+        {kind === 'uninstall-override' && (
+          <TextField
+            autoFocus
+            fullWidth
+            multiline
+            minRows={2}
+            label="Uninstall command"
+            value={command}
+            onChange={(e) => setCommand(e.target.value)}
+            error={Boolean(fieldError(mutation.error, 'command'))}
+            helperText={
+              fieldError(mutation.error, 'command') ??
+              'Runs instead of the uninstaller the software registers, when an operator uninstalls it from a device.'
+            }
+            sx={{ mt: 1, '& textarea': { fontFamily: 'monospace' } }}
+          />
+        )}
+        {kind === 'block' && (
+          <DialogContentText sx={{ fontSize: 14 }}>
+            Nobody can uninstall {rowLabel(ref)} from any device until it is allowed again.
+          </DialogContentText>
+        )}
+        {kind === 'unblock' && (
+          <DialogContentText sx={{ fontSize: 14 }}>Operators can uninstall {rowLabel(ref)} from devices again.</DialogContentText>
+        )}
+      </DialogContent>
+      <DialogActions>
+        <Button onClick={onClose} disabled={mutation.isPending}>
+          Cancel
+        </Button>
+        <Button
+          variant="contained"
+          color={kind === 'block' ? 'error' : 'primary'}
+          disabled={!ready || mutation.isPending}
+          onClick={() => mutation.mutate()}
+        >
+          {mutation.isPending ? 'Saving…' : kind === 'block' ? 'Block' : kind === 'unblock' ? 'Allow' : 'Save'}
+        </Button>
+      </DialogActions>
+    </Dialog>
+  );
+}

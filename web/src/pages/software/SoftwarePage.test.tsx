@@ -1,0 +1,217 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { Route, Routes, useLocation } from 'react-router';
+import type { SoftwareAuditRow } from '../../api/types';
+import { SessionContext } from '../../auth/session';
+import { fill } from '../../test/codeEditor';
+import { ADMIN, fakeEngine, validationFailed, type RecordedCall } from '../../test/fakeEngine';
+import { renderWithProviders } from '../../test/render';
+import { WithToasts } from '../../test/toasts';
+import { device } from '../devices/fixtures';
+import SoftwarePage, { devicesWithPath, softwareFilter } from './SoftwarePage';
+
+function Probe() {
+  const location = useLocation();
+  return <div data-testid="location">{location.pathname + location.search}</div>;
+}
+
+function renderPage() {
+  return renderWithProviders(
+    <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
+      <WithToasts>
+        <Routes>
+          <Route path="/software" element={<SoftwarePage />} />
+          <Route path="/devices" element={<div data-testid="devices-page" />} />
+        </Routes>
+        <Probe />
+      </WithToasts>
+    </SessionContext.Provider>,
+    { route: '/software' },
+  );
+}
+
+const row = (name: string, version: string, extra: Partial<SoftwareAuditRow> = {}): SoftwareAuditRow => ({
+  name,
+  version,
+  publisher: 'Example Corp',
+  device_count: 3,
+  icon_hash: null,
+  uninstall_blocked: false,
+  uninstall_override: false,
+  ...extra,
+});
+
+const ROWS = [
+  row('7-Zip', '23.01', { device_count: 41, icon_hash: 'abc123', publisher: 'Igor Pavlov' }),
+  row('nginx', '1.22.1-9', { device_count: 12, uninstall_blocked: true }),
+  row('openssl', '', { device_count: 1, uninstall_override: true }),
+];
+
+/** The audit answers ROWS for any query, with `total` as given. */
+function engine(total = ROWS.length, extra: Record<string, unknown> = {}) {
+  return fakeEngine({
+    'GET /api/software/audit': { body: { software: ROWS, total } },
+    'GET /api/devices': { body: { devices: [device('web-1')], total: 1, limit: 1, offset: 0, online_window_seconds: 90 } },
+    ...(extra as Record<string, never>),
+  });
+}
+
+const auditCalls = (fake: ReturnType<typeof engine>) =>
+  fake.callsTo('GET', '/api/software/audit').map((c) => Object.fromEntries(c.query.entries()));
+const rowOf = (text: string) => screen.getByText(text).closest('tr') as HTMLElement;
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe('softwareFilter', () => {
+  it('matches the name and version, or the name alone', () => {
+    expect(softwareFilter({ name: 'nginx', version: '1.22' })).toEqual({
+      match: 'all',
+      conditions: [{ field: 'software', key: 'nginx', op: 'version_eq', value: '1.22' }],
+    });
+    expect(softwareFilter({ name: 'openssl', version: '' }).conditions).toEqual([
+      { field: 'software', key: 'openssl', op: 'installed' },
+    ]);
+  });
+});
+
+describe('SoftwarePage', () => {
+  it('shows the audit with icons, counts and uninstall rules', async () => {
+    const fake = engine();
+    renderPage();
+    expect(await screen.findByTestId('software-total')).toHaveTextContent('3 rows');
+    expect(screen.getAllByTestId('software-row')).toHaveLength(3);
+    const zip = rowOf('7-Zip');
+    expect(zip).toHaveTextContent('23.01');
+    expect(zip).toHaveTextContent('Igor Pavlov');
+    expect(within(zip).getByRole('button', { name: 'Devices with 7-Zip 23.01' })).toHaveTextContent('41');
+    expect(zip.querySelector('img')).toHaveAttribute('src', '/api/device/software/icon/abc123');
+    expect(within(rowOf('nginx')).getByText('Blocked')).toBeInTheDocument();
+    expect(within(rowOf('openssl')).getByText('Custom command')).toBeInTheDocument();
+    expect(auditCalls(fake)[0]).toEqual({ limit: '100', offset: '0', sort: 'name' });
+  });
+
+  it('searches, sorts and pages on the Engine', async () => {
+    const user = userEvent.setup({ delay: null });
+    const fake = engine(250);
+    renderPage();
+    await screen.findByTestId('software-total');
+
+    await user.click(screen.getByRole('button', { name: 'Go to next page' }));
+    await waitFor(() => expect(auditCalls(fake).at(-1)).toEqual({ limit: '100', offset: '100', sort: 'name' }));
+
+    await user.click(screen.getByRole('button', { name: 'Name' }));
+    await waitFor(() => expect(auditCalls(fake).at(-1)).toEqual({ limit: '100', offset: '0', sort: '-name' }));
+    await user.click(screen.getByRole('button', { name: 'Devices' }));
+    await waitFor(() => expect(auditCalls(fake).at(-1)).toEqual({ limit: '100', offset: '0', sort: '-device_count' }));
+    await user.click(screen.getByRole('button', { name: 'Devices' }));
+    await waitFor(() => expect(auditCalls(fake).at(-1)).toEqual({ limit: '100', offset: '0', sort: 'device_count' }));
+
+    await fill(user, screen.getByRole('searchbox', { name: 'Search software' }), ' zip ');
+    await waitFor(() =>
+      expect(auditCalls(fake).at(-1)).toEqual({ limit: '100', offset: '0', sort: 'device_count', q: 'zip' }),
+    );
+    expect(await screen.findByTestId('software-total')).toHaveTextContent('250 rows matching “zip”');
+    // Typing settles before the Engine is asked: no request per key.
+    expect(auditCalls(fake).filter((c) => c.q && c.q !== 'zip')).toEqual([]);
+  });
+
+  it('drills down to the devices with a row through a draft filter in the URL', async () => {
+    const user = userEvent.setup({ delay: null });
+    engine();
+    renderPage();
+    await user.click(await screen.findByRole('button', { name: 'Devices with nginx 1.22.1-9' }));
+    await screen.findByTestId('devices-page');
+    const url = new URL(screen.getByTestId('location').textContent!, 'http://console.test');
+    expect(url.pathname).toBe('/devices');
+    expect(JSON.parse(url.searchParams.get('filter')!)).toEqual({
+      match: 'all',
+      conditions: [{ field: 'software', key: 'nginx', op: 'version_eq', value: '1.22.1-9' }],
+    });
+    expect(devicesWithPath({ name: 'a b&c', version: '' })).toBe(
+      `/devices?filter=${encodeURIComponent(JSON.stringify(softwareFilter({ name: 'a b&c', version: '' }))).replace(/%20/g, '+')}`,
+    );
+  });
+
+  it('blocks and allows uninstalling through a device that has the row', async () => {
+    const user = userEvent.setup({ delay: null });
+    const fake = engine(3, {
+      'POST /api/device/software/web-1/uninstall-block': { body: {} },
+      'POST /api/device/software/web-1/uninstall-unblock': { body: {} },
+    });
+    renderPage();
+    await user.click(await screen.findByRole('button', { name: 'Actions for 7-Zip 23.01' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Block uninstall' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Block uninstalling 7-Zip 23.01' });
+    const before = fake.callsTo('GET', '/api/software/audit').length;
+    await user.click(within(dialog).getByRole('button', { name: 'Block' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+
+    const lookup = fake.callsTo('GET', '/api/devices')[0];
+    expect(lookup.query.get('limit')).toBe('1');
+    expect(JSON.parse(lookup.query.get('filter')!)).toEqual(softwareFilter({ name: '7-Zip', version: '23.01' }));
+    expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-block').map((c) => c.body)).toEqual([
+      { name: '7-Zip', version: '23.01' },
+    ]);
+    await waitFor(() => expect(fake.callsTo('GET', '/api/software/audit').length).toBeGreaterThan(before));
+    expect(await screen.findByText('Uninstall blocked')).toBeInTheDocument();
+
+    await user.click(screen.getByRole('button', { name: 'Actions for nginx 1.22.1-9' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Allow uninstall' }));
+    await user.click(within(await screen.findByRole('dialog')).getByRole('button', { name: 'Allow' }));
+    await waitFor(() =>
+      expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-unblock').map((c) => c.body)).toEqual([
+        { name: 'nginx', version: '1.22.1-9' },
+      ]),
+    );
+  });
+
+  it('sets an uninstall command and shows the API field error', async () => {
+    const user = userEvent.setup({ delay: null });
+    const replies = [validationFailed({ command: 'must not be longer than 4096 characters' }), { body: {} }];
+    const fake = engine(3, { 'POST /api/device/software/web-1/uninstall-override': replies });
+    renderPage();
+    await user.click(await screen.findByRole('button', { name: 'Actions for openssl' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Set uninstall command…' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Set the uninstall command of openssl' });
+    const save = within(dialog).getByRole('button', { name: 'Save' });
+    expect(save).toBeDisabled();
+    await fill(user, within(dialog).getByRole('textbox', { name: 'Uninstall command' }), 'apt-get remove -y openssl');
+    await user.click(save);
+    expect(await within(dialog).findByText('must not be longer than 4096 characters')).toBeInTheDocument();
+    await user.click(within(dialog).getByRole('button', { name: 'Save' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-override').map((c) => c.body)).toEqual([
+      { name: 'openssl', version: '', command: 'apt-get remove -y openssl' },
+      { name: 'openssl', version: '', command: 'apt-get remove -y openssl' },
+    ]);
+  });
+
+  it('uploads an icon as base64', async () => {
+    const user = userEvent.setup({ delay: null });
+    const fake = engine(3, { 'POST /api/device/software/web-1/icon-override': (c: RecordedCall) => ({ body: c.body }) });
+    renderPage();
+    await user.click(await screen.findByRole('button', { name: 'Actions for 7-Zip 23.01' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Set icon…' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Set the icon of 7-Zip 23.01' });
+    await user.upload(within(dialog).getByLabelText('Icon image'), new File(['PNGDATA'], 'zip.png', { type: 'image/png' }));
+    expect(dialog).toHaveTextContent('zip.png (7 bytes)');
+    await user.click(within(dialog).getByRole('button', { name: 'Save' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(fake.callsTo('POST', '/api/device/software/web-1/icon-override').map((c) => c.body)).toEqual([
+      { name: '7-Zip', version: '23.01', icon: btoa('PNGDATA'), content_type: 'image/png' },
+    ]);
+  });
+
+  it('says so when no visible device has the row any more', async () => {
+    const user = userEvent.setup({ delay: null });
+    const fake = engine(3, { 'GET /api/devices': { body: { devices: [], total: 0 } } });
+    renderPage();
+    await user.click(await screen.findByRole('button', { name: 'Actions for nginx 1.22.1-9' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Allow uninstall' }));
+    const dialog = await screen.findByRole('dialog');
+    await user.click(within(dialog).getByRole('button', { name: 'Allow' }));
+    expect(await within(dialog).findByTestId('error-alert')).toHaveTextContent('No device you can see has nginx 1.22.1-9 any more.');
+    expect(fake.calls.filter((c) => c.method === 'POST')).toEqual([]);
+  });
+});

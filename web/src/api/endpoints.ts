@@ -403,11 +403,21 @@ export interface SoftwareAuditQuery {
   sort: SoftwareAuditSort;
 }
 
-/** A software row as the override and blocklist routes name it. */
+/**
+ * The software a rule is made from (docs/api.md "Software audit"): a name the
+ * device has, and a version to make the rule that version's only (absent:
+ * every version).
+ */
 export interface SoftwareRowRef {
   name: string;
-  version: string;
+  version?: string;
 }
+
+/** Exactly one of: an uploaded image (base64), an icon resource on the endpoint, no icon, or removing the rule. */
+export type IconOverrideInput = { icon: string } | { display_icon: string } | { clear_icon: true } | { remove: true };
+
+/** The uninstaller to run instead of the endpoint's own, or removing the rule. */
+export type UninstallOverrideInput = { executable: string; arguments: string } | { remove: true };
 
 const softwareRulePath = (hostname: string, rule: string) =>
   `/api/device/software/${encodeURIComponent(hostname)}/${rule}`;
@@ -427,13 +437,15 @@ export const software = {
     api<{ devices: AuditDevice[] | null }>(
       `/api/devices?${new URLSearchParams({ limit: '1', filter: JSON.stringify(filter) }).toString()}`,
     ).then((r) => r.devices?.[0] ?? null),
-  /** `icon` is the image's bytes in base64. */
-  iconOverride: (hostname: string, row: SoftwareRowRef, icon: string, contentType: string) =>
-    api<unknown>(softwareRulePath(hostname, 'icon-override'), { body: { ...row, icon, content_type: contentType } }),
-  uninstallOverride: (hostname: string, row: SoftwareRowRef, command: string) =>
-    api<unknown>(softwareRulePath(hostname, 'uninstall-override'), { body: { ...row, command } }),
-  block: (hostname: string, row: SoftwareRowRef) =>
-    api<unknown>(softwareRulePath(hostname, 'uninstall-block'), { body: row }),
+  /** Also asks the device for a software refresh (the answer's `refresh` says whether it could). */
+  iconOverride: (hostname: string, row: SoftwareRowRef, input: IconOverrideInput) =>
+    api<unknown>(softwareRulePath(hostname, 'icon-override'), { body: { ...row, ...input } }),
+  /** Admin only. */
+  uninstallOverride: (hostname: string, row: SoftwareRowRef, input: UninstallOverrideInput) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-override'), { body: { ...row, ...input } }),
+  block: (hostname: string, row: SoftwareRowRef, reason: string) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-block'), { body: { ...row, reason } }),
+  /** Admin only. */
   unblock: (hostname: string, row: SoftwareRowRef) =>
     api<unknown>(softwareRulePath(hostname, 'uninstall-unblock'), { body: row }),
 };

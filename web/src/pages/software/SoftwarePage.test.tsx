@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { Route, Routes, useLocation } from 'react-router';
-import type { SoftwareAuditRow } from '../../api/types';
+import type { SoftwareAuditRow, User } from '../../api/types';
 import { SessionContext } from '../../auth/session';
 import { fill } from '../../test/codeEditor';
 import { ADMIN, fakeEngine, validationFailed, type RecordedCall } from '../../test/fakeEngine';
@@ -16,9 +16,11 @@ function Probe() {
   return <div data-testid="location">{location.pathname + location.search}</div>;
 }
 
-function renderPage() {
+const OPERATOR: User = { ...ADMIN, username: 'olga', role: 'operator' };
+
+function renderPage(user: User = ADMIN) {
   return renderWithProviders(
-    <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
+    <SessionContext.Provider value={{ user, signOut: async () => {} }}>
       <WithToasts>
         <Routes>
           <Route path="/software" element={<SoftwarePage />} />
@@ -141,9 +143,12 @@ describe('SoftwarePage', () => {
     });
     renderPage();
     await user.click(await screen.findByRole('button', { name: 'Actions for 7-Zip 23.01' }));
-    await user.click(await screen.findByRole('menuitem', { name: 'Block uninstall' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Block uninstall…' }));
     const dialog = await screen.findByRole('dialog', { name: 'Block uninstalling 7-Zip 23.01' });
     const before = fake.callsTo('GET', '/api/software/audit').length;
+    // A reason is required.
+    expect(within(dialog).getByRole('button', { name: 'Block' })).toBeDisabled();
+    await fill(user, within(dialog).getByRole('textbox', { name: 'Reason' }), 'the backup agent needs it');
     await user.click(within(dialog).getByRole('button', { name: 'Block' }));
     await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
 
@@ -151,40 +156,55 @@ describe('SoftwarePage', () => {
     expect(lookup.query.get('limit')).toBe('1');
     expect(JSON.parse(lookup.query.get('filter')!)).toEqual(softwareFilter({ name: '7-Zip', version: '23.01' }));
     expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-block').map((c) => c.body)).toEqual([
-      { name: '7-Zip', version: '23.01' },
+      { name: '7-Zip', version: '23.01', reason: 'the backup agent needs it' },
     ]);
     await waitFor(() => expect(fake.callsTo('GET', '/api/software/audit').length).toBeGreaterThan(before));
-    expect(await screen.findByText('Uninstall blocked')).toBeInTheDocument();
+    expect(await screen.findByText('Block uninstalling 7-Zip 23.01: saved')).toBeInTheDocument();
 
+    // Every version: no version in the rule, and the device lookup matches the name alone.
     await user.click(screen.getByRole('button', { name: 'Actions for nginx 1.22.1-9' }));
-    await user.click(await screen.findByRole('menuitem', { name: 'Allow uninstall' }));
-    await user.click(within(await screen.findByRole('dialog')).getByRole('button', { name: 'Allow' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Allow uninstall…' }));
+    const allow = await screen.findByRole('dialog', { name: 'Allow uninstalling nginx 1.22.1-9' });
+    await user.click(within(allow).getByRole('combobox', { name: 'Applies to' }));
+    await user.click(await screen.findByRole('option', { name: 'Every version of nginx' }));
+    await user.click(within(allow).getByRole('button', { name: 'Allow' }));
     await waitFor(() =>
-      expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-unblock').map((c) => c.body)).toEqual([
-        { name: 'nginx', version: '1.22.1-9' },
-      ]),
+      expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-unblock').map((c) => c.body)).toEqual([{ name: 'nginx' }]),
     );
+    expect(JSON.parse(fake.callsTo('GET', '/api/devices').at(-1)!.query.get('filter')!)).toEqual(softwareFilter({ name: 'nginx' }));
   });
 
   it('sets an uninstall command and shows the API field error', async () => {
     const user = userEvent.setup({ delay: null });
-    const replies = [validationFailed({ command: 'must not be longer than 4096 characters' }), { body: {} }];
+    const replies = [validationFailed({ executable: 'must be an absolute path (C:\\..., \\\\server\\share\\... or /...) or msiexec.exe' }), { body: {} }];
     const fake = engine(3, { 'POST /api/device/software/web-1/uninstall-override': replies });
     renderPage();
     await user.click(await screen.findByRole('button', { name: 'Actions for openssl' }));
     await user.click(await screen.findByRole('menuitem', { name: 'Set uninstall command…' }));
-    const dialog = await screen.findByRole('dialog', { name: 'Set the uninstall command of openssl' });
+    const dialog = await screen.findByRole('dialog', { name: 'Uninstall command of openssl' });
     const save = within(dialog).getByRole('button', { name: 'Save' });
     expect(save).toBeDisabled();
-    await fill(user, within(dialog).getByRole('textbox', { name: 'Uninstall command' }), 'apt-get remove -y openssl');
+    await fill(user, within(dialog).getByRole('textbox', { name: 'Executable' }), 'uninstall.exe');
+    await fill(user, within(dialog).getByRole('textbox', { name: 'Arguments' }), '/S');
     await user.click(save);
-    expect(await within(dialog).findByText('must not be longer than 4096 characters')).toBeInTheDocument();
+    expect(await within(dialog).findByText(/must be an absolute path/)).toBeInTheDocument();
+    expect(within(dialog).getByRole('textbox', { name: 'Executable' })).toHaveAttribute('aria-invalid', 'true');
+    await fill(user, within(dialog).getByRole('textbox', { name: 'Executable' }), 'C:\\Tools\\uninstall.exe');
     await user.click(within(dialog).getByRole('button', { name: 'Save' }));
     await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
     expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-override').map((c) => c.body)).toEqual([
-      { name: 'openssl', version: '', command: 'apt-get remove -y openssl' },
-      { name: 'openssl', version: '', command: 'apt-get remove -y openssl' },
+      { name: 'openssl', version: '', executable: 'uninstall.exe', arguments: '/S' },
+      { name: 'openssl', version: '', executable: 'C:\\Tools\\uninstall.exe', arguments: '/S' },
     ]);
+
+    // Removing the override sends remove alone.
+    await user.click(screen.getByRole('button', { name: 'Actions for openssl' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Set uninstall command…' }));
+    const again = await screen.findByRole('dialog', { name: 'Uninstall command of openssl' });
+    await user.click(within(again).getByRole('switch', { name: /Remove the override/ }));
+    await user.click(within(again).getByRole('button', { name: 'Save' }));
+    await waitFor(() => expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-override')).toHaveLength(3));
+    expect(fake.callsTo('POST', '/api/device/software/web-1/uninstall-override')[2].body).toEqual({ name: 'openssl', version: '', remove: true });
   });
 
   it('uploads an icon as base64', async () => {
@@ -193,14 +213,16 @@ describe('SoftwarePage', () => {
     renderPage();
     await user.click(await screen.findByRole('button', { name: 'Actions for 7-Zip 23.01' }));
     await user.click(await screen.findByRole('menuitem', { name: 'Set icon…' }));
-    const dialog = await screen.findByRole('dialog', { name: 'Set the icon of 7-Zip 23.01' });
+    const dialog = await screen.findByRole('dialog', { name: 'Icon of 7-Zip 23.01' });
     await user.upload(within(dialog).getByLabelText('Icon image'), new File(['PNGDATA'], 'zip.png', { type: 'image/png' }));
     expect(dialog).toHaveTextContent('zip.png (7 bytes)');
     await user.click(within(dialog).getByRole('button', { name: 'Save' }));
     await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
     expect(fake.callsTo('POST', '/api/device/software/web-1/icon-override').map((c) => c.body)).toEqual([
-      { name: '7-Zip', version: '23.01', icon: btoa('PNGDATA'), content_type: 'image/png' },
+      { name: '7-Zip', icon: btoa('PNGDATA') },
     ]);
+    // An icon is the product's: the device lookup matches the name alone.
+    expect(JSON.parse(fake.callsTo('GET', '/api/devices')[0].query.get('filter')!)).toEqual(softwareFilter({ name: '7-Zip' }));
   });
 
   it('says so when no visible device has the row any more', async () => {
@@ -208,10 +230,22 @@ describe('SoftwarePage', () => {
     const fake = engine(3, { 'GET /api/devices': { body: { devices: [], total: 0 } } });
     renderPage();
     await user.click(await screen.findByRole('button', { name: 'Actions for nginx 1.22.1-9' }));
-    await user.click(await screen.findByRole('menuitem', { name: 'Allow uninstall' }));
+    await user.click(await screen.findByRole('menuitem', { name: 'Allow uninstall…' }));
     const dialog = await screen.findByRole('dialog');
     await user.click(within(dialog).getByRole('button', { name: 'Allow' }));
     expect(await within(dialog).findByTestId('error-alert')).toHaveTextContent('No device you can see has nginx 1.22.1-9 any more.');
     expect(fake.calls.filter((c) => c.method === 'POST')).toEqual([]);
+  });
+
+  it('offers operators only the rules the Engine lets them change', async () => {
+    const user = userEvent.setup({ delay: null });
+    engine();
+    renderPage(OPERATOR);
+    await user.click(await screen.findByRole('button', { name: 'Actions for nginx 1.22.1-9' }));
+    const items = (await screen.findAllByRole('menuitem')).map((m) => m.textContent);
+    expect(items).toEqual(['Set icon…']);
+    await user.keyboard('{Escape}');
+    await user.click(screen.getByRole('button', { name: 'Actions for 7-Zip 23.01' }));
+    await waitFor(() => expect(screen.getAllByRole('menuitem').map((m) => m.textContent)).toEqual(['Set icon…', 'Block uninstall…']));
   });
 });

@@ -9,6 +9,8 @@ import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import Chip from '@mui/material/Chip';
 import Dialog from '@mui/material/Dialog';
+import FormControlLabel from '@mui/material/FormControlLabel';
+import Switch from '@mui/material/Switch';
 import DialogActions from '@mui/material/DialogActions';
 import DialogContent from '@mui/material/DialogContent';
 import DialogContentText from '@mui/material/DialogContentText';
@@ -36,6 +38,7 @@ import RefreshIcon from '@mui/icons-material/Refresh';
 import SearchIcon from '@mui/icons-material/Search';
 import { software as softwareApi, type SoftwareRowRef } from '../../api/endpoints';
 import type { SoftwareAuditRow, SoftwareAuditSort } from '../../api/types';
+import { useSession } from '../../auth/session';
 import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { fieldError } from '../../components/errors';
@@ -51,6 +54,7 @@ export function softwareFilter(row: SoftwareRowRef) {
   return {
     match: 'all',
     conditions: [
+      // A blank version cannot be compared; such rows match by name.
       row.version
         ? { field: 'software', key: row.name, op: 'version_eq', value: row.version }
         : { field: 'software', key: row.name, op: 'installed' },
@@ -76,8 +80,12 @@ type Action = 'icon' | 'uninstall-override' | 'block' | 'unblock';
 
 const rowLabel = (r: SoftwareRowRef) => (r.version ? `${r.name} ${r.version}` : r.name);
 
+/** Rules whose change the Engine leaves to administrators. */
+const ADMIN_ONLY: ReadonlySet<Action> = new Set(['uninstall-override', 'unblock']);
+
 export default function SoftwarePage() {
   const navigate = useNavigate();
+  const isAdmin = useSession().user.role === 'admin';
   const [search, setSearch] = useState('');
   const q = useDebounced(search.trim(), SEARCH_DEBOUNCE_MS);
   const [sort, setSort] = useState<SoftwareAuditSort>('name');
@@ -242,23 +250,20 @@ export default function SoftwarePage() {
         />
       </Paper>
       <Menu anchorEl={menu?.anchor} open={menu !== null} onClose={() => setMenu(null)}>
-        {menu && [
-          <MenuItem key="icon" onClick={() => pick('icon')}>
-            Set icon…
-          </MenuItem>,
-          <MenuItem key="override" onClick={() => pick('uninstall-override')}>
-            Set uninstall command…
-          </MenuItem>,
-          menu.row.uninstall_blocked ? (
-            <MenuItem key="unblock" onClick={() => pick('unblock')}>
-              Allow uninstall
-            </MenuItem>
-          ) : (
-            <MenuItem key="block" onClick={() => pick('block')}>
-              Block uninstall
-            </MenuItem>
-          ),
-        ]}
+        {menu &&
+          (
+            [
+              ['icon', 'Set icon…'],
+              ['uninstall-override', 'Set uninstall command…'],
+              menu.row.uninstall_blocked ? ['unblock', 'Allow uninstall…'] : ['block', 'Block uninstall…'],
+            ] as [Action, string][]
+          )
+            .filter(([a]) => isAdmin || !ADMIN_ONLY.has(a))
+            .map(([a, text]) => (
+              <MenuItem key={a} onClick={() => pick(a)}>
+                {text}
+              </MenuItem>
+            ))}
       </Menu>
       {action && <ActionDialog kind={action.kind} row={action.row} onClose={() => setAction(null)} />}
     </Box>
@@ -271,18 +276,14 @@ export default function SoftwarePage() {
 }
 
 const TITLES: Record<Action, string> = {
-  icon: 'Set the icon of',
-  'uninstall-override': 'Set the uninstall command of',
+  icon: 'Icon of',
+  'uninstall-override': 'Uninstall command of',
   block: 'Block uninstalling',
   unblock: 'Allow uninstalling',
 };
 
-const DONE: Record<Action, string> = {
-  icon: 'Icon set',
-  'uninstall-override': 'Uninstall command set',
-  block: 'Uninstall blocked',
-  unblock: 'Uninstall allowed',
-};
+type IconMode = 'upload' | 'display_icon' | 'clear_icon' | 'remove';
+type Scope = 'version' | 'all';
 
 function readBase64(file: File): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -296,13 +297,24 @@ function readBase64(file: File): Promise<string> {
   });
 }
 
-/** One override or blocklist action; the rule is global, sent through a visible device that has the row. */
+/**
+ * One override or blocklist action. Rules are global, but the routes make
+ * them from a device's row, so the dialog first finds a visible device that
+ * has it.
+ */
 function ActionDialog({ kind, row, onClose }: { kind: Action; row: SoftwareAuditRow; onClose: () => void }) {
   const queryClient = useQueryClient();
   const notify = useNotify();
+  const [iconMode, setIconMode] = useState<IconMode>('upload');
   const [file, setFile] = useState<File | null>(null);
-  const [command, setCommand] = useState('');
-  const ref: SoftwareRowRef = { name: row.name, version: row.version };
+  const [displayIcon, setDisplayIcon] = useState('');
+  const [removeOverride, setRemoveOverride] = useState(false);
+  const [executable, setExecutable] = useState('');
+  const [args, setArgs] = useState('');
+  const [reason, setReason] = useState('');
+  // Icons belong to the product: the Engine ignores the version for them.
+  const [scope, setScope] = useState<Scope>(kind === 'icon' ? 'all' : 'version');
+  const ref: SoftwareRowRef = scope === 'version' ? { name: row.name, version: row.version } : { name: row.name };
 
   const mutation = useMutation({
     mutationFn: async () => {
@@ -310,77 +322,179 @@ function ActionDialog({ kind, row, onClose }: { kind: Action; row: SoftwareAudit
       if (!device) throw new Error(`No device you can see has ${rowLabel(ref)} any more.`);
       switch (kind) {
         case 'icon':
-          return softwareApi.iconOverride(device.hostname, ref, await readBase64(file!), file!.type || 'application/octet-stream');
+          return softwareApi.iconOverride(
+            device.hostname,
+            ref,
+            iconMode === 'upload'
+              ? { icon: await readBase64(file!) }
+              : iconMode === 'display_icon'
+                ? { display_icon: displayIcon.trim() }
+                : iconMode === 'clear_icon'
+                  ? { clear_icon: true }
+                  : { remove: true },
+          );
         case 'uninstall-override':
-          return softwareApi.uninstallOverride(device.hostname, ref, command.trim());
+          return softwareApi.uninstallOverride(
+            device.hostname,
+            ref,
+            removeOverride ? { remove: true } : { executable: executable.trim(), arguments: args.trim() },
+          );
         case 'block':
-          return softwareApi.block(device.hostname, ref);
+          return softwareApi.block(device.hostname, ref, reason.trim());
         case 'unblock':
           return softwareApi.unblock(device.hostname, ref);
       }
     },
-    onSuccess: () => {
+    onSuccess: (answer) => {
       void queryClient.invalidateQueries({ queryKey: [SOFTWARE_AUDIT_QUERY] });
-      notify({ title: DONE[kind], message: `For ${rowLabel(ref)} on every device.`, icon: 'info' });
+      const refresh = (answer as { refresh?: { requested?: boolean } } | undefined)?.refresh;
+      notify({
+        title: `${TITLES[kind]} ${rowLabel(ref)}: saved`,
+        message:
+          kind === 'icon' && refresh && !refresh.requested
+            ? 'The rule applies on every device; the device could not refresh its software inventory now.'
+            : 'The rule applies on every device.',
+        icon: 'info',
+      });
       onClose();
     },
   });
 
-  const ready = kind === 'icon' ? file !== null : kind === 'uninstall-override' ? command.trim() !== '' : true;
-  const shownFields = kind === 'icon' ? ['icon'] : kind === 'uninstall-override' ? ['command'] : [];
+  const err = (field: string) => fieldError(mutation.error, field);
+  const ready =
+    kind === 'icon'
+      ? iconMode === 'upload'
+        ? file !== null
+        : iconMode === 'display_icon'
+          ? displayIcon.trim() !== ''
+          : true
+      : kind === 'uninstall-override'
+        ? removeOverride || executable.trim() !== ''
+        : kind === 'block'
+          ? reason.trim() !== ''
+          : true;
+  const shownFields = { icon: ['icon', 'display_icon'], 'uninstall-override': ['executable', 'arguments'], block: ['reason'], unblock: [] }[
+    kind
+  ];
 
   return (
     <Dialog open onClose={mutation.isPending ? undefined : onClose} fullWidth maxWidth="sm" aria-labelledby="software-action-title">
       <DialogTitle id="software-action-title">
-        {TITLES[kind]} {rowLabel(ref)}
+        {TITLES[kind]} {rowLabel({ name: row.name, version: row.version })}
       </DialogTitle>
       <DialogContent>
         <ErrorAlert error={mutation.error} fields={shownFields} />
+        {kind !== 'icon' && row.version && (
+          <TextField
+            select
+            fullWidth
+            label="Applies to"
+            value={scope}
+            onChange={(e) => setScope(e.target.value as Scope)}
+            sx={{ mt: 1, mb: 2 }}
+          >
+            <MenuItem value="version">Version {row.version} only</MenuItem>
+            <MenuItem value="all">Every version of {row.name}</MenuItem>
+          </TextField>
+        )}
         {kind === 'icon' && (
           <>
             <DialogContentText sx={{ fontSize: 14, mb: 1.5 }}>
-              The image replaces the icon of this software on every device, and the devices that have it refresh their software
-              inventory.
+              The icon of {row.name}, every version, on every device. Devices that have it refresh their software inventory.
             </DialogContentText>
-            <Button variant="outlined" component="label">
-              Choose image…
-              <input
-                hidden
-                type="file"
-                accept="image/png,image/svg+xml,image/x-icon,image/jpeg,image/webp"
-                aria-label="Icon image"
-                onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+            <TextField
+              select
+              fullWidth
+              label="Icon"
+              value={iconMode}
+              onChange={(e) => setIconMode(e.target.value as IconMode)}
+              sx={{ mb: 2 }}
+            >
+              <MenuItem value="upload">Upload an image (PNG, ICO or SVG)</MenuItem>
+              <MenuItem value="display_icon">An icon file on the device</MenuItem>
+              <MenuItem value="clear_icon">No icon</MenuItem>
+              <MenuItem value="remove">Remove the override (the device’s own icon)</MenuItem>
+            </TextField>
+            {iconMode === 'upload' && (
+              <>
+                <Button variant="outlined" component="label">
+                  Choose image…
+                  <input
+                    hidden
+                    type="file"
+                    accept="image/png,image/svg+xml,image/x-icon,image/vnd.microsoft.icon,.ico"
+                    aria-label="Icon image"
+                    onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+                  />
+                </Button>
+                <Typography variant="body2" sx={{ mt: 1 }} color={err('icon') ? 'error' : 'text.secondary'}>
+                  {err('icon') ?? (file ? `${file.name} (${file.size} bytes)` : 'No image chosen.')}
+                </Typography>
+              </>
+            )}
+            {iconMode === 'display_icon' && (
+              <TextField
+                fullWidth
+                label="Icon path on the device"
+                placeholder="C:\Program Files\App\app.exe,0"
+                value={displayIcon}
+                onChange={(e) => setDisplayIcon(e.target.value)}
+                error={Boolean(err('display_icon'))}
+                helperText={err('display_icon') ?? 'An absolute path to an .ico, .exe, .dll or .png file, optionally with ,<index>.'}
               />
-            </Button>
-            <Typography variant="body2" sx={{ mt: 1 }} color={fieldError(mutation.error, 'icon') ? 'error' : 'text.secondary'}>
-              {fieldError(mutation.error, 'icon') ?? (file ? `${file.name} (${file.size} bytes)` : 'No image chosen.')}
-            </Typography>
+            )}
           </>
         )}
         {kind === 'uninstall-override' && (
+          <>
+            <FormControlLabel
+              control={<Switch checked={removeOverride} onChange={(e) => setRemoveOverride(e.target.checked)} />}
+              label="Remove the override (use the software’s own uninstaller)"
+              sx={{ mb: 1 }}
+            />
+            {!removeOverride && (
+              <>
+                <TextField
+                  autoFocus
+                  fullWidth
+                  label="Executable"
+                  placeholder="msiexec.exe or C:\Program Files\App\uninstall.exe"
+                  value={executable}
+                  onChange={(e) => setExecutable(e.target.value)}
+                  error={Boolean(err('executable'))}
+                  helperText={err('executable') ?? 'An absolute path, or msiexec.exe.'}
+                  sx={{ mb: 2, '& input': { fontFamily: 'monospace' } }}
+                />
+                <TextField
+                  fullWidth
+                  label="Arguments"
+                  value={args}
+                  onChange={(e) => setArgs(e.target.value)}
+                  error={Boolean(err('arguments'))}
+                  helperText={err('arguments') ?? 'One line; runs on every site’s devices when this software is uninstalled.'}
+                  sx={{ '& input': { fontFamily: 'monospace' } }}
+                />
+              </>
+            )}
+          </>
+        )}
+        {kind === 'block' && (
           <TextField
             autoFocus
             fullWidth
             multiline
             minRows={2}
-            label="Uninstall command"
-            value={command}
-            onChange={(e) => setCommand(e.target.value)}
-            error={Boolean(fieldError(mutation.error, 'command'))}
-            helperText={
-              fieldError(mutation.error, 'command') ??
-              'Runs instead of the uninstaller the software registers, when an operator uninstalls it from a device.'
-            }
-            sx={{ mt: 1, '& textarea': { fontFamily: 'monospace' } }}
+            label="Reason"
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+            error={Boolean(err('reason'))}
+            helperText={err('reason') ?? 'Why uninstalling it is unsafe; operators see it when an uninstall is refused.'}
           />
         )}
-        {kind === 'block' && (
-          <DialogContentText sx={{ fontSize: 14 }}>
-            Nobody can uninstall {rowLabel(ref)} from any device until it is allowed again.
-          </DialogContentText>
-        )}
         {kind === 'unblock' && (
-          <DialogContentText sx={{ fontSize: 14 }}>Operators can uninstall {rowLabel(ref)} from devices again.</DialogContentText>
+          <DialogContentText sx={{ fontSize: 14 }}>
+            Operators can uninstall {rowLabel(ref)} from devices again.
+          </DialogContentText>
         )}
       </DialogContent>
       <DialogActions>

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -106,6 +107,9 @@ var statusByCode = map[string]int{
 	// Automation (docs/api.md "Automation: scheduled jobs").
 	scheduledjobs.ECodeJobDisabled: http.StatusConflict,
 	flows.ECodeInUse:               http.StatusConflict,
+
+	// Metadata fields (docs/api.md "Metadata fields").
+	metadata.ECodeReservedField: http.StatusConflict,
 }
 
 type errorBody struct {

@@ -63,7 +63,8 @@ type deviceJSON struct {
 	// AgentBuildID is the build the agent last reported in a status post.
 	AgentBuildID string `json:"agent_build_id"`
 	TrustState   string `json:"trust_state"`
-	// MetadataFields stays empty until metadata fields arrive.
+	// MetadataFields are the set metadata values, decoded, by field number
+	// (GET /api/devices fills them; other lists leave them empty).
 	MetadataFields map[string]string `json:"metadata_fields"`
 }
 
@@ -130,8 +131,19 @@ func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
 		return nil, err
 	}
 	out := make([]deviceJSON, len(list))
+	guids := make([]string, len(list))
 	for i, d := range list {
-		out[i] = newDeviceJSON(d)
+		out[i], guids[i] = newDeviceJSON(d), d.GUID
+	}
+	// Sparse decoded metadata values of the page: one query.
+	values, err := s.Metadata.SparseValues(r.Context(), guids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if m := values[out[i].GUID]; m != nil {
+			out[i].MetadataFields = m
+		}
 	}
 	return map[string]any{"devices": out, "online_window_seconds": int(s.Devices.OnlineWindow().Seconds())}, nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
@@ -148,6 +149,8 @@ type Deps struct {
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
 	Runs       workflows.JobRunStarter
+	// Metadata is the metadata fields (definitions, values, agent sync).
+	Metadata *metadata.Service
 }
 
 // Server serves the API and the console.
@@ -193,6 +196,7 @@ func New(d Deps) *Server {
 		s.agentUpdateRoutes(),
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
+		s.metadataRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

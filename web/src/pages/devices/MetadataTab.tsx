@@ -68,7 +68,7 @@ function EditCell({ data }: { data?: DeviceMetadataField }) {
 }
 
 const columns: ColDef<DeviceMetadataField>[] = [
-  { field: 'field_number', headerName: 'Field', width: 90, sort: 'asc', filter: 'agNumberColumnFilter' },
+  { field: 'field_number', headerName: 'Field', width: 105, sort: 'asc', filter: 'agNumberColumnFilter' },
   { field: 'description', headerName: 'Description', flex: 1, minWidth: 160, valueFormatter: (p) => p.value || '—' },
   {
     field: 'value',
@@ -84,7 +84,7 @@ const columns: ColDef<DeviceMetadataField>[] = [
   {
     field: 'modified_at',
     headerName: 'Modified',
-    width: 160,
+    width: 185,
     filter: false,
     valueFormatter: (p) => (p.value ? formatCompactDateTime(p.value, true) : '—'),
     tooltipValueGetter: (p) => (p.value ? formatDateTime(p.value) : ''),

@@ -88,7 +88,7 @@ function ActionCell({ data }: { data?: MetadataFieldDefinition }) {
 }
 
 const columns: ColDef<MetadataFieldDefinition>[] = [
-  { field: 'field_number', headerName: 'Field', width: 90, sort: 'asc', filter: 'agNumberColumnFilter' },
+  { field: 'field_number', headerName: 'Field', width: 105, sort: 'asc', filter: 'agNumberColumnFilter' },
   { field: 'description', headerName: 'Label', flex: 1.5, minWidth: 200, cellRenderer: LabelCell },
   {
     colId: 'assembly',

@@ -875,16 +875,19 @@ export interface DeviceJobRun {
 // Issue 9, console pages: metadata fields and the software audit
 // (/work contract "Metadata fields", "Software audit"; docs/api.md).
 
-/** One of the 500 global definitions (GET /api/metadata_fields). */
+/**
+ * One of the 500 global definitions (GET /api/metadata_fields). Declared
+ * identically in the device grid's block (i9-webgrid), so either copy can go
+ * when the two merge. `linked_assembly_id` is set for 1 Server Roles and 2
+ * Bitlocker; `updated_at`/`updated_by` are the last label change.
+ */
 export interface MetadataFieldDefinition {
   field_number: number;
   description: string;
-  /** 1..10: constants of the API, never renamed. */
   reserved: boolean;
-  /** The bundled assembly that fills the field (1 Server Roles, 2 Bitlocker). */
-  linked_assembly_id: number | null;
-  updated_at: string | null;
-  updated_by: string;
+  linked_assembly_id?: number | null;
+  updated_at?: string | null;
+  updated_by?: string;
 }
 
 export interface MetadataFieldDefinitions {

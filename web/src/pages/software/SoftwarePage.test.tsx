@@ -214,6 +214,10 @@ describe('SoftwarePage', () => {
     await user.click(await screen.findByRole('button', { name: 'Actions for 7-Zip 23.01' }));
     await user.click(await screen.findByRole('menuitem', { name: 'Set icon…' }));
     const dialog = await screen.findByRole('dialog', { name: 'Icon of 7-Zip 23.01' });
+    // Larger than the Engine takes: refused before sending.
+    await user.upload(within(dialog).getByLabelText('Icon image'), new File(['x'.repeat(262_145)], 'big.png', { type: 'image/png' }));
+    expect(dialog).toHaveTextContent('big.png is 262145 bytes; an icon is at most 262144 bytes.');
+    expect(within(dialog).getByRole('button', { name: 'Save' })).toBeDisabled();
     await user.upload(within(dialog).getByLabelText('Icon image'), new File(['PNGDATA'], 'zip.png', { type: 'image/png' }));
     expect(dialog).toHaveTextContent('zip.png (7 bytes)');
     await user.click(within(dialog).getByRole('button', { name: 'Save' }));

@@ -140,6 +140,8 @@ export default function SoftwarePage() {
           onChange={(e) => setSearch(e.target.value)}
           sx={{ minWidth: 300 }}
           slotProps={{
+            // docs/api.md: q is at most 256 characters.
+            htmlInput: { maxLength: 256 },
             input: {
               startAdornment: (
                 <InputAdornment position="start">
@@ -282,6 +284,9 @@ const TITLES: Record<Action, string> = {
   unblock: 'Allow uninstalling',
 };
 
+/** docs/api.md "Icons": the Engine refuses larger images. */
+export const ICON_MAX_BYTES = 262_144;
+
 type IconMode = 'upload' | 'display_icon' | 'clear_icon' | 'remove';
 type Scope = 'version' | 'all';
 
@@ -361,10 +366,11 @@ function ActionDialog({ kind, row, onClose }: { kind: Action; row: SoftwareAudit
   });
 
   const err = (field: string) => fieldError(mutation.error, field);
+  const iconTooBig = file !== null && file.size > ICON_MAX_BYTES;
   const ready =
     kind === 'icon'
       ? iconMode === 'upload'
-        ? file !== null
+        ? file !== null && !iconTooBig
         : iconMode === 'display_icon'
           ? displayIcon.trim() !== ''
           : true
@@ -427,8 +433,13 @@ function ActionDialog({ kind, row, onClose }: { kind: Action; row: SoftwareAudit
                     onChange={(e) => setFile(e.target.files?.[0] ?? null)}
                   />
                 </Button>
-                <Typography variant="body2" sx={{ mt: 1 }} color={err('icon') ? 'error' : 'text.secondary'}>
-                  {err('icon') ?? (file ? `${file.name} (${file.size} bytes)` : 'No image chosen.')}
+                <Typography variant="body2" sx={{ mt: 1 }} color={err('icon') || iconTooBig ? 'error' : 'text.secondary'}>
+                  {err('icon') ??
+                    (iconTooBig
+                      ? `${file.name} is ${file.size} bytes; an icon is at most ${ICON_MAX_BYTES} bytes.`
+                      : file
+                        ? `${file.name} (${file.size} bytes)`
+                        : 'No image chosen.')}
                 </Typography>
               </>
             )}

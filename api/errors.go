@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
+	"github.com/cairn-rmm/cairn/internal/software"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -110,6 +111,8 @@ var statusByCode = map[string]int{
 
 	// Metadata fields (docs/api.md "Metadata fields").
 	metadata.ECodeReservedField: http.StatusConflict,
+	// Software rules (docs/api.md "Software audit").
+	software.ECodeUninstallBlocked: http.StatusConflict,
 }
 
 type errorBody struct {

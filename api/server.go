@@ -197,6 +197,7 @@ func New(d Deps) *Server {
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
 		s.metadataRoutes(),
+		s.softwareRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

@@ -216,6 +216,7 @@ func (q *Queries) DeviceSoftwareDelete(ctx context.Context, deviceGuid string) e
 
 type DeviceSoftwareInsertParams struct {
 	DeviceGuid string
+	SiteID     int64
 	NameKey    string
 	Name       string
 	Version    string

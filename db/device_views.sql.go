@@ -460,7 +460,7 @@ func (q *Queries) DeviceSiteAssign(ctx context.Context, arg DeviceSiteAssignPara
 }
 
 const deviceSoftwareList = `-- name: DeviceSoftwareList :many
-SELECT device_guid, name_key, name, version, publisher FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
+SELECT device_guid, name_key, name, version, publisher, site_id FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
 `
 
 func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]DeviceSoftware, error) {
@@ -478,6 +478,7 @@ func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]
 			&i.Name,
 			&i.Version,
 			&i.Publisher,
+			&i.SiteID,
 		); err != nil {
 			return nil, err
 		}

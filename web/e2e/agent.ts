@@ -21,6 +21,8 @@ export interface Agent {
   /** Starts `cairn-agent run` (after enrolled). */
   run: () => void;
   stop: () => Promise<void>;
+  /** Runs one cairn-agent command against this agent's config (e.g. `--metadata get 30`); resolves with its output. */
+  cli: (args: string[]) => Promise<{ code: number | null; output: string }>;
 }
 
 export async function startAgent(opts: {
@@ -57,6 +59,15 @@ export async function startAgent(opts: {
   return {
     enrolled,
     run: () => void start(['run']),
+    cli: (args) =>
+      new Promise((res, rej) => {
+        const child = spawn(bin, ['--config', config, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+        let output = '';
+        child.stdout?.on('data', (b) => (output += String(b)));
+        child.stderr?.on('data', (b) => (output += String(b)));
+        child.once('error', rej);
+        child.once('exit', (code) => res({ code, output }));
+      }),
     stop: async () => {
       for (const c of children) {
         if (c.exitCode === null && c.signalCode === null) {

@@ -200,7 +200,7 @@ describe('sign-in', () => {
     expect(await screen.findByTestId('devices-empty')).toHaveTextContent('No devices yet');
     expect(engine.callsTo('POST', '/api/auth/mfa/verify')[0].body).toEqual({ pending_token: 'pt', code: '654321' });
     const nav = screen.getByRole('navigation', { name: 'Main' });
-    for (const label of ['Devices', 'Sites', 'Alerts', 'Patches', 'Automation', 'Access', 'Server']) {
+    for (const label of ['Devices', 'Software', 'Metadata', 'Sites', 'Alerts', 'Patches', 'Automation', 'Access', 'Server']) {
       expect(within(nav).getByText(label)).toBeInTheDocument();
     }
   });

@@ -28,6 +28,8 @@ const AccessPage = lazy(() => import('./pages/access/AccessPage'));
 const DevicesPage = lazy(() => import('./pages/devices/DevicesPage'));
 const DevicePage = lazy(() => import('./pages/devices/DevicePage'));
 const AutomationPage = lazy(() => import('./pages/automation/AutomationPage'));
+const SoftwarePage = lazy(() => import('./pages/software/SoftwarePage'));
+const MetadataFieldsPage = lazy(() => import('./pages/metadata/MetadataFieldsPage'));
 
 /**
  * Drops everything read with the old session. The session query itself is
@@ -157,6 +159,8 @@ function Console({ user }: { user: User }) {
               <Route path="/" element={<Navigate to="/sites" replace />} />
               <Route path="/devices" element={<DevicesPage />} />
               <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
+              <Route path="/software" element={<SoftwarePage />} />
+              <Route path="/metadata" element={<MetadataFieldsPage />} />
               <Route path="/sites" element={<SitesPage />} />
               <Route path="/alerts" element={<AlertsPage />} />
               <Route path="/patches" element={<PatchesPage />} />

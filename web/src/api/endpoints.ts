@@ -366,3 +366,86 @@ export const agentUpdates = {
   updateMany: (guids: string[]) =>
     api<AgentMaintenanceResult>('/api/devices/agent-maintenance', { body: { action: 'update_now', guids } }),
 };
+
+// Issue 9, console pages: metadata fields and the software audit (docs/api.md
+// "Metadata fields", "Software audit").
+import type {
+  Device as AuditDevice,
+  DeviceMetadataField,
+  MetadataFieldDefinition,
+  MetadataFieldDefinitions,
+  SoftwareAuditPage,
+  SoftwareAuditSort,
+} from './types';
+
+export const metadataFields = {
+  definitions: () =>
+    api<MetadataFieldDefinitions>('/api/metadata_fields').then((r) => ({ ...r, fields: r.fields ?? [] })),
+  /** Admin; reserved numbers answer 409 reserved_metadata_field. */
+  rename: (fieldNumber: number, description: string) =>
+    api<MetadataFieldDefinition>(`/api/metadata_fields/${fieldNumber}`, { method: 'PUT', body: { description } }),
+  forDevice: (guid: string) =>
+    api<{ fields: DeviceMetadataField[] | null }>(`/api/devices/${encodeURIComponent(guid)}/metadata_fields`).then(
+      (r) => r.fields ?? [],
+    ),
+  /** A blank value clears the field. */
+  setValue: (guid: string, fieldNumber: number, value: string) =>
+    api<DeviceMetadataField>(`/api/devices/${encodeURIComponent(guid)}/metadata_fields/${fieldNumber}`, {
+      method: 'PUT',
+      body: { value },
+    }),
+};
+
+export interface SoftwareAuditQuery {
+  q?: string;
+  limit: number;
+  offset: number;
+  sort: SoftwareAuditSort;
+}
+
+/**
+ * The software a rule is made from (docs/api.md "Software audit"): a name the
+ * device has, and a version to make the rule that version's only (absent:
+ * every version).
+ */
+export interface SoftwareRowRef {
+  name: string;
+  version?: string;
+}
+
+/** Exactly one of: an uploaded image (base64), an icon resource on the endpoint, no icon, or removing the rule. */
+export type IconOverrideInput = { icon: string } | { display_icon: string } | { clear_icon: true } | { remove: true };
+
+/** The uninstaller to run instead of the endpoint's own, or removing the rule. */
+export type UninstallOverrideInput = { executable: string; arguments: string } | { remove: true };
+
+const softwareRulePath = (hostname: string, rule: string) =>
+  `/api/device/software/${encodeURIComponent(hostname)}/${rule}`;
+
+export const software = {
+  audit: ({ q, limit, offset, sort }: SoftwareAuditQuery) => {
+    const p = new URLSearchParams({ limit: String(limit), offset: String(offset), sort });
+    if (q?.trim()) p.set('q', q.trim());
+    return api<SoftwareAuditPage>(`/api/software/audit?${p.toString()}`);
+  },
+  iconUrl: (iconHash: string) => `/api/device/software/icon/${encodeURIComponent(iconHash)}`,
+  /**
+   * The override routes take a device that has the row ("the selected row");
+   * from the audit that is any visible device with this name and version.
+   */
+  deviceWith: (filter: unknown) =>
+    api<{ devices: AuditDevice[] | null }>(
+      `/api/devices?${new URLSearchParams({ limit: '1', filter: JSON.stringify(filter) }).toString()}`,
+    ).then((r) => r.devices?.[0] ?? null),
+  /** Also asks the device for a software refresh (the answer's `refresh` says whether it could). */
+  iconOverride: (hostname: string, row: SoftwareRowRef, input: IconOverrideInput) =>
+    api<unknown>(softwareRulePath(hostname, 'icon-override'), { body: { ...row, ...input } }),
+  /** Admin only. */
+  uninstallOverride: (hostname: string, row: SoftwareRowRef, input: UninstallOverrideInput) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-override'), { body: { ...row, ...input } }),
+  block: (hostname: string, row: SoftwareRowRef, reason: string) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-block'), { body: { ...row, reason } }),
+  /** Admin only. */
+  unblock: (hostname: string, row: SoftwareRowRef) =>
+    api<unknown>(softwareRulePath(hostname, 'uninstall-unblock'), { body: row }),
+};

@@ -871,3 +871,55 @@ export interface DeviceJobRun {
   started_at: string | null;
   finished_at: string | null;
 }
+
+// Issue 9, console pages: metadata fields and the software audit
+// (/work contract "Metadata fields", "Software audit"; docs/api.md).
+
+/**
+ * One of the 500 global definitions (GET /api/metadata_fields). Declared
+ * identically in the device grid's block (i9-webgrid), so either copy can go
+ * when the two merge. `linked_assembly_id` is set for 1 Server Roles and 2
+ * Bitlocker; `updated_at`/`updated_by` are the last label change.
+ */
+export interface MetadataFieldDefinition {
+  field_number: number;
+  description: string;
+  reserved: boolean;
+  linked_assembly_id?: number | null;
+  updated_at?: string | null;
+  updated_by?: string;
+}
+
+export interface MetadataFieldDefinitions {
+  fields: MetadataFieldDefinition[];
+  value_max_length: number;
+}
+
+/** One of a device's 500 rows (GET /api/devices/<guid>/metadata_fields). */
+export interface DeviceMetadataField {
+  field_number: number;
+  description: string;
+  /** Decoded; '' when unset. */
+  value: string;
+  modified_at: string | null;
+  /** "agent", "operator:<username>" or "" when never set. */
+  source: string;
+}
+
+export type SoftwareAuditSort = 'name' | '-name' | 'device_count' | '-device_count';
+
+/** A name and version across the visible devices (GET /api/software/audit). */
+export interface SoftwareAuditRow {
+  name: string;
+  version: string;
+  publisher: string;
+  device_count: number;
+  icon_hash: string | null;
+  uninstall_blocked: boolean;
+  uninstall_override: boolean;
+}
+
+export interface SoftwareAuditPage {
+  software: SoftwareAuditRow[] | null;
+  total: number;
+}

@@ -170,4 +170,17 @@ describe('Assemblies', () => {
     expect(engine.callsTo('PUT', '/api/assemblies/1')[0].body).toMatchObject({ body: 'df -h --total', language: 'bash' });
     await waitFor(() => expect(within(screen.getByRole('region', { name: 'Versions' })).getByText(/^v3/)).toBeInTheDocument());
   });
+
+  it('opens the assembly named in the URL, as the Metadata page links it', async () => {
+    const user = userEvent.setup({ delay: null });
+    fakeEngine({
+      'GET /api/assemblies': { body: { assemblies: LIST } },
+      'GET /api/assemblies/2': { body: assembly(2, 'Restart spooler', { language: 'powershell', body: 'Restart-Service Spooler' }) },
+      'GET /api/assemblies/2/versions': { body: { versions: [] } },
+    });
+    renderPage('/automation?assembly=2');
+    const dialog = await screen.findByRole('dialog', { name: 'Edit Restart spooler' });
+    await user.click(within(dialog).getByRole('button', { name: 'Close' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+  });
 });

@@ -1,5 +1,6 @@
 // Assemblies: saved scripts (and playbooks, workflow bodies) with versions.
 import { createContext, useContext, useEffect, useMemo, useState } from 'react';
+import { useSearchParams } from 'react-router';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { AgGridReact } from 'ag-grid-react';
 import type { ColDef } from 'ag-grid-community';
@@ -130,7 +131,18 @@ export default function AssembliesPanel() {
   const [kind, setKind] = useState<AssemblyKind | ''>('');
   const [search, setSearch] = useState('');
   const [q, setQ] = useState('');
-  const [editing, setEditing] = useState<number | 'new' | null>(null);
+  // ?assembly=<id> opens that assembly (the Metadata page links its bundled ones).
+  const [params, setParams] = useSearchParams();
+  const linked = Number(params.get('assembly'));
+  const [editing, setEditing] = useState<number | 'new' | null>(Number.isInteger(linked) && linked > 0 ? linked : null);
+  const closeEditor = () => {
+    setEditing(null);
+    if (params.has('assembly')) {
+      const next = new URLSearchParams(params);
+      next.delete('assembly');
+      setParams(next, { replace: true });
+    }
+  };
   const [running, setRunning] = useState<number | 'any' | null>(null);
   const [deleting, setDeleting] = useState<Assembly | null>(null);
 
@@ -206,7 +218,7 @@ export default function AssembliesPanel() {
         suppressColumnVirtualisation
         animateRows={false}
       />
-      {editing !== null && <AssemblyEditorDialog id={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}
+      {editing !== null && <AssemblyEditorDialog id={editing === 'new' ? undefined : editing} onClose={() => closeEditor()} />}
       {running !== null && <QuickRunDialog assemblyId={running === 'any' ? undefined : running} onClose={() => setRunning(null)} />}
       {deleting && <DeleteDialog assembly={deleting} onClose={() => setDeleting(null)} />}
     </RowOpsContext.Provider>

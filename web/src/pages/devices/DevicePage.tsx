@@ -31,6 +31,7 @@ import {
   SoftwareTab,
   SummaryTab,
 } from './InventoryTabs';
+import { MetadataTab } from './MetadataTab';
 import { ProcessesTab } from './ProcessesTab';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
 import { ServicesTab } from './ServicesTab';
@@ -50,6 +51,7 @@ type TabKey =
   | 'patches'
   | 'terminal'
   | 'activity'
+  | 'metadata'
   | 'agent'
   | 'agent-health';
 
@@ -73,6 +75,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
     ),
   },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
+  { key: 'metadata', label: 'Metadata', render: (d, hostname) => <MetadataTab guid={d.device.guid} hostname={hostname} /> },
   { key: 'agent', label: 'Agent', render: (d) => <AgentTab device={d.device} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];

@@ -17,12 +17,15 @@ export const DEVICE_ACTIVITY = 'device-activity';
 export const DEVICE_PROCESSES = 'device-processes';
 /** A device's agent update operations, keyed by guid. */
 export const DEVICE_AGENT_UPDATES = 'device-agent-updates';
+/** A device's 500 metadata rows (the Metadata tab), keyed by hostname like the details. */
+export const DEVICE_METADATA = 'device-metadata';
 
 // Hostnames are compared without case, so /devices/WEB-1 and /devices/web-1 share their cache.
 export const deviceDetailsKey = (hostname: string) => [DEVICE_DETAILS, hostname.toLowerCase()] as const;
 export const deviceActivityKey = (hostname: string) => [DEVICE_ACTIVITY, hostname.toLowerCase()] as const;
 export const deviceAgentUpdatesKey = (guid: string) => [DEVICE_AGENT_UPDATES, guid] as const;
 export const deviceProcessesKey = (hostname: string) => [DEVICE_PROCESSES, hostname.toLowerCase()] as const;
+export const deviceMetadataKey = (hostname: string) => [DEVICE_METADATA, hostname.toLowerCase()] as const;
 
 const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : null);
 
@@ -56,7 +59,11 @@ export function invalidateForDeviceEvent(queryClient: QueryClient, data: unknown
   // Without an identity the event could be about any device on screen.
   const matches = (key: QueryKey) => (hostname || guid ? typeof key[1] === 'string' && hosts.has(key[1]) : true);
   void queryClient.invalidateQueries(
-    { predicate: (q) => (q.queryKey[0] === DEVICE_DETAILS || q.queryKey[0] === DEVICE_ACTIVITY) && matches(q.queryKey) },
+    {
+      predicate: (q) =>
+        (q.queryKey[0] === DEVICE_DETAILS || q.queryKey[0] === DEVICE_ACTIVITY || q.queryKey[0] === DEVICE_METADATA) &&
+        matches(q.queryKey),
+    },
     opts,
   );
   void queryClient.invalidateQueries(

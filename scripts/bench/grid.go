@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -239,5 +238,3 @@ func timeRoute(ctx context.Context, c *client, as, name, method, path string, bo
 	fmt.Fprintf(logOut, "grid: %-9s %-32s p50 %6.1f ms  p99 %6.1f ms  (total %v)\n", as, name, out.P50, out.P99, out.Total)
 	return out
 }
-
-var _ = url.QueryEscape

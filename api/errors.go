@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
+	"github.com/cairn-rmm/cairn/internal/software"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -110,6 +111,9 @@ var statusByCode = map[string]int{
 
 	// Device filters (docs/api.md "Device filters and saved views").
 	devicefilters.ECodeFilterInUse: http.StatusConflict,
+
+	// Software rules (docs/api.md "Software audit").
+	software.ECodeUninstallBlocked: http.StatusConflict,
 }
 
 type errorBody struct {

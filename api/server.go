@@ -198,6 +198,7 @@ func New(d Deps) *Server {
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
 		s.deviceFilterRoutes(), s.deviceViewRoutes(),
+		s.softwareRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

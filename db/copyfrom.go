@@ -107,6 +107,7 @@ func (r *iteratorForDeviceSoftwareInsert) Next() bool {
 func (r iteratorForDeviceSoftwareInsert) Values() ([]interface{}, error) {
 	return []interface{}{
 		r.rows[0].DeviceGuid,
+		r.rows[0].SiteID,
 		r.rows[0].NameKey,
 		r.rows[0].Name,
 		r.rows[0].Version,
@@ -119,5 +120,5 @@ func (r iteratorForDeviceSoftwareInsert) Err() error {
 }
 
 func (q *Queries) DeviceSoftwareInsert(ctx context.Context, arg []DeviceSoftwareInsertParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"device_software"}, []string{"device_guid", "name_key", "name", "version", "publisher"}, &iteratorForDeviceSoftwareInsert{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"device_software"}, []string{"device_guid", "site_id", "name_key", "name", "version", "publisher"}, &iteratorForDeviceSoftwareInsert{rows: arg})
 }

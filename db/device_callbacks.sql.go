@@ -213,6 +213,7 @@ func (q *Queries) DeviceSoftwareDelete(ctx context.Context, deviceGuid string) e
 
 type DeviceSoftwareInsertParams struct {
 	DeviceGuid string
+	SiteID     int64
 	NameKey    string
 	Name       string
 	Version    string

@@ -465,7 +465,7 @@ func (q *Queries) DeviceSiteAssign(ctx context.Context, arg DeviceSiteAssignPara
 }
 
 const deviceSoftwareList = `-- name: DeviceSoftwareList :many
-SELECT device_guid, name_key, name, version, publisher, version_key FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
+SELECT device_guid, name_key, name, version, publisher, version_key, site_id FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
 `
 
 func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]DeviceSoftware, error) {
@@ -484,6 +484,7 @@ func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]
 			&i.Version,
 			&i.Publisher,
 			&i.VersionKey,
+			&i.SiteID,
 		); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,8 @@ package db
 import (
 	"net/netip"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type AdminRecovery struct {
@@ -323,6 +325,7 @@ type DeviceSoftware struct {
 	Version    string
 	Publisher  string
 	VersionKey []int64
+	SiteID     int64
 }
 
 type DirectoryProvider struct {
@@ -559,6 +562,81 @@ type SiteWorkSlot struct {
 	Kind       string
 	AcquiredAt time.Time
 	ExpiresAt  time.Time
+}
+
+type SoftwareAuditCount struct {
+	SiteID      int64
+	NameKey     string
+	Version     string
+	Name        string
+	Publisher   string
+	DeviceCount int64
+}
+
+type SoftwareAuditDelta struct {
+	Xid       pgtype.Uint64
+	SiteID    int64
+	NameKey   string
+	Version   string
+	Name      string
+	Publisher string
+	Delta     int64
+}
+
+type SoftwareAuditPending struct {
+	Xid pgtype.Uint64
+}
+
+type SoftwareAuditTotal struct {
+	NameKey     string
+	Version     string
+	Name        string
+	Publisher   string
+	DeviceCount int64
+}
+
+type SoftwareIcon struct {
+	Hash        string
+	ContentType string
+	Data        []byte
+	CreatedBy   string
+	CreatedAt   time.Time
+}
+
+type SoftwareIconOverride struct {
+	NameKey     string
+	Name        string
+	IconHash    *string
+	DisplayIcon string
+	ClearIcon   bool
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedBy   string
+	UpdatedAt   time.Time
+}
+
+type SoftwareUninstallBlock struct {
+	NameKey   string
+	Version   string
+	Name      string
+	Reason    string
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedBy string
+	UpdatedAt time.Time
+}
+
+type SoftwareUninstallOverride struct {
+	NameKey    string
+	Version    string
+	Name       string
+	Executable string
+	Arguments  string
+	Command    string
+	CreatedBy  string
+	CreatedAt  time.Time
+	UpdatedBy  string
+	UpdatedAt  time.Time
 }
 
 type SourceToken struct {

@@ -162,6 +162,29 @@ type OperationRunner struct {
 // activity). A failure is returned as a *cairn.Error with the operation's
 // code.
 func (r OperationRunner) Run(ctx context.Context, in OperationInput) (OperationResult, error) {
+	run, err := r.Start(ctx, in)
+	if err != nil {
+		return OperationResult{}, err
+	}
+	var res OperationResult
+	err = run.Get(ctx, &res)
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() != nil || isOverload(err) {
+		return res, cairn.Errorf(cairn.ECodeUnavailable, "the operation is still running; its outcome will be in the device's activity")
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() != "" {
+		return res, cairn.Errorf(app.Type(), "%s", app.Message())
+	}
+	return res, err
+}
+
+// Start starts in without waiting for its outcome (the workflow records
+// it in the device's activity either way): for requests that follow
+// another action, such as the software refresh after an icon override.
+func (r OperationRunner) Start(ctx context.Context, in OperationInput) (client.WorkflowRun, error) {
 	timeout := in.Timeout
 	if timeout <= 0 {
 		timeout = DefaultOperationTimeout
@@ -179,23 +202,11 @@ func (r OperationRunner) Run(ctx context.Context, in OperationInput) (OperationR
 	}, DeviceOperation, in)
 	if err != nil {
 		if ctx.Err() == nil && !isOverload(err) {
-			return OperationResult{}, err
+			return nil, err
 		}
-		return OperationResult{}, cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the operation now; try again")
+		return nil, cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the operation now; try again")
 	}
-	var res OperationResult
-	err = run.Get(ctx, &res)
-	if err == nil {
-		return res, nil
-	}
-	if ctx.Err() != nil || isOverload(err) {
-		return res, cairn.Errorf(cairn.ECodeUnavailable, "the operation is still running; its outcome will be in the device's activity")
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.Type() != "" {
-		return res, cairn.Errorf(app.Type(), "%s", app.Message())
-	}
-	return res, err
+	return run, nil
 }
 
 // isOverload reports a Temporal call that ran out of time or capacity

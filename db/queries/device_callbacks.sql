@@ -87,8 +87,8 @@ UPDATE devices SET operating_system = @operating_system, updated_at = now() WHER
 DELETE FROM device_software WHERE device_guid = @device_guid;
 
 -- name: DeviceSoftwareInsert :copyfrom
-INSERT INTO device_software (device_guid, name_key, name, version, publisher)
-VALUES (@device_guid, @name_key, @name, @version, @publisher);
+INSERT INTO device_software (device_guid, site_id, name_key, name, version, publisher)
+VALUES (@device_guid, @site_id, @name_key, @name, @version, @publisher);
 
 -- name: DevicePatchDelete :exec
 DELETE FROM device_patches WHERE device_guid = @device_guid;

@@ -85,7 +85,7 @@ func (s *Service) Details(ctx context.Context, id devicetrust.Identity, d proto.
 		if err := q.DeviceInventoryUpsert(ctx, up); err != nil {
 			return err
 		}
-		if err := storeRows(ctx, q, id.GUID, inv, changed); err != nil {
+		if err := storeRows(ctx, q, dev.Guid, dev.SiteID, inv, changed); err != nil {
 			return err
 		}
 		return upsertRoles(ctx, q, roles)
@@ -127,10 +127,11 @@ func setColumn(up *db.DeviceInventoryUpsertParams, p inventory.Part) {
 }
 
 // storeRows writes what lives outside device_inventory for the changed
-// collections: the operating system on the device, software and IP
-// addresses in the form filters match on, and patch rows, each replaced
-// whole with COPY.
-func storeRows(ctx context.Context, q *db.Queries, guid string, inv inventory.Normalized, changed []string) error {
+// collections: the operating system on the device, software in the form
+// filters match on (with the device's site, which the software audit's
+// aggregate is kept per), IP addresses in the form filters match on, and
+// patch rows, each replaced whole with COPY.
+func storeRows(ctx context.Context, q *db.Queries, guid string, siteID int64, inv inventory.Normalized, changed []string) error {
 	if slices.Contains(changed, inventory.PartOS) {
 		name := cmp.Or(inv.OS.Name, strings.TrimSpace(inv.OS.Family+" "+inv.OS.Version))
 		if err := q.DeviceOperatingSystemSet(ctx, db.DeviceOperatingSystemSetParams{Guid: guid, OperatingSystem: name}); err != nil {
@@ -143,7 +144,7 @@ func storeRows(ctx context.Context, q *db.Queries, guid string, inv inventory.No
 		}
 		rows := make([]db.DeviceSoftwareInsertParams, len(inv.Software))
 		for i, sw := range inv.Software {
-			rows[i] = db.DeviceSoftwareInsertParams{DeviceGuid: guid, NameKey: inventory.SoftwareKey(sw.Name),
+			rows[i] = db.DeviceSoftwareInsertParams{DeviceGuid: guid, SiteID: siteID, NameKey: inventory.SoftwareKey(sw.Name),
 				Name: sw.Name, Version: sw.Version, Publisher: sw.Publisher}
 		}
 		if _, err := q.DeviceSoftwareInsert(ctx, rows); err != nil {

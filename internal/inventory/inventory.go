@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -153,6 +154,21 @@ func Normalize(inv proto.Inventory) (Normalized, error) {
 	return n, nil
 }
 
+// Software text limits (runes); longer values are cut.
+const (
+	MaxSoftwareName      = 256
+	MaxSoftwareVersion   = 128
+	MaxSoftwarePublisher = 256
+)
+
+// clip cuts s to at most n runes.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return strings.TrimSpace(string([]rune(s)[:n]))
+}
+
 // SoftwareKey is the form filters match software names on.
 func SoftwareKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
 
@@ -259,7 +275,11 @@ func normalizeSoftware(in []proto.Software) []proto.Software {
 	}
 	out := make([]proto.Software, 0, len(in))
 	for _, s := range in {
-		s.Name, s.Version, s.Publisher = strings.TrimSpace(s.Name), strings.TrimSpace(s.Version), strings.TrimSpace(s.Publisher)
+		// Bounded so that a variant fits the keys it is stored and
+		// counted under (device_software, the software audit aggregate).
+		s.Name = clip(strings.TrimSpace(s.Name), MaxSoftwareName)
+		s.Version = clip(strings.TrimSpace(s.Version), MaxSoftwareVersion)
+		s.Publisher = clip(strings.TrimSpace(s.Publisher), MaxSoftwarePublisher)
 		if SoftwareKey(s.Name) == "" {
 			continue
 		}

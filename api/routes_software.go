@@ -1,0 +1,168 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/software"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// softwareRoutes are the software audit, icons and the global software
+// rules (docs/api.md "Software audit").
+func (s *Server) softwareRoutes() []Route {
+	svc := software.New(s.Store)
+	return []Route{
+		{"GET", "/api/software/audit", AuthToken, getAction(s, func(r *http.Request) (software.AuditPage, error) {
+			q := software.AuditQuery{Q: r.URL.Query().Get("q"), Sort: r.URL.Query().Get("sort")}
+			var err error
+			if q.Limit, err = queryInt(r, "limit", software.DefaultAuditLimit, 1, software.MaxAuditLimit); err != nil {
+				return software.AuditPage{}, err
+			}
+			if q.Offset, err = queryInt(r, "offset", 0, 0, 1<<30); err != nil {
+				return software.AuditPage{}, err
+			}
+			return svc.Audit(r.Context(), principal(r.Context()).SiteScope(), q)
+		})},
+		{"GET", "/api/software/rules", AuthToken, getAction(s, func(r *http.Request) (software.Rules, error) {
+			return svc.ListRules(r.Context())
+		})},
+		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, s.softwareIcon(svc)},
+		{"POST", "/api/device/software/{hostname}/icon-override", AuthToken, jsonAction(s, http.StatusOK, false,
+			func(r *http.Request, req iconOverrideReq) (map[string]any, error) {
+				rule, dev, err := svc.SetIconOverride(r.Context(), softwareActor(r), req.target(r), software.IconOverride{
+					Icon: req.Icon, DisplayIcon: req.DisplayIcon, ClearIcon: req.ClearIcon, Remove: req.Remove})
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"rule": rule, "refresh": s.requestSoftwareRefresh(r, dev.Hostname)}, nil
+			})},
+		{"POST", "/api/device/software/{hostname}/uninstall-override", AuthToken, jsonAction(s, http.StatusOK, false,
+			func(r *http.Request, req uninstallOverrideReq) (map[string]any, error) {
+				rule, err := svc.SetUninstallOverride(r.Context(), softwareActor(r), req.target(r), software.UninstallOverride{
+					Executable: req.Executable, Arguments: req.Arguments, Remove: req.Remove})
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"rule": rule, "removed": req.Remove}, nil
+			})},
+		{"POST", "/api/device/software/{hostname}/uninstall-block", AuthToken, jsonAction(s, http.StatusOK, false,
+			func(r *http.Request, req uninstallBlockReq) (map[string]any, error) {
+				rule, err := svc.Block(r.Context(), softwareActor(r), req.target(r), req.Reason)
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"rule": rule}, nil
+			})},
+		{"POST", "/api/device/software/{hostname}/uninstall-unblock", AuthToken, jsonAction(s, http.StatusOK, false,
+			func(r *http.Request, req softwareRowReq) (map[string]any, error) {
+				removed, err := svc.Unblock(r.Context(), softwareActor(r), req.target(r))
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"removed": removed}, nil
+			})},
+		{"GET", "/api/agent/software-management/overrides", AuthDevice, getAction(s, func(r *http.Request) (software.AgentOverrides, error) {
+			return svc.AgentRules(r.Context())
+		})},
+	}
+}
+
+// softwareRowReq names the software row of the device in the path.
+type softwareRowReq struct {
+	Name    string  `json:"name"`
+	Version *string `json:"version"`
+}
+
+func (q softwareRowReq) target(r *http.Request) software.Target {
+	if e := auditFrom(r); e != nil {
+		// The audit trail says which software the rule is about.
+		e.Target += " software=" + strconv.Quote(q.Name)
+		if q.Version != nil {
+			e.Target += " version=" + strconv.Quote(*q.Version)
+		}
+	}
+	return software.Target{Hostname: pathParam(r, "hostname"), Name: q.Name, Version: q.Version}
+}
+
+type iconOverrideReq struct {
+	softwareRowReq
+	// Icon is the image's bytes (base64 in JSON).
+	Icon        []byte `json:"icon"`
+	DisplayIcon string `json:"display_icon"`
+	ClearIcon   bool   `json:"clear_icon"`
+	Remove      bool   `json:"remove"`
+}
+
+type uninstallOverrideReq struct {
+	softwareRowReq
+	Executable string `json:"executable"`
+	Arguments  string `json:"arguments"`
+	Remove     bool   `json:"remove"`
+}
+
+type uninstallBlockReq struct {
+	softwareRowReq
+	Reason string `json:"reason"`
+}
+
+func softwareActor(r *http.Request) software.Actor {
+	p := principal(r.Context())
+	return software.Actor{Username: p.Username, Admin: p.IsAdmin(), Scope: p.SiteScope()}
+}
+
+// requestSoftwareRefresh starts a software refresh of the device through
+// the command path without waiting for it: the rule is saved whatever the
+// agent does, and the refresh's outcome lands in the device's activity.
+// A device that cannot take it now says why instead.
+func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) map[string]any {
+	ctx, p := r.Context(), principal(r.Context())
+	t, err := s.Devices.OperationTarget(ctx, p.SiteScope(), hostname)
+	if err == nil && !t.SocketLive {
+		err = cairn.Errorf(cairn.ECodeAgentSocketMissing, "the agent of %s has no realtime connection", t.Hostname)
+	}
+	if err == nil {
+		id := uuid.NewString()
+		_, err = s.Operations.Start(ctx, workflows.OperationInput{OperationID: id, Target: t, Type: proto.EventSoftwareRefresh,
+			Payload: []byte("{}"), Kind: "software_refresh", Summary: "Refresh software inventory (icon override)", Actor: p.Username})
+		if err == nil {
+			return map[string]any{"requested": true, "operation_id": id}
+		}
+	}
+	code := cairn.ErrorCode(err)
+	if code == cairn.ECodeInternal {
+		s.Log.Error("software refresh after an icon override", "hostname", hostname, "err", err)
+	}
+	return map[string]any{"requested": false, "error": code}
+}
+
+// softwareIcon serves an icon. Icons are content-addressed, so they are
+// cached for a year; every icon is served with a sandboxing CSP and
+// nosniff, so even an SVG opened directly can run nothing.
+func (s *Server) softwareIcon(svc *software.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		icon, err := svc.IconByHash(r.Context(), pathParam(r, "icon_hash"))
+		if err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		h := w.Header()
+		etag := `"` + icon.Hash + `"`
+		h.Set("Content-Type", icon.ContentType)
+		h.Set("Cache-Control", "private, max-age=31536000, immutable")
+		h.Set("ETag", etag)
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+		h.Set("Content-Disposition", "inline; filename=\"icon\"")
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Length", strconv.Itoa(len(icon.Data)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(icon.Data)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/software"
@@ -114,6 +115,9 @@ var statusByCode = map[string]int{
 
 	// Software rules (docs/api.md "Software audit").
 	software.ECodeUninstallBlocked: http.StatusConflict,
+
+	// Metadata fields (docs/api.md "Metadata fields").
+	metadata.ECodeReservedField: http.StatusConflict,
 }
 
 type errorBody struct {

@@ -928,6 +928,8 @@ export interface FilterFieldMeta {
   group: string;
   ops: string[];
   value_type: FilterValueType;
+  /** Each op's value type where it differs from value_type (`none`: no value). */
+  op_value_types?: Record<string, FilterValueType> | null;
   key_type: 'metadata_field' | 'software_name' | null;
   values?: string[] | null;
 }

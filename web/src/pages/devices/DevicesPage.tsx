@@ -247,32 +247,34 @@ export default function DevicesPage() {
         setApplied(null);
         return;
       }
-      setColumns(knownColumns(v.columns));
-      setSort(v.sort);
+      let filter: AppliedFilter | null = v.filter ? { filterId: null, tree: v.filter, name: null } : null;
       if (v.filter_id) {
-        let tree = emptyGroup();
-        let name: string | null = null;
+        filter = { filterId: v.filter_id, tree: emptyGroup(), name: null };
         try {
           const saved = await queryClient.fetchQuery({ queryKey: DEVICE_FILTERS_QUERY, queryFn: deviceFilters.list });
           const f = saved.find((x) => x.id === v.filter_id);
-          if (f) ({ filter: tree, name } = f);
+          if (f) filter = { filterId: f.id, tree: f.filter, name: f.name };
         } catch {
           // The grid still filters by the ID; only the panel lacks the tree.
         }
-        setApplied({ filterId: v.filter_id, tree, name });
-      } else {
-        setApplied(v.filter ? { filterId: null, tree: v.filter, name: null } : null);
       }
+      // All at once, so the grid asks one question for the view.
+      setColumns(knownColumns(v.columns));
+      setSort(v.sort);
+      setApplied(filter);
     },
     [queryClient],
   );
+  // A view named in the address is restored before the grid asks for anything.
+  const [booted, setBooted] = useState(viewParam === null);
   const restoredView = useRef<string | null>(null);
   useEffect(() => {
+    if (viewsQuery.isError) setBooted(true);
     if (!viewsQuery.data || restoredView.current === viewParam) return;
     restoredView.current = viewParam;
     const v = viewParam ? viewsQuery.data.find((x) => String(x.id) === viewParam) ?? null : null;
-    if (v || restoredView.current !== null) void restore(v);
-  }, [viewsQuery.data, viewParam, restore]);
+    void restore(v).finally(() => setBooted(true));
+  }, [viewsQuery.data, viewsQuery.isError, viewParam, restore]);
   const selectView = (v: DeviceListView | null) => {
     restoredView.current = v ? String(v.id) : null;
     void restore(v);
@@ -458,27 +460,33 @@ export default function DevicesPage() {
           '& .mono': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', fontSize: 12.5 },
         }}
       >
-        <AgGridReact<Device>
-          ref={gridRef}
-          theme={gridTheme}
-          rowModelType="infinite"
-          datasource={datasource}
-          cacheBlockSize={BLOCK_SIZE}
-          maxBlocksInCache={MAX_BLOCKS}
-          infiniteInitialRowCount={1}
-          columnDefs={columnDefs}
-          defaultColDef={{ sortable: true, resizable: true, filter: false }}
-          context={context}
-          getRowId={getRowId}
-          rowSelection={ROW_SELECTION}
-          onSelectionChanged={onSelectionChanged}
-          onSortChanged={onSortChanged}
-          onDragStopped={onDragStopped}
-          overlayNoRowsTemplate={result.error !== null ? 'The device list could not be loaded.' : 'No devices match these filters.'}
-          suppressCellFocus
-          suppressColumnVirtualisation
-          animateRows={false}
-        />
+        {booted ? (
+          <AgGridReact<Device>
+            ref={gridRef}
+            theme={gridTheme}
+            rowModelType="infinite"
+            datasource={datasource}
+            cacheBlockSize={BLOCK_SIZE}
+            maxBlocksInCache={MAX_BLOCKS}
+            infiniteInitialRowCount={1}
+            columnDefs={columnDefs}
+            defaultColDef={{ sortable: true, resizable: true, filter: false }}
+            context={context}
+            getRowId={getRowId}
+            rowSelection={ROW_SELECTION}
+            onSelectionChanged={onSelectionChanged}
+            onSortChanged={onSortChanged}
+            onDragStopped={onDragStopped}
+            overlayNoRowsTemplate={result.error !== null ? 'The device list could not be loaded.' : 'No devices match these filters.'}
+            suppressCellFocus
+            suppressColumnVirtualisation
+            animateRows={false}
+          />
+        ) : (
+          <Typography variant="body2" color="text.secondary">
+            Loading the view…
+          </Typography>
+        )}
       </Box>
       {total === 0 && filtered && (
         <Typography variant="body2" color="text.secondary" sx={{ mt: 1 }} data-testid="devices-none-match">

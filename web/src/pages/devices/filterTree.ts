@@ -56,7 +56,10 @@ export const opLabel = (op: string) => OP_LABELS[op] ?? op.replaceAll('_', ' ');
 
 /** What kind of value input the operator needs; a field's ops may differ (last_seen: seconds, a time or nothing). */
 export function valueKind(field: FilterFieldMeta | undefined, op: string): FilterValueType {
-  if (!field || NO_VALUE_OPS.has(op)) return 'none';
+  if (!field) return 'none';
+  const declared = field.op_value_types?.[op];
+  if (declared) return declared;
+  if (NO_VALUE_OPS.has(op)) return 'none';
   if (op === 'before' || op === 'after') return 'time';
   if (op === 'within_last' || op === 'not_within_last') return 'duration_seconds';
   if (op.startsWith('version_')) return 'version';
@@ -195,5 +198,19 @@ export function withHostnameSearch(tree: FilterGroup | null, q: string): FilterG
   return { match: 'all', conditions: [tree, cond] };
 }
 
+/** JSON with object keys sorted: the Engine stores trees as jsonb, which reorders keys. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
 /** Structural equality of two trees (used to tell an applied saved filter from an edited copy). */
-export const sameTree = (a: FilterGroup | null, b: FilterGroup | null) => JSON.stringify(a) === JSON.stringify(b);
+export const sameTree = (a: FilterGroup | null, b: FilterGroup | null) => canonical(a) === canonical(b);

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
@@ -106,6 +107,9 @@ var statusByCode = map[string]int{
 	// Automation (docs/api.md "Automation: scheduled jobs").
 	scheduledjobs.ECodeJobDisabled: http.StatusConflict,
 	flows.ECodeInUse:               http.StatusConflict,
+
+	// Device filters (docs/api.md "Device filters and saved views").
+	devicefilters.ECodeFilterInUse: http.StatusConflict,
 }
 
 type errorBody struct {

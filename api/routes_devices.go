@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 )
 
@@ -97,11 +100,14 @@ func newDeviceSummaryJSON(d devices.Device) deviceSummaryJSON {
 		HelperContexts: d.HelperContexts, Metrics: d.Metrics, EnrolledAt: d.EnrolledAt}
 }
 
+// deviceList is the paged device list: limit, offset, sort, a saved
+// filter (filter_id), a draft filter (filter, URL-encoded JSON) and the
+// site/status drilldowns, all narrowing together.
 func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
 	q := r.URL.Query()
 	var (
-		v cairn.Validation
-		f devices.ListFilter
+		v  cairn.Validation
+		pq devicefilters.PageQuery
 	)
 	// site is the console's drilldown spelling (/devices?site=<id>), site_id the API's.
 	raw := q.Get("site_id")
@@ -113,27 +119,55 @@ func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
 		if err != nil || id <= 0 {
 			v.Add("site_id", "must be a positive integer")
 		}
-		f.SiteID = id
+		pq.SiteID = id
 	}
 	if raw := q.Get("status"); raw != "" {
 		st, ok := devices.ParseStatus(raw)
 		if !ok {
 			v.Add("status", "must be connected, disconnected or offline")
 		}
-		f.Status = st
+		pq.Status = st
+	}
+	var err error
+	if pq.Limit, err = queryInt(r, "limit", devicefilters.DefaultLimit, 1, devicefilters.MaxLimit); err != nil {
+		v.Add("limit", fmt.Sprintf("must be an integer from 1 to %d", devicefilters.MaxLimit))
+	}
+	if pq.Offset, err = queryInt(r, "offset", 0, 0, math.MaxInt32); err != nil {
+		v.Add("offset", "must be an integer of at least 0")
+	}
+	if pq.Sort, err = devicefilters.ParseSort("sort", q.Get("sort")); err != nil {
+		v.Add("sort", "must be a column (hostname, site, status, last_seen, os, agent_version, description, trust_state, metadata:<n>), - first for descending")
 	}
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	list, err := s.Devices.List(r.Context(), principal(r.Context()).SiteScope(), f)
+	if raw := q.Get("filter_id"); raw != "" {
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, cairn.Invalid("filter_id", "must be a saved device filter ID")
+		}
+		f, err := s.DeviceFilters.Get(r.Context(), id)
+		if cairn.IsCode(err, cairn.ECodeNotFound) {
+			return nil, cairn.Invalid("filter_id", "is not a saved device filter")
+		}
+		if err != nil {
+			return nil, err
+		}
+		pq.Filters = append(pq.Filters, f.Tree)
+	}
+	if raw := q.Get("filter"); raw != "" {
+		tree, err := devicefilters.Parse([]byte(raw), "filter")
+		if err != nil {
+			return nil, err
+		}
+		pq.Filters = append(pq.Filters, tree)
+	}
+	page, err := s.DeviceFilters.Page(r.Context(), principal(r.Context()).SiteScope(), pq)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]deviceJSON, len(list))
-	for i, d := range list {
-		out[i] = newDeviceJSON(d)
-	}
-	return map[string]any{"devices": out, "online_window_seconds": int(s.Devices.OnlineWindow().Seconds())}, nil
+	return map[string]any{"devices": s.deviceRows(page), "total": page.Total, "limit": pq.Limit, "offset": pq.Offset,
+		"online_window_seconds": int(s.DeviceFilters.OnlineWindow().Seconds())}, nil
 }
 
 func (s *Server) deviceSearch(r *http.Request) (map[string]any, error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/directory"
@@ -148,6 +149,9 @@ type Deps struct {
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
 	Runs       workflows.JobRunStarter
+	// DeviceFilters evaluates device filters and keeps saved filters and
+	// device-list views.
+	DeviceFilters *devicefilters.Service
 }
 
 // Server serves the API and the console.
@@ -193,6 +197,7 @@ func New(d Deps) *Server {
 		s.agentUpdateRoutes(),
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
+		s.deviceFilterRoutes(), s.deviceViewRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

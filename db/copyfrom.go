@@ -9,6 +9,39 @@ import (
 	"context"
 )
 
+// iteratorForDeviceAddressInsert implements pgx.CopyFromSource.
+type iteratorForDeviceAddressInsert struct {
+	rows                 []DeviceAddressInsertParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForDeviceAddressInsert) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForDeviceAddressInsert) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].DeviceGuid,
+		r.rows[0].Address,
+	}, nil
+}
+
+func (r iteratorForDeviceAddressInsert) Err() error {
+	return nil
+}
+
+func (q *Queries) DeviceAddressInsert(ctx context.Context, arg []DeviceAddressInsertParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"device_addresses"}, []string{"device_guid", "address"}, &iteratorForDeviceAddressInsert{rows: arg})
+}
+
 // iteratorForDevicePatchInsert implements pgx.CopyFromSource.
 type iteratorForDevicePatchInsert struct {
 	rows                 []DevicePatchInsertParams

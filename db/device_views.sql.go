@@ -74,7 +74,7 @@ func (q *Queries) DeviceFixtureUpdate(ctx context.Context, arg DeviceFixtureUpda
 }
 
 const deviceGetByHostnameInScope = `-- name: DeviceGetByHostnameInScope :one
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE lower(d.hostname) = lower($1::text) AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
@@ -118,6 +118,7 @@ func (q *Queries) DeviceGetByHostnameInScope(ctx context.Context, arg DeviceGetB
 		&i.Device.EnrolledAt,
 		&i.Device.UpdatedAt,
 		&i.Device.AgentBuildID,
+		&i.Device.AgentVersionKey,
 		&i.SiteName,
 		&i.SiteSlug,
 	)
@@ -125,7 +126,7 @@ func (q *Queries) DeviceGetByHostnameInScope(ctx context.Context, arg DeviceGetB
 }
 
 const deviceGetInScope = `-- name: DeviceGetInScope :one
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = $1 AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
@@ -169,6 +170,7 @@ func (q *Queries) DeviceGetInScope(ctx context.Context, arg DeviceGetInScopePara
 		&i.Device.EnrolledAt,
 		&i.Device.UpdatedAt,
 		&i.Device.AgentBuildID,
+		&i.Device.AgentVersionKey,
 		&i.SiteName,
 		&i.SiteSlug,
 	)
@@ -176,7 +178,7 @@ func (q *Queries) DeviceGetInScope(ctx context.Context, arg DeviceGetInScopePara
 }
 
 const deviceInventoryGet = `-- name: DeviceInventoryGet :one
-SELECT device_guid, hash, hardware, os, network, sessions, uptime, software, services, processes, services_hash, part_hashes, collected_at, updated_at FROM device_inventory WHERE device_guid = $1
+SELECT device_guid, hash, hardware, os, network, sessions, uptime, software, services, processes, services_hash, part_hashes, collected_at, updated_at, os_version_key FROM device_inventory WHERE device_guid = $1
 `
 
 func (q *Queries) DeviceInventoryGet(ctx context.Context, deviceGuid string) (DeviceInventory, error) {
@@ -197,13 +199,14 @@ func (q *Queries) DeviceInventoryGet(ctx context.Context, deviceGuid string) (De
 		&i.PartHashes,
 		&i.CollectedAt,
 		&i.UpdatedAt,
+		&i.OsVersionKey,
 	)
 	return i, err
 }
 
 const deviceListInScope = `-- name: DeviceListInScope :many
 
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
   AND ($3::bigint IS NULL OR d.site_id = $3::bigint)
@@ -266,6 +269,7 @@ func (q *Queries) DeviceListInScope(ctx context.Context, arg DeviceListInScopePa
 			&i.Device.EnrolledAt,
 			&i.Device.UpdatedAt,
 			&i.Device.AgentBuildID,
+			&i.Device.AgentVersionKey,
 			&i.SiteName,
 			&i.SiteSlug,
 		); err != nil {
@@ -354,7 +358,7 @@ func (q *Queries) DeviceRoleList(ctx context.Context, deviceGuid string) ([]Devi
 }
 
 const deviceSearchInScope = `-- name: DeviceSearchInScope :many
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
   AND strpos(lower(d.hostname), lower($3::text)) > 0
@@ -415,6 +419,7 @@ func (q *Queries) DeviceSearchInScope(ctx context.Context, arg DeviceSearchInSco
 			&i.Device.EnrolledAt,
 			&i.Device.UpdatedAt,
 			&i.Device.AgentBuildID,
+			&i.Device.AgentVersionKey,
 			&i.SiteName,
 			&i.SiteSlug,
 		); err != nil {
@@ -460,7 +465,7 @@ func (q *Queries) DeviceSiteAssign(ctx context.Context, arg DeviceSiteAssignPara
 }
 
 const deviceSoftwareList = `-- name: DeviceSoftwareList :many
-SELECT device_guid, name_key, name, version, publisher FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
+SELECT device_guid, name_key, name, version, publisher, version_key FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
 `
 
 func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]DeviceSoftware, error) {
@@ -478,6 +483,7 @@ func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]
 			&i.Name,
 			&i.Version,
 			&i.Publisher,
+			&i.VersionKey,
 		); err != nil {
 			return nil, err
 		}

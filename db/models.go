@@ -5,6 +5,7 @@
 package db
 
 import (
+	"net/netip"
 	"time"
 )
 
@@ -185,6 +186,7 @@ type Device struct {
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
 	AgentBuildID    string
+	AgentVersionKey []int64
 }
 
 type DeviceActivity struct {
@@ -199,6 +201,11 @@ type DeviceActivity struct {
 	Metadata   []byte
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+}
+
+type DeviceAddress struct {
+	DeviceGuid string
+	Address    netip.Addr
 }
 
 type DeviceApproval struct {
@@ -221,6 +228,17 @@ type DeviceApproval struct {
 	DeviceGuid       *string
 }
 
+type DeviceFilter struct {
+	ID          int64
+	Name        string
+	Description string
+	Tree        []byte
+	CreatedBy   string
+	UpdatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 type DeviceInventory struct {
 	DeviceGuid   string
 	Hash         string
@@ -236,6 +254,21 @@ type DeviceInventory struct {
 	PartHashes   []byte
 	CollectedAt  *time.Time
 	UpdatedAt    time.Time
+	OsVersionKey []int64
+}
+
+type DeviceListView struct {
+	ID            int64
+	OwnerID       int64
+	Name          string
+	Columns       []string
+	SortColumn    *string
+	SortDirection *string
+	FilterID      *int64
+	Tree          []byte
+	Shared        bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 type DevicePatch struct {
@@ -289,6 +322,7 @@ type DeviceSoftware struct {
 	Name       string
 	Version    string
 	Publisher  string
+	VersionKey []int64
 }
 
 type DirectoryProvider struct {

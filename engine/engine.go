@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/credentials"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/directory"
@@ -136,6 +137,7 @@ type Engine struct {
 	Tokens     *devicetrust.Tokens
 	DPoP       *devicetrust.Verifier
 	Devices    *devices.Service
+	Filters    *devicefilters.Service
 	Gateway    *agentgateway.Hub
 	Shells     *shells.Service
 	Jobs       *scheduledjobs.Service
@@ -203,6 +205,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	}
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
+	e.Filters = devicefilters.New(store, devicefilters.Config{OnlineWindow: e.Devices.OnlineWindow(), SocketWindow: devices.SocketWindow, Now: cfg.Now})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)
@@ -244,6 +247,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline},
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
+		DeviceFilters: e.Filters,
 	}
 	e.API = api.New(deps)
 	return e, nil

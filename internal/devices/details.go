@@ -127,8 +127,9 @@ func setColumn(up *db.DeviceInventoryUpsertParams, p inventory.Part) {
 }
 
 // storeRows writes what lives outside device_inventory for the changed
-// collections: the operating system on the device, software in the form
-// filters match on, and patch rows, each replaced whole with COPY.
+// collections: the operating system on the device, software and IP
+// addresses in the form filters match on, and patch rows, each replaced
+// whole with COPY.
 func storeRows(ctx context.Context, q *db.Queries, guid string, inv inventory.Normalized, changed []string) error {
 	if slices.Contains(changed, inventory.PartOS) {
 		name := cmp.Or(inv.OS.Name, strings.TrimSpace(inv.OS.Family+" "+inv.OS.Version))
@@ -146,6 +147,19 @@ func storeRows(ctx context.Context, q *db.Queries, guid string, inv inventory.No
 				Name: sw.Name, Version: sw.Version, Publisher: sw.Publisher}
 		}
 		if _, err := q.DeviceSoftwareInsert(ctx, rows); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(changed, inventory.PartNetwork) {
+		if err := q.DeviceAddressDelete(ctx, guid); err != nil {
+			return err
+		}
+		addrs := inventory.Addresses(inv.Network)
+		rows := make([]db.DeviceAddressInsertParams, len(addrs))
+		for i, a := range addrs {
+			rows[i] = db.DeviceAddressInsertParams{DeviceGuid: guid, Address: a}
+		}
+		if _, err := q.DeviceAddressInsert(ctx, rows); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -337,4 +338,28 @@ func cmpTime(a, b *time.Time) int {
 		return 1
 	}
 	return a.Compare(*b)
+}
+
+// Addresses are the distinct host addresses of the network inventory
+// (prefix lengths and IPv6 zones dropped), the form ip_address filters
+// match on; an address that does not parse is skipped.
+func Addresses(network []proto.NetIface) []netip.Addr {
+	var out []netip.Addr
+	for _, n := range network {
+		for _, a := range n.Addresses {
+			a = strings.TrimSpace(a)
+			if p, err := netip.ParsePrefix(a); err == nil {
+				a = p.Addr().String()
+			} else if before, _, ok := strings.Cut(a, "/"); ok {
+				a = before
+			}
+			addr, err := netip.ParseAddr(a)
+			if err != nil {
+				continue
+			}
+			out = append(out, addr.WithZone("").Unmap())
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(out)
 }

@@ -1,0 +1,107 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
+)
+
+// Saved device-list views (docs/api.md "Device filters and saved views"):
+// per operator, optionally shared; only the owner or an admin changes one.
+func (s *Server) deviceViewRoutes() []Route {
+	return []Route{
+		{"GET", "/api/device_list_views", AuthToken, getAction(s, func(r *http.Request) (map[string][]viewJSON, error) {
+			list, err := s.DeviceFilters.ListViews(r.Context(), viewer(r))
+			out := make([]viewJSON, len(list))
+			for i, v := range list {
+				out[i] = toViewJSON(v)
+			}
+			return map[string][]viewJSON{"views": out}, err
+		})},
+		{"POST", "/api/device_list_views", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
+			v, err := s.DeviceFilters.CreateView(r.Context(), viewer(r), req.input())
+			return toViewJSON(v), err
+		})},
+		{"GET", "/api/device_list_views/{id}", AuthToken, getAction(s, func(r *http.Request) (viewJSON, error) {
+			id, err := viewID(r)
+			if err != nil {
+				return viewJSON{}, err
+			}
+			v, err := s.DeviceFilters.GetView(r.Context(), viewer(r), id)
+			return toViewJSON(v), err
+		})},
+		{"PUT", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
+			id, err := viewID(r)
+			if err != nil {
+				return viewJSON{}, err
+			}
+			v, err := s.DeviceFilters.UpdateView(r.Context(), viewer(r), id, req.input())
+			return toViewJSON(v), err
+		})},
+		{"DELETE", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
+			id, err := viewID(r)
+			if err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, s.DeviceFilters.DeleteView(r.Context(), viewer(r), id)
+		})},
+	}
+}
+
+func viewer(r *http.Request) devicefilters.Viewer {
+	p := principal(r.Context())
+	return devicefilters.Viewer{UserID: p.UserID, Admin: p.IsAdmin()}
+}
+
+func viewID(r *http.Request) (int64, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return 0, cairn.Errorf(cairn.ECodeNotFound, "device list view not found")
+	}
+	return id, nil
+}
+
+type viewJSON struct {
+	ID        int64                   `json:"id"`
+	Name      string                  `json:"name"`
+	Columns   []string                `json:"columns"`
+	Sort      *devicefilters.ViewSort `json:"sort"`
+	FilterID  *int64                  `json:"filter_id"`
+	Filter    *devicefilters.Node     `json:"filter"`
+	Shared    bool                    `json:"shared"`
+	Owner     string                  `json:"owner"`
+	CreatedAt time.Time               `json:"created_at"`
+	UpdatedAt time.Time               `json:"updated_at"`
+}
+
+func toViewJSON(v devicefilters.View) viewJSON {
+	return viewJSON{ID: v.ID, Name: v.Name, Columns: v.Columns, Sort: v.Sort, FilterID: v.FilterID, Filter: v.Filter, Shared: v.Shared,
+		Owner: v.Owner, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+}
+
+type viewRequest struct {
+	Name     string                  `json:"name"`
+	Columns  []string                `json:"columns"`
+	Sort     *devicefilters.ViewSort `json:"sort"`
+	FilterID *int64                  `json:"filter_id"`
+	Filter   json.RawMessage         `json:"filter"`
+	Shared   bool                    `json:"shared"`
+	tree     *devicefilters.Node
+}
+
+func (req *viewRequest) validate() error {
+	if len(req.Filter) == 0 || string(req.Filter) == "null" {
+		return nil
+	}
+	n, err := devicefilters.Parse(req.Filter, "filter")
+	req.tree = &n
+	return err
+}
+
+func (req viewRequest) input() devicefilters.ViewInput {
+	return devicefilters.ViewInput{Name: req.Name, Columns: req.Columns, Sort: req.Sort, FilterID: req.FilterID, Filter: req.tree,
+		Shared: req.Shared}
+}

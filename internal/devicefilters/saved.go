@@ -1,0 +1,178 @@
+package devicefilters
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// ECodeFilterInUse: a scheduled job targets the filter, so it cannot be
+// deleted (409).
+const ECodeFilterInUse = "filter_in_use"
+
+// Bounds of saved filters.
+const (
+	MaxName        = 120
+	MaxDescription = 1000
+	MaxSearch      = 100
+	DefaultSearch  = 25
+)
+
+// Filter is a saved filter.
+type Filter struct {
+	ID          int64
+	Name        string
+	Description string
+	Tree        Node
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedBy   string
+	UpdatedAt   time.Time
+}
+
+// FilterInput is what creating or updating a filter takes; Tree has
+// passed Parse.
+type FilterInput struct {
+	Name        string
+	Description string
+	Tree        Node
+}
+
+func notFound(err error) error { return db.NotFound(err, "device filter not found") }
+
+// checkName trims and checks a name of a filter or view.
+func checkName(v *cairn.Validation, field, name string) string {
+	name = strings.TrimSpace(name)
+	if name == "" || len([]rune(name)) > MaxName || strings.ContainsFunc(name, unicode.IsControl) {
+		v.Add(field, fmt.Sprintf("must be 1 to %d characters on one line", MaxName))
+	}
+	return name
+}
+
+func (in FilterInput) check() (FilterInput, []byte, error) {
+	var v cairn.Validation
+	in.Name = checkName(&v, "name", in.Name)
+	in.Description = strings.TrimSpace(in.Description)
+	if len([]rune(in.Description)) > MaxDescription {
+		v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
+	}
+	if err := in.Tree.Validate("filter"); err != nil {
+		return in, nil, err
+	}
+	if err := v.Err(); err != nil {
+		return in, nil, err
+	}
+	tree, err := json.Marshal(in.Tree)
+	return in, tree, err
+}
+
+func filterFrom(r db.DeviceFilter) (Filter, error) {
+	f := Filter{ID: r.ID, Name: r.Name, Description: r.Description, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
+		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
+	return f, json.Unmarshal(r.Tree, &f.Tree)
+}
+
+func conflict(err error) error {
+	if db.IsUniqueViolation(err, "") {
+		return cairn.Errorf(cairn.ECodeConflict, "a device filter with this name exists")
+	}
+	return err
+}
+
+// Create saves a filter; actor is who is recorded.
+func (s *Service) Create(ctx context.Context, actor string, in FilterInput) (Filter, error) {
+	in, tree, err := in.check()
+	if err != nil {
+		return Filter{}, err
+	}
+	r, err := s.store.DeviceFilterInsert(ctx, db.DeviceFilterInsertParams{Name: in.Name, Description: in.Description, Tree: tree, Actor: actor})
+	if err != nil {
+		return Filter{}, conflict(err)
+	}
+	return filterFrom(r)
+}
+
+// Update replaces a saved filter's name, description and tree.
+func (s *Service) Update(ctx context.Context, actor string, id int64, in FilterInput) (Filter, error) {
+	in, tree, err := in.check()
+	if err != nil {
+		return Filter{}, err
+	}
+	r, err := s.store.DeviceFilterUpdate(ctx, db.DeviceFilterUpdateParams{ID: id, Name: in.Name, Description: in.Description, Tree: tree, Actor: actor})
+	if err != nil {
+		return Filter{}, conflict(notFound(err))
+	}
+	return filterFrom(r)
+}
+
+// Get returns one saved filter.
+func (s *Service) Get(ctx context.Context, id int64) (Filter, error) {
+	r, err := s.store.DeviceFilterGet(ctx, id)
+	if err != nil {
+		return Filter{}, notFound(err)
+	}
+	return filterFrom(r)
+}
+
+// List returns every saved filter by name. Filters are shared objects:
+// what they match is always evaluated inside the caller's scope.
+func (s *Service) List(ctx context.Context) ([]Filter, error) {
+	rows, err := s.store.DeviceFilterList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return filtersFrom(rows)
+}
+
+// Search finds saved filters whose name contains q (case-insensitive),
+// exact and prefix matches first; at most limit of them.
+func (s *Service) Search(ctx context.Context, q string, limit int) ([]Filter, error) {
+	if limit <= 0 || limit > MaxSearch {
+		limit = DefaultSearch
+	}
+	q = strings.TrimSpace(q)
+	if len([]rune(q)) > MaxName {
+		return nil, cairn.Invalid("q", fmt.Sprintf("must be at most %d characters", MaxName))
+	}
+	rows, err := s.store.DeviceFilterSearch(ctx, db.DeviceFilterSearchParams{Query: q, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	return filtersFrom(rows)
+}
+
+func filtersFrom(rows []db.DeviceFilter) ([]Filter, error) {
+	out := make([]Filter, len(rows))
+	for i, r := range rows {
+		f, err := filterFrom(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// Delete removes a saved filter unless a scheduled job targets it
+// (filter_in_use). Views that used it keep their other settings.
+func (s *Service) Delete(ctx context.Context, id int64) error {
+	return s.store.InTx(ctx, func(q *db.Queries) error {
+		if _, err := q.DeviceFilterLock(ctx, id); err != nil {
+			return notFound(err)
+		}
+		used, err := q.DeviceFilterInUse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if used {
+			return cairn.Errorf(ECodeFilterInUse, "a scheduled job targets this device filter; change the job first")
+		}
+		return q.DeviceFilterDelete(ctx, id)
+	})
+}

@@ -1,0 +1,355 @@
+package devicefilters
+
+// This file is the one place outside db/queries that holds SQL
+// (docs/architecture.md "Device filters"): a filter tree is built by the
+// operator, so it cannot be a static sqlc query. Everything here is a
+// fixed fragment; the compiler only chooses fragments by field and op and
+// joins them with AND/OR. Every value, key and time goes to PostgreSQL as
+// a bound parameter ($n), so the SQL text depends on the shape of the tree
+// alone (TestCompiledSQLDependsOnShapeOnly proves it).
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Subjects: the device-side expression a condition looks at. Inventory
+// fields read the joined device_inventory row i (absent: NULL, so only
+// string fields, coalesced to ”, can match "is empty").
+const (
+	sqlHostname     = `d.hostname`
+	sqlDescription  = `d.description`
+	sqlOS           = `d.operating_system`
+	sqlAgentVersion = `d.agent_version`
+	sqlOSVersion    = `coalesce(i.os->>'version', '')`
+	sqlCPUModel     = `coalesce(i.hardware->>'cpu_model', '')`
+	sqlMetadata     = `coalesce((SELECT convert_from(decode(m.value_b64, 'base64'), 'UTF8') FROM device_metadata_values m WHERE m.device_guid = d.guid AND m.field_number = %s::int), '')`
+
+	sqlAgentVersionKey = `d.agent_version_key`
+	sqlOSVersionKey    = `i.os_version_key`
+
+	sqlCPUCores    = `(i.hardware->>'cpu_cores')::numeric`
+	sqlMemoryTotal = `(i.hardware->>'memory_total_bytes')::numeric`
+	sqlDiskSum     = `CASE WHEN i.hardware IS NULL THEN NULL ELSE (SELECT coalesce(sum(coalesce((x->>'%s')::numeric, 0)), 0) FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.hardware->'disks') = 'array' THEN i.hardware->'disks' ELSE '[]'::jsonb END) x) END`
+	sqlPending     = `(SELECT count(*) FROM device_patches p WHERE p.device_guid = d.guid AND p.state = 'pending')`
+
+	// sqlLoggedInUsers ranges over the last heartbeat's users as u.v.
+	sqlLoggedInUsers = `EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(d.metrics->'logged_in_users') = 'array' THEN d.metrics->'logged_in_users' ELSE '[]'::jsonb END) u(v) WHERE %s)`
+	sqlUser          = `u.v`
+
+	sqlSoftware        = `EXISTS (SELECT 1 FROM device_software sw WHERE sw.device_guid = d.guid AND sw.name_key = %s::text)`
+	sqlSoftwareVersion = `EXISTS (SELECT 1 FROM device_software sw WHERE sw.device_guid = d.guid AND sw.name_key = %s::text AND sw.version_key %s cairn_version_key(%s::text))`
+	sqlSoftwareName    = `EXISTS (SELECT 1 FROM device_software sw WHERE sw.device_guid = d.guid AND strpos(sw.name_key, %s::text) > 0)`
+	sqlAddress         = `EXISTS (SELECT 1 FROM device_addresses a WHERE a.device_guid = d.guid AND a.address <<= %s::inet)`
+)
+
+// String predicates (case-insensitive) on subject %[1]s and value %[2]s;
+// the negative ops are NOT of these.
+var stringPredicates = map[string]string{
+	"equals":       `lower(%[1]s) = lower(%[2]s::text)`,
+	"contains":     `strpos(lower(%[1]s), lower(%[2]s::text)) > 0`,
+	"starts_with":  `starts_with(lower(%[1]s), lower(%[2]s::text))`,
+	"ends_with":    `right(lower(%[1]s), char_length(lower(%[2]s::text))) = lower(%[2]s::text)`,
+	"is_not_empty": `%[1]s <> ''`,
+}
+
+var negatedStringOps = map[string]string{"not_equals": "equals", "not_contains": "contains", "is_empty": "is_not_empty"}
+
+var comparisons = map[string]string{
+	"eq": "=", "ne": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=",
+	"version_eq": "=", "version_lt": "<", "version_lte": "<=", "version_gt": ">", "version_gte": ">=",
+}
+
+// Connection status (internal/devices/connectivity.go): online while the
+// last heartbeat is no older than the online window, with a live socket
+// while the socket was confirmed within SocketWindow. The two cutoffs
+// are parameters computed from now.
+const (
+	sqlOnline = `coalesce(d.last_seen >= %s::timestamptz, false)`
+	sqlSocket = `coalesce(d.socket_replica <> '' AND d.socket_seen_at >= %s::timestamptz, false)`
+	// sqlStatusRank orders Connected, Disconnected, Offline.
+	sqlStatusRank = `CASE WHEN %[1]s AND %[2]s THEN 0 WHEN %[1]s THEN 1 ELSE 2 END`
+)
+
+const (
+	sqlTrustState = `d.trust_state = %s::text`
+	sqlSiteIn     = `d.site_id = ANY(%s::bigint[])`
+	sqlSiteIs     = `d.site_id = %s::bigint`
+	sqlLastSeen   = `coalesce(d.last_seen %s %s::timestamptz, false)`
+	sqlNever      = `d.last_seen IS NULL`
+	sqlCompare    = `coalesce(%s %s %s::numeric, false)`
+	sqlVersionCmp = `coalesce(%s %s cairn_version_key(%s::text), false)`
+	sqlNot        = `NOT %s`
+	sqlScope      = `(%s::bool OR d.site_id = ANY(%s::bigint[]))`
+)
+
+// Queries.
+const (
+	sqlRowColumns = `d.guid, d.agent_id, d.hostname, d.description, d.site_id, s.name, s.slug, d.last_seen, d.socket_replica,
+       d.socket_seen_at, d.operating_system, d.agent_version, d.agent_build_id, d.trust_state, d.boot_id, d.helper_contexts,
+       d.metrics, d.enrolled_at`
+	sqlFromDevices   = ` FROM devices d JOIN sites s ON s.id = d.site_id`
+	sqlFromCount     = `SELECT count(*) FROM devices d`
+	sqlJoinInventory = ` LEFT JOIN device_inventory i ON i.device_guid = d.guid`
+	sqlWhere         = ` WHERE `
+	sqlAnd           = ` AND `
+	sqlOr            = ` OR `
+	sqlOrderBy       = ` ORDER BY `
+	sqlLimitOffset   = ` LIMIT %s::int OFFSET %s::int`
+	sqlSelectRefs    = `SELECT d.guid, d.hostname, d.site_id FROM devices d`
+	sqlOrderByGUID   = ` ORDER BY d.guid`
+)
+
+// Sort keys, each followed by the GUID tie-break in the same direction.
+var sortKeys = map[string]string{
+	"hostname":      `lower(d.hostname) %[1]s, d.guid %[1]s`,
+	"site":          `lower(s.name) %[1]s, d.guid %[1]s`,
+	"os":            `lower(d.operating_system) %[1]s, d.guid %[1]s`,
+	"description":   `lower(d.description) %[1]s, d.guid %[1]s`,
+	"trust_state":   `d.trust_state %[1]s, d.guid %[1]s`,
+	"agent_version": `d.agent_version_key %[1]s %[2]s, lower(d.agent_version) %[1]s, d.guid %[1]s`,
+	// Never seen counts as oldest.
+	"last_seen": `d.last_seen %[1]s %[2]s, d.guid %[1]s`,
+	// The status and metadata keys get their subject as %[3]s.
+	"status":   `%[3]s %[1]s, d.guid %[1]s`,
+	"metadata": `lower(%[3]s) %[1]s, d.guid %[1]s`,
+}
+
+var directions = map[bool][2]string{false: {"ASC", "NULLS FIRST"}, true: {"DESC", "NULLS LAST"}}
+
+// query accumulates bound parameters; the SQL text only ever receives
+// their placeholders.
+type query struct {
+	args      []any
+	inventory bool
+	now       time.Time
+	online    string
+	socket    string
+	cutoffs   [2]time.Time
+}
+
+func (q *query) arg(v any) string {
+	q.args = append(q.args, v)
+	return fmt.Sprintf("$%d", len(q.args))
+}
+
+// onlineExpr and socketExpr bind their cutoff once per query, when first
+// used (a parameter the SQL never mentions would have no type).
+func (q *query) onlineExpr() string {
+	if q.online == "" {
+		q.online = fmt.Sprintf(sqlOnline, q.arg(q.cutoffs[0]))
+	}
+	return q.online
+}
+
+func (q *query) socketExpr() string {
+	if q.socket == "" {
+		q.socket = fmt.Sprintf(sqlSocket, q.arg(q.cutoffs[1]))
+	}
+	return q.socket
+}
+
+func (q *query) status(st string) string {
+	switch st {
+	case Connected:
+		return "(" + q.onlineExpr() + sqlAnd + q.socketExpr() + ")"
+	case Disconnected:
+		return "(" + q.onlineExpr() + sqlAnd + fmt.Sprintf(sqlNot, q.socketExpr()) + ")"
+	}
+	return fmt.Sprintf(sqlNot, q.onlineExpr())
+}
+
+func (q *query) expr(e *expr) string {
+	if e.cond != nil {
+		return q.cond(e.cond)
+	}
+	parts := make([]string, len(e.children))
+	for i, c := range e.children {
+		parts[i] = q.expr(c)
+	}
+	sep := sqlAnd
+	if e.any {
+		sep = sqlOr
+	}
+	return "(" + strings.Join(parts, sep) + ")"
+}
+
+func (q *query) cond(c *cond) string {
+	not := func(s string) string { return fmt.Sprintf(sqlNot, "("+s+")") }
+	switch c.field.name {
+	case "site":
+		s := fmt.Sprintf(sqlSiteIn, q.arg(c.sites))
+		if c.op == "not_in" {
+			return not(s)
+		}
+		return s
+	case "status":
+		s := q.status(c.str)
+		if c.op == "is_not" {
+			return not(s)
+		}
+		return s
+	case "trust_state":
+		s := fmt.Sprintf(sqlTrustState, q.arg(c.str))
+		if c.op == "is_not" {
+			return not(s)
+		}
+		return s
+	case "last_seen":
+		switch c.op {
+		case "never":
+			return sqlNever
+		case "before":
+			return fmt.Sprintf(sqlLastSeen, "<", q.arg(c.at))
+		case "after":
+			return fmt.Sprintf(sqlLastSeen, ">", q.arg(c.at))
+		}
+		s := fmt.Sprintf(sqlLastSeen, ">=", q.arg(ceilMicro(q.now.Add(-time.Duration(c.num)*time.Second))))
+		if c.op == "not_within_last" {
+			return not(s)
+		}
+		return s
+	case "cpu_cores", "memory_total_bytes", "disk_total_bytes", "disk_free_bytes", "pending_patches":
+		return fmt.Sprintf(sqlCompare, q.number(c.field.name), comparisons[c.op], q.arg(c.str))
+	case "ip_address":
+		s := fmt.Sprintf(sqlAddress, q.arg(c.cidr))
+		if c.op == "not_in_cidr" {
+			return not(s)
+		}
+		return s
+	case "software":
+		switch c.op {
+		case "installed":
+			return fmt.Sprintf(sqlSoftware, q.arg(c.key))
+		case "not_installed":
+			return not(fmt.Sprintf(sqlSoftware, q.arg(c.key)))
+		}
+		return fmt.Sprintf(sqlSoftwareVersion, q.arg(c.key), comparisons[c.op], q.arg(c.str))
+	case "software_name":
+		return fmt.Sprintf(sqlSoftwareName, q.arg(c.str))
+	case "logged_in_user":
+		positive, negate := c.op, false
+		if p, ok := negatedStringOps[c.op]; ok {
+			positive, negate = p, true
+		}
+		s := fmt.Sprintf(sqlLoggedInUsers, q.stringPredicate(sqlUser, positive, c.str))
+		if negate {
+			return not(s)
+		}
+		return s
+	}
+	// Single-valued strings, with version comparisons for two of them.
+	if op, ok := comparisons[c.op]; ok {
+		key := sqlAgentVersionKey
+		if c.field.name == "os_version" {
+			key, q.inventory = sqlOSVersionKey, true
+		}
+		return fmt.Sprintf(sqlVersionCmp, key, op, q.arg(c.str))
+	}
+	subject := q.stringSubject(c)
+	positive, negate := c.op, false
+	if p, ok := negatedStringOps[c.op]; ok {
+		positive, negate = p, true
+	}
+	s := q.stringPredicate(subject, positive, c.str)
+	if negate {
+		return not(s)
+	}
+	return s
+}
+
+func (q *query) stringPredicate(subject, op, value string) string {
+	if op == "is_not_empty" {
+		return fmt.Sprintf(stringPredicates[op], subject)
+	}
+	return fmt.Sprintf(stringPredicates[op], subject, q.arg(value))
+}
+
+func (q *query) stringSubject(c *cond) string {
+	switch c.field.name {
+	case "hostname":
+		return sqlHostname
+	case "description":
+		return sqlDescription
+	case "os":
+		return sqlOS
+	case "agent_version":
+		return sqlAgentVersion
+	case "os_version":
+		q.inventory = true
+		return sqlOSVersion
+	case "cpu_model":
+		q.inventory = true
+		return sqlCPUModel
+	}
+	return fmt.Sprintf(sqlMetadata, q.arg(c.num))
+}
+
+func (q *query) number(name string) string {
+	switch name {
+	case "pending_patches":
+		return sqlPending
+	case "cpu_cores":
+		q.inventory = true
+		return sqlCPUCores
+	case "memory_total_bytes":
+		q.inventory = true
+		return sqlMemoryTotal
+	case "disk_total_bytes":
+		q.inventory = true
+		return fmt.Sprintf(sqlDiskSum, "size_bytes")
+	}
+	q.inventory = true
+	return fmt.Sprintf(sqlDiskSum, "free_bytes")
+}
+
+// ceilMicro rounds t up to PostgreSQL's microsecond precision, so that
+// "stored >= cutoff" in SQL decides exactly as Go's comparison with the
+// nanosecond cutoff does (stored times are whole microseconds).
+func ceilMicro(t time.Time) time.Time {
+	if t.Nanosecond()%1000 == 0 {
+		return t
+	}
+	return t.Truncate(time.Microsecond).Add(time.Microsecond)
+}
+
+// selection is a compiled WHERE clause (scope, drilldowns, trees).
+type selection struct {
+	q     *query
+	where []string
+}
+
+func (s *selection) sql() string {
+	return sqlWhere + strings.Join(s.where, sqlAnd)
+}
+
+func (s *selection) from(head string) string {
+	if s.q.inventory {
+		return head + sqlJoinInventory
+	}
+	return head
+}
+
+// pageSQL is the page of rows and the total, in that order.
+func (s *selection) pageSQL(sort Sort, limit, offset int) (rows, count string) {
+	q := s.q
+	dir := directions[sort.Desc]
+	var extra string
+	switch sort.Column {
+	case "status":
+		extra = fmt.Sprintf(sqlStatusRank, q.onlineExpr(), q.socketExpr())
+	case "metadata":
+		extra = fmt.Sprintf(sqlMetadata, q.arg(sort.Metadata))
+	}
+	order := fmt.Sprintf(sortKeys[sort.Column], dir[0], dir[1], extra)
+	where := s.sql()
+	count = s.from(sqlFromCount) + where
+	rows = s.from("SELECT "+sqlRowColumns+sqlFromDevices) + where + sqlOrderBy + order +
+		fmt.Sprintf(sqlLimitOffset, q.arg(limit), q.arg(offset))
+	return rows, count
+}
+
+func (s *selection) refsSQL() string {
+	return s.from(sqlSelectRefs) + s.sql() + sqlOrderByGUID
+}

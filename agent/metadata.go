@@ -4,16 +4,17 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
 // Metadata field limits (SPEC "Metadata field definition and value").
 const (
-	MetadataFieldMin = 1
-	MetadataFieldMax = 500
-	MetadataValueMax = 1024 // characters, not bytes
+	MetadataFieldMin = proto.MetadataFieldMin
+	MetadataFieldMax = proto.MetadataFieldMax
+	MetadataValueMax = proto.MetadataValueMax // characters, not bytes
 )
 
 // Metadata is the local metadata queue (SPEC "Agent-side behavior" item 7).
@@ -26,6 +27,10 @@ type Metadata struct {
 	// (as a string: JSON object keys). The Engine stays the source of truth;
 	// this is only what this agent last knew.
 	Acknowledged map[string]MetadataValue `json:"acknowledged"`
+	// EngineRevision is the Engine's metadata revision of this device
+	// whose operator edits are all in Acknowledged (docs/agent.md
+	// "Metadata sync"); sent with every heartbeat.
+	EngineRevision int64 `json:"engine_revision,omitempty"`
 }
 
 // MetadataEntry is one queued write; an empty Value is a clear.
@@ -74,13 +79,11 @@ func ParseFieldNumber(s string) (int, error) {
 	return n, nil
 }
 
-// MetadataValueProblem returns "" for a value the Engine will accept.
+// MetadataValueProblem returns "" for a value the Engine will accept
+// (proto.NormalizeMetadataValue: the rule both sides share).
 func MetadataValueProblem(v string) string {
-	if !utf8.ValidString(v) {
-		return "value must be valid UTF-8"
-	}
-	if n := utf8.RuneCountInString(v); n > MetadataValueMax {
-		return fmt.Sprintf("value is %d characters, at most %d allowed", n, MetadataValueMax)
+	if _, p := proto.NormalizeMetadataValue(v); p != "" {
+		return "value " + p
 	}
 	return ""
 }
@@ -95,8 +98,11 @@ func (m *Metadata) validate() error {
 			return fmt.Errorf("metadata.queued: field %d queued twice", e.FieldNumber)
 		}
 		seen[e.FieldNumber] = true
-		if p := MetadataValueProblem(e.Value); p != "" {
-			return fmt.Errorf("metadata.queued field %d: %s", e.FieldNumber, p)
+		// Only what makes the file unusable: a queued value the Engine
+		// refuses (an older agent queued it) is answered with a rejected
+		// ack and leaves the queue; refusing the whole file would not.
+		if !utf8.ValidString(e.Value) || utf8.RuneCountInString(e.Value) > MetadataValueMax {
+			return fmt.Errorf("metadata.queued field %d: value must be valid UTF-8 of at most %d characters", e.FieldNumber, MetadataValueMax)
 		}
 	}
 	for k := range m.Acknowledged {
@@ -117,11 +123,9 @@ func (c *Config) SetMetadata(n int, value string, now time.Time) (MetadataEntry,
 	if p := FieldNumberProblem(n); p != "" {
 		return MetadataEntry{}, fmt.Errorf("%s (got %d)", p, n)
 	}
-	if p := MetadataValueProblem(value); p != "" {
-		return MetadataEntry{}, fmt.Errorf("%s", p)
-	}
-	if strings.TrimSpace(value) == "" {
-		value = ""
+	value, p := proto.NormalizeMetadataValue(value)
+	if p != "" {
+		return MetadataEntry{}, fmt.Errorf("value %s", p)
 	}
 	at := now.UTC().Truncate(time.Microsecond)
 	floor := time.Time{}
@@ -203,6 +207,21 @@ func (c *Config) AckMetadata(acks []MetadataAck) int {
 		}
 	}
 	return removed
+}
+
+// SetEngineMetadata stores the Engine's value of field n (read after an
+// operator edit) as the acknowledged one, so --metadata get shows it. A
+// queued local write stays queued: it is newer, and the Engine decides.
+func (c *Config) SetEngineMetadata(n int, value string, modifiedAt time.Time) {
+	c.normalize()
+	c.Metadata.Acknowledged[strconv.Itoa(n)] = MetadataValue{Value: value, ModifiedAt: modifiedAt.UTC()}
+}
+
+// ForgetEngineMetadata drops the acknowledged value of field n (the
+// Engine holds none).
+func (c *Config) ForgetEngineMetadata(n int) {
+	c.normalize()
+	delete(c.Metadata.Acknowledged, strconv.Itoa(n))
 }
 
 func (c *Config) queuedIndex(n int) int {

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -110,6 +111,8 @@ var statusByCode = map[string]int{
 
 	// Device filters (docs/api.md "Device filters and saved views").
 	devicefilters.ECodeFilterInUse: http.StatusConflict,
+	// Metadata fields (docs/api.md "Metadata fields").
+	metadata.ECodeReservedField: http.StatusConflict,
 }
 
 type errorBody struct {

@@ -21,6 +21,9 @@ func (s *Server) agentCallbackRoutes() []Route {
 	return []Route{
 		{"POST", proto.PathHeartbeat, AuthDevice, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.Heartbeat) (proto.HeartbeatResponse, error) {
 			resp, err := s.Devices.Heartbeat(r.Context(), *deviceFrom(r.Context()), req)
+			if err == nil {
+				resp, err = s.metadataSync(r.Context(), deviceFrom(r.Context()).GUID, req, resp)
+			}
 			if err == nil && s.Signer != nil {
 				resp.ScriptSigning = s.scriptTrust(r.Context())
 				if err := s.Signer.Report(r.Context(), deviceFrom(r.Context()).GUID, req.ScriptSigningKeyIDs); err != nil {

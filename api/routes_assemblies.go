@@ -120,6 +120,8 @@ type assemblyJSON struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedBy      string          `json:"updated_by"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+	// Bundled: shipped with the Engine; it cannot be deleted.
+	Bundled bool `json:"bundled"`
 }
 
 type versionJSON struct {
@@ -135,7 +137,7 @@ func toAssemblyJSON(a automation.Assembly, withBody bool) assemblyJSON {
 	out := assemblyJSON{ID: a.ID, Name: a.Name, Kind: a.Kind, Language: a.Language, Description: a.Description,
 		Version: a.Version, Parameters: make([]parameterJSON, len(a.Parameters)), TimeoutSeconds: a.TimeoutSeconds,
 		BodySHA256: a.BodySHA256, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt.UTC(), UpdatedBy: a.UpdatedBy,
-		UpdatedAt: a.UpdatedAt.UTC()}
+		UpdatedAt: a.UpdatedAt.UTC(), Bundled: a.Bundled}
 	if withBody {
 		out.Body = &a.Body
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -41,7 +42,11 @@ func (s *Server) deviceFilterRoutes() []Route {
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"total": page.Total, "devices": s.deviceRows(page)}, nil
+			rows, err := s.deviceRows(r.Context(), page)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"total": page.Total, "devices": rows}, nil
 		})},
 		{"GET", "/api/device_filters/{id}", AuthToken, getAction(s, func(r *http.Request) (filterJSON, error) {
 			id, err := filterID(r)
@@ -150,11 +155,22 @@ func (s *Server) deviceFilterMetadata(r *http.Request) (map[string]any, error) {
 }
 
 // deviceRows are a page's rows in the GET /api/devices shape.
-func (s *Server) deviceRows(page devicefilters.Page) []deviceJSON {
+func (s *Server) deviceRows(ctx context.Context, page devicefilters.Page) ([]deviceJSON, error) {
 	list := s.Devices.FromFilterRows(page.Rows, page.Now)
 	out := make([]deviceJSON, len(list))
+	guids := make([]string, len(list))
 	for i, d := range list {
-		out[i] = newDeviceJSON(d)
+		out[i], guids[i] = newDeviceJSON(d), d.GUID
 	}
-	return out
+	// Sparse decoded metadata values of the page: one query.
+	values, err := s.Metadata.SparseValues(ctx, guids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if m := values[out[i].GUID]; m != nil {
+			out[i].MetadataFields = m
+		}
+	}
+	return out, nil
 }

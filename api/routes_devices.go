@@ -66,7 +66,8 @@ type deviceJSON struct {
 	// AgentBuildID is the build the agent last reported in a status post.
 	AgentBuildID string `json:"agent_build_id"`
 	TrustState   string `json:"trust_state"`
-	// MetadataFields stays empty until metadata fields arrive.
+	// MetadataFields are the set metadata values, decoded, by field number
+	// (GET /api/devices fills them; other lists leave them empty).
 	MetadataFields map[string]string `json:"metadata_fields"`
 }
 
@@ -166,7 +167,11 @@ func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"devices": s.deviceRows(page), "total": page.Total, "limit": pq.Limit, "offset": pq.Offset,
+	rows, err := s.deviceRows(r.Context(), page)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"devices": rows, "total": page.Total, "limit": pq.Limit, "offset": pq.Offset,
 		"online_window_seconds": int(s.DeviceFilters.OnlineWindow().Seconds())}, nil
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
@@ -152,6 +153,8 @@ type Deps struct {
 	// DeviceFilters evaluates device filters and keeps saved filters and
 	// device-list views.
 	DeviceFilters *devicefilters.Service
+	// Metadata is the metadata fields (definitions, values, agent sync).
+	Metadata *metadata.Service
 }
 
 // Server serves the API and the console.
@@ -198,6 +201,7 @@ func New(d Deps) *Server {
 		s.assemblyRoutes(), s.quickRunRoutes(),
 		s.scheduledJobRoutes(), s.flowRoutes(),
 		s.deviceFilterRoutes(), s.deviceViewRoutes(),
+		s.metadataRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}

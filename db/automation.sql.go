@@ -25,7 +25,8 @@ func (q *Queries) AssemblyDelete(ctx context.Context, id int64) (int64, error) {
 const assemblyGet = `-- name: AssemblyGet :one
 SELECT a.id, a.name, a.kind, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.version, v.language, v.body, v.parameters, v.timeout_seconds, v.body_sha256,
-       v.created_by AS version_created_by, v.created_at AS version_created_at
+       v.created_by AS version_created_by, v.created_at AS version_created_at,
+       (a.bundled_key IS NOT NULL)::boolean AS bundled
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id
  AND v.version = CASE WHEN $1::int = 0 THEN a.current_version ELSE $1::int END
 WHERE a.id = $2
@@ -54,6 +55,7 @@ type AssemblyGetRow struct {
 	BodySha256       []byte
 	VersionCreatedBy string
 	VersionCreatedAt time.Time
+	Bundled          bool
 }
 
 // An assembly as of a version (its current one when @version is 0).
@@ -78,12 +80,13 @@ func (q *Queries) AssemblyGet(ctx context.Context, arg AssemblyGetParams) (Assem
 		&i.BodySha256,
 		&i.VersionCreatedBy,
 		&i.VersionCreatedAt,
+		&i.Bundled,
 	)
 	return i, err
 }
 
 const assemblyGetForUpdate = `-- name: AssemblyGetForUpdate :one
-SELECT id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at FROM assemblies WHERE id = $1 FOR UPDATE
+SELECT id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at, bundled_key, bundled_sha256 FROM assemblies WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AssemblyGetForUpdate(ctx context.Context, id int64) (Assembly, error) {
@@ -100,6 +103,8 @@ func (q *Queries) AssemblyGetForUpdate(ctx context.Context, id int64) (Assembly,
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.BundledKey,
+		&i.BundledSha256,
 	)
 	return i, err
 }
@@ -119,7 +124,7 @@ func (q *Queries) AssemblyInUse(ctx context.Context, id *int64) (bool, error) {
 const assemblyInsert = `-- name: AssemblyInsert :one
 INSERT INTO assemblies (name, kind, language, description, created_by, updated_by)
 VALUES ($1, $2, $3, $4, $5, $5)
-RETURNING id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at
+RETURNING id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at, bundled_key, bundled_sha256
 `
 
 type AssemblyInsertParams struct {
@@ -150,6 +155,8 @@ func (q *Queries) AssemblyInsert(ctx context.Context, arg AssemblyInsertParams) 
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.BundledKey,
+		&i.BundledSha256,
 	)
 	return i, err
 }
@@ -157,7 +164,8 @@ func (q *Queries) AssemblyInsert(ctx context.Context, arg AssemblyInsertParams) 
 const assemblyList = `-- name: AssemblyList :many
 
 SELECT a.id, a.name, a.kind, a.language, a.description, a.current_version, a.created_by, a.updated_by,
-       a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256
+       a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256,
+       (a.bundled_key IS NOT NULL)::boolean AS bundled
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id AND v.version = a.current_version
 WHERE ($1::text = '' OR a.kind = $1)
   AND ($2::text = '' OR a.name ILIKE '%' || $2 || '%' OR a.description ILIKE '%' || $2 || '%')
@@ -183,6 +191,7 @@ type AssemblyListRow struct {
 	Parameters     []byte
 	TimeoutSeconds int32
 	BodySha256     []byte
+	Bundled        bool
 }
 
 // Assemblies: the assembly row holds identity and the current version
@@ -210,6 +219,7 @@ func (q *Queries) AssemblyList(ctx context.Context, arg AssemblyListParams) ([]A
 			&i.Parameters,
 			&i.TimeoutSeconds,
 			&i.BodySha256,
+			&i.Bundled,
 		); err != nil {
 			return nil, err
 		}

@@ -25,7 +25,8 @@ FROM (SELECT unnest($1::text[]) AS guid, unnest($2::timestamptz[]) AS seen_at,
              unnest($3::text[]) AS metrics, unnest($4::text[]) AS agent_version,
              unnest($5::text[]) AS boot_id) u
 WHERE d.guid = u.guid AND d.guid IN (SELECT guid FROM locked)
-RETURNING d.guid, NOT EXISTS (SELECT 1 FROM device_inventory i WHERE i.device_guid = d.guid) AS details_wanted
+RETURNING d.guid, NOT EXISTS (SELECT 1 FROM device_inventory i WHERE i.device_guid = d.guid) AS details_wanted,
+    COALESCE((SELECT m.revision FROM device_metadata_sync m WHERE m.device_guid = d.guid), 0)::bigint AS metadata_revision
 `
 
 type DeviceHeartbeatApplyParams struct {
@@ -37,15 +38,17 @@ type DeviceHeartbeatApplyParams struct {
 }
 
 type DeviceHeartbeatApplyRow struct {
-	Guid          string
-	DetailsWanted bool
+	Guid             string
+	DetailsWanted    bool
+	MetadataRevision int64
 }
 
 // Writes of the agent callbacks (heartbeat, status, details).
 // One statement per flush: the coalesced heartbeats as parallel arrays
 // (unnest in a select list zips them row by row).
 // last_seen only moves forward (a status post may have set a later one).
-// details_wanted: the device has no inventory row yet.
+// details_wanted: the device has no inventory row yet; metadata_revision:
+// the device's operator-edit revision (agents fetch edits past theirs).
 // The rows are locked in GUID order first (an UPDATE ... FROM locks them
 // in whatever order its join runs), so two writers of many devices never
 // deadlock.
@@ -64,7 +67,7 @@ func (q *Queries) DeviceHeartbeatApply(ctx context.Context, arg DeviceHeartbeatA
 	var items []DeviceHeartbeatApplyRow
 	for rows.Next() {
 		var i DeviceHeartbeatApplyRow
-		if err := rows.Scan(&i.Guid, &i.DetailsWanted); err != nil {
+		if err := rows.Scan(&i.Guid, &i.DetailsWanted, &i.MetadataRevision); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

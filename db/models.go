@@ -111,6 +111,8 @@ type Assembly struct {
 	UpdatedBy      string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	BundledKey     *string
+	BundledSha256  []byte
 }
 
 type AssemblyVersion struct {
@@ -271,6 +273,20 @@ type DeviceListView struct {
 	UpdatedAt     time.Time
 }
 
+type DeviceMetadataSync struct {
+	DeviceGuid string
+	Revision   int64
+}
+
+type DeviceMetadataValue struct {
+	DeviceGuid  string
+	FieldNumber int32
+	ValueB64    string
+	ModifiedAt  time.Time
+	Source      string
+	Revision    int64
+}
+
 type DevicePatch struct {
 	DeviceGuid       string
 	PatchKey         string
@@ -410,6 +426,13 @@ type JobRunResult struct {
 	FinishedAt      *time.Time
 	Signed          []byte
 	DurationMs      *int64
+}
+
+type MetadataFieldDefinition struct {
+	FieldNumber int32
+	Description string
+	UpdatedAt   time.Time
+	UpdatedBy   string
 }
 
 type OperatorStream struct {

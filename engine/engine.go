@@ -37,6 +37,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -148,6 +149,7 @@ type Engine struct {
 	Signer     *scriptsign.Signer
 	Updates    *agentupdates.Service
 	Automation *automation.Service
+	Metadata   *metadata.Service
 	Workers    *workers.Manager
 	API        *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
@@ -210,6 +212,13 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)
 	e.JobRuns = scheduledjobs.AutomationRuns{Svc: e.Automation}
+	e.Metadata = metadata.New(store, e.Bus, e.Devices, cfg.Now, log.With("component", "metadata"))
+	if cfg.Role == RoleServe {
+		// The scripts linked to reserved metadata fields 1 and 2.
+		if err := metadata.SeedBundled(ctx, e.Automation); err != nil {
+			return nil, fmt.Errorf("bundled assemblies: %w", err)
+		}
+	}
 
 	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
@@ -248,6 +257,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 		DeviceFilters: e.Filters,
+		Metadata:      e.Metadata,
 	}
 	e.API = api.New(deps)
 	return e, nil

@@ -15,6 +15,10 @@ type Heartbeat struct {
 	BootID         string          `json:"boot_id"`
 	Metrics        Metrics         `json:"metrics"`
 	MetadataFields []MetadataWrite `json:"metadata_fields,omitempty"`
+	// MetadataRevision is the Engine's metadata revision of this device
+	// the agent last caught up with (HeartbeatResponse.MetadataRevision);
+	// 0 before the first.
+	MetadataRevision int64 `json:"metadata_revision,omitempty"`
 	// ScriptSigningKeyIDs are the IDs (KeyID) of the script-signing keys
 	// the agent trusts, so the Engine knows who has a rotated key.
 	ScriptSigningKeyIDs []string `json:"script_signing_key_ids,omitempty"`
@@ -48,13 +52,24 @@ type HeartbeatResponse struct {
 	// ScriptSigning is the current script-signing trust; the agent
 	// replaces its list when it differs (key rotation).
 	ScriptSigning *ScriptTrust `json:"script_signing,omitempty"`
+	// MetadataRevision and MetadataChangedFields are set when operators
+	// changed this device's metadata after the agent's MetadataRevision:
+	// the agent reads each changed field (PathAgentMetadata) and then
+	// sends MetadataRevision with its next heartbeats (docs/agent.md
+	// "Metadata sync").
+	MetadataRevision      int64 `json:"metadata_revision,omitempty"`
+	MetadataChangedFields []int `json:"metadata_changed_fields,omitempty"`
 }
 
 // MetadataAck acknowledges one write; ModifiedAt echoes the write's.
+// Superseded: the Engine holds a newer value (the agent may read it).
+// Rejected (with Superseded) names why the Engine refused the write (an
+// invalid value): it leaves the queue all the same.
 type MetadataAck struct {
 	FieldNumber int       `json:"field_number"`
 	ModifiedAt  time.Time `json:"modified_at"`
 	Superseded  bool      `json:"superseded,omitempty"`
+	Rejected    string    `json:"rejected,omitempty"`
 }
 
 // ---- Status (PathStatus) -----------------------------------------------

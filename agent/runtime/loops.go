@@ -129,6 +129,7 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 		AgentVersion: a.opts.Version, BootID: a.opts.Identity.BootID,
 		Metrics:             a.opts.Collector.Metrics(ctx),
 		ScriptSigningKeyIDs: cfg.TrustedScriptKeyIDs(),
+		MetadataRevision:    cfg.Metadata.EngineRevision,
 	}
 	for _, e := range cfg.PendingMetadata() {
 		hb.MetadataFields = append(hb.MetadataFields, proto.MetadataWrite{FieldNumber: e.FieldNumber, Value: e.Value, ModifiedAt: e.ModifiedAt})
@@ -154,6 +155,7 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 			a.log.Error("could not save the metadata acknowledgements", "err", err)
 		}
 	}
+	a.syncMetadata(ctx, tokens, cfg.Metadata.EngineRevision, resp)
 	if dir := a.opts.Store.Dir(); dir != "" {
 		removed, err := agent.CleanStaleTemps(dir, a.now())
 		if len(removed) > 0 {
@@ -224,5 +226,63 @@ func applyScriptTrust(store Store, log *slog.Logger, trust *proto.ScriptTrust) {
 		log.Info("script-signing keys updated", "keys", len(trust.TrustedPublicKeys))
 	} else if !errors.Is(err, errTrustUnchanged) {
 		log.Error("could not save the script-signing keys", "err", err)
+	}
+}
+
+// syncMetadata reads the fields operators changed (and those whose write
+// the Engine superseded or rejected: it holds another value) and stores
+// them as acknowledged, so --metadata get shows the Engine's value. The
+// revision is saved only when every read succeeded; otherwise the next
+// heartbeat asks again (docs/agent.md "Metadata sync").
+func (a *Agent) syncMetadata(ctx context.Context, tokens *Tokens, have int64, resp proto.HeartbeatResponse) {
+	fields := map[int]bool{}
+	for _, n := range resp.MetadataChangedFields {
+		fields[n] = true
+	}
+	for _, k := range resp.MetadataFieldAcks {
+		if k.Superseded {
+			fields[k.FieldNumber] = true
+		}
+		if k.Rejected != "" {
+			a.log.Warn("the Engine refused a metadata write", "field", k.FieldNumber, "reason", k.Rejected)
+		}
+	}
+	newRev := resp.MetadataRevision > have
+	if len(fields) == 0 && !newRev {
+		return
+	}
+	read := make(map[int]proto.MetadataFieldValue, len(fields))
+	complete := true
+	for n := range fields {
+		if agent.FieldNumberProblem(n) != "" {
+			continue
+		}
+		var v proto.MetadataFieldValue
+		if err := tokens.Call(ctx, http.MethodGet, proto.PathAgentMetadata(n), nil, &v); err != nil {
+			a.log.Warn("could not read a metadata field from the Engine", "field", n, "err", err)
+			complete = false
+			continue
+		}
+		read[n] = v
+	}
+	_, err := a.opts.Store.Update(func(c *agent.Config) error {
+		for n, v := range read {
+			at, err := time.Time{}, error(nil)
+			if v.ModifiedAt != nil {
+				at, err = time.Parse(time.RFC3339Nano, *v.ModifiedAt)
+			}
+			if v.ModifiedAt == nil || err != nil {
+				c.ForgetEngineMetadata(n) // never set on the Engine
+				continue
+			}
+			c.SetEngineMetadata(n, v.Value, at)
+		}
+		if complete && newRev {
+			c.Metadata.EngineRevision = resp.MetadataRevision
+		}
+		return nil
+	})
+	if err != nil {
+		a.log.Error("could not save the Engine's metadata values", "err", err)
 	}
 }

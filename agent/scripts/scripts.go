@@ -42,8 +42,15 @@ type Options struct {
 	OutputInterval time.Duration
 	// TempDir holds the script files while they run (os.TempDir()).
 	TempDir string
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// AgentBinary and ConfigPath are the running agent's executable and
+	// agent.json, given to scripts as CAIRN_AGENT_BIN and
+	// CAIRN_AGENT_CONFIG so they can call the agent's command line (e.g.
+	// `--metadata set <n> <value>`, the bundled metadata scripts). Empty:
+	// not set.
+	AgentBinary string
+	ConfigPath  string
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Register adds the quick_job_run handler.
@@ -137,7 +144,7 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	if err != nil {
 		return proto.ScriptResult{}, err
 	}
-	env, err := environment(job)
+	env, err := r.environment(job)
 	if err != nil {
 		return proto.ScriptResult{}, err
 	}
@@ -216,11 +223,25 @@ func cut(s string, n int, already bool) (string, bool) {
 	return s[:n], true
 }
 
-// environment is the agent's environment plus the parameters. A name the
-// Engine should have refused is refused here too.
-func environment(job proto.ScriptJob) ([]string, error) {
+// Environment variables every script gets besides its parameters.
+const (
+	EnvRunID       = "CAIRN_RUN_ID"
+	EnvAgentBinary = "CAIRN_AGENT_BIN"
+	EnvAgentConfig = "CAIRN_AGENT_CONFIG"
+)
+
+// environment is the agent's environment plus the run ID, the agent's own
+// executable and config, and the parameters. A name the Engine should have
+// refused is refused here too.
+func (r *runner) environment(job proto.ScriptJob) ([]string, error) {
 	env := os.Environ()
-	env = append(env, "CAIRN_RUN_ID="+job.RunID)
+	env = append(env, EnvRunID+"="+job.RunID)
+	if r.opts.AgentBinary != "" {
+		env = append(env, EnvAgentBinary+"="+r.opts.AgentBinary)
+	}
+	if r.opts.ConfigPath != "" {
+		env = append(env, EnvAgentConfig+"="+r.opts.ConfigPath)
+	}
 	for name, val := range job.Parameters {
 		if !validParam(name) || strings.ContainsRune(val, 0) {
 			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("parameter %q is not a valid name or value", name)}

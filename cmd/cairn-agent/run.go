@@ -72,7 +72,13 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}
-	scriptOpts := agentscripts.Options{Config: store.Load, Logger: log}
+	// Scripts may call this agent's command line (CAIRN_AGENT_BIN,
+	// CAIRN_AGENT_CONFIG): the bundled metadata scripts do.
+	absConfig, err := filepath.Abs(configPath)
+	if err != nil {
+		return fmt.Errorf("config path: %w", err)
+	}
+	scriptOpts := agentscripts.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig}
 	if err := agentscripts.Register(handlers, scriptOpts); err != nil {
 		return err
 	}

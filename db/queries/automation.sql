@@ -3,7 +3,8 @@
 
 -- name: AssemblyList :many
 SELECT a.id, a.name, a.kind, a.language, a.description, a.current_version, a.created_by, a.updated_by,
-       a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256
+       a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256,
+       (a.bundled_key IS NOT NULL)::boolean AS bundled
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id AND v.version = a.current_version
 WHERE (@kind::text = '' OR a.kind = @kind)
   AND (@q::text = '' OR a.name ILIKE '%' || @q || '%' OR a.description ILIKE '%' || @q || '%')
@@ -13,7 +14,8 @@ ORDER BY lower(a.name), a.id;
 -- An assembly as of a version (its current one when @version is 0).
 SELECT a.id, a.name, a.kind, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.version, v.language, v.body, v.parameters, v.timeout_seconds, v.body_sha256,
-       v.created_by AS version_created_by, v.created_at AS version_created_at
+       v.created_by AS version_created_by, v.created_at AS version_created_at,
+       (a.bundled_key IS NOT NULL)::boolean AS bundled
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id
  AND v.version = CASE WHEN @version::int = 0 THEN a.current_version ELSE @version::int END
 WHERE a.id = @id;

@@ -4,7 +4,8 @@
 -- One statement per flush: the coalesced heartbeats as parallel arrays
 -- (unnest in a select list zips them row by row).
 -- last_seen only moves forward (a status post may have set a later one).
--- details_wanted: the device has no inventory row yet.
+-- details_wanted: the device has no inventory row yet; metadata_revision:
+-- the device's operator-edit revision (agents fetch edits past theirs).
 -- The rows are locked in GUID order first (an UPDATE ... FROM locks them
 -- in whatever order its join runs), so two writers of many devices never
 -- deadlock.
@@ -21,7 +22,8 @@ FROM (SELECT unnest(@guids::text[]) AS guid, unnest(@seen_at::timestamptz[]) AS 
              unnest(@metrics::text[]) AS metrics, unnest(@agent_versions::text[]) AS agent_version,
              unnest(@boot_ids::text[]) AS boot_id) u
 WHERE d.guid = u.guid AND d.guid IN (SELECT guid FROM locked)
-RETURNING d.guid, NOT EXISTS (SELECT 1 FROM device_inventory i WHERE i.device_guid = d.guid) AS details_wanted;
+RETURNING d.guid, NOT EXISTS (SELECT 1 FROM device_inventory i WHERE i.device_guid = d.guid) AS details_wanted,
+    COALESCE((SELECT m.revision FROM device_metadata_sync m WHERE m.device_guid = d.guid), 0)::bigint AS metadata_revision;
 
 -- name: DeviceStatusApply :one
 UPDATE devices SET

@@ -81,6 +81,8 @@ type Assembly struct {
 	CreatedAt      time.Time
 	UpdatedBy      string
 	UpdatedAt      time.Time
+	// Bundled: shipped with the Engine (EnsureBundled); cannot be deleted.
+	Bundled bool
 }
 
 // Version is one entry of an assembly's version list.
@@ -130,7 +132,7 @@ func (s *Service) ListAssemblies(ctx context.Context, kind, q string) ([]Assembl
 		out[i] = Assembly{ID: r.ID, Name: r.Name, Kind: r.Kind, Language: r.Language, Description: r.Description,
 			Version: int(r.CurrentVersion), Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds),
 			BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
-			UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
+			UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled}
 	}
 	return out, nil
 }
@@ -147,7 +149,7 @@ func (s *Service) GetAssembly(ctx context.Context, id int64, version int) (Assem
 	return Assembly{ID: r.ID, Name: r.Name, Kind: r.Kind, Language: r.Language, Description: r.Description,
 		Version: int(r.Version), Body: r.Body, Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds),
 		BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
-		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}, nil
+		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled}, nil
 }
 
 // CreateAssembly stores a new assembly as version 1.
@@ -209,8 +211,11 @@ func (s *Service) UpdateAssembly(ctx context.Context, actor string, id int64, in
 
 // DeleteAssembly removes an assembly and its versions; runs keep their
 // results (their assembly link becomes empty). An assembly a scheduled job
-// uses is refused with assembly_in_use.
+// uses is refused with assembly_in_use, a bundled one with conflict.
 func (s *Service) DeleteAssembly(ctx context.Context, id int64) error {
+	if err := refuseBundled(ctx, s.store.Queries, id); err != nil {
+		return err
+	}
 	inUse, err := s.store.AssemblyInUse(ctx, &id)
 	if err != nil {
 		return err

@@ -32,6 +32,10 @@ type heartbeats struct {
 	// wantDetails holds devices the last flush found without inventory;
 	// their next heartbeat answer asks for a details post.
 	wantDetails map[string]bool
+	// metadataRev holds the devices' metadata revisions (operator edits)
+	// the last flush read, nonzero only; answered in the heartbeat so
+	// agents learn of edits without a query per beat.
+	metadataRev map[string]int64
 	// full wakes Run for an early flush.
 	full chan struct{}
 	// flushing serializes flushes.
@@ -39,7 +43,8 @@ type heartbeats struct {
 }
 
 func newHeartbeats() *heartbeats {
-	return &heartbeats{pending: map[string]beat{}, wantDetails: map[string]bool{}, full: make(chan struct{}, 1)}
+	return &heartbeats{pending: map[string]beat{}, wantDetails: map[string]bool{}, metadataRev: map[string]int64{},
+		full: make(chan struct{}, 1)}
 }
 
 const (
@@ -77,9 +82,10 @@ func checkHeartbeat(hb proto.Heartbeat) error {
 
 // Heartbeat records a device's heartbeat: last_seen (the Engine's clock,
 // not the agent's), metrics, agent version and boot ID are written by the
-// next flush, within about a second. Metadata writes are not acknowledged
-// yet (metadata syncing comes later): the answer's acks are always empty,
-// so agents keep their writes queued.
+// next flush, within about a second. The answer's metadata_revision is the
+// device's metadata revision as of the last flush; applying metadata writes
+// and naming changed fields is internal/metadata's (AgentSync), which the
+// heartbeat route calls only when there is something to do.
 func (s *Service) Heartbeat(ctx context.Context, id devicetrust.Identity, hb proto.Heartbeat) (proto.HeartbeatResponse, error) {
 	if err := checkHeartbeat(hb); err != nil {
 		return proto.HeartbeatResponse{}, err
@@ -95,7 +101,7 @@ func (s *Service) Heartbeat(ctx context.Context, id devicetrust.Identity, hb pro
 	b := s.beats
 	b.mu.Lock()
 	b.pending[id.GUID] = beat{seenAt: now, metrics: metrics, agentVersion: hb.AgentVersion, bootID: hb.BootID}
-	queued, want := len(b.pending), b.wantDetails[id.GUID]
+	queued, want, rev := len(b.pending), b.wantDetails[id.GUID], b.metadataRev[id.GUID]
 	b.mu.Unlock()
 	if queued >= s.cfg.FlushSize {
 		select {
@@ -104,7 +110,7 @@ func (s *Service) Heartbeat(ctx context.Context, id devicetrust.Identity, hb pro
 		}
 	}
 	return proto.HeartbeatResponse{ServerTime: now, MetadataFieldAcks: []proto.MetadataAck{},
-		IntervalSeconds: HeartbeatIntervalSeconds, DetailsWanted: want}, nil
+		IntervalSeconds: HeartbeatIntervalSeconds, DetailsWanted: want, MetadataRevision: rev}, nil
 }
 
 // Run flushes queued heartbeats every FlushInterval, or early when
@@ -176,13 +182,30 @@ func (s *Service) Flush(ctx context.Context) error {
 		} else {
 			delete(b.wantDetails, r.Guid)
 		}
+		if r.MetadataRevision > 0 {
+			b.metadataRev[r.Guid] = r.MetadataRevision
+		} else {
+			delete(b.metadataRev, r.Guid)
+		}
 		delete(batch, r.Guid)
 	}
 	// What is left are devices that no longer exist (purged): forget them.
 	for guid := range batch {
 		delete(b.wantDetails, guid)
+		delete(b.metadataRev, guid)
 	}
 	return nil
+}
+
+// MetadataChanged raises the cached metadata revision of a device after an
+// operator edit in this process, so its next heartbeat answer names the
+// edit without waiting for a flush (other replicas learn it from theirs).
+func (s *Service) MetadataChanged(guid string, revision int64) {
+	s.beats.mu.Lock()
+	if revision > s.beats.metadataRev[guid] {
+		s.beats.metadataRev[guid] = revision
+	}
+	s.beats.mu.Unlock()
 }
 
 // detailsStored forgets a pending details request once details arrived.

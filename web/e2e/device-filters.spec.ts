@@ -84,7 +84,7 @@ test('a filter built in the console, saved with a metadata column as a view, com
     // and the labelled metadata field equals the rack: one device
     await root.getByRole('button', { name: 'Add condition' }).first().click();
     const second = page.getByRole('group', { name: 'Condition filter.conditions[1]', exact: true });
-    await choose(page, second, 'Field', /metadata/i);
+    await choose(page, second, 'Field', /^Metadata field$/);
     await choose(page, second, 'Metadata field', `${FIELD}. ${LABEL}`);
     await choose(page, second, 'Operator', 'equals');
     await second.getByRole('textbox', { name: 'Value' }).fill('not-a-rack');

@@ -186,6 +186,21 @@ describe('the filter builder', () => {
     await waitFor(() => expect(screen.getByTestId('filter-match-count')).toHaveTextContent('1 device matches'));
   });
 
+  it('offers the labelled metadata fields from the definitions when the filter metadata lists none', async () => {
+    const user = userEvent.setup({ delay: null });
+    engineFor({ 'GET /api/device_filters/metadata': { body: { ...META, metadata_fields: [] } } });
+    renderPage();
+    await screen.findByText('web-1');
+    await user.click(screen.getByRole('button', { name: 'Filter' }));
+    const root = await screen.findByRole('group', { name: 'Filter' });
+    await user.click(within(root).getAllByRole('button', { name: 'Add condition' })[0]);
+    const cond = await screen.findByRole('group', { name: 'Condition filter.conditions[0]' });
+    await choose(user, cond, 'Field', 'Metadata field');
+    await user.click(within(cond).getByRole('combobox', { name: 'Metadata field' }));
+    const options = (await screen.findAllByRole('option')).map((o) => o.textContent);
+    expect(options).toEqual(['1. Server Roles', '2. Bitlocker Drive Encryption', '12. Rack', '15. Owner']);
+  });
+
   it('loads a saved filter and applies it by its ID', async () => {
     const user = userEvent.setup({ delay: null });
     const saved: DeviceFilter = {

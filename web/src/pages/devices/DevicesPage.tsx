@@ -44,6 +44,7 @@ import {
   columnDefsFor,
   DEFAULT_COLUMNS,
   DEFAULT_SORT,
+  filterableMetadataFields,
   knownColumns,
   type GridContext,
 } from './deviceColumns';
@@ -168,6 +169,13 @@ export default function DevicesPage() {
   const definitions = useQuery({ queryKey: METADATA_DEFINITIONS_QUERY, queryFn: metadataFieldDefinitions.list });
   const filterMeta = useQuery({ queryKey: FILTER_METADATA_QUERY, queryFn: deviceFilters.metadata, enabled: panelOpen });
   const chooserFields = useMemo(() => chooserMetadataFields(definitions.data ?? []), [definitions.data]);
+  // The builder keys metadata conditions by the labelled fields; an Engine
+  // whose filter metadata lists none yet gets them from the definitions.
+  const builderMeta = useMemo(() => {
+    const m = filterMeta.data;
+    if (!m || (m.metadata_fields?.length ?? 0) > 0) return m;
+    return { ...m, metadata_fields: filterableMetadataFields(definitions.data ?? []) };
+  }, [filterMeta.data, definitions.data]);
   const labels = useMemo(() => {
     const m = new Map<number, string>();
     for (const d of definitions.data ?? []) if (d.description?.trim()) m.set(d.field_number, d.description.trim());
@@ -408,8 +416,8 @@ export default function DevicesPage() {
         <ColumnChooser columns={columns} metadataFields={chooserFields} onChange={(c) => setColumns(knownColumns(c))} />
       </Box>
       {panelOpen &&
-        (filterMeta.data ? (
-          <FilterPanel meta={filterMeta.data} applied={applied} onApply={setApplied} />
+        (builderMeta ? (
+          <FilterPanel meta={builderMeta} applied={applied} onApply={setApplied} />
         ) : filterMeta.isError ? (
           <ErrorAlert error={filterMeta.error} />
         ) : (

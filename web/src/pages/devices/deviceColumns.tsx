@@ -97,6 +97,20 @@ export function chooserMetadataFields(defs: readonly MetadataFieldDefinition[]):
     .sort((a, b) => a.field_number - b.field_number);
 }
 
+/**
+ * Metadata fields a filter can name: every labelled one, reserved included
+ * (Server Roles, Bitlocker), but no "Reserved" placeholder.
+ */
+export function filterableMetadataFields(defs: readonly MetadataFieldDefinition[]): { field_number: number; description: string }[] {
+  return defs
+    .filter((d) => {
+      const text = (d.description ?? '').trim();
+      return text !== '' && text.toLowerCase() !== 'reserved';
+    })
+    .map((d) => ({ field_number: d.field_number, description: d.description.trim() }))
+    .sort((a, b) => a.field_number - b.field_number);
+}
+
 /** The sort parameter of GET /api/devices for a view's sort. */
 export const sortParam = (s: DeviceListViewSort | null) => (s ? (s.direction === 'desc' ? `-${s.column}` : s.column) : null);
 

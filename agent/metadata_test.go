@@ -28,6 +28,7 @@ func TestMetadataValueProblem(t *testing.T) {
 	for v, ok := range map[string]bool{
 		"": true, "rack 4": true, strings.Repeat("a", 1024): true, strings.Repeat("é", 1024): true,
 		strings.Repeat("a", 1025): false, strings.Repeat("é", 1025): false, "\xff": false,
+		"a\tb\nc": true, "a\r\nb": true, "bell\x07": false, "\x1b[31m": false,
 	} {
 		require.Equal(t, ok, agent.MetadataValueProblem(v) == "", "value of length %d", len(v))
 	}
@@ -108,4 +109,39 @@ func TestAckSupersededForgetsLocalValue(t *testing.T) {
 	_, _, src := c.GetMetadata(9)
 	require.Equal(t, agent.MetadataUnknown, src, "the Engine holds a newer value this agent has not seen")
 	require.Len(t, c.PendingMetadata(), 1)
+}
+
+// Values the Engine read back (operator edits) become the acknowledged
+// value without touching the queue; a field the Engine never had is
+// forgotten. The revision is stored in agent.json.
+func TestEngineMetadata(t *testing.T) {
+	t.Parallel()
+	c := agent.Default()
+	_, err := c.SetMetadata(9, "local", t0)
+	require.NoError(t, err)
+	c.SetEngineMetadata(9, "from the console", t0.Add(-time.Minute))
+	c.SetEngineMetadata(10, "other", t0)
+	v, _, src := c.GetMetadata(9)
+	require.Equal(t, "local", v, "the queued write is newer and stays")
+	require.Equal(t, agent.MetadataQueued, src)
+	v, at, src := c.GetMetadata(10)
+	require.Equal(t, "other", v)
+	require.Equal(t, agent.MetadataAcknowledged, src)
+	require.True(t, at.Equal(t0))
+	c.ForgetEngineMetadata(10)
+	_, _, src = c.GetMetadata(10)
+	require.Equal(t, agent.MetadataUnknown, src)
+
+	c.Metadata.EngineRevision = 42
+	b, err := c.Marshal()
+	require.NoError(t, err)
+	back, err := agent.Parse(b)
+	require.NoError(t, err)
+	require.EqualValues(t, 42, back.Metadata.EngineRevision)
+
+	_, err = c.SetMetadata(11, "ring\x07", t0)
+	require.Error(t, err, "control characters are refused")
+	e, err := c.SetMetadata(12, "a\r\nb", t0)
+	require.NoError(t, err)
+	require.Equal(t, "a\nb", e.Value, "stored as the Engine stores it")
 }

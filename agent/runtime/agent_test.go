@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,4 +277,51 @@ func TestRunEnrollsFirst(t *testing.T) {
 	require.Equal(t, conn.Hello.GUID, <-enrolled)
 	require.Empty(t, enrolled)
 	require.Equal(t, e.config(t).Agent.GUID, conn.Hello.GUID)
+}
+
+// Operator edits reach the agent: the heartbeat answer names the changed
+// fields, the agent reads each and stores it as acknowledged, and holds the
+// new revision only once every read succeeded.
+func TestMetadataSyncReadsOperatorEdits(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	e.engine.SetMetadataValue(20, "from the console", at)
+	e.engine.SetMetadataValue(21, "second", at)
+	e.engine.SetMetadataReadFails(21, true)
+	start(t, e.options())
+
+	require.Eventually(t, func() bool {
+		_, _, src := e.config(t).GetMetadata(20)
+		return src == agent.MetadataAcknowledged
+	}, wait, tick)
+	v, got, _ := e.config(t).GetMetadata(20)
+	require.Equal(t, "from the console", v)
+	require.True(t, got.Equal(at))
+	require.Zero(t, e.config(t).Metadata.EngineRevision, "a failed read keeps the old revision")
+	for _, hb := range e.engine.Heartbeats() {
+		require.Zero(t, hb.Body.MetadataRevision)
+	}
+
+	e.engine.SetMetadataReadFails(21, false)
+	require.Eventually(t, func() bool { return e.config(t).Metadata.EngineRevision == 2 }, wait, tick)
+	v, _, _ = e.config(t).GetMetadata(21)
+	require.Equal(t, "second", v)
+	require.Eventually(t, func() bool {
+		hbs := e.engine.Heartbeats()
+		return hbs[len(hbs)-1].Body.MetadataRevision == 2
+	}, wait, tick, "later heartbeats send the revision held")
+	reads := func() int {
+		n := 0
+		for _, ev := range e.engine.Events() {
+			if strings.HasPrefix(ev, "metadata:") {
+				n++
+			}
+		}
+		return n
+	}
+	before, beats := reads(), len(e.engine.Heartbeats())
+	require.Eventually(t, func() bool { return len(e.engine.Heartbeats()) >= beats+3 }, wait, tick)
+	require.Equal(t, before, reads(), "caught up: no more reads")
 }

@@ -2,6 +2,8 @@ package fakeengine
 
 import (
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -47,7 +49,40 @@ func (e *Engine) heartbeat(w http.ResponseWriter, r *http.Request) {
 			resp.MetadataFieldAcks = append(resp.MetadataFieldAcks, proto.MetadataAck{FieldNumber: m.FieldNumber, ModifiedAt: m.ModifiedAt})
 		}
 	}
+	if e.metadataRev > hb.MetadataRevision {
+		resp.MetadataRevision = e.metadataRev
+		for n, rev := range e.metadataEdit {
+			if rev > hb.MetadataRevision {
+				resp.MetadataChangedFields = append(resp.MetadataChangedFields, n)
+			}
+		}
+		slices.Sort(resp.MetadataChangedFields)
+	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// metadataRead answers GET /api/agent/metadata/<n> from SetMetadataValue.
+func (e *Engine) metadataRead(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.device(w, r) == nil {
+		return
+	}
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, proto.Error{Code: "validation_failed", Message: "bad field number"})
+		return
+	}
+	e.event("metadata:" + r.PathValue("n"))
+	if e.metadataFail[n] {
+		writeJSON(w, http.StatusServiceUnavailable, proto.Error{Code: "unavailable", Message: "try again"})
+		return
+	}
+	v, ok := e.metadata[n]
+	if !ok {
+		v = proto.MetadataFieldValue{FieldNumber: n}
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (e *Engine) postDetails(w http.ResponseWriter, r *http.Request) {

@@ -109,6 +109,24 @@ func (e *Engine) SetAckMetadata(on bool) {
 	e.ackMetadata = on
 }
 
+// SetMetadataValue is an operator edit of field n: it bumps the revision
+// the heartbeat answers with and names n as changed.
+func (e *Engine) SetMetadataValue(n int, value string, at time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.metadataRev++
+	stamp := at.UTC().Format(time.RFC3339Nano)
+	e.metadata[n] = proto.MetadataFieldValue{FieldNumber: n, Value: value, ModifiedAt: &stamp, Source: "operator:test"}
+	e.metadataEdit[n] = e.metadataRev
+}
+
+// SetMetadataReadFails makes reads of field n fail (503) or work again.
+func (e *Engine) SetMetadataReadFails(n int, fail bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.metadataFail[n] = fail
+}
+
 // SetSocketModes sets how the next connections are answered, in order;
 // later ones are accepted.
 func (e *Engine) SetSocketModes(modes ...SocketMode) {

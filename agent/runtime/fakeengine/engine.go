@@ -56,6 +56,12 @@ type Engine struct {
 	hbDetails    bool
 	scriptTrust  *proto.ScriptTrust
 	ackMetadata  bool
+	// metadata are the Engine's values (SetMetadataValue) and the revision
+	// of the last edit; metadataFail fails reads of these fields.
+	metadata     map[int]proto.MetadataFieldValue
+	metadataRev  int64
+	metadataEdit map[int]int64 // field -> revision of its last edit
+	metadataFail map[int]bool
 	socketModes  []SocketMode
 	socketErrs   []answer
 
@@ -114,6 +120,7 @@ func New(t testing.TB, code string) *Engine {
 		devices: map[string]*Device{}, byAccess: map[string]*Device{}, byRefresh: map[string]*Device{},
 		decision: proto.ApprovalApproved, accessTTL: time.Hour, ackMetadata: true, conns: make(chan *Conn, 64),
 		shellTokens: map[string]string{}, shellConns: make(chan *ShellConn, 64),
+		metadata: map[int]proto.MetadataFieldValue{}, metadataEdit: map[int]int64{}, metadataFail: map[int]bool{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+proto.PathEnrollNonce, e.nonce)
@@ -123,6 +130,7 @@ func New(t testing.TB, code string) *Engine {
 	mux.HandleFunc("POST "+proto.PathStatus, e.status)
 	mux.HandleFunc("POST "+proto.PathHeartbeat, e.heartbeat)
 	mux.HandleFunc("POST "+proto.PathDetails, e.postDetails)
+	mux.HandleFunc("GET "+proto.PathAgentMetadataPrefix+"{n}", e.metadataRead)
 	mux.HandleFunc("GET "+proto.PathRealtimeRoute, e.route)
 	mux.HandleFunc("GET "+proto.PathRealtimeWS, e.socket)
 	mux.HandleFunc("GET "+proto.PathShellSocket+"/{session}", e.shellSocket)

@@ -715,7 +715,8 @@ export type Schedule =
 export interface JobTargets {
   devices: string[];
   sites: number[];
-  filters: unknown[];
+  /** Saved device filter IDs, evaluated when the job fires. */
+  filters: number[];
 }
 
 export interface JobOptions {

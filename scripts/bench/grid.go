@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 )
@@ -27,6 +28,16 @@ import (
 type gridOptions struct {
 	devices, software, sites, iterations, warmup int
 	seed                                         uint64
+	// reuse measures the fleet an earlier run seeded (gridState).
+	reuse bool
+}
+
+// gridState is what a later -grid-reuse run needs of an earlier one.
+type gridState struct {
+	Secret  string     `json:"secret"`
+	Sites   []gridSite `json:"sites"`
+	Seed    seedResult `json:"seed"`
+	Devices int        `json:"devices"`
 }
 
 type gridRoute struct {
@@ -49,11 +60,23 @@ type gridResult struct {
 }
 
 func runGrid(ctx context.Context, o runOptions, g gridOptions, dataDir string) (*gridResult, error) {
-	if err := os.RemoveAll(dataDir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, err
+	statePath := filepath.Join(dataDir, "grid-state.json")
+	var state gridState
+	if g.reuse {
+		raw, err := os.ReadFile(statePath)
+		if err != nil {
+			return nil, fmt.Errorf("-grid-reuse: no earlier run in %s: %w", dataDir, err)
+		}
+		if err := json.Unmarshal(raw, &state); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := os.RemoveAll(dataDir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	abs, _ := filepath.Abs(dataDir)
 	cluster, err := devpostgres.Start(ctx, devpostgres.Options{Dir: filepath.Join(abs, "postgres")})
@@ -72,58 +95,38 @@ func runGrid(ctx context.Context, o runOptions, g gridOptions, dataDir string) (
 	if err := admin.waitReady(ctx, 3*time.Minute); err != nil {
 		return nil, fmt.Errorf("engine not ready: %w", err)
 	}
-	if _, err := admin.prepare(ctx, 1); err != nil {
-		return nil, err
-	}
-	// Sites: the one prepare made and more.
-	prefixes := []string{"nyc", "ber", "lon", "par", "syd", "tor", "sfo", "ams", "mad", "sgp", "tok", "dub"}
-	list, err := admin.call(ctx, "GET", "/api/sites", nil)
-	if err != nil {
-		return nil, err
-	}
-	first := int64(list["sites"].([]any)[0].(map[string]any)["site_id"].(float64))
-	sites := []gridSite{{ID: first, Prefix: prefixes[0]}}
-	for i := 1; i < g.sites; i++ {
-		p := prefixes[i%len(prefixes)] + fmt.Sprint(i/len(prefixes)+1)
-		s, err := admin.call(ctx, "POST", "/api/sites", map[string]any{"name": "Office " + strings.ToUpper(p), "site_worker_slug": "grid-" + p})
-		if err != nil {
-			return nil, err
-		}
-		sites = append(sites, gridSite{ID: int64(s["site_id"].(float64)), Prefix: p})
-	}
-
 	conn, err := pgx.Connect(ctx, cluster.URL)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(context.Background())
-	fmt.Fprintf(logOut, "grid: seeding %d devices x %d software over %d sites\n", g.devices, g.software, len(sites))
-	seed, err := seedGrid(ctx, conn, sites, g.devices, g.software, g.seed)
-	if err != nil {
-		return nil, err
-	}
-	out := &gridResult{Seed: seed, Sizes: map[string]float64{}}
-	rows, err := conn.Query(ctx, `SELECT c.relname, pg_total_relation_size(c.oid)::float8 / 1048576
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm') ORDER BY 2 DESC LIMIT 8`)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var name string
-		var mib float64
-		if err := rows.Scan(&name, &mib); err != nil {
+	var out *gridResult
+	var sites []gridSite
+	if g.reuse {
+		if err := admin.adminLogin(ctx, state.Secret); err != nil {
 			return nil, err
 		}
-		out.Sizes[name] = round(mib, 1)
+		sites = state.Sites
+		out = &gridResult{Seed: state.Seed, Sizes: map[string]float64{}}
+		// Indexes a migration just added need statistics too.
+		if _, err := conn.Exec(ctx, "ANALYZE"); err != nil {
+			return nil, err
+		}
+	} else {
+		if sites, out, err = gridSeedFleet(ctx, admin, conn, g); err != nil {
+			return nil, err
+		}
+		raw, _ := json.Marshal(gridState{Secret: admin.secret, Sites: sites, Seed: out.Seed, Devices: g.devices})
+		if err := os.WriteFile(statePath, raw, 0o600); err != nil {
+			return nil, err
+		}
 	}
-	rows.Close()
-	if err := gridAfterSeed(ctx, conn); err != nil {
+	if err := gridSizes(ctx, conn, out); err != nil {
 		return nil, err
 	}
 
 	// The site-limited operator: two of the sites.
-	operator, err := gridOperator(ctx, admin, []int64{sites[0].ID, sites[1%len(sites)].ID})
+	operator, err := gridOperator(ctx, admin, []int64{sites[0].ID, sites[1%len(sites)].ID}, !g.reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -144,23 +147,70 @@ func runGrid(ctx context.Context, o runOptions, g gridOptions, dataDir string) (
 	return out, nil
 }
 
-// gridAfterSeed runs what the Engine would have done had the rows come
-// through the agents: hooks other parts of the schema need after a bulk
-// load (none yet beyond the triggers that ran during COPY).
-func gridAfterSeed(ctx context.Context, conn *pgx.Conn) error { return nil }
+// gridSeedFleet bootstraps the Engine, makes the sites and seeds the
+// fleet.
+func gridSeedFleet(ctx context.Context, admin *client, conn *pgx.Conn, g gridOptions) ([]gridSite, *gridResult, error) {
+	if _, err := admin.prepare(ctx, 1); err != nil {
+		return nil, nil, err
+	}
+	// Sites: the one prepare made and more.
+	prefixes := []string{"nyc", "ber", "lon", "par", "syd", "tor", "sfo", "ams", "mad", "sgp", "tok", "dub"}
+	list, err := admin.call(ctx, "GET", "/api/sites", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	first := int64(list["sites"].([]any)[0].(map[string]any)["site_id"].(float64))
+	sites := []gridSite{{ID: first, Prefix: prefixes[0]}}
+	for i := 1; i < g.sites; i++ {
+		p := prefixes[i%len(prefixes)] + fmt.Sprint(i/len(prefixes)+1)
+		s, err := admin.call(ctx, "POST", "/api/sites", map[string]any{"name": "Office " + strings.ToUpper(p), "site_worker_slug": "grid-" + p})
+		if err != nil {
+			return nil, nil, err
+		}
+		sites = append(sites, gridSite{ID: int64(s["site_id"].(float64)), Prefix: p})
+	}
+	fmt.Fprintf(logOut, "grid: seeding %d devices x %d software over %d sites\n", g.devices, g.software, len(sites))
+	seed, err := seedGrid(ctx, conn, sites, g.devices, g.software, g.seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sites, &gridResult{Seed: seed, Sizes: map[string]float64{}}, nil
+}
+
+// gridSizes records the biggest relations.
+func gridSizes(ctx context.Context, conn *pgx.Conn, out *gridResult) error {
+	rows, err := conn.Query(ctx, `SELECT c.relname, pg_total_relation_size(c.oid)::float8 / 1048576
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm') ORDER BY 2 DESC LIMIT 8`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var mib float64
+		if err := rows.Scan(&name, &mib); err != nil {
+			return err
+		}
+		out.Sizes[name] = round(mib, 1)
+	}
+	return rows.Err()
+}
 
 // gridOperator creates an operator assigned to siteIDs (MFA off) and
 // signs in as it.
-func gridOperator(ctx context.Context, admin *client, siteIDs []int64) (*client, error) {
+func gridOperator(ctx context.Context, admin *client, siteIDs []int64, create bool) (*client, error) {
 	const user, pw = "grid-operator", "grid operator password 123"
-	if _, err := admin.call(ctx, "POST", "/api/users", map[string]any{"username": user, "password": pw, "role": "operator"}); err != nil {
-		return nil, err
-	}
-	if _, err := admin.call(ctx, "POST", "/api/users/"+user+"/mfa", map[string]any{"action": "disable"}); err != nil {
-		return nil, err
-	}
-	if _, err := admin.call(ctx, "POST", "/api/user_site_assignments/assign", map[string]any{"usernames": []string{user}, "site_ids": siteIDs}); err != nil {
-		return nil, err
+	if create {
+		if _, err := admin.call(ctx, "POST", "/api/users", map[string]any{"username": user, "password": pw, "role": "operator"}); err != nil {
+			return nil, err
+		}
+		if _, err := admin.call(ctx, "POST", "/api/users/"+user+"/mfa", map[string]any{"action": "disable"}); err != nil {
+			return nil, err
+		}
+		if _, err := admin.call(ctx, "POST", "/api/user_site_assignments/assign", map[string]any{"usernames": []string{user}, "site_ids": siteIDs}); err != nil {
+			return nil, err
+		}
 	}
 	login, err := admin.call(ctx, "POST", "/api/auth/login", map[string]any{"username": user, "password": pw})
 	if err != nil {
@@ -237,4 +287,19 @@ func timeRoute(ctx context.Context, c *client, as, name, method, path string, bo
 	out.N, out.P50, out.P99, out.Max = len(ds), ms(percentile(ds, 0.50)), ms(percentile(ds, 0.99)), ms(ds[len(ds)-1])
 	fmt.Fprintf(logOut, "grid: %-9s %-32s p50 %6.1f ms  p99 %6.1f ms  (total %v)\n", as, name, out.P50, out.P99, out.Total)
 	return out
+}
+
+// adminLogin signs the bench admin in again (a -grid-reuse run).
+func (c *client) adminLogin(ctx context.Context, secret string) error {
+	login, err := c.call(ctx, "POST", "/api/auth/login", map[string]any{"username": "bench", "password": "bench password 123"})
+	if err != nil {
+		return err
+	}
+	code, _ := totp.GenerateCode(secret, time.Now())
+	sess, err := c.call(ctx, "POST", "/api/auth/mfa/verify", map[string]any{"pending_token": login["pending_token"], "code": code})
+	if err != nil {
+		return err
+	}
+	c.token, c.secret = sess["token"].(string), secret
+	return nil
 }

@@ -55,6 +55,7 @@ func main() {
 		gridSW    = flag.Int("grid-software", 150, "software rows per seeded device")
 		gridSites = flag.Int("grid-sites", 8, "sites the seeded devices spread over")
 		gridIters = flag.Int("grid-iterations", 300, "timed requests per route and user (after 20 warm-up ones)")
+		gridReuse = flag.Bool("grid-reuse", false, "reuse the fleet an earlier -grid run left in its data directory (no seed; migrations still apply)")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -70,7 +71,7 @@ func main() {
 	defer stop()
 	if *grid {
 		res, err := runGrid(ctx, opts, gridOptions{devices: *gridDevs, software: *gridSW, sites: *gridSites, iterations: *gridIters,
-			warmup: 20, seed: *seed}, filepath.Join(*dataRoot, "grid"))
+			warmup: 20, seed: *seed, reuse: *gridReuse}, filepath.Join(*dataRoot, "grid"))
 		if err != nil {
 			fail(err)
 		}
@@ -458,6 +459,8 @@ func freePort() int {
 type client struct {
 	base  string
 	token string
+	// secret is the admin's TOTP secret once prepare bootstrapped.
+	secret string
 }
 
 func (c *client) waitReady(ctx context.Context, limit time.Duration) error {
@@ -549,6 +552,7 @@ func (c *client) prepare(ctx context.Context, n int) (string, error) {
 		return "", err
 	}
 	secret := admin["mfa"].(map[string]any)["secret"].(string)
+	c.secret = secret
 	now := time.Now()
 	code, _ := totp.GenerateCode(secret, now)
 	if _, err := c.call(ctx, "POST", "/api/bootstrap/admin/mfa/verify", map[string]any{"pending_token": admin["pending_token"], "code": code}); err != nil {

@@ -24,7 +24,9 @@ const (
 	sqlAgentVersion = `d.agent_version`
 	sqlOSVersion    = `coalesce(i.os->>'version', '')`
 	sqlCPUModel     = `coalesce(i.hardware->>'cpu_model', '')`
-	sqlMetadata     = `coalesce((SELECT convert_from(decode(m.value_b64, 'base64'), 'UTF8') FROM device_metadata_values m WHERE m.device_guid = d.guid AND m.field_number = %s::int), '')`
+	// convert_from's result takes the "C" collation of its encoding-name
+	// argument, under which lower() leaves non-ASCII letters alone.
+	sqlMetadata = `coalesce((SELECT convert_from(decode(m.value_b64, 'base64'), 'UTF8') COLLATE "default" FROM device_metadata_values m WHERE m.device_guid = d.guid AND m.field_number = %s::int), '')`
 
 	sqlAgentVersionKey = `d.agent_version_key`
 	sqlOSVersionKey    = `i.os_version_key`

@@ -174,6 +174,19 @@ CREATE TRIGGER device_software_audit_update AFTER UPDATE ON device_software
 CREATE CONSTRAINT TRIGGER software_audit_apply AFTER INSERT ON software_audit_pending
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION software_audit_apply();
 
+-- TRUNCATE fires no row or DELETE triggers; emptying device_software
+-- empties the aggregate with it.
+-- +goose StatementBegin
+CREATE FUNCTION software_audit_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE software_audit_counts, software_audit_totals;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER device_software_audit_truncate AFTER TRUNCATE ON device_software
+    FOR EACH STATEMENT EXECUTE FUNCTION software_audit_truncate();
+
 -- The aggregate of what is stored already.
 INSERT INTO software_audit_counts (site_id, name_key, version, name, publisher, device_count)
 SELECT site_id, name_key, version, name, publisher, count(*)
@@ -246,6 +259,8 @@ DROP TABLE software_uninstall_blocks;
 DROP TABLE software_uninstall_overrides;
 DROP TABLE software_icon_overrides;
 DROP TABLE software_icons;
+DROP TRIGGER device_software_audit_truncate ON device_software;
+DROP FUNCTION software_audit_truncate();
 DROP TRIGGER device_software_audit_update ON device_software;
 DROP TRIGGER device_software_audit_delete ON device_software;
 DROP TRIGGER device_software_audit_insert ON device_software;

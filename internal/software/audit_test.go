@@ -70,9 +70,9 @@ func pkg(name, version, publisher string) proto.Software {
 }
 
 type variant struct {
-	Site                               int64
+	Site                              int64
 	NameKey, Version, Name, Publisher string
-	Count                              int64
+	Count                             int64
 }
 
 // requireExact compares both aggregates with a GROUP BY over
@@ -149,6 +149,14 @@ func TestAggregateFollowsIngestMovesAndPurge(t *testing.T) {
 	})
 	require.Error(t, err)
 	f.requireExact(t)
+
+	// TRUNCATE (cascading from devices too) empties the aggregate.
+	_, err = f.store.Pool.Exec(ctx, `TRUNCATE devices CASCADE`)
+	require.NoError(t, err)
+	f.requireExact(t)
+	var left int
+	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM software_audit_totals`).Scan(&left))
+	require.Zero(t, left)
 }
 
 // A raw COPY that does not name site_id (a seeding script) still counts

@@ -86,7 +86,16 @@ func runGrid(ctx context.Context, o runOptions, g gridOptions, dataDir string) (
 	defer cluster.Stop()
 	port, tport := freePort(), freePort()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	engine, err := startEngine(ctx, o.engineBin, dataDir, port, tport, "DATABASE_URL="+cluster.URL)
+	env := []string{"DATABASE_URL=" + cluster.URL}
+	if g.reuse {
+		// A restarted Engine's master cipher is locked until unlocked.
+		pass := filepath.Join(dataDir, "passphrase")
+		if err := os.WriteFile(pass, []byte("bench passphrase 123"), 0o600); err != nil {
+			return nil, err
+		}
+		env = append(env, "CAIRN_AEGIS_PASSPHRASE_FILE="+pass)
+	}
+	engine, err := startEngine(ctx, o.engineBin, dataDir, port, tport, env...)
 	if err != nil {
 		return nil, err
 	}

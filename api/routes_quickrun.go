@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -45,7 +47,10 @@ const (
 )
 
 type quickRunRequest struct {
-	DeviceGUIDs    []string       `json:"device_guids"`
+	DeviceGUIDs []string `json:"device_guids"`
+	// FilterID aims the run at the devices a saved filter matches now
+	// (instead of device_guids), at most automation.MaxTargets of them.
+	FilterID       *int64         `json:"filter_id"`
 	AssemblyID     *int64         `json:"assembly_id"`
 	Language       string         `json:"language"`
 	Body           string         `json:"body"`
@@ -63,7 +68,14 @@ type runIDJSON struct {
 func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, error) {
 	ctx := r.Context()
 	p := principal(ctx)
-	targets, err := s.Automation.ResolveTargets(ctx, p.SiteScope(), req.DeviceGUIDs)
+	guids := req.DeviceGUIDs
+	if req.FilterID != nil {
+		var err error
+		if guids, err = s.quickRunFilterDevices(ctx, p.SiteScope(), *req.FilterID, len(req.DeviceGUIDs) > 0); err != nil {
+			return runIDJSON{}, err
+		}
+	}
+	targets, err := s.Automation.ResolveTargets(ctx, p.SiteScope(), guids)
 	if err != nil {
 		return runIDJSON{}, err
 	}
@@ -146,4 +158,27 @@ func toRunJSON(r automation.Run) runJSON {
 		}
 	}
 	return out
+}
+
+// quickRunFilterDevices resolves a quick run's filter_id to the devices
+// inside scope it matches now, refusing more than a run may take.
+func (s *Server) quickRunFilterDevices(ctx context.Context, scope cairn.SiteScope, id int64, withDevices bool) ([]string, error) {
+	if withDevices {
+		return nil, cairn.Invalid("filter_id", "name devices or a device filter, not both")
+	}
+	guids, err := s.Jobs.FilterDevices(ctx, scope, id)
+	if cairn.ErrorCode(err) == cairn.ECodeNotFound {
+		return nil, cairn.Invalid("filter_id", fmt.Sprintf("no device filter %d", id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(guids) == 0:
+		return nil, cairn.Invalid("filter_id", "the device filter matches no device")
+	case len(guids) > automation.MaxTargets:
+		return nil, cairn.Invalid("filter_id", fmt.Sprintf("the device filter matches %d devices; a quick run takes at most %d: narrow the filter",
+			len(guids), automation.MaxTargets))
+	}
+	return guids, nil
 }

@@ -240,26 +240,36 @@ type jobJSON struct {
 	AssemblyID   *int64 `json:"assembly_id"`
 	AssemblyName string `json:"assembly_name"`
 	// AssemblyVersion is the version a script job runs (signed when saved).
-	AssemblyVersion *int32                 `json:"assembly_version"`
-	WorkflowID      *int64                 `json:"workflow_id"`
-	Parameters      map[string]any         `json:"parameters"`
-	Targets         scheduledjobs.Targets  `json:"targets"`
-	Schedule        scheduledjobs.Schedule `json:"schedule"`
-	Options         scheduledjobs.Options  `json:"options"`
-	Enabled         bool                   `json:"enabled"`
-	CreatedBy       string                 `json:"created_by"`
-	CreatedAt       time.Time              `json:"created_at"`
-	UpdatedBy       string                 `json:"updated_by"`
-	UpdatedAt       time.Time              `json:"updated_at"`
-	NextRunAt       *time.Time             `json:"next_run_at"`
-	LastRun         *scheduledjobs.LastRun `json:"last_run"`
+	AssemblyVersion *int32                `json:"assembly_version"`
+	WorkflowID      *int64                `json:"workflow_id"`
+	Parameters      map[string]any        `json:"parameters"`
+	Targets         scheduledjobs.Targets `json:"targets"`
+	// FilterScopeSiteIDs are the sites the job's filter targets may
+	// reach (its last saver's); null: every site.
+	FilterScopeSiteIDs []int64                `json:"filter_scope_site_ids"`
+	Schedule           scheduledjobs.Schedule `json:"schedule"`
+	Options            scheduledjobs.Options  `json:"options"`
+	Enabled            bool                   `json:"enabled"`
+	CreatedBy          string                 `json:"created_by"`
+	CreatedAt          time.Time              `json:"created_at"`
+	UpdatedBy          string                 `json:"updated_by"`
+	UpdatedAt          time.Time              `json:"updated_at"`
+	NextRunAt          *time.Time             `json:"next_run_at"`
+	LastRun            *scheduledjobs.LastRun `json:"last_run"`
 }
 
 func newJobJSON(j scheduledjobs.Job) jobJSON {
 	return jobJSON{ID: j.ID, Name: j.Name, Kind: j.Kind, AssemblyID: j.AssemblyID, AssemblyName: j.AssemblyName, AssemblyVersion: j.AssemblyVersion, WorkflowID: j.WorkflowID,
 		Parameters: j.Parameters, Targets: j.Targets, Schedule: j.Schedule, Options: j.Options, Enabled: j.Enabled,
 		CreatedBy: j.CreatedBy, CreatedAt: j.CreatedAt, UpdatedBy: j.UpdatedBy, UpdatedAt: j.UpdatedAt, NextRunAt: j.NextRunAt,
-		LastRun: j.LastRun}
+		LastRun: j.LastRun, FilterScopeSiteIDs: filterScopeJSON(j.FilterScope)}
+}
+
+func filterScopeJSON(scope cairn.SiteScope) []int64 {
+	if scope.All {
+		return nil
+	}
+	return scope.IDs()
 }
 
 type siteWorkerSettingsJSON struct {

@@ -514,6 +514,12 @@ type ScheduledJob struct {
 	Parameters      []byte
 	AssemblyVersion *int32
 	Signed          []byte
+	TargetScope     []int64
+}
+
+type ScheduledJobFilter struct {
+	ScheduledJobID int64
+	FilterID       int64
 }
 
 type ScriptSigningKey struct {

@@ -10,6 +10,30 @@ import (
 	"time"
 )
 
+const deviceFilterIDsExisting = `-- name: DeviceFilterIDsExisting :many
+SELECT id FROM device_filters WHERE id = ANY($1::bigint[])
+`
+
+func (q *Queries) DeviceFilterIDsExisting(ctx context.Context, ids []int64) ([]int64, error) {
+	rows, err := q.db.Query(ctx, deviceFilterIDsExisting, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deviceSitesByGUIDs = `-- name: DeviceSitesByGUIDs :many
 SELECT guid, site_id FROM devices WHERE guid = ANY($1::text[])
 `
@@ -148,8 +172,33 @@ func (q *Queries) ScheduledJobDeviceRuns(ctx context.Context, arg ScheduledJobDe
 	return items, nil
 }
 
+const scheduledJobFiltersAdd = `-- name: ScheduledJobFiltersAdd :exec
+INSERT INTO scheduled_job_filters (scheduled_job_id, filter_id)
+SELECT $1, unnest($2::bigint[])
+ON CONFLICT DO NOTHING
+`
+
+type ScheduledJobFiltersAddParams struct {
+	ScheduledJobID int64
+	FilterIds      []int64
+}
+
+func (q *Queries) ScheduledJobFiltersAdd(ctx context.Context, arg ScheduledJobFiltersAddParams) error {
+	_, err := q.db.Exec(ctx, scheduledJobFiltersAdd, arg.ScheduledJobID, arg.FilterIds)
+	return err
+}
+
+const scheduledJobFiltersClear = `-- name: ScheduledJobFiltersClear :exec
+DELETE FROM scheduled_job_filters WHERE scheduled_job_id = $1
+`
+
+func (q *Queries) ScheduledJobFiltersClear(ctx context.Context, scheduledJobID int64) error {
+	_, err := q.db.Exec(ctx, scheduledJobFiltersClear, scheduledJobID)
+	return err
+}
+
 const scheduledJobGet = `-- name: ScheduledJobGet :one
-SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed FROM scheduled_jobs WHERE id = $1 AND NOT system
+SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed, target_scope FROM scheduled_jobs WHERE id = $1 AND NOT system
 `
 
 func (q *Queries) ScheduledJobGet(ctx context.Context, id int64) (ScheduledJob, error) {
@@ -173,6 +222,7 @@ func (q *Queries) ScheduledJobGet(ctx context.Context, id int64) (ScheduledJob, 
 		&i.Parameters,
 		&i.AssemblyVersion,
 		&i.Signed,
+		&i.TargetScope,
 	)
 	return i, err
 }
@@ -180,10 +230,10 @@ func (q *Queries) ScheduledJobGet(ctx context.Context, id int64) (ScheduledJob, 
 const scheduledJobInsert = `-- name: ScheduledJobInsert :one
 
 INSERT INTO scheduled_jobs (name, kind, assembly_id, workflow_id, parameters, targets, schedule, options, enabled,
-                            assembly_version, signed, created_by, updated_by)
+                            assembly_version, signed, target_scope, created_by, updated_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12, $12)
-RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
+        $9, $10, $11, $12::bigint[], $13, $13)
+RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed, target_scope
 `
 
 type ScheduledJobInsertParams struct {
@@ -198,6 +248,7 @@ type ScheduledJobInsertParams struct {
 	Enabled         bool
 	AssemblyVersion *int32
 	Signed          []byte
+	TargetScope     []int64
 	Actor           string
 }
 
@@ -215,6 +266,7 @@ func (q *Queries) ScheduledJobInsert(ctx context.Context, arg ScheduledJobInsert
 		arg.Enabled,
 		arg.AssemblyVersion,
 		arg.Signed,
+		arg.TargetScope,
 		arg.Actor,
 	)
 	var i ScheduledJob
@@ -236,6 +288,7 @@ func (q *Queries) ScheduledJobInsert(ctx context.Context, arg ScheduledJobInsert
 		&i.Parameters,
 		&i.AssemblyVersion,
 		&i.Signed,
+		&i.TargetScope,
 	)
 	return i, err
 }
@@ -283,7 +336,7 @@ func (q *Queries) ScheduledJobLastRuns(ctx context.Context, ids []int64) ([]Sche
 }
 
 const scheduledJobList = `-- name: ScheduledJobList :many
-SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed FROM scheduled_jobs WHERE NOT system ORDER BY lower(name), id
+SELECT id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed, target_scope FROM scheduled_jobs WHERE NOT system ORDER BY lower(name), id
 `
 
 func (q *Queries) ScheduledJobList(ctx context.Context) ([]ScheduledJob, error) {
@@ -313,6 +366,7 @@ func (q *Queries) ScheduledJobList(ctx context.Context) ([]ScheduledJob, error) 
 			&i.Parameters,
 			&i.AssemblyVersion,
 			&i.Signed,
+			&i.TargetScope,
 		); err != nil {
 			return nil, err
 		}
@@ -532,7 +586,7 @@ func (q *Queries) ScheduledJobRunsDelete(ctx context.Context, id int64) (int64, 
 const scheduledJobSetEnabled = `-- name: ScheduledJobSetEnabled :one
 UPDATE scheduled_jobs SET enabled = $1, updated_by = $2, updated_at = now()
 WHERE id = $3 AND NOT system
-RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
+RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed, target_scope
 `
 
 type ScheduledJobSetEnabledParams struct {
@@ -562,6 +616,7 @@ func (q *Queries) ScheduledJobSetEnabled(ctx context.Context, arg ScheduledJobSe
 		&i.Parameters,
 		&i.AssemblyVersion,
 		&i.Signed,
+		&i.TargetScope,
 	)
 	return i, err
 }
@@ -645,9 +700,10 @@ const scheduledJobUpdate = `-- name: ScheduledJobUpdate :one
 UPDATE scheduled_jobs
 SET name = $1, kind = $2, assembly_id = $3, workflow_id = $4,
     parameters = $5, targets = $6, schedule = $7, options = $8, enabled = $9,
-    assembly_version = $10, signed = $11, updated_by = $12, updated_at = now()
-WHERE id = $13 AND NOT system
-RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed
+    assembly_version = $10, signed = $11,
+    target_scope = $12::bigint[], updated_by = $13, updated_at = now()
+WHERE id = $14 AND NOT system
+RETURNING id, name, kind, assembly_id, targets, schedule, options, enabled, system, created_by, updated_by, created_at, updated_at, workflow_id, parameters, assembly_version, signed, target_scope
 `
 
 type ScheduledJobUpdateParams struct {
@@ -662,6 +718,7 @@ type ScheduledJobUpdateParams struct {
 	Enabled         bool
 	AssemblyVersion *int32
 	Signed          []byte
+	TargetScope     []int64
 	Actor           string
 	ID              int64
 }
@@ -679,6 +736,7 @@ func (q *Queries) ScheduledJobUpdate(ctx context.Context, arg ScheduledJobUpdate
 		arg.Enabled,
 		arg.AssemblyVersion,
 		arg.Signed,
+		arg.TargetScope,
 		arg.Actor,
 		arg.ID,
 	)
@@ -701,6 +759,7 @@ func (q *Queries) ScheduledJobUpdate(ctx context.Context, arg ScheduledJobUpdate
 		&i.Parameters,
 		&i.AssemblyVersion,
 		&i.Signed,
+		&i.TargetScope,
 	)
 	return i, err
 }
@@ -715,6 +774,40 @@ func (q *Queries) ScheduledJobWorkflowRunsDelete(ctx context.Context, id int64) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const scheduledJobsUsingFilter = `-- name: ScheduledJobsUsingFilter :many
+SELECT j.id, j.name
+FROM scheduled_job_filters f
+JOIN scheduled_jobs j ON j.id = f.scheduled_job_id
+WHERE f.filter_id = $1
+ORDER BY lower(j.name), j.id
+`
+
+type ScheduledJobsUsingFilterRow struct {
+	ID   int64
+	Name string
+}
+
+// The jobs that target a saved filter (its delete answers filter_in_use).
+func (q *Queries) ScheduledJobsUsingFilter(ctx context.Context, filterID int64) ([]ScheduledJobsUsingFilterRow, error) {
+	rows, err := q.db.Query(ctx, scheduledJobsUsingFilter, filterID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduledJobsUsingFilterRow
+	for rows.Next() {
+		var i ScheduledJobsUsingFilterRow
+		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const siteIDsExisting = `-- name: SiteIDsExisting :many

@@ -223,6 +223,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
 	e.Jobs.SetContentSigner(scheduledjobs.AutomationRuns{Svc: e.Automation})
+	e.Jobs.SetFilterMatcher(e.Filters)
 	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
 	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 

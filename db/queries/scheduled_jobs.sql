@@ -2,16 +2,17 @@
 
 -- name: ScheduledJobInsert :one
 INSERT INTO scheduled_jobs (name, kind, assembly_id, workflow_id, parameters, targets, schedule, options, enabled,
-                            assembly_version, signed, created_by, updated_by)
+                            assembly_version, signed, target_scope, created_by, updated_by)
 VALUES (@name, @kind, sqlc.narg(assembly_id), sqlc.narg(workflow_id), @parameters, @targets, @schedule, @options,
-        @enabled, sqlc.narg(assembly_version), sqlc.narg(signed), @actor, @actor)
+        @enabled, sqlc.narg(assembly_version), sqlc.narg(signed), sqlc.narg(target_scope)::bigint[], @actor, @actor)
 RETURNING *;
 
 -- name: ScheduledJobUpdate :one
 UPDATE scheduled_jobs
 SET name = @name, kind = @kind, assembly_id = sqlc.narg(assembly_id), workflow_id = sqlc.narg(workflow_id),
     parameters = @parameters, targets = @targets, schedule = @schedule, options = @options, enabled = @enabled,
-    assembly_version = sqlc.narg(assembly_version), signed = sqlc.narg(signed), updated_by = @actor, updated_at = now()
+    assembly_version = sqlc.narg(assembly_version), signed = sqlc.narg(signed),
+    target_scope = sqlc.narg(target_scope)::bigint[], updated_by = @actor, updated_at = now()
 WHERE id = @id AND NOT system
 RETURNING *;
 
@@ -68,6 +69,25 @@ JOIN sites s ON s.id = d.site_id
 WHERE (d.guid = ANY(@guids::text[]) OR d.site_id = ANY(@site_ids::bigint[]))
   AND (@all_sites::bool OR d.site_id = ANY(@scope_site_ids::bigint[]))
 ORDER BY d.site_id, lower(d.hostname);
+
+-- name: ScheduledJobFiltersClear :exec
+DELETE FROM scheduled_job_filters WHERE scheduled_job_id = @scheduled_job_id;
+
+-- name: ScheduledJobFiltersAdd :exec
+INSERT INTO scheduled_job_filters (scheduled_job_id, filter_id)
+SELECT @scheduled_job_id, unnest(@filter_ids::bigint[])
+ON CONFLICT DO NOTHING;
+
+-- name: ScheduledJobsUsingFilter :many
+-- The jobs that target a saved filter (its delete answers filter_in_use).
+SELECT j.id, j.name
+FROM scheduled_job_filters f
+JOIN scheduled_jobs j ON j.id = f.scheduled_job_id
+WHERE f.filter_id = @filter_id
+ORDER BY lower(j.name), j.id;
+
+-- name: DeviceFilterIDsExisting :many
+SELECT id FROM device_filters WHERE id = ANY(@ids::bigint[]);
 
 -- name: DeviceSitesByGUIDs :many
 SELECT guid, site_id FROM devices WHERE guid = ANY(@guids::text[]);

@@ -168,7 +168,11 @@ type DeviceRef struct {
 func (s *Service) selection(scope cairn.SiteScope, now time.Time, filters []Node, siteID int64, status string) (*selection, error) {
 	q := &query{now: now, cutoffs: [2]time.Time{ceilMicro(now.Add(-s.cfg.OnlineWindow)), ceilMicro(now.Add(-s.cfg.SocketWindow))}}
 	sel := &selection{q: q}
-	sel.where = append(sel.where, fmt.Sprintf(sqlScope, q.arg(scope.All), q.arg(scope.IDs())))
+	if scope.All {
+		sel.where = append(sel.where, sqlAllSites)
+	} else {
+		sel.where = append(sel.where, fmt.Sprintf(sqlScope, q.arg(scope.IDs())))
+	}
 	if siteID != 0 {
 		sel.where = append(sel.where, fmt.Sprintf(sqlSiteIs, q.arg(siteID)))
 	}

@@ -94,7 +94,13 @@ const (
 	sqlCompare    = `coalesce(%s %s %s::numeric, false)`
 	sqlVersionCmp = `coalesce(%s %s %s::text::numeric[], false)`
 	sqlNot        = `NOT %s`
-	sqlScope      = `(%s::bool OR d.site_id = ANY(%s::bigint[]))`
+	// The scope is one of two fragments rather than one with a bound
+	// "all sites" flag: a prepared statement's generic plan (pgx caches
+	// statements; PostgreSQL switches to a generic plan after five runs)
+	// cannot fold ($1 OR site_id = ANY($2)), so a site-limited operator's
+	// count scanned every device instead of its sites' (issue 9 bench).
+	sqlScope    = `d.site_id = ANY(%s::bigint[])`
+	sqlAllSites = `true`
 )
 
 // Queries.

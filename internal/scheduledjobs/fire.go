@@ -2,6 +2,8 @@ package scheduledjobs
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -46,11 +48,20 @@ type Resolved struct {
 	SiteIDs []int64
 }
 
-// Resolve turns a job's targets into devices now: the listed devices and
-// every device of the listed sites, trust-checked (only active devices
-// take work). Devices purged since the job was saved are simply absent.
+// Resolve turns a job's targets into devices now: the listed devices,
+// every device of the listed sites and every device its filters match now
+// inside the job's FilterScope, trust-checked (only active devices take
+// work). Devices purged since the job was saved are simply absent.
 func (s *Service) Resolve(ctx context.Context, job Job) (Resolved, error) {
-	rows, err := s.store.ScheduledJobTargetDevices(ctx, db.ScheduledJobTargetDevicesParams{Guids: job.Targets.Devices,
+	guids := job.Targets.Devices
+	if len(job.Targets.Filters) > 0 {
+		matched, err := s.matchFilters(ctx, job)
+		if err != nil {
+			return Resolved{}, err
+		}
+		guids = append(slices.Clone(guids), matched...)
+	}
+	rows, err := s.store.ScheduledJobTargetDevices(ctx, db.ScheduledJobTargetDevicesParams{Guids: guids,
 		SiteIds: job.Targets.Sites, AllSites: true, ScopeSiteIds: []int64{}})
 	if err != nil {
 		return Resolved{}, err
@@ -104,4 +115,40 @@ func (s *Service) Prepare(ctx context.Context, id int64, trigger string) (FirePl
 // ResolveDevices resolves a list of device GUIDs like a job's targets.
 func (s *Service) ResolveDevices(ctx context.Context, guids []string) (Resolved, error) {
 	return s.Resolve(ctx, Job{Targets: Targets{Devices: guids, Sites: []int64{}}})
+}
+
+// matchFilters evaluates the job's saved filters inside its FilterScope.
+// A targeted filter cannot be deleted (scheduled_job_filters), so a
+// missing one is an error, not an empty match.
+func (s *Service) matchFilters(ctx context.Context, job Job) ([]string, error) {
+	if s.filters == nil {
+		return nil, fmt.Errorf("scheduled job %d targets device filters, but no filter matcher is wired", job.ID)
+	}
+	refs, err := s.filters.MatchSaved(ctx, job.FilterScope, job.Targets.Filters)
+	if err != nil {
+		return nil, fmt.Errorf("scheduled job %d: match its device filters: %w", job.ID, err)
+	}
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.GUID
+	}
+	return out, nil
+}
+
+// FilterDevices returns the GUIDs of the devices inside scope that saved
+// filter id matches now (a quick run aimed at a filter); not_found when
+// the filter is absent.
+func (s *Service) FilterDevices(ctx context.Context, scope cairn.SiteScope, id int64) ([]string, error) {
+	if s.filters == nil {
+		return nil, cairn.Errorf(cairn.ECodeUnavailable, "device filters are not available in this process")
+	}
+	refs, err := s.filters.MatchSaved(ctx, scope, []int64{id})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.GUID
+	}
+	return out, nil
 }

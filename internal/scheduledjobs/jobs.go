@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 )
 
 // Job kinds.
@@ -31,6 +32,7 @@ const (
 	MaxName          = 200
 	MaxTargetDevices = 10000
 	MaxTargetSites   = 1000
+	MaxTargetFilters = 50
 	MaxParameters    = 64
 	MaxTimeout       = 86400
 )
@@ -39,7 +41,8 @@ const (
 type Targets struct {
 	Devices []string `json:"devices"`
 	Sites   []int64  `json:"sites"`
-	// Filters (device filter IDs) arrive with the device-filter issue.
+	// Filters are saved device filter IDs, resolved when the job fires,
+	// inside the job's FilterScope.
 	Filters []int64 `json:"filters"`
 }
 
@@ -75,10 +78,15 @@ type Job struct {
 	// assembly version current when the job was saved, signed then.
 	AssemblyVersion *int32
 	Signed          []byte
-	CreatedBy       string
-	CreatedAt       time.Time
-	UpdatedBy       string
-	UpdatedAt       time.Time
+	// FilterScope is the site scope of whoever last saved the job: the
+	// sites its filter targets may reach when it fires (a filter is a
+	// shared object, so without it a site-limited operator's filter
+	// would run on every site's matching devices).
+	FilterScope cairn.SiteScope
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedBy   string
+	UpdatedAt   time.Time
 	// NextRunAt is the next fire of an enabled job's schedule (nil: none).
 	NextRunAt *time.Time
 	LastRun   *LastRun
@@ -116,11 +124,20 @@ type ContentSigner interface {
 	SignJobContent(ctx context.Context, assemblyID int64, params map[string]any, timeoutSeconds int) (signed []byte, version int32, err error)
 }
 
+// FilterMatcher evaluates saved device filters (devicefilters.Service):
+// the one implementation of the filter language.
+type FilterMatcher interface {
+	// MatchSaved returns every device inside scope that any of the saved
+	// filters ids matches now; not_found when one is absent.
+	MatchSaved(ctx context.Context, scope cairn.SiteScope, ids []int64) ([]devicefilters.DeviceRef, error)
+}
+
 // Service manages scheduled jobs.
 type Service struct {
 	store   *db.Store
 	sched   Schedules
 	content ContentSigner
+	filters FilterMatcher
 	now     func() time.Time
 	log     *slog.Logger
 }
@@ -151,8 +168,11 @@ func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor strin
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		row, err := q.ScheduledJobInsert(ctx, db.ScheduledJobInsertParams{Name: p.name, Kind: p.kind, AssemblyID: in.AssemblyID,
 			WorkflowID: in.WorkflowID, Parameters: p.parameters, Targets: p.targets, Schedule: p.schedule, Options: p.options,
-			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, Actor: actor})
+			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, TargetScope: targetScope(scope), Actor: actor})
 		if err != nil {
+			return err
+		}
+		if err := setFilters(ctx, q, row.ID, p.filters); err != nil {
 			return err
 		}
 		if job, err = s.decorate(ctx, q, row); err != nil {
@@ -176,9 +196,12 @@ func (s *Service) Update(ctx context.Context, scope cairn.SiteScope, actor strin
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		row, err := q.ScheduledJobUpdate(ctx, db.ScheduledJobUpdateParams{ID: id, Name: p.name, Kind: p.kind, AssemblyID: in.AssemblyID,
 			WorkflowID: in.WorkflowID, Parameters: p.parameters, Targets: p.targets, Schedule: p.schedule, Options: p.options,
-			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, Actor: actor})
+			Enabled: p.enabled, AssemblyVersion: p.version, Signed: p.signed, TargetScope: targetScope(scope), Actor: actor})
 		if err != nil {
 			return db.NotFound(err, "scheduled job %d not found", id)
+		}
+		if err := setFilters(ctx, q, id, p.filters); err != nil {
+			return err
 		}
 		if job, err = s.decorate(ctx, q, row); err != nil {
 			return err
@@ -377,6 +400,9 @@ func (s *Service) remove(ctx context.Context, id int64) error {
 // SetContentSigner wires the signing of script jobs' content.
 func (s *Service) SetContentSigner(c ContentSigner) { s.content = c }
 
+// SetFilterMatcher wires the evaluation of saved device filters.
+func (s *Service) SetFilterMatcher(m FilterMatcher) { s.filters = m }
+
 // SetSchedules wires the Temporal side.
 func (s *Service) SetSchedules(sched Schedules) { s.sched = sched }
 
@@ -386,6 +412,7 @@ type checked struct {
 	enabled                                bool
 	version                                *int32
 	signed                                 []byte
+	filters                                []int64
 }
 
 // check validates every field of in against the database and scope and
@@ -467,20 +494,36 @@ func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (c
 	}
 	out.parameters, _ = json.Marshal(params)
 	out.targets, _ = json.Marshal(targets)
+	out.filters = targets.Filters
 	out.schedule, _ = json.Marshal(sch)
 	out.options, _ = json.Marshal(in.Options)
 	return out, nil
 }
 
 // checkTargets validates targets: every device and site exists and lies
-// inside scope (outside answers like absent), at least one is named.
+// inside scope (outside answers like absent), every filter exists (filters
+// are shared objects; what they reach is bounded by scope when the job
+// fires), at least one is named.
 func (s *Service) checkTargets(ctx context.Context, scope cairn.SiteScope, t Targets, v *cairn.Validation) (Targets, error) {
-	out := Targets{Devices: dedupe(t.Devices), Sites: dedupe(t.Sites), Filters: []int64{}}
-	if len(t.Filters) > 0 {
-		v.Add("targets.filters", "device filters are not available yet; name devices or sites")
+	out := Targets{Devices: dedupe(t.Devices), Sites: dedupe(t.Sites), Filters: dedupe(t.Filters)}
+	if len(out.Devices) == 0 && len(out.Sites) == 0 && len(out.Filters) == 0 {
+		v.Add("targets", "name at least one device, site or device filter")
 	}
-	if len(out.Devices) == 0 && len(out.Sites) == 0 {
-		v.Add("targets", "name at least one device or site")
+	if len(out.Filters) > MaxTargetFilters {
+		v.Add("targets.filters", fmt.Sprintf("at most %d device filters", MaxTargetFilters))
+		return out, nil
+	}
+	if len(out.Filters) > 0 {
+		ids, err := s.store.DeviceFilterIDsExisting(ctx, out.Filters)
+		if err != nil {
+			return out, err
+		}
+		for _, id := range out.Filters {
+			if !slices.Contains(ids, id) {
+				v.Add("targets.filters", fmt.Sprintf("unknown device filter %d", id))
+				break
+			}
+		}
 	}
 	if len(out.Devices) > MaxTargetDevices {
 		v.Add("targets.devices", fmt.Sprintf("at most %d devices", MaxTargetDevices))
@@ -548,6 +591,15 @@ func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, jobs []Job
 	}
 	for i, j := range jobs {
 		ok[i] = true
+		// A filter target reaches the sites recorded when the job was
+		// saved: the job is this operator's only if all lie inside its
+		// own (a job saved with every site never is).
+		if len(j.Targets.Filters) > 0 {
+			ok[i] = !j.FilterScope.All
+			for _, id := range j.FilterScope.SiteIDs {
+				ok[i] = ok[i] && scope.Allows(id)
+			}
+		}
 		for _, id := range j.Targets.Sites {
 			ok[i] = ok[i] && scope.Allows(id)
 		}
@@ -576,7 +628,7 @@ func dedupe[T comparable](in []T) []T {
 
 func decode(r db.ScheduledJob) (Job, error) {
 	j := Job{ID: r.ID, Name: r.Name, Kind: r.Kind, AssemblyID: r.AssemblyID, WorkflowID: r.WorkflowID, Enabled: r.Enabled,
-		AssemblyVersion: r.AssemblyVersion, Signed: r.Signed,
+		AssemblyVersion: r.AssemblyVersion, Signed: r.Signed, FilterScope: cairn.SiteScope{All: r.TargetScope == nil, SiteIDs: r.TargetScope},
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Parameters: map[string]any{}}
 	for _, f := range []struct {
 		raw []byte
@@ -656,4 +708,32 @@ func (s *Service) fill(ctx context.Context, q *db.Queries, jobs []Job) error {
 		}
 	}
 	return nil
+}
+
+// targetScope is what a job records of its saver's scope: nil for every
+// site, else the saver's sites.
+func targetScope(scope cairn.SiteScope) []int64 {
+	if scope.All {
+		return nil
+	}
+	return scope.IDs()
+}
+
+// setFilters makes the job's filter links match ids. The links' foreign
+// key keeps a targeted filter from being deleted: inserting one locks the
+// filter row against the delete (which locks it first, then answers
+// filter_in_use), and a filter deleted between the check and the save
+// fails here.
+func setFilters(ctx context.Context, q *db.Queries, jobID int64, ids []int64) error {
+	if err := q.ScheduledJobFiltersClear(ctx, jobID); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	err := q.ScheduledJobFiltersAdd(ctx, db.ScheduledJobFiltersAddParams{ScheduledJobID: jobID, FilterIds: ids})
+	if db.IsForeignKeyViolation(err) {
+		return cairn.Invalid("targets.filters", "a device filter was deleted meanwhile")
+	}
+	return err
 }

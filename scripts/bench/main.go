@@ -50,6 +50,12 @@ func main() {
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
 		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
 		jobKill   = flag.Bool("job-kill", false, "instead: a scheduled job to every agent with a kill -9 of the Engine mid-run (jobs.go)")
+		grid      = flag.Bool("grid", false, "instead: seed a large fleet with COPY and time the device grid's reads (grid.go)")
+		gridDevs  = flag.Int("grid-devices", 50000, "devices the grid seed writes")
+		gridSW    = flag.Int("grid-software", 150, "software rows per seeded device")
+		gridSites = flag.Int("grid-sites", 8, "sites the seeded devices spread over")
+		gridIters = flag.Int("grid-iterations", 300, "timed requests per route and user (after 20 warm-up ones)")
+		gridReuse = flag.Bool("grid-reuse", false, "reuse the fleet an earlier -grid run left in its data directory (no seed; migrations still apply)")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -63,6 +69,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *grid {
+		res, err := runGrid(ctx, opts, gridOptions{devices: *gridDevs, software: *gridSW, sites: *gridSites, iterations: *gridIters,
+			warmup: 20, seed: *seed, reuse: *gridReuse}, filepath.Join(*dataRoot, "grid"))
+		if err != nil {
+			fail(err)
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		return
+	}
 	for _, c := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil || n <= 0 {
@@ -443,6 +459,8 @@ func freePort() int {
 type client struct {
 	base  string
 	token string
+	// secret is the admin's TOTP secret once prepare bootstrapped.
+	secret string
 }
 
 func (c *client) waitReady(ctx context.Context, limit time.Duration) error {
@@ -550,6 +568,7 @@ func (c *client) prepare(ctx context.Context, n int) (string, error) {
 		return "", err
 	}
 	secret := admin["mfa"].(map[string]any)["secret"].(string)
+	c.secret = secret
 	now := time.Now()
 	code, _ := totp.GenerateCode(secret, now)
 	if _, err := c.call(ctx, "POST", "/api/bootstrap/admin/mfa/verify", map[string]any{"pending_token": admin["pending_token"], "code": code}); err != nil {

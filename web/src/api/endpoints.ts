@@ -23,6 +23,15 @@ import type {
   CredentialInput,
   Device,
   DeviceApproval,
+  DeviceFilter,
+  DeviceFilterInput,
+  DeviceListView,
+  DeviceListViewInput,
+  DevicePage,
+  FilterGroup,
+  FilterMetadata,
+  FilterPreview,
+  MetadataFieldDefinition,
   DeviceDetails,
   DeviceSummary,
   DirectoryLookup,
@@ -206,13 +215,22 @@ export interface DeviceListQuery {
 const hostPath = (prefix: string, hostname: string) => `${prefix}/${encodeURIComponent(hostname)}`;
 
 export const devices = {
-  list: ({ siteId, status }: DeviceListQuery = {}) => {
-    const q = new URLSearchParams();
-    if (siteId != null) q.set('site_id', String(siteId));
-    if (status) q.set('status', status);
-    const qs = q.toString();
-    return api<{ devices: Device[] | null }>(qs ? `/api/devices?${qs}` : '/api/devices').then((r) => r.devices ?? []);
+  /**
+   * Every matching device: the list route answers in pages (at most 1,000
+   * each), so this follows `total`. For pickers; the devices grid pages on
+   * demand with `page`.
+   */
+  list: async ({ siteId, status }: DeviceListQuery = {}) => {
+    const all: Device[] = [];
+    for (;;) {
+      const r = await devicePage({ siteId, status, limit: DEVICE_LIST_PAGE, offset: all.length });
+      const rows = r.devices ?? [];
+      all.push(...rows);
+      // An Engine without paging answers everything at once and no total.
+      if (rows.length === 0 || typeof r.total !== 'number' || all.length >= r.total) return all;
+    }
   },
+  page: (query: DevicePageQuery) => devicePage(query),
   search: (hostname: string) =>
     api<{ devices: Device[] | null }>(`/api/devices/search?${new URLSearchParams({ hostname }).toString()}`).then(
       (r) => r.devices ?? [],
@@ -367,12 +385,74 @@ export const agentUpdates = {
     api<AgentMaintenanceResult>('/api/devices/agent-maintenance', { body: { action: 'update_now', guids } }),
 };
 
+// ---- Issue 9: paged device list, device filters, saved views
+// (/work/notes/contract9.md). One block so the console helpers merge cleanly.
+
+/** The largest page GET /api/devices answers. */
+export const DEVICE_LIST_PAGE = 1000;
+
+export interface DevicePageQuery extends DeviceListQuery {
+  limit: number;
+  offset: number;
+  /** A sort key (hostname, site, status, last_seen, os, agent_version, description, trust_state, metadata:<n>), `-` first for descending. */
+  sort?: string | null;
+  /** A saved filter. */
+  filterId?: number | null;
+  /** A draft filter tree. */
+  filter?: FilterGroup | null;
+  signal?: AbortSignal;
+}
+
+export function devicePageSearch({ siteId, status, limit, offset, sort, filterId, filter }: DevicePageQuery): URLSearchParams {
+  const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+  if (sort) q.set('sort', sort);
+  if (siteId != null) q.set('site_id', String(siteId));
+  if (status) q.set('status', status);
+  if (filterId != null) q.set('filter_id', String(filterId));
+  if (filter) q.set('filter', JSON.stringify(filter));
+  return q;
+}
+
+function devicePage(query: DevicePageQuery): Promise<DevicePage> {
+  return api<DevicePage>(`/api/devices?${devicePageSearch(query).toString()}`, { signal: query.signal });
+}
+
+export const deviceFilters = {
+  list: () => api<{ filters: DeviceFilter[] | null }>('/api/device_filters').then((r) => r.filters ?? []),
+  get: (id: number) => api<DeviceFilter>(`/api/device_filters/${id}`),
+  create: (input: DeviceFilterInput) => api<DeviceFilter>('/api/device_filters', { body: input }),
+  update: (id: number, input: DeviceFilterInput) => api<DeviceFilter>(`/api/device_filters/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<void>(`/api/device_filters/${id}`, { method: 'DELETE' }),
+  metadata: () => api<FilterMetadata>('/api/device_filters/metadata'),
+  search: (q: string, limit = 20) =>
+    api<{ filters: DeviceFilter[] | null }>(`/api/device_filters/search?${new URLSearchParams({ q, limit: String(limit) }).toString()}`).then(
+      (r) => r.filters ?? [],
+    ),
+  preview: (filter: FilterGroup, limit = 5, signal?: AbortSignal) =>
+    api<FilterPreview>('/api/device_filters/preview', { body: { filter, limit }, signal }),
+};
+
+export const deviceListViews = {
+  list: () => api<{ views: DeviceListView[] | null }>('/api/device_list_views').then((r) => r.views ?? []),
+  get: (id: number) => api<DeviceListView>(`/api/device_list_views/${id}`),
+  create: (input: DeviceListViewInput) => api<DeviceListView>('/api/device_list_views', { body: input }),
+  update: (id: number, input: DeviceListViewInput) =>
+    api<DeviceListView>(`/api/device_list_views/${id}`, { method: 'PUT', body: input }),
+  remove: (id: number) => api<void>(`/api/device_list_views/${id}`, { method: 'DELETE' }),
+};
+
+/** The 500 metadata field definitions (GET /api/metadata_fields), for the grid's column chooser. */
+export const metadataFieldDefinitions = {
+  list: () =>
+    api<{ fields: MetadataFieldDefinition[] | null; value_max_length?: number }>('/api/metadata_fields').then((r) => r.fields ?? []),
+};
+// ---- end of issue 9 device grid block
+
 // Issue 9, console pages: metadata fields and the software audit (docs/api.md
 // "Metadata fields", "Software audit").
 import type {
   Device as AuditDevice,
   DeviceMetadataField,
-  MetadataFieldDefinition,
   MetadataFieldDefinitions,
   SoftwareAuditPage,
   SoftwareAuditSort,

@@ -715,7 +715,8 @@ export type Schedule =
 export interface JobTargets {
   devices: string[];
   sites: number[];
-  filters: unknown[];
+  /** Saved device filter IDs, evaluated when the job fires. */
+  filters: number[];
 }
 
 export interface JobOptions {
@@ -872,15 +873,107 @@ export interface DeviceJobRun {
   finished_at: string | null;
 }
 
-// Issue 9, console pages: metadata fields and the software audit
-// (/work contract "Metadata fields", "Software audit"; docs/api.md).
+// ---- Issue 9: paged device list, device filters, saved views (docs/api.md
+// "Device filters", "Saved views"; /work/notes/contract9.md). One block so the
+// console helpers' edits of this file merge cleanly.
 
-/**
- * One of the 500 global definitions (GET /api/metadata_fields). Declared
- * identically in the device grid's block (i9-webgrid), so either copy can go
- * when the two merge. `linked_assembly_id` is set for 1 Server Roles and 2
- * Bitlocker; `updated_at`/`updated_by` are the last label change.
- */
+/** GET /api/devices with paging: one page plus the number of matching devices. */
+export interface DevicePage {
+  devices: Device[] | null;
+  total: number;
+  limit: number;
+  offset: number;
+  online_window_seconds?: number;
+}
+
+export type FilterMatch = 'all' | 'any';
+
+/** A condition of a filter tree; `key` names the metadata field number or the software name. */
+export interface FilterCondition {
+  field: string;
+  op: string;
+  key?: number | string;
+  value?: unknown;
+}
+
+export interface FilterGroup {
+  match: FilterMatch;
+  conditions: FilterNode[];
+}
+
+export type FilterNode = FilterGroup | FilterCondition;
+
+export interface DeviceFilter {
+  id: number;
+  name: string;
+  description: string;
+  filter: FilterGroup;
+  created_by: string;
+  created_at: string;
+  updated_by: string;
+  updated_at: string;
+}
+
+export interface DeviceFilterInput {
+  name: string;
+  description: string;
+  filter: FilterGroup;
+}
+
+export type FilterValueType = 'string' | 'number' | 'version' | 'duration_seconds' | 'time' | 'cidr' | 'site_ids' | 'enum' | 'none';
+
+/** One filterable field of GET /api/device_filters/metadata. */
+export interface FilterFieldMeta {
+  field: string;
+  label: string;
+  group: string;
+  ops: string[];
+  value_type: FilterValueType;
+  /** Each op's value type where it differs from value_type (`none`: no value). */
+  op_value_types?: Record<string, FilterValueType> | null;
+  key_type: 'metadata_field' | 'software_name' | null;
+  values?: string[] | null;
+}
+
+export interface FilterMetadata {
+  fields: FilterFieldMeta[];
+  metadata_fields: { field_number: number; description: string }[] | null;
+  sites: { id: number; name: string }[] | null;
+}
+
+export interface FilterPreview {
+  total: number;
+  devices: Device[] | null;
+}
+
+export interface DeviceListViewSort {
+  column: string;
+  direction: 'asc' | 'desc';
+}
+
+export interface DeviceListView {
+  id: number;
+  name: string;
+  columns: string[];
+  sort: DeviceListViewSort | null;
+  filter_id: number | null;
+  filter: FilterGroup | null;
+  shared: boolean;
+  owner: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeviceListViewInput {
+  name: string;
+  columns: string[];
+  sort: DeviceListViewSort | null;
+  filter_id: number | null;
+  filter: FilterGroup | null;
+  shared: boolean;
+}
+
+/** A row of GET /api/metadata_fields, as the grid's column chooser reads it. */
 export interface MetadataFieldDefinition {
   field_number: number;
   description: string;
@@ -889,6 +982,10 @@ export interface MetadataFieldDefinition {
   updated_at?: string | null;
   updated_by?: string;
 }
+// ---- end of issue 9 device grid block
+
+// Issue 9, console pages: metadata fields and the software audit
+// (/work contract "Metadata fields", "Software audit"; docs/api.md).
 
 export interface MetadataFieldDefinitions {
   fields: MetadataFieldDefinition[];

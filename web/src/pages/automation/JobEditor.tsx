@@ -26,7 +26,7 @@ import type { Assembly, Device, JobKind, ParameterValues, Schedule, ScheduledJob
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { apiFieldError, shownFields } from './fields';
 import { formatDateTime } from '../../components/format';
-import { ALL_DEVICES_KEY, ASSEMBLIES_QUERY, AssemblyPicker, defaultValues, DevicePicker, missingParameters, ParameterValuesEditor, SitePicker } from './pickers';
+import { ALL_DEVICES_KEY, ASSEMBLIES_QUERY, AssemblyPicker, defaultValues, DevicePicker, FilterPicker, missingParameters, ParameterValuesEditor, SitePicker } from './pickers';
 import { checkTimeout } from './QuickRunDialog';
 import { checkSchedule, describeSchedule, formToSchedule, scheduleToForm, timeZones, type IntervalUnit, type ScheduleForm } from './schedule';
 
@@ -41,6 +41,7 @@ const FIELDS = [
   'targets',
   'targets.devices',
   'targets.sites',
+  'targets.filters',
   'schedule',
   'schedule.type',
   'schedule.at',
@@ -226,6 +227,7 @@ function toForm(job?: ScheduledJob) {
     parameters: (job?.parameters ?? {}) as ParameterValues,
     deviceGuids: job?.targets.devices ?? [],
     siteIds: job?.targets.sites ?? [],
+    filterIds: job?.targets.filters ?? [],
     schedule: scheduleToForm(job?.schedule),
     runWhenOnline: job?.options.run_when_online ?? true,
     timeout: String(job?.options.timeout_seconds ?? 300),
@@ -260,7 +262,7 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
     assembly_id: form.kind === 'script' ? form.assemblyId : null,
     workflow_id: form.kind === 'workflow' ? form.workflowId : null,
     parameters: form.kind === 'script' ? form.parameters : {},
-    targets: { devices: form.deviceGuids, sites: form.siteIds, filters: job?.targets.filters ?? [] },
+    targets: { devices: form.deviceGuids, sites: form.siteIds, filters: form.filterIds },
     schedule: formToSchedule(form.schedule),
     options: { run_when_online: form.runWhenOnline, timeout_seconds: Number(form.timeout), stop_on_first_failure: form.stopOnFirstFailure },
     enabled: form.enabled,
@@ -283,7 +285,8 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
       Object.assign(errors, missingParameters(params, form.parameters));
     }
     if (form.kind === 'workflow' && form.workflowId === null) errors.workflow_id = 'Pick a workflow.';
-    if (form.deviceGuids.length === 0 && form.siteIds.length === 0) errors['targets.devices'] = 'Pick devices or sites to run on.';
+    if (form.deviceGuids.length === 0 && form.siteIds.length === 0 && form.filterIds.length === 0)
+      errors['targets.devices'] = 'Pick devices, sites or device filters to run on.';
     const t = checkTimeout(form.timeout, true);
     if (t) errors['options.timeout_seconds'] = t;
     setLocal(errors);
@@ -354,6 +357,7 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
               error={err('targets.devices') ?? err('targets')}
             />
             <SitePicker value={form.siteIds} onChange={(siteIds) => set({ siteIds })} error={err('targets.sites')} />
+            <FilterPicker value={form.filterIds} onChange={(filterIds) => set({ filterIds })} error={err('targets.filters')} />
             <Typography variant="subtitle2">Schedule</Typography>
             <Box sx={{ display: 'grid', gridTemplateColumns: { xs: '1fr', md: '1fr 280px' }, gap: 2, alignItems: 'start' }}>
               <Box>

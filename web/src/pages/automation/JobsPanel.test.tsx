@@ -103,7 +103,7 @@ describe('Scheduled jobs', () => {
     await user.click(within(dialog).getByRole('button', { name: 'Create job' }));
     expect(within(dialog).getByRole('textbox', { name: 'Name' })).toHaveAccessibleDescription('Enter a name.');
     expect(within(dialog).getByRole('combobox', { name: 'Assembly' })).toHaveAccessibleDescription('Pick an assembly.');
-    expect(within(dialog).getByRole('combobox', { name: 'Devices' })).toHaveAccessibleDescription('Pick devices or sites to run on.');
+    expect(within(dialog).getByRole('combobox', { name: 'Devices' })).toHaveAccessibleDescription('Pick devices, sites or device filters to run on.');
     expect(within(dialog).getByRole('spinbutton', { name: 'Every' })).toHaveAccessibleDescription('Enter a positive number.');
     expect(engine.callsTo('POST', '/api/scheduled_jobs')).toHaveLength(0);
   });
@@ -120,6 +120,22 @@ describe('Scheduled jobs', () => {
         return s.expression === '61 * * * *' ? validationFailed({ 'schedule.expression': 'minute 61 is out of range' }) : { body: { next_runs: NEXT } };
       },
       'POST /api/scheduled_jobs': { status: 201, body: job(5, 'Every five') },
+      'GET /api/device_filters': {
+        body: {
+          filters: [
+            {
+              id: 9,
+              name: 'Old Chrome',
+              description: '',
+              filter: { match: 'all', conditions: [] },
+              created_by: 'admin',
+              created_at: '2026-11-20T10:00:00Z',
+              updated_by: 'admin',
+              updated_at: '2026-11-20T10:00:00Z',
+            },
+          ],
+        },
+      },
     });
     renderPage();
     await user.click(await screen.findByRole('button', { name: 'New job' }));
@@ -131,6 +147,8 @@ describe('Scheduled jobs', () => {
     await user.click(await screen.findByRole('option', { name: /web-1/ }));
     await user.click(within(dialog).getByRole('combobox', { name: 'Sites' }));
     await user.click(await screen.findByRole('option', { name: 'Lab' }));
+    await user.click(within(dialog).getByRole('combobox', { name: 'Device filters' }));
+    await user.click(await screen.findByRole('option', { name: 'Old Chrome' }));
 
     const expr = within(dialog).getByRole('textbox', { name: 'Cron expression' });
     await fill(user, expr, '61 * * * *');
@@ -155,7 +173,7 @@ describe('Scheduled jobs', () => {
       kind: 'script',
       assembly_id: 1,
       workflow_id: null,
-      targets: { devices: ['guid-web-1'], sites: [4], filters: [] },
+      targets: { devices: ['guid-web-1'], sites: [4], filters: [9] },
       schedule: { type: 'cron', expression: '*/5 * * * *' },
       options: { run_when_online: true, timeout_seconds: 120, stop_on_first_failure: false },
       enabled: true,

@@ -8,9 +8,10 @@ import FormControlLabel from '@mui/material/FormControlLabel';
 import Stack from '@mui/material/Stack';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
-import { assemblies as assembliesApi, devices as devicesApi, sites as sitesApi } from '../../api/endpoints';
-import type { Assembly, AssemblyParameter, Device, ParameterValues, ScriptLanguage, Site } from '../../api/types';
+import { assemblies as assembliesApi, deviceFilters, devices as devicesApi, sites as sitesApi } from '../../api/endpoints';
+import type { Assembly, AssemblyParameter, Device, DeviceFilter, ParameterValues, ScriptLanguage, Site } from '../../api/types';
 import { SITES_QUERY } from '../SiteDialogs';
+import { DEVICE_FILTERS_QUERY } from '../devices/FilterPanel';
 import { DEVICES_QUERY } from '../devices/queries';
 
 export const LANGUAGES: { value: ScriptLanguage; label: string; platform: string }[] = [
@@ -85,6 +86,34 @@ export function SitePicker({ value, onChange, error }: { value: number[]; onChan
       filterSelectedOptions
       renderInput={(params) => (
         <TextField {...params} label="Sites" name="targets.sites" error={Boolean(error)} helperText={error ?? 'Every device of these sites, resolved when the job runs.'} />
+      )}
+    />
+  );
+}
+
+/** Saved device filters (GET /api/device_filters), matched when the job fires. */
+export function FilterPicker({ value, onChange, error }: { value: number[]; onChange: (ids: number[]) => void; error?: string }) {
+  const query = useQuery({ queryKey: DEVICE_FILTERS_QUERY, queryFn: deviceFilters.list });
+  const filters = query.data ?? [];
+  const selected = value.map((id) => filters.find((f) => f.id === id) ?? ({ id, name: `Filter ${id}` } as DeviceFilter));
+  return (
+    <Autocomplete
+      multiple
+      options={filters}
+      loading={query.isPending}
+      value={selected}
+      onChange={(_, v) => onChange(v.map((f) => f.id))}
+      getOptionLabel={(f) => f.name}
+      isOptionEqualToValue={(a, b) => a.id === b.id}
+      filterSelectedOptions
+      renderInput={(params) => (
+        <TextField
+          {...params}
+          label="Device filters"
+          name="targets.filters"
+          error={Boolean(error)}
+          helperText={error ?? 'Devices these saved filters match when the job runs, within the sites you have when saving.'}
+        />
       )}
     />
   );

@@ -1,80 +1,59 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { useLocation } from 'react-router';
-import type { Site } from '../../api/types';
-import { SessionContext } from '../../auth/session';
-import { ADMIN, fakeEngine } from '../../test/fakeEngine';
-import { renderWithProviders } from '../../test/render';
-import { WithToasts } from '../../test/toasts';
-import DevicesPage from './DevicesPage';
+import { fakeEngine } from '../../test/fakeEngine';
+import { BASE, DEVICES, pagedDevices, query, renderPage, rowOf } from '../../test/devicesGrid';
 import { device } from './fixtures';
 import { invalidateForDeviceEvent } from './queries';
-
-const SITES: Site[] = [
-  { site_id: 1, name: 'Head office', site_worker_slug: 'hq', site_worker_name: 'site:hq', device_count: 2, created_at: '2026-11-21T08:00:00Z' },
-  { site_id: 2, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 2, created_at: '2026-11-21T08:00:00Z' },
-];
-
-const DEVICES = [
-  device('web-1', { site_id: 1, site_name: 'Head office', connectivity_status: 'Connected', description: 'Front web server' }),
-  device('db-1', { site_id: 1, site_name: 'Head office', connectivity_status: 'Offline', last_seen: null }),
-  device('lab-1', { site_id: 2, site_name: 'Lab', connectivity_status: 'Connected', trust_state: 'quarantined' }),
-  device('lab-2', { site_id: 2, site_name: 'Lab', connectivity_status: 'Disconnected' }),
-];
-
-function LocationProbe() {
-  const location = useLocation();
-  return <div data-testid="location">{location.pathname + location.search}</div>;
-}
-
-const query = () => new URLSearchParams(screen.getByTestId('location').textContent!.split('?')[1] ?? '');
-
-function renderPage(route = '/devices') {
-  return renderWithProviders(
-    <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
-      <WithToasts>
-        <DevicesPage />
-        <LocationProbe />
-      </WithToasts>
-    </SessionContext.Provider>,
-    { route },
-  );
-}
-
-const rowOf = (text: string) => screen.getByText(text).closest('.ag-row') as HTMLElement;
 
 afterEach(() => vi.unstubAllGlobals());
 
 describe('DevicesPage', () => {
-  it('opens the spec drilldown URL pre-filtered, with the status token made canonical', async () => {
-    const engine = fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      // Answer with everything: the page must still show only the filtered devices.
-      'GET /api/devices': { body: { devices: DEVICES } },
-    });
+  it('asks for the first page sorted by hostname, with the drilldown and a canonical status token', async () => {
+    const engine = fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => DEVICES) });
     renderPage('/devices?site=2&status=CONNECTED');
     expect(await screen.findByText('lab-1')).toBeInTheDocument();
     expect(screen.queryByText('lab-2')).not.toBeInTheDocument();
     expect(screen.queryByText('web-1')).not.toBeInTheDocument();
     await waitFor(() => expect(screen.getByTestId('location')).toHaveTextContent('/devices?site=2&status=connected'));
-    const call = engine.callsTo('GET', '/api/devices')[0];
+    const call = engine.callsTo('GET', '/api/devices').at(-1)!;
     expect(call.query.get('site_id')).toBe('2');
     expect(call.query.get('status')).toBe('connected');
+    expect(call.query.get('limit')).toBe('100');
+    expect(call.query.get('offset')).toBe('0');
+    expect(call.query.get('sort')).toBe('hostname');
     expect(screen.getByRole('combobox', { name: 'Site' })).toHaveTextContent('Lab');
     expect(screen.getByRole('combobox', { name: 'Status' })).toHaveTextContent('Connected');
     expect(screen.getByTestId('device-count')).toHaveTextContent('1 device');
   });
 
+  it('shows the server total, not the rows loaded so far', async () => {
+    const many = Array.from({ length: 250 }, (_, i) => device(`host-${String(i).padStart(3, '0')}`));
+    const engine = fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => many) });
+    renderPage();
+    expect(await screen.findByText('host-000')).toBeInTheDocument();
+    expect(screen.getByTestId('device-count')).toHaveTextContent('250 devices');
+    // Only the first block was asked for.
+    expect(engine.callsTo('GET', '/api/devices').every((c) => c.query.get('offset') === '0' && c.query.get('limit') === '100')).toBe(true);
+  });
+
+  it('sorts on the server when a column header is clicked', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => DEVICES) });
+    renderPage();
+    await screen.findByText('web-1');
+    const header = () => screen.getByRole('columnheader', { name: /Last seen/ });
+    await user.click(within(header()).getByText('Last seen'));
+    await waitFor(() => expect(engine.callsTo('GET', '/api/devices').at(-1)?.query.get('sort')).toBe('last_seen'));
+    await waitFor(() => expect(header()).toHaveAttribute('aria-sort', 'ascending'));
+    await user.click(within(header()).getByText('Last seen'));
+    await waitFor(() => expect(engine.callsTo('GET', '/api/devices').at(-1)?.query.get('sort')).toBe('-last_seen'));
+    expect(engine.callsTo('GET', '/api/devices').at(-1)?.query.get('offset')).toBe('0');
+  });
+
   it('writes site and status changes to the URL and queries with them', async () => {
     const user = userEvent.setup({ delay: null });
-    const engine = fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { body: { devices: DEVICES } },
-      'GET /api/devices/search': (call) => ({
-        body: { devices: DEVICES.filter((d) => d.hostname.includes(call.query.get('hostname') ?? '')) },
-      }),
-    });
+    const engine = fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => DEVICES) });
     renderPage();
     expect(await screen.findByText('web-1')).toBeInTheDocument();
 
@@ -91,30 +70,26 @@ describe('DevicesPage', () => {
     await waitFor(() =>
       expect(engine.callsTo('GET', '/api/devices').some((c) => c.query.get('site_id') === '2' && c.query.get('status') === 'offline')).toBe(true),
     );
-    expect(await screen.findByText('No devices match these filters.')).toBeInTheDocument();
+    expect(await screen.findByTestId('devices-none-match')).toBeInTheDocument();
 
     await user.click(screen.getByRole('button', { name: 'Clear filters' }));
     await waitFor(() => expect(query().toString()).toBe(''));
     expect(await screen.findByText('web-1')).toBeInTheDocument();
   });
 
-  it('searches by hostname through the search route, keeping the text in the URL', async () => {
+  it('searches by hostname through the paged list, keeping the text in the URL', async () => {
     const user = userEvent.setup({ delay: null });
-    const engine = fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { body: { devices: DEVICES } },
-      'GET /api/devices/search': (call) => ({
-        body: { devices: DEVICES.filter((d) => d.hostname.includes(call.query.get('hostname') ?? '')) },
-      }),
-    });
+    const engine = fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => DEVICES) });
     renderPage();
     expect(await screen.findByText('web-1')).toBeInTheDocument();
     await user.type(screen.getByRole('searchbox', { name: 'Search hostname' }), 'lab');
     await waitFor(() => expect(query().get('q')).toBe('lab'));
-    await waitFor(() => expect(engine.callsTo('GET', '/api/devices/search').at(-1)?.query.get('hostname')).toBe('lab'));
-    // Re-query on every try: the grid replaces its rows as the search
-    // answers arrive, so an element found once may be detached by the time
-    // it is checked.
+    await waitFor(() =>
+      expect(JSON.parse(engine.callsTo('GET', '/api/devices').at(-1)?.query.get('filter') ?? 'null')).toEqual({
+        match: 'all',
+        conditions: [{ field: 'hostname', op: 'contains', value: 'lab' }],
+      }),
+    );
     await waitFor(() => expect(screen.getByText('lab-2')).toBeInTheDocument());
     await waitFor(() => expect(screen.queryByText('web-1')).not.toBeInTheDocument());
     expect(screen.getByRole('searchbox', { name: 'Search hostname' })).toHaveValue('lab');
@@ -124,25 +99,11 @@ describe('DevicesPage', () => {
     expect(query().get('q')).toBeNull();
   });
 
-  it('opens with the search from the URL', async () => {
-    const engine = fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices/search': { body: { devices: [DEVICES[0]] } },
-    });
-    renderPage('/devices?q=web');
-    expect(await screen.findByText('web-1')).toBeInTheDocument();
-    expect(screen.getByRole('searchbox', { name: 'Search hostname' })).toHaveValue('web');
-    expect(engine.callsTo('GET', '/api/devices/search')[0].query.get('hostname')).toBe('web');
-    expect(engine.callsTo('GET', '/api/devices')).toHaveLength(0);
-  });
-
   it('shows each device with a link, a coloured status chip, relative last seen and its description', async () => {
-    fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { body: { devices: DEVICES } },
-    });
+    fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => DEVICES) });
     renderPage();
     await screen.findByText('web-1');
+    await screen.findByText('lab-2');
     expect(screen.getByRole('link', { name: 'web-1' })).toHaveAttribute('href', '/devices/web-1');
     const chip = (host: string) => within(rowOf(host)).getByTestId('status-chip');
     expect(chip('web-1')).toHaveTextContent('Connected');
@@ -160,10 +121,7 @@ describe('DevicesPage', () => {
   });
 
   it('tells how to enroll an agent when there are no devices at all', async () => {
-    fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { body: { devices: [] } },
-    });
+    fakeEngine({ ...BASE, 'GET /api/devices': pagedDevices(() => []) });
     renderPage();
     const empty = await screen.findByTestId('devices-empty');
     expect(empty).toHaveTextContent('No devices yet');
@@ -172,34 +130,39 @@ describe('DevicesPage', () => {
   });
 
   it('shows an error instead of an empty state when the list fails', async () => {
-    fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { status: 503, body: { error: 'unavailable', message: 'PostgreSQL does not answer' } },
-    });
+    fakeEngine({ ...BASE, 'GET /api/devices': { status: 503, body: { error: 'unavailable', message: 'PostgreSQL does not answer' } } });
     renderPage();
     expect(await screen.findByText('PostgreSQL does not answer')).toBeInTheDocument();
     expect(screen.queryByTestId('devices-empty')).not.toBeInTheDocument();
   });
 
-  it('refetches when a device event arrives, so the grid updates live', async () => {
+  it('reloads only the held block when an event names a device on screen', async () => {
     let status = 'Connected';
-    fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': () => ({ body: { devices: [device('web-1', { connectivity_status: status as 'Connected' })] } }),
+    const engine = fakeEngine({
+      ...BASE,
+      'GET /api/devices': pagedDevices(() => [device('web-1', { connectivity_status: status as 'Connected' }), device('web-2')]),
     });
     const { queryClient } = renderPage();
     await screen.findByText('web-1');
     expect(within(rowOf('web-1')).getByTestId('status-chip')).toHaveTextContent('Connected');
+    const before = engine.callsTo('GET', '/api/devices').length;
     status = 'Disconnected';
     act(() => invalidateForDeviceEvent(queryClient, { guid: 'guid-web-1' }));
     await waitFor(() => expect(within(rowOf('web-1')).getByTestId('status-chip')).toHaveTextContent('Disconnected'));
+    const reloads = engine.callsTo('GET', '/api/devices').slice(before);
+    expect(reloads.length).toBeGreaterThan(0);
+    // The held block again (offset 0, one block), never a walk through the whole list.
+    for (const c of reloads) {
+      expect(c.query.get('offset')).toBe('0');
+      expect(c.query.get('limit')).toBe('100');
+    }
   });
 
   it('updates the agents of the selected devices after a confirmation', async () => {
     const user = userEvent.setup({ delay: null });
     const engine = fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { body: { devices: DEVICES } },
+      ...BASE,
+      'GET /api/devices': pagedDevices(() => DEVICES),
       'POST /api/devices/agent-maintenance': (call) => ({
         status: 202,
         body: { run_id: 'run-9', operations: (call.body as { guids: string[] }).guids.map((guid, i) => ({ guid, operation_id: `op-${i}` })) },
@@ -207,6 +170,7 @@ describe('DevicesPage', () => {
     });
     renderPage();
     await screen.findByText('web-1');
+    await screen.findByText('lab-2');
     expect(screen.queryByRole('group', { name: 'Selected devices' })).not.toBeInTheDocument();
     await user.click(rowOf('web-1').querySelector('input[type="checkbox"]')!);
     await user.click(rowOf('lab-2').querySelector('input[type="checkbox"]')!);
@@ -230,12 +194,12 @@ describe('DevicesPage', () => {
   it('opens the quick run dialog with the selected devices', async () => {
     const user = userEvent.setup({ delay: null });
     fakeEngine({
-      'GET /api/sites': { body: { sites: SITES } },
-      'GET /api/devices': { body: { devices: DEVICES } },
+      ...BASE,
+      'GET /api/devices': pagedDevices(() => DEVICES),
       'GET /api/assemblies': { body: { assemblies: [] } },
     });
     renderPage();
-    await screen.findByText('web-1');
+    await screen.findByText('db-1');
     await user.click(rowOf('db-1').querySelector('input[type="checkbox"]')!);
     await user.click(within(await screen.findByRole('group', { name: 'Selected devices' })).getByRole('button', { name: 'Run script' }));
     const dialog = await screen.findByRole('dialog', { name: 'Run a script' });

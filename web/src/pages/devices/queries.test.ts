@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { QueryClient } from '@tanstack/react-query';
 import { bareDetails, device } from './fixtures';
-import { deviceActivityKey, deviceAgentUpdatesKey, deviceDetailsKey, invalidateForDeviceEvent } from './queries';
+import { deviceActivityKey, deviceAgentUpdatesKey, deviceDetailsKey, invalidateForDeviceEvent, onDeviceGridEvent } from './queries';
 
 function seeded() {
   const qc = new QueryClient();
@@ -19,10 +19,10 @@ function seeded() {
 const stale = (qc: QueryClient, key: readonly unknown[]) => qc.getQueryState(key)?.isInvalidated ?? false;
 
 describe('invalidateForDeviceEvent', () => {
-  it('marks the lists and the named device stale, not other devices or pages', () => {
+  it('marks the named device stale, not other devices, pages or whole lists', () => {
     const qc = seeded();
     invalidateForDeviceEvent(qc, { hostname: 'WEB-1' });
-    expect(stale(qc, ['devices', 'list', { siteId: null, status: null }])).toBe(true);
+    expect(stale(qc, ['devices', 'list', { siteId: null, status: null }])).toBe(false);
     expect(stale(qc, deviceDetailsKey('web-1'))).toBe(true);
     expect(stale(qc, deviceActivityKey('web-1'))).toBe(true);
     expect(stale(qc, deviceDetailsKey('db-1'))).toBe(false);
@@ -41,6 +41,20 @@ describe('invalidateForDeviceEvent', () => {
     invalidateForDeviceEvent(qc, null);
     expect(stale(qc, deviceDetailsKey('db-1'))).toBe(true);
     expect(stale(qc, deviceDetailsKey('web-1'))).toBe(true);
+  });
+
+  it('tells subscribed device grids which device the event is about', () => {
+    const qc = seeded();
+    const heard: unknown[] = [];
+    const stop = onDeviceGridEvent((e) => heard.push(e));
+    invalidateForDeviceEvent(qc, { guid: 'guid-web-1', hostname: 'web-1' });
+    invalidateForDeviceEvent(qc, null);
+    stop();
+    invalidateForDeviceEvent(qc, { guid: 'guid-db-1' });
+    expect(heard).toEqual([
+      { guid: 'guid-web-1', hostname: 'web-1' },
+      { guid: null, hostname: null },
+    ]);
   });
 
   it('marks the agent updates of the device an update event names stale', () => {

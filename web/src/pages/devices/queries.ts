@@ -41,10 +41,30 @@ function hostnamesForGuid(queryClient: QueryClient, guid: string): Set<string> {
   return out;
 }
 
+/** What a device event tells the devices grid: the device's guid and hostname, when the event names them. */
+export interface DeviceGridEvent {
+  guid: string | null;
+  hostname: string | null;
+}
+
+const gridListeners = new Set<(e: DeviceGridEvent) => void>();
+
+/**
+ * Subscribes a devices grid to device events. The grid pages on demand, so
+ * it decides itself what to reload (the blocks it holds, and only when the
+ * device is among them) instead of every list being refetched.
+ */
+export function onDeviceGridEvent(listener: (e: DeviceGridEvent) => void): () => void {
+  gridListeners.add(listener);
+  return () => gridListeners.delete(listener);
+}
+
 /**
  * Marks what a device event changed as stale; the queries on screen refetch.
  * An in-flight fetch is kept rather than restarted, so a burst of events
- * from many agents cannot keep a list from ever loading.
+ * from many agents cannot keep a list from ever loading. Whole device lists
+ * are not refetched (at 50,000 devices each would be many pages): the grid
+ * hears the event and refreshes what it holds.
  */
 export function invalidateForDeviceEvent(queryClient: QueryClient, data: unknown): void {
   const d = data && typeof data === 'object' ? (data as Record<string, unknown>) : {};
@@ -52,7 +72,7 @@ export function invalidateForDeviceEvent(queryClient: QueryClient, data: unknown
   const guid = str(d.guid);
   const opts = { cancelRefetch: false };
 
-  void queryClient.invalidateQueries({ queryKey: DEVICES_QUERY }, opts);
+  for (const l of [...gridListeners]) l({ guid, hostname });
 
   const hosts = guid ? hostnamesForGuid(queryClient, guid) : new Set<string>();
   if (hostname) hosts.add(hostname.toLowerCase());

@@ -207,7 +207,10 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	}
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
-	e.Filters = devicefilters.New(store, devicefilters.Config{OnlineWindow: e.Devices.OnlineWindow(), SocketWindow: devices.SocketWindow, Now: cfg.Now})
+	// Filters judge connection status on the same clock the device service
+	// stamps last_seen with (the wall clock, not cfg.Now, which tests move
+	// for TOTP), so a filter and a device row never disagree on a status.
+	e.Filters = devicefilters.New(store, devicefilters.Config{OnlineWindow: e.Devices.OnlineWindow(), SocketWindow: devices.SocketWindow})
 	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)

@@ -43,10 +43,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 				return nil, err
 			}
 			rows, err := s.deviceRows(r.Context(), page)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"total": page.Total, "devices": rows}, nil
+			return map[string]any{"total": page.Total, "devices": rows}, err
 		})},
 		{"GET", "/api/device_filters/{id}", AuthToken, getAction(s, func(r *http.Request) (filterJSON, error) {
 			id, err := filterID(r)
@@ -151,10 +148,26 @@ func (s *Server) deviceFilterMetadata(r *http.Request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"fields": c.Fields, "sites": c.Sites, "metadata_fields": []any{}}, nil
+	defs, err := s.Metadata.Definitions(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	// Labelled fields only, without the reserved placeholders (3..10).
+	type metadataField struct {
+		FieldNumber int    `json:"field_number"`
+		Description string `json:"description"`
+	}
+	labelled := []metadataField{}
+	for _, d := range defs {
+		if d.Description != "" && !(d.Reserved && d.FieldNumber > 2) {
+			labelled = append(labelled, metadataField{FieldNumber: d.FieldNumber, Description: d.Description})
+		}
+	}
+	return map[string]any{"fields": c.Fields, "sites": c.Sites, "metadata_fields": labelled}, nil
 }
 
-// deviceRows are a page's rows in the GET /api/devices shape.
+// deviceRows are a page's rows in the GET /api/devices shape, with their
+// sparse decoded metadata values (one query for the page).
 func (s *Server) deviceRows(ctx context.Context, page devicefilters.Page) ([]deviceJSON, error) {
 	list := s.Devices.FromFilterRows(page.Rows, page.Now)
 	out := make([]deviceJSON, len(list))
@@ -162,7 +175,6 @@ func (s *Server) deviceRows(ctx context.Context, page devicefilters.Page) ([]dev
 	for i, d := range list {
 		out[i], guids[i] = newDeviceJSON(d), d.GUID
 	}
-	// Sparse decoded metadata values of the page: one query.
 	values, err := s.Metadata.SparseValues(ctx, guids)
 	if err != nil {
 		return nil, err

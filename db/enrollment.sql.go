@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const approvalDecide = `-- name: ApprovalDecide :one
@@ -376,7 +378,7 @@ type DeviceGetByGUIDRow struct {
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
 	AgentBuildID    string
-	AgentVersionKey []int64
+	AgentVersionKey []pgtype.Numeric
 	SiteSlug        string
 	SiteName        string
 }

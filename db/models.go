@@ -7,6 +7,8 @@ package db
 import (
 	"net/netip"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type AdminRecovery struct {
@@ -188,7 +190,7 @@ type Device struct {
 	EnrolledAt      time.Time
 	UpdatedAt       time.Time
 	AgentBuildID    string
-	AgentVersionKey []int64
+	AgentVersionKey []pgtype.Numeric
 }
 
 type DeviceActivity struct {
@@ -256,7 +258,7 @@ type DeviceInventory struct {
 	PartHashes   []byte
 	CollectedAt  *time.Time
 	UpdatedAt    time.Time
-	OsVersionKey []int64
+	OsVersionKey []pgtype.Numeric
 }
 
 type DeviceListView struct {
@@ -338,7 +340,7 @@ type DeviceSoftware struct {
 	Name       string
 	Version    string
 	Publisher  string
-	VersionKey []int64
+	VersionKey []pgtype.Numeric
 }
 
 type DirectoryProvider struct {

@@ -9,28 +9,22 @@
 -- leading "v"), as numbers, with trailing zero parts dropped so 1.2 and
 -- 1.2.0 are equal; anything after that part ("-1ubuntu1", "-beta") is
 -- ignored. NULL when the version has no leading number (unknown: it
--- never compares true). Parts beyond 18 digits saturate.
+-- never compares true). One expression, so COPYing millions of software
+-- rows stays cheap; internal/devicefilters computes the same key for
+-- filter values (TestVersionKeyMatchesSQL).
 -- +goose StatementBegin
-CREATE FUNCTION cairn_version_key(v text) RETURNS bigint[]
+CREATE FUNCTION cairn_version_key(v text) RETURNS numeric[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT CASE WHEN p IS NULL THEN NULL ELSE coalesce((
-        SELECT array_agg(n ORDER BY ord) FROM (
-            SELECT ord, CASE WHEN length(ltrim(x, '0')) > 18 THEN 999999999999999999
-                             ELSE coalesce(nullif(ltrim(x, '0'), ''), '0')::bigint END AS n
-            FROM unnest(string_to_array(p, '.')) WITH ORDINALITY AS u(x, ord)
-        ) parts
-        WHERE ord <= (SELECT max(o) FROM unnest(string_to_array(p, '.')) WITH ORDINALITY AS w(y, o) WHERE ltrim(y, '0') <> '')
-    ), '{}') END
-    FROM (SELECT substring(v FROM '^\s*(?:[0-9]+:)?[vV]?([0-9]+(?:\.[0-9]+)*)') AS p) s
+    SELECT string_to_array(regexp_replace(substring(v FROM '^\s*(?:[0-9]+:)?[vV]?([0-9]+(?:\.[0-9]+)*)'), '(\.0+)+$', ''), '.')::numeric[]
 $$;
 -- +goose StatementEnd
 
 -- Comparable versions, computed by PostgreSQL on every write (the COPY of
 -- software rows included), so ingest and filters share the rule above.
-ALTER TABLE device_software ADD COLUMN version_key bigint[] GENERATED ALWAYS AS (cairn_version_key(version)) STORED;
+ALTER TABLE device_software ADD COLUMN version_key numeric[] GENERATED ALWAYS AS (cairn_version_key(version)) STORED;
 CREATE INDEX device_software_version_idx ON device_software (name_key, version_key) INCLUDE (device_guid);
-ALTER TABLE devices ADD COLUMN agent_version_key bigint[] GENERATED ALWAYS AS (cairn_version_key(agent_version)) STORED;
-ALTER TABLE device_inventory ADD COLUMN os_version_key bigint[] GENERATED ALWAYS AS (cairn_version_key(os->>'version')) STORED;
+ALTER TABLE devices ADD COLUMN agent_version_key numeric[] GENERATED ALWAYS AS (cairn_version_key(agent_version)) STORED;
+ALTER TABLE device_inventory ADD COLUMN os_version_key numeric[] GENERATED ALWAYS AS (cairn_version_key(os->>'version')) STORED;
 
 -- A device's IP addresses (host addresses, no prefix), replaced whenever
 -- its network inventory changes; ip_address conditions match on these.

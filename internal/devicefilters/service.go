@@ -3,6 +3,7 @@ package devicefilters
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -293,5 +294,6 @@ func (s *Service) MatchSaved(ctx context.Context, scope cairn.SiteScope, ids []i
 			}
 		}
 	}
+	slices.SortFunc(out, func(a, b DeviceRef) int { return strings.Compare(a.GUID, b.GUID) })
 	return out, nil
 }

@@ -24,7 +24,9 @@ const (
 	sqlAgentVersion = `d.agent_version`
 	sqlOSVersion    = `coalesce(i.os->>'version', '')`
 	sqlCPUModel     = `coalesce(i.hardware->>'cpu_model', '')`
-	sqlMetadata     = `coalesce((SELECT convert_from(decode(m.value_b64, 'base64'), 'UTF8') FROM device_metadata_values m WHERE m.device_guid = d.guid AND m.field_number = %s::int), '')`
+	// convert_from's result takes the "C" collation of its encoding-name
+	// argument, under which lower() leaves non-ASCII letters alone.
+	sqlMetadata = `coalesce((SELECT convert_from(decode(m.value_b64, 'base64'), 'UTF8') COLLATE "default" FROM device_metadata_values m WHERE m.device_guid = d.guid AND m.field_number = %s::int), '')`
 
 	sqlAgentVersionKey = `d.agent_version_key`
 	sqlOSVersionKey    = `i.os_version_key`
@@ -38,10 +40,21 @@ const (
 	sqlLoggedInUsers = `EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(d.metrics->'logged_in_users') = 'array' THEN d.metrics->'logged_in_users' ELSE '[]'::jsonb END) u(v) WHERE %s)`
 	sqlUser          = `u.v`
 
-	sqlSoftware        = `EXISTS (SELECT 1 FROM device_software sw WHERE sw.device_guid = d.guid AND sw.name_key = %s::text)`
-	sqlSoftwareVersion = `EXISTS (SELECT 1 FROM device_software sw WHERE sw.device_guid = d.guid AND sw.name_key = %s::text AND sw.version_key %s cairn_version_key(%s::text))`
-	sqlSoftwareName    = `EXISTS (SELECT 1 FROM device_software sw WHERE sw.device_guid = d.guid AND strpos(sw.name_key, %s::text) > 0)`
-	sqlAddress         = `EXISTS (SELECT 1 FROM device_addresses a WHERE a.device_guid = d.guid AND a.address <<= %s::inet)`
+	// Software and address conditions are semi-joins on indexes
+	// ((name_key, version_key) and the GiST on address), not per-device
+	// probes. Version values arrive as their key (versionKey), the same
+	// key cairn_version_key gives stored versions.
+	sqlSoftware        = `d.guid IN (SELECT sw.device_guid FROM device_software sw WHERE sw.name_key = %s::text)`
+	sqlSoftwareVersion = `d.guid IN (SELECT sw.device_guid FROM device_software sw WHERE sw.name_key = %s::text AND sw.version_key %s %s::text::numeric[])`
+	// sqlSoftwareName finds the matching names first (a loose scan of the
+	// name index: one probe per distinct name), then their devices.
+	sqlSoftwareName = `d.guid IN (SELECT sw.device_guid FROM device_software sw WHERE sw.name_key = ANY(ARRAY(
+    WITH RECURSIVE names AS (
+        SELECT min(name_key) AS k FROM device_software
+        UNION ALL
+        SELECT (SELECT min(s.name_key) FROM device_software s WHERE s.name_key > names.k) FROM names WHERE names.k IS NOT NULL)
+    SELECT k FROM names WHERE k IS NOT NULL AND strpos(k, %s::text) > 0)))`
+	sqlAddress = `d.guid IN (SELECT a.device_guid FROM device_addresses a WHERE a.address <<= %s::inet)`
 )
 
 // String predicates (case-insensitive) on subject %[1]s and value %[2]s;
@@ -79,7 +92,7 @@ const (
 	sqlLastSeen   = `coalesce(d.last_seen %s %s::timestamptz, false)`
 	sqlNever      = `d.last_seen IS NULL`
 	sqlCompare    = `coalesce(%s %s %s::numeric, false)`
-	sqlVersionCmp = `coalesce(%s %s cairn_version_key(%s::text), false)`
+	sqlVersionCmp = `coalesce(%s %s %s::text::numeric[], false)`
 	sqlNot        = `NOT %s`
 	sqlScope      = `(%s::bool OR d.site_id = ANY(%s::bigint[]))`
 )
@@ -225,7 +238,7 @@ func (q *query) cond(c *cond) string {
 		case "not_installed":
 			return not(fmt.Sprintf(sqlSoftware, q.arg(c.key)))
 		}
-		return fmt.Sprintf(sqlSoftwareVersion, q.arg(c.key), comparisons[c.op], q.arg(c.str))
+		return fmt.Sprintf(sqlSoftwareVersion, q.arg(c.key), comparisons[c.op], q.arg(versionKey(c.str)))
 	case "software_name":
 		return fmt.Sprintf(sqlSoftwareName, q.arg(c.str))
 	case "logged_in_user":
@@ -245,7 +258,7 @@ func (q *query) cond(c *cond) string {
 		if c.field.name == "os_version" {
 			key, q.inventory = sqlOSVersionKey, true
 		}
-		return fmt.Sprintf(sqlVersionCmp, key, op, q.arg(c.str))
+		return fmt.Sprintf(sqlVersionCmp, key, op, q.arg(versionKey(c.str)))
 	}
 	subject := q.stringSubject(c)
 	positive, negate := c.op, false

@@ -488,3 +488,20 @@ func parseCIDR(s string) (netip.Prefix, error) {
 }
 
 func softwareKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
+// versionKey is cairn_version_key (migration 00015) of a validated filter
+// version, as a PostgreSQL numeric[] literal: the dotted numbers without a
+// leading "v" or leading zeros, trailing zero parts dropped (the first
+// part stays).
+func versionKey(v string) string {
+	parts := strings.Split(strings.TrimLeft(strings.TrimSpace(v), "vV"), ".")
+	for i, p := range parts {
+		if parts[i] = strings.TrimLeft(p, "0"); parts[i] == "" {
+			parts[i] = "0"
+		}
+	}
+	for len(parts) > 1 && parts[len(parts)-1] == "0" {
+		parts = parts[:len(parts)-1]
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}

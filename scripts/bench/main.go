@@ -463,14 +463,30 @@ func (c *client) waitReady(ctx context.Context, limit time.Duration) error {
 	return errors.New("timed out")
 }
 
+// allDevices reads every device of GET /api/devices?<query>, page by page
+// (the list is paged, at most 1000 a page).
+func (c *client) allDevices(ctx context.Context, query string) ([]any, error) {
+	var all []any
+	for offset := 0; ; offset += 1000 {
+		out, err := c.call(ctx, "GET", fmt.Sprintf("/api/devices?limit=1000&offset=%d&%s", offset, query), nil)
+		if err != nil {
+			return nil, err
+		}
+		list, _ := out["devices"].([]any)
+		all = append(all, list...)
+		if total, _ := out["total"].(float64); len(list) == 0 || len(all) >= int(total) {
+			return all, nil
+		}
+	}
+}
+
 // waitSockets waits until the Engine shows n devices with a live agent
 // socket, or until deadline; it returns how many it last saw.
 func (c *client) waitSockets(ctx context.Context, n int, deadline time.Time) (int, error) {
 	live := 0
 	for {
-		if out, err := c.call(ctx, "GET", "/api/devices", nil); err == nil {
+		if list, err := c.allDevices(ctx, ""); err == nil {
 			live = 0
-			list, _ := out["devices"].([]any)
 			for _, d := range list {
 				if m, ok := d.(map[string]any); ok && m["agent_socket"] == true {
 					live++

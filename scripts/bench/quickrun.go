@@ -33,13 +33,12 @@ type quickRunResult struct {
 // device, one after another.
 func benchQuickRun(ctx context.Context, api *client, passes int, eng *procWatch) *quickRunResult {
 	out := &quickRunResult{}
-	devs, err := api.call(ctx, "GET", "/api/devices", nil)
+	list, err := api.allDevices(ctx, "")
 	if err != nil {
 		out.Errors = append(out.Errors, err.Error())
 		return out
 	}
 	var guids []string
-	list, _ := devs["devices"].([]any)
 	for _, d := range list {
 		if m, ok := d.(map[string]any); ok && m["agent_socket"] == true {
 			if g, ok := m["guid"].(string); ok {

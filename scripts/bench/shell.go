@@ -152,8 +152,7 @@ func shellEcho(ctx context.Context, api *client, agentBin, base, code, dir strin
 // waitSocket waits until hostname's agent socket is live.
 func waitSocket(ctx context.Context, api *client, hostname string) error {
 	for {
-		if out, err := api.call(ctx, "GET", "/api/devices", nil); err == nil {
-			list, _ := out["devices"].([]any)
+		if list, err := api.allDevices(ctx, ""); err == nil {
 			for _, d := range list {
 				if m, ok := d.(map[string]any); ok && m["hostname"] == hostname && m["agent_socket"] == true {
 					return nil

@@ -257,7 +257,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 		DeviceFilters: e.Filters,
-		Metadata: e.Metadata,
+		Metadata:      e.Metadata,
 	}
 	e.API = api.New(deps)
 	return e, nil

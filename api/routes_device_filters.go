@@ -175,6 +175,7 @@ func (s *Server) deviceRows(ctx context.Context, page devicefilters.Page) ([]dev
 	for i, d := range list {
 		out[i], guids[i] = newDeviceJSON(d), d.GUID
 	}
+	// Bare test servers run without the metadata service.
 	values := map[string]map[string]string{}
 	if s.Metadata != nil {
 		var err error

@@ -31,9 +31,14 @@ test.afterAll(async () => {
   await engine?.stop();
 });
 
-/** Picks `option` in the MUI select labelled `label` inside `scope`. */
-async function choose(page: Page, scope: Locator, label: string | RegExp, option: string | RegExp) {
-  await scope.getByRole('combobox', { name: label }).click();
+/**
+ * Picks `option` in the MUI select labelled `label` inside `scope`. A
+ * select's name is its label then its value ("Field Metadata field"), so the
+ * label is matched at the start.
+ */
+async function choose(page: Page, scope: Locator, label: string, option: string | RegExp) {
+  const name = new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
+  await scope.getByRole('combobox', { name }).click();
   await page.getByRole('option', { name: option }).click();
   await expect(page.getByRole('listbox')).toHaveCount(0);
 }

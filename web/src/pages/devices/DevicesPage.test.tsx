@@ -191,6 +191,33 @@ describe('DevicesPage', () => {
     expect(await screen.findByText('Updating 2 agents')).toBeInTheDocument();
   });
 
+  it('drops the selection when the filters change, so bulk actions reach listed devices only', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      ...BASE,
+      'GET /api/devices': pagedDevices(() => DEVICES),
+      'POST /api/devices/agent-maintenance': { status: 202, body: { run_id: 'run-1', operations: [{ guid: 'guid-db-1', operation_id: 'op-1' }] } },
+    });
+    renderPage();
+    await screen.findByText('web-1');
+    await user.click(rowOf('web-1').querySelector('input[type="checkbox"]')!);
+    await waitFor(() => expect(screen.getByTestId('selected-count')).toHaveTextContent('1 selected'));
+
+    await user.click(screen.getByRole('combobox', { name: 'Status' }));
+    await user.click(await screen.findByRole('option', { name: 'Offline' }));
+    await waitFor(() => expect(screen.queryByText('web-1')).not.toBeInTheDocument());
+    await waitFor(() => expect(screen.queryByRole('group', { name: 'Selected devices' })).not.toBeInTheDocument());
+
+    await user.click((await waitFor(() => rowOf('db-1'))).querySelector('input[type="checkbox"]')!);
+    const bar = await screen.findByRole('group', { name: 'Selected devices' });
+    await waitFor(() => expect(within(bar).getByTestId('selected-count')).toHaveTextContent('1 selected'));
+    await user.click(within(bar).getByRole('button', { name: 'Update agents' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Update the agent on db-1?' });
+    await user.click(within(dialog).getByRole('button', { name: 'Update agents' }));
+    await waitFor(() => expect(engine.callsTo('POST', '/api/devices/agent-maintenance')).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/devices/agent-maintenance')[0].body).toEqual({ action: 'update_now', guids: ['guid-db-1'] });
+  });
+
   it('opens the quick run dialog with the selected devices', async () => {
     const user = userEvent.setup({ delay: null });
     fakeEngine({

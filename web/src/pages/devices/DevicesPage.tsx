@@ -64,14 +64,19 @@ export const METADATA_DEFINITIONS_QUERY = ['metadata-fields', 'definitions'] as 
 const ROW_SELECTION: RowSelectionOptions = { mode: 'multiRow', checkboxes: true, headerCheckbox: false, enableClickSelection: false };
 const SELECTION_COLUMN = 'ag-Grid-SelectionColumn';
 
-/** Ticks every `ms` so relative times stay true without a refetch. */
-function useNow(ms: number): number {
+/**
+ * Ticks every `ms` so relative times stay true without a refetch; `mark`
+ * moves it on when fresh rows arrive, so a heartbeat newer than the last
+ * tick does not read as "in 6 s".
+ */
+function useNow(ms: number): [number, () => void] {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const t = window.setInterval(() => setNow(Date.now()), ms);
     return () => window.clearInterval(t);
   }, [ms]);
-  return now;
+  const mark = useCallback(() => setNow(Date.now()), []);
+  return [now, mark];
 }
 
 function EmptyState() {
@@ -112,7 +117,7 @@ export default function DevicesPage() {
   const { siteId, status, statusRaw, q } = filters;
   const viewParam = params.get('view');
   const gridRef = useRef<AgGridReact<Device>>(null);
-  const now = useNow(DEVICE_POLL_MS);
+  const [now, markNow] = useNow(DEVICE_POLL_MS);
   const notify = useNotify();
   const [selected, setSelected] = useState<Device[]>([]);
   const [bulk, setBulk] = useState<'run' | 'update' | null>(null);
@@ -189,11 +194,18 @@ export default function DevicesPage() {
     const draft = applied && applied.filterId === null ? applied.tree : null;
     return makeDeviceDatasource(
       { siteId, status, filterId: applied?.filterId ?? null, filter: withHostnameSearch(draft, debounced) },
-      (r) => setResult((prev) => (mine === gen.current ? { ...r, gen: mine } : prev)),
+      (r) => {
+        markNow();
+        setResult((prev) => (mine === gen.current ? { ...r, gen: mine } : prev));
+      },
     );
-  }, [siteId, status, applied, debounced]);
-  // Selected rows belong to the old answer; the bar must not act on devices no longer listed.
-  useEffect(() => setSelected([]), [datasource]);
+  }, [siteId, status, applied, debounced, markNow]);
+  // Selected rows belong to the old answer; the bar must not act on devices
+  // no longer listed. The grid itself keeps them selected across a new datasource.
+  useEffect(() => {
+    gridRef.current?.api?.deselectAll();
+    setSelected([]);
+  }, [datasource]);
 
   // Reload the held blocks now and then (Offline comes from heartbeat age;
   // no event says a device went quiet), and soon after an event about one of them.

@@ -441,11 +441,6 @@ export const deviceListViews = {
   remove: (id: number) => api<void>(`/api/device_list_views/${id}`, { method: 'DELETE' }),
 };
 
-/** The 500 metadata field definitions (GET /api/metadata_fields), for the grid's column chooser. */
-export const metadataFieldDefinitions = {
-  list: () =>
-    api<{ fields: MetadataFieldDefinition[] | null; value_max_length?: number }>('/api/metadata_fields').then((r) => r.fields ?? []),
-};
 // ---- end of issue 9 device grid block
 
 // Issue 9, console pages: metadata fields and the software audit (docs/api.md

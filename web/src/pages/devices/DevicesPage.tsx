@@ -27,7 +27,7 @@ import RefreshIcon from '@mui/icons-material/Refresh';
 import PlayArrowIcon from '@mui/icons-material/PlayArrow';
 import SearchIcon from '@mui/icons-material/Search';
 import SystemUpdateAltIcon from '@mui/icons-material/SystemUpdateAlt';
-import { agentUpdates, deviceFilters, deviceListViews, metadataFieldDefinitions, sites as sitesApi } from '../../api/endpoints';
+import { agentUpdates, deviceFilters, deviceListViews, metadataFields, sites as sitesApi } from '../../api/endpoints';
 import type { Device, DeviceListView, DeviceListViewSort } from '../../api/types';
 import { useSession } from '../../auth/session';
 import { PageHeader } from '../../components/ComingSoon';
@@ -171,7 +171,7 @@ export default function DevicesPage() {
   }, [search]);
 
   const sitesQuery = useQuery({ queryKey: SITES_QUERY, queryFn: sitesApi.list });
-  const definitions = useQuery({ queryKey: METADATA_DEFINITIONS_QUERY, queryFn: metadataFieldDefinitions.list });
+  const definitions = useQuery({ queryKey: METADATA_DEFINITIONS_QUERY, queryFn: () => metadataFields.definitions().then((r) => r.fields) });
   const filterMeta = useQuery({ queryKey: FILTER_METADATA_QUERY, queryFn: deviceFilters.metadata, enabled: panelOpen });
   const chooserFields = useMemo(() => chooserMetadataFields(definitions.data ?? []), [definitions.data]);
   // The builder keys metadata conditions by the labelled fields; an Engine

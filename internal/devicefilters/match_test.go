@@ -138,6 +138,8 @@ func TestEveryFieldAndOpMatchesExactly(t *testing.T) {
 		{`{"field":"software","key":" OpenSSL ","op":"version_gte","value":"3"}`, []string{"web-1"}},
 		{`{"field":"software","key":"openssl","op":"version_lt","value":"3.0"}`, []string{"web-2"}},
 		{`{"field":"software","key":"openssl","op":"version_eq","value":"3.0.2"}`, []string{"web-1"}},
+		// The audit's own spelling of a version (a suffix) is a valid value.
+		{`{"field":"software","key":"openssl","op":"version_eq","value":"3.0.2-0ubuntu1.10"}`, []string{"web-1"}},
 		{`{"field":"software","key":"google chrome","op":"version_gt","value":"119.0.1"}`, []string{"web-1"}},
 		{`{"field":"software","key":"google chrome","op":"version_lte","value":"119.0.1"}`, []string{"web-2"}},
 		{`{"field":"software_name","op":"contains","value":"SQL"}`, []string{"db-1"}},

@@ -174,7 +174,12 @@ type expr struct {
 // of millions would make a huge big.Rat).
 var numberPattern = regexp.MustCompile(`^-?[0-9]{1,30}(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,2})?$`)
 
-var versionPattern = regexp.MustCompile(`^[vV]?[0-9]{1,18}(\.[0-9]{1,18}){0,19}$`)
+// versionPattern is what a filter's version value may be: the form
+// cairn_version_key reads from stored versions (an optional epoch "N:", an
+// optional "v", a dotted number) with any suffix that does not continue the
+// number ("5.2.15-2+b8", "3.0.2-0ubuntu1"), so any version the software
+// audit shows can be used in a filter. Group 1 is the compared part.
+var versionPattern = regexp.MustCompile(`^(?:[0-9]{1,18}:)?[vV]?([0-9]{1,18}(?:\.[0-9]{1,18}){0,19})(?:[^0-9.].*)?$`)
 
 // Parse decodes and validates a filter document. path is where the
 // document sits in the request ("filter"); problems are reported under
@@ -366,7 +371,7 @@ func (p *parser) condition(obj map[string]any, path string) (*expr, Node) {
 		s, ok := value.(string)
 		s = strings.TrimSpace(s)
 		if !ok || !versionPattern.MatchString(s) {
-			problem = "must be a dotted version such as 1.2.3"
+			problem = "must be a version starting with a dotted number, such as 1.2.3 or 5.2.15-2+b8"
 			break
 		}
 		c.str, n.Value = s, s
@@ -490,11 +495,15 @@ func parseCIDR(s string) (netip.Prefix, error) {
 func softwareKey(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
 
 // versionKey is cairn_version_key (migration 00015) of a validated filter
-// version, as a PostgreSQL numeric[] literal: the dotted numbers without a
-// leading "v" or leading zeros, trailing zero parts dropped (the first
-// part stays).
+// version, as a PostgreSQL numeric[] literal: the dotted number (without
+// epoch, "v" or suffix) without leading zeros, trailing zero parts dropped
+// (the first part stays).
 func versionKey(v string) string {
-	parts := strings.Split(strings.TrimLeft(strings.TrimSpace(v), "vV"), ".")
+	core := strings.TrimSpace(v)
+	if m := versionPattern.FindStringSubmatch(core); m != nil {
+		core = m[1]
+	}
+	parts := strings.Split(core, ".")
 	for i, p := range parts {
 		if parts[i] = strings.TrimLeft(p, "0"); parts[i] == "" {
 			parts[i] = "0"

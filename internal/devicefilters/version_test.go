@@ -29,6 +29,9 @@ func TestVersionKeyMatchesSQL(t *testing.T) {
 		}
 		values = append(values, []string{"", "v"}[r.IntN(2)]+strings.Join(parts, "."))
 	}
+	// Suffixed versions as the software audit shows them are filter values
+	// too; their key is the dotted number's, as for stored versions.
+	values = append(values, "5.2.15-2+b8", "3.0.2-0ubuntu1.10", "1:9.18.19-1~deb12u1", "v5.1 beta", "120.0.6099.130", "2.4.0+dfsg", "7_beta")
 	for _, v := range values {
 		require.True(t, versionPattern.MatchString(v) || len(v) > 20, v)
 		var sql string

@@ -14,7 +14,6 @@ import DialogContent from '@mui/material/DialogContent';
 import DialogContentText from '@mui/material/DialogContentText';
 import DialogTitle from '@mui/material/DialogTitle';
 import IconButton from '@mui/material/IconButton';
-import InputAdornment from '@mui/material/InputAdornment';
 import Link from '@mui/material/Link';
 import MenuItem from '@mui/material/MenuItem';
 import TextField from '@mui/material/TextField';
@@ -22,7 +21,6 @@ import Tooltip from '@mui/material/Tooltip';
 import AddIcon from '@mui/icons-material/Add';
 import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
 import PlayArrowIcon from '@mui/icons-material/PlayArrow';
-import SearchIcon from '@mui/icons-material/Search';
 import { assemblies as assembliesApi } from '../../api/endpoints';
 import type { Assembly, AssemblyKind } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
@@ -32,6 +30,7 @@ import { gridTheme } from '../../components/grid';
 import { AssemblyEditorDialog, KINDS, kindLabel } from './AssemblyEditor';
 import { ASSEMBLIES_QUERY, languageLabel } from './pickers';
 import { QuickRunDialog } from './QuickRunDialog';
+import { SearchField } from '../../components/SearchField';
 
 interface RowOps {
   open: (a: Assembly) => void;
@@ -165,22 +164,7 @@ export default function AssembliesPanel() {
   return (
     <RowOpsContext.Provider value={ops}>
       <Box sx={{ display: 'flex', gap: 1.5, mb: 2, flexWrap: 'wrap', alignItems: 'center' }} role="search" aria-label="Assembly filters">
-        <TextField
-          type="search"
-          label="Search assemblies"
-          value={search}
-          onChange={(e) => setSearch(e.target.value)}
-          sx={{ minWidth: 240 }}
-          slotProps={{
-            input: {
-              startAdornment: (
-                <InputAdornment position="start">
-                  <SearchIcon fontSize="small" />
-                </InputAdornment>
-              ),
-            },
-          }}
-        />
+        <SearchField label="Search assemblies" value={search} onChange={setSearch} />
         <TextField
           select
           label="Kind"

@@ -14,7 +14,6 @@ import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import Chip from '@mui/material/Chip';
 import IconButton from '@mui/material/IconButton';
-import InputAdornment from '@mui/material/InputAdornment';
 import Link from '@mui/material/Link';
 import MenuItem from '@mui/material/MenuItem';
 import Paper from '@mui/material/Paper';
@@ -25,7 +24,6 @@ import ComputerIcon from '@mui/icons-material/Computer';
 import FilterListIcon from '@mui/icons-material/FilterList';
 import RefreshIcon from '@mui/icons-material/Refresh';
 import PlayArrowIcon from '@mui/icons-material/PlayArrow';
-import SearchIcon from '@mui/icons-material/Search';
 import SystemUpdateAltIcon from '@mui/icons-material/SystemUpdateAlt';
 import { agentUpdates, deviceFilters, deviceListViews, metadataFields, sites as sitesApi } from '../../api/endpoints';
 import type { Device, DeviceListView, DeviceListViewSort } from '../../api/types';
@@ -54,6 +52,7 @@ import { countConditions, emptyGroup, withHostnameSearch } from './filterTree';
 import { DEVICE_POLL_MS, onDeviceGridEvent } from './queries';
 import { readFilters, STATUS_LABEL, STATUS_TOKENS, writeFilters, type DeviceFilters, type StatusToken } from './status';
 import { DEVICE_VIEWS_QUERY, ViewsBar, type ViewState } from './ViewsBar';
+import { SearchField } from '../../components/SearchField';
 
 const SEARCH_DEBOUNCE_MS = 300;
 /** Device events within this window share one refresh of the held blocks. */
@@ -340,26 +339,15 @@ export default function DevicesPage() {
         </Alert>
       )}
       <Box sx={{ display: 'flex', gap: 1.5, mb: 2, flexWrap: 'wrap', alignItems: 'center' }} role="search" aria-label="Device filters">
-        <TextField
-          type="search"
+        <SearchField
           label="Search hostname"
           value={search}
-          onChange={(e) => {
-            written.current = e.target.value;
-            setSearch(e.target.value);
-            update({ q: e.target.value }, true);
+          onChange={(value) => {
+            written.current = value;
+            setSearch(value);
+            update({ q: value }, true);
           }}
-          sx={{ minWidth: 240 }}
-          slotProps={{
-            input: {
-              startAdornment: (
-                <InputAdornment position="start">
-                  <SearchIcon fontSize="small" />
-                </InputAdornment>
-              ),
-            },
-            htmlInput: { spellCheck: false, autoCapitalize: 'none' },
-          }}
+          htmlInput={{ spellCheck: false, autoCapitalize: 'none' }}
         />
         <TextField
           select

@@ -16,13 +16,11 @@ import DialogContentText from '@mui/material/DialogContentText';
 import DialogTitle from '@mui/material/DialogTitle';
 import FormControlLabel from '@mui/material/FormControlLabel';
 import IconButton from '@mui/material/IconButton';
-import InputAdornment from '@mui/material/InputAdornment';
 import Switch from '@mui/material/Switch';
 import TextField from '@mui/material/TextField';
 import Tooltip from '@mui/material/Tooltip';
 import Typography from '@mui/material/Typography';
 import EditIcon from '@mui/icons-material/Edit';
-import SearchIcon from '@mui/icons-material/Search';
 import { metadataFields } from '../../api/endpoints';
 import type { DeviceMetadataField } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
@@ -31,6 +29,7 @@ import { formatCompactDateTime, formatDateTime } from '../../components/format';
 import { gridTheme } from '../../components/grid';
 import { useNotify } from '../../toasts/notify';
 import { deviceDetailsKey, deviceMetadataKey } from './queries';
+import { SearchField } from '../../components/SearchField';
 
 /** SPEC Limits: a decoded value has at most 1024 characters. */
 export const METADATA_VALUE_MAX = 1024;
@@ -154,22 +153,7 @@ export function MetadataTab({ guid, hostname }: { guid: string; hostname: string
   return (
     <RowOpsContext.Provider value={ops}>
       <Box sx={{ display: 'flex', alignItems: 'center', gap: 2, mb: 1.25, flexWrap: 'wrap' }}>
-        <TextField
-          type="search"
-          label="Search fields"
-          value={search}
-          onChange={(e) => setSearch(e.target.value)}
-          sx={{ minWidth: 260 }}
-          slotProps={{
-            input: {
-              startAdornment: (
-                <InputAdornment position="start">
-                  <SearchIcon fontSize="small" />
-                </InputAdornment>
-              ),
-            },
-          }}
-        />
+        <SearchField label="Search fields" value={search} onChange={setSearch} minWidth={260} />
         <FormControlLabel
           control={<Switch checked={onlySet} onChange={(e) => setOnlySet(e.target.checked)} />}
           label="Only set values"

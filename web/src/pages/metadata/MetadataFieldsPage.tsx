@@ -16,7 +16,6 @@ import DialogContent from '@mui/material/DialogContent';
 import DialogTitle from '@mui/material/DialogTitle';
 import FormControlLabel from '@mui/material/FormControlLabel';
 import IconButton from '@mui/material/IconButton';
-import InputAdornment from '@mui/material/InputAdornment';
 import Link from '@mui/material/Link';
 import Switch from '@mui/material/Switch';
 import TextField from '@mui/material/TextField';
@@ -24,7 +23,6 @@ import Tooltip from '@mui/material/Tooltip';
 import Typography from '@mui/material/Typography';
 import EditIcon from '@mui/icons-material/Edit';
 import LockIcon from '@mui/icons-material/Lock';
-import SearchIcon from '@mui/icons-material/Search';
 import { assemblies as assembliesApi, metadataFields } from '../../api/endpoints';
 import type { MetadataFieldDefinition, MetadataFieldDefinitions } from '../../api/types';
 import { useSession } from '../../auth/session';
@@ -34,6 +32,7 @@ import { fieldError } from '../../components/errors';
 import { formatCompactDateTime, formatDateTime } from '../../components/format';
 import { gridTheme } from '../../components/grid';
 import { useNotify } from '../../toasts/notify';
+import { SearchField } from '../../components/SearchField';
 
 export const METADATA_DEFINITIONS_QUERY = ['metadata-definitions'] as const;
 
@@ -144,22 +143,7 @@ export default function MetadataFieldsPage() {
         </Alert>
       )}
       <Box sx={{ display: 'flex', alignItems: 'center', gap: 2, mb: 1.25, flexWrap: 'wrap' }}>
-        <TextField
-          type="search"
-          label="Search fields"
-          value={search}
-          onChange={(e) => setSearch(e.target.value)}
-          sx={{ minWidth: 260 }}
-          slotProps={{
-            input: {
-              startAdornment: (
-                <InputAdornment position="start">
-                  <SearchIcon fontSize="small" />
-                </InputAdornment>
-              ),
-            },
-          }}
-        />
+        <SearchField label="Search fields" value={search} onChange={setSearch} minWidth={260} />
         <FormControlLabel
           control={<Switch checked={onlyLabelled} onChange={(e) => setOnlyLabelled(e.target.checked)} />}
           label="Only labelled fields"

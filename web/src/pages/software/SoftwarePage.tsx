@@ -16,7 +16,6 @@ import DialogContent from '@mui/material/DialogContent';
 import DialogContentText from '@mui/material/DialogContentText';
 import DialogTitle from '@mui/material/DialogTitle';
 import IconButton from '@mui/material/IconButton';
-import InputAdornment from '@mui/material/InputAdornment';
 import LinearProgress from '@mui/material/LinearProgress';
 import Menu from '@mui/material/Menu';
 import MenuItem from '@mui/material/MenuItem';
@@ -35,7 +34,6 @@ import Typography from '@mui/material/Typography';
 import AppsIcon from '@mui/icons-material/Apps';
 import MoreVertIcon from '@mui/icons-material/MoreVert';
 import RefreshIcon from '@mui/icons-material/Refresh';
-import SearchIcon from '@mui/icons-material/Search';
 import { software as softwareApi, type SoftwareRowRef } from '../../api/endpoints';
 import type { SoftwareAuditRow, SoftwareAuditSort } from '../../api/types';
 import { useSession } from '../../auth/session';
@@ -43,6 +41,7 @@ import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { fieldError } from '../../components/errors';
 import { useNotify } from '../../toasts/notify';
+import { SearchField } from '../../components/SearchField';
 
 export const SOFTWARE_AUDIT_QUERY = 'software-audit';
 const PAGE_SIZES = [25, 50, 100, 250, 500];
@@ -133,24 +132,8 @@ export default function SoftwarePage() {
         }
       />
       <Box sx={{ display: 'flex', alignItems: 'center', gap: 2, mb: 1.25, flexWrap: 'wrap' }}>
-        <TextField
-          type="search"
-          label="Search software"
-          value={search}
-          onChange={(e) => setSearch(e.target.value)}
-          sx={{ minWidth: 300 }}
-          slotProps={{
-            // docs/api.md: q is at most 256 characters.
-            htmlInput: { maxLength: 256 },
-            input: {
-              startAdornment: (
-                <InputAdornment position="start">
-                  <SearchIcon fontSize="small" />
-                </InputAdornment>
-              ),
-            },
-          }}
-        />
+        {/* docs/api.md: q is at most 256 characters. */}
+        <SearchField label="Search software" value={search} onChange={setSearch} minWidth={300} htmlInput={{ maxLength: 256 }} />
         {query.data && (
           <Typography variant="body2" color="text.secondary" data-testid="software-total">
             {total} {total === 1 ? 'row' : 'rows'}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 )
@@ -128,11 +129,7 @@ func (s *Service) matchFilters(ctx context.Context, job Job) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduled job %d: match its device filters: %w", job.ID, err)
 	}
-	out := make([]string, len(refs))
-	for i, r := range refs {
-		out[i] = r.GUID
-	}
-	return out, nil
+	return guidsOf(refs), nil
 }
 
 // FilterDevices returns the GUIDs of the devices inside scope that saved
@@ -146,9 +143,13 @@ func (s *Service) FilterDevices(ctx context.Context, scope cairn.SiteScope, id i
 	if err != nil {
 		return nil, err
 	}
+	return guidsOf(refs), nil
+}
+
+func guidsOf(refs []devicefilters.DeviceRef) []string {
 	out := make([]string, len(refs))
 	for i, r := range refs {
 		out[i] = r.GUID
 	}
-	return out, nil
+	return out
 }

@@ -382,16 +382,16 @@ func (s *Service) ResetOwnMFA(ctx context.Context, p *Principal, password string
 // verifiedUser checks a signed-in operator's password again. Its failures
 // share the username's sign-in budget: guesses through either door count.
 func (s *Service) verifiedUser(ctx context.Context, p *Principal, password, field string) (db.User, error) {
-	keys := []throttleKey{{"login:user:" + p.Username, PasswordFailuresPerUser}}
-	if _, err := s.admit(ctx, keys); err != nil {
-		return db.User{}, err
-	}
 	u, err := s.store.UserGetByID(ctx, p.UserID)
 	if err != nil {
 		return db.User{}, db.NotFound(err, "account not found")
 	}
 	if u.AuthSource != "local" {
 		return db.User{}, cairn.Errorf(cairn.ECodeForbidden, "directory accounts are managed by their directory")
+	}
+	keys := []throttleKey{{"login:user:" + p.Username, PasswordFailuresPerUser}}
+	if _, err := s.admit(ctx, keys); err != nil {
+		return db.User{}, err
 	}
 	if err := s.checkPassword(u, password); err != nil {
 		if cairn.IsCode(err, cairn.ECodeInvalidCredentials) {

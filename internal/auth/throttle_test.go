@@ -180,3 +180,25 @@ func TestAccountStateIsNotAnsweredBeforeThePassword(t *testing.T) {
 	requireCode(t, err, cairn.ECodeInvalidCredentials)
 	require.Equal(t, int64(1), f.svc.HashChecks()-before)
 }
+
+// A stolen session cannot guess the password through the re-authenticated
+// actions: their failures share the username's sign-in budget.
+func TestReauthenticationSharesTheSignInBudget(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	sess := f.signIn(t, f.svc, "admin", password, secret)
+	p, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+	for range auth.PasswordFailuresPerUser.Free {
+		err := f.svc.ChangePassword(ctx, p, "wrong password!!", "a new long password")
+		requireField(t, err, "current_password")
+	}
+	err = f.svc.ResetOwnMFA(ctx, p, password)
+	requireRetryAfter(t, err, 1)
+	_, err = f.svc.Login(ctx, "admin", password, meta)
+	requireRetryAfter(t, err, 1)
+	f.clk.Advance(time.Second)
+	require.NoError(t, f.svc.ChangePassword(ctx, p, password, "a new long password"))
+}

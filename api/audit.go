@@ -53,7 +53,7 @@ func (s *Server) audit(next http.Handler) http.Handler {
 		defer cancel()
 		err := s.Store.AuditInsert(ctx, db.AuditInsertParams{
 			Username: entry.Username, Role: entry.Role, Action: r.Method + " " + chi.RouteContext(r.Context()).RoutePattern(),
-			Target: entry.Target, ClientAddr: clientMeta(r).Addr, Status: int32(ww.Status()), Outcome: outcome,
+			Target: entry.Target, ClientAddr: s.clientMeta(r).Addr, Status: int32(ww.Status()), Outcome: outcome,
 			RequestID: middleware.GetReqID(r.Context()),
 		})
 		if err != nil {

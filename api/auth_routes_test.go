@@ -100,7 +100,13 @@ func TestLockedReplicaAnswers423(t *testing.T) {
 	restarted := f.newEngine(t)
 	base := restarted.http.URL
 
-	r := f.call(t, base, "GET", "/api/auth/me", token, nil)
+	// Anonymous is 401 whatever the cipher's state (SPEC Errors); only
+	// login and signed-in operators learn that the replica is locked.
+	r := f.call(t, base, "GET", "/api/auth/me", "", nil)
+	require.Equal(t, 401, r.Status, r.Raw)
+	r = f.call(t, base, "POST", "/api/sites", "not-a-session", map[string]any{"name": "x"})
+	require.Equal(t, 401, r.Status, r.Raw)
+	r = f.call(t, base, "GET", "/api/auth/me", token, nil)
 	require.Equal(t, 423, r.Status)
 	require.Equal(t, "aegis_locked", r.Body["error"])
 	r = f.call(t, base, "POST", "/api/auth/login", "", map[string]any{"username": "admin", "password": adminPassword})

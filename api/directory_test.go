@@ -329,8 +329,11 @@ func TestDirectoryLookupAndSync(t *testing.T) {
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Equal(t, float64(2), r.Body["checked"])
 	require.Equal(t, []any{goneUID}, r.Body["disabled"])
+	// Gone from the directory, its password cannot be checked, so the
+	// answer cannot say that the account exists (disabled).
 	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": goneUID, "password": userPassword})
-	require.Equal(t, 403, r.Status, r.Raw)
+	require.Equal(t, 401, r.Status, r.Raw)
+	require.Equal(t, "invalid_credentials", r.Body["error"])
 	f.signIn(t, secrets, uid)
 
 	// An unreachable directory fails the test and the lookup, and a sync

@@ -72,7 +72,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if e := auditFrom(r); e != nil {
 		e.Username = auth.NormalizeUsername(req.Username)
 	}
-	res, err := s.Auth.Login(r.Context(), req.Username, req.Password, clientMeta(r))
+	res, err := s.Auth.Login(r.Context(), req.Username, req.Password, s.clientMeta(r))
 	if err != nil {
 		writeError(w, r, s.Log, err)
 		return
@@ -93,7 +93,7 @@ func (s *Server) mfaVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	sess, err := s.Auth.VerifyMFA(r.Context(), req.PendingToken, req.Code, clientMeta(r))
+	sess, err := s.Auth.VerifyMFA(r.Context(), req.PendingToken, req.Code, s.clientMeta(r))
 	if err != nil {
 		writeError(w, r, s.Log, err)
 		return

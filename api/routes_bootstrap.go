@@ -17,7 +17,7 @@ func (s *Server) bootstrapRoutes() []Route {
 			return phaseResponse{phase}, err
 		})},
 		{"POST", "/api/bootstrap/aegis/unlock", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
-			phase, err := s.Auth.BootstrapAegisUnlock(r.Context(), req.Passphrase, clientMeta(r))
+			phase, err := s.Auth.BootstrapAegisUnlock(r.Context(), req.Passphrase, s.clientMeta(r))
 			return phaseResponse{phase}, err
 		})},
 		{"POST", "/api/bootstrap/admin/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminSetupRequest) (enrollmentResponse, error) {
@@ -25,7 +25,7 @@ func (s *Server) bootstrapRoutes() []Route {
 			return enrollmentJSON(e), err
 		})},
 		{"POST", "/api/bootstrap/admin/recover", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminRecoverRequest) (enrollmentResponse, error) {
-			e, err := s.Auth.BootstrapAdminRecover(r.Context(), req.Username, req.Password, req.RecoveryCode, clientMeta(r))
+			e, err := s.Auth.BootstrapAdminRecover(r.Context(), req.Username, req.Password, req.RecoveryCode, s.clientMeta(r))
 			return enrollmentJSON(e), err
 		})},
 		{"POST", "/api/bootstrap/admin/mfa/verify", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaVerifyRequest) (phaseResponse, error) {

@@ -116,7 +116,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			return s.Enrollment.Nonce(), nil
 		})},
 		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
-			return s.Enrollment.Request(r.Context(), req, clientMeta(r).Addr)
+			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
 		})},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {

@@ -23,7 +23,7 @@ func (s *Server) passkeyRoutes() []Route {
 			return passkeyJSON(pk), err
 		})},
 		{"POST", "/api/auth/passkeys/authenticate/options", AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
-			c, err := s.Passkeys.BeginLogin(r.Context(), clientMeta(r))
+			c, err := s.Passkeys.BeginLogin(r.Context(), s.clientMeta(r))
 			return ceremonyJSON(c), err
 		})},
 		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, s.passkeyLogin},
@@ -104,7 +104,7 @@ func (s *Server) passkeyLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	sess, err := s.Passkeys.FinishLogin(r.Context(), req.CeremonyID, req.Credential, clientMeta(r))
+	sess, err := s.Passkeys.FinishLogin(r.Context(), req.CeremonyID, req.Credential, s.clientMeta(r))
 	if err != nil {
 		writeError(w, r, s.Log, err)
 		return

@@ -7,8 +7,8 @@ import (
 	"context"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -97,6 +97,9 @@ type Deps struct {
 	// SecureCookies marks cookies Secure on plain HTTP too (behind a
 	// TLS-terminating proxy); on HTTPS requests they are Secure anyway.
 	SecureCookies bool
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// (CAIRN_TRUSTED_PROXIES); see clientIP.
+	TrustedProxies []netip.Prefix
 	// TLS is the Engine's HTTPS certificate (nil when HTTPS is off).
 	TLS *tlsca.Manager
 	Log *slog.Logger
@@ -283,14 +286,18 @@ const (
 func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !s.Cipher.Unlocked() {
-				writeError(w, r, s.Log, aegis.ErrLocked)
-				return
-			}
+			// Sessions are not sealed, so they resolve with the cipher
+			// locked: an anonymous request is 401 whatever the cipher's
+			// state (SPEC Errors), and only a signed-in operator learns
+			// that this replica is locked.
 			token, viaCookie := sessionToken(r)
 			p, err := s.Auth.Authenticate(r.Context(), token)
 			if err != nil {
 				writeError(w, r, s.Log, err)
+				return
+			}
+			if !s.Cipher.Unlocked() {
+				writeError(w, r, s.Log, aegis.ErrLocked)
 				return
 			}
 			if viaCookie && !safeMethod(r.Method) && !p.CheckCSRF(r.Header.Get(headerCSRF)) {
@@ -346,12 +353,8 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-func clientMeta(r *http.Request) auth.ClientMeta {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return auth.ClientMeta{Addr: host, UserAgent: r.UserAgent()}
+func (s *Server) clientMeta(r *http.Request) auth.ClientMeta {
+	return auth.ClientMeta{Addr: clientIP(r, s.TrustedProxies), UserAgent: r.UserAgent(), RequestID: middleware.GetReqID(r.Context())}
 }
 
 func (s *Server) requestLog(next http.Handler) http.Handler {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -103,6 +104,8 @@ type fixture struct {
 	engineQueue string
 	// agentArtifacts is the replicas' agent build directory ("": none).
 	agentArtifacts string
+	// trustedProxies are the replicas' CAIRN_TRUSTED_PROXIES.
+	trustedProxies []netip.Prefix
 }
 
 func setup(t *testing.T) *fixture {
@@ -134,7 +137,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	kdf := authtest.CheapKDF
 	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
 		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
-		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
 	})

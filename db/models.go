@@ -142,6 +142,13 @@ type AuditLog struct {
 	RequestID  string
 }
 
+type AuthThrottle struct {
+	Key           string
+	Failures      int32
+	LastFailureAt time.Time
+	BlockedUntil  time.Time
+}
+
 type AutomationWorkflow struct {
 	ID          int64
 	Name        string

@@ -10,6 +10,79 @@ import (
 	"time"
 )
 
+const authThrottleDelete = `-- name: AuthThrottleDelete :exec
+DELETE FROM auth_throttle WHERE key = ANY($1::text[])
+`
+
+func (q *Queries) AuthThrottleDelete(ctx context.Context, keys []string) error {
+	_, err := q.db.Exec(ctx, authThrottleDelete, keys)
+	return err
+}
+
+const authThrottleGet = `-- name: AuthThrottleGet :one
+SELECT key, failures, last_failure_at, blocked_until FROM auth_throttle WHERE key = $1
+`
+
+func (q *Queries) AuthThrottleGet(ctx context.Context, key string) (AuthThrottle, error) {
+	row := q.db.QueryRow(ctx, authThrottleGet, key)
+	var i AuthThrottle
+	err := row.Scan(
+		&i.Key,
+		&i.Failures,
+		&i.LastFailureAt,
+		&i.BlockedUntil,
+	)
+	return i, err
+}
+
+const authThrottleLock = `-- name: AuthThrottleLock :one
+INSERT INTO auth_throttle AS t (key, failures, last_failure_at, blocked_until)
+VALUES ($1, 0, $2, $2)
+ON CONFLICT (key) DO UPDATE SET key = t.key
+RETURNING key, failures, last_failure_at, blocked_until
+`
+
+type AuthThrottleLockParams struct {
+	Key string
+	Now time.Time
+}
+
+// Locks the key's row (creating it empty) until the transaction ends, so
+// concurrent attempts on one key are admitted one at a time.
+func (q *Queries) AuthThrottleLock(ctx context.Context, arg AuthThrottleLockParams) (AuthThrottle, error) {
+	row := q.db.QueryRow(ctx, authThrottleLock, arg.Key, arg.Now)
+	var i AuthThrottle
+	err := row.Scan(
+		&i.Key,
+		&i.Failures,
+		&i.LastFailureAt,
+		&i.BlockedUntil,
+	)
+	return i, err
+}
+
+const authThrottleSet = `-- name: AuthThrottleSet :exec
+UPDATE auth_throttle SET failures = $1, last_failure_at = $2, blocked_until = $3
+WHERE key = $4
+`
+
+type AuthThrottleSetParams struct {
+	Failures     int32
+	Now          time.Time
+	BlockedUntil time.Time
+	Key          string
+}
+
+func (q *Queries) AuthThrottleSet(ctx context.Context, arg AuthThrottleSetParams) error {
+	_, err := q.db.Exec(ctx, authThrottleSet,
+		arg.Failures,
+		arg.Now,
+		arg.BlockedUntil,
+		arg.Key,
+	)
+	return err
+}
+
 const databasePing = `-- name: DatabasePing :one
 SELECT 1::int AS ok
 `
@@ -36,9 +109,13 @@ func (q *Queries) EventNotify(ctx context.Context, arg EventNotifyParams) error 
 }
 
 const rateLimitDeleteExpired = `-- name: RateLimitDeleteExpired :exec
+WITH throttle AS (
+    DELETE FROM auth_throttle WHERE last_failure_at < now() - interval '1 day' AND blocked_until < now()
+)
 DELETE FROM rate_limits WHERE window_start < now() - interval '1 day'
 `
 
+// Also forgets sign-in failures a day old that block nothing any more.
 func (q *Queries) RateLimitDeleteExpired(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, rateLimitDeleteExpired)
 	return err

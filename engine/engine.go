@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -92,7 +93,9 @@ type Config struct {
 
 	Console fs.FS
 	TLS     *tlsca.Manager
-	Log     *slog.Logger
+	// TrustedProxies are the peers whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
+	Log            *slog.Logger
 	// Started reports whether the process finished starting (for /startup).
 	Started func() bool
 
@@ -249,7 +252,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	deps := api.Deps{
 		Store: store, Auth: e.Auth, Cipher: e.Cipher, Sites: e.Sites, Directory: e.Directory, Passkeys: e.Passkeys,
 		Bus: e.Bus, Presence: e.Presence, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
-		Console: cfg.Console, PublicURL: cfg.PublicURL, Log: log, Started: cfg.Started, TLS: cfg.TLS,
+		Console: cfg.Console, PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, Log: log, Started: cfg.Started, TLS: cfg.TLS,
 		Credentials: credentials.NewService(store, e.Cipher),
 		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,

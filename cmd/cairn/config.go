@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -57,6 +58,9 @@ type config struct {
 	// AgentArtifacts is the directory of agent builds the Engine serves
 	// (<platform>/cairn-agent[.exe] and .build-id sidecars).
 	AgentArtifacts string
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client address (CAIRN_TRUSTED_PROXIES).
+	TrustedProxies []netip.Prefix
 }
 
 func env(name, def string) string {
@@ -153,7 +157,12 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"directory of agent builds served to agents and installers (make build fills bin/agents)")
 	onlineWindow := fs.String("device-online-window", env("CAIRN_DEVICE_ONLINE_WINDOW", devices.DefaultOnlineWindow.String()),
 		"how long after its last heartbeat a device counts as online (a duration such as 90s, or seconds)")
+	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
+		"comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For names the client address")
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.TrustedProxies, err = parseTrustedProxies(*trustedProxies); err != nil {
 		return c, err
 	}
 	if c.DeviceOnlineWindow, err = parseOnlineWindow(*onlineWindow); err != nil {
@@ -204,6 +213,27 @@ func defaultAgentArtifacts() string {
 		return ""
 	}
 	return filepath.Join(filepath.Dir(exe), "agents")
+}
+
+// parseTrustedProxies reads comma-separated CIDRs; a bare address is a
+// single host.
+func parseTrustedProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, fmt.Errorf("trusted-proxies (CAIRN_TRUSTED_PROXIES) must be comma-separated CIDRs such as 10.0.0.0/8, got %q", f)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // Online window bounds: below 30 s a device flaps offline between two

@@ -128,3 +128,24 @@ func TestDeviceOnlineWindowSetting(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Minute, c.DeviceOnlineWindow)
 }
+
+func TestTrustedProxiesAreCIDRs(t *testing.T) {
+	t.Setenv("CAIRN_TRUSTED_PROXIES", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Empty(t, c.TrustedProxies)
+
+	t.Setenv("CAIRN_TRUSTED_PROXIES", " 10.0.0.0/8, 192.0.2.7 ,fd00::/8,")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	var got []string
+	for _, p := range c.TrustedProxies {
+		got = append(got, p.String())
+	}
+	require.Equal(t, []string{"10.0.0.0/8", "192.0.2.7/32", "fd00::/8"}, got)
+
+	t.Setenv("CAIRN_TRUSTED_PROXIES", "10.0.0.0/8,proxy.lan")
+	_, err = loadTestConfig(t)
+	require.ErrorContains(t, err, "CAIRN_TRUSTED_PROXIES")
+	require.ErrorContains(t, err, `"proxy.lan"`)
+}

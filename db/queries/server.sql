@@ -23,7 +23,29 @@ RETURNING hits, window_start;
 DELETE FROM rate_limits WHERE key = @key;
 
 -- name: RateLimitDeleteExpired :exec
+-- Also forgets sign-in failures a day old that block nothing any more.
+WITH throttle AS (
+    DELETE FROM auth_throttle WHERE last_failure_at < now() - interval '1 day' AND blocked_until < now()
+)
 DELETE FROM rate_limits WHERE window_start < now() - interval '1 day';
+
+-- name: AuthThrottleLock :one
+-- Locks the key's row (creating it empty) until the transaction ends, so
+-- concurrent attempts on one key are admitted one at a time.
+INSERT INTO auth_throttle AS t (key, failures, last_failure_at, blocked_until)
+VALUES (@key, 0, @now, @now)
+ON CONFLICT (key) DO UPDATE SET key = t.key
+RETURNING *;
+
+-- name: AuthThrottleSet :exec
+UPDATE auth_throttle SET failures = @failures, last_failure_at = @now, blocked_until = @blocked_until
+WHERE key = @key;
+
+-- name: AuthThrottleGet :one
+SELECT * FROM auth_throttle WHERE key = @key;
+
+-- name: AuthThrottleDelete :exec
+DELETE FROM auth_throttle WHERE key = ANY(@keys::text[]);
 
 -- name: EventNotify :exec
 SELECT pg_notify(@channel::text, @payload::text);

@@ -227,21 +227,6 @@ func TestWrongCodesExhaustThePendingToken(t *testing.T) {
 	requireCode(t, err, cairn.ECodeRateLimited)
 }
 
-func TestLoginIsRateLimitedPerUsername(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	ctx := context.Background()
-	f.bootstrapped(t)
-	for range auth.LoginPerUser.Limit {
-		_, err := f.svc.Login(ctx, "admin", "wrong password!!", auth.ClientMeta{Addr: "198.51.100.1"})
-		requireCode(t, err, cairn.ECodeInvalidCredentials)
-	}
-	// Even the right password is refused now, from another address too.
-	_, err := f.svc.Login(ctx, "admin", password, auth.ClientMeta{Addr: "198.51.100.2"})
-	requireCode(t, err, cairn.ECodeRateLimited)
-	require.Positive(t, err.(*cairn.Error).RetryAfterSeconds)
-}
-
 func TestSessionsExpireEndAndSurvivePasswordChangeOnlyForTheCaller(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -43,10 +44,27 @@ type Directory interface {
 	SignIn(ctx context.Context, username, password string) (db.User, error)
 }
 
-// Budgets for guessing: per username and per client address, shared by all
-// replicas through PostgreSQL.
+// Budgets for guessing, shared by all replicas through PostgreSQL. Only
+// failures count, and they earn increasing delays rather than a lock, so
+// whoever knows a username can slow its owner down but not lock them out
+// (docs/architecture.md, "Sign-in throttling").
 var (
-	LoginPerUser    = ratelimit.Rule{Limit: 10, Window: 5 * time.Minute}
+	// PasswordFailuresPerUser bounds guesses at one username from any
+	// number of addresses: after a minute's delay per failure, about 60 an
+	// hour (ASVS 2.2.1 asks for at most 100).
+	PasswordFailuresPerUser = ratelimit.Backoff{Free: 5, Base: time.Second, Max: time.Minute, Decay: 15 * time.Minute}
+	// FailuresPerAddress bounds one client address across usernames.
+	FailuresPerAddress = ratelimit.Backoff{Free: 20, Base: time.Second, Max: 15 * time.Minute, Decay: time.Hour}
+	// MFAFailuresPerAccount counts wrong codes per account whatever
+	// pending token carried them: a correct password does not reset it.
+	MFAFailuresPerAccount = ratelimit.Backoff{Free: 5, Base: time.Second, Max: 15 * time.Minute, Decay: 24 * time.Hour}
+	// DirectoryFailuresPerUser keeps the binds Cairn makes for one
+	// username below a directory's lockout threshold: three in 15 minutes,
+	// then one per 15 minutes.
+	DirectoryFailuresPerUser = ratelimit.Backoff{Free: 3, Base: 15 * time.Minute, Max: 15 * time.Minute, Decay: 15 * time.Minute}
+
+	// LoginPerAddress is the fixed-window budget of passkey sign-in
+	// ceremonies per address.
 	LoginPerAddress = ratelimit.Rule{Limit: 30, Window: 5 * time.Minute}
 	CodePerPending  = ratelimit.Rule{Limit: 5, Window: pendingTTL}
 )
@@ -56,9 +74,13 @@ type Service struct {
 	store      *db.Store
 	cipher     *aegis.Cipher
 	limiter    *ratelimit.Limiter
+	throttle   *ratelimit.Throttle
 	pendingKey []byte
 	cfg        Config
 	dummyHash  string
+	// hashChecks counts password hash verifications, so a test can show
+	// that unknown and known usernames take the same path.
+	hashChecks atomic.Int64
 }
 
 // NewService prepares the service; it makes sure the pending-token signing
@@ -86,7 +108,8 @@ func NewService(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg 
 	if err != nil {
 		return nil, err
 	}
-	return &Service{store: store, cipher: cipher, limiter: ratelimit.New(store.Queries), pendingKey: key, cfg: cfg, dummyHash: dummy}, nil
+	return &Service{store: store, cipher: cipher, limiter: ratelimit.New(store.Queries), throttle: ratelimit.NewThrottle(store, cfg.Now),
+		pendingKey: key, cfg: cfg, dummyHash: dummy}, nil
 }
 
 // Principal is a signed-in operator, resolved from a session.
@@ -146,6 +169,8 @@ func accountOf(u db.User) Account {
 type ClientMeta struct {
 	Addr      string
 	UserAgent string
+	// RequestID ties audit-trail alerts to the request that raised them.
+	RequestID string
 }
 
 // LoginResult answers the password step.
@@ -156,43 +181,32 @@ type LoginResult struct {
 	Session      *Session // set when MFA is disabled for the operator
 }
 
-// Login checks username and password.
+// Login checks username and password. Nothing about the account's state
+// is answered before the password is known to be right.
 func (s *Service) Login(ctx context.Context, username, password string, meta ClientMeta) (LoginResult, error) {
 	if err := s.requireLoginPhase(ctx); err != nil {
 		return LoginResult{}, err
 	}
 	username = NormalizeUsername(username)
-	if err := s.limiter.Hit(ctx, "login:addr:"+meta.Addr, LoginPerAddress); err != nil {
-		return LoginResult{}, err
-	}
-	if err := s.limiter.Hit(ctx, "login:user:"+username, LoginPerUser); err != nil {
-		return LoginResult{}, err
-	}
 	u, err := s.store.UserGetByUsername(ctx, username)
-	switch {
-	case s.cfg.Directory != nil && (db.IsNoRows(err) || err == nil && u.AuthSource == "directory"):
-		if u, err = s.cfg.Directory.SignIn(ctx, username, password); err != nil {
-			if cairn.IsCode(err, cairn.ECodeInvalidCredentials) {
-				// As for unknown local names: answering without the hash
-				// work would tell local accounts apart by timing.
-				_, _ = verifyPassword(password, s.dummyHash)
-			}
-			return LoginResult{}, err
-		}
-	case db.IsNoRows(err) || err == nil && u.AuthSource != "local":
-		_, _ = verifyPassword(password, s.dummyHash)
-		return LoginResult{}, errInvalidCredentials
-	case err != nil:
+	if err != nil && !db.IsNoRows(err) {
 		return LoginResult{}, err
-	default:
-		if u.RecoveryRequired {
-			return LoginResult{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
-		}
-		if err := s.checkPassword(u, password); err != nil {
-			return LoginResult{}, err
-		}
 	}
-	_ = s.limiter.Reset(ctx, "login:user:"+username)
+	local := err == nil && u.AuthSource == "local"
+	keys, err := s.loginKeys(ctx, username, local, meta)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if _, err := s.admit(ctx, keys); err != nil {
+		return LoginResult{}, err
+	}
+	if u, err = s.checkCredentials(ctx, u, local, username, password); err != nil {
+		return LoginResult{}, err
+	}
+	_ = s.throttle.Succeeded(ctx, keyNames(keys)...)
+	if u.RecoveryRequired {
+		return LoginResult{}, errRecoveryRequired
+	}
 	if !u.MfaRequired {
 		sess, err := s.newSession(ctx, s.store.Queries, u, meta)
 		if err != nil {
@@ -212,24 +226,50 @@ func (s *Service) Login(ctx context.Context, username, password string, meta Cli
 	return res, err
 }
 
+// checkCredentials verifies the password of a local account, or asks the
+// directory about any other name. Every refusal costs one password hash
+// verification, a throwaway one where there is no hash, so that unknown
+// names, directory names and wrong passwords take the same time.
+func (s *Service) checkCredentials(ctx context.Context, u db.User, local bool, username, password string) (db.User, error) {
+	switch {
+	case local:
+		return u, s.checkPassword(u, password)
+	case s.cfg.Directory != nil:
+		du, err := s.cfg.Directory.SignIn(ctx, username, password)
+		if cairn.IsCode(err, cairn.ECodeInvalidCredentials) {
+			_, _ = s.verify(password, s.dummyHash)
+		}
+		return du, err
+	default:
+		_, _ = s.verify(password, s.dummyHash)
+		return db.User{}, errInvalidCredentials
+	}
+}
+
 // VerifyMFA completes a login with a TOTP code and creates the session.
 func (s *Service) VerifyMFA(ctx context.Context, pendingToken, code string, meta ClientMeta) (Session, error) {
 	if err := s.requireLoginPhase(ctx); err != nil {
 		return Session{}, err
 	}
-	if err := s.limiter.Hit(ctx, "login:addr:"+meta.Addr, LoginPerAddress); err != nil {
-		return Session{}, err
-	}
+	// The pending token proves the password, so the account's state may
+	// be answered from here on.
 	p, u, err := s.pendingUser(ctx, pendingToken, purposeLogin)
 	if err != nil {
 		return Session{}, err
 	}
 	if u.RecoveryRequired {
-		return Session{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
+		return Session{}, errRecoveryRequired
 	}
 	// Disabled between the password step and the code step.
 	if u.DirectoryDisabled {
 		return Session{}, errDirectoryDisabled
+	}
+	// Wrong codes count against the account, not the pending token: with
+	// the password, anyone can fetch a fresh pending token at will.
+	keys := []throttleKey{{"login:addr:" + meta.Addr, FailuresPerAddress}, {mfaKey(u.ID), MFAFailuresPerAccount}}
+	counts, err := s.admit(ctx, keys)
+	if err != nil {
+		return Session{}, err
 	}
 	var sess Session
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
@@ -239,6 +279,12 @@ func (s *Service) VerifyMFA(ctx context.Context, pendingToken, code string, meta
 		sess, err = s.newSession(ctx, q, u, meta)
 		return err
 	})
+	switch {
+	case err == nil:
+		_ = s.throttle.Succeeded(ctx, keyNames(keys)...)
+	case cairn.IsCode(err, cairn.ECodeInvalidMFACode) && counts[1] >= MFAFailuresPerAccount.Free:
+		s.alertMFAGuessing(ctx, u, counts[1], meta)
+	}
 	return sess, err
 }
 
@@ -333,10 +379,9 @@ func (s *Service) ResetOwnMFA(ctx context.Context, p *Principal, password string
 	return s.store.UserClearTOTP(ctx, u.ID)
 }
 
+// verifiedUser checks a signed-in operator's password again. Its failures
+// share the username's sign-in budget: guesses through either door count.
 func (s *Service) verifiedUser(ctx context.Context, p *Principal, password, field string) (db.User, error) {
-	if err := s.limiter.Hit(ctx, "login:user:"+p.Username, LoginPerUser); err != nil {
-		return db.User{}, err
-	}
 	u, err := s.store.UserGetByID(ctx, p.UserID)
 	if err != nil {
 		return db.User{}, db.NotFound(err, "account not found")
@@ -344,13 +389,17 @@ func (s *Service) verifiedUser(ctx context.Context, p *Principal, password, fiel
 	if u.AuthSource != "local" {
 		return db.User{}, cairn.Errorf(cairn.ECodeForbidden, "directory accounts are managed by their directory")
 	}
+	keys := []throttleKey{{"login:user:" + p.Username, PasswordFailuresPerUser}}
+	if _, err := s.admit(ctx, keys); err != nil {
+		return db.User{}, err
+	}
 	if err := s.checkPassword(u, password); err != nil {
 		if cairn.IsCode(err, cairn.ECodeInvalidCredentials) {
 			return db.User{}, cairn.Invalid(field, "is not correct")
 		}
 		return db.User{}, err
 	}
-	_ = s.limiter.Reset(ctx, "login:user:"+p.Username)
+	_ = s.throttle.Succeeded(ctx, keyNames(keys)...)
 	return u, nil
 }
 
@@ -373,14 +422,14 @@ func (s *Service) requireLoginPhase(ctx context.Context) error {
 
 func (s *Service) checkPassword(u db.User, password string) error {
 	if u.PasswordSealed == nil {
-		_, _ = verifyPassword(password, s.dummyHash)
+		_, _ = s.verify(password, s.dummyHash)
 		return errInvalidCredentials
 	}
 	hash, err := s.cipher.Open(u.PasswordSealed, passwordAAD(u.Username))
 	if err != nil {
 		return err
 	}
-	ok, err := verifyPassword(password, string(hash))
+	ok, err := s.verify(password, string(hash))
 	if err != nil {
 		return err
 	}
@@ -388,6 +437,12 @@ func (s *Service) checkPassword(u db.User, password string) error {
 		return errInvalidCredentials
 	}
 	return nil
+}
+
+// verify is the one place sign-in compares a password with a hash.
+func (s *Service) verify(password, hash string) (bool, error) {
+	s.hashChecks.Add(1)
+	return verifyPassword(password, hash)
 }
 
 func (s *Service) sealPassword(username, password string) ([]byte, error) {
@@ -502,6 +557,7 @@ var (
 	errInvalidCode        = cairn.Errorf(cairn.ECodeInvalidMFACode, "the code is not correct")
 	errInvalidPending     = cairn.Errorf(cairn.ECodeInvalidPending, "the sign-in step expired; start again")
 	errDirectoryDisabled  = cairn.Errorf(cairn.ECodeForbidden, "this directory account is disabled; ask an administrator")
+	errRecoveryRequired   = cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
 )
 
 // CreateLocalUser adds a local operator account with a password; MFA is
@@ -552,7 +608,7 @@ func (s *Service) StartSession(ctx context.Context, userID int64, meta ClientMet
 		return Session{}, db.NotFound(err, "account not found")
 	}
 	if u.RecoveryRequired {
-		return Session{}, cairn.Errorf(cairn.ECodeRecoveryRequired, "this account must be recovered by an administrator")
+		return Session{}, errRecoveryRequired
 	}
 	if u.DirectoryDisabled {
 		return Session{}, errDirectoryDisabled

@@ -24,7 +24,7 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (db.Use
 	if auth.UsernameProblem(username) != "" || password == "" {
 		return db.User{}, errInvalidCredentials
 	}
-	providers, err := s.candidates(ctx, username)
+	providers, refusal, err := s.candidates(ctx, username)
 	if err != nil {
 		return db.User{}, err
 	}
@@ -53,6 +53,9 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (db.Use
 		if !ok {
 			return db.User{}, errInvalidCredentials
 		}
+		if refusal != nil {
+			return db.User{}, refusal
+		}
 		m := mapGroups(set, entry.Groups)
 		if m.Role == "" {
 			return db.User{}, errNoRole
@@ -62,27 +65,33 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (db.Use
 	return db.User{}, errInvalidCredentials
 }
 
-// candidates are the providers to ask about username.
-func (s *Service) candidates(ctx context.Context, username string) ([]db.DirectoryProvider, error) {
+// candidates are the providers to ask about username, and the refusal a
+// cached account earns once its password is right (a disabled account or
+// provider): answering it before the password check would tell anyone
+// which accounts exist.
+func (s *Service) candidates(ctx context.Context, username string) ([]db.DirectoryProvider, error, error) {
 	u, err := s.store.UserGetByUsername(ctx, username)
 	switch {
 	case db.IsNoRows(err):
-		return s.store.DirectoryProviderListEnabled(ctx)
+		providers, err := s.store.DirectoryProviderListEnabled(ctx)
+		return providers, nil, err
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case u.AuthSource != "directory":
-		return nil, errInvalidCredentials
-	case u.DirectoryDisabled:
-		return nil, errDisabled
+		return nil, nil, errInvalidCredentials
 	}
 	r, err := s.store.DirectoryProviderGet(ctx, *u.DirectoryProviderID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if !r.DirectoryProvider.Enabled {
-		return nil, cairn.Errorf(cairn.ECodeForbidden, "the directory %q that manages this account is disabled", r.DirectoryProvider.Name)
+	var refusal error
+	switch {
+	case u.DirectoryDisabled:
+		refusal = errDisabled
+	case !r.DirectoryProvider.Enabled:
+		refusal = cairn.Errorf(cairn.ECodeForbidden, "the directory %q that manages this account is disabled", r.DirectoryProvider.Name)
 	}
-	return []db.DirectoryProvider{r.DirectoryProvider}, nil
+	return []db.DirectoryProvider{r.DirectoryProvider}, refusal, nil
 }
 
 func lookup(set Settings, bindPassword, username string) (userEntry, error) {

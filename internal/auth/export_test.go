@@ -1,0 +1,4 @@
+package auth
+
+// HashChecks counts the password hash verifications so far.
+func (s *Service) HashChecks() int64 { return s.hashChecks.Load() }

@@ -89,6 +89,9 @@ type Config struct {
 	// AgentArtifacts is the directory of agent builds
 	// (<platform>/cairn-agent[.exe]); "" serves none.
 	AgentArtifacts string
+	// SessionIdle and SessionMax are the operator session lifetimes
+	// (0: auth's defaults).
+	SessionIdle, SessionMax time.Duration
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -185,7 +188,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	var err error
 	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries}, kdf)
 	e.Directory = directory.NewService(store, e.Cipher, log)
-	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory}); err != nil {
+	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory,
+		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax}); err != nil {
 		return nil, err
 	}
 	e.Bus = events.NewBus(store, log)

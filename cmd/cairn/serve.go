@@ -52,7 +52,8 @@ func serve(ctx context.Context, args []string) error {
 	cfg := engine.Config{Role: engine.RoleServe, PublicURL: c.PublicURL, AgentURLs: c.agentURLs(),
 		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ScheduledCapacity: c.ScheduledCapacity,
 		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
-		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load}
+		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
+		SessionIdle: c.SessionIdle, SessionMax: c.SessionMax}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

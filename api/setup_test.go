@@ -103,6 +103,8 @@ type fixture struct {
 	engineQueue string
 	// agentArtifacts is the replicas' agent build directory ("": none).
 	agentArtifacts string
+	// publicURL is the replicas' public URL ("": testPublicURL).
+	publicURL string
 }
 
 func setup(t *testing.T) *fixture {
@@ -132,8 +134,12 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		f.engineQueue = "engine-" + uniqueSlug("test")
 	}
 	kdf := authtest.CheapKDF
+	publicURL := f.publicURL
+	if publicURL == "" {
+		publicURL = testPublicURL
+	}
 	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
-		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
+		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",

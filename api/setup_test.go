@@ -143,6 +143,9 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
+		// Event streams re-check their session on each keep-alive: tests
+		// see a stream close soon after its session ends.
+		EventKeepAlive: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())

@@ -90,8 +90,10 @@ type Config struct {
 	// (<platform>/cairn-agent[.exe]); "" serves none.
 	AgentArtifacts string
 	// SessionIdle and SessionMax are the operator session lifetimes
-	// (0: auth's defaults).
+	// (0: auth's defaults). EventKeepAlive is how often operator event
+	// streams re-check their session (0: the API's default).
 	SessionIdle, SessionMax time.Duration
+	EventKeepAlive          time.Duration
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -252,7 +254,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 
 	deps := api.Deps{
 		Store: store, Auth: e.Auth, Cipher: e.Cipher, Sites: e.Sites, Directory: e.Directory, Passkeys: e.Passkeys,
-		Bus: e.Bus, Presence: e.Presence, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
+		Bus: e.Bus, Presence: e.Presence, EventKeepAlive: cfg.EventKeepAlive, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
 		Console: cfg.Console, PublicURL: cfg.PublicURL, Log: log, Started: cfg.Started, TLS: cfg.TLS,
 		Credentials: credentials.NewService(store, e.Cipher),
 		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),

@@ -63,7 +63,7 @@ func TestCookieSessionsNeedTheCSRFHeaderForChanges(t *testing.T) {
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		cookies[c.Name] = c
 	}
-	session, csrf := cookies["cairn_session"], cookies["cairn_csrf"]
+	session, csrf := cookies["__Host-cairn_session"], cookies["__Host-cairn_csrf"]
 	require.NotNil(t, session)
 	require.NotNil(t, csrf)
 	require.True(t, session.HttpOnly)

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/metadata"
@@ -55,6 +56,7 @@ var statusByCode = map[string]int{
 	cairn.ECodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
 	cairn.ECodeAegisLocked:         http.StatusLocked,
 	cairn.ECodeRateLimited:         http.StatusTooManyRequests,
+	events.ECodeTooManyStreams:     http.StatusTooManyRequests,
 	cairn.ECodeInternal:            http.StatusInternalServerError,
 	cairn.ECodeUnavailable:         http.StatusServiceUnavailable,
 

@@ -58,7 +58,7 @@ type loginResponse struct {
 }
 
 type sessionResponse struct {
-	Token     string   `json:"token"`
+	Token     string   `json:"token,omitempty"`
 	CSRFToken string   `json:"csrf_token"`
 	User      userJSON `json:"user"`
 }
@@ -102,19 +102,30 @@ func (s *Server) mfaVerify(w http.ResponseWriter, r *http.Request) {
 }
 
 // startSession sets the session cookie (HttpOnly) and the CSRF cookie
-// (readable by the console, which echoes it in X-CSRF-Token), Secure on
-// HTTPS.
+// (readable by the console, which echoes it in X-CSRF-Token), Secure and
+// __Host- prefixed on HTTPS origins. A browser gets the session in the
+// cookie only: the token stays out of the body, where any script on the
+// page could read it; API clients keep it as their bearer token.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, sess auth.Session) *sessionResponse {
-	secure := s.secureCookies(r)
-	http.SetCookie(w, &http.Cookie{Name: cookieSession, Value: sess.Token, Path: "/", Expires: sess.Expires,
+	secure := s.secureOrigin(r)
+	http.SetCookie(w, &http.Cookie{Name: cookieName(cookieSession, secure), Value: sess.Token, Path: "/", Expires: sess.Expires,
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: cookieCSRF, Value: sess.CSRF, Path: "/", Expires: sess.Expires,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(cookieCSRF, secure), Value: sess.CSRF, Path: "/", Expires: sess.Expires,
 		Secure: secure, SameSite: http.SameSiteStrictMode})
-	return &sessionResponse{Token: sess.Token, CSRFToken: sess.CSRF, User: accountJSON(sess.User)}
+	out := &sessionResponse{Token: sess.Token, CSRFToken: sess.CSRF, User: accountJSON(sess.User)}
+	if fromBrowser(r) {
+		out.Token = ""
+	}
+	return out
 }
 
-// secureCookies: a cookie set over HTTPS must never travel over plain HTTP.
-func (s *Server) secureCookies(r *http.Request) bool { return s.SecureCookies || r.TLS != nil }
+// fromBrowser reports a request a browser made: browsers add Sec-Fetch-*
+// (and Origin on POST) themselves, and no script can remove them; API
+// clients and the CLI send neither.
+func fromBrowser(r *http.Request) bool {
+	h := r.Header
+	return h.Get("Sec-Fetch-Site") != "" || h.Get("Sec-Fetch-Mode") != "" || h.Get("Origin") != ""
+}
 
 type logoutRequest struct {
 	All bool `json:"all"`
@@ -130,9 +141,10 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
+	secure := s.secureOrigin(r)
 	for _, name := range []string{cookieSession, cookieCSRF} {
-		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: name == cookieSession,
-			Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: cookieName(name, secure), Value: "", Path: "/", MaxAge: -1, HttpOnly: name == cookieSession,
+			Secure: secure, SameSite: http.SameSiteStrictMode})
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

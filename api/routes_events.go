@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/notify"
 )
@@ -16,7 +17,9 @@ import (
 // TypeNotification is the toast event (SPEC "Operator event stream").
 const TypeNotification = "service_notification"
 
-const sseKeepAlive = 15 * time.Second
+// defaultEventKeepAlive is how often a quiet stream sends a comment, and
+// how often every stream re-checks its session.
+const defaultEventKeepAlive = 15 * time.Second
 
 func (s *Server) eventRoutes() []Route {
 	return []Route{
@@ -48,7 +51,11 @@ func (s *Server) notify(r *http.Request, in notify.Input) (notify.Toast, error) 
 }
 
 // eventStream is the operator's server-sent event stream. Each open stream
-// is one live operator session for presence.
+// is one live operator session for presence. On each keep-alive it
+// re-checks its session: it closes when the session ended (logout, expiry,
+// MFA reset, ...) or the operator's role or sites changed, after a
+// stream_closed event naming why; the browser reconnects, under the new
+// scope or into a 401.
 func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	p := principal(r.Context())
 	rc := http.NewResponseController(w)
@@ -80,7 +87,11 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 	if writeEvent(w, streamID, "ready", ready) != nil || rc.Flush() != nil {
 		return
 	}
-	keepAlive := time.NewTicker(sseKeepAlive)
+	every := s.EventKeepAlive
+	if every <= 0 {
+		every = defaultEventKeepAlive
+	}
+	keepAlive := time.NewTicker(every)
 	defer keepAlive.Stop()
 	for {
 		select {
@@ -94,11 +105,34 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-keepAlive.C:
+			if reason := s.streamEnds(r.Context(), p); reason != "" {
+				data, _ := json.Marshal(map[string]string{"reason": reason})
+				_ = writeEvent(w, streamID, "stream_closed", data)
+				_ = rc.Flush()
+				return
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
 		}
 	}
+}
+
+// streamEnds says why a stream of p must close now ("" : it goes on).
+func (s *Server) streamEnds(ctx context.Context, p *auth.Principal) string {
+	now, err := s.Auth.Recheck(ctx, p)
+	switch {
+	case cairn.IsCode(err, cairn.ECodeUnauthorized):
+		return "session_ended"
+	case err != nil:
+		// A database hiccup is not the session's end; the next
+		// keep-alive asks again.
+		s.Log.Warn("event stream: re-check session", "err", err)
+		return ""
+	case !p.SameScope(now):
+		return "scope_changed"
+	}
+	return ""
 }
 
 func writeEvent(w http.ResponseWriter, id, typ string, data []byte) error {

@@ -86,7 +86,11 @@ type Deps struct {
 	Directory *directory.Service
 	Bus       *events.Bus
 	Presence  *events.Presence
-	Temporal  client.Client
+	// EventKeepAlive is how often operator event streams send a
+	// keep-alive and re-check their session (0: 15 s).
+	EventKeepAlive time.Duration
+
+	Temporal client.Client
 	// Workers is this process's worker manager (nil when it runs none).
 	Workers   *workers.Manager
 	Namespace string
@@ -94,9 +98,6 @@ type Deps struct {
 	Console fs.FS
 	// PublicURL is the address operators and agents use for the Engine.
 	PublicURL string
-	// SecureCookies marks cookies Secure on plain HTTP too (behind a
-	// TLS-terminating proxy); on HTTPS requests they are Secure anyway.
-	SecureCookies bool
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (CAIRN_TRUSTED_PROXIES); see clientIP.
 	TrustedProxies []netip.Prefix
@@ -165,6 +166,9 @@ type Server struct {
 	Deps
 	routes       []Route
 	agentOrigins []*url.URL
+	// publicHTTPS: the public URL is https, so browsers reach the Engine
+	// over HTTPS even when a TLS-terminating proxy forwards plain HTTP.
+	publicHTTPS bool
 	// shell is the shell routes' state, whose liveness loop Run runs.
 	shell *shellAPI
 }
@@ -186,6 +190,9 @@ func New(d Deps) *Server {
 		d.Started = func() bool { return true }
 	}
 	s := &Server{Deps: d}
+	if u, err := url.Parse(d.PublicURL); err == nil {
+		s.publicHTTPS = u.Scheme == "https"
+	}
 	for _, o := range append([]string{d.PublicURL}, d.AgentURLs...) {
 		if u, err := url.Parse(o); err == nil && u.Host != "" {
 			s.agentOrigins = append(s.agentOrigins, u)
@@ -222,7 +229,7 @@ func (s *Server) Routes() []Route { return s.routes }
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.requestLog, s.recoverer, securityHeaders)
+	r.Use(middleware.RequestID, s.requestLog, s.recoverer, s.securityHeaders)
 	for _, rt := range s.routes {
 		mw := []func(http.Handler) http.Handler{s.audit, s.authFor(rt.Auth)}
 		if isAgentRoute(rt) {
@@ -279,7 +286,26 @@ const (
 	cookieSession = "cairn_session"
 	cookieCSRF    = "cairn_csrf"
 	headerCSRF    = "X-CSRF-Token"
+	// hostPrefix binds a cookie to this exact origin: the browser takes it
+	// only Secure, with Path=/ and no Domain, so neither a sibling
+	// subdomain nor a plain-HTTP page can set or shadow it.
+	hostPrefix = "__Host-"
 )
+
+// secureOrigin reports whether the browser talks to the Engine over HTTPS:
+// the request arrived over TLS, or the public URL is https (a
+// TLS-terminating proxy in front forwards plain HTTP).
+func (s *Server) secureOrigin(r *http.Request) bool { return s.publicHTTPS || r.TLS != nil }
+
+// cookieName is the session cookie's name for the origin: __Host- prefixed
+// on HTTPS. Only that name is read there, so a cookie planted without the
+// prefix (over plain HTTP, or by a subdomain) is never a session.
+func cookieName(base string, secure bool) string {
+	if secure {
+		return hostPrefix + base
+	}
+	return base
+}
 
 // requireSession resolves the operator from a bearer token or the session
 // cookie. Cookie-authenticated changes must echo the CSRF token.
@@ -290,7 +316,7 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 			// locked: an anonymous request is 401 whatever the cipher's
 			// state (SPEC Errors), and only a signed-in operator learns
 			// that this replica is locked.
-			token, viaCookie := sessionToken(r)
+			token, viaCookie := sessionToken(r, s.secureOrigin(r))
 			p, err := s.Auth.Authenticate(r.Context(), token)
 			if err != nil {
 				writeError(w, r, s.Log, err)
@@ -336,14 +362,14 @@ func (s *Server) requireBootstrap(next http.Handler) http.Handler {
 	})
 }
 
-func sessionToken(r *http.Request) (token string, viaCookie bool) {
+func sessionToken(r *http.Request, secure bool) (token string, viaCookie bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
 			return strings.TrimSpace(t), false
 		}
 		return "", false
 	}
-	if c, err := r.Cookie(cookieSession); err == nil {
+	if c, err := r.Cookie(cookieName(cookieSession, secure)); err == nil {
 		return c.Value, true
 	}
 	return "", false
@@ -383,12 +409,32 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-func securityHeaders(next http.Handler) http.Handler {
+// consolePolicy is the Content-Security-Policy of every answer. Scripts
+// come only from the Engine's own files (the Vite build has no inline
+// script) and never from eval. Styles also allow 'unsafe-inline': MUI's
+// emotion, CodeMirror, AG Grid and xterm.js insert <style> elements at run
+// time and not all of them take a nonce; injected CSS cannot run script, and
+// React escapes the markup an attacker would need for CSS exfiltration.
+// Images allow data: (the MFA QR code, grid icons); connect-src 'self'
+// covers the same-origin event stream and shell WebSockets.
+const consolePolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// hstsPolicy keeps browsers on HTTPS for a year once they saw it there
+// (no includeSubDomains: other hosts of the domain are not the Engine's).
+const hstsPolicy = "max-age=31536000"
+
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Content-Security-Policy", consolePolicy)
+		if s.secureOrigin(r) {
+			h.Set("Strict-Transport-Security", hstsPolicy)
+		}
 		if id := middleware.GetReqID(r.Context()); id != "" {
 			h.Set("X-Request-Id", id)
 		}

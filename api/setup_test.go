@@ -106,6 +106,8 @@ type fixture struct {
 	agentArtifacts string
 	// trustedProxies are the replicas' CAIRN_TRUSTED_PROXIES.
 	trustedProxies []netip.Prefix
+	// publicURL is the replicas' public URL ("": testPublicURL).
+	publicURL string
 }
 
 func setup(t *testing.T) *fixture {
@@ -135,11 +137,18 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		f.engineQueue = "engine-" + uniqueSlug("test")
 	}
 	kdf := authtest.CheapKDF
+	publicURL := f.publicURL
+	if publicURL == "" {
+		publicURL = testPublicURL
+	}
 	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
-		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
+		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
+		// Event streams re-check their session on each keep-alive: tests
+		// see a stream close soon after its session ends.
+		EventKeepAlive: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())

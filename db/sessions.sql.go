@@ -79,15 +79,56 @@ func (q *Queries) SessionDeleteByUserExcept(ctx context.Context, arg SessionDele
 }
 
 const sessionDeleteExpired = `-- name: SessionDeleteExpired :execrows
-DELETE FROM sessions WHERE expires_at < now() OR last_seen_at < $1
+DELETE FROM sessions WHERE expires_at < $1 OR last_seen_at < $2
 `
 
-func (q *Queries) SessionDeleteExpired(ctx context.Context, idleBefore time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, sessionDeleteExpired, idleBefore)
+type SessionDeleteExpiredParams struct {
+	Now        time.Time
+	IdleBefore time.Time
+}
+
+func (q *Queries) SessionDeleteExpired(ctx context.Context, arg SessionDeleteExpiredParams) (int64, error) {
+	result, err := q.db.Exec(ctx, sessionDeleteExpired, arg.Now, arg.IdleBefore)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const sessionGetByID = `-- name: SessionGetByID :one
+SELECT s.id, s.csrf_hash, s.user_id, s.last_seen_at, s.expires_at,
+       u.username, u.role, u.recovery_required
+FROM sessions s JOIN users u ON u.id = s.user_id
+WHERE s.id = $1
+`
+
+type SessionGetByIDRow struct {
+	ID               int64
+	CsrfHash         []byte
+	UserID           int64
+	LastSeenAt       time.Time
+	ExpiresAt        time.Time
+	Username         string
+	Role             string
+	RecoveryRequired bool
+}
+
+// Re-checks an open event stream's session (no touch: a stream is not
+// operator activity).
+func (q *Queries) SessionGetByID(ctx context.Context, id int64) (SessionGetByIDRow, error) {
+	row := q.db.QueryRow(ctx, sessionGetByID, id)
+	var i SessionGetByIDRow
+	err := row.Scan(
+		&i.ID,
+		&i.CsrfHash,
+		&i.UserID,
+		&i.LastSeenAt,
+		&i.ExpiresAt,
+		&i.Username,
+		&i.Role,
+		&i.RecoveryRequired,
+	)
+	return i, err
 }
 
 const sessionGetByTokenHash = `-- name: SessionGetByTokenHash :one
@@ -136,8 +177,8 @@ const sessionInsert = `-- name: SessionInsert :one
 WITH touched AS (
     UPDATE users SET last_login_at = now() WHERE id = $3
 )
-INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, last_seen_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING id, token_hash, csrf_hash, user_id, client_addr, user_agent, created_at, last_seen_at, expires_at
 `
 
@@ -147,6 +188,7 @@ type SessionInsertParams struct {
 	UserID     int64
 	ClientAddr string
 	UserAgent  string
+	LastSeenAt time.Time
 	ExpiresAt  time.Time
 }
 
@@ -158,6 +200,7 @@ func (q *Queries) SessionInsert(ctx context.Context, arg SessionInsertParams) (S
 		arg.UserID,
 		arg.ClientAddr,
 		arg.UserAgent,
+		arg.LastSeenAt,
 		arg.ExpiresAt,
 	)
 	var i Session
@@ -176,10 +219,16 @@ func (q *Queries) SessionInsert(ctx context.Context, arg SessionInsertParams) (S
 }
 
 const sessionTouch = `-- name: SessionTouch :exec
-UPDATE sessions SET last_seen_at = now() WHERE id = $1
+UPDATE sessions SET last_seen_at = $1 WHERE id = $2
 `
 
-func (q *Queries) SessionTouch(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, sessionTouch, id)
+type SessionTouchParams struct {
+	SeenAt time.Time
+	ID     int64
+}
+
+// Times are the Engine's clock, as expires_at and the idle check are.
+func (q *Queries) SessionTouch(ctx context.Context, arg SessionTouchParams) error {
+	_, err := q.db.Exec(ctx, sessionTouch, arg.SeenAt, arg.ID)
 	return err
 }

@@ -41,6 +41,22 @@ func (q *Queries) OperatorPresenceList(ctx context.Context) ([]OperatorPresenceL
 	return items, nil
 }
 
+const operatorStreamCountByUser = `-- name: OperatorStreamCountByUser :one
+SELECT count(*) FROM operator_streams WHERE user_id = $1 AND seen_at >= $2
+`
+
+type OperatorStreamCountByUserParams struct {
+	UserID    int64
+	LiveSince time.Time
+}
+
+func (q *Queries) OperatorStreamCountByUser(ctx context.Context, arg OperatorStreamCountByUserParams) (int64, error) {
+	row := q.db.QueryRow(ctx, operatorStreamCountByUser, arg.UserID, arg.LiveSince)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const operatorStreamDelete = `-- name: OperatorStreamDelete :exec
 DELETE FROM operator_streams WHERE id = $1
 `
@@ -80,6 +96,17 @@ func (q *Queries) OperatorStreamInsert(ctx context.Context, arg OperatorStreamIn
 		arg.UserID,
 		arg.Username,
 	)
+	return err
+}
+
+const operatorStreamLockUser = `-- name: OperatorStreamLockUser :exec
+SELECT pg_advisory_xact_lock(hashtext('cairn.operator_streams'), hashtext(($1::bigint)::text))
+`
+
+// Serializes opening one operator's streams across replicas, so the cap
+// on streams per operator holds (two-key lock: its own key space).
+func (q *Queries) OperatorStreamLockUser(ctx context.Context, userID int64) error {
+	_, err := q.db.Exec(ctx, operatorStreamLockUser, userID)
 	return err
 }
 

@@ -90,6 +90,11 @@ type Config struct {
 	// AgentArtifacts is the directory of agent builds
 	// (<platform>/cairn-agent[.exe]); "" serves none.
 	AgentArtifacts string
+	// SessionIdle and SessionMax are the operator session lifetimes
+	// (0: auth's defaults). EventKeepAlive is how often operator event
+	// streams re-check their session (0: the API's default).
+	SessionIdle, SessionMax time.Duration
+	EventKeepAlive          time.Duration
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -188,7 +193,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	var err error
 	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries}, kdf)
 	e.Directory = directory.NewService(store, e.Cipher, log)
-	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory}); err != nil {
+	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory,
+		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax}); err != nil {
 		return nil, err
 	}
 	e.Bus = events.NewBus(store, log)
@@ -251,7 +257,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 
 	deps := api.Deps{
 		Store: store, Auth: e.Auth, Cipher: e.Cipher, Sites: e.Sites, Directory: e.Directory, Passkeys: e.Passkeys,
-		Bus: e.Bus, Presence: e.Presence, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
+		Bus: e.Bus, Presence: e.Presence, EventKeepAlive: cfg.EventKeepAlive, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
 		Console: cfg.Console, PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, Log: log, Started: cfg.Started, TLS: cfg.TLS,
 		Credentials: credentials.NewService(store, e.Cipher),
 		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),

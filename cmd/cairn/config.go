@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
@@ -61,6 +62,10 @@ type config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client address (CAIRN_TRUSTED_PROXIES).
 	TrustedProxies []netip.Prefix
+	// SessionIdle ends an operator session unused this long; SessionMax
+	// ends it this long after sign-in whatever its use.
+	SessionIdle time.Duration
+	SessionMax  time.Duration
 }
 
 func env(name, def string) string {
@@ -155,6 +160,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	c.GitHubToken = env("CAIRN_GITHUB_TOKEN", os.Getenv("GITHUB_TOKEN"))
 	fs.StringVar(&c.AgentArtifacts, "agent-artifacts", env("CAIRN_AGENT_ARTIFACTS", defaultAgentArtifacts()),
 		"directory of agent builds served to agents and installers (make build fills bin/agents)")
+	fs.DurationVar(&c.SessionIdle, "session-idle-timeout", 0, "an operator session unused this long ends (default 30m; env CAIRN_SESSION_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.SessionMax, "session-max-age", 0, "an operator session ends this long after sign-in (default 12h; env CAIRN_SESSION_MAX_AGE)")
 	onlineWindow := fs.String("device-online-window", env("CAIRN_DEVICE_ONLINE_WINDOW", devices.DefaultOnlineWindow.String()),
 		"how long after its last heartbeat a device counts as online (a duration such as 90s, or seconds)")
 	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
@@ -166,6 +173,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	if c.DeviceOnlineWindow, err = parseOnlineWindow(*onlineWindow); err != nil {
+		return c, err
+	}
+	if err := c.loadSessionLifetimes(); err != nil {
 		return c, err
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
@@ -254,6 +264,46 @@ func parseOnlineWindow(v string) (time.Duration, error) {
 			minOnlineWindow, maxOnlineWindow, v)
 	}
 	return d, nil
+}
+
+// Session lifetime bounds: under a minute idle the console signs out
+// between two clicks; beyond a day idle or 30 days absolute a stolen
+// session cookie is as good as a password.
+const (
+	minSessionIdle = time.Minute
+	maxSessionIdle = 24 * time.Hour
+	minSessionMax  = time.Hour
+	maxSessionMax  = 30 * 24 * time.Hour
+)
+
+// loadSessionLifetimes takes CAIRN_SESSION_IDLE_TIMEOUT and
+// CAIRN_SESSION_MAX_AGE where no flag set them, and checks both.
+func (c *config) loadSessionLifetimes() error {
+	for _, s := range []struct {
+		d        *time.Duration
+		env      string
+		def      time.Duration
+		min, max time.Duration
+	}{
+		{&c.SessionIdle, "CAIRN_SESSION_IDLE_TIMEOUT", auth.DefaultSessionIdle, minSessionIdle, maxSessionIdle},
+		{&c.SessionMax, "CAIRN_SESSION_MAX_AGE", auth.DefaultSessionMax, minSessionMax, maxSessionMax},
+	} {
+		if *s.d == 0 {
+			v := env(s.env, s.def.String())
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s must be a duration such as 30m or 12h, got %q", s.env, v)
+			}
+			*s.d = d
+		}
+		if *s.d < s.min || *s.d > s.max {
+			return fmt.Errorf("%s must be from %s to %s, got %s", s.env, s.min, s.max, *s.d)
+		}
+	}
+	if c.SessionIdle > c.SessionMax {
+		return fmt.Errorf("CAIRN_SESSION_IDLE_TIMEOUT (%s) must not exceed CAIRN_SESSION_MAX_AGE (%s)", c.SessionIdle, c.SessionMax)
+	}
+	return nil
 }
 
 // checkPlainHTTP refuses plain HTTP beyond loopback (DESIGN "Security

@@ -149,3 +149,40 @@ func TestTrustedProxiesAreCIDRs(t *testing.T) {
 	require.ErrorContains(t, err, "CAIRN_TRUSTED_PROXIES")
 	require.ErrorContains(t, err, `"proxy.lan"`)
 }
+
+// Session lifetimes default to 30 minutes idle and 12 hours absolute, come
+// from the environment or flags, and are bounded (idle never beyond max).
+func TestSessionLifetimeSettings(t *testing.T) {
+	t.Setenv("CAIRN_SESSION_IDLE_TIMEOUT", "")
+	t.Setenv("CAIRN_SESSION_MAX_AGE", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Minute, c.SessionIdle)
+	require.Equal(t, 12*time.Hour, c.SessionMax)
+
+	t.Setenv("CAIRN_SESSION_IDLE_TIMEOUT", "15m")
+	t.Setenv("CAIRN_SESSION_MAX_AGE", "8h")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 15*time.Minute, c.SessionIdle)
+	require.Equal(t, 8*time.Hour, c.SessionMax)
+	c, err = loadTestConfig(t, "-session-idle-timeout", "1h", "-session-max-age", "720h")
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, c.SessionIdle)
+	require.Equal(t, 30*24*time.Hour, c.SessionMax)
+
+	for _, bad := range []struct{ idle, max, name string }{
+		{"59s", "12h", "CAIRN_SESSION_IDLE_TIMEOUT"},
+		{"25h", "48h", "CAIRN_SESSION_IDLE_TIMEOUT"},
+		{"soon", "12h", "CAIRN_SESSION_IDLE_TIMEOUT"},
+		{"30m", "59m", "CAIRN_SESSION_MAX_AGE"},
+		{"30m", "721h", "CAIRN_SESSION_MAX_AGE"},
+		{"30m", "-1h", "CAIRN_SESSION_MAX_AGE"},
+		{"3h", "2h", "must not exceed"},
+	} {
+		t.Setenv("CAIRN_SESSION_IDLE_TIMEOUT", bad.idle)
+		t.Setenv("CAIRN_SESSION_MAX_AGE", bad.max)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, bad.name, "%s/%s", bad.idle, bad.max)
+	}
+}

@@ -53,7 +53,8 @@ func serve(ctx context.Context, args []string) error {
 		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ScheduledCapacity: c.ScheduledCapacity,
 		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
 		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
-		TrustedProxies: c.TrustedProxies}
+		TrustedProxies: c.TrustedProxies,
+		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

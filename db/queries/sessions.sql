@@ -3,8 +3,8 @@
 WITH touched AS (
     UPDATE users SET last_login_at = now() WHERE id = @user_id
 )
-INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, expires_at)
-VALUES (@token_hash, @csrf_hash, @user_id, @client_addr, @user_agent, @expires_at)
+INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, last_seen_at, expires_at)
+VALUES (@token_hash, @csrf_hash, @user_id, @client_addr, @user_agent, @last_seen_at, @expires_at)
 RETURNING *;
 
 -- name: SessionGetByTokenHash :one
@@ -13,8 +13,17 @@ SELECT s.id, s.csrf_hash, s.user_id, s.last_seen_at, s.expires_at,
 FROM sessions s JOIN users u ON u.id = s.user_id
 WHERE s.token_hash = @token_hash;
 
+-- name: SessionGetByID :one
+-- Re-checks an open event stream's session (no touch: a stream is not
+-- operator activity).
+SELECT s.id, s.csrf_hash, s.user_id, s.last_seen_at, s.expires_at,
+       u.username, u.role, u.recovery_required
+FROM sessions s JOIN users u ON u.id = s.user_id
+WHERE s.id = @id;
+
 -- name: SessionTouch :exec
-UPDATE sessions SET last_seen_at = now() WHERE id = @id;
+-- Times are the Engine's clock, as expires_at and the idle check are.
+UPDATE sessions SET last_seen_at = @seen_at WHERE id = @id;
 
 -- name: SessionDelete :exec
 DELETE FROM sessions WHERE id = @id;
@@ -29,7 +38,7 @@ DELETE FROM sessions WHERE user_id = @user_id AND id <> @keep_id;
 DELETE FROM sessions;
 
 -- name: SessionDeleteExpired :execrows
-DELETE FROM sessions WHERE expires_at < now() OR last_seen_at < @idle_before;
+DELETE FROM sessions WHERE expires_at < @now OR last_seen_at < @idle_before;
 
 -- name: PendingTokenUse :execrows
 INSERT INTO pending_token_uses (jti, expires_at) VALUES (@jti, @expires_at)

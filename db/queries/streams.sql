@@ -13,3 +13,11 @@ DELETE FROM operator_streams WHERE seen_at < @before;
 -- name: OperatorPresenceList :many
 SELECT username, count(*) AS streams, min(connected_at)::timestamptz AS since
 FROM operator_streams GROUP BY username ORDER BY username;
+
+-- name: OperatorStreamLockUser :exec
+-- Serializes opening one operator's streams across replicas, so the cap
+-- on streams per operator holds (two-key lock: its own key space).
+SELECT pg_advisory_xact_lock(hashtext('cairn.operator_streams'), hashtext((@user_id::bigint)::text));
+
+-- name: OperatorStreamCountByUser :one
+SELECT count(*) FROM operator_streams WHERE user_id = @user_id AND seen_at >= @live_since;

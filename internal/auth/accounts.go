@@ -139,7 +139,13 @@ func (s *Service) SetMFA(ctx context.Context, username, action string) (AccountE
 	case MFAEnable, MFADisable:
 		err = s.store.UserSetMFARequired(ctx, db.UserSetMFARequiredParams{ID: u.ID, MfaRequired: action == MFAEnable})
 	case MFAReset:
-		err = s.store.UserClearTOTP(ctx, u.ID)
+		// The sessions opened with the old authenticator end with it.
+		err = s.store.InTx(ctx, func(q *db.Queries) error {
+			if err := q.UserClearTOTP(ctx, u.ID); err != nil {
+				return err
+			}
+			return q.SessionDeleteByUser(ctx, u.ID)
+		})
 	default:
 		return AccountEntry{}, cairn.Invalid("action", "must be enable, disable or reset")
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -24,9 +25,19 @@ const (
 	RoleOperator = "operator"
 )
 
+// Session lifetimes by default (CAIRN_SESSION_IDLE_TIMEOUT and
+// CAIRN_SESSION_MAX_AGE): an unattended console signs out within half an
+// hour, and nobody stays signed in past a working day.
+const (
+	DefaultSessionIdle = 30 * time.Minute
+	DefaultSessionMax  = 12 * time.Hour
+)
+
 // Config tunes the service; zero values take the defaults.
 type Config struct {
-	Password    *PasswordParams
+	Password *PasswordParams
+	// SessionIdle ends a session unused this long; SessionMax ends every
+	// session this long after sign-in, used or not.
 	SessionIdle time.Duration
 	SessionMax  time.Duration
 	Now         func() time.Time
@@ -90,10 +101,10 @@ func NewService(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg 
 		cfg.Password = &DefaultPasswordParams
 	}
 	if cfg.SessionIdle == 0 {
-		cfg.SessionIdle = 12 * time.Hour
+		cfg.SessionIdle = DefaultSessionIdle
 	}
 	if cfg.SessionMax == 0 {
-		cfg.SessionMax = 7 * 24 * time.Hour
+		cfg.SessionMax = DefaultSessionMax
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -300,23 +311,59 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 		return nil, err
 	}
 	now := s.cfg.Now()
-	if now.After(row.ExpiresAt) || now.After(row.LastSeenAt.Add(s.cfg.SessionIdle)) || row.RecoveryRequired {
-		_ = s.store.SessionDelete(ctx, row.ID)
+	if s.ended(ctx, row.ID, row.LastSeenAt, row.ExpiresAt, row.RecoveryRequired) {
 		return nil, errUnauthorized
 	}
 	// One write a minute at most keeps idle tracking cheap.
 	if now.Sub(row.LastSeenAt) > time.Minute {
-		if err := s.store.SessionTouch(ctx, row.ID); err != nil {
+		if err := s.store.SessionTouch(ctx, db.SessionTouchParams{ID: row.ID, SeenAt: now}); err != nil {
 			return nil, err
 		}
 	}
-	p := &Principal{SessionID: row.ID, UserID: row.UserID, Username: row.Username, Role: row.Role, CSRFHash: row.CsrfHash}
+	return s.principal(ctx, row.ID, row.UserID, row.Username, row.Role, row.CsrfHash)
+}
+
+// Recheck resolves an authenticated principal's session again, without
+// counting as activity: open event streams call it on each keep-alive, so
+// a stream ends with its session and notices a change of role or sites.
+func (s *Service) Recheck(ctx context.Context, p *Principal) (*Principal, error) {
+	row, err := s.store.SessionGetByID(ctx, p.SessionID)
+	if db.IsNoRows(err) {
+		return nil, errUnauthorized
+	} else if err != nil {
+		return nil, err
+	}
+	if s.ended(ctx, row.ID, row.LastSeenAt, row.ExpiresAt, row.RecoveryRequired) {
+		return nil, errUnauthorized
+	}
+	return s.principal(ctx, row.ID, row.UserID, row.Username, row.Role, row.CsrfHash)
+}
+
+// ended reports a session past its absolute or idle lifetime, or of an
+// account flagged for recovery, and removes it.
+func (s *Service) ended(ctx context.Context, id int64, lastSeen, expires time.Time, recovery bool) bool {
+	now := s.cfg.Now()
+	if now.After(expires) || now.After(lastSeen.Add(s.cfg.SessionIdle)) || recovery {
+		_ = s.store.SessionDelete(ctx, id)
+		return true
+	}
+	return false
+}
+
+func (s *Service) principal(ctx context.Context, sessionID, userID int64, username, role string, csrfHash []byte) (*Principal, error) {
+	p := &Principal{SessionID: sessionID, UserID: userID, Username: username, Role: role, CSRFHash: csrfHash}
 	if !p.IsAdmin() {
-		if p.siteIDs, err = s.store.UserSiteIDs(ctx, row.UserID); err != nil {
+		var err error
+		if p.siteIDs, err = s.store.UserSiteIDs(ctx, userID); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// SameScope reports whether q sees exactly what p sees (role and sites).
+func (p *Principal) SameScope(q *Principal) bool {
+	return p.Role == q.Role && slices.Equal(p.siteIDs, q.siteIDs)
 }
 
 // Logout ends the session, or every session of the operator with all.
@@ -370,13 +417,20 @@ func (s *Service) ChangePassword(ctx context.Context, p *Principal, current, nex
 }
 
 // ResetOwnMFA clears the operator's authenticator after checking the
-// password; the next password login asks for a new one.
+// password; the next password login asks for a new one. Every other
+// session of the operator ends: a reset is what an operator does who fears
+// the old authenticator (and so a session opened with it) is compromised.
 func (s *Service) ResetOwnMFA(ctx context.Context, p *Principal, password string) error {
 	u, err := s.verifiedUser(ctx, p, password, "password")
 	if err != nil {
 		return err
 	}
-	return s.store.UserClearTOTP(ctx, u.ID)
+	return s.store.InTx(ctx, func(q *db.Queries) error {
+		if err := q.UserClearTOTP(ctx, u.ID); err != nil {
+			return err
+		}
+		return q.SessionDeleteByUserExcept(ctx, db.SessionDeleteByUserExceptParams{UserID: u.ID, KeepID: p.SessionID})
+	})
 }
 
 // verifiedUser checks a signed-in operator's password again. Its failures
@@ -523,9 +577,10 @@ func (s *Service) acceptCode(ctx context.Context, q *db.Queries, p pending, u db
 func (s *Service) newSession(ctx context.Context, q *db.Queries, u db.User, meta ClientMeta) (Session, error) {
 	token, tokenHash := newToken()
 	csrf, csrfHash := newToken()
-	expires := s.cfg.Now().Add(s.cfg.SessionMax)
+	now := s.cfg.Now()
+	expires := now.Add(s.cfg.SessionMax)
 	_, err := q.SessionInsert(ctx, db.SessionInsertParams{TokenHash: tokenHash, CsrfHash: csrfHash, UserID: u.ID,
-		ClientAddr: meta.Addr, UserAgent: truncate(meta.UserAgent, 512), ExpiresAt: expires})
+		ClientAddr: meta.Addr, UserAgent: truncate(meta.UserAgent, 512), LastSeenAt: now, ExpiresAt: expires})
 	if err != nil {
 		return Session{}, err
 	}

@@ -1,12 +1,17 @@
 package auth
 
-import "context"
+import (
+	"context"
+
+	"github.com/cairn-rmm/cairn/db"
+)
 
 // DeleteExpiredSessions removes sessions past their lifetime or idle
 // limit. Authenticate already refuses them; this keeps the table small.
 // The maintenance schedule runs it once per deployment.
 func (s *Service) DeleteExpiredSessions(ctx context.Context) (int64, error) {
-	return s.store.SessionDeleteExpired(ctx, s.cfg.Now().Add(-s.cfg.SessionIdle))
+	now := s.cfg.Now()
+	return s.store.SessionDeleteExpired(ctx, db.SessionDeleteExpiredParams{Now: now, IdleBefore: now.Add(-s.cfg.SessionIdle)})
 }
 
 // DeleteExpiredPendingTokens forgets used pending-MFA token IDs whose

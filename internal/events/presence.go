@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -46,10 +47,33 @@ const (
 	presenceStale = 90 * time.Second
 )
 
-// Join records a new stream and announces the change.
+// MaxStreamsPerOperator bounds one operator's open streams across all
+// replicas: a console tab holds one, and each costs a connection, a bus
+// subscription and a session re-check per keep-alive, so a leaked token
+// or a runaway script cannot pin the Engine's connections.
+const MaxStreamsPerOperator = 10
+
+// ECodeTooManyStreams refuses a stream beyond MaxStreamsPerOperator.
+const ECodeTooManyStreams = "too_many_streams"
+
+// Join records a new stream and announces the change. It refuses a stream
+// beyond MaxStreamsPerOperator (streams of replicas that stopped
+// refreshing them do not count).
 func (p *Presence) Join(ctx context.Context, userID int64, username string) (string, error) {
 	id := uuid.NewString()
-	err := p.store.OperatorStreamInsert(ctx, db.OperatorStreamInsertParams{ID: id, ReplicaID: p.ReplicaID, UserID: userID, Username: username})
+	err := p.store.InTx(ctx, func(q *db.Queries) error {
+		if err := q.OperatorStreamLockUser(ctx, userID); err != nil {
+			return err
+		}
+		n, err := q.OperatorStreamCountByUser(ctx, db.OperatorStreamCountByUserParams{UserID: userID, LiveSince: time.Now().Add(-presenceStale)})
+		if err != nil {
+			return err
+		}
+		if n >= MaxStreamsPerOperator {
+			return cairn.Errorf(ECodeTooManyStreams, "%d event streams are open for %s already; close a console tab and try again", n, username)
+		}
+		return q.OperatorStreamInsert(ctx, db.OperatorStreamInsertParams{ID: id, ReplicaID: p.ReplicaID, UserID: userID, Username: username})
+	})
 	if err != nil {
 		return "", err
 	}

@@ -47,9 +47,12 @@ test.use({ baseURL: process.env.CAIRN_E2E_BASE_URL });
 
 test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out', async ({ page }) => {
   const consoleErrors: string[] = [];
+  // The Engine's Content-Security-Policy must not block anything the console does.
+  const cspViolations: string[] = [];
   page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
     if (msg.type() === 'error' || msg.type() === 'warning') console.log(`[browser ${msg.type()}] ${msg.text()}`);
+    if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
   });
 
   let usedStep = 0;
@@ -99,7 +102,12 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
     usedStep = fresh.step;
     await page.getByLabel('Authentication code', { exact: true }).fill(fresh.code);
     await shot(page, '05-mfa');
+    const verified = page.waitForResponse((r) => r.url().endsWith('/api/auth/mfa/verify'));
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    // A browser's session is the HttpOnly cookie alone: no token in the body for scripts to read.
+    const body = await (await verified).json();
+    expect(body.user?.username).toBe(USERNAME);
+    expect(body).not.toHaveProperty('token');
 
     await expect(page.getByTestId('current-username')).toHaveText(USERNAME);
     await expect(page).toHaveURL(/\/sites$/);
@@ -107,6 +115,7 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
     const session = cookies.find((c) => c.name === 'cairn_session');
     expect(session?.httpOnly).toBe(true);
     expect(cookies.find((c) => c.name === 'cairn_csrf')?.httpOnly).toBe(false);
+    expect(cspViolations).toEqual([]);
   });
 
   await test.step('create a site and see it in the grid', async () => {
@@ -343,4 +352,5 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
   });
 
   expect(consoleErrors).toEqual([]);
+  expect(cspViolations).toEqual([]);
 });

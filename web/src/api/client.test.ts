@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { api, ApiError, onSessionProblem, parseRetryAfter, readCookie } from './client';
+import { api, ApiError, csrfToken, onSessionProblem, parseRetryAfter, readCookie } from './client';
 
 function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}) {
   return new Response(body === undefined ? null : JSON.stringify(body), {
@@ -18,6 +18,15 @@ describe('readCookie', () => {
     expect(readCookie('cairn_csrf', 'a=1; cairn_csrf=abc%3D; b=2')).toBe('abc=');
     expect(readCookie('cairn_csrf', 'a=1')).toBeNull();
     expect(readCookie('x', '')).toBeNull();
+  });
+});
+
+describe('csrfToken', () => {
+  it('prefers the __Host- cookie of an HTTPS origin and falls back to the plain one', () => {
+    expect(csrfToken('a=1; __Host-cairn_csrf=secure; cairn_csrf=plain')).toBe('secure');
+    expect(csrfToken('a=1; cairn_csrf=plain')).toBe('plain');
+    expect(csrfToken('__Host-cairn_csrf=only')).toBe('only');
+    expect(csrfToken('a=1')).toBeNull();
   });
 });
 

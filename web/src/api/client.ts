@@ -3,6 +3,8 @@
 
 export const CSRF_COOKIE = 'cairn_csrf';
 export const CSRF_HEADER = 'X-CSRF-Token';
+/** On HTTPS origins the Engine binds its cookies to the origin with this prefix. */
+export const HOST_COOKIE_PREFIX = '__Host-';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -44,6 +46,11 @@ export function readCookie(name: string, cookieString: string = document.cookie)
     }
   }
   return null;
+}
+
+/** The CSRF token to echo: the __Host- cookie on HTTPS origins, the plain one on a local HTTP Engine. */
+export function csrfToken(cookieString: string = document.cookie): string | null {
+  return readCookie(HOST_COOKIE_PREFIX + CSRF_COOKIE, cookieString) ?? readCookie(CSRF_COOKIE, cookieString);
 }
 
 /** Parses Retry-After: delta seconds or an HTTP date. */
@@ -90,7 +97,7 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
   if (UNSAFE.has(method)) {
-    const csrf = readCookie(CSRF_COOKIE);
+    const csrf = csrfToken();
     if (csrf) headers[CSRF_HEADER] = csrf;
   }
 

@@ -35,10 +35,11 @@ export interface User {
 
 export type LoginResponse =
   | { mfa_required: true; pending_token: string; mfa_setup: MfaSetup | null }
-  | { mfa_required: false; token: string; csrf_token: string; user: User };
+  | { mfa_required: false; token?: string; csrf_token: string; user: User };
 
+/** token is only for API clients: a browser's session is its HttpOnly cookie. */
 export interface SessionResponse {
-  token: string;
+  token?: string;
   csrf_token: string;
   user: User;
 }

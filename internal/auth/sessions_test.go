@@ -1,0 +1,147 @@
+package auth_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/authtest"
+)
+
+// By default a session ends after 30 minutes without use and 12 hours
+// after sign-in, however busy.
+func TestSessionLifetimeDefaults(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+
+	idle := f.signIn(t, f.svc, "admin", password, secret)
+	f.clk.Advance(29 * time.Minute)
+	_, err := f.svc.Authenticate(ctx, idle.Token)
+	require.NoError(t, err, "used within the idle limit")
+	f.clk.Advance(29 * time.Minute)
+	_, err = f.svc.Authenticate(ctx, idle.Token)
+	require.NoError(t, err, "the last use restarted the idle limit")
+	f.clk.Advance(31 * time.Minute)
+	_, err = f.svc.Authenticate(ctx, idle.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+
+	start := f.clk.Now()
+	busy := f.signIn(t, f.svc, "admin", password, secret)
+	require.Equal(t, start.Add(12*time.Hour), busy.Expires)
+	for range 12*3 - 1 {
+		f.clk.Advance(20 * time.Minute)
+		_, err = f.svc.Authenticate(ctx, busy.Token)
+		require.NoError(t, err)
+	}
+	f.clk.Advance(21 * time.Minute)
+	_, err = f.svc.Authenticate(ctx, busy.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+}
+
+// The lifetimes come from the configuration; the sweep removes sessions
+// past either one.
+func TestSessionLifetimesAreConfigurable(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	svc, err := auth.NewService(ctx, f.store, aegis.New(aegis.PGStore{Q: f.store.Queries}, authtest.CheapKDF),
+		auth.Config{Password: &authtest.CheapPassword, Now: f.clk.Now, SessionIdle: 5 * time.Minute, SessionMax: time.Hour})
+	require.NoError(t, err)
+	_, err = svc.BootstrapAegisUnlock(ctx, passphrase, meta)
+	require.NoError(t, err)
+
+	start := f.clk.Now()
+	a := f.signIn(t, svc, "admin", password, secret)
+	require.Equal(t, start.Add(time.Hour), a.Expires)
+	f.clk.Advance(6 * time.Minute)
+	_, err = svc.Authenticate(ctx, a.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+
+	b := f.signIn(t, svc, "admin", password, secret)
+	c := f.signIn(t, svc, "admin", password, secret)
+	for range 14 {
+		f.clk.Advance(4 * time.Minute)
+		_, err = svc.Authenticate(ctx, c.Token)
+		require.NoError(t, err)
+	}
+	n, err := svc.DeleteExpiredSessions(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "b idled out; c is still within both limits")
+	f.clk.Advance(4 * time.Minute)
+	_, err = svc.Authenticate(ctx, c.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+	_, err = svc.Authenticate(ctx, b.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+}
+
+// Resetting MFA ends the sessions opened with the old authenticator: the
+// operator's own reset keeps only the session that asked, an
+// administrator's reset ends them all.
+func TestMFAResetEndsSessions(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	current := f.signIn(t, f.svc, "admin", password, secret)
+	other := f.signIn(t, f.svc, "admin", password, secret)
+	p, err := f.svc.Authenticate(ctx, current.Token)
+	require.NoError(t, err)
+	require.NoError(t, f.svc.ResetOwnMFA(ctx, p, password))
+	_, err = f.svc.Authenticate(ctx, other.Token)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+	_, err = f.svc.Authenticate(ctx, current.Token)
+	require.NoError(t, err)
+
+	_, err = f.svc.CreateLocalUser(ctx, "oper", password, auth.RoleOperator)
+	require.NoError(t, err)
+	res, err := f.svc.Login(ctx, "oper", password, meta)
+	require.NoError(t, err)
+	opSecret := res.MFASetup.Secret
+	op1 := f.signIn(t, f.svc, "oper", password, opSecret)
+	op2 := f.signIn(t, f.svc, "oper", password, opSecret)
+	_, err = f.svc.SetMFA(ctx, "oper", auth.MFAReset)
+	require.NoError(t, err)
+	for _, s := range []auth.Session{op1, op2} {
+		_, err = f.svc.Authenticate(ctx, s.Token)
+		requireCode(t, err, cairn.ECodeUnauthorized)
+	}
+	_, err = f.svc.Authenticate(ctx, current.Token)
+	require.NoError(t, err, "another operator's reset leaves the admin alone")
+}
+
+// Recheck (the event streams' keep-alive) sees a session end but does not
+// count as use: an open stream alone does not keep a session alive.
+func TestRecheckFollowsTheSessionWithoutTouchingIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	sess := f.signIn(t, f.svc, "admin", password, secret)
+	p, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+
+	for range 5 {
+		f.clk.Advance(5 * time.Minute)
+		again, err := f.svc.Recheck(ctx, p)
+		require.NoError(t, err)
+		require.True(t, p.SameScope(again))
+	}
+	f.clk.Advance(6 * time.Minute)
+	_, err = f.svc.Recheck(ctx, p)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+
+	sess = f.signIn(t, f.svc, "admin", password, secret)
+	p, err = f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+	require.NoError(t, f.svc.Logout(ctx, p, false))
+	_, err = f.svc.Recheck(ctx, p)
+	requireCode(t, err, cairn.ECodeUnauthorized)
+}

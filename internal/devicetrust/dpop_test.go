@@ -324,3 +324,31 @@ func TestRequestURL(t *testing.T) {
 	r.TLS = &tls.ConnectionState{}
 	require.Equal(t, "https://10.0.0.5:8080/api/agent/checkin", RequestURL(nil, r))
 }
+
+// Under several origins, a proof for none of them says which there are;
+// one for a known origin but another path says so instead.
+func TestVerifyAnyNamesTheOrigins(t *testing.T) {
+	t.Parallel()
+	store := pgtest.NewDB(t)
+	v := NewVerifier(store, Options{Now: newClock(t0).Now})
+	key := newKey(t)
+	urls := []string{reqURL, "http://localhost:8080/api/agent/checkin"}
+	for _, tc := range []struct{ name, proofURL, msg string }{
+		{"second origin", "http://LOCALHOST:8080/api/agent/checkin", ""},
+		{"unknown origin", "http://127.0.0.1:8080/api/agent/checkin",
+			`htu origin "http://127.0.0.1:8080" is not one this Engine serves agents on; it accepts https://engine.example:8443, http://localhost:8080`},
+		{"known origin, other path", "http://localhost:8080/api/agent/other", "htu path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			proof, err := agent.NewProof(key, "POST", tc.proofURL, token, t0)
+			require.NoError(t, err)
+			_, err = v.VerifyAny(context.Background(), proof, "POST", urls, token, "")
+			if tc.msg == "" {
+				require.NoError(t, err)
+			} else {
+				requireInvalid(t, err, tc.msg)
+			}
+		})
+	}
+}

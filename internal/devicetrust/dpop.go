@@ -272,14 +272,28 @@ func matchHTU(htu, requestURL string) *cairn.Error {
 	return nil
 }
 
+// CheckHTU is an early, advisory look at a proof on a request that needs
+// none (the enrollment request): when its htu names no origin of the
+// Engine, the agent is told which origins there are before an approval is
+// created that its polls could never collect. Nothing else is verified
+// and no jti is stored; requests that authenticate by a proof use
+// VerifyAny.
+func CheckHTU(proof string, urls []string) error {
+	var claims proofClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(proof, &claims); err != nil {
+		return invalid("is malformed")
+	}
+	if err := matchAnyHTU(claims.HTU, urls); err != nil {
+		return err
+	}
+	return nil
+}
+
 // matchAnyHTU is matchHTU against the request URL under each of the
 // Engine's origins. A proof signed for none of them is told which origins
 // there are, so an agent set up with an address the Engine does not serve
 // agents on (or a proxy's) says what to use instead.
 func matchAnyHTU(htu string, requestURLs []string) *cairn.Error {
-	if len(requestURLs) == 1 {
-		return matchHTU(htu, requestURLs[0])
-	}
 	p, err := url.Parse(htu)
 	if err != nil || p.Scheme == "" || p.Host == "" {
 		return invalid("htu %q is not an absolute URL", htu)

@@ -115,11 +115,11 @@ func TestVerifyURLMatching(t *testing.T) {
 		{"query and fragment ignored", reqURL + "?a=1#f", reqURL + "?b=2", ""},
 		{"host case-insensitive", "https://ENGINE.example:8443/api/agent/checkin", reqURL, ""},
 		{"default port", "https://engine.example/api/agent/checkin", "https://engine.example:443/api/agent/checkin", ""},
-		{"wrong host", "https://evil.example:8443/api/agent/checkin", reqURL, "htu host"},
-		{"wrong port", "https://engine.example:9443/api/agent/checkin", reqURL, "htu host"},
+		{"wrong host", "https://evil.example:8443/api/agent/checkin", reqURL, `htu origin "https://evil.example:8443" is not one this Engine serves agents on; it accepts https://engine.example:8443`},
+		{"wrong port", "https://engine.example:9443/api/agent/checkin", reqURL, "htu origin"},
 		{"wrong path", "https://engine.example:8443/api/agent/other", reqURL, "htu path"},
 		{"path case matters", "https://engine.example:8443/api/agent/CHECKIN", reqURL, "htu path"},
-		{"wrong scheme", "http://engine.example:8443/api/agent/checkin", reqURL, "htu scheme"},
+		{"wrong scheme", "http://engine.example:8443/api/agent/checkin", reqURL, "htu origin"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

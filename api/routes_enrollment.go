@@ -116,6 +116,14 @@ func (s *Server) agentEnrollRoutes() []Route {
 			return s.Enrollment.Nonce(), nil
 		})},
 		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
+			// Agents send a proof here only so that one signing for an
+			// origin this Engine does not serve is refused before anyone
+			// approves a request its polls could never collect.
+			if proof := r.Header.Get(proto.HeaderDPoP); proof != "" {
+				if err := devicetrust.CheckHTU(proof, devicetrust.RequestURLs(s.agentOrigins, r)); err != nil {
+					return proto.EnrollResponse{}, err
+				}
+			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
 		})},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {

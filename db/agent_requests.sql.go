@@ -153,7 +153,7 @@ func (q *Queries) AgentRequestInsert(ctx context.Context, arg AgentRequestInsert
 
 const agentRequestMarkDelivered = `-- name: AgentRequestMarkDelivered :one
 UPDATE agent_requests SET replica = $1::text
-WHERE id = $2::text AND device_guid = $3::text
+WHERE id = $2::text AND device_guid = $3::text AND replica IS NULL
 RETURNING id, device_guid, operation_id, type, payload, task_token, replica, created_at, expires_at
 `
 
@@ -163,7 +163,8 @@ type AgentRequestMarkDeliveredParams struct {
 	DeviceGuid string
 }
 
-// The holder of the socket claims the request before writing it.
+// The holder of the socket claims the request before writing it, once: the
+// notification and the holder's own sweep may both try.
 func (q *Queries) AgentRequestMarkDelivered(ctx context.Context, arg AgentRequestMarkDeliveredParams) (AgentRequest, error) {
 	row := q.db.QueryRow(ctx, agentRequestMarkDelivered, arg.Replica, arg.ID, arg.DeviceGuid)
 	var i AgentRequest
@@ -227,6 +228,40 @@ func (q *Queries) AgentRequestTakeByReplica(ctx context.Context, arg AgentReques
 	for rows.Next() {
 		var i AgentRequestTakeByReplicaRow
 		if err := rows.Scan(&i.ID, &i.TaskToken); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const agentRequestUnclaimed = `-- name: AgentRequestUnclaimed :many
+SELECT id, device_guid FROM agent_requests
+WHERE replica IS NULL AND device_guid = ANY ($1::text[]) AND expires_at > now()
+ORDER BY created_at
+`
+
+type AgentRequestUnclaimedRow struct {
+	ID         string
+	DeviceGuid string
+}
+
+// Requests stored for these devices that no holder has claimed: their
+// notification was lost (the holder's listener was reconnecting) or has
+// not arrived yet.
+func (q *Queries) AgentRequestUnclaimed(ctx context.Context, guids []string) ([]AgentRequestUnclaimedRow, error) {
+	rows, err := q.db.Query(ctx, agentRequestUnclaimed, guids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AgentRequestUnclaimedRow
+	for rows.Next() {
+		var i AgentRequestUnclaimedRow
+		if err := rows.Scan(&i.ID, &i.DeviceGuid); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -54,7 +54,7 @@ func (q *Queries) DeviceInsert(ctx context.Context, arg DeviceInsertParams) (Dev
 const deviceSocketAttach = `-- name: DeviceSocketAttach :one
 UPDATE devices
 SET socket_replica = $1::text, socket_seen_at = now(), helper_contexts = $2::text[]
-WHERE guid = $3::text
+WHERE guid = $3::text AND trust_state = 'active' AND token_version = $4::int
 RETURNING guid, hostname, site_id
 `
 
@@ -62,6 +62,7 @@ type DeviceSocketAttachParams struct {
 	Replica        string
 	HelperContexts []string
 	Guid           string
+	TokenVersion   int32
 }
 
 type DeviceSocketAttachRow struct {
@@ -70,12 +71,60 @@ type DeviceSocketAttachRow struct {
 	SiteID   int64
 }
 
-// The agent's socket is now held by this replica (workers/agentsocket).
+// The agent's socket is now held by this replica (workers/agentsocket),
+// provided the device is still trusted under the token version the socket
+// authenticated with: a trust action between the upgrade and here leaves
+// no row, so its Drop cannot miss the socket.
 func (q *Queries) DeviceSocketAttach(ctx context.Context, arg DeviceSocketAttachParams) (DeviceSocketAttachRow, error) {
-	row := q.db.QueryRow(ctx, deviceSocketAttach, arg.Replica, arg.HelperContexts, arg.Guid)
+	row := q.db.QueryRow(ctx, deviceSocketAttach,
+		arg.Replica,
+		arg.HelperContexts,
+		arg.Guid,
+		arg.TokenVersion,
+	)
 	var i DeviceSocketAttachRow
 	err := row.Scan(&i.Guid, &i.Hostname, &i.SiteID)
 	return i, err
+}
+
+const deviceSocketCheckMany = `-- name: DeviceSocketCheckMany :many
+SELECT guid, trust_state, token_version, coalesce(socket_replica, '')::text AS socket_replica
+FROM devices WHERE guid = ANY ($1::text[])
+`
+
+type DeviceSocketCheckManyRow struct {
+	Guid          string
+	TrustState    string
+	TokenVersion  int32
+	SocketReplica string
+}
+
+// What a replica re-checks of the sockets it holds, on each refresh and
+// after its listener reconnects: trust state and token version (a socket
+// outlives neither) and which replica holds the device's newest socket.
+func (q *Queries) DeviceSocketCheckMany(ctx context.Context, guids []string) ([]DeviceSocketCheckManyRow, error) {
+	rows, err := q.db.Query(ctx, deviceSocketCheckMany, guids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeviceSocketCheckManyRow
+	for rows.Next() {
+		var i DeviceSocketCheckManyRow
+		if err := rows.Scan(
+			&i.Guid,
+			&i.TrustState,
+			&i.TokenVersion,
+			&i.SocketReplica,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deviceSocketDetach = `-- name: DeviceSocketDetach :execrows

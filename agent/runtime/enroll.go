@@ -124,7 +124,9 @@ func (e *enroller) request(ctx context.Context) (proto.EnrollResponse, error) {
 		sig := ed25519.Sign(e.key, proto.EnrollSigningMessage(req.Nonce, req.Code, req.Hostname, req.Fingerprint, req.PublicKey))
 		req.Signature = base64.StdEncoding.EncodeToString(sig)
 		var resp proto.EnrollResponse
-		err := e.client.Do(ctx, http.MethodPost, proto.PathEnrollRequest, req, &resp, transport.AuthNone)
+		// The proof lets the Engine refuse a server_url it does not serve
+		// agents on now, rather than after an operator approved.
+		err := e.client.Do(ctx, http.MethodPost, proto.PathEnrollRequest, req, &resp, transport.AuthProof)
 		if err == nil {
 			e.retry.reset()
 			return resp, nil

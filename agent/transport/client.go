@@ -173,11 +173,11 @@ type Auth struct {
 	accessToken string
 }
 
-// AuthNone sends no proof: enrollment nonce and request.
+// AuthNone sends no proof: the enrollment nonce.
 var AuthNone = Auth{}
 
-// AuthProof sends a DPoP proof without an access token: enrollment poll
-// and token refresh, which prove possession of the device key.
+// AuthProof sends a DPoP proof without an access token: enrollment request
+// (for its htu only), poll and token refresh, which prove the device key.
 var AuthProof = Auth{proof: true}
 
 // AuthBearer sends the access token as "Authorization: DPoP <token>" with

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -340,8 +341,61 @@ func (c config) tlsHostnames() []string {
 	return append(names, c.TLSHostnames...)
 }
 
-// agentURLs are the origins agents may sign DPoP proofs for besides the
-// public URL: the HTTPS address.
+// servedAgentURLs are the origins agents may sign DPoP proofs for besides
+// the public URL: every origin `cairn serve` really answers agents on. That
+// is each listener under the loopback names it takes (an agent on the
+// Engine's own machine may be told http://127.0.0.1:8080 as well as
+// http://localhost:8080), and the HTTPS listener under every name its
+// certificate covers (certNames), which are the only names TLS lets an
+// agent use there.
+func (c config) servedAgentURLs(certNames []string) []string {
+	var out []string
+	add := func(scheme, host, port string) {
+		u := scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), port)
+		if !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	if host, port, err := net.SplitHostPort(c.HTTPAddr); err == nil {
+		for _, h := range listenerNames(host) {
+			add("http", h, port)
+		}
+	}
+	if c.HTTPSAddr != "" {
+		if host, port, err := net.SplitHostPort(c.HTTPSAddr); err == nil {
+			names := listenerNames(host)
+			if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+				names = append(names, u.Hostname())
+			}
+			for _, n := range append(names, certNames...) {
+				// A wildcard name is no origin an agent signs for.
+				if !strings.HasPrefix(n, "*") {
+					add("https", n, port)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// listenerNames are the hosts an agent can reach a listener bound to host
+// under: the loopback names it accepts, or the bound address itself.
+func listenerNames(host string) []string {
+	ip := net.ParseIP(host)
+	switch {
+	case host == "" || strings.EqualFold(host, "localhost") || (ip != nil && ip.IsUnspecified()):
+		return []string{"localhost", "127.0.0.1", "::1"}
+	case ip != nil && ip.IsLoopback() && ip.To4() != nil:
+		return []string{"localhost", "127.0.0.1", host}
+	case ip != nil && ip.IsLoopback():
+		return []string{"localhost", "::1"}
+	}
+	return []string{host}
+}
+
+// agentURLs are the origins a standalone site worker's agents may sign
+// DPoP proofs for besides the public URL and its advertised address: the
+// HTTPS address.
 func (c config) agentURLs() []string {
 	if c.HTTPSAddr == "" {
 		return nil

@@ -5,10 +5,19 @@ INSERT INTO agent_requests (id, device_guid, operation_id, type, payload, task_t
 VALUES (@id, @device_guid, @operation_id, @type, @payload, @task_token, @expires_at);
 
 -- name: AgentRequestMarkDelivered :one
--- The holder of the socket claims the request before writing it.
+-- The holder of the socket claims the request before writing it, once: the
+-- notification and the holder's own sweep may both try.
 UPDATE agent_requests SET replica = @replica::text
-WHERE id = @id::text AND device_guid = @device_guid::text
+WHERE id = @id::text AND device_guid = @device_guid::text AND replica IS NULL
 RETURNING *;
+
+-- name: AgentRequestUnclaimed :many
+-- Requests stored for these devices that no holder has claimed: their
+-- notification was lost (the holder's listener was reconnecting) or has
+-- not arrived yet.
+SELECT id, device_guid FROM agent_requests
+WHERE replica IS NULL AND device_guid = ANY (@guids::text[]) AND expires_at > now()
+ORDER BY created_at;
 
 -- name: AgentRequestTake :one
 -- The first reply wins: the row is gone once taken, so a repeated reply

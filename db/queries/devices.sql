@@ -2,11 +2,21 @@
 INSERT INTO devices (guid, hostname, site_id) VALUES (@guid, @hostname, @site_id) RETURNING *;
 
 -- name: DeviceSocketAttach :one
--- The agent's socket is now held by this replica (workers/agentsocket).
+-- The agent's socket is now held by this replica (workers/agentsocket),
+-- provided the device is still trusted under the token version the socket
+-- authenticated with: a trust action between the upgrade and here leaves
+-- no row, so its Drop cannot miss the socket.
 UPDATE devices
 SET socket_replica = @replica::text, socket_seen_at = now(), helper_contexts = @helper_contexts::text[]
-WHERE guid = @guid::text
+WHERE guid = @guid::text AND trust_state = 'active' AND token_version = @token_version::int
 RETURNING guid, hostname, site_id;
+
+-- name: DeviceSocketCheckMany :many
+-- What a replica re-checks of the sockets it holds, on each refresh and
+-- after its listener reconnects: trust state and token version (a socket
+-- outlives neither) and which replica holds the device's newest socket.
+SELECT guid, trust_state, token_version, coalesce(socket_replica, '')::text AS socket_replica
+FROM devices WHERE guid = ANY (@guids::text[]);
 
 -- name: DeviceSocketDetach :execrows
 -- Clears the socket only while this replica still holds it, so a reconnect

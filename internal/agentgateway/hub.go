@@ -107,8 +107,10 @@ type Hub struct {
 	opts    Options
 	log     *slog.Logger
 
-	inbox       <-chan []byte
-	stopListen  func()
+	inbox      <-chan []byte
+	stopListen func()
+	// resync receives after the bus's listener (re)connects.
+	resync      <-chan struct{}
 	stopRunning sync.Once
 	beating     atomic.Bool
 
@@ -129,16 +131,27 @@ func New(replica string, store *db.Store, bus *events.Bus, sites SiteRunner, opt
 	h := &Hub{replica: replica, store: store, bus: bus, sites: sites, opts: opts,
 		log: opts.Log.With("component", "agentgateway", "replica", replica), conns: map[string]*conn{}}
 	h.inbox, h.stopListen = bus.Listen(events.ChannelAgents)
+	h.resync = bus.OnControl(controlResync)
 	return h
 }
 
 // Replica is the ID this hub records in devices.socket_replica.
 func (h *Hub) Replica() string { return h.replica }
 
-// Run handles deliveries from other replicas and refreshes socket_seen_at
-// until ctx ends; then it closes every socket (going away) and waits up to
-// 10 s for their records to be cleared. A stopped hub refuses new sockets.
+// Run handles deliveries from other replicas, refreshes socket_seen_at and
+// sweeps (sweep.go) after each refresh and each listener reconnect, until
+// ctx ends; then it closes every socket (going away) and waits up to 10 s
+// for their records to be cleared. A stopped hub refuses new sockets.
 func (h *Hub) Run(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	swept := make(chan struct{})
+	go func() { defer close(swept); h.sweeper(ctx, kick) }()
+	sweep := func() {
+		select {
+		case kick <- struct{}{}:
+		default: // one is due already
+		}
+	}
 	tick := time.NewTicker(h.opts.SeenRefresh)
 	defer tick.Stop()
 	beat := time.NewTicker(h.opts.HeartbeatEvery)
@@ -156,7 +169,10 @@ func (h *Hub) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			h.shutdown()
+			<-swept
 			return
+		case <-h.resync:
+			sweep()
 		case payload, ok := <-inbox:
 			if !ok {
 				inbox = nil
@@ -167,6 +183,7 @@ func (h *Hub) Run(ctx context.Context) {
 			if _, err := h.refreshSeen(ctx); err != nil && ctx.Err() == nil {
 				h.log.Error("refresh agent sockets", "err", err)
 			}
+			sweep()
 		case <-endpoint:
 			h.recordEndpoint(ctx)
 		case <-beat.C:

@@ -60,7 +60,10 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 	}
 	if err := h.attach(c, hello); err != nil {
 		reason := "the site worker could not register the socket"
-		if cairn.IsCode(err, cairn.ECodeNotFound) {
+		var refused refusal
+		if errors.As(err, &refused) {
+			reason = string(refused)
+		} else if cairn.IsCode(err, cairn.ECodeNotFound) {
 			reason = "device not found"
 		} else if !errors.Is(err, errHubStopped) {
 			h.log.Error("record agent socket", "guid", dev.GUID, "err", err)
@@ -138,9 +141,13 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 	}
 	ctx, cancel := dbContext()
 	defer cancel()
-	row, err := h.store.DeviceSocketAttach(ctx, db.DeviceSocketAttachParams{Replica: h.replica, HelperContexts: contexts, Guid: c.dev.GUID})
+	row, err := h.store.DeviceSocketAttach(ctx, db.DeviceSocketAttachParams{Replica: h.replica, HelperContexts: contexts,
+		Guid: c.dev.GUID, TokenVersion: c.dev.TokenVersion})
+	if db.IsNoRows(err) {
+		return h.whyNotAttached(ctx, c)
+	}
 	if err != nil {
-		return db.NotFound(err, "device %s not found", c.dev.GUID)
+		return err
 	}
 	c.hostname, c.siteID = row.Hostname, row.SiteID
 	h.mu.Lock()
@@ -156,6 +163,22 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 		old.stop(closeNormal, "replaced by a newer socket of this device")
 	}
 	return nil
+}
+
+// whyNotAttached explains an attach that matched no row: the device is
+// gone, or a trust action came between the upgrade and the attach.
+func (h *Hub) whyNotAttached(ctx context.Context, c *conn) error {
+	rows, err := h.store.DeviceSocketCheckMany(ctx, []string{c.dev.GUID})
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return cairn.Errorf(cairn.ECodeNotFound, "device %s not found", c.dev.GUID)
+	}
+	if reason := distrust(c, rows[0]); reason != "" {
+		return refusal(reason)
+	}
+	return errors.New("agentgateway: the device's socket record did not update")
 }
 
 // detach unregisters c and clears its record, if c is still the device's

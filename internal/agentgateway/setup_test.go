@@ -58,7 +58,8 @@ func (f *fixture) device(t *testing.T, slug string) devicetrust.Identity {
 	guid := uuid.NewString()
 	row, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: "host-" + guid[:8], SiteID: site.ID})
 	require.NoError(t, err)
-	dev := devicetrust.Identity{GUID: guid, AgentID: "agent-" + guid[:8], Hostname: row.Hostname, SiteID: site.ID, SiteSlug: slug}
+	dev := devicetrust.Identity{GUID: guid, AgentID: "agent-" + guid[:8], Hostname: row.Hostname, SiteID: site.ID, SiteSlug: slug,
+		TokenVersion: row.TokenVersion}
 	f.mu.Lock()
 	f.devices[guid] = dev
 	f.mu.Unlock()

@@ -150,14 +150,8 @@ func (v *Verifier) VerifyAny(ctx context.Context, proof string, method string, u
 	if claims.HTM != method {
 		return "", invalid("htm %q does not match the request method %q", claims.HTM, method)
 	}
-	var htuErr *cairn.Error
-	for _, u := range urls {
-		if htuErr = matchHTU(claims.HTU, u); htuErr == nil {
-			break
-		}
-	}
-	if htuErr != nil {
-		return "", htuErr
+	if err := matchAnyHTU(claims.HTU, urls); err != nil {
+		return "", err
 	}
 	if claims.IssuedAt == nil {
 		return "", invalid("has no iat")
@@ -276,6 +270,48 @@ func matchHTU(htu, requestURL string) *cairn.Error {
 		return invalid("htu path %q does not match the request's %q", p.EscapedPath(), r.EscapedPath())
 	}
 	return nil
+}
+
+// CheckHTU is an early, advisory look at a proof on a request that needs
+// none (the enrollment request): when its htu names no origin of the
+// Engine, the agent is told which origins there are before an approval is
+// created that its polls could never collect. Nothing else is verified
+// and no jti is stored; requests that authenticate by a proof use
+// VerifyAny.
+func CheckHTU(proof string, urls []string) error {
+	var claims proofClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(proof, &claims); err != nil {
+		return invalid("is malformed")
+	}
+	if err := matchAnyHTU(claims.HTU, urls); err != nil {
+		return err
+	}
+	return nil
+}
+
+// matchAnyHTU is matchHTU against the request URL under each of the
+// Engine's origins. A proof signed for none of them is told which origins
+// there are, so an agent set up with an address the Engine does not serve
+// agents on (or a proxy's) says what to use instead.
+func matchAnyHTU(htu string, requestURLs []string) *cairn.Error {
+	p, err := url.Parse(htu)
+	if err != nil || p.Scheme == "" || p.Host == "" {
+		return invalid("htu %q is not an absolute URL", htu)
+	}
+	origins := make([]string, 0, len(requestURLs))
+	for _, u := range requestURLs {
+		r, err := url.Parse(u)
+		if err != nil || r.Scheme == "" || r.Host == "" {
+			return invalid("cannot be checked: request URL %q is not absolute", u)
+		}
+		if strings.EqualFold(p.Scheme, r.Scheme) && strings.EqualFold(hostPort(p), hostPort(r)) {
+			// The origin is this Engine's: only the path can differ.
+			return matchHTU(htu, u)
+		}
+		origins = append(origins, r.Scheme+"://"+r.Host)
+	}
+	return invalid("htu origin %q is not one this Engine serves agents on; it accepts %s",
+		p.Scheme+"://"+p.Host, strings.Join(origins, ", "))
 }
 
 func hostPort(u *url.URL) string {

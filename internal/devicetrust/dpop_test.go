@@ -115,11 +115,11 @@ func TestVerifyURLMatching(t *testing.T) {
 		{"query and fragment ignored", reqURL + "?a=1#f", reqURL + "?b=2", ""},
 		{"host case-insensitive", "https://ENGINE.example:8443/api/agent/checkin", reqURL, ""},
 		{"default port", "https://engine.example/api/agent/checkin", "https://engine.example:443/api/agent/checkin", ""},
-		{"wrong host", "https://evil.example:8443/api/agent/checkin", reqURL, "htu host"},
-		{"wrong port", "https://engine.example:9443/api/agent/checkin", reqURL, "htu host"},
+		{"wrong host", "https://evil.example:8443/api/agent/checkin", reqURL, `htu origin "https://evil.example:8443" is not one this Engine serves agents on; it accepts https://engine.example:8443`},
+		{"wrong port", "https://engine.example:9443/api/agent/checkin", reqURL, "htu origin"},
 		{"wrong path", "https://engine.example:8443/api/agent/other", reqURL, "htu path"},
 		{"path case matters", "https://engine.example:8443/api/agent/CHECKIN", reqURL, "htu path"},
-		{"wrong scheme", "http://engine.example:8443/api/agent/checkin", reqURL, "htu scheme"},
+		{"wrong scheme", "http://engine.example:8443/api/agent/checkin", reqURL, "htu origin"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -323,4 +323,32 @@ func TestRequestURL(t *testing.T) {
 	require.Equal(t, "http://10.0.0.5:8080/api/agent/checkin", RequestURL(nil, r))
 	r.TLS = &tls.ConnectionState{}
 	require.Equal(t, "https://10.0.0.5:8080/api/agent/checkin", RequestURL(nil, r))
+}
+
+// Under several origins, a proof for none of them says which there are;
+// one for a known origin but another path says so instead.
+func TestVerifyAnyNamesTheOrigins(t *testing.T) {
+	t.Parallel()
+	store := pgtest.NewDB(t)
+	v := NewVerifier(store, Options{Now: newClock(t0).Now})
+	key := newKey(t)
+	urls := []string{reqURL, "http://localhost:8080/api/agent/checkin"}
+	for _, tc := range []struct{ name, proofURL, msg string }{
+		{"second origin", "http://LOCALHOST:8080/api/agent/checkin", ""},
+		{"unknown origin", "http://127.0.0.1:8080/api/agent/checkin",
+			`htu origin "http://127.0.0.1:8080" is not one this Engine serves agents on; it accepts https://engine.example:8443, http://localhost:8080`},
+		{"known origin, other path", "http://localhost:8080/api/agent/other", "htu path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			proof, err := agent.NewProof(key, "POST", tc.proofURL, token, t0)
+			require.NoError(t, err)
+			_, err = v.VerifyAny(context.Background(), proof, "POST", urls, token, "")
+			if tc.msg == "" {
+				require.NoError(t, err)
+			} else {
+				requireInvalid(t, err, tc.msg)
+			}
+		})
+	}
 }

@@ -37,14 +37,14 @@ type fixture struct {
 	mu      sync.Mutex
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t testing.TB) *fixture {
 	t.Helper()
 	return &fixture{store: pgtest.NewDB(t), devices: map[string]devicetrust.Identity{}}
 }
 
 // device inserts a device in site slug (creating the site) and returns the
 // identity the Device middleware would give its requests.
-func (f *fixture) device(t *testing.T, slug string) devicetrust.Identity {
+func (f *fixture) device(t testing.TB, slug string) devicetrust.Identity {
 	t.Helper()
 	ctx := context.Background()
 	site, err := f.store.SiteGetBySlug(ctx, slug)
@@ -94,7 +94,7 @@ type replica struct {
 	stop     context.CancelFunc
 }
 
-func (f *fixture) replica(t *testing.T, id string, runs agentgateway.SiteRunner, opts agentgateway.Options) *replica {
+func (f *fixture) replica(t testing.TB, id string, runs agentgateway.SiteRunner, opts agentgateway.Options) *replica {
 	t.Helper()
 	if runs == nil {
 		runs = sites(nil)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,8 @@ type replica struct {
 	url      string
 	statuses <-chan events.Event
 	stop     context.CancelFunc
+	// ended counts the socket handlers that returned (their cleanup done).
+	ended *atomic.Int64
 }
 
 func (f *fixture) replica(t testing.TB, id string, runs agentgateway.SiteRunner, opts agentgateway.Options) *replica {
@@ -117,11 +120,13 @@ func (f *fixture) replica(t testing.TB, id string, runs agentgateway.SiteRunner,
 	hub := agentgateway.New(id, f.store, bus, runs, opts)
 	ran := make(chan struct{})
 	go func() { hub.Run(ctx); close(ran) }()
+	ended := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		dev := f.devices[r.URL.Query().Get("guid")]
 		f.mu.Unlock()
 		hub.Serve(w, r, dev)
+		ended.Add(1)
 	}))
 	t.Cleanup(func() {
 		cancel()
@@ -130,7 +135,7 @@ func (f *fixture) replica(t testing.TB, id string, runs agentgateway.SiteRunner,
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return &replica{hub: hub, url: "ws" + strings.TrimPrefix(srv.URL, "http") + proto.PathRealtimeWS, statuses: statuses, stop: cancel}
+	return &replica{hub: hub, url: "ws" + strings.TrimPrefix(srv.URL, "http") + proto.PathRealtimeWS, statuses: statuses, stop: cancel, ended: ended}
 }
 
 // status waits for the next agent_status_changed event.

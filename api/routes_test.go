@@ -125,6 +125,13 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	activity, err := f.store.DeviceActivityInsert(ctx, db.DeviceActivityInsertParams{DeviceGuid: &guid, Hostname: "hidden-host",
 		SiteID: &hiddenSite, Kind: "script", Summary: "hidden-host work", Actor: "admin", Status: "succeeded", Metadata: []byte(`{}`)})
 	require.NoError(t, err)
+	runID := uuid.NewString()
+	_, err = f.store.JobRunInsert(ctx, db.JobRunInsertParams{ID: runID, Kind: "script", Trigger: "manual", Language: "bash",
+		RequestedBy: "admin", WorkflowID: "hidden-run-" + runID, TargetCount: 1, Body: "true", Parameters: []byte(`{}`), TimeoutSeconds: 60})
+	require.NoError(t, err)
+	require.NoError(t, f.store.JobRunResultsInsert(ctx, db.JobRunResultsInsertParams{RunID: runID, Guids: []string{guid},
+		Hostnames: []string{"hidden-host"}, SiteIds: []int64{hiddenSite}, Statuses: []string{"pending"},
+		ErrorCodes: []string{""}, ErrorMessages: []string{""}, Signed: []string{""}}))
 	code := f.do(t, "POST", "/api/admin/enrollment-codes", admin, map[string]any{"site_id": hiddenSite})
 	require.Equal(t, 201, code.Status, code.Raw)
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
@@ -135,7 +142,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	require.NoError(t, err)
 	// The hidden values are real: an admin reaches each object.
 	for _, path := range []string{"/api/devices/" + guid, "/api/device/details/hidden-host",
-		"/api/device/activity/job/" + strconv.FormatInt(activity.ID, 10)} {
+		"/api/device/activity/job/" + strconv.FormatInt(activity.ID, 10), "/api/scripts/quick_run/" + runID} {
 		require.Equal(t, 200, f.do(t, "GET", path, admin, nil).Status, path)
 	}
 	operator := f.operator(t, "elsewhere")
@@ -158,6 +165,8 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 			return param{strconv.FormatFloat(code.Body["id"].(float64), 'f', -1, 64), "999999999"}, true
 		case name == "approval_id":
 			return param{approval.ID, uuid.NewString()}, true
+		case name == "run_id":
+			return param{runID, uuid.NewString()}, true
 		case name == "id" && strings.HasPrefix(pattern, "/api/device/activity/"):
 			return param{strconv.FormatInt(activity.ID, 10), "999999999"}, true
 		}
@@ -177,7 +186,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 		missing := f.do(t, method, missingPath, operator, body)
 		got := f.do(t, method, hiddenPath, operator, body)
 		require.Less(t, got.Status, 500, "%s %s: %s", method, hiddenPath, got.Raw)
-		for _, secret := range []string{"Hidden Site", "hidden-host", guid, approval.ID} {
+		for _, secret := range []string{"Hidden Site", "hidden-host", guid, approval.ID, runID} {
 			if strings.Contains(hiddenPath, secret) || strings.Contains(fmt.Sprint(body), secret) {
 				continue // echoing what the caller sent ("... not found") tells nothing
 			}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/jsonbody"
@@ -45,3 +48,27 @@ func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	}
 	return n, nil
 }
+
+// plainText refuses a request whose path or query carries a NUL or bytes
+// that are not UTF-8: PostgreSQL stores neither in text, so such a value
+// (a hostname, a username) would otherwise fail its query as a 500.
+func (s *Server) plainText(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		field := ""
+		if !textOK(r.URL.Path) {
+			field = "path"
+		}
+		for k, vs := range r.URL.Query() {
+			if !textOK(k) || slices.ContainsFunc(vs, func(v string) bool { return !textOK(v) }) {
+				field = "query"
+			}
+		}
+		if field != "" {
+			writeError(w, r, s.Log, cairn.Invalid(field, "must be UTF-8 without NUL characters"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func textOK(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }

@@ -15,7 +15,7 @@ AGENT_BUILD_ID := $(shell scripts/agent-build-id.sh)
 endif
 AGENT_LDFLAGS := -X github.com/cairn-rmm/cairn/agent/version.BuildID=$(AGENT_BUILD_ID)
 
-.PHONY: run test bench build agents web deps-run deps-test generate check-generated test-go test-web test-e2e clean
+.PHONY: run test bench build agents web deps-run deps-test generate check-generated test-go test-fuzz fuzz run-fuzz test-web test-e2e clean
 
 ## run: build everything and start the Engine with private PostgreSQL and embedded Temporal
 run: deps-run build
@@ -28,6 +28,7 @@ test: deps-test build
 	$(GO) vet ./...
 	GOOS=windows $(GO) build -o /dev/null ./cmd/cairn-agent
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
+	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-fuzz
 	$(MAKE) --no-print-directory test-web
 	$(MAKE) --no-print-directory test-e2e
 
@@ -40,6 +41,34 @@ bench: deps-run build
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
+
+# Fuzz targets as package:target (go test -fuzz takes one of each per run).
+FUZZ_TARGETS := \
+	./internal/jsonbody:FuzzDecode \
+	./internal/devicetrust:FuzzVerifyProof \
+	./internal/devicetrust:FuzzMatchHTU \
+	./agent/inventory:FuzzInventoryParsers \
+	./internal/enrollment:FuzzEnrollRequest \
+	./internal/enrollment:FuzzNonceUse \
+	./internal/agentgateway:FuzzSocketFrames
+FUZZTIME ?= 5m
+
+# test-fuzz: each fuzz target for a short fixed time (needs DATABASE_URL,
+# as test-go: `make test` runs it under dev-postgres). Finds are written
+# to the package's testdata/fuzz and fail the run; commit them once fixed,
+# and they stay in every later `go test` as regression seeds.
+test-fuzz:
+	@$(MAKE) --no-print-directory run-fuzz FUZZTIME=10s
+
+## fuzz: every fuzz target for FUZZTIME (default 5m) each, over a private PostgreSQL
+fuzz: deps-test build
+	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory run-fuzz FUZZTIME=$(FUZZTIME)
+
+run-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 test-web: web/node_modules
 	cd web && npm test

@@ -2,16 +2,15 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/jsonbody"
 )
 
 // maxBody bounds every JSON request body.
@@ -27,86 +26,14 @@ func withBodyLimit(n int64, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// decodeJSON reads one JSON object into dst, strictly: a body that is not
-// JSON, too large, has unknown fields, wrong types or trailing data is
-// refused before any domain work. An empty body decodes as {} when
-// allowEmpty, else it is an error.
+// decodeJSON reads one JSON object into dst, strictly (jsonbody.Decode),
+// within the route's body limit.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return cairn.Errorf(cairn.ECodeUnsupportedMedia, "send the body as application/json")
-		}
-	}
 	limit := int64(maxBody)
 	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok {
 		limit = n
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err, allowEmpty)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge()
-		}
-		return cairn.Invalid("body", "must contain a single JSON object")
-	}
-	return nil
-}
-
-func decodeError(err error, allowEmpty bool) error {
-	var (
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-		mbe    *http.MaxBytesError
-	)
-	switch {
-	case errors.Is(err, io.EOF):
-		if allowEmpty {
-			return nil
-		}
-		return cairn.Invalid("body", "a JSON object is required")
-	case errors.As(err, &mbe):
-		return tooLarge()
-	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		return cairn.Invalid("body", "is not valid JSON")
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			return cairn.Invalid("body", "must be a JSON object")
-		}
-		return cairn.Invalid(field, "must be "+jsonKind(typ.Type.Kind().String()))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return cairn.Invalid(name, "is not a known field")
-	}
-	return cairn.Invalid("body", "could not be read")
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "an integer"
-	case "float32", "float64":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	}
-	return "of another type"
-}
-
-func tooLarge() error {
-	return cairn.Errorf(cairn.ECodeTooLarge, "the body is larger than %d bytes", maxBody)
+	return jsonbody.Decode(w, r, dst, limit, allowEmpty)
 }
 
 // queryInt reads an optional integer query parameter within [lo, hi].
@@ -121,3 +48,27 @@ func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	}
 	return n, nil
 }
+
+// plainText refuses a request whose path or query carries a NUL or bytes
+// that are not UTF-8: PostgreSQL stores neither in text, so such a value
+// (a hostname, a username) would otherwise fail its query as a 500.
+func (s *Server) plainText(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		field := ""
+		if !textOK(r.URL.Path) {
+			field = "path"
+		}
+		for k, vs := range r.URL.Query() {
+			if !textOK(k) || slices.ContainsFunc(vs, func(v string) bool { return !textOK(v) }) {
+				field = "query"
+			}
+		}
+		if field != "" {
+			writeError(w, r, s.Log, cairn.Invalid(field, "must be UTF-8 without NUL characters"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func textOK(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }

@@ -2,15 +2,25 @@ package api_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
 	"net/http"
 	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 )
 
 var knownClasses = map[api.AuthClass]bool{
@@ -93,37 +103,168 @@ func TestAuthorizationMatrix(t *testing.T) {
 }
 
 // The "operator of another site" column: an operator assigned elsewhere
-// reads every Token route and must never see a site or device outside
-// their scope, in any answer.
+// calls every Token and Device-or-Token route, reads and writes, with each
+// path parameter naming a real object of a site hidden from them (a
+// device's GUID and hostname, an activity entry, an enrollment code, an
+// approval). The answer must equal the one for a missing object, so the
+// route tells nothing about what exists elsewhere, and must never carry
+// the hidden site or device.
 func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	ctx := context.Background()
 	admin := f.admin(t)
 	mine := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Visible Site", "site_worker_slug": uniqueSlug("visible")})
 	hidden := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Hidden Site", "site_worker_slug": uniqueSlug("hidden")})
 	require.Equal(t, 201, mine.Status)
 	require.Equal(t, 201, hidden.Status)
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: "hidden-guid", Hostname: "hidden-host", SiteID: int64(hidden.Body["site_id"].(float64))})
+	hiddenSite := int64(hidden.Body["site_id"].(float64))
+	guid := uuid.NewString()
+	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: "hidden-host", SiteID: hiddenSite})
 	require.NoError(t, err)
+	activity, err := f.store.DeviceActivityInsert(ctx, db.DeviceActivityInsertParams{DeviceGuid: &guid, Hostname: "hidden-host",
+		SiteID: &hiddenSite, Kind: "script", Summary: "hidden-host work", Actor: "admin", Status: "succeeded", Metadata: []byte(`{}`)})
+	require.NoError(t, err)
+	runID := uuid.NewString()
+	_, err = f.store.JobRunInsert(ctx, db.JobRunInsertParams{ID: runID, Kind: "script", Trigger: "manual", Language: "bash",
+		RequestedBy: "admin", WorkflowID: "hidden-run-" + runID, TargetCount: 1, Body: "true", Parameters: []byte(`{}`), TimeoutSeconds: 60})
+	require.NoError(t, err)
+	require.NoError(t, f.store.JobRunResultsInsert(ctx, db.JobRunResultsInsertParams{RunID: runID, Guids: []string{guid},
+		Hostnames: []string{"hidden-host"}, SiteIds: []int64{hiddenSite}, Statuses: []string{"pending"},
+		ErrorCodes: []string{""}, ErrorMessages: []string{""}, Signed: []string{""}}))
+	code := f.do(t, "POST", "/api/admin/enrollment-codes", admin, map[string]any{"site_id": hiddenSite})
+	require.Equal(t, 201, code.Status, code.Raw)
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	approval, err := f.store.ApprovalInsert(ctx, db.ApprovalInsertParams{ID: uuid.NewString(), SiteID: hiddenSite, Hostname: "hidden-host",
+		Fingerprint: "hidden-fp", PublicKey: pub, Jkt: devicetrust.Thumbprint(pub), RemoteAddr: "192.0.2.1",
+		Status: proto.ApprovalPending, ExpiresAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	// The hidden values are real: an admin reaches each object.
+	for _, path := range []string{"/api/devices/" + guid, "/api/device/details/hidden-host",
+		"/api/device/activity/job/" + strconv.FormatInt(activity.ID, 10), "/api/scripts/quick_run/" + runID} {
+		require.Equal(t, 200, f.do(t, "GET", path, admin, nil).Status, path)
+	}
 	operator := f.operator(t, "elsewhere")
 	r := f.do(t, "POST", "/api/user_site_assignments/assign", admin, map[string]any{"usernames": []string{"elsewhere"}, "site_ids": []any{mine.Body["site_id"]}})
 	require.Equal(t, 200, r.Status, r.Raw)
 
-	checked := 0
-	for _, rt := range f.engine.srv.Routes() {
-		// Reads only (changes are covered by their own tests); the event
-		// stream never ends, so it is read by the events tests.
-		if rt.Method != "GET" || rt.Auth != api.AuthToken || rt.Pattern == "/api/realtime/events" {
+	// Parameters naming site-scoped objects: the hidden object's value
+	// and one that names nothing. Other parameters (assemblies, metadata
+	// fields, ...) are not site-scoped and get "1" either way.
+	type param struct{ hidden, missing string }
+	scoped := func(pattern, name string) (param, bool) {
+		switch {
+		case name == "hostname":
+			return param{"hidden-host", "no-such-host"}, true
+		case name == "guid":
+			return param{guid, uuid.NewString()}, true
+		case name == "site_id":
+			return param{strconv.FormatInt(hiddenSite, 10), "999999999"}, true
+		case name == "code_id":
+			return param{strconv.FormatFloat(code.Body["id"].(float64), 'f', -1, 64), "999999999"}, true
+		case name == "approval_id":
+			return param{approval.ID, uuid.NewString()}, true
+		case name == "run_id":
+			return param{runID, uuid.NewString()}, true
+		case name == "id" && strings.HasPrefix(pattern, "/api/device/activity/"):
+			return param{strconv.FormatInt(activity.ID, 10), "999999999"}, true
+		}
+		return param{"1", "1"}, false
+	}
+	// Bodies that pass validation, so a write reaches its scope check.
+	bodies := map[string]any{
+		"/api/device/description/{hostname}":                 map[string]any{"description": "changed from elsewhere"},
+		"/api/device/processes/{hostname}/terminate":         map[string]any{"pid": 4242, "name": "x"},
+		"/api/device/services/{hostname}/action":             map[string]any{"name": "cron", "action": "start"},
+		"/api/devices/{guid}/metadata_fields/{field_number}": map[string]any{"value": "x"},
+	}
+
+	// same calls a route with a hidden object and with a missing one.
+	same := func(method, route, hiddenPath, missingPath string, body any, keyed bool) {
+		t.Helper()
+		missing := f.do(t, method, missingPath, operator, body)
+		got := f.do(t, method, hiddenPath, operator, body)
+		require.Less(t, got.Status, 500, "%s %s: %s", method, hiddenPath, got.Raw)
+		for _, secret := range []string{"Hidden Site", "hidden-host", guid, approval.ID, runID} {
+			if strings.Contains(hiddenPath, secret) || strings.Contains(fmt.Sprint(body), secret) {
+				continue // echoing what the caller sent ("... not found") tells nothing
+			}
+			require.NotContains(t, got.Raw, secret, "%s %s leaks an object outside scope", method, route)
+		}
+		if keyed {
+			require.Equal(t, missing.Status, got.Status, "%s %s: a hidden object answers unlike a missing one: %s vs %s",
+				method, route, got.Raw, missing.Raw)
+			require.Equal(t, missing.Body["error"], got.Body["error"], "%s %s", method, route)
+		}
+	}
+
+	checked, compared := 0, 0
+	routes := f.engine.srv.Routes()
+	// Reads first: a leaking write must not hide what a read would leak.
+	sort.SliceStable(routes, func(i, j int) bool { return routes[i].Method == "GET" && routes[j].Method != "GET" })
+	for _, rt := range routes {
+		if rt.Auth != api.AuthToken && rt.Auth != api.AuthDeviceOrToken {
 			continue
 		}
-		path := pathParam.ReplaceAllString(rt.Pattern, "hidden-host")
-		r := f.do(t, "GET", path, operator, nil)
-		require.NotContains(t, r.Raw, "Hidden Site", "%s leaks a site outside scope", rt.Pattern)
-		require.NotContains(t, r.Raw, "hidden-host", "%s leaks a device outside scope", rt.Pattern)
-		require.NotContains(t, r.Raw, "hidden-guid", "%s leaks a device outside scope", rt.Pattern)
+		names := pathParam.FindAllString(rt.Pattern, -1)
+		// The event stream never ends (the events tests read it); writes
+		// without a path parameter act on the caller's own account or
+		// name their objects in bodies (a few are checked below).
+		if rt.Pattern == "/api/realtime/events" || (rt.Method != "GET" && len(names) == 0) {
+			continue
+		}
+		hiddenPath, missingPath, keyed := rt.Pattern, rt.Pattern, false
+		for _, n := range names {
+			p, ok := scoped(rt.Pattern, strings.Trim(n, "{}"))
+			keyed = keyed || ok
+			hiddenPath = strings.Replace(hiddenPath, n, p.hidden, 1)
+			missingPath = strings.Replace(missingPath, n, p.missing, 1)
+		}
+		body := bodies[rt.Pattern]
+		if body == nil && rt.Method != "GET" && rt.Method != "DELETE" {
+			body = map[string]any{}
+		}
+		same(rt.Method, rt.Pattern, hiddenPath, missingPath, body, keyed)
+		if rt.Method == "GET" {
+			// Lists filtered by site or hostname in the query string.
+			same("GET", rt.Pattern+"?site_id=…&hostname=…",
+				hiddenPath+"?site_id="+strconv.FormatInt(hiddenSite, 10)+"&hostname=hidden-host",
+				missingPath+"?site_id=999999999&hostname=no-such-host", nil, true)
+		}
+		if keyed {
+			compared++
+		}
 		checked++
 	}
 	require.Positive(t, checked)
+	require.GreaterOrEqual(t, compared, 25, "the keyed routes were compared")
+
+	// Writes that name their object in the body.
+	for _, c := range []struct {
+		path            string
+		hidden, missing map[string]any
+	}{
+		{"/api/admin/enrollment-codes", map[string]any{"site_id": hiddenSite}, map[string]any{"site_id": 999999999}},
+		{"/api/remote-ops/session", map[string]any{"hostname": "hidden-host", "capability": "shell"},
+			map[string]any{"hostname": "no-such-host", "capability": "shell"}},
+		{"/api/devices/agent-maintenance", map[string]any{"action": "update_now", "guids": []string{guid}},
+			map[string]any{"action": "update_now", "guids": []string{uuid.NewString()}}},
+	} {
+		missing := f.do(t, "POST", c.path, operator, c.missing)
+		got := f.do(t, "POST", c.path, operator, c.hidden)
+		require.Equal(t, missing.Status, got.Status, "POST %s: %s vs %s", c.path, got.Raw, missing.Raw)
+		require.Equal(t, missing.Body["error"], got.Body["error"], "POST %s", c.path)
+		require.NotContains(t, got.Raw, "Hidden Site", c.path)
+	}
+
+	// Nothing hidden changed through the writes.
+	dev, err := f.store.DeviceGetByGUID(ctx, guid)
+	require.NoError(t, err)
+	require.Equal(t, hiddenSite, dev.SiteID)
+	after, err := f.store.ApprovalGet(ctx, approval.ID)
+	require.NoError(t, err)
+	require.Equal(t, proto.ApprovalPending, after.Status)
 }
 
 // Bad input is the caller's fault, never the server's: every route that

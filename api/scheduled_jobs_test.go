@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,7 +169,7 @@ func TestScheduledJobValidation(t *testing.T) {
 		field string
 	}{
 		{"blank name", with("name", "  "), "name"},
-		{"long name", with("name", string(make([]byte, 201))), "name"},
+		{"long name", with("name", strings.Repeat("x", 201)), "name"},
 		{"no kind", with("kind", ""), "kind"},
 		{"unknown kind", with("kind", "patch_party"), "kind"},
 		{"script without assembly", with("assembly_id", nil), "assembly_id"},

@@ -229,7 +229,7 @@ func (s *Server) Routes() []Route { return s.routes }
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.requestLog, s.recoverer, s.securityHeaders)
+	r.Use(middleware.RequestID, s.requestLog, s.recoverer, s.securityHeaders, s.plainText)
 	for _, rt := range s.routes {
 		mw := []func(http.Handler) http.Handler{s.audit, s.authFor(rt.Auth)}
 		if isAgentRoute(rt) {

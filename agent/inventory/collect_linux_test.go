@@ -176,7 +176,20 @@ func TestCollectThisMachine(t *testing.T) {
 		read := m.c.patches.at
 		again := m.c.Collect(t.Context())
 		require.Equal(t, read, m.c.patches.at, "an unchanged package database is not read again")
-		require.Equal(t, Hash(inv), Hash(again), "nothing meaningful changed between two collections")
+		// Other processes on a shared machine may log in, start services,
+		// add interfaces or fill disks between the two collections: those
+		// parts are set aside, so the check is that collecting itself adds
+		// nothing volatile to the hash.
+		settled := func(i proto.Inventory) proto.Inventory {
+			i.Sessions, i.Services, i.Network = nil, nil, nil
+			if i.Hardware != nil {
+				hw := *i.Hardware
+				hw.Disks = nil
+				i.Hardware = &hw
+			}
+			return i
+		}
+		require.Equal(t, Hash(settled(inv)), Hash(settled(again)), "collecting twice gives the same hash")
 
 		changed := again
 		changed.Software = append(slices.Clone(again.Software), proto.Software{Name: "zz-new", Version: "1", Source: "dpkg"})
@@ -212,7 +225,6 @@ func TestMetricsOfThisMachine(t *testing.T) {
 		require.Positive(t, m.UptimeSeconds)
 		require.NotNil(t, m.LoggedInUsers)
 		require.True(t, slices.IsSorted(m.LoggedInUsers))
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -110,9 +110,9 @@ func TestCollectTimeoutAndPanic(t *testing.T) {
 			panic("index out of range")
 		}},
 	})
-	start := time.Now()
+	// The services part never returns by itself: Collect returning at all,
+	// with this error, means Options.Timeout overrode the part's own hour.
 	inv := c.Collect(t.Context())
-	require.Less(t, time.Since(start), 5*time.Second, "Options.Timeout overrides the part's own")
 	require.Nil(t, inv.Services)
 	require.Equal(t, "timed out after 50ms", health(t, tr, roles.ServiceManagement).LastError)
 	require.Equal(t, "panic: index out of range", health(t, tr, roles.ProcessManagement).LastError)

@@ -80,10 +80,10 @@ func TestHeartbeatCadence(t *testing.T) {
 	hbs := e.engine.Heartbeats()
 	for i := 1; i < len(hbs); i++ {
 		gap := hbs[i].At.Sub(hbs[i-1].At)
-		// The loop schedules start to start; the slack covers a busy machine
-		// delivering one request later than the next.
+		// Never faster than the interval. No upper bound: a loaded machine
+		// may deliver any request late; reaching six heartbeats at all is
+		// the loop's liveness.
 		require.GreaterOrEqual(t, gap, 90*time.Millisecond, "gap %d", i)
-		require.LessOrEqual(t, gap, 150*time.Millisecond+60*time.Millisecond, "gap %d", i)
 	}
 	hb := hbs[0].Body
 	require.Equal(t, "boot-1", hb.BootID)
@@ -148,7 +148,32 @@ func TestMetadataAcks(t *testing.T) {
 	require.Equal(t, "run", c.Agent.State.Writer)
 }
 
-func TestDetailsOnStartChangeAndMaxInterval(t *testing.T) {
+func TestDetailsOnStartAndChange(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	opts := e.options()
+	// Far beyond the test, so "not posted" below cannot race a post due
+	// to the maximum interval on a slow machine.
+	opts.Timing.DetailsMaxInterval = time.Hour
+	start(t, opts)
+
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 1 }, wait, tick)
+	first := e.engine.Details()[0]
+	require.Equal(t, inventory.Hash(first.Inventory), first.Hash)
+	require.Equal(t, "host-1", first.Inventory.OS.Hostname)
+
+	// Unchanged inventory: checked again and again, not posted.
+	seen := e.collector.count()
+	require.Eventually(t, func() bool { return e.collector.count() >= seen+5 }, wait, tick)
+	require.Len(t, e.engine.Details(), 1)
+
+	e.collector.set("host-2")
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 2 }, wait, tick)
+	require.NotEqual(t, first.Hash, e.engine.Details()[1].Hash)
+}
+
+func TestDetailsMaxInterval(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.enroll(t)
@@ -156,28 +181,13 @@ func TestDetailsOnStartChangeAndMaxInterval(t *testing.T) {
 	opts.Timing.DetailsMaxInterval = time.Second
 	start(t, opts)
 
-	require.Eventually(t, func() bool { return len(e.engine.Details()) == 1 }, wait, tick)
-	first := e.engine.Details()[0]
-	require.Equal(t, inventory.Hash(first.Inventory), first.Hash)
-	require.Equal(t, "host-1", first.Inventory.OS.Hostname)
-	postedAt := time.Now()
-
-	// Unchanged inventory: checked again and again, not posted.
-	seen := e.collector.count()
-	require.Eventually(t, func() bool { return e.collector.count() >= seen+5 }, wait, tick)
-	require.Less(t, time.Since(postedAt), opts.Timing.DetailsMaxInterval, "the machine was too slow for this check")
-	require.Len(t, e.engine.Details(), 1)
-
-	e.collector.set("host-2")
+	// Unchanged: the next post comes only after the maximum interval,
+	// measured on the agent's own clock (collected_at is when it checked),
+	// so a slow test goroutine cannot shorten it.
 	require.Eventually(t, func() bool { return len(e.engine.Details()) == 2 }, wait, tick)
-	second := e.engine.Details()[1]
-	require.NotEqual(t, first.Hash, second.Hash)
-	changedAt := time.Now()
-
-	// Unchanged again: the next post comes only after the maximum interval.
-	require.Eventually(t, func() bool { return len(e.engine.Details()) == 3 }, wait, tick)
-	require.GreaterOrEqual(t, time.Since(changedAt), 900*time.Millisecond)
-	require.Equal(t, second.Hash, e.engine.Details()[2].Hash)
+	d := e.engine.Details()
+	require.GreaterOrEqual(t, d[1].CollectedAt.Sub(d[0].CollectedAt), opts.Timing.DetailsMaxInterval)
+	require.Equal(t, d[0].Hash, d[1].Hash)
 }
 
 func TestDetailsWanted(t *testing.T) {

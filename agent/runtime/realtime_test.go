@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -108,15 +109,19 @@ func TestReadIdleReconnects(t *testing.T) {
 	e.enroll(t)
 	var states socketLog
 	opts := e.options()
-	opts.Timing.ReadIdle = 200 * time.Millisecond
+	// Pings come ten times per idle period: only a stall of most of a
+	// second between two of them could end the socket early.
+	const idle = time.Second
+	opts.Timing.ReadIdle = idle
 	opts.Hooks.Socket = states.hook
 	start(t, opts)
 
 	first := nextConn(t, e.engine)
 	// Pings keep it alive well past the deadline, each answered by a pong.
 	ctx := t.Context()
-	for i := range 6 {
-		id := "p" + string(rune('0'+i))
+	began := time.Now()
+	for i := 0; time.Since(began) < 2*idle; i++ {
+		id := "p" + strconv.Itoa(i)
 		require.NoError(t, first.Send(ctx, proto.Envelope{Type: proto.MsgPing, ID: id}))
 		env, err := first.Read(ctx)
 		require.NoError(t, err)
@@ -124,7 +129,7 @@ func TestReadIdleReconnects(t *testing.T) {
 		select {
 		case <-first.Done():
 			t.Fatal("the socket closed although pings arrived")
-		case <-time.After(80 * time.Millisecond):
+		case <-time.After(idle / 10):
 		}
 	}
 	// Silence: the agent gives up on the socket and comes back.

@@ -55,10 +55,14 @@ func TestAgentsEndToEnd(t *testing.T) {
 	osName := prettyName(t)
 	for _, ag := range []*agentProc{a, b} {
 		eng.waitStatus(t, token, ag, "Connected", 90*time.Second)
-		require.Eventually(t, func() bool {
-			d := eng.call(t, "GET", "/api/device/details/"+ag.hostname, token, nil)
-			return strings.Contains(fmt.Sprint(d["os"]), osName) && strings.Contains(fmt.Sprint(d["software"]), "bash")
-		}, 60*time.Second, time.Second, "%s shows its inventory", ag.hostname)
+		// A hang guard only: a first full collection (package database
+		// included) on a loaded machine can take minutes.
+		var last map[string]any
+		ok := assertEventually(5*time.Minute, func() bool {
+			last = eng.call(t, "GET", "/api/device/details/"+ag.hostname, token, nil)
+			return strings.Contains(fmt.Sprint(last["os"]), osName) && strings.Contains(fmt.Sprint(last["software"]), "bash")
+		})
+		require.True(t, ok, "%s shows its inventory; last os %v, software %.300v", ag.hostname, last["os"], last["software"])
 	}
 
 	// A replayed DPoP proof is refused.
@@ -76,8 +80,21 @@ func TestAgentsEndToEnd(t *testing.T) {
 	guid := a.cfg.Agent.GUID
 	eng.post(t, "/api/devices/"+guid+"/quarantine", token, nil)
 	eng.waitStatus(t, token, a, "Disconnected", 30*time.Second)
+	// Wait on the agent's own refused heartbeats, not on the clock: from
+	// one refusal to the next, last_seen must not move.
+	refused := func() int {
+		n := 0
+		for line := range strings.Lines(a.output()) {
+			if strings.Contains(line, "heartbeat failed") && strings.Contains(line, "device_quarantined") {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return refused() >= 1 }, 90*time.Second, 200*time.Millisecond, "a refused heartbeat:\n%s", a.output())
 	seen := eng.call(t, "GET", "/api/devices/"+guid, token, nil)["last_seen"]
-	time.Sleep(25 * time.Second) // more than a heartbeat interval
+	n := refused()
+	require.Eventually(t, func() bool { return refused() > n }, 90*time.Second, 200*time.Millisecond, "another refused heartbeat")
 	dev := eng.call(t, "GET", "/api/devices/"+guid, token, nil)
 	require.Equal(t, seen, dev["last_seen"], "a quarantined agent's heartbeats are refused")
 	require.Equal(t, false, dev["agent_socket"])

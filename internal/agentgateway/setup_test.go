@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,14 +38,14 @@ type fixture struct {
 	mu      sync.Mutex
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t testing.TB) *fixture {
 	t.Helper()
 	return &fixture{store: pgtest.NewDB(t), devices: map[string]devicetrust.Identity{}}
 }
 
 // device inserts a device in site slug (creating the site) and returns the
 // identity the Device middleware would give its requests.
-func (f *fixture) device(t *testing.T, slug string) devicetrust.Identity {
+func (f *fixture) device(t testing.TB, slug string) devicetrust.Identity {
 	t.Helper()
 	ctx := context.Background()
 	site, err := f.store.SiteGetBySlug(ctx, slug)
@@ -93,9 +94,11 @@ type replica struct {
 	url      string
 	statuses <-chan events.Event
 	stop     context.CancelFunc
+	// ended counts the socket handlers that returned (their cleanup done).
+	ended *atomic.Int64
 }
 
-func (f *fixture) replica(t *testing.T, id string, runs agentgateway.SiteRunner, opts agentgateway.Options) *replica {
+func (f *fixture) replica(t testing.TB, id string, runs agentgateway.SiteRunner, opts agentgateway.Options) *replica {
 	t.Helper()
 	if runs == nil {
 		runs = sites(nil)
@@ -118,11 +121,13 @@ func (f *fixture) replica(t *testing.T, id string, runs agentgateway.SiteRunner,
 	hub := agentgateway.New(id, f.store, bus, runs, opts)
 	ran := make(chan struct{})
 	go func() { hub.Run(ctx); close(ran) }()
+	ended := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		dev := f.devices[r.URL.Query().Get("guid")]
 		f.mu.Unlock()
 		hub.Serve(w, r, dev)
+		ended.Add(1)
 	}))
 	t.Cleanup(func() {
 		cancel()
@@ -131,7 +136,7 @@ func (f *fixture) replica(t *testing.T, id string, runs agentgateway.SiteRunner,
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return &replica{hub: hub, url: "ws" + strings.TrimPrefix(srv.URL, "http") + proto.PathRealtimeWS, statuses: statuses, stop: cancel}
+	return &replica{hub: hub, url: "ws" + strings.TrimPrefix(srv.URL, "http") + proto.PathRealtimeWS, statuses: statuses, stop: cancel, ended: ended}
 }
 
 // status waits for the next agent_status_changed event.

@@ -56,7 +56,7 @@ func (rt *runtime) openDatabase(ctx context.Context, c config) error {
 	if err := db.Migrate(ctx, url); err != nil {
 		return err
 	}
-	store, err := db.Open(ctx, url)
+	store, err := db.OpenWith(ctx, url, c.DBPool)
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,8 @@ type fixture struct {
 	engineQueue string
 	// agentArtifacts is the replicas' agent build directory ("": none).
 	agentArtifacts string
+	// temporal is the replicas' Temporal client (nil: the shared server).
+	temporal client.Client
 }
 
 func setup(t *testing.T) *fixture {
@@ -132,7 +134,11 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		f.engineQueue = "engine-" + uniqueSlug("test")
 	}
 	kdf := authtest.CheapKDF
-	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
+	tc := temporalClient
+	if f.temporal != nil {
+		tc = f.temporal
+	}
+	e, err := cairnengine.New(context.Background(), f.store, tc, cairnengine.Config{
 		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,

@@ -4,12 +4,14 @@ package main
 // Engine is killed with SIGKILL (its embedded Temporal and private
 // PostgreSQL go with it) and started again on the same data directory and
 // ports, and every agent reconnects at once. The figure is the time from
-// the kill until the Engine shows every device Connected (socket live and
-// a fresh heartbeat), with the restart's own share.
+// the kill until every simulated agent holds its socket again and the
+// Engine shows every device Connected, with the restart's own share.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,13 +68,17 @@ func runStorm(ctx context.Context, o runOptions, dataDir string, n int) (*stormR
 		return nil, err
 	}
 	defer func() { _ = sim.Process.Signal(os.Interrupt); _ = sim.Wait() }()
-	go func() { _ = newSimOutput().read(stdout) }()
+	connected := make(chan int, 1024)
+	go readConnected(stdout, connected)
 	if err := api.waitConnected(ctx, n); err != nil {
 		return nil, err
 	}
 	out.FirstConnectSeconds = round(time.Since(start).Seconds(), 2)
 	fmt.Fprintf(logOut, "bench: %d agents Connected %.1fs after the start\n", n, out.FirstConnectSeconds)
 
+	for len(connected) > 0 {
+		<-connected // counts of the first connect
+	}
 	if err := engine.Process.Signal(syscall.SIGKILL); err != nil {
 		return nil, err
 	}
@@ -96,6 +102,16 @@ func runStorm(ctx context.Context, o runOptions, dataDir string, n int) (*stormR
 	ready := time.Now()
 	out.RestartReadySeconds = round(ready.Sub(killed).Seconds(), 2)
 	fmt.Fprintf(logOut, "bench: Engine ready again %.1fs after the kill\n", out.RestartReadySeconds)
+	// The agents' own count: after a kill -9 the dead process's socket
+	// records stay until the presence sweep, so the Engine's view would
+	// count sockets that no longer exist. simulate prints its count every
+	// 5 s (the figure's resolution): wait for the drop, then for all.
+	if err := waitCount(ctx, connected, func(c int) bool { return c < n }); err != nil {
+		return nil, err
+	}
+	if err := waitCount(ctx, connected, func(c int) bool { return c >= n }); err != nil {
+		return nil, err
+	}
 	if err := api.waitConnected(ctx, n); err != nil {
 		return nil, err
 	}
@@ -108,6 +124,36 @@ func runStorm(ctx context.Context, o runOptions, dataDir string, n int) (*stormR
 	out.Devices = len(list)
 	fmt.Fprintf(logOut, "bench: every agent Connected again %.1fs after the kill\n", out.KillToAllConnectedSeconds)
 	return out, nil
+}
+
+// readConnected sends the connected count of each progress line.
+func readConnected(r io.Reader, counts chan<- int) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(logOut, line)
+		if g := progressLine.FindStringSubmatch(line); g != nil {
+			c, _ := strconv.Atoi(g[3])
+			counts <- c
+		}
+	}
+	close(counts)
+}
+
+func waitCount(ctx context.Context, counts <-chan int, ok func(int) bool) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case c, open := <-counts:
+			if !open {
+				return fmt.Errorf("simulate ended")
+			}
+			if ok(c) {
+				return nil
+			}
+		}
+	}
 }
 
 // waitConnected waits until the Engine shows n devices Connected.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // stormAgents is the simulated fleet of the fault suite's reconnect storm:
@@ -162,4 +165,34 @@ func simulatedConnected(r io.Reader, counts chan<- int) {
 			}
 		}
 	}
+}
+
+// Item 17: `cairn serve` starts while TEMPORAL_ADDRESS names a server that
+// is not running, reports ready but degraded, signs operators in, and
+// starts its workers once that server comes up.
+func TestServeStartsBeforeTemporal(t *testing.T) {
+	t.Parallel()
+	tmp, err := os.MkdirTemp("", "cairn-no-temporal-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	port := freePort(t)
+	eng := startServe(t, filepath.Join(tmp, "data"), "DATABASE_URL="+pgtest.URL(pgtest.NewDatabase(t)),
+		fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", port))
+	ready := eng.call(t, "GET", "/ready", "", nil)
+	require.Equal(t, "degraded", ready["status"], "%v", ready)
+	require.Equal(t, "unavailable", ready["checks"].(map[string]any)["temporal"])
+	token := eng.signIn(t)
+	require.NotEmpty(t, token)
+
+	srv, err := devtemporal.Start(devtemporal.Options{Port: port, DatabaseFile: filepath.Join(tmp, "temporal.sqlite"),
+		SearchAttributes: workflows.SearchAttributes, LogLevel: slog.LevelError, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	require.Eventually(t, func() bool {
+		return eng.call(t, "GET", "/ready", "", nil)["status"] == "ok"
+	}, 5*time.Minute, 200*time.Millisecond, "ready once Temporal answers; output:\n%s", eng.out)
+	require.Eventually(t, func() bool {
+		engine, _ := eng.call(t, "GET", "/api/server/workers", token, nil)["engine"].(map[string]any)
+		return engine["state"] == "running" && engine["local"] == true
+	}, 5*time.Minute, 200*time.Millisecond, "the engine worker starts; output:\n%s", eng.out)
 }

@@ -53,8 +53,12 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	var body readyBody
 	temporal := make(chan string, 1)
 	go func() {
-		if _, err := s.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-			s.Log.Warn("readiness: temporal", "err", err)
+		// A shorter budget for Temporal: a black-holed Temporal must not
+		// make the probe itself time out.
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := s.Temporal.CheckHealth(tctx, &client.CheckHealthRequest{}); err != nil {
+			s.Log.Debug("readiness: temporal", "err", err)
 			temporal <- "unavailable"
 			return
 		}

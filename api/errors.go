@@ -144,7 +144,11 @@ func temporalUnavailable(err error) bool {
 // error is logged with its cause and answered as internal, without detail.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var e *cairn.Error
-	if !errors.As(err, &e) && temporalUnavailable(err) {
+	if !errors.As(err, &e) && db.Transient(err) {
+		log.Warn("database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		errors.As(db.Overloaded(), &e)
+	}
+	if e == nil && temporalUnavailable(err) {
 		log.Warn("temporal unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = cairn.Errorf(ECodeTemporalUnavailable, "durable operations are unavailable while the Engine cannot reach Temporal; try again shortly")
 		e.RetryAfterSeconds = 5

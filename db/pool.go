@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"runtime"
 	"strconv"
 	"sync"
@@ -94,6 +96,29 @@ func (p *boundedPool) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	}
 	return nil, err
 }
+
+// Transient reports whether err is PostgreSQL being away or overloaded
+// rather than a fault of the statement: a connection lost mid-statement
+// (restart, failover), the server shutting down or refusing connections,
+// or a statement cancelled by statement_timeout. The API answers these
+// with 503 service_unavailable, as it does a shed request.
+func Transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		class := pgErr.Code[:2]
+		// 08 connection exception, 53 insufficient resources (too many
+		// connections), 57 operator intervention (admin/crash shutdown,
+		// cannot connect now, query canceled by statement_timeout).
+		return class == "08" || class == "53" || class == "57"
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr *net.OpError
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// Overloaded is the error of a shed request (service_unavailable with
+// Retry-After).
+func Overloaded() error { return overloaded() }
 
 func (p *boundedPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	c, err := p.acquire(ctx)

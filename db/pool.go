@@ -193,6 +193,16 @@ func (r *releasingRows) Close() {
 	r.once.Do(r.c.Release)
 }
 
+// Next releases the connection once the rows are exhausted, as pgxpool's
+// own rows do, for callers that read to the end without Close.
+func (r *releasingRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
 type releasingRow struct {
 	r pgx.Row
 	c *pgxpool.Conn

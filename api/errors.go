@@ -8,9 +8,11 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5/middleware"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
@@ -59,6 +61,8 @@ var statusByCode = map[string]int{
 	events.ECodeTooManyStreams:     http.StatusTooManyRequests,
 	cairn.ECodeInternal:            http.StatusInternalServerError,
 	cairn.ECodeUnavailable:         http.StatusServiceUnavailable,
+	db.ECodeServiceUnavailable:     http.StatusServiceUnavailable,
+	ECodeTemporalUnavailable:       http.StatusServiceUnavailable,
 
 	// Device authentication (SPEC "Authentication", "Errors").
 	devicetrust.ECodeInvalidAccessToken:  http.StatusUnauthorized,
@@ -126,11 +130,32 @@ type errorBody struct {
 	Fields  map[string]string `json:"fields,omitempty"`
 }
 
+// ECodeTemporalUnavailable: the route starts or asks a durable operation
+// and Temporal cannot be reached; sign-in and agent callbacks keep working.
+const ECodeTemporalUnavailable = "temporal_unavailable"
+
+// temporalUnavailable reports whether err is Temporal's frontend being
+// unreachable (connection refused, restarting, or no answer in time).
+func temporalUnavailable(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.As(err, &unavailable) || errors.As(err, &deadline)
+}
+
 // writeError answers with the error's stable code and message. A non-domain
 // error is logged with its cause and answered as internal, without detail.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var e *cairn.Error
-	if !errors.As(err, &e) {
+	if !errors.As(err, &e) && db.Transient(err) {
+		log.Warn("database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		errors.As(db.Overloaded(), &e)
+	}
+	if e == nil && temporalUnavailable(err) {
+		log.Warn("temporal unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = cairn.Errorf(ECodeTemporalUnavailable, "durable operations are unavailable while the Engine cannot reach Temporal; try again shortly")
+		e.RetryAfterSeconds = 5
+	}
+	if e == nil {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()), "err", err)
 		e = cairn.Errorf(cairn.ECodeInternal, "something went wrong; the server log has the details (request %s)", middleware.GetReqID(r.Context()))

@@ -108,6 +108,8 @@ type fixture struct {
 	trustedProxies []netip.Prefix
 	// publicURL is the replicas' public URL ("": testPublicURL).
 	publicURL string
+	// temporal is the replicas' Temporal client (nil: the shared server).
+	temporal client.Client
 }
 
 func setup(t *testing.T) *fixture {
@@ -141,7 +143,11 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	if publicURL == "" {
 		publicURL = testPublicURL
 	}
-	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
+	tc := temporalClient
+	if f.temporal != nil {
+		tc = f.temporal
+	}
+	e, err := cairnengine.New(context.Background(), f.store, tc, cairnengine.Config{
 		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,

@@ -196,3 +196,16 @@ func (q *Queries) RefreshTokenRevokeFamily(ctx context.Context, arg RefreshToken
 	_, err := q.db.Exec(ctx, refreshTokenRevokeFamily, arg.Now, arg.FamilyID)
 	return err
 }
+
+const refreshTokenRevokedCount = `-- name: RefreshTokenRevokedCount :one
+SELECT count(*) FROM refresh_tokens WHERE device_guid = $1 AND revoked_at IS NOT NULL
+`
+
+// Revoked refresh tokens of a device (the fault suite checks that a
+// restart or reconnect storm revokes no family).
+func (q *Queries) RefreshTokenRevokedCount(ctx context.Context, deviceGuid string) (int64, error) {
+	row := q.db.QueryRow(ctx, refreshTokenRevokedCount, deviceGuid)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}

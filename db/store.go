@@ -57,18 +57,30 @@ func migrateDB(ctx context.Context, sqlDB *sql.DB) error {
 }
 
 // Store is the Engine's database handle: the pool plus the generated
-// queries, with a helper for transactions.
+// queries, with a helper for transactions. Queries and InTx go through the
+// bounded pool (acquire timeout, load shedding); Pool itself is for the
+// few long-lived connections (LISTEN) that must not be shed.
 type Store struct {
 	Pool *pgxpool.Pool
 	*Queries
+	bounded *boundedPool
 }
 
-// Open connects a pool and checks that the server answers.
+// Open connects a pool with the default PoolConfig and checks that the
+// server answers.
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	return OpenWith(ctx, databaseURL, PoolConfig{})
+}
+
+// OpenWith connects a pool sized and bounded by pc and checks that the
+// server answers.
+func OpenWith(ctx context.Context, databaseURL string, pc PoolConfig) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
+	pc = pc.withDefaults()
+	pc.apply(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -77,15 +89,28 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	return &Store{Pool: pool, Queries: New(pool)}, nil
+	s := FromPool(pool)
+	s.bounded.timeout = pc.AcquireTimeout
+	return s, nil
 }
+
+// FromPool wraps an open pool (tests that trace statements build their
+// own) with the default acquire timeout.
+func FromPool(pool *pgxpool.Pool) *Store {
+	b := &boundedPool{pool: pool, timeout: DefaultAcquireTimeout}
+	return &Store{Pool: pool, Queries: New(b), bounded: b}
+}
+
+// DB is the bounded pool, for the few statements built outside sqlc
+// (batches of generated queries, dynamic filters).
+func (s *Store) DB() DBTX { return s.bounded }
 
 // Close releases the pool.
 func (s *Store) Close() { s.Pool.Close() }
 
 // InTx runs fn in a transaction, committing when it returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(q *Queries) error) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(s.WithTx(tx)) })
+	return pgx.BeginFunc(ctx, s.bounded, func(tx pgx.Tx) error { return fn(s.WithTx(tx)) })
 }
 
 // NotFound turns pgx.ErrNoRows into the domain's not_found error with the

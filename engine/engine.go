@@ -169,6 +169,10 @@ type Engine struct {
 	wg      sync.WaitGroup
 	stopHub context.CancelFunc
 	hubDone chan struct{}
+	// stopTemporal ends the wait for Temporal; temporalDone closes when it
+	// has ended.
+	stopTemporal context.CancelFunc
+	temporalDone chan struct{}
 }
 
 // New builds an Engine over an open database and Temporal client. Nothing
@@ -293,6 +297,13 @@ func (e *Engine) Handler() http.Handler { return e.API.Handler() }
 
 // Start runs the background parts: the event bus, presence, the cipher's
 // reset watch, heartbeat batching, the agent gateway and the workers.
+//
+// Temporal may be away when the Engine starts (TEMPORAL_ADDRESS names a
+// server that is down or restarting): sign-in, agent callbacks and the
+// console need only PostgreSQL, so Start does not wait for it. The
+// Temporal-side set-up (search attributes, schedules, the engine worker)
+// then runs in the background as soon as Temporal answers, and the site
+// workers start with it.
 func (e *Engine) Start() error {
 	e.goBG(e.Bus.Run)
 	e.goBG(e.Presence.Run)
@@ -306,27 +317,109 @@ func (e *Engine) Start() error {
 	e.stopHub, e.hubDone = stopHub, make(chan struct{})
 	go func() { defer close(e.hubDone); e.Gateway.Run(hubCtx) }()
 
-	if e.cfg.Role == RoleServe && !e.cfg.NoSchedules {
-		// Clean-up runs as Temporal Schedules, once per deployment.
-		if err := workers.EnsureSchedules(e.bg, e.Temporal, e.cfg.EngineQueue); err != nil {
-			return fmt.Errorf("maintenance schedules: %w", err)
-		}
-	}
 	if e.cfg.Role == RoleServe {
 		// Manifest signatures need the unlocked cipher of a serve process.
 		e.goBG(e.Artifacts.Run)
-		// PostgreSQL is the source of truth of scheduled jobs: a wiped or
-		// restored Temporal gets their schedules back here.
-		if err := e.ReconcileJobSchedules(e.bg); err != nil {
-			return fmt.Errorf("scheduled job schedules: %w", err)
-		}
-		if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
-			return fmt.Errorf("start engine worker: %w", err)
-		}
 	}
-	changes := e.Bus.OnControl(events.ControlSites)
+	// Site workers resync when a site changes and once Temporal is back.
+	changes := make(chan struct{}, 1)
+	siteChanges := e.Bus.OnControl(events.ControlSites)
+	e.goBG(func(ctx context.Context) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-siteChanges:
+				poke(changes)
+			}
+		}
+	})
+
+	tctx, stopTemporal := context.WithCancel(context.Background())
+	e.stopTemporal, e.temporalDone = stopTemporal, make(chan struct{})
+	if err := e.probeTemporal(tctx); err == nil {
+		close(e.temporalDone)
+		if err := e.startDurable(e.bg); err != nil {
+			return err
+		}
+	} else {
+		e.Log.Warn("Temporal cannot be reached; sign-in and agent callbacks go on, durable operations wait for it", "err", err)
+		go func() {
+			defer close(e.temporalDone)
+			if e.awaitTemporal(tctx) {
+				poke(changes)
+			}
+		}()
+	}
 	e.goBG(func(ctx context.Context) { e.Workers.Run(ctx, e.Sites.Slugs, changes) })
 	return nil
+}
+
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// temporalProbe bounds one Temporal health check.
+const temporalProbe = 5 * time.Second
+
+func (e *Engine) probeTemporal(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, temporalProbe)
+	defer cancel()
+	_, err := e.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+	return err
+}
+
+// startDurable does the Temporal side of Start: search attributes, the
+// maintenance schedules, the scheduled jobs' schedules and the engine
+// queue's worker. Every step is idempotent, so a failed attempt is retried
+// whole.
+func (e *Engine) startDurable(ctx context.Context) error {
+	if err := workers.EnsureSearchAttributes(ctx, e.Temporal, e.cfg.Namespace); err != nil {
+		return err
+	}
+	if e.cfg.Role != RoleServe {
+		return nil
+	}
+	if !e.cfg.NoSchedules {
+		// Clean-up runs as Temporal Schedules, once per deployment.
+		if err := workers.EnsureSchedules(ctx, e.Temporal, e.cfg.EngineQueue); err != nil {
+			return fmt.Errorf("maintenance schedules: %w", err)
+		}
+	}
+	// PostgreSQL is the source of truth of scheduled jobs: a wiped or
+	// restored Temporal gets their schedules back here.
+	if err := e.ReconcileJobSchedules(ctx); err != nil {
+		return fmt.Errorf("scheduled job schedules: %w", err)
+	}
+	if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
+		return fmt.Errorf("start engine worker: %w", err)
+	}
+	return nil
+}
+
+// awaitTemporal retries the Temporal side of Start until it succeeds (true)
+// or ctx ends (false).
+func (e *Engine) awaitTemporal(ctx context.Context) bool {
+	backoff := time.Second
+	for {
+		err := e.probeTemporal(ctx)
+		if err == nil {
+			if err = e.startDurable(ctx); err == nil {
+				e.Log.Info("Temporal reached; durable operations and workers started")
+				return true
+			}
+		}
+		e.Log.Warn("Temporal still unavailable", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 15*time.Second)
+	}
 }
 
 // ReconcileJobSchedules makes Temporal's scheduled-job schedules match
@@ -350,6 +443,11 @@ func (e *Engine) goBG(f func(context.Context)) {
 // and clearing their records), the workers, the queued heartbeats, then
 // the background loops. The caller closes the database and Temporal.
 func (e *Engine) Stop(ctx context.Context) {
+	if e.stopTemporal != nil {
+		// No worker may start behind the workers' Stop.
+		e.stopTemporal()
+		<-e.temporalDone
+	}
 	if e.stopHub != nil {
 		e.stopHub()
 		<-e.hubDone

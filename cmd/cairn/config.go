@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -67,6 +68,8 @@ type config struct {
 	// ends it this long after sign-in whatever its use.
 	SessionIdle time.Duration
 	SessionMax  time.Duration
+	// DBPool sizes the PostgreSQL pool and bounds its waits.
+	DBPool db.PoolConfig
 }
 
 func env(name, def string) string {
@@ -163,6 +166,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"directory of agent builds served to agents and installers (make build fills bin/agents)")
 	fs.DurationVar(&c.SessionIdle, "session-idle-timeout", 0, "an operator session unused this long ends (default 30m; env CAIRN_SESSION_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.SessionMax, "session-max-age", 0, "an operator session ends this long after sign-in (default 12h; env CAIRN_SESSION_MAX_AGE)")
+	if err := poolFlags(fs, &c.DBPool); err != nil {
+		return c, err
+	}
 	onlineWindow := fs.String("device-online-window", env("CAIRN_DEVICE_ONLINE_WINDOW", devices.DefaultOnlineWindow.String()),
 		"how long after its last heartbeat a device counts as online (a duration such as 90s, or seconds)")
 	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
@@ -177,6 +183,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	if err := c.loadSessionLifetimes(); err != nil {
+		return c, err
+	}
+	if err := checkPool(c.DBPool); err != nil {
 		return c, err
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
@@ -214,6 +223,44 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Pool bounds: beyond 1000 connections PostgreSQL's own limits bite first.
+const maxDBConns = 1000
+
+// poolFlags reads CAIRN_DB_MAX_CONNS, CAIRN_DB_ACQUIRE_TIMEOUT and
+// CAIRN_DB_STATEMENT_TIMEOUT into flags of the same meaning.
+func poolFlags(fs *flag.FlagSet, pc *db.PoolConfig) error {
+	conns, err := envCount("CAIRN_DB_MAX_CONNS", db.DefaultMaxConns())
+	if err != nil {
+		return err
+	}
+	acquire, err := envDuration("CAIRN_DB_ACQUIRE_TIMEOUT", db.DefaultAcquireTimeout)
+	if err != nil {
+		return err
+	}
+	statement, err := envDuration("CAIRN_DB_STATEMENT_TIMEOUT", db.DefaultStatementTimeout)
+	if err != nil {
+		return err
+	}
+	fs.IntVar(&pc.MaxConns, "db-max-conns", conns, "PostgreSQL connections this process may hold")
+	fs.DurationVar(&pc.AcquireTimeout, "db-acquire-timeout", acquire, "how long a request waits for a free connection before 503 service_unavailable")
+	fs.DurationVar(&pc.StatementTimeout, "db-statement-timeout", statement, "PostgreSQL statement_timeout of the Engine's connections")
+	return nil
+}
+
+// checkPool validates the pool settings after flags override them.
+func checkPool(pc db.PoolConfig) error {
+	if pc.MaxConns < 1 || pc.MaxConns > maxDBConns {
+		return fmt.Errorf("db-max-conns (CAIRN_DB_MAX_CONNS) must be from 1 to %d, got %d", maxDBConns, pc.MaxConns)
+	}
+	if pc.AcquireTimeout < 10*time.Millisecond || pc.AcquireTimeout > 5*time.Minute {
+		return fmt.Errorf("db-acquire-timeout (CAIRN_DB_ACQUIRE_TIMEOUT) must be from 10ms to 5m, got %s", pc.AcquireTimeout)
+	}
+	if pc.StatementTimeout < time.Second || pc.StatementTimeout > time.Hour {
+		return fmt.Errorf("db-statement-timeout (CAIRN_DB_STATEMENT_TIMEOUT) must be from 1s to 1h, got %s", pc.StatementTimeout)
+	}
+	return nil
 }
 
 // defaultAgentArtifacts is "agents" next to the cairn binary: bin/agents

@@ -186,3 +186,37 @@ func TestSessionLifetimeSettings(t *testing.T) {
 		require.ErrorContains(t, err, bad.name, "%s/%s", bad.idle, bad.max)
 	}
 }
+
+// The pool settings (issue 13 item 18): defaults sized for the workload,
+// environment and flags override them, out-of-range values are refused.
+func TestDatabasePoolSettings(t *testing.T) {
+	for _, name := range []string{"CAIRN_DB_MAX_CONNS", "CAIRN_DB_ACQUIRE_TIMEOUT", "CAIRN_DB_STATEMENT_TIMEOUT"} {
+		t.Setenv(name, "")
+	}
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, c.DBPool.MaxConns, 16)
+	require.Equal(t, 5*time.Second, c.DBPool.AcquireTimeout)
+	require.Equal(t, 30*time.Second, c.DBPool.StatementTimeout)
+
+	t.Setenv("CAIRN_DB_MAX_CONNS", "40")
+	t.Setenv("CAIRN_DB_ACQUIRE_TIMEOUT", "250ms")
+	t.Setenv("CAIRN_DB_STATEMENT_TIMEOUT", "2m")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 40, c.DBPool.MaxConns)
+	require.Equal(t, 250*time.Millisecond, c.DBPool.AcquireTimeout)
+	require.Equal(t, 2*time.Minute, c.DBPool.StatementTimeout)
+	c, err = loadTestConfig(t, "-db-max-conns", "8")
+	require.NoError(t, err)
+	require.Equal(t, 8, c.DBPool.MaxConns)
+
+	for name, bad := range map[string]string{"CAIRN_DB_MAX_CONNS": "0", "CAIRN_DB_ACQUIRE_TIMEOUT": "1ms", "CAIRN_DB_STATEMENT_TIMEOUT": "soon"} {
+		t.Setenv(name, bad)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, name, bad)
+		t.Setenv(name, "")
+	}
+	_, err = loadTestConfig(t, "-db-max-conns", "5000")
+	require.ErrorContains(t, err, "CAIRN_DB_MAX_CONNS")
+}

@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -56,7 +51,7 @@ func (rt *runtime) openDatabase(ctx context.Context, c config) error {
 	if err := db.Migrate(ctx, url); err != nil {
 		return err
 	}
-	store, err := db.Open(ctx, url)
+	store, err := db.OpenWith(ctx, url, c.DBPool)
 	if err != nil {
 		return err
 	}
@@ -65,8 +60,8 @@ func (rt *runtime) openDatabase(ctx context.Context, c config) error {
 	return nil
 }
 
-// openTemporal dials TEMPORAL_ADDRESS, or embeds the dev server, and makes
-// sure the custom search attributes exist.
+// openTemporal makes a client of TEMPORAL_ADDRESS, or embeds the dev
+// server.
 func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) error {
 	addr := c.TemporalAddress
 	if addr == "" {
@@ -93,39 +88,16 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 		}
 		rt.banner = append(rt.banner, line)
 	}
-	tc, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: c.TemporalNamespace,
+	// The client dials lazily and redials on its own: the Engine starts,
+	// and serves sign-in and agent callbacks, while Temporal is away; the
+	// Engine sets up its Temporal side once it answers (engine.Start).
+	tc, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: c.TemporalNamespace,
 		Logger: tlog.NewStructuredLogger(rt.log.With("component", "temporal-client"))})
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", addr, err)
+		return fmt.Errorf("Temporal client for %s: %w", addr, err)
 	}
 	rt.onStop(tc.Close)
 	rt.temporal = tc
-	return ensureSearchAttributes(ctx, tc, c.TemporalNamespace)
-}
-
-// ensureSearchAttributes registers Cairn's search attributes on a Temporal
-// server that lacks them (the embedded one has them from the start).
-func ensureSearchAttributes(ctx context.Context, tc client.Client, namespace string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	have, err := tc.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
-	if err != nil {
-		return fmt.Errorf("list search attributes: %w", err)
-	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range workflows.SearchAttributes {
-		if _, ok := have.GetCustomAttributes()[name]; !ok {
-			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	_, err = tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("add search attributes: %w", err)
-	}
 	return nil
 }
 

@@ -37,3 +37,8 @@ ON CONFLICT (guid) DO UPDATE SET jkt = EXCLUDED.jkt, hostname = EXCLUDED.hostnam
 
 -- name: DeviceDelete :execrows
 DELETE FROM devices WHERE guid = @guid;
+
+-- name: RefreshTokenRevokedCount :one
+-- Revoked refresh tokens of a device (the fault suite checks that a
+-- restart or reconnect storm revokes no family).
+SELECT count(*) FROM refresh_tokens WHERE device_guid = @device_guid AND revoked_at IS NOT NULL;

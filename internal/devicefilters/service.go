@@ -244,7 +244,7 @@ func (s *Service) Page(ctx context.Context, scope cairn.SiteScope, pq PageQuery)
 		}
 		return rows.Err()
 	})
-	if err := s.store.Pool.SendBatch(ctx, batch).Close(); err != nil {
+	if err := s.store.DB().SendBatch(ctx, batch).Close(); err != nil {
 		return Page{}, err
 	}
 	return page, nil
@@ -262,7 +262,7 @@ func (s *Service) Match(ctx context.Context, scope cairn.SiteScope, trees []Node
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.store.Pool.Query(ctx, sel.refsSQL(), sel.q.args...)
+	rows, err := s.store.DB().Query(ctx, sel.refsSQL(), sel.q.args...)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func setup(t *testing.T) *fixture {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	store := &db.Store{Pool: pool, Queries: db.New(pool)}
+	store := db.FromPool(pool)
 	site, err := store.SiteInsert(context.Background(), db.SiteInsertParams{Name: "Main", Slug: "main"})
 	require.NoError(t, err)
 	f := &fixture{store: store, events: &recorder{}, stmts: stmts, clock: &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, siteID: site.ID}

@@ -51,6 +51,9 @@ type Options struct {
 	// InstallIfMissing lets Start apt-get install postgresql when running as
 	// root and no binaries are found.
 	InstallIfMissing bool
+	// Port is the port to listen on; 0 picks a free one. The fault suite
+	// restarts a cluster on the port its Engine knows.
+	Port int
 }
 
 const superuser = "cairn"
@@ -106,9 +109,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read cluster password: %w", err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	port := o.Port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	c := &Cluster{Base: base, Port: port, exited: make(chan error, 1)}
 	if err := c.startServer(bin, data, runAs); err != nil {

@@ -50,6 +50,7 @@ func main() {
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
 		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
 		jobKill   = flag.Bool("job-kill", false, "instead: a scheduled job to every agent with a kill -9 of the Engine mid-run (jobs.go)")
+		storm     = flag.Bool("storm", false, "instead: kill -9 the Engine under N connected agents and time their reconnect storm (storm.go)")
 		grid      = flag.Bool("grid", false, "instead: seed a large fleet with COPY and time the device grid's reads (grid.go)")
 		gridDevs  = flag.Int("grid-devices", 50000, "devices the grid seed writes")
 		gridSW    = flag.Int("grid-software", 150, "software rows per seeded device")
@@ -83,6 +84,15 @@ func main() {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil || n <= 0 {
 			fail(fmt.Errorf("bad count %q", c))
+		}
+		if *storm {
+			res, err := runStorm(ctx, opts, filepath.Join(*dataRoot, "storm-"+strconv.Itoa(n)), n)
+			if err != nil {
+				fail(err)
+			}
+			out, _ := json.Marshal(res)
+			fmt.Println(string(out))
+			continue
 		}
 		if *jobKill {
 			res, err := runJobKill(ctx, opts, filepath.Join(*dataRoot, "job-kill-"+strconv.Itoa(n)), n)

@@ -1,0 +1,97 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devtemporal"
+	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// Item 17: an Engine whose Temporal is away starts, reports itself ready
+// but degraded, serves sign-in and agent callbacks, answers routes that
+// need Temporal with 503 temporal_unavailable, and starts its workers and
+// durable operations once Temporal comes (back).
+func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	secret := f.bootstrap(t)
+	admin := f.login(t, f.url, "admin", adminPassword, secret).Body["token"].(string)
+	site := f.createSite(t, admin, "away")
+	a := f.enrolled(t, admin, site, "away-01")
+
+	// A second replica on the same database whose Temporal is not running.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	tc, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Namespace: "default",
+		Logger: quietTemporalLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("away"), temporal: tc}
+	b.engine = b.newEngine(t)
+	b.url = b.engine.http.URL
+	require.NoError(t, b.engine.cipher.Unlock(context.Background(), passphrase))
+
+	r := b.do(t, "GET", "/ready", "", nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "degraded", r.Body["status"])
+	require.Equal(t, map[string]any{"postgres": "ok", "temporal": "unavailable", "cipher": "unlocked"}, r.Body["checks"])
+
+	// Sign-in, heartbeats and token refresh need PostgreSQL only.
+	adminB := b.login(t, b.url, "admin", adminPassword, secret).Body["token"].(string)
+	a.f = b
+	hb := a.device(t, "POST", proto.PathHeartbeat, proto.Heartbeat{SentAt: time.Now().UTC(), AgentVersion: "1.2.3", BootID: "boot-1",
+		Metrics: proto.Metrics{LoggedInUsers: []string{}}})
+	require.Equal(t, 200, hb.Status, hb.Raw)
+	require.Equal(t, 200, a.doRefresh(t).Status)
+	require.Equal(t, 200, a.device(t, "POST", proto.PathHeartbeat, proto.Heartbeat{SentAt: time.Now().UTC(), AgentVersion: "1.2.3",
+		BootID: "boot-1", Metrics: proto.Metrics{LoggedInUsers: []string{}}}).Status, "the refreshed token works")
+
+	// An enrollment request starts an approval workflow: not now.
+	c := b.newAgent(t, "away-02")
+	code := b.enrollmentCode(t, adminB, site)
+	r = c.request(t, code)
+	require.Equal(t, 503, r.Status, r.Raw)
+	require.Equal(t, "temporal_unavailable", r.Body["error"])
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	// Temporal comes up on the address the replica was given.
+	srv, err := devtemporal.Start(devtemporal.Options{Port: port, DatabaseFile: filepath.Join(t.TempDir(), "temporal.sqlite"),
+		SearchAttributes: workflows.SearchAttributes, LogLevel: slog.LevelError, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	require.Eventually(t, func() bool {
+		for _, st := range b.engine.mgr.Statuses() {
+			if st.TaskQueue == b.engineQueue && st.State == workers.StateRunning {
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 100*time.Millisecond, "the engine worker starts once Temporal answers")
+	require.Eventually(t, func() bool {
+		return b.do(t, "GET", "/ready", "", nil).Body["status"] == "ok"
+	}, 2*time.Minute, 100*time.Millisecond)
+
+	// Durable operations run again: the approval workflow goes through.
+	r = c.request(t, code)
+	require.Equal(t, 202, r.Status, r.Raw)
+	d := b.do(t, "POST", "/api/admin/device-approvals/"+c.approvalID+"/approve", adminB, nil)
+	require.Equal(t, 200, d.Status, d.Raw)
+	require.Eventually(t, func() bool {
+		p := c.poll(t)
+		return p.Status == 200 && p.Body["status"] == proto.ApprovalEnrolled
+	}, 2*time.Minute, 200*time.Millisecond)
+}

@@ -23,3 +23,11 @@ SELECT * FROM admin_recovery WHERE id = 1;
 
 -- name: AdminRecoveryDelete :exec
 DELETE FROM admin_recovery WHERE id = 1;
+
+-- name: AegisStateRekey :execrows
+-- Replaces the data key (a rotation): the row is locked by this update for
+-- the rest of the transaction that re-seals every stored value.
+UPDATE aegis_state
+SET kdf_salt = @kdf_salt, kdf_time = @kdf_time, kdf_memory_kib = @kdf_memory_kib,
+    kdf_threads = @kdf_threads, wrapped_key = @wrapped_key, key_id = @new_key_id, rotated_at = now()
+WHERE id = 1 AND key_id = @key_id;

@@ -129,34 +129,3 @@ func (q *Queries) AegisStateRekey(ctx context.Context, arg AegisStateRekeyParams
 	}
 	return result.RowsAffected(), nil
 }
-
-const aegisStateRewrap = `-- name: AegisStateRewrap :execrows
-UPDATE aegis_state
-SET kdf_salt = $1, kdf_time = $2, kdf_memory_kib = $3,
-    kdf_threads = $4, wrapped_key = $5, rotated_at = now()
-WHERE id = 1 AND key_id = $6
-`
-
-type AegisStateRewrapParams struct {
-	KdfSalt      []byte
-	KdfTime      int32
-	KdfMemoryKib int32
-	KdfThreads   int32
-	WrappedKey   []byte
-	KeyID        []byte
-}
-
-func (q *Queries) AegisStateRewrap(ctx context.Context, arg AegisStateRewrapParams) (int64, error) {
-	result, err := q.db.Exec(ctx, aegisStateRewrap,
-		arg.KdfSalt,
-		arg.KdfTime,
-		arg.KdfMemoryKib,
-		arg.KdfThreads,
-		arg.WrappedKey,
-		arg.KeyID,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}

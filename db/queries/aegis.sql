@@ -5,12 +5,6 @@ SELECT * FROM aegis_state WHERE id = 1;
 INSERT INTO aegis_state (id, kdf_salt, kdf_time, kdf_memory_kib, kdf_threads, wrapped_key, key_id)
 VALUES (1, @kdf_salt, @kdf_time, @kdf_memory_kib, @kdf_threads, @wrapped_key, @key_id);
 
--- name: AegisStateRewrap :execrows
-UPDATE aegis_state
-SET kdf_salt = @kdf_salt, kdf_time = @kdf_time, kdf_memory_kib = @kdf_memory_kib,
-    kdf_threads = @kdf_threads, wrapped_key = @wrapped_key, rotated_at = now()
-WHERE id = 1 AND key_id = @key_id;
-
 -- name: AegisStateDelete :exec
 DELETE FROM aegis_state WHERE id = 1;
 

@@ -45,12 +45,15 @@ type Config struct {
 	// Ed25519PrivateKey is the standard base64 of the 64-byte private key;
 	// the public key is derived from it, never stored separately, so the two
 	// cannot disagree.
-	Ed25519PrivateKey string        `json:"ed25519_private_key"`
-	AccessToken       string        `json:"access_token,omitempty"`
-	RefreshToken      string        `json:"refresh_token,omitempty"`
-	InternalCAPEM     string        `json:"internal_ca_pem,omitempty"`
-	ScriptSigning     ScriptSigning `json:"script_signing"`
-	Metadata          Metadata      `json:"metadata"`
+	Ed25519PrivateKey string `json:"ed25519_private_key"`
+	AccessToken       string `json:"access_token,omitempty"`
+	RefreshToken      string `json:"refresh_token,omitempty"`
+	InternalCAPEM     string `json:"internal_ca_pem,omitempty"`
+	// TrustPublicCAs also accepts a certificate from a public CA of the
+	// system when InternalCAPEM pins the Engine's CA (off: pinned only).
+	TrustPublicCAs bool          `json:"trust_public_cas,omitempty"`
+	ScriptSigning  ScriptSigning `json:"script_signing"`
+	Metadata       Metadata      `json:"metadata"`
 }
 
 // Agent is the "agent" object: identity and runtime state.

@@ -31,6 +31,9 @@ var transientCodes = map[string]bool{
 	"unavailable":  true,
 	"rate_limited": true,
 	"internal":     true,
+	// The Engine's device-token key is sealed: a replica whose master
+	// cipher is locked (after a restart) cannot mint tokens until unlocked.
+	"aegis_locked": true,
 	// Quarantine is reversible: unquarantine lets the same refresh token
 	// work again, so dropping it would force a needless re-enrollment.
 	"device_quarantined": true,

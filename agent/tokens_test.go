@@ -15,6 +15,7 @@ func TestRefreshErrorRules(t *testing.T) {
 		"device_not_found":       agent.RefreshRetry,
 		"unavailable":            agent.RefreshRetry,
 		"rate_limited":           agent.RefreshRetry,
+		"aegis_locked":           agent.RefreshRetry,
 		"internal":               agent.RefreshRetry,
 		"":                       agent.RefreshRetry, // no Engine answer
 		"device_quarantined":     agent.RefreshRetry,

@@ -71,3 +71,35 @@ func TestAgentCallbacksOverHTTP(t *testing.T) {
 	require.NotContains(t, audit.Raw, proto.PathHeartbeat)
 	require.Contains(t, audit.Raw, "/api/devices/{guid}/quarantine")
 }
+
+// The device-token key is sealed (issue 13 item 14): with the cipher
+// locked a replica still checks device tokens (by the stored public half)
+// but mints none, and issues no enrollment nonce, until it is unlocked.
+func TestLockedReplicaChecksButDoesNotMintDeviceTokens(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "locked")
+	a := f.enrolled(t, admin, site, "locked-01")
+	row, err := f.store.ServerKeyGet(t.Context(), "device-token-ed25519")
+	require.NoError(t, err)
+	require.Nil(t, row.Key, "no plaintext key is stored")
+	require.NotEmpty(t, row.KeySealed)
+
+	f.engine.cipher.Lock()
+	st := a.device(t, "POST", proto.PathStatus, proto.Status{Phase: "starting", BootID: "boot-1", AgentVersion: "1.2.3",
+		StartedAt: time.Now().UTC()})
+	require.Equal(t, 204, st.Status, st.Raw)
+	r := a.doRefresh(t)
+	require.Equal(t, 423, r.Status, r.Raw)
+	require.Equal(t, "aegis_locked", r.Body["error"])
+	r = a.send(t, "POST", proto.PathEnrollNonce, nil, false, "")
+	require.Equal(t, 423, r.Status, r.Raw)
+
+	require.NoError(t, f.engine.cipher.Unlock(t.Context(), passphrase))
+	r = a.doRefresh(t)
+	require.Equal(t, 200, r.Status, r.Raw)
+	st = a.device(t, "POST", proto.PathStatus, proto.Status{Phase: "running", BootID: "boot-1", AgentVersion: "1.2.3",
+		StartedAt: time.Now().UTC()})
+	require.Equal(t, 204, st.Status, st.Raw)
+}

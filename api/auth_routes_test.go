@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +172,65 @@ func TestForceResetLocksOtherReplicas(t *testing.T) {
 	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "FORCE RESET"})
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Eventually(t, func() bool { return !other.cipher.Unlocked() }, 10*time.Second, 50*time.Millisecond)
+}
+
+// Rotation replaces the data key (issue 13 item 14): every sealed value
+// (operator password and TOTP, stored credential, enrollment code, server
+// keys) is re-sealed under the new key, the Engine keeps working with all
+// of them, and a replica holding the old key locks itself.
+func TestAegisRotateReSealsEverySecret(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	secret := f.bootstrap(t)
+	admin := f.login(t, f.url, "admin", adminPassword, secret).Body["token"].(string)
+	credID := f.createCredential(t, admin, "rotated", nil)
+	siteID := f.createSite(t, admin, "rotation")
+	code := f.enrollmentCode(t, admin, siteID)
+	other := f.newEngine(t)
+	r := f.call(t, other.http.URL, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": passphrase})
+	require.Equal(t, 200, r.Status, r.Raw)
+	ctx := context.Background()
+	oldKey := f.engine.cipher.KeyID()
+
+	r = f.do(t, "POST", "/api/aegis/rotate", admin, map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	newKey := f.engine.cipher.KeyID()
+	require.NotEqual(t, oldKey, newKey)
+	require.Eventually(t, func() bool { return !other.cipher.Unlocked() }, 30*time.Second, 20*time.Millisecond,
+		"a replica holding the replaced data key locks itself")
+
+	sealedBy := func(v []byte) []byte { return v[1:9] }
+	users, err := f.store.UserSealedList(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, users)
+	for _, u := range users {
+		require.Equal(t, newKey, sealedBy(u.PasswordSealed), u.Username)
+		require.Equal(t, newKey, sealedBy(u.TotpSealed), u.Username)
+	}
+	creds, err := f.store.StoredCredentialSealedList(ctx)
+	require.NoError(t, err)
+	require.Len(t, creds, 1)
+	require.Equal(t, newKey, sealedBy(creds[0].PasswordSealed))
+	codes, err := f.store.EnrollmentCodeSealedList(ctx)
+	require.NoError(t, err)
+	require.Len(t, codes, 1)
+	require.Equal(t, newKey, sealedBy(codes[0].CodeSealed))
+	keys, err := f.store.ServerKeySealedList(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, keys, "the pending-MFA key was created by the logins")
+	for _, k := range keys {
+		require.Equal(t, newKey, sealedBy(k.KeySealed), k.Name)
+	}
+
+	// Everything still opens: a fresh sign-in (password, TOTP, pending
+	// token), the credential, the enrollment code.
+	f.login(t, f.url, "admin", adminPassword, secret)
+	plain, err := f.engine.srv.Credentials.Reveal(ctx, credID, 1)
+	require.NoError(t, err)
+	require.Equal(t, firstPassword, plain.Password)
+	r = f.do(t, "GET", "/api/admin/enrollment-codes?site_id="+strconv.FormatInt(siteID, 10), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Contains(t, r.Raw, code)
+	r = f.call(t, other.http.URL, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "a rotated passphrase"})
+	require.Equal(t, 200, r.Status, r.Raw)
 }

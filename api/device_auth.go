@@ -85,7 +85,7 @@ func (s *Server) authenticateDevice(r *http.Request) (*devicetrust.Identity, err
 	if !ok || strings.TrimSpace(token) == "" {
 		return nil, cairn.Errorf(cairn.ECodeUnauthorized, "a DPoP-bound access token is required (Authorization: DPoP <token>)")
 	}
-	claims, err := s.DeviceTokens.ParseAccess(token)
+	claims, err := s.DeviceTokens.ParseAccess(r.Context(), token)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,10 @@ func (s *Server) aegisRoutes() []Route {
 			if err := s.Cipher.Rotate(r.Context(), req.CurrentPassphrase, req.NewPassphrase); err != nil {
 				return aegisStatusJSON{}, err
 			}
+			// The data key changed: replicas holding the old one lock.
+			if err := s.Bus.Signal(r.Context(), events.ControlAegis); err != nil {
+				s.Log.Error("tell replicas about the cipher rotation", "err", err)
+			}
 			return s.aegisStatus(r)
 		})},
 		{"POST", "/api/aegis/force_reset", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req forceResetRequest) (forceResetResponse, error) {

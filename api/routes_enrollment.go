@@ -113,7 +113,7 @@ func (s *Server) decideApproval(decision string) http.HandlerFunc {
 func (s *Server) agentEnrollRoutes() []Route {
 	return []Route{
 		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
-			return s.Enrollment.Nonce(), nil
+			return s.Enrollment.Nonce(r.Context())
 		})},
 		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
 			// Agents send a proof here only so that one signing for an

@@ -95,29 +95,33 @@ func (q *Queries) AegisStateInsert(ctx context.Context, arg AegisStateInsertPara
 	return err
 }
 
-const aegisStateRewrap = `-- name: AegisStateRewrap :execrows
+const aegisStateRekey = `-- name: AegisStateRekey :execrows
 UPDATE aegis_state
 SET kdf_salt = $1, kdf_time = $2, kdf_memory_kib = $3,
-    kdf_threads = $4, wrapped_key = $5, rotated_at = now()
-WHERE id = 1 AND key_id = $6
+    kdf_threads = $4, wrapped_key = $5, key_id = $6, rotated_at = now()
+WHERE id = 1 AND key_id = $7
 `
 
-type AegisStateRewrapParams struct {
+type AegisStateRekeyParams struct {
 	KdfSalt      []byte
 	KdfTime      int32
 	KdfMemoryKib int32
 	KdfThreads   int32
 	WrappedKey   []byte
+	NewKeyID     []byte
 	KeyID        []byte
 }
 
-func (q *Queries) AegisStateRewrap(ctx context.Context, arg AegisStateRewrapParams) (int64, error) {
-	result, err := q.db.Exec(ctx, aegisStateRewrap,
+// Replaces the data key (a rotation): the row is locked by this update for
+// the rest of the transaction that re-seals every stored value.
+func (q *Queries) AegisStateRekey(ctx context.Context, arg AegisStateRekeyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, aegisStateRekey,
 		arg.KdfSalt,
 		arg.KdfTime,
 		arg.KdfMemoryKib,
 		arg.KdfThreads,
 		arg.WrappedKey,
+		arg.NewKeyID,
 		arg.KeyID,
 	)
 	if err != nil {

@@ -13,8 +13,7 @@ import (
 const deviceActivityDelete = `-- name: DeviceActivityDelete :execrows
 DELETE FROM device_activity a
 WHERE lower(a.hostname) = lower($1::text)
-  AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(a.hostname)), a.site_id) = ANY($3::bigint[]))
+  AND ($2::bool OR a.site_id = ANY($3::bigint[]))
 `
 
 type DeviceActivityDeleteParams struct {
@@ -34,8 +33,7 @@ func (q *Queries) DeviceActivityDelete(ctx context.Context, arg DeviceActivityDe
 const deviceActivityGet = `-- name: DeviceActivityGet :one
 SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at FROM device_activity a
 WHERE a.id = $1
-  AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(a.hostname)), a.site_id) = ANY($3::bigint[]))
+  AND ($2::bool OR a.site_id = ANY($3::bigint[]))
 `
 
 type DeviceActivityGetParams struct {
@@ -66,7 +64,9 @@ func (q *Queries) DeviceActivityGet(ctx context.Context, arg DeviceActivityGetPa
 const deviceActivityInsert = `-- name: DeviceActivityInsert :one
 
 INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+VALUES ($1, $2,
+        -- A row recorded without a site belongs to its device's site.
+        COALESCE($3::bigint, (SELECT d.site_id FROM devices d WHERE d.guid = $1::text)), $4, $5, $6, $7, $8,
         $9)
 RETURNING id, device_guid, hostname, site_id, kind, summary, actor, status, metadata, created_at, finished_at
 `
@@ -83,9 +83,10 @@ type DeviceActivityInsertParams struct {
 	FinishedAt *time.Time
 }
 
-// Device activity history. Rows are keyed by hostname (they outlive a
-// purge); scope follows the hostname's current device, else the row's own
-// site, so history moves with a device reassigned to another site.
+// Device activity history. Rows are listed by hostname (they outlive a
+// purge) and scoped by each row's own site: a device that moves to another
+// site, or a new device reusing a hostname, does not bring the rows of a
+// site the reader cannot see. A row without a site is an administrator's.
 func (q *Queries) DeviceActivityInsert(ctx context.Context, arg DeviceActivityInsertParams) (DeviceActivity, error) {
 	row := q.db.QueryRow(ctx, deviceActivityInsert,
 		arg.DeviceGuid,
@@ -144,8 +145,7 @@ func (q *Queries) DeviceActivityInsertForDevices(ctx context.Context, arg Device
 const deviceActivityList = `-- name: DeviceActivityList :many
 SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at FROM device_activity a
 WHERE lower(a.hostname) = lower($1::text)
-  AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(a.hostname)), a.site_id) = ANY($3::bigint[]))
+  AND ($2::bool OR a.site_id = ANY($3::bigint[]))
   AND ($4::bigint IS NULL OR a.id < $4::bigint)
 ORDER BY a.id DESC
 LIMIT $5::int

@@ -543,6 +543,8 @@ type ServerKey struct {
 	Name      string
 	Key       []byte
 	CreatedAt time.Time
+	KeySealed []byte
+	PublicKey []byte
 }
 
 type Session struct {

@@ -156,28 +156,142 @@ func (q *Queries) RateLimitReset(ctx context.Context, key string) error {
 	return err
 }
 
-const serverKeyEnsure = `-- name: ServerKeyEnsure :one
-WITH ins AS (
-    INSERT INTO server_keys (name, key) VALUES ($1, $2)
-    ON CONFLICT (name) DO NOTHING
-    RETURNING key
-)
-SELECT key FROM ins
-UNION ALL
-SELECT key FROM server_keys WHERE name = $1
-LIMIT 1
+const serverKeyGet = `-- name: ServerKeyGet :one
+SELECT name, key, created_at, key_sealed, public_key FROM server_keys WHERE name = $1
 `
 
-type ServerKeyEnsureParams struct {
+func (q *Queries) ServerKeyGet(ctx context.Context, name string) (ServerKey, error) {
+	row := q.db.QueryRow(ctx, serverKeyGet, name)
+	var i ServerKey
+	err := row.Scan(
+		&i.Name,
+		&i.Key,
+		&i.CreatedAt,
+		&i.KeySealed,
+		&i.PublicKey,
+	)
+	return i, err
+}
+
+const serverKeyInsertPlaintext = `-- name: ServerKeyInsertPlaintext :exec
+INSERT INTO server_keys (name, key) VALUES ($1, $2)
+`
+
+type ServerKeyInsertPlaintextParams struct {
 	Name string
 	Key  []byte
 }
 
-// Inserts the key only when none exists, then returns whichever key won, so
-// replicas starting together agree on one.
-func (q *Queries) ServerKeyEnsure(ctx context.Context, arg ServerKeyEnsureParams) ([]byte, error) {
-	row := q.db.QueryRow(ctx, serverKeyEnsure, arg.Name, arg.Key)
-	var key []byte
-	err := row.Scan(&key)
-	return key, err
+// A key as Engines before sealed server keys stored it; tests use it to
+// check that the first unlock seals such rows.
+func (q *Queries) ServerKeyInsertPlaintext(ctx context.Context, arg ServerKeyInsertPlaintextParams) error {
+	_, err := q.db.Exec(ctx, serverKeyInsertPlaintext, arg.Name, arg.Key)
+	return err
+}
+
+const serverKeyInsertSealed = `-- name: ServerKeyInsertSealed :exec
+INSERT INTO server_keys (name, key_sealed, public_key) VALUES ($1, $2, $3)
+ON CONFLICT (name) DO NOTHING
+`
+
+type ServerKeyInsertSealedParams struct {
+	Name      string
+	KeySealed []byte
+	PublicKey []byte
+}
+
+// A new key; replicas starting together race here and read back the winner.
+func (q *Queries) ServerKeyInsertSealed(ctx context.Context, arg ServerKeyInsertSealedParams) error {
+	_, err := q.db.Exec(ctx, serverKeyInsertSealed, arg.Name, arg.KeySealed, arg.PublicKey)
+	return err
+}
+
+const serverKeyReplace = `-- name: ServerKeyReplace :execrows
+UPDATE server_keys SET key_sealed = $1, public_key = $2, created_at = now()
+WHERE name = $3 AND key_sealed = $4
+`
+
+type ServerKeyReplaceParams struct {
+	KeySealed []byte
+	PublicKey []byte
+	Name      string
+	OldSealed []byte
+}
+
+// A new key for one a force-reset cipher sealed (unreadable now), only if
+// no other replica replaced it first.
+func (q *Queries) ServerKeyReplace(ctx context.Context, arg ServerKeyReplaceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, serverKeyReplace,
+		arg.KeySealed,
+		arg.PublicKey,
+		arg.Name,
+		arg.OldSealed,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const serverKeySeal = `-- name: ServerKeySeal :execrows
+UPDATE server_keys SET key_sealed = $1, public_key = $2, key = NULL
+WHERE name = $3 AND key IS NOT NULL
+`
+
+type ServerKeySealParams struct {
+	KeySealed []byte
+	PublicKey []byte
+	Name      string
+}
+
+// Seals a key still stored in plaintext (written before it was sealed).
+func (q *Queries) ServerKeySeal(ctx context.Context, arg ServerKeySealParams) (int64, error) {
+	result, err := q.db.Exec(ctx, serverKeySeal, arg.KeySealed, arg.PublicKey, arg.Name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const serverKeySealedList = `-- name: ServerKeySealedList :many
+SELECT name, key_sealed FROM server_keys WHERE key_sealed IS NOT NULL ORDER BY name FOR UPDATE
+`
+
+type ServerKeySealedListRow struct {
+	Name      string
+	KeySealed []byte
+}
+
+func (q *Queries) ServerKeySealedList(ctx context.Context) ([]ServerKeySealedListRow, error) {
+	rows, err := q.db.Query(ctx, serverKeySealedList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ServerKeySealedListRow
+	for rows.Next() {
+		var i ServerKeySealedListRow
+		if err := rows.Scan(&i.Name, &i.KeySealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const serverKeySealedUpdate = `-- name: ServerKeySealedUpdate :exec
+UPDATE server_keys SET key_sealed = $1 WHERE name = $2
+`
+
+type ServerKeySealedUpdateParams struct {
+	KeySealed []byte
+	Name      string
+}
+
+func (q *Queries) ServerKeySealedUpdate(ctx context.Context, arg ServerKeySealedUpdateParams) error {
+	_, err := q.db.Exec(ctx, serverKeySealedUpdate, arg.KeySealed, arg.Name)
+	return err
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -195,7 +196,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.bg, e.cancel = context.WithCancel(context.Background())
 
 	var err error
-	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries}, kdf)
+	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)
+	e.Cipher.Register(SealedColumns()...)
 	e.Directory = directory.NewService(store, e.Cipher, log)
 	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory,
 		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax}); err != nil {
@@ -215,9 +217,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	if e.Enrollment, err = enrollment.New(ctx, store, e.Cipher, enrollCfg); err != nil {
 		return nil, err
 	}
-	if e.Tokens, err = devicetrust.NewTokens(ctx, store, cfg.PublicURL, cfg.Now); err != nil {
-		return nil, err
-	}
+	e.Tokens = devicetrust.NewTokens(store, e.Cipher, cfg.PublicURL, cfg.Now)
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
 	// Filters judge connection status on the same clock the device service
@@ -244,9 +244,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
 	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
-	if e.InstallLinks, err = installlinks.New(ctx, store, e.Artifacts, cfg.Now, log.With("component", "installlinks")); err != nil {
-		return nil, err
-	}
+	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
@@ -278,6 +276,15 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	}
 	e.API = api.New(deps)
 	return e, nil
+}
+
+// SealedColumns are every column the master cipher seals, which a
+// data-key rotation re-seals (issue 13 item 14). A package that seals a
+// new column adds it here; TestEverySealedColumnIsResealed compares this
+// list with the schema's *_sealed columns.
+func SealedColumns() []aegis.Column {
+	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
+		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,9 +41,14 @@ type Config struct {
 	ServerURL string
 	// ServerIPFallback is a bare IP dialled when the FQDN dial fails.
 	ServerIPFallback string
-	// CAPEM is the pinned Engine CA (internal_ca_pem); empty trusts the
-	// system roots only.
-	CAPEM string
+	// CAPEM is the pinned Engine CA (internal_ca_pem): when set, the
+	// Engine's certificate must chain to it alone unless TrustPublicCAs
+	// (trust_public_cas) adds the system roots. Empty trusts the system
+	// roots only.
+	CAPEM          string
+	TrustPublicCAs bool
+	// SystemRoots replaces x509.SystemCertPool (tests inject roots).
+	SystemRoots func() (*x509.CertPool, error)
 	// Key is the device key that signs DPoP proofs. Only requests that
 	// carry a proof need it.
 	Key ed25519.PrivateKey
@@ -86,7 +92,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Key != nil && len(cfg.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("transport: the device key is not an Ed25519 private key")
 	}
-	tlsCfg, err := tlsConfig(cfg.CAPEM)
+	tlsCfg, err := tlsConfig(cfg.CAPEM, cfg.TrustPublicCAs, cfg.SystemRoots)
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
@@ -153,6 +159,7 @@ func FromAgentConfig(c *agent.Config, agentVersion string, logger *slog.Logger) 
 		ServerURL:        c.ServerURL,
 		ServerIPFallback: c.ServerIPFallback,
 		CAPEM:            c.InternalCAPEM,
+		TrustPublicCAs:   c.TrustPublicCAs,
 		Key:              key,
 		AgentVersion:     agentVersion,
 		Logger:           logger,

@@ -1,8 +1,11 @@
 package transport
 
 // Trust in the Engine (SPEC "Authentication" rule 6): its certificate must
-// chain to a public root of the system or to the Engine's local CA pinned
-// in agent.json (internal_ca_pem), and must name the FQDN of server_url.
+// name the FQDN of server_url and chain to the Engine's CA pinned in
+// agent.json (internal_ca_pem) when one is pinned, else to a public root of
+// the system. A pinned agent trusts public roots too only when agent.json
+// says trust_public_cas (issue 13 item 15): otherwise any public CA (or
+// one an attacker got into the system store) could vouch for the Engine.
 
 import (
 	"crypto/tls"
@@ -71,26 +74,42 @@ func LoadCAFile(path string) (string, error) {
 	return string(data), nil
 }
 
-// tlsConfig trusts the system roots plus the pinned CA. The server name is
+// tlsConfig trusts the pinned CA alone, or the system roots when none is
+// pinned; with trustPublic the pinned CA is added to the system roots.
+// systemRoots is x509.SystemCertPool outside tests. The server name is
 // left empty on purpose: http.Transport fills it from the request URL's
 // host, which is the FQDN even when the TCP connection went to the
 // fallback IP.
-func tlsConfig(caPEM string) (*tls.Config, error) {
+func tlsConfig(caPEM string, trustPublic bool, systemRoots func() (*x509.CertPool, error)) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caPEM == "" {
-		return cfg, nil // nil RootCAs: the system roots
+		// Nothing pinned: the system roots (trust_public_cas changes
+		// nothing). nil RootCAs is the platform verifier.
+		if systemRoots != nil {
+			pool, err := systemRoots()
+			if err != nil {
+				return nil, fmt.Errorf("system roots: %w", err)
+			}
+			cfg.RootCAs = pool
+		}
+		return cfg, nil
+	}
+	if systemRoots == nil {
+		systemRoots = x509.SystemCertPool
 	}
 	cas, err := ParseCAPEM(caPEM)
 	if err != nil {
 		return nil, fmt.Errorf("internal_ca_pem: %w", err)
 	}
-	// Adding to the system pool (rather than a fresh pool) keeps public CAs
-	// valid, so an Engine that moves to a publicly issued certificate keeps
-	// its agents. On Windows and macOS Go still asks the platform verifier
-	// first and falls back to the added certificates.
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
+	pool := x509.NewCertPool()
+	if trustPublic {
+		// Kept for an Engine moving to a publicly issued certificate: its
+		// agents keep working through the move. On Windows and macOS Go
+		// still asks the platform verifier first and falls back to the
+		// added certificates.
+		if sys, err := systemRoots(); err == nil && sys != nil {
+			pool = sys
+		}
 	}
 	for _, ca := range cas {
 		pool.AddCert(ca)

@@ -16,14 +16,16 @@ import (
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
 
-// enroll: cairn-agent enroll --server URL --code CODE [--ca-file PEM]
-// [--server-ip-fallback IP] [--hostname NAME] [--config PATH]
+// enroll: cairn-agent enroll --server URL --code CODE [--ca-file PEM
+// [--trust-public-cas]] [--server-ip-fallback IP] [--hostname NAME] [--config PATH]
 func enroll(ctx context.Context, configPath string, args []string, stdout, stderr io.Writer, h host) error {
 	fs := newFlagSet("enroll")
 	fs.StringVar(&configPath, "config", configPath, "")
 	server := fs.String("server", "", "")
 	code := fs.String("code", "", "")
 	caFile := fs.String("ca-file", "", "")
+	// A pinned CA is the only one trusted unless this is given.
+	trustPublic := fs.Bool("trust-public-cas", false, "")
 	fallback := fs.String("server-ip-fallback", "", "")
 	hostname := fs.String("hostname", "", "")
 	if err := parseFlags(fs, args); err != nil {
@@ -37,6 +39,9 @@ func enroll(ctx context.Context, configPath string, args []string, stdout, stder
 	}
 	if p := agent.IPFallbackProblem(*fallback); p != "" {
 		return usagef("--server-ip-fallback %q: %s", *fallback, p)
+	}
+	if *trustPublic && *caFile == "" {
+		return usagef("--trust-public-cas goes with --ca-file (without a pinned CA the public CAs are trusted anyway)")
 	}
 	var caPEM string
 	if *caFile != "" {
@@ -58,7 +63,7 @@ func enroll(ctx context.Context, configPath string, args []string, stdout, stder
 	cfg, err := agent.Update(configPath, "enroll", func(c *agent.Config) error {
 		cleared = c.ApplyEnrollment(*code, *server)
 		if caPEM != "" {
-			c.InternalCAPEM = caPEM
+			c.InternalCAPEM, c.TrustPublicCAs = caPEM, *trustPublic
 		}
 		if *fallback != "" {
 			c.ServerIPFallback = *fallback

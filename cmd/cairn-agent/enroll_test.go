@@ -92,7 +92,7 @@ func TestEnrollCommand(t *testing.T) {
 	caPath, caPEM := caFile(t)
 
 	status, out, errOut := runTest(t.Context(), "--config", path, "enroll", "--server", engine.URL, "--code", code,
-		"--ca-file", caPath, "--server-ip-fallback", "192.0.2.10", "--hostname", "lab-7")
+		"--ca-file", caPath, "--trust-public-cas", "--server-ip-fallback", "192.0.2.10", "--hostname", "lab-7")
 	require.Equal(t, 0, status, errOut)
 
 	dev := engine.Devices()[0]
@@ -103,6 +103,7 @@ func TestEnrollCommand(t *testing.T) {
 	require.Equal(t, dev.Access, c.AccessToken)
 	require.Equal(t, dev.Refresh, c.RefreshToken)
 	require.Equal(t, caPEM, c.InternalCAPEM)
+	require.True(t, c.TrustPublicCAs, "--trust-public-cas is recorded beside the pinned CA")
 	require.Equal(t, "192.0.2.10", c.ServerIPFallback)
 	require.Equal(t, engine.URL, c.ServerURL)
 	require.Equal(t, code, c.EnrollmentCode)

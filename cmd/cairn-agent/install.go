@@ -11,7 +11,7 @@ import (
 )
 
 // install: cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start] [--hostname NAME]
-// [--server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP]]
+// [--server URL --code CODE [--ca-file PEM [--trust-public-cas]] [--server-ip-fallback IP]]
 //
 // With --server and --code it enrolls first (exactly as enroll does, waiting
 // for approval; nothing to do when already enrolled with that code), so the
@@ -28,6 +28,7 @@ func install(ctx context.Context, configPath string, args []string, stdout, stde
 	server := fs.String("server", "", "")
 	code := fs.String("code", "", "")
 	caFile := fs.String("ca-file", "", "")
+	trustPublic := fs.Bool("trust-public-cas", false, "")
 	fallback := fs.String("server-ip-fallback", "", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -42,11 +43,14 @@ func install(ctx context.Context, configPath string, args []string, stdout, stde
 				enrollArgs = append(enrollArgs, "--"+f.name, f.value)
 			}
 		}
+		if *trustPublic {
+			enrollArgs = append(enrollArgs, "--trust-public-cas")
+		}
 		if err := enroll(ctx, configPath, enrollArgs, stdout, stderr, h); err != nil {
 			return err
 		}
-	} else if *caFile != "" || *fallback != "" {
-		return usagef("--ca-file and --server-ip-fallback go with --server and --code")
+	} else if *caFile != "" || *fallback != "" || *trustPublic {
+		return usagef("--ca-file, --trust-public-cas and --server-ip-fallback go with --server and --code")
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()

@@ -33,14 +33,14 @@ const (
 )
 
 const usage = `usage:
-  cairn-agent enroll --server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP] [--hostname NAME] [--config PATH]
+  cairn-agent enroll --server URL --code CODE [--ca-file PEM [--trust-public-cas]] [--server-ip-fallback IP] [--hostname NAME] [--config PATH]
   cairn-agent run [--config PATH] [--hostname NAME] [--update-check-interval D] [--update-checkin-deadline D]
   cairn-agent simulate --server URL --code CODE --count N [--ca-file PEM] [--concurrency C] [--duration D] [--prefix NAME]
   cairn-agent [--config PATH] status
   cairn-agent [--config PATH] --metadata get <field>
   cairn-agent [--config PATH] --metadata set <field> <value>
   cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start] [--hostname NAME]
-                      [--server URL --code CODE [--ca-file PEM] [--server-ip-fallback IP]]
+                      [--server URL --code CODE [--ca-file PEM [--trust-public-cas]] [--server-ip-fallback IP]]
   cairn-agent uninstall [--config PATH] [--unit-dir DIR] [--purge]
   cairn-agent version
 

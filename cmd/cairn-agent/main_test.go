@@ -100,6 +100,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--config", path, "enroll", "--server", "https://x", "--code", "c", "--server-ip-fallback", "x:1"}, 2, "bare IP"},
 		{[]string{"--config", path, "enroll", "--server=", "--code", "c"}, 2, "--server needs a value"},
 		{[]string{"--config", path, "enroll", "--server", "https://x", "--code", "c", "--ca-file", filepath.Join(t.TempDir(), "none.pem")}, 1, "--ca-file"},
+		{[]string{"--config", path, "enroll", "--server", "https://x", "--code", "c", "--trust-public-cas"}, 2, "--trust-public-cas goes with --ca-file"},
 		{[]string{"--config", path, "run", "extra"}, 2, "run takes no arguments"},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.json"), "run"}, 1, "does not exist"},
 		{[]string{"simulate", "--server", "https://x", "--code", "c"}, 2, "--count of at least 1"},

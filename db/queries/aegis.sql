@@ -5,12 +5,6 @@ SELECT * FROM aegis_state WHERE id = 1;
 INSERT INTO aegis_state (id, kdf_salt, kdf_time, kdf_memory_kib, kdf_threads, wrapped_key, key_id)
 VALUES (1, @kdf_salt, @kdf_time, @kdf_memory_kib, @kdf_threads, @wrapped_key, @key_id);
 
--- name: AegisStateRewrap :execrows
-UPDATE aegis_state
-SET kdf_salt = @kdf_salt, kdf_time = @kdf_time, kdf_memory_kib = @kdf_memory_kib,
-    kdf_threads = @kdf_threads, wrapped_key = @wrapped_key, rotated_at = now()
-WHERE id = 1 AND key_id = @key_id;
-
 -- name: AegisStateDelete :exec
 DELETE FROM aegis_state WHERE id = 1;
 
@@ -23,3 +17,11 @@ SELECT * FROM admin_recovery WHERE id = 1;
 
 -- name: AdminRecoveryDelete :exec
 DELETE FROM admin_recovery WHERE id = 1;
+
+-- name: AegisStateRekey :execrows
+-- Replaces the data key (a rotation): the row is locked by this update for
+-- the rest of the transaction that re-seals every stored value.
+UPDATE aegis_state
+SET kdf_salt = @kdf_salt, kdf_time = @kdf_time, kdf_memory_kib = @kdf_memory_kib,
+    kdf_threads = @kdf_threads, wrapped_key = @wrapped_key, key_id = @new_key_id, rotated_at = now()
+WHERE id = 1 AND key_id = @key_id;

@@ -1,10 +1,13 @@
--- Device activity history. Rows are keyed by hostname (they outlive a
--- purge); scope follows the hostname's current device, else the row's own
--- site, so history moves with a device reassigned to another site.
+-- Device activity history. Rows are listed by hostname (they outlive a
+-- purge) and scoped by each row's own site: a device that moves to another
+-- site, or a new device reusing a hostname, does not bring the rows of a
+-- site the reader cannot see. A row without a site is an administrator's.
 
 -- name: DeviceActivityInsert :one
 INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at)
-VALUES (sqlc.narg(device_guid), @hostname, sqlc.narg(site_id), @kind, @summary, @actor, @status, @metadata,
+VALUES (sqlc.narg(device_guid), @hostname,
+        -- A row recorded without a site belongs to its device's site.
+        COALESCE(sqlc.narg(site_id)::bigint, (SELECT d.site_id FROM devices d WHERE d.guid = sqlc.narg(device_guid)::text)), @kind, @summary, @actor, @status, @metadata,
         sqlc.narg(finished_at))
 RETURNING *;
 
@@ -17,8 +20,7 @@ FROM devices d WHERE d.guid = ANY(@guids::text[]);
 -- name: DeviceActivityList :many
 SELECT a.* FROM device_activity a
 WHERE lower(a.hostname) = lower(@hostname::text)
-  AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(a.hostname)), a.site_id) = ANY(@site_ids::bigint[]))
+  AND (@all_sites::bool OR a.site_id = ANY(@site_ids::bigint[]))
   AND (sqlc.narg(before_id)::bigint IS NULL OR a.id < sqlc.narg(before_id)::bigint)
 ORDER BY a.id DESC
 LIMIT @max_rows::int;
@@ -26,11 +28,9 @@ LIMIT @max_rows::int;
 -- name: DeviceActivityDelete :execrows
 DELETE FROM device_activity a
 WHERE lower(a.hostname) = lower(@hostname::text)
-  AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(a.hostname)), a.site_id) = ANY(@site_ids::bigint[]));
+  AND (@all_sites::bool OR a.site_id = ANY(@site_ids::bigint[]));
 
 -- name: DeviceActivityGet :one
 SELECT a.* FROM device_activity a
 WHERE a.id = @id
-  AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(a.hostname)), a.site_id) = ANY(@site_ids::bigint[]));
+  AND (@all_sites::bool OR a.site_id = ANY(@site_ids::bigint[]));

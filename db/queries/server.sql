@@ -1,15 +1,27 @@
--- name: ServerKeyEnsure :one
--- Inserts the key only when none exists, then returns whichever key won, so
--- replicas starting together agree on one.
-WITH ins AS (
-    INSERT INTO server_keys (name, key) VALUES (@name, @key)
-    ON CONFLICT (name) DO NOTHING
-    RETURNING key
-)
-SELECT key FROM ins
-UNION ALL
-SELECT key FROM server_keys WHERE name = @name
-LIMIT 1;
+-- name: ServerKeyGet :one
+SELECT * FROM server_keys WHERE name = @name;
+
+-- name: ServerKeyInsertSealed :exec
+-- A new key; replicas starting together race here and read back the winner.
+INSERT INTO server_keys (name, key_sealed, public_key) VALUES (@name, @key_sealed, sqlc.narg(public_key))
+ON CONFLICT (name) DO NOTHING;
+
+-- name: ServerKeySeal :execrows
+-- Seals a key still stored in plaintext (written before it was sealed).
+UPDATE server_keys SET key_sealed = @key_sealed, public_key = sqlc.narg(public_key), key = NULL
+WHERE name = @name AND key IS NOT NULL;
+
+-- name: ServerKeyReplace :execrows
+-- A new key for one a force-reset cipher sealed (unreadable now), only if
+-- no other replica replaced it first.
+UPDATE server_keys SET key_sealed = @key_sealed, public_key = sqlc.narg(public_key), created_at = now()
+WHERE name = @name AND key_sealed = @old_sealed;
+
+-- name: ServerKeySealedList :many
+SELECT name, key_sealed FROM server_keys WHERE key_sealed IS NOT NULL ORDER BY name FOR UPDATE;
+
+-- name: ServerKeySealedUpdate :exec
+UPDATE server_keys SET key_sealed = @key_sealed WHERE name = @name;
 
 -- name: RateLimitHit :one
 -- Counts a hit in a fixed window and returns the count and the window start.
@@ -52,3 +64,8 @@ SELECT pg_notify(@channel::text, @payload::text);
 
 -- name: DatabasePing :one
 SELECT 1::int AS ok;
+
+-- name: ServerKeyInsertPlaintext :exec
+-- A key as Engines before sealed server keys stored it; tests use it to
+-- check that the first unlock seals such rows.
+INSERT INTO server_keys (name, key) VALUES (@name, @key);

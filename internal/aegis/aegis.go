@@ -14,12 +14,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/argon2"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
 )
 
 // KDFParams are the Argon2id cost parameters used to derive the KEK.
@@ -31,6 +34,31 @@ type KDFParams struct {
 
 // DefaultKDF follows the RFC 9106 second recommendation (64 MiB, t=3).
 var DefaultKDF = KDFParams{Time: 3, MemoryKiB: 64 * 1024, Threads: 2}
+
+// Bounds of KDF parameters read from the database. The row is trusted to
+// pick the cost, but a corrupted or tampered row must not make an unlock
+// allocate gigabytes or spin for hours: values outside these are refused
+// before Argon2 runs.
+const (
+	maxKDFTime      = 16
+	maxKDFMemoryKiB = 1 << 20 // 1 GiB
+	maxKDFThreads   = 16
+)
+
+// Check refuses parameters outside the bounds above (and Argon2's own
+// minimum of 8 KiB per lane).
+func (p KDFParams) Check() error {
+	switch {
+	case p.Time < 1 || p.Time > maxKDFTime:
+		return cairn.Errorf(cairn.ECodeUnavailable, "the stored master-cipher KDF time cost %d is outside 1..%d; the aegis_state row is damaged", p.Time, maxKDFTime)
+	case p.Threads < 1 || p.Threads > maxKDFThreads:
+		return cairn.Errorf(cairn.ECodeUnavailable, "the stored master-cipher KDF parallelism %d is outside 1..%d; the aegis_state row is damaged", p.Threads, maxKDFThreads)
+	case p.MemoryKiB < 8*uint32(p.Threads) || p.MemoryKiB > maxKDFMemoryKiB:
+		return cairn.Errorf(cairn.ECodeUnavailable, "the stored master-cipher KDF memory %d KiB is outside %d..%d KiB; the aegis_state row is damaged",
+			p.MemoryKiB, 8*uint32(p.Threads), maxKDFMemoryKiB)
+	}
+	return nil
+}
 
 // State is the persisted form of the cipher.
 type State struct {
@@ -47,9 +75,10 @@ type Store interface {
 	// AegisState returns the state, or (nil, nil) when none is configured.
 	AegisState(ctx context.Context) (*State, error)
 	AegisInsert(ctx context.Context, s State) error
-	// AegisRewrap replaces KDF and wrapped key of the state with keyID; it
-	// reports false when that state no longer exists.
-	AegisRewrap(ctx context.Context, keyID []byte, salt []byte, kdf KDFParams, wrapped []byte) (bool, error)
+	// AegisRekey replaces the state with keyID by next (a new data key)
+	// and runs reseal in the same transaction; it reports false when that
+	// state no longer exists. Nothing is stored unless reseal succeeds.
+	AegisRekey(ctx context.Context, keyID []byte, next State, reseal func(context.Context, *db.Queries) error) (bool, error)
 }
 
 // Status is what GET /api/aegis/status reports.
@@ -71,6 +100,9 @@ const (
 var (
 	// ErrLocked is returned by Seal and Open while no data key is held.
 	ErrLocked = cairn.Errorf(cairn.ECodeAegisLocked, "the master cipher is locked")
+	// ErrRotating is returned by Seal (and Rotate) while this process
+	// rotates the data key.
+	ErrRotating = cairn.Errorf(cairn.ECodeConflict, "the master cipher is rotating its data key; try again")
 	// ErrForeignKey is returned by Open for a value sealed by another cipher
 	// (one that was since force-reset).
 	ErrForeignKey = errors.New("aegis: value was sealed by a master cipher that no longer exists")
@@ -81,14 +113,40 @@ type Cipher struct {
 	store Store
 	kdf   KDFParams
 
-	mu    sync.RWMutex
-	aead  cipher.AEAD
-	keyID []byte
+	mu      sync.RWMutex
+	aead    cipher.AEAD
+	keyID   []byte
+	columns []Column
+	// rotating is set during a data-key rotation: Seal refuses (conflict)
+	// rather than seal a value with the key being replaced. It does not
+	// wait, since the caller may hold a row lock the rotation needs.
+	rotating atomic.Bool
+	// onUnlock runs after Setup and Unlock (server keys seal themselves).
+	onUnlock []func(context.Context)
+}
+
+// OnUnlock adds f to what runs after each Setup and Unlock of this process.
+func (c *Cipher) OnUnlock(f func(context.Context)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onUnlock = append(c.onUnlock, f)
+}
+
+func (c *Cipher) unlocked(ctx context.Context) {
+	c.mu.RLock()
+	hooks := slices.Clone(c.onUnlock)
+	c.mu.RUnlock()
+	for _, f := range hooks {
+		f(ctx)
+	}
 }
 
 // New returns a locked cipher over store. kdf is used for new setups and
 // rotations (tests pass a cheap one).
 func New(store Store, kdf KDFParams) *Cipher {
+	if err := kdf.Check(); err != nil {
+		panic("aegis: " + err.Error())
+	}
 	return &Cipher{store: store, kdf: kdf}
 }
 
@@ -160,7 +218,11 @@ func (c *Cipher) Setup(ctx context.Context, passphrase string) error {
 	if err := c.store.AegisInsert(ctx, State{Salt: salt, KDF: c.kdf, WrappedKey: wrapped, KeyID: keyID}); err != nil {
 		return err
 	}
-	return c.hold(dataKey, keyID)
+	if err := c.hold(dataKey, keyID); err != nil {
+		return err
+	}
+	c.unlocked(ctx)
+	return nil
 }
 
 // Unlock unwraps the data key with passphrase. A wrong passphrase returns
@@ -173,15 +235,25 @@ func (c *Cipher) Unlock(ctx context.Context, passphrase string) error {
 	if st == nil {
 		return cairn.Errorf(cairn.ECodeWrongPhase, "no master cipher is configured")
 	}
+	if err := st.KDF.Check(); err != nil {
+		return err
+	}
 	dataKey, err := unwrap(deriveKEK(passphrase, st.Salt, st.KDF), st.WrappedKey)
 	if err != nil {
 		return cairn.Errorf(cairn.ECodeInvalidPassphrase, "the passphrase is not correct")
 	}
-	return c.hold(dataKey, st.KeyID)
+	if err := c.hold(dataKey, st.KeyID); err != nil {
+		return err
+	}
+	c.unlocked(ctx)
+	return nil
 }
 
-// Rotate re-wraps the data key under a new passphrase. Stored secrets are
-// untouched: the data key itself does not change.
+// Rotate replaces the data key and re-wraps it under a new passphrase
+// (which may be the current one: that rotates the data key alone). Every
+// sealed value of the registered columns is re-sealed in the transaction
+// that stores the new key. Other replicas holding the old key lock
+// themselves (Reconcile) and must be unlocked again.
 func (c *Cipher) Rotate(ctx context.Context, current, next string) error {
 	if err := CheckPassphrase("new_passphrase", next); err != nil {
 		return err
@@ -193,23 +265,39 @@ func (c *Cipher) Rotate(ctx context.Context, current, next string) error {
 	if st == nil {
 		return cairn.Errorf(cairn.ECodeWrongPhase, "no master cipher is configured")
 	}
-	dataKey, err := unwrap(deriveKEK(current, st.Salt, st.KDF), st.WrappedKey)
+	if err := st.KDF.Check(); err != nil {
+		return err
+	}
+	oldKey, err := unwrap(deriveKEK(current, st.Salt, st.KDF), st.WrappedKey)
 	if err != nil {
 		return cairn.Errorf(cairn.ECodeInvalidPassphrase, "the current passphrase is not correct")
 	}
-	salt := randomBytes(16)
-	wrapped, err := wrap(deriveKEK(next, salt, c.kdf), dataKey)
+	newKey, salt, newID := randomBytes(32), randomBytes(16), randomBytes(keyIDLen)
+	wrapped, err := wrap(deriveKEK(next, salt, c.kdf), newKey)
 	if err != nil {
 		return err
 	}
-	ok, err := c.store.AegisRewrap(ctx, st.KeyID, salt, c.kdf, wrapped)
+	r := &Resealer{oldID: st.KeyID, nextID: newID}
+	if r.old, err = newAEAD(oldKey); err != nil {
+		return err
+	}
+	if r.next, err = newAEAD(newKey); err != nil {
+		return err
+	}
+	// No Seal on this replica between here and the new key being held.
+	if !c.rotating.CompareAndSwap(false, true) {
+		return ErrRotating
+	}
+	defer c.rotating.Store(false)
+	ok, err := c.store.AegisRekey(ctx, st.KeyID, State{Salt: salt, KDF: c.kdf, WrappedKey: wrapped, KeyID: newID},
+		func(ctx context.Context, q *db.Queries) error { return c.resealAll(ctx, q, r) })
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return cairn.Errorf(cairn.ECodeConflict, "the master cipher changed during rotation; try again")
 	}
-	return c.hold(dataKey, st.KeyID)
+	return c.hold(newKey, newID)
 }
 
 // Reconcile locks this process when the stored cipher is no longer the one
@@ -233,18 +321,16 @@ func (c *Cipher) Reconcile(ctx context.Context) error {
 // byte, the key ID and the nonce; aad binds it to its purpose (for example
 // "user-password:42") so a sealed value cannot be moved to another record.
 func (c *Cipher) Seal(plaintext, aad []byte) ([]byte, error) {
+	if c.rotating.Load() {
+		return nil, ErrRotating
+	}
 	c.mu.RLock()
 	aead, keyID := c.aead, c.keyID
 	c.mu.RUnlock()
 	if aead == nil {
 		return nil, ErrLocked
 	}
-	nonce := randomBytes(aead.NonceSize())
-	out := make([]byte, 0, 1+len(keyID)+len(nonce)+len(plaintext)+aead.Overhead())
-	out = append(out, sealVersion)
-	out = append(out, keyID...)
-	out = append(out, nonce...)
-	return aead.Seal(out, nonce, plaintext, aad), nil
+	return seal(aead, keyID, plaintext, aad), nil
 }
 
 // Open decrypts a value produced by Seal with the same aad.
@@ -255,6 +341,19 @@ func (c *Cipher) Open(sealed, aad []byte) ([]byte, error) {
 	if aead == nil {
 		return nil, ErrLocked
 	}
+	return open(aead, keyID, sealed, aad)
+}
+
+func seal(aead cipher.AEAD, keyID, plaintext, aad []byte) []byte {
+	nonce := randomBytes(aead.NonceSize())
+	out := make([]byte, 0, 1+len(keyID)+len(nonce)+len(plaintext)+aead.Overhead())
+	out = append(out, sealVersion)
+	out = append(out, keyID...)
+	out = append(out, nonce...)
+	return aead.Seal(out, nonce, plaintext, aad)
+}
+
+func open(aead cipher.AEAD, keyID, sealed, aad []byte) ([]byte, error) {
 	head := 1 + keyIDLen + aead.NonceSize()
 	if len(sealed) < head+aead.Overhead() || sealed[0] != sealVersion {
 		return nil, errors.New("aegis: malformed sealed value")

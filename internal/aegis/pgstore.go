@@ -2,12 +2,17 @@ package aegis
 
 import (
 	"context"
+	"math"
 
 	"github.com/cairn-rmm/cairn/db"
 )
 
-// PGStore keeps the cipher state in PostgreSQL.
-type PGStore struct{ Q *db.Queries }
+// PGStore keeps the cipher state in PostgreSQL. S (for transactions) is
+// needed by Rotate only.
+type PGStore struct {
+	Q *db.Queries
+	S *db.Store
+}
 
 // AegisState implements Store.
 func (s PGStore) AegisState(ctx context.Context) (*State, error) {
@@ -19,7 +24,7 @@ func (s PGStore) AegisState(ctx context.Context) (*State, error) {
 	}
 	return &State{
 		Salt: row.KdfSalt, WrappedKey: row.WrappedKey, KeyID: row.KeyID, CreatedAt: row.CreatedAt, RotatedAt: row.RotatedAt,
-		KDF: KDFParams{Time: uint32(row.KdfTime), MemoryKiB: uint32(row.KdfMemoryKib), Threads: uint8(row.KdfThreads)},
+		KDF: kdfFromRow(row.KdfTime, row.KdfMemoryKib, row.KdfThreads),
 	}, nil
 }
 
@@ -31,11 +36,15 @@ func (s PGStore) AegisInsert(ctx context.Context, st State) error {
 	})
 }
 
-// AegisRewrap implements Store.
-func (s PGStore) AegisRewrap(ctx context.Context, keyID, salt []byte, kdf KDFParams, wrapped []byte) (bool, error) {
-	n, err := s.Q.AegisStateRewrap(ctx, db.AegisStateRewrapParams{
-		KdfSalt: salt, KdfTime: int32(kdf.Time), KdfMemoryKib: int32(kdf.MemoryKiB),
-		KdfThreads: int32(kdf.Threads), WrappedKey: wrapped, KeyID: keyID,
-	})
-	return n == 1, err
+// kdfFromRow converts the stored int4 columns; a negative or oversized
+// value becomes 0, which KDFParams.Check refuses, instead of wrapping
+// round to a huge unsigned cost.
+func kdfFromRow(t, mem, threads int32) KDFParams {
+	clamp := func(v int32, max int64) uint32 {
+		if v < 0 || int64(v) > max {
+			return 0
+		}
+		return uint32(v)
+	}
+	return KDFParams{Time: clamp(t, math.MaxUint32), MemoryKiB: clamp(mem, math.MaxUint32), Threads: uint8(clamp(threads, math.MaxUint8))}
 }

@@ -145,7 +145,7 @@ func (s *Service) BootstrapAdminSetup(ctx context.Context, username, password st
 	if err != nil {
 		return Enrollment{}, err
 	}
-	tok, err := signPending(s.pendingKey, u.ID, purposeBootstrap, s.cfg.Now())
+	tok, err := signPending(ctx, s.pendingKey, u.ID, purposeBootstrap, s.cfg.Now())
 	return Enrollment{Phase: phase, PendingToken: tok, MFA: setup}, err
 }
 
@@ -211,7 +211,7 @@ func (s *Service) BootstrapAdminRecover(ctx context.Context, username, password,
 	if err != nil {
 		return Enrollment{}, err
 	}
-	tok, err := signPending(s.pendingKey, u.ID, purposeBootstrap, s.cfg.Now())
+	tok, err := signPending(ctx, s.pendingKey, u.ID, purposeBootstrap, s.cfg.Now())
 	return Enrollment{Phase: phase, PendingToken: tok, MFA: setup}, err
 }
 

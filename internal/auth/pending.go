@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -8,11 +9,13 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/cairn-rmm/cairn/internal/aegis"
 )
 
 // Pending-MFA tokens bridge the password step and the code step. They are
-// signed (HS256, a key the Engine generates and keeps in PostgreSQL so every
-// replica accepts them), short-lived and single use.
+// signed (HS256, a key the Engine generates and keeps sealed in PostgreSQL
+// so every replica accepts them), short-lived and single use.
 const (
 	pendingTTL      = 5 * time.Minute
 	pendingAudience = "cairn-mfa"
@@ -33,7 +36,11 @@ type pending struct {
 	Expires time.Time
 }
 
-func signPending(key []byte, userID int64, purpose string, now time.Time) (string, error) {
+func signPending(ctx context.Context, k *aegis.ServerKey, userID int64, purpose string, now time.Time) (string, error) {
+	key, err := k.Secret(ctx)
+	if err != nil {
+		return "", err
+	}
 	jti := make([]byte, 16)
 	if _, err := rand.Read(jti); err != nil {
 		return "", err
@@ -51,9 +58,13 @@ func signPending(key []byte, userID int64, purpose string, now time.Time) (strin
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(key)
 }
 
-func parsePending(key []byte, tok string, now time.Time) (pending, error) {
+func parsePending(ctx context.Context, k *aegis.ServerKey, tok string, now time.Time) (pending, error) {
+	key, err := k.Secret(ctx)
+	if err != nil {
+		return pending{}, err
+	}
 	var claims pendingClaims
-	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return key, nil },
+	_, err = jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return key, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithAudience(pendingAudience),
 		jwt.WithExpirationRequired(),

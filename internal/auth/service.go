@@ -8,7 +8,6 @@ package auth
 import (
 	"context"
 	"crypto/subtle"
-	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -86,7 +85,7 @@ type Service struct {
 	cipher     *aegis.Cipher
 	limiter    *ratelimit.Limiter
 	throttle   *ratelimit.Throttle
-	pendingKey []byte
+	pendingKey *aegis.ServerKey // HS256, sealed (issue 13 item 14)
 	cfg        Config
 	dummyHash  string
 	// hashChecks counts password hash verifications, so a test can show
@@ -94,8 +93,8 @@ type Service struct {
 	hashChecks atomic.Int64
 }
 
-// NewService prepares the service; it makes sure the pending-token signing
-// key exists (generated once, shared by replicas).
+// NewService prepares the service. The pending-token signing key is
+// sealed by cipher and created on first use (once, shared by replicas).
 func NewService(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg Config) (*Service, error) {
 	if cfg.Password == nil {
 		cfg.Password = &DefaultPasswordParams
@@ -109,10 +108,6 @@ func NewService(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	key, err := store.ServerKeyEnsure(ctx, db.ServerKeyEnsureParams{Name: "pending-mfa-hs256", Key: randomKey()})
-	if err != nil {
-		return nil, fmt.Errorf("pending-token key: %w", err)
-	}
 	// Verifying against a throwaway hash when a username is unknown keeps
 	// the answer time the same, so timing does not reveal accounts.
 	dummy, err := hashPassword("cairn-timing-equalizer", cfg.Password)
@@ -120,7 +115,7 @@ func NewService(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg 
 		return nil, err
 	}
 	return &Service{store: store, cipher: cipher, limiter: ratelimit.New(store.Queries), throttle: ratelimit.NewThrottle(store, cfg.Now),
-		pendingKey: key, cfg: cfg, dummyHash: dummy}, nil
+		pendingKey: aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: "pending-mfa-hs256", Size: 32}), cfg: cfg, dummyHash: dummy}, nil
 }
 
 // Principal is a signed-in operator, resolved from a session.
@@ -233,7 +228,7 @@ func (s *Service) Login(ctx context.Context, username, password string, meta Cli
 		}
 		res.MFASetup = &setup
 	}
-	res.PendingToken, err = signPending(s.pendingKey, u.ID, purposeLogin, s.cfg.Now())
+	res.PendingToken, err = signPending(ctx, s.pendingKey, u.ID, purposeLogin, s.cfg.Now())
 	return res, err
 }
 
@@ -529,7 +524,7 @@ func (s *Service) pendingSetup(ctx context.Context, u db.User) (MFASetup, error)
 }
 
 func (s *Service) pendingUser(ctx context.Context, token, purpose string) (pending, db.User, error) {
-	p, err := parsePending(s.pendingKey, token, s.cfg.Now())
+	p, err := parsePending(ctx, s.pendingKey, token, s.cfg.Now())
 	if err != nil || p.Purpose != purpose {
 		return pending{}, db.User{}, errInvalidPending
 	}
@@ -599,11 +594,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-func randomKey() []byte {
-	_, h := newToken()
-	return h
 }
 
 var (

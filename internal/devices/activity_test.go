@@ -53,16 +53,17 @@ func TestActivityPages(t *testing.T) {
 	require.Empty(t, meta)
 }
 
-// Scope follows the hostname's current device, so history moves with a
-// device to its new site.
-func TestActivityScopeFollowsTheDevice(t *testing.T) {
+// Scope is each row's own site (issue 13 item 16): a device that moves
+// takes none of its old site's rows to operators of the new one, and the
+// old site keeps seeing what happened while the device was there.
+func TestActivityScopeIsEachRowsOwnSite(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
 	other, err := f.store.SiteInsert(ctx, db.SiteInsertParams{Name: "Other", Slug: "other"})
 	require.NoError(t, err)
 	id := f.device(t, "g1", "alpha")
-	a, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", SiteID: f.siteID, Kind: "k", Summary: "s"})
+	a, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", SiteID: f.siteID, Kind: "k", Summary: "in main"})
 	require.NoError(t, err)
 	mainScope, otherScope := cairn.SiteScope{SiteIDs: []int64{f.siteID}}, cairn.SiteScope{SiteIDs: []int64{other.ID}}
 
@@ -71,22 +72,29 @@ func TestActivityScopeFollowsTheDevice(t *testing.T) {
 	require.Len(t, rows, 1)
 	_, _, err = f.svc.ListActivity(ctx, otherScope, "alpha", 0, 10)
 	require.True(t, cairn.IsCode(err, cairn.ECodeNotFound), "%v", err)
-	_, err = f.svc.GetActivity(ctx, otherScope, a.ID)
-	require.True(t, cairn.IsCode(err, cairn.ECodeNotFound), "%v", err)
 
 	_, err = f.svc.AssignSite(ctx, []string{"g1"}, other.ID, "admin")
 	require.NoError(t, err)
 	rows, _, err = f.svc.ListActivity(ctx, otherScope, "alpha", 0, 10)
 	require.NoError(t, err)
-	require.Len(t, rows, 2, "the old row and the move")
+	require.Len(t, rows, 1, "only the move: the row from site Main stays there")
 	require.Equal(t, devices.ActivitySiteAssigned, rows[0].Kind)
 	require.Equal(t, "admin", rows[0].Actor)
-	_, _, err = f.svc.ListActivity(ctx, mainScope, "alpha", 0, 10)
+	_, err = f.svc.GetActivity(ctx, otherScope, a.ID)
 	require.True(t, cairn.IsCode(err, cairn.ECodeNotFound), "%v", err)
+	rows, _, err = f.svc.ListActivity(ctx, mainScope, "alpha", 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"in main"}, summaries(rows), "site Main keeps its own history of the device")
+	got, err := f.svc.GetActivity(ctx, mainScope, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, "in main", got.Summary)
 
-	// A clear outside scope is not_found and deletes nothing.
-	_, err = f.svc.ClearActivity(ctx, mainScope, "alpha")
-	require.True(t, cairn.IsCode(err, cairn.ECodeNotFound), "%v", err)
+	// A row recorded without a site takes its device's site at the time.
+	b, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", Kind: "k", Summary: "in other"})
+	require.NoError(t, err)
+	require.Equal(t, other.ID, b.SiteID)
+
+	// A clear deletes only the rows inside the caller's scope.
 	n, err := f.svc.ClearActivity(ctx, otherScope, "Alpha")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
@@ -94,6 +102,46 @@ func TestActivityScopeFollowsTheDevice(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, rows)
 	require.Nil(t, next)
+	rows, _, err = f.svc.ListActivity(ctx, mainScope, "alpha", 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"in main"}, summaries(rows))
+}
+
+// A hostname reused by a new device in another site does not show the
+// old device's rows to the new site's operators.
+func TestActivityOfAReusedHostnameStaysWithItsSite(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	other, err := f.store.SiteInsert(ctx, db.SiteInsertParams{Name: "Other", Slug: "other"})
+	require.NoError(t, err)
+	mainScope, otherScope := cairn.SiteScope{SiteIDs: []int64{f.siteID}}, cairn.SiteScope{SiteIDs: []int64{other.ID}}
+	f.device(t, "old", "beta")
+	_, err = f.svc.RecordActivity(ctx, devices.NewActivity{GUID: "old", Hostname: "beta", SiteID: f.siteID, Kind: "k", Summary: "old device"})
+	require.NoError(t, err)
+	n, err := f.store.DeviceDelete(ctx, "old")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	_, err = f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: "new", Hostname: "BETA", SiteID: other.ID})
+	require.NoError(t, err)
+
+	rows, _, err := f.svc.ListActivity(ctx, otherScope, "beta", 0, 10)
+	require.NoError(t, err, "the new device is in scope, so its (empty) history is listed")
+	require.Empty(t, rows)
+	n, err = f.svc.ClearActivity(ctx, otherScope, "beta")
+	require.NoError(t, err)
+	require.Zero(t, n)
+	rows, _, err = f.svc.ListActivity(ctx, mainScope, "beta", 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"old device"}, summaries(rows))
+}
+
+func summaries(rows []devices.Activity) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Summary
+	}
+	return out
 }
 
 func TestRecordActivityRejectsBadInput(t *testing.T) {

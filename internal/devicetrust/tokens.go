@@ -14,8 +14,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
 )
 
 // Token lifetimes.
@@ -65,33 +66,53 @@ type AccessClaims struct {
 	jwt.RegisteredClaims
 }
 
-// Tokens issues and checks device tokens.
+// Tokens issues and checks device tokens. The signing key's seed is
+// sealed by the master cipher (issue 13 item 14), so minting needs an
+// unlocked cipher; its public half is stored in the clear, so a process
+// whose cipher is locked (a site worker) still checks tokens.
 type Tokens struct {
 	store  *db.Store
-	key    ed25519.PrivateKey
+	key    *aegis.ServerKey
 	issuer string
 	now    func() time.Time
+
+	pubMu     sync.Mutex
+	pub       ed25519.PublicKey
+	pubLoaded time.Time
 }
 
-// NewTokens loads (or creates, once for all replicas) the signing key.
-// issuer is the Engine's public URL.
-func NewTokens(ctx context.Context, store *db.Store, issuer string, now func() time.Time) (*Tokens, error) {
-	seed := make([]byte, ed25519.SeedSize)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, err
-	}
-	k, err := store.ServerKeyEnsure(ctx, db.ServerKeyEnsureParams{Name: signingKeyName, Key: seed})
-	if err != nil {
-		return nil, fmt.Errorf("devicetrust: token signing key: %w", err)
-	}
-	if len(k) != ed25519.SeedSize {
-		return nil, errors.New("devicetrust: stored token signing key has the wrong size")
-	}
+// NewTokens returns the token service; the signing key is created on
+// first use, once for all replicas. issuer is the Engine's public URL.
+func NewTokens(store *db.Store, cipher *aegis.Cipher, issuer string, now func() time.Time) *Tokens {
 	if now == nil {
 		now = time.Now
 	}
-	return &Tokens{store: store, key: ed25519.NewKeyFromSeed(k), issuer: issuer, now: now}, nil
+	key := aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: signingKeyName, Size: ed25519.SeedSize,
+		Public: func(seed []byte) []byte { return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey) }})
+	return &Tokens{store: store, key: key, issuer: issuer, now: now}
 }
+
+// publicKey returns the verification key, cached. A cached key is read
+// again when a signature fails to verify and it is older than
+// publicKeyRecheck: a force-reset cipher replaces the signing key.
+func (t *Tokens) publicKey(ctx context.Context, stale bool) (ed25519.PublicKey, error) {
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
+	if t.pub != nil && (!stale || time.Since(t.pubLoaded) < publicKeyRecheck) {
+		return t.pub, nil
+	}
+	pub, err := t.key.Public(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, nil // no key yet: nothing was signed
+	}
+	t.pub, t.pubLoaded = pub, time.Now()
+	return t.pub, nil
+}
+
+const publicKeyRecheck = 30 * time.Second
 
 // Issued is a fresh token pair.
 type Issued struct {
@@ -110,7 +131,11 @@ func (t *Tokens) Wire(i Issued) proto.Tokens {
 }
 
 // Access mints an access token for the device.
-func (t *Tokens) Access(guid, jkt string, version int32, siteID int64) (string, time.Time, error) {
+func (t *Tokens) Access(ctx context.Context, guid, jkt string, version int32, siteID int64) (string, time.Time, error) {
+	seed, err := t.key.Secret(ctx)
+	if err != nil {
+		return "", time.Time{}, err
+	}
 	now := t.now()
 	exp := now.Add(AccessTokenTTL)
 	c := AccessClaims{TokenVersion: version, SiteID: siteID}
@@ -120,17 +145,20 @@ func (t *Tokens) Access(guid, jkt string, version int32, siteID int64) (string, 
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-30 * time.Second)),
 		ExpiresAt: jwt.NewNumericDate(exp), ID: randomToken(12),
 	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(t.key)
+	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(ed25519.NewKeyFromSeed(seed))
 	return s, exp, err
 }
 
 // ParseAccess checks an access token's signature, issuer, audience and
 // expiry. The device's state (version, trust) is the caller's to check.
-func (t *Tokens) ParseAccess(token string) (*AccessClaims, error) {
-	var c AccessClaims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.key.Public(), nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithIssuer(t.issuer),
-		jwt.WithAudience(tokenAudience), jwt.WithTimeFunc(t.now), jwt.WithExpirationRequired())
+func (t *Tokens) ParseAccess(ctx context.Context, token string) (*AccessClaims, error) {
+	c, err, keyErr := t.parseAccess(ctx, token, false)
+	if errors.Is(err, jwt.ErrTokenSignatureInvalid) {
+		c, err, keyErr = t.parseAccess(ctx, token, true)
+	}
+	if keyErr != nil {
+		return nil, keyErr
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, jwt.ErrTokenExpired):
@@ -141,7 +169,24 @@ func (t *Tokens) ParseAccess(token string) (*AccessClaims, error) {
 	if c.Subject == "" || c.CNF.JKT == "" {
 		return nil, cairn.Errorf(ECodeInvalidAccessToken, "the access token is not valid")
 	}
-	return &c, nil
+	return c, nil
+}
+
+// parseAccess returns the token's verification error apart from a failure
+// to read the key.
+func (t *Tokens) parseAccess(ctx context.Context, token string, stale bool) (*AccessClaims, error, error) {
+	pub, err := t.publicKey(ctx, stale)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pub == nil {
+		return nil, jwt.ErrTokenSignatureInvalid, nil
+	}
+	var c AccessClaims
+	_, err = jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return pub, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithIssuer(t.issuer),
+		jwt.WithAudience(tokenAudience), jwt.WithTimeFunc(t.now), jwt.WithExpirationRequired())
+	return &c, err, nil
 }
 
 // NewRefresh stores and returns a new refresh token of family (a new
@@ -161,7 +206,7 @@ func (t *Tokens) NewRefresh(ctx context.Context, q *db.Queries, guid, family str
 // Issue mints a token pair for an enrolled device, starting a new refresh
 // family (enrollment, re-enrollment).
 func (t *Tokens) Issue(ctx context.Context, q *db.Queries, d db.Device) (Issued, error) {
-	access, exp, err := t.Access(d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
+	access, exp, err := t.Access(ctx, d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
 	if err != nil {
 		return Issued{}, err
 	}
@@ -224,7 +269,7 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 		if n == 0 {
 			return cairn.Errorf(ECodeTokenRevoked, "the refresh token was used concurrently")
 		}
-		access, exp, err := t.Access(d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
+		access, exp, err := t.Access(ctx, d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,8 @@ type ApprovalStarter interface {
 	StartApproval(ctx context.Context, approvalID string, expiresAt time.Time) error
 }
 
-// New returns the service; it loads (or creates) the nonce key.
+// New returns the service. The nonce key is sealed by cipher and created
+// on first use (once, shared by replicas).
 func New(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg Config) (*Service, error) {
 	if cfg.ApprovalTTL <= 0 {
 		cfg.ApprovalTTL = 72 * time.Hour
@@ -97,10 +98,7 @@ func New(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg Config)
 	if cfg.RequestsPerAddress.Limit <= 0 {
 		cfg.RequestsPerAddress = RequestsPerAddress
 	}
-	n, err := newNonces(ctx, store, cfg.Now)
-	if err != nil {
-		return nil, err
-	}
+	n := &nonces{store: store, key: aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: "enroll-nonce-hmac", Size: 32}), now: cfg.Now}
 	return &Service{store: store, cipher: cipher, now: cfg.Now, cfg: cfg, nonces: n}, nil
 }
 

@@ -7,12 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
 )
 
 // NonceTTL is how long an enrollment nonce may be signed and sent.
@@ -23,24 +23,12 @@ const NonceTTL = 5 * time.Minute
 // replica refuses it a second time.
 type nonces struct {
 	store *db.Store
-	key   []byte
+	key   *aegis.ServerKey
 	now   func() time.Time
 }
 
-func newNonces(ctx context.Context, store *db.Store, now func() time.Time) (*nonces, error) {
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		return nil, err
-	}
-	key, err := store.ServerKeyEnsure(ctx, db.ServerKeyEnsureParams{Name: "enroll-nonce-hmac", Key: k})
-	if err != nil {
-		return nil, fmt.Errorf("enrollment: nonce key: %w", err)
-	}
-	return &nonces{store: store, key: key, now: now}, nil
-}
-
 // Issue returns a fresh nonce and its expiry.
-func (n *nonces) Issue() (string, time.Time) {
+func (n *nonces) Issue(ctx context.Context) (string, time.Time, error) {
 	exp := n.now().Add(NonceTTL).Truncate(time.Second)
 	body := make([]byte, 24)
 	if _, err := rand.Read(body[:16]); err != nil {
@@ -48,14 +36,25 @@ func (n *nonces) Issue() (string, time.Time) {
 	}
 	binary.BigEndian.PutUint64(body[16:], uint64(exp.Unix()))
 	enc := base64.RawURLEncoding.EncodeToString(body)
-	return enc + "." + n.mac(enc), exp
+	mac, err := n.mac(ctx, enc)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return enc + "." + mac, exp, nil
 }
 
 // Use checks a nonce and consumes it.
 func (n *nonces) Use(ctx context.Context, nonce string) error {
 	bad := cairn.Invalid("nonce", "is not a valid enrollment nonce; fetch a new one")
 	enc, mac, ok := strings.Cut(nonce, ".")
-	if !ok || !hmac.Equal([]byte(mac), []byte(n.mac(enc))) {
+	if !ok {
+		return bad
+	}
+	want, err := n.mac(ctx, enc)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal([]byte(mac), []byte(want)) {
 		return bad
 	}
 	body, err := base64.RawURLEncoding.DecodeString(enc)
@@ -77,8 +76,12 @@ func (n *nonces) Use(ctx context.Context, nonce string) error {
 	return nil
 }
 
-func (n *nonces) mac(enc string) string {
-	h := hmac.New(sha256.New, n.key)
+func (n *nonces) mac(ctx context.Context, enc string) (string, error) {
+	key, err := n.key.Secret(ctx)
+	if err != nil {
+		return "", err
+	}
+	h := hmac.New(sha256.New, key)
 	h.Write([]byte(enc))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)), nil
 }

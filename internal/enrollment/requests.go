@@ -33,10 +33,11 @@ const (
 	maxShortField  = 200
 )
 
-// Nonce issues a nonce for an enrollment request.
-func (s *Service) Nonce() proto.EnrollNonce {
-	n, exp := s.nonces.Issue()
-	return proto.EnrollNonce{Nonce: n, ExpiresAt: exp}
+// Nonce issues a nonce for an enrollment request (aegis_locked while the
+// cipher is: the nonce key is sealed).
+func (s *Service) Nonce(ctx context.Context) (proto.EnrollNonce, error) {
+	n, exp, err := s.nonces.Issue(ctx)
+	return proto.EnrollNonce{Nonce: n, ExpiresAt: exp}, err
 }
 
 // Request records a signed enrollment request: pending, or approved at

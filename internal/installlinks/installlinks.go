@@ -1,8 +1,9 @@
 // Package installlinks is the signed install links (SPEC "Signed URL"
 // auth class): one active link per site and platform through which an
 // installer downloads the current agent artifact without any other
-// credential. A link is an HMAC-SHA256, under a server key kept in
-// server_keys, over the artifact ID, platform, site ID, expiry, the link's
+// credential. A link is an HMAC-SHA256, under a server key kept sealed in
+// server_keys (so links are issued and checked only while the cipher is
+// unlocked), over the artifact ID, platform, site ID, expiry, the link's
 // nonce and a digest of the site's enrollment codes; nothing about it is
 // stored but the nonce, the expiry it is listed with and its counter.
 // Revoking replaces the nonce (and zeroes the counter); rotating, adding
@@ -30,6 +31,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 )
 
@@ -80,31 +82,22 @@ const CodePlaceholder = "<enrollment-code>"
 type Service struct {
 	store   *db.Store
 	catalog *agentartifacts.Catalog
-	key     []byte
+	key     *aegis.ServerKey
 	now     func() time.Time
 	log     *slog.Logger
 }
 
-// New loads (or on first start creates) the link signing key.
-func New(ctx context.Context, store *db.Store, catalog *agentartifacts.Catalog, now func() time.Time, log *slog.Logger) (*Service, error) {
-	seed := make([]byte, 32)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, err
-	}
-	key, err := store.ServerKeyEnsure(ctx, db.ServerKeyEnsureParams{Name: keyName, Key: seed})
-	if err != nil {
-		return nil, fmt.Errorf("installlinks: signing key: %w", err)
-	}
-	if len(key) < 32 {
-		return nil, errors.New("installlinks: the stored signing key is too short")
-	}
+// New returns the service. The link signing key is sealed by cipher and
+// created on first use (once, shared by replicas).
+func New(store *db.Store, cipher *aegis.Cipher, catalog *agentartifacts.Catalog, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, catalog: catalog, key: key, now: now, log: log}, nil
+	key := aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: keyName, Size: 32})
+	return &Service{store: store, catalog: catalog, key: key, now: now, log: log}
 }
 
 // ForSites returns each site's links, one per platform with a current
@@ -128,6 +121,10 @@ func (s *Service) ForSites(ctx context.Context, baseURL string, siteIDs []int64)
 	if err != nil {
 		return nil, err
 	}
+	key, err := s.key.Secret(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	for _, site := range siteIDs {
 		links := map[string]Link{}
@@ -146,7 +143,7 @@ func (s *Service) ForSites(ctx context.Context, baseURL string, siteIDs []int64)
 					return nil, err
 				}
 			}
-			links[a.Platform] = s.link(baseURL, row, a, digests[site])
+			links[a.Platform] = s.link(key, baseURL, row, a, digests[site])
 		}
 		out[site] = links
 	}
@@ -208,13 +205,17 @@ func (s *Service) Revoke(ctx context.Context, baseURL string, site int64, platfo
 	if err != nil {
 		return Link{}, err
 	}
-	return s.link(baseURL, row, a, digests[site]), nil
+	key, err := s.key.Secret(ctx)
+	if err != nil {
+		return Link{}, err
+	}
+	return s.link(key, baseURL, row, a, digests[site]), nil
 }
 
-func (s *Service) link(baseURL string, row db.AgentInstallLink, a agentartifacts.Artifact, digest []byte) Link {
+func (s *Service) link(key []byte, baseURL string, row db.AgentInstallLink, a agentartifacts.Artifact, digest []byte) Link {
 	base := strings.TrimRight(baseURL, "/")
 	exp := row.ExpiresAt.UTC().Truncate(time.Second)
-	sig := s.sign(a.ID, row.Platform, row.SiteID, exp, row.Nonce, digest)
+	sig := sign(key, a.ID, row.Platform, row.SiteID, exp, row.Nonce, digest)
 	q := url.Values{}
 	q.Set("site_id", strconv.FormatInt(row.SiteID, 10))
 	q.Set("artifact", a.ID)
@@ -230,8 +231,8 @@ func (s *Service) link(baseURL string, row db.AgentInstallLink, a agentartifacts
 }
 
 // sign is the link signature: base64url HMAC-SHA256 over every bound value.
-func (s *Service) sign(artifactID, platform string, site int64, expires time.Time, nonce, digest []byte) string {
-	m := hmac.New(sha256.New, s.key)
+func sign(key []byte, artifactID, platform string, site int64, expires time.Time, nonce, digest []byte) string {
+	m := hmac.New(sha256.New, key)
 	fmt.Fprintf(m, "cairn-install-link-v1\n%s\n%s\n%d\n%s\n%s\n%s", artifactID, platform, site,
 		expires.UTC().Format(time.RFC3339), hex.EncodeToString(nonce), hex.EncodeToString(digest))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
@@ -325,7 +326,11 @@ func (s *Service) verify(ctx context.Context, req Request) (Grant, string, error
 	if err != nil {
 		return Grant{}, "", err
 	}
-	want, _ := base64.RawURLEncoding.DecodeString(s.sign(req.ArtifactID, req.Platform, site, exp, row.Nonce, digests[site]))
+	key, err := s.key.Secret(ctx)
+	if err != nil {
+		return Grant{}, "", err
+	}
+	want, _ := base64.RawURLEncoding.DecodeString(sign(key, req.ArtifactID, req.Platform, site, exp, row.Nonce, digests[site]))
 	if !hmac.Equal(sig, want) {
 		return Grant{}, "signature", nil
 	}

@@ -103,6 +103,9 @@ type fixture struct {
 	engineQueue string
 	// agentArtifacts is the replicas' agent build directory ("": none).
 	agentArtifacts string
+	// proofRateLimit is the replicas' budget of unbound DPoP proofs per
+	// address and minute (0: the default).
+	proofRateLimit int
 }
 
 func setup(t *testing.T) *fixture {
@@ -134,7 +137,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	kdf := authtest.CheapKDF
 	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
 		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
-		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, ProofRateLimit: f.proofRateLimit,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
 	})

@@ -50,7 +50,7 @@ func serve(ctx context.Context, args []string) error {
 
 	var started atomic.Bool
 	cfg := engine.Config{Role: engine.RoleServe, PublicURL: c.PublicURL, AgentURLs: c.agentURLs(),
-		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ScheduledCapacity: c.ScheduledCapacity,
+		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ProofRateLimit: c.ProofRateLimit, ScheduledCapacity: c.ScheduledCapacity,
 		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
 		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load}
 	if c.SiteWorkers == "none" {

@@ -30,3 +30,13 @@ SELECT pg_notify(@channel::text, @payload::text);
 
 -- name: DatabasePing :one
 SELECT 1::int AS ok;
+
+-- name: BackendPID :one
+SELECT pg_backend_pid()::int;
+
+-- name: BackendsBlockedBy :one
+-- How many sessions wait on a lock the session with @pid holds. Tests use
+-- it to order concurrent transactions deterministically (a writer is known
+-- to be blocked before the holder commits). Run outside the holder's
+-- transaction: statistics views are a snapshot within one.
+SELECT count(*)::bigint FROM pg_catalog.pg_stat_activity WHERE @pid::int = ANY (pg_blocking_pids(pid));

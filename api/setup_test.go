@@ -106,6 +106,8 @@ type fixture struct {
 	// proofRateLimit is the replicas' budget of unbound DPoP proofs per
 	// address and minute (0: the default).
 	proofRateLimit int
+	// agentURLs are further origins the replicas accept in DPoP proofs.
+	agentURLs []string
 }
 
 func setup(t *testing.T) *fixture {
@@ -137,7 +139,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	kdf := authtest.CheapKDF
 	e, err := cairnengine.New(context.Background(), f.store, temporalClient, cairnengine.Config{
 		PublicURL: testPublicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
-		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, ProofRateLimit: f.proofRateLimit,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
 	})

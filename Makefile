@@ -39,7 +39,7 @@ BENCH_FLAGS    ?=
 bench: deps-run build
 	$(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
 
-test-go:
+test-go: api/testdata/dpopjs/node_modules
 	$(GO) test -count=1 -timeout 20m ./...
 
 # Fuzz targets as package:target (go test -fuzz takes one of each per run).
@@ -97,6 +97,11 @@ web: web/node_modules
 web/node_modules: web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
 	@touch web/node_modules
+
+# panva's dpop package, which api/dpop_interop_test.go signs proofs with.
+api/testdata/dpopjs/node_modules: api/testdata/dpopjs/package-lock.json
+	cd api/testdata/dpopjs && npm ci --no-audit --no-fund
+	@touch api/testdata/dpopjs/node_modules
 
 deps-run:
 	@scripts/deps.sh run

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
 )
 
 // Error codes of the agent context header.
@@ -90,7 +92,11 @@ func (s *Server) authenticateDevice(r *http.Request) (*devicetrust.Identity, err
 		return nil, err
 	}
 	ctx := r.Context()
-	jkt, err := s.DPoP.VerifyAny(ctx, r.Header.Get(proto.HeaderDPoP), r.Method, devicetrust.RequestURLs(s.agentOrigins, r), token, claims.CNF.JKT)
+	proof, err := dpopHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	jkt, err := s.DPoP.VerifyAny(ctx, proof, r.Method, devicetrust.RequestURLs(s.agentOrigins, r), token, claims.CNF.JKT)
 	if err != nil {
 		return nil, err
 	}
@@ -137,18 +143,60 @@ func (s *Server) requireProof(next http.Handler) http.Handler {
 			writeError(w, r, s.Log, err)
 			return
 		}
-		proof := r.Header.Get(proto.HeaderDPoP)
-		if proof == "" {
+		if r.Header.Get(proto.HeaderDPoP) == "" {
 			writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeUnauthorized, "a DPoP proof is required"))
 			return
 		}
-		jkt, err := s.DPoP.VerifyAny(r.Context(), proof, r.Method, devicetrust.RequestURLs(s.agentOrigins, r), "", "")
+		jkt, err := s.unboundProof(r)
 		if err != nil {
 			writeError(w, r, s.Log, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proofKeyCtx{}, jkt)))
 	})
+}
+
+// DefaultProofsPerAddress is how many proofs without an access token (token
+// refresh, enrollment poll) one address may present per minute. Such a
+// proof is recorded in the shared replay cache before anything authorizes
+// the request, so without a budget anyone could fill the cache with proofs
+// of throwaway keys. An agent refreshes every quarter hour and polls its
+// enrollment every few seconds: the budget leaves room for hundreds of
+// agents behind one NAT address. CAIRN_PROOF_RATE_LIMIT sets it.
+var DefaultProofsPerAddress = ratelimit.Rule{Limit: 600, Window: time.Minute}
+
+// unboundProof verifies the DPoP proof of a request that carries no access
+// token, within the address's budget, and returns its key's thumbprint.
+// The one place these proofs are counted.
+func (s *Server) unboundProof(r *http.Request) (string, error) {
+	proof, err := dpopHeader(r)
+	if err != nil {
+		return "", err
+	}
+	rule := s.ProofsPerAddress
+	if rule.Limit <= 0 {
+		rule = DefaultProofsPerAddress
+	}
+	if err := ratelimit.New(s.Store.Queries).Hit(r.Context(), "dpop-unbound:"+s.clientMeta(r).Addr, rule); err != nil {
+		return "", err
+	}
+	return s.DPoP.VerifyAny(r.Context(), proof, r.Method, devicetrust.RequestURLs(s.agentOrigins, r), "", "")
+}
+
+// dpopHeader returns the request's DPoP proof. RFC 9449 section 4.3: a
+// request with more than one DPoP header is refused (a proxy or client
+// that adds one must not decide which the Engine checks).
+func dpopHeader(r *http.Request) (string, error) {
+	v := r.Header.Values(proto.HeaderDPoP)
+	switch {
+	case len(v) > 1:
+		return "", cairn.Errorf(cairn.ECodeInvalidDPoPProof, "DPoP proof: the request carries %d DPoP headers; send exactly one", len(v))
+	case len(v) == 1 && strings.Contains(v[0], ","):
+		return "", cairn.Errorf(cairn.ECodeInvalidDPoPProof, "DPoP proof: the DPoP header carries more than one value; send exactly one")
+	case len(v) == 1:
+		return v[0], nil
+	}
+	return "", nil
 }
 
 // requireDeviceOrSession accepts either a device (Authorization: DPoP) or

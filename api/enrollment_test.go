@@ -1,13 +1,23 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/authtest"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
 
 func TestEnrollmentCodes(t *testing.T) {
@@ -128,17 +138,76 @@ func TestEnrollmentApproveAndDeviceAuth(t *testing.T) {
 	thief.access = a.access
 	require.Equal(t, 401, thief.device(t, "GET", "/api/repo/current_hash?repo=octo/widgets&branch=main", nil).Status)
 
-	// Refresh rotates; the old refresh token is then theft and revokes all.
+	// Refresh rotates; the old refresh token presented by the device after
+	// a later one was used is theft and revokes all.
 	old := a.refresh
 	require.Equal(t, 200, a.doRefresh(t).Status)
 	require.Equal(t, 200, a.device(t, "GET", "/api/repo/current_hash?repo=octo/widgets&branch=main", nil).Status)
-	thief.refresh, thief.fingerprint = old, a.fingerprint
+	require.Equal(t, 200, a.doRefresh(t).Status)
 	reuse := a.send(t, "POST", proto.PathTokenRefresh, proto.RefreshRequest{RefreshToken: old, Fingerprint: a.fingerprint}, true, "")
 	require.Equal(t, 401, reuse.Status, reuse.Raw)
 	require.Equal(t, "token_revoked", reuse.Body["error"])
 	fresh := a.doRefresh(t)
 	require.Equal(t, 401, fresh.Status, "the whole family is revoked: %s", fresh.Raw)
 	require.Equal(t, "token_revoked", fresh.Body["error"])
+}
+
+// refreshWith presents token with a's key, keeping the pair it gets.
+func (a *testAgent) refreshWith(t *testing.T, token string) response {
+	t.Helper()
+	saved := a.refresh
+	a.refresh = token
+	r := a.doRefresh(t)
+	if r.Status != 200 {
+		a.refresh = saved
+	}
+	return r
+}
+
+// Issue 13 item 9: the DPoP key is checked before reuse detection, and a
+// retry of a just-used token by the device's key (its answer was lost)
+// gets a pair without costing the family.
+func TestRefreshKeyFirstAndRetryGrace(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	a := f.enrolled(t, admin, f.createSite(t, admin, "grace"), "grace-01")
+	hash := "/api/repo/current_hash?repo=octo/widgets&branch=main"
+	f.github.setBranch("octo/widgets/main", shaOne)
+
+	used := a.refresh
+	require.Equal(t, 200, a.doRefresh(t).Status)
+	lost := a.refresh // the successor whose answer the device never got
+
+	// Someone holding the used token but not the device key changes
+	// nothing.
+	thief := f.newAgent(t, "thief")
+	thief.refresh, thief.fingerprint = used, a.fingerprint
+	r := thief.doRefresh(t)
+	require.Equal(t, 401, r.Status, r.Raw)
+	require.Equal(t, "invalid_dpop_proof", r.Body["error"])
+
+	// The device retries with the used token: a new pair, family intact.
+	r = a.refreshWith(t, used)
+	require.Equal(t, 200, r.Status, "a retry within the grace window is answered: %s", r.Raw)
+	require.NotEqual(t, lost, a.refresh)
+	require.Equal(t, 200, a.device(t, "GET", hash, nil).Status)
+	r = a.refreshWith(t, lost)
+	require.Equal(t, 401, r.Status, "the lost answer's successor is retired: %s", r.Raw)
+	require.Equal(t, "token_revoked", r.Body["error"])
+	require.Equal(t, 200, a.doRefresh(t).Status, "the family still works")
+
+	// After the grace window the same retry is reuse: the family goes.
+	b := f.enrolled(t, admin, f.createSite(t, admin, "late"), "late-01")
+	used = b.refresh
+	require.Equal(t, 200, b.doRefresh(t).Status)
+	f.clk.Advance(devicetrust.RefreshRetryGrace + time.Second)
+	r = b.refreshWith(t, used)
+	require.Equal(t, 401, r.Status, r.Raw)
+	require.Equal(t, "token_revoked", r.Body["error"])
+	r = b.doRefresh(t)
+	require.Equal(t, 401, r.Status, "the family is revoked: %s", r.Raw)
+	require.Equal(t, "token_revoked", r.Body["error"])
 }
 
 // replay sends a recorded proof again.
@@ -228,7 +297,7 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 
 	// A trust change bumps the token version: the old token stops working,
 	// a refreshed one works again.
-	_, err := f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "active", Now: f.clk.Now()})
+	_, err := f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "active", Now: f.clk.Now(), FromState: "active", FromVersion: 1})
 	require.NoError(t, err)
 	r = a.device(t, "GET", hash, nil)
 	require.Equal(t, 401, r.Status)
@@ -238,7 +307,7 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 
 	// Quarantine blocks device routes and refresh, keeping the tokens valid
 	// for later.
-	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "quarantined", Now: f.clk.Now()})
+	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "quarantined", Now: f.clk.Now(), FromState: "active", FromVersion: 2})
 	require.NoError(t, err)
 	r = a.doRefresh(t)
 	require.Equal(t, 409, r.Status, r.Raw)
@@ -258,7 +327,13 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 	require.Equal(t, 401, r.Status)
 	require.Equal(t, "device_purged", r.Body["error"])
 
-	require.Equal(t, 202, a.request(t, f.enrollmentCode(t, admin, site)).Status)
+	// A purged key is never readmitted by auto-approval (item 10): an
+	// administrator approves it.
+	r = a.request(t, f.enrollmentCode(t, admin, site))
+	require.Equal(t, 202, r.Status, r.Raw)
+	require.Equal(t, proto.ApprovalPending, r.Body["status"], "no auto-approval for a purged key")
+	d := f.do(t, "POST", "/api/admin/device-approvals/"+a.approvalID+"/approve", admin, nil)
+	require.Equal(t, 200, d.Status, d.Raw)
 	require.Equal(t, proto.ApprovalEnrolled, a.poll(t).Body["status"])
 	require.Equal(t, guid, a.guid, "the purged GUID is recreated")
 	back, err := f.store.DeviceGetByGUID(ctx, guid)
@@ -273,4 +348,162 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 	r = a.doRefresh(t)
 	require.Equal(t, 401, r.Status)
 	require.Equal(t, "device_not_found", r.Body["error"])
+}
+
+// Issue 13 item 10: a revoked, quarantined or purged key comes back only
+// through an administrator's explicit approval: never auto-approval, never
+// an operator's approval, and an approval given before the device was
+// revoked is withdrawn when the agent collects it.
+func TestReadmissionNeedsAnAdministrator(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "readmit")
+	operator := f.scopedOperatorOf(t, admin, "readmit-operator", site)
+	on := f.do(t, "POST", "/api/sites/"+itoa(float64(site))+"/auto-approval", admin, map[string]any{"enabled": true, "duration_seconds": 3600})
+	require.Equal(t, 200, on.Status, on.Raw)
+	a := f.newAgent(t, "readmit-01")
+	require.Equal(t, 202, a.request(t, f.enrollmentCode(t, admin, site)).Status)
+	require.Equal(t, proto.ApprovalEnrolled, a.poll(t).Body["status"])
+	trust := func(action string) {
+		t.Helper()
+		r := f.do(t, "POST", "/api/devices/"+a.guid+"/"+action, admin, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+	}
+	approve := func(token string) response {
+		t.Helper()
+		return f.do(t, "POST", "/api/admin/device-approvals/"+a.approvalID+"/approve", token, nil)
+	}
+
+	for _, action := range []string{"revoke", "quarantine", "purge"} {
+		if action == "quarantine" {
+			// Only an active device can be quarantined.
+			require.Equal(t, "active", f.trustState(t, a.guid))
+		}
+		trust(action)
+		r := a.request(t, f.enrollmentCode(t, admin, site))
+		require.Equal(t, 202, r.Status, r.Raw)
+		require.Equal(t, proto.ApprovalPending, r.Body["status"], "%s: no auto-approval", action)
+		list := f.do(t, "GET", "/api/admin/device-approvals?status=pending", operator, nil).Body["approvals"].([]any)
+		require.Len(t, list, 1)
+		require.Equal(t, true, list[0].(map[string]any)["readmission"])
+		r = approve(operator)
+		require.Equal(t, 403, r.Status, "%s: an operator cannot readmit: %s", action, r.Raw)
+		require.Equal(t, "forbidden", r.Body["error"])
+		require.Equal(t, proto.ApprovalPending, a.poll(t).Body["status"])
+		r = approve(admin)
+		require.Equal(t, 200, r.Status, r.Raw)
+		require.Equal(t, proto.ApprovalEnrolled, a.poll(t).Body["status"], action)
+		require.Equal(t, "active", f.trustState(t, a.guid))
+	}
+
+	// An approval given while the device was active (here auto-approval)
+	// does not readmit it once revoked: the agent finds it expired, and
+	// its new request waits for an administrator.
+	r := a.request(t, f.enrollmentCode(t, admin, site))
+	require.Equal(t, 202, r.Status, r.Raw)
+	require.Equal(t, proto.ApprovalApproved, r.Body["status"], "an active device is auto-approved as before")
+	trust("revoke")
+	p := a.poll(t)
+	require.Equal(t, 200, p.Status, p.Raw)
+	require.Equal(t, proto.ApprovalExpired, p.Body["status"])
+	require.Equal(t, "revoked", f.trustState(t, a.guid))
+	r = a.request(t, f.enrollmentCode(t, admin, site))
+	require.Equal(t, 202, r.Status, r.Raw)
+	require.Equal(t, proto.ApprovalPending, r.Body["status"])
+
+	// An operator's approval of a request made before the revoke is
+	// refused as well (the device's state is checked at decision time).
+	b := f.newAgent(t, "readmit-02")
+	off := f.do(t, "POST", "/api/sites/"+itoa(float64(site))+"/auto-approval", admin, map[string]any{"enabled": false})
+	require.Equal(t, 200, off.Status, off.Raw)
+	require.Equal(t, 202, b.request(t, f.enrollmentCode(t, admin, site)).Status)
+	require.Equal(t, 200, f.do(t, "POST", "/api/admin/device-approvals/"+b.approvalID+"/approve", operator, nil).Status)
+	require.Equal(t, proto.ApprovalEnrolled, b.poll(t).Body["status"])
+	require.Equal(t, 202, b.request(t, f.enrollmentCode(t, admin, site)).Status)
+	require.Equal(t, 200, f.do(t, "POST", "/api/devices/"+b.guid+"/revoke", admin, nil).Status)
+	r = f.do(t, "POST", "/api/admin/device-approvals/"+b.approvalID+"/approve", operator, nil)
+	require.Equal(t, 403, r.Status, r.Raw)
+}
+
+func (f *fixture) trustState(t *testing.T, guid string) string {
+	t.Helper()
+	d, err := f.store.DeviceGetByGUID(context.Background(), guid)
+	require.NoError(t, err)
+	return d.TrustState
+}
+
+// Issue 13 item 13: a request with more than one DPoP header is refused,
+// whichever of them is valid.
+func TestDPoPHeaderMoreThanOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	a := f.enrolled(t, admin, f.createSite(t, admin, "twice"), "twice-01")
+	hash := "/api/repo/current_hash?repo=octo/widgets&branch=main"
+	f.github.setBranch("octo/widgets/main", shaOne)
+	send := func(path, token string, body any) response {
+		t.Helper()
+		var rdr io.Reader
+		if body != nil {
+			buf, err := json.Marshal(body)
+			require.NoError(t, err)
+			rdr = bytes.NewReader(buf)
+		}
+		method := "GET"
+		if body != nil {
+			method = "POST"
+		}
+		req, err := http.NewRequest(method, f.url+path, rdr)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(proto.HeaderAgentContext, proto.AgentContextValue(proto.ContextPrivileged))
+		for range 2 {
+			p, err := agent.NewProof(a.key, method, testPublicURL+path, token, f.clk.Now())
+			require.NoError(t, err)
+			req.Header.Add(proto.HeaderDPoP, p)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", proto.AuthScheme+" "+token)
+		}
+		return do(t, req)
+	}
+	for name, r := range map[string]response{
+		"device":  send(hash, a.access, nil),
+		"refresh": send(proto.PathTokenRefresh, "", proto.RefreshRequest{RefreshToken: a.refresh, Fingerprint: a.fingerprint}),
+		"poll":    send(proto.PathEnrollPoll, "", proto.EnrollPoll{ApprovalID: a.approvalID}),
+	} {
+		require.Equal(t, 401, r.Status, "%s: %s", name, r.Raw)
+		require.Equal(t, "invalid_dpop_proof", r.Body["error"], name)
+		require.Contains(t, r.Body["message"], "DPoP headers", name)
+	}
+	require.Equal(t, 200, a.device(t, "GET", hash, nil).Status, "one header is fine")
+	require.Equal(t, 200, a.doRefresh(t).Status, "the refused refresh did not spend the token")
+}
+
+// Issue 13 item 13: proofs the Engine records before anything authorizes
+// the request (refresh, enrollment poll) are budgeted per address, so
+// nobody can fill the replay cache with proofs of throwaway keys.
+func TestUnboundProofsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), proofRateLimit: 5}
+	f.engine = f.newEngine(t)
+	f.url = f.engine.http.URL
+	var last response
+	for i := range 6 {
+		stranger := f.newAgent(t, "stranger-"+strconv.Itoa(i))
+		stranger.approvalID = "00000000-0000-0000-0000-000000000000"
+		last = stranger.poll(t)
+		if i < 5 {
+			require.Equal(t, 404, last.Status, last.Raw)
+		}
+	}
+	require.Equal(t, 429, last.Status, last.Raw)
+	require.Equal(t, "rate_limited", last.Body["error"])
+	require.NotEmpty(t, last.Header.Get("Retry-After"))
+	r := f.newAgent(t, "late").send(t, "POST", proto.PathTokenRefresh, proto.RefreshRequest{RefreshToken: "g.x", Fingerprint: "fp"}, true, "")
+	require.Equal(t, 429, r.Status, "refresh shares the budget: %s", r.Raw)
+	n, err := f.store.DpopJTIDeleteExpired(context.Background(), f.clk.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 5, n, "only the budgeted proofs reached the replay cache")
 }

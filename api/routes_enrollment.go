@@ -84,13 +84,16 @@ func (s *Server) decideApproval(decision string) http.HandlerFunc {
 		}
 		ctx, p, id := r.Context(), principal(r.Context()), chi.URLParam(r, "approval_id")
 		a, err := s.Enrollment.PendingInScope(ctx, p.SiteScope(), id)
+		if err == nil && decision == workflows.DecisionApprove {
+			err = s.Enrollment.CheckApprover(ctx, a, p.IsAdmin())
+		}
 		if err != nil {
 			writeError(w, r, s.Log, err)
 			return
 		}
 		wctx, cancel := context.WithTimeout(ctx, decisionWait)
 		defer cancel()
-		_, err = s.Approvals.DecideAndWait(wctx, id, a.ExpiresAt, workflows.EnrollmentDecision{Decision: decision, Actor: p.Username})
+		_, err = s.Approvals.DecideAndWait(wctx, id, a.ExpiresAt, workflows.EnrollmentDecision{Decision: decision, Actor: p.Username, Admin: p.IsAdmin()})
 		if err != nil && (wctx.Err() == nil || ctx.Err() != nil) {
 			writeError(w, r, s.Log, err)
 			return
@@ -130,7 +133,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")
 			}
-			jkt, err := s.DPoP.VerifyAny(r.Context(), r.Header.Get(proto.HeaderDPoP), r.Method, devicetrust.RequestURLs(s.agentOrigins, r), "", "")
+			jkt, err := s.unboundProof(r)
 			if err != nil {
 				return proto.EnrollPollResponse{}, err
 			}

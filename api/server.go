@@ -36,6 +36,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -124,6 +125,10 @@ type Deps struct {
 	// AgentURLs are further origins agents reach the Engine under (the
 	// HTTPS address), accepted in DPoP proofs besides PublicURL.
 	AgentURLs []string
+	// ProofsPerAddress budgets DPoP proofs without an access token (token
+	// refresh, enrollment poll) per client address; zero takes
+	// DefaultProofsPerAddress.
+	ProofsPerAddress ratelimit.Rule
 	// Devices is the device and inventory domain (and the agent callbacks).
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).

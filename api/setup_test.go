@@ -110,6 +110,11 @@ type fixture struct {
 	publicURL string
 	// temporal is the replicas' Temporal client (nil: the shared server).
 	temporal client.Client
+	// proofRateLimit is the replicas' budget of unbound DPoP proofs per
+	// address and minute (0: the default).
+	proofRateLimit int
+	// agentURLs are further origins the replicas accept in DPoP proofs.
+	agentURLs []string
 }
 
 func setup(t *testing.T) *fixture {
@@ -149,7 +154,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	}
 	e, err := cairnengine.New(context.Background(), f.store, tc, cairnengine.Config{
 		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
-		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
 		// Event streams re-check their session on each keep-alive: tests

@@ -22,6 +22,26 @@ func (q *Queries) DeviceDelete(ctx context.Context, guid string) (int64, error) 
 	return result.RowsAffected(), nil
 }
 
+const devicePurgeIfUnchanged = `-- name: DevicePurgeIfUnchanged :execrows
+DELETE FROM devices WHERE guid = $1 AND trust_state = $2 AND token_version = $3
+`
+
+type DevicePurgeIfUnchangedParams struct {
+	Guid        string
+	FromState   string
+	FromVersion int32
+}
+
+// Purge deletes the device only in the state (and version) it read, which
+// its barrier records.
+func (q *Queries) DevicePurgeIfUnchanged(ctx context.Context, arg DevicePurgeIfUnchangedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, devicePurgeIfUnchanged, arg.Guid, arg.FromState, arg.FromVersion)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const devicePurgeInsert = `-- name: DevicePurgeInsert :exec
 INSERT INTO device_purges (guid, jkt, hostname, token_version, purged_by)
 VALUES ($1, $2, $3, $4, $5)
@@ -51,20 +71,30 @@ func (q *Queries) DevicePurgeInsert(ctx context.Context, arg DevicePurgeInsertPa
 const deviceTrustSet = `-- name: DeviceTrustSet :one
 UPDATE devices
 SET trust_state = $1, token_version = token_version + 1, updated_at = $2
-WHERE guid = $3
+WHERE guid = $3 AND trust_state = $4 AND token_version = $5
 RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key
 `
 
 type DeviceTrustSetParams struct {
-	TrustState string
-	Now        time.Time
-	Guid       string
+	TrustState  string
+	Now         time.Time
+	Guid        string
+	FromState   string
+	FromVersion int32
 }
 
 // Every trust change bumps the token version: access tokens minted before
-// it stop working at once.
+// it stop working at once. Conditional on the state (and version) the
+// action read: no row when another action changed the device meanwhile,
+// so concurrent actions cannot chain (revoked -> quarantined -> active).
 func (q *Queries) DeviceTrustSet(ctx context.Context, arg DeviceTrustSetParams) (Device, error) {
-	row := q.db.QueryRow(ctx, deviceTrustSet, arg.TrustState, arg.Now, arg.Guid)
+	row := q.db.QueryRow(ctx, deviceTrustSet,
+		arg.TrustState,
+		arg.Now,
+		arg.Guid,
+		arg.FromState,
+		arg.FromVersion,
+	)
 	var i Device
 	err := row.Scan(
 		&i.Guid,
@@ -110,7 +140,7 @@ func (q *Queries) RefreshTokenDeleteExpired(ctx context.Context, now time.Time) 
 }
 
 const refreshTokenGet = `-- name: RefreshTokenGet :one
-SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at FROM refresh_tokens WHERE token_hash = $1
+SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at, parent_hash FROM refresh_tokens WHERE token_hash = $1
 `
 
 func (q *Queries) RefreshTokenGet(ctx context.Context, tokenHash []byte) (RefreshToken, error) {
@@ -124,13 +154,36 @@ func (q *Queries) RefreshTokenGet(ctx context.Context, tokenHash []byte) (Refres
 		&i.ExpiresAt,
 		&i.UsedAt,
 		&i.RevokedAt,
+		&i.ParentHash,
+	)
+	return i, err
+}
+
+const refreshTokenGetForUpdate = `-- name: RefreshTokenGetForUpdate :one
+SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at, parent_hash FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE
+`
+
+// Refresh locks the presented token, so a retry and the request it retries
+// are decided one after the other.
+func (q *Queries) RefreshTokenGetForUpdate(ctx context.Context, tokenHash []byte) (RefreshToken, error) {
+	row := q.db.QueryRow(ctx, refreshTokenGetForUpdate, tokenHash)
+	var i RefreshToken
+	err := row.Scan(
+		&i.TokenHash,
+		&i.DeviceGuid,
+		&i.FamilyID,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+		&i.RevokedAt,
+		&i.ParentHash,
 	)
 	return i, err
 }
 
 const refreshTokenInsert = `-- name: RefreshTokenInsert :exec
-INSERT INTO refresh_tokens (token_hash, device_guid, family_id, expires_at)
-VALUES ($1, $2, $3, $4)
+INSERT INTO refresh_tokens (token_hash, device_guid, family_id, expires_at, parent_hash)
+VALUES ($1, $2, $3, $4, $5)
 `
 
 type RefreshTokenInsertParams struct {
@@ -138,14 +191,17 @@ type RefreshTokenInsertParams struct {
 	DeviceGuid string
 	FamilyID   string
 	ExpiresAt  time.Time
+	ParentHash []byte
 }
 
+// parent_hash is the token this one replaced (NULL for a new family).
 func (q *Queries) RefreshTokenInsert(ctx context.Context, arg RefreshTokenInsertParams) error {
 	_, err := q.db.Exec(ctx, refreshTokenInsert,
 		arg.TokenHash,
 		arg.DeviceGuid,
 		arg.FamilyID,
 		arg.ExpiresAt,
+		arg.ParentHash,
 	)
 	return err
 }
@@ -167,6 +223,23 @@ func (q *Queries) RefreshTokenMarkUsed(ctx context.Context, arg RefreshTokenMark
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const refreshTokenRetireSuccessors = `-- name: RefreshTokenRetireSuccessors :exec
+UPDATE refresh_tokens SET revoked_at = $1
+WHERE parent_hash = $2 AND used_at IS NULL AND revoked_at IS NULL
+`
+
+type RefreshTokenRetireSuccessorsParams struct {
+	Now       *time.Time
+	TokenHash []byte
+}
+
+// Retires the successor a lost refresh answer carried, before the retry
+// gets a new one.
+func (q *Queries) RefreshTokenRetireSuccessors(ctx context.Context, arg RefreshTokenRetireSuccessorsParams) error {
+	_, err := q.db.Exec(ctx, refreshTokenRetireSuccessors, arg.Now, arg.TokenHash)
+	return err
 }
 
 const refreshTokenRevokeDevice = `-- name: RefreshTokenRevokeDevice :exec
@@ -208,4 +281,17 @@ func (q *Queries) RefreshTokenRevokedCount(ctx context.Context, deviceGuid strin
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const refreshTokenSuccessorUsed = `-- name: RefreshTokenSuccessorUsed :one
+SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE parent_hash = $1 AND used_at IS NOT NULL)::boolean
+`
+
+// Whether a token that replaced @token_hash was used: a retry of a used
+// token is a lost answer only while its successor is still unused.
+func (q *Queries) RefreshTokenSuccessorUsed(ctx context.Context, tokenHash []byte) (bool, error) {
+	row := q.db.QueryRow(ctx, refreshTokenSuccessorUsed, tokenHash)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
 }

@@ -14,25 +14,28 @@ import (
 
 const approvalDecide = `-- name: ApprovalDecide :one
 UPDATE device_approvals
-SET status = $1, decided_at = $2, decided_by = $3
-WHERE id = $4 AND status = 'pending'
-RETURNING id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid
+SET status = $1, decided_at = $2, decided_by = $3, admin_approved = $4
+WHERE id = $5 AND status = 'pending'
+RETURNING id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid, readmission, admin_approved
 `
 
 type ApprovalDecideParams struct {
-	Status    string
-	Now       *time.Time
-	DecidedBy *string
-	ID        string
+	Status        string
+	Now           *time.Time
+	DecidedBy     *string
+	AdminApproved bool
+	ID            string
 }
 
 // Moves a pending request to approved, denied or expired; no row when it
-// was no longer pending (decided already, or expired).
+// was no longer pending (decided already, or expired). admin_approved
+// records an administrator's approval (a readmission needs one).
 func (q *Queries) ApprovalDecide(ctx context.Context, arg ApprovalDecideParams) (DeviceApproval, error) {
 	row := q.db.QueryRow(ctx, approvalDecide,
 		arg.Status,
 		arg.Now,
 		arg.DecidedBy,
+		arg.AdminApproved,
 		arg.ID,
 	)
 	var i DeviceApproval
@@ -54,12 +57,26 @@ func (q *Queries) ApprovalDecide(ctx context.Context, arg ApprovalDecideParams) 
 		&i.DecidedAt,
 		&i.DecidedBy,
 		&i.DeviceGuid,
+		&i.Readmission,
+		&i.AdminApproved,
 	)
 	return i, err
 }
 
+const approvalExpireApproved = `-- name: ApprovalExpireApproved :exec
+UPDATE device_approvals SET status = 'expired' WHERE id = $1 AND status = 'approved'
+`
+
+// Withdraws an approval that no longer suffices (the device was revoked or
+// purged after a non-administrator approved it): the agent's next request
+// starts a new one, which an administrator must approve.
+func (q *Queries) ApprovalExpireApproved(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, approvalExpireApproved, id)
+	return err
+}
+
 const approvalGet = `-- name: ApprovalGet :one
-SELECT id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid FROM device_approvals WHERE id = $1
+SELECT id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid, readmission, admin_approved FROM device_approvals WHERE id = $1
 `
 
 func (q *Queries) ApprovalGet(ctx context.Context, id string) (DeviceApproval, error) {
@@ -83,17 +100,19 @@ func (q *Queries) ApprovalGet(ctx context.Context, id string) (DeviceApproval, e
 		&i.DecidedAt,
 		&i.DecidedBy,
 		&i.DeviceGuid,
+		&i.Readmission,
+		&i.AdminApproved,
 	)
 	return i, err
 }
 
 const approvalInsert = `-- name: ApprovalInsert :one
 INSERT INTO device_approvals (id, site_id, enrollment_code_id, hostname, operating_system, agent_version,
-    fingerprint, public_key, jkt, remote_addr, status, auto_approved, expires_at, decided_at, decided_by)
+    fingerprint, public_key, jkt, remote_addr, status, auto_approved, expires_at, decided_at, decided_by, readmission)
 VALUES ($1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $11, $12, $13,
-    $14, $15)
-RETURNING id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid
+    $14, $15, $16)
+RETURNING id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid, readmission, admin_approved
 `
 
 type ApprovalInsertParams struct {
@@ -112,6 +131,7 @@ type ApprovalInsertParams struct {
 	ExpiresAt        time.Time
 	DecidedAt        *time.Time
 	DecidedBy        *string
+	Readmission      bool
 }
 
 func (q *Queries) ApprovalInsert(ctx context.Context, arg ApprovalInsertParams) (DeviceApproval, error) {
@@ -131,6 +151,7 @@ func (q *Queries) ApprovalInsert(ctx context.Context, arg ApprovalInsertParams) 
 		arg.ExpiresAt,
 		arg.DecidedAt,
 		arg.DecidedBy,
+		arg.Readmission,
 	)
 	var i DeviceApproval
 	err := row.Scan(
@@ -151,12 +172,14 @@ func (q *Queries) ApprovalInsert(ctx context.Context, arg ApprovalInsertParams) 
 		&i.DecidedAt,
 		&i.DecidedBy,
 		&i.DeviceGuid,
+		&i.Readmission,
+		&i.AdminApproved,
 	)
 	return i, err
 }
 
 const approvalList = `-- name: ApprovalList :many
-SELECT a.id, a.site_id, a.enrollment_code_id, a.hostname, a.operating_system, a.agent_version, a.fingerprint, a.public_key, a.jkt, a.remote_addr, a.status, a.auto_approved, a.requested_at, a.expires_at, a.decided_at, a.decided_by, a.device_guid, s.name AS site_name
+SELECT a.id, a.site_id, a.enrollment_code_id, a.hostname, a.operating_system, a.agent_version, a.fingerprint, a.public_key, a.jkt, a.remote_addr, a.status, a.auto_approved, a.requested_at, a.expires_at, a.decided_at, a.decided_by, a.device_guid, a.readmission, a.admin_approved, s.name AS site_name
 FROM device_approvals a JOIN sites s ON s.id = a.site_id
 WHERE ($1::bool OR a.site_id = ANY($2::bigint[]))
   AND ($3::text IS NULL OR a.status = $3)
@@ -188,6 +211,8 @@ type ApprovalListRow struct {
 	DecidedAt        *time.Time
 	DecidedBy        *string
 	DeviceGuid       *string
+	Readmission      bool
+	AdminApproved    bool
 	SiteName         string
 }
 
@@ -218,6 +243,8 @@ func (q *Queries) ApprovalList(ctx context.Context, arg ApprovalListParams) ([]A
 			&i.DecidedAt,
 			&i.DecidedBy,
 			&i.DeviceGuid,
+			&i.Readmission,
+			&i.AdminApproved,
 			&i.SiteName,
 		); err != nil {
 			return nil, err
@@ -245,7 +272,7 @@ func (q *Queries) ApprovalMarkEnrolled(ctx context.Context, arg ApprovalMarkEnro
 }
 
 const approvalOpenByJKT = `-- name: ApprovalOpenByJKT :one
-SELECT id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid FROM device_approvals
+SELECT id, site_id, enrollment_code_id, hostname, operating_system, agent_version, fingerprint, public_key, jkt, remote_addr, status, auto_approved, requested_at, expires_at, decided_at, decided_by, device_guid, readmission, admin_approved FROM device_approvals
 WHERE jkt = $1 AND status IN ('pending', 'approved') AND expires_at > $2
 ORDER BY requested_at DESC LIMIT 1
 `
@@ -278,6 +305,8 @@ func (q *Queries) ApprovalOpenByJKT(ctx context.Context, arg ApprovalOpenByJKTPa
 		&i.DecidedAt,
 		&i.DecidedBy,
 		&i.DeviceGuid,
+		&i.Readmission,
+		&i.AdminApproved,
 	)
 	return i, err
 }
@@ -469,13 +498,17 @@ func (q *Queries) DeviceHostnameOwner(ctx context.Context, hostname string) (Dev
 	return i, err
 }
 
-const devicePurgeDelete = `-- name: DevicePurgeDelete :exec
+const devicePurgeDelete = `-- name: DevicePurgeDelete :execrows
 DELETE FROM device_purges WHERE guid = $1
 `
 
-func (q *Queries) DevicePurgeDelete(ctx context.Context, guid string) error {
-	_, err := q.db.Exec(ctx, devicePurgeDelete, guid)
-	return err
+// No row when a concurrent enrollment already lifted the barrier.
+func (q *Queries) DevicePurgeDelete(ctx context.Context, guid string) (int64, error) {
+	result, err := q.db.Exec(ctx, devicePurgeDelete, guid)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const devicePurgeGet = `-- name: DevicePurgeGet :one
@@ -519,7 +552,7 @@ UPDATE devices
 SET hostname = $1, site_id = $2, operating_system = $3, fingerprint = $4,
     agent_version = $5, trust_state = 'active', token_version = token_version + 1,
     enrolled_at = $6, updated_at = $6
-WHERE guid = $7
+WHERE guid = $7 AND trust_state = $8 AND token_version = $9
 RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key
 `
 
@@ -531,10 +564,14 @@ type DeviceReenrollParams struct {
 	AgentVersion    string
 	Now             time.Time
 	Guid            string
+	FromState       string
+	FromVersion     int32
 }
 
 // The same key enrolls again (after revoke, or a re-approval): the device
-// keeps its GUID and inventory, and old tokens stop working.
+// keeps its GUID and inventory, and old tokens stop working. Conditional
+// on the trust state and token version enrollment read: no row when a
+// trust action changed the device meanwhile.
 func (q *Queries) DeviceReenroll(ctx context.Context, arg DeviceReenrollParams) (Device, error) {
 	row := q.db.QueryRow(ctx, deviceReenroll,
 		arg.Hostname,
@@ -544,6 +581,8 @@ func (q *Queries) DeviceReenroll(ctx context.Context, arg DeviceReenrollParams) 
 		arg.AgentVersion,
 		arg.Now,
 		arg.Guid,
+		arg.FromState,
+		arg.FromVersion,
 	)
 	var i Device
 	err := row.Scan(

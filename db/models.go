@@ -237,6 +237,8 @@ type DeviceApproval struct {
 	DecidedAt        *time.Time
 	DecidedBy        *string
 	DeviceGuid       *string
+	Readmission      bool
+	AdminApproved    bool
 }
 
 type DeviceFilter struct {
@@ -484,6 +486,7 @@ type RefreshToken struct {
 	ExpiresAt  time.Time
 	UsedAt     *time.Time
 	RevokedAt  *time.Time
+	ParentHash []byte
 }
 
 type RemoteOpToken struct {

@@ -83,6 +83,32 @@ func (q *Queries) AuthThrottleSet(ctx context.Context, arg AuthThrottleSetParams
 	return err
 }
 
+const backendPID = `-- name: BackendPID :one
+SELECT pg_backend_pid()::int
+`
+
+func (q *Queries) BackendPID(ctx context.Context) (int32, error) {
+	row := q.db.QueryRow(ctx, backendPID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const backendsBlockedBy = `-- name: BackendsBlockedBy :one
+SELECT count(*)::bigint FROM pg_catalog.pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))
+`
+
+// How many sessions wait on a lock the session with @pid holds. Tests use
+// it to order concurrent transactions deterministically (a writer is known
+// to be blocked before the holder commits). Run outside the holder's
+// transaction: statistics views are a snapshot within one.
+func (q *Queries) BackendsBlockedBy(ctx context.Context, pid int32) (int64, error) {
+	row := q.db.QueryRow(ctx, backendsBlockedBy, pid)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const databasePing = `-- name: DatabasePing :one
 SELECT 1::int AS ok
 `

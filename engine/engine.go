@@ -96,6 +96,9 @@ type Config struct {
 	// streams re-check their session (0: the API's default).
 	SessionIdle, SessionMax time.Duration
 	EventKeepAlive          time.Duration
+	// ProofRateLimit is how many DPoP proofs without an access token one
+	// address may present per minute (0: api.DefaultProofsPerAddress).
+	ProofRateLimit int
 
 	Console fs.FS
 	TLS     *tlsca.Manager
@@ -264,7 +267,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Credentials: credentials.NewService(store, e.Cipher),
 		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
-		AgentURLs: cfg.AgentURLs, Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
+		AgentURLs: cfg.AgentURLs, ProofsPerAddress: ratelimit.Rule{Limit: cfg.ProofRateLimit, Window: api.DefaultProofsPerAddress.Window},
+		Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,

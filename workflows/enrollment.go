@@ -49,12 +49,17 @@ type EnrollmentInput struct {
 type EnrollmentDecision struct {
 	Decision string
 	Actor    string
+	// Admin says the actor is an administrator: only an administrator's
+	// approval readmits a revoked, quarantined or purged key. Histories
+	// from before the field decode it as false.
+	Admin bool
 }
 
 // EnrollmentResult is how the approval ended.
 type EnrollmentResult struct {
 	Status string
 	Actor  string
+	Admin  bool
 }
 
 // EnrollmentApproval waits for an operator's decision (the decide update,
@@ -85,7 +90,7 @@ func EnrollmentApproval(ctx workflow.Context, in EnrollmentInput) (EnrollmentRes
 		decision = func(d EnrollmentDecision) (EnrollmentResult, bool) {
 			switch d.Decision {
 			case DecisionApprove:
-				return EnrollmentResult{Status: proto.ApprovalApproved, Actor: d.Actor}, true
+				return EnrollmentResult{Status: proto.ApprovalApproved, Actor: d.Actor, Admin: d.Admin}, true
 			case DecisionDeny:
 				return EnrollmentResult{Status: proto.ApprovalDenied, Actor: d.Actor}, true
 			}
@@ -144,7 +149,7 @@ func EnrollmentApproval(ctx workflow.Context, in EnrollmentInput) (EnrollmentRes
 	var a *activities.Enrollment
 	var final string
 	err = workflow.ExecuteActivity(actx, a.DecideApproval, activities.DecideInput{
-		ApprovalID: in.ApprovalID, Status: result.Status, Actor: result.Actor,
+		ApprovalID: in.ApprovalID, Status: result.Status, Actor: result.Actor, Admin: result.Admin,
 	}).Get(ctx, &final)
 	if err == nil {
 		status = final

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -43,6 +44,9 @@ type config struct {
 	// EnrollRateLimit is how many enrollment requests one address may make
 	// in 10 minutes.
 	EnrollRateLimit int
+	// ProofRateLimit is how many DPoP proofs without an access token (token
+	// refreshes, enrollment polls) one address may present per minute.
+	ProofRateLimit int
 	// ScheduledCapacity is the slots of each site worker's scheduled lane.
 	ScheduledCapacity int
 	DataDir           string
@@ -147,6 +151,11 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	fs.IntVar(&c.EnrollRateLimit, "enroll-rate-limit", enrollLimit, "enrollment requests one address may make per 10 minutes")
+	proofLimit, err := envCount("CAIRN_PROOF_RATE_LIMIT", api.DefaultProofsPerAddress.Limit)
+	if err != nil {
+		return c, err
+	}
+	fs.IntVar(&c.ProofRateLimit, "proof-rate-limit", proofLimit, "token refreshes and enrollment polls one address may make per minute")
 	capacity, err := envCount("CAIRN_SITE_SCHEDULED_CAPACITY", scheduledjobs.DefaultScheduledCapacity)
 	if err != nil {
 		return c, err

@@ -56,7 +56,7 @@ func serve(ctx context.Context, args []string) error {
 		certNames = append(slices.Clone(info.DNSNames), info.IPAddresses...)
 	}
 	cfg := engine.Config{Role: engine.RoleServe, PublicURL: c.PublicURL, AgentURLs: c.servedAgentURLs(certNames),
-		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ScheduledCapacity: c.ScheduledCapacity,
+		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ProofRateLimit: c.ProofRateLimit, ScheduledCapacity: c.ScheduledCapacity,
 		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
 		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
 		TrustedProxies: c.TrustedProxies,

@@ -1,9 +1,26 @@
 -- name: RefreshTokenInsert :exec
-INSERT INTO refresh_tokens (token_hash, device_guid, family_id, expires_at)
-VALUES (@token_hash, @device_guid, @family_id, @expires_at);
+-- parent_hash is the token this one replaced (NULL for a new family).
+INSERT INTO refresh_tokens (token_hash, device_guid, family_id, expires_at, parent_hash)
+VALUES (@token_hash, @device_guid, @family_id, @expires_at, sqlc.narg(parent_hash));
 
 -- name: RefreshTokenGet :one
 SELECT * FROM refresh_tokens WHERE token_hash = @token_hash;
+
+-- name: RefreshTokenGetForUpdate :one
+-- Refresh locks the presented token, so a retry and the request it retries
+-- are decided one after the other.
+SELECT * FROM refresh_tokens WHERE token_hash = @token_hash FOR UPDATE;
+
+-- name: RefreshTokenSuccessorUsed :one
+-- Whether a token that replaced @token_hash was used: a retry of a used
+-- token is a lost answer only while its successor is still unused.
+SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE parent_hash = @token_hash AND used_at IS NOT NULL)::boolean;
+
+-- name: RefreshTokenRetireSuccessors :exec
+-- Retires the successor a lost refresh answer carried, before the retry
+-- gets a new one.
+UPDATE refresh_tokens SET revoked_at = @now
+WHERE parent_hash = @token_hash AND used_at IS NULL AND revoked_at IS NULL;
 
 -- name: RefreshTokenMarkUsed :execrows
 -- Only one concurrent refresh with the same token wins.
@@ -23,10 +40,12 @@ DELETE FROM refresh_tokens WHERE expires_at < @now;
 
 -- name: DeviceTrustSet :one
 -- Every trust change bumps the token version: access tokens minted before
--- it stop working at once.
+-- it stop working at once. Conditional on the state (and version) the
+-- action read: no row when another action changed the device meanwhile,
+-- so concurrent actions cannot chain (revoked -> quarantined -> active).
 UPDATE devices
 SET trust_state = @trust_state, token_version = token_version + 1, updated_at = @now
-WHERE guid = @guid
+WHERE guid = @guid AND trust_state = @from_state AND token_version = @from_version
 RETURNING *;
 
 -- name: DevicePurgeInsert :exec
@@ -42,3 +61,8 @@ DELETE FROM devices WHERE guid = @guid;
 -- Revoked refresh tokens of a device (the fault suite checks that a
 -- restart or reconnect storm revokes no family).
 SELECT count(*) FROM refresh_tokens WHERE device_guid = @device_guid AND revoked_at IS NOT NULL;
+
+-- name: DevicePurgeIfUnchanged :execrows
+-- Purge deletes the device only in the state (and version) it read, which
+-- its barrier records.
+DELETE FROM devices WHERE guid = @guid AND trust_state = @from_state AND token_version = @from_version;

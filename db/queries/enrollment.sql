@@ -40,10 +40,10 @@ UPDATE enrollment_codes SET uses = greatest(uses - 1, 0) WHERE id = @id;
 
 -- name: ApprovalInsert :one
 INSERT INTO device_approvals (id, site_id, enrollment_code_id, hostname, operating_system, agent_version,
-    fingerprint, public_key, jkt, remote_addr, status, auto_approved, expires_at, decided_at, decided_by)
+    fingerprint, public_key, jkt, remote_addr, status, auto_approved, expires_at, decided_at, decided_by, readmission)
 VALUES (@id, @site_id, @enrollment_code_id, @hostname, @operating_system, @agent_version,
     @fingerprint, @public_key, @jkt, @remote_addr, @status, @auto_approved, @expires_at,
-    sqlc.narg(decided_at), sqlc.narg(decided_by))
+    sqlc.narg(decided_at), sqlc.narg(decided_by), @readmission)
 RETURNING *;
 
 -- name: ApprovalGet :one
@@ -66,11 +66,18 @@ LIMIT 500;
 
 -- name: ApprovalDecide :one
 -- Moves a pending request to approved, denied or expired; no row when it
--- was no longer pending (decided already, or expired).
+-- was no longer pending (decided already, or expired). admin_approved
+-- records an administrator's approval (a readmission needs one).
 UPDATE device_approvals
-SET status = @status, decided_at = @now, decided_by = @decided_by
+SET status = @status, decided_at = @now, decided_by = @decided_by, admin_approved = @admin_approved
 WHERE id = @id AND status = 'pending'
 RETURNING *;
+
+-- name: ApprovalExpireApproved :exec
+-- Withdraws an approval that no longer suffices (the device was revoked or
+-- purged after a non-administrator approved it): the agent's next request
+-- starts a new one, which an administrator must approve.
+UPDATE device_approvals SET status = 'expired' WHERE id = @id AND status = 'approved';
 
 -- name: ApprovalMarkEnrolled :exec
 UPDATE device_approvals SET status = 'enrolled', device_guid = @device_guid WHERE id = @id;
@@ -95,12 +102,14 @@ RETURNING *;
 
 -- name: DeviceReenroll :one
 -- The same key enrolls again (after revoke, or a re-approval): the device
--- keeps its GUID and inventory, and old tokens stop working.
+-- keeps its GUID and inventory, and old tokens stop working. Conditional
+-- on the trust state and token version enrollment read: no row when a
+-- trust action changed the device meanwhile.
 UPDATE devices
 SET hostname = @hostname, site_id = @site_id, operating_system = @operating_system, fingerprint = @fingerprint,
     agent_version = @agent_version, trust_state = 'active', token_version = token_version + 1,
     enrolled_at = @now, updated_at = @now
-WHERE guid = @guid
+WHERE guid = @guid AND trust_state = @from_state AND token_version = @from_version
 RETURNING *;
 
 -- name: DevicePurgeGetByJKT :one
@@ -109,5 +118,6 @@ SELECT * FROM device_purges WHERE jkt = @jkt ORDER BY purged_at DESC LIMIT 1;
 -- name: DevicePurgeGet :one
 SELECT * FROM device_purges WHERE guid = @guid;
 
--- name: DevicePurgeDelete :exec
+-- name: DevicePurgeDelete :execrows
+-- No row when a concurrent enrollment already lifted the barrier.
 DELETE FROM device_purges WHERE guid = @guid;

@@ -69,3 +69,13 @@ SELECT 1::int AS ok;
 -- A key as Engines before sealed server keys stored it; tests use it to
 -- check that the first unlock seals such rows.
 INSERT INTO server_keys (name, key) VALUES (@name, @key);
+
+-- name: BackendPID :one
+SELECT pg_backend_pid()::int;
+
+-- name: BackendsBlockedBy :one
+-- How many sessions wait on a lock the session with @pid holds. Tests use
+-- it to order concurrent transactions deterministically (a writer is known
+-- to be blocked before the holder commits). Run outside the holder's
+-- transaction: statistics views are a snapshot within one.
+SELECT count(*)::bigint FROM pg_catalog.pg_stat_activity WHERE @pid::int = ANY (pg_blocking_pids(pid));

@@ -1,5 +1,6 @@
 // Package devicetrust is the Engine's side of device authentication. This
-// file verifies DPoP proofs (RFC 9449 with EdDSA): the agent signs each
+// file verifies DPoP proofs (RFC 9449 with Ed25519, alg EdDSA or RFC 9864's
+// Ed25519): the agent signs each
 // request with its Ed25519 identity key and the Engine checks the proof
 // against the request and the access token's key binding (cnf.jkt).
 // docs/api.md "Device authentication: DPoP" describes the rules.
@@ -31,16 +32,48 @@ import (
 const (
 	DefaultMaxAge    = 60 * time.Second
 	DefaultMaxFuture = 5 * time.Second
-	// jtiGrace keeps a seen jti a little past the window, so replicas whose
-	// clocks differ by less than this still share the replay decision.
-	jtiGrace = 5 * time.Second
+	// ReplaySkewMargin keeps a seen jti this long past the iat window. The
+	// window is judged on the accepting replica's clock and the sweep on
+	// the sweeping replica's: a replica whose clock runs behind accepts a
+	// proof for longer, one whose clock runs ahead sweeps earlier. Replicas
+	// whose clocks differ by less than the margin still share every replay
+	// decision (NTP keeps them far closer).
+	ReplaySkewMargin = 2 * time.Minute
 	// maxJTILength bounds what a client can make the Engine hash and store
 	// per request; the agent sends 22 characters.
 	maxJTILength = 128
 
 	proofType = "dpop+jwt"
 	algEdDSA  = "EdDSA"
+	// algEd25519 is RFC 9864's fully specified name for EdDSA over
+	// Ed25519; panva's dpop npm package (and other newer clients) send it.
+	algEd25519 = "Ed25519"
 )
+
+// proofAlgs are the alg values of an Ed25519 proof.
+var proofAlgs = []string{algEdDSA, algEd25519}
+
+func init() {
+	// golang-jwt knows Ed25519 signatures only as EdDSA; the fully
+	// specified name verifies the same way. Only parsers that list it
+	// (proofs) accept it.
+	jwt.RegisterSigningMethod(algEd25519, func() jwt.SigningMethod { return ed25519Method{} })
+}
+
+// ed25519Method is golang-jwt's EdDSA under the alg name Ed25519.
+type ed25519Method struct{}
+
+func (ed25519Method) Alg() string { return algEd25519 }
+
+func (ed25519Method) Verify(signingString string, sig []byte, key any) error {
+	return jwt.SigningMethodEdDSA.Verify(signingString, sig, key)
+}
+
+func (ed25519Method) Sign(signingString string, key any) ([]byte, error) {
+	return jwt.SigningMethodEdDSA.Sign(signingString, key)
+}
+
+func isProofAlg(alg any) bool { return alg == algEdDSA || alg == algEd25519 }
 
 // JTIStore is the shared replay cache; *db.Store satisfies it.
 type JTIStore interface {
@@ -121,7 +154,7 @@ func (v *Verifier) VerifyAny(ctx context.Context, proof string, method string, u
 		jkt    string
 		keyErr *cairn.Error
 	)
-	parser := jwt.NewParser(jwt.WithValidMethods([]string{algEdDSA}), jwt.WithoutClaimsValidation())
+	parser := jwt.NewParser(jwt.WithValidMethods(proofAlgs), jwt.WithoutClaimsValidation())
 	tok, err := parser.ParseWithClaims(proof, &claims, func(t *jwt.Token) (any, error) {
 		pub, tp, e := proofKey(t)
 		if e != nil {
@@ -137,12 +170,12 @@ func (v *Verifier) VerifyAny(ctx context.Context, proof string, method string, u
 		return "", keyErr
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "", invalid("is malformed")
-	case tok != nil && tok.Header["alg"] != algEdDSA:
-		return "", invalid("alg %q is not EdDSA", fmt.Sprint(tok.Header["alg"]))
+	case tok != nil && !isProofAlg(tok.Header["alg"]):
+		return "", invalid("alg %q is not EdDSA or Ed25519", fmt.Sprint(tok.Header["alg"]))
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return "", invalid("signature is invalid")
 	case errors.Is(err, jwt.ErrTokenUnverifiable):
-		return "", invalid("alg is not EdDSA")
+		return "", invalid("alg is not EdDSA or Ed25519")
 	default:
 		return "", invalid("is malformed")
 	}
@@ -186,7 +219,7 @@ func (v *Verifier) VerifyAny(ctx context.Context, proof string, method string, u
 	h.Write([]byte(claims.ID))
 	n, err := v.jtis.DpopJTIInsert(ctx, db.DpopJTIInsertParams{
 		JtiHash:   h.Sum(nil),
-		ExpiresAt: iat.Add(v.maxAge + jtiGrace),
+		ExpiresAt: iat.Add(v.maxAge + ReplaySkewMargin),
 	})
 	if err != nil {
 		return "", fmt.Errorf("devicetrust: record DPoP jti: %w", err)
@@ -213,8 +246,8 @@ func proofKey(t *jwt.Token) (ed25519.PublicKey, string, *cairn.Error) {
 	if t.Header["typ"] != proofType {
 		return nil, "", invalid("typ %q is not %s", fmt.Sprint(t.Header["typ"]), proofType)
 	}
-	if t.Header["alg"] != algEdDSA {
-		return nil, "", invalid("alg %q is not EdDSA", fmt.Sprint(t.Header["alg"]))
+	if !isProofAlg(t.Header["alg"]) {
+		return nil, "", invalid("alg %q is not EdDSA or Ed25519", fmt.Sprint(t.Header["alg"]))
 	}
 	raw, ok := t.Header["jwk"].(map[string]any)
 	if !ok {

@@ -304,13 +304,67 @@ func TestVerifyReplay(t *testing.T) {
 	n, err := replicaA.DeleteExpired(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	clk.Add(jtiGrace + time.Second)
+	clk.Add(ReplaySkewMargin + time.Second)
 	n, err = replicaA.DeleteExpired(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 	// After the sweep the iat check alone refuses the old proof.
 	_, err = replicaA.Verify(ctx, proof, "POST", reqURL, token, "")
 	requireInvalid(t, err, "iat is too old")
+}
+
+// Issue 13 item 13: RFC 9864 registers Ed25519 as the alg of Ed25519
+// signatures; a proof naming it verifies like one naming EdDSA.
+func TestVerifyAcceptsAlgEd25519(t *testing.T) {
+	t.Parallel()
+	store := pgtest.NewDB(t)
+	ctx := context.Background()
+	v := NewVerifier(store, Options{Now: newClock(t0).Now})
+	key := newKey(t)
+	pub := key.Public().(ed25519.PublicKey)
+	for _, alg := range []string{"EdDSA", "Ed25519"} {
+		method := jwt.GetSigningMethod(alg)
+		require.NotNil(t, method, alg)
+		proof := forge(t, method, key, map[string]any{"typ": "dpop+jwt", "jwk": jwkOf(pub)}, goodClaims())
+		jkt, err := v.Verify(ctx, proof, "POST", reqURL, token, Thumbprint(pub))
+		require.NoError(t, err, alg)
+		require.Equal(t, Thumbprint(pub), jkt)
+	}
+	// The name does not make another key type acceptable.
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	bad := forge(t, jwt.SigningMethodES256, ec, map[string]any{"typ": "dpop+jwt", "jwk": jwkOf(pub), "alg": "Ed25519"}, goodClaims())
+	_, err = v.Verify(ctx, bad, "POST", reqURL, token, "")
+	requireInvalid(t, err, "signature is invalid")
+}
+
+// Issue 13 item 13: a replica whose clock runs ahead sweeps a seen jti
+// while one whose clock runs behind still accepts its proof by iat; the
+// replay margin keeps the entry until the slow replica refuses by iat.
+func TestReplayWindowCoversClockSkew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := pgtest.NewDB(t)
+	skew := 30 * time.Second
+	accepting := newClock(t0)
+	ahead, behind := newClock(t0), newClock(t0)
+	replicaA := NewVerifier(store, Options{Now: accepting.Now})
+	fast := NewVerifier(store, Options{Now: ahead.Now})
+	slow := NewVerifier(store, Options{Now: behind.Now})
+	key := newKey(t)
+	proof, err := agent.NewProof(key, "POST", reqURL, token, t0)
+	require.NoError(t, err)
+	_, err = replicaA.Verify(ctx, proof, "POST", reqURL, token, "")
+	require.NoError(t, err)
+
+	// Real time is t0 + DefaultMaxAge - 1s: the fast replica reads it skew
+	// later and sweeps, the slow one reads it skew earlier.
+	ahead.Add(DefaultMaxAge - time.Second + skew)
+	behind.Add(DefaultMaxAge - time.Second - skew)
+	_, err = fast.DeleteExpired(ctx)
+	require.NoError(t, err)
+	_, err = slow.Verify(ctx, proof, "POST", reqURL, token, "")
+	requireInvalid(t, err, "replay")
 }
 
 func TestRequestURL(t *testing.T) {

@@ -4,14 +4,16 @@ package devicetrust
 // tokens are EdDSA JWTs bound to the device key (cnf.jkt) and carrying the
 // device's token version, so a trust change (which bumps the version)
 // stops every token minted before it. Refresh tokens are random, stored
-// hashed and rotated on every use; presenting a used one revokes its
-// whole family, because only a thief or a replay would do that.
+// hashed and rotated on every use; presenting a used one (with the device's
+// key, outside the retry grace) revokes its whole family, because only a
+// thief or a replay would do that.
 
 import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -193,12 +195,19 @@ func (t *Tokens) parseAccess(ctx context.Context, token string, stale bool) (*Ac
 // family when empty). The token names its device so a refresh after a
 // purge can say device_purged even though the token rows are gone.
 func (t *Tokens) NewRefresh(ctx context.Context, q *db.Queries, guid, family string) (string, error) {
+	return t.newRefresh(ctx, q, guid, family, nil)
+}
+
+// newRefresh is NewRefresh recording the token it replaces (parent, the
+// hash of the used token; nil for a new family).
+func (t *Tokens) newRefresh(ctx context.Context, q *db.Queries, guid, family string, parent []byte) (string, error) {
 	if family == "" {
 		family = randomToken(16)
 	}
 	tok := guid + "." + randomToken(32)
 	err := q.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{
 		TokenHash: hashToken(tok), DeviceGuid: guid, FamilyID: family, ExpiresAt: t.now().Add(RefreshTokenTTL),
+		ParentHash: parent,
 	})
 	return tok, err
 }
@@ -217,10 +226,24 @@ func (t *Tokens) Issue(ctx context.Context, q *db.Queries, d db.Device) (Issued,
 	return Issued{AccessToken: access, ExpiresAt: exp, RefreshToken: refresh}, nil
 }
 
+// RefreshRetryGrace is how long after a refresh token's use a retry with it
+// (signed by the device's key) still gets a pair: the answer to the first
+// use may have been lost (a dropped connection, an Engine restart), and an
+// agent that retries then must not lose its token family. It covers the
+// agent's request timeout and a few of its backoff steps.
+const RefreshRetryGrace = 5 * time.Minute
+
 // Refresh rotates a refresh token presented with a DPoP proof made by the
 // key with thumbprint jkt, and returns a new pair. The refusals follow
 // SPEC "Agent-side behavior" item 8: unknown tokens and devices are
 // recoverable (a restored or blank Engine), everything else is final.
+//
+// The key is checked before anything else: a token presented without the
+// device's key changes nothing, so a stolen old refresh token alone cannot
+// revoke the device's family. A used token presented again by the key
+// holder within RefreshRetryGrace, while its successor is still unused, is
+// a retry after a lost answer: the unused successor is retired and a new
+// pair issued. Any other reuse revokes the whole family.
 func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (string, Issued, error) {
 	guid, _, ok := strings.Cut(token, ".")
 	if !ok || guid == "" {
@@ -229,7 +252,7 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 	now := t.now()
 	var out Issued
 	err := t.store.InTx(ctx, func(q *db.Queries) error {
-		row, err := q.RefreshTokenGet(ctx, hashToken(token))
+		row, err := q.RefreshTokenGetForUpdate(ctx, hashToken(token))
 		if db.IsNoRows(err) {
 			return t.unknownRefresh(ctx, q, guid)
 		}
@@ -243,18 +266,30 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 		if err != nil {
 			return err
 		}
+		if subtle.ConstantTimeCompare([]byte(d.Jkt), []byte(jkt)) != 1 {
+			return cairn.Errorf(cairn.ECodeInvalidDPoPProof, "DPoP proof key does not belong to this device")
+		}
+		retry := false
 		switch {
 		case row.RevokedAt != nil:
 			return cairn.Errorf(ECodeTokenRevoked, "the refresh token was revoked")
 		case row.UsedAt != nil:
-			// A used token again: whoever holds the family is not the
-			// device alone. The family is revoked after this transaction
-			// (which rolls back on any refusal).
-			return reuseError{family: row.FamilyID}
+			later, err := q.RefreshTokenSuccessorUsed(ctx, row.TokenHash)
+			if err != nil {
+				return err
+			}
+			if later || now.Sub(*row.UsedAt) > RefreshRetryGrace {
+				// A used token again, by the key holder, after its answer
+				// was evidently received (or long after): two holders of
+				// the device's key and family. The family is revoked after
+				// this transaction (which rolls back on any refusal).
+				return reuseError{family: row.FamilyID}
+			}
+			retry = true
 		case !row.ExpiresAt.After(now):
 			return cairn.Errorf(ECodeTokenExpired, "the refresh token has expired")
-		case d.Jkt != jkt:
-			return cairn.Errorf(cairn.ECodeInvalidDPoPProof, "DPoP proof key does not belong to this device")
+		}
+		switch {
 		case d.Fingerprint != "" && fingerprint != d.Fingerprint:
 			return cairn.Errorf(ECodeFingerprint, "the device fingerprint does not match its enrollment")
 		case d.TrustState == TrustRevoked:
@@ -262,18 +297,25 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 		case d.TrustState == TrustQuarantined:
 			return cairn.Errorf(ECodeDeviceQuarantined, "the device is quarantined")
 		}
-		n, err := q.RefreshTokenMarkUsed(ctx, db.RefreshTokenMarkUsedParams{Now: &now, TokenHash: row.TokenHash})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return cairn.Errorf(ECodeTokenRevoked, "the refresh token was used concurrently")
+		if retry {
+			// The lost answer's successor is never used: retire it.
+			if err := q.RefreshTokenRetireSuccessors(ctx, db.RefreshTokenRetireSuccessorsParams{Now: &now, TokenHash: row.TokenHash}); err != nil {
+				return err
+			}
+		} else {
+			n, err := q.RefreshTokenMarkUsed(ctx, db.RefreshTokenMarkUsedParams{Now: &now, TokenHash: row.TokenHash})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return cairn.Errorf(ECodeTokenRevoked, "the refresh token was used concurrently")
+			}
 		}
 		access, exp, err := t.Access(ctx, d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
 		if err != nil {
 			return err
 		}
-		refresh, err := t.NewRefresh(ctx, q, d.Guid, row.FamilyID)
+		refresh, err := t.newRefresh(ctx, q, d.Guid, row.FamilyID, row.TokenHash)
 		if err != nil {
 			return err
 		}

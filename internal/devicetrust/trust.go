@@ -3,7 +3,10 @@ package devicetrust
 // Trust actions (SPEC "Device trust state"). Each one bumps the device's
 // token version in the same statement that changes its state, so every
 // access token minted before the action stops working at once; the caller
-// then drops the device's socket and records the activity.
+// then drops the device's socket and records the activity. Each write is
+// conditional on the state and version the action read (no lock is held
+// between the read and the write), so of two concurrent actions the second
+// fails with a conflict instead of chaining from a state it never saw.
 
 import (
 	"context"
@@ -65,8 +68,14 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 			}); err != nil {
 				return err
 			}
-			if _, err := q.DeviceDelete(ctx, d.Guid); err != nil {
+			n, err := q.DevicePurgeIfUnchanged(ctx, db.DevicePurgeIfUnchangedParams{
+				Guid: d.Guid, FromState: d.TrustState, FromVersion: d.TokenVersion,
+			})
+			if err != nil {
 				return err
+			}
+			if n == 0 {
+				return changedMeanwhile(d.Hostname)
 			}
 			// SPEC trust table: scheduled-job targets that named the
 			// device are rewritten without it.
@@ -78,7 +87,12 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 		default:
 			return cairn.Invalid("action", "must be quarantine, unquarantine, revoke or purge")
 		}
-		updated, err := q.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: d.Guid, TrustState: next, Now: now})
+		updated, err := q.DeviceTrustSet(ctx, db.DeviceTrustSetParams{
+			Guid: d.Guid, TrustState: next, Now: now, FromState: d.TrustState, FromVersion: d.TokenVersion,
+		})
+		if db.IsNoRows(err) {
+			return changedMeanwhile(d.Hostname)
+		}
 		if err != nil {
 			return err
 		}
@@ -91,4 +105,10 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 		return nil
 	})
 	return out, err
+}
+
+// changedMeanwhile refuses an action whose device changed between its read
+// and its conditional write.
+func changedMeanwhile(hostname string) error {
+	return cairn.Errorf(cairn.ECodeConflict, "%s changed while the action ran; reload it and try again", hostname)
 }

@@ -103,3 +103,61 @@ func TestTrustRespectsScope(t *testing.T) {
 	_, err = devicetrust.ApplyTrust(context.Background(), store, cairn.AllSites, "missing", "quarantine", "bob", time.Now())
 	require.Equal(t, cairn.ECodeNotFound, cairn.ErrorCode(err))
 }
+
+// holdTransition starts a transaction that moves the device from active
+// (version 1) to state and keeps it open, so the row stays locked; the
+// returned commit ends it once another session waits on that lock.
+func holdTransition(t *testing.T, store *db.Store, guid, state string) (commit func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := store.Pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	q := store.WithTx(tx)
+	_, err = q.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: state, Now: time.Now(), FromState: "active", FromVersion: 1})
+	require.NoError(t, err)
+	pid, err := q.BackendPID(ctx)
+	require.NoError(t, err)
+	return func() {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			n, err := store.BackendsBlockedBy(ctx, pid)
+			return err == nil && n > 0
+		}, time.Minute, 5*time.Millisecond, "the racing action never waited on the held row")
+		require.NoError(t, tx.Commit(ctx))
+	}
+}
+
+// Issue 13 item 11: an action that read the device before a concurrent
+// one committed fails with a conflict instead of chaining from a state it
+// never saw (revoked -> quarantined -> active). The racing action reads
+// the device while another transaction's change is uncommitted, then
+// blocks on its write until that change commits.
+func TestTrustActionsRaceToConflict(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ held, racing string }{
+		{"revoked", "quarantine"},
+		{"revoked", "purge"},
+		{"quarantined", "revoke"},
+		{"quarantined", "quarantine"},
+	} {
+		t.Run(tc.racing+" during "+tc.held, func(t *testing.T) {
+			t.Parallel()
+			store, guid, _ := setupDevice(t)
+			ctx := context.Background()
+			commit := holdTransition(t, store, guid, tc.held)
+			done := make(chan error, 1)
+			go func() {
+				_, err := devicetrust.ApplyTrust(ctx, store, cairn.AllSites, guid, tc.racing, "bob", time.Now())
+				done <- err
+			}()
+			commit()
+			err := <-done
+			require.Equal(t, cairn.ECodeConflict, cairn.ErrorCode(err), "%v", err)
+			d, err := store.DeviceGetByGUID(ctx, guid)
+			require.NoError(t, err, "the device is still there")
+			require.Equal(t, tc.held, d.TrustState, "the committed action stands")
+			require.EqualValues(t, 2, d.TokenVersion)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package enrollment
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,11 +84,23 @@ func (s *Service) Poll(ctx context.Context, tokens *devicetrust.Tokens, approval
 		}
 		return nil
 	})
+	if errors.Is(err, errNeedsAdmin) {
+		// The approval no longer suffices: withdraw it, so the agent's
+		// next request starts one only an administrator can approve.
+		if err := s.store.ApprovalExpireApproved(ctx, a.ID); err != nil {
+			return proto.EnrollPollResponse{}, nil, err
+		}
+		return proto.EnrollPollResponse{Status: proto.ApprovalExpired}, nil, nil
+	}
 	if err != nil {
 		return proto.EnrollPollResponse{}, nil, err
 	}
 	return out, &done, nil
 }
+
+// errNeedsAdmin: the approved request's key belongs to a revoked,
+// quarantined or purged device, and no administrator approved it.
+var errNeedsAdmin = errors.New("enrollment: readmission needs an administrator's approval")
 
 // enroll turns an approved request into a device: a new one, the same
 // device enrolling again (same key: revoked or re-homed), or a purged one
@@ -100,10 +113,19 @@ func (s *Service) enroll(ctx context.Context, q *db.Queries, a db.DeviceApproval
 		return db.Device{}, false, err
 	}
 	if existing, err := q.DeviceGetByJKT(ctx, a.Jkt); err == nil {
+		// Checked on the same read the conditional update below starts
+		// from, so a revoke racing this poll cannot slip in between.
+		if existing.TrustState != devicetrust.TrustActive && !a.AdminApproved {
+			return db.Device{}, false, errNeedsAdmin
+		}
 		d, err := q.DeviceReenroll(ctx, db.DeviceReenrollParams{
 			Guid: existing.Guid, Hostname: a.Hostname, SiteID: a.SiteID, OperatingSystem: a.OperatingSystem,
 			Fingerprint: a.Fingerprint, AgentVersion: a.AgentVersion, Now: now,
+			FromState: existing.TrustState, FromVersion: existing.TokenVersion,
 		})
+		if db.IsNoRows(err) {
+			return db.Device{}, false, cairn.Errorf(cairn.ECodeConflict, "%s changed while enrolling; poll again", a.Hostname)
+		}
 		return d, false, err
 	} else if !db.IsNoRows(err) {
 		return db.Device{}, false, err
@@ -115,9 +137,16 @@ func (s *Service) enroll(ctx context.Context, q *db.Queries, a db.DeviceApproval
 	}
 	recreated := false
 	if barrier, err := q.DevicePurgeGetByJKT(ctx, a.Jkt); err == nil {
+		if !a.AdminApproved {
+			return db.Device{}, false, errNeedsAdmin
+		}
 		p.Guid, p.TokenVersion, recreated = barrier.Guid, barrier.TokenVersion+1, true
-		if err := q.DevicePurgeDelete(ctx, barrier.Guid); err != nil {
+		n, err := q.DevicePurgeDelete(ctx, barrier.Guid)
+		if err != nil {
 			return db.Device{}, false, err
+		}
+		if n == 0 {
+			return db.Device{}, false, cairn.Errorf(cairn.ECodeConflict, "%s was re-enrolled concurrently; poll again", a.Hostname)
 		}
 	} else if !db.IsNoRows(err) {
 		return db.Device{}, false, err

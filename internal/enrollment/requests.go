@@ -70,6 +70,10 @@ func (s *Service) Request(ctx context.Context, req proto.EnrollRequest, remoteAd
 		return proto.EnrollResponse{}, err
 	}
 
+	readmission, err := NeedsAdmin(ctx, s.store.Queries, jkt)
+	if err != nil {
+		return proto.EnrollResponse{}, err
+	}
 	var row db.DeviceApproval
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		code, err := q.EnrollmentCodeConsume(ctx, db.EnrollmentCodeConsumeParams{CodeHash: hashCode(req.Code), Now: now})
@@ -87,9 +91,11 @@ func (s *Service) Request(ctx context.Context, req proto.EnrollRequest, remoteAd
 			ID: uuid.NewString(), SiteID: code.SiteID, EnrollmentCodeID: &code.ID, Hostname: req.Hostname,
 			OperatingSystem: req.OS, AgentVersion: req.AgentVersion, Fingerprint: req.Fingerprint,
 			PublicKey: pub, Jkt: jkt, RemoteAddr: remoteAddr, Status: proto.ApprovalPending,
-			ExpiresAt: now.Add(s.cfg.ApprovalTTL),
+			ExpiresAt: now.Add(s.cfg.ApprovalTTL), Readmission: readmission,
 		}
-		if site.AutoApproveUntil != nil && site.AutoApproveUntil.After(now) {
+		// A revoked, quarantined or purged key is never let back in by
+		// auto-approval: that is an administrator's decision.
+		if !readmission && site.AutoApproveUntil != nil && site.AutoApproveUntil.After(now) {
 			by := "auto-approval"
 			p.Status, p.AutoApproved, p.DecidedAt, p.DecidedBy = proto.ApprovalApproved, true, &now, &by
 		}
@@ -148,17 +154,37 @@ func checkText(v *cairn.Validation, field, val string, max int, required bool) {
 	}
 }
 
+// NeedsAdmin reports whether the key with thumbprint jkt belongs to a
+// device that is not active (revoked or quarantined) or was purged: such a
+// key comes back only through an administrator's explicit approval.
+func NeedsAdmin(ctx context.Context, q *db.Queries, jkt string) (bool, error) {
+	d, err := q.DeviceGetByJKT(ctx, jkt)
+	if err == nil {
+		return d.TrustState != devicetrust.TrustActive, nil
+	}
+	if !db.IsNoRows(err) {
+		return false, err
+	}
+	if _, err := q.DevicePurgeGetByJKT(ctx, jkt); err == nil {
+		return true, nil
+	} else if !db.IsNoRows(err) {
+		return false, err
+	}
+	return false, nil
+}
+
 // Decide moves a pending request to approved, denied or expired. It is the
 // approval workflow's activity; a request no longer pending is left as it
-// is and returned.
-func (s *Service) Decide(ctx context.Context, approvalID, status, actor string) (db.DeviceApproval, error) {
+// is and returned. admin says the decision is an administrator's.
+func (s *Service) Decide(ctx context.Context, approvalID, status, actor string, admin bool) (db.DeviceApproval, error) {
 	switch status {
 	case proto.ApprovalApproved, proto.ApprovalDenied, proto.ApprovalExpired:
 	default:
 		return db.DeviceApproval{}, fmt.Errorf("enrollment: cannot decide %q", status)
 	}
 	now := s.now()
-	row, err := s.store.ApprovalDecide(ctx, db.ApprovalDecideParams{ID: approvalID, Status: status, Now: &now, DecidedBy: &actor})
+	row, err := s.store.ApprovalDecide(ctx, db.ApprovalDecideParams{ID: approvalID, Status: status, Now: &now, DecidedBy: &actor,
+		AdminApproved: admin && status == proto.ApprovalApproved})
 	if db.IsNoRows(err) {
 		row, err = s.store.ApprovalGet(ctx, approvalID)
 	}
@@ -167,22 +193,25 @@ func (s *Service) Decide(ctx context.Context, approvalID, status, actor string) 
 
 // Approval is a request as operators see it.
 type Approval struct {
-	ID              string     `json:"id"`
-	Hostname        string     `json:"hostname"`
-	SiteID          int64      `json:"site_id"`
-	SiteName        string     `json:"site_name,omitempty"`
-	Status          string     `json:"status"`
-	Fingerprint     string     `json:"fingerprint"`
-	KeyThumbprint   string     `json:"key_thumbprint"`
-	OperatingSystem string     `json:"operating_system"`
-	AgentVersion    string     `json:"agent_version"`
-	RemoteAddr      string     `json:"remote_addr"`
-	AutoApproved    bool       `json:"auto_approved"`
-	RequestedAt     time.Time  `json:"requested_at"`
-	ExpiresAt       time.Time  `json:"expires_at"`
-	DecidedAt       *time.Time `json:"decided_at"`
-	DecidedBy       *string    `json:"decided_by"`
-	DeviceGUID      *string    `json:"device_guid"`
+	ID              string `json:"id"`
+	Hostname        string `json:"hostname"`
+	SiteID          int64  `json:"site_id"`
+	SiteName        string `json:"site_name,omitempty"`
+	Status          string `json:"status"`
+	Fingerprint     string `json:"fingerprint"`
+	KeyThumbprint   string `json:"key_thumbprint"`
+	OperatingSystem string `json:"operating_system"`
+	AgentVersion    string `json:"agent_version"`
+	RemoteAddr      string `json:"remote_addr"`
+	AutoApproved    bool   `json:"auto_approved"`
+	// Readmission: the key belongs to a revoked, quarantined or purged
+	// device, so only an administrator may approve it.
+	Readmission bool       `json:"readmission"`
+	RequestedAt time.Time  `json:"requested_at"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	DecidedAt   *time.Time `json:"decided_at"`
+	DecidedBy   *string    `json:"decided_by"`
+	DeviceGUID  *string    `json:"device_guid"`
 }
 
 // ApprovalView converts a row.
@@ -190,8 +219,8 @@ func ApprovalView(a db.DeviceApproval, siteName string) Approval {
 	return Approval{
 		ID: a.ID, Hostname: a.Hostname, SiteID: a.SiteID, SiteName: siteName, Status: a.Status, Fingerprint: a.Fingerprint,
 		KeyThumbprint: a.Jkt, OperatingSystem: a.OperatingSystem, AgentVersion: a.AgentVersion, RemoteAddr: a.RemoteAddr,
-		AutoApproved: a.AutoApproved, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt, DecidedAt: a.DecidedAt,
-		DecidedBy: a.DecidedBy, DeviceGUID: a.DeviceGuid,
+		AutoApproved: a.AutoApproved, Readmission: a.Readmission, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+		DecidedAt: a.DecidedAt, DecidedBy: a.DecidedBy, DeviceGUID: a.DeviceGuid,
 	}
 }
 
@@ -215,11 +244,32 @@ func (s *Service) ListApprovals(ctx context.Context, scope cairn.SiteScope, stat
 		out = append(out, ApprovalView(db.DeviceApproval{
 			ID: r.ID, SiteID: r.SiteID, EnrollmentCodeID: r.EnrollmentCodeID, Hostname: r.Hostname, OperatingSystem: r.OperatingSystem,
 			AgentVersion: r.AgentVersion, Fingerprint: r.Fingerprint, Jkt: r.Jkt, RemoteAddr: r.RemoteAddr, Status: r.Status,
-			AutoApproved: r.AutoApproved, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt,
+			AutoApproved: r.AutoApproved, Readmission: r.Readmission, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt,
 			DecidedBy: r.DecidedBy, DeviceGuid: r.DeviceGuid,
 		}, r.SiteName))
 	}
 	return out, nil
+}
+
+// CheckApprover refuses a non-administrator's approval of a readmission:
+// a request flagged as one when it was made, or whose key's device has
+// since been revoked, quarantined or purged.
+func (s *Service) CheckApprover(ctx context.Context, a db.DeviceApproval, admin bool) error {
+	if admin {
+		return nil
+	}
+	need := a.Readmission
+	if !need {
+		var err error
+		if need, err = NeedsAdmin(ctx, s.store.Queries, a.Jkt); err != nil {
+			return err
+		}
+	}
+	if need {
+		return cairn.Errorf(cairn.ECodeForbidden,
+			"%s belongs to a revoked, quarantined or purged device; only an administrator may approve it", a.Hostname)
+	}
+	return nil
 }
 
 // PendingInScope returns a pending request the caller may decide.

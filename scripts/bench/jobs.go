@@ -41,7 +41,7 @@ func startEngine(ctx context.Context, bin, dataDir string, port, tport int, extr
 	engine := exec.CommandContext(ctx, bin, "serve")
 	engine.Env = append(cleanEnv(), "CAIRN_DATA_DIR="+dataDir, fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", port),
 		"CAIRN_HTTPS_ADDR=off", fmt.Sprintf("CAIRN_PUBLIC_URL=http://127.0.0.1:%d", port), fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", tport),
-		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
+		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_PROOF_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
 	engine.Env = append(engine.Env, extra...)
 	logFile, err := os.OpenFile(filepath.Join(dataDir, "engine.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {

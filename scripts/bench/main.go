@@ -196,7 +196,7 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	engine := exec.CommandContext(ctx, o.engineBin, "serve")
 	engine.Env = append(cleanEnv(), "CAIRN_DATA_DIR="+dataDir, fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", port),
 		"CAIRN_HTTPS_ADDR=off", "CAIRN_PUBLIC_URL="+base, fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", tport),
-		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
+		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_PROOF_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
 	logFile, err := os.Create(filepath.Join(dataDir, "engine.log"))
 	if err != nil {
 		return nil, err

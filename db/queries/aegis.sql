@@ -23,3 +23,12 @@ SELECT * FROM admin_recovery WHERE id = 1;
 
 -- name: AdminRecoveryDelete :exec
 DELETE FROM admin_recovery WHERE id = 1;
+
+-- name: SetupCodeInsert :exec
+INSERT INTO setup_codes (code_hash) VALUES (@code_hash);
+
+-- name: SetupCodeHashes :many
+SELECT code_hash FROM setup_codes ORDER BY created_at DESC LIMIT 100;
+
+-- name: SetupCodeDeleteAll :exec
+DELETE FROM setup_codes;

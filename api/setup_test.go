@@ -115,7 +115,7 @@ type signInCreds struct{ password, secret string }
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
-	f := &fixture{store: store, clk: authtest.NewClock(), github: newFakeGitHub(t), creds: map[string]signInCreds{}}
+	f := &fixture{store: store, clk: authtest.NewClock(), github: newFakeGitHub(t)}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
 	return f
@@ -258,6 +258,9 @@ func (f *fixture) login(t *testing.T, base, username, password, secret string) r
 	r = f.call(t, base, "POST", "/api/auth/mfa/verify", "", map[string]any{"pending_token": r.Body["pending_token"], "code": f.totp(t, secret)})
 	require.Equal(t, 200, r.Status, r.Raw)
 	f.credsMu.Lock()
+	if f.creds == nil {
+		f.creds = map[string]signInCreds{}
+	}
 	f.creds[r.Body["token"].(string)] = signInCreds{password: password, secret: secret}
 	f.credsMu.Unlock()
 	return r

@@ -416,6 +416,7 @@ func (s *Service) Reauthenticate(ctx context.Context, p *auth.Principal, ceremon
 	if n == 0 {
 		return errCloned
 	}
+	_ = s.limiter.Reset(ctx, "reauth:user:"+p.Username)
 	return nil
 }
 

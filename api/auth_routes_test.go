@@ -22,7 +22,7 @@ func TestBootstrapThroughTheAPI(t *testing.T) {
 	r = f.do(t, "POST", "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": adminPassword})
 	require.Equal(t, 409, r.Status)
 	require.Equal(t, "wrong_phase", r.Body["error"])
-	r = f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "short"})
+	r = f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "short", "setup_code": f.setupCode(t)})
 	require.Equal(t, 400, r.Status)
 	require.NotEmpty(t, r.field("passphrase"))
 
@@ -140,20 +140,25 @@ func TestAegisStatusRotateAndForceReset(t *testing.T) {
 	r := f.do(t, "POST", "/api/aegis/setup", token, map[string]any{"passphrase": passphrase})
 	require.Equal(t, 409, r.Status)
 	require.Equal(t, "aegis_already_configured", r.Body["error"])
-	r = f.do(t, "POST", "/api/aegis/rotate", operator, map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"})
+	rotate := map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"}
+	r = f.do(t, "POST", "/api/aegis/rotate", operator, with(rotate, f.reauth(t, operator)))
 	require.Equal(t, 403, r.Status)
-	r = f.do(t, "POST", "/api/aegis/rotate", token, map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"})
+	require.Equal(t, "forbidden", r.Body["error"])
+	r = f.do(t, "POST", "/api/aegis/rotate", token, with(rotate, f.reauth(t, token)))
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.NotNil(t, r.Body["rotated_at"])
 
 	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "yes"})
 	require.Equal(t, 400, r.Status)
 	require.NotEmpty(t, r.field("confirm"))
-	r = f.do(t, "POST", "/api/aegis/force_reset", operator, map[string]any{"confirm": "FORCE RESET"})
+	reset := map[string]any{"confirm": "FORCE RESET"}
+	r = f.do(t, "POST", "/api/aegis/force_reset", operator, with(reset, f.reauth(t, operator)))
 	require.Equal(t, 403, r.Status)
-	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "FORCE RESET"})
+	require.Equal(t, "forbidden", r.Body["error"])
+	r = f.do(t, "POST", "/api/aegis/force_reset", token, with(reset, f.reauth(t, token)))
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.NotEmpty(t, r.Body["recovery_code"])
+	require.NotEmpty(t, r.Body["setup_code"])
 	require.Equal(t, "aegis_setup_required", f.do(t, "GET", "/api/bootstrap/state", "", nil).Body["phase"])
 	require.NotEqual(t, 200, f.do(t, "GET", "/api/auth/me", token, nil).Status)
 }
@@ -169,7 +174,7 @@ func TestForceResetLocksOtherReplicas(t *testing.T) {
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.True(t, other.cipher.Unlocked())
 
-	r = f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "FORCE RESET"})
+	r = f.do(t, "POST", "/api/aegis/force_reset", token, with(map[string]any{"confirm": "FORCE RESET"}, f.reauth(t, token)))
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Eventually(t, func() bool { return !other.cipher.Unlocked() }, 10*time.Second, 50*time.Millisecond)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
+	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -122,6 +123,10 @@ var statusByCode = map[string]int{
 	devicefilters.ECodeFilterInUse: http.StatusConflict,
 	// Metadata fields (docs/api.md "Metadata fields").
 	metadata.ECodeReservedField: http.StatusConflict,
+	// First-run setup code and re-authentication (docs/api.md "Bootstrap",
+	// "Re-authentication").
+	auth.ECodeSetupCodeRequired: http.StatusForbidden,
+	auth.ECodeReauthRequired:    http.StatusForbidden,
 }
 
 type errorBody struct {

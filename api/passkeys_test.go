@@ -119,7 +119,7 @@ func (a *softAuthenticator) get(t *testing.T, options map[string]any, counter ui
 // registerPasskey runs the registration ceremony for token's operator.
 func (f *fixture) registerPasskey(t *testing.T, token, label string, a *softAuthenticator) int64 {
 	t.Helper()
-	r := f.do(t, "POST", "/api/auth/passkeys/register/options", token, nil)
+	r := f.do(t, "POST", "/api/auth/passkeys/register/options", token, f.reauth(t, token))
 	require.Equal(t, 200, r.Status, r.Raw)
 	opts := r.Body["options"].(map[string]any)
 	sel := opts["authenticatorSelection"].(map[string]any)
@@ -271,7 +271,7 @@ func TestPasskeyValidation(t *testing.T) {
 	require.NotEmpty(t, r.field("surprise"))
 
 	options := func(token string) (string, map[string]any) {
-		r := f.do(t, "POST", "/api/auth/passkeys/register/options", token, nil)
+		r := f.do(t, "POST", "/api/auth/passkeys/register/options", token, f.reauth(t, token))
 		require.Equal(t, 200, r.Status, r.Raw)
 		return r.Body["ceremony_id"].(string), r.Body["options"].(map[string]any)
 	}
@@ -385,16 +385,17 @@ func TestRecoveryClearsPasskeys(t *testing.T) {
 	admin, err := f.store.UserGetByUsername(ctx, "admin")
 	require.NoError(t, err)
 
-	r := f.do(t, "POST", "/api/aegis/force_reset", token, map[string]any{"confirm": "FORCE RESET"})
+	r := f.do(t, "POST", "/api/aegis/force_reset", token, with(map[string]any{"confirm": "FORCE RESET"}, f.reauth(t, token)))
 	require.Equal(t, 200, r.Status, r.Raw)
 	code := r.Body["recovery_code"].(string)
+	setupCode := r.Body["setup_code"].(string)
 	left, err := f.store.PasskeyListByUser(ctx, admin.ID)
 	require.NoError(t, err)
 	require.Empty(t, left)
 
 	_, err = f.store.PasskeyInsert(ctx, db.PasskeyInsertParams{UserID: admin.ID, CredentialID: []byte("stale"), Credential: []byte("{}"), Label: "Stale"})
 	require.NoError(t, err)
-	r = f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "a brand new passphrase"})
+	r = f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "a brand new passphrase", "setup_code": setupCode})
 	require.Equal(t, 200, r.Status, r.Raw)
 	r = f.do(t, "POST", "/api/bootstrap/admin/recover", "", map[string]any{"username": "admin", "password": "recovered password", "recovery_code": code})
 	require.Equal(t, 200, r.Status, r.Raw)

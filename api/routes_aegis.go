@@ -27,8 +27,11 @@ func (s *Server) aegisRoutes() []Route {
 			}
 			return s.aegisStatus(r)
 		})},
+		// Unlock, rotate and reset are for administrators, and each
+		// passphrase try is budgeted (auth.Service.UnlockCipher): they are
+		// passphrase oracles that cost the server an Argon2 derivation.
 		{"POST", "/api/aegis/unlock", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (aegisStatusJSON, error) {
-			if err := s.Cipher.Unlock(r.Context(), req.Passphrase); err != nil {
+			if err := s.Auth.UnlockCipher(r.Context(), principal(r.Context()), req.Passphrase, s.clientMeta(r)); err != nil {
 				return aegisStatusJSON{}, err
 			}
 			return s.aegisStatus(r)
@@ -37,7 +40,10 @@ func (s *Server) aegisRoutes() []Route {
 			if err := requireAdmin(r); err != nil {
 				return aegisStatusJSON{}, err
 			}
-			if err := s.Cipher.Rotate(r.Context(), req.CurrentPassphrase, req.NewPassphrase); err != nil {
+			if err := s.reauthenticate(r, req.reauthRequest); err != nil {
+				return aegisStatusJSON{}, err
+			}
+			if err := s.Auth.RotateCipher(r.Context(), principal(r.Context()), req.CurrentPassphrase, req.NewPassphrase, s.clientMeta(r)); err != nil {
 				return aegisStatusJSON{}, err
 			}
 			// The data key changed: replicas holding the old one lock.
@@ -47,14 +53,20 @@ func (s *Server) aegisRoutes() []Route {
 			return s.aegisStatus(r)
 		})},
 		{"POST", "/api/aegis/force_reset", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req forceResetRequest) (forceResetResponse, error) {
-			code, err := s.Auth.ForceReset(r.Context(), principal(r.Context()))
+			if err := requireAdmin(r); err != nil {
+				return forceResetResponse{}, err
+			}
+			if err := s.reauthenticate(r, req.reauthRequest); err != nil {
+				return forceResetResponse{}, err
+			}
+			codes, err := s.Auth.ForceReset(r.Context(), principal(r.Context()))
 			if err != nil {
 				return forceResetResponse{}, err
 			}
 			if err := s.Bus.Signal(r.Context(), events.ControlAegis); err != nil {
 				s.Log.Error("tell replicas about the cipher reset", "err", err)
 			}
-			return forceResetResponse{Phase: auth.PhaseAegisSetup, RecoveryCode: code}, nil
+			return forceResetResponse{Phase: auth.PhaseAegisSetup, RecoveryCode: codes.Recovery, SetupCode: codes.Setup}, nil
 		})},
 	}
 }
@@ -90,6 +102,7 @@ func (s *Server) aegisStatus(r *http.Request) (aegisStatusJSON, error) {
 type rotateRequest struct {
 	CurrentPassphrase string `json:"current_passphrase"`
 	NewPassphrase     string `json:"new_passphrase"`
+	reauthRequest
 }
 
 func (req *rotateRequest) validate() error {
@@ -101,6 +114,7 @@ func (req *rotateRequest) validate() error {
 
 type forceResetRequest struct {
 	Confirm string `json:"confirm"`
+	reauthRequest
 }
 
 func (req *forceResetRequest) validate() error {
@@ -113,6 +127,9 @@ func (req *forceResetRequest) validate() error {
 type forceResetResponse struct {
 	Phase        string `json:"phase"`
 	RecoveryCode string `json:"recovery_code"`
+	// SetupCode lets the administrator who reset the cipher set up the
+	// new one (the next phase needs a setup code).
+	SetupCode string `json:"setup_code"`
 }
 
 func requireAdmin(r *http.Request) error {

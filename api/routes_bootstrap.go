@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/events"
 )
 
 func (s *Server) bootstrapRoutes() []Route {
@@ -12,8 +13,11 @@ func (s *Server) bootstrapRoutes() []Route {
 			phase, err := s.Auth.Phase(r.Context())
 			return phaseResponse{phase}, err
 		})},
-		{"POST", "/api/bootstrap/aegis/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
-			phase, err := s.Auth.BootstrapAegisSetup(r.Context(), req.Passphrase)
+		{"POST", "/api/bootstrap/aegis/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req aegisSetupRequest) (phaseResponse, error) {
+			phase, err := s.Auth.BootstrapAegisSetup(r.Context(), req.Passphrase, req.SetupCode)
+			if err == nil && phase != auth.PhaseAdminSetup {
+				s.setupFinished(r)
+			}
 			return phaseResponse{phase}, err
 		})},
 		{"POST", "/api/bootstrap/aegis/unlock", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
@@ -21,7 +25,7 @@ func (s *Server) bootstrapRoutes() []Route {
 			return phaseResponse{phase}, err
 		})},
 		{"POST", "/api/bootstrap/admin/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminSetupRequest) (enrollmentResponse, error) {
-			e, err := s.Auth.BootstrapAdminSetup(r.Context(), req.Username, req.Password)
+			e, err := s.Auth.BootstrapAdminSetup(r.Context(), req.Username, req.Password, req.SetupCode)
 			return enrollmentJSON(e), err
 		})},
 		{"POST", "/api/bootstrap/admin/recover", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminRecoverRequest) (enrollmentResponse, error) {
@@ -30,8 +34,19 @@ func (s *Server) bootstrapRoutes() []Route {
 		})},
 		{"POST", "/api/bootstrap/admin/mfa/verify", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaVerifyRequest) (phaseResponse, error) {
 			phase, err := s.Auth.BootstrapVerifyMFA(r.Context(), req.PendingToken, req.Code)
+			if err == nil && phase == auth.PhaseLogin {
+				s.setupFinished(r)
+			}
 			return phaseResponse{phase}, err
 		})},
+	}
+}
+
+// setupFinished tells every replica that first-run setup ended, so each
+// `cairn serve` removes the setup code it printed.
+func (s *Server) setupFinished(r *http.Request) {
+	if err := s.Bus.Signal(r.Context(), events.ControlSetup); err != nil {
+		s.Log.Error("tell replicas setup finished", "err", err)
 	}
 }
 
@@ -47,9 +62,17 @@ func (req *passphraseRequest) validate() error {
 	return requireFields(map[string]string{"passphrase": req.Passphrase})
 }
 
+// aegisSetupRequest is validated by the service, after the setup code:
+// callers without the code learn nothing else.
+type aegisSetupRequest struct {
+	Passphrase string `json:"passphrase"`
+	SetupCode  string `json:"setup_code"`
+}
+
 type adminSetupRequest struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+	SetupCode string `json:"setup_code"`
 }
 
 type adminRecoverRequest struct {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -14,8 +15,12 @@ import (
 
 func (s *Server) passkeyRoutes() []Route {
 	return []Route{
-		{"POST", "/api/auth/passkeys/register/options", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
-			c, err := s.Passkeys.BeginRegistration(r.Context(), principal(r.Context()))
+		// Registering a passkey adds a way in, so it needs a fresh proof
+		// of identity; the ceremony it starts is bound to the operator.
+		{"POST", "/api/auth/passkeys/register/options", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, req reauthRequest) (ceremonyJSON, error) {
+			c, err := s.Passkeys.BeginRegistration(r.Context(), principal(r.Context()), func(context.Context) error {
+				return s.reauthenticate(r, req)
+			})
 			return ceremonyJSON(c), err
 		})},
 		{"POST", "/api/auth/passkeys/register/verify", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req passkeyRegisterRequest) (passkeyJSON, error) {
@@ -27,6 +32,10 @@ func (s *Server) passkeyRoutes() []Route {
 			return ceremonyJSON(c), err
 		})},
 		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, s.passkeyLogin},
+		{"POST", "/api/auth/reauth/passkey/options", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
+			c, err := s.Passkeys.BeginReauth(r.Context(), principal(r.Context()))
+			return ceremonyJSON(c), err
+		})},
 		{"GET", "/api/auth/passkeys", AuthToken, getAction(s, func(r *http.Request) (map[string][]passkeyJSON, error) {
 			list, err := s.Passkeys.List(r.Context(), principal(r.Context()))
 			out := make([]passkeyJSON, len(list))

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -115,7 +116,13 @@ type fixture struct {
 	proofRateLimit int
 	// agentURLs are further origins the replicas accept in DPoP proofs.
 	agentURLs []string
+	// creds are the password and TOTP secret behind each session token
+	// from login, for the re-authentication of sensitive actions.
+	credsMu sync.Mutex
+	creds   map[string]signInCreds
 }
+
+type signInCreds struct{ password, secret string }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
@@ -240,13 +247,21 @@ func (f *fixture) totp(t *testing.T, secret string) string {
 	return code
 }
 
+// setupCode is the first-run setup code `cairn serve` would print: the
+// test plays the operator who reads the server's terminal.
+func (f *fixture) setupCode(t *testing.T) string {
+	t.Helper()
+	return authtest.SetupCode(t, f.engine.auth)
+}
+
 // bootstrap walks the first-run journey through the API and returns the
 // admin's TOTP secret.
 func (f *fixture) bootstrap(t *testing.T) string {
 	t.Helper()
-	r := f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": passphrase})
+	code := f.setupCode(t)
+	r := f.do(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": passphrase, "setup_code": code})
 	require.Equal(t, 200, r.Status, r.Raw)
-	r = f.do(t, "POST", "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": adminPassword})
+	r = f.do(t, "POST", "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": adminPassword, "setup_code": code})
 	require.Equal(t, 200, r.Status, r.Raw)
 	secret := r.Body["mfa"].(map[string]any)["secret"].(string)
 	r = f.do(t, "POST", "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": r.Body["pending_token"], "code": f.totp(t, secret)})
@@ -265,7 +280,37 @@ func (f *fixture) login(t *testing.T, base, username, password, secret string) r
 	}
 	r = f.call(t, base, "POST", "/api/auth/mfa/verify", "", map[string]any{"pending_token": r.Body["pending_token"], "code": f.totp(t, secret)})
 	require.Equal(t, 200, r.Status, r.Raw)
+	f.credsMu.Lock()
+	if f.creds == nil {
+		f.creds = map[string]signInCreds{}
+	}
+	f.creds[r.Body["token"].(string)] = signInCreds{password: password, secret: secret}
+	f.credsMu.Unlock()
 	return r
+}
+
+// reauth is the proof of identity a sensitive action of token's operator
+// carries: the password and a fresh TOTP code.
+func (f *fixture) reauth(t *testing.T, token string) map[string]any {
+	t.Helper()
+	f.credsMu.Lock()
+	c, ok := f.creds[token]
+	f.credsMu.Unlock()
+	require.True(t, ok, "the token did not come from f.login")
+	return map[string]any{"password": c.password, "totp_code": f.totp(t, c.secret)}
+}
+
+// with returns body plus the fields of more (a request and its
+// re-authentication, say).
+func with(body map[string]any, more map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range body {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
 }
 
 // admin bootstraps and returns an admin bearer token.

@@ -129,3 +129,45 @@ func (q *Queries) AegisStateRekey(ctx context.Context, arg AegisStateRekeyParams
 	}
 	return result.RowsAffected(), nil
 }
+
+const setupCodeDeleteAll = `-- name: SetupCodeDeleteAll :exec
+DELETE FROM setup_codes
+`
+
+func (q *Queries) SetupCodeDeleteAll(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, setupCodeDeleteAll)
+	return err
+}
+
+const setupCodeHashes = `-- name: SetupCodeHashes :many
+SELECT code_hash FROM setup_codes ORDER BY created_at DESC LIMIT 100
+`
+
+func (q *Queries) SetupCodeHashes(ctx context.Context) ([][]byte, error) {
+	rows, err := q.db.Query(ctx, setupCodeHashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items [][]byte
+	for rows.Next() {
+		var code_hash []byte
+		if err := rows.Scan(&code_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, code_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const setupCodeInsert = `-- name: SetupCodeInsert :exec
+INSERT INTO setup_codes (code_hash) VALUES ($1)
+`
+
+func (q *Queries) SetupCodeInsert(ctx context.Context, codeHash []byte) error {
+	_, err := q.db.Exec(ctx, setupCodeInsert, codeHash)
+	return err
+}

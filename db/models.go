@@ -562,6 +562,11 @@ type Session struct {
 	ExpiresAt  time.Time
 }
 
+type SetupCode struct {
+	CodeHash  []byte
+	CreatedAt time.Time
+}
+
 type ShellSession struct {
 	ID                  string
 	DeviceGuid          *string

@@ -128,8 +128,9 @@ func agentWorkspace(t *testing.T, prefix string) (dir, agentBin string) {
 // signIn bootstraps the Engine and returns an admin session token.
 func (p *proc) signIn(t *testing.T) string {
 	t.Helper()
-	p.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "e2e test passphrase"})
-	setup := p.post(t, "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": "e2e test password"})
+	code := p.setupCode(t)
+	p.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "e2e test passphrase", "setup_code": code})
+	setup := p.post(t, "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": "e2e test password", "setup_code": code})
 	secret := setup["mfa"].(map[string]any)["secret"].(string)
 	now := time.Now()
 	p.post(t, "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": setup["pending_token"], "code": authtest.TOTP(t, secret, now)})

@@ -116,7 +116,7 @@ func serveAgain(t *testing.T, old *proc, dataDir string, extraEnv ...string) *pr
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, base: old.base, httpsBase: old.httpsBase, out: out}
+	p := &proc{cmd: cmd, base: old.base, httpsBase: old.httpsBase, out: out, dataDir: dataDir}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()

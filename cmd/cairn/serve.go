@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/engine"
+	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/web"
 )
@@ -77,6 +78,15 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("unlock the master cipher from %s: %w", c.PassphraseFile, err)
 		}
 	}
+	// First-run setup needs the code this prints (issue 13 item 4).
+	// Subscribed first: a reset or finish on another replica from here on
+	// is seen.
+	setupChanges := []<-chan struct{}{eng.Bus.OnControl(events.ControlAegis), eng.Bus.OnControl(events.ControlSetup)}
+	setup := newSetupCode(eng.Auth, c.DataDir, log)
+	code, err := setup.reconcile(ctx)
+	if err != nil {
+		return fmt.Errorf("first-run setup code: %w", err)
+	}
 	if err := eng.Start(); err != nil {
 		return err
 	}
@@ -122,8 +132,12 @@ func serve(ctx context.Context, args []string) error {
 		go refreshCertificate(bg, certs, log)
 		banner = append(banner, "HTTPS        "+c.httpsURL()+" ("+certificateLine(certs.Info())+")")
 	}
+	if code != "" {
+		banner = append(banner, setupCodeLine(code, setup.path))
+	}
 	started.Store(true)
 	rt.printBanner(banner...)
+	go setup.watch(bg, setupChanges...)
 
 	select {
 	case <-ctx.Done():

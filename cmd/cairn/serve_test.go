@@ -46,6 +46,16 @@ type proc struct {
 	base      string
 	httpsBase string
 	out       *bytes.Buffer
+	dataDir   string
+}
+
+// setupCode reads the first-run setup code `cairn serve` keeps in its data
+// directory, as an operator with shell access would.
+func (p *proc) setupCode(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.dataDir, "setup-code"))
+	require.NoError(t, err, "cairn serve writes the setup code while setup is pending")
+	return strings.TrimSpace(string(b))
 }
 
 // startServe runs `cairn serve` as a new user's `make run` would: no
@@ -73,7 +83,7 @@ func startServeAt(t *testing.T, dataDir string, httpPort, httpsPort int, extraEn
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), httpsBase: fmt.Sprintf("https://localhost:%d", httpsPort), out: out}
+	p := &proc{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), httpsBase: fmt.Sprintf("https://localhost:%d", httpsPort), out: out, dataDir: dataDir}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -184,10 +194,25 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	dataDir := filepath.Join(tmp, "data")
 	first := startServe(t, dataDir)
 	require.Equal(t, "aegis_setup_required", first.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
-	first.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "restart test passphrase"})
-	setup := first.post(t, "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": "restart test password"})
+	// The setup code: on the terminal, and in a file only this user reads.
+	codeFile := filepath.Join(dataDir, "setup-code")
+	info, err := os.Stat(codeFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	code := first.setupCode(t)
+	require.Contains(t, first.out.String(), "Setup code: "+code)
+	r := first.rawCall(t, "POST", "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "restart test passphrase"})
+	require.Equal(t, 403, r.status, r.body)
+	require.Contains(t, r.body, "setup_code_required")
+	first.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "restart test passphrase", "setup_code": code})
+	setup := first.post(t, "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": "restart test password", "setup_code": code})
 	secret := setup["mfa"].(map[string]any)["secret"].(string)
 	first.post(t, "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": setup["pending_token"], "code": totpNow(t, secret)})
+	// Setup is finished: the code is gone, file and all.
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(codeFile)
+		return os.IsNotExist(err)
+	}, 30*time.Second, 100*time.Millisecond, "the setup-code file outlived setup")
 	waitNextStep()
 	login := first.post(t, "/api/auth/login", "", map[string]any{"username": "admin", "password": "restart test password"})
 	sess := first.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": totpNow(t, secret)})
@@ -202,6 +227,8 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 
 	second := startServe(t, dataDir)
 	require.Equal(t, "aegis_unlock_required", second.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
+	require.NoFileExists(t, codeFile, "a finished setup needs no code")
+	require.NotContains(t, second.out.String(), "Setup code:")
 	second.post(t, "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "restart test passphrase"})
 	// The session made before the restart is still valid.
 	sites := second.call(t, "GET", "/api/sites", token, nil)["sites"].([]any)

@@ -25,3 +25,12 @@ UPDATE aegis_state
 SET kdf_salt = @kdf_salt, kdf_time = @kdf_time, kdf_memory_kib = @kdf_memory_kib,
     kdf_threads = @kdf_threads, wrapped_key = @wrapped_key, key_id = @new_key_id, rotated_at = now()
 WHERE id = 1 AND key_id = @key_id;
+
+-- name: SetupCodeInsert :exec
+INSERT INTO setup_codes (code_hash) VALUES (@code_hash);
+
+-- name: SetupCodeHashes :many
+SELECT code_hash FROM setup_codes ORDER BY created_at DESC LIMIT 100;
+
+-- name: SetupCodeDeleteAll :exec
+DELETE FROM setup_codes;

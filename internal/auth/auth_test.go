@@ -29,13 +29,16 @@ type fixture struct {
 	store *db.Store
 	clk   *authtest.Clock
 	svc   *auth.Service
+	// code is the first-run setup code `cairn serve` would have printed.
+	code string
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
 	clk := authtest.NewClock()
-	return &fixture{store: store, clk: clk, svc: newService(t, store, clk)}
+	svc := newService(t, store, clk)
+	return &fixture{store: store, clk: clk, svc: svc, code: authtest.SetupCode(t, svc)}
 }
 
 // newService is a fresh Engine process over the same database: its cipher
@@ -60,9 +63,9 @@ func (f *fixture) totp(t *testing.T, secret string) string {
 func (f *fixture) bootstrapped(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := f.svc.BootstrapAegisSetup(ctx, passphrase)
+	_, err := f.svc.BootstrapAegisSetup(ctx, passphrase, f.code)
 	require.NoError(t, err)
-	e, err := f.svc.BootstrapAdminSetup(ctx, "Admin", password)
+	e, err := f.svc.BootstrapAdminSetup(ctx, "Admin", password, f.code)
 	require.NoError(t, err)
 	phase, err := f.svc.BootstrapVerifyMFA(ctx, e.PendingToken, f.totp(t, e.MFA.Secret))
 	require.NoError(t, err)
@@ -105,18 +108,18 @@ func TestFirstRunJourneyThenRestartNeedsUnlock(t *testing.T) {
 	require.Equal(t, auth.PhaseAegisSetup, phase)
 	_, err = f.svc.Login(ctx, "admin", password, meta)
 	requireCode(t, err, cairn.ECodeBootstrapRequired)
-	_, err = f.svc.BootstrapAdminSetup(ctx, "admin", password)
+	_, err = f.svc.BootstrapAdminSetup(ctx, "admin", password, f.code)
 	requireCode(t, err, cairn.ECodeWrongPhase)
 
-	phase, err = f.svc.BootstrapAegisSetup(ctx, passphrase)
+	phase, err = f.svc.BootstrapAegisSetup(ctx, passphrase, f.code)
 	require.NoError(t, err)
 	require.Equal(t, auth.PhaseAdminSetup, phase)
 
-	_, err = f.svc.BootstrapAdminSetup(ctx, "x", "short")
+	_, err = f.svc.BootstrapAdminSetup(ctx, "x", "short", f.code)
 	requireField(t, err, "username")
 	requireField(t, err, "password")
 
-	e, err := f.svc.BootstrapAdminSetup(ctx, "Admin", password)
+	e, err := f.svc.BootstrapAdminSetup(ctx, "Admin", password, f.code)
 	require.NoError(t, err)
 	require.Contains(t, e.MFA.OTPAuthURL, "otpauth://totp/Cairn:admin")
 	_, err = f.svc.BootstrapVerifyMFA(ctx, e.PendingToken, "000000")
@@ -126,7 +129,7 @@ func TestFirstRunJourneyThenRestartNeedsUnlock(t *testing.T) {
 	require.Equal(t, auth.PhaseLogin, phase)
 	f.clk.Advance(30 * time.Second)
 
-	_, err = f.svc.BootstrapAegisSetup(ctx, passphrase)
+	_, err = f.svc.BootstrapAegisSetup(ctx, passphrase, f.code)
 	requireCode(t, err, cairn.ECodeBootstrapFinished)
 	_, err = f.svc.Login(ctx, "admin", "not the password!", meta)
 	requireCode(t, err, cairn.ECodeInvalidCredentials)
@@ -171,11 +174,11 @@ func TestUnfinishedAdminSetupCanBeRedone(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	_, err := f.svc.BootstrapAegisSetup(ctx, passphrase)
+	_, err := f.svc.BootstrapAegisSetup(ctx, passphrase, f.code)
 	require.NoError(t, err)
-	first, err := f.svc.BootstrapAdminSetup(ctx, "first", password)
+	first, err := f.svc.BootstrapAdminSetup(ctx, "first", password, f.code)
 	require.NoError(t, err)
-	second, err := f.svc.BootstrapAdminSetup(ctx, "second", password)
+	second, err := f.svc.BootstrapAdminSetup(ctx, "second", password, f.code)
 	require.NoError(t, err)
 	_, err = f.svc.BootstrapVerifyMFA(ctx, first.PendingToken, f.totp(t, first.MFA.Secret))
 	requireCode(t, err, cairn.ECodeInvalidPending)
@@ -312,8 +315,9 @@ func TestForceResetFlagsAccountsAndRecoveryNeedsTheCode(t *testing.T) {
 	_, err = f.svc.ForceReset(ctx, &auth.Principal{UserID: admin.UserID, Username: "admin", Role: auth.RoleOperator})
 	requireCode(t, err, cairn.ECodeForbidden)
 
-	code, err := f.svc.ForceReset(ctx, admin)
+	codes, err := f.svc.ForceReset(ctx, admin)
 	require.NoError(t, err)
+	code := codes.Recovery
 	require.NotEmpty(t, code)
 	_, err = f.svc.Authenticate(ctx, sess.Token)
 	requireCode(t, err, cairn.ECodeUnauthorized)
@@ -321,12 +325,12 @@ func TestForceResetFlagsAccountsAndRecoveryNeedsTheCode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, auth.PhaseAegisSetup, phase)
 
-	phase, err = f.svc.BootstrapAegisSetup(ctx, "a brand new passphrase")
+	phase, err = f.svc.BootstrapAegisSetup(ctx, "a brand new passphrase", codes.Setup)
 	require.NoError(t, err)
 	require.Equal(t, auth.PhaseAdminRecovery, phase)
 	_, err = f.svc.Login(ctx, "admin", password, meta)
 	requireCode(t, err, cairn.ECodeBootstrapRequired)
-	_, err = f.svc.BootstrapAdminSetup(ctx, "intruder", password)
+	_, err = f.svc.BootstrapAdminSetup(ctx, "intruder", password, f.code)
 	requireCode(t, err, cairn.ECodeWrongPhase)
 
 	_, err = f.svc.BootstrapAdminRecover(ctx, "admin", "recovered password", "not-the-code", meta)

@@ -72,18 +72,33 @@ func (s *Service) inPhase(ctx context.Context, want ...string) (string, error) {
 	return "", cairn.Errorf(cairn.ECodeWrongPhase, "this step is not part of the current phase (%s)", phase)
 }
 
-// BootstrapAegisSetup configures the master cipher of a fresh deployment.
-func (s *Service) BootstrapAegisSetup(ctx context.Context, passphrase string) (string, error) {
-	if err := aegis.CheckPassphrase("passphrase", passphrase); err != nil {
+// BootstrapAegisSetup configures the master cipher of a fresh deployment
+// (or of one whose cipher was force-reset); the caller must hold a setup
+// code. After a forced reset setup ends here (the administrators recover
+// with the recovery code), so the setup codes end too.
+func (s *Service) BootstrapAegisSetup(ctx context.Context, passphrase, setupCode string) (string, error) {
+	if _, err := s.inPhase(ctx, PhaseAegisSetup); err != nil {
 		return "", err
 	}
-	if _, err := s.inPhase(ctx, PhaseAegisSetup); err != nil {
+	if err := s.checkSetupCode(ctx, setupCode); err != nil {
+		return "", err
+	}
+	if err := aegis.CheckPassphrase("passphrase", passphrase); err != nil {
 		return "", err
 	}
 	if err := s.cipher.Setup(ctx, passphrase); err != nil {
 		return "", err
 	}
-	return s.Phase(ctx)
+	phase, err := s.Phase(ctx)
+	if err != nil {
+		return "", err
+	}
+	if phase != PhaseAdminSetup {
+		if err := spendSetupCodes(ctx, s.store.Queries); err != nil {
+			return "", err
+		}
+	}
+	return phase, nil
 }
 
 // BootstrapAegisUnlock unlocks this process's cipher after a restart.
@@ -109,14 +124,18 @@ type Enrollment struct {
 }
 
 // BootstrapAdminSetup creates the first administrator. Until its MFA is
-// verified it can be replaced by repeating this step.
-func (s *Service) BootstrapAdminSetup(ctx context.Context, username, password string) (Enrollment, error) {
+// verified it can be replaced by repeating this step, which needs the
+// setup code like the first time.
+func (s *Service) BootstrapAdminSetup(ctx context.Context, username, password, setupCode string) (Enrollment, error) {
 	username = NormalizeUsername(username)
-	if err := checkNewAccount(username, password, RoleAdmin); err != nil {
-		return Enrollment{}, err
-	}
 	phase, err := s.inPhase(ctx, PhaseAdminSetup)
 	if err != nil {
+		return Enrollment{}, err
+	}
+	if err := s.checkSetupCode(ctx, setupCode); err != nil {
+		return Enrollment{}, err
+	}
+	if err := checkNewAccount(username, password, RoleAdmin); err != nil {
 		return Enrollment{}, err
 	}
 	sealedPw, err := s.sealPassword(username, password)
@@ -235,7 +254,8 @@ func (s *Service) BootstrapVerifyMFA(ctx context.Context, pendingToken, code str
 			}
 			return q.AdminRecoveryDelete(ctx)
 		}
-		return nil
+		// The first administrator is ready: setup is finished.
+		return spendSetupCodes(ctx, q)
 	})
 	if err != nil {
 		return "", err
@@ -243,15 +263,25 @@ func (s *Service) BootstrapVerifyMFA(ctx context.Context, pendingToken, code str
 	return s.Phase(ctx)
 }
 
+// ResetCodes are what a forced cipher reset hands its administrator: the
+// recovery code for the accounts and a setup code for the new cipher.
+type ResetCodes struct {
+	Recovery string
+	Setup    string
+}
+
 // ForceReset deletes the master cipher, flags every local account for
-// recovery, ends every session and returns a new one-time recovery code.
-// Only administrators may do it. The caller publishes the cipher change so
-// other replicas lock themselves.
-func (s *Service) ForceReset(ctx context.Context, p *Principal) (string, error) {
+// recovery, ends every session and returns a new one-time recovery code
+// and a setup code (the administrator who reset the cipher sets up the new
+// one without reading the server's terminal). Only administrators may do
+// it. The caller publishes the cipher change so other replicas lock
+// themselves.
+func (s *Service) ForceReset(ctx context.Context, p *Principal) (ResetCodes, error) {
 	if !p.IsAdmin() {
-		return "", cairn.Errorf(cairn.ECodeForbidden, "only administrators can reset the master cipher")
+		return ResetCodes{}, cairn.Errorf(cairn.ECodeForbidden, "only administrators can reset the master cipher")
 	}
 	code, codeHash := newToken()
+	setupCode := newSetupCode()
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
 		if err := q.AegisStateDelete(ctx); err != nil {
 			return err
@@ -265,13 +295,16 @@ func (s *Service) ForceReset(ctx context.Context, p *Principal) (string, error) 
 		if err := q.SessionDeleteAll(ctx); err != nil {
 			return err
 		}
+		if err := q.SetupCodeInsert(ctx, setupCodeHash(setupCode)); err != nil {
+			return err
+		}
 		return q.AdminRecoveryUpsert(ctx, codeHash)
 	})
 	if err != nil {
-		return "", err
+		return ResetCodes{}, err
 	}
 	s.cipher.Lock()
-	return code, nil
+	return ResetCodes{Recovery: code, Setup: setupCode}, nil
 }
 
 // IssueRecoveryCode replaces the recovery code; for `cairn admin

@@ -4,6 +4,7 @@
 package authtest
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"sync"
@@ -47,4 +48,15 @@ func TOTP(t testing.TB, secret string, at time.Time) string {
 		t.Fatalf("oathtool is needed for TOTP tests (make deps-test installs it): %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// SetupCode plays the operator who reads `cairn serve`'s terminal: it
+// issues a first-run setup code, which the setup steps require.
+func SetupCode(t testing.TB, svc *auth.Service) string {
+	t.Helper()
+	code, err := svc.IssueSetupCode(context.Background())
+	if err != nil {
+		t.Fatalf("issue a setup code: %v", err)
+	}
+	return code
 }

@@ -35,6 +35,7 @@ var rawChannels = map[string]bool{ChannelAgents: true}
 const (
 	ControlSites = "sites" // sites created, renamed or deleted
 	ControlAegis = "aegis" // master cipher reset or rotated
+	ControlSetup = "setup" // first-run setup finished
 )
 
 // Device event types (SPEC "Operator event stream"). Publish them with the

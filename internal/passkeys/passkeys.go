@@ -32,6 +32,7 @@ const (
 
 	kindRegister     = "register"
 	kindAuthenticate = "authenticate"
+	kindReauth       = "reauth"
 )
 
 // Passkey is a passkey as the API shows it: never any key material.
@@ -183,9 +184,16 @@ func (s *Service) Delete(ctx context.Context, p *auth.Principal, id int64) error
 // BeginRegistration starts registering a passkey for the signed-in
 // operator. The passkey must be discoverable (sign-in is usernameless) and
 // verify the user (it stands in for MFA).
-func (s *Service) BeginRegistration(ctx context.Context, p *auth.Principal) (Ceremony, error) {
+//
+// confirm checks the operator's fresh proof of identity (registering adds
+// a way in); it runs once the operator is known to be able to have
+// passkeys, so those who cannot learn that first.
+func (s *Service) BeginRegistration(ctx context.Context, p *auth.Principal, confirm func(context.Context) error) (Ceremony, error) {
 	u, err := s.manager(ctx, p)
 	if err != nil {
+		return Ceremony{}, err
+	}
+	if err := confirm(ctx); err != nil {
 		return Ceremony{}, err
 	}
 	op, err := s.operatorOf(ctx, u)
@@ -335,6 +343,81 @@ func (s *Service) FinishLogin(ctx context.Context, ceremonyID string, credential
 		return auth.Session{}, errCloned
 	}
 	return s.auth.StartSession(ctx, row.UserID, meta)
+}
+
+// BeginReauth starts a passkey assertion that proves again, before a
+// sensitive action, that the signed-in operator is at the keyboard: only
+// the operator's own passkeys are offered, and the ceremony is bound to
+// the operator.
+func (s *Service) BeginReauth(ctx context.Context, p *auth.Principal) (Ceremony, error) {
+	u, err := s.manager(ctx, p)
+	if err != nil {
+		return Ceremony{}, err
+	}
+	op, err := s.operatorOf(ctx, u)
+	if err != nil {
+		return Ceremony{}, err
+	}
+	if len(op.creds) == 0 {
+		return Ceremony{}, cairn.Errorf(auth.ECodeReauthRequired, "you have no passkey; confirm it is you with your password and authenticator code")
+	}
+	assertion, session, err := s.wa.BeginLogin(op, webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		return Ceremony{}, fmt.Errorf("passkeys: begin re-authentication: %w", err)
+	}
+	id, err := s.saveCeremony(ctx, kindReauth, &u.ID, session)
+	return Ceremony{ID: id, Options: assertion.Response}, err
+}
+
+// Reauthenticate verifies an assertion of a ceremony BeginReauth started
+// for the same operator. Anything wrong answers reauthentication_required.
+func (s *Service) Reauthenticate(ctx context.Context, p *auth.Principal, ceremonyID string, credential []byte) error {
+	refused := cairn.Errorf(auth.ECodeReauthRequired, "confirm it is you: the passkey was not accepted; start again")
+	u, err := s.manager(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := s.limiter.Hit(ctx, "reauth:user:"+p.Username, auth.ReauthPerUser); err != nil {
+		return err
+	}
+	session, owner, err := s.takeCeremony(ctx, kindReauth, ceremonyID)
+	if cairn.IsCode(err, cairn.ECodeValidation) || (err == nil && (owner == nil || *owner != u.ID)) {
+		return refused
+	} else if err != nil {
+		return err
+	}
+	parsed, err := protocol.ParseCredentialRequestResponseBytes(credential)
+	if err != nil {
+		return refused
+	}
+	op, err := s.operatorOf(ctx, u)
+	if err != nil {
+		return err
+	}
+	cred, err := s.wa.ValidateLogin(op, session, parsed)
+	if err != nil {
+		return refused
+	}
+	if cred.Authenticator.CloneWarning {
+		return errCloned
+	}
+	row, err := s.store.PasskeyGetByCredentialID(ctx, cred.ID)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(cred)
+	if err != nil {
+		return err
+	}
+	n, err := s.store.PasskeyUse(ctx, db.PasskeyUseParams{SignCount: int64(cred.Authenticator.SignCount), Credential: raw, ID: row.ID})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errCloned
+	}
+	_ = s.limiter.Reset(ctx, "reauth:user:"+p.Username)
+	return nil
 }
 
 func (s *Service) operatorOf(ctx context.Context, u db.User) (*operator, error) {

@@ -122,7 +122,7 @@ func runGrid(ctx context.Context, o runOptions, g gridOptions, dataDir string) (
 			return nil, err
 		}
 	} else {
-		if sites, out, err = gridSeedFleet(ctx, admin, conn, g); err != nil {
+		if sites, out, err = gridSeedFleet(ctx, admin, conn, g, dataDir); err != nil {
 			return nil, err
 		}
 		raw, _ := json.Marshal(gridState{Secret: admin.secret, Sites: sites, Seed: out.Seed, Devices: g.devices})
@@ -158,8 +158,8 @@ func runGrid(ctx context.Context, o runOptions, g gridOptions, dataDir string) (
 
 // gridSeedFleet bootstraps the Engine, makes the sites and seeds the
 // fleet.
-func gridSeedFleet(ctx context.Context, admin *client, conn *pgx.Conn, g gridOptions) ([]gridSite, *gridResult, error) {
-	if _, err := admin.prepare(ctx, 1); err != nil {
+func gridSeedFleet(ctx context.Context, admin *client, conn *pgx.Conn, g gridOptions, dataDir string) ([]gridSite, *gridResult, error) {
+	if _, err := admin.prepare(ctx, 1, dataDir); err != nil {
 		return nil, nil, err
 	}
 	// Sites: the one prepare made and more.

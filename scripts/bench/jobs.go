@@ -75,7 +75,7 @@ func runJobKill(ctx context.Context, o runOptions, dataDir string, n int) (*jobK
 	if err := api.waitReady(ctx, 3*time.Minute); err != nil {
 		return nil, fmt.Errorf("engine not ready: %w", err)
 	}
-	code, err := api.prepare(ctx, n)
+	code, err := api.prepare(ctx, n, dataDir)
 	if err != nil {
 		return nil, err
 	}

@@ -221,7 +221,7 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	if err := api.waitReady(ctx, 3*time.Minute); err != nil {
 		return nil, fmt.Errorf("engine not ready (see %s): %w", logFile.Name(), err)
 	}
-	code, err := api.prepare(ctx, n)
+	code, err := api.prepare(ctx, n, dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -562,18 +562,24 @@ func (c *client) call(ctx context.Context, method, path string, body any) (map[s
 	return out, nil
 }
 
-// prepare bootstraps the Engine, signs in and returns an enrollment code
-// for a site with auto-approval on.
-func (c *client) prepare(ctx context.Context, n int) (string, error) {
+// prepare bootstraps the Engine (with the setup code it wrote to its data
+// directory), signs in and returns an enrollment code for a site with
+// auto-approval on.
+func (c *client) prepare(ctx context.Context, n int, dataDir string) (string, error) {
 	const (
 		pass = "bench passphrase 123"
 		user = "bench"
 		pw   = "bench password 123"
 	)
-	if _, err := c.call(ctx, "POST", "/api/bootstrap/aegis/setup", map[string]any{"passphrase": pass}); err != nil {
+	raw, err := os.ReadFile(filepath.Join(dataDir, "setup-code"))
+	if err != nil {
+		return "", fmt.Errorf("read the setup code: %w", err)
+	}
+	setupCode := strings.TrimSpace(string(raw))
+	if _, err := c.call(ctx, "POST", "/api/bootstrap/aegis/setup", map[string]any{"passphrase": pass, "setup_code": setupCode}); err != nil {
 		return "", err
 	}
-	admin, err := c.call(ctx, "POST", "/api/bootstrap/admin/setup", map[string]any{"username": user, "password": pw})
+	admin, err := c.call(ctx, "POST", "/api/bootstrap/admin/setup", map[string]any{"username": user, "password": pw, "setup_code": setupCode})
 	if err != nil {
 		return "", err
 	}

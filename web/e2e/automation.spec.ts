@@ -42,7 +42,7 @@ test('an assembly runs on a real agent with its output and exit code, and a cron
   test.setTimeout(420_000);
   const base = engine.baseURL;
   const api = page.request;
-  const auth = await signIn(api, base, USERNAME, PASSWORD);
+  const auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
   agent = await enrollConnected(api, base, auth, { name: 'agent-automation', hostname: AGENT_HOST, slug: 'e2e-auto' });
 
   await test.step('create an assembly in the editor', async () => {

@@ -2,6 +2,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readSetupCode } from './engine';
 import { freshTotp, totp } from './totp';
 
 // One walk through a brand-new deployment, against the real Engine that
@@ -45,6 +46,14 @@ async function postAsBrowser(page: Page, path: string, body: unknown) {
 
 test.use({ baseURL: process.env.CAIRN_E2E_BASE_URL });
 
+/** The setup code the global Engine wrote (or CAIRN_E2E_SETUP_CODE for an Engine started elsewhere). */
+async function setupCode(): Promise<string> {
+  if (process.env.CAIRN_E2E_SETUP_CODE) return process.env.CAIRN_E2E_SETUP_CODE;
+  const file = process.env.CAIRN_E2E_SETUP_CODE_FILE;
+  if (!file) throw new Error('CAIRN_E2E_SETUP_CODE_FILE (or CAIRN_E2E_SETUP_CODE) names the Engine setup code');
+  return readSetupCode(file);
+}
+
 test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out', async ({ page }) => {
   const consoleErrors: string[] = [];
   // The Engine's Content-Security-Policy must not block anything the console does.
@@ -58,9 +67,24 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
   let usedStep = 0;
   let secret = '';
 
-  await test.step('master cipher', async () => {
+  await test.step('setup code', async () => {
     await page.goto('/');
     await expect(page).toHaveTitle('Cairn');
+    await expect(page.getByRole('heading', { name: 'Enter the setup code' })).toBeVisible();
+    await shot(page, '00-setup-code');
+    // A wrong code is refused when the cipher step sends it: asked again.
+    await page.getByLabel('Setup code', { exact: true }).fill('WRONG-SETUP-CODE');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByLabel('Confirm passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Set master cipher' }).click();
+    await expect(page.getByText('That setup code was not accepted')).toBeVisible();
+    // The operator reads the code `cairn serve` printed (here, its file).
+    await page.getByLabel('Setup code', { exact: true }).fill(await setupCode());
+    await page.getByRole('button', { name: 'Continue' }).click();
+  });
+
+  await test.step('master cipher', async () => {
     await expect(page.getByRole('heading', { name: 'Set the master cipher' })).toBeVisible();
     await shot(page, '01-aegis-setup');
     await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);

@@ -51,7 +51,7 @@ test('a filter built in the console, saved with a metadata column as a view, com
   let auth: Record<string, string> = {};
   let guid = '';
   await test.step('bootstrap, sign in and enroll two real agents', async () => {
-    auth = await signIn(api, base, USERNAME, PASSWORD);
+    auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
     agents.push(await enrollConnected(api, base, auth, { name: 'agent-filters-racked', hostname: RACKED, slug: 'e2e-racked' }));
     agents.push(await enrollConnected(api, base, auth, { name: 'agent-filters-other', hostname: OTHER, slug: 'e2e-other' }));
     const list = await ok(await api.get(`${base}/api/devices?limit=100`));

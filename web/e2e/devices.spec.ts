@@ -42,7 +42,7 @@ test('an enrolled agent shows in the devices grid and its page holds this machin
   // cookie-authenticated change would need the CSRF header too).
   let auth: Record<string, string> = {};
   await test.step('bootstrap and sign in', async () => {
-    auth = await signIn(api, base, USERNAME, PASSWORD);
+    auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
   });
 
   await test.step('enroll a real agent and approve it', async () => {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -104,6 +104,13 @@ export interface EngineOptions {
 
 export interface Engine {
   baseURL: string;
+  /**
+   * The first-run setup code `cairn serve` wrote to its data directory
+   * (the wizard asks for it; it is gone once setup finishes).
+   */
+  setupCode: () => Promise<string>;
+  /** Where the setup code is, for specs in other workers. */
+  setupCodeFile: string;
   /** SIGTERM, wait (then kill its process group), remove the data directory. */
   stop: () => Promise<void>;
 }
@@ -178,5 +185,11 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
     await stop();
     throw err;
   }
-  return { baseURL, stop };
+  const setupCodeFile = join(dataDir, 'setup-code');
+  return { baseURL, stop, setupCodeFile, setupCode: () => readSetupCode(setupCodeFile) };
+}
+
+/** Reads a setup code file that `cairn serve` wrote. */
+export async function readSetupCode(file: string): Promise<string> {
+  return (await readFile(file, 'utf8')).trim();
 }

@@ -12,10 +12,20 @@ export async function ok(res: Awaited<ReturnType<APIRequestContext['post']>>, st
   return res.json();
 }
 
-/** Bootstraps the Engine at base and signs in; returns the bearer header. */
-export async function signIn(api: APIRequestContext, base: string, username: string, password: string): Promise<Record<string, string>> {
-  await ok(await api.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: `${password} passphrase` } }));
-  const admin = await ok(await api.post(`${base}/api/bootstrap/admin/setup`, { data: { username, password } }));
+/**
+ * Bootstraps the Engine at base with the setup code it printed
+ * (Engine.setupCode) and signs in; returns the bearer header.
+ */
+export async function signIn(
+  api: APIRequestContext,
+  base: string,
+  username: string,
+  password: string,
+  setupCode: string,
+): Promise<Record<string, string>> {
+  const setup_code = setupCode;
+  await ok(await api.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: `${password} passphrase`, setup_code } }));
+  const admin = await ok(await api.post(`${base}/api/bootstrap/admin/setup`, { data: { username, password, setup_code } }));
   const first = totp(admin.mfa.secret);
   await ok(await api.post(`${base}/api/bootstrap/admin/mfa/verify`, { data: { pending_token: admin.pending_token, code: first.code } }));
   const login = await ok(await api.post(`${base}/api/auth/login`, { data: { username, password } }));

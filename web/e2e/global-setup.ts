@@ -6,6 +6,8 @@ import { startEngine } from './engine';
 //
 // Environment (see engine.ts for the rest):
 //   CAIRN_E2E_BASE_URL        skip starting an Engine and test this one (must be a fresh deployment)
+//   CAIRN_E2E_SETUP_CODE_FILE with CAIRN_E2E_BASE_URL: that Engine's <data dir>/setup-code (or
+//                             CAIRN_E2E_SETUP_CODE, the code itself)
 
 export default async function globalSetup(): Promise<(() => Promise<void>) | undefined> {
   if (process.env.CAIRN_E2E_BASE_URL) {
@@ -14,5 +16,6 @@ export default async function globalSetup(): Promise<(() => Promise<void>) | und
   }
   const engine = await startEngine({ name: 'engine' });
   process.env.CAIRN_E2E_BASE_URL = engine.baseURL;
+  process.env.CAIRN_E2E_SETUP_CODE_FILE = engine.setupCodeFile;
   return engine.stop;
 }

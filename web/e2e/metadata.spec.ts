@@ -33,7 +33,7 @@ test('a metadata value travels between the agent and the console', async ({ page
   let auth: Record<string, string> = {};
 
   await test.step('bootstrap, sign in and enroll a real agent', async () => {
-    auth = await signIn(api, base, USERNAME, PASSWORD);
+    auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
     agent = await enrollConnected(api, base, auth, { name: 'agent-metadata', hostname: AGENT_HOST, slug: 'e2e-metadata' });
   });
 

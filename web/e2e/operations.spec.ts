@@ -82,7 +82,7 @@ test('services stop and start, and a process is terminated, on a real agent', as
   const api = page.request;
   const serviceBase = writeService();
 
-  const auth = await signIn(api, base, USERNAME, PASSWORD);
+  const auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
   agent = await enrollConnected(api, base, auth, { name: 'agent-operations', hostname: AGENT_HOST, slug: 'e2e-ops', env: { CAIRN_AGENT_INIT_DIR: initDir } });
   await expect
     .poll(async () => (await (await api.get(`${base}/api/device/services/${AGENT_HOST}`)).text()).includes(SERVICE), { timeout: 90_000 })

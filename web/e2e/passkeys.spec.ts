@@ -36,9 +36,10 @@ test('register a passkey on the profile page, sign out, sign in with the passkey
 
   // A deployment of its own, bootstrapped through the API; page.request
   // shares the browser's cookies, so the password sign-in carries over.
-  await ok(await page.request.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: 'passkey e2e passphrase' } }));
+  const setup_code = await engine.setupCode();
+  await ok(await page.request.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: 'passkey e2e passphrase', setup_code } }));
   const admin = await ok(
-    await page.request.post(`${base}/api/bootstrap/admin/setup`, { data: { username: USERNAME, password: PASSWORD } }),
+    await page.request.post(`${base}/api/bootstrap/admin/setup`, { data: { username: USERNAME, password: PASSWORD, setup_code } }),
   );
   const first = totp(admin.mfa.secret);
   await ok(
@@ -66,7 +67,13 @@ test('register a passkey on the profile page, sign out, sign in with the passkey
     await expect(page.getByText('No passkeys yet.')).toBeVisible();
     await page.getByLabel('New passkey name').fill('E2E virtual key');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
+    // Adding a way in asks who you are again: password and a fresh code.
+    const dialog = page.getByRole('dialog', { name: 'Add a passkey' });
+    await dialog.getByLabel('Your password').fill(PASSWORD);
+    await dialog.getByLabel('Authenticator code').fill((await freshTotp(admin.mfa.secret, second.step)).code);
+    await dialog.getByRole('button', { name: 'Confirm and add' }).click();
     await expect(page.getByTestId('passkey-row')).toContainText('E2E virtual key');
+    await expect(dialog).toHaveCount(0);
     await expect(page.getByTestId('passkey-row')).toContainText('never used');
     const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
     expect(credentials).toHaveLength(1);

@@ -33,7 +33,7 @@ test('the software audit lists this machine\'s packages and keeps their rules', 
   let version = '';
 
   await test.step('bootstrap, sign in and enroll a real agent', async () => {
-    const auth = await signIn(api, base, USERNAME, PASSWORD);
+    const auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
     agent = await enrollConnected(api, base, auth, { name: 'agent-software', hostname: AGENT_HOST, slug: 'e2e-software' });
     await expect
       .poll(

@@ -24,7 +24,7 @@ test.afterAll(async () => {
 test('the Terminal tab runs a real shell: echo, resize, exit', async ({ page }) => {
   test.setTimeout(300_000);
   const base = engine.baseURL;
-  const auth = await signIn(page.request, base, 'admin', 'terminal e2e admin password');
+  const auth = await signIn(page.request, base, 'admin', 'terminal e2e admin password', await engine.setupCode());
   // /bin/sh rather than root's login bash: this machine's root profile
   // waits a minute on a stale pyenv lock (docs/agent.md, CAIRN_AGENT_SHELL).
   agent = await enrollConnected(page.request, base, auth, {

@@ -15,6 +15,11 @@ afterEach(() => {
   document.cookie = 'cairn_csrf=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/';
 });
 
+async function enterSetupCode(user: ReturnType<typeof userEvent.setup>, code = 'ABCDE-FGHIJ-KLMNO-PQRST') {
+  await user.type(await screen.findByLabelText('Setup code'), code);
+  await user.click(screen.getByRole('button', { name: 'Continue' }));
+}
+
 describe('first-run wizard', () => {
   it('sets the cipher, creates the administrator, verifies the authenticator and ends on sign-in', async () => {
     const user = userEvent.setup({ delay: null });
@@ -36,6 +41,14 @@ describe('first-run wizard', () => {
     });
     renderWithProviders(<App />);
 
+    // Step 0: the setup code the server printed, asked for first.
+    expect(await screen.findByRole('heading', { name: 'Enter the setup code' })).toBeInTheDocument();
+    expect(within(screen.getByLabelText('Setup progress')).getByText('Setup code')).toBeInTheDocument();
+    await user.click(screen.getByRole('button', { name: 'Continue' }));
+    expect(screen.getByText('Enter the setup code.')).toBeInTheDocument();
+    await user.type(screen.getByLabelText('Setup code'), ' ABCDE-FGHIJ-KLMNO-PQRST ');
+    await user.click(screen.getByRole('button', { name: 'Continue' }));
+
     // Step 1: master cipher, with client-side checks first.
     expect(await screen.findByRole('heading', { name: 'Set the master cipher' })).toBeInTheDocument();
     expect(within(screen.getByLabelText('Setup progress')).getByText('Master cipher')).toBeInTheDocument();
@@ -56,6 +69,7 @@ describe('first-run wizard', () => {
     expect(await screen.findByRole('heading', { name: 'Create the administrator' })).toBeInTheDocument();
     expect(engine.callsTo('POST', '/api/bootstrap/aegis/setup')[0].body).toEqual({
       passphrase: 'correct horse battery staple',
+      setup_code: 'ABCDE-FGHIJ-KLMNO-PQRST',
     });
     await user.type(screen.getByLabelText('Username'), 'admin');
     await user.type(screen.getByLabelText('Password'), 'a long enough password');
@@ -67,6 +81,7 @@ describe('first-run wizard', () => {
     expect(engine.callsTo('POST', '/api/bootstrap/admin/setup')[0].body).toEqual({
       username: 'admin',
       password: 'a long enough password',
+      setup_code: 'ABCDE-FGHIJ-KLMNO-PQRST',
     });
     expect(screen.getByTestId('totp-secret')).toHaveTextContent(MFA.secret);
     const qr = await screen.findByTestId('totp-qr');
@@ -92,6 +107,7 @@ describe('first-run wizard', () => {
       'POST /api/bootstrap/admin/setup': validationFailed({ username: 'must use letters, digits, . _ - @' }),
     });
     renderWithProviders(<App />);
+    await enterSetupCode(user);
     await user.type(await screen.findByLabelText('Username'), 'admin');
     await user.type(screen.getByLabelText('Password'), 'a long enough password');
     await user.type(screen.getByLabelText('Confirm password'), 'a long enough password');
@@ -110,6 +126,7 @@ describe('first-run wizard', () => {
       'POST /api/bootstrap/admin/mfa/verify': { status: 401, body: { error: 'invalid_mfa_code', message: 'invalid code' } },
     });
     renderWithProviders(<App />);
+    await enterSetupCode(user);
     await user.type(await screen.findByLabelText('Username'), 'admin');
     await user.type(screen.getByLabelText('Password'), 'a long enough password');
     await user.type(screen.getByLabelText('Confirm password'), 'a long enough password');
@@ -118,6 +135,28 @@ describe('first-run wizard', () => {
     await user.click(screen.getByRole('button', { name: 'Verify and finish' }));
     expect(await screen.findByText('Invalid code.')).toBeInTheDocument();
     expect(screen.getByRole('button', { name: 'Verify and finish' })).toBeEnabled();
+  });
+
+  it('asks for the setup code again when the Engine refuses it', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/bootstrap/state': { body: { phase: 'aegis_setup_required' } },
+      'POST /api/bootstrap/aegis/setup': {
+        status: 403,
+        body: { error: 'setup_code_required', message: 'enter the setup code' },
+      },
+    });
+    renderWithProviders(<App />);
+    await enterSetupCode(user, 'WRONG-CODE');
+    await user.type(await screen.findByLabelText('Passphrase'), 'correct horse battery staple');
+    await user.type(screen.getByLabelText('Confirm passphrase'), 'correct horse battery staple');
+    await user.click(screen.getByRole('button', { name: 'Set master cipher' }));
+    expect(await screen.findByRole('heading', { name: 'Enter the setup code' })).toBeInTheDocument();
+    expect(screen.getByText(/That setup code was not accepted/)).toBeInTheDocument();
+    expect(engine.callsTo('POST', '/api/bootstrap/aegis/setup')[0].body).toEqual({
+      passphrase: 'correct horse battery staple',
+      setup_code: 'WRONG-CODE',
+    });
   });
 
   it('recovers an administrator with the recovery code', async () => {

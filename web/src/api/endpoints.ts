@@ -70,12 +70,12 @@ import type {
 
 export const bootstrap = {
   state: () => api<PhaseResponse>('/api/bootstrap/state'),
-  aegisSetup: (passphrase: string) =>
-    api<PhaseResponse>('/api/bootstrap/aegis/setup', { body: { passphrase } }),
+  aegisSetup: (passphrase: string, setup_code: string) =>
+    api<PhaseResponse>('/api/bootstrap/aegis/setup', { body: { passphrase, setup_code } }),
   aegisUnlock: (passphrase: string) =>
     api<PhaseResponse>('/api/bootstrap/aegis/unlock', { body: { passphrase } }),
-  adminSetup: (username: string, password: string) =>
-    api<PendingMfa>('/api/bootstrap/admin/setup', { body: { username, password } }),
+  adminSetup: (username: string, password: string, setup_code: string) =>
+    api<PendingMfa>('/api/bootstrap/admin/setup', { body: { username, password, setup_code } }),
   adminRecover: (username: string, password: string, recovery_code: string) =>
     api<PendingMfa>('/api/bootstrap/admin/recover', { body: { username, password, recovery_code } }),
   adminMfaVerify: (pending_token: string, code: string) =>

@@ -24,10 +24,13 @@ import {
  */
 export function AdminStep({
   mode,
+  setupCode,
   onPending,
   onError,
 }: {
   mode: 'setup' | 'recover';
+  /** The first-run setup code (setup only). */
+  setupCode: string;
   onPending: (p: PendingMfa) => void;
   onError?: (e: unknown) => void;
 }) {
@@ -39,7 +42,7 @@ export function AdminStep({
   const mutation = useMutation({
     mutationFn: () =>
       mode === 'setup'
-        ? bootstrap.adminSetup(username.trim(), password)
+        ? bootstrap.adminSetup(username.trim(), password, setupCode)
         : bootstrap.adminRecover(username.trim(), password, recoveryCode.trim()),
     onSuccess: onPending,
     onError,

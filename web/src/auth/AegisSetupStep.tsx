@@ -11,11 +11,23 @@ import { fieldError } from '../components/errors';
 import { checkConfirmation, checkSecret, hasErrors, MAX_PASSPHRASE, MIN_SECRET, type FieldErrors } from './validation';
 
 /** Wizard step 1: choose the master-cipher passphrase. */
-export function AegisSetupStep({ onDone, onError }: { onDone: (r: PhaseResponse) => void; onError?: (e: unknown) => void }) {
+export function AegisSetupStep({
+  setupCode,
+  onDone,
+  onError,
+}: {
+  setupCode: string;
+  onDone: (r: PhaseResponse) => void;
+  onError?: (e: unknown) => void;
+}) {
   const [passphrase, setPassphrase] = useState('');
   const [confirm, setConfirm] = useState('');
   const [local, setLocal] = useState<FieldErrors>({});
-  const mutation = useMutation({ mutationFn: bootstrap.aegisSetup, onSuccess: onDone, onError });
+  const mutation = useMutation({
+    mutationFn: (p: string) => bootstrap.aegisSetup(p, setupCode),
+    onSuccess: onDone,
+    onError,
+  });
 
   const submit = (e: FormEvent) => {
     e.preventDefault();

@@ -9,6 +9,7 @@ import { AegisSetupStep } from './AegisSetupStep';
 import { AuthShell, type WizardSteps } from './AuthShell';
 import { MfaCodeForm } from './MfaCodeForm';
 import { MfaEnrollment } from './MfaEnrollment';
+import { SetupCodeStep } from './SetupCodeStep';
 import { UnlockPage } from './UnlockPage';
 
 export const BOOTSTRAP_QUERY = ['bootstrap-state'] as const;
@@ -16,13 +17,23 @@ export const BOOTSTRAP_QUERY = ['bootstrap-state'] as const;
 export type WizardKind = 'setup' | 'recovery';
 
 export function wizardLabels(kind: WizardKind): string[] {
-  return ['Master cipher', kind === 'recovery' ? 'Recover administrator' : 'Administrator', 'Authenticator', 'Sign in'];
+  return [
+    'Setup code',
+    'Master cipher',
+    kind === 'recovery' ? 'Recover administrator' : 'Administrator',
+    'Authenticator',
+    'Sign in',
+  ];
 }
 
 /** Everything before `login_required`, chosen by the Engine's phase. */
 export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 'login_required'>; kind: WizardKind }) {
   const queryClient = useQueryClient();
   const [pending, setPending] = useState<PendingMfa | null>(null);
+  // The setup code is kept in memory only, for the cipher and
+  // administrator steps; a reload asks for it again.
+  const [setupCode, setSetupCode] = useState<string | null>(null);
+  const [codeRefused, setCodeRefused] = useState(false);
 
   const setPhase = (r: PhaseResponse) => {
     setPending(null);
@@ -34,8 +45,31 @@ export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 
     if (code === 'wrong_phase' || code === 'bootstrap_finished') {
       void queryClient.invalidateQueries({ queryKey: BOOTSTRAP_QUERY });
     }
+    if (code === 'setup_code_required') {
+      setSetupCode(null);
+      setCodeRefused(true);
+    }
   };
   const steps = (active: number): WizardSteps => ({ labels: wizardLabels(kind), active });
+
+  const needsCode = phase === 'aegis_setup_required' || (phase === 'admin_setup_required' && !pending);
+  if (needsCode && setupCode === null) {
+    return (
+      <AuthShell
+        steps={steps(0)}
+        title="Enter the setup code"
+        subtitle="Welcome to Cairn. To prove this deployment is yours, enter the setup code the server printed."
+      >
+        <SetupCodeStep
+          refused={codeRefused}
+          onCode={(code) => {
+            setSetupCode(code);
+            setCodeRefused(false);
+          }}
+        />
+      </AuthShell>
+    );
+  }
 
   switch (phase) {
     case 'aegis_unlock_required':
@@ -43,11 +77,11 @@ export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 
     case 'aegis_setup_required':
       return (
         <AuthShell
-          steps={steps(0)}
+          steps={steps(1)}
           title="Set the master cipher"
-          subtitle="Welcome to Cairn. First choose the passphrase that protects every secret this deployment stores."
+          subtitle="Choose the passphrase that protects every secret this deployment stores."
         >
-          <AegisSetupStep onDone={setPhase} onError={followPhase} />
+          <AegisSetupStep setupCode={setupCode ?? ''} onDone={setPhase} onError={followPhase} />
         </AuthShell>
       );
     case 'admin_setup_required':
@@ -56,7 +90,7 @@ export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 
       if (pending) {
         return (
           <AuthShell
-            steps={steps(2)}
+            steps={steps(3)}
             title="Set up the authenticator"
             subtitle={
               <>
@@ -77,7 +111,7 @@ export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 
       }
       return (
         <AuthShell
-          steps={steps(1)}
+          steps={steps(2)}
           title={mode === 'setup' ? 'Create the administrator' : 'Recover an administrator'}
           subtitle={
             mode === 'setup'
@@ -85,7 +119,7 @@ export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 
               : 'The master cipher was reset, so every account must be recovered. Give an administrator a new password with the one-time recovery code.'
           }
         >
-          <AdminStep key={mode} mode={mode} onPending={setPending} onError={followPhase} />
+          <AdminStep key={mode} mode={mode} setupCode={setupCode ?? ''} onPending={setPending} onError={followPhase} />
           {mode === 'setup' && (
             <Typography variant="caption" color="text.secondary" component="p" sx={{ mt: 2 }}>
               Next you will add an authenticator app for this account.

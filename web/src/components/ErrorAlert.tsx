@@ -10,6 +10,8 @@ const TITLES: Record<string, string> = {
   unavailable: 'Service unavailable',
   network_error: 'Engine unreachable',
   forbidden: 'Not allowed',
+  reauthentication_required: 'Confirm it is you',
+  setup_code_required: 'Setup code needed',
   internal: 'Engine error',
 };
 

@@ -19,6 +19,13 @@ const creationOptions = {
   pubKeyCredParams: [{ type: 'public-key', alg: -7 }],
 };
 
+async function confirmIdentity() {
+  const dialog = await screen.findByRole('dialog', { name: 'Add a passkey' });
+  await userEvent.type(within(dialog).getByLabelText('Your password'), 'my password 123');
+  await userEvent.type(within(dialog).getByLabelText('Authenticator code'), '123456');
+  await userEvent.click(within(dialog).getByRole('button', { name: 'Confirm and add' }));
+}
+
 describe('PasskeysSection', () => {
   it('registers a passkey: options, the authenticator, then verify with the label', async () => {
     const creds = fakeCredentials({});
@@ -36,7 +43,20 @@ describe('PasskeysSection', () => {
 
     await userEvent.type(screen.getByLabelText('New passkey name'), ' Laptop ');
     await userEvent.click(screen.getByRole('button', { name: 'Add a passkey' }));
+    // Adding a way in needs the password and a code again.
+    const dialog = await screen.findByRole('dialog', { name: 'Add a passkey' });
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Confirm and add' }));
+    expect(within(dialog).getByText('Enter your password.')).toBeInTheDocument();
+    expect(engine.callsTo('POST', '/api/auth/passkeys/register/options')).toHaveLength(0);
+    await userEvent.type(within(dialog).getByLabelText('Your password'), 'my password 123');
+    await userEvent.type(within(dialog).getByLabelText('Authenticator code'), '123456');
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Confirm and add' }));
     expect(await screen.findByText('Laptop')).toBeInTheDocument();
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(engine.callsTo('POST', '/api/auth/passkeys/register/options')[0].body).toEqual({
+      password: 'my password 123',
+      totp_code: '123456',
+    });
 
     const publicKey = (creds.create.mock.calls[0] as unknown as [CredentialCreationOptions])[0].publicKey!;
     expect(Array.from(new Uint8Array(publicKey.challenge as ArrayBuffer))).toEqual([1, 2, 3]);
@@ -55,7 +75,26 @@ describe('PasskeysSection', () => {
     renderWithProviders(<PasskeysSection />);
     await userEvent.type(await screen.findByLabelText('New passkey name'), 'Phone');
     await userEvent.click(screen.getByRole('button', { name: 'Add a passkey' }));
+    await confirmIdentity();
     expect(await screen.findByTestId('passkey-ceremony-problem')).toHaveTextContent('cancelled or timed out');
+    expect(engine.callsTo('POST', '/api/auth/passkeys/register/verify')).toHaveLength(0);
+  });
+
+  it('shows a refused re-authentication in the dialog', async () => {
+    fakeCredentials({});
+    const engine = fakeEngine({
+      'GET /api/auth/passkeys': { body: { passkeys: [] } },
+      'POST /api/auth/passkeys/register/options': {
+        status: 403,
+        body: { error: 'reauthentication_required', message: 'confirm it is you: the password is not correct' },
+      },
+    });
+    renderWithProviders(<PasskeysSection />);
+    await userEvent.type(await screen.findByLabelText('New passkey name'), 'Phone');
+    await userEvent.click(screen.getByRole('button', { name: 'Add a passkey' }));
+    await confirmIdentity();
+    expect(await screen.findByTestId('error-alert')).toHaveTextContent('the password is not correct');
+    expect(screen.getByRole('dialog', { name: 'Add a passkey' })).toBeInTheDocument();
     expect(engine.callsTo('POST', '/api/auth/passkeys/register/verify')).toHaveLength(0);
   });
 

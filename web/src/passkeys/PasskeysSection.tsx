@@ -13,12 +13,13 @@ import ListItem from '@mui/material/ListItem';
 import ListItemText from '@mui/material/ListItemText';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
+import { ReauthDialog } from '../auth/ReauthDialog';
 import { ME_QUERY } from '../auth/session';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
 import { passkeys, type Passkey } from './api';
-import { ceremonyProblem, passkeysSupported } from './webauthn';
+import { passkeysSupported } from './webauthn';
 
 export const PASSKEYS_QUERY = ['passkeys'] as const;
 const MAX_LABEL = 64;
@@ -28,18 +29,6 @@ function checkLabel(label: string): string | null {
   if (!t) return 'Give the passkey a name.';
   if ([...t].length > MAX_LABEL) return `At most ${MAX_LABEL} characters.`;
   return null;
-}
-
-/** A browser refusal as an alert, or the Engine's error. */
-function CeremonyError({ error, fields }: { error: unknown; fields?: string[] }) {
-  const problem = ceremonyProblem(error);
-  if (problem)
-    return (
-      <Alert severity="warning" sx={{ mb: 2 }} data-testid="passkey-ceremony-problem">
-        {problem}
-      </Alert>
-    );
-  return <ErrorAlert error={error} fields={fields} />;
 }
 
 /** The Profile page's passkeys: register, list, rename and remove. */
@@ -54,23 +43,18 @@ export function PasskeysSection() {
     void queryClient.invalidateQueries({ queryKey: PASSKEYS_QUERY });
     void queryClient.invalidateQueries({ queryKey: ME_QUERY });
   };
-  const register = useMutation({
-    mutationFn: () => passkeys.register(label.trim()),
-    onSuccess: () => {
-      setLabel('');
-      refresh();
-    },
-  });
+  // Adding a passkey adds a way in: the operator confirms who they are
+  // first (ReauthDialog), then the device creates the passkey.
+  const [confirming, setConfirming] = useState(false);
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const err = checkLabel(label);
     setLabelErr(err);
-    if (!err) register.mutate();
+    if (!err) setConfirming(true);
   };
 
   const supported = passkeysSupported();
-  const serverLabelErr = fieldError(register.error, 'label');
   return (
     <Box data-testid="passkeys-section">
       <Typography variant="body2" sx={{ mb: 1.5 }}>
@@ -120,20 +104,29 @@ export function PasskeysSection() {
             size="small"
             value={label}
             onChange={(e) => setLabel(e.target.value)}
-            error={Boolean(labelErr ?? serverLabelErr)}
-            helperText={labelErr ?? serverLabelErr ?? 'For example: Work laptop'}
+            error={Boolean(labelErr)}
+            helperText={labelErr ?? 'For example: Work laptop'}
             sx={{ flex: 1 }}
           />
-          <Button type="submit" variant="outlined" disabled={register.isPending}>
-            {register.isPending ? 'Waiting for your device…' : 'Add a passkey'}
+          <Button type="submit" variant="outlined" disabled={confirming}>
+            Add a passkey
           </Button>
         </Box>
       )}
-      {register.error ? (
-        <Box sx={{ mt: 2 }}>
-          <CeremonyError error={register.error} fields={['label']} />
-        </Box>
-      ) : null}
+      {confirming && (
+        <ReauthDialog
+          title="Add a passkey"
+          submitLabel="Confirm and add"
+          offerPasskey={(list.data?.length ?? 0) > 0}
+          action={(proof) => passkeys.register(label.trim(), proof)}
+          onDone={() => {
+            setConfirming(false);
+            setLabel('');
+            refresh();
+          }}
+          onClose={() => setConfirming(false)}
+        />
+      )}
       {renaming && <RenameDialog passkey={renaming} onClose={() => setRenaming(null)} onDone={refresh} />}
       {removing && <RemoveDialog passkey={removing} onClose={() => setRemoving(null)} onDone={refresh} />}
     </Box>

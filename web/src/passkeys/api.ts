@@ -9,6 +9,15 @@ export interface Passkey {
   last_used_at: string | null;
 }
 
+/**
+ * The fresh proof of identity a sensitive action carries (docs/api.md
+ * "Re-authentication"): password and authenticator code, or a passkey
+ * assertion.
+ */
+export type ReauthProof =
+  | { password: string; totp_code: string }
+  | { passkey: { ceremony_id: string; credential: Record<string, unknown> } };
+
 interface Ceremony {
   ceremony_id: string;
   options: Record<string, unknown>;
@@ -21,13 +30,21 @@ export const passkeys = {
   remove: (id: number) => api<void>(`/api/auth/passkeys/${id}`, { method: 'DELETE' }),
 
   /** Runs the whole registration ceremony: options, the authenticator, verify. */
-  register: async (label: string): Promise<Passkey> => {
-    const c = await api<Ceremony>('/api/auth/passkeys/register/options', { method: 'POST', body: {} });
+  register: async (label: string, proof: ReauthProof): Promise<Passkey> => {
+    const c = await api<Ceremony>('/api/auth/passkeys/register/options', { method: 'POST', body: proof });
     const cred = (await navigator.credentials.create({ publicKey: creationOptions(c.options) })) as PublicKeyCredential | null;
     if (!cred) throw new DOMException('no credential', 'NotAllowedError');
     return api<Passkey>('/api/auth/passkeys/register/verify', {
       body: { ceremony_id: c.ceremony_id, label, credential: attestationJSON(cred) },
     });
+  },
+
+  /** Proves again who the signed-in operator is with one of their passkeys. */
+  reauth: async (): Promise<ReauthProof> => {
+    const c = await api<Ceremony>('/api/auth/reauth/passkey/options', { method: 'POST', body: {} });
+    const cred = (await navigator.credentials.get({ publicKey: requestOptions(c.options) })) as PublicKeyCredential | null;
+    if (!cred) throw new DOMException('no credential', 'NotAllowedError');
+    return { passkey: { ceremony_id: c.ceremony_id, credential: assertionJSON(cred) } };
   },
 
   /** Runs the whole sign-in ceremony and returns the new session. */

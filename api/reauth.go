@@ -1,0 +1,32 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// reauthRequest is the proof of identity that sensitive actions (cipher
+// rotation and forced reset, passkey registration) carry in their body:
+// the password and a TOTP code, or an assertion of a passkey ceremony
+// started at POST /api/auth/reauth/passkey/options. A stolen session
+// cookie or token alone is not enough for them.
+type reauthRequest struct {
+	Password string            `json:"password"`
+	TOTPCode string            `json:"totp_code"`
+	Passkey  *passkeyAssertion `json:"passkey"`
+}
+
+type passkeyAssertion struct {
+	CeremonyID string          `json:"ceremony_id"`
+	Credential json.RawMessage `json:"credential"`
+}
+
+// reauthenticate checks the proof; anything missing or wrong answers 403
+// reauthentication_required.
+func (s *Server) reauthenticate(r *http.Request, req reauthRequest) error {
+	p := principal(r.Context())
+	if req.Passkey != nil {
+		return s.Passkeys.Reauthenticate(r.Context(), p, req.Passkey.CeremonyID, req.Passkey.Credential)
+	}
+	return s.Auth.Reauthenticate(r.Context(), p, req.Password, req.TOTPCode)
+}

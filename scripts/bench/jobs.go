@@ -162,21 +162,9 @@ func runJobKill(ctx context.Context, o runOptions, dataDir string, n int) (*jobK
 	killed := time.Now()
 	out.FireToKilledSeconds, out.ResultsAtKill = round(killed.Sub(fireAt).Seconds(), 2), recorded(first)
 	fmt.Fprintf(logOut, "bench: killed the Engine %.1fs after the fire, %d of %d results recorded\n", out.FireToKilledSeconds, out.ResultsAtKill, n)
-	// The private PostgreSQL stops when its Engine dies; wait for it.
-	pidFile := filepath.Join(dataDir, "postgres", "data", "postmaster.pid")
-	for len(clusterPIDs(pidFile)) > 0 && alive(clusterPIDs(pidFile)[0]) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	pass := filepath.Join(dataDir, "passphrase")
-	if err := os.WriteFile(pass, []byte("bench passphrase 123"), 0o600); err != nil {
-		return nil, err
-	}
-	engine, err = startEngine(ctx, o.engineBin, dataDir, port, tport, "CAIRN_AEGIS_PASSPHRASE_FILE="+pass)
+	engine, err = restartAfterKill(ctx, o, api, dataDir, port, tport)
 	if err != nil {
 		return nil, err
-	}
-	if err := api.waitReady(ctx, 3*time.Minute); err != nil {
-		return nil, fmt.Errorf("engine not ready after the kill: %w", err)
 	}
 	out.RestartReadySeconds = round(time.Since(killed).Seconds(), 2)
 	fmt.Fprintf(logOut, "bench: Engine ready again %.1fs after the kill\n", out.RestartReadySeconds)
@@ -232,7 +220,7 @@ func runJobKill(ctx context.Context, o runOptions, dataDir string, n int) (*jobK
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func stopEngine(engine *exec.Cmd) {
-	if engine.Process == nil {
+	if engine == nil || engine.Process == nil {
 		return
 	}
 	_ = engine.Process.Signal(syscall.SIGINT)
@@ -242,4 +230,28 @@ func stopEngine(engine *exec.Cmd) {
 		}
 	}
 	_ = engine.Process.Kill()
+}
+
+// restartAfterKill starts the Engine again over the data of one killed
+// with -9, unlocking its cipher from a passphrase file as an unattended
+// replica would, and waits until it is ready.
+func restartAfterKill(ctx context.Context, o runOptions, api *client, dataDir string, port, tport int) (*exec.Cmd, error) {
+	// The private PostgreSQL stops when its Engine dies; wait for it.
+	pidFile := filepath.Join(dataDir, "postgres", "data", "postmaster.pid")
+	for len(clusterPIDs(pidFile)) > 0 && alive(clusterPIDs(pidFile)[0]) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	pass := filepath.Join(dataDir, "passphrase")
+	if err := os.WriteFile(pass, []byte("bench passphrase 123"), 0o600); err != nil {
+		return nil, err
+	}
+	engine, err := startEngine(ctx, o.engineBin, dataDir, port, tport, "CAIRN_AEGIS_PASSPHRASE_FILE="+pass)
+	if err != nil {
+		return nil, err
+	}
+	if err := api.waitReady(ctx, 3*time.Minute); err != nil {
+		stopEngine(engine)
+		return nil, fmt.Errorf("engine not ready after the kill: %w", err)
+	}
+	return engine, nil
 }

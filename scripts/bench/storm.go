@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -83,21 +82,9 @@ func runStorm(ctx context.Context, o runOptions, dataDir string, n int) (*stormR
 		return nil, err
 	}
 	killed := time.Now()
-	// The private PostgreSQL stops when its Engine dies; wait for it.
-	pidFile := filepath.Join(dataDir, "postgres", "data", "postmaster.pid")
-	for len(clusterPIDs(pidFile)) > 0 && alive(clusterPIDs(pidFile)[0]) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	pass := filepath.Join(dataDir, "passphrase")
-	if err := os.WriteFile(pass, []byte("bench passphrase 123"), 0o600); err != nil {
-		return nil, err
-	}
-	engine, err = startEngine(ctx, o.engineBin, dataDir, port, tport, "CAIRN_AEGIS_PASSPHRASE_FILE="+pass)
+	engine, err = restartAfterKill(ctx, o, api, dataDir, port, tport)
 	if err != nil {
 		return nil, err
-	}
-	if err := api.waitReady(ctx, 3*time.Minute); err != nil {
-		return nil, fmt.Errorf("engine not ready after the kill: %w", err)
 	}
 	ready := time.Now()
 	out.RestartReadySeconds = round(ready.Sub(killed).Seconds(), 2)

@@ -587,6 +587,8 @@ export interface DeviceApproval {
   agent_version: string;
   remote_addr: string;
   auto_approved: boolean;
+  /** The key belongs to a revoked, purged or quarantined device: only an administrator may approve. */
+  readmission: boolean;
   requested_at: string;
   expires_at: string;
   decided_at: string | null;

@@ -14,6 +14,7 @@ import TableRow from '@mui/material/TableRow';
 import Tooltip from '@mui/material/Tooltip';
 import Typography from '@mui/material/Typography';
 import { enrollment } from '../../api/endpoints';
+import { useSession } from '../../auth/session';
 import type { DeviceApproval } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { formatDateTime, formatRelative } from '../../components/format';
@@ -56,6 +57,7 @@ function resultText(a: DeviceApproval, decision: 'approve' | 'deny'): { severity
 
 export function ApprovalsQueue({ siteId }: { siteId: number }) {
   const queryClient = useQueryClient();
+  const isAdmin = useSession().user.role === 'admin';
   const [result, setResult] = useState<{ severity: 'success' | 'info'; text: string } | null>(null);
   const query = useQuery({ queryKey: APPROVALS_QUERY, queryFn: () => enrollment.approvals(), refetchInterval: APPROVALS_POLL_MS });
   const rows = useMemo(() => orderApprovals(query.data ?? [], siteId), [query.data, siteId]);
@@ -139,6 +141,11 @@ export function ApprovalsQueue({ siteId }: { siteId: number }) {
                     </TableCell>
                     <TableCell>
                       <Chip size="small" label={s.label} color={s.color} variant="outlined" data-testid="approval-status" />
+                      {a.readmission && (
+                        <Tooltip title="This key belonged to a device that was revoked, purged or quarantined. Only an administrator can let it back in; site auto-approval never does.">
+                          <Chip size="small" label="Readmission" color="error" sx={{ ml: 0.5 }} data-testid="approval-readmission" />
+                        </Tooltip>
+                      )}
                       {a.status !== 'pending' && (a.decided_by || a.auto_approved) && (
                         <Box sx={{ fontSize: 11, color: 'text.secondary', mt: 0.25 }}>
                           {a.auto_approved ? 'auto-approved' : `by ${a.decided_by}`}
@@ -153,7 +160,8 @@ export function ApprovalsQueue({ siteId }: { siteId: number }) {
                             size="small"
                             variant="contained"
                             aria-label={`Approve ${a.hostname}`}
-                            disabled={decide.isPending}
+                            disabled={decide.isPending || (a.readmission && !isAdmin)}
+                            title={a.readmission && !isAdmin ? 'Readmission needs an administrator' : undefined}
                             onClick={() => {
                               setResult(null);
                               decide.mutate({ id: a.id, decision: 'approve' });

@@ -58,6 +58,7 @@ function approval(id: string, hostname: string, extra: Partial<DeviceApproval> =
     agent_version: '0.4.0',
     remote_addr: '192.0.2.50',
     auto_approved: false,
+    readmission: false,
     requested_at: '2026-11-21T08:00:00Z',
     expires_at: FUTURE,
     decided_at: null,
@@ -408,6 +409,33 @@ describe('Enroll agents dialog', () => {
 
     await u.click(within(queue).getByRole('button', { name: 'Approve web-3' }));
     expect(await within(queue).findByText(/has not recorded it yet/)).toBeInTheDocument();
+  });
+
+  it('marks a readmission, which only an administrator may approve', async () => {
+    const u = userEvent.setup({ delay: null });
+    const approvals = [approval('ap-1', 'back-again', { readmission: true }), approval('ap-2', 'fresh')];
+    for (const [user, approvable] of [
+      [OPERATOR, false],
+      [ADMIN, true],
+    ] as const) {
+      fakeEngine({
+        'GET /api/sites': { body: { sites: [site()] } },
+        'GET /api/admin/enrollment-codes': { body: { codes: [] } },
+        'GET /api/admin/device-approvals': { body: { approvals } },
+      });
+      const view = renderSites(user);
+      const dialog = await openDialog(u);
+      const queue = part(dialog, 'Approvals');
+      const table = await within(queue).findByRole('table', { name: 'Enrollment requests' });
+      const row = (host: string) => within(table).getByText(host).closest('tr') as HTMLElement;
+      expect(within(row('back-again')).getByTestId('approval-readmission')).toHaveTextContent('Readmission');
+      expect(within(row('fresh')).queryByTestId('approval-readmission')).not.toBeInTheDocument();
+      const approve = within(row('back-again')).getByRole('button', { name: 'Approve back-again' });
+      if (approvable) expect(approve).toBeEnabled();
+      else expect(approve).toBeDisabled();
+      expect(within(row('fresh')).getByRole('button', { name: 'Approve fresh' })).toBeEnabled();
+      view.unmount();
+    }
   });
 
   it('shows a decision the Engine refuses', async () => {

@@ -197,7 +197,7 @@ func TestAegisRotateReSealsEverySecret(t *testing.T) {
 	ctx := context.Background()
 	oldKey := f.engine.cipher.KeyID()
 
-	r = f.do(t, "POST", "/api/aegis/rotate", admin, map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"})
+	r = f.do(t, "POST", "/api/aegis/rotate", admin, with(map[string]any{"current_passphrase": passphrase, "new_passphrase": "a rotated passphrase"}, f.reauth(t, admin)))
 	require.Equal(t, 200, r.Status, r.Raw)
 	newKey := f.engine.cipher.KeyID()
 	require.NotEqual(t, oldKey, newKey)

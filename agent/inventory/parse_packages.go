@@ -61,8 +61,9 @@ func parseRPM(out string) []proto.Software {
 		}
 		s := proto.Software{Name: f[0], Version: f[1], Arch: none(f[2]), Source: SourceRPM, Publisher: none(f[3])}
 		if sec, err := strconv.ParseInt(f[4], 10, 64); err == nil && sec > 0 {
-			at := time.Unix(sec, 0).UTC()
-			s.InstalledAt = &at
+			if at := time.Unix(sec, 0).UTC(); sendable(at) {
+				s.InstalledAt = &at
+			}
 		}
 		if n, err := strconv.ParseUint(f[5], 10, 64); err == nil {
 			s.SizeBytes = n
@@ -71,6 +72,13 @@ func parseRPM(out string) []proto.Software {
 	}
 	sortSoftware(rows)
 	return rows
+}
+
+// sendable reports whether t can travel as an RFC 3339 timestamp: JSON
+// refuses years outside 0..9999, which a corrupt rpm database or a
+// crafted package header can produce. Such a time is dropped, not sent.
+func sendable(t time.Time) bool {
+	return t.Year() >= 1 && t.Year() <= 9999
 }
 
 // none maps rpm's "(none)" placeholder to empty.

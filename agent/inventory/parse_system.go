@@ -193,7 +193,7 @@ func parseLoginctlSession(out string, loc *time.Location) loginSession {
 			s.Active = v == "yes"
 		case "Timestamp":
 			if f := strings.Fields(v); len(f) >= 3 {
-				if t, err := time.ParseInLocation("2006-01-02 15:04:05", f[1]+" "+f[2], loc); err == nil {
+				if t, err := time.ParseInLocation("2006-01-02 15:04:05", f[1]+" "+f[2], loc); err == nil && sendable(t.UTC()) {
 					t = t.UTC()
 					s.LoginAt = &t
 				}

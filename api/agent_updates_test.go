@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
+	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // progress is an agent's progress post with one event per phase.
@@ -303,4 +304,77 @@ func TestAgentUpdateRequests(t *testing.T) {
 	none := bare.do(t, "POST", "/api/device/update-agent/upd-n1", badmin, nil)
 	require.Equal(t, "artifact_unavailable", none.Body["error"], none.Raw)
 	require.Empty(t, bare.do(t, "GET", "/api/devices/"+b.guid+"/agent-updates", badmin, nil).Body["history"])
+}
+
+// An operator's update request takes a slot of its site's scheduled lane
+// (SPEC "Limits": agent-maintenance items use a slot while active): with
+// the lane full the operation stays queued, asking for a slot, and it
+// starts once one frees; the request's slot is freed when its run ends.
+func TestOperatorUpdateWaitsForALaneSlot(t *testing.T) {
+	t.Parallel()
+	f, _ := setupWithArtifacts(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "updlane")
+	a := f.enrolled(t, admin, site, "upd-lane")
+
+	ctx := t.Context()
+	lane := f.engine.core.Slots
+	activeItems := func() float64 {
+		s := f.do(t, "GET", "/api/server/site-worker-settings", admin, nil)
+		require.Equal(t, 200, s.Status, s.Raw)
+		for _, x := range s.Body["sites"].([]any) {
+			if m := x.(map[string]any); m["site_id"] == float64(site) {
+				return m["active_items"].(float64)
+			}
+		}
+		t.Fatalf("site %d missing from the site-worker settings", site)
+		return 0
+	}
+	capacity := 0
+	for {
+		ok, err := lane.Acquire(ctx, site, fmt.Sprint("bulk-", capacity), "scheduled_job", time.Hour)
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+		capacity++
+	}
+	require.Positive(t, capacity)
+
+	r := f.do(t, "POST", "/api/devices/agent-maintenance", admin, map[string]any{"action": "update_now", "guids": []string{a.guid}})
+	require.Equal(t, 202, r.Status, r.Raw)
+	opID := r.Body["operations"].([]any)[0].(map[string]any)["operation_id"].(string)
+	opStatus := func() string {
+		h := f.do(t, "GET", "/api/devices/"+a.guid+"/agent-updates?operation_id="+opID, admin, nil)
+		require.Equal(t, 200, h.Status, h.Raw)
+		if act, ok := h.Body["active"].(map[string]any); ok {
+			return act["status"].(string)
+		}
+		return h.Body["history"].([]any)[0].(map[string]any)["status"].(string)
+	}
+
+	// The update's workflow has asked for a slot more than once: the lane
+	// is full, so it waits, queued, and holds nothing.
+	wfID := workflows.AgentUpdateWorkflowID(a.guid, opID)
+	require.Eventually(t, func() bool {
+		d, err := temporalClient.DescribeWorkflowExecution(ctx, wfID, "")
+		require.NoError(t, err)
+		for _, p := range d.PendingActivities {
+			if p.ActivityType.GetName() == "AcquireSlot" && p.Attempt >= 2 {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "the update never asked for a lane slot")
+	require.Equal(t, "queued", opStatus())
+	require.Equal(t, float64(capacity), activeItems())
+
+	// A freed slot lets it start; once its run has ended the request's
+	// slot is free again.
+	require.NoError(t, lane.Release(ctx, "bulk-0"))
+	require.Eventually(t, func() bool { return opStatus() != "queued" }, 2*time.Minute, 100*time.Millisecond)
+	done := a.device(t, "POST", proto.PathUpdateProgress, progress(opID, "test-build-linux-amd64", "",
+		proto.UpdateAccepted, proto.UpdateRestarting, proto.UpdateCompleted))
+	require.Equal(t, 200, done.Status, done.Raw)
+	require.Eventually(t, func() bool { return activeItems() == float64(capacity-1) }, 5*time.Minute, 100*time.Millisecond)
 }

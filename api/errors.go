@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/software"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -96,10 +97,11 @@ var statusByCode = map[string]int{
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 
 	// Automation (issue 11).
-	automation.ECodeAssemblyInUse: http.StatusConflict,
-	proto.CodeUnsupportedLanguage: http.StatusUnprocessableEntity,
-	proto.CodeSignatureInvalid:    http.StatusBadGateway,
-	devices.ECodeAgentAnswer:      http.StatusBadGateway,
+	automation.ECodeAssemblyInUse:   http.StatusConflict,
+	scriptsign.ECodeRotationPending: http.StatusConflict,
+	proto.CodeUnsupportedLanguage:   http.StatusUnprocessableEntity,
+	proto.CodeSignatureInvalid:      http.StatusBadGateway,
+	devices.ECodeAgentAnswer:        http.StatusBadGateway,
 
 	// Agent artifacts and install links (docs/api.md).
 	agentartifacts.ECodeUnavailable: http.StatusNotFound,

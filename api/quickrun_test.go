@@ -262,9 +262,9 @@ func TestQuickRunRefusedSignature(t *testing.T) {
 	a := f.scriptAgent(t, admin, site, "refuse-01")
 	// Two rotations retire the key the agent got at enrollment; the agent
 	// (which skipped the heartbeats that carried the new keys) trusts
-	// nothing the Engine signs now.
+	// nothing the Engine signs now. Forced, since the agent lags.
 	for range 2 {
-		require.Equal(t, 200, f.do(t, "POST", "/api/server/script-signing/rotate", admin, nil).Status)
+		require.Equal(t, 200, f.do(t, "POST", "/api/server/script-signing/rotate", admin, map[string]any{"force": true}).Status)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	id := f.quickRun(t, admin, map[string]any{"device_guids": []string{a.guid}, "language": "sh", "body": "touch " + marker})

@@ -15,13 +15,19 @@ func (s *Server) scriptSignRoutes() []Route {
 		{"GET", "/api/server/script-signing", AuthAdmin, getAction(s, func(r *http.Request) (scriptSigningJSON, error) {
 			return s.scriptSigningStatus(r.Context())
 		})},
-		{"POST", "/api/server/script-signing/rotate", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (scriptSigningJSON, error) {
-			if err := s.Signer.Rotate(r.Context()); err != nil {
+		{"POST", "/api/server/script-signing/rotate", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, req scriptKeyRotateRequest) (scriptSigningJSON, error) {
+			if err := s.Signer.Rotate(r.Context(), req.Force); err != nil {
 				return scriptSigningJSON{}, err
 			}
 			return s.scriptSigningStatus(r.Context())
 		})},
 	}
+}
+
+// scriptKeyRotateRequest is the optional rotate body: force rotates even while
+// some agent lacks the active key (a key believed compromised).
+type scriptKeyRotateRequest struct {
+	Force bool `json:"force"`
 }
 
 type scriptKeyJSON struct {

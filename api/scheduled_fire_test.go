@@ -292,3 +292,71 @@ func TestWorkflowJobFires(t *testing.T) {
 	require.Equal(t, float64(id), run["scheduled_job_id"])
 	require.Equal(t, []any{a.guid}, run["device_guids"])
 }
+
+// A site whose scheduled lane is full holds a job's fire until a slot
+// frees (SPEC "Limits": scheduled jobs take a slot while active), while a
+// quick run on the same device goes straight through: interactive work is
+// never starved by bulk work.
+func TestFullLaneHoldsJobsNotQuickRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "lane")
+	a := f.scriptAgent(t, admin, site, "lane-01")
+	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "bulk", "kind": "script", "language": "sh", "body": "echo bulk"})
+	require.Equal(t, 201, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "held", "kind": "script", "assembly_id": r.Body["id"],
+		"targets": map[string]any{"devices": []string{a.guid}}, "schedule": map[string]any{"type": "cron", "expression": "0 0 1 1 *"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	job := int64(r.Body["id"].(float64))
+
+	ctx := context.Background()
+	lane := f.engine.core.Slots
+	activeItems := func() float64 {
+		s := f.do(t, "GET", "/api/server/site-worker-settings", admin, nil)
+		require.Equal(t, 200, s.Status, s.Raw)
+		for _, x := range s.Body["sites"].([]any) {
+			if m := x.(map[string]any); m["site_id"] == float64(site) {
+				return m["active_items"].(float64)
+			}
+		}
+		t.Fatalf("site %d missing from the site-worker settings", site)
+		return 0
+	}
+	capacity := 0
+	for {
+		ok, err := lane.Acquire(ctx, site, fmt.Sprint("bulk-", capacity), "scheduled_job", time.Hour)
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+		capacity++
+	}
+	require.Positive(t, capacity)
+	require.Equal(t, float64(capacity), activeItems())
+
+	r = f.do(t, "POST", fmt.Sprintf("/api/scheduled_jobs/%d/rerun", job), admin, nil)
+	require.Equal(t, 202, r.Status, r.Raw)
+	runID := r.Body["run_id"].(string)
+	jobRun := func() response {
+		d := f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs/%s", job, runID), admin, nil)
+		require.Contains(t, []int{200, 404}, d.Status, d.Raw)
+		return d
+	}
+	// The fire has made its run and waits for a slot.
+	require.Eventually(t, func() bool { return jobRun().Status == 200 }, time.Minute, 100*time.Millisecond)
+
+	quick := f.finishedRun(t, admin, f.quickRun(t, admin, map[string]any{"device_guids": []string{a.guid}, "language": "sh", "body": "echo interactive"}))
+	require.Equal(t, "succeeded", quick.Body["status"], quick.Raw)
+	require.Equal(t, "interactive\n", onlyResult(t, quick)["stdout"])
+	held := jobRun()
+	require.Equal(t, "pending", held.Body["status"], "the job must wait for a slot: %s", held.Raw)
+	require.Equal(t, "pending", onlyResult(t, held)["status"])
+	require.Equal(t, float64(capacity), activeItems(), "the waiting fire holds no slot")
+
+	// A freed slot lets the fire run; it releases its slot when done.
+	require.NoError(t, lane.Release(ctx, "bulk-0"))
+	require.Eventually(t, func() bool { return jobRun().Body["status"] == "succeeded" }, 2*time.Minute, 200*time.Millisecond)
+	require.Equal(t, "bulk\n", onlyResult(t, jobRun())["stdout"])
+	require.Eventually(t, func() bool { return activeItems() == float64(capacity-1) }, time.Minute, 100*time.Millisecond)
+}

@@ -9,6 +9,103 @@ import (
 	"context"
 )
 
+const jobRunResultSignedStale = `-- name: JobRunResultSignedStale :many
+SELECT run_id, device_guid, signed FROM job_run_results
+WHERE signed IS NOT NULL AND status IN ('pending', 'running')
+  AND signed->>'key_id' IS DISTINCT FROM $1::text
+ORDER BY run_id, device_guid
+`
+
+type JobRunResultSignedStaleRow struct {
+	RunID      string
+	DeviceGuid string
+	Signed     []byte
+}
+
+// Payloads not delivered yet (queued for an offline device, or about to
+// be sent) that another key signed.
+func (q *Queries) JobRunResultSignedStale(ctx context.Context, keyID string) ([]JobRunResultSignedStaleRow, error) {
+	rows, err := q.db.Query(ctx, jobRunResultSignedStale, keyID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobRunResultSignedStaleRow
+	for rows.Next() {
+		var i JobRunResultSignedStaleRow
+		if err := rows.Scan(&i.RunID, &i.DeviceGuid, &i.Signed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const jobRunResultSignedUpdate = `-- name: JobRunResultSignedUpdate :exec
+UPDATE job_run_results SET signed = $1 WHERE run_id = $2 AND device_guid = $3
+`
+
+type JobRunResultSignedUpdateParams struct {
+	Signed     []byte
+	RunID      string
+	DeviceGuid string
+}
+
+func (q *Queries) JobRunResultSignedUpdate(ctx context.Context, arg JobRunResultSignedUpdateParams) error {
+	_, err := q.db.Exec(ctx, jobRunResultSignedUpdate, arg.Signed, arg.RunID, arg.DeviceGuid)
+	return err
+}
+
+const scheduledJobSignedStale = `-- name: ScheduledJobSignedStale :many
+SELECT id, signed FROM scheduled_jobs
+WHERE signed IS NOT NULL AND signed->>'key_id' IS DISTINCT FROM $1::text
+ORDER BY id
+`
+
+type ScheduledJobSignedStaleRow struct {
+	ID     int64
+	Signed []byte
+}
+
+// Scheduled jobs whose saved content another key signed: a rotation signs
+// them again so they outlive the key that signed them.
+func (q *Queries) ScheduledJobSignedStale(ctx context.Context, keyID string) ([]ScheduledJobSignedStaleRow, error) {
+	rows, err := q.db.Query(ctx, scheduledJobSignedStale, keyID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScheduledJobSignedStaleRow
+	for rows.Next() {
+		var i ScheduledJobSignedStaleRow
+		if err := rows.Scan(&i.ID, &i.Signed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduledJobSignedUpdate = `-- name: ScheduledJobSignedUpdate :exec
+UPDATE scheduled_jobs SET signed = $1 WHERE id = $2
+`
+
+type ScheduledJobSignedUpdateParams struct {
+	Signed []byte
+	ID     int64
+}
+
+func (q *Queries) ScheduledJobSignedUpdate(ctx context.Context, arg ScheduledJobSignedUpdateParams) error {
+	_, err := q.db.Exec(ctx, scheduledJobSignedUpdate, arg.Signed, arg.ID)
+	return err
+}
+
 const scriptKeyActive = `-- name: ScriptKeyActive :one
 SELECT key_id, public_key, private_sealed, sealed_key_id, state, created_at, retired_at FROM script_signing_keys WHERE state = 'active'
 `

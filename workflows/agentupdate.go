@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
 // Agent update names.
@@ -48,6 +49,13 @@ type AgentUpdateInput struct {
 	// Payload is the proto.AgentUpdateRequest.
 	Payload  json.RawMessage
 	Deadline time.Duration
+	// RunID and LaneHolder (an operator's request): the update first
+	// takes a slot of its site's lane under LaneHolder, shared by the
+	// request's updates, and the last of them to end frees it. Empty
+	// (a scheduled job's fire holds the slots; histories from before
+	// lanes): no slot.
+	RunID      string
+	LaneHolder string
 }
 
 // AgentUpdate sends agent_update_request through the command path and
@@ -72,6 +80,15 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 		err := workflow.ExecuteLocalActivity(local, rec.FinishAgentUpdate, activities.FinishAgentUpdateInput{
 			OperationID: in.OperationID, Status: status, Summary: summary}).Get(ctx, &final)
 		return final, err
+	}
+	if in.LaneHolder != "" {
+		// The operation stays queued while the lane is full; its deadline
+		// runs from when it has a slot.
+		defer releaseLaneWhenRunEnds(ctx, in.RunID, in.LaneHolder)
+		if err := acquireSlots(ctx, []int64{in.Target.SiteID}, in.LaneHolder, scheduledjobs.SlotAgentMaintenance); err != nil {
+			return "", err
+		}
+		started = workflow.Now(ctx)
 	}
 	if err := workflow.ExecuteLocalActivity(local, rec.BeginAgentUpdate, in.OperationID).Get(ctx, nil); err != nil {
 		return "", err
@@ -120,6 +137,23 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 	}
 }
 
+// releaseLaneWhenRunEnds frees the request's lane slots once no update of
+// its run is pending or running: each update checks after its own end,
+// so the last one to end (whose outcome is recorded by then) frees them.
+func releaseLaneWhenRunEnds(ctx workflow.Context, runID, holder string) {
+	rctx, _ := workflow.NewDisconnectedContext(ctx)
+	act := workflow.WithActivityOptions(rctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10},
+	})
+	var a *activities.ScheduledJobs
+	var status string
+	if err := workflow.ExecuteActivity(act, a.JobRunStatus, runID).Get(rctx, &status); err != nil || status == "pending" || status == "running" {
+		return
+	}
+	_ = workflow.ExecuteActivity(act, a.ReleaseSlots, holder).Get(rctx, nil)
+}
+
 // AgentUpdateStarter starts update workflows and tells them of progress.
 type AgentUpdateStarter struct {
 	Client   client.Client
@@ -136,10 +170,14 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 	if deadline <= 0 {
 		deadline = DefaultAgentUpdateDeadline
 	}
+	limit := deadline + 30*time.Minute
+	if p.LaneHolder != "" {
+		limit += slotLease // it may wait that long for a slot
+	}
 	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       AgentUpdateWorkflowID(p.Target.GUID, p.OperationID),
 		TaskQueue:                SiteTaskQueue(p.Target.SiteSlug),
-		WorkflowExecutionTimeout: deadline + 30*time.Minute,
+		WorkflowExecutionTimeout: limit,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(p.Target.GUID),
@@ -147,7 +185,7 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindAgentUpdate),
 		),
 	}, AgentUpdate, AgentUpdateInput{OperationID: p.OperationID, Target: p.Target, ToBuildID: p.Request.BuildID,
-		Payload: raw, Deadline: deadline})
+		Payload: raw, Deadline: deadline, RunID: p.RunID, LaneHolder: p.LaneHolder})
 	if err != nil && isOverload(err) {
 		return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the update now; try again")
 	}

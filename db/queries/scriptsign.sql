@@ -30,3 +30,24 @@ SELECT count(*) AS total,
        count(*) FILTER (WHERE t.key_ids @> ARRAY[@active_key_id::text]) AS on_current
 FROM devices d LEFT JOIN device_script_trust t ON t.device_guid = d.guid
 WHERE d.trust_state = 'active';
+
+-- name: ScheduledJobSignedStale :many
+-- Scheduled jobs whose saved content another key signed: a rotation signs
+-- them again so they outlive the key that signed them.
+SELECT id, signed FROM scheduled_jobs
+WHERE signed IS NOT NULL AND signed->>'key_id' IS DISTINCT FROM @key_id::text
+ORDER BY id;
+
+-- name: ScheduledJobSignedUpdate :exec
+UPDATE scheduled_jobs SET signed = @signed WHERE id = @id;
+
+-- name: JobRunResultSignedStale :many
+-- Payloads not delivered yet (queued for an offline device, or about to
+-- be sent) that another key signed.
+SELECT run_id, device_guid, signed FROM job_run_results
+WHERE signed IS NOT NULL AND status IN ('pending', 'running')
+  AND signed->>'key_id' IS DISTINCT FROM @key_id::text
+ORDER BY run_id, device_guid;
+
+-- name: JobRunResultSignedUpdate :exec
+UPDATE job_run_results SET signed = @signed WHERE run_id = @run_id AND device_guid = @device_guid;

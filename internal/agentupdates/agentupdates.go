@@ -115,7 +115,18 @@ type Planned struct {
 	Target      devices.OperationTarget
 	Request     proto.AgentUpdateRequest
 	Actor       string
+	// RunID is the agent_maintenance run the update belongs to.
+	RunID string
+	// LaneHolder, when set, is the site-lane holder the update must hold
+	// a slot under before it starts (SPEC "Limits": agent-maintenance
+	// items take a slot while active). Every update of one request shares
+	// it, so a request takes one slot per site; a scheduled job's fire
+	// holds its slots itself and leaves this empty.
+	LaneHolder string
 }
+
+// LaneHolder is the site-lane holder of an operator's update request.
+func LaneHolder(runID string) string { return "agent-maintenance:" + runID }
 
 // Requested is what a request created.
 type Requested struct {
@@ -226,6 +237,7 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 				return err
 			}
 			out.Updates = append(out.Updates, Planned{OperationID: opID, Target: d.target, Actor: actor,
+				RunID: out.RunID, LaneHolder: LaneHolder(out.RunID),
 				Request: proto.AgentUpdateRequest{OperationID: opID, ArtifactID: d.art.ID, BuildID: d.art.BuildID,
 					SHA256: d.art.SHA256, Size: d.art.Size, DownloadURL: DownloadPath(d.art.ID), Signature: d.art.Signature, Force: true}})
 		}

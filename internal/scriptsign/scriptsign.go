@@ -2,8 +2,13 @@
 // Authentication rule 6): an Ed25519 key pair whose private half is sealed
 // by the master cipher in PostgreSQL. Every script payload the Engine sends
 // an agent is signed with the active key; agents trust the active and the
-// previous key, so payloads signed before a rotation stay valid until the
-// next rotation retires the previous key.
+// previous key. A rotation makes a new active key and keeps the old one
+// trusted as the previous key until every agent has the new one: an
+// operator's rotation is refused while any agent still lacks the active
+// key (unless forced), because it would retire the previous key. Payloads
+// stored for later (a scheduled job's content, queued work) are signed
+// again with the new key in the rotation, so no stored payload outlives
+// the key that signed it.
 //
 // Signing needs the master cipher unlocked in the calling process. A
 // `cairn worker` process may never be unlocked, so payloads are signed by
@@ -15,12 +20,15 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
@@ -31,6 +39,11 @@ const (
 	StateActive   = "active"
 	StatePrevious = "previous"
 )
+
+// ECodeRotationPending refuses a rotation while some agent does not trust
+// the active key yet: it would retire the previous key that agent still
+// relies on.
+const ECodeRotationPending = "script_key_rotation_pending"
 
 // trustTTL is how long the trusted key list is cached: heartbeats of
 // thousands of agents read it, and a rotation reaches them a few seconds
@@ -119,7 +132,7 @@ func (s *Signer) activeKey(ctx context.Context) (*openKey, error) {
 			// The master cipher was force-reset: the key cannot sign any
 			// more. Replace it; agents keep trusting its public half as
 			// the previous key.
-			if err := s.Rotate(ctx); err != nil {
+			if err := s.create(ctx, true); err != nil {
 				return nil, err
 			}
 			return s.activeKey(ctx)
@@ -135,9 +148,10 @@ func (s *Signer) activeKey(ctx context.Context) (*openKey, error) {
 }
 
 // create makes a new active key. With rotate, the current active key
-// becomes previous and the earlier previous key is retired, in one
-// transaction; without, it does nothing when an active key exists (two
-// processes making the first key at once).
+// becomes previous and the earlier previous key is retired, and every
+// stored payload another key signed is signed again with the new key, in
+// one transaction; without, it does nothing when an active key exists
+// (two processes making the first key at once).
 func (s *Signer) create(ctx context.Context, rotate bool) error {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -164,20 +178,79 @@ func (s *Signer) create(ctx context.Context, rotate bool) error {
 				}
 			}
 		}
-		_, err := q.ScriptKeyInsertActive(ctx, db.ScriptKeyInsertActiveParams{
+		n, err := q.ScriptKeyInsertActive(ctx, db.ScriptKeyInsertActiveParams{
 			KeyID: id, PublicKey: pub, PrivateSealed: sealed, SealedKeyID: sealedBy,
 		})
-		return err
+		if err != nil || !rotate || n == 0 {
+			return err
+		}
+		return resignStored(ctx, q, id, priv)
 	})
 	s.forget()
 	return err
 }
 
+// resignStored signs again, with the new active key, the stored payloads
+// another key signed: the same payload bytes, so what runs is unchanged.
+func resignStored(ctx context.Context, q *db.Queries, keyID string, priv ed25519.PrivateKey) error {
+	resign := func(raw []byte) ([]byte, error) {
+		var sg proto.Signed
+		if err := json.Unmarshal(raw, &sg); err != nil {
+			return nil, err
+		}
+		return json.Marshal(proto.Signed{Payload: sg.Payload, KeyID: keyID, Signature: ed25519.Sign(priv, sg.Payload)})
+	}
+	jobs, err := q.ScheduledJobSignedStale(ctx, keyID)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		signed, err := resign(j.Signed)
+		if err != nil {
+			return fmt.Errorf("scheduled job %d: %w", j.ID, err)
+		}
+		if err := q.ScheduledJobSignedUpdate(ctx, db.ScheduledJobSignedUpdateParams{ID: j.ID, Signed: signed}); err != nil {
+			return err
+		}
+	}
+	results, err := q.JobRunResultSignedStale(ctx, keyID)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		signed, err := resign(r.Signed)
+		if err != nil {
+			return fmt.Errorf("run %s, device %s: %w", r.RunID, r.DeviceGuid, err)
+		}
+		if err := q.JobRunResultSignedUpdate(ctx, db.JobRunResultSignedUpdateParams{RunID: r.RunID, DeviceGuid: r.DeviceGuid,
+			Signed: signed}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Rotate makes a new active key; the active key becomes previous (still
-// trusted) and the previous one is retired (no longer trusted).
-func (s *Signer) Rotate(ctx context.Context) error {
+// trusted) and the previous one is retired (no longer trusted). Unless
+// force, it is refused with ECodeRotationPending while any agent has not
+// reported trusting the active key: retiring the previous key then could
+// leave that agent trusting no key the Engine signs with. Force is for a
+// key believed compromised; such an agent catches up at its next
+// heartbeat.
+func (s *Signer) Rotate(ctx context.Context, force bool) error {
 	if !s.cipher.Unlocked() {
 		return aegis.ErrLocked
+	}
+	if !force {
+		st, err := s.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.AgentsOnCurrent < st.AgentsTotal {
+			return cairn.Errorf(ECodeRotationPending,
+				"%d of %d agents do not trust the active script-signing key yet; rotate once they all do, or force the rotation",
+				st.AgentsTotal-st.AgentsOnCurrent, st.AgentsTotal)
+		}
 	}
 	return s.create(ctx, true)
 }

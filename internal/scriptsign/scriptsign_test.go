@@ -61,7 +61,7 @@ func TestSignNeedsTheCipher(t *testing.T) {
 	cipher.Lock()
 	_, err = s.Sign(ctx, []byte("x"))
 	require.Equal(t, cairn.ECodeAegisLocked, cairn.ErrorCode(err))
-	require.Equal(t, cairn.ECodeAegisLocked, cairn.ErrorCode(s.Rotate(ctx)))
+	require.Equal(t, cairn.ECodeAegisLocked, cairn.ErrorCode(s.Rotate(ctx, false)))
 	// A process that never unlocked (a worker) still names the keys.
 	worker := scriptsign.New(store, aegis.New(aegis.PGStore{Q: store.Queries}, authtest.CheapKDF))
 	keys, err := worker.TrustedPublicKeys(ctx)
@@ -78,7 +78,7 @@ func TestRotationKeepsThePreviousKeyUntilTheNext(t *testing.T) {
 	first, err := s.TrustedPublicKeys(ctx)
 	require.NoError(t, err)
 
-	require.NoError(t, s.Rotate(ctx))
+	require.NoError(t, s.Rotate(ctx, false))
 	keys, err := s.TrustedPublicKeys(ctx)
 	require.NoError(t, err)
 	require.Len(t, keys, 2)
@@ -99,7 +99,7 @@ func TestRotationKeepsThePreviousKeyUntilTheNext(t *testing.T) {
 	require.Equal(t, scriptsign.StatePrevious, st.Keys[1].State)
 
 	// A second rotation retires the first key: its payloads are refused.
-	require.NoError(t, s.Rotate(ctx))
+	require.NoError(t, s.Rotate(ctx, false))
 	keys, err = s.TrustedPublicKeys(ctx)
 	require.NoError(t, err)
 	require.Len(t, keys, 2)

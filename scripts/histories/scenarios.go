@@ -179,6 +179,11 @@ var scenarios = []scenario{
 	{"agent_update_timed_out.json", func(ctx context.Context, c client.Client) (string, error) {
 		return agentUpdate(ctx, c, unique("timeout-op"), 2*time.Second, "timed_out")
 	}, false},
+	// An operator's update: a slot of its site's lane first, freed once
+	// its run has ended.
+	{"agent_update_lane.json", func(ctx context.Context, c client.Client) (string, error) {
+		return agentUpdate(ctx, c, unique("lane-op"), time.Minute, "succeeded")
+	}, false},
 	// A quick run to two devices: one answers, one refuses the signature.
 	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
@@ -218,6 +223,10 @@ func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.
 	in := workflows.AgentUpdateInput{OperationID: op, ToBuildID: "build-b", Deadline: deadline,
 		Payload: json.RawMessage(`{"operation_id":"` + op + `","build_id":"build-b","force":true}`),
 		Target:  devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	if strings.HasPrefix(op, "lane-") {
+		in.RunID = unique("run")
+		in.LaneHolder = "agent-maintenance:" + in.RunID
+	}
 	id := workflows.AgentUpdateWorkflowID(in.Target.GUID, op)
 	run, err := start(ctx, c, id, workflows.AgentUpdate, in)
 	if err != nil {

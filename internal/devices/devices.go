@@ -5,6 +5,8 @@
 package devices
 
 import (
+	"github.com/cairn-rmm/cairn/internal/metrics"
+
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -37,6 +39,8 @@ type Config struct {
 	FlushSize int
 	Now       func() time.Time
 	Log       *slog.Logger
+	// Metrics counts heartbeats and operations (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 // Service is the device domain.

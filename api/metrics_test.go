@@ -141,16 +141,37 @@ func TestRequestLogsCarryRequestIDAndOperator(t *testing.T) {
 	p, err := f.engine.auth.Authenticate(context.Background(), admin)
 	require.NoError(t, err)
 
-	var line map[string]any
-	for _, raw := range strings.Split(f.logs.String(), "\n") {
-		var l map[string]any
-		if json.Unmarshal([]byte(raw), &l) == nil && l["request_id"] == id && l["msg"] == "http" {
-			line = l
-		}
-	}
-	require.NotNil(t, line, "the request's access line is logged")
+	line := f.accessLine(t, func(l map[string]any) bool { return l["request_id"] == id })
 	require.Equal(t, "GET", line["method"])
 	require.Equal(t, "/api/sites", line["route"])
 	require.EqualValues(t, 200, line["status"])
 	require.EqualValues(t, p.UserID, line["user_id"], "the operator the request acted for")
+
+	// A device's requests name the device, a refresh too once it is known.
+	a := f.enrolled(t, admin, f.createSite(t, admin, "logs"), "logs-01")
+	hb := a.device(t, "POST", proto.PathHeartbeat, proto.Heartbeat{SentAt: time.Now().UTC(), AgentVersion: "1.2.3", BootID: "boot-1",
+		Metrics: proto.Metrics{LoggedInUsers: []string{}}})
+	require.Equal(t, 200, hb.Status, hb.Raw)
+	line = f.accessLine(t, func(l map[string]any) bool { return l["request_id"] == hb.Header.Get("X-Request-Id") })
+	require.Equal(t, proto.PathHeartbeat, line["route"])
+	require.Equal(t, a.guid, line["guid"])
+	rf := a.doRefresh(t)
+	require.Equal(t, 200, rf.Status, rf.Raw)
+	line = f.accessLine(t, func(l map[string]any) bool { return l["request_id"] == rf.Header.Get("X-Request-Id") })
+	require.Equal(t, a.guid, line["guid"])
+}
+
+// accessLine is the one "http" line of the fixture's log that match
+// selects.
+func (f *fixture) accessLine(t *testing.T, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, raw := range strings.Split(f.logs.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(raw), &l) == nil && l["msg"] == "http" && match(l) {
+			found = append(found, l)
+		}
+	}
+	require.Len(t, found, 1, "the request's access line")
+	return found[0]
 }

@@ -8,32 +8,33 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 )
 
 // Request-scoped logging: every line logged while serving a request
 // carries its request_id, method and route pattern and, once the request
-// is authenticated, the operator's user_id or the device's guid. Handlers
-// log through logFrom(ctx). Only route patterns are logged, never the raw
-// path or query (install links and enrollment polls carry secrets there),
-// and never a header or a body.
+// is authenticated, the operator's user_id or the device's guid. They live
+// in a logs.Scope in the request context: handlers log through
+// logFrom(ctx), domain packages with their loggers' *Context methods, and
+// the Engine's root handler (internal/logs) adds the scope to both. Only
+// route patterns are logged, never the raw path or query (install links
+// and enrollment polls carry secrets there), and never a header or a body.
 
 type logKey struct{}
 
-// requestLogger is the request's logger; middleware further in (the
-// route, authentication) enriches it in place, so the access line logged
-// on the way out carries what they learnt.
-// It also carries the metrics, for writeError, which has no server.
+// requestLogger is what a request's context holds for logging: the
+// server's logger and, for writeError, which has no server, the metrics.
 type requestLogger struct {
-	l *slog.Logger
-	m *metrics.Metrics
+	base *slog.Logger
+	m    *metrics.Metrics
 }
 
 // logFrom returns the logger of the request ctx belongs to, or nil outside
 // a request (writeError then takes the server's).
 func logFrom(ctx context.Context) *slog.Logger {
 	if rl, ok := ctx.Value(logKey{}).(*requestLogger); ok {
-		return rl.l
+		return logs.Bind(rl.base, ctx)
 	}
 	return nil
 }
@@ -58,30 +59,30 @@ func metricsFrom(ctx context.Context) *metrics.Metrics {
 	return nil
 }
 
-// addLogAttrs adds attributes to the request's logger from here on.
+// addLogAttrs adds attributes to the request's log lines from here on.
 func addLogAttrs(r *http.Request, args ...any) {
-	if rl, ok := r.Context().Value(logKey{}).(*requestLogger); ok {
-		rl.l = rl.l.With(args...)
+	if sc := logs.ScopeFrom(r.Context()); sc != nil {
+		sc.Add(args...)
 	}
 }
 
-// requestLog gives the request its logger and logs one access line at
+// requestLog gives the request its log scope and logs one access line at
 // debug level when it ends.
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rl := &requestLogger{l: s.Log.With("request_id", middleware.GetReqID(r.Context()), "method", r.Method), m: s.Metrics}
+		ctx, sc := logs.NewScope(r.Context(), "request_id", middleware.GetReqID(r.Context()), "method", r.Method)
+		ctx = context.WithValue(ctx, logKey{}, &requestLogger{base: s.Log, m: s.Metrics})
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), logKey{}, rl)))
+		next.ServeHTTP(ww, r.WithContext(ctx))
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
 		}
-		l := rl.l
 		if metrics.RoutePattern(r) == "unmatched" {
-			l = l.With("route", "unmatched")
+			sc.Add("route", "unmatched")
 		}
-		l.Debug("http", "status", status, "duration_ms", time.Since(start).Milliseconds())
+		logs.Bind(s.Log, ctx).Debug("http", "status", status, "duration_ms", time.Since(start).Milliseconds())
 	})
 }
 

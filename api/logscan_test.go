@@ -68,7 +68,7 @@ func secretKey(k string) bool {
 	if strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "_url") || strings.HasSuffix(k, "_at") || strings.HasSuffix(k, "_version") {
 		return false
 	}
-	for _, w := range []string{"password", "passphrase", "secret", "token", "code", "proof", "recovery"} {
+	for _, w := range []string{"password", "passphrase", "secret", "token", "code", "proof", "recovery", "signature"} {
 		if strings.Contains(k, w) {
 			return true
 		}
@@ -117,6 +117,14 @@ func harvest(req *http.Request, reqBody []byte, res *http.Response, resBody []by
 	}
 	for _, c := range res.Cookies() {
 		noteSecret(host, c.Value)
+	}
+	// Signed links carry their signature (and install tokens) in the URL.
+	for k, vs := range req.URL.Query() {
+		if secretKey(k) || strings.Contains(strings.ToLower(k), "signature") {
+			for _, v := range vs {
+				noteSecret(host, v)
+			}
+		}
 	}
 	harvestJSON(host, reqBody)
 	harvestJSON(host, resBody)

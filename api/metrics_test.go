@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/installlinks"
 )
 
 // scrape reads the replica's /metrics as Prometheus would.
@@ -159,6 +160,21 @@ func TestRequestLogsCarryRequestIDAndOperator(t *testing.T) {
 	require.Equal(t, 200, rf.Status, rf.Raw)
 	line = f.accessLine(t, func(l map[string]any) bool { return l["request_id"] == rf.Header.Get("X-Request-Id") })
 	require.Equal(t, a.guid, line["guid"])
+
+	// A domain package's line, logged while serving the request, carries
+	// its request ID and route too.
+	bad := f.do(t, "GET", installlinks.PathPrefix+"linux-amd64?site_id=x", "", nil)
+	require.Equal(t, 403, bad.Status, bad.Raw)
+	var domain map[string]any
+	for _, raw := range strings.Split(f.logs.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(raw), &l) == nil && l["msg"] == "install link refused" {
+			domain = l
+		}
+	}
+	require.NotNil(t, domain)
+	require.Equal(t, bad.Header.Get("X-Request-Id"), domain["request_id"])
+	require.Equal(t, installlinks.PathPrefix+"{platform}", domain["route"])
 }
 
 // accessLine is the one "http" line of the fixture's log that match

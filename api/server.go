@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
@@ -198,6 +199,12 @@ func New(d Deps) *Server {
 	if d.Started == nil {
 		d.Started = func() bool { return true }
 	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	// The root handler adds each request's log scope to its lines and
+	// keeps secrets out (a no-op when engine.New already wrapped it).
+	d.Log = slog.New(logs.Redact(d.Log.Handler()))
 	s := &Server{Deps: d}
 	if u, err := url.Parse(d.PublicURL); err == nil {
 		s.publicHTTPS = u.Scheme == "https"

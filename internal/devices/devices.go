@@ -133,7 +133,7 @@ func (s *Service) publish(ctx context.Context, typ string, siteID int64, data an
 		err = s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: typ, SiteID: siteID, Data: b})
 	}
 	if err != nil {
-		s.cfg.Log.Warn("publish device event", "type", typ, "err", err)
+		s.cfg.Log.WarnContext(ctx, "publish device event", "type", typ, "err", err)
 	}
 }
 

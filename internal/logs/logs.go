@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Formats of CAIRN_LOG_FORMAT.
@@ -59,11 +62,86 @@ func (r redactor) Enabled(ctx context.Context, l slog.Level) bool { return r.nex
 
 func (r redactor) Handle(ctx context.Context, rec slog.Record) error {
 	out := slog.NewRecord(rec.Time, rec.Level, scrub(rec.Message), rec.PC)
+	if sc := scopeOf(ctx); sc != nil {
+		for _, a := range sc.snapshot() {
+			out.AddAttrs(redactAttr(a))
+		}
+	}
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(redactAttr(a))
 		return true
 	})
 	return r.next.Handle(ctx, out)
+}
+
+// Scope is the attributes of one request (request_id, method, route, the
+// operator or device), which middleware extends as it learns them. Every
+// line logged with a context carrying it (the *Context methods, or a
+// logger from Bind) carries them, whichever package logs it.
+type Scope struct {
+	mu    sync.Mutex
+	attrs []slog.Attr
+}
+
+type scopeKey struct{}
+
+// NewScope returns ctx carrying a new scope of args (slog key-value pairs).
+func NewScope(ctx context.Context, args ...any) (context.Context, *Scope) {
+	sc := &Scope{}
+	sc.Add(args...)
+	return context.WithValue(ctx, scopeKey{}, sc), sc
+}
+
+// ScopeFrom returns the scope ctx carries, or nil.
+func ScopeFrom(ctx context.Context) *Scope { return scopeOf(ctx) }
+
+func scopeOf(ctx context.Context) *Scope {
+	if ctx == nil {
+		return nil
+	}
+	sc, _ := ctx.Value(scopeKey{}).(*Scope)
+	return sc
+}
+
+// Add adds attributes to every line logged from now on.
+func (s *Scope) Add(args ...any) {
+	r := slog.NewRecord(time.Time{}, 0, "", 0)
+	r.Add(args...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.Attrs(func(a slog.Attr) bool {
+		s.attrs = append(s.attrs, a)
+		return true
+	})
+}
+
+func (s *Scope) snapshot() []slog.Attr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.attrs)
+}
+
+// Bind returns l logging every line as if with ctx (so the plain Info,
+// Warn... methods carry ctx's scope).
+func Bind(l *slog.Logger, ctx context.Context) *slog.Logger {
+	return slog.New(bound{next: l.Handler(), ctx: ctx})
+}
+
+type bound struct {
+	next slog.Handler
+	ctx  context.Context
+}
+
+func (b bound) Enabled(_ context.Context, l slog.Level) bool { return b.next.Enabled(b.ctx, l) }
+
+func (b bound) Handle(_ context.Context, r slog.Record) error { return b.next.Handle(b.ctx, r) }
+
+func (b bound) WithAttrs(as []slog.Attr) slog.Handler {
+	return bound{next: b.next.WithAttrs(as), ctx: b.ctx}
+}
+
+func (b bound) WithGroup(name string) slog.Handler {
+	return bound{next: b.next.WithGroup(name), ctx: b.ctx}
 }
 
 func (r redactor) WithAttrs(as []slog.Attr) slog.Handler {

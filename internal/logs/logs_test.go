@@ -2,8 +2,11 @@ package logs_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,4 +37,27 @@ func TestRedactLeavesProseAlone(t *testing.T) {
 	var buf bytes.Buffer
 	logs.New(&buf, logs.FormatText, slog.LevelInfo).Warn("a DPoP proof is required (Authorization: DPoP <token>)")
 	require.Contains(t, buf.String(), "a DPoP proof is required (Authorization: DPoP <token>)")
+}
+
+// A request's scope reaches the lines of any package that logs with the
+// request's context, and those of a logger bound to it.
+func TestScopeAttrsOnEveryLineOfARequest(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	root := logs.New(&buf, logs.FormatJSON, slog.LevelDebug)
+	ctx, sc := logs.NewScope(context.Background(), "request_id", "req-1", "method", "GET")
+	sc.Add("user_id", 7)
+	root.With("component", "devices").WarnContext(ctx, "domain line")
+	logs.Bind(root, ctx).Info("handler line", "token", "s3cr3t-value")
+	root.Info("background line")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 3)
+	for _, l := range lines[:2] {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		require.Equal(t, "req-1", m["request_id"], l)
+		require.EqualValues(t, 7, m["user_id"], l)
+	}
+	require.NotContains(t, lines[1], "s3cr3t-value")
+	require.NotContains(t, lines[2], "request_id")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -60,4 +61,24 @@ func TestScopeAttrsOnEveryLineOfARequest(t *testing.T) {
 	}
 	require.NotContains(t, lines[1], "s3cr3t-value")
 	require.NotContains(t, lines[2], "request_id")
+}
+
+// BenchmarkRedactedLine is the cost of one request line through the
+// redacting handler, against the bare JSON handler.
+func BenchmarkRedactedLine(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		log  *slog.Logger
+	}{
+		{"redacted", logs.New(io.Discard, logs.FormatJSON, slog.LevelDebug)},
+		{"bare", slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx, _ := logs.NewScope(context.Background(), "request_id", "host/abc-000001", "method", "GET", "route", "/api/sites", "user_id", 1)
+			l := logs.Bind(bc.log, ctx)
+			for b.Loop() {
+				l.Debug("http", "status", 200, "duration_ms", 3)
+			}
+		})
+	}
 }

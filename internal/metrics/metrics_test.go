@@ -70,3 +70,15 @@ func TestDashboardUsesExportedSeries(t *testing.T) {
 		require.True(t, names[base] || names[u], "the dashboard reads %s, which the Engine does not export", u)
 	}
 }
+
+// BenchmarkMiddleware is the cost the metrics add to each request.
+func BenchmarkMiddleware(b *testing.B) {
+	m := New()
+	r := chi.NewRouter()
+	r.Use(m.Middleware)
+	r.Get("/api/devices/{hostname}", func(w http.ResponseWriter, _ *http.Request) {})
+	req := httptest.NewRequest("GET", "/api/devices/pc-1", nil)
+	for b.Loop() {
+		r.ServeHTTP(httptest.NewRecorder(), req)
+	}
+}

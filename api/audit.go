@@ -57,7 +57,7 @@ func (s *Server) audit(next http.Handler) http.Handler {
 			RequestID: middleware.GetReqID(r.Context()),
 		})
 		if err != nil {
-			s.Log.Error("audit trail: record request", "err", err, "request_id", middleware.GetReqID(r.Context()))
+			s.reqLog(r).Error("audit trail: record request", "err", err)
 		}
 	})
 }

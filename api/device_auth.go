@@ -75,6 +75,7 @@ func (s *Server) requireDevice(next http.Handler) http.Handler {
 		if e := auditFrom(r); e != nil {
 			e.Username = "device:" + id.Hostname
 		}
+		addLogAttrs(r, "guid", id.GUID)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), deviceKey{}, id)))
 	})
 }

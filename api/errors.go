@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/metadata"
+	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -151,20 +152,33 @@ func temporalUnavailable(err error) bool {
 
 // writeError answers with the error's stable code and message. A non-domain
 // error is logged with its cause and answered as internal, without detail.
+//
+// It logs through the request's logger (request ID, route, operator or
+// device), falling back to log outside one; never the raw path, which may
+// carry a secret (install links).
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if l := logFrom(r.Context()); l != nil {
+		log = l
+	} else {
+		log = log.With("method", r.Method, "route", metrics.RoutePattern(r), "request_id", middleware.GetReqID(r.Context()))
+	}
 	var e *cairn.Error
 	if !errors.As(err, &e) && db.Transient(err) {
-		log.Warn("database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.Warn("database unavailable", "err", err)
 		errors.As(db.Overloaded(), &e)
 	}
 	if e == nil && temporalUnavailable(err) {
-		log.Warn("temporal unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		metricsFrom(r.Context()).TemporalError("api")
+		log.Warn("temporal unavailable", "err", err)
 		e = cairn.Errorf(ECodeTemporalUnavailable, "durable operations are unavailable while the Engine cannot reach Temporal; try again shortly")
 		e.RetryAfterSeconds = 5
 	}
 	if e == nil {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path,
-			"request_id", middleware.GetReqID(r.Context()), "err", err)
+		var temporalErr serviceerror.ServiceError
+		if errors.As(err, &temporalErr) {
+			metricsFrom(r.Context()).TemporalError("api")
+		}
+		log.Error("request failed", "err", err)
 		e = cairn.Errorf(cairn.ECodeInternal, "something went wrong; the server log has the details (request %s)", middleware.GetReqID(r.Context()))
 	}
 	if entry := auditFrom(r); entry != nil {

@@ -48,7 +48,7 @@ func (s *Server) aegisRoutes() []Route {
 			}
 			// The data key changed: replicas holding the old one lock.
 			if err := s.Bus.Signal(r.Context(), events.ControlAegis); err != nil {
-				s.Log.Error("tell replicas about the cipher rotation", "err", err)
+				s.reqLog(r).Error("tell replicas about the cipher rotation", "err", err)
 			}
 			return s.aegisStatus(r)
 		})},
@@ -64,7 +64,7 @@ func (s *Server) aegisRoutes() []Route {
 				return forceResetResponse{}, err
 			}
 			if err := s.Bus.Signal(r.Context(), events.ControlAegis); err != nil {
-				s.Log.Error("tell replicas about the cipher reset", "err", err)
+				s.reqLog(r).Error("tell replicas about the cipher reset", "err", err)
 			}
 			return forceResetResponse{Phase: auth.PhaseAegisSetup, RecoveryCode: codes.Recovery, SetupCode: codes.Setup}, nil
 		})},

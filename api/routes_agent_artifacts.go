@@ -148,7 +148,7 @@ func (s *Server) installDownload(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	serveArtifact(w, r, f, a, func() {
 		if err := s.InstallLinks.Counted(context.WithoutCancel(r.Context()), g); err != nil {
-			s.Log.Warn("count install download", "site_id", g.SiteID, "platform", g.Platform, "err", err)
+			s.reqLog(r).Warn("count install download", "site_id", g.SiteID, "platform", g.Platform, "err", err)
 		}
 	})
 }

@@ -27,7 +27,7 @@ func (s *Server) agentCallbackRoutes() []Route {
 			if err == nil && s.Signer != nil {
 				resp.ScriptSigning = s.scriptTrust(r.Context())
 				if err := s.Signer.Report(r.Context(), deviceFrom(r.Context()).GUID, req.ScriptSigningKeyIDs); err != nil {
-					s.Log.Warn("could not record the agent's script-signing keys", "err", err)
+					s.reqLog(r).Warn("could not record the agent's script-signing keys", "err", err)
 				}
 			}
 			return resp, err
@@ -53,13 +53,13 @@ func (s *Server) enrolled(ctx context.Context, e enrollment.Enrolled) {
 	data := map[string]any{"guid": e.Device.Guid, "hostname": e.Device.Hostname, "site_id": e.Device.SiteID, "phase": "enrolled"}
 	if err := s.Bus.Publish(ctx, events.Event{ID: e.Device.Guid + ":enrolled", Type: events.TypeAgentStatusChanged,
 		SiteID: e.Device.SiteID, Data: mustJSON(data)}); err != nil {
-		s.Log.Warn("publish enrollment", "err", err)
+		s.ctxLog(ctx).Warn("publish enrollment", "err", err)
 	}
 }
 
 func (s *Server) activity(ctx context.Context, a devices.NewActivity) {
 	if _, err := s.Devices.RecordActivity(context.WithoutCancel(ctx), a); err != nil {
-		s.Log.Warn("record device activity", "hostname", a.Hostname, "kind", a.Kind, "err", err)
+		s.ctxLog(ctx).Warn("record device activity", "hostname", a.Hostname, "kind", a.Kind, "err", err)
 	}
 }
 

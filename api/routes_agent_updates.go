@@ -97,10 +97,10 @@ func (s *Server) requestUpdates(ctx context.Context, guids []string) (agentupdat
 	}
 	for _, u := range res.Updates {
 		if err := s.UpdateStarter.Start(ctx, u); err != nil {
-			s.Log.Error("start agent update", "guid", u.Target.GUID, "operation", u.OperationID, "err", err)
+			s.ctxLog(ctx).Error("start agent update", "guid", u.Target.GUID, "operation", u.OperationID, "err", err)
 			if _, ferr := s.Updates.Finish(context.WithoutCancel(ctx), u.OperationID, agentupdates.StatusFailed,
 				"the Engine could not start the update: "+cairn.ErrorCode(err), ""); ferr != nil {
-				s.Log.Error("record agent update start failure", "operation", u.OperationID, "err", ferr)
+				s.ctxLog(ctx).Error("record agent update start failure", "operation", u.OperationID, "err", ferr)
 			}
 		}
 	}
@@ -131,7 +131,7 @@ func (s *Server) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) 
 		// The record is written: a lost signal only delays the workflow
 		// until its next look at the record.
 		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID); err != nil {
-			s.Log.Warn("signal agent update", "operation", op.ID, "err", err)
+			s.ctxLog(ctx).Warn("signal agent update", "operation", op.ID, "err", err)
 		}
 	}
 	return proto.UpdateProgressResponse{Status: op.Status}, nil

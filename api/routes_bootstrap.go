@@ -46,7 +46,7 @@ func (s *Server) bootstrapRoutes() []Route {
 // `cairn serve` removes the setup code it printed.
 func (s *Server) setupFinished(r *http.Request) {
 	if err := s.Bus.Signal(r.Context(), events.ControlSetup); err != nil {
-		s.Log.Error("tell replicas setup finished", "err", err)
+		s.reqLog(r).Error("tell replicas setup finished", "err", err)
 	}
 }
 

@@ -59,6 +59,6 @@ func (s *Server) startTrustAction(ctx context.Context, res devicetrust.TrustResu
 		starter.Client = s.Temporal
 	}
 	if err := starter.Start(ctx, in); err != nil {
-		s.Log.Error("start the trust action workflow; socket drop, activity row and event are missing", "guid", res.GUID, "action", action, "err", err)
+		s.ctxLog(ctx).Error("start the trust action workflow; socket drop, activity row and event are missing", "guid", res.GUID, "action", action, "err", err)
 	}
 }

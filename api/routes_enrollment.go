@@ -152,6 +152,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			if err != nil {
 				return proto.RefreshResponse{}, err
 			}
+			addLogAttrs(r, "guid", guid)
 			return proto.RefreshResponse{GUID: guid, Tokens: s.DeviceTokens.Wire(issued), ScriptSigning: s.scriptTrust(r.Context())}, nil
 		})},
 	}

@@ -77,6 +77,7 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 		defer done()
 		s.Presence.Leave(ctx, streamID)
 	}()
+	defer s.Metrics.StreamOpened()()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -127,7 +128,7 @@ func (s *Server) streamEnds(ctx context.Context, p *auth.Principal) string {
 	case err != nil:
 		// A database hiccup is not the session's end; the next
 		// keep-alive asks again.
-		s.Log.Warn("event stream: re-check session", "err", err)
+		s.ctxLog(ctx).Warn("event stream: re-check session", "err", err)
 		return ""
 	case !p.SameScope(now):
 		return "scope_changed"

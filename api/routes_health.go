@@ -58,7 +58,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		if _, err := s.Temporal.CheckHealth(tctx, &client.CheckHealthRequest{}); err != nil {
-			s.Log.Debug("readiness: temporal", "err", err)
+			s.reqLog(r).Debug("readiness: temporal", "err", err)
 			temporal <- "unavailable"
 			return
 		}
@@ -67,7 +67,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	body.Checks.Postgres = "ok"
 	if _, err := s.Store.DatabasePing(ctx); err != nil {
 		body.Checks.Postgres = "unavailable"
-		s.Log.Warn("readiness: postgres", "err", err)
+		s.reqLog(r).Warn("readiness: postgres", "err", err)
 	}
 	body.Checks.Cipher = s.cipherState(ctx, body.Checks.Postgres == "ok")
 	body.Checks.Temporal = <-temporal

@@ -89,7 +89,7 @@ func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, erro
 		// The operator is told the run was not started; keep no run
 		// that would stay pending with nothing to execute it.
 		if derr := s.Automation.DiscardRun(context.WithoutCancel(ctx), run.ID); derr != nil {
-			s.Log.Error("discard a job run that did not start", "run_id", run.ID, "err", derr)
+			s.reqLog(r).Error("discard a job run that did not start", "run_id", run.ID, "err", derr)
 		}
 		return runIDJSON{}, err
 	}

@@ -63,7 +63,7 @@ func (s *Server) scriptTrust(ctx context.Context) *proto.ScriptTrust {
 	}
 	t, err := s.Signer.Trust(ctx)
 	if err != nil {
-		s.Log.Warn("script-signing keys unavailable for an agent answer", "err", err)
+		s.ctxLog(ctx).Warn("script-signing keys unavailable for an agent answer", "err", err)
 		return nil
 	}
 	return t

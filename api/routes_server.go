@@ -74,7 +74,7 @@ func (s *Server) describeWorker(ctx context.Context, queue string, since time.Ti
 	}
 	info, err := workers.Describe(ctx, s.Temporal, s.Namespace, queue, since)
 	if err != nil {
-		s.Log.Warn("describe task queue", "task_queue", queue, "err", err)
+		s.ctxLog(ctx).Warn("describe task queue", "task_queue", queue, "err", err)
 		return wj
 	}
 	for _, p := range info.Pollers {

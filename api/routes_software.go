@@ -135,7 +135,7 @@ func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) map[st
 	}
 	code := cairn.ErrorCode(err)
 	if code == cairn.ECodeInternal {
-		s.Log.Error("software refresh after an icon override", "hostname", hostname, "err", err)
+		s.reqLog(r).Error("software refresh after an icon override", "hostname", hostname, "err", err)
 	}
 	return map[string]any{"requested": false, "error": code}
 }

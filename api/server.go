@@ -34,7 +34,9 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
+	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -164,6 +166,9 @@ type Deps struct {
 	DeviceFilters *devicefilters.Service
 	// Metadata is the metadata fields (definitions, values, agent sync).
 	Metadata *metadata.Service
+	// Metrics counts requests, event streams and Temporal errors (nil:
+	// nothing is counted).
+	Metrics *metrics.Metrics
 }
 
 // Server serves the API and the console.
@@ -194,6 +199,12 @@ func New(d Deps) *Server {
 	if d.Started == nil {
 		d.Started = func() bool { return true }
 	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	// The root handler adds each request's log scope to its lines and
+	// keeps secrets out (a no-op when engine.New already wrapped it).
+	d.Log = slog.New(logs.Redact(d.Log.Handler()))
 	s := &Server{Deps: d}
 	if u, err := url.Parse(d.PublicURL); err == nil {
 		s.publicHTTPS = u.Scheme == "https"
@@ -234,16 +245,17 @@ func (s *Server) Routes() []Route { return s.routes }
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.requestLog, s.recoverer, s.securityHeaders, s.plainText)
+	r.Use(middleware.RequestID, s.Metrics.Middleware, s.requestLog, s.recoverer, s.securityHeaders, s.plainText)
 	for _, rt := range s.routes {
-		mw := []func(http.Handler) http.Handler{s.audit, s.authFor(rt.Auth)}
-		if isAgentRoute(rt) {
+		mw := []func(http.Handler) http.Handler{routeLog(rt.Pattern)}
+		if !isAgentRoute(rt) {
 			// The audit trail is operators' actions; agent traffic (a
 			// heartbeat every 20 s per device) would drown it and cost a
 			// write per request. Enrollment decisions are recorded by the
 			// operators' approve/deny calls and the device activity.
-			mw = mw[1:]
+			mw = append(mw, s.audit)
 		}
+		mw = append(mw, s.authFor(rt.Auth))
 		r.With(mw...).Method(rt.Method, rt.Pattern, rt.handler)
 	}
 	r.NotFound(s.notFound)
@@ -338,6 +350,7 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 			if e := auditFrom(r); e != nil {
 				e.Username, e.Role = p.Username, p.Role
 			}
+			addLogAttrs(r, "user_id", p.UserID)
 			if admin && !p.IsAdmin() {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeForbidden, "administrators only"))
 				return
@@ -388,17 +401,6 @@ func (s *Server) clientMeta(r *http.Request) auth.ClientMeta {
 	return auth.ClientMeta{Addr: clientIP(r, s.TrustedProxies), UserAgent: r.UserAgent(), RequestID: middleware.GetReqID(r.Context())}
 }
 
-func (s *Server) requestLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r)
-		// Only the path is logged: queries may carry tokens one day.
-		s.Log.Debug("http", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
-			"duration_ms", time.Since(start).Milliseconds(), "request_id", middleware.GetReqID(r.Context()))
-	})
-}
-
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -406,7 +408,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.Log.Error("handler panic", "path", r.URL.Path, "panic", v, "request_id", middleware.GetReqID(r.Context()))
+				s.reqLog(r).Error("handler panic", "panic", v)
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeInternal, "something went wrong (request %s)", middleware.GetReqID(r.Context())))
 			}
 		}()

@@ -120,6 +120,14 @@ type fixture struct {
 	// from login, for the re-authentication of sensitive actions.
 	credsMu sync.Mutex
 	creds   map[string]signInCreds
+	// logs are every replica's log lines (debug level), scanned for the
+	// secrets exchanged with hosts when the test ends (logscan_test.go);
+	// extraSecrets are secrets the test got outside HTTP.
+	logs         *syncBuffer
+	hostsMu      sync.Mutex
+	hosts        []string
+	extraMu      sync.Mutex
+	extraSecrets []string
 }
 
 type signInCreds struct{ password, secret string }
@@ -143,10 +151,12 @@ var console = fstest.MapFS{
 // it), bus, worker manager, agent gateway and HTTP.
 func (f *fixture) newEngine(t *testing.T) *engine {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.watchLogs(t)
+	var h slog.Handler = slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		h = teeHandler{h, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}
 	}
+	log := slog.New(h)
 	if f.engineQueue == "" {
 		f.engineQueue = "engine-" + uniqueSlug("test")
 	}
@@ -171,6 +181,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	require.NoError(t, err)
 	require.NoError(t, e.Start())
 	hs := httptest.NewServer(e.Handler())
+	f.noteHost(hs.URL)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
@@ -223,11 +234,13 @@ func (f *fixture) call(t *testing.T, base, method, path, token string, body any)
 func do(t *testing.T, req *http.Request) response {
 	t.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	reqBody := requestBody(req)
 	res, err := client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
+	harvest(req, reqBody, res, raw)
 	out := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		require.NoError(t, json.Unmarshal(raw, &out.Body), "body: %s", raw)
@@ -251,7 +264,9 @@ func (f *fixture) totp(t *testing.T, secret string) string {
 // test plays the operator who reads the server's terminal.
 func (f *fixture) setupCode(t *testing.T) string {
 	t.Helper()
-	return authtest.SetupCode(t, f.engine.auth)
+	code := authtest.SetupCode(t, f.engine.auth)
+	f.noteFixtureSecret(code)
+	return code
 }
 
 // bootstrap walks the first-run journey through the API and returns the

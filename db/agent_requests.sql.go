@@ -272,10 +272,11 @@ func (q *Queries) AgentRequestUnclaimed(ctx context.Context, guids []string) ([]
 	return items, nil
 }
 
-const deviceActivityFinish = `-- name: DeviceActivityFinish :exec
+const deviceActivityFinish = `-- name: DeviceActivityFinish :one
 UPDATE device_activity
 SET status = $1, summary = $2, metadata = $3, finished_at = now()
 WHERE id = $4
+RETURNING kind
 `
 
 type DeviceActivityFinishParams struct {
@@ -285,14 +286,16 @@ type DeviceActivityFinishParams struct {
 	ID       int64
 }
 
-func (q *Queries) DeviceActivityFinish(ctx context.Context, arg DeviceActivityFinishParams) error {
-	_, err := q.db.Exec(ctx, deviceActivityFinish,
+func (q *Queries) DeviceActivityFinish(ctx context.Context, arg DeviceActivityFinishParams) (string, error) {
+	row := q.db.QueryRow(ctx, deviceActivityFinish,
 		arg.Status,
 		arg.Summary,
 		arg.Metadata,
 		arg.ID,
 	)
-	return err
+	var kind string
+	err := row.Scan(&kind)
+	return kind, err
 }
 
 const deviceOperationTarget = `-- name: DeviceOperationTarget :one

@@ -39,7 +39,9 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
+	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -137,6 +139,9 @@ type Engine struct {
 	Store    *db.Store
 	Temporal client.Client
 	Log      *slog.Logger
+	// Metrics is this Engine's private Prometheus registry and series,
+	// served by MetricsHandler.
+	Metrics *metrics.Metrics
 
 	Cipher     *aegis.Cipher
 	Auth       *auth.Service
@@ -194,8 +199,11 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	if cfg.KDF != nil {
 		kdf = *cfg.KDF
 	}
+	// Whatever logger the caller hands in, no line carries a secret.
+	cfg.Log = slog.New(logs.Redact(cfg.Log.Handler()))
 	log := cfg.Log
-	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log}
+	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log, Metrics: metrics.New()}
+	e.Metrics.WatchPool(store.Pool.Stat)
 	e.bg, e.cancel = context.WithCancel(context.Background())
 
 	var err error
@@ -222,7 +230,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	}
 	e.Tokens = devicetrust.NewTokens(store, e.Cipher, cfg.PublicURL, cfg.Now)
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
-	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices")})
+	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices"),
+		Metrics: e.Metrics})
 	// Filters judge connection status on the same clock the device service
 	// stamps last_seen with (the wall clock, not cfg.Now, which tests move
 	// for TOTP), so a filter and a device row never disagree on a status.
@@ -254,6 +263,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
+	e.Metrics.WatchAgents(e.Gateway.ConnectedBySite)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
 		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
@@ -277,6 +287,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 		DeviceFilters: e.Filters,
 		Metadata:      e.Metadata,
+		Metrics:       e.Metrics,
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -305,6 +316,11 @@ func (u updateArtifacts) Current(ctx context.Context, platform string) (agentupd
 
 // Handler serves the API (and the console) of this process.
 func (e *Engine) Handler() http.Handler { return e.API.Handler() }
+
+// MetricsHandler serves GET /metrics (Prometheus). cmd/cairn mounts it on
+// the loopback listener, and on the public one only when
+// CAIRN_METRICS_PUBLIC=1: the series name sites and routes.
+func (e *Engine) MetricsHandler() http.Handler { return e.Metrics.Handler() }
 
 // Start runs the background parts: the event bus, presence, the cipher's
 // reset watch, heartbeat batching, the agent gateway and the workers.
@@ -380,6 +396,10 @@ func (e *Engine) probeTemporal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, temporalProbe)
 	defer cancel()
 	_, err := e.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+	// A stop cancels the probe: that is no Temporal failure.
+	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		e.Metrics.TemporalError("health_check")
+	}
 	return err
 }
 
@@ -418,7 +438,9 @@ func (e *Engine) awaitTemporal(ctx context.Context) bool {
 	for {
 		err := e.probeTemporal(ctx)
 		if err == nil {
-			if err = e.startDurable(ctx); err == nil {
+			if err = e.startDurable(ctx); err != nil {
+				e.Metrics.TemporalError("start")
+			} else {
 				e.Log.Info("Temporal reached; durable operations and workers started")
 				return true
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
@@ -53,9 +54,15 @@ type config struct {
 	TemporalPort      int
 	TemporalUIPort    int
 	LogLevel          slog.Level
-	SiteWorkers       string // all | none
-	PassphraseFile    string
-	GitHubAPIURL      string
+	// LogFormat is json (the default, for log shippers) or text.
+	LogFormat string
+	// MetricsPublic also serves /metrics on the public listeners (HTTPS,
+	// or a non-loopback plain-HTTP address behind a proxy); by default it
+	// answers on a loopback CAIRN_HTTP_ADDR only.
+	MetricsPublic  bool
+	SiteWorkers    string // all | none
+	PassphraseFile string
+	GitHubAPIURL   string
 	// GitHubToken is read from the environment only: a flag would show it
 	// in the process list.
 	GitHubToken string
@@ -167,6 +174,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
 	fs.IntVar(&c.TemporalUIPort, "temporal-ui-port", c.TemporalUIPort, "embedded Temporal UI port (0 disables the UI)")
 	level := fs.String("log-level", env("CAIRN_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", env("CAIRN_LOG_FORMAT", logs.FormatJSON), "log line format: json or text")
+	fs.BoolVar(&c.MetricsPublic, "metrics-public", env("CAIRN_METRICS_PUBLIC", "") == "1",
+		"also serve /metrics on the public listeners (HTTPS, or a non-loopback http-addr); by default only a loopback http-addr serves it")
 	fs.StringVar(&c.SiteWorkers, "site-workers", env("CAIRN_SITE_WORKERS", "all"), "site workers this process runs: all or none")
 	fs.StringVar(&c.PassphraseFile, "aegis-passphrase-file", env("CAIRN_AEGIS_PASSPHRASE_FILE", ""), "file holding the master-cipher passphrase, to unlock unattended at start")
 	fs.StringVar(&c.GitHubAPIURL, "github-api-url", env("CAIRN_GITHUB_API_URL", "https://api.github.com"), "source-hosting API base URL (GitHub or compatible)")
@@ -199,6 +209,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return c, fmt.Errorf("log level: %w", err)
+	}
+	if c.LogFormat != logs.FormatJSON && c.LogFormat != logs.FormatText {
+		return c, fmt.Errorf("log-format (CAIRN_LOG_FORMAT) must be json or text, got %q", c.LogFormat)
 	}
 	if c.SiteWorkers != "all" && c.SiteWorkers != "none" {
 		return c, fmt.Errorf("site-workers must be all or none, got %q", c.SiteWorkers)
@@ -477,8 +490,10 @@ func (c config) httpsURL() string {
 	return "https://" + net.JoinHostPort(host, port)
 }
 
-func newLogger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+// newLogger writes format lines (CAIRN_LOG_FORMAT) at level to stderr,
+// with secrets redacted.
+func newLogger(format string, level slog.Level) *slog.Logger {
+	return logs.New(os.Stderr, format, level)
 }
 
 // defaultPublicURL is http://<http-addr>, except that a loopback address is

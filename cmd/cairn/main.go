@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
+	"github.com/cairn-rmm/cairn/internal/logs"
 )
 
 const usage = `usage: cairn <command> [flags]
@@ -71,7 +72,7 @@ func migrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := &runtime{log: newLogger(c.LogLevel)}
+	rt := &runtime{log: newLogger(c.LogFormat, c.LogLevel)}
 	defer rt.close()
 	if err := rt.openDatabase(ctx, c); err != nil {
 		return err
@@ -88,7 +89,7 @@ func admin(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rt := &runtime{log: newLogger(c.LogLevel)}
+	rt := &runtime{log: newLogger(c.LogFormat, c.LogLevel)}
 	defer rt.close()
 	if err := rt.openDatabase(ctx, c); err != nil {
 		return err
@@ -118,7 +119,7 @@ func devPostgres(ctx context.Context, args []string) error {
 	if len(cmdArgs) == 0 {
 		return errors.New("usage: cairn dev-postgres [--dir DIR] -- COMMAND [ARGS...]")
 	}
-	cluster, err := devpostgres.Start(ctx, devpostgres.Options{Dir: *dir, Logger: newLogger(0), InstallIfMissing: true})
+	cluster, err := devpostgres.Start(ctx, devpostgres.Options{Dir: *dir, Logger: newLogger(logs.FormatText, 0), InstallIfMissing: true})
 	if err != nil {
 		return err
 	}

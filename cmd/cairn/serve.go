@@ -40,7 +40,7 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	log := newLogger(c.LogLevel)
+	log := newLogger(c.LogFormat, c.LogLevel)
 	rt := &runtime{log: log}
 	defer rt.close()
 	if err := rt.openDatabase(ctx, c); err != nil {
@@ -108,7 +108,7 @@ func serve(ctx context.Context, args []string) error {
 	// streams, which http.Server.Shutdown alone would wait for.
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	httpSrv := &http.Server{
-		Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		Handler: withMetrics(eng.Handler(), eng.MetricsHandler(), c.metricsOnHTTP()), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 	}
@@ -124,7 +124,7 @@ func serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("listen on %s: %w (set CAIRN_HTTPS_ADDR, or off)", c.HTTPSAddr, err)
 		}
 		httpsSrv = &http.Server{
-			Handler: httpSrv.Handler, ReadHeaderTimeout: httpSrv.ReadHeaderTimeout, ReadTimeout: httpSrv.ReadTimeout,
+			Handler: withMetrics(eng.Handler(), eng.MetricsHandler(), c.metricsOnHTTPS()), ReadHeaderTimeout: httpSrv.ReadHeaderTimeout, ReadTimeout: httpSrv.ReadTimeout,
 			WriteTimeout: httpSrv.WriteTimeout, IdleTimeout: httpSrv.IdleTimeout, BaseContext: httpSrv.BaseContext,
 			TLSConfig: certs.TLSConfig(),
 		}

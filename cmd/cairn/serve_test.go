@@ -219,13 +219,22 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	token := sess["token"].(string)
 	first.post(t, "/api/sites", token, map[string]any{"name": "Kept site", "site_worker_slug": "kept"})
 	caPEM := first.checkHTTPS(t)
+	// Metrics answer on the loopback plain-HTTP listener, not on the
+	// public HTTPS one without CAIRN_METRICS_PUBLIC=1.
+	scrape := first.metrics(t, first.base, caPEM)
+	require.Equal(t, 200, scrape.status)
+	require.Contains(t, scrape.body, `cairn_http_requests_total{method="POST",route="/api/sites",status="201"} 1`)
+	require.Contains(t, scrape.body, "cairn_db_pool_max_connections ")
+	require.Equal(t, 404, first.metrics(t, first.httpsBase, caPEM).status, "/metrics is not public by default")
+	// Logs are JSON lines by default.
+	require.Regexp(t, `(?m)^\{"time":"[^"]+","level":"INFO","msg":"scheduled job schedules reconciled"`, first.out.String())
 	first.stop(t)
 	pgData := filepath.Join(dataDir, "postgres", "data")
 	require.FileExists(t, filepath.Join(pgData, "PG_VERSION"), "the cluster lives in the data directory")
 	_, err = os.Stat(filepath.Join(pgData, "postmaster.pid"))
 	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL must be stopped with the Engine")
 
-	second := startServe(t, dataDir)
+	second := startServe(t, dataDir, "CAIRN_METRICS_PUBLIC=1")
 	require.Equal(t, "aegis_unlock_required", second.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
 	require.NoFileExists(t, codeFile, "a finished setup needs no code")
 	require.NotContains(t, second.out.String(), "Setup code:")
@@ -239,7 +248,23 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 		return len(w) == 1 && w[0].(map[string]any)["local"] == true && w[0].(map[string]any)["state"] == "running"
 	}, 30*time.Second, 200*time.Millisecond)
 	require.Equal(t, caPEM, second.checkHTTPS(t), "agents pin the CA: a restart keeps it")
+	require.Equal(t, 200, second.metrics(t, second.httpsBase, caPEM).status, "CAIRN_METRICS_PUBLIC=1 serves /metrics on HTTPS")
 	second.stop(t)
+}
+
+// metrics scrapes base's /metrics (an HTTPS base verified against caPEM).
+func (p *proc) metrics(t *testing.T, base string, caPEM []byte) rawResponse {
+	t.Helper()
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	res, err := client.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return rawResponse{status: res.StatusCode, body: string(b)}
 }
 
 // checkHTTPS fetches the local CA over plain HTTP, as an installer on the

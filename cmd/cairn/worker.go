@@ -62,7 +62,7 @@ func runWorker(ctx context.Context, args []string) error {
 		}
 	}
 
-	log := newLogger(c.LogLevel)
+	log := newLogger(c.LogFormat, c.LogLevel)
 	rt := &runtime{log: log}
 	defer rt.close()
 	if err := rt.openDatabase(ctx, c); err != nil {
@@ -97,7 +97,11 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	defer cancelReqs()
-	srv := &http.Server{Handler: eng.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	// The worker's listener is the agents': it serves /metrics (its
+	// sockets and heartbeats) when it is loopback plain HTTP, or with
+	// CAIRN_METRICS_PUBLIC=1.
+	exposeMetrics := c.MetricsPublic || (!*useTLS && isLoopback(*listen))
+	srv := &http.Server{Handler: withMetrics(eng.Handler(), eng.MetricsHandler(), exposeMetrics), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx }}
 	served := make(chan error, 1)
 	if certs != nil {

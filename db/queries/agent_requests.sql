@@ -77,10 +77,11 @@ JOIN sites s ON s.id = d.site_id
 WHERE d.guid = @guid::text
   AND (@all_sites::bool OR d.site_id = ANY (@site_ids::bigint[]));
 
--- name: DeviceActivityFinish :exec
+-- name: DeviceActivityFinish :one
 UPDATE device_activity
 SET status = @status, summary = @summary, metadata = @metadata, finished_at = now()
-WHERE id = @id;
+WHERE id = @id
+RETURNING kind;
 
 -- name: AgentEndpointList :many
 SELECT * FROM agent_endpoints ORDER BY replica;

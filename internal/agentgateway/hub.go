@@ -233,6 +233,18 @@ func (h *Hub) refreshSeen(ctx context.Context) (int64, error) {
 	return h.store.DeviceSocketTouchMany(ctx, db.DeviceSocketTouchManyParams{Replica: h.replica, Guids: guids})
 }
 
+// ConnectedBySite counts the sockets this hub holds, by site slug (the
+// connected-agents gauge reads it at each scrape).
+func (h *Hub) ConnectedBySite() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]int{}
+	for _, c := range h.conns {
+		out[c.dev.SiteSlug]++
+	}
+	return out
+}
+
 // local returns this replica's socket of guid, or nil.
 func (h *Hub) local(guid string) *conn {
 	h.mu.Lock()

@@ -416,7 +416,7 @@ func (s *Service) publish(ctx context.Context, op db.AgentUpdateOperation, statu
 	data, _ := json.Marshal(map[string]string{"guid": op.DeviceGuid, "operation_id": op.ID, "status": status, "phase": phase})
 	err := s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: TypeProgressChanged, SiteID: deref(op.SiteID), Data: data})
 	if err != nil {
-		s.log.Warn("publish agent update progress", "operation", op.ID, "err", err)
+		s.log.WarnContext(ctx, "publish agent update progress", "operation", op.ID, "err", err)
 	}
 }
 

@@ -5,6 +5,8 @@
 package devices
 
 import (
+	"github.com/cairn-rmm/cairn/internal/metrics"
+
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -37,6 +39,8 @@ type Config struct {
 	FlushSize int
 	Now       func() time.Time
 	Log       *slog.Logger
+	// Metrics counts heartbeats and operations (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 // Service is the device domain.
@@ -129,7 +133,7 @@ func (s *Service) publish(ctx context.Context, typ string, siteID int64, data an
 		err = s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: typ, SiteID: siteID, Data: b})
 	}
 	if err != nil {
-		s.cfg.Log.Warn("publish device event", "type", typ, "err", err)
+		s.cfg.Log.WarnContext(ctx, "publish device event", "type", typ, "err", err)
 	}
 }
 

@@ -103,6 +103,7 @@ func (s *Service) Heartbeat(ctx context.Context, id devicetrust.Identity, hb pro
 	b.pending[id.GUID] = beat{seenAt: now, metrics: metrics, agentVersion: hb.AgentVersion, bootID: hb.BootID}
 	queued, want, rev := len(b.pending), b.wantDetails[id.GUID], b.metadataRev[id.GUID]
 	b.mu.Unlock()
+	s.cfg.Metrics.Heartbeat()
 	if queued >= s.cfg.FlushSize {
 		select {
 		case b.full <- struct{}{}:

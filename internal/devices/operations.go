@@ -3,8 +3,11 @@ package devices
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -160,6 +163,9 @@ const ECodeAgentAnswer = "agent_answer_invalid"
 func (s *Service) OperationStarted(ctx context.Context, t OperationTarget, kind, summary, actor string, meta map[string]any) (int64, error) {
 	a, err := s.RecordActivity(ctx, NewActivity{GUID: t.GUID, Hostname: t.Hostname, SiteID: t.SiteID, Kind: kind,
 		Summary: summary, Actor: actor, Status: ActivityRunning, Metadata: meta})
+	if err == nil {
+		s.cfg.Metrics.OperationStarted(kind)
+	}
 	return a.ID, err
 }
 
@@ -172,5 +178,14 @@ func (s *Service) OperationFinished(ctx context.Context, id int64, status, summa
 	if err != nil {
 		return err
 	}
-	return s.store.DeviceActivityFinish(ctx, db.DeviceActivityFinishParams{ID: id, Status: status, Summary: summary, Metadata: raw})
+	kind, err := s.store.DeviceActivityFinish(ctx, db.DeviceActivityFinishParams{ID: id, Status: status, Summary: summary, Metadata: raw})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The row went with its device; there is nothing to close.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.cfg.Metrics.OperationFinished(kind, status)
+	return nil
 }

@@ -42,12 +42,12 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (db.Use
 			continue
 		} else if err != nil {
 			// The message may name the provider's host, never a password.
-			s.log.Warn("directory sign-in: provider failed", "provider", p.Name, "err", err)
+			s.log.WarnContext(ctx, "directory sign-in: provider failed", "provider", p.Name, "err", err)
 			return db.User{}, cairn.Errorf(cairn.ECodeUnavailable, "the directory %q cannot be reached; try again later", p.Name)
 		}
 		ok, err := checkUserPassword(set, entry.DN, password)
 		if err != nil {
-			s.log.Warn("directory sign-in: user bind failed", "provider", p.Name, "err", err)
+			s.log.WarnContext(ctx, "directory sign-in: user bind failed", "provider", p.Name, "err", err)
 			return db.User{}, cairn.Errorf(cairn.ECodeUnavailable, "the directory %q cannot be reached; try again later", p.Name)
 		}
 		if !ok {

@@ -294,7 +294,7 @@ func (s *Service) Verify(ctx context.Context, req Request) (Grant, error) {
 		return Grant{}, err
 	}
 	if reason != "" {
-		s.log.Debug("install link refused", "platform", req.Platform, "site_id", req.SiteID, "reason", reason)
+		s.log.DebugContext(ctx, "install link refused", "platform", req.Platform, "site_id", req.SiteID, "reason", reason)
 		return Grant{}, ErrInvalid
 	}
 	return g, nil

@@ -283,7 +283,7 @@ func (s *Service) SetDeviceValue(ctx context.Context, scope cairn.SiteScope, act
 	if _, err := s.devices.RecordActivity(context.WithoutCancel(ctx), devices.NewActivity{GUID: guid, Hostname: dev.Hostname,
 		SiteID: dev.SiteID, Kind: "metadata_field_changed", Summary: summary, Actor: actor,
 		Metadata: map[string]any{"field_number": n, "cleared": value == "", "previous_set": previous != ""}}); err != nil {
-		s.log.Warn("record metadata activity", "guid", guid, "err", err)
+		s.log.WarnContext(ctx, "record metadata activity", "guid", guid, "err", err)
 	}
 	s.publish(ctx, dev)
 	return Value{FieldNumber: n, Description: labels[n], Value: value, ModifiedAt: &at, Source: source}, nil
@@ -296,7 +296,7 @@ func (s *Service) publish(ctx context.Context, dev db.MetadataDeviceInScopeRow) 
 	data := fmt.Appendf(nil, `{"guid":%q,"hostname":%q,"site_id":%d,"parts":["metadata_fields"]}`, dev.Guid, dev.Hostname, dev.SiteID)
 	if err := s.bus.Publish(context.WithoutCancel(ctx), events.Event{ID: uuid.NewString(), Type: events.TypeDeviceInventoryChanged,
 		SiteID: dev.SiteID, Data: data}); err != nil {
-		s.log.Warn("publish metadata change", "guid", dev.Guid, "err", err)
+		s.log.WarnContext(ctx, "publish metadata change", "guid", dev.Guid, "err", err)
 	}
 }
 

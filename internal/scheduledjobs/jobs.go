@@ -380,7 +380,7 @@ func (s *Service) apply(ctx context.Context, job Job) error {
 		return nil
 	}
 	if err := s.sched.Apply(ctx, job); err != nil {
-		s.log.Error("mirror scheduled job to Temporal", "job_id", job.ID, "err", err)
+		s.log.ErrorContext(ctx, "mirror scheduled job to Temporal", "job_id", job.ID, "err", err)
 		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is unavailable; the job was not saved, try again")
 	}
 	return nil
@@ -391,7 +391,7 @@ func (s *Service) remove(ctx context.Context, id int64) error {
 		return nil
 	}
 	if err := s.sched.Remove(ctx, id); err != nil {
-		s.log.Error("remove scheduled job's Temporal schedule", "job_id", id, "err", err)
+		s.log.ErrorContext(ctx, "remove scheduled job's Temporal schedule", "job_id", id, "err", err)
 		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is unavailable; the job was not deleted, try again")
 	}
 	return nil

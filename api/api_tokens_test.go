@@ -69,8 +69,18 @@ func TestAPITokenLifecycle(t *testing.T) {
 	r = f.do(t, "POST", "/api/sites", token, map[string]any{"name": "Tokened", "site_worker_slug": slug})
 	require.Equal(t, 201, r.Status, r.Raw)
 
-	listed = f.do(t, "GET", "/api/auth/tokens", admin, nil).Body["tokens"].([]any)[0].(map[string]any)
-	require.NotNil(t, listed["last_used_at"], "use is recorded")
+	lastUsed := func() any {
+		return f.do(t, "GET", "/api/auth/tokens", admin, nil).Body["tokens"].([]any)[0].(map[string]any)["last_used_at"]
+	}
+	first := lastUsed()
+	require.NotNil(t, first, "use is recorded")
+	// At most one write a minute per token.
+	f.clk.Advance(30 * time.Second)
+	require.Equal(t, 200, f.do(t, "GET", "/api/auth/me", token, nil).Status)
+	require.Equal(t, first, lastUsed())
+	f.clk.Advance(31 * time.Second)
+	require.Equal(t, 200, f.do(t, "GET", "/api/auth/me", token, nil).Status)
+	require.NotEqual(t, first, lastUsed())
 
 	// Both the read and the change are attributed to the admin and the
 	// token; the session's own requests carry no token ID.

@@ -131,6 +131,10 @@ func TestAPITokenReadOnlyRefusesEveryChange(t *testing.T) {
 		require.Equal(t, 403, r.Status, "%s %s: %s", rt.Method, rt.Pattern, r.Raw)
 		require.Equal(t, "forbidden", r.Body["error"], "%s %s", rt.Method, rt.Pattern)
 	}
+	// The shell socket is a GET that opens a remote shell.
+	r := f.do(t, "GET", "/api/shell/ws/1?token=x", read, nil)
+	require.Equal(t, 403, r.Status, r.Raw)
+	require.Equal(t, "forbidden", r.Body["error"])
 	require.Len(t, f.do(t, "GET", "/api/sites", admin, nil).Body["sites"], 0, "nothing was created")
 }
 

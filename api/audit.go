@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/auth"
 )
 
 // auditEntry collects what the audit trail records about one request while
@@ -21,6 +22,8 @@ type auditEntry struct {
 	Role     string
 	Target   string
 	Outcome  string
+	// APITokenID names the API token the request used (0: none).
+	APITokenID int64
 }
 
 type auditKey struct{}
@@ -30,11 +33,13 @@ func auditFrom(r *http.Request) *auditEntry {
 	return e
 }
 
-// audit records every state-changing request once it is answered. It never
-// records bodies: they may carry passwords and tokens.
+// audit records every state-changing request once it is answered, and
+// every request made with an API token, reads included: automation acts
+// unattended, so each of its uses is attributed to the operator and the
+// token. It never records bodies: they may carry passwords and tokens.
 func (s *Server) audit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if safeMethod(r.Method) {
+		if safeMethod(r.Method) && !bearsAPIToken(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -49,17 +54,27 @@ func (s *Server) audit(next http.Handler) http.Handler {
 				outcome = http.StatusText(ww.Status())
 			}
 		}
+		var tokenID *int64
+		if entry.APITokenID != 0 {
+			tokenID = &entry.APITokenID
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 		defer cancel()
 		err := s.Store.AuditInsert(ctx, db.AuditInsertParams{
 			Username: entry.Username, Role: entry.Role, Action: r.Method + " " + chi.RouteContext(r.Context()).RoutePattern(),
 			Target: entry.Target, ClientAddr: s.clientMeta(r).Addr, Status: int32(ww.Status()), Outcome: outcome,
-			RequestID: middleware.GetReqID(r.Context()),
+			RequestID: middleware.GetReqID(r.Context()), ApiTokenID: tokenID,
 		})
 		if err != nil {
 			s.reqLog(r).Error("audit trail: record request", "err", err)
 		}
 	})
+}
+
+// bearsAPIToken reports a request presenting an API token (by its prefix,
+// before any lookup: a refused token's attempts are recorded too).
+func bearsAPIToken(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Authorization"), "Bearer "+auth.APITokenPrefix)
 }
 
 // urlParams renders the route's path parameters, e.g. "username=alice".
@@ -89,6 +104,8 @@ type auditEntryJSON struct {
 	Status     int32     `json:"status"`
 	Outcome    string    `json:"outcome"`
 	RequestID  string    `json:"request_id"`
+	// APITokenID is the API token the request used (null: a session).
+	APITokenID *int64 `json:"api_token_id"`
 }
 
 type auditPage struct {
@@ -113,7 +130,8 @@ func (s *Server) auditList(r *http.Request) (auditPage, error) {
 	page := auditPage{Entries: make([]auditEntryJSON, len(rows))}
 	for i, e := range rows {
 		page.Entries[i] = auditEntryJSON{ID: e.ID, At: e.At, Username: e.Username, Role: e.Role, Action: e.Action,
-			Target: e.Target, ClientAddr: e.ClientAddr, Status: e.Status, Outcome: e.Outcome, RequestID: e.RequestID}
+			Target: e.Target, ClientAddr: e.ClientAddr, Status: e.Status, Outcome: e.Outcome, RequestID: e.RequestID,
+			APITokenID: e.ApiTokenID}
 	}
 	if len(rows) == limit {
 		next := rows[len(rows)-1].ID

@@ -323,12 +323,17 @@ func TestDirectoryLookupAndSync(t *testing.T) {
 	require.Equal(t, 400, r.Status, r.Raw)
 
 	f.signIn(t, secrets, uid)
-	f.signIn(t, secrets, goneUID)
+	gone := f.signIn(t, secrets, goneUID).Body["token"].(string)
+	goneToken, _ := f.newAPIToken(t, gone, "read", 30)
+	require.Equal(t, 200, f.do(t, "GET", "/api/auth/me", goneToken, nil).Status)
 	slapd.Delete(t, goneDN)
 	r = f.do(t, "POST", providerPath(id, "/sync"), token, nil)
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Equal(t, float64(2), r.Body["checked"])
 	require.Equal(t, []any{goneUID}, r.Body["disabled"])
+	// A disabled account's API tokens stop working at once.
+	r = f.do(t, "GET", "/api/auth/me", goneToken, nil)
+	require.Equal(t, 403, r.Status, r.Raw)
 	// Gone from the directory, its password cannot be checked, so the
 	// answer cannot say that the account exists (disabled).
 	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": goneUID, "password": userPassword})

@@ -23,8 +23,13 @@ type passkeyAssertion struct {
 
 // reauthenticate checks the proof; anything missing or wrong answers 403
 // reauthentication_required.
+// An API token never passes: these actions need the operator at a
+// console, not whatever holds their token.
 func (s *Server) reauthenticate(r *http.Request, req reauthRequest) error {
 	p := principal(r.Context())
+	if p.APITokenID != 0 {
+		return errSessionOnly
+	}
 	if req.Passkey != nil {
 		return s.Passkeys.Reauthenticate(r.Context(), p, req.Passkey.CeremonyID, req.Passkey.Credential)
 	}

@@ -7,17 +7,19 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 )
 
+// authRoutes: what changes how the operator signs in answers only to a
+// session (sessionOnly), never to an API token.
 func (s *Server) authRoutes() []Route {
 	return []Route{
 		{"POST", "/api/auth/login", AuthNone, s.login},
 		{"POST", "/api/auth/mfa/verify", AuthMFAPending, s.mfaVerify},
-		{"POST", "/api/auth/logout", AuthToken, s.logout},
-		{"POST", "/api/auth/password/reset", AuthToken, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req passwordResetRequest) (struct{}, error) {
+		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(s.logout)},
+		{"POST", "/api/auth/password/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req passwordResetRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
-		})},
-		{"POST", "/api/auth/mfa/reset", AuthToken, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req mfaResetRequest) (struct{}, error) {
+		}))},
+		{"POST", "/api/auth/mfa/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req mfaResetRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ResetOwnMFA(r.Context(), principal(r.Context()), req.Password)
-		})},
+		}))},
 		{"GET", "/api/auth/me", AuthToken, getAction(s, func(r *http.Request) (userJSON, error) {
 			a, err := s.Auth.Me(r.Context(), principal(r.Context()))
 			return accountJSON(a), err

@@ -17,25 +17,25 @@ func (s *Server) passkeyRoutes() []Route {
 	return []Route{
 		// Registering a passkey adds a way in, so it needs a fresh proof
 		// of identity; the ceremony it starts is bound to the operator.
-		{"POST", "/api/auth/passkeys/register/options", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, req reauthRequest) (ceremonyJSON, error) {
+		{"POST", "/api/auth/passkeys/register/options", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, true, func(r *http.Request, req reauthRequest) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginRegistration(r.Context(), principal(r.Context()), func(context.Context) error {
 				return s.reauthenticate(r, req)
 			})
 			return ceremonyJSON(c), err
-		})},
-		{"POST", "/api/auth/passkeys/register/verify", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req passkeyRegisterRequest) (passkeyJSON, error) {
+		}))},
+		{"POST", "/api/auth/passkeys/register/verify", AuthToken, s.sessionOnly(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req passkeyRegisterRequest) (passkeyJSON, error) {
 			pk, err := s.Passkeys.FinishRegistration(r.Context(), principal(r.Context()), req.CeremonyID, req.Label, req.Credential)
 			return passkeyJSON(pk), err
-		})},
+		}))},
 		{"POST", "/api/auth/passkeys/authenticate/options", AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginLogin(r.Context(), s.clientMeta(r))
 			return ceremonyJSON(c), err
 		})},
 		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, s.passkeyLogin},
-		{"POST", "/api/auth/reauth/passkey/options", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
+		{"POST", "/api/auth/reauth/passkey/options", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginReauth(r.Context(), principal(r.Context()))
 			return ceremonyJSON(c), err
-		})},
+		}))},
 		{"GET", "/api/auth/passkeys", AuthToken, getAction(s, func(r *http.Request) (map[string][]passkeyJSON, error) {
 			list, err := s.Passkeys.List(r.Context(), principal(r.Context()))
 			out := make([]passkeyJSON, len(list))
@@ -44,8 +44,8 @@ func (s *Server) passkeyRoutes() []Route {
 			}
 			return map[string][]passkeyJSON{"passkeys": out}, err
 		})},
-		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.passkeyRename},
-		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.passkeyDelete},
+		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(s.passkeyRename)},
+		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(s.passkeyDelete)},
 	}
 }
 

@@ -215,7 +215,7 @@ func New(d Deps) *Server {
 		}
 	}
 	areas := [][]Route{
-		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.aegisRoutes(),
+		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.apiTokenRoutes(), s.aegisRoutes(),
 		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
@@ -334,7 +334,16 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 			// state (SPEC Errors), and only a signed-in operator learns
 			// that this replica is locked.
 			token, viaCookie := sessionToken(r, s.secureOrigin(r))
-			p, err := s.Auth.Authenticate(r.Context(), token)
+			var p *auth.Principal
+			var err error
+			if !viaCookie && strings.HasPrefix(token, auth.APITokenPrefix) {
+				// A personal API token: never a session, so it neither
+				// starts nor extends one, and needs no CSRF token (a
+				// browser never sends it by itself).
+				p, err = s.Auth.AuthenticateAPIToken(r.Context(), token)
+			} else {
+				p, err = s.Auth.Authenticate(r.Context(), token)
+			}
 			if err != nil {
 				writeError(w, r, s.Log, err)
 				return
@@ -348,11 +357,15 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 				return
 			}
 			if e := auditFrom(r); e != nil {
-				e.Username, e.Role = p.Username, p.Role
+				e.Username, e.Role, e.APITokenID = p.Username, p.Role, p.APITokenID
 			}
 			addLogAttrs(r, "user_id", p.UserID)
 			if admin && !p.IsAdmin() {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeForbidden, "administrators only"))
+				return
+			}
+			if p.ReadOnly() && !safeMethod(r.Method) {
+				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeForbidden, "this API token is read-only"))
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

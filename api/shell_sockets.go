@@ -44,6 +44,10 @@ func isUpgrade(r *http.Request) bool {
 func (h *shellAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	ctx, p := r.Context(), principal(r.Context())
 	switch {
+	case p.ReadOnly():
+		// A GET, but it opens a remote shell: a change, not a read.
+		writeError(w, r, h.s.Log, cairn.Errorf(cairn.ECodeForbidden, "this API token is read-only"))
+		return
 	case !isUpgrade(r):
 		writeError(w, r, h.s.Log, cairn.Invalid("upgrade", "this address takes a WebSocket upgrade"))
 		return

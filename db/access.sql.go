@@ -11,8 +11,8 @@ import (
 )
 
 const auditInsert = `-- name: AuditInsert :exec
-INSERT INTO audit_log (username, role, action, target, client_addr, status, outcome, request_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO audit_log (username, role, action, target, client_addr, status, outcome, request_id, api_token_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 `
 
 type AuditInsertParams struct {
@@ -24,6 +24,7 @@ type AuditInsertParams struct {
 	Status     int32
 	Outcome    string
 	RequestID  string
+	ApiTokenID *int64
 }
 
 func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error {
@@ -36,12 +37,13 @@ func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error 
 		arg.Status,
 		arg.Outcome,
 		arg.RequestID,
+		arg.ApiTokenID,
 	)
 	return err
 }
 
 const auditList = `-- name: AuditList :many
-SELECT id, at, username, role, action, target, client_addr, status, outcome, request_id FROM audit_log
+SELECT id, at, username, role, action, target, client_addr, status, outcome, request_id, api_token_id FROM audit_log
 WHERE ($1::bigint = 0 OR id < $1::bigint)
   AND ($2::text = '' OR username = $2::text)
 ORDER BY id DESC
@@ -74,6 +76,7 @@ func (q *Queries) AuditList(ctx context.Context, arg AuditListParams) ([]AuditLo
 			&i.Status,
 			&i.Outcome,
 			&i.RequestID,
+			&i.ApiTokenID,
 		); err != nil {
 			return nil, err
 		}

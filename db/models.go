@@ -102,6 +102,18 @@ type AgentUpdateOperation struct {
 	FinishedAt     *time.Time
 }
 
+type ApiToken struct {
+	ID         int64
+	UserID     int64
+	CreatedBy  *int64
+	Name       string
+	TokenHash  []byte
+	Access     string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	LastUsedAt *time.Time
+}
+
 type Assembly struct {
 	ID             int64
 	Name           string
@@ -140,6 +152,7 @@ type AuditLog struct {
 	Status     int32
 	Outcome    string
 	RequestID  string
+	ApiTokenID *int64
 }
 
 type AuthThrottle struct {

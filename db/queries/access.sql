@@ -43,8 +43,8 @@ SELECT u, s FROM unnest(@user_ids::bigint[]) AS u CROSS JOIN unnest(@site_ids::b
 SELECT count(*) FROM sites WHERE id = ANY(@ids::bigint[]);
 
 -- name: AuditInsert :exec
-INSERT INTO audit_log (username, role, action, target, client_addr, status, outcome, request_id)
-VALUES (@username, @role, @action, @target, @client_addr, @status, @outcome, @request_id);
+INSERT INTO audit_log (username, role, action, target, client_addr, status, outcome, request_id, api_token_id)
+VALUES (@username, @role, @action, @target, @client_addr, @status, @outcome, @request_id, sqlc.narg('api_token_id'));
 
 -- name: AuditList :many
 SELECT * FROM audit_log

@@ -118,7 +118,8 @@ func NewService(ctx context.Context, store *db.Store, cipher *aegis.Cipher, cfg 
 		pendingKey: aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: "pending-mfa-hs256", Size: 32}), cfg: cfg, dummyHash: dummy}, nil
 }
 
-// Principal is a signed-in operator, resolved from a session.
+// Principal is a signed-in operator, resolved from a session or from a
+// personal API token (then SessionID is 0 and APITokenID names the token).
 type Principal struct {
 	SessionID int64
 	UserID    int64
@@ -126,10 +127,17 @@ type Principal struct {
 	Role      string
 	CSRFHash  []byte
 	siteIDs   []int64
+	// APITokenID and TokenAccess (read or write) are set for requests
+	// made with an API token.
+	APITokenID  int64
+	TokenAccess string
 }
 
 // IsAdmin reports the admin role.
 func (p *Principal) IsAdmin() bool { return p.Role == RoleAdmin }
+
+// ReadOnly reports a read-only API token: it may not change anything.
+func (p *Principal) ReadOnly() bool { return p.APITokenID != 0 && p.TokenAccess != AccessWrite }
 
 // SiteScope is what the operator may see: every site for administrators,
 // the assigned sites for everyone else (read when the session was resolved,
@@ -322,6 +330,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 // counting as activity: open event streams call it on each keep-alive, so
 // a stream ends with its session and notices a change of role or sites.
 func (s *Service) Recheck(ctx context.Context, p *Principal) (*Principal, error) {
+	if p.APITokenID != 0 {
+		return s.recheckAPIToken(ctx, p)
+	}
 	row, err := s.store.SessionGetByID(ctx, p.SessionID)
 	if db.IsNoRows(err) {
 		return nil, errUnauthorized
@@ -356,9 +367,10 @@ func (s *Service) principal(ctx context.Context, sessionID, userID int64, userna
 	return p, nil
 }
 
-// SameScope reports whether q sees exactly what p sees (role and sites).
+// SameScope reports whether q sees exactly what p sees (role, sites and
+// a token's access).
 func (p *Principal) SameScope(q *Principal) bool {
-	return p.Role == q.Role && slices.Equal(p.siteIDs, q.siteIDs)
+	return p.Role == q.Role && slices.Equal(p.siteIDs, q.siteIDs) && p.TokenAccess == q.TokenAccess
 }
 
 // Logout ends the session, or every session of the operator with all.

@@ -2,12 +2,14 @@ package auth_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
@@ -144,4 +146,52 @@ func TestRecheckFollowsTheSessionWithoutTouchingIt(t *testing.T) {
 	require.NoError(t, f.svc.Logout(ctx, p, false))
 	_, err = f.svc.Recheck(ctx, p)
 	requireCode(t, err, cairn.ECodeUnauthorized)
+}
+
+// An API token resolves to its owner as the owner is now; an account
+// flagged for recovery cannot use its tokens; the sweep deletes tokens a
+// week after their expiry; only the token's hash is stored.
+func TestAPITokensFollowTheirOwner(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	sess := f.signIn(t, f.svc, "admin", password, secret)
+	p, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+	tok, err := f.svc.CreateAPIToken(ctx, p, auth.APITokenRequest{Name: "ci", ExpiresInDays: 2, Access: auth.AccessRead})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(tok.Token, auth.APITokenPrefix))
+	row, err := f.store.APITokenGetByHash(ctx, auth.HashToken(tok.Token))
+	require.NoError(t, err)
+	require.Equal(t, tok.ID, row.ID)
+
+	tp, err := f.svc.AuthenticateAPIToken(ctx, tok.Token)
+	require.NoError(t, err)
+	require.Equal(t, tok.ID, tp.APITokenID)
+	require.Zero(t, tp.SessionID)
+	require.True(t, tp.ReadOnly())
+	require.True(t, tp.IsAdmin())
+	again, err := f.svc.Recheck(ctx, tp)
+	require.NoError(t, err)
+	require.True(t, tp.SameScope(again))
+
+	// A token cannot mint a token.
+	_, err = f.svc.CreateAPIToken(ctx, tp, auth.APITokenRequest{Name: "child", ExpiresInDays: 365, Access: auth.AccessWrite})
+	requireCode(t, err, cairn.ECodeForbidden)
+
+	require.NoError(t, f.store.UserFlagAllForRecovery(ctx))
+	_, err = f.svc.AuthenticateAPIToken(ctx, tok.Token)
+	requireCode(t, err, cairn.ECodeRecoveryRequired)
+	_, err = f.svc.Recheck(ctx, tp)
+	requireCode(t, err, cairn.ECodeRecoveryRequired)
+
+	f.clk.Advance(2*24*time.Hour + 6*24*time.Hour)
+	require.NoError(t, f.svc.DeleteExpiredPendingTokens(ctx))
+	_, err = f.store.APITokenGetByHash(ctx, auth.HashToken(tok.Token))
+	require.NoError(t, err, "kept (listed as expired) for a week after expiry")
+	f.clk.Advance(2 * 24 * time.Hour)
+	require.NoError(t, f.svc.DeleteExpiredPendingTokens(ctx))
+	_, err = f.store.APITokenGetByHash(ctx, auth.HashToken(tok.Token))
+	require.True(t, db.IsNoRows(err), "swept: %v", err)
 }

@@ -15,7 +15,12 @@ func (s *Service) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 }
 
 // DeleteExpiredPendingTokens forgets used pending-MFA token IDs whose
-// tokens have expired (a replay of them fails on expiry anyway).
+// tokens have expired (a replay of them fails on expiry anyway), and API
+// tokens a week past their expiry (listed as expired until then).
 func (s *Service) DeleteExpiredPendingTokens(ctx context.Context) error {
-	return s.store.PendingTokenDeleteExpired(ctx)
+	if err := s.store.PendingTokenDeleteExpired(ctx); err != nil {
+		return err
+	}
+	_, err := s.DeleteExpiredAPITokens(ctx)
+	return err
 }

@@ -1,4 +1,4 @@
-import { expect, test, type Page } from '@playwright/test';
+import { expect, request, test, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -236,6 +236,36 @@ test('a new deployment: setup wizard, sign-in, sites, toasts, access, sign-out',
     await expect(page.getByTestId('profile-username')).toHaveText(USERNAME);
     await expect(page.getByTestId('profile-mfa')).toHaveText('Authenticator app set up');
     await shot(page, '11-profile');
+  });
+
+  await test.step('profile: an API token, shown once, used by a script, revoked', async () => {
+    const section = page.getByTestId('tokens-section');
+    await section.getByRole('button', { name: 'Create a token' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create an API token' });
+    await dialog.getByLabel('Name').fill('e2e script');
+    await dialog.getByRole('button', { name: 'Create token' }).click();
+    const shown = page.getByRole('dialog', { name: 'Copy your new token' });
+    const token = await shown.getByTestId('new-token').inputValue();
+    expect(token).toMatch(/^cairn_pat_/);
+    await shot(page, '11b-profile-token-created');
+    await shown.getByRole('button', { name: 'Done' }).click();
+    await expect(section.getByTestId('token-row')).toHaveCount(1);
+    await expect(section.getByTestId('token-row')).toContainText('Read only · never used');
+
+    // A script without the browser's cookies: reads work, changes do not.
+    const script = await request.newContext({ baseURL: process.env.CAIRN_E2E_BASE_URL, extraHTTPHeaders: { Authorization: `Bearer ${token}` } });
+    const me = await script.get('/api/auth/me');
+    expect(me.status()).toBe(200);
+    expect((await me.json()).username).toBe(USERNAME);
+    expect((await script.post('/api/sites', { data: { name: 'Nope', site_worker_slug: 'nope' } })).status()).toBe(403);
+
+    await page.reload();
+    await expect(section.getByTestId('token-row')).toContainText('last used');
+    await section.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog', { name: 'Revoke e2e script?' }).getByRole('button', { name: 'Revoke token' }).click();
+    await expect(section.getByText('No API tokens yet.')).toBeVisible();
+    expect((await script.get('/api/auth/me')).status()).toBe(401);
+    await script.dispose();
   });
 
   await test.step('access: create an operator and assign it the site', async () => {

@@ -131,6 +131,8 @@ export interface AuditEntry {
   /** "success" or the error code of the answer. */
   outcome: string;
   request_id?: string | null;
+  /** The API token the request used; null for a session. */
+  api_token_id?: number | null;
 }
 
 export interface AuditPage {

@@ -21,6 +21,7 @@ import { ErrorAlert, useRateLimited } from '../components/ErrorAlert';
 import { errorCode, fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
 import { PasskeysSection } from '../passkeys/PasskeysSection';
+import { TokensSection } from '../tokens/TokensSection';
 
 function Row({ label, children }: { label: string; children: React.ReactNode }) {
   return (
@@ -61,7 +62,7 @@ export function ProfilePage() {
 
   return (
     <Box sx={{ maxWidth: 720 }}>
-      <PageHeader title="Profile" subtitle="Your account, password, authenticator and passkeys." />
+      <PageHeader title="Profile" subtitle="Your account, password, authenticator, passkeys and API tokens." />
       <Section title="Account">
         <Row label="Username">
           <span data-testid="profile-username">{user.username}</span>
@@ -83,8 +84,13 @@ export function ProfilePage() {
           </Section>
         </>
       ) : (
-        <Alert severity="info">Your password, authenticator and passkeys are managed by your directory, not by Cairn.</Alert>
+        <Alert severity="info" sx={{ mb: 2 }}>
+          Your password, authenticator and passkeys are managed by your directory, not by Cairn.
+        </Alert>
       )}
+      <Section title="API tokens">
+        <TokensSection />
+      </Section>
     </Box>
   );
 }

@@ -17,11 +17,12 @@ describe('AuditPanel', () => {
       'GET /api/server/audit': (call) =>
         call.query.get('before_id') === '41'
           ? { body: { entries: [entry(40, { action: 'POST /api/auth/login', username: 'mallory', role: null, status: 401, outcome: 'invalid_credentials', target: null })], next_before_id: null } }
-          : { body: { entries: [entry(42, { action: 'POST /api/users', target: 'username=operator1' }), entry(41)], next_before_id: 41 } },
+          : { body: { entries: [entry(42, { action: 'POST /api/users', target: 'username=operator1', api_token_id: 7 }), entry(41)], next_before_id: 41 } },
     });
     renderWithProviders(<AuditPanel />);
     expect(await screen.findByText('POST /api/users', {}, SLOW)).toBeInTheDocument();
     expect(screen.getByText('username=operator1')).toBeInTheDocument();
+    expect(screen.getByText('token #7')).toBeInTheDocument(); // made with an API token
     expect(screen.getAllByTestId('audit-outcome').map((c) => c.textContent)).toEqual(['success', 'success']);
     expect(screen.getAllByTestId('audit-outcome')[0]).toHaveClass('MuiChip-colorSuccess');
     const first = engine.callsTo('GET', '/api/server/audit')[0];

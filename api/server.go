@@ -360,6 +360,9 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 				e.Username, e.Role, e.APITokenID = p.Username, p.Role, p.APITokenID
 			}
 			addLogAttrs(r, "user_id", p.UserID)
+			if p.APITokenID != 0 {
+				addLogAttrs(r, "api_token_id", p.APITokenID)
+			}
 			if admin && !p.IsAdmin() {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeForbidden, "administrators only"))
 				return

@@ -251,7 +251,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
 	e.Workers = workers.NewManager(tc, log, cfg.Sites)
-	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
+	gw := agentgateway.Options{Log: log, Now: cfg.Now, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,

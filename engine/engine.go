@@ -177,6 +177,9 @@ type Engine struct {
 	// has ended.
 	stopTemporal context.CancelFunc
 	temporalDone chan struct{}
+	// gate is the Temporal client of everything but the workers; it fails
+	// fast while Temporal is known to be away (temporal_gate.go).
+	gate *temporalGate
 }
 
 // New builds an Engine over an open database and Temporal client. Nothing
@@ -195,8 +198,12 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		kdf = *cfg.KDF
 	}
 	log := cfg.Log
-	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log}
+	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log, gate: &temporalGate{Client: tc}}
 	e.bg, e.cancel = context.WithCancel(context.Background())
+	// Workers get the SDK's client; every caller that starts or reaches a
+	// workflow (routes, starters, activities) the gated one.
+	workerClient := tc
+	tc = e.gate
 
 	var err error
 	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)
@@ -250,7 +257,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
-	e.Workers = workers.NewManager(tc, log, cfg.Sites)
+	e.Workers = workers.NewManager(workerClient, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, Now: cfg.Now, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
@@ -363,6 +370,7 @@ func (e *Engine) Start() error {
 		}()
 	}
 	e.goBG(func(ctx context.Context) { e.Workers.Run(ctx, e.Sites.Slugs, changes) })
+	e.goBG(e.watchTemporal)
 	return nil
 }
 
@@ -376,10 +384,15 @@ func poke(ch chan struct{}) {
 // temporalProbe bounds one Temporal health check.
 const temporalProbe = 5 * time.Second
 
+// probeTemporal checks Temporal's health and tells the gate.
 func (e *Engine) probeTemporal(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, temporalProbe)
+	started := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, temporalProbe)
 	defer cancel()
-	_, err := e.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+	_, err := e.Temporal.CheckHealth(pctx, &client.CheckHealthRequest{})
+	if ctx.Err() == nil { // a probe cut short by shutdown says nothing
+		e.gate.report(err == nil, started)
+	}
 	return err
 }
 

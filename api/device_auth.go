@@ -117,7 +117,7 @@ func (s *Server) authenticateDevice(r *http.Request) (*devicetrust.Identity, err
 	}
 	return &devicetrust.Identity{
 		GUID: d.Guid, AgentID: d.AgentID, Hostname: d.Hostname, SiteID: d.SiteID, SiteSlug: d.SiteSlug,
-		TokenVersion: d.TokenVersion, JKT: d.Jkt, AgentVersion: d.AgentVersion,
+		TokenVersion: d.TokenVersion, JKT: d.Jkt, AgentVersion: d.AgentVersion, ExpiresAt: claims.ExpiresAt.Time,
 	}, nil
 }
 

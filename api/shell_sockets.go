@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -138,6 +139,9 @@ func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session
 	}
 	wait.Stop()
 
+	guardCtx, stopGuard := context.WithCancel(ctx)
+	defer stopGuard()
+	go h.guard(guardCtx, p, sess, live)
 	rec := shells.NewRecorder(sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now(), 0, nil)
 	res := shells.Bridge(ctx, conn, agent, rec, live.EndRequested())
 	if why := live.ClosingReason(); why != "" {
@@ -145,6 +149,74 @@ func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session
 	}
 	transcript, truncated := rec.Bytes()
 	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode, Transcript: transcript, Truncated: truncated})
+}
+
+// Reasons the guard ends a bridged session with (its close_reason).
+const (
+	reasonSessionEnded = "the operator's session ended"
+	reasonScopeChanged = "the operator's role or sites changed"
+	reasonTokenLapsed  = "the device's access token expired and was not refreshed"
+)
+
+// guard ends a bridged session once either socket's authentication is
+// gone (docs/architecture.md "Socket lifetimes"). On each event-stream
+// keep-alive it re-checks, without touching it, the operator's session,
+// as event streams do; and, once the access token the agent's socket was
+// opened with has expired, whether the device holds a newer one (it
+// refreshed) under the same trust, as the realtime socket's sweep does.
+func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Session, live *shells.Live) {
+	every := h.s.EventKeepAlive
+	if every <= 0 {
+		every = defaultEventKeepAlive
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	agent := live.AgentAuth()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var reason string
+		switch h.s.streamEnds(ctx, p) {
+		case "session_ended":
+			reason = reasonSessionEnded
+		case "scope_changed":
+			reason = reasonScopeChanged
+		default:
+			reason = h.deviceLapsed(ctx, sess.GUID, &agent)
+		}
+		if reason != "" {
+			h.s.Log.Info("shell session ended by re-check", "session", sess.ID, "reason", reason)
+			h.live.End(sess.ID, reason, 0)
+			return
+		}
+	}
+}
+
+// deviceLapsed says why the agent's side may not stay open ("" when it
+// may), moving agent.ExpiresAt on while the device keeps refreshing.
+func (h *shellAPI) deviceLapsed(ctx context.Context, guid string, agent *shells.AgentAuth) string {
+	now := h.s.DeviceTokens.Now() // the clock the token's expiry is on
+	if agent.ExpiresAt.IsZero() || now.Before(agent.ExpiresAt) {
+		return ""
+	}
+	rows, err := h.s.Store.DeviceSocketCheckMany(ctx, []string{guid})
+	if err != nil {
+		// A database hiccup is not the token's end; the next tick asks again.
+		h.s.Log.Warn("shell session: re-check the device", "err", err)
+		return ""
+	}
+	if len(rows) == 0 || rows[0].TrustState != devicetrust.TrustActive || rows[0].TokenVersion != agent.TokenVersion {
+		return "the device is no longer trusted under the token its agent connected with"
+	}
+	newest := devicetrust.AccessValidUntil(rows[0].RefreshExpiresAt)
+	if !now.Before(newest) {
+		return reasonTokenLapsed
+	}
+	agent.ExpiresAt = newest
+	return ""
 }
 
 // agentURL is the agent's side of session id on the origin the browser
@@ -186,7 +258,7 @@ func (h *shellAPI) agentSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	// The connection outlives this handler: the browser's handler owns
 	// it from here.
-	if !h.live.Deliver(id, conn) {
+	if !h.live.Deliver(id, conn, shells.AgentAuth{TokenVersion: dev.TokenVersion, ExpiresAt: dev.ExpiresAt}) {
 		_ = conn.Close(websocket.StatusNormalClosure, "the operator's side of the session is gone")
 	}
 }

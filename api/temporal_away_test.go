@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
@@ -36,8 +39,18 @@ func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
+	// Counts the gRPC attempts made on behalf of an HTTP request (its
+	// context carries the request ID; the Engine's own probes do not).
+	var fromRequests atomic.Int64
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if middleware.GetReqID(ctx) != "" {
+			fromRequests.Add(1)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 	tc, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Namespace: "default",
-		Logger: quietTemporalLogger{}})
+		Logger: quietTemporalLogger{}, ConnectionOptions: client.ConnectionOptions{
+			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)}}})
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("away"), temporal: tc}
@@ -60,13 +73,18 @@ func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
 	require.Equal(t, 200, a.device(t, "POST", proto.PathHeartbeat, proto.Heartbeat{SentAt: time.Now().UTC(), AgentVersion: "1.2.3",
 		BootID: "boot-1", Metrics: proto.Metrics{LoggedInUsers: []string{}}}).Status, "the refreshed token works")
 
-	// An enrollment request starts an approval workflow: not now.
+	// An enrollment request starts an approval workflow: not now, and
+	// at once: the Engine knows Temporal is away (its health probe
+	// failed), so the request makes no call to Temporal, whose client
+	// would retry for 10 s before answering.
 	c := b.newAgent(t, "away-02")
 	code := b.enrollmentCode(t, adminB, site)
+	before := fromRequests.Load() // /ready asked Temporal's health itself
 	r = c.request(t, code)
 	require.Equal(t, 503, r.Status, r.Raw)
 	require.Equal(t, "temporal_unavailable", r.Body["error"])
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	require.Equal(t, before, fromRequests.Load(), "the request called Temporal while the Engine knew it was away")
 
 	// Temporal comes up on the address the replica was given.
 	srv, err := devtemporal.Start(devtemporal.Options{Port: port, DatabaseFile: filepath.Join(t.TempDir(), "temporal.sqlite"),
@@ -86,8 +104,10 @@ func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
 	}, 2*time.Minute, 100*time.Millisecond)
 
 	// Durable operations run again: the approval workflow goes through.
+	before = fromRequests.Load()
 	r = c.request(t, code)
 	require.Equal(t, 202, r.Status, r.Raw)
+	require.Greater(t, fromRequests.Load(), before, "the start went to Temporal")
 	d := b.do(t, "POST", "/api/admin/device-approvals/"+c.approvalID+"/approve", adminB, nil)
 	require.Equal(t, 200, d.Status, d.Raw)
 	require.Eventually(t, func() bool {

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const deviceInsert = `-- name: DeviceInsert :one
@@ -88,20 +89,26 @@ func (q *Queries) DeviceSocketAttach(ctx context.Context, arg DeviceSocketAttach
 }
 
 const deviceSocketCheckMany = `-- name: DeviceSocketCheckMany :many
-SELECT guid, trust_state, token_version, coalesce(socket_replica, '')::text AS socket_replica
+SELECT guid, trust_state, token_version, coalesce(socket_replica, '')::text AS socket_replica,
+    coalesce((SELECT max(r.expires_at) FROM refresh_tokens r
+              WHERE r.device_guid = devices.guid AND r.revoked_at IS NULL), 'epoch'::timestamptz)::timestamptz
+        AS refresh_expires_at
 FROM devices WHERE guid = ANY ($1::text[])
 `
 
 type DeviceSocketCheckManyRow struct {
-	Guid          string
-	TrustState    string
-	TokenVersion  int32
-	SocketReplica string
+	Guid             string
+	TrustState       string
+	TokenVersion     int32
+	SocketReplica    string
+	RefreshExpiresAt time.Time
 }
 
 // What a replica re-checks of the sockets it holds, on each refresh and
 // after its listener reconnects: trust state and token version (a socket
-// outlives neither) and which replica holds the device's newest socket.
+// outlives neither), which replica holds the device's newest socket, and
+// the expiry of the device's newest live refresh token (minted with its
+// newest access token: devicetrust.AccessValidUntil).
 func (q *Queries) DeviceSocketCheckMany(ctx context.Context, guids []string) ([]DeviceSocketCheckManyRow, error) {
 	rows, err := q.db.Query(ctx, deviceSocketCheckMany, guids)
 	if err != nil {
@@ -116,6 +123,7 @@ func (q *Queries) DeviceSocketCheckMany(ctx context.Context, guids []string) ([]
 			&i.TrustState,
 			&i.TokenVersion,
 			&i.SocketReplica,
+			&i.RefreshExpiresAt,
 		); err != nil {
 			return nil, err
 		}

@@ -182,6 +182,9 @@ type Engine struct {
 	// has ended.
 	stopTemporal context.CancelFunc
 	temporalDone chan struct{}
+	// gate is the Temporal client of everything but the workers; it fails
+	// fast while Temporal is known to be away (temporal_gate.go).
+	gate *temporalGate
 }
 
 // New builds an Engine over an open database and Temporal client. Nothing
@@ -202,9 +205,13 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	// Whatever logger the caller hands in, no line carries a secret.
 	cfg.Log = slog.New(logs.Redact(cfg.Log.Handler()))
 	log := cfg.Log
-	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log, Metrics: metrics.New()}
+	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log, Metrics: metrics.New(), gate: &temporalGate{Client: tc}}
 	e.Metrics.WatchPool(store.Pool.Stat)
 	e.bg, e.cancel = context.WithCancel(context.Background())
+	// Workers get the SDK's client; every caller that starts or reaches a
+	// workflow (routes, starters, activities) the gated one.
+	workerClient := tc
+	tc = e.gate
 
 	var err error
 	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)
@@ -259,8 +266,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
-	e.Workers = workers.NewManager(tc, log, cfg.Sites)
-	gw := agentgateway.Options{Log: log, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
+	e.Workers = workers.NewManager(workerClient, log, cfg.Sites)
+	gw := agentgateway.Options{Log: log, Now: cfg.Now, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Metrics.WatchAgents(e.Gateway.ConnectedBySite)
@@ -379,6 +386,7 @@ func (e *Engine) Start() error {
 		}()
 	}
 	e.goBG(func(ctx context.Context) { e.Workers.Run(ctx, e.Sites.Slugs, changes) })
+	e.goBG(e.watchTemporal)
 	return nil
 }
 
@@ -392,13 +400,17 @@ func poke(ch chan struct{}) {
 // temporalProbe bounds one Temporal health check.
 const temporalProbe = 5 * time.Second
 
+// probeTemporal checks Temporal's health and tells the gate.
 func (e *Engine) probeTemporal(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, temporalProbe)
+	started := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, temporalProbe)
 	defer cancel()
-	_, err := e.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
-	// A stop cancels the probe: that is no Temporal failure.
-	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
-		e.Metrics.TemporalError("health_check")
+	_, err := e.Temporal.CheckHealth(pctx, &client.CheckHealthRequest{})
+	if ctx.Err() == nil { // a probe cut short by shutdown says nothing
+		e.gate.report(err == nil, started)
+		if err != nil {
+			e.Metrics.TemporalError("health_check")
+		}
 	}
 	return err
 }

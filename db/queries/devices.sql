@@ -14,8 +14,13 @@ RETURNING guid, hostname, site_id;
 -- name: DeviceSocketCheckMany :many
 -- What a replica re-checks of the sockets it holds, on each refresh and
 -- after its listener reconnects: trust state and token version (a socket
--- outlives neither) and which replica holds the device's newest socket.
-SELECT guid, trust_state, token_version, coalesce(socket_replica, '')::text AS socket_replica
+-- outlives neither), which replica holds the device's newest socket, and
+-- the expiry of the device's newest live refresh token (minted with its
+-- newest access token: devicetrust.AccessValidUntil).
+SELECT guid, trust_state, token_version, coalesce(socket_replica, '')::text AS socket_replica,
+    coalesce((SELECT max(r.expires_at) FROM refresh_tokens r
+              WHERE r.device_guid = devices.guid AND r.revoked_at IS NULL), 'epoch'::timestamptz)::timestamptz
+        AS refresh_expires_at
 FROM devices WHERE guid = ANY (@guids::text[]);
 
 -- name: DeviceSocketDetach :execrows

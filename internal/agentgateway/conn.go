@@ -44,6 +44,10 @@ type conn struct {
 	onReply func(*conn, proto.Envelope)
 
 	mu sync.Mutex
+	// validUntil is when the device's access token expires: the one the
+	// socket was opened with, moved on by sweeps while the device
+	// refreshes.
+	validUntil time.Time
 	// tokens are the command-path requests written to this socket that
 	// wait for a reply: request ID -> the activity's task token.
 	tokens map[string][]byte
@@ -56,7 +60,7 @@ type outgoing struct {
 
 func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
-	return &conn{dev: dev, ws: ws, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	return &conn{dev: dev, ws: ws, log: log, validUntil: dev.ExpiresAt, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		out: make(chan outgoing, 64), tokens: map[string][]byte{}}
 }
 

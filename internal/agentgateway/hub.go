@@ -68,6 +68,9 @@ type Options struct {
 	// sockets at; when set it is recorded for the realtime route
 	// (standalone site workers).
 	Endpoint string
+	// Now is the clock access-token expiries are read on (the Engine's,
+	// which signs them); time.Now when nil.
+	Now func() time.Time
 	// QueueOf names a site's worker (its task queue) in routes and acks;
 	// the Engine passes workflows.SiteTaskQueue (this package sits below
 	// workflows, so it cannot import it).
@@ -91,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.QueueOf == nil {
 		o.QueueOf = func(slug string) string { return "site:" + slug }

@@ -175,7 +175,7 @@ func (h *Hub) whyNotAttached(ctx context.Context, c *conn) error {
 	if len(rows) == 0 {
 		return cairn.Errorf(cairn.ECodeNotFound, "device %s not found", c.dev.GUID)
 	}
-	if reason := distrust(c, rows[0]); reason != "" {
+	if reason := distrust(c, rows[0], h.opts.Now()); reason != "" {
 		return refusal(reason)
 	}
 	return errors.New("agentgateway: the device's socket record did not update")

@@ -2,6 +2,7 @@ package agentgateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -68,7 +69,7 @@ func (h *Hub) sweep(ctx context.Context) {
 			// a leftover the agent no longer reads.
 			h.closeByCheck(c, closeNormal, "replaced by a newer socket of this device")
 		default:
-			if reason := distrust(c, row); reason != "" {
+			if reason := distrust(c, row, h.opts.Now()); reason != "" {
 				h.closeByCheck(c, closePolicy, reason)
 			}
 		}
@@ -76,15 +77,30 @@ func (h *Hub) sweep(ctx context.Context) {
 	h.deliverUnclaimed(ctx, guids)
 }
 
-// distrust says why c may not stay open under its device's row ("" when
-// it may): the same checks the Device middleware makes on every request.
-func distrust(c *conn, row db.DeviceSocketCheckManyRow) string {
+// distrust says why c may not stay open under its device's row at now
+// ("" when it may): the checks the Device middleware makes on every
+// request, the access token's expiry included. Once the token the socket
+// was opened with (or the last one seen) has expired, the socket goes on
+// under the device's newest access token if it is still valid, and closes
+// if the device stopped refreshing: the socket never outlives every token
+// the device holds by more than a sweep.
+func distrust(c *conn, row db.DeviceSocketCheckManyRow, now time.Time) string {
 	switch {
 	case row.TrustState != devicetrust.TrustActive:
 		return "device " + row.TrustState
 	case row.TokenVersion != c.dev.TokenVersion:
 		return "the device's token version changed; refresh the token and reconnect"
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.validUntil.IsZero() || now.Before(c.validUntil) {
+		return ""
+	}
+	newest := devicetrust.AccessValidUntil(row.RefreshExpiresAt)
+	if !now.Before(newest) {
+		return "the access token expired and was not refreshed; refresh it and reconnect"
+	}
+	c.validUntil = newest
 	return ""
 }
 

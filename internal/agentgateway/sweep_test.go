@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/authtest"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 )
 
 // setTrust changes a device's trust the way a trust action does (state and
@@ -130,4 +133,73 @@ func TestHandoversSurviveAListenerReconnect(t *testing.T) {
 	agDispatched.send(proto.MsgReply, got.ID, map[string]any{"processes": []any{}})
 	c := done.wait(t, string(req.TaskToken))
 	require.Empty(t, c.code)
+}
+
+// refreshed records a token pair minted for guid at (a refresh), as
+// devicetrust.Tokens.Refresh stores it; revoked marks its family revoked.
+func (f *fixture) refreshed(t *testing.T, guid string, at time.Time, revoked bool) {
+	t.Helper()
+	ctx := context.Background()
+	hash := []byte(uuid.NewString())
+	require.NoError(t, f.store.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: hash, DeviceGuid: guid,
+		FamilyID: "family-" + guid, ExpiresAt: at.Add(devicetrust.RefreshTokenTTL)}))
+	if revoked {
+		require.NoError(t, f.store.RefreshTokenRevokeFamily(ctx, db.RefreshTokenRevokeFamilyParams{FamilyID: "family-" + guid, Now: &at}))
+	}
+}
+
+// A socket outlives the access token it was opened with only while the
+// device refreshes: a sweep past the token's expiry looks for a newer
+// token (a newer live refresh token is minted with it) and closes the
+// socket when there is none.
+func TestSocketEndsWhenItsAccessTokenLapses(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	clk := authtest.NewClock()
+	// Sweeps run when the test says so (and once as the listener starts).
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{SeenRefresh: time.Hour, Now: clk.Now})
+	opened := clk.Now()
+	connectWithToken := func(t *testing.T) (devicetrust.Identity, *agent) {
+		dev := f.device(t, "alpha")
+		dev.ExpiresAt = opened.Add(devicetrust.AccessTokenTTL)
+		f.mu.Lock()
+		f.devices[dev.GUID] = dev
+		f.mu.Unlock()
+		return dev, connect(t, r, dev)
+	}
+	refreshing, a := connectWithToken(t)
+	stopped, b := connectWithToken(t)
+	stolen, c := connectWithToken(t)
+	ctx := context.Background()
+	alive := func(dev devicetrust.Identity, ag *agent) {
+		t.Helper()
+		require.NoError(t, r.hub.Send(ctx, dev.GUID, proto.Envelope{Type: "vnc_refresh"}))
+		require.Equal(t, "vnc_refresh", ag.next().Type)
+	}
+	lapsed := func(ag *agent) {
+		t.Helper()
+		ce := ag.closed(30 * time.Second)
+		require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
+		require.Equal(t, "the access token expired and was not refreshed; refresh it and reconnect", ce.Reason)
+	}
+
+	// Ten minutes in, one device refreshes; another's refresh family is
+	// revoked (a reused token), which leaves it no newer token.
+	clk.Advance(10 * time.Minute)
+	f.refreshed(t, refreshing.GUID, clk.Now(), false)
+	f.refreshed(t, stolen.GUID, clk.Now(), true)
+	agentgateway.Sweep(ctx, r.hub)
+	alive(stopped, b) // its token is still valid
+
+	// Past the first tokens' expiry: only the refreshed device keeps its socket.
+	clk.Advance(6 * time.Minute)
+	agentgateway.Sweep(ctx, r.hub)
+	lapsed(b)
+	lapsed(c)
+	alive(refreshing, a)
+
+	// Past the refreshed token's expiry, with no refresh since.
+	clk.Advance(10 * time.Minute)
+	agentgateway.Sweep(ctx, r.hub)
+	lapsed(a)
 }

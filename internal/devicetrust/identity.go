@@ -1,5 +1,7 @@
 package devicetrust
 
+import "time"
+
 // Identity is an authenticated device: what the Device middleware puts on
 // a request after checking its access token and DPoP proof, and what the
 // site worker runtime registers a socket under.
@@ -15,4 +17,8 @@ type Identity struct {
 	// AgentVersion and Protocol come from the X-Service-Agent-Context
 	// header and the token.
 	AgentVersion string
+	// ExpiresAt is when the access token that authenticated the request
+	// expires: a socket opened with it outlives it only if the device
+	// refreshed (AccessValidUntil).
+	ExpiresAt time.Time
 }

@@ -132,6 +132,18 @@ func (t *Tokens) Wire(i Issued) proto.Tokens {
 	}
 }
 
+// Now is the clock tokens are minted and checked on.
+func (t *Tokens) Now() time.Time { return t.now() }
+
+// AccessValidUntil is when the newest access token issued to a device
+// expires, given the expiry of its newest live refresh token: Issue and
+// Refresh mint the two together, so the refresh token dates the pair. A
+// socket opened with an access token outlives that token only while this
+// moves on, that is while the device keeps refreshing.
+func AccessValidUntil(refreshExpiresAt time.Time) time.Time {
+	return refreshExpiresAt.Add(AccessTokenTTL - RefreshTokenTTL)
+}
+
 // Access mints an access token for the device.
 func (t *Tokens) Access(ctx context.Context, guid, jkt string, version int32, siteID int64) (string, time.Time, error) {
 	seed, err := t.key.Secret(ctx)

@@ -38,8 +38,9 @@ type Live struct {
 	ID        string
 	reg       *Registry
 	agent     chan *websocket.Conn
-	delivered bool   // under reg.mu
-	closing   string // under reg.mu: why it is being closed, once asked
+	delivered bool      // under reg.mu
+	agentAuth AgentAuth // under reg.mu, once delivered
+	closing   string    // under reg.mu: why it is being closed, once asked
 	end       chan string
 	endOnce   sync.Once
 	done      chan struct{}
@@ -63,9 +64,17 @@ func (r *Registry) Waiting(id string) bool {
 	return l != nil && !l.delivered
 }
 
-// Deliver hands the agent's socket to the waiting session; false when no
-// session waits for one here (gone, or it has its agent already).
-func (r *Registry) Deliver(id string, c *websocket.Conn) bool {
+// AgentAuth is what authenticated the agent's socket: the device's token
+// version and when the access token it was opened with expires.
+type AgentAuth struct {
+	TokenVersion int32
+	ExpiresAt    time.Time
+}
+
+// Deliver hands the agent's socket, authenticated by auth, to the waiting
+// session; false when no session waits for one here (gone, or it has its
+// agent already).
+func (r *Registry) Deliver(id string, c *websocket.Conn, auth AgentAuth) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.sessions[id]
@@ -73,6 +82,7 @@ func (r *Registry) Deliver(id string, c *websocket.Conn) bool {
 		return false
 	}
 	l.delivered = true
+	l.agentAuth = auth
 	l.agent <- c // buffered: never blocks
 	return true
 }
@@ -118,6 +128,13 @@ func (r *Registry) End(id, reason string, grace time.Duration) (done <-chan stru
 		}()
 	}
 	return l.done, true
+}
+
+// AgentAuth is what authenticated the delivered agent socket.
+func (l *Live) AgentAuth() AgentAuth {
+	l.reg.mu.Lock()
+	defer l.reg.mu.Unlock()
+	return l.agentAuth
 }
 
 // ClosingReason is the reason End was given ("" when not asked).

@@ -11,6 +11,7 @@ import { freshTotp, totp } from './totp';
 
 const USERNAME = 'admin';
 const PASSWORD = 'passkey e2e admin password';
+const PASSPHRASE = 'passkey e2e passphrase';
 
 let engine: Engine;
 
@@ -37,7 +38,7 @@ test('register a passkey on the profile page, sign out, sign in with the passkey
   // A deployment of its own, bootstrapped through the API; page.request
   // shares the browser's cookies, so the password sign-in carries over.
   const setup_code = await engine.setupCode();
-  await ok(await page.request.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: 'passkey e2e passphrase', setup_code } }));
+  await ok(await page.request.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: PASSPHRASE, setup_code } }));
   const admin = await ok(
     await page.request.post(`${base}/api/bootstrap/admin/setup`, { data: { username: USERNAME, password: PASSWORD, setup_code } }),
   );
@@ -98,6 +99,35 @@ test('register a passkey on the profile page, sign out, sign in with the passkey
     await page.getByRole('menuitem', { name: 'Profile' }).click();
     await expect(page.getByTestId('passkey-row')).toContainText('last used');
     await page.screenshot({ path: join(artifactsDir, 'passkeys-02-signed-in.png'), fullPage: true });
+  });
+
+  await test.step('a passkey assertion satisfies the re-authentication of a sensitive action', async () => {
+    // Rotating the master cipher asks who you are again; with a passkey on
+    // the account the dialog offers it, and the virtual authenticator
+    // answers the assertion (user verification included).
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Server' }).click();
+    const section = page.getByTestId('master-cipher');
+    await expect(section.getByTestId('cipher-rotated-at')).toHaveText('Never');
+    await section.getByRole('button', { name: 'Rotate passphrase' }).click();
+    let dialog = page.getByRole('dialog', { name: 'Rotate the passphrase' });
+    await dialog.getByLabel('Current passphrase').fill(PASSPHRASE);
+    await dialog.getByLabel('New passphrase', { exact: true }).fill(`${PASSPHRASE} rotated`);
+    await dialog.getByLabel('Repeat the new passphrase').fill(`${PASSPHRASE} rotated`);
+    await dialog.getByRole('button', { name: 'Continue' }).click();
+    dialog = page.getByRole('dialog', { name: 'Rotate the passphrase' });
+    const reauthOptions = page.waitForResponse((r) => r.url().endsWith('/api/auth/reauth/passkey/options'));
+    const rotate = page.waitForResponse((r) => r.url().endsWith('/api/aegis/rotate'));
+    await dialog.getByRole('button', { name: 'Use a passkey' }).click();
+    expect((await reauthOptions).status()).toBe(200);
+    const rotated = await rotate;
+    expect(rotated.status(), await rotated.text()).toBe(200);
+    // The proof was the passkey, not a password.
+    const sent = rotated.request().postDataJSON();
+    expect(sent.password).toBeUndefined();
+    expect(sent.passkey.ceremony_id).toBeTruthy();
+    await expect(page.getByTestId('cipher-rotated')).toBeVisible();
+    await expect(section.getByTestId('cipher-rotated-at')).not.toHaveText('Never');
+    await page.screenshot({ path: join(artifactsDir, 'passkeys-03-reauth-rotate.png'), fullPage: true });
   });
 
   expect(consoleErrors).toEqual([]);

@@ -369,6 +369,57 @@ describe('signed in', () => {
   });
 });
 
+describe('forced cipher reset', () => {
+  it('shows both codes once after the session ends, then sets up the new cipher with the setup code', async () => {
+    const user = userEvent.setup({ delay: null });
+    let phase = 'login_required';
+    const engine = fakeEngine({
+      'GET /api/bootstrap/state': () => ({ body: { phase } }),
+      'GET /api/auth/me': () => (phase === 'login_required' ? { body: ADMIN } : UNAUTHORIZED),
+      'GET /api/server/workers': () => (phase === 'login_required' ? { body: { engine: null, sites: [] } } : UNAUTHORIZED),
+      'GET /api/aegis/status': {
+        body: { configured: true, unlocked: true, algorithm: 'AES-256-GCM', kdf: null, created_at: null, rotated_at: null },
+      },
+      'POST /api/aegis/force_reset': () => {
+        phase = 'aegis_setup_required';
+        return { body: { phase, recovery_code: 'recovery-code-1', setup_code: 'SETUP-CODE-AFTER-RESET' } };
+      },
+      'POST /api/bootstrap/aegis/setup': () => {
+        phase = 'admin_recovery_required';
+        return { body: { phase } };
+      },
+    });
+    renderWithProviders(<App />, { route: '/server' });
+    await screen.findByTestId('cipher-state');
+    await user.click(screen.getByRole('button', { name: 'Force reset' }));
+    let dialog = await screen.findByRole('dialog');
+    await user.type(within(dialog).getByLabelText('Type FORCE RESET to confirm'), 'FORCE RESET');
+    await user.click(within(dialog).getByRole('button', { name: 'Continue' }));
+    dialog = await screen.findByRole('dialog', { name: 'Force reset the master cipher' });
+    await user.type(within(dialog).getByLabelText('Your password'), 'admin password!');
+    await user.type(within(dialog).getByLabelText('Authenticator code'), '123456');
+    await user.click(within(dialog).getByRole('button', { name: 'Reset the master cipher' }));
+
+    expect(await screen.findByTestId('reset-setup-code')).toHaveTextContent('SETUP-CODE-AFTER-RESET');
+    expect(screen.getByTestId('reset-recovery-code')).toHaveTextContent('recovery-code-1');
+    const next = screen.getByRole('button', { name: 'Continue to set up the new cipher' });
+    expect(next).toBeDisabled();
+    await user.click(screen.getByLabelText('I have saved both codes'));
+    await user.click(next);
+
+    // The setup code the reset showed fills the wizard's first step.
+    expect(await screen.findByRole('heading', { name: 'Set the master cipher' })).toBeInTheDocument();
+    await user.type(screen.getByLabelText('Passphrase'), 'a new master passphrase');
+    await user.type(screen.getByLabelText('Confirm passphrase'), 'a new master passphrase');
+    await user.click(screen.getByRole('button', { name: 'Set master cipher' }));
+    expect(await screen.findByRole('heading', { name: 'Recover an administrator' })).toBeInTheDocument();
+    expect(engine.callsTo('POST', '/api/bootstrap/aegis/setup')[0].body).toEqual({
+      passphrase: 'a new master passphrase',
+      setup_code: 'SETUP-CODE-AFTER-RESET',
+    });
+  });
+});
+
 describe('live device updates', () => {
   // Just enough EventSource for the console's stream hook.
   class StreamStub {

@@ -7,9 +7,10 @@ import Button from '@mui/material/Button';
 import CircularProgress from '@mui/material/CircularProgress';
 import { ApiError, onSessionProblem } from './api/client';
 import { auth, bootstrap } from './api/endpoints';
-import type { User } from './api/types';
+import type { ForceResetResult, User } from './api/types';
 import { AuthShell } from './auth/AuthShell';
 import { BOOTSTRAP_QUERY, BootstrapFlow, type WizardKind } from './auth/BootstrapFlow';
+import { CipherResetCodes } from './auth/CipherResetCodes';
 import { LoginPage } from './auth/LoginPage';
 import { ME_QUERY, SessionContext, type Session } from './auth/session';
 import { describeError } from './components/errors';
@@ -69,6 +70,10 @@ export function App() {
   const queryClient = useQueryClient();
   const [wizard, setWizard] = useState<WizardKind | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  // A forced cipher reset's codes: on screen until the administrator says
+  // they are saved; the setup code then fills the wizard's first step.
+  const [reset, setReset] = useState<ForceResetResult | null>(null);
+  const [presetSetupCode, setPresetSetupCode] = useState<string | null>(null);
 
   const phaseQuery = useQuery({ queryKey: BOOTSTRAP_QUERY, queryFn: bootstrap.state, refetchOnWindowFocus: false });
   const phase = phaseQuery.data?.phase;
@@ -114,18 +119,41 @@ export function App() {
     [queryClient],
   );
 
+  const cipherReset = useCallback(
+    (r: ForceResetResult) => {
+      setReset(r);
+      setPresetSetupCode(r.setup_code);
+      setWizard('recovery');
+      forgetSession(queryClient);
+      queryClient.setQueryData(BOOTSTRAP_QUERY, { phase: r.phase });
+    },
+    [queryClient],
+  );
+
+  if (reset) {
+    return (
+      <CipherResetCodes
+        result={reset}
+        onContinue={() => {
+          setReset(null);
+          void queryClient.invalidateQueries({ queryKey: BOOTSTRAP_QUERY });
+        }}
+      />
+    );
+  }
   if (phaseQuery.isPending) return <Loading label="Connecting to the Engine…" />;
   if (phaseQuery.isError) return <EngineError error={phaseQuery.error} retry={() => void phaseQuery.refetch()} />;
   const current = phaseQuery.data.phase;
-  if (current !== 'login_required') return <BootstrapFlow phase={current} kind={wizard ?? 'setup'} />;
+  if (current !== 'login_required')
+    return <BootstrapFlow phase={current} kind={wizard ?? 'setup'} initialSetupCode={presetSetupCode} />;
 
   if (meQuery.isPending) return <Loading label="Checking your session…" />;
   if (meQuery.isError) return <EngineError error={meQuery.error} retry={() => void meQuery.refetch()} />;
   if (!user) return <LoginPage onSignedIn={signedIn} notice={notice} afterWizard={wizard} />;
-  return <Console user={user} />;
+  return <Console user={user} cipherReset={cipherReset} />;
 }
 
-function Console({ user }: { user: User }) {
+function Console({ user, cipherReset }: { user: User; cipherReset: (r: ForceResetResult) => void }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const { toasts, push, dismiss } = useToastStack();
@@ -138,6 +166,7 @@ function Console({ user }: { user: User }) {
   const session = useMemo<Session>(
     () => ({
       user,
+      cipherReset,
       signOut: async () => {
         try {
           await auth.logout();
@@ -147,7 +176,7 @@ function Console({ user }: { user: User }) {
         }
       },
     }),
-    [user, queryClient, navigate],
+    [user, cipherReset, queryClient, navigate],
   );
 
   return (

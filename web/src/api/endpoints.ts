@@ -1,6 +1,9 @@
 import { api, ApiError } from './client';
+import type { ReauthProof } from '../passkeys/api';
 import type {
   ActivityRow,
+  AegisStatus,
+  ForceResetResult,
   AgentMaintenanceResult,
   AgentPlatform,
   AgentUpdates,
@@ -127,6 +130,18 @@ export const server = {
   workers: (historySeconds: number) =>
     api<WorkersResponse>(`/api/server/workers?history_seconds=${historySeconds}`),
 };
+
+/** The master cipher (docs/api.md "Master cipher"); rotate and reset carry a fresh proof of identity. */
+export const aegis = {
+  status: () => api<AegisStatus>('/api/aegis/status'),
+  rotate: (current_passphrase: string, new_passphrase: string, proof: ReauthProof) =>
+    api<AegisStatus>('/api/aegis/rotate', { body: { current_passphrase, new_passphrase, ...proof } }),
+  forceReset: (proof: ReauthProof) =>
+    api<ForceResetResult>('/api/aegis/force_reset', { body: { confirm: FORCE_RESET_PHRASE, ...proof } }),
+};
+
+/** What the Engine wants typed before it deletes the master cipher. */
+export const FORCE_RESET_PHRASE = 'FORCE RESET';
 
 const userPath = (username: string) => `/api/users/${encodeURIComponent(username)}`;
 

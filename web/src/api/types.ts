@@ -105,6 +105,23 @@ export interface WorkersResponse {
 
 export type Role = 'admin' | 'operator';
 
+/** GET /api/aegis/status: the master cipher of this deployment. */
+export interface AegisStatus {
+  configured: boolean;
+  unlocked: boolean;
+  algorithm: string;
+  kdf: { algorithm: string; time: number; memory_kib: number; threads: number } | null;
+  created_at: string | null;
+  rotated_at: string | null;
+}
+
+/** POST /api/aegis/force_reset: both codes, shown once. */
+export interface ForceResetResult {
+  phase: BootstrapPhase;
+  recovery_code: string;
+  setup_code: string;
+}
+
 /** A user as the admin routes return it: the user object plus site scope and last sign-in. */
 export interface Operator extends User {
   /** Assigned sites; empty for admins, who see every site. */

@@ -27,12 +27,21 @@ export function wizardLabels(kind: WizardKind): string[] {
 }
 
 /** Everything before `login_required`, chosen by the Engine's phase. */
-export function BootstrapFlow({ phase, kind }: { phase: Exclude<BootstrapPhase, 'login_required'>; kind: WizardKind }) {
+export function BootstrapFlow({
+  phase,
+  kind,
+  initialSetupCode = null,
+}: {
+  phase: Exclude<BootstrapPhase, 'login_required'>;
+  kind: WizardKind;
+  /** The code a forced reset just showed, so the administrator need not type it. */
+  initialSetupCode?: string | null;
+}) {
   const queryClient = useQueryClient();
   const [pending, setPending] = useState<PendingMfa | null>(null);
   // The setup code is kept in memory only, for the cipher and
   // administrator steps; a reload asks for it again.
-  const [setupCode, setSetupCode] = useState<string | null>(null);
+  const [setupCode, setSetupCode] = useState<string | null>(initialSetupCode);
   const [codeRefused, setCodeRefused] = useState(false);
 
   const setPhase = (r: PhaseResponse) => {

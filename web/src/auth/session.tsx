@@ -1,11 +1,17 @@
 import { createContext, useContext } from 'react';
-import type { User } from '../api/types';
+import type { ForceResetResult, User } from '../api/types';
 
 export const ME_QUERY = ['auth-me'] as const;
 
 export interface Session {
   user: User;
   signOut: () => Promise<void>;
+  /**
+   * Hands the codes of a forced cipher reset to the frame above the
+   * console: the reset ends every session, this one included, so the
+   * console unmounts while the codes must stay on screen.
+   */
+  cipherReset?: (result: ForceResetResult) => void;
 }
 
 export const SessionContext = createContext<Session | null>(null);

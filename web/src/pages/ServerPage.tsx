@@ -13,11 +13,13 @@ import Tooltip from '@mui/material/Tooltip';
 import Typography from '@mui/material/Typography';
 import RefreshIcon from '@mui/icons-material/Refresh';
 import { server } from '../api/endpoints';
+import { useSession } from '../auth/session';
 import type { WorkerState } from '../api/types';
 import { PageHeader } from '../components/ComingSoon';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { formatDateTime } from '../components/format';
 import { gridTheme } from '../components/grid';
+import { MasterCipherSection } from './server/MasterCipherSection';
 
 export interface WorkerRow extends WorkerState {
   kind: 'engine' | 'site';
@@ -84,6 +86,7 @@ const HISTORY_OPTIONS = [
 ];
 
 export default function ServerPage() {
+  const { user } = useSession();
   const [history, setHistory] = useState(3600);
   const query = useQuery({
     queryKey: ['server-workers', history],
@@ -156,7 +159,7 @@ export default function ServerPage() {
     <Box>
       <PageHeader
         title="Server"
-        subtitle="Temporal workers of this deployment: the Engine queue and one queue per site. A worker is running when it polled its queue in the last minute."
+        subtitle="The master cipher (administrators) and the Temporal workers of this deployment: the Engine queue and one queue per site. A worker is running when it polled its queue in the last minute."
         actions={
           <>
             <FormControl sx={{ minWidth: 170 }}>
@@ -179,6 +182,7 @@ export default function ServerPage() {
           </>
         }
       />
+      {user.role === 'admin' && <MasterCipherSection />}
       {query.isError && <ErrorAlert error={query.error} />}
       <Box sx={{ '& .mono': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', fontSize: 12.5 } }}>
         <AgGridReact<WorkerRow>

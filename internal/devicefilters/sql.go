@@ -74,12 +74,15 @@ var stringPredicates = map[string]string{
 
 // loweredPredicates are stringPredicates for a subject stored as
 // lower(column) (device_filter_rows): the same value the devices
-// fragments compute per row, computed once at write instead.
+// fragments compute per row, computed once at write instead. The value
+// is folded in a scalar subquery, evaluated once per execution: a
+// prepared statement's generic plan (pgx caches statements) cannot fold
+// lower($n) and would call it on every row.
 var loweredPredicates = map[string]string{
-	"equals":       `%[1]s = lower(%[2]s::text)`,
-	"contains":     `strpos(%[1]s, lower(%[2]s::text)) > 0`,
-	"starts_with":  `starts_with(%[1]s, lower(%[2]s::text))`,
-	"ends_with":    `right(%[1]s, char_length(lower(%[2]s::text))) = lower(%[2]s::text)`,
+	"equals":       `%[1]s = (SELECT lower(%[2]s::text))`,
+	"contains":     `strpos(%[1]s, (SELECT lower(%[2]s::text))) > 0`,
+	"starts_with":  `starts_with(%[1]s, (SELECT lower(%[2]s::text)))`,
+	"ends_with":    `right(%[1]s, (SELECT char_length(lower(%[2]s::text)))) = (SELECT lower(%[2]s::text))`,
 	"is_not_empty": `%[1]s <> ''`,
 }
 

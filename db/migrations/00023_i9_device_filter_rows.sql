@@ -54,9 +54,9 @@ $$;
 
 CREATE TRIGGER device_filter_rows_write AFTER INSERT OR DELETE ON devices
     FOR EACH ROW EXECUTE FUNCTION device_filter_rows_sync();
--- An update that changes none of the copied columns (status posts, most
--- operator actions) costs nothing more; heartbeats move last_seen, so each
--- heartbeat updates one narrow row too.
+-- An update that changes none of the copied columns (metrics only, boot
+-- ID, token version) costs nothing more; heartbeats and status posts move
+-- last_seen, so each updates one narrow row too (docs/benchmarks.md).
 CREATE TRIGGER device_filter_rows_update AFTER UPDATE ON devices
     FOR EACH ROW WHEN ((OLD.guid, OLD.site_id, OLD.hostname, OLD.description, OLD.operating_system, OLD.agent_version,
         OLD.agent_version_key, OLD.trust_state, OLD.last_seen, OLD.socket_replica, OLD.socket_seen_at)

@@ -265,6 +265,20 @@ type DeviceFilter struct {
 	UpdatedAt   time.Time
 }
 
+type DeviceFilterRow struct {
+	Guid                 string
+	SiteID               int64
+	HostnameLower        string
+	DescriptionLower     string
+	OperatingSystemLower string
+	AgentVersionLower    string
+	AgentVersionKey      []pgtype.Numeric
+	TrustState           string
+	LastSeen             *time.Time
+	SocketReplica        *string
+	SocketSeenAt         *time.Time
+}
+
 type DeviceInventory struct {
 	DeviceGuid   string
 	Hash         string

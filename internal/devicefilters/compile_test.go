@@ -106,10 +106,12 @@ func compileSQL(t *testing.T, doc map[string]any) (string, []any) {
 	n, err := Parse(raw, "filter")
 	require.NoError(t, err, string(raw))
 	s := New(nil, Config{Now: func() time.Time { return time.Unix(1.9e9, 123456789) }})
-	sel, err := s.selection(cairn.SiteScope{SiteIDs: []int64{7}}, s.cfg.Now(), []Node{n}, 3, "Offline")
+	sel, err := s.selection(cairn.SiteScope{SiteIDs: []int64{7}}, s.cfg.Now(), []Node{n}, 3, "Offline", false)
 	require.NoError(t, err)
-	rows, count := sel.pageSQL(Sort{Column: "metadata", Metadata: 9, Desc: true}, 50, 10)
-	return rows + "\n" + count + "\n" + sel.refsSQL(), sel.q.args
+	rows := sel.pageSQL(Sort{Column: "metadata", Metadata: 9, Desc: true}, 50, 10)
+	cnt, err := s.selection(cairn.SiteScope{SiteIDs: []int64{7}}, s.cfg.Now(), []Node{n}, 3, "Offline", true)
+	require.NoError(t, err)
+	return rows + "\n" + sel.countSQL() + "\n" + cnt.countSQL() + "\n" + sel.refsSQL(), append(sel.q.args, cnt.q.args...)
 }
 
 // The compiled SQL depends on the tree's shape alone: the same fields and

@@ -184,6 +184,11 @@ func TestGroupsCombine(t *testing.T) {
 			{"field":"software","key":"openssl","op":"version_lt","value":"2"},{"field":"pending_patches","op":"gt","value":1}]}]}`: {},
 		`{"match":"any","conditions":[{"match":"any","conditions":[{"match":"any","conditions":[{"match":"all","conditions":[
 			{"field":"last_seen","op":"never"}]}]}]}]}`: {"never-1"},
+		// A logged-in user reads devices.metrics, so this total counts over
+		// devices, not device_filter_rows, with the string fragments of
+		// devices.
+		`{"match":"all","conditions":[{"field":"hostname","op":"starts_with","value":"WEB"},
+			{"field":"logged_in_user","op":"equals","value":"Carol"}]}`: {"web-2"},
 	} {
 		require.Equal(t, want, hostnames(t, f, cairn.AllSites, doc), doc)
 	}

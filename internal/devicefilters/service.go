@@ -164,9 +164,10 @@ type DeviceRef struct {
 	SiteID   int64
 }
 
-// selection compiles scope, drilldowns and trees into one WHERE clause.
-func (s *Service) selection(scope cairn.SiteScope, now time.Time, filters []Node, siteID int64, status string) (*selection, error) {
-	q := &query{now: now, cutoffs: [2]time.Time{ceilMicro(now.Add(-s.cfg.OnlineWindow)), ceilMicro(now.Add(-s.cfg.SocketWindow))}}
+// selection compiles scope, drilldowns and trees into one WHERE clause
+// over devices d, or with rows over device_filter_rows d (for a total).
+func (s *Service) selection(scope cairn.SiteScope, now time.Time, filters []Node, siteID int64, status string, rows bool) (*selection, error) {
+	q := &query{now: now, rows: rows, cutoffs: [2]time.Time{ceilMicro(now.Add(-s.cfg.OnlineWindow)), ceilMicro(now.Add(-s.cfg.SocketWindow))}}
 	sel := &selection{q: q}
 	if scope.All {
 		sel.where = append(sel.where, sqlAllSites)
@@ -222,16 +223,26 @@ func (s *Service) Page(ctx context.Context, scope cairn.SiteScope, pq PageQuery)
 		return Page{}, cairn.Invalid("sort", "is not a sort column")
 	}
 	now := s.cfg.Now().UTC()
-	sel, err := s.selection(scope, now, pq.Filters, pq.SiteID, pq.Status)
+	sel, err := s.selection(scope, now, pq.Filters, pq.SiteID, pq.Status, false)
 	if err != nil {
 		return Page{}, err
 	}
-	whereArgs := len(sel.q.args)
-	rowsSQL, countSQL := sel.pageSQL(pq.Sort, pq.Limit, pq.Offset)
+	rowsSQL := sel.pageSQL(pq.Sort, pq.Limit, pq.Offset)
+	// The total reads the narrow copy unless a condition needs a column
+	// only devices has.
+	cnt, err := s.selection(scope, now, pq.Filters, pq.SiteID, pq.Status, true)
+	if err != nil {
+		return Page{}, err
+	}
+	if cnt.q.metrics {
+		if cnt, err = s.selection(scope, now, pq.Filters, pq.SiteID, pq.Status, false); err != nil {
+			return Page{}, err
+		}
+	}
 
 	batch := &pgx.Batch{}
 	var page = Page{Rows: []Row{}, Now: now}
-	batch.Queue(countSQL, sel.q.args[:whereArgs]...).QueryRow(func(r pgx.Row) error { return r.Scan(&page.Total) })
+	batch.Queue(cnt.countSQL(), cnt.q.args...).QueryRow(func(r pgx.Row) error { return r.Scan(&page.Total) })
 	batch.Queue(rowsSQL, sel.q.args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r Row
@@ -258,7 +269,7 @@ func (s *Service) MatchGUIDs(ctx context.Context, scope cairn.SiteScope, tree No
 
 // Match is MatchGUIDs over several trees that must all match.
 func (s *Service) Match(ctx context.Context, scope cairn.SiteScope, trees []Node) ([]DeviceRef, error) {
-	sel, err := s.selection(scope, s.cfg.Now().UTC(), trees, 0, "")
+	sel, err := s.selection(scope, s.cfg.Now().UTC(), trees, 0, "", false)
 	if err != nil {
 		return nil, err
 	}

@@ -22,8 +22,13 @@ const (
 	sqlDescription  = `d.description`
 	sqlOS           = `d.operating_system`
 	sqlAgentVersion = `d.agent_version`
-	sqlOSVersion    = `coalesce(i.os->>'version', '')`
-	sqlCPUModel     = `coalesce(i.hardware->>'cpu_model', '')`
+	// The same strings in device_filter_rows, lower-cased.
+	sqlHostnameLower     = `d.hostname_lower`
+	sqlDescriptionLower  = `d.description_lower`
+	sqlOSLower           = `d.operating_system_lower`
+	sqlAgentVersionLower = `d.agent_version_lower`
+	sqlOSVersion         = `coalesce(i.os->>'version', '')`
+	sqlCPUModel          = `coalesce(i.hardware->>'cpu_model', '')`
 	// convert_from's result takes the "C" collation of its encoding-name
 	// argument, under which lower() leaves non-ASCII letters alone.
 	sqlMetadata = `coalesce((SELECT convert_from(decode(m.value_b64, 'base64'), 'UTF8') COLLATE "default" FROM device_metadata_values m WHERE m.device_guid = d.guid AND m.field_number = %s::int), '')`
@@ -64,6 +69,20 @@ var stringPredicates = map[string]string{
 	"contains":     `strpos(lower(%[1]s), lower(%[2]s::text)) > 0`,
 	"starts_with":  `starts_with(lower(%[1]s), lower(%[2]s::text))`,
 	"ends_with":    `right(lower(%[1]s), char_length(lower(%[2]s::text))) = lower(%[2]s::text)`,
+	"is_not_empty": `%[1]s <> ''`,
+}
+
+// loweredPredicates are stringPredicates for a subject stored as
+// lower(column) (device_filter_rows): the same value the devices
+// fragments compute per row, computed once at write instead. The value
+// is folded in a scalar subquery, evaluated once per execution: a
+// prepared statement's generic plan (pgx caches statements) cannot fold
+// lower($n) and would call it on every row.
+var loweredPredicates = map[string]string{
+	"equals":       `%[1]s = (SELECT lower(%[2]s::text))`,
+	"contains":     `strpos(%[1]s, (SELECT lower(%[2]s::text))) > 0`,
+	"starts_with":  `starts_with(%[1]s, (SELECT lower(%[2]s::text)))`,
+	"ends_with":    `right(%[1]s, (SELECT char_length(lower(%[2]s::text)))) = (SELECT lower(%[2]s::text))`,
 	"is_not_empty": `%[1]s <> ''`,
 }
 
@@ -108,8 +127,15 @@ const (
 	sqlRowColumns = `d.guid, d.agent_id, d.hostname, d.description, d.site_id, s.name, s.slug, d.last_seen, d.socket_replica,
        d.socket_seen_at, d.operating_system, d.agent_version, d.agent_build_id, d.trust_state, d.boot_id, d.helper_contexts,
        d.metrics, d.enrolled_at`
-	sqlFromDevices   = ` FROM devices d JOIN sites s ON s.id = d.site_id`
-	sqlFromCount     = `SELECT count(*) FROM devices d`
+	sqlFromDevices = ` FROM devices d JOIN sites s ON s.id = d.site_id`
+	sqlFromCount   = `SELECT count(*) FROM devices d`
+	// sqlFromCountRows counts over device_filter_rows, the trigger-kept
+	// copy of the columns conditions read, its strings lower-cased
+	// (migration 00024): a total visits every device in scope, and the
+	// narrow rows are a fraction of the wide devices rows to read and
+	// need no case folding. Only logged_in_user reads a column it lacks
+	// (metrics).
+	sqlFromCountRows = `SELECT count(*) FROM device_filter_rows d`
 	sqlJoinInventory = ` LEFT JOIN device_inventory i ON i.device_guid = d.guid`
 	sqlWhere         = ` WHERE `
 	sqlAnd           = ` AND `
@@ -142,10 +168,14 @@ var directions = map[bool][2]string{false: {"ASC", "NULLS FIRST"}, true: {"DESC"
 type query struct {
 	args      []any
 	inventory bool
-	now       time.Time
-	online    string
-	socket    string
-	cutoffs   [2]time.Time
+	// rows: d is device_filter_rows (a count), not devices.
+	rows bool
+	// metrics: a condition reads d.metrics, which only devices has.
+	metrics bool
+	now     time.Time
+	online  string
+	socket  string
+	cutoffs [2]time.Time
 }
 
 func (q *query) arg(v any) string {
@@ -248,6 +278,7 @@ func (q *query) cond(c *cond) string {
 	case "software_name":
 		return fmt.Sprintf(sqlSoftwareName, q.arg(c.str))
 	case "logged_in_user":
+		q.metrics = true
 		positive, negate := c.op, false
 		if p, ok := negatedStringOps[c.op]; ok {
 			positive, negate = p, true
@@ -266,12 +297,17 @@ func (q *query) cond(c *cond) string {
 		}
 		return fmt.Sprintf(sqlVersionCmp, key, op, q.arg(versionKey(c.str)))
 	}
-	subject := q.stringSubject(c)
+	subject, lowered := q.stringSubject(c)
 	positive, negate := c.op, false
 	if p, ok := negatedStringOps[c.op]; ok {
 		positive, negate = p, true
 	}
-	s := q.stringPredicate(subject, positive, c.str)
+	var s string
+	if lowered {
+		s = q.predicate(loweredPredicates, subject, positive, c.str)
+	} else {
+		s = q.stringPredicate(subject, positive, c.str)
+	}
 	if negate {
 		return not(s)
 	}
@@ -279,30 +315,43 @@ func (q *query) cond(c *cond) string {
 }
 
 func (q *query) stringPredicate(subject, op, value string) string {
-	if op == "is_not_empty" {
-		return fmt.Sprintf(stringPredicates[op], subject)
-	}
-	return fmt.Sprintf(stringPredicates[op], subject, q.arg(value))
+	return q.predicate(stringPredicates, subject, op, value)
 }
 
-func (q *query) stringSubject(c *cond) string {
+func (q *query) predicate(preds map[string]string, subject, op, value string) string {
+	if op == "is_not_empty" {
+		return fmt.Sprintf(preds[op], subject)
+	}
+	return fmt.Sprintf(preds[op], subject, q.arg(value))
+}
+
+// deviceStrings are the string fields of devices: the column, and its
+// lower-cased copy in device_filter_rows.
+var deviceStrings = map[string][2]string{
+	"hostname":      {sqlHostname, sqlHostnameLower},
+	"description":   {sqlDescription, sqlDescriptionLower},
+	"os":            {sqlOS, sqlOSLower},
+	"agent_version": {sqlAgentVersion, sqlAgentVersionLower},
+}
+
+// stringSubject is the expression a string condition reads, and whether
+// it is stored lower-cased.
+func (q *query) stringSubject(c *cond) (string, bool) {
+	if cols, ok := deviceStrings[c.field.name]; ok {
+		if q.rows {
+			return cols[1], true
+		}
+		return cols[0], false
+	}
 	switch c.field.name {
-	case "hostname":
-		return sqlHostname
-	case "description":
-		return sqlDescription
-	case "os":
-		return sqlOS
-	case "agent_version":
-		return sqlAgentVersion
 	case "os_version":
 		q.inventory = true
-		return sqlOSVersion
+		return sqlOSVersion, false
 	case "cpu_model":
 		q.inventory = true
-		return sqlCPUModel
+		return sqlCPUModel, false
 	}
-	return fmt.Sprintf(sqlMetadata, q.arg(c.num))
+	return fmt.Sprintf(sqlMetadata, q.arg(c.num)), false
 }
 
 func (q *query) number(name string) string {
@@ -350,8 +399,17 @@ func (s *selection) from(head string) string {
 	return head
 }
 
-// pageSQL is the page of rows and the total, in that order.
-func (s *selection) pageSQL(sort Sort, limit, offset int) (rows, count string) {
+// countSQL is the total matching, over the table the selection was
+// compiled for.
+func (s *selection) countSQL() string {
+	if s.q.rows {
+		return s.from(sqlFromCountRows) + s.sql()
+	}
+	return s.from(sqlFromCount) + s.sql()
+}
+
+// pageSQL is the page of rows, from a selection compiled for devices.
+func (s *selection) pageSQL(sort Sort, limit, offset int) string {
 	q := s.q
 	dir := directions[sort.Desc]
 	var extra string
@@ -362,11 +420,8 @@ func (s *selection) pageSQL(sort Sort, limit, offset int) (rows, count string) {
 		extra = fmt.Sprintf(sqlMetadata, q.arg(sort.Metadata))
 	}
 	order := fmt.Sprintf(sortKeys[sort.Column], dir[0], dir[1], extra)
-	where := s.sql()
-	count = s.from(sqlFromCount) + where
-	rows = s.from("SELECT "+sqlRowColumns+sqlFromDevices) + where + sqlOrderBy + order +
+	return s.from("SELECT "+sqlRowColumns+sqlFromDevices) + s.sql() + sqlOrderBy + order +
 		fmt.Sprintf(sqlLimitOffset, q.arg(limit), q.arg(offset))
-	return rows, count
 }
 
 func (s *selection) refsSQL() string {

@@ -319,27 +319,8 @@ func TestOperatorUpdateWaitsForALaneSlot(t *testing.T) {
 
 	ctx := t.Context()
 	lane := f.engine.core.Slots
-	activeItems := func() float64 {
-		s := f.do(t, "GET", "/api/server/site-worker-settings", admin, nil)
-		require.Equal(t, 200, s.Status, s.Raw)
-		for _, x := range s.Body["sites"].([]any) {
-			if m := x.(map[string]any); m["site_id"] == float64(site) {
-				return m["active_items"].(float64)
-			}
-		}
-		t.Fatalf("site %d missing from the site-worker settings", site)
-		return 0
-	}
-	capacity := 0
-	for {
-		ok, err := lane.Acquire(ctx, site, fmt.Sprint("bulk-", capacity), "scheduled_job", time.Hour)
-		require.NoError(t, err)
-		if !ok {
-			break
-		}
-		capacity++
-	}
-	require.Positive(t, capacity)
+	activeItems := func() float64 { return f.laneActiveItems(t, admin, site) }
+	capacity := f.fillLane(t, site)
 
 	r := f.do(t, "POST", "/api/devices/agent-maintenance", admin, map[string]any{"action": "update_now", "guids": []string{a.guid}})
 	require.Equal(t, 202, r.Status, r.Raw)

@@ -312,27 +312,8 @@ func TestFullLaneHoldsJobsNotQuickRuns(t *testing.T) {
 
 	ctx := context.Background()
 	lane := f.engine.core.Slots
-	activeItems := func() float64 {
-		s := f.do(t, "GET", "/api/server/site-worker-settings", admin, nil)
-		require.Equal(t, 200, s.Status, s.Raw)
-		for _, x := range s.Body["sites"].([]any) {
-			if m := x.(map[string]any); m["site_id"] == float64(site) {
-				return m["active_items"].(float64)
-			}
-		}
-		t.Fatalf("site %d missing from the site-worker settings", site)
-		return 0
-	}
-	capacity := 0
-	for {
-		ok, err := lane.Acquire(ctx, site, fmt.Sprint("bulk-", capacity), "scheduled_job", time.Hour)
-		require.NoError(t, err)
-		if !ok {
-			break
-		}
-		capacity++
-	}
-	require.Positive(t, capacity)
+	activeItems := func() float64 { return f.laneActiveItems(t, admin, site) }
+	capacity := f.fillLane(t, site)
 	require.Equal(t, float64(capacity), activeItems())
 
 	r = f.do(t, "POST", fmt.Sprintf("/api/scheduled_jobs/%d/rerun", job), admin, nil)
@@ -359,4 +340,36 @@ func TestFullLaneHoldsJobsNotQuickRuns(t *testing.T) {
 	require.Eventually(t, func() bool { return jobRun().Body["status"] == "succeeded" }, 2*time.Minute, 200*time.Millisecond)
 	require.Equal(t, "bulk\n", onlyResult(t, jobRun())["stdout"])
 	require.Eventually(t, func() bool { return activeItems() == float64(capacity-1) }, time.Minute, 100*time.Millisecond)
+}
+
+// laneActiveItems is the site's active lane items as the site-worker
+// settings route reports them.
+func (f *fixture) laneActiveItems(t *testing.T, admin string, site int64) float64 {
+	t.Helper()
+	s := f.do(t, "GET", "/api/server/site-worker-settings", admin, nil)
+	require.Equal(t, 200, s.Status, s.Raw)
+	for _, x := range s.Body["sites"].([]any) {
+		if m := x.(map[string]any); m["site_id"] == float64(site) {
+			return m["active_items"].(float64)
+		}
+	}
+	t.Fatalf("site %d missing from the site-worker settings", site)
+	return 0
+}
+
+// fillLane takes every slot of the site's lane under holders bulk-0,
+// bulk-1, ... and returns how many it took (the lane's capacity).
+func (f *fixture) fillLane(t *testing.T, site int64) int {
+	t.Helper()
+	capacity := 0
+	for {
+		ok, err := f.engine.core.Slots.Acquire(t.Context(), site, fmt.Sprint("bulk-", capacity), "scheduled_job", time.Hour)
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+		capacity++
+	}
+	require.Positive(t, capacity)
+	return capacity
 }

@@ -109,14 +109,19 @@ deps-run:
 deps-test:
 	@scripts/deps.sh test
 
-## generate: regenerate sqlc code from db/queries and db/migrations
+# Generated and committed: sqlc code (db/sqlc), the API document generated
+# from the route table (docs/openapi.json).
+GENERATED := db/ docs/openapi.json
+
+## generate: regenerate sqlc code from db/queries and db/migrations, and the API document from the route table
 generate:
 	$(SQLC) generate
+	$(GO) run ./scripts/openapi -o docs/openapi.json
 
 ## check-generated: fail when committed generated code differs from a fresh generation
 check-generated: generate
-	@if [ -n "$$(git status --porcelain -- db/)" ]; then \
-		echo "generated code in db/ is stale: run 'make generate' and commit"; git status --short -- db/; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+		echo "generated code is stale: run 'make generate' and commit"; git status --short -- $(GENERATED); exit 1; fi
 
 clean:
 	rm -rf bin web/dist/assets web/dist/index.html

@@ -28,8 +28,8 @@ func (s *Server) deviceRoutes() []Route {
 			}
 			return map[string][]agentJSON{"agents": out}, err
 		})},
-		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList)},
-		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch)},
+		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList).Query(queryInteger("site_id", "only this site's devices"), queryInteger("site", "the console's spelling of site_id"), queryString("status", "connected, disconnected or offline"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"), queryString("sort", "a column, - first for descending"), queryInteger("filter_id", "a saved device filter"), queryString("filter", "a draft filter tree (JSON)"))},
+		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch).Query(queryInteger("limit", "devices to return"), queryString("hostname", "a hostname or part of one"))},
 		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
 			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			return newDeviceSummaryJSON(d), err

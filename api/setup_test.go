@@ -170,7 +170,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())
-	hs := httptest.NewServer(e.Handler())
+	hs := httptest.NewServer(validated(t, e.Handler()))
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()

@@ -2,8 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -279,7 +281,30 @@ func (s *Server) openapiRoutes() []Route {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(b)
 		}).Stream(http.StatusOK, "application/json").Summary("This document")},
+		{"GET", "/api/docs", AuthNone, raw(s.apiDocs).Stream(http.StatusOK, "text/html").
+			Summary("The API reference page (this document, rendered)").Errors(cairn.ECodeNotFound)},
 	}
+}
+
+// apiDocs serves the API reference page, a page of the console build
+// (web/api-docs.html) that renders /api/openapi.json with scripts from the
+// Engine's own files, within the console's CSP.
+func (s *Server) apiDocs(w http.ResponseWriter, r *http.Request) {
+	var page []byte
+	err := fs.ErrNotExist
+	if s.Console != nil {
+		page, err = fs.ReadFile(s.Console, "api-docs.html")
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeNotFound, "the API reference was not built into this binary; /api/openapi.json has the document"))
+		return
+	} else if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(page)
 }
 
 // docCache holds the generated document (built on first use).

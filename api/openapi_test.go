@@ -39,6 +39,12 @@ func TestOpenAPIDocumentServedAndComplete(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), res.Raw)
 
+	// The reference page, from the console build, under the console's CSP.
+	page := f.do(t, "GET", "/api/docs", "", nil)
+	require.Equal(t, 200, page.Status, page.Raw)
+	require.Contains(t, page.Raw, "Cairn API reference")
+	require.Contains(t, page.Header.Get("Content-Security-Policy"), "script-src 'self'")
+
 	doc, err := apiDocument()
 	require.NoError(t, err)
 	require.Equal(t, "3.1.0", doc.OpenAPI)

@@ -136,6 +136,7 @@ func setup(t *testing.T) *fixture {
 var console = fstest.MapFS{
 	"index.html":    {Data: []byte("<!doctype html><title>Cairn</title>")},
 	"assets/app.js": {Data: []byte("console.log('cairn')")},
+	"api-docs.html": {Data: []byte("<!doctype html><title>Cairn API reference</title>")},
 }
 
 // newEngine starts another replica on the fixture's database through the

@@ -110,13 +110,15 @@ deps-test:
 	@scripts/deps.sh test
 
 # Generated and committed: sqlc code (db/sqlc), the API document generated
-# from the route table (docs/openapi.json).
-GENERATED := db/ docs/openapi.json
+# from the route table (docs/openapi.json) and the console's types generated
+# from that document (web/src/api/openapi.gen.ts).
+GENERATED := db/ docs/openapi.json web/src/api/openapi.gen.ts
 
-## generate: regenerate sqlc code from db/queries and db/migrations, and the API document from the route table
-generate:
+## generate: regenerate sqlc code, the API document from the route table, and the console's API types from it
+generate: web/node_modules
 	$(SQLC) generate
 	$(GO) run ./scripts/openapi -o docs/openapi.json
+	cd web && npx openapi-typescript ../docs/openapi.json -o src/api/openapi.gen.ts
 
 ## check-generated: fail when committed generated code differs from a fresh generation
 check-generated: generate

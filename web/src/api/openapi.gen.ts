@@ -2960,6 +2960,13 @@ export interface components {
             software: components["schemas"]["Software"][] | null;
             uptime: components["schemas"]["Uptime"] | null;
         };
+        DevicePage: {
+            devices: components["schemas"]["Device"][];
+            limit: number;
+            offset: number;
+            online_window_seconds: number;
+            total: number;
+        };
         DeviceRun: {
             exit_code: number | null;
             /** Format: date-time */
@@ -2974,6 +2981,10 @@ export interface components {
         };
         DeviceRuns: {
             results: components["schemas"]["DeviceRun"][];
+        };
+        DeviceSearch: {
+            devices: components["schemas"]["Device"][];
+            truncated: boolean;
         };
         DeviceSite: {
             site_id: number;
@@ -4119,6 +4130,9 @@ export interface components {
             scheduled_capacity: number;
             site_id: number;
             site_worker_slug: string;
+        };
+        SiteList: {
+            sites: components["schemas"]["Site"][];
         };
         SiteMapping: {
             group: string;
@@ -10487,9 +10501,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["DevicePage"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10628,9 +10640,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["DeviceSearch"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -14075,9 +14085,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Site"][];
-                    };
+                    "application/json": components["schemas"]["SiteList"];
                 };
             };
             /** @description Unauthorized: unauthorized */

@@ -741,13 +741,7 @@ export interface DeviceJobRun {
 // console helpers' edits of this file merge cleanly.
 
 /** GET /api/devices with paging: one page plus the number of matching devices. */
-export interface DevicePage {
-  devices: Device[] | null;
-  total: number;
-  limit: number;
-  offset: number;
-  online_window_seconds?: number;
-}
+export type DevicePage = Schema<'DevicePage'>;
 
 export type FilterMatch = 'all' | 'any';
 

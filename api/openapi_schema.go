@@ -252,9 +252,19 @@ func (g *schemaGen) addFields(s *openapi3.Schema, t reflect.Type, request, optio
 		} else {
 			fs = g.schema(ft, request)
 		}
-		if f.Tag.Get("openapi") == "nullable" {
-			// A nil slice or map the handler means (null: "every site").
-			fs = nullable(fs)
+		for _, o := range strings.Split(f.Tag.Get("openapi"), ",") {
+			switch {
+			case o == "nullable":
+				// A nil slice or map the handler means (null: "every site").
+				fs = nullable(fs)
+			case strings.HasPrefix(o, "enum="):
+				// A string field with a fixed set of values.
+				v := *fs.Value
+				for _, e := range strings.Split(strings.TrimPrefix(o, "enum="), "|") {
+					v.Enum = append(v.Enum, e)
+				}
+				fs = openapi3.NewSchemaRef("", &v)
+			}
 		}
 		s.Properties[name] = fs
 		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")

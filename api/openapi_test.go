@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/auth"
 )
 
 // The committed docs/openapi.json is the document the route table
@@ -68,6 +69,10 @@ func TestOpenAPIDocumentServedAndComplete(t *testing.T) {
 	e := doc.Components.Schemas["Error"].Value
 	require.ElementsMatch(t, []string{"error", "message"}, e.Required)
 	require.Contains(t, e.Properties, "fields")
+	// The bootstrap phases, exactly as SPEC "Bootstrap" names them.
+	phase := doc.Components.Schemas["PhaseResponse"].Value.Properties["phase"].Value
+	require.ElementsMatch(t, []any{auth.PhaseAegisSetup, auth.PhaseAegisUnlock, auth.PhaseAdminSetup,
+		auth.PhaseAdminRecovery, auth.PhaseLogin}, phase.Enum)
 }
 
 // recordingTB is a testing.TB whose failures are kept, to watch the

@@ -3649,7 +3649,8 @@ export interface components {
             update_id?: string;
         };
         PhaseResponse: {
-            phase: string;
+            /** @enum {string} */
+            phase: "aegis_setup_required" | "aegis_unlock_required" | "admin_setup_required" | "admin_recovery_required" | "login_required";
         };
         Poller: {
             identity: string;

@@ -2,16 +2,8 @@
 // (Schema<'Name'>, src/api/typed.ts), hand-written below where not yet.
 import type { Schema } from './typed';
 
-export type BootstrapPhase =
-  | 'aegis_setup_required'
-  | 'aegis_unlock_required'
-  | 'admin_setup_required'
-  | 'admin_recovery_required'
-  | 'login_required';
-
-export interface PhaseResponse {
-  phase: BootstrapPhase;
-}
+export type PhaseResponse = Schema<'PhaseResponse'>;
+export type BootstrapPhase = PhaseResponse['phase'];
 
 export type MfaSetup = Schema<'MfaSetup'>;
 

@@ -109,14 +109,21 @@ deps-run:
 deps-test:
 	@scripts/deps.sh test
 
-## generate: regenerate sqlc code from db/queries and db/migrations
-generate:
+# Generated and committed: sqlc code (db/sqlc), the API document generated
+# from the route table (docs/openapi.json) and the console's types generated
+# from that document (web/src/api/openapi.gen.ts).
+GENERATED := db/ docs/openapi.json web/src/api/openapi.gen.ts
+
+## generate: regenerate sqlc code, the API document from the route table, and the console's API types from it
+generate: web/node_modules
 	$(SQLC) generate
+	$(GO) run ./scripts/openapi -o docs/openapi.json
+	cd web && npx openapi-typescript ../docs/openapi.json -o src/api/openapi.gen.ts
 
 ## check-generated: fail when committed generated code differs from a fresh generation
 check-generated: generate
-	@if [ -n "$$(git status --porcelain -- db/)" ]; then \
-		echo "generated code in db/ is stale: run 'make generate' and commit"; git status --short -- db/; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+		echo "generated code is stale: run 'make generate' and commit"; git status --short -- $(GENERATED); exit 1; fi
 
 clean:
 	rm -rf bin web/dist/assets web/dist/index.html

@@ -20,10 +20,12 @@ type bodyLimitKey struct{}
 
 // withBodyLimit raises the body limit of one route (agent details posts
 // carry whole inventories).
-func withBodyLimit(n int64, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func withBodyLimit(n int64, e Endpoint) Endpoint {
+	h := e.serve
+	e.serve = func(w http.ResponseWriter, r *http.Request) {
 		h(w, r.WithContext(context.WithValue(r.Context(), bodyLimitKey{}, n)))
 	}
+	return e
 }
 
 // decodeJSON reads one JSON object into dst, strictly (jsonbody.Decode),

@@ -23,9 +23,9 @@ import (
 
 func (s *Server) agentArtifactRoutes() []Route {
 	return []Route{
-		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s, s.agentManifest)},
-		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, s.agentDownload},
-		{"GET", "/api/agent/hash", AuthDevice, getAction(s, s.agentHash)},
+		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)"))},
+		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, raw(s.agentDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream")},
+		{"GET", "/api/agent/hash", AuthDevice, getAction(s, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)"))},
 		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s, func(r *http.Request) (map[string][]artifactJSON, error) {
 			out := []artifactJSON{}
 			for _, a := range s.Artifacts.List() {
@@ -33,8 +33,8 @@ func (s *Server) agentArtifactRoutes() []Route {
 			}
 			return map[string][]artifactJSON{"artifacts": out}, nil
 		})},
-		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, s.installDownload},
-		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, s.installDownload},
+		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").Query(queryString("site_id", "the signed link's site"), queryString("artifact", "the signed link's artifact ID"), queryString("expires", "the signed link's expiry (Unix seconds)"), queryString("download_signature", "the signed link's signature"))},
+		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream")},
 		{"POST", "/api/sites/{site_id}/agent-install-links/{platform}/revoke", AuthAdmin, jsonAction(s, http.StatusOK, true,
 			func(r *http.Request, _ struct{}) (installLinkJSON, error) {
 				site, err := strconv.ParseInt(pathParam(r, "site_id"), 10, 64)

@@ -18,13 +18,13 @@ func (s *Server) agentSocketRoutes() []Route {
 			}
 			return s.Sockets.Route(r.Context(), *deviceFrom(r.Context()), s.originFor(r))
 		})},
-		{"GET", proto.PathRealtimeWS, AuthDevice, func(w http.ResponseWriter, r *http.Request) {
+		{"GET", proto.PathRealtimeWS, AuthDevice, raw(func(w http.ResponseWriter, r *http.Request) {
 			if s.Sockets == nil {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeWrongWorker, "this Engine runs no site workers"))
 				return
 			}
 			s.Sockets.Serve(w, r, *deviceFrom(r.Context()))
-		}},
+		}).Stream(http.StatusSwitchingProtocols, "")},
 	}
 }
 

@@ -17,7 +17,7 @@ func (s *Server) agentUpdateRoutes() []Route {
 	return []Route{
 		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s, http.StatusAccepted, false, s.agentMaintenance)},
 		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent)},
-		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates)},
+		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation"))},
 		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s, http.StatusOK, false, s.agentUpdateProgress)},
 	}
 }

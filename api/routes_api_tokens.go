@@ -14,14 +14,16 @@ import (
 var errSessionOnly = cairn.Errorf(cairn.ECodeForbidden, "this action needs a signed-in session, not an API token")
 
 // sessionOnly refuses requests made with an API token.
-func (s *Server) sessionOnly(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) sessionOnly(e Endpoint) Endpoint {
+	inner := e.serve
+	e.serve = func(w http.ResponseWriter, r *http.Request) {
 		if p := principal(r.Context()); p != nil && p.APITokenID != 0 {
 			writeError(w, r, s.Log, errSessionOnly)
 			return
 		}
-		h(w, r)
+		inner(w, r)
 	}
+	return e
 }
 
 // apiTokenRoutes: personal API tokens (docs/api.md "API tokens"). Creating
@@ -50,14 +52,14 @@ func (s *Server) apiTokenRoutes() []Route {
 					CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: t.LastUsedAt, Expired: t.Expired}
 			}
 			return out, nil
-		})},
+		}).Query(queryString("username", "an administrator lists another operator's tokens"))},
 		{"DELETE", "/api/auth/tokens/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "id")
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Auth.RevokeAPIToken(r.Context(), principal(r.Context()), r.URL.Query().Get("username"), id)
-		})},
+		}).Query(queryString("username", "an administrator revokes another operator's token"))},
 	}
 }
 
@@ -67,7 +69,7 @@ func (s *Server) apiTokenRoutes() []Route {
 type apiTokenCreateRequest struct {
 	Name          string `json:"name"`
 	ExpiresInDays int    `json:"expires_in_days"`
-	Access        string `json:"access"`
+	Access        string `json:"access" openapi:"enum=read|write"`
 	Username      string `json:"username,omitempty"`
 }
 
@@ -76,7 +78,7 @@ type apiTokenCreatedJSON struct {
 	ID        int64     `json:"id"`
 	Token     string    `json:"token"`
 	Name      string    `json:"name"`
-	Access    string    `json:"access"`
+	Access    string    `json:"access" openapi:"enum=read|write"`
 	Username  string    `json:"username"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -85,7 +87,7 @@ type apiTokenCreatedJSON struct {
 type apiTokenJSON struct {
 	ID         int64      `json:"id"`
 	Name       string     `json:"name"`
-	Access     string     `json:"access"`
+	Access     string     `json:"access" openapi:"enum=read|write"`
 	Username   string     `json:"username"`
 	CreatedBy  string     `json:"created_by"`
 	CreatedAt  time.Time  `json:"created_at"`

@@ -22,7 +22,7 @@ func (s *Server) assemblyRoutes() []Route {
 				out[i] = toAssemblyJSON(a, false)
 			}
 			return map[string][]assemblyJSON{"assemblies": out}, err
-		})},
+		}).Query(queryString("kind", "only assemblies of this kind"), queryString("q", "a search in names and descriptions"))},
 		{"POST", "/api/assemblies", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			a, err := s.Automation.CreateAssembly(r.Context(), principal(r.Context()).Username, req.input())
 			return toAssemblyJSON(a, true), err

@@ -11,9 +11,9 @@ import (
 // session (sessionOnly), never to an API token.
 func (s *Server) authRoutes() []Route {
 	return []Route{
-		{"POST", "/api/auth/login", AuthNone, s.login},
-		{"POST", "/api/auth/mfa/verify", AuthMFAPending, s.mfaVerify},
-		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(s.logout)},
+		{"POST", "/api/auth/login", AuthNone, raw(s.login).In(loginRequest{}, false).Out(http.StatusOK, loginResponse{})},
+		{"POST", "/api/auth/mfa/verify", AuthMFAPending, raw(s.mfaVerify).In(mfaVerifyRequest{}, false).Out(http.StatusOK, sessionResponse{})},
+		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(raw(s.logout).In(logoutRequest{}, true).Out(http.StatusNoContent, nil))},
 		{"POST", "/api/auth/password/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req passwordResetRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
 		}))},

@@ -51,7 +51,8 @@ func (s *Server) setupFinished(r *http.Request) {
 }
 
 type phaseResponse struct {
-	Phase string `json:"phase"`
+	// Phase is one of SPEC "Bootstrap"'s phases (auth.Phase*).
+	Phase string `json:"phase" openapi:"enum=aegis_setup_required|aegis_unlock_required|admin_setup_required|admin_recovery_required|login_required"`
 }
 
 type passphraseRequest struct {

@@ -28,7 +28,7 @@ func (s *Server) credentialRoutes() []Route {
 				out[i] = toCredentialJSON(c)
 			}
 			return map[string][]credentialJSON{"credentials": out}, err
-		})},
+		}).Query(queryInteger("site_id", "only this site's credentials"))},
 		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s, func(r *http.Request) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {

@@ -12,7 +12,7 @@ import (
 
 func (s *Server) activityRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList)},
+		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList).Query(queryInteger("limit", "entries per page"), queryInteger("before_id", "the page before this entry ID"))},
 		{"DELETE", "/api/device/activity/{hostname}", AuthToken, getAction(s, func(r *http.Request) (map[string]int64, error) {
 			n, err := s.Devices.ClearActivity(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
 			return map[string]int64{"deleted": n}, err

@@ -16,13 +16,13 @@ type deviceDetailsJSON struct {
 	Device             deviceSummaryJSON `json:"device"`
 	Hardware           *proto.Hardware   `json:"hardware"`
 	OS                 *proto.OSInfo     `json:"os"`
-	Network            []proto.NetIface  `json:"network"`
-	Sessions           []proto.Session   `json:"sessions"`
+	Network            []proto.NetIface  `json:"network" openapi:"nullable"`
+	Sessions           []proto.Session   `json:"sessions" openapi:"nullable"`
 	Uptime             *uptimeJSON       `json:"uptime"`
-	Software           []proto.Software  `json:"software"`
-	Services           []proto.Service   `json:"services"`
-	Processes          []proto.Process   `json:"processes"`
-	Patches            []patchJSON       `json:"patches"`
+	Software           []proto.Software  `json:"software" openapi:"nullable"`
+	Services           []proto.Service   `json:"services" openapi:"nullable"`
+	Processes          []proto.Process   `json:"processes" openapi:"nullable"`
+	Patches            []patchJSON       `json:"patches" openapi:"nullable"`
 	AgentHealth        agentHealthJSON   `json:"agent_health"`
 	Metrics            *proto.Metrics    `json:"metrics"`
 	LastStatus         json.RawMessage   `json:"last_status"`

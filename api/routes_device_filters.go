@@ -31,7 +31,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			list, err := s.DeviceFilters.Search(r.Context(), r.URL.Query().Get("q"), limit)
 			return map[string][]filterJSON{"filters": toFilterJSONs(list)}, err
-		})},
+		}).Query(queryInteger("limit", "filters to return"), queryString("q", "a search in filter names"))},
 		{"POST", "/api/device_filters/preview", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req filterPreviewRequest) (map[string]any, error) {
 			limit := 25
 			if req.Limit != nil {

@@ -21,7 +21,7 @@ import (
 // queue, answered synchronously when it ends within the request.
 func (s *Server) deviceOpRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList)},
+		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old"))},
 		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate)},
 		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList)},
 		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction)},

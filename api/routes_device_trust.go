@@ -33,7 +33,7 @@ type trustJSON struct {
 // with it every remote path, ends for quarantine, revoke and purge; the
 // action is recorded in the device's activity; consoles refresh) is the
 // DeviceTrustAction workflow's, so a replica restart cannot lose it.
-func (s *Server) trustAction(action string) http.HandlerFunc {
+func (s *Server) trustAction(action string) Endpoint {
 	return jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (trustJSON, error) {
 		ctx, p := r.Context(), principal(r.Context())
 		res, err := devicetrust.ApplyTrust(ctx, s.Store, p.SiteScope(), chi.URLParam(r, "guid"), action, p.Username, s.Now())

@@ -28,8 +28,8 @@ func (s *Server) deviceRoutes() []Route {
 			}
 			return map[string][]agentJSON{"agents": out}, err
 		})},
-		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList)},
-		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch)},
+		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList).Query(queryInteger("site_id", "only this site's devices"), queryInteger("site", "the console's spelling of site_id"), queryString("status", "connected, disconnected or offline"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"), queryString("sort", "a column, - first for descending"), queryInteger("filter_id", "a saved device filter"), queryString("filter", "a draft filter tree (JSON)"))},
+		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch).Query(queryInteger("limit", "devices to return"), queryString("hostname", "a hostname or part of one"))},
 		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
 			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			return newDeviceSummaryJSON(d), err
@@ -104,7 +104,7 @@ func newDeviceSummaryJSON(d devices.Device) deviceSummaryJSON {
 // deviceList is the paged device list: limit, offset, sort, a saved
 // filter (filter_id), a draft filter (filter, URL-encoded JSON) and the
 // site/status drilldowns, all narrowing together.
-func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
+func (s *Server) deviceList(r *http.Request) (devicePageJSON, error) {
 	q := r.URL.Query()
 	var (
 		v  cairn.Validation
@@ -140,55 +140,74 @@ func (s *Server) deviceList(r *http.Request) (map[string]any, error) {
 		v.Add("sort", "must be a column (hostname, site, status, last_seen, os, agent_version, description, trust_state, metadata:<n>), - first for descending")
 	}
 	if err := v.Err(); err != nil {
-		return nil, err
+		return devicePageJSON{}, err
 	}
 	if raw := q.Get("filter_id"); raw != "" {
 		id, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || id <= 0 {
-			return nil, cairn.Invalid("filter_id", "must be a saved device filter ID")
+			return devicePageJSON{}, cairn.Invalid("filter_id", "must be a saved device filter ID")
 		}
 		f, err := s.DeviceFilters.Get(r.Context(), id)
 		if cairn.IsCode(err, cairn.ECodeNotFound) {
-			return nil, cairn.Invalid("filter_id", "is not a saved device filter")
+			return devicePageJSON{}, cairn.Invalid("filter_id", "is not a saved device filter")
 		}
 		if err != nil {
-			return nil, err
+			return devicePageJSON{}, err
 		}
 		pq.Filters = append(pq.Filters, f.Tree)
 	}
 	if raw := q.Get("filter"); raw != "" {
 		tree, err := devicefilters.Parse([]byte(raw), "filter")
 		if err != nil {
-			return nil, err
+			return devicePageJSON{}, err
 		}
 		pq.Filters = append(pq.Filters, tree)
 	}
 	page, err := s.DeviceFilters.Page(r.Context(), principal(r.Context()).SiteScope(), pq)
 	if err != nil {
-		return nil, err
+		return devicePageJSON{}, err
 	}
 	rows, err := s.deviceRows(r.Context(), page)
 	if err != nil {
-		return nil, err
+		return devicePageJSON{}, err
 	}
-	return map[string]any{"devices": rows, "total": page.Total, "limit": pq.Limit, "offset": pq.Offset,
-		"online_window_seconds": int(s.DeviceFilters.OnlineWindow().Seconds())}, nil
+	return devicePageJSON{Devices: rows, Total: page.Total, Limit: pq.Limit, Offset: pq.Offset,
+		OnlineWindowSeconds: int(s.DeviceFilters.OnlineWindow().Seconds())}, nil
 }
 
-func (s *Server) deviceSearch(r *http.Request) (map[string]any, error) {
+// devicePageJSON is GET /api/devices: one page of the device list.
+type devicePageJSON struct {
+	Devices []deviceJSON `json:"devices"`
+	// Total counts every device the query matches, across pages.
+	Total  int64 `json:"total"`
+	Limit  int   `json:"limit"`
+	Offset int   `json:"offset"`
+	// OnlineWindowSeconds is how recent a heartbeat must be for a
+	// device to count as connected.
+	OnlineWindowSeconds int `json:"online_window_seconds"`
+}
+
+func (s *Server) deviceSearch(r *http.Request) (deviceSearchJSON, error) {
 	limit, err := queryInt(r, "limit", devices.DefaultSearchResult, 1, devices.MaxSearchResult)
 	if err != nil {
-		return nil, err
+		return deviceSearchJSON{}, err
 	}
 	found, truncated, err := s.Devices.Search(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("hostname"), limit)
 	if err != nil {
-		return nil, err
+		return deviceSearchJSON{}, err
 	}
 	out := make([]deviceJSON, len(found))
 	for i, d := range found {
 		out[i] = newDeviceJSON(d)
 	}
-	return map[string]any{"devices": out, "truncated": truncated}, nil
+	return deviceSearchJSON{Devices: out, Truncated: truncated}, nil
+}
+
+// deviceSearchJSON is GET /api/devices/search.
+type deviceSearchJSON struct {
+	Devices []deviceJSON `json:"devices"`
+	// Truncated: more devices match than limit.
+	Truncated bool `json:"truncated"`
 }
 
 type descriptionRequest struct {

@@ -41,7 +41,7 @@ func (s *Server) enrollmentRoutes() []Route {
 			}
 			codes, err := s.Enrollment.ListCodes(r.Context(), principal(r.Context()).SiteScope(), site)
 			return map[string][]enrollment.Code{"codes": codes}, err
-		})},
+		}).Query(queryInteger("site_id", "only this site's codes"))},
 		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s, func(r *http.Request) (map[string]int64, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
@@ -59,7 +59,7 @@ func (s *Server) enrollmentRoutes() []Route {
 		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s, func(r *http.Request) (map[string][]enrollment.Approval, error) {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
 			return map[string][]enrollment.Approval{"approvals": list}, err
-		})},
+		}).Query(queryString("status", "only requests in this status"))},
 		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove)},
 		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny)},
 	}
@@ -75,8 +75,8 @@ type codeCreateRequest struct {
 // (its decide update) and answers once the workflow reports the recorded
 // outcome: 200 with the decided request, or 202 while it is still pending
 // after decisionWait (the decision is then kept by the workflow).
-func (s *Server) decideApproval(decision string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) decideApproval(decision string) Endpoint {
+	return raw(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{}
 		if err := decodeJSON(w, r, &body, true); err != nil {
 			writeError(w, r, s.Log, err)
@@ -109,7 +109,7 @@ func (s *Server) decideApproval(decision string) http.HandlerFunc {
 			status = http.StatusAccepted
 		}
 		writeJSON(w, status, enrollment.ApprovalView(a, ""))
-	}
+	}).In(struct{}{}, true).Out(http.StatusOK, enrollment.Approval{}).Also(http.StatusAccepted, enrollment.Approval{})
 }
 
 // agentEnrollRoutes are the agent side: nonce, request, poll and refresh.

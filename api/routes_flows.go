@@ -70,7 +70,7 @@ func (s *Server) flowRoutes() []Route {
 				runs = []flows.Run{}
 			}
 			return flowRunsJSON{Runs: runs}, err
-		})},
+		}).Query(queryInteger("limit", "runs to return, 1 to 100 (default 20)"))},
 	}
 }
 

@@ -10,19 +10,24 @@ import (
 
 func (s *Server) healthRoutes() []Route {
 	return []Route{
-		{"GET", "/health", AuthNone, s.live},
-		{"GET", "/healthz", AuthNone, s.live},
-		{"GET", "/live", AuthNone, s.live},
-		{"GET", "/ready", AuthNone, s.ready},
-		{"GET", "/startup", AuthNone, s.startup},
-		{"GET", "/engine-status", AuthNone, func(w http.ResponseWriter, r *http.Request) {
+		{"GET", "/health", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{})},
+		{"GET", "/healthz", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{})},
+		{"GET", "/live", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{})},
+		{"GET", "/ready", AuthNone, raw(s.ready).Out(http.StatusOK, readyBody{}).Also(http.StatusServiceUnavailable, readyBody{})},
+		{"GET", "/startup", AuthNone, raw(s.startup).Out(http.StatusOK, statusJSON{}).Also(http.StatusServiceUnavailable, statusJSON{})},
+		{"GET", "/engine-status", AuthNone, raw(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/server", http.StatusPermanentRedirect)
-		}},
+		}).Stream(http.StatusPermanentRedirect, "text/html")},
 	}
 }
 
+// statusJSON is the liveness and startup probes' answer.
+type statusJSON struct {
+	Status string `json:"status"` // ok | starting
+}
+
 func (s *Server) live(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, statusJSON{Status: "ok"})
 }
 
 // readyBody is /ready's answer (docs/architecture.md "Readiness").
@@ -100,8 +105,8 @@ func (s *Server) cipherState(ctx context.Context, postgresUp bool) string {
 
 func (s *Server) startup(w http.ResponseWriter, _ *http.Request) {
 	if !s.Started() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+		writeJSON(w, http.StatusServiceUnavailable, statusJSON{Status: "starting"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, statusJSON{Status: "ok"})
 }

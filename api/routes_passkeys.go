@@ -31,7 +31,7 @@ func (s *Server) passkeyRoutes() []Route {
 			c, err := s.Passkeys.BeginLogin(r.Context(), s.clientMeta(r))
 			return ceremonyJSON(c), err
 		})},
-		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, s.passkeyLogin},
+		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, raw(s.passkeyLogin).In(passkeyLoginRequest{}, false).Out(http.StatusOK, sessionResponse{})},
 		{"POST", "/api/auth/reauth/passkey/options", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginReauth(r.Context(), principal(r.Context()))
 			return ceremonyJSON(c), err
@@ -44,8 +44,8 @@ func (s *Server) passkeyRoutes() []Route {
 			}
 			return map[string][]passkeyJSON{"passkeys": out}, err
 		})},
-		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(s.passkeyRename)},
-		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(s.passkeyDelete)},
+		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyRename).In(passkeyRenameRequest{}, false).Out(http.StatusOK, passkeyJSON{}))},
+		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyDelete).Out(http.StatusNoContent, nil))},
 	}
 }
 
@@ -130,7 +130,7 @@ func (s *Server) passkeyRename(w http.ResponseWriter, r *http.Request) {
 	jsonAction(s, http.StatusOK, false, func(r *http.Request, req passkeyRenameRequest) (passkeyJSON, error) {
 		pk, err := s.Passkeys.Rename(r.Context(), principal(r.Context()), id, req.Label)
 		return passkeyJSON(pk), err
-	})(w, r)
+	}).ServeHTTP(w, r)
 }
 
 func (s *Server) passkeyDelete(w http.ResponseWriter, r *http.Request) {

@@ -99,7 +99,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				runs = []scheduledjobs.Run{}
 			}
 			return runListJSON{Runs: runs}, err
-		})},
+		}).Query(queryInteger("limit", "runs per page"))},
 		{"DELETE", one + "/runs", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -139,7 +139,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				runs = []scheduledjobs.DeviceRun{}
 			}
 			return deviceRunsJSON{Results: runs}, err
-		})},
+		}).Query(queryInteger("limit", "runs per page"))},
 		{"GET", "/api/server/site-worker-settings", AuthAdmin, getAction(s, func(r *http.Request) (siteWorkerSettingsJSON, error) {
 			load, err := s.Slots.Load(r.Context())
 			out := siteWorkerSettingsJSON{Sites: make([]siteLaneJSON, len(load))}
@@ -246,7 +246,7 @@ type jobJSON struct {
 	Targets         scheduledjobs.Targets `json:"targets"`
 	// FilterScopeSiteIDs are the sites the job's filter targets may
 	// reach (its last saver's); null: every site.
-	FilterScopeSiteIDs []int64                `json:"filter_scope_site_ids"`
+	FilterScopeSiteIDs []int64                `json:"filter_scope_site_ids" openapi:"nullable"`
 	Schedule           scheduledjobs.Schedule `json:"schedule"`
 	Options            scheduledjobs.Options  `json:"options"`
 	Enabled            bool                   `json:"enabled"`

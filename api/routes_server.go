@@ -12,8 +12,8 @@ import (
 
 func (s *Server) serverRoutes() []Route {
 	return []Route{
-		{"GET", "/api/server/workers", AuthAdmin, s.serverWorkers},
-		{"GET", "/api/server/audit", AuthAdmin, getAction(s, s.auditList)},
+		{"GET", "/api/server/workers", AuthAdmin, raw(s.serverWorkers).Out(http.StatusOK, serverWorkersJSON{}).Query(queryInteger("history_seconds", "how far back the task counts reach, 0 to 86400 (default 3600)"))},
+		{"GET", "/api/server/audit", AuthAdmin, getAction(s, s.auditList).Query(queryInteger("limit", "entries per page, 1 to 500 (default 100)"), queryInteger("before_id", "the page before this entry ID"), queryString("username", "only this operator's entries"))},
 	}
 }
 
@@ -60,7 +60,13 @@ func (s *Server) serverWorkers(w http.ResponseWriter, r *http.Request) {
 		wj.SiteID, wj.Name, wj.Slug, wj.TotalDevices = &id, st.Name, st.Slug, &devices
 		out[i] = wj
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"engine": engine, "sites": out, "history_seconds": history})
+	writeJSON(w, http.StatusOK, serverWorkersJSON{Engine: engine, Sites: out, HistorySeconds: history})
+}
+
+type serverWorkersJSON struct {
+	Engine         workerJSON   `json:"engine"`
+	Sites          []workerJSON `json:"sites"`
+	HistorySeconds int          `json:"history_seconds"`
 }
 
 func (s *Server) describeWorker(ctx context.Context, queue string, since time.Time) workerJSON {

@@ -54,11 +54,11 @@ func (s *Server) shellRoutes() []Route {
 	return []Route{
 		{"POST", "/api/shell/establish", AuthToken, jsonAction(s, http.StatusOK, false, h.establish)},
 		{"POST", "/api/shell/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, h.disconnect)},
-		{"GET", "/api/shell/ws/{id}", AuthToken, h.browserSocket},
-		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list)},
-		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, h.transcript},
+		{"GET", "/api/shell/ws/{id}", AuthToken, raw(h.browserSocket).Stream(http.StatusSwitchingProtocols, "").Query(queryString("token", "the one-time browser token from opening the session"))},
+		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions"))},
+		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast")},
 		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession)},
-		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, h.agentSocket},
+		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "")},
 	}
 }
 

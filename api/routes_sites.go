@@ -15,13 +15,13 @@ import (
 
 func (s *Server) siteRoutes() []Route {
 	return []Route{
-		{"GET", "/api/sites", AuthToken, getAction(s, func(r *http.Request) (map[string][]siteJSON, error) {
+		{"GET", "/api/sites", AuthToken, getAction(s, func(r *http.Request) (siteListJSON, error) {
 			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
 			if err != nil {
-				return nil, err
+				return siteListJSON{}, err
 			}
 			out, err := s.sitesJSON(r.Context(), list...)
-			return map[string][]siteJSON{"sites": out}, err
+			return siteListJSON{Sites: out}, err
 		})},
 		{"POST", "/api/sites", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req siteCreateRequest) (siteJSON, error) {
 			st, err := s.Sites.Create(r.Context(), req.Name, req.Slug)
@@ -54,6 +54,10 @@ func (s *Server) siteRoutes() []Route {
 		})},
 		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval)},
 	}
+}
+
+type siteListJSON struct {
+	Sites []siteJSON `json:"sites"`
 }
 
 type siteAssignRequest struct {

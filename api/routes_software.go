@@ -27,11 +27,11 @@ func (s *Server) softwareRoutes() []Route {
 				return software.AuditPage{}, err
 			}
 			return svc.Audit(r.Context(), principal(r.Context()).SiteScope(), q)
-		})},
+		}).Query(queryString("q", "a search in software names"), queryString("sort", "a column, - first for descending"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"))},
 		{"GET", "/api/software/rules", AuthToken, getAction(s, func(r *http.Request) (software.Rules, error) {
 			return svc.ListRules(r.Context())
 		})},
-		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, s.softwareIcon(svc)},
+		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, raw(s.softwareIcon(svc)).Stream(http.StatusOK, "image/*").Also(http.StatusNotModified, nil)},
 		{"POST", "/api/device/software/{hostname}/icon-override", AuthToken, jsonAction(s, http.StatusOK, false,
 			func(r *http.Request, req iconOverrideReq) (map[string]any, error) {
 				rule, dev, err := svc.SetIconOverride(r.Context(), softwareActor(r), req.target(r), software.IconOverride{

@@ -35,7 +35,7 @@ func (s *Server) sourceHostRoutes() []Route {
 			}
 			h, err := s.SourceHost.CurrentHash(r.Context(), q)
 			return currentHashJSON{Repo: h.Repo, Branch: h.Branch, Hash: h.Hash, FetchedAt: h.FetchedAt, Cached: h.Cached}, err
-		})},
+		}).Query(queryString("repo", "owner/name"), queryString("branch", "the branch"), queryInteger("ttl", "seconds a cached head may be old"), queryString("refresh", "force: ask upstream even with a cached head"))},
 	}
 }
 

@@ -27,13 +27,13 @@ func (s *Server) userRoutes() []Route {
 			a, err := s.Auth.Account(r.Context(), req.Username)
 			return accountEntryOf(a), err
 		})},
-		{"DELETE", "/api/users/{username}", AuthAdmin, func(w http.ResponseWriter, r *http.Request) {
+		{"DELETE", "/api/users/{username}", AuthAdmin, raw(func(w http.ResponseWriter, r *http.Request) {
 			if err := s.Auth.DeleteAccount(r.Context(), chi.URLParam(r, "username")); err != nil {
 				writeError(w, r, s.Log, err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
-		}},
+		}).Out(http.StatusNoContent, nil)},
 		{"POST", "/api/users/{username}/reset_password", AuthAdmin, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req adminPasswordRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ResetPassword(r.Context(), chi.URLParam(r, "username"), req.Password)
 		})},

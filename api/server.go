@@ -75,7 +75,7 @@ type Route struct {
 	Method  string
 	Pattern string
 	Auth    AuthClass
-	handler http.HandlerFunc
+	Handler Endpoint
 }
 
 // Deps are what the handlers need.
@@ -181,6 +181,7 @@ type Server struct {
 	publicHTTPS bool
 	// shell is the shell routes' state, whose liveness loop Run runs.
 	shell *shellAPI
+	docCache
 }
 
 // Run runs what this process's routes keep going in the background (the
@@ -229,6 +230,7 @@ func New(d Deps) *Server {
 		s.softwareRoutes(),
 		s.deviceFilterRoutes(), s.deviceViewRoutes(),
 		s.metadataRoutes(),
+		s.openapiRoutes(),
 	}
 	if d.AgentOnly {
 		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}
@@ -256,7 +258,7 @@ func (s *Server) Handler() http.Handler {
 			mw = append(mw, s.audit)
 		}
 		mw = append(mw, s.authFor(rt.Auth))
-		r.With(mw...).Method(rt.Method, rt.Pattern, rt.handler)
+		r.With(mw...).Method(rt.Method, rt.Pattern, rt.Handler)
 	}
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {

@@ -105,7 +105,7 @@ func TestHTTPPublicURLCookies(t *testing.T) {
 		require.False(t, cookies[name].Secure, name)
 	}
 
-	hs := httptest.NewTLSServer(f.engine.srv.Handler())
+	hs := httptest.NewTLSServer(validated(t, f.engine.srv.Handler()))
 	t.Cleanup(hs.Close)
 	_, header, cookies = f.signInWith(t, hs.Client(), hs.URL, secret, nil)
 	requireHostCookies(t, cookies, "over HTTPS")

@@ -144,6 +144,7 @@ func setup(t *testing.T) *fixture {
 var console = fstest.MapFS{
 	"index.html":    {Data: []byte("<!doctype html><title>Cairn</title>")},
 	"assets/app.js": {Data: []byte("console.log('cairn')")},
+	"api-docs.html": {Data: []byte("<!doctype html><title>Cairn API reference</title>")},
 }
 
 // newEngine starts another replica on the fixture's database through the
@@ -180,7 +181,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())
-	hs := httptest.NewServer(e.Handler())
+	hs := httptest.NewServer(validated(t, e.Handler()))
 	f.noteHost(hs.URL)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

@@ -38,8 +38,12 @@ func decodeValid(w http.ResponseWriter, r *http.Request, req validator) error {
 // jsonAction is the shape of most handlers: decode the body into Req
 // (strictly), validate it, call the domain, and encode its answer with
 // status. allowEmpty accepts a missing body as {}.
-func jsonAction[Req, Resp any](s *Server, status int, allowEmpty bool, fn func(r *http.Request, req Req) (Resp, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func jsonAction[Req, Resp any](s *Server, status int, allowEmpty bool, fn func(r *http.Request, req Req) (Resp, error)) Endpoint {
+	doc := endpointDoc{request: typeOf[Req](), requestOptional: allowEmpty, status: status}
+	if status != http.StatusNoContent {
+		doc.response = typeOf[Resp]()
+	}
+	return Endpoint{doc: doc, serve: func(w http.ResponseWriter, r *http.Request) {
 		var req Req
 		if err := decodeJSON(w, r, &req, allowEmpty); err != nil {
 			writeError(w, r, s.Log, err)
@@ -61,17 +65,18 @@ func jsonAction[Req, Resp any](s *Server, status int, allowEmpty bool, fn func(r
 			return
 		}
 		writeJSON(w, status, resp)
-	}
+	}}
 }
 
 // getAction is jsonAction for requests without a body.
-func getAction[Resp any](s *Server, fn func(r *http.Request) (Resp, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func getAction[Resp any](s *Server, fn func(r *http.Request) (Resp, error)) Endpoint {
+	doc := endpointDoc{status: http.StatusOK, response: typeOf[Resp]()}
+	return Endpoint{doc: doc, serve: func(w http.ResponseWriter, r *http.Request) {
 		resp, err := fn(r)
 		if err != nil {
 			writeError(w, r, s.Log, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, resp)
-	}
+	}}
 }

@@ -30,6 +30,14 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     chunkSizeWarningLimit: 1500,
+    // Two pages: the console, and the API reference the Engine serves at
+    // /api/docs (its own entry, so the console does not carry the viewer).
+    rollupOptions: {
+      input: {
+        console: resolve(import.meta.dirname, 'index.html'),
+        apidocs: resolve(import.meta.dirname, 'api-docs.html'),
+      },
+    },
   },
   server: {
     proxy: {

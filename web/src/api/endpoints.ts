@@ -1,5 +1,6 @@
 import { api, ApiError } from './client';
 import type { ReauthProof } from '../passkeys/api';
+import { call } from './typed';
 import type {
   ActivityRow,
   AegisStatus,
@@ -20,8 +21,6 @@ import type {
   Workflow,
   WorkflowInput,
   WorkflowRun,
-  AuditPage,
-  AutoApproval,
   Credential,
   CredentialInput,
   Device,
@@ -61,7 +60,6 @@ import type {
   ServiceActionResult,
   SessionResponse,
   ShellSession,
-  Site,
   SiteAssignments,
   SoftwareRefreshResult,
   SourceTokenStatus,
@@ -91,11 +89,11 @@ export const auth = {
   mfaVerify: (pending_token: string, code: string) =>
     api<SessionResponse>('/api/auth/mfa/verify', { body: { pending_token, code } }),
   logout: () => api<void>('/api/auth/logout', { method: 'POST', body: {} }),
-  me: () => api<User>('/api/auth/me'),
+  me: () => call('get', '/api/auth/me'),
   /** The signed-in user, or null when there is no session. */
   meOrNull: async (): Promise<User | null> => {
     try {
-      return await api<User>('/api/auth/me');
+      return await call('get', '/api/auth/me');
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return null;
       throw err;
@@ -107,21 +105,21 @@ export const auth = {
 };
 
 export const sites = {
-  list: () => api<{ sites: Site[] }>('/api/sites').then((r) => r.sites ?? []),
+  list: () => call('get', '/api/sites').then((r) => r.sites ?? []),
   create: (name: string, site_worker_slug: string) =>
-    api<Site>('/api/sites', { body: { name, site_worker_slug } }),
+    call('post', '/api/sites', { body: { name, site_worker_slug } }),
   rename: (site_id: number, name: string, site_worker_slug?: string) =>
-    api<Site>('/api/sites/rename', {
+    call('post', '/api/sites/rename', {
       body: site_worker_slug === undefined ? { site_id, name } : { site_id, name, site_worker_slug },
     }),
-  remove: (site_ids: number[]) =>
-    api<{ deleted: number[] }>('/api/sites/delete', { body: { site_ids } }),
+  remove: (site_ids: number[]) => call('post', '/api/sites/delete', { body: { site_ids } }),
   /** Replaces the site's install link for a platform (Admin); the old one stops working. */
   revokeInstallLink: (site_id: number, platform: AgentPlatform) =>
     api<InstallLink>(`/api/sites/${site_id}/agent-install-links/${platform}/revoke`, { method: 'POST' }),
   /** Turns temporary auto-approval on for `durationSeconds`, or off. */
   setAutoApproval: (site_id: number, enabled: boolean, durationSeconds?: number) =>
-    api<AutoApproval>(`/api/sites/${site_id}/auto-approval`, {
+    call('post', '/api/sites/{site_id}/auto-approval', {
+      path: { site_id: String(site_id) },
       body: enabled ? { enabled, duration_seconds: durationSeconds } : { enabled },
     }),
 };
@@ -170,12 +168,8 @@ export interface AuditQuery {
 }
 
 export const audit = {
-  list: ({ limit = 200, beforeId, username }: AuditQuery = {}) => {
-    const q = new URLSearchParams({ limit: String(limit) });
-    if (beforeId != null) q.set('before_id', String(beforeId));
-    if (username) q.set('username', username);
-    return api<AuditPage>(`/api/server/audit?${q.toString()}`);
-  },
+  list: ({ limit = 200, beforeId, username }: AuditQuery = {}) =>
+    call('get', '/api/server/audit', { query: { limit, before_id: beforeId ?? undefined, username } }),
 };
 
 

@@ -1,20 +1,11 @@
-// Shapes from docs/api.md. Only the fields the console reads are typed.
+// The Engine's shapes: generated from the API document where converted
+// (Schema<'Name'>, src/api/typed.ts), hand-written below where not yet.
+import type { Schema } from './typed';
 
-export type BootstrapPhase =
-  | 'aegis_setup_required'
-  | 'aegis_unlock_required'
-  | 'admin_setup_required'
-  | 'admin_recovery_required'
-  | 'login_required';
+export type PhaseResponse = Schema<'PhaseResponse'>;
+export type BootstrapPhase = PhaseResponse['phase'];
 
-export interface PhaseResponse {
-  phase: BootstrapPhase;
-}
-
-export interface MfaSetup {
-  secret: string;
-  otpauth_url: string;
-}
+export type MfaSetup = Schema<'MfaSetup'>;
 
 export interface PendingMfa {
   phase?: BootstrapPhase;
@@ -22,60 +13,21 @@ export interface PendingMfa {
   mfa: MfaSetup;
 }
 
-export interface User {
-  username: string;
-  role: string;
-  auth_source: string;
-  mfa_enabled: boolean;
-  mfa_configured: boolean;
-  passkey_count: number;
-  recovery_required: boolean;
-  created_at: string;
-}
+export type User = Schema<'User'>;
 
 export type LoginResponse =
   | { mfa_required: true; pending_token: string; mfa_setup: MfaSetup | null }
   | { mfa_required: false; token?: string; csrf_token: string; user: User };
 
 /** token is only for API clients: a browser's session is its HttpOnly cookie. */
-export interface SessionResponse {
-  token?: string;
-  csrf_token: string;
-  user: User;
-}
+export type SessionResponse = Schema<'SessionResponse'>;
 
-export interface Site {
-  site_id: number;
-  name: string;
-  site_worker_slug: string;
-  site_worker_name: string;
-  public_base_url?: string;
-  public_hostname?: string;
-  device_count: number;
-  created_at: string;
-  updated_at?: string;
-  /** End of the temporary auto-approval; null or past when it is off. */
-  auto_approve_until?: string | null;
-  /** Where installers get the agent ("engine": this Engine's own builds). */
-  agent_binary_source?: string;
-  /** The site's signed install link per platform the Engine has a build for. */
-  install_links?: Partial<Record<AgentPlatform, InstallLink>>;
-}
+export type Site = Schema<'Site'>;
 
 export type AgentPlatform = 'linux-amd64' | 'windows-amd64';
 
 /** A signed install link (docs/api.md "Agent artifacts and install links"). */
-export interface InstallLink {
-  url: string;
-  token_url: string;
-  expires_at: string;
-  download_count: number;
-  artifact_id: string;
-  build_id: string;
-  /** The one-liner with `<enrollment-code>` for the code. */
-  install_command: string;
-  created_at: string;
-}
+export type InstallLink = Schema<'InstallLink'>;
 
 export interface WorkerPoller {
   identity: string;
@@ -135,27 +87,9 @@ export interface SiteAssignments {
   assignments: Record<string, number[] | null>;
 }
 
-export interface AuditEntry {
-  id: number;
-  at: string;
-  username: string | null;
-  role: string | null;
-  /** "METHOD /path", for example "POST /api/sites". */
-  action: string;
-  target: string | null;
-  client_addr: string | null;
-  status: number;
-  /** "success" or the error code of the answer. */
-  outcome: string;
-  request_id?: string | null;
-  /** The API token the request used; null for a session. */
-  api_token_id?: number | null;
-}
+export type AuditEntry = Schema<'AuditEntry'>;
 
-export interface AuditPage {
-  entries: AuditEntry[];
-  next_before_id: number | null;
-}
+export type AuditPage = Schema<'AuditPage'>;
 
 
 // Directory sign-in (docs/api.md "Directory sign-in").
@@ -163,15 +97,9 @@ export interface AuditPage {
 export type DirectoryKind = 'ldap' | 'ldaps' | 'active_directory';
 export type DirectoryGroupMode = 'member_of' | 'group_search';
 
-export interface RoleMapping {
-  group: string;
-  role: 'admin' | 'operator';
-}
+export type RoleMapping = Schema<'RoleMapping'>;
 
-export interface SiteMapping {
-  group: string;
-  site_ids: number[];
-}
+export type SiteMapping = Schema<'SiteMapping'>;
 
 export interface DirectoryTestResult {
   ok: boolean;
@@ -234,11 +162,7 @@ export interface DirectorySync {
   disabled: string[];
 }
 
-export interface DirectorySite {
-  id: number;
-  name: string;
-  slug: string;
-}
+export type DirectorySite = Schema<'DirectorySite'>;
 
 
 // Stored credentials (docs/api.md "Stored credentials"). The password is
@@ -286,26 +210,7 @@ export interface SourceTokenStatus {
 export type ConnectivityStatus = 'Connected' | 'Disconnected' | 'Offline';
 export type TrustState = 'active' | 'quarantined' | 'revoked';
 
-export interface Device {
-  guid: string;
-  agent_id: string;
-  hostname: string;
-  description: string;
-  site_id: number;
-  site_name: string;
-  /** Last heartbeat or status post; null before the first one. */
-  last_seen: string | null;
-  agent_socket: boolean;
-  connectivity_status: ConnectivityStatus;
-  operating_system: string;
-  /** The agent's version string. */
-  agent_version: string;
-  /** The build the agent reports (agent.installed_build_id), for example v0.4.0-12-gabc1234; '' before its first status post. */
-  agent_build_id?: string;
-  trust_state: TrustState;
-  /** Sparse: field number to decoded value. */
-  metadata_fields?: Record<string, string> | null;
-}
+export type Device = Schema<'Device'>;
 
 /** Light metrics from the latest heartbeat. */
 export interface DeviceMetrics {
@@ -316,58 +221,15 @@ export interface DeviceMetrics {
   logged_in_users: string[] | null;
 }
 
-export interface DeviceSummary extends Device {
-  metrics?: DeviceMetrics | null;
-}
+export type DeviceSummary = Schema<'DeviceSummary'>;
 
-export interface Disk {
-  name: string;
-  model?: string;
-  size_bytes: number;
-  removable: boolean;
-  cdrom: boolean;
-  mountpoint?: string;
-  fs_type?: string;
-  used_bytes?: number;
-  free_bytes?: number;
-}
+export type Disk = Schema<'Disk'>;
 
-export interface Hardware {
-  cpu_model: string;
-  cpu_cores: number;
-  cpu_threads: number;
-  memory_total_bytes: number;
-  disks: Disk[] | null;
-  board_vendor?: string;
-  board_name?: string;
-  system_vendor?: string;
-  system_model?: string;
-  serial_number?: string;
-  bios_vendor?: string;
-  bios_version?: string;
-  bios_date?: string;
-  virtualization?: string;
-}
+export type Hardware = Schema<'Hardware'>;
 
-export interface OSInfo {
-  family: string;
-  name: string;
-  id: string;
-  version: string;
-  kernel_version: string;
-  arch: string;
-  hostname: string;
-  machine_id?: string;
-}
+export type OSInfo = Schema<'OSInfo'>;
 
-export interface NetIface {
-  name: string;
-  mac?: string;
-  mtu: number;
-  up: boolean;
-  loopback: boolean;
-  addresses: string[] | null;
-}
+export type NetIface = Schema<'NetIface'>;
 
 export interface DeviceSession {
   username: string;
@@ -380,11 +242,7 @@ export interface DeviceSession {
   helper_ready: boolean;
 }
 
-export interface Uptime {
-  boot_time: string;
-  uptime_seconds: number;
-  boot_id?: string;
-}
+export type Uptime = Schema<'Uptime'>;
 
 export interface SoftwareItem {
   name: string;
@@ -551,20 +409,12 @@ export interface PatchRefreshResult {
 }
 
 /** POST /api/shell/establish: ws_url is a same-origin path carrying a single-use token. */
-export interface ShellSession {
-  session_id: string;
-  ws_url: string;
-  agent_socket: boolean;
-}
+export type ShellSession = Schema<'ShellEstablishResp'>;
 
 /** Text frames on the shell socket; binary frames are terminal bytes. */
 export type ShellControl = { type: 'resize'; cols: number; rows: number } | { type: 'exit'; code: number };
 
-export interface AutoApproval {
-  site_id: number;
-  /** null when auto-approval is off. */
-  auto_approve_until: string | null;
-}
+export type AutoApproval = Schema<'AutoApproval'>;
 
 // Enrollment (docs/api.md "Enrollment").
 
@@ -900,13 +750,7 @@ export interface DeviceJobRun {
 // console helpers' edits of this file merge cleanly.
 
 /** GET /api/devices with paging: one page plus the number of matching devices. */
-export interface DevicePage {
-  devices: Device[] | null;
-  total: number;
-  limit: number;
-  offset: number;
-  online_window_seconds?: number;
-}
+export type DevicePage = Schema<'DevicePage'>;
 
 export type FilterMatch = 'all' | 'any';
 
@@ -1038,7 +882,4 @@ export interface SoftwareAuditRow {
   uninstall_override: boolean;
 }
 
-export interface SoftwareAuditPage {
-  software: SoftwareAuditRow[] | null;
-  total: number;
-}
+export type SoftwareAuditPage = Schema<'SoftwareAuditPage'>;

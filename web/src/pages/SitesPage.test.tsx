@@ -1,3 +1,4 @@
+import { wireSite } from '../test/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
@@ -8,14 +9,13 @@ import { renderWithProviders } from '../test/render';
 import SitesPage from './SitesPage';
 
 function site(id: number, name: string, slug: string, devices = 0): Site {
-  return {
+  return wireSite({
     site_id: id,
     name,
     site_worker_slug: slug,
     site_worker_name: `site:${slug}`,
     device_count: devices,
-    created_at: '2026-11-21T08:00:00Z',
-  };
+  });
 }
 
 function renderPage(user: User = ADMIN) {

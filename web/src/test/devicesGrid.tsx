@@ -1,3 +1,4 @@
+import { wireSite } from './wire';
 // The devices grid's test kit: a fake Engine answering the paged
 // GET /api/devices as the real one does, and the page rendered signed in.
 import { screen } from '@testing-library/react';
@@ -11,8 +12,8 @@ import { renderWithProviders } from './render';
 import { WithToasts } from './toasts';
 
 export const SITES: Site[] = [
-  { site_id: 1, name: 'Head office', site_worker_slug: 'hq', site_worker_name: 'site:hq', device_count: 2, created_at: '2026-11-21T08:00:00Z' },
-  { site_id: 2, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 2, created_at: '2026-11-21T08:00:00Z' },
+  wireSite({ site_id: 1, name: 'Head office', site_worker_slug: 'hq', site_worker_name: 'site:hq', device_count: 2, created_at: '2026-11-21T08:00:00Z' }),
+  wireSite({ site_id: 2, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 2, created_at: '2026-11-21T08:00:00Z' }),
 ];
 
 export const DEVICES = [

@@ -1,30 +1,12 @@
-import { api } from '../api/client';
+import { call, type Schema } from '../api/typed';
 
 /** A personal API token as listed: never its text (docs/api.md "API tokens"). */
-export interface ApiToken {
-  id: number;
-  name: string;
-  access: TokenAccess;
-  username: string;
-  created_by: string;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-  expired: boolean;
-}
+export type ApiToken = Schema<'ApiToken'>;
 
-export type TokenAccess = 'read' | 'write';
+export type TokenAccess = ApiToken['access'];
 
 /** The one answer that carries the token's text. */
-export interface CreatedApiToken {
-  id: number;
-  token: string;
-  name: string;
-  access: TokenAccess;
-  username: string;
-  created_at: string;
-  expires_at: string;
-}
+export type CreatedApiToken = Schema<'ApiTokenCreated'>;
 
 export interface ApiTokenInput {
   name: string;
@@ -38,7 +20,7 @@ export const MAX_TOKEN_DAYS = 365;
 export const MAX_TOKEN_NAME = 100;
 
 export const apiTokens = {
-  list: () => api<{ tokens: ApiToken[] }>('/api/auth/tokens').then((r) => r.tokens ?? []),
-  create: (input: ApiTokenInput) => api<CreatedApiToken>('/api/auth/tokens', { body: input }),
-  revoke: (id: number) => api<void>(`/api/auth/tokens/${id}`, { method: 'DELETE' }),
+  list: () => call('get', '/api/auth/tokens').then((r) => r.tokens ?? []),
+  create: (input: ApiTokenInput) => call('post', '/api/auth/tokens', { body: input }),
+  revoke: (id: number) => call('delete', '/api/auth/tokens/{id}', { path: { id: String(id) } }),
 };

@@ -16,7 +16,7 @@ describe('AuditPanel', () => {
     const engine = fakeEngine({
       'GET /api/server/audit': (call) =>
         call.query.get('before_id') === '41'
-          ? { body: { entries: [entry(40, { action: 'POST /api/auth/login', username: 'mallory', role: null, status: 401, outcome: 'invalid_credentials', target: null })], next_before_id: null } }
+          ? { body: { entries: [entry(40, { action: 'POST /api/auth/login', username: 'mallory', role: '', status: 401, outcome: 'invalid_credentials', target: '' })], next_before_id: null } }
           : { body: { entries: [entry(42, { action: 'POST /api/users', target: 'username=operator1', api_token_id: 7 }), entry(41)], next_before_id: 41 } },
     });
     renderWithProviders(<AuditPanel />);
@@ -45,7 +45,7 @@ describe('AuditPanel', () => {
     const engine = fakeEngine({
       'GET /api/server/audit': (call) =>
         call.query.get('username') === 'operator1'
-          ? { body: { entries: [entry(50, { username: 'operator1', role: 'operator', action: 'POST /api/auth/logout', target: null })], next_before_id: null } }
+          ? { body: { entries: [entry(50, { username: 'operator1', role: 'operator', action: 'POST /api/auth/logout', target: '' })], next_before_id: null } }
           : { body: { entries: [entry(51)], next_before_id: null } },
     });
     renderWithProviders(<AuditPanel />);

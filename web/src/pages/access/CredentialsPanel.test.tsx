@@ -1,3 +1,4 @@
+import { wireSite } from '../../test/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
@@ -10,8 +11,8 @@ import CredentialsPanel from './CredentialsPanel';
 const OPERATOR: User = { ...ADMIN, username: 'olga', role: 'operator' };
 
 const SITES: Site[] = [
-  { site_id: 1, name: 'Head office', site_worker_slug: 'hq', site_worker_name: 'site:hq', device_count: 0, created_at: '2026-11-21T08:00:00Z' },
-  { site_id: 2, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 0, created_at: '2026-11-21T08:00:00Z' },
+  wireSite({ site_id: 1, name: 'Head office', site_worker_slug: 'hq', site_worker_name: 'site:hq', device_count: 0, created_at: '2026-11-21T08:00:00Z' }),
+  wireSite({ site_id: 2, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 0, created_at: '2026-11-21T08:00:00Z' }),
 ];
 
 function credential(id: number, name: string, extra: Partial<Credential> = {}): Credential {

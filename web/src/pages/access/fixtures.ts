@@ -1,3 +1,4 @@
+import { wireSite } from '../../test/wire';
 import type { AuditEntry, Operator, Site } from '../../api/types';
 import { ADMIN } from '../../test/fakeEngine';
 
@@ -17,7 +18,7 @@ export const ADMIN_OP: Operator = { ...ADMIN, site_ids: [], last_login_at: '2026
 
 export function site(id: number, name: string): Site {
   const slug = name.toLowerCase().replace(/\s+/g, '-');
-  return { site_id: id, name, site_worker_slug: slug, site_worker_name: `site:${slug}`, device_count: 0, created_at: '2026-11-21T08:00:00Z' };
+  return wireSite({ site_id: id, name, site_worker_slug: slug, site_worker_name: `site:${slug}`, device_count: 0 });
 }
 
 export function entry(id: number, extra: Partial<AuditEntry> = {}): AuditEntry {
@@ -32,6 +33,7 @@ export function entry(id: number, extra: Partial<AuditEntry> = {}): AuditEntry {
     status: 201,
     outcome: 'success',
     request_id: `req-${id}`,
+    api_token_id: null,
     ...extra,
-  };
+  } as AuditEntry;
 }

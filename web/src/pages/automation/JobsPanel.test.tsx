@@ -1,3 +1,4 @@
+import { wireSite } from '../../test/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
@@ -12,7 +13,7 @@ import { device } from '../devices/fixtures';
 import AutomationPage from './AutomationPage';
 import { assembly, job, result, run, workflow } from './fixtures';
 
-const SITES: Site[] = [{ site_id: 4, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 1, created_at: '2026-11-21T08:00:00Z' }];
+const SITES: Site[] = [wireSite({ site_id: 4, name: 'Lab', site_worker_slug: 'lab', site_worker_name: 'site:lab', device_count: 1, created_at: '2026-11-21T08:00:00Z' })];
 const DEVICES = [device('web-1'), device('db-1')];
 const NEXT = ['2099-01-01T00:05:00Z', '2099-01-01T00:10:00Z', '2099-01-01T00:15:00Z', '2099-01-01T00:20:00Z', '2099-01-01T00:25:00Z'];
 

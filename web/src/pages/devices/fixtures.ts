@@ -1,3 +1,4 @@
+import { wireSummary } from '../../test/wire';
 import type { Device, DeviceDetails, RoleHealth } from '../../api/types';
 
 export function device(hostname: string, extra: Partial<Device> = {}): Device {
@@ -13,6 +14,7 @@ export function device(hostname: string, extra: Partial<Device> = {}): Device {
     connectivity_status: 'Connected',
     operating_system: 'Debian GNU/Linux 12 (bookworm)',
     agent_version: '0.4.0',
+    agent_build_id: '',
     trust_state: 'active',
     metadata_fields: {},
     ...extra,
@@ -35,7 +37,7 @@ export function role(key: string, extra: Partial<RoleHealth> = {}): RoleHealth {
 /** Details where every collection is "not collected yet". */
 export function bareDetails(hostname: string, extra: Partial<Device> = {}): DeviceDetails {
   return {
-    device: { ...device(hostname, extra), metrics: null },
+    device: wireSummary(device(hostname, extra)),
     hardware: null,
     os: null,
     network: null,
@@ -54,10 +56,7 @@ export function bareDetails(hostname: string, extra: Partial<Device> = {}): Devi
 /** A device with every collection filled in. */
 export function fullDetails(): DeviceDetails {
   return {
-    device: {
-      ...device('web-1', { description: 'Front web server', metadata_fields: { '12': 'rack 4' } }),
-      metrics: null,
-    },
+    device: wireSummary(device('web-1', { description: 'Front web server', metadata_fields: { '12': 'rack 4' } })),
     metrics: { cpu_percent: 12.5, memory_used_bytes: 2 * 1024 ** 3, memory_total_bytes: 8 * 1024 ** 3, uptime_seconds: 93600, logged_in_users: ['alice'] },
     os: { family: 'linux', name: 'Debian GNU/Linux 12 (bookworm)', id: 'debian', version: '12', kernel_version: '6.1.0-18-amd64', arch: 'amd64', hostname: 'web-1' },
     uptime: { boot_time: '2026-11-20T06:00:00Z', uptime_seconds: 93600, boot_id: 'boot-abc' },

@@ -1,3 +1,4 @@
+import { wireSite } from '../../test/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
@@ -13,7 +14,7 @@ const OPERATOR: User = { ...ADMIN, username: 'olga', role: 'operator' };
 const FUTURE = new Date(Date.now() + 3 * 3600_000).toISOString();
 
 function site(extra: Partial<Site> = {}): Site {
-  return {
+  return wireSite({
     site_id: 1,
     name: 'Head office',
     site_worker_slug: 'hq',
@@ -24,7 +25,7 @@ function site(extra: Partial<Site> = {}): Site {
     created_at: '2026-11-21T08:00:00Z',
     auto_approve_until: null,
     ...extra,
-  };
+  });
 }
 
 function code(id: number, value: string | null, extra: Partial<EnrollmentCode> = {}): EnrollmentCode {

@@ -1,0 +1,315 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/cairn-rmm/cairn"
+)
+
+// The API document is generated from the route table: each route's
+// Endpoint carries its request and response types (jsonAction and
+// getAction take them from their type parameters), query parameters and
+// error codes; its auth class is a security scheme. `make generate` writes
+// it to docs/openapi.json; the Engine serves it at /api/openapi.json; the
+// API tests validate every request and answer against it.
+
+// APIVersion is the document's info.version; it changes when the API does
+// in a way clients must know of.
+const APIVersion = "1"
+
+var pathParamRe = regexp.MustCompile(`\{([^}:]+)(:[^}]*)?\}`)
+
+// Security scheme names (components.securitySchemes).
+const (
+	secBearer    = "sessionBearer"
+	secCookie    = "sessionCookie"
+	secDevice    = "deviceDPoP"
+	secProof     = "dpopProof"
+	secSignedURL = "signedURL"
+)
+
+func securityFor(class AuthClass) *openapi3.SecurityRequirements {
+	req := func(names ...string) openapi3.SecurityRequirement {
+		r := openapi3.SecurityRequirement{}
+		for _, n := range names {
+			r[n] = []string{}
+		}
+		return r
+	}
+	session := []openapi3.SecurityRequirement{req(secBearer), req(secCookie)}
+	var out openapi3.SecurityRequirements
+	switch class {
+	case AuthToken, AuthAdmin:
+		out = session
+	case AuthDevice:
+		out = openapi3.SecurityRequirements{req(secDevice, secProof)}
+	case AuthRefresh:
+		out = openapi3.SecurityRequirements{req(secProof)}
+	case AuthDeviceOrToken:
+		out = append(openapi3.SecurityRequirements{req(secDevice, secProof)}, session...)
+	case AuthSignedURL:
+		out = openapi3.SecurityRequirements{req(secSignedURL)}
+	default:
+		// None, Bootstrap and MFA pending: nothing in the request's
+		// headers (the pending token is in the body).
+		out = openapi3.SecurityRequirements{}
+	}
+	return &out
+}
+
+func securitySchemes() openapi3.SecuritySchemes {
+	return openapi3.SecuritySchemes{
+		secBearer: {Value: &openapi3.SecurityScheme{Type: "http", Scheme: "bearer",
+			Description: "An operator's session token (from sign-in) or personal API token (`cairn_pat_...`, from `POST /api/auth/tokens`) as `Authorization: Bearer <token>`. A read-only API token is refused (403) on anything but GET and HEAD."}},
+		secCookie: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "cookie", Name: cookieSession,
+			Description: "The console's session cookie (`__Host-cairn_session` on HTTPS). Requests other than GET/HEAD/OPTIONS must echo the `cairn_csrf` cookie in `X-CSRF-Token`."}},
+		secDevice: {Value: &openapi3.SecurityScheme{Type: "http", Scheme: "DPoP",
+			Description: "An agent's DPoP-bound access token (RFC 9449) as `Authorization: DPoP <token>`, with a proof in the `DPoP` header."}},
+		secProof: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "header", Name: "DPoP",
+			Description: "A DPoP proof (RFC 9449) signed by the device key."}},
+		secSignedURL: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "query", Name: "signature",
+			Description: "The install link's path and query carry its own signature; nothing else authenticates the download."}},
+	}
+}
+
+// errorsByClass are the errors any route of an auth class may answer
+// besides those it declares.
+func errorsByClass(class AuthClass) []string {
+	switch class {
+	case AuthToken, AuthDeviceOrToken:
+		return []string{cairn.ECodeUnauthorized, cairn.ECodeCSRF, cairn.ECodeAegisLocked}
+	case AuthAdmin:
+		return []string{cairn.ECodeUnauthorized, cairn.ECodeForbidden, cairn.ECodeCSRF, cairn.ECodeAegisLocked}
+	case AuthDevice, AuthRefresh:
+		return []string{ECodeAgentContextRequired, cairn.ECodeInvalidDPoPProof}
+	case AuthBootstrap:
+		return []string{cairn.ECodeBootstrapFinished}
+	}
+	return nil
+}
+
+type errorSchemaBody struct {
+	// Error is the stable code (docs/api.md "Errors").
+	Error   string `json:"error"`
+	Message string `json:"message"`
+	// Fields names each invalid field (path parameter, query parameter
+	// or body field) with its problem; validation_failed always has it.
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+// document builds the API document of routes.
+func document(routes []Route) (*openapi3.T, error) {
+	g := newSchemaGen()
+	g.components["Error"] = openapi3.NewSchemaRef("", g.structSchema(typeOf[errorSchemaBody](), false))
+	errRef := func(desc string) *openapi3.ResponseRef {
+		return &openapi3.ResponseRef{Value: openapi3.NewResponse().WithDescription(desc).
+			WithJSONSchemaRef(openapi3.NewSchemaRef("#/components/schemas/Error", nil))}
+	}
+	doc := &openapi3.T{
+		OpenAPI: "3.1.0",
+		Info: &openapi3.Info{Title: "Cairn Engine API", Version: APIVersion,
+			Description: "Generated from the Engine's route table (api/openapi.go); docs/api.md explains the concepts, flows and error model."},
+		Paths: openapi3.NewPaths(),
+		Components: &openapi3.Components{Schemas: g.components, SecuritySchemes: securitySchemes(),
+			Responses: openapi3.ResponseBodies{}},
+	}
+	for _, rt := range routes {
+		op, err := operation(g, rt, errRef)
+		if err != nil {
+			return nil, err
+		}
+		path := pathParamRe.ReplaceAllString(rt.Pattern, "{$1}")
+		item := doc.Paths.Value(path)
+		if item == nil {
+			item = &openapi3.PathItem{}
+			doc.Paths.Set(path, item)
+		}
+		item.SetOperation(rt.Method, op)
+	}
+	return doc, nil
+}
+
+func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef) (op *openapi3.Operation, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%s %s: %v", rt.Method, rt.Pattern, v)
+		}
+	}()
+	d := rt.Handler.doc
+	op = &openapi3.Operation{
+		OperationID: operationID(rt),
+		Summary:     d.summary,
+		Tags:        []string{tagOf(rt.Pattern)},
+		Security:    securityFor(rt.Auth),
+		Responses:   openapi3.NewResponses(),
+		Extensions:  map[string]any{"x-cairn-auth": string(rt.Auth)},
+	}
+	if rt.Auth == AuthAdmin {
+		op.Description = "Administrators only."
+	}
+	for _, m := range pathParamRe.FindAllStringSubmatch(rt.Pattern, -1) {
+		op.AddParameter(openapi3.NewPathParameter(m[1]).WithSchema(openapi3.NewStringSchema()))
+	}
+	for _, q := range d.query {
+		p := openapi3.NewQueryParameter(q.Name).WithDescription(q.Description).WithRequired(q.Required)
+		p.Schema = openapi3.NewSchemaRef("", &openapi3.Schema{Type: types(q.Type)})
+		op.AddParameter(p)
+	}
+	if d.request != nil {
+		body := openapi3.NewRequestBody().WithRequired(!d.requestOptional).
+			WithJSONSchemaRef(g.schema(d.request, true))
+		op.RequestBody = &openapi3.RequestBodyRef{Value: body}
+	}
+	op.Responses.Delete("default")
+	success := append([]altResponse{{status: d.status, response: d.response, contentType: d.contentType}}, d.also...)
+	for _, a := range success {
+		resp := openapi3.NewResponse().WithDescription(http.StatusText(a.status))
+		switch {
+		case a.response != nil:
+			resp.WithJSONSchemaRef(g.schema(a.response, false))
+		case a.contentType != "":
+			resp.WithContent(openapi3.NewContentWithSchema(&openapi3.Schema{}, []string{a.contentType}))
+		}
+		op.AddResponse(a.status, resp)
+	}
+	byStatus := map[int][]string{}
+	codes := append(errorsByClass(rt.Auth), d.errors...)
+	if d.request != nil || len(d.query) > 0 || strings.Contains(rt.Pattern, "{") {
+		codes = append(codes, cairn.ECodeValidation)
+	}
+	for _, c := range codes {
+		st, ok := statusByCode[c]
+		if !ok {
+			panic("error code " + c + " has no status in statusByCode")
+		}
+		if !containsStr(byStatus[st], c) {
+			byStatus[st] = append(byStatus[st], c)
+		}
+	}
+	statuses := make([]int, 0, len(byStatus))
+	for st := range byStatus {
+		statuses = append(statuses, st)
+	}
+	sort.Ints(statuses)
+	for _, st := range statuses {
+		if op.Responses.Value(strconv.Itoa(st)) != nil {
+			continue
+		}
+		op.Responses.Set(strconv.Itoa(st), errRef(http.StatusText(st)+": "+strings.Join(byStatus[st], ", ")))
+	}
+	op.Responses.Set("default", errRef("Any other error: the error code says what went wrong (docs/api.md \"Errors\")."))
+	return op, nil
+}
+
+func containsStr(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// operationID is the method and the path's words: POST
+// /api/sites/{site_id}/auto-approval -> postSitesSiteIdAutoApproval.
+func operationID(rt Route) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(rt.Method))
+	path := strings.TrimPrefix(rt.Pattern, "/api")
+	path = pathParamRe.ReplaceAllString(path, "$1")
+	for _, w := range strings.FieldsFunc(path, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		b.WriteString(exportName(w))
+	}
+	return b.String()
+}
+
+// tagOf groups operations by the path's first word after /api.
+func tagOf(pattern string) string {
+	p, isAPI := strings.CutPrefix(pattern, "/api/")
+	if !isAPI {
+		return "probes"
+	}
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		p = p[:i]
+	}
+	return p
+}
+
+// DocumentJSON is the API document of the Engine's full route table, as
+// committed in docs/openapi.json.
+func DocumentJSON() ([]byte, error) {
+	s := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return s.documentJSON()
+}
+
+func (s *Server) documentJSON() ([]byte, error) {
+	s.docOnce.Do(func() {
+		doc, err := document(s.routes)
+		if err != nil {
+			s.docErr = err
+			return
+		}
+		s.docJSON, s.docErr = json.MarshalIndent(doc, "", "  ")
+		s.docJSON = append(s.docJSON, '\n')
+	})
+	return s.docJSON, s.docErr
+}
+
+func (s *Server) openapiRoutes() []Route {
+	return []Route{
+		{"GET", "/api/openapi.json", AuthNone, raw(func(w http.ResponseWriter, r *http.Request) {
+			b, err := s.documentJSON()
+			if err != nil {
+				writeError(w, r, s.Log, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(b)
+		}).Stream(http.StatusOK, "application/json").Summary("This document")},
+		{"GET", "/api/docs", AuthNone, raw(s.apiDocs).Stream(http.StatusOK, "text/html").
+			Summary("The API reference page (this document, rendered)").Errors(cairn.ECodeNotFound)},
+	}
+}
+
+// apiDocs serves the API reference page, a page of the console build
+// (web/api-docs.html) that renders /api/openapi.json with scripts from the
+// Engine's own files, within the console's CSP.
+func (s *Server) apiDocs(w http.ResponseWriter, r *http.Request) {
+	var page []byte
+	err := fs.ErrNotExist
+	if s.Console != nil {
+		page, err = fs.ReadFile(s.Console, "api-docs.html")
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeNotFound, "the API reference was not built into this binary; /api/openapi.json has the document"))
+		return
+	} else if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(page)
+}
+
+// docCache holds the generated document (built on first use).
+type docCache struct {
+	docOnce sync.Once
+	docJSON []byte
+	docErr  error
+}

@@ -1,0 +1,145 @@
+package api_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/auth"
+)
+
+// The committed docs/openapi.json is the document the route table
+// generates: a route or type changed without `make generate` fails here
+// (and in `make check-generated`).
+func TestOpenAPIDocumentIsCommitted(t *testing.T) {
+	t.Parallel()
+	want, err := api.DocumentJSON()
+	require.NoError(t, err)
+	got, err := os.ReadFile("../docs/openapi.json")
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "docs/openapi.json is stale: run `make generate` and commit it")
+}
+
+// Every route of the table is in the document with its auth class, and the
+// Engine serves the document without authentication.
+func TestOpenAPIDocumentServedAndComplete(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	res := f.do(t, "GET", "/api/openapi.json", "", nil)
+	require.Equal(t, 200, res.Status, res.Raw)
+	want, err := api.DocumentJSON()
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), res.Raw)
+
+	// The reference page, from the console build, under the console's CSP.
+	page := f.do(t, "GET", "/api/docs", "", nil)
+	require.Equal(t, 200, page.Status, page.Raw)
+	require.Contains(t, page.Raw, "Cairn API reference")
+	require.Contains(t, page.Header.Get("Content-Security-Policy"), "script-src 'self'")
+
+	doc, err := apiDocument()
+	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	for _, rt := range f.engine.srv.Routes() {
+		item := doc.Paths.Find(rt.Pattern)
+		require.NotNil(t, item, "%s is not in the document", rt.Pattern)
+		op := item.GetOperation(rt.Method)
+		require.NotNil(t, op, "%s %s is not in the document", rt.Method, rt.Pattern)
+		require.Equal(t, string(rt.Auth), op.Extensions["x-cairn-auth"], "%s %s", rt.Method, rt.Pattern)
+		require.NotNil(t, op.Responses.Default(), "%s %s has no error answer", rt.Method, rt.Pattern)
+		switch rt.Auth {
+		case api.AuthToken, api.AuthAdmin:
+			require.Len(t, *op.Security, 2, "%s %s: bearer or cookie", rt.Method, rt.Pattern)
+		case api.AuthNone, api.AuthBootstrap, api.AuthMFAPending:
+			require.Empty(t, *op.Security, "%s %s", rt.Method, rt.Pattern)
+		default:
+			require.NotEmpty(t, *op.Security, "%s %s", rt.Method, rt.Pattern)
+		}
+	}
+	// The shared error body, as docs/api.md "Errors" gives it.
+	e := doc.Components.Schemas["Error"].Value
+	require.ElementsMatch(t, []string{"error", "message"}, e.Required)
+	require.Contains(t, e.Properties, "fields")
+	// The bootstrap phases, exactly as SPEC "Bootstrap" names them.
+	phase := doc.Components.Schemas["PhaseResponse"].Value.Properties["phase"].Value
+	require.ElementsMatch(t, []any{auth.PhaseAegisSetup, auth.PhaseAegisUnlock, auth.PhaseAdminSetup,
+		auth.PhaseAdminRecovery, auth.PhaseLogin}, phase.Enum)
+}
+
+// recordingTB is a testing.TB whose failures are kept, to watch the
+// document check fail.
+type recordingTB struct {
+	testing.TB
+	mu     sync.Mutex
+	errors []string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingTB) failures() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.errors...)
+}
+
+// The check the API tests run on every exchange catches drift: an answer
+// without a declared field, a status the route does not declare, a request
+// the document refuses but the Engine serves, and a query parameter the
+// handler reads but the route does not declare.
+func TestOpenAPIValidationCatchesDrift(t *testing.T) {
+	t.Parallel()
+	r := chi.NewRouter()
+	answer := func(status int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		}
+	}
+	r.Get("/api/sites", answer(200, `{"sites": [{"site_id": 1, "nickname": "x"}]}`))
+	r.Get("/api/auth/me", answer(201, `{}`))
+	r.Post("/api/sites/delete", answer(200, `{"deleted": [1]}`))
+	r.Get("/api/devices/search", answer(400, `{"error": "validation_failed", "message": "request is invalid", "fields": {"page": "must be a number"}}`))
+	r.Get("/api/server/audit", answer(200, `{"entries": [], "next_before_id": null}`))
+	r.Get("/api/server/workers", answer(500, `{"error": "internal"}`))
+	tb := &recordingTB{TB: t}
+	srv := httptest.NewServer(validated(tb, r))
+	defer srv.Close()
+	send := func(method, path, body string) {
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+	}
+	send("GET", "/api/sites", "")
+	send("GET", "/api/auth/me", "")
+	send("POST", "/api/sites/delete", `{"site_ids": "all"}`)
+	send("GET", "/api/devices/search?page=2", "")
+	send("GET", "/api/server/workers", "")
+	got := tb.failures()
+	require.Len(t, got, 5, "%s", strings.Join(got, "\n"))
+	require.Contains(t, got[0], "nickname")
+	require.Contains(t, got[1], "status 201 is not declared")
+	require.Contains(t, got[2], "calls the request invalid")
+	require.Contains(t, got[3], `query parameter "page" is read but not declared`)
+	require.Contains(t, got[4], "message")
+
+	// A declared exchange passes.
+	send("GET", "/api/server/audit?limit=5", "")
+	require.Len(t, tb.failures(), 5)
+}

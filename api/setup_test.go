@@ -42,6 +42,10 @@ import (
 // apart through unique site slugs (task queues) and workflow IDs.
 var temporalClient client.Client
 
+// temporalAddress is that server's address, for tests that dial it with
+// their own client options.
+var temporalAddress string
+
 // One private slapd serves the directory sign-in tests; they keep apart
 // through unique entry names.
 var slapd *slapdtest.Server
@@ -55,6 +59,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer srv.Stop()
+		temporalAddress = srv.Address
 		temporalClient, err = client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace,
 			Logger: quietTemporalLogger{}})
 		if err != nil {

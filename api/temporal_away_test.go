@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,9 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
+	"github.com/cairn-rmm/cairn/internal/testport"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -35,10 +38,7 @@ func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
 	a := f.enrolled(t, admin, site, "away-01")
 
 	// A second replica on the same database whose Temporal is not running.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := testport.Free(t)
 	// Counts the gRPC attempts made on behalf of an HTTP request (its
 	// context carries the request ID; the Engine's own probes do not).
 	var fromRequests atomic.Int64
@@ -114,4 +114,46 @@ func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
 		p := c.poll(t)
 		return p.Status == 200 && p.Body["status"] == proto.ApprovalEnrolled
 	}, 2*time.Minute, 200*time.Millisecond)
+}
+
+// A Temporal that answers its health check can still fail the Engine's
+// set-up calls (a dev server just restarted on a loaded machine times them
+// out). The Engine must start anyway, as it does when Temporal is away, and
+// set up its durable side once the calls go through.
+func TestEngineStartsWhenTemporalSetupFails(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	var refused atomic.Int64
+	flaky := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if failing.Load() && strings.HasSuffix(method, "/ListSearchAttributes") {
+			refused.Add(1)
+			return status.Error(codes.DeadlineExceeded, "the set-up call timed out")
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	tc, err := client.NewLazyClient(client.Options{HostPort: temporalAddress, Namespace: "default",
+		Logger: quietTemporalLogger{}, ConnectionOptions: client.ConnectionOptions{
+			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(flaky)}}})
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("setup"), temporal: tc}
+	b.engine = b.newEngine(t) // requires Start to succeed
+	b.url = b.engine.http.URL
+	require.Positive(t, refused.Load(), "the set-up was not attempted")
+	engineWorker := func() string {
+		for _, st := range b.engine.mgr.Statuses() {
+			if st.TaskQueue == b.engineQueue {
+				return st.State
+			}
+		}
+		return ""
+	}
+	require.NotEqual(t, workers.StateRunning, engineWorker(), "the engine worker started without its set-up")
+	require.Equal(t, 200, b.do(t, "GET", "/ready", "", nil).Status)
+
+	failing.Store(false)
+	require.Eventually(t, func() bool { return engineWorker() == workers.StateRunning },
+		2*time.Minute, 100*time.Millisecond, "the engine worker starts once the set-up goes through")
 }

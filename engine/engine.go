@@ -371,11 +371,17 @@ func (e *Engine) Start() error {
 
 	tctx, stopTemporal := context.WithCancel(context.Background())
 	e.stopTemporal, e.temporalDone = stopTemporal, make(chan struct{})
-	if err := e.probeTemporal(tctx); err == nil {
-		close(e.temporalDone)
-		if err := e.startDurable(e.bg); err != nil {
-			return err
+	err := e.probeTemporal(tctx)
+	if err == nil {
+		// A Temporal that answers its health check can still time out on
+		// the set-up calls (a dev server just restarted on a loaded
+		// machine): that is Temporal being away, not a reason to exit.
+		if err = e.startDurable(e.bg); err != nil {
+			e.Metrics.TemporalError("start")
 		}
+	}
+	if err == nil {
+		close(e.temporalDone)
 	} else {
 		e.Log.Warn("Temporal cannot be reached; sign-in and agent callbacks go on, durable operations wait for it", "err", err)
 		go func() {

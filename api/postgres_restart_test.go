@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/testport"
 )
 
 // Item 19: PostgreSQL restarts under load and the Engine recovers without
@@ -29,10 +29,7 @@ import (
 func TestEngineRecoversFromPostgresRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := testport.Free(t)
 	dir := filepath.Join(t.TempDir(), "pg")
 	cluster, err := devpostgres.Start(ctx, devpostgres.Options{Dir: dir, Port: port, InstallIfMissing: true})
 	require.NoError(t, err)

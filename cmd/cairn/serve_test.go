@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/internal/testport"
 )
 
 // The test binary doubles as the cairn command: with CAIRN_TEST_MAIN set it
@@ -33,13 +33,9 @@ func TestMain(m *testing.M) {
 	os.Exit(pgtest.Main(m))
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port for a process the test starts later (see testport
+// for why not port 0).
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 type proc struct {
 	cmd       *exec.Cmd

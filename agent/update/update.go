@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -328,9 +329,7 @@ func (u *Updater) install(ctx context.Context, j job, tmp string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("make the new binary executable: %w", err)
 	}
-	vctx, cancel := context.WithTimeout(ctx, time.Minute)
-	out, err := exec.CommandContext(vctx, tmp, "version").Output()
-	cancel()
+	out, err := runVersion(ctx, tmp)
 	if err != nil {
 		return fmt.Errorf("the new binary does not run (`version`): %v", err)
 	}
@@ -348,6 +347,28 @@ func (u *Updater) install(ctx context.Context, j job, tmp string) error {
 		return err
 	}
 	return nil
+}
+
+// runVersion runs `<bin> version`. A file just written can be briefly
+// "text file busy": a process forked elsewhere in the agent (a script, a
+// shell) holds the write descriptor until it execs. That passes within
+// moments, so it is retried before the update is called failed.
+func runVersion(ctx context.Context, bin string) ([]byte, error) {
+	wait := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		vctx, cancel := context.WithTimeout(ctx, time.Minute)
+		out, err := exec.CommandContext(vctx, bin, "version").Output()
+		cancel()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 10 {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 // reportedBuild reads the build ID from `cairn-agent version`: its

@@ -141,6 +141,17 @@ func (f *fixture) handle(t *testing.T, req proto.AgentUpdateRequest) (any, error
 	return h.Lookup(proto.EventAgentUpdate)(context.Background(), f.eng, raw)
 }
 
+// waitRestart waits for the updater to ask for a restart; an update that
+// failed instead fails the test with its phases rather than hanging it.
+func (f *fixture) waitRestart(t *testing.T) {
+	t.Helper()
+	select {
+	case <-f.restarts:
+	case <-time.After(5 * time.Minute): // a hang guard, not a timing claim
+		t.Fatalf("the updater never asked for a restart; phases: %v", f.eng.phases())
+	}
+}
+
 func (f *fixture) waitPhase(t *testing.T, phase string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
@@ -160,7 +171,7 @@ func TestUpdateInstallsCheckinAndCompletes(t *testing.T) {
 	res, err := f.handle(t, req)
 	require.NoError(t, err)
 	require.Equal(t, proto.AgentUpdateAccepted{Accepted: true}, res)
-	<-f.restarts
+	f.waitRestart(t)
 	require.Equal(t, []string{"accepted", "downloading", "verifying", "installing", "restarting"}, f.eng.phases())
 	require.Equal(t, script("b2"), must(os.ReadFile(f.exe)), "the new build is installed")
 	require.Equal(t, script("b1"), must(os.ReadFile(PreviousPath(f.exe))), "the old build is kept")
@@ -185,11 +196,11 @@ func TestUpdateRollsBackWithoutCheckin(t *testing.T) {
 	f := newFixture(t, "b1", time.Millisecond)
 	_, err := f.handle(t, f.offer("b2", script("b2")))
 	require.NoError(t, err)
-	<-f.restarts
+	f.waitRestart(t)
 	// The new build never gets a heartbeat through: at the deadline it
 	// puts the old binary back and restarts into it.
 	f.start(t, "b2", time.Millisecond)
-	<-f.restarts
+	f.waitRestart(t)
 	require.Equal(t, script("b1"), must(os.ReadFile(f.exe)), "the previous build is restored")
 	m, err := readMarker(f.exe)
 	require.NoError(t, err)
@@ -258,7 +269,7 @@ func TestCheckUpdatesOnlyToAnotherBuild(t *testing.T) {
 
 	f.offer("b2", script("b2"))
 	require.NoError(t, f.u.Check(context.Background()))
-	<-f.restarts
+	f.waitRestart(t)
 	first := f.eng.posts[0]
 	require.Equal(t, "b2", first.ToBuildID, "an update the agent starts names its target")
 	require.Equal(t, script("b2"), must(os.ReadFile(f.exe)))

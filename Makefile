@@ -47,7 +47,8 @@ test-go: api/testdata/dpopjs/node_modules
 # Debian's Wine (scripts/wine/run-tests.sh; docs/agent.md "Windows tests
 # under Wine"). A package joins by being listed here.
 WINE_TEST_PKGS := \
-	./agent/proto
+	./agent/proto \
+	./agent/registry
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)

@@ -238,6 +238,9 @@ var agentCodes = map[string]bool{
 	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
 	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
 	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
+	// registry editor (agent/proto/registry.go)
+	proto.CodeUnsupportedPlatform: true, proto.CodePathExists: true, proto.CodeRegistryKeyNotFound: true,
+	proto.CodeRegistryValueNotFound: true, proto.CodeRegistryTypeInvalid: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

@@ -12,8 +12,8 @@ import (
 	"github.com/cairn-rmm/cairn/agent/registry"
 )
 
-// Mem is a registry held in memory, with the five roots present and
-// empty. Names compare case-insensitively, as Windows compares them.
+// Mem is a registry held in memory, with the five roots and, as on
+// every Windows machine, HKLM\Software and HKCU\Software. Names compare case-insensitively, as Windows compares them.
 type Mem struct {
 	mu   sync.Mutex
 	keys map[string]*node // lower-cased full path -> key
@@ -29,6 +29,9 @@ func New() *Mem {
 	m := &Mem{keys: map[string]*node{}}
 	for _, r := range registry.Roots {
 		m.keys[strings.ToLower(r.Path)] = &node{name: r.Path, values: map[string]registry.Value{}}
+	}
+	for _, p := range []string{`hklm\software`, `hkcu\software`} {
+		m.keys[p] = &node{name: "Software", values: map[string]registry.Value{}}
 	}
 	return m
 }

@@ -79,6 +79,10 @@ type RegistryChildrenResult struct {
 	Path    string          `json:"path"`
 	Subkeys []RegistryKey   `json:"subkeys"`
 	Values  []RegistryValue `json:"values"`
+	// Truncated says the answer is not the whole key: a value's data over
+	// the listing limit is sent as null, and entries past the answer's
+	// size budget are left out (docs/api.md "Registry").
+	Truncated bool `json:"truncated"`
 }
 
 // RegistryKeyResult answers key_create and key_rename (the key as it now

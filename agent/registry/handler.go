@@ -146,20 +146,44 @@ func (s *server) handle(_ context.Context, _ runtime.Caller, payload json.RawMes
 
 func key(p Path) proto.RegistryKey { return proto.RegistryKey{Name: p.Name(), Path: p.String()} }
 
+// Listing limits: an answer travels in one socket reply (at most 1.5 MiB,
+// internal/agentgateway.MaxReplyBytes) and one Temporal payload, so a
+// children answer stops at ListBudget bytes of names and data, and a
+// value whose data is over MaxListedData is listed with null data.
+const (
+	ListBudget    = 1 << 20
+	MaxListedData = 64 << 10
+)
+
 func (s *server) children(p Path) (proto.RegistryChildrenResult, error) {
 	names, values, err := s.store.Children(p)
 	if err != nil {
 		return proto.RegistryChildrenResult{}, err
 	}
-	out := proto.RegistryChildrenResult{Path: p.String(), Subkeys: make([]proto.RegistryKey, len(names)),
-		Values: make([]proto.RegistryValue, len(values))}
+	out := proto.RegistryChildrenResult{Path: p.String(), Subkeys: []proto.RegistryKey{}, Values: []proto.RegistryValue{}}
 	sort.Slice(names, func(i, j int) bool { return strings.ToLower(names[i]) < strings.ToLower(names[j]) })
-	for i, n := range names {
-		out.Subkeys[i] = key(p.Child(n))
-	}
 	sort.Slice(values, func(i, j int) bool { return strings.ToLower(values[i].Name) < strings.ToLower(values[j].Name) })
-	for i, v := range values {
-		out.Values[i] = Wire(v)
+	// Values first: they are what the open key shows.
+	size := 0
+	for _, v := range values {
+		w := Wire(v)
+		data, _ := json.Marshal(w.Data)
+		if len(data) > MaxListedData {
+			w.Data, data, out.Truncated = nil, nil, true
+		}
+		if size += len(w.Name) + len(w.Type) + len(data) + 32; size > ListBudget {
+			out.Truncated = true
+			break
+		}
+		out.Values = append(out.Values, w)
+	}
+	for _, n := range names {
+		k := key(p.Child(n))
+		if size += len(k.Name) + len(k.Path) + 24; size > ListBudget {
+			out.Truncated = true
+			break
+		}
+		out.Subkeys = append(out.Subkeys, k)
 	}
 	return out, nil
 }

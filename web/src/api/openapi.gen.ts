@@ -3984,6 +3984,7 @@ export interface components {
         RegistryChildrenResult: {
             path: string;
             subkeys: components["schemas"]["RegistryKey"][];
+            truncated: boolean;
             values: components["schemas"]["RegistryValue"][];
         };
         RegistryKey: {

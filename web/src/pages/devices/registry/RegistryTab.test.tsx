@@ -32,7 +32,7 @@ const ROOTS = {
 type Body = { path: string; value?: unknown };
 
 function children(path: string) {
-  if (path === 'HKCU') return { path, subkeys: [{ name: 'Software', path: 'HKCU\\Software' }], values: [] };
+  if (path === 'HKCU') return { path, subkeys: [{ name: 'Software', path: 'HKCU\\Software' }], values: [], truncated: false };
   if (path === 'HKCU\\Software') {
     return {
       path,
@@ -41,10 +41,12 @@ function children(path: string) {
         { name: '', type: 'REG_SZ', data: 'default' },
         { name: 'Count', type: 'REG_DWORD', data: 16 },
         { name: 'Odd', type: 'REG_LINK', data: 'abcd' },
+        { name: 'Huge', type: 'REG_BINARY', data: null },
       ],
+      truncated: true,
     };
   }
-  return { path, subkeys: [], values: [] };
+  return { path, subkeys: [], values: [], truncated: false };
 }
 
 afterEach(() => vi.unstubAllGlobals());
@@ -77,6 +79,8 @@ describe('Registry tab', () => {
     await within(values).findByText('0x00000010 (16)');
     expect(within(values).getByText('(Default)')).toBeInTheDocument();
     expect(within(values).getByRole('button', { name: 'Edit Odd' })).toBeDisabled();
+    expect(within(values).getByRole('button', { name: 'Edit Huge' })).toBeDisabled();
+    expect(screen.getByText(/too large to list whole/)).toBeInTheDocument();
 
     // A DWORD out of range is refused in the dialog; a good one is sent as a number.
     await user.click(within(values).getByRole('button', { name: 'Edit Count' }));

@@ -3,6 +3,7 @@
 // key and value changes, each a device operation (docs/api.md "Registry").
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import CircularProgress from '@mui/material/CircularProgress';
@@ -184,6 +185,11 @@ export function RegistryTab({ hostname }: { hostname: string }) {
             </Box>
             {current.isError && <ErrorAlert error={current.error} />}
             {current.isPending && <CircularProgress size={18} />}
+            {current.data?.truncated && (
+              <Alert severity="info" variant="outlined" sx={{ mb: 1 }}>
+                This key is too large to list whole: some entries are left out, and values over 64 KiB are shown without their data.
+              </Alert>
+            )}
             {current.data && (
               <Table size="small" aria-label="Values">
                 <TableHead>
@@ -210,7 +216,7 @@ export function RegistryTab({ hostname }: { hostname: string }) {
                         <TableCell>{v.type}</TableCell>
                         <TableCell sx={{ fontFamily: 'monospace', fontSize: 12, wordBreak: 'break-all' }}>{displayData(v.type, v.data)}</TableCell>
                         <TableCell align="right" sx={{ whiteSpace: 'nowrap' }}>
-                          <Button size="small" disabled={!isWritable(v.type)} aria-label={`Edit ${label}`} onClick={() => setDialog({ kind: 'edit-value', value: v })}>
+                          <Button size="small" disabled={!isWritable(v.type) || v.data === null} aria-label={`Edit ${label}`} onClick={() => setDialog({ kind: 'edit-value', value: v })}>
                             Edit
                           </Button>
                           <Button size="small" color="error" aria-label={`Delete ${label}`} onClick={() => setDialog({ kind: 'delete-value', value: v })}>

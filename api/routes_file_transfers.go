@@ -456,12 +456,9 @@ func (s *Server) transferContent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	item := snap.Items[0]
-	ctype := "application/octet-stream"
-	if strings.HasSuffix(strings.ToLower(item.Name), ".zip") {
-		ctype = "application/zip"
-	}
-	s.streamItem(w, r, snap.Transfer.ID, item, ctype, true)
+	// One content type for every artifact: the name (and .zip) says
+	// what it is, and the browser saves it either way.
+	s.streamItem(w, r, snap.Transfer.ID, snap.Items[0], "application/octet-stream", true)
 }
 
 // streamItem writes an item with its size, checksum and (for browsers)
@@ -584,7 +581,7 @@ func (s *Server) agentTransferProgress(r *http.Request, req proto.TransferProgre
 	if err := checkTransferID(id); err != nil {
 		return proto.TransferStatus{}, err
 	}
-	p := transfers.Progress{ItemID: req.ItemID, BytesDone: req.BytesDone, State: req.State}
+	p := transfers.Progress{ItemID: req.ItemID, BytesDone: req.BytesDone, BytesTotal: req.BytesTotal, State: req.State}
 	switch req.State {
 	case "", transfers.ItemRunning, transfers.ItemCompleted, transfers.ItemSkipped, transfers.ItemFailed:
 	default:
@@ -615,20 +612,29 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 func (s *Server) agentTransferContent(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := pathParam(r, "transfer_id")
+	// The SHA-256 comes as a header, or as a trailer (declared in the
+	// Trailer header) when the agent computes it while streaming.
 	sum := r.Header.Get(proto.HeaderContentSHA256)
+	_, inTrailer := r.Trailer[http.CanonicalHeaderKey(proto.HeaderContentSHA256)]
 	name := strings.TrimSpace(r.Header.Get(proto.HeaderContentName))
 	err := checkTransferID(id)
 	switch {
 	case err != nil:
-	case !hexSHA256.MatchString(sum):
-		err = cairn.Invalid(proto.HeaderContentSHA256, "must be the content's SHA-256 in hex")
+	case !hexSHA256.MatchString(sum) && !(sum == "" && inTrailer):
+		err = cairn.Invalid(proto.HeaderContentSHA256, "must be the content's SHA-256 in hex (as a header or a trailer)")
 	case name == "" || len(name) > 255 || !textOK(name) || strings.ContainsAny(name, `/\`):
 		err = cairn.Invalid(proto.HeaderContentName, "must be a file name without separators, at most 255 bytes")
 	}
 	if err == nil {
 		extendDeadlines(w)
 		body := http.MaxBytesReader(w, r.Body, s.Transfers.MaxBytes()+1)
-		err = s.Transfers.ReceiveContent(ctx, deviceFrom(ctx).GUID, id, name, sum, deadlineReader{r: body, w: w})
+		want := func() string {
+			if sum != "" {
+				return sum
+			}
+			return r.Trailer.Get(proto.HeaderContentSHA256)
+		}
+		err = s.Transfers.ReceiveContent(ctx, deviceFrom(ctx).GUID, id, name, want, deadlineReader{r: body, w: w})
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			err = cairn.Errorf(transfers.ECodeUploadTooLarge, "the content is larger than the Engine's limit of %d bytes", s.Transfers.MaxBytes())

@@ -491,17 +491,20 @@ func (q *Queries) FileTransferSetDownloadTotal(ctx context.Context, arg FileTran
 }
 
 const fileTransferSetProgress = `-- name: FileTransferSetProgress :execrows
-UPDATE file_transfers SET bytes_done = $1, state = 'running', updated_at = now()
-WHERE id = $2 AND state IN ('queued', 'running')
+UPDATE file_transfers
+SET bytes_done = $1, state = 'running', updated_at = now(),
+    bytes_total = CASE WHEN $2::bigint > 0 THEN $2::bigint ELSE bytes_total END
+WHERE id = $3 AND state IN ('queued', 'running')
 `
 
 type FileTransferSetProgressParams struct {
-	BytesDone int64
-	ID        string
+	BytesDone  int64
+	BytesTotal int64
+	ID         string
 }
 
 func (q *Queries) FileTransferSetProgress(ctx context.Context, arg FileTransferSetProgressParams) (int64, error) {
-	result, err := q.db.Exec(ctx, fileTransferSetProgress, arg.BytesDone, arg.ID)
+	result, err := q.db.Exec(ctx, fileTransferSetProgress, arg.BytesDone, arg.BytesTotal, arg.ID)
 	if err != nil {
 		return 0, err
 	}

@@ -99,8 +99,11 @@ type TransferItemStatus struct {
 // state once it ended (completed, skipped, failed with Error). ItemID 0
 // with state failed fails the whole transfer (nothing could start).
 type TransferProgress struct {
-	ItemID    int32  `json:"item_id"`
-	BytesDone int64  `json:"bytes_done"`
+	ItemID    int32 `json:"item_id"`
+	BytesDone int64 `json:"bytes_done"`
+	// BytesTotal (downloads) is what the agent expects to send: the file's
+	// size, or the sum of a zip's files; the snapshot's bytes_total.
+	BytesTotal int64  `json:"bytes_total,omitempty"`
 	State     string `json:"state,omitempty"`
 	Error     *Error `json:"error,omitempty"`
 }

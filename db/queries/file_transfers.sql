@@ -51,7 +51,9 @@ SELECT coalesce(sum(bytes_done), 0)::bigint AS bytes_done,
 FROM file_transfer_items WHERE transfer_id = @transfer_id;
 
 -- name: FileTransferSetProgress :execrows
-UPDATE file_transfers SET bytes_done = @bytes_done, state = 'running', updated_at = now()
+UPDATE file_transfers
+SET bytes_done = @bytes_done, state = 'running', updated_at = now(),
+    bytes_total = CASE WHEN @bytes_total::bigint > 0 THEN @bytes_total::bigint ELSE bytes_total END
 WHERE id = @id AND state IN ('queued', 'running');
 
 -- name: FileTransferStart :execrows

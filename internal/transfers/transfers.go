@@ -292,8 +292,9 @@ func (s *Service) Purge(ctx context.Context, id string) error {
 // Progress is an agent's report on one item (item 0: the transfer as a
 // whole, for a failure before any item).
 type Progress struct {
-	ItemID    int32
-	BytesDone int64
+	ItemID     int32
+	BytesDone  int64
+	BytesTotal int64
 	// State is the item's: running (default), completed, skipped or
 	// failed. Code and Message explain a failure.
 	State   string
@@ -321,10 +322,14 @@ func (s *Service) ReportProgress(ctx context.Context, guid, id string, p Progres
 		p.Code = "failed"
 	}
 	if p.ItemID == 0 {
-		if p.State != ItemFailed {
-			return false, cairn.Invalid("item_id", "is required unless the whole transfer failed")
+		switch {
+		case p.State == ItemFailed:
+			return s.Finish(ctx, id, StateFailed, p.Code, p.Message)
+		case p.State == ItemCompleted && len(snap.Items) == 0 && t.Direction == DirectionUpload:
+			// an upload of a folder manifest only
+			return s.Finish(ctx, id, StateCompleted, "", "")
 		}
-		return s.Finish(ctx, id, StateFailed, p.Code, p.Message)
+		return false, cairn.Invalid("item_id", "is required unless the whole transfer failed or had no items")
 	}
 	n, err := s.store.FileTransferItemProgress(ctx, db.FileTransferItemProgressParams{TransferID: id, ItemID: p.ItemID,
 		BytesDone: p.BytesDone, State: p.State})
@@ -340,7 +345,8 @@ func (s *Service) ReportProgress(ctx context.Context, guid, id string, p Progres
 		if p.State == ItemFailed {
 			return s.Finish(ctx, id, StateFailed, p.Code, p.Message)
 		}
-		_, err := s.store.FileTransferSetProgress(ctx, db.FileTransferSetProgressParams{ID: id, BytesDone: p.BytesDone})
+		_, err := s.store.FileTransferSetProgress(ctx, db.FileTransferSetProgressParams{ID: id, BytesDone: p.BytesDone,
+			BytesTotal: p.BytesTotal})
 		return false, err
 	}
 	sum, err := s.store.FileTransferSumProgress(ctx, id)
@@ -373,8 +379,10 @@ func endedError(t db.FileTransfer) error {
 // ReceiveContent stores a download's artifact streamed by the agent,
 // computing its SHA-256 on the way, and ends the transfer: completed when
 // the sum is wantSHA, else failed with checksum_mismatch (the content is
-// dropped). A transfer cancelled meanwhile drops what arrived.
-func (s *Service) ReceiveContent(ctx context.Context, guid, id, name, wantSHA string, r io.Reader) error {
+// dropped). A transfer cancelled meanwhile drops what arrived. wantSHA
+// is called once the body was read: a zip built while it streams has its
+// sum in a trailer.
+func (s *Service) ReceiveContent(ctx context.Context, guid, id, name string, wantSHA func() string, r io.Reader) error {
 	snap, err := s.ForDevice(ctx, guid, id)
 	if err != nil {
 		return err
@@ -394,8 +402,8 @@ func (s *Service) ReceiveContent(ctx context.Context, guid, id, name, wantSHA st
 		}
 		return err
 	}
-	if !strings.EqualFold(sum, wantSHA) {
-		msg := fmt.Sprintf("the content's SHA-256 is %s, the agent sent %s", sum, wantSHA)
+	if want := wantSHA(); !strings.EqualFold(sum, want) {
+		msg := fmt.Sprintf("the content's SHA-256 is %s, the agent sent %q", sum, want)
 		_, _ = s.Finish(ctx, id, StateFailed, ECodeChecksumMismatch, msg)
 		_ = s.Purge(ctx, id)
 		return cairn.Errorf(ECodeChecksumMismatch, "%s", msg)

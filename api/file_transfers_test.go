@@ -1,0 +1,442 @@
+package api_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/files"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/runtime"
+	"github.com/cairn-rmm/cairn/agent/transport"
+)
+
+// testCaller is the Device access of a test agent for the real transfer
+// code (agent/files): DPoP-signed requests with the agent's key and
+// token, to whichever Engine base URL is current (an Engine restart
+// moves it). Hooks wrap the bodies of item fetches and content posts,
+// to hold a transfer at a known point or damage its bytes.
+type testCaller struct {
+	a    *testAgent
+	base atomic.Pointer[string]
+
+	mu       sync.Mutex
+	openHook func(body io.ReadCloser) io.ReadCloser
+	sendHook func(body io.Reader) io.Reader
+}
+
+func (c *testCaller) setBase(u string) { c.base.Store(&u) }
+
+func (c *testCaller) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, *c.base.Load()+path, body)
+	if err != nil {
+		return nil, err
+	}
+	proof, err := agent.NewProof(c.a.key, method, testPublicURL+path, c.a.access, c.a.f.clk.Now())
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(proto.HeaderAgentContext, proto.AgentContextValue(proto.ContextPrivileged))
+	req.Header.Set(proto.HeaderDPoP, proof)
+	req.Header.Set("Authorization", proto.AuthScheme+" "+c.a.access)
+	return req, nil
+}
+
+func (c *testCaller) Call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.finish(req, out)
+}
+
+func (c *testCaller) finish(req *http.Request, out any) error {
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if err := transport.CheckResponse(res); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(res.Body).Decode(out)
+}
+
+func (c *testCaller) Open(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := c.request(ctx, "GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := transport.CheckResponse(res); err != nil {
+		res.Body.Close()
+		return nil, err
+	}
+	c.mu.Lock()
+	hook := c.openHook
+	c.mu.Unlock()
+	if hook != nil {
+		return hook(res.Body), nil
+	}
+	return res.Body, nil
+}
+
+func (c *testCaller) Send(ctx context.Context, method, path string, body io.Reader, prepare func(*http.Request), out any) error {
+	c.mu.Lock()
+	hook := c.sendHook
+	c.mu.Unlock()
+	if hook != nil {
+		body = hook(body)
+	}
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if prepare != nil {
+		prepare(req)
+	}
+	return c.finish(req, out)
+}
+
+// transferAgent enrolls hostname in site and serves its socket with the
+// real file_management_request handler.
+func (f *fixture) transferAgent(t *testing.T, admin string, site int64, hostname string) (*testAgent, *testCaller) {
+	t.Helper()
+	a := f.enrolled(t, admin, site, hostname)
+	c := &testCaller{a: a}
+	c.setBase(f.url)
+	handlers := runtime.NewHandlers()
+	require.NoError(t, files.Register(handlers, files.Options{ProgressInterval: 50 * time.Millisecond}))
+	conn := a.connect(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); conn.CloseNow(); <-done })
+	go func() {
+		defer close(done)
+		serveTransferSocket(ctx, conn, handlers, c)
+	}()
+	return a, c
+}
+
+// serveTransferSocket answers the socket's requests with handlers, as the agent's
+// runtime does (handlers run under the agent's context, not the socket's).
+func serveTransferSocket(ctx context.Context, conn *websocket.Conn, handlers *runtime.Handlers, call runtime.Caller) {
+	var writeMu sync.Mutex
+	write := func(env proto.Envelope) {
+		writeMu.Lock()
+		defer writeMu.Unlock()
+		_ = writeEnvelope(ctx, conn, env)
+	}
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		var env proto.Envelope
+		if json.Unmarshal(b, &env) != nil {
+			continue
+		}
+		if env.Type == proto.MsgPing {
+			write(proto.Envelope{Type: proto.MsgPong, ID: env.ID})
+			continue
+		}
+		h := handlers.Lookup(env.Type)
+		go func() {
+			var result any
+			err := error(&proto.Error{Code: proto.CodeOpUnsupported, Message: "no handler"})
+			if h != nil {
+				result, err = h(ctx, call, env.Payload)
+			}
+			if err != nil {
+				var pe *proto.Error
+				if !errors.As(err, &pe) {
+					pe = &proto.Error{Code: "failed", Message: err.Error()}
+				}
+				result = pe
+			}
+			raw, _ := json.Marshal(result)
+			write(proto.Envelope{Type: proto.MsgReply, ID: env.ID, Payload: raw})
+		}()
+	}
+}
+
+// uploadFile is one file part: its name relative to the destination.
+type uploadFile struct {
+	name string
+	body io.Reader
+}
+
+// multipartUpload streams a multipart body (fields first, then files)
+// through a pipe, so a big file is never held.
+func multipartUpload(fields [][2]string, parts []uploadFile) (io.Reader, string) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			for _, kv := range fields {
+				if err := mw.WriteField(kv[0], kv[1]); err != nil {
+					return err
+				}
+			}
+			for _, p := range parts {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, p.name))
+				h.Set("Content-Type", "application/octet-stream")
+				w, err := mw.CreatePart(h)
+				if err != nil {
+					return err
+				}
+				if _, err := io.Copy(w, p.body); err != nil {
+					return err
+				}
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	return pr, mw.FormDataContentType()
+}
+
+func (f *fixture) upload(t *testing.T, token, hostname string, fields [][2]string, parts ...uploadFile) response {
+	t.Helper()
+	body, ctype := multipartUpload(fields, parts)
+	req, err := http.NewRequest("POST", f.url+"/api/device/files/"+hostname+"/upload", body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return do(t, req)
+}
+
+func transferPath(hostname, id, what string) string {
+	return "/api/device/files/" + hostname + "/transfer/" + id + "/" + what
+}
+
+// waitTransfer polls the transfer until it ended and returns its snapshot.
+func (f *fixture) waitTransfer(t *testing.T, token, hostname, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute) // a hang guard only
+	for {
+		r := f.do(t, "GET", transferPath(hostname, id, "status"), token, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+		switch r.Body["state"] {
+		case "completed", "failed", "cancelled":
+			return r.Body
+		}
+		require.True(t, time.Now().Before(deadline), "transfer %s never ended: %s", id, r.Raw)
+		time.Sleep(20 * time.Millisecond) // polling a condition, not waiting for time
+	}
+}
+
+// waitFor polls cond until it holds (a hang guard of a few minutes).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "never: %s", what)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fetchContent streams a download's content through SHA-256 into a file
+// under dir and returns the file, its sum and the answer's headers.
+func (f *fixture) fetchContent(t *testing.T, token, hostname, id, dir string) (string, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest("GET", f.url+transferPath(hostname, id, "content"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	out, err := os.CreateTemp(dir, "content-*")
+	require.NoError(t, err)
+	defer out.Close()
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), res.Body)
+	require.NoError(t, err)
+	return out.Name(), hex.EncodeToString(h.Sum(nil)), res.Header
+}
+
+func sha256File(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	require.NoError(t, err)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// detReader is size deterministic pseudo-random bytes named by seed.
+func detReader(seed byte, size int64) io.Reader {
+	var key [32]byte
+	key[0] = seed
+	return io.LimitReader(rand.NewChaCha8(key), size)
+}
+
+func detSHA(seed byte, size int64) string {
+	h := sha256.New()
+	_, _ = io.Copy(h, detReader(seed, size))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func transferID(t *testing.T, r response) string {
+	t.Helper()
+	require.Equal(t, 202, r.Status, r.Raw)
+	id, _ := r.Body["transfer_id"].(string)
+	require.NotEmpty(t, id, r.Raw)
+	return id
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestFileTransferUploadConflictsAndDownloads(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "xfer")
+	f.transferAgent(t, admin, site, "xfer-host")
+	dest := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dest, "keep.txt"), []byte("old keep"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dest, "over.txt"), []byte("old over"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dest, "dup.txt"), []byte("old dup"), 0o644))
+
+	// A folder upload with an empty folder in its manifest, under each
+	// conflict policy.
+	upload := func(conflict string, files ...uploadFile) map[string]any {
+		fields := [][2]string{{"destination", dest}, {"manifest", `{"directories": ["tree/empty"]}`}}
+		if conflict != "" {
+			fields = append(fields, [2]string{"conflict", conflict})
+		}
+		id := transferID(t, f.upload(t, admin, "xfer-host", fields, files...))
+		return f.waitTransfer(t, admin, "xfer-host", id)
+	}
+	snap := upload("", uploadFile{"tree/a.txt", strings.NewReader("alpha")}, uploadFile{"tree/sub/b.txt", strings.NewReader("beta")},
+		uploadFile{"dup.txt", strings.NewReader("new dup")})
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "upload", snap["direction"])
+	require.EqualValues(t, 5+4+7, snap["bytes_total"])
+	require.EqualValues(t, 5+4+7, snap["bytes_done"])
+	require.Len(t, snap["items"], 3)
+	item := snap["items"].([]any)[0].(map[string]any)
+	require.Equal(t, "tree/a.txt", item["name"])
+	require.Equal(t, "completed", item["state"])
+	sum := sha256.Sum256([]byte("alpha"))
+	require.Equal(t, hex.EncodeToString(sum[:]), item["sha256"])
+	require.Equal(t, "alpha", readFile(t, filepath.Join(dest, "tree/a.txt")))
+	require.Equal(t, "beta", readFile(t, filepath.Join(dest, "tree/sub/b.txt")))
+	require.DirExists(t, filepath.Join(dest, "tree/empty"))
+	// rename (the default) kept the old file and wrote beside it
+	require.Equal(t, "old dup", readFile(t, filepath.Join(dest, "dup.txt")))
+	require.Equal(t, "new dup", readFile(t, filepath.Join(dest, "dup (1).txt")))
+
+	snap = upload("skip", uploadFile{"keep.txt", strings.NewReader("new keep")})
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "skipped", snap["items"].([]any)[0].(map[string]any)["state"])
+	require.Equal(t, "old keep", readFile(t, filepath.Join(dest, "keep.txt")))
+
+	snap = upload("overwrite", uploadFile{"over.txt", strings.NewReader("new over")})
+	uploadID := snap["transfer_id"].(string)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "new over", readFile(t, filepath.Join(dest, "over.txt")))
+
+	// No temp file is left behind.
+	leftovers, err := filepath.Glob(filepath.Join(dest, "*", ".cairn-upload-*"))
+	require.NoError(t, err)
+	require.Empty(t, leftovers)
+
+	// The device's activity history has a row per transfer.
+	act := f.do(t, "GET", "/api/device/activity/xfer-host", admin, nil)
+	require.Equal(t, 200, act.Status, act.Raw)
+	require.Contains(t, act.Raw, "file_upload")
+
+	// Download one file: its bytes as they are.
+	id := transferID(t, f.do(t, "POST", "/api/device/files/xfer-host/download", admin, map[string]any{"paths": []string{filepath.Join(dest, "tree/a.txt")}}))
+	snap = f.waitTransfer(t, admin, "xfer-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "a.txt", snap["content_name"])
+	got, gotSum, h := f.fetchContent(t, admin, "xfer-host", id, t.TempDir())
+	require.Equal(t, "alpha", readFile(t, got))
+	require.Equal(t, gotSum, h.Get("X-Content-SHA256"))
+	require.Equal(t, hex.EncodeToString(sum[:]), gotSum)
+	require.Contains(t, h.Get("Content-Disposition"), "attachment")
+	require.Contains(t, h.Get("Content-Disposition"), "a.txt")
+
+	// Download a directory: a zip with the tree, empty folders included.
+	id = transferID(t, f.do(t, "POST", "/api/device/files/xfer-host/download", admin, map[string]any{"paths": []string{filepath.Join(dest, "tree")}}))
+	snap = f.waitTransfer(t, admin, "xfer-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "tree.zip", snap["content_name"])
+	got, gotSum, h = f.fetchContent(t, admin, "xfer-host", id, t.TempDir())
+	require.Equal(t, gotSum, h.Get("X-Content-SHA256"))
+	zr, err := zip.OpenReader(got)
+	require.NoError(t, err)
+	defer zr.Close()
+	entries := map[string]string{}
+	for _, zf := range zr.File {
+		rc, err := zf.Open()
+		require.NoError(t, err)
+		b, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		rc.Close()
+		entries[zf.Name] = string(b)
+	}
+	require.Equal(t, "alpha", entries["tree/a.txt"])
+	require.Equal(t, "beta", entries["tree/sub/b.txt"])
+	require.Contains(t, entries, "tree/empty/")
+
+	// An upload's staged content is deleted once it ended; a download's
+	// stays for the retention period.
+	waitFor(t, "upload content purged", func() bool {
+		tr, err := f.store.FileTransferGet(context.Background(), uploadID)
+		require.NoError(t, err)
+		return tr.PurgedAt != nil
+	})
+	tr, err := f.store.FileTransferGet(context.Background(), id)
+	require.NoError(t, err)
+	require.Nil(t, tr.PurgedAt)
+}

@@ -104,6 +104,6 @@ type TransferProgress struct {
 	// BytesTotal (downloads) is what the agent expects to send: the file's
 	// size, or the sum of a zip's files; the snapshot's bytes_total.
 	BytesTotal int64  `json:"bytes_total,omitempty"`
-	State     string `json:"state,omitempty"`
-	Error     *Error `json:"error,omitempty"`
+	State      string `json:"state,omitempty"`
+	Error      *Error `json:"error,omitempty"`
 }

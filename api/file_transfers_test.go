@@ -30,6 +30,8 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/transport"
+	"github.com/cairn-rmm/cairn/internal/authtest"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
 
 // testCaller is the Device access of a test agent for the real transfer
@@ -439,4 +441,338 @@ func TestFileTransferUploadConflictsAndDownloads(t *testing.T) {
 	tr, err := f.store.FileTransferGet(context.Background(), id)
 	require.NoError(t, err)
 	require.Nil(t, tr.PurgedAt)
+}
+
+// gate holds a stream once it passed after bytes: reached closes, and it
+// reads on once release closes. Only the first stream is held.
+type gate struct {
+	after   int64
+	once    atomic.Bool
+	reached chan struct{}
+	release chan struct{}
+}
+
+func newGate(after int64) *gate {
+	return &gate{after: after, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+type gatedReader struct {
+	r    io.Reader
+	g    *gate
+	n    int64
+	held bool
+}
+
+func (g *gate) wrap(r io.Reader) io.Reader {
+	if g.once.Swap(true) {
+		return r
+	}
+	return &gatedReader{r: r, g: g}
+}
+
+func (r *gatedReader) Read(p []byte) (int, error) {
+	if !r.held && r.n >= r.g.after {
+		r.held = true
+		close(r.g.reached)
+		<-r.g.release
+	}
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	return n, err
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// flipReader flips the first byte it passes: damaged content.
+type flipReader struct {
+	r    io.Reader
+	done bool
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 && !f.done {
+		p[0] ^= 0xff
+		f.done = true
+	}
+	return n, err
+}
+
+func TestFileTransferLargeFileHashesMatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "big")
+	f.transferAgent(t, admin, site, "big-host")
+	dest := t.TempDir()
+	const size = 200 << 20
+	want := detSHA(7, size)
+
+	id := transferID(t, f.upload(t, admin, "big-host", [][2]string{{"destination", dest}},
+		uploadFile{"big.bin", detReader(7, size)}))
+	snap := f.waitTransfer(t, admin, "big-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, want, snap["items"].([]any)[0].(map[string]any)["sha256"])
+	require.Equal(t, want, sha256File(t, filepath.Join(dest, "big.bin")))
+
+	id = transferID(t, f.do(t, "POST", "/api/device/files/big-host/download", admin,
+		map[string]any{"paths": []string{filepath.Join(dest, "big.bin")}}))
+	snap = f.waitTransfer(t, admin, "big-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.EqualValues(t, size, snap["bytes_total"])
+	got, gotSum, h := f.fetchContent(t, admin, "big-host", id, t.TempDir())
+	require.NoError(t, os.Remove(got))
+	require.Equal(t, want, gotSum)
+	require.Equal(t, want, h.Get("X-Content-SHA256"))
+}
+
+func TestFileTransferCancelMidTransfer(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "cancel")
+	a, c := f.transferAgent(t, admin, site, "cancel-host")
+	g := newGate(1 << 20)
+	c.openHook = func(body io.ReadCloser) io.ReadCloser { return readCloser{g.wrap(body), body} }
+	dest := t.TempDir()
+
+	id := transferID(t, f.upload(t, admin, "cancel-host", [][2]string{{"destination", dest}},
+		uploadFile{"part.bin", detReader(1, 8<<20)}))
+	<-g.reached
+	r := f.do(t, "POST", transferPath("cancel-host", id, "cancel"), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "cancelled", r.Body["state"])
+	require.Equal(t, "transfer_cancelled", r.Body["error"].(map[string]any)["code"])
+	// The agent is told so on its callbacks.
+	require.Equal(t, 409, a.device(t, "GET", proto.PathFileTransfers+id+"/upload-item/1", nil).Status)
+	st := a.device(t, "GET", proto.PathFileTransfers+id+"/status", nil)
+	require.Equal(t, 200, st.Status, st.Raw)
+	require.Equal(t, true, st.Body["cancel_requested"])
+	close(g.release)
+
+	// The agent drops its temp file and writes nothing.
+	waitFor(t, "the agent dropped its temp file", func() bool {
+		left, err := filepath.Glob(filepath.Join(dest, ".cairn-upload-*"))
+		require.NoError(t, err)
+		return len(left) == 0
+	})
+	require.NoFileExists(t, filepath.Join(dest, "part.bin"))
+	// A second cancel changes nothing.
+	r = f.do(t, "POST", transferPath("cancel-host", id, "cancel"), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "cancelled", r.Body["state"])
+	// The activity row closes as cancelled and the staged content goes.
+	waitFor(t, "content purged", func() bool {
+		tr, err := f.store.FileTransferGet(context.Background(), id)
+		require.NoError(t, err)
+		return tr.PurgedAt != nil
+	})
+	act := f.do(t, "GET", "/api/device/activity/cancel-host", admin, nil)
+	require.Equal(t, 200, act.Status, act.Raw)
+	require.Contains(t, act.Raw, `"cancelled"`)
+}
+
+// A download whose content post is cut by an Engine restart is sent again
+// by the agent to the restarted Engine, and completes with the right sum.
+func TestFileTransferSurvivesEngineRestart(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "restart")
+	_, c := f.transferAgent(t, admin, site, "restart-host")
+	g := newGate(2 << 20)
+	c.sendHook = g.wrap
+	src := filepath.Join(t.TempDir(), "data.bin")
+	out, err := os.Create(src)
+	require.NoError(t, err)
+	_, err = io.Copy(out, detReader(3, 16<<20))
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+
+	id := transferID(t, f.do(t, "POST", "/api/device/files/restart-host/download", admin, map[string]any{"paths": []string{src}}))
+	<-g.reached
+
+	old := f.engine
+	old.http.CloseClientConnections()
+	old.http.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old.core.Stop(ctx)
+	f.engine = f.newEngine(t)
+	f.url = f.engine.http.URL
+	r := f.do(t, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": passphrase})
+	require.Equal(t, 200, r.Status, r.Raw)
+	c.setBase(f.url)
+	close(g.release)
+
+	snap := f.waitTransfer(t, admin, "restart-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	_, gotSum, _ := f.fetchContent(t, admin, "restart-host", id, t.TempDir())
+	require.Equal(t, detSHA(3, 16<<20), gotSum)
+}
+
+// An agent that lost a transfer (it restarted) is asked again once the
+// transfer stalls, and the transfer completes.
+func TestFileTransferAskedAgainAfterStall(t *testing.T) {
+	t.Parallel()
+	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 2 * time.Second}
+	f.engine = f.newEngine(t)
+	f.url = f.engine.http.URL
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "stall")
+	a := f.enrolled(t, admin, site, "stall-host")
+	c := &testCaller{a: a}
+	c.setBase(f.url)
+	handlers := runtime.NewHandlers()
+	require.NoError(t, files.Register(handlers, files.Options{ProgressInterval: 50 * time.Millisecond}))
+	real := handlers.Lookup(proto.EventFileManagement)
+	var asked atomic.Int32
+	forgetful := runtime.NewHandlers()
+	require.NoError(t, forgetful.Register(proto.EventFileManagement, func(ctx context.Context, call runtime.Caller, p json.RawMessage) (any, error) {
+		if asked.Add(1) == 1 {
+			// accepted, then lost with the process
+			return proto.TransferAccepted{Accepted: true}, nil
+		}
+		return real(ctx, call, p)
+	}))
+	conn := a.connect(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); conn.CloseNow(); <-done })
+	go func() { defer close(done); serveTransferSocket(ctx, conn, forgetful, c) }()
+
+	dest := t.TempDir()
+	id := transferID(t, f.upload(t, admin, "stall-host", [][2]string{{"destination", dest}}, uploadFile{"x.txt", strings.NewReader("again")}))
+	snap := f.waitTransfer(t, admin, "stall-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "again", readFile(t, filepath.Join(dest, "x.txt")))
+	require.GreaterOrEqual(t, asked.Load(), int32(2))
+}
+
+func TestFileTransferChecksumMismatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "sum")
+	_, c := f.transferAgent(t, admin, site, "sum-host")
+	dest := t.TempDir()
+
+	// Upload: the agent finds the fetched item is not what was staged.
+	c.openHook = func(body io.ReadCloser) io.ReadCloser { return readCloser{&flipReader{r: body}, body} }
+	id := transferID(t, f.upload(t, admin, "sum-host", [][2]string{{"destination", dest}}, uploadFile{"x.bin", strings.NewReader("payload")}))
+	snap := f.waitTransfer(t, admin, "sum-host", id)
+	require.Equal(t, "failed", snap["state"], snap)
+	require.Equal(t, "checksum_mismatch", snap["error"].(map[string]any)["code"], snap)
+	require.NoFileExists(t, filepath.Join(dest, "x.bin"))
+
+	// Download: the Engine finds the content is not what the agent summed.
+	src := filepath.Join(dest, "src.txt")
+	require.NoError(t, os.WriteFile(src, []byte("some content"), 0o644))
+	c.mu.Lock()
+	c.openHook = nil
+	c.sendHook = func(body io.Reader) io.Reader { return &flipReader{r: body} }
+	c.mu.Unlock()
+	id = transferID(t, f.do(t, "POST", "/api/device/files/sum-host/download", admin, map[string]any{"paths": []string{src}}))
+	snap = f.waitTransfer(t, admin, "sum-host", id)
+	require.Equal(t, "failed", snap["state"], snap)
+	require.Equal(t, "checksum_mismatch", snap["error"].(map[string]any)["code"], snap)
+	r := f.do(t, "GET", transferPath("sum-host", id, "content"), admin, nil)
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "transfer_not_ready", r.Body["error"])
+}
+
+func TestFileTransferRefusals(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "refuse")
+	other := f.createSite(t, admin, "elsewhere")
+	a, _ := f.transferAgent(t, admin, site, "refuse-host")
+	b := f.enrolled(t, admin, other, "other-host")
+	dest := t.TempDir()
+	hello := func() uploadFile { return uploadFile{"x.txt", strings.NewReader("hi")} }
+
+	for _, tc := range []struct {
+		name   string
+		fields [][2]string
+		files  []uploadFile
+		field  string
+	}{
+		{"no destination", nil, []uploadFile{hello()}, "destination"},
+		{"relative destination", [][2]string{{"destination", "tmp/x"}}, []uploadFile{hello()}, "destination"},
+		{"bad conflict", [][2]string{{"destination", dest}, {"conflict", "merge"}}, []uploadFile{hello()}, "conflict"},
+		{"escaping name", [][2]string{{"destination", dest}}, []uploadFile{{"../x.txt", strings.NewReader("x")}}, "file"},
+		{"nothing", [][2]string{{"destination", dest}}, nil, "file"},
+		{"bad manifest", [][2]string{{"destination", dest}, {"manifest", `{"directories": ["../up"]}`}}, []uploadFile{hello()}, "manifest"},
+		{"unknown field", [][2]string{{"destination", dest}, {"color", "red"}}, []uploadFile{hello()}, "color"},
+	} {
+		r := f.upload(t, admin, "refuse-host", tc.fields, tc.files...)
+		require.Equal(t, 400, r.Status, "%s: %s", tc.name, r.Raw)
+		require.Equal(t, "validation_failed", r.Body["error"], tc.name)
+		require.NotEmpty(t, r.field(tc.field), "%s: %s", tc.name, r.Raw)
+	}
+	r := f.do(t, "POST", "/api/device/files/refuse-host/upload", admin, map[string]any{"destination": dest})
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("body"), r.Raw)
+	for _, paths := range []any{[]string{}, []string{"relative/x"}, []string{"/ok", "C:"}} {
+		r := f.do(t, "POST", "/api/device/files/refuse-host/download", admin, map[string]any{"paths": paths})
+		require.Equal(t, 400, r.Status, r.Raw)
+		require.NotEmpty(t, r.field("paths"), r.Raw)
+	}
+	r = f.do(t, "GET", transferPath("refuse-host", "not-a-uuid", "status"), admin, nil)
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("transfer_id"), r.Raw)
+
+	// The agent refuses what it cannot do; the transfer fails with its code.
+	id := transferID(t, f.do(t, "POST", "/api/device/files/refuse-host/download", admin,
+		map[string]any{"paths": []string{filepath.Join(dest, "missing.txt")}}))
+	snap := f.waitTransfer(t, admin, "refuse-host", id)
+	require.Equal(t, "failed", snap["state"], snap)
+	require.Equal(t, "path_not_found", snap["error"].(map[string]any)["code"], snap)
+	id2 := transferID(t, f.upload(t, admin, "refuse-host", [][2]string{{"destination", filepath.Join(dest, "nope")}}, hello()))
+	snap = f.waitTransfer(t, admin, "refuse-host", id2)
+	require.Equal(t, "failed", snap["state"], snap)
+	require.Equal(t, "path_not_found", snap["error"].(map[string]any)["code"], snap)
+
+	// Out of scope: an operator of another site sees no device.
+	scoped := f.scopedOperatorOf(t, admin, "xfer-scoped", other)
+	r = f.upload(t, scoped, "refuse-host", [][2]string{{"destination", dest}}, hello())
+	require.Equal(t, 404, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/device/files/refuse-host/download", scoped, map[string]any{"paths": []string{dest}})
+	require.Equal(t, 404, r.Status, r.Raw)
+	for _, what := range []string{"status", "content"} {
+		r = f.do(t, "GET", transferPath("refuse-host", id, what), scoped, nil)
+		require.Equal(t, 404, r.Status, r.Raw)
+	}
+	r = f.do(t, "POST", transferPath("refuse-host", id, "cancel"), scoped, nil)
+	require.Equal(t, 404, r.Status, r.Raw)
+	// ... nor is a transfer found under another device's name.
+	r = f.do(t, "GET", transferPath("other-host", id, "status"), admin, nil)
+	require.Equal(t, 404, r.Status, r.Raw)
+
+	// Another device cannot touch this device's transfer.
+	for _, p := range []string{"/status", "/upload-item/1"} {
+		r = b.device(t, "GET", proto.PathFileTransfers+id2+p, nil)
+		require.Equal(t, 404, r.Status, r.Raw)
+		require.Equal(t, "transfer_not_found", r.Body["error"], r.Raw)
+	}
+	r = b.device(t, "POST", proto.PathFileTransfers+id2+"/progress", proto.TransferProgress{ItemID: 1, BytesDone: 1})
+	require.Equal(t, 404, r.Status, r.Raw)
+	r = a.device(t, "GET", proto.PathFileTransfers+id2+"/status", nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+
+	// Quarantined: nothing new starts; what exists stays readable.
+	q := f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", admin, nil)
+	require.Equal(t, 200, q.Status, q.Raw)
+	r = f.upload(t, admin, "refuse-host", [][2]string{{"destination", dest}}, hello())
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "device_quarantined", r.Body["error"])
+	r = f.do(t, "POST", "/api/device/files/refuse-host/download", admin, map[string]any{"paths": []string{dest}})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "device_quarantined", r.Body["error"])
+	r = f.do(t, "GET", transferPath("refuse-host", id, "status"), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
 }

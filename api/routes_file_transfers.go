@@ -36,7 +36,7 @@ func (s *Server) fileTransferRoutes() []Route {
 	const base = "/api/device/files/{hostname}"
 	const agent = proto.PathFileTransfers + "{transfer_id}"
 	return []Route{
-		{"POST", base + "/upload", AuthToken, raw(s.fileUpload).Out(http.StatusAccepted, transferJSON{}).
+		{"POST", base + "/upload", AuthToken, raw(s.fileUpload).Out(http.StatusAccepted, fileTransferJSON{}).
 			Summary("Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload").
 			Errors(transfers.ECodeUploadTooLarge, devicetrust.ECodeDeviceQuarantined, cairn.ECodeAgentSocketMissing)},
 		{"POST", base + "/download", AuthToken, jsonAction(s, http.StatusAccepted, false, s.fileDownload).
@@ -61,21 +61,21 @@ func (s *Server) fileTransferRoutes() []Route {
 	}
 }
 
-// transferJSON is a transfer snapshot (docs/api.md "File transfers").
-type transferJSON struct {
-	TransferID  string             `json:"transfer_id"`
-	Direction   string             `json:"direction"`
-	State       string             `json:"state"`
-	BytesTotal  int64              `json:"bytes_total"`
-	BytesDone   int64              `json:"bytes_done"`
-	Items       []transferItemJSON `json:"items"`
-	Error       *transferErrorJSON `json:"error"`
-	CreatedAt   time.Time          `json:"created_at"`
-	UpdatedAt   time.Time          `json:"updated_at"`
-	ContentName string             `json:"content_name"`
+// fileTransferJSON is a transfer snapshot (docs/api.md "File transfers").
+type fileTransferJSON struct {
+	TransferID  string                 `json:"transfer_id"`
+	Direction   string                 `json:"direction"`
+	State       string                 `json:"state"`
+	BytesTotal  int64                  `json:"bytes_total"`
+	BytesDone   int64                  `json:"bytes_done"`
+	Items       []fileTransferItemJSON `json:"items"`
+	Error       *fileTransferErrorJSON `json:"error"`
+	CreatedAt   time.Time              `json:"created_at"`
+	UpdatedAt   time.Time              `json:"updated_at"`
+	ContentName string                 `json:"content_name"`
 }
 
-type transferItemJSON struct {
+type fileTransferItemJSON struct {
 	ItemID int32  `json:"item_id"`
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
@@ -83,21 +83,21 @@ type transferItemJSON struct {
 	State  string `json:"state"`
 }
 
-type transferErrorJSON struct {
+type fileTransferErrorJSON struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-func newTransferJSON(s transfers.Snapshot) transferJSON {
+func newFileTransferJSON(s transfers.Snapshot) fileTransferJSON {
 	t := s.Transfer
-	out := transferJSON{TransferID: t.ID, Direction: t.Direction, State: t.State, BytesTotal: t.BytesTotal,
-		BytesDone: t.BytesDone, Items: make([]transferItemJSON, len(s.Items)), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	out := fileTransferJSON{TransferID: t.ID, Direction: t.Direction, State: t.State, BytesTotal: t.BytesTotal,
+		BytesDone: t.BytesDone, Items: make([]fileTransferItemJSON, len(s.Items)), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		ContentName: t.ContentName}
 	for i, it := range s.Items {
-		out.Items[i] = transferItemJSON{ItemID: it.ItemID, Name: it.Name, Size: it.Size, SHA256: it.Sha256, State: it.State}
+		out.Items[i] = fileTransferItemJSON{ItemID: it.ItemID, Name: it.Name, Size: it.Size, SHA256: it.Sha256, State: it.State}
 	}
 	if t.ErrorCode != "" {
-		out.Error = &transferErrorJSON{Code: t.ErrorCode, Message: t.ErrorMessage}
+		out.Error = &fileTransferErrorJSON{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
 	return out
 }
@@ -182,7 +182,7 @@ func (s *Server) fileUpload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, newTransferJSON(snap))
+	writeJSON(w, http.StatusAccepted, newFileTransferJSON(snap))
 }
 
 func (s *Server) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.Snapshot, error) {
@@ -367,11 +367,11 @@ func readField(p *multipart.Part, form *uploadForm) error {
 	return nil
 }
 
-type downloadRequest struct {
+type fileDownloadRequest struct {
 	Paths []string `json:"paths"`
 }
 
-func (q *downloadRequest) validate() error {
+func (q *fileDownloadRequest) validate() error {
 	if len(q.Paths) == 0 || len(q.Paths) > transfers.MaxPaths {
 		return cairn.Invalid("paths", fmt.Sprintf("must name 1 to %d absolute paths", transfers.MaxPaths))
 	}
@@ -383,19 +383,19 @@ func (q *downloadRequest) validate() error {
 	return nil
 }
 
-func (s *Server) fileDownload(r *http.Request, req downloadRequest) (transferJSON, error) {
+func (s *Server) fileDownload(r *http.Request, req fileDownloadRequest) (fileTransferJSON, error) {
 	ctx := r.Context()
 	target, err := s.transferTarget(ctx, pathParam(r, "hostname"))
 	if err != nil {
-		return transferJSON{}, err
+		return fileTransferJSON{}, err
 	}
 	id := uuid.NewString()
 	if _, err := s.Transfers.NewDownload(ctx, id, target, principal(ctx).Username, req.Paths); err != nil {
-		return transferJSON{}, err
+		return fileTransferJSON{}, err
 	}
 	payload, err := json.Marshal(proto.TransferRequest{Action: proto.FileActionDownload, TransferID: id, Paths: req.Paths})
 	if err != nil {
-		return transferJSON{}, err
+		return fileTransferJSON{}, err
 	}
 	summary := "Download " + req.Paths[0]
 	if len(req.Paths) > 1 {
@@ -404,32 +404,32 @@ func (s *Server) fileDownload(r *http.Request, req downloadRequest) (transferJSO
 	if err := s.TransferStarter.Start(ctx, workflows.FileTransferInput{TransferID: id, Target: target, Request: payload,
 		Kind: "file_download", Summary: summary, Actor: principal(ctx).Username}); err != nil {
 		_, _ = s.Transfers.Finish(context.WithoutCancel(ctx), id, transfers.StateFailed, cairn.ECodeUnavailable, "the transfer could not start")
-		return transferJSON{}, err
+		return fileTransferJSON{}, err
 	}
 	snap, err := s.Transfers.Get(ctx, id)
-	return newTransferJSON(snap), err
+	return newFileTransferJSON(snap), err
 }
 
-func (s *Server) transferStatus(r *http.Request) (transferJSON, error) {
+func (s *Server) transferStatus(r *http.Request) (fileTransferJSON, error) {
 	snap, err := s.scopedTransfer(r)
-	return newTransferJSON(snap), err
+	return newFileTransferJSON(snap), err
 }
 
-func (s *Server) transferCancel(r *http.Request, _ struct{}) (transferJSON, error) {
+func (s *Server) transferCancel(r *http.Request, _ struct{}) (fileTransferJSON, error) {
 	snap, err := s.scopedTransfer(r)
 	if err != nil {
-		return transferJSON{}, err
+		return fileTransferJSON{}, err
 	}
 	ctx := r.Context()
 	changed, err := s.Transfers.Cancel(ctx, snap.Transfer.ID, principal(ctx).Username)
 	if err != nil {
-		return transferJSON{}, err
+		return fileTransferJSON{}, err
 	}
 	if changed {
 		s.transferChanged(ctx, snap.Transfer.ID)
 	}
 	snap, err = s.Transfers.Get(ctx, snap.Transfer.ID)
-	return newTransferJSON(snap), err
+	return newFileTransferJSON(snap), err
 }
 
 // transferChanged wakes the transfer's workflow; it re-reads the record

@@ -32,6 +32,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
 // testCaller is the Device access of a test agent for the real transfer
@@ -441,6 +442,35 @@ func TestFileTransferUploadConflictsAndDownloads(t *testing.T) {
 	tr, err := f.store.FileTransferGet(context.Background(), id)
 	require.NoError(t, err)
 	require.Nil(t, tr.PurgedAt)
+
+	// The maintenance sweep deletes content past its retention (here: at
+	// once); the content route then says so.
+	n, err := transfers.New(f.store, transfers.Config{Retention: time.Nanosecond}).Sweep(context.Background())
+	require.NoError(t, err)
+	require.Positive(t, n)
+	r := f.do(t, "GET", transferPath("xfer-host", id, "content"), admin, nil)
+	require.Equal(t, 410, r.Status, r.Raw)
+	require.Equal(t, "transfer_content_expired", r.Body["error"])
+}
+
+// An upload beyond CAIRN_TRANSFER_MAX_BYTES is refused while it streams,
+// and what was staged is deleted.
+func TestFileTransferUploadTooLarge(t *testing.T) {
+	t.Parallel()
+	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferMaxBytes: 1 << 20}
+	f.engine = f.newEngine(t)
+	f.url = f.engine.http.URL
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "toolarge")
+	f.transferAgent(t, admin, site, "large-host")
+	dest := t.TempDir()
+	r := f.upload(t, admin, "large-host", [][2]string{{"destination", dest}},
+		uploadFile{"a.bin", detReader(1, 600<<10)}, uploadFile{"b.bin", detReader(2, 600<<10)})
+	require.Equal(t, 413, r.Status, r.Raw)
+	require.Equal(t, "upload_too_large", r.Body["error"])
+	r = f.upload(t, admin, "large-host", [][2]string{{"destination", dest}}, uploadFile{"a.bin", detReader(1, 600<<10)})
+	snap := f.waitTransfer(t, admin, "large-host", transferID(t, r))
+	require.Equal(t, "completed", snap["state"], snap)
 }
 
 // gate holds a stream once it passed after bytes: reached closes, and it

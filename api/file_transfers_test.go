@@ -396,12 +396,22 @@ func TestFileTransferUploadConflictsAndDownloads(t *testing.T) {
 	act := f.do(t, "GET", "/api/device/activity/xfer-host", admin, nil)
 	require.Equal(t, 200, act.Status, act.Raw)
 	require.Contains(t, act.Raw, "file_upload")
+	// Operators' transfer requests are in the audit trail; the agent's
+	// callbacks are not.
+	audit := f.do(t, "GET", "/api/server/audit", admin, nil)
+	require.Equal(t, 200, audit.Status, audit.Raw)
+	require.Contains(t, audit.Raw, "/api/device/files/{hostname}/upload")
+	require.NotContains(t, audit.Raw, "/api/agent/files/transfers/")
 
 	// Download one file: its bytes as they are.
 	id := transferID(t, f.do(t, "POST", "/api/device/files/xfer-host/download", admin, map[string]any{"paths": []string{filepath.Join(dest, "tree/a.txt")}}))
 	snap = f.waitTransfer(t, admin, "xfer-host", id)
 	require.Equal(t, "completed", snap["state"], snap)
 	require.Equal(t, "a.txt", snap["content_name"])
+	waitFor(t, "the download's activity row completed", func() bool {
+		act := f.do(t, "GET", "/api/device/activity/xfer-host", admin, nil)
+		return strings.Contains(act.Raw, "Download "+filepath.Join(dest, "tree/a.txt")) && strings.Contains(act.Raw, "file_download")
+	})
 	got, gotSum, h := f.fetchContent(t, admin, "xfer-host", id, t.TempDir())
 	require.Equal(t, "alpha", readFile(t, got))
 	require.Equal(t, gotSum, h.Get("X-Content-SHA256"))

@@ -615,6 +615,40 @@ func TestFileTransferCancelMidTransfer(t *testing.T) {
 	require.Contains(t, act.Raw, `"cancelled"`)
 }
 
+// A download cancelled while the agent streams it ends cancelled; the
+// agent stops and what arrived is deleted.
+func TestFileTransferCancelDownload(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "cancel-dl")
+	_, c := f.transferAgent(t, admin, site, "canceldl-host")
+	g := newGate(1 << 20)
+	c.sendHook = g.wrap
+	src := filepath.Join(t.TempDir(), "data.bin")
+	out, err := os.Create(src)
+	require.NoError(t, err)
+	_, err = io.Copy(out, detReader(4, 8<<20))
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+
+	id := transferID(t, f.do(t, "POST", "/api/device/files/canceldl-host/download", admin, map[string]any{"paths": []string{src}}))
+	<-g.reached
+	r := f.do(t, "POST", transferPath("canceldl-host", id, "cancel"), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "cancelled", r.Body["state"])
+	close(g.release)
+	waitFor(t, "what arrived is deleted", func() bool {
+		tr, err := f.store.FileTransferGet(context.Background(), id)
+		require.NoError(t, err)
+		return tr.PurgedAt != nil
+	})
+	r = f.do(t, "GET", transferPath("canceldl-host", id, "status"), admin, nil)
+	require.Equal(t, "cancelled", r.Body["state"], r.Raw)
+	r = f.do(t, "GET", transferPath("canceldl-host", id, "content"), admin, nil)
+	require.Equal(t, 409, r.Status, r.Raw)
+}
+
 // A download whose content post is cut by an Engine restart is sent again
 // by the agent to the restarted Engine, and completes with the right sum.
 func TestFileTransferSurvivesEngineRestart(t *testing.T) {

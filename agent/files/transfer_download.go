@@ -160,8 +160,13 @@ func (s *server) sendContent(ctx context.Context, t *session, art artifact) erro
 	}, &st)
 	pr.CloseWithError(errors.New("the request ended"))
 	cancel()
-	if rerr := <-read; rerr != nil && err == nil {
-		err = rerr
+	rerr := <-read
+	switch {
+	case errors.Is(rerr, errStop):
+		// cancelled while streaming: the post's own error says less
+		return errStop
+	case rerr != nil && err == nil:
+		return rerr
 	}
 	return err
 }

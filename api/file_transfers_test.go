@@ -688,26 +688,21 @@ func TestFileTransferSurvivesEngineRestart(t *testing.T) {
 	require.Equal(t, detSHA(3, 16<<20), gotSum)
 }
 
-// An agent that lost a transfer (it restarted) is asked again once the
-// transfer stalls, and the transfer completes.
-func TestFileTransferAskedAgainAfterStall(t *testing.T) {
-	t.Parallel()
-	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 2 * time.Second}
-	f.engine = f.newEngine(t)
-	f.url = f.engine.http.URL
-	admin := f.admin(t)
-	site := f.createSite(t, admin, "stall")
-	a := f.enrolled(t, admin, site, "stall-host")
+// forgetfulAgent serves a socket whose agent accepts a transfer request
+// and drops it (as an agent that restarted) while forget says so, then
+// runs it for real; asked counts the requests.
+func (f *fixture) forgetfulAgent(t *testing.T, admin string, site int64, hostname string, forget func(n int32) bool) *atomic.Int32 {
+	t.Helper()
+	a := f.enrolled(t, admin, site, hostname)
 	c := &testCaller{a: a}
 	c.setBase(f.url)
 	handlers := runtime.NewHandlers()
 	require.NoError(t, files.Register(handlers, files.Options{ProgressInterval: 50 * time.Millisecond}))
 	real := handlers.Lookup(proto.EventFileManagement)
-	var asked atomic.Int32
+	asked := &atomic.Int32{}
 	forgetful := runtime.NewHandlers()
 	require.NoError(t, forgetful.Register(proto.EventFileManagement, func(ctx context.Context, call runtime.Caller, p json.RawMessage) (any, error) {
-		if asked.Add(1) == 1 {
-			// accepted, then lost with the process
+		if forget(asked.Add(1)) {
 			return proto.TransferAccepted{Accepted: true}, nil
 		}
 		return real(ctx, call, p)
@@ -717,6 +712,21 @@ func TestFileTransferAskedAgainAfterStall(t *testing.T) {
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); conn.CloseNow(); <-done })
 	go func() { defer close(done); serveTransferSocket(ctx, conn, forgetful, c) }()
+	return asked
+}
+
+// An agent that lost a transfer (it restarted) is asked again once the
+// transfer stalls, and the transfer completes; one that never works on it
+// fails the transfer transfer_stalled after three more requests.
+func TestFileTransferAskedAgainAfterStall(t *testing.T) {
+	t.Parallel()
+	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 2 * time.Second}
+	f.engine = f.newEngine(t)
+	f.url = f.engine.http.URL
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "stall")
+	asked := f.forgetfulAgent(t, admin, site, "stall-host", func(n int32) bool { return n == 1 })
+	never := f.forgetfulAgent(t, admin, site, "never-host", func(int32) bool { return true })
 
 	dest := t.TempDir()
 	id := transferID(t, f.upload(t, admin, "stall-host", [][2]string{{"destination", dest}}, uploadFile{"x.txt", strings.NewReader("again")}))
@@ -724,6 +734,13 @@ func TestFileTransferAskedAgainAfterStall(t *testing.T) {
 	require.Equal(t, "completed", snap["state"], snap)
 	require.Equal(t, "again", readFile(t, filepath.Join(dest, "x.txt")))
 	require.GreaterOrEqual(t, asked.Load(), int32(2))
+
+	id = transferID(t, f.upload(t, admin, "never-host", [][2]string{{"destination", dest}}, uploadFile{"y.txt", strings.NewReader("never")}))
+	snap = f.waitTransfer(t, admin, "never-host", id)
+	require.Equal(t, "failed", snap["state"], snap)
+	require.Equal(t, "transfer_stalled", snap["error"].(map[string]any)["code"], snap)
+	require.Equal(t, int32(4), never.Load())
+	require.NoFileExists(t, filepath.Join(dest, "y.txt"))
 }
 
 func TestFileTransferChecksumMismatch(t *testing.T) {

@@ -130,7 +130,7 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 		if st.Idle >= stall {
 			if attempt >= transferResends {
 				if err := finish(transfers.StateFailed, transfers.ECodeTransferStalled,
-					fmt.Sprintf("the agent reported nothing for %s, %d times in a row", stall, attempt+1)); err != nil {
+					fmt.Sprintf("the agent reported nothing for %s after each of %d requests", stall, attempt+1)); err != nil {
 					return "", err
 				}
 				continue

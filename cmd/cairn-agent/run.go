@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	agentfiles "github.com/cairn-rmm/cairn/agent/files"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
@@ -69,6 +70,9 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
+		return err
+	}
+	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}

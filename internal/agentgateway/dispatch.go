@@ -238,6 +238,9 @@ var agentCodes = map[string]bool{
 	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
 	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
 	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
+	// file transfers (agent/proto/transfers.go)
+	proto.CodePathNotAbsolute: true, proto.CodePathInvalid: true, proto.CodePathNotFound: true,
+	proto.CodeNotADirectory: true, proto.CodeTransferNotFound: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"slices"
 
 	"github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/host"
@@ -73,18 +71,10 @@ func (c *Collector) Metrics(ctx context.Context) (proto.Metrics, error) {
 	} else {
 		m.UptimeSeconds = int64(up)
 	}
-	users, err := host.UsersWithContext(ctx)
-	switch {
-	case err == nil, errors.Is(err, fs.ErrNotExist):
-		m.LoggedInUsers = []string{}
-		for _, u := range users {
-			if u.User != "" && !slices.Contains(m.LoggedInUsers, u.User) {
-				m.LoggedInUsers = append(m.LoggedInUsers, u.User)
-			}
-		}
-		slices.Sort(m.LoggedInUsers)
-	default:
+	if users, err := loggedInUsers(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("users: %w", err))
+	} else {
+		m.LoggedInUsers = users
 	}
 	return m, errors.Join(errs...)
 }

@@ -157,8 +157,8 @@ func TestWindowsSoftware(t *testing.T) {
 		{DisplayName: "7-Zip 23.01 (x64)", DisplayVersion: "23.01", Publisher: "Igor Pavlov", InstallDate: "20240305", EstimatedSizeKiB: 5800, Arch: "x86_64"},
 		{DisplayName: "Microsoft Visual C++ 2015-2022 Redistributable (x86)", DisplayVersion: "14.38.33130.0", Publisher: "Microsoft Corporation", WindowsInstaller: true, Arch: "x86", InstallDate: "2024-03-05"},
 		{DisplayName: "Microsoft Visual C++ 2015-2022 Redistributable (x86)", DisplayVersion: "14.38.33130.0", Publisher: "Microsoft Corporation", WindowsInstaller: true, Arch: "x86"},
-		{DisplayName: "", DisplayVersion: "1.0"},                                    // no name: not shown by Programs and Features
-		{DisplayName: "Hidden runtime", SystemComponent: true},                      // system component
+		{DisplayName: "", DisplayVersion: "1.0"},                                      // no name: not shown by Programs and Features
+		{DisplayName: "Hidden runtime", SystemComponent: true},                        // system component
 		{DisplayName: "Update for Office (KB123)", ParentKeyName: "Office16.PROPLUS"}, // update of another entry
 		{DisplayName: "Security Update for X", ReleaseType: "Security Update"},
 		{DisplayName: "Hotfix for Y", ReleaseType: "Hotfix"},

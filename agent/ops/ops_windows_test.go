@@ -160,7 +160,9 @@ func TestWindowsServiceControl(t *testing.T) {
 	h := handlers(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	name := fmt.Sprintf("CairnOpsTest%d", os.Getpid())
+	// Wine numbers processes the same way on every run: the PID alone
+	// would meet a service a killed run left behind.
+	name := fmt.Sprintf("CairnOpsTest%d-%d", os.Getpid(), time.Now().UnixNano())
 	m, err := mgr.Connect()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Disconnect() })

@@ -51,7 +51,10 @@ const usage = `usage:
   install (Linux, as root) copies this binary to /usr/local/bin/cairn-agent
   unless --binary names where it already is, writes the systemd unit
   cairn-agent.service to --unit-dir (default /etc/systemd/system) and enables
-  and starts it, unless --no-start. With --server and --code it first
+  and starts it, unless --no-start. On Windows (as Administrator) it copies
+  the binary to %ProgramFiles%\Cairn\cairn-agent.exe, registers the
+  automatic service CairnAgent (LocalSystem) and starts it; --unit-dir is
+  ignored there. With --server and --code it first
   enrolls as enroll does (waiting for approval), so a downloaded binary
   installs itself in one command. uninstall stops and removes the service;
   --purge also removes agent.json and the copied binary. version prints the

@@ -29,11 +29,7 @@ const scmWait = 60 * time.Second
 // DefaultWindowsBinary is where install copies the running binary:
 // %ProgramFiles%\Cairn\cairn-agent.exe.
 func DefaultWindowsBinary() string {
-	base := os.Getenv("ProgramFiles")
-	if base == "" {
-		base = `C:\Program Files`
-	}
-	return filepath.Join(base, "Cairn", "cairn-agent.exe")
+	return filepath.Join(knownFolder(windows.FOLDERID_ProgramFiles, "ProgramFiles", `C:\Program Files`), "Cairn", "cairn-agent.exe")
 }
 
 // InstallResult says what Install did.

@@ -198,6 +198,21 @@ func TestConfigDirACL(t *testing.T) {
 	require.NoError(t, SecureConfigDir(tempDir(t)))
 }
 
+// TestWindowsPaths: agent.json under ProgramData and the binary under
+// Program Files, as the shell names them (C:\ProgramData and
+// C:\Program Files on a default installation, Wine's included).
+func TestWindowsPaths(t *testing.T) {
+	t.Parallel()
+	pd, err := windows.KnownFolderPath(windows.FOLDERID_ProgramData, 0)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(pd, "Cairn", "agent.json"), DefaultConfigPath())
+	require.Equal(t, `C:\ProgramData\Cairn\agent.json`, DefaultConfigPath())
+	require.Equal(t, `C:\Program Files\Cairn\cairn-agent.exe`, DefaultWindowsBinary())
+	require.Equal(t, `C:\ProgramData\Cairn\logs`, LogDir(DefaultConfigPath()))
+	require.Equal(t, `C:\Somewhere Else\env`, knownFolder(&windows.KNOWNFOLDERID{Data1: 1}, "CAIRN_TEST_UNSET_FOLDER", `C:\Somewhere Else\env`),
+		"an unknown folder and no variable fall back to the default")
+}
+
 func TestPruneLogs(t *testing.T) {
 	t.Parallel()
 	dir := tempDir(t)

@@ -23,6 +23,11 @@ const (
 	systemdRunDir = "/run/systemd/system"
 )
 
+// DefaultConfigPath is where the installer puts agent.json:
+// /etc/cairn-agent/agent.json, on Windows %ProgramData%\Cairn\agent.json
+// (config_windows.go).
+func DefaultConfigPath() string { return defaultConfigPath() }
+
 // ServiceFlag is the run flag that makes the agent attach to the Windows
 // service control manager; the installed service's command line carries
 // it (svc.IsWindowsService cannot tell under Wine, and an explicit flag

@@ -11,13 +11,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/service"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
@@ -71,18 +70,6 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// defaultConfigPath is where the installer puts agent.json.
-func defaultConfigPath() string {
-	if runtime.GOOS == "windows" {
-		base := os.Getenv("ProgramData")
-		if base == "" {
-			base = `C:\ProgramData`
-		}
-		return filepath.Join(base, "Cairn", agent.FileName)
-	}
-	return "/etc/cairn-agent/" + agent.FileName
-}
-
 // usageError marks a problem with the command line (exit code 2).
 type usageError struct{ msg string }
 
@@ -113,7 +100,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hos
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, h host) error {
-	path := defaultConfigPath()
+	path := service.DefaultConfigPath()
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

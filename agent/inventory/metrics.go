@@ -40,7 +40,7 @@ func cpuPercent(prev, cur cpuSample) float64 {
 // Metrics returns the heartbeat's light metrics: CPU busy percent of the
 // whole machine (0..100) since the previous call (since boot on the first
 // call), memory used and total, uptime, and the names of logged-in users
-// from utmp (sorted, each once). It reads a few /proc files and utmp, so
+// from utmp (Windows: the users of the WTS sessions; sorted, each once). It reads a few /proc files and utmp, so
 // it is cheap enough for every heartbeat; only where utmp does not exist
 // and logind runs does gopsutil ask loginctl instead. A part that cannot
 // be read stays zero (users nil) and is named in the error; the rest is

@@ -1,17 +1,21 @@
 package ops
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
 
@@ -37,6 +41,9 @@ func TestMain(m *testing.M) {
 			if err := svc.Run(os.Args[3], helperService{}); err != nil {
 				os.Exit(3)
 			}
+			os.Exit(0)
+		case "window":
+			windowHelper()
 			os.Exit(0)
 		case "wait":
 			// Until terminated. (A bare select{} would be a deadlock the
@@ -140,6 +147,106 @@ func TestTerminateWindowsProcess(t *testing.T) {
 	e = call(t, h, proto.EventProcessManagement, proto.ProcessRequest{Action: proto.ProcessTerminate, PID: pid, Name: name}, &res)
 	require.NotNil(t, e)
 	require.Equal(t, proto.CodeOpNotFound, e.Code, e.Message)
+}
+
+// TestTerminateWindowsAsksFirst: a process with a window gets WM_CLOSE
+// and, closing its window and exiting, is not killed.
+func TestTerminateWindowsAsksFirst(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, helperArg, "window")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	exitedCh := make(chan error, 1)
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "window ready\n", line)
+	go func() { exitedCh <- cmd.Wait() }()
+
+	res, err := terminate(t.Context(), cmd.Process.Pid, filepath.Base(exe), wait)
+	require.NoError(t, err)
+	require.Equal(t, proto.ProcessTerminated{PID: cmd.Process.Pid, Name: filepath.Base(exe), Terminated: true, Signal: stepClose}, res)
+	select {
+	case err := <-exitedCh:
+		require.NoError(t, err, "it exited by itself (code 0), not through TerminateProcess (code 1)")
+	case <-time.After(wait):
+		t.Fatal("the child still runs after terminate answered")
+	}
+}
+
+var (
+	procRegisterClassExW = user32.NewProc("RegisterClassExW")
+	procCreateWindowExW  = user32.NewProc("CreateWindowExW")
+	procGetMessageW      = user32.NewProc("GetMessageW")
+	procDispatchMessageW = user32.NewProc("DispatchMessageW")
+	procDefWindowProcW   = user32.NewProc("DefWindowProcW")
+	procPostQuitMessage  = user32.NewProc("PostQuitMessage")
+)
+
+type wndClassEx struct {
+	Size       uint32
+	Style      uint32
+	WndProc    uintptr
+	ClsExtra   int32
+	WndExtra   int32
+	Instance   windows.Handle
+	Icon       windows.Handle
+	Cursor     windows.Handle
+	Background windows.Handle
+	MenuName   *uint16
+	ClassName  *uint16
+	IconSm     windows.Handle
+}
+
+type winMsg struct {
+	Hwnd    windows.HWND
+	Message uint32
+	WParam  uintptr
+	LParam  uintptr
+	Time    uint32
+	X, Y    int32
+	Private uint32
+}
+
+// windowHelper opens a top-level window, says so on stdout, and runs its
+// message loop until the window is destroyed (DefWindowProc destroys it
+// on WM_CLOSE).
+func windowHelper() {
+	goruntime.LockOSThread()
+	const wmDestroy = 0x0002
+	proc := windows.NewCallback(func(hwnd windows.HWND, msg uint32, wp, lp uintptr) uintptr {
+		if msg == wmDestroy {
+			procPostQuitMessage.Call(0)
+			return 0
+		}
+		r, _, _ := procDefWindowProcW.Call(uintptr(hwnd), uintptr(msg), wp, lp)
+		return r
+	})
+	class := windows.StringToUTF16Ptr("CairnOpsTestWindow")
+	wc := wndClassEx{WndProc: proc, ClassName: class}
+	wc.Size = uint32(unsafe.Sizeof(wc))
+	if r, _, err := procRegisterClassExW.Call(uintptr(unsafe.Pointer(&wc))); r == 0 {
+		fmt.Println("RegisterClassEx:", err)
+		os.Exit(4)
+	}
+	hwnd, _, err := procCreateWindowExW.Call(0, uintptr(unsafe.Pointer(class)), uintptr(unsafe.Pointer(windows.StringToUTF16Ptr("Cairn"))),
+		0, 0, 0, 100, 100, 0, 0, 0, 0)
+	if hwnd == 0 {
+		fmt.Println("CreateWindowEx:", err)
+		os.Exit(4)
+	}
+	fmt.Println("window ready")
+	var m winMsg
+	for {
+		r, _, _ := procGetMessageW.Call(uintptr(unsafe.Pointer(&m)), 0, 0, 0)
+		if int32(r) <= 0 {
+			return
+		}
+		procDispatchMessageW.Call(uintptr(unsafe.Pointer(&m)))
+	}
 }
 
 func swapCase(s string) string {

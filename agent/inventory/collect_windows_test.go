@@ -190,3 +190,12 @@ func TestCollectWindowsSoftware(t *testing.T) {
 		{Name: "Cairn Test User " + suffix, Version: "7", Source: "registry"},
 	}, mine)
 }
+
+func TestWindowsIdentity(t *testing.T) {
+	t.Parallel()
+	var inv proto.Inventory
+	require.NoError(t, collectOS(t.Context(), nil, &inv))
+	require.Equal(t, inv.OS.Name, OSName(), "enrollment reports the name the inventory does")
+	require.NotEqual(t, "windows", OSName())
+	require.Equal(t, bootID(), BootID())
+}

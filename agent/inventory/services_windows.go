@@ -61,7 +61,11 @@ func enumServices(m windows.Handle) ([]winService, error) {
 		if !more {
 			return rows, nil
 		}
-		if count == 0 && needed > uint32(len(buf)) {
+		if count == 0 {
+			// Not even one entry fit: grow to what the SCM asked for.
+			if needed <= uint32(len(buf)) {
+				return nil, errors.New("EnumServicesStatusEx: more data, but no size given")
+			}
 			buf = make([]byte, needed)
 		}
 	}

@@ -149,6 +149,7 @@ func collectHardware(ctx context.Context, _ *Collector, inv *proto.Inventory) er
 	if m, err := regStrings(`HARDWARE\DESCRIPTION\System\BIOS`, "BaseBoardManufacturer", "BaseBoardProduct",
 		"SystemManufacturer", "SystemProductName", "BIOSVendor", "BIOSVersion", "BIOSReleaseDate"); err == nil {
 		biosValues(m, hw)
+		hw.Virtualization = windowsVirtualization(m["SystemManufacturer"], m["SystemProductName"])
 	}
 	inv.Hardware = hw
 	return nil

@@ -201,6 +201,32 @@ func biosValues(v map[string]string, hw *proto.Hardware) {
 	}
 }
 
+// windowsVirtualization names the hypervisor a guest runs under from the
+// SMBIOS system vendor and model, in the words gopsutil uses on Linux;
+// empty on physical machines (and unknown hypervisors).
+func windowsVirtualization(vendor, model string) string {
+	v, m := strings.ToLower(vendor), strings.ToLower(model)
+	switch {
+	case strings.Contains(v, "vmware") || strings.HasPrefix(m, "vmware"):
+		return "vmware"
+	case strings.Contains(v, "qemu") || strings.Contains(m, "kvm") || strings.Contains(m, "standard pc (") || m == "openstack nova":
+		return "kvm"
+	case strings.Contains(v, "innotek") || strings.Contains(m, "virtualbox"):
+		return "vbox"
+	case strings.Contains(v, "xen") || strings.HasPrefix(m, "hvm domu"):
+		return "xen"
+	case strings.Contains(v, "microsoft") && strings.Contains(m, "virtual machine"):
+		return "hyperv"
+	case strings.Contains(v, "amazon ec2") || strings.HasPrefix(m, "amazon ec2"):
+		return "kvm"
+	case strings.Contains(v, "google") && strings.Contains(m, "google compute engine"):
+		return "kvm"
+	case strings.Contains(v, "parallels"):
+		return "parallels"
+	}
+	return ""
+}
+
 // winAdapter is one adapter from GetAdaptersAddresses.
 type winAdapter struct {
 	Name     string // FriendlyName, "Ethernet" (what ipconfig shows)

@@ -109,6 +109,24 @@ func TestBiosValues(t *testing.T) {
 		BIOSVendor: "LENOVO", BIOSVersion: "N22ET80W (1.57 )", BIOSDate: "08/23/2022"}, hw)
 }
 
+func TestWindowsVirtualization(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ vendor, model, want string }{
+		{"VMware, Inc.", "VMware7,1", "vmware"},
+		{"QEMU", "Standard PC (Q35 + ICH9, 2009)", "kvm"},
+		{"innotek GmbH", "VirtualBox", "vbox"},
+		{"Xen", "HVM domU", "xen"},
+		{"Microsoft Corporation", "Virtual Machine", "hyperv"},
+		{"Amazon EC2", "t3.micro", "kvm"},
+		{"Google", "Google Compute Engine", "kvm"},
+		{"Microsoft Corporation", "Surface Laptop 5", ""},
+		{"LENOVO", "20L8S2N800", ""},
+		{"", "", ""},
+	} {
+		require.Equal(t, tc.want, windowsVirtualization(tc.vendor, tc.model), "%s / %s", tc.vendor, tc.model)
+	}
+}
+
 func TestWindowsInterfaces(t *testing.T) {
 	t.Parallel()
 	_, v4, _ := net.ParseCIDR("192.168.1.20/24")

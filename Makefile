@@ -74,7 +74,7 @@ test-web: web/node_modules
 	cd web && npm test
 
 test-e2e: web/node_modules agents
-	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent npm run e2e
+	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent CAIRN_E2E_WINEPREFIX=$(CURDIR)/.data/wine npm run e2e
 
 ## build: the console, embedded into the Engine binary, and the agent builds
 build: web agents

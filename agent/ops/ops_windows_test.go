@@ -249,6 +249,32 @@ func windowHelper() {
 	}
 }
 
+// TestTerminateRefusesCriticalProcess: a process marked critical (as
+// csrss.exe is) is refused, since ending it bug-checks Windows. Wine can
+// neither set nor report the flag (NtSetInformationProcess answers
+// STATUS_NOT_IMPLEMENTED), so the check is replaced here and the flag's
+// query is verified only on real Windows. Not parallel: it replaces a
+// package variable, and parallel tests resume only after it returned.
+func TestTerminateRefusesCriticalProcess(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, helperArg, "wait")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	criticalProcess = func(windows.Handle) bool { return true }
+	t.Cleanup(func() { criticalProcess = critical })
+
+	_, err = terminate(t.Context(), cmd.Process.Pid, filepath.Base(exe), 0)
+	var pe *proto.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, proto.CodeOpInvalid, pe.Code, pe.Message)
+	require.Contains(t, pe.Message, "critical system process")
+	h, err := windows.OpenProcess(windows.SYNCHRONIZE, false, uint32(cmd.Process.Pid))
+	require.NoError(t, err)
+	defer windows.CloseHandle(h)
+	require.False(t, exited(h, 0), "still running")
+}
+
 func swapCase(s string) string {
 	b := []byte(s)
 	for i, c := range b {

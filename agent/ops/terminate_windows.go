@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 
@@ -42,7 +43,7 @@ const wmClose = 0x0010
 // open, so the process checked is the process ended.
 func terminate(ctx context.Context, pid int, name string, grace time.Duration) (proto.ProcessTerminated, error) {
 	res := proto.ProcessTerminated{PID: pid, Name: name}
-	h, err := windows.OpenProcess(windows.PROCESS_TERMINATE|windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	h, err := windows.OpenProcess(windows.PROCESS_TERMINATE|windows.SYNCHRONIZE|windows.PROCESS_QUERY_INFORMATION, false, uint32(pid))
 	switch {
 	case errors.Is(err, windows.ERROR_INVALID_PARAMETER):
 		return res, opError(proto.CodeOpNotFound, "no process with PID %d", pid)
@@ -58,6 +59,12 @@ func terminate(ctx context.Context, pid int, name string, grace time.Duration) (
 	}
 	if !strings.EqualFold(current, name) {
 		return res, opError(proto.CodeOpMismatch, "PID %d is %q, not %q", pid, current, name)
+	}
+	if criticalProcess(h) {
+		// Windows' PID 1: ending a critical process (csrss.exe,
+		// wininit.exe, services.exe, ...) stops the machine with a
+		// bug check.
+		return res, opError(proto.CodeOpInvalid, "PID %d (%s) is a critical system process; ending it would stop Windows", pid, current)
 	}
 	if exited(h, 0) {
 		res.Terminated = true // ended on its own meanwhile
@@ -94,6 +101,19 @@ func terminate(ctx context.Context, pid int, name string, grace time.Duration) (
 	}
 	res.Terminated = true
 	return res, nil
+}
+
+// criticalProcess is critical; the tests replace it, because Wine can
+// neither set nor report the flag.
+var criticalProcess = critical
+
+// critical reports whether the process is marked critical
+// (ProcessBreakOnTermination): Windows bug-checks when one ends. A
+// process whose flag cannot be read is not known to be critical.
+func critical(h windows.Handle) bool {
+	var flag uint32
+	err := windows.NtQueryInformationProcess(h, windows.ProcessBreakOnTermination, unsafe.Pointer(&flag), uint32(unsafe.Sizeof(flag)), nil)
+	return err == nil && flag != 0
 }
 
 // processName is the executable name the process collector reports for

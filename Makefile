@@ -47,7 +47,10 @@ test-go: api/testdata/dpopjs/node_modules
 # Debian's Wine (scripts/wine/run-tests.sh; docs/agent.md "Windows tests
 # under Wine"). A package joins by being listed here.
 WINE_TEST_PKGS := \
-	./agent/proto
+	./agent/proto \
+	./agent/inventory \
+	./agent/ops \
+	./agent/service
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)
@@ -83,8 +86,11 @@ run-fuzz:
 test-web: web/node_modules
 	cd web && npm test
 
+# The Windows agent's spec runs it under Wine: run-tests.sh with no
+# package only prepares the prefix (.data/wine/prefix) and its shim.
 test-e2e: web/node_modules agents
-	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent CAIRN_E2E_WINEPREFIX=$(CURDIR)/.data/wine npm run e2e
+	scripts/wine/run-tests.sh
+	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent CAIRN_E2E_WINEPREFIX=$(CURDIR)/.data/wine/prefix npm run e2e
 
 ## build: the console, embedded into the Engine binary, and the agent builds
 build: web agents

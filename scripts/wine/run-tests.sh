@@ -47,6 +47,16 @@ if [ ! -f "$WINEPREFIX/.cairn-ready" ]; then
 fi
 cp "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
 
+# Wine's null display driver: without X, windows can still be created
+# (agent/ops terminate asks a windowed process to close first). The
+# desktop reads the setting when the wineserver starts, so it is written
+# once and the server let go before the tests.
+if [ ! -f "$WINEPREFIX/.cairn-graphics-null" ]; then
+  "$wine" reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f >/dev/null
+  [ -n "$wineserver" ] && "$wineserver" -w
+  touch "$WINEPREFIX/.cairn-graphics-null"
+fi
+
 failed=()
 for pkg in "$@"; do
   name=$(echo "${pkg#./}" | tr '/' '-')

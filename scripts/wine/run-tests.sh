@@ -47,14 +47,17 @@ if [ ! -f "$WINEPREFIX/.cairn-ready" ]; then
 fi
 cp "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
 
-# Wine's null display driver: without X, windows can still be created
-# (agent/ops terminate asks a windowed process to close first). The
-# desktop reads the setting when the wineserver starts, so it is written
-# once and the server let go before the tests.
-if [ ! -f "$WINEPREFIX/.cairn-graphics-null" ]; then
+# Settings the Windows tests rely on, written once; Wine reads them when
+# the wineserver starts, so the server is let go before the tests:
+# - the null display driver: without X, windows can still be created
+#   (agent/ops terminate asks a windowed process to close first);
+# - a 60 s service start timeout instead of 10 s: the first start of a
+#   Go test binary as a service in a fresh prefix can take longer.
+if [ ! -f "$WINEPREFIX/.cairn-settings-1" ]; then
   "$wine" reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f >/dev/null
+  "$wine" reg add 'HKLM\System\CurrentControlSet\Control' /v ServicesPipeTimeout /t REG_DWORD /d 60000 /f >/dev/null
   [ -n "$wineserver" ] && "$wineserver" -w
-  touch "$WINEPREFIX/.cairn-graphics-null"
+  touch "$WINEPREFIX/.cairn-settings-1"
 fi
 
 failed=()

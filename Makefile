@@ -87,10 +87,10 @@ test-web: web/node_modules
 	cd web && npm test
 
 # The Windows agent's spec runs it under Wine: run-tests.sh with no
-# package only prepares the prefix (.data/wine/prefix) and its shim.
+# package only prepares the prefix (.data/wine) and its shim.
 test-e2e: web/node_modules agents
 	scripts/wine/run-tests.sh
-	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent CAIRN_E2E_WINEPREFIX=$(CURDIR)/.data/wine/prefix npm run e2e
+	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent CAIRN_E2E_WINEPREFIX=$(CURDIR)/.data/wine npm run e2e
 
 ## build: the console, embedded into the Engine binary, and the agent builds
 build: web agents

@@ -53,8 +53,12 @@ func defaultHost() host {
 	}
 }
 
-// osPrettyName is os-release's PRETTY_NAME, or the Go OS name.
+// osPrettyName is os-release's PRETTY_NAME, or the Go OS name; on
+// Windows the name the inventory reports.
 func osPrettyName() string {
+	if runtime.GOOS == "windows" {
+		return inventory.OSName()
+	}
 	f, err := os.Open("/etc/os-release")
 	if err != nil {
 		return runtime.GOOS
@@ -71,8 +75,12 @@ func osPrettyName() string {
 	return runtime.GOOS
 }
 
-// readBootID is the kernel's boot ID ("" where unreadable).
+// readBootID is the kernel's boot ID ("" where unreadable); on Windows
+// the boot counter.
 func readBootID() string {
+	if runtime.GOOS == "windows" {
+		return inventory.BootID()
+	}
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""

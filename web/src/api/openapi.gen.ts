@@ -2639,6 +2639,9 @@ export interface components {
             site_ids: number[];
             username: string;
         };
+        AccountList: {
+            users: components["schemas"]["AccountEntry"][];
+        };
         Activity: {
             actor: string;
             /** Format: date-time */
@@ -2713,6 +2716,11 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        AgentHash: {
+            build_id: string;
+            platform: string;
+            sha256: string;
+        };
         AgentHealth: {
             agent_connection: components["schemas"]["Role"][];
             roles: components["schemas"]["Role"][];
@@ -2727,6 +2735,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        AgentList: {
+            agents: components["schemas"]["Agent"][];
+        };
         AgentOverrides: {
             icon_overrides: components["schemas"]["AgentIconRule"][];
             revision: string;
@@ -2739,6 +2750,17 @@ export interface components {
             pid: number;
             ppid: number;
             user: string;
+        };
+        ApiRefreshRequest: {
+            error?: string;
+            operation_id?: string;
+            requested: boolean;
+        };
+        ApiService: {
+            display_name: string;
+            name: string;
+            start_mode: string;
+            state: string;
         };
         ApiToken: {
             /** @enum {string} */
@@ -2799,12 +2821,18 @@ export interface components {
             site_name?: string;
             status: string;
         };
+        ApprovalList: {
+            approvals: components["schemas"]["Approval"][];
+        };
         Artifact: {
             artifact_id: string;
             build_id: string;
             platform: string;
             sha256: string;
             size: number;
+        };
+        ArtifactList: {
+            artifacts: components["schemas"]["Artifact"][];
         };
         Assembly: {
             body?: string | null;
@@ -2824,6 +2852,9 @@ export interface components {
             updated_at: string;
             updated_by: string;
             version: number;
+        };
+        AssemblyList: {
+            assemblies: components["schemas"]["Assembly"][];
         };
         AssemblyRequest: {
             body?: string;
@@ -2948,11 +2979,13 @@ export interface components {
             timed_out: number;
         };
         Credential: {
-            connection_type: string;
+            /** @enum {string} */
+            connection_type: "Windows" | "WinRM";
             /** Format: date-time */
             created_at: string;
             credential_id: number;
-            credential_type: string;
+            /** @enum {string} */
+            credential_type: "Machine" | "Domain";
             domain: string | null;
             has_password: boolean;
             name: string;
@@ -2961,6 +2994,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             username: string;
+        };
+        CredentialList: {
+            credentials: components["schemas"]["Credential"][];
         };
         CredentialRequest: {
             connection_type?: string;
@@ -2978,6 +3014,12 @@ export interface components {
             fetched_at: string;
             hash: string;
             repo: string;
+        };
+        DeletedCount: {
+            deleted: number;
+        };
+        DeletedID: {
+            deleted: number;
         };
         DescriptionRequest: {
             description?: string | null;
@@ -3029,6 +3071,11 @@ export interface components {
             sessions: components["schemas"]["Session"][] | null;
             software: components["schemas"]["Software"][] | null;
             uptime: components["schemas"]["Uptime"] | null;
+        };
+        DeviceMap: {
+            device_map: {
+                [key: string]: components["schemas"]["DeviceSite"];
+            };
         };
         DevicePage: {
             devices: components["schemas"]["Device"][];
@@ -3085,6 +3132,10 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        DevicefiltersSite: {
+            id: number;
+            name: string;
+        };
         DirectoryCache: {
             enabled: boolean;
             username: string;
@@ -3096,6 +3147,9 @@ export interface components {
             id: number;
             name: string;
             slug: string;
+        };
+        DirectorySiteList: {
+            sites: components["schemas"]["DirectorySite"][];
         };
         Disk: {
             cdrom: boolean;
@@ -3156,6 +3210,9 @@ export interface components {
             site_id: number;
             site_slug: string;
         };
+        EnrollmentCodeList: {
+            codes: components["schemas"]["Code"][];
+        };
         EnrollmentResponse: {
             mfa: components["schemas"]["MfaSetup"];
             pending_token: string;
@@ -3184,6 +3241,19 @@ export interface components {
             /** Format: date-time */
             received_at: string;
         };
+        FieldInfo: {
+            field: string;
+            group: string;
+            key_type: string | null;
+            label: string;
+            op_value_types: {
+                [key: string]: string;
+            };
+            ops: string[];
+            /** @enum {string} */
+            value_type: "string" | "number" | "version" | "duration_seconds" | "time" | "cidr" | "site_ids" | "enum" | "none";
+            values: string[];
+        };
         Filter: {
             /** Format: date-time */
             created_at: string;
@@ -3195,6 +3265,22 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+        };
+        FilterList: {
+            filters: components["schemas"]["Filter"][];
+        };
+        FilterMetadata: {
+            fields: components["schemas"]["FieldInfo"][];
+            metadata_fields: components["schemas"]["FilterMetadataField"][];
+            sites: components["schemas"]["DevicefiltersSite"][];
+        };
+        FilterMetadataField: {
+            description: string;
+            field_number: number;
+        };
+        FilterPreview: {
+            devices: components["schemas"]["Device"][];
+            total: number;
         };
         FilterPreviewRequest: {
             filter?: unknown | null;
@@ -3309,6 +3395,10 @@ export interface components {
         History: {
             active: components["schemas"]["Operation"] | null;
             history: components["schemas"]["Operation"][];
+        };
+        IconOverride: {
+            refresh: components["schemas"]["ApiRefreshRequest"];
+            rule: components["schemas"]["IconRule"];
         };
         IconOverrideRequest: {
             clear_icon?: boolean;
@@ -3524,6 +3614,9 @@ export interface components {
             source: string;
             value: string;
         };
+        MetadataValueList: {
+            fields: components["schemas"]["MetadataValue"][];
+        };
         MetadataValueRequest: {
             value?: string | null;
         };
@@ -3668,6 +3761,9 @@ export interface components {
             ceremony_id?: string;
             credential?: unknown | null;
         };
+        PasskeyList: {
+            passkeys: components["schemas"]["Passkey"][];
+        };
         PasskeyLoginRequest: {
             ceremony_id?: string;
             credential?: unknown | null;
@@ -3717,6 +3813,16 @@ export interface components {
             state?: string;
             title?: string;
             update_id?: string;
+        };
+        PatchList: {
+            /** Format: date-time */
+            collected_at: string | null;
+            patches: components["schemas"]["Patch"][] | null;
+        };
+        PatchRefresh: {
+            /** Format: date-time */
+            collected_at: string;
+            patch_count: number;
         };
         PhaseResponse: {
             /** @enum {string} */
@@ -3787,6 +3893,9 @@ export interface components {
             updated_at: string;
             user_filter: string;
             username_attribute: string;
+        };
+        ProviderList: {
+            providers: components["schemas"]["Provider"][];
         };
         ProviderRequest: {
             base_dn?: string | null;
@@ -4089,6 +4198,15 @@ export interface components {
             state?: string;
             sub_state?: string;
         };
+        ServiceList: {
+            /** Format: date-time */
+            collected_at: string | null;
+            services: components["schemas"]["ApiService"][];
+        };
+        ServiceState: {
+            name: string;
+            state: string;
+        };
         Session: {
             active: boolean;
             helper_ready: boolean;
@@ -4159,6 +4277,9 @@ export interface components {
             transcript_bytes: number;
             transcript_truncated: boolean;
         };
+        ShellSessionList: {
+            sessions: components["schemas"]["ShellSession"][];
+        };
         Signed: {
             key_id: string;
             payload: string;
@@ -4194,6 +4315,9 @@ export interface components {
         SiteCreateRequest: {
             name?: string;
             site_worker_slug?: string;
+        };
+        SiteDelete: {
+            deleted: number[];
         };
         SiteDeleteRequest: {
             site_ids?: number[] | null;
@@ -4247,6 +4371,11 @@ export interface components {
             size_bytes?: number;
             source?: string;
             version?: string;
+        };
+        SoftwareRefresh: {
+            /** Format: date-time */
+            collected_at: string;
+            software_count: number;
         };
         SoftwareRowRequest: {
             name?: string;
@@ -4315,6 +4444,9 @@ export interface components {
             name?: string;
             pid?: number;
         };
+        Terminated: {
+            terminated: boolean;
+        };
         TestResult: {
             message: string;
             ok: boolean;
@@ -4361,10 +4493,17 @@ export interface components {
             token_version: number;
             trust_state: string;
         };
+        UninstallBlock: {
+            rule: components["schemas"]["BlockRule"];
+        };
         UninstallBlockRequest: {
             name?: string;
             reason?: string;
             version?: string | null;
+        };
+        UninstallOverride: {
+            removed: boolean;
+            rule: components["schemas"]["UninstallOverrideRule"];
         };
         UninstallOverrideRequest: {
             arguments?: string;
@@ -4387,6 +4526,9 @@ export interface components {
             updated_by: string;
             version: string;
         };
+        UninstallUnblock: {
+            removed: components["schemas"]["BlockRule"][];
+        };
         UpdateEventInput: {
             /** Format: date-time */
             captured_at?: string;
@@ -4407,6 +4549,10 @@ export interface components {
         };
         UpdateProgressResponse: {
             status: string;
+        };
+        UpdateStarted: {
+            operation_id: string;
+            run_id: string;
         };
         Uptime: {
             boot_id: string;
@@ -4445,6 +4591,9 @@ export interface components {
             timeout_seconds: number;
             version: number;
         };
+        VersionList: {
+            versions: components["schemas"]["Version"][];
+        };
         View: {
             columns: string[];
             /** Format: date-time */
@@ -4459,6 +4608,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        ViewList: {
+            views: components["schemas"]["View"][];
+        };
         ViewRequest: {
             columns?: string[] | null;
             filter?: unknown | null;
@@ -4469,11 +4621,13 @@ export interface components {
         };
         ViewSort: {
             column: string;
-            direction: string;
+            /** @enum {string} */
+            direction: "asc" | "desc";
         };
         ViewSortInput: {
             column?: string;
-            direction?: string;
+            /** @enum {string} */
+            direction?: "asc" | "desc";
         };
         Worker: {
             error?: string;
@@ -4514,9 +4668,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Approval"][];
-                    };
+                    "application/json": components["schemas"]["ApprovalList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -4626,6 +4778,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -4706,6 +4876,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -4744,9 +4932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Code"][];
-                    };
+                    "application/json": components["schemas"]["EnrollmentCodeList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -4836,8 +5022,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4882,9 +5077,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedID"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -4907,6 +5100,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4978,6 +5180,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5532,9 +5743,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["AgentHash"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -5548,6 +5757,15 @@ export interface operations {
             };
             /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: artifact_unavailable */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5581,9 +5799,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Artifact"][];
-                    };
+                    "application/json": components["schemas"]["ArtifactList"];
                 };
             };
             /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
@@ -6319,6 +6535,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
             default: {
                 headers: {
@@ -6396,9 +6621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Agent"][];
-                    };
+                    "application/json": components["schemas"]["AgentList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -6459,9 +6682,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Assembly"][];
-                    };
+                    "application/json": components["schemas"]["AssemblyList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -6560,6 +6781,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -6620,6 +6859,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6698,6 +6946,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -6767,6 +7042,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: assembly_in_use */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -6804,9 +7097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Version"][];
-                    };
+                    "application/json": components["schemas"]["VersionList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -6829,6 +7120,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6897,6 +7197,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7213,9 +7522,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Passkey"][];
-                    };
+                    "application/json": components["schemas"]["PasskeyList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -7523,6 +7830,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7587,6 +7903,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8270,9 +8595,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Credential"][];
-                    };
+                    "application/json": components["schemas"]["CredentialList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8371,6 +8694,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8431,6 +8763,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8509,6 +8850,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8546,9 +8905,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedID"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8571,6 +8928,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8638,6 +9013,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8754,9 +9138,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedCount"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8779,6 +9161,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8857,6 +9248,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8924,6 +9324,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8961,9 +9370,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["PatchList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8986,6 +9393,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9034,12 +9450,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["PatchRefresh"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9066,8 +9480,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9177,12 +9645,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["Terminated"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9209,8 +9675,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9246,9 +9766,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["ServiceList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9271,6 +9789,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9319,12 +9846,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["ServiceState"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9351,8 +9876,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9466,9 +10045,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["IconOverride"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9491,6 +10068,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9539,12 +10125,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["SoftwareRefresh"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9571,8 +10155,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9612,9 +10250,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallBlock"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9637,6 +10273,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9685,9 +10330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallOverride"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9708,8 +10351,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9758,9 +10410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallUnblock"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9781,8 +10431,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9831,9 +10490,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["UpdateStarted"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9863,8 +10520,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found, artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, update_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: temporal_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9898,9 +10582,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Filter"][];
-                    };
+                    "application/json": components["schemas"]["FilterList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -9990,6 +10672,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10025,9 +10716,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["FilterMetadata"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -10087,9 +10776,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["FilterPreview"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10159,9 +10846,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Filter"][];
-                    };
+                    "application/json": components["schemas"]["FilterList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10258,6 +10943,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10320,8 +11014,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10389,8 +11101,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: filter_in_use */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10433,9 +11163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["View"][];
-                    };
+                    "application/json": components["schemas"]["ViewList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -10592,6 +11320,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10663,6 +11400,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10725,6 +11471,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11020,6 +11775,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11085,6 +11849,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11199,9 +11972,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["MetadataValue"][];
-                    };
+                    "application/json": components["schemas"]["MetadataValueList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -11224,6 +11995,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11296,6 +12076,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11622,9 +12411,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Provider"][];
-                    };
+                    "application/json": components["schemas"]["ProviderList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -11714,6 +12501,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11792,6 +12588,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Service Unavailable: unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
             default: {
                 headers: {
@@ -11845,6 +12650,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11923,6 +12737,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11976,7 +12808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized */
+            /** @description Unauthorized: unauthorized, invalid_credentials */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11994,8 +12826,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12065,8 +12915,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12136,8 +13004,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12171,9 +13057,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["DirectorySite"][];
-                    };
+                    "application/json": components["schemas"]["DirectorySiteList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -12477,6 +13361,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: reserved_metadata_field */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14166,9 +15059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["ShellSessionList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -14458,6 +15349,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -14527,6 +15427,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -14566,9 +15475,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number[];
-                    };
+                    "application/json": components["schemas"]["SiteDelete"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -14591,6 +15498,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: site_not_empty */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14633,11 +15558,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: {
-                            [key: string]: components["schemas"]["DeviceSite"];
-                        };
-                    };
+                    "application/json": components["schemas"]["DeviceMap"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -14720,6 +15641,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14863,6 +15802,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15202,9 +16150,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["AccountEntry"][];
-                    };
+                    "application/json": components["schemas"]["AccountList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -15294,6 +16240,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15352,6 +16307,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: last_admin */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15501,6 +16474,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15563,6 +16545,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15634,6 +16625,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: last_admin */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

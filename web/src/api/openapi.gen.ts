@@ -2786,6 +2786,9 @@ export interface components {
             site_ids: number[];
             username: string;
         };
+        AccountList: {
+            users: components["schemas"]["AccountEntry"][];
+        };
         Activity: {
             actor: string;
             /** Format: date-time */
@@ -2860,6 +2863,11 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        AgentHash: {
+            build_id: string;
+            platform: string;
+            sha256: string;
+        };
         AgentHealth: {
             agent_connection: components["schemas"]["Role"][];
             roles: components["schemas"]["Role"][];
@@ -2874,6 +2882,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        AgentList: {
+            agents: components["schemas"]["Agent"][];
+        };
         AgentOverrides: {
             icon_overrides: components["schemas"]["AgentIconRule"][];
             revision: string;
@@ -2886,6 +2897,17 @@ export interface components {
             pid: number;
             ppid: number;
             user: string;
+        };
+        ApiRefreshRequest: {
+            error?: string;
+            operation_id?: string;
+            requested: boolean;
+        };
+        ApiService: {
+            display_name: string;
+            name: string;
+            start_mode: string;
+            state: string;
         };
         ApiToken: {
             /** @enum {string} */
@@ -2946,12 +2968,18 @@ export interface components {
             site_name?: string;
             status: string;
         };
+        ApprovalList: {
+            approvals: components["schemas"]["Approval"][];
+        };
         Artifact: {
             artifact_id: string;
             build_id: string;
             platform: string;
             sha256: string;
             size: number;
+        };
+        ArtifactList: {
+            artifacts: components["schemas"]["Artifact"][];
         };
         Assembly: {
             body?: string | null;
@@ -2971,6 +2999,9 @@ export interface components {
             updated_at: string;
             updated_by: string;
             version: number;
+        };
+        AssemblyList: {
+            assemblies: components["schemas"]["Assembly"][];
         };
         AssemblyRequest: {
             body?: string;
@@ -3095,11 +3126,13 @@ export interface components {
             timed_out: number;
         };
         Credential: {
-            connection_type: string;
+            /** @enum {string} */
+            connection_type: "Windows" | "WinRM";
             /** Format: date-time */
             created_at: string;
             credential_id: number;
-            credential_type: string;
+            /** @enum {string} */
+            credential_type: "Machine" | "Domain";
             domain: string | null;
             has_password: boolean;
             name: string;
@@ -3108,6 +3141,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             username: string;
+        };
+        CredentialList: {
+            credentials: components["schemas"]["Credential"][];
         };
         CredentialRequest: {
             connection_type?: string;
@@ -3125,6 +3161,12 @@ export interface components {
             fetched_at: string;
             hash: string;
             repo: string;
+        };
+        DeletedCount: {
+            deleted: number;
+        };
+        DeletedID: {
+            deleted: number;
         };
         DescriptionRequest: {
             description?: string | null;
@@ -3176,6 +3218,11 @@ export interface components {
             sessions: components["schemas"]["Session"][] | null;
             software: components["schemas"]["Software"][] | null;
             uptime: components["schemas"]["Uptime"] | null;
+        };
+        DeviceMap: {
+            device_map: {
+                [key: string]: components["schemas"]["DeviceSite"];
+            };
         };
         DevicePage: {
             devices: components["schemas"]["Device"][];
@@ -3232,6 +3279,10 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        DevicefiltersSite: {
+            id: number;
+            name: string;
+        };
         DirectoryCache: {
             enabled: boolean;
             username: string;
@@ -3243,6 +3294,9 @@ export interface components {
             id: number;
             name: string;
             slug: string;
+        };
+        DirectorySiteList: {
+            sites: components["schemas"]["DirectorySite"][];
         };
         Disk: {
             cdrom: boolean;
@@ -3303,6 +3357,9 @@ export interface components {
             site_id: number;
             site_slug: string;
         };
+        EnrollmentCodeList: {
+            codes: components["schemas"]["Code"][];
+        };
         EnrollmentResponse: {
             mfa: components["schemas"]["MfaSetup"];
             pending_token: string;
@@ -3330,6 +3387,19 @@ export interface components {
             phase: string;
             /** Format: date-time */
             received_at: string;
+        };
+        FieldInfo: {
+            field: string;
+            group: string;
+            key_type: string | null;
+            label: string;
+            op_value_types: {
+                [key: string]: string;
+            };
+            ops: string[];
+            /** @enum {string} */
+            value_type: "string" | "number" | "version" | "duration_seconds" | "time" | "cidr" | "site_ids" | "enum" | "none";
+            values: string[];
         };
         FileDownloadRequest: {
             paths?: string[] | null;
@@ -3370,6 +3440,22 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+        };
+        FilterList: {
+            filters: components["schemas"]["Filter"][];
+        };
+        FilterMetadata: {
+            fields: components["schemas"]["FieldInfo"][];
+            metadata_fields: components["schemas"]["FilterMetadataField"][];
+            sites: components["schemas"]["DevicefiltersSite"][];
+        };
+        FilterMetadataField: {
+            description: string;
+            field_number: number;
+        };
+        FilterPreview: {
+            devices: components["schemas"]["Device"][];
+            total: number;
         };
         FilterPreviewRequest: {
             filter?: unknown | null;
@@ -3484,6 +3570,10 @@ export interface components {
         History: {
             active: components["schemas"]["Operation"] | null;
             history: components["schemas"]["Operation"][];
+        };
+        IconOverride: {
+            refresh: components["schemas"]["ApiRefreshRequest"];
+            rule: components["schemas"]["IconRule"];
         };
         IconOverrideRequest: {
             clear_icon?: boolean;
@@ -3699,6 +3789,9 @@ export interface components {
             source: string;
             value: string;
         };
+        MetadataValueList: {
+            fields: components["schemas"]["MetadataValue"][];
+        };
         MetadataValueRequest: {
             value?: string | null;
         };
@@ -3843,6 +3936,9 @@ export interface components {
             ceremony_id?: string;
             credential?: unknown | null;
         };
+        PasskeyList: {
+            passkeys: components["schemas"]["Passkey"][];
+        };
         PasskeyLoginRequest: {
             ceremony_id?: string;
             credential?: unknown | null;
@@ -3892,6 +3988,16 @@ export interface components {
             state?: string;
             title?: string;
             update_id?: string;
+        };
+        PatchList: {
+            /** Format: date-time */
+            collected_at: string | null;
+            patches: components["schemas"]["Patch"][] | null;
+        };
+        PatchRefresh: {
+            /** Format: date-time */
+            collected_at: string;
+            patch_count: number;
         };
         PhaseResponse: {
             /** @enum {string} */
@@ -3962,6 +4068,9 @@ export interface components {
             updated_at: string;
             user_filter: string;
             username_attribute: string;
+        };
+        ProviderList: {
+            providers: components["schemas"]["Provider"][];
         };
         ProviderRequest: {
             base_dn?: string | null;
@@ -4264,6 +4373,15 @@ export interface components {
             state?: string;
             sub_state?: string;
         };
+        ServiceList: {
+            /** Format: date-time */
+            collected_at: string | null;
+            services: components["schemas"]["ApiService"][];
+        };
+        ServiceState: {
+            name: string;
+            state: string;
+        };
         Session: {
             active: boolean;
             helper_ready: boolean;
@@ -4334,6 +4452,9 @@ export interface components {
             transcript_bytes: number;
             transcript_truncated: boolean;
         };
+        ShellSessionList: {
+            sessions: components["schemas"]["ShellSession"][];
+        };
         Signed: {
             key_id: string;
             payload: string;
@@ -4369,6 +4490,9 @@ export interface components {
         SiteCreateRequest: {
             name?: string;
             site_worker_slug?: string;
+        };
+        SiteDelete: {
+            deleted: number[];
         };
         SiteDeleteRequest: {
             site_ids?: number[] | null;
@@ -4422,6 +4546,11 @@ export interface components {
             size_bytes?: number;
             source?: string;
             version?: string;
+        };
+        SoftwareRefresh: {
+            /** Format: date-time */
+            collected_at: string;
+            software_count: number;
         };
         SoftwareRowRequest: {
             name?: string;
@@ -4490,6 +4619,9 @@ export interface components {
             name?: string;
             pid?: number;
         };
+        Terminated: {
+            terminated: boolean;
+        };
         TestResult: {
             message: string;
             ok: boolean;
@@ -4552,10 +4684,17 @@ export interface components {
             token_version: number;
             trust_state: string;
         };
+        UninstallBlock: {
+            rule: components["schemas"]["BlockRule"];
+        };
         UninstallBlockRequest: {
             name?: string;
             reason?: string;
             version?: string | null;
+        };
+        UninstallOverride: {
+            removed: boolean;
+            rule: components["schemas"]["UninstallOverrideRule"];
         };
         UninstallOverrideRequest: {
             arguments?: string;
@@ -4578,6 +4717,9 @@ export interface components {
             updated_by: string;
             version: string;
         };
+        UninstallUnblock: {
+            removed: components["schemas"]["BlockRule"][];
+        };
         UpdateEventInput: {
             /** Format: date-time */
             captured_at?: string;
@@ -4598,6 +4740,10 @@ export interface components {
         };
         UpdateProgressResponse: {
             status: string;
+        };
+        UpdateStarted: {
+            operation_id: string;
+            run_id: string;
         };
         Uptime: {
             boot_id: string;
@@ -4636,6 +4782,9 @@ export interface components {
             timeout_seconds: number;
             version: number;
         };
+        VersionList: {
+            versions: components["schemas"]["Version"][];
+        };
         View: {
             columns: string[];
             /** Format: date-time */
@@ -4650,6 +4799,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        ViewList: {
+            views: components["schemas"]["View"][];
+        };
         ViewRequest: {
             columns?: string[] | null;
             filter?: unknown | null;
@@ -4660,11 +4812,13 @@ export interface components {
         };
         ViewSort: {
             column: string;
-            direction: string;
+            /** @enum {string} */
+            direction: "asc" | "desc";
         };
         ViewSortInput: {
             column?: string;
-            direction?: string;
+            /** @enum {string} */
+            direction?: "asc" | "desc";
         };
         Worker: {
             error?: string;
@@ -4705,9 +4859,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Approval"][];
-                    };
+                    "application/json": components["schemas"]["ApprovalList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -4817,6 +4969,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -4897,6 +5067,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -4935,9 +5123,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Code"][];
-                    };
+                    "application/json": components["schemas"]["EnrollmentCodeList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -5027,8 +5213,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5073,9 +5268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedID"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -5098,6 +5291,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5169,6 +5371,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6005,9 +6216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["AgentHash"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -6021,6 +6230,15 @@ export interface operations {
             };
             /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: artifact_unavailable */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6054,9 +6272,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Artifact"][];
-                    };
+                    "application/json": components["schemas"]["ArtifactList"];
                 };
             };
             /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
@@ -6792,6 +7008,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
             default: {
                 headers: {
@@ -6869,9 +7094,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Agent"][];
-                    };
+                    "application/json": components["schemas"]["AgentList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -6932,9 +7155,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Assembly"][];
-                    };
+                    "application/json": components["schemas"]["AssemblyList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -7033,6 +7254,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7093,6 +7332,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7171,6 +7419,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7240,6 +7515,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: assembly_in_use */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7277,9 +7570,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Version"][];
-                    };
+                    "application/json": components["schemas"]["VersionList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -7302,6 +7593,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7370,6 +7670,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7686,9 +7995,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Passkey"][];
-                    };
+                    "application/json": components["schemas"]["PasskeyList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -7996,6 +8303,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8060,6 +8376,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8743,9 +9068,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Credential"][];
-                    };
+                    "application/json": components["schemas"]["CredentialList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8844,6 +9167,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8904,6 +9236,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8982,6 +9323,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -9019,9 +9378,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedID"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9044,6 +9401,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9111,6 +9486,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9227,9 +9611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedCount"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9252,6 +9634,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9330,6 +9721,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -9390,6 +9790,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9852,9 +10261,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["PatchList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9877,6 +10284,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9925,12 +10341,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["PatchRefresh"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9957,8 +10371,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10068,12 +10536,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["Terminated"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10100,8 +10566,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10137,9 +10657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["ServiceList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10162,6 +10680,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10210,12 +10737,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["ServiceState"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10242,8 +10767,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10357,9 +10936,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["IconOverride"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10382,6 +10959,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10430,12 +11016,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["SoftwareRefresh"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10462,8 +11046,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10503,9 +11141,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallBlock"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10528,6 +11164,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10576,9 +11221,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallOverride"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10599,8 +11242,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10649,9 +11301,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallUnblock"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10672,8 +11322,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10722,9 +11381,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["UpdateStarted"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10754,8 +11411,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found, artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, update_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: temporal_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10789,9 +11473,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Filter"][];
-                    };
+                    "application/json": components["schemas"]["FilterList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -10881,6 +11563,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10916,9 +11607,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["FilterMetadata"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -10978,9 +11667,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["FilterPreview"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -11050,9 +11737,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Filter"][];
-                    };
+                    "application/json": components["schemas"]["FilterList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -11149,6 +11834,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11211,8 +11905,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11280,8 +11992,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: filter_in_use */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11324,9 +12054,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["View"][];
-                    };
+                    "application/json": components["schemas"]["ViewList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -11483,6 +12211,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11554,6 +12291,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11616,6 +12362,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11911,6 +12666,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11976,6 +12740,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12090,9 +12863,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["MetadataValue"][];
-                    };
+                    "application/json": components["schemas"]["MetadataValueList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -12115,6 +12886,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12187,6 +12967,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12513,9 +13302,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Provider"][];
-                    };
+                    "application/json": components["schemas"]["ProviderList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -12605,6 +13392,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -12683,6 +13479,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Service Unavailable: unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
             default: {
                 headers: {
@@ -12736,6 +13541,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12814,6 +13628,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -12867,7 +13699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized */
+            /** @description Unauthorized: unauthorized, invalid_credentials */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12885,8 +13717,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12956,8 +13806,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13027,8 +13895,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13062,9 +13948,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["DirectorySite"][];
-                    };
+                    "application/json": components["schemas"]["DirectorySiteList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -13368,6 +14252,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: reserved_metadata_field */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15057,9 +15950,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["ShellSessionList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -15349,6 +16240,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15418,6 +16318,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15457,9 +16366,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number[];
-                    };
+                    "application/json": components["schemas"]["SiteDelete"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -15482,6 +16389,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: site_not_empty */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15524,11 +16449,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: {
-                            [key: string]: components["schemas"]["DeviceSite"];
-                        };
-                    };
+                    "application/json": components["schemas"]["DeviceMap"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -15611,6 +16532,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15754,6 +16693,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16093,9 +17041,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["AccountEntry"][];
-                    };
+                    "application/json": components["schemas"]["AccountList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -16185,6 +17131,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -16243,6 +17198,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: last_admin */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16392,6 +17365,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -16454,6 +17436,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16525,6 +17516,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: last_admin */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

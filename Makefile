@@ -48,7 +48,10 @@ test-go: api/testdata/dpopjs/node_modules
 # under Wine"). A package joins by being listed here.
 WINE_TEST_PKGS := \
 	./agent/proto \
-	./agent/registry
+	./agent/inventory \
+	./agent/ops \
+	./agent/registry \
+	./agent/service
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)
@@ -84,8 +87,8 @@ run-fuzz:
 test-web: web/node_modules
 	cd web && npm test
 
-# The Windows agent's specs run it under Wine in test-wine's prefix; the
-# script with no packages only prepares it.
+# The Windows agent's specs run it under Wine: run-tests.sh with no
+# package only prepares the prefix (.data/wine) and its shim.
 test-e2e: web/node_modules agents
 	scripts/wine/run-tests.sh
 	cd web && CAIRN_E2E_ENGINE_BIN=$(CURDIR)/$(BIN) CAIRN_E2E_AGENT_BIN=$(CURDIR)/bin/cairn-agent CAIRN_E2E_WINEPREFIX=$(CURDIR)/.data/wine npm run e2e

@@ -27,6 +27,22 @@ type Maintenance struct {
 	AgentRequests AgentRequestSweeper
 	// Shells is *shells.Service: sessions of a process that stopped.
 	Shells LostShellCloser
+	// Transfers is *transfers.Service: file-transfer content past its
+	// retention, and uploads whose staging died.
+	Transfers TransferSweeper
+}
+
+// TransferSweeper deletes file-transfer content nobody will fetch.
+type TransferSweeper interface {
+	Sweep(ctx context.Context) (int64, error)
+}
+
+// SweepFileTransfers is the maintenance:file-transfers job.
+func (m *Maintenance) SweepFileTransfers(ctx context.Context) (int64, error) {
+	if m.Transfers == nil {
+		return 0, notWired("Transfers")
+	}
+	return m.Transfers.Sweep(ctx)
 }
 
 // SessionSweeper deletes expired operator sessions and pending tokens.

@@ -30,6 +30,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/software"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -116,6 +117,21 @@ var statusByCode = map[string]int{
 
 	// Agent updates (docs/api.md "Agent updates").
 	agentupdates.ECodeUpdateInProgress: http.StatusConflict,
+
+	// File transfers (docs/api.md "File transfers"); the path codes are
+	// what agents answer a transfer's request with.
+	transfers.ECodeTransferNotFound:  http.StatusNotFound,
+	transfers.ECodeTransferCancelled: http.StatusConflict,
+	transfers.ECodeTransferEnded:     http.StatusConflict,
+	transfers.ECodeTransferNotReady:  http.StatusConflict,
+	transfers.ECodeContentExpired:    http.StatusGone,
+	transfers.ECodeChecksumMismatch:  http.StatusUnprocessableEntity,
+	transfers.ECodeUploadTooLarge:    http.StatusRequestEntityTooLarge,
+	transfers.ECodeTransferStalled:   http.StatusGatewayTimeout,
+	proto.CodePathNotAbsolute:        http.StatusBadRequest,
+	proto.CodePathInvalid:            http.StatusBadRequest,
+	proto.CodePathNotFound:           http.StatusNotFound,
+	proto.CodeNotADirectory:          http.StatusConflict,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -23,15 +23,15 @@ import (
 
 func (s *Server) agentArtifactRoutes() []Route {
 	return []Route{
-		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)"))},
+		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable)},
 		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, raw(s.agentDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream")},
-		{"GET", "/api/agent/hash", AuthDevice, getAction(s, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)"))},
-		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s, func(r *http.Request) (map[string][]artifactJSON, error) {
+		{"GET", "/api/agent/hash", AuthDevice, getAction(s, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable)},
+		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s, func(r *http.Request) (artifactListJSON, error) {
 			out := []artifactJSON{}
 			for _, a := range s.Artifacts.List() {
 				out = append(out, newArtifactJSON(a))
 			}
-			return map[string][]artifactJSON{"artifacts": out}, nil
+			return artifactListJSON{Artifacts: out}, nil
 		})},
 		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").Query(queryString("site_id", "the signed link's site"), queryString("artifact", "the signed link's artifact ID"), queryString("expires", "the signed link's expiry (Unix seconds)"), queryString("download_signature", "the signed link's signature"))},
 		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream")},
@@ -102,16 +102,23 @@ func (s *Server) agentManifest(r *http.Request) (manifestJSON, error) {
 	return manifestJSON{artifactJSON: newArtifactJSON(a), DownloadURL: "/api/agent/update/download/" + a.ID, Signature: a.Signature}, nil
 }
 
-func (s *Server) agentHash(r *http.Request) (map[string]string, error) {
+// agentHashJSON names the build an agent of the platform should run.
+type agentHashJSON struct {
+	Platform string `json:"platform"`
+	BuildID  string `json:"build_id"`
+	SHA256   string `json:"sha256"`
+}
+
+func (s *Server) agentHash(r *http.Request) (agentHashJSON, error) {
 	p, err := s.devicePlatform(r)
 	if err != nil {
-		return nil, err
+		return agentHashJSON{}, err
 	}
 	a, err := s.Artifacts.Current(p)
 	if err != nil {
-		return nil, err
+		return agentHashJSON{}, err
 	}
-	return map[string]string{"platform": a.Platform, "build_id": a.BuildID, "sha256": a.SHA256}, nil
+	return agentHashJSON{Platform: a.Platform, BuildID: a.BuildID, SHA256: a.SHA256}, nil
 }
 
 func (s *Server) agentDownload(w http.ResponseWriter, r *http.Request) {
@@ -239,4 +246,9 @@ type installLinkJSON struct {
 func newInstallLinkJSON(l installlinks.Link) installLinkJSON {
 	return installLinkJSON{URL: l.URL, TokenURL: l.TokenURL, ExpiresAt: l.ExpiresAt, DownloadCount: l.DownloadCount,
 		ArtifactID: l.ArtifactID, BuildID: l.BuildID, InstallCommand: l.InstallCommand, CreatedAt: l.CreatedAt}
+}
+
+// artifactListJSON is every agent build the Engine serves.
+type artifactListJSON struct {
+	Artifacts []artifactJSON `json:"artifacts"`
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 )
 
 // agentUpdateRoutes are agent updates (docs/api.md "Agent updates"): the
@@ -16,8 +18,8 @@ import (
 func (s *Server) agentUpdateRoutes() []Route {
 	return []Route{
 		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s, http.StatusAccepted, false, s.agentMaintenance)},
-		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent)},
-		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation"))},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable)},
+		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
 		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s, http.StatusOK, false, s.agentUpdateProgress)},
 	}
 }
@@ -74,17 +76,23 @@ func (s *Server) agentMaintenance(r *http.Request, req maintenanceReq) (maintena
 	return out, nil
 }
 
-func (s *Server) updateAgent(r *http.Request, _ struct{}) (map[string]string, error) {
+// updateStartedJSON names the update a device was asked to make.
+type updateStartedJSON struct {
+	RunID       string `json:"run_id"`
+	OperationID string `json:"operation_id"`
+}
+
+func (s *Server) updateAgent(r *http.Request, _ struct{}) (updateStartedJSON, error) {
 	ctx := r.Context()
 	t, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), pathParam(r, "hostname"))
 	if err != nil {
-		return nil, err
+		return updateStartedJSON{}, err
 	}
 	res, err := s.requestUpdates(ctx, []string{t.GUID})
 	if err != nil {
-		return nil, err
+		return updateStartedJSON{}, err
 	}
-	return map[string]string{"run_id": res.RunID, "operation_id": res.Updates[0].OperationID}, nil
+	return updateStartedJSON{RunID: res.RunID, OperationID: res.Updates[0].OperationID}, nil
 }
 
 // requestUpdates records the updates and starts their workflows; one that

@@ -14,19 +14,19 @@ import (
 // assemblyRoutes are saved automation content (docs/api.md "Assemblies").
 func (s *Server) assemblyRoutes() []Route {
 	return []Route{
-		{"GET", "/api/assemblies", AuthToken, getAction(s, func(r *http.Request) (map[string][]assemblyJSON, error) {
+		{"GET", "/api/assemblies", AuthToken, getAction(s, func(r *http.Request) (assemblyListJSON, error) {
 			q := r.URL.Query()
 			list, err := s.Automation.ListAssemblies(r.Context(), q.Get("kind"), q.Get("q"))
 			out := make([]assemblyJSON, len(list))
 			for i, a := range list {
 				out[i] = toAssemblyJSON(a, false)
 			}
-			return map[string][]assemblyJSON{"assemblies": out}, err
+			return assemblyListJSON{Assemblies: out}, err
 		}).Query(queryString("kind", "only assemblies of this kind"), queryString("q", "a search in names and descriptions"))},
 		{"POST", "/api/assemblies", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			a, err := s.Automation.CreateAssembly(r.Context(), principal(r.Context()).Username, req.input())
 			return toAssemblyJSON(a, true), err
-		}))},
+		})).Errors(cairn.ECodeConflict, cairn.ECodeTooLarge)},
 		{"GET", "/api/assemblies/{assembly_id}", AuthToken, getAction(s, func(r *http.Request) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -34,7 +34,7 @@ func (s *Server) assemblyRoutes() []Route {
 			}
 			a, err := s.Automation.GetAssembly(r.Context(), id, 0)
 			return toAssemblyJSON(a, true), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"PUT", "/api/assemblies/{assembly_id}", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -42,18 +42,18 @@ func (s *Server) assemblyRoutes() []Route {
 			}
 			a, err := s.Automation.UpdateAssembly(r.Context(), principal(r.Context()).Username, id, req.input())
 			return toAssemblyJSON(a, true), err
-		}))},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, cairn.ECodeTooLarge)},
 		{"DELETE", "/api/assemblies/{assembly_id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Automation.DeleteAssembly(r.Context(), id)
-		})},
-		{"GET", "/api/assemblies/{assembly_id}/versions", AuthToken, getAction(s, func(r *http.Request) (map[string][]versionJSON, error) {
+		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse)},
+		{"GET", "/api/assemblies/{assembly_id}/versions", AuthToken, getAction(s, func(r *http.Request) (versionListJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
-				return nil, err
+				return versionListJSON{}, err
 			}
 			list, err := s.Automation.ListVersions(r.Context(), id)
 			out := make([]versionJSON, len(list))
@@ -61,8 +61,8 @@ func (s *Server) assemblyRoutes() []Route {
 				out[i] = versionJSON{Version: v.Version, Language: v.Language, TimeoutSeconds: v.TimeoutSeconds,
 					BodySHA256: v.BodySHA256, CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt.UTC()}
 			}
-			return map[string][]versionJSON{"versions": out}, err
-		})},
+			return versionListJSON{Versions: out}, err
+		}).Errors(cairn.ECodeNotFound)},
 		{"GET", "/api/assemblies/{assembly_id}/versions/{version}", AuthToken, getAction(s, func(r *http.Request) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -74,7 +74,7 @@ func (s *Server) assemblyRoutes() []Route {
 			}
 			a, err := s.Automation.GetAssembly(r.Context(), id, v)
 			return toAssemblyJSON(a, true), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -145,4 +145,13 @@ func toAssemblyJSON(a automation.Assembly, withBody bool) assemblyJSON {
 		out.Parameters[i] = parameterJSON(p)
 	}
 	return out
+}
+
+type assemblyListJSON struct {
+	Assemblies []assemblyJSON `json:"assemblies"`
+}
+
+// versionListJSON is an assembly's versions, newest first.
+type versionListJSON struct {
+	Versions []versionJSON `json:"versions"`
 }

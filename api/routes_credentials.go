@@ -13,12 +13,12 @@ import (
 
 func (s *Server) credentialRoutes() []Route {
 	return []Route{
-		{"GET", "/api/credentials", AuthToken, getAction(s, func(r *http.Request) (map[string][]credentialJSON, error) {
+		{"GET", "/api/credentials", AuthToken, getAction(s, func(r *http.Request) (credentialListJSON, error) {
 			var siteID *int64
 			if raw := r.URL.Query().Get("site_id"); raw != "" {
 				id, err := strconv.ParseInt(raw, 10, 64)
 				if err != nil || id <= 0 {
-					return nil, cairn.Invalid("site_id", "must be a positive site ID")
+					return credentialListJSON{}, cairn.Invalid("site_id", "must be a positive site ID")
 				}
 				siteID = &id
 			}
@@ -27,7 +27,7 @@ func (s *Server) credentialRoutes() []Route {
 			for i, c := range list {
 				out[i] = toCredentialJSON(c)
 			}
-			return map[string][]credentialJSON{"credentials": out}, err
+			return credentialListJSON{Credentials: out}, err
 		}).Query(queryInteger("site_id", "only this site's credentials"))},
 		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s, func(r *http.Request) (credentialJSON, error) {
 			id, err := credentialID(r)
@@ -36,11 +36,11 @@ func (s *Server) credentialRoutes() []Route {
 			}
 			c, err := s.Credentials.Get(r.Context(), credentialScope(r), id)
 			return toCredentialJSON(c), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/credentials", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			c, err := s.Credentials.Create(r.Context(), req.input())
 			return toCredentialJSON(c), err
-		})},
+		}).Errors(cairn.ECodeConflict)},
 		{"PUT", "/api/credentials/{credential_id}", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
@@ -48,14 +48,14 @@ func (s *Server) credentialRoutes() []Route {
 			}
 			c, err := s.Credentials.Update(r.Context(), id, req.input())
 			return toCredentialJSON(c), err
-		})},
-		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s, func(r *http.Request) (map[string]int64, error) {
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
-				return nil, err
+				return deletedIDJSON{}, err
 			}
-			return map[string]int64{"deleted": id}, s.Credentials.Delete(r.Context(), id)
-		})},
+			return deletedIDJSON{Deleted: id}, s.Credentials.Delete(r.Context(), id)
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 	}
 }
 
@@ -77,8 +77,8 @@ func credentialID(r *http.Request) (int64, error) {
 type credentialJSON struct {
 	CredentialID   int64     `json:"credential_id"`
 	Name           string    `json:"name"`
-	ConnectionType string    `json:"connection_type"`
-	CredentialType string    `json:"credential_type"`
+	ConnectionType string    `json:"connection_type" openapi:"enum=Windows|WinRM"`
+	CredentialType string    `json:"credential_type" openapi:"enum=Machine|Domain"`
 	Username       string    `json:"username"`
 	Domain         *string   `json:"domain"`
 	SiteID         *int64    `json:"site_id"`
@@ -117,4 +117,14 @@ func (req credentialRequest) input() credentials.Input {
 		in.Domain = *req.Domain
 	}
 	return in
+}
+
+type credentialListJSON struct {
+	Credentials []credentialJSON `json:"credentials"`
+}
+
+// deletedIDJSON answers a DELETE that names what it removed.
+type deletedIDJSON struct {
+	// Deleted is the removed entity's ID.
+	Deleted int64 `json:"deleted"`
 }

@@ -13,10 +13,10 @@ import (
 func (s *Server) activityRoutes() []Route {
 	return []Route{
 		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList).Query(queryInteger("limit", "entries per page"), queryInteger("before_id", "the page before this entry ID"))},
-		{"DELETE", "/api/device/activity/{hostname}", AuthToken, getAction(s, func(r *http.Request) (map[string]int64, error) {
+		{"DELETE", "/api/device/activity/{hostname}", AuthToken, getAction(s, func(r *http.Request) (deletedCountJSON, error) {
 			n, err := s.Devices.ClearActivity(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
-			return map[string]int64{"deleted": n}, err
-		})},
+			return deletedCountJSON{Deleted: n}, err
+		}).Errors(cairn.ECodeNotFound)},
 		{"GET", "/api/device/activity/job/{id}", AuthToken, getAction(s, func(r *http.Request) (activityJSON, error) {
 			id, err := strconv.ParseInt(pathParam(r, "id"), 10, 64)
 			if err != nil || id <= 0 {
@@ -24,7 +24,7 @@ func (s *Server) activityRoutes() []Route {
 			}
 			a, err := s.Devices.GetActivity(r.Context(), principal(r.Context()).SiteScope(), id)
 			return newActivityJSON(a), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -80,4 +80,10 @@ func (s *Server) activityList(r *http.Request) (activityPageJSON, error) {
 		out.Activity[i] = newActivityJSON(a)
 	}
 	return out, nil
+}
+
+// deletedCountJSON answers a DELETE that removes many rows.
+type deletedCountJSON struct {
+	// Deleted is how many rows were removed.
+	Deleted int64 `json:"deleted"`
 }

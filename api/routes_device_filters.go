@@ -15,24 +15,24 @@ import (
 // the caller's site scope.
 func (s *Server) deviceFilterRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device_filters", AuthToken, getAction(s, func(r *http.Request) (map[string][]filterJSON, error) {
+		{"GET", "/api/device_filters", AuthToken, getAction(s, func(r *http.Request) (filterListJSON, error) {
 			list, err := s.DeviceFilters.List(r.Context())
-			return map[string][]filterJSON{"filters": toFilterJSONs(list)}, err
+			return filterListJSON{Filters: toFilterJSONs(list)}, err
 		})},
 		{"POST", "/api/device_filters", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req filterRequest) (filterJSON, error) {
 			f, err := s.DeviceFilters.Create(r.Context(), principal(r.Context()).Username, req.input())
 			return toFilterJSON(f), err
-		})},
+		}).Errors(cairn.ECodeConflict)},
 		{"GET", "/api/device_filters/metadata", AuthToken, getAction(s, s.deviceFilterMetadata)},
-		{"GET", "/api/device_filters/search", AuthToken, getAction(s, func(r *http.Request) (map[string][]filterJSON, error) {
+		{"GET", "/api/device_filters/search", AuthToken, getAction(s, func(r *http.Request) (filterListJSON, error) {
 			limit, err := queryInt(r, "limit", devicefilters.DefaultSearch, 1, devicefilters.MaxSearch)
 			if err != nil {
-				return nil, err
+				return filterListJSON{}, err
 			}
 			list, err := s.DeviceFilters.Search(r.Context(), r.URL.Query().Get("q"), limit)
-			return map[string][]filterJSON{"filters": toFilterJSONs(list)}, err
+			return filterListJSON{Filters: toFilterJSONs(list)}, err
 		}).Query(queryInteger("limit", "filters to return"), queryString("q", "a search in filter names"))},
-		{"POST", "/api/device_filters/preview", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req filterPreviewRequest) (map[string]any, error) {
+		{"POST", "/api/device_filters/preview", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req filterPreviewRequest) (filterPreviewJSON, error) {
 			limit := 25
 			if req.Limit != nil {
 				limit = *req.Limit
@@ -40,10 +40,10 @@ func (s *Server) deviceFilterRoutes() []Route {
 			page, err := s.DeviceFilters.Page(r.Context(), principal(r.Context()).SiteScope(), devicefilters.PageQuery{
 				Filters: []devicefilters.Node{req.tree}, Sort: devicefilters.Sort{Column: "hostname"}, Limit: limit})
 			if err != nil {
-				return nil, err
+				return filterPreviewJSON{}, err
 			}
 			rows, err := s.deviceRows(r.Context(), page)
-			return map[string]any{"total": page.Total, "devices": rows}, err
+			return filterPreviewJSON{Total: page.Total, Devices: rows}, err
 		})},
 		{"GET", "/api/device_filters/{id}", AuthToken, getAction(s, func(r *http.Request) (filterJSON, error) {
 			id, err := filterID(r)
@@ -52,7 +52,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			f, err := s.DeviceFilters.Get(r.Context(), id)
 			return toFilterJSON(f), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"PUT", "/api/device_filters/{id}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req filterRequest) (filterJSON, error) {
 			id, err := filterID(r)
 			if err != nil {
@@ -60,14 +60,14 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			f, err := s.DeviceFilters.Update(r.Context(), principal(r.Context()).Username, id, req.input())
 			return toFilterJSON(f), err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeConflict)},
 		{"DELETE", "/api/device_filters/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := filterID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.DeviceFilters.Delete(r.Context(), id)
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, devicefilters.ECodeFilterInUse)},
 	}
 }
 
@@ -143,27 +143,46 @@ func (req *filterPreviewRequest) validate() (err error) {
 	return err
 }
 
-func (s *Server) deviceFilterMetadata(r *http.Request) (map[string]any, error) {
+// filterMetadataJSON is what the filter builder offers.
+type filterMetadataJSON struct {
+	Fields []devicefilters.FieldInfo `json:"fields"`
+	Sites  []devicefilters.Site      `json:"sites"`
+	// MetadataFields are the labelled fields only, without the reserved
+	// placeholders (3..10).
+	MetadataFields []filterMetadataFieldJSON `json:"metadata_fields"`
+}
+
+type filterMetadataFieldJSON struct {
+	FieldNumber int    `json:"field_number"`
+	Description string `json:"description"`
+}
+
+func (s *Server) deviceFilterMetadata(r *http.Request) (filterMetadataJSON, error) {
 	c, err := s.DeviceFilters.Catalog(r.Context(), principal(r.Context()).SiteScope())
 	if err != nil {
-		return nil, err
+		return filterMetadataJSON{}, err
 	}
 	defs, err := s.Metadata.Definitions(r.Context())
 	if err != nil {
-		return nil, err
+		return filterMetadataJSON{}, err
 	}
-	// Labelled fields only, without the reserved placeholders (3..10).
-	type metadataField struct {
-		FieldNumber int    `json:"field_number"`
-		Description string `json:"description"`
-	}
-	labelled := []metadataField{}
+	labelled := []filterMetadataFieldJSON{}
 	for _, d := range defs {
 		if d.Description != "" && !(d.Reserved && d.FieldNumber > 2) {
-			labelled = append(labelled, metadataField{FieldNumber: d.FieldNumber, Description: d.Description})
+			labelled = append(labelled, filterMetadataFieldJSON{FieldNumber: d.FieldNumber, Description: d.Description})
 		}
 	}
-	return map[string]any{"fields": c.Fields, "sites": c.Sites, "metadata_fields": labelled}, nil
+	return filterMetadataJSON{Fields: c.Fields, Sites: c.Sites, MetadataFields: labelled}, nil
+}
+
+type filterListJSON struct {
+	Filters []filterJSON `json:"filters"`
+}
+
+// filterPreviewJSON is the first devices a draft filter matches.
+type filterPreviewJSON struct {
+	Total   int64        `json:"total"`
+	Devices []deviceJSON `json:"devices"`
 }
 
 // deviceRows are a page's rows in the GET /api/devices shape, with their

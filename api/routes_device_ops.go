@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -22,12 +23,12 @@ import (
 func (s *Server) deviceOpRoutes() []Route {
 	return []Route{
 		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old"))},
-		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate)},
-		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList)},
-		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction)},
-		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh)},
-		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, s.patchList)},
-		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh)},
+		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate).Errors(operationErrors...)},
+		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList).Errors(cairn.ECodeNotFound)},
+		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...)},
+		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh).Errors(operationErrors...)},
+		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, s.patchList).Errors(cairn.ECodeNotFound)},
+		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh).Errors(operationErrors...)},
 	}
 }
 
@@ -132,14 +133,18 @@ func (q *terminateReq) validate() error {
 	return v.Err()
 }
 
-func (s *Server) processTerminate(r *http.Request, req terminateReq) (map[string]bool, error) {
+type terminatedJSON struct {
+	Terminated bool `json:"terminated"`
+}
+
+func (s *Server) processTerminate(r *http.Request, req terminateReq) (terminatedJSON, error) {
 	_, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventProcessManagement,
 		proto.ProcessRequest{Action: proto.ProcessTerminate, PID: req.PID, Name: strings.TrimSpace(req.Name)},
 		"process_terminate", fmt.Sprintf("Terminate %s (PID %d)", strings.TrimSpace(req.Name), req.PID))
 	if err != nil {
-		return nil, err
+		return terminatedJSON{}, err
 	}
-	return map[string]bool{"terminated": true}, nil
+	return terminatedJSON{Terminated: true}, nil
 }
 
 type serviceJSON struct {
@@ -149,16 +154,23 @@ type serviceJSON struct {
 	StartMode   string `json:"start_mode"`
 }
 
-func (s *Server) serviceList(r *http.Request) (map[string]any, error) {
+// serviceListJSON is the services of the last inventory.
+type serviceListJSON struct {
+	Services []serviceJSON `json:"services"`
+	// CollectedAt is when the inventory was taken (null: never).
+	CollectedAt *time.Time `json:"collected_at"`
+}
+
+func (s *Server) serviceList(r *http.Request) (serviceListJSON, error) {
 	d, err := s.Devices.DetailsByHostname(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
 	if err != nil {
-		return nil, err
+		return serviceListJSON{}, err
 	}
 	out := make([]serviceJSON, len(d.Services))
 	for i, sv := range d.Services {
 		out[i] = serviceJSON{Name: sv.Name, DisplayName: sv.DisplayName, State: sv.State, StartMode: sv.StartMode}
 	}
-	return map[string]any{"services": out, "collected_at": d.CollectedAt}, nil
+	return serviceListJSON{Services: out, CollectedAt: d.CollectedAt}, nil
 }
 
 type serviceActionReq struct {
@@ -182,50 +194,86 @@ func (q *serviceActionReq) validate() error {
 
 var serviceVerb = map[string]string{proto.ServiceStart: "Start", proto.ServiceStop: "Stop", proto.ServiceRestart: "Restart"}
 
-func (s *Server) serviceAction(r *http.Request, req serviceActionReq) (map[string]string, error) {
+// serviceStateJSON is a service's state after an action.
+type serviceStateJSON struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+func (s *Server) serviceAction(r *http.Request, req serviceActionReq) (serviceStateJSON, error) {
 	name := strings.TrimSpace(req.Name)
 	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventServiceControl,
 		proto.ServiceActionRequest{Name: name, Action: req.Action}, "service_"+req.Action, serviceVerb[req.Action]+" "+name)
 	if err != nil {
-		return nil, err
+		return serviceStateJSON{}, err
 	}
 	var out proto.ServiceActionResult
 	if err := json.Unmarshal(res.Payload, &out); err != nil {
-		return nil, fmt.Errorf("decode service action result: %w", err)
+		return serviceStateJSON{}, fmt.Errorf("decode service action result: %w", err)
 	}
-	return map[string]string{"name": out.Name, "state": out.State}, nil
+	return serviceStateJSON{Name: out.Name, State: out.State}, nil
 }
 
-func (s *Server) softwareRefresh(r *http.Request, _ struct{}) (map[string]any, error) {
+// softwareRefreshJSON is what a fresh software inventory counted.
+type softwareRefreshJSON struct {
+	SoftwareCount int       `json:"software_count"`
+	CollectedAt   time.Time `json:"collected_at"`
+}
+
+func (s *Server) softwareRefresh(r *http.Request, _ struct{}) (softwareRefreshJSON, error) {
 	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventSoftwareRefresh, struct{}{},
 		"software_refresh", "Refresh software inventory")
 	if err != nil {
-		return nil, err
+		return softwareRefreshJSON{}, err
 	}
 	var out proto.SoftwareRefreshResult
 	if err := json.Unmarshal(res.Payload, &out); err != nil {
-		return nil, fmt.Errorf("decode software refresh: %w", err)
+		return softwareRefreshJSON{}, fmt.Errorf("decode software refresh: %w", err)
 	}
-	return map[string]any{"software_count": len(out.Software), "collected_at": out.CollectedAt.UTC()}, nil
+	return softwareRefreshJSON{SoftwareCount: len(out.Software), CollectedAt: out.CollectedAt.UTC()}, nil
 }
 
-func (s *Server) patchList(r *http.Request) (map[string]any, error) {
+// patchListJSON is the patches of the last inventory.
+type patchListJSON struct {
+	// Patches is null when the device never reported patches.
+	Patches []patchJSON `json:"patches" openapi:"nullable"`
+	// CollectedAt is when the inventory was taken (null: never).
+	CollectedAt *time.Time `json:"collected_at"`
+}
+
+func (s *Server) patchList(r *http.Request) (patchListJSON, error) {
 	d, err := s.Devices.DetailsByHostname(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
 	if err != nil {
-		return nil, err
+		return patchListJSON{}, err
 	}
-	return map[string]any{"patches": newPatchesJSON(d.Patches), "collected_at": d.CollectedAt}, nil
+	return patchListJSON{Patches: newPatchesJSON(d.Patches), CollectedAt: d.CollectedAt}, nil
 }
 
-func (s *Server) patchRefresh(r *http.Request, _ struct{}) (map[string]any, error) {
+// patchRefreshJSON is what a fresh patch inventory counted.
+type patchRefreshJSON struct {
+	PatchCount  int       `json:"patch_count"`
+	CollectedAt time.Time `json:"collected_at"`
+}
+
+func (s *Server) patchRefresh(r *http.Request, _ struct{}) (patchRefreshJSON, error) {
 	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventPatchRefresh, struct{}{},
 		"patch_refresh", "Refresh patch inventory")
 	if err != nil {
-		return nil, err
+		return patchRefreshJSON{}, err
 	}
 	var out proto.PatchRefreshResult
 	if err := json.Unmarshal(res.Payload, &out); err != nil {
-		return nil, fmt.Errorf("decode patch refresh: %w", err)
+		return patchRefreshJSON{}, fmt.Errorf("decode patch refresh: %w", err)
 	}
-	return map[string]any{"patch_count": len(out.Patches), "collected_at": out.CollectedAt.UTC()}, nil
+	return patchRefreshJSON{PatchCount: len(out.Patches), CollectedAt: out.CollectedAt.UTC()}, nil
+}
+
+// operationErrors are what a route running an operation on the agent may
+// answer beyond its auth class: the device is out of reach or refuses
+// operations, or the agent answered with an error, or it took too long.
+var operationErrors = []string{
+	cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
+	proto.CodeOpMismatch, proto.CodeOpInvalid, proto.CodeOpUnsupported, proto.CodeOpFailed, proto.CodeOpPermission,
+	proto.CodeOpTimedOut, proto.CodeOpAlreadyRunning, workflows.ECodeOperationTimedOut, agentgateway.FailureSocketClosed,
+	ECodeTemporalUnavailable,
 }

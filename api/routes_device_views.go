@@ -13,13 +13,13 @@ import (
 // per operator, optionally shared; only the owner or an admin changes one.
 func (s *Server) deviceViewRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device_list_views", AuthToken, getAction(s, func(r *http.Request) (map[string][]viewJSON, error) {
+		{"GET", "/api/device_list_views", AuthToken, getAction(s, func(r *http.Request) (viewListJSON, error) {
 			list, err := s.DeviceFilters.ListViews(r.Context(), viewer(r))
 			out := make([]viewJSON, len(list))
 			for i, v := range list {
 				out[i] = toViewJSON(v)
 			}
-			return map[string][]viewJSON{"views": out}, err
+			return viewListJSON{Views: out}, err
 		})},
 		{"POST", "/api/device_list_views", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
 			v, err := s.DeviceFilters.CreateView(r.Context(), viewer(r), req.input())
@@ -32,7 +32,7 @@ func (s *Server) deviceViewRoutes() []Route {
 			}
 			v, err := s.DeviceFilters.GetView(r.Context(), viewer(r), id)
 			return toViewJSON(v), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"PUT", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
 			id, err := viewID(r)
 			if err != nil {
@@ -40,14 +40,14 @@ func (s *Server) deviceViewRoutes() []Route {
 			}
 			v, err := s.DeviceFilters.UpdateView(r.Context(), viewer(r), id, req.input())
 			return toViewJSON(v), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"DELETE", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := viewID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.DeviceFilters.DeleteView(r.Context(), viewer(r), id)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -104,4 +104,8 @@ func (req *viewRequest) validate() error {
 func (req viewRequest) input() devicefilters.ViewInput {
 	return devicefilters.ViewInput{Name: req.Name, Columns: req.Columns, Sort: req.Sort, FilterID: req.FilterID, Filter: req.tree,
 		Shared: req.Shared}
+}
+
+type viewListJSON struct {
+	Views []viewJSON `json:"views"`
 }

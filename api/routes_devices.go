@@ -20,25 +20,25 @@ import (
 // outside it answers 404 exactly like a missing one.
 func (s *Server) deviceRoutes() []Route {
 	return []Route{
-		{"GET", "/api/agents", AuthToken, getAction(s, func(r *http.Request) (map[string][]agentJSON, error) {
+		{"GET", "/api/agents", AuthToken, getAction(s, func(r *http.Request) (agentListJSON, error) {
 			list, err := s.Devices.Online(r.Context(), principal(r.Context()).SiteScope())
 			out := make([]agentJSON, len(list))
 			for i, d := range list {
 				out[i] = agentJSON{deviceJSON: newDeviceJSON(d), SiteSlug: d.SiteSlug, Context: proto.ContextPrivileged, HelperContexts: d.HelperContexts}
 			}
-			return map[string][]agentJSON{"agents": out}, err
+			return agentListJSON{Agents: out}, err
 		})},
 		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList).Query(queryInteger("site_id", "only this site's devices"), queryInteger("site", "the console's spelling of site_id"), queryString("status", "connected, disconnected or offline"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"), queryString("sort", "a column, - first for descending"), queryInteger("filter_id", "a saved device filter"), queryString("filter", "a draft filter tree (JSON)"))},
 		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch).Query(queryInteger("limit", "devices to return"), queryString("hostname", "a hostname or part of one"))},
 		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
 			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			return newDeviceSummaryJSON(d), err
-		})},
-		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails)},
+		}).Errors(cairn.ECodeNotFound)},
+		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/device/description/{hostname}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req descriptionRequest) (deviceJSON, error) {
 			d, err := s.Devices.SetDescription(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"), *req.Description)
 			return newDeviceJSON(d), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -219,4 +219,9 @@ func (req *descriptionRequest) validate() error {
 		return cairn.Invalid("description", "is required (an empty string clears it)")
 	}
 	return nil
+}
+
+// agentListJSON is the devices whose agents are connected now.
+type agentListJSON struct {
+	Agents []agentJSON `json:"agents"`
 }

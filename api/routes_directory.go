@@ -14,18 +14,18 @@ import (
 func (s *Server) directoryRoutes() []Route {
 	const one = "/api/directory/providers/{provider_id}"
 	return []Route{
-		{"GET", "/api/directory/providers", AuthAdmin, getAction(s, func(r *http.Request) (map[string][]providerJSON, error) {
+		{"GET", "/api/directory/providers", AuthAdmin, getAction(s, func(r *http.Request) (providerListJSON, error) {
 			list, err := s.Directory.List(r.Context())
 			out := make([]providerJSON, len(list))
 			for i, p := range list {
 				out[i] = providerJSONOf(p)
 			}
-			return map[string][]providerJSON{"providers": out}, err
+			return providerListJSON{Providers: out}, err
 		})},
 		{"POST", "/api/directory/providers", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			p, err := s.Directory.Create(r.Context(), req.patch())
 			return providerJSONOf(p), err
-		})},
+		}).Errors(cairn.ECodeConflict)},
 		{"PATCH", one, AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -33,19 +33,19 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			p, err := s.Directory.Update(r.Context(), id, req.patch())
 			return providerJSONOf(p), err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 		{"DELETE", one, AuthAdmin, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Directory.Delete(r.Context(), id)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
 			c, err := directory.FetchCertificate(r.Context(), req.Host, req.Port, req.HostOverrides)
 			return certificateJSON{Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
 				SHA256Fingerprint: c.SHA256Fingerprint, PEM: c.PEM}, err
-		})},
+		}).Errors(cairn.ECodeUnavailable)},
 		{"POST", one + "/test", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (testResultJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -53,7 +53,7 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			res, err := s.Directory.Test(r.Context(), id)
 			return testResultJSON{OK: res.OK, Message: res.Message, TestedAt: res.At}, err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
 		{"POST", one + "/lookup-user", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -62,7 +62,7 @@ func (s *Server) directoryRoutes() []Route {
 			res, err := s.Directory.Lookup(r.Context(), id, req.Username, req.Password)
 			return lookupJSON{Found: res.Found, DN: res.DN, Attributes: orEmptyMap(res.Attributes), Groups: orEmptyList(res.Groups),
 				Role: res.Role, SiteIDs: orEmptyIDs(res.SiteIDs), PasswordOK: res.PasswordOK}, err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable)},
 		{"POST", one + "/sync", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -70,8 +70,8 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			res, err := s.Directory.Sync(r.Context(), id)
 			return syncJSON{Checked: res.Checked, Disabled: res.Disabled}, err
-		})},
-		{"GET", "/api/directory/sites", AuthToken, getAction(s, func(r *http.Request) (map[string][]directorySiteJSON, error) {
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		{"GET", "/api/directory/sites", AuthToken, getAction(s, func(r *http.Request) (directorySiteListJSON, error) {
 			// The sites a mapping may target, within the caller's scope like
 			// every other site listing.
 			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
@@ -79,7 +79,7 @@ func (s *Server) directoryRoutes() []Route {
 			for i, st := range list {
 				out[i] = directorySiteJSON{ID: st.ID, Name: st.Name, Slug: st.Slug}
 			}
-			return map[string][]directorySiteJSON{"sites": out}, err
+			return directorySiteListJSON{Sites: out}, err
 		})},
 		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
 			name := chi.URLParam(r, "username")
@@ -283,4 +283,12 @@ func orEmptyIDs(l []int64) []int64 {
 		return []int64{}
 	}
 	return l
+}
+
+type providerListJSON struct {
+	Providers []providerJSON `json:"providers"`
+}
+
+type directorySiteListJSON struct {
+	Sites []directorySiteJSON `json:"sites"`
 }

@@ -29,39 +29,39 @@ func (s *Server) enrollmentRoutes() []Route {
 			return s.Enrollment.CreateCode(r.Context(), p.SiteScope(), enrollment.CodeInput{
 				SiteID: req.SiteID, ExpiresInSeconds: req.ExpiresInSeconds, MaxUses: req.MaxUses,
 			}, p.Username)
-		})},
-		{"GET", "/api/admin/enrollment-codes", AuthToken, getAction(s, func(r *http.Request) (map[string][]enrollment.Code, error) {
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
+		{"GET", "/api/admin/enrollment-codes", AuthToken, getAction(s, func(r *http.Request) (enrollmentCodeListJSON, error) {
 			var site *int64
 			if v := r.URL.Query().Get("site_id"); v != "" {
 				id, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || id <= 0 {
-					return nil, cairn.Invalid("site_id", "must be a positive integer")
+					return enrollmentCodeListJSON{}, cairn.Invalid("site_id", "must be a positive integer")
 				}
 				site = &id
 			}
 			codes, err := s.Enrollment.ListCodes(r.Context(), principal(r.Context()).SiteScope(), site)
-			return map[string][]enrollment.Code{"codes": codes}, err
+			return enrollmentCodeListJSON{Codes: codes}, err
 		}).Query(queryInteger("site_id", "only this site's codes"))},
-		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s, func(r *http.Request) (map[string]int64, error) {
+		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
-				return nil, err
+				return deletedIDJSON{}, err
 			}
-			return map[string]int64{"deleted": id}, s.Enrollment.DeleteCode(r.Context(), principal(r.Context()).SiteScope(), id)
-		})},
+			return deletedIDJSON{Deleted: id}, s.Enrollment.DeleteCode(r.Context(), principal(r.Context()).SiteScope(), id)
+		}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/admin/enrollment-codes/{code_id}/rotate", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (enrollment.Code, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
 				return enrollment.Code{}, err
 			}
 			return s.Enrollment.RotateCode(r.Context(), principal(r.Context()).SiteScope(), id)
-		})},
-		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s, func(r *http.Request) (map[string][]enrollment.Approval, error) {
+		}).Errors(cairn.ECodeNotFound)},
+		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s, func(r *http.Request) (approvalListJSON, error) {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
-			return map[string][]enrollment.Approval{"approvals": list}, err
+			return approvalListJSON{Approvals: list}, err
 		}).Query(queryString("status", "only requests in this status"))},
-		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove)},
-		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 	}
 }
 
@@ -164,4 +164,13 @@ func pathID(r *http.Request, name string) (int64, error) {
 		return 0, cairn.Invalid(name, "must be a positive integer")
 	}
 	return id, nil
+}
+
+type enrollmentCodeListJSON struct {
+	Codes []enrollment.Code `json:"codes"`
+}
+
+// approvalListJSON is newest first, at most 500.
+type approvalListJSON struct {
+	Approvals []enrollment.Approval `json:"approvals"`
 }

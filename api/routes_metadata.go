@@ -29,15 +29,15 @@ func (s *Server) metadataRoutes() []Route {
 			}
 			d, err := s.Metadata.Rename(r.Context(), principal(r.Context()).Username, n, *req.Description)
 			return newMetadataDefinitionJSON(d), err
-		})},
-		{"GET", "/api/devices/{guid}/metadata_fields", AuthToken, getAction(s, func(r *http.Request) (map[string][]metadataValueJSON, error) {
+		}).Errors(metadata.ECodeReservedField)},
+		{"GET", "/api/devices/{guid}/metadata_fields", AuthToken, getAction(s, func(r *http.Request) (metadataValueListJSON, error) {
 			vals, err := s.Metadata.DeviceValues(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			out := make([]metadataValueJSON, len(vals))
 			for i, v := range vals {
 				out[i] = newMetadataValueJSON(v)
 			}
-			return map[string][]metadataValueJSON{"fields": out}, err
-		})},
+			return metadataValueListJSON{Fields: out}, err
+		}).Errors(cairn.ECodeNotFound)},
 		{"PUT", "/api/devices/{guid}/metadata_fields/{field_number}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req metadataValueRequest) (metadataValueJSON, error) {
 			n, err := metadata.CheckFieldNumber(pathParam(r, "field_number"))
 			if err != nil {
@@ -46,7 +46,7 @@ func (s *Server) metadataRoutes() []Route {
 			p := principal(r.Context())
 			v, err := s.Metadata.SetDeviceValue(r.Context(), p.SiteScope(), p.Username, pathParam(r, "guid"), n, *req.Value)
 			return newMetadataValueJSON(v), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"GET", proto.PathAgentMetadataPrefix + "{field_number}", AuthDevice, getAction(s, func(r *http.Request) (proto.MetadataFieldValue, error) {
 			n, err := metadata.CheckFieldNumber(pathParam(r, "field_number"))
 			if err != nil {
@@ -132,4 +132,9 @@ func (req *metadataValueRequest) validate() error {
 		return cairn.Invalid("value", "is required (an empty string clears the value)")
 	}
 	return nil
+}
+
+// metadataValueListJSON is a device's metadata fields, every field number.
+type metadataValueListJSON struct {
+	Fields []metadataValueJSON `json:"fields"`
 }

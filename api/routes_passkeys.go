@@ -36,16 +36,16 @@ func (s *Server) passkeyRoutes() []Route {
 			c, err := s.Passkeys.BeginReauth(r.Context(), principal(r.Context()))
 			return ceremonyJSON(c), err
 		}))},
-		{"GET", "/api/auth/passkeys", AuthToken, getAction(s, func(r *http.Request) (map[string][]passkeyJSON, error) {
+		{"GET", "/api/auth/passkeys", AuthToken, getAction(s, func(r *http.Request) (passkeyListJSON, error) {
 			list, err := s.Passkeys.List(r.Context(), principal(r.Context()))
 			out := make([]passkeyJSON, len(list))
 			for i, pk := range list {
 				out[i] = passkeyJSON(pk)
 			}
-			return map[string][]passkeyJSON{"passkeys": out}, err
+			return passkeyListJSON{Passkeys: out}, err
 		})},
-		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyRename).In(passkeyRenameRequest{}, false).Out(http.StatusOK, passkeyJSON{}))},
-		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyDelete).Out(http.StatusNoContent, nil))},
+		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyRename).In(passkeyRenameRequest{}, false).Out(http.StatusOK, passkeyJSON{})).Errors(cairn.ECodeNotFound)},
+		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyDelete).Out(http.StatusNoContent, nil)).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -152,4 +152,8 @@ func passkeyID(r *http.Request) (int64, error) {
 		return 0, cairn.Invalid("passkey_id", "must be a positive integer")
 	}
 	return id, nil
+}
+
+type passkeyListJSON struct {
+	Passkeys []passkeyJSON `json:"passkeys"`
 }

@@ -301,20 +301,24 @@ func (h *shellAPI) view(s shells.Session) shellSessionJSON {
 	return out
 }
 
-func (h *shellAPI) list(r *http.Request) (map[string]any, error) {
+type shellSessionListJSON struct {
+	Sessions []shellSessionJSON `json:"sessions"`
+}
+
+func (h *shellAPI) list(r *http.Request) (shellSessionListJSON, error) {
 	limit, err := queryInt(r, "limit", shells.DefaultList, 1, shells.MaxList)
 	if err != nil {
-		return nil, err
+		return shellSessionListJSON{}, err
 	}
 	rows, err := h.svc.List(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("hostname"), limit)
 	if err != nil {
-		return nil, err
+		return shellSessionListJSON{}, err
 	}
 	out := make([]shellSessionJSON, len(rows))
 	for i, s := range rows {
 		out[i] = h.view(s)
 	}
-	return map[string]any{"sessions": out}, nil
+	return shellSessionListJSON{Sessions: out}, nil
 }
 
 func (h *shellAPI) transcript(w http.ResponseWriter, r *http.Request) {

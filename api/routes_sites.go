@@ -29,30 +29,30 @@ func (s *Server) siteRoutes() []Route {
 				return siteJSON{}, err
 			}
 			return s.oneSiteJSON(r.Context(), st)
-		})},
+		}).Errors(cairn.ECodeConflict)},
 		{"POST", "/api/sites/rename", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteRenameRequest) (siteJSON, error) {
 			st, err := s.Sites.Rename(r.Context(), req.SiteID, req.Name, req.Slug)
 			if err != nil {
 				return siteJSON{}, err
 			}
 			return s.oneSiteJSON(r.Context(), st)
-		})},
-		{"POST", "/api/sites/delete", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteDeleteRequest) (map[string][]int64, error) {
-			return map[string][]int64{"deleted": req.SiteIDs}, s.Sites.Delete(r.Context(), req.SiteIDs)
-		})},
-		{"GET", "/api/sites/device_map", AuthToken, getAction(s, func(r *http.Request) (map[string]map[string]deviceSiteJSON, error) {
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/sites/delete", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteDeleteRequest) (siteDeleteJSON, error) {
+			return siteDeleteJSON{Deleted: req.SiteIDs}, s.Sites.Delete(r.Context(), req.SiteIDs)
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeSiteNotEmpty)},
+		{"GET", "/api/sites/device_map", AuthToken, getAction(s, func(r *http.Request) (deviceMapJSON, error) {
 			m, err := s.Sites.DeviceMap(r.Context(), principal(r.Context()).SiteScope())
 			out := make(map[string]deviceSiteJSON, len(m))
 			for host, ds := range m {
 				out[host] = deviceSiteJSON{SiteID: ds.SiteID, SiteName: ds.SiteName}
 			}
-			return map[string]map[string]deviceSiteJSON{"device_map": out}, err
+			return deviceMapJSON{DeviceMap: out}, err
 		})},
 		{"POST", "/api/sites/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteAssignRequest) (siteAssignJSON, error) {
 			moved, err := s.Devices.AssignSite(r.Context(), req.GUIDs, req.SiteID, principal(r.Context()).Username)
 			return siteAssignJSON{SiteID: req.SiteID, Assigned: moved}, err
-		})},
-		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval)},
+		}).Errors(cairn.ECodeNotFound)},
+		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -207,4 +207,14 @@ func (req *siteDeleteRequest) validate() error {
 		return cairn.Invalid("site_ids", "must name at least one site")
 	}
 	return nil
+}
+
+type siteDeleteJSON struct {
+	// Deleted are the site IDs the request named.
+	Deleted []int64 `json:"deleted"`
+}
+
+type deviceMapJSON struct {
+	// DeviceMap is keyed by hostname.
+	DeviceMap map[string]deviceSiteJSON `json:"device_map"`
 }

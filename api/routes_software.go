@@ -33,39 +33,39 @@ func (s *Server) softwareRoutes() []Route {
 		})},
 		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, raw(s.softwareIcon(svc)).Stream(http.StatusOK, "image/*").Also(http.StatusNotModified, nil)},
 		{"POST", "/api/device/software/{hostname}/icon-override", AuthToken, jsonAction(s, http.StatusOK, false,
-			func(r *http.Request, req iconOverrideReq) (map[string]any, error) {
+			func(r *http.Request, req iconOverrideReq) (iconOverrideJSON, error) {
 				rule, dev, err := svc.SetIconOverride(r.Context(), softwareActor(r), req.target(r), software.IconOverride{
 					Icon: req.Icon, DisplayIcon: req.DisplayIcon, ClearIcon: req.ClearIcon, Remove: req.Remove})
 				if err != nil {
-					return nil, err
+					return iconOverrideJSON{}, err
 				}
-				return map[string]any{"rule": rule, "refresh": s.requestSoftwareRefresh(r, dev.Hostname)}, nil
-			})},
+				return iconOverrideJSON{Rule: rule, Refresh: s.requestSoftwareRefresh(r, dev.Hostname)}, nil
+			}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/device/software/{hostname}/uninstall-override", AuthToken, jsonAction(s, http.StatusOK, false,
-			func(r *http.Request, req uninstallOverrideReq) (map[string]any, error) {
+			func(r *http.Request, req uninstallOverrideReq) (uninstallOverrideJSON, error) {
 				rule, err := svc.SetUninstallOverride(r.Context(), softwareActor(r), req.target(r), software.UninstallOverride{
 					Executable: req.Executable, Arguments: req.Arguments, Remove: req.Remove})
 				if err != nil {
-					return nil, err
+					return uninstallOverrideJSON{}, err
 				}
-				return map[string]any{"rule": rule, "removed": req.Remove}, nil
-			})},
+				return uninstallOverrideJSON{Rule: rule, Removed: req.Remove}, nil
+			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
 		{"POST", "/api/device/software/{hostname}/uninstall-block", AuthToken, jsonAction(s, http.StatusOK, false,
-			func(r *http.Request, req uninstallBlockReq) (map[string]any, error) {
+			func(r *http.Request, req uninstallBlockReq) (uninstallBlockJSON, error) {
 				rule, err := svc.Block(r.Context(), softwareActor(r), req.target(r), req.Reason)
 				if err != nil {
-					return nil, err
+					return uninstallBlockJSON{}, err
 				}
-				return map[string]any{"rule": rule}, nil
-			})},
+				return uninstallBlockJSON{Rule: rule}, nil
+			}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/device/software/{hostname}/uninstall-unblock", AuthToken, jsonAction(s, http.StatusOK, false,
-			func(r *http.Request, req softwareRowReq) (map[string]any, error) {
+			func(r *http.Request, req softwareRowReq) (uninstallUnblockJSON, error) {
 				removed, err := svc.Unblock(r.Context(), softwareActor(r), req.target(r))
 				if err != nil {
-					return nil, err
+					return uninstallUnblockJSON{}, err
 				}
-				return map[string]any{"removed": removed}, nil
-			})},
+				return uninstallUnblockJSON{Removed: removed}, nil
+			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
 		{"GET", "/api/agent/software-management/overrides", AuthDevice, getAction(s, func(r *http.Request) (software.AgentOverrides, error) {
 			return svc.AgentRules(r.Context())
 		})},
@@ -119,7 +119,7 @@ func softwareActor(r *http.Request) software.Actor {
 // the command path without waiting for it: the rule is saved whatever the
 // agent does, and the refresh's outcome lands in the device's activity.
 // A device that cannot take it now says why instead.
-func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) map[string]any {
+func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) refreshRequestJSON {
 	ctx, p := r.Context(), principal(r.Context())
 	t, err := s.Devices.OperationTarget(ctx, p.SiteScope(), hostname)
 	if err == nil && !t.SocketLive {
@@ -130,14 +130,14 @@ func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) map[st
 		_, err = s.Operations.Start(ctx, workflows.OperationInput{OperationID: id, Target: t, Type: proto.EventSoftwareRefresh,
 			Payload: []byte("{}"), Kind: "software_refresh", Summary: "Refresh software inventory (icon override)", Actor: p.Username})
 		if err == nil {
-			return map[string]any{"requested": true, "operation_id": id}
+			return refreshRequestJSON{Requested: true, OperationID: id}
 		}
 	}
 	code := cairn.ErrorCode(err)
 	if code == cairn.ECodeInternal {
 		s.reqLog(r).Error("software refresh after an icon override", "hostname", hostname, "err", err)
 	}
-	return map[string]any{"requested": false, "error": code}
+	return refreshRequestJSON{Requested: false, Error: code}
 }
 
 // softwareIcon serves an icon. Icons are content-addressed, so they are
@@ -165,4 +165,31 @@ func (s *Server) softwareIcon(svc *software.Service) http.HandlerFunc {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(icon.Data)
 	}
+}
+
+type iconOverrideJSON struct {
+	Rule    software.IconRule  `json:"rule"`
+	Refresh refreshRequestJSON `json:"refresh"`
+}
+
+// refreshRequestJSON says whether the device was asked for a software
+// refresh: with the operation when it was, with the error code when not.
+type refreshRequestJSON struct {
+	Requested   bool   `json:"requested"`
+	OperationID string `json:"operation_id,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+type uninstallOverrideJSON struct {
+	Rule    software.UninstallOverrideRule `json:"rule"`
+	Removed bool                           `json:"removed"`
+}
+
+type uninstallBlockJSON struct {
+	Rule software.BlockRule `json:"rule"`
+}
+
+// uninstallUnblockJSON is the blocks lifted (one per matching version).
+type uninstallUnblockJSON struct {
+	Removed []software.BlockRule `json:"removed"`
 }

@@ -12,13 +12,13 @@ import (
 
 func (s *Server) userRoutes() []Route {
 	return []Route{
-		{"GET", "/api/users", AuthAdmin, getAction(s, func(r *http.Request) (map[string][]accountEntryJSON, error) {
+		{"GET", "/api/users", AuthAdmin, getAction(s, func(r *http.Request) (accountListJSON, error) {
 			list, err := s.Auth.ListAccounts(r.Context())
 			out := make([]accountEntryJSON, len(list))
 			for i, a := range list {
 				out[i] = accountEntryOf(a)
 			}
-			return map[string][]accountEntryJSON{"users": out}, err
+			return accountListJSON{Users: out}, err
 		})},
 		{"POST", "/api/users", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req userCreateRequest) (accountEntryJSON, error) {
 			if _, err := s.Auth.CreateLocalUser(r.Context(), req.Username, req.Password, req.Role); err != nil {
@@ -26,25 +26,25 @@ func (s *Server) userRoutes() []Route {
 			}
 			a, err := s.Auth.Account(r.Context(), req.Username)
 			return accountEntryOf(a), err
-		})},
+		}).Errors(cairn.ECodeConflict)},
 		{"DELETE", "/api/users/{username}", AuthAdmin, raw(func(w http.ResponseWriter, r *http.Request) {
 			if err := s.Auth.DeleteAccount(r.Context(), chi.URLParam(r, "username")); err != nil {
 				writeError(w, r, s.Log, err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
-		}).Out(http.StatusNoContent, nil)},
+		}).Out(http.StatusNoContent, nil).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
 		{"POST", "/api/users/{username}/reset_password", AuthAdmin, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req adminPasswordRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ResetPassword(r.Context(), chi.URLParam(r, "username"), req.Password)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/users/{username}/role", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req roleRequest) (accountEntryJSON, error) {
 			a, err := s.Auth.SetRole(r.Context(), chi.URLParam(r, "username"), req.Role)
 			return accountEntryOf(a), err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
 		{"POST", "/api/users/{username}/mfa", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaActionRequest) (accountEntryJSON, error) {
 			a, err := s.Auth.SetMFA(r.Context(), chi.URLParam(r, "username"), req.Action)
 			return accountEntryOf(a), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/user_site_assignments/selection", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignmentSelectionRequest) (assignmentsResponse, error) {
 			m, err := s.Auth.SiteAssignments(r.Context(), req.Usernames)
 			return assignmentsResponse{m}, err
@@ -131,4 +131,8 @@ func (req *assignRequest) validate() error {
 
 type assignmentsResponse struct {
 	Assignments map[string][]int64 `json:"assignments"`
+}
+
+type accountListJSON struct {
+	Users []accountEntryJSON `json:"users"`
 }

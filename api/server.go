@@ -45,6 +45,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -166,6 +167,10 @@ type Deps struct {
 	DeviceFilters *devicefilters.Service
 	// Metadata is the metadata fields (definitions, values, agent sync).
 	Metadata *metadata.Service
+	// Transfers are file transfers and their content store;
+	// TransferStarter starts and signals their workflows.
+	Transfers       *transfers.Service
+	TransferStarter workflows.TransferStarter
 	// Metrics counts requests, event streams and Temporal errors (nil:
 	// nothing is counted).
 	Metrics *metrics.Metrics
@@ -231,6 +236,7 @@ func New(d Deps) *Server {
 		s.softwareRoutes(),
 		s.deviceFilterRoutes(), s.deviceViewRoutes(),
 		s.metadataRoutes(),
+		s.fileTransferRoutes(),
 		s.openapiRoutes(),
 	}
 	if d.AgentOnly {

@@ -121,6 +121,11 @@ type fixture struct {
 	proofRateLimit int
 	// agentURLs are further origins the replicas accept in DPoP proofs.
 	agentURLs []string
+	// transferStall is when a silent file transfer is asked of its agent
+	// again (0: the workflow's default).
+	transferStall time.Duration
+	// transferMaxBytes bounds one transfer (0: the default).
+	transferMaxBytes int64
 	// creds are the password and TOTP secret behind each session token
 	// from login, for the re-authentication of sensitive actions.
 	credsMu sync.Mutex
@@ -179,7 +184,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
-		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":",
+		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":", TransferStall: f.transferStall, TransferMaxBytes: f.transferMaxBytes,
 		// Event streams re-check their session on each keep-alive: tests
 		// see a stream close soon after its session ends.
 		EventKeepAlive: 200 * time.Millisecond,

@@ -424,6 +424,47 @@ type EnrollmentCode struct {
 	RotatedAt  *time.Time
 }
 
+type FileTransfer struct {
+	ID              string
+	DeviceGuid      string
+	Hostname        string
+	SiteID          int64
+	Direction       string
+	State           string
+	Destination     string
+	Conflict        string
+	Directories     []string
+	Paths           []string
+	BytesTotal      int64
+	BytesDone       int64
+	ContentName     string
+	CancelRequested bool
+	ErrorCode       string
+	ErrorMessage    string
+	Actor           string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	EndedAt         *time.Time
+	PurgedAt        *time.Time
+}
+
+type FileTransferChunk struct {
+	TransferID string
+	ItemID     int32
+	Seq        int32
+	Data       []byte
+}
+
+type FileTransferItem struct {
+	TransferID string
+	ItemID     int32
+	Name       string
+	Size       int64
+	Sha256     string
+	State      string
+	BytesDone  int64
+}
+
 type JobRun struct {
 	ID              string
 	ScheduledJobID  *int64

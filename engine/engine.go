@@ -50,6 +50,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -128,6 +129,13 @@ type Config struct {
 	// worker's scheduled lane (default scheduledjobs.DefaultScheduledCapacity).
 	JobSchedulePrefix string
 	ScheduledCapacity int
+	// TransferMaxBytes bounds one file transfer, TransferRetention keeps a
+	// download's content after it ended (CAIRN_TRANSFER_MAX_BYTES,
+	// CAIRN_TRANSFER_RETENTION; zero: the transfers defaults);
+	// TransferStall is when a silent transfer is asked again (tests).
+	TransferMaxBytes  int64
+	TransferRetention time.Duration
+	TransferStall     time.Duration
 }
 
 // NoSites runs no site workers.
@@ -167,6 +175,7 @@ type Engine struct {
 	Updates    *agentupdates.Service
 	Automation *automation.Service
 	Metadata   *metadata.Service
+	Transfers  *transfers.Service
 	Workers    *workers.Manager
 	API        *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
@@ -266,6 +275,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
+	e.Transfers = transfers.New(store, transfers.Config{MaxBytes: cfg.TransferMaxBytes, Retention: cfg.TransferRetention})
+
 	e.Workers = workers.NewManager(workerClient, log, cfg.Sites)
 	gw := agentgateway.Options{Log: log, Now: cfg.Now, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
@@ -274,7 +285,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
 		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
-		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns})...)
+		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
+		Transfers: e.Transfers})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -295,6 +307,9 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		DeviceFilters: e.Filters,
 		Metadata:      e.Metadata,
 		Metrics:       e.Metrics,
+		Transfers:     e.Transfers,
+		TransferStarter: workflows.TransferStarter{Client: tc, Stall: cfg.TransferStall,
+			Retention: e.Transfers.Retention()},
 	}
 	e.API = api.New(deps)
 	return e, nil

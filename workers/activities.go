@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
 // ActivityDeps are what the Engine's activities need.
@@ -37,6 +38,7 @@ type ActivityDeps struct {
 	JobRuns       scheduledjobs.RunCreator
 	Flows         *flows.Service
 	Automation    *automation.Service
+	Transfers     *transfers.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -45,7 +47,7 @@ func Activities(d ActivityDeps) []any {
 	return []any{
 		&activities.Enrollment{Service: d.Enrollment},
 		&activities.Maintenance{Sessions: d.Auth, RateLimits: d.Store, DPoP: d.DPoP, RefreshTokens: d.Tokens, Presence: d.Presence,
-			AgentRequests: d.Store, Shells: d.Shells},
+			AgentRequests: d.Store, Shells: d.Shells, Transfers: d.Transfers},
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
 		&activities.Operations{Devices: d.Devices},
@@ -53,5 +55,6 @@ func Activities(d ActivityDeps) []any {
 		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows,
 			Updates: d.Updates, UpdateStarter: d.UpdateStarter},
 		&activities.JobRuns{Runs: d.Automation, Gateway: d.Gateway, Devices: d.Devices},
+		&activities.FileTransfers{Transfers: d.Transfers},
 	}
 }

@@ -24,6 +24,9 @@ const (
 	JobAgentRequests = "agent-requests"
 	// JobShellSessions closes shell sessions whose process died.
 	JobShellSessions = "shell-sessions"
+	// JobFileTransfers deletes transfer content past its retention that
+	// its workflow did not (docs/architecture.md "File transfers").
+	JobFileTransfers = "file-transfers"
 )
 
 // MaintenanceJob is one job and how often its schedule starts it.
@@ -47,6 +50,7 @@ var MaintenanceJobs = []MaintenanceJob{
 	{JobPendingTokens, 5 * time.Minute},
 	{JobRateLimits, 5 * time.Minute},
 	{JobAgentRequests, 5 * time.Minute},
+	{JobFileTransfers, 15 * time.Minute},
 }
 
 // MaintenanceScheduleID names the schedule of a job; it is also the
@@ -84,6 +88,7 @@ func Maintenance(ctx workflow.Context, in MaintenanceInput) (MaintenanceResult, 
 		JobPresence:      a.SweepPresence,
 		JobAgentRequests: a.SweepAgentRequests,
 		JobShellSessions: a.SweepShellSessions,
+		JobFileTransfers: a.SweepFileTransfers,
 	}
 	act, ok := jobs[in.Job]
 	if !ok {

@@ -43,6 +43,7 @@ func (f *flakySweeper) AgentRequestDeleteExpired(context.Context) (int64, error)
 	return f.sweep()
 }
 func (f *flakySweeper) CloseLost(context.Context, time.Duration) (int64, error) { return f.sweep() }
+func (f *flakySweeper) Sweep(context.Context) (int64, error)                    { return f.sweep() }
 
 func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 	t.Parallel()
@@ -53,7 +54,7 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
-				AgentRequests: f, Shells: f})
+				AgentRequests: f, Shells: f, Transfers: f})
 			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: job.Name})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())

@@ -13,4 +13,5 @@ var Registered = []any{
 	ScheduledJobFire,
 	FlowRun,
 	JobRun,
+	FileTransfer,
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"slices"
 
 	"github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/host"
@@ -42,7 +40,7 @@ func cpuPercent(prev, cur cpuSample) float64 {
 // Metrics returns the heartbeat's light metrics: CPU busy percent of the
 // whole machine (0..100) since the previous call (since boot on the first
 // call), memory used and total, uptime, and the names of logged-in users
-// from utmp (sorted, each once). It reads a few /proc files and utmp, so
+// from utmp (Windows: the users of the WTS sessions; sorted, each once). It reads a few /proc files and utmp, so
 // it is cheap enough for every heartbeat; only where utmp does not exist
 // and logind runs does gopsutil ask loginctl instead. A part that cannot
 // be read stays zero (users nil) and is named in the error; the rest is
@@ -73,18 +71,10 @@ func (c *Collector) Metrics(ctx context.Context) (proto.Metrics, error) {
 	} else {
 		m.UptimeSeconds = int64(up)
 	}
-	users, err := host.UsersWithContext(ctx)
-	switch {
-	case err == nil, errors.Is(err, fs.ErrNotExist):
-		m.LoggedInUsers = []string{}
-		for _, u := range users {
-			if u.User != "" && !slices.Contains(m.LoggedInUsers, u.User) {
-				m.LoggedInUsers = append(m.LoggedInUsers, u.User)
-			}
-		}
-		slices.Sort(m.LoggedInUsers)
-	default:
+	if users, err := loggedInUsers(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("users: %w", err))
+	} else {
+		m.LoggedInUsers = users
 	}
 	return m, errors.Join(errs...)
 }

@@ -1,8 +1,6 @@
 package inventory
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,28 +32,6 @@ func TestPatchCache(t *testing.T) {
 	require.False(t, c.fresh("dnf", "s1", now, time.Hour))
 	require.False(t, c.fresh("apt", "s1", now, 30*time.Second), "too old")
 	require.False(t, patchCache{}.fresh("", "", now, time.Hour), "nothing read yet")
-}
-
-func TestStateSignature(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	status := filepath.Join(dir, "status")
-	require.NoError(t, os.WriteFile(status, []byte("a"), 0o644))
-	paths := []string{status, filepath.Join(dir, "lists"), filepath.Join(dir, "missing")}
-	s1 := stateSignature(paths)
-	require.Equal(t, s1, stateSignature(paths), "stable while nothing changes")
-
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "lists"), 0o755))
-	s2 := stateSignature(paths)
-	require.NotEqual(t, s1, s2, "a path appearing changes it")
-
-	require.NoError(t, os.Chtimes(status, time.Now(), time.Now().Add(time.Hour)))
-	s3 := stateSignature(paths)
-	require.NotEqual(t, s2, s3, "a modified database changes it")
-
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lists", "new"), nil, 0o644))
-	require.NoError(t, os.Chtimes(filepath.Join(dir, "lists"), time.Now(), time.Now().Add(2*time.Hour)))
-	require.NotEqual(t, s3, stateSignature(paths), "refreshed lists change it")
 }
 
 func TestPercent(t *testing.T) {

@@ -1,3 +1,8 @@
+//go:build !windows
+
+// sysfs is Linux's; the fixtures are symlink trees Windows creates only
+// with developer mode, and whose t.TempDir removal fails under Wine.
+
 package inventory
 
 import (

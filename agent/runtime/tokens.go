@@ -193,6 +193,46 @@ func (t *Tokens) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	}
 }
 
+// Send makes a Device request whose body is streamed (file transfer
+// content). prepare may set headers and trailers on the request; a 2xx
+// JSON answer is decoded into out (when not nil). A streamed body cannot
+// be sent twice, so a stale token is refreshed and the refusal returned:
+// the caller sends again with a fresh body.
+func (t *Tokens) Send(ctx context.Context, method, path string, body io.Reader, prepare func(*http.Request), out any) error {
+	access, err := t.Access(ctx)
+	if err != nil {
+		return err
+	}
+	req, err := t.client.NewRequest(ctx, method, path, body, transport.AuthBearer(access))
+	if err != nil {
+		return err
+	}
+	if prepare != nil {
+		prepare(req)
+	}
+	resp, err := t.client.HTTPClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if err := transport.CheckResponse(resp); err != nil {
+		if refreshCodes[transport.Code(err)] {
+			if rerr := t.Refresh(ctx, access); rerr != nil {
+				return rerr
+			}
+		}
+		return err
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, transport.MaxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	return json.Unmarshal(data, out)
+}
+
 // Refresh rotates the token pair unless the access token is no longer
 // stale (another caller refreshed meanwhile). A transient failure keeps
 // the tokens and holds further attempts back with a backoff; a refusal

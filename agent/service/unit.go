@@ -1,6 +1,7 @@
 // Package service installs the agent as an operating-system service: a
-// systemd unit on Linux (install_linux.go). Other platforms answer
-// ErrNotSupported until they get their own service manager support.
+// systemd unit on Linux (install_linux.go), a service of the service
+// control manager on Windows (install_windows.go). Other platforms
+// answer ErrNotSupported.
 package service
 
 import (
@@ -11,7 +12,7 @@ import (
 	"strings"
 )
 
-// Defaults for a Linux install.
+// Defaults for a Linux install (Windows: install_windows.go).
 const (
 	UnitName       = "cairn-agent.service"
 	DefaultUnitDir = "/etc/systemd/system"
@@ -21,6 +22,17 @@ const (
 	// (sd_booted(3) checks the same directory).
 	systemdRunDir = "/run/systemd/system"
 )
+
+// DefaultConfigPath is where the installer puts agent.json:
+// /etc/cairn-agent/agent.json, on Windows %ProgramData%\Cairn\agent.json
+// (config_windows.go).
+func DefaultConfigPath() string { return defaultConfigPath() }
+
+// ServiceFlag is the run flag that makes the agent attach to the Windows
+// service control manager; the installed service's command line carries
+// it (svc.IsWindowsService cannot tell under Wine, and an explicit flag
+// never guesses wrong).
+const ServiceFlag = "--service"
 
 // ErrNotSupported is returned on platforms without service support yet.
 var ErrNotSupported = errors.New("installing the agent as a service is not supported on " + runtime.GOOS + " yet")
@@ -32,12 +44,14 @@ type InstallOptions struct {
 	// Binary names where the agent binary already is; empty copies the
 	// running binary to BinaryDest.
 	Binary string
-	// BinaryDest is where the running binary is copied (DefaultBinaryPath
-	// when empty).
+	// BinaryDest is where the running binary is copied (DefaultBinaryPath,
+	// on Windows DefaultWindowsBinary, when empty).
 	BinaryDest string
-	// UnitDir receives the unit file (DefaultUnitDir when empty).
+	// UnitDir receives the unit file (DefaultUnitDir when empty; unused
+	// on Windows).
 	UnitDir string
-	// NoStart writes the files but leaves systemd alone.
+	// NoStart writes the files (registers the service) but does not
+	// start it.
 	NoStart bool
 	// Hostname is passed to run (see UnitOptions.Hostname).
 	Hostname string
@@ -48,6 +62,9 @@ type InstallOptions struct {
 	// command systemctl's arguments are appended to ({"systemctl"}).
 	systemdDir string
 	systemctl  []string
+	// serviceName replaces ServiceName (Windows), so a test never
+	// touches a real agent's service.
+	serviceName string
 }
 
 // UninstallOptions configure Uninstall.
@@ -64,8 +81,9 @@ type UninstallOptions struct {
 	BinaryDest string
 	Out        io.Writer
 
-	systemdDir string
-	systemctl  []string
+	systemdDir  string
+	systemctl   []string
+	serviceName string
 }
 
 // UnitOptions are the values the unit file carries.

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
+	"github.com/cairn-rmm/cairn/agent/service"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
 
@@ -126,6 +127,12 @@ func ensureConfig(path string) error {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	// Windows ignores the mode: %ProgramData% lets every user read what
+	// is created in it, so the directory gets its own ACL before the key
+	// is written.
+	if err := service.SecureConfigDir(filepath.Dir(path)); err != nil {
 		return err
 	}
 	err := agent.Create(path, "enroll", agent.Default())

@@ -53,13 +53,11 @@ func defaultHost() host {
 	}
 }
 
-// osPrettyName is os-release's PRETTY_NAME, or the Go OS name. On
-// Windows it is "Windows": under Wine /etc/os-release is the Linux host's
-// file, and the Engine decides from this name whether the registry editor
-// applies.
+// osPrettyName is os-release's PRETTY_NAME, or the Go OS name; on
+// Windows the name the inventory reports.
 func osPrettyName() string {
 	if runtime.GOOS == "windows" {
-		return "Windows"
+		return inventory.OSName()
 	}
 	f, err := os.Open("/etc/os-release")
 	if err != nil {
@@ -77,8 +75,12 @@ func osPrettyName() string {
 	return runtime.GOOS
 }
 
-// readBootID is the kernel's boot ID ("" where unreadable).
+// readBootID is the kernel's boot ID ("" where unreadable); on Windows
+// the boot counter.
 func readBootID() string {
+	if runtime.GOOS == "windows" {
+		return inventory.BootID()
+	}
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""

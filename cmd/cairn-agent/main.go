@@ -11,13 +11,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/service"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
@@ -51,7 +50,10 @@ const usage = `usage:
   install (Linux, as root) copies this binary to /usr/local/bin/cairn-agent
   unless --binary names where it already is, writes the systemd unit
   cairn-agent.service to --unit-dir (default /etc/systemd/system) and enables
-  and starts it, unless --no-start. With --server and --code it first
+  and starts it, unless --no-start. On Windows (as Administrator) it copies
+  the binary to %ProgramFiles%\Cairn\cairn-agent.exe, registers the
+  automatic service CairnAgent (LocalSystem) and starts it; --unit-dir is
+  ignored there. With --server and --code it first
   enrolls as enroll does (waiting for approval), so a downloaded binary
   installs itself in one command. uninstall stops and removes the service;
   --purge also removes agent.json and the copied binary. version prints the
@@ -66,18 +68,6 @@ const usage = `usage:
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// defaultConfigPath is where the installer puts agent.json.
-func defaultConfigPath() string {
-	if runtime.GOOS == "windows" {
-		base := os.Getenv("ProgramData")
-		if base == "" {
-			base = `C:\ProgramData`
-		}
-		return filepath.Join(base, "Cairn", agent.FileName)
-	}
-	return "/etc/cairn-agent/" + agent.FileName
 }
 
 // usageError marks a problem with the command line (exit code 2).
@@ -110,7 +100,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, h hos
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, h host) error {
-	path := defaultConfigPath()
+	path := service.DefaultConfigPath()
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

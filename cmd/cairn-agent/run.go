@@ -8,14 +8,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	agentfiles "github.com/cairn-rmm/cairn/agent/files"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
 	"github.com/cairn-rmm/cairn/agent/registry"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
+	"github.com/cairn-rmm/cairn/agent/service"
 	"github.com/cairn-rmm/cairn/agent/shell"
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/update"
@@ -30,9 +33,30 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	hostname := fs.String("hostname", "", "")
 	checkEvery := fs.Duration("update-check-interval", update.DefaultCheckInterval, "")
 	checkinDeadline := fs.Duration("update-checkin-deadline", update.DefaultCheckinDeadline, "")
+	// --service: started by the Windows service control manager (the
+	// installed command line says so); logs go to files, and the SCM's
+	// stop ends the run.
+	asService := fs.Bool(strings.TrimPrefix(service.ServiceFlag, "--"), false, "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *asService {
+		return service.RunUnderSCM(ctx, configPath, func(ctx context.Context, logw io.Writer) error {
+			return agentMain(ctx, configPath, *hostname, *checkEvery, *checkinDeadline, logw, h, true)
+		})
+	}
+	return agentMain(ctx, configPath, *hostname, *checkEvery, *checkinDeadline, stderr, h, false)
+}
+
+// errUpdateRestart ends a run under the service manager that an update
+// wants restarted: the service exits with a failure code and the SCM's
+// restart action starts the new binary (re-executing, as on Linux, would
+// leave a process the SCM does not know).
+var errUpdateRestart = errors.New("restarting for an agent update")
+
+// agentMain is the agent itself, logging to stderr; underSCM says the
+// Windows service manager runs it.
+func agentMain(ctx context.Context, configPath, hostname string, checkEvery, checkinDeadline time.Duration, stderr io.Writer, h host, underSCM bool) error {
 	cfg, err := load(configPath)
 	if err != nil {
 		return err
@@ -40,7 +64,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	if cfg.ServerURL == "" {
 		return fmt.Errorf("config %s names no server; run cairn-agent enroll --server URL --code CODE first", configPath)
 	}
-	id, err := identity(h, *hostname)
+	id, err := identity(h, hostname)
 	if err != nil {
 		return err
 	}
@@ -61,7 +85,7 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var restart atomic.Bool
-	updater, exe, err := newUpdater(configPath, log, build, *checkEvery, *checkinDeadline, func() { restart.Store(true); stopRun() })
+	updater, exe, err := newUpdater(configPath, log, build, checkEvery, checkinDeadline, func() { restart.Store(true); stopRun() })
 	if err != nil {
 		return err
 	}
@@ -70,6 +94,9 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
+		return err
+	}
+	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
 		return err
 	}
 	if err := registry.Register(handlers, registry.System(), log); err != nil {
@@ -128,6 +155,10 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	<-updaterDone
 	if restart.Load() && ctx.Err() == nil {
 		shells.Close()
+		if underSCM {
+			log.Info("cairn-agent exiting for an update; the service manager restarts it", "exe", exe)
+			return errUpdateRestart
+		}
 		log.Info("cairn-agent restarting for an update", "exe", exe)
 		if err := update.Exec(exe); err != nil {
 			return fmt.Errorf("restart into %s: %w", exe, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
 // config is the Engine's configuration: environment variables, overridable
@@ -81,6 +82,11 @@ type config struct {
 	SessionMax  time.Duration
 	// DBPool sizes the PostgreSQL pool and bounds its waits.
 	DBPool db.PoolConfig
+	// TransferMaxBytes bounds one file transfer (an upload's files
+	// together, or a download's artifact); TransferRetention keeps a
+	// download's content after the transfer ended.
+	TransferMaxBytes  int64
+	TransferRetention time.Duration
 }
 
 func env(name, def string) string {
@@ -190,6 +196,10 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	onlineWindow := fs.String("device-online-window", env("CAIRN_DEVICE_ONLINE_WINDOW", devices.DefaultOnlineWindow.String()),
 		"how long after its last heartbeat a device counts as online (a duration such as 90s, or seconds)")
+	transferMax := fs.String("transfer-max-bytes", env("CAIRN_TRANSFER_MAX_BYTES", strconv.FormatInt(transfers.DefaultMaxUpload, 10)),
+		"bytes one file transfer may carry (an upload's files together, or a download's artifact)")
+	transferRetention := fs.String("transfer-retention", env("CAIRN_TRANSFER_RETENTION", transfers.DefaultRetention.String()),
+		"how long a download's content stays fetchable after the transfer ended (a duration such as 24h)")
 	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
 		"comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For names the client address")
 	if err := fs.Parse(args); err != nil {
@@ -202,6 +212,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	if err := c.loadSessionLifetimes(); err != nil {
+		return c, err
+	}
+	if c.TransferMaxBytes, c.TransferRetention, err = parseTransferLimits(*transferMax, *transferRetention); err != nil {
 		return c, err
 	}
 	if err := checkPool(c.DBPool); err != nil {
@@ -334,6 +347,33 @@ func parseOnlineWindow(v string) (time.Duration, error) {
 			minOnlineWindow, maxOnlineWindow, v)
 	}
 	return d, nil
+}
+
+// Transfer limit bounds: under 1 MiB nothing useful moves; beyond 1 TiB
+// the content store (PostgreSQL) is the wrong place. Retention under a
+// minute would delete a download before a browser fetched it; beyond 30
+// days the store keeps files nobody will fetch.
+const (
+	minTransferBytes     = 1 << 20
+	maxTransferBytes     = 1 << 40
+	minTransferRetention = time.Minute
+	maxTransferRetention = 30 * 24 * time.Hour
+)
+
+// parseTransferLimits checks CAIRN_TRANSFER_MAX_BYTES (bytes) and
+// CAIRN_TRANSFER_RETENTION (a duration).
+func parseTransferLimits(maxBytes, retention string) (int64, time.Duration, error) {
+	n, err := strconv.ParseInt(maxBytes, 10, 64)
+	if err != nil || n < minTransferBytes || n > maxTransferBytes {
+		return 0, 0, fmt.Errorf("transfer-max-bytes (CAIRN_TRANSFER_MAX_BYTES) must be a number of bytes from %d to %d, got %q",
+			int64(minTransferBytes), int64(maxTransferBytes), maxBytes)
+	}
+	d, err := time.ParseDuration(retention)
+	if err != nil || d < minTransferRetention || d > maxTransferRetention {
+		return 0, 0, fmt.Errorf("transfer-retention (CAIRN_TRANSFER_RETENTION) must be a duration from %s to %s, got %q",
+			minTransferRetention, maxTransferRetention, retention)
+	}
+	return n, d, nil
 }
 
 // Session lifetime bounds: under a minute idle the console signs out

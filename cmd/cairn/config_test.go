@@ -269,3 +269,38 @@ func TestMetricsPathOnlyWhereExposed(t *testing.T) {
 	_, body = get(withMetrics(api, metrics, false), "/api/sites")
 	require.Equal(t, "api /api/sites", body)
 }
+
+// File transfer limits default to 4 GiB and 24 hours, come from the
+// environment or flags, and are bounded.
+func TestTransferLimitSettings(t *testing.T) {
+	t.Setenv("CAIRN_TRANSFER_MAX_BYTES", "")
+	t.Setenv("CAIRN_TRANSFER_RETENTION", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, int64(4<<30), c.TransferMaxBytes)
+	require.Equal(t, 24*time.Hour, c.TransferRetention)
+
+	t.Setenv("CAIRN_TRANSFER_MAX_BYTES", "1073741824")
+	t.Setenv("CAIRN_TRANSFER_RETENTION", "2h")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<30), c.TransferMaxBytes)
+	require.Equal(t, 2*time.Hour, c.TransferRetention)
+	c, err = loadTestConfig(t, "-transfer-max-bytes", "2097152", "-transfer-retention", "72h")
+	require.NoError(t, err)
+	require.Equal(t, int64(2<<20), c.TransferMaxBytes)
+	require.Equal(t, 72*time.Hour, c.TransferRetention)
+
+	for _, bad := range []struct{ size, retention, name string }{
+		{"1000", "24h", "CAIRN_TRANSFER_MAX_BYTES"},
+		{"4GiB", "24h", "CAIRN_TRANSFER_MAX_BYTES"},
+		{"2097152", "30s", "CAIRN_TRANSFER_RETENTION"},
+		{"2097152", "721h", "CAIRN_TRANSFER_RETENTION"},
+		{"2097152", "a day", "CAIRN_TRANSFER_RETENTION"},
+	} {
+		t.Setenv("CAIRN_TRANSFER_MAX_BYTES", bad.size)
+		t.Setenv("CAIRN_TRANSFER_RETENTION", bad.retention)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, bad.name, "%s/%s", bad.size, bad.retention)
+	}
+}

@@ -61,7 +61,8 @@ func serve(ctx context.Context, args []string) error {
 		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
 		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
 		TrustedProxies: c.TrustedProxies,
-		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax}
+		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
+		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

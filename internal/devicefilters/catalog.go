@@ -15,7 +15,7 @@ type FieldInfo struct {
 	Label        string            `json:"label"`
 	Group        string            `json:"group"`
 	Ops          []string          `json:"ops"`
-	ValueType    string            `json:"value_type"`
+	ValueType    string            `json:"value_type" openapi:"enum=string|number|version|duration_seconds|time|cidr|site_ids|enum|none"`
 	OpValueTypes map[string]string `json:"op_value_types"`
 	KeyType      *string           `json:"key_type"`
 	Values       []string          `json:"values"`

@@ -35,7 +35,7 @@ type View struct {
 // ViewSort is a view's saved order.
 type ViewSort struct {
 	Column    string `json:"column"`
-	Direction string `json:"direction"`
+	Direction string `json:"direction" openapi:"enum=asc|desc"`
 }
 
 // ViewInput is what creating or updating a view takes; Filter has

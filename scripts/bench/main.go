@@ -57,6 +57,9 @@ func main() {
 		gridSites = flag.Int("grid-sites", 8, "sites the seeded devices spread over")
 		gridIters = flag.Int("grid-iterations", 300, "timed requests per route and user (after 20 warm-up ones)")
 		gridReuse = flag.Bool("grid-reuse", false, "reuse the fleet an earlier -grid run left in its data directory (no seed; migrations still apply)")
+		transfer  = flag.Bool("transfer", false, "instead: file transfers through the Engine each way with one real agent (transfer.go)")
+		xferBytes = flag.Int64("transfer-bytes", 1<<30, "size of the transferred file")
+		xferRuns  = flag.Int("transfer-rounds", 3, "transfers each way")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -70,6 +73,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *transfer {
+		res, err := runTransfer(ctx, opts, filepath.Join(*dataRoot, "transfer"), *xferBytes, *xferRuns)
+		if err != nil {
+			fail(err)
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		return
+	}
 	if *grid {
 		res, err := runGrid(ctx, opts, gridOptions{devices: *gridDevs, software: *gridSW, sites: *gridSites, iterations: *gridIters,
 			warmup: 20, seed: *seed, reuse: *gridReuse}, filepath.Join(*dataRoot, "grid"))

@@ -94,7 +94,25 @@ var standIns = map[string]any{
 	"SaveFlowRun":   func(context.Context, flows.Run) error { return nil },
 	"CreateStepRun": func(_ context.Context, in activities.StepInput) (string, error) { return in.RunID, nil },
 	"JobRunStatus":  func(context.Context, string) (string, error) { return flows.StatusFailed, nil },
+	// A transfer is running at the first look and completed at the next;
+	// a "stall-" one has been silent for an hour at the first look, so it
+	// is asked of its agent again.
+	"FileTransferState": func(_ context.Context, id string) (activities.TransferState, error) {
+		if _, seen := transferLooks.LoadOrStore(id, true); !seen {
+			if strings.HasPrefix(id, "stall-") {
+				return activities.TransferState{State: "running", Idle: time.Hour}, nil
+			}
+			return activities.TransferState{State: "running"}, nil
+		}
+		return activities.TransferState{State: "completed"}, nil
+	},
+	"StartFileTransfer":  func(context.Context, string) error { return nil },
+	"FinishFileTransfer": func(context.Context, activities.FinishTransferInput) error { return nil },
+	"PurgeFileTransfer":  func(context.Context, string) error { return nil },
 }
+
+// transferLooks remembers which transfers FileTransferState answered once.
+var transferLooks sync.Map
 
 // updateLooks remembers which updates AgentUpdateStatus answered once.
 var updateLooks sync.Map
@@ -215,6 +233,39 @@ var scenarios = []scenario{
 		run, err := start(ctx, c, workflows.FlowRunWorkflowID(id), workflows.FlowRun, workflows.FlowRunInput{RunID: id})
 		return wait(ctx, run, err)
 	}, false},
+	// A download that completes and keeps its content for the retention
+	// period (a durable timer), and an upload whose agent went silent and
+	// was asked again.
+	{"file_transfer_download.json", func(ctx context.Context, c client.Client) (string, error) {
+		return fileTransfer(ctx, c, unique("download"), "download")
+	}, false},
+	{"file_transfer_stalled_upload.json", func(ctx context.Context, c client.Client) (string, error) {
+		return fileTransfer(ctx, c, unique("stall-upload"), "upload")
+	}, false},
+}
+
+// fileTransfer runs one FileTransfer, signalling a change once, and
+// checks that it completed.
+func fileTransfer(ctx context.Context, c client.Client, id, action string) (string, error) {
+	in := workflows.FileTransferInput{TransferID: id, Kind: "file_" + action, Summary: action, Actor: "admin",
+		Request:   json.RawMessage(`{"action":"` + action + `","transfer_id":"` + id + `","paths":["/etc/hosts"]}`),
+		Retention: 2 * time.Second,
+		Target:    devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	run, err := start(ctx, c, workflows.FileTransferWorkflowID(id), workflows.FileTransfer, in)
+	if err != nil {
+		return "", err
+	}
+	if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalFileTransferChanged, nil); err != nil {
+		return "", err
+	}
+	var state string
+	if err := run.Get(ctx, &state); err != nil {
+		return "", err
+	}
+	if state != "completed" {
+		return "", fmt.Errorf("file transfer ended %s", state)
+	}
+	return run.GetID(), nil
 }
 
 // agentUpdate runs one AgentUpdate, signaling progress once, and checks

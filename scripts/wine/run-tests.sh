@@ -59,6 +59,11 @@ if [ ! -f "$prefix/.cairn-ready" ]; then
   # WM_CLOSE to one) without an X server.
   "$wine" reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f >>"$prefix/wineboot.log" 2>&1 \
     || { cat "$prefix/wineboot.log" >&2; exit 1; }
+  # A 60 s service start timeout instead of Wine's 10 s (services.exe
+  # reads it at start): the first start of a Go test binary as a service
+  # in a fresh prefix once took longer.
+  "$wine" reg add 'HKLM\System\CurrentControlSet\Control' /v ServicesPipeTimeout /t REG_DWORD /d 60000 /f >>"$prefix/wineboot.log" 2>&1 \
+    || { cat "$prefix/wineboot.log" >&2; exit 1; }
   "$wineserver" -w
   touch "$prefix/.cairn-ready"
 fi

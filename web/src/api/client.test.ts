@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { DeviceDetails } from './types';
 import { api, ApiError, csrfToken, onSessionProblem, parseRetryAfter, readCookie } from './client';
 
 function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}) {
@@ -131,8 +132,20 @@ describe('api', () => {
 describe('flattenAgentHealth', () => {
   it('flattens the Engine grouping into one list, keeping the Agent Connection group', async () => {
     const { flattenAgentHealth } = await import('./endpoints');
-    const role = (key: string) => ({ key, desired: 'running', observed: 'Healthy', recovery_attempts: 0, last_checked_at: null });
+    const role = (key: string) => ({
+      key,
+      role: key.replace('system:', ''),
+      desired: 'running',
+      observed: 'Healthy',
+      recovery_attempts: 0,
+      last_checked_at: null,
+      last_healthy_at: null,
+      last_error: '',
+      context: null,
+      updated_at: '2026-11-21T08:00:00Z',
+    });
     const out = flattenAgentHealth({
+      ...({} as DeviceDetails),
       device: {} as never,
       agent_health: {
         startup: role('system:system_heartbeat'),

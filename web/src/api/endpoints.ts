@@ -1,94 +1,50 @@
 import { api, ApiError } from './client';
 import type { ReauthProof } from '../passkeys/api';
-import { call } from './typed';
+import { call, type ResponseOf } from './typed';
 import type {
-  ActivityRow,
-  AegisStatus,
-  ForceResetResult,
-  AgentMaintenanceResult,
   AgentPlatform,
-  AgentUpdates,
-  Assembly,
   AssemblyInput,
   AssemblyKind,
-  AssemblyVersion,
-  DeviceJobRun,
   QuickRunInput,
-  Run,
   Schedule,
-  ScheduledJob,
   ScheduledJobInput,
-  Workflow,
   WorkflowInput,
-  WorkflowRun,
-  Credential,
   CredentialInput,
   Device,
-  DeviceApproval,
-  DeviceFilter,
   DeviceFilterInput,
-  DeviceListView,
   DeviceListViewInput,
   DevicePage,
   FilterGroup,
-  FilterMetadata,
-  FilterPreview,
-  MetadataFieldDefinition,
   DeviceDetails,
-  DeviceSummary,
-  DirectoryLookup,
-  DirectoryProvider,
   DirectoryProviderInput,
-  DirectorySite,
-  DirectorySync,
-  DirectoryTestResult,
-  EnrollmentCode,
   EnrollmentCodeInput,
-  InstallLink,
   LoginResponse,
   MfaAction,
-  Operator,
-  PeerCertificate,
-  LiveService,
-  PatchInventory,
-  PatchRefreshResult,
-  PendingMfa,
-  PhaseResponse,
-  ProcessSnapshot,
   Role,
   ServiceAction,
-  ServiceActionResult,
-  SessionResponse,
-  ShellSession,
-  SiteAssignments,
-  SoftwareRefreshResult,
-  SourceTokenStatus,
   TrustAction,
-  TrustResult,
   User,
-  WorkersResponse,
 } from './types';
 
 export const bootstrap = {
-  state: () => api<PhaseResponse>('/api/bootstrap/state'),
+  state: () => call('get', '/api/bootstrap/state'),
   aegisSetup: (passphrase: string, setup_code: string) =>
-    api<PhaseResponse>('/api/bootstrap/aegis/setup', { body: { passphrase, setup_code } }),
-  aegisUnlock: (passphrase: string) =>
-    api<PhaseResponse>('/api/bootstrap/aegis/unlock', { body: { passphrase } }),
+    call('post', '/api/bootstrap/aegis/setup', { body: { passphrase, setup_code } }),
+  aegisUnlock: (passphrase: string) => call('post', '/api/bootstrap/aegis/unlock', { body: { passphrase } }),
   adminSetup: (username: string, password: string, setup_code: string) =>
-    api<PendingMfa>('/api/bootstrap/admin/setup', { body: { username, password, setup_code } }),
+    call('post', '/api/bootstrap/admin/setup', { body: { username, password, setup_code } }),
   adminRecover: (username: string, password: string, recovery_code: string) =>
-    api<PendingMfa>('/api/bootstrap/admin/recover', { body: { username, password, recovery_code } }),
+    call('post', '/api/bootstrap/admin/recover', { body: { username, password, recovery_code } }),
   adminMfaVerify: (pending_token: string, code: string) =>
-    api<PhaseResponse>('/api/bootstrap/admin/mfa/verify', { body: { pending_token, code } }),
+    call('post', '/api/bootstrap/admin/mfa/verify', { body: { pending_token, code } }),
 };
 
 export const auth = {
   login: (username: string, password: string) =>
-    api<LoginResponse>('/api/auth/login', { body: { username, password } }),
+    call('post', '/api/auth/login', { body: { username, password } }).then((r) => r as LoginResponse),
   mfaVerify: (pending_token: string, code: string) =>
-    api<SessionResponse>('/api/auth/mfa/verify', { body: { pending_token, code } }),
-  logout: () => api<void>('/api/auth/logout', { method: 'POST', body: {} }),
+    call('post', '/api/auth/mfa/verify', { body: { pending_token, code } }),
+  logout: () => call('post', '/api/auth/logout', { body: {} }),
   me: () => call('get', '/api/auth/me'),
   /** The signed-in user, or null when there is no session. */
   meOrNull: async (): Promise<User | null> => {
@@ -100,8 +56,8 @@ export const auth = {
     }
   },
   passwordReset: (current_password: string, new_password: string) =>
-    api<void>('/api/auth/password/reset', { body: { current_password, new_password } }),
-  mfaReset: (password: string) => api<void>('/api/auth/mfa/reset', { body: { password } }),
+    call('post', '/api/auth/password/reset', { body: { current_password, new_password } }),
+  mfaReset: (password: string) => call('post', '/api/auth/mfa/reset', { body: { password } }),
 };
 
 export const sites = {
@@ -115,7 +71,9 @@ export const sites = {
   remove: (site_ids: number[]) => call('post', '/api/sites/delete', { body: { site_ids } }),
   /** Replaces the site's install link for a platform (Admin); the old one stops working. */
   revokeInstallLink: (site_id: number, platform: AgentPlatform) =>
-    api<InstallLink>(`/api/sites/${site_id}/agent-install-links/${platform}/revoke`, { method: 'POST' }),
+    call('post', '/api/sites/{site_id}/agent-install-links/{platform}/revoke', {
+      path: { site_id: String(site_id), platform },
+    }),
   /** Turns temporary auto-approval on for `durationSeconds`, or off. */
   setAutoApproval: (site_id: number, enabled: boolean, durationSeconds?: number) =>
     call('post', '/api/sites/{site_id}/auto-approval', {
@@ -125,40 +83,37 @@ export const sites = {
 };
 
 export const server = {
-  workers: (historySeconds: number) =>
-    api<WorkersResponse>(`/api/server/workers?history_seconds=${historySeconds}`),
+  workers: (historySeconds: number) => call('get', '/api/server/workers', { query: { history_seconds: historySeconds } }),
 };
 
 /** The master cipher (docs/api.md "Master cipher"); rotate and reset carry a fresh proof of identity. */
 export const aegis = {
-  status: () => api<AegisStatus>('/api/aegis/status'),
+  status: () => call('get', '/api/aegis/status'),
   rotate: (current_passphrase: string, new_passphrase: string, proof: ReauthProof) =>
-    api<AegisStatus>('/api/aegis/rotate', { body: { current_passphrase, new_passphrase, ...proof } }),
+    call('post', '/api/aegis/rotate', { body: { current_passphrase, new_passphrase, ...proof } }),
   forceReset: (proof: ReauthProof) =>
-    api<ForceResetResult>('/api/aegis/force_reset', { body: { confirm: FORCE_RESET_PHRASE, ...proof } }),
+    call('post', '/api/aegis/force_reset', { body: { confirm: FORCE_RESET_PHRASE, ...proof } }),
 };
 
 /** What the Engine wants typed before it deletes the master cipher. */
 export const FORCE_RESET_PHRASE = 'FORCE RESET';
 
-const userPath = (username: string) => `/api/users/${encodeURIComponent(username)}`;
-
 export const users = {
-  list: () => api<{ users: Operator[] | null }>('/api/users').then((r) => r.users ?? []),
+  list: () => call('get', '/api/users').then((r) => r.users ?? []),
   create: (username: string, password: string, role: Role) =>
-    api<Operator>('/api/users', { body: { username, password, role } }),
-  remove: (username: string) => api<void>(userPath(username), { method: 'DELETE' }),
+    call('post', '/api/users', { body: { username, password, role } }),
+  remove: (username: string) => call('delete', '/api/users/{username}', { path: { username } }),
   resetPassword: (username: string, password: string) =>
-    api<void>(`${userPath(username)}/reset_password`, { body: { password } }),
-  setRole: (username: string, role: Role) => api<Operator>(`${userPath(username)}/role`, { body: { role } }),
-  mfa: (username: string, action: MfaAction) => api<Operator>(`${userPath(username)}/mfa`, { body: { action } }),
+    call('post', '/api/users/{username}/reset_password', { path: { username }, body: { password } }),
+  setRole: (username: string, role: Role) => call('post', '/api/users/{username}/role', { path: { username }, body: { role } }),
+  mfa: (username: string, action: MfaAction) =>
+    call('post', '/api/users/{username}/mfa', { path: { username }, body: { action } }),
 };
 
 export const siteAssignments = {
-  selection: (usernames: string[]) =>
-    api<SiteAssignments>('/api/user_site_assignments/selection', { body: { usernames } }),
+  selection: (usernames: string[]) => call('post', '/api/user_site_assignments/selection', { body: { usernames } }),
   assign: (usernames: string[], site_ids: number[]) =>
-    api<SiteAssignments>('/api/user_site_assignments/assign', { body: { usernames, site_ids } }),
+    call('post', '/api/user_site_assignments/assign', { body: { usernames, site_ids } }),
 };
 
 export interface AuditQuery {
@@ -173,45 +128,43 @@ export const audit = {
 };
 
 
-const provider = (id: number, suffix = '') => `/api/directory/providers/${id}${suffix}`;
+const provider = (id: number) => ({ provider_id: String(id) });
 
 export const directory = {
-  list: () =>
-    api<{ providers: DirectoryProvider[] }>('/api/directory/providers').then((r) => r.providers ?? []),
-  create: (body: DirectoryProviderInput) => api<DirectoryProvider>('/api/directory/providers', { body }),
-  update: (id: number, body: DirectoryProviderInput) => api<DirectoryProvider>(provider(id), { method: 'PATCH', body }),
-  remove: (id: number) => api<void>(provider(id), { method: 'DELETE' }),
-  test: (id: number) => api<DirectoryTestResult>(provider(id, '/test'), { method: 'POST' }),
+  list: () => call('get', '/api/directory/providers').then((r) => r.providers ?? []),
+  create: (body: DirectoryProviderInput) => call('post', '/api/directory/providers', { body }),
+  update: (id: number, body: DirectoryProviderInput) =>
+    call('patch', '/api/directory/providers/{provider_id}', { path: provider(id), body }),
+  remove: (id: number) => call('delete', '/api/directory/providers/{provider_id}', { path: provider(id) }),
+  test: (id: number) => call('post', '/api/directory/providers/{provider_id}/test', { path: provider(id) }),
   certificate: (host: string, port: number, host_overrides: Record<string, string>) =>
-    api<PeerCertificate>('/api/directory/providers/certificate', { body: { host, port, host_overrides } }),
+    call('post', '/api/directory/providers/certificate', { body: { host, port, host_overrides } }),
   lookup: (id: number, username: string, password?: string) =>
-    api<DirectoryLookup>(provider(id, '/lookup-user'), {
+    call('post', '/api/directory/providers/{provider_id}/lookup-user', {
+      path: provider(id),
       body: password === undefined ? { username } : { username, password },
     }),
-  sync: (id: number) => api<DirectorySync>(provider(id, '/sync'), { method: 'POST' }),
-  sites: () => api<{ sites: DirectorySite[] }>('/api/directory/sites').then((r) => r.sites ?? []),
+  sync: (id: number) => call('post', '/api/directory/providers/{provider_id}/sync', { path: provider(id) }),
+  sites: () => call('get', '/api/directory/sites').then((r) => r.sites ?? []),
   setCachedUser: (username: string, enabled: boolean) =>
-    api<{ username: string; enabled: boolean }>(`/api/users/${encodeURIComponent(username)}/directory-cache`, {
-      body: { enabled },
-    }),
+    call('post', '/api/users/{username}/directory-cache', { path: { username }, body: { enabled } }),
 };
 
 
 export const credentials = {
   /** With a site, that site's credentials plus the global ones. */
   list: (siteId?: number | null) =>
-    api<{ credentials: Credential[] }>(siteId ? `/api/credentials?site_id=${siteId}` : '/api/credentials').then(
-      (r) => r.credentials ?? [],
-    ),
-  create: (input: CredentialInput) => api<Credential>('/api/credentials', { body: input }),
-  update: (id: number, input: CredentialInput) => api<Credential>(`/api/credentials/${id}`, { method: 'PUT', body: input }),
-  remove: (id: number) => api<{ deleted: number }>(`/api/credentials/${id}`, { method: 'DELETE' }),
+    call('get', '/api/credentials', { query: { site_id: siteId || undefined } }).then((r) => r.credentials ?? []),
+  create: (input: CredentialInput) => call('post', '/api/credentials', { body: input }),
+  update: (id: number, input: CredentialInput) =>
+    call('put', '/api/credentials/{credential_id}', { path: { credential_id: String(id) }, body: input }),
+  remove: (id: number) => call('delete', '/api/credentials/{credential_id}', { path: { credential_id: String(id) } }),
 };
 
 export const sourceToken = {
-  status: () => api<SourceTokenStatus>('/api/github/token'),
+  status: () => call('get', '/api/github/token'),
   /** null clears the stored token. */
-  set: (token: string | null) => api<SourceTokenStatus>('/api/github/token', { body: { token } }),
+  set: (token: string | null) => call('post', '/api/github/token', { body: { token } }),
 };
 
 // Devices (SPEC "Devices and inventory"). Status tokens are the lower-case
@@ -221,7 +174,7 @@ export interface DeviceListQuery {
   status?: string | null;
 }
 
-const hostPath = (prefix: string, hostname: string) => `${prefix}/${encodeURIComponent(hostname)}`;
+const host = (hostname: string) => ({ hostname });
 
 export const devices = {
   /**
@@ -240,63 +193,55 @@ export const devices = {
     }
   },
   page: (query: DevicePageQuery) => devicePage(query),
-  search: (hostname: string) =>
-    api<{ devices: Device[] | null }>(`/api/devices/search?${new URLSearchParams({ hostname }).toString()}`).then(
-      (r) => r.devices ?? [],
+  search: (hostname: string) => call('get', '/api/devices/search', { query: { hostname } }).then((r) => r.devices ?? []),
+  get: (guid: string) => call('get', '/api/devices/{guid}', { path: { guid } }),
+  details: (hostname: string): Promise<DeviceDetails> =>
+    call('get', '/api/device/details/{hostname}', { path: host(hostname) }).then((d) =>
+      flattenAgentHealth(d as DeviceDetails),
     ),
-  get: (guid: string) => api<DeviceSummary>(`/api/devices/${encodeURIComponent(guid)}`),
-  details: (hostname: string) => api<DeviceDetails>(hostPath('/api/device/details', hostname)).then(flattenAgentHealth),
   setDescription: (hostname: string, description: string) =>
-    api<unknown>(hostPath('/api/device/description', hostname), { body: { description } }),
+    call('post', '/api/device/description/{hostname}', { path: host(hostname), body: { description } }),
   activity: (hostname: string) =>
-    api<{ activity: ActivityRow[] | null }>(hostPath('/api/device/activity', hostname)).then((r) => r.activity ?? []),
-  clearActivity: (hostname: string) => api<unknown>(hostPath('/api/device/activity', hostname), { method: 'DELETE' }),
+    call('get', '/api/device/activity/{hostname}', { path: host(hostname) }).then((r) => r.activity ?? []),
+  clearActivity: (hostname: string) => call('delete', '/api/device/activity/{hostname}', { path: host(hostname) }),
   /** Admin only. The body is empty. */
-  trust: (guid: string, action: TrustAction) =>
-    api<TrustResult>(`/api/devices/${encodeURIComponent(guid)}/${action}`, { method: 'POST' }),
+  trust: (guid: string, action: TrustAction) => call('post', `/api/devices/{guid}/${action}`, { path: { guid } }),
 
   // Operations relayed to the agent; each may take up to about a minute.
   services: (hostname: string) =>
-    api<{ services: LiveService[] | null }>(hostPath('/api/device/services', hostname)).then((r) => r.services ?? []),
+    call('get', '/api/device/services/{hostname}', { path: host(hostname) }).then((r) => r.services ?? []),
   serviceAction: (hostname: string, name: string, action: ServiceAction) =>
-    api<ServiceActionResult>(`${hostPath('/api/device/services', hostname)}/action`, { body: { name, action } }),
+    call('post', '/api/device/services/{hostname}/action', { path: host(hostname), body: { name, action } }),
   /** A snapshot at most `maxAgeSeconds` old; 0 asks the agent for a fresh one. */
   processes: (hostname: string, maxAgeSeconds: number) =>
-    api<ProcessSnapshot>(`${hostPath('/api/device/processes', hostname)}?max_age_seconds=${maxAgeSeconds}`),
+    call('get', '/api/device/processes/{hostname}', { path: host(hostname), query: { max_age_seconds: maxAgeSeconds } }),
   /** The name guards against a PID reused by another program (process_mismatch). */
   terminateProcess: (hostname: string, pid: number, name: string) =>
-    api<{ terminated: boolean }>(`${hostPath('/api/device/processes', hostname)}/terminate`, { body: { pid, name } }),
-  refreshSoftware: (hostname: string) =>
-    api<SoftwareRefreshResult>(`${hostPath('/api/device/software', hostname)}/refresh`, { method: 'POST' }),
-  patches: (hostname: string) => api<PatchInventory>(hostPath('/api/device/patches', hostname)),
-  refreshPatches: (hostname: string) =>
-    api<PatchRefreshResult>(`${hostPath('/api/device/patches', hostname)}/refresh`, { method: 'POST' }),
+    call('post', '/api/device/processes/{hostname}/terminate', { path: host(hostname), body: { pid, name } }),
+  refreshSoftware: (hostname: string) => call('post', '/api/device/software/{hostname}/refresh', { path: host(hostname) }),
+  patches: (hostname: string) => call('get', '/api/device/patches/{hostname}', { path: host(hostname) }),
+  refreshPatches: (hostname: string) => call('post', '/api/device/patches/{hostname}/refresh', { path: host(hostname) }),
 };
 
 // Remote shell: establish hands out a single-use WebSocket path; each
 // reconnect needs a fresh establish.
 export const shell = {
-  establish: (guid: string) => api<ShellSession>('/api/shell/establish', { body: { guid } }),
-  disconnect: (session_id: string) => api<unknown>('/api/shell/disconnect', { body: { session_id } }),
+  establish: (guid: string) => call('post', '/api/shell/establish', { body: { guid } }),
+  disconnect: (session_id: string) => call('post', '/api/shell/disconnect', { body: { session_id } }),
 };
 
 // Enrollment codes and approvals (docs/api.md "Enrollment").
 export const enrollment = {
   codes: (siteId?: number | null) =>
-    api<{ codes: EnrollmentCode[] | null }>(
-      siteId ? `/api/admin/enrollment-codes?site_id=${siteId}` : '/api/admin/enrollment-codes',
-    ).then((r) => r.codes ?? []),
-  createCode: (input: EnrollmentCodeInput) => api<EnrollmentCode>('/api/admin/enrollment-codes', { body: input }),
-  deleteCode: (id: number) => api<{ deleted: number }>(`/api/admin/enrollment-codes/${id}`, { method: 'DELETE' }),
-  rotateCode: (id: number) => api<EnrollmentCode>(`/api/admin/enrollment-codes/${id}/rotate`, { method: 'POST' }),
+    call('get', '/api/admin/enrollment-codes', { query: { site_id: siteId || undefined } }).then((r) => r.codes ?? []),
+  createCode: (input: EnrollmentCodeInput) => call('post', '/api/admin/enrollment-codes', { body: input }),
+  deleteCode: (id: number) => call('delete', '/api/admin/enrollment-codes/{code_id}', { path: { code_id: String(id) } }),
+  rotateCode: (id: number) => call('post', '/api/admin/enrollment-codes/{code_id}/rotate', { path: { code_id: String(id) } }),
   /** Newest first, at most 500; without a status every state. */
   approvals: (status?: string) =>
-    api<{ approvals: DeviceApproval[] | null }>(
-      status ? `/api/admin/device-approvals?status=${encodeURIComponent(status)}` : '/api/admin/device-approvals',
-    ).then((r) => r.approvals ?? []),
-  approve: (id: string) =>
-    api<DeviceApproval>(`/api/admin/device-approvals/${encodeURIComponent(id)}/approve`, { method: 'POST' }),
-  deny: (id: string) => api<DeviceApproval>(`/api/admin/device-approvals/${encodeURIComponent(id)}/deny`, { method: 'POST' }),
+    call('get', '/api/admin/device-approvals', { query: { status } }).then((r) => r.approvals ?? []),
+  approve: (id: string) => call('post', '/api/admin/device-approvals/{approval_id}/approve', { path: { approval_id: id } }),
+  deny: (id: string) => call('post', '/api/admin/device-approvals/{approval_id}/deny', { path: { approval_id: id } }),
 };
 
 /**
@@ -323,75 +268,76 @@ export interface AssemblyListQuery {
   q?: string;
 }
 
+const assembly = (id: number) => ({ assembly_id: String(id) });
+
 export const assemblies = {
-  list: ({ kind, q }: AssemblyListQuery = {}) => {
-    const p = new URLSearchParams();
-    if (kind) p.set('kind', kind);
-    if (q?.trim()) p.set('q', q.trim());
-    const qs = p.toString();
-    return api<{ assemblies: Assembly[] | null }>(qs ? `/api/assemblies?${qs}` : '/api/assemblies').then(
+  list: ({ kind, q }: AssemblyListQuery = {}) =>
+    call('get', '/api/assemblies', { query: { kind: kind || undefined, q: q?.trim() || undefined } }).then(
       (r) => r.assemblies ?? [],
-    );
-  },
-  get: (id: number) => api<Assembly>(`/api/assemblies/${id}`),
-  create: (input: AssemblyInput) => api<Assembly>('/api/assemblies', { body: input }),
-  update: (id: number, input: AssemblyInput) => api<Assembly>(`/api/assemblies/${id}`, { method: 'PUT', body: input }),
-  remove: (id: number) => api<void>(`/api/assemblies/${id}`, { method: 'DELETE' }),
+    ),
+  get: (id: number) => call('get', '/api/assemblies/{assembly_id}', { path: assembly(id) }),
+  create: (input: AssemblyInput) => call('post', '/api/assemblies', { body: input }),
+  update: (id: number, input: AssemblyInput) => call('put', '/api/assemblies/{assembly_id}', { path: assembly(id), body: input }),
+  remove: (id: number) => call('delete', '/api/assemblies/{assembly_id}', { path: assembly(id) }),
   versions: (id: number) =>
-    api<{ versions: AssemblyVersion[] | null }>(`/api/assemblies/${id}/versions`).then((r) => r.versions ?? []),
-  version: (id: number, version: number) => api<Assembly>(`/api/assemblies/${id}/versions/${version}`),
+    call('get', '/api/assemblies/{assembly_id}/versions', { path: assembly(id) }).then((r) => r.versions ?? []),
+  version: (id: number, version: number) =>
+    call('get', '/api/assemblies/{assembly_id}/versions/{version}', { path: { ...assembly(id), version: String(version) } }),
 };
 
 export const quickRuns = {
-  start: (input: QuickRunInput) => api<{ run_id: string }>('/api/scripts/quick_run', { body: input }),
-  get: (runId: string) => api<Run>(`/api/scripts/quick_run/${encodeURIComponent(runId)}`),
+  start: (input: QuickRunInput) => call('post', '/api/scripts/quick_run', { body: input }),
+  get: (runId: string) => call('get', '/api/scripts/quick_run/{run_id}', { path: { run_id: runId } }),
 };
 
-const jobPath = (id: number, suffix = '') => `/api/scheduled_jobs/${id}${suffix}`;
+const job = (id: number) => ({ id: String(id) });
 
 export const scheduledJobs = {
-  list: () => api<{ jobs: ScheduledJob[] | null }>('/api/scheduled_jobs').then((r) => r.jobs ?? []),
-  get: (id: number) => api<ScheduledJob>(jobPath(id)),
-  create: (input: ScheduledJobInput) => api<ScheduledJob>('/api/scheduled_jobs', { body: input }),
-  update: (id: number, input: ScheduledJobInput) => api<ScheduledJob>(jobPath(id), { method: 'PUT', body: input }),
-  remove: (id: number) => api<void>(jobPath(id), { method: 'DELETE' }),
-  toggle: (id: number, enabled: boolean) => api<ScheduledJob>(jobPath(id, '/toggle'), { body: { enabled } }),
-  rerun: (id: number) => api<{ run_id: string }>(jobPath(id, '/rerun'), { method: 'POST' }),
+  list: () => call('get', '/api/scheduled_jobs').then((r) => r.jobs ?? []),
+  get: (id: number) => call('get', '/api/scheduled_jobs/{id}', { path: job(id) }),
+  create: (input: ScheduledJobInput) => call('post', '/api/scheduled_jobs', { body: input }),
+  update: (id: number, input: ScheduledJobInput) => call('put', '/api/scheduled_jobs/{id}', { path: job(id), body: input }),
+  remove: (id: number) => call('delete', '/api/scheduled_jobs/{id}', { path: job(id) }),
+  toggle: (id: number, enabled: boolean) => call('post', '/api/scheduled_jobs/{id}/toggle', { path: job(id), body: { enabled } }),
+  rerun: (id: number) => call('post', '/api/scheduled_jobs/{id}/rerun', { path: job(id) }),
   runs: (id: number, limit = 50) =>
-    api<{ runs: Run[] | null }>(jobPath(id, `/runs?limit=${limit}`)).then((r) => r.runs ?? []),
-  run: (id: number, runId: string) => api<Run>(jobPath(id, `/runs/${encodeURIComponent(runId)}`)),
-  clearRuns: (id: number) => api<void>(jobPath(id, '/runs'), { method: 'DELETE' }),
+    call('get', '/api/scheduled_jobs/{id}/runs', { path: job(id), query: { limit } }).then((r) => r.runs ?? []),
+  run: (id: number, runId: string) =>
+    call('get', '/api/scheduled_jobs/{id}/runs/{run_id}', { path: { ...job(id), run_id: runId } }),
+  clearRuns: (id: number) => call('delete', '/api/scheduled_jobs/{id}/runs', { path: job(id) }),
   schedulePreview: (schedule: Schedule) =>
-    api<{ next_runs: string[] | null }>('/api/scheduled_jobs/schedule_preview', { body: { schedule } }).then(
-      (r) => r.next_runs ?? [],
-    ),
+    call('post', '/api/scheduled_jobs/schedule_preview', { body: { schedule } }).then((r) => r.next_runs ?? []),
   deviceJobRuns: (guid: string, limit = 50) =>
-    api<{ results: DeviceJobRun[] | null }>(`/api/devices/${encodeURIComponent(guid)}/job_runs?limit=${limit}`).then(
-      (r) => r.results ?? [],
-    ),
+    call('get', '/api/devices/{guid}/job_runs', { path: { guid }, query: { limit } }).then((r) => r.results ?? []),
 };
 
+/** A step without an assembly (the editor refuses to save one) is sent without the field. */
+const workflowBody = (input: WorkflowInput) => ({
+  ...input,
+  steps: input.steps.map((s) => ({ ...s, assembly_id: s.assembly_id ?? undefined })),
+});
+
 export const workflows = {
-  list: () => api<{ workflows: Workflow[] | null }>('/api/workflows').then((r) => r.workflows ?? []),
-  get: (id: number) => api<Workflow>(`/api/workflows/${id}`),
-  create: (input: WorkflowInput) => api<Workflow>('/api/workflows', { body: input }),
-  update: (id: number, input: WorkflowInput) => api<Workflow>(`/api/workflows/${id}`, { method: 'PUT', body: input }),
-  remove: (id: number) => api<void>(`/api/workflows/${id}`, { method: 'DELETE' }),
+  list: () => call('get', '/api/workflows').then((r) => r.workflows ?? []),
+  get: (id: number) => call('get', '/api/workflows/{id}', { path: job(id) }),
+  create: (input: WorkflowInput) => call('post', '/api/workflows', { body: workflowBody(input) }),
+  update: (id: number, input: WorkflowInput) =>
+    call('put', '/api/workflows/{id}', { path: job(id), body: workflowBody(input) }),
+  remove: (id: number) => call('delete', '/api/workflows/{id}', { path: job(id) }),
   start: (id: number, device_guids: string[]) =>
-    api<{ run_id: string }>(`/api/workflows/${id}/start`, { body: { device_guids } }),
-  runs: (id: number) => api<{ runs: WorkflowRun[] | null }>(`/api/workflows/${id}/runs`).then((r) => r.runs ?? []),
-  run: (runId: string) => api<WorkflowRun>(`/api/workflows/runs/${encodeURIComponent(runId)}`),
+    call('post', '/api/workflows/{id}/start', { path: job(id), body: { device_guids } }),
+  runs: (id: number) => call('get', '/api/workflows/{id}/runs', { path: job(id) }).then((r) => r.runs ?? []),
+  run: (runId: string) => call('get', '/api/workflows/runs/{run_id}', { path: { run_id: runId } }),
 };
 
 // Agent updates (docs/api.md "Agent updates").
 export const agentUpdates = {
   /** The active operation and the history, newest first. */
   forDevice: (guid: string, limit = 20) =>
-    api<AgentUpdates>(`/api/devices/${encodeURIComponent(guid)}/agent-updates?limit=${limit}`),
-  updateNow: (hostname: string) =>
-    api<{ run_id: string; operation_id: string }>(hostPath('/api/device/update-agent', hostname), { method: 'POST' }),
+    call('get', '/api/devices/{guid}/agent-updates', { path: { guid }, query: { limit } }),
+  updateNow: (hostname: string) => call('post', '/api/device/update-agent/{hostname}', { path: host(hostname) }),
   updateMany: (guids: string[]) =>
-    api<AgentMaintenanceResult>('/api/devices/agent-maintenance', { body: { action: 'update_now', guids } }),
+    call('post', '/api/devices/agent-maintenance', { body: { action: 'update_now', guids } }),
 };
 
 // ---- Issue 9: paged device list, device filters, saved views
@@ -423,31 +369,34 @@ export function devicePageSearch({ siteId, status, limit, offset, sort, filterId
 }
 
 function devicePage(query: DevicePageQuery): Promise<DevicePage> {
-  return api<DevicePage>(`/api/devices?${devicePageSearch(query).toString()}`, { signal: query.signal });
+  // The query is built by devicePageSearch (the grid's tests read it), so
+  // the answer's type is the document's for this path.
+  return api<ResponseOf<'/api/devices', 'get'>>(`/api/devices?${devicePageSearch(query).toString()}`, {
+    signal: query.signal,
+  });
 }
 
+const byID = (id: number) => ({ id: String(id) });
+
 export const deviceFilters = {
-  list: () => api<{ filters: DeviceFilter[] | null }>('/api/device_filters').then((r) => r.filters ?? []),
-  get: (id: number) => api<DeviceFilter>(`/api/device_filters/${id}`),
-  create: (input: DeviceFilterInput) => api<DeviceFilter>('/api/device_filters', { body: input }),
-  update: (id: number, input: DeviceFilterInput) => api<DeviceFilter>(`/api/device_filters/${id}`, { method: 'PUT', body: input }),
-  remove: (id: number) => api<void>(`/api/device_filters/${id}`, { method: 'DELETE' }),
-  metadata: () => api<FilterMetadata>('/api/device_filters/metadata'),
-  search: (q: string, limit = 20) =>
-    api<{ filters: DeviceFilter[] | null }>(`/api/device_filters/search?${new URLSearchParams({ q, limit: String(limit) }).toString()}`).then(
-      (r) => r.filters ?? [],
-    ),
+  list: () => call('get', '/api/device_filters').then((r) => r.filters ?? []),
+  get: (id: number) => call('get', '/api/device_filters/{id}', { path: byID(id) }),
+  create: (input: DeviceFilterInput) => call('post', '/api/device_filters', { body: input }),
+  update: (id: number, input: DeviceFilterInput) => call('put', '/api/device_filters/{id}', { path: byID(id), body: input }),
+  remove: (id: number) => call('delete', '/api/device_filters/{id}', { path: byID(id) }),
+  metadata: () => call('get', '/api/device_filters/metadata'),
+  search: (q: string, limit = 20) => call('get', '/api/device_filters/search', { query: { q, limit } }).then((r) => r.filters ?? []),
   preview: (filter: FilterGroup, limit = 5, signal?: AbortSignal) =>
-    api<FilterPreview>('/api/device_filters/preview', { body: { filter, limit }, signal }),
+    call('post', '/api/device_filters/preview', { body: { filter, limit }, signal }),
 };
 
 export const deviceListViews = {
-  list: () => api<{ views: DeviceListView[] | null }>('/api/device_list_views').then((r) => r.views ?? []),
-  get: (id: number) => api<DeviceListView>(`/api/device_list_views/${id}`),
-  create: (input: DeviceListViewInput) => api<DeviceListView>('/api/device_list_views', { body: input }),
+  list: () => call('get', '/api/device_list_views').then((r) => r.views ?? []),
+  get: (id: number) => call('get', '/api/device_list_views/{id}', { path: byID(id) }),
+  create: (input: DeviceListViewInput) => call('post', '/api/device_list_views', { body: input }),
   update: (id: number, input: DeviceListViewInput) =>
-    api<DeviceListView>(`/api/device_list_views/${id}`, { method: 'PUT', body: input }),
-  remove: (id: number) => api<void>(`/api/device_list_views/${id}`, { method: 'DELETE' }),
+    call('put', '/api/device_list_views/{id}', { path: byID(id), body: input }),
+  remove: (id: number) => call('delete', '/api/device_list_views/{id}', { path: byID(id) }),
 };
 
 // ---- end of issue 9 device grid block
@@ -455,27 +404,20 @@ export const deviceListViews = {
 // Issue 9, console pages: metadata fields and the software audit (docs/api.md
 // "Metadata fields", "Software audit").
 import type {
-  Device as AuditDevice,
-  DeviceMetadataField,
-  MetadataFieldDefinitions,
-  SoftwareAuditPage,
   SoftwareAuditSort,
 } from './types';
 
 export const metadataFields = {
-  definitions: () =>
-    api<MetadataFieldDefinitions>('/api/metadata_fields').then((r) => ({ ...r, fields: r.fields ?? [] })),
+  definitions: () => call('get', '/api/metadata_fields').then((r) => ({ ...r, fields: r.fields ?? [] })),
   /** Admin; reserved numbers answer 409 reserved_metadata_field. */
   rename: (fieldNumber: number, description: string) =>
-    api<MetadataFieldDefinition>(`/api/metadata_fields/${fieldNumber}`, { method: 'PUT', body: { description } }),
+    call('put', '/api/metadata_fields/{field_number}', { path: { field_number: String(fieldNumber) }, body: { description } }),
   forDevice: (guid: string) =>
-    api<{ fields: DeviceMetadataField[] | null }>(`/api/devices/${encodeURIComponent(guid)}/metadata_fields`).then(
-      (r) => r.fields ?? [],
-    ),
+    call('get', '/api/devices/{guid}/metadata_fields', { path: { guid } }).then((r) => r.fields ?? []),
   /** A blank value clears the field. */
   setValue: (guid: string, fieldNumber: number, value: string) =>
-    api<DeviceMetadataField>(`/api/devices/${encodeURIComponent(guid)}/metadata_fields/${fieldNumber}`, {
-      method: 'PUT',
+    call('put', '/api/devices/{guid}/metadata_fields/{field_number}', {
+      path: { guid, field_number: String(fieldNumber) },
       body: { value },
     }),
 };
@@ -503,33 +445,25 @@ export type IconOverrideInput = { icon: string } | { display_icon: string } | { 
 /** The uninstaller to run instead of the endpoint's own, or removing the rule. */
 export type UninstallOverrideInput = { executable: string; arguments: string } | { remove: true };
 
-const softwareRulePath = (hostname: string, rule: string) =>
-  `/api/device/software/${encodeURIComponent(hostname)}/${rule}`;
-
 export const software = {
-  audit: ({ q, limit, offset, sort }: SoftwareAuditQuery) => {
-    const p = new URLSearchParams({ limit: String(limit), offset: String(offset), sort });
-    if (q?.trim()) p.set('q', q.trim());
-    return api<SoftwareAuditPage>(`/api/software/audit?${p.toString()}`);
-  },
+  audit: ({ q, limit, offset, sort }: SoftwareAuditQuery) =>
+    call('get', '/api/software/audit', { query: { limit, offset, sort, q: q?.trim() || undefined } }),
   iconUrl: (iconHash: string) => `/api/device/software/icon/${encodeURIComponent(iconHash)}`,
   /**
    * The override routes take a device that has the row ("the selected row");
    * from the audit that is any visible device with this name and version.
    */
   deviceWith: (filter: unknown) =>
-    api<{ devices: AuditDevice[] | null }>(
-      `/api/devices?${new URLSearchParams({ limit: '1', filter: JSON.stringify(filter) }).toString()}`,
-    ).then((r) => r.devices?.[0] ?? null),
+    call('get', '/api/devices', { query: { limit: 1, filter: JSON.stringify(filter) } }).then((r) => r.devices?.[0] ?? null),
   /** Also asks the device for a software refresh (the answer's `refresh` says whether it could). */
   iconOverride: (hostname: string, row: SoftwareRowRef, input: IconOverrideInput) =>
-    api<unknown>(softwareRulePath(hostname, 'icon-override'), { body: { ...row, ...input } }),
+    call('post', '/api/device/software/{hostname}/icon-override', { path: host(hostname), body: { ...row, ...input } }),
   /** Admin only. */
   uninstallOverride: (hostname: string, row: SoftwareRowRef, input: UninstallOverrideInput) =>
-    api<unknown>(softwareRulePath(hostname, 'uninstall-override'), { body: { ...row, ...input } }),
+    call('post', '/api/device/software/{hostname}/uninstall-override', { path: host(hostname), body: { ...row, ...input } }),
   block: (hostname: string, row: SoftwareRowRef, reason: string) =>
-    api<unknown>(softwareRulePath(hostname, 'uninstall-block'), { body: { ...row, reason } }),
+    call('post', '/api/device/software/{hostname}/uninstall-block', { path: host(hostname), body: { ...row, reason } }),
   /** Admin only. */
   unblock: (hostname: string, row: SoftwareRowRef) =>
-    api<unknown>(softwareRulePath(hostname, 'uninstall-unblock'), { body: row }),
+    call('post', '/api/device/software/{hostname}/uninstall-unblock', { path: host(hostname), body: row }),
 };

@@ -244,6 +244,71 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/files/transfers/{transfer_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stream a finished download's artifact (headers X-Content-SHA256, X-Content-Name) */
+        post: operations["postAgentFilesTransfersTransferIdContent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/files/transfers/{transfer_id}/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["postAgentFilesTransfersTransferIdProgress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/files/transfers/{transfer_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getAgentFilesTransfersTransferIdStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/files/transfers/{transfer_id}/upload-item/{item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getAgentFilesTransfersTransferIdUploadItemItemId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/hash": {
         parameters: {
             query?: never;
@@ -1041,6 +1106,88 @@ export interface paths {
         get: operations["getDeviceDetailsHostname"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/files/{hostname}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["postDeviceFilesHostnameDownload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/files/{hostname}/transfer/{transfer_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["postDeviceFilesHostnameTransferTransferIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/files/{hostname}/transfer/{transfer_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The completed download's artifact (Content-Disposition attachment, X-Content-SHA256) */
+        get: operations["getDeviceFilesHostnameTransferTransferIdContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/files/{hostname}/transfer/{transfer_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getDeviceFilesHostnameTransferTransferIdStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/device/files/{hostname}/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload */
+        post: operations["postDeviceFilesHostnameUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2767,6 +2914,9 @@ export interface components {
             site_ids: number[];
             username: string;
         };
+        AccountList: {
+            users: components["schemas"]["AccountEntry"][];
+        };
         Activity: {
             actor: string;
             /** Format: date-time */
@@ -2841,6 +2991,11 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        AgentHash: {
+            build_id: string;
+            platform: string;
+            sha256: string;
+        };
         AgentHealth: {
             agent_connection: components["schemas"]["Role"][];
             roles: components["schemas"]["Role"][];
@@ -2855,6 +3010,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        AgentList: {
+            agents: components["schemas"]["Agent"][];
+        };
         AgentOverrides: {
             icon_overrides: components["schemas"]["AgentIconRule"][];
             revision: string;
@@ -2867,6 +3025,17 @@ export interface components {
             pid: number;
             ppid: number;
             user: string;
+        };
+        ApiRefreshRequest: {
+            error?: string;
+            operation_id?: string;
+            requested: boolean;
+        };
+        ApiService: {
+            display_name: string;
+            name: string;
+            start_mode: string;
+            state: string;
         };
         ApiToken: {
             /** @enum {string} */
@@ -2927,12 +3096,18 @@ export interface components {
             site_name?: string;
             status: string;
         };
+        ApprovalList: {
+            approvals: components["schemas"]["Approval"][];
+        };
         Artifact: {
             artifact_id: string;
             build_id: string;
             platform: string;
             sha256: string;
             size: number;
+        };
+        ArtifactList: {
+            artifacts: components["schemas"]["Artifact"][];
         };
         Assembly: {
             body?: string | null;
@@ -2952,6 +3127,9 @@ export interface components {
             updated_at: string;
             updated_by: string;
             version: number;
+        };
+        AssemblyList: {
+            assemblies: components["schemas"]["Assembly"][];
         };
         AssemblyRequest: {
             body?: string;
@@ -3076,11 +3254,13 @@ export interface components {
             timed_out: number;
         };
         Credential: {
-            connection_type: string;
+            /** @enum {string} */
+            connection_type: "Windows" | "WinRM";
             /** Format: date-time */
             created_at: string;
             credential_id: number;
-            credential_type: string;
+            /** @enum {string} */
+            credential_type: "Machine" | "Domain";
             domain: string | null;
             has_password: boolean;
             name: string;
@@ -3089,6 +3269,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             username: string;
+        };
+        CredentialList: {
+            credentials: components["schemas"]["Credential"][];
         };
         CredentialRequest: {
             connection_type?: string;
@@ -3106,6 +3289,12 @@ export interface components {
             fetched_at: string;
             hash: string;
             repo: string;
+        };
+        DeletedCount: {
+            deleted: number;
+        };
+        DeletedID: {
+            deleted: number;
         };
         DescriptionRequest: {
             description?: string | null;
@@ -3157,6 +3346,11 @@ export interface components {
             sessions: components["schemas"]["Session"][] | null;
             software: components["schemas"]["Software"][] | null;
             uptime: components["schemas"]["Uptime"] | null;
+        };
+        DeviceMap: {
+            device_map: {
+                [key: string]: components["schemas"]["DeviceSite"];
+            };
         };
         DevicePage: {
             devices: components["schemas"]["Device"][];
@@ -3213,6 +3407,10 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        DevicefiltersSite: {
+            id: number;
+            name: string;
+        };
         DirectoryCache: {
             enabled: boolean;
             username: string;
@@ -3224,6 +3422,9 @@ export interface components {
             id: number;
             name: string;
             slug: string;
+        };
+        DirectorySiteList: {
+            sites: components["schemas"]["DirectorySite"][];
         };
         Disk: {
             cdrom: boolean;
@@ -3284,6 +3485,9 @@ export interface components {
             site_id: number;
             site_slug: string;
         };
+        EnrollmentCodeList: {
+            codes: components["schemas"]["Code"][];
+        };
         EnrollmentResponse: {
             mfa: components["schemas"]["MfaSetup"];
             pending_token: string;
@@ -3312,6 +3516,47 @@ export interface components {
             /** Format: date-time */
             received_at: string;
         };
+        FieldInfo: {
+            field: string;
+            group: string;
+            key_type: string | null;
+            label: string;
+            op_value_types: {
+                [key: string]: string;
+            };
+            ops: string[];
+            /** @enum {string} */
+            value_type: "string" | "number" | "version" | "duration_seconds" | "time" | "cidr" | "site_ids" | "enum" | "none";
+            values: string[];
+        };
+        FileDownloadRequest: {
+            paths?: string[] | null;
+        };
+        FileTransfer: {
+            bytes_done: number;
+            bytes_total: number;
+            content_name: string;
+            /** Format: date-time */
+            created_at: string;
+            direction: string;
+            error: components["schemas"]["FileTransferError"] | null;
+            items: components["schemas"]["FileTransferItem"][];
+            state: string;
+            transfer_id: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        FileTransferError: {
+            code: string;
+            message: string;
+        };
+        FileTransferItem: {
+            item_id: number;
+            name: string;
+            sha256: string;
+            size: number;
+            state: string;
+        };
         Filter: {
             /** Format: date-time */
             created_at: string;
@@ -3323,6 +3568,22 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+        };
+        FilterList: {
+            filters: components["schemas"]["Filter"][];
+        };
+        FilterMetadata: {
+            fields: components["schemas"]["FieldInfo"][];
+            metadata_fields: components["schemas"]["FilterMetadataField"][];
+            sites: components["schemas"]["DevicefiltersSite"][];
+        };
+        FilterMetadataField: {
+            description: string;
+            field_number: number;
+        };
+        FilterPreview: {
+            devices: components["schemas"]["Device"][];
+            total: number;
         };
         FilterPreviewRequest: {
             filter?: unknown | null;
@@ -3437,6 +3698,10 @@ export interface components {
         History: {
             active: components["schemas"]["Operation"] | null;
             history: components["schemas"]["Operation"][];
+        };
+        IconOverride: {
+            refresh: components["schemas"]["ApiRefreshRequest"];
+            rule: components["schemas"]["IconRule"];
         };
         IconOverrideRequest: {
             clear_icon?: boolean;
@@ -3652,6 +3917,9 @@ export interface components {
             source: string;
             value: string;
         };
+        MetadataValueList: {
+            fields: components["schemas"]["MetadataValue"][];
+        };
         MetadataValueRequest: {
             value?: string | null;
         };
@@ -3796,6 +4064,9 @@ export interface components {
             ceremony_id?: string;
             credential?: unknown | null;
         };
+        PasskeyList: {
+            passkeys: components["schemas"]["Passkey"][];
+        };
         PasskeyLoginRequest: {
             ceremony_id?: string;
             credential?: unknown | null;
@@ -3845,6 +4116,16 @@ export interface components {
             state?: string;
             title?: string;
             update_id?: string;
+        };
+        PatchList: {
+            /** Format: date-time */
+            collected_at: string | null;
+            patches: components["schemas"]["Patch"][] | null;
+        };
+        PatchRefresh: {
+            /** Format: date-time */
+            collected_at: string;
+            patch_count: number;
         };
         PhaseResponse: {
             /** @enum {string} */
@@ -3915,6 +4196,9 @@ export interface components {
             updated_at: string;
             user_filter: string;
             username_attribute: string;
+        };
+        ProviderList: {
+            providers: components["schemas"]["Provider"][];
         };
         ProviderRequest: {
             base_dn?: string | null;
@@ -4266,6 +4550,15 @@ export interface components {
             state?: string;
             sub_state?: string;
         };
+        ServiceList: {
+            /** Format: date-time */
+            collected_at: string | null;
+            services: components["schemas"]["ApiService"][];
+        };
+        ServiceState: {
+            name: string;
+            state: string;
+        };
         Session: {
             active: boolean;
             helper_ready: boolean;
@@ -4336,6 +4629,9 @@ export interface components {
             transcript_bytes: number;
             transcript_truncated: boolean;
         };
+        ShellSessionList: {
+            sessions: components["schemas"]["ShellSession"][];
+        };
         Signed: {
             key_id: string;
             payload: string;
@@ -4371,6 +4667,9 @@ export interface components {
         SiteCreateRequest: {
             name?: string;
             site_worker_slug?: string;
+        };
+        SiteDelete: {
+            deleted: number[];
         };
         SiteDeleteRequest: {
             site_ids?: number[] | null;
@@ -4424,6 +4723,11 @@ export interface components {
             size_bytes?: number;
             source?: string;
             version?: string;
+        };
+        SoftwareRefresh: {
+            /** Format: date-time */
+            collected_at: string;
+            software_count: number;
         };
         SoftwareRowRequest: {
             name?: string;
@@ -4492,6 +4796,9 @@ export interface components {
             name?: string;
             pid?: number;
         };
+        Terminated: {
+            terminated: boolean;
+        };
         TestResult: {
             message: string;
             ok: boolean;
@@ -4531,6 +4838,22 @@ export interface components {
             refresh_token: string;
             token_type: string;
         };
+        TransferItemStatus: {
+            item_id: number;
+            state: string;
+        };
+        TransferProgressInput: {
+            bytes_done?: number;
+            bytes_total?: number;
+            error?: components["schemas"]["ErrorInput"] | null;
+            item_id?: number;
+            state?: string;
+        };
+        TransferStatus: {
+            cancel_requested: boolean;
+            items: components["schemas"]["TransferItemStatus"][];
+            state: string;
+        };
         Trust: {
             guid: string;
             hostname: string;
@@ -4538,10 +4861,17 @@ export interface components {
             token_version: number;
             trust_state: string;
         };
+        UninstallBlock: {
+            rule: components["schemas"]["BlockRule"];
+        };
         UninstallBlockRequest: {
             name?: string;
             reason?: string;
             version?: string | null;
+        };
+        UninstallOverride: {
+            removed: boolean;
+            rule: components["schemas"]["UninstallOverrideRule"];
         };
         UninstallOverrideRequest: {
             arguments?: string;
@@ -4564,6 +4894,9 @@ export interface components {
             updated_by: string;
             version: string;
         };
+        UninstallUnblock: {
+            removed: components["schemas"]["BlockRule"][];
+        };
         UpdateEventInput: {
             /** Format: date-time */
             captured_at?: string;
@@ -4584,6 +4917,10 @@ export interface components {
         };
         UpdateProgressResponse: {
             status: string;
+        };
+        UpdateStarted: {
+            operation_id: string;
+            run_id: string;
         };
         Uptime: {
             boot_id: string;
@@ -4622,6 +4959,9 @@ export interface components {
             timeout_seconds: number;
             version: number;
         };
+        VersionList: {
+            versions: components["schemas"]["Version"][];
+        };
         View: {
             columns: string[];
             /** Format: date-time */
@@ -4636,6 +4976,9 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        ViewList: {
+            views: components["schemas"]["View"][];
+        };
         ViewRequest: {
             columns?: string[] | null;
             filter?: unknown | null;
@@ -4646,11 +4989,13 @@ export interface components {
         };
         ViewSort: {
             column: string;
-            direction: string;
+            /** @enum {string} */
+            direction: "asc" | "desc";
         };
         ViewSortInput: {
             column?: string;
-            direction?: string;
+            /** @enum {string} */
+            direction?: "asc" | "desc";
         };
         Worker: {
             error?: string;
@@ -4691,9 +5036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Approval"][];
-                    };
+                    "application/json": components["schemas"]["ApprovalList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -4803,6 +5146,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -4883,6 +5244,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -4921,9 +5300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Code"][];
-                    };
+                    "application/json": components["schemas"]["EnrollmentCodeList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -5013,8 +5390,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5059,9 +5445,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedID"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -5084,6 +5468,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5155,6 +5548,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5691,6 +6093,288 @@ export interface operations {
             };
         };
     };
+    postAgentFilesTransfersTransferIdContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferStatus"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: transfer_cancelled, transfer_ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: upload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity: checksum_mismatch */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAgentFilesTransfersTransferIdProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferProgressInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferStatus"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: transfer_cancelled, transfer_ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAgentFilesTransfersTransferIdStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferStatus"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAgentFilesTransfersTransferIdUploadItemItemId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                transfer_id: string;
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: transfer_cancelled, transfer_ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getAgentHash: {
         parameters: {
             query?: {
@@ -5709,9 +6393,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["AgentHash"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -5725,6 +6407,15 @@ export interface operations {
             };
             /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: artifact_unavailable */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5758,9 +6449,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Artifact"][];
-                    };
+                    "application/json": components["schemas"]["ArtifactList"];
                 };
             };
             /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
@@ -6496,6 +7185,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
             default: {
                 headers: {
@@ -6573,9 +7271,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Agent"][];
-                    };
+                    "application/json": components["schemas"]["AgentList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -6636,9 +7332,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Assembly"][];
-                    };
+                    "application/json": components["schemas"]["AssemblyList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -6737,6 +7431,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -6797,6 +7509,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6875,6 +7596,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -6944,6 +7692,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: assembly_in_use */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -6981,9 +7747,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Version"][];
-                    };
+                    "application/json": components["schemas"]["VersionList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -7006,6 +7770,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7074,6 +7847,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7390,9 +8172,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Passkey"][];
-                    };
+                    "application/json": components["schemas"]["PasskeyList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -7700,6 +8480,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7764,6 +8553,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8447,9 +9245,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Credential"][];
-                    };
+                    "application/json": components["schemas"]["CredentialList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8548,6 +9344,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8608,6 +9413,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8686,6 +9500,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8723,9 +9555,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedID"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8748,6 +9578,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8815,6 +9663,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8931,9 +9788,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["DeletedCount"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -8956,6 +9811,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9034,6 +9898,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -9101,6 +9974,433 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDeviceFilesHostnameDownload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FileDownloadRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileTransfer"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: csrf_failed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, agent_socket_missing */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDeviceFilesHostnameTransferTransferIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileTransfer"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: csrf_failed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDeviceFilesHostnameTransferTransferIdContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: csrf_failed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: transfer_not_ready */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: transfer_content_expired */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDeviceFilesHostnameTransferTransferIdStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileTransfer"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: csrf_failed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: transfer_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDeviceFilesHostnameUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileTransfer"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: csrf_failed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, agent_socket_missing */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: upload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -9138,9 +10438,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["PatchList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -9163,6 +10461,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9211,12 +10518,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["PatchRefresh"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9243,8 +10548,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9354,12 +10713,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["Terminated"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9386,8 +10743,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10175,9 +11586,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["ServiceList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10200,6 +11609,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10248,12 +11666,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["ServiceState"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10280,8 +11696,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10395,9 +11865,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["IconOverride"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10420,6 +11888,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10468,12 +11945,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["SoftwareRefresh"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10500,8 +11975,62 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10541,9 +12070,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallBlock"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10566,6 +12093,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10614,9 +12150,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallOverride"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10637,8 +12171,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10687,9 +12230,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["UninstallUnblock"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10710,8 +12251,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10760,9 +12310,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["UpdateStarted"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -10792,8 +12340,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found, artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, update_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: temporal_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10827,9 +12402,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Filter"][];
-                    };
+                    "application/json": components["schemas"]["FilterList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -10919,6 +12492,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10954,9 +12536,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["FilterMetadata"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -11016,9 +12596,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["FilterPreview"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -11088,9 +12666,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Filter"][];
-                    };
+                    "application/json": components["schemas"]["FilterList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -11187,6 +12763,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11249,8 +12834,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11318,8 +12921,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: filter_in_use */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11362,9 +12983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["View"][];
-                    };
+                    "application/json": components["schemas"]["ViewList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -11521,6 +13140,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11592,6 +13220,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -11654,6 +13291,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11949,6 +13595,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -12014,6 +13669,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12128,9 +13792,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["MetadataValue"][];
-                    };
+                    "application/json": components["schemas"]["MetadataValueList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -12153,6 +13815,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12225,6 +13896,15 @@ export interface operations {
             };
             /** @description Forbidden: csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12551,9 +14231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["Provider"][];
-                    };
+                    "application/json": components["schemas"]["ProviderList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -12643,6 +14321,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -12721,6 +14408,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Service Unavailable: unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
             default: {
                 headers: {
@@ -12774,6 +14470,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12852,6 +14557,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -12905,7 +14628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized */
+            /** @description Unauthorized: unauthorized, invalid_credentials */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12923,8 +14646,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12994,8 +14735,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13065,8 +14824,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13100,9 +14877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["DirectorySite"][];
-                    };
+                    "application/json": components["schemas"]["DirectorySiteList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -13406,6 +15181,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: reserved_metadata_field */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15095,9 +16879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown | null;
-                    };
+                    "application/json": components["schemas"]["ShellSessionList"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -15387,6 +17169,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15456,6 +17247,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15495,9 +17295,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number[];
-                    };
+                    "application/json": components["schemas"]["SiteDelete"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -15520,6 +17318,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: site_not_empty */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15562,11 +17378,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: {
-                            [key: string]: components["schemas"]["DeviceSite"];
-                        };
-                    };
+                    "application/json": components["schemas"]["DeviceMap"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -15649,6 +17461,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15792,6 +17622,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16131,9 +17970,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: components["schemas"]["AccountEntry"][];
-                    };
+                    "application/json": components["schemas"]["AccountList"];
                 };
             };
             /** @description Unauthorized: unauthorized */
@@ -16223,6 +18060,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -16281,6 +18127,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: last_admin */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16430,6 +18294,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -16492,6 +18365,15 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16563,6 +18445,24 @@ export interface operations {
             };
             /** @description Forbidden: forbidden, csrf_failed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: last_admin */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,17 +7,17 @@ export type BootstrapPhase = PhaseResponse['phase'];
 
 export type MfaSetup = Schema<'MfaSetup'>;
 
-export interface PendingMfa {
-  phase?: BootstrapPhase;
-  pending_token: string;
-  mfa: MfaSetup;
-}
+export type PendingMfa = Schema<'EnrollmentResponse'>;
 
 export type User = Schema<'User'>;
 
+/**
+ * POST /api/auth/login: the document's one shape (Go omits the fields of the
+ * other outcome), narrowed by mfa_required the way the Engine fills it.
+ */
 export type LoginResponse =
-  | { mfa_required: true; pending_token: string; mfa_setup: MfaSetup | null }
-  | { mfa_required: false; token?: string; csrf_token: string; user: User };
+  | (Schema<'LoginResponse'> & { mfa_required: true; pending_token: string })
+  | (Schema<'LoginResponse'> & { mfa_required: false; csrf_token: string; user: User });
 
 /** token is only for API clients: a browser's session is its HttpOnly cookie. */
 export type SessionResponse = Schema<'SessionResponse'>;
@@ -29,63 +29,26 @@ export type AgentPlatform = 'linux-amd64' | 'windows-amd64';
 /** A signed install link (docs/api.md "Agent artifacts and install links"). */
 export type InstallLink = Schema<'InstallLink'>;
 
-export interface WorkerPoller {
-  identity: string;
-  last_access_time: string | null;
-}
+export type WorkerPoller = Schema<'Poller'>;
 
-export interface WorkerState {
-  site_id?: number;
-  name?: string;
-  site_worker_slug?: string;
-  task_queue: string;
-  state: string;
-  local?: boolean;
-  pollers?: WorkerPoller[] | null;
-  total_devices?: number;
-  online_devices?: number;
-  connected_agents?: number;
-  recent_workflows?: number | null;
-  /** Why a local worker failed, when it did. */
-  error?: string;
-}
+export type WorkerState = Schema<'Worker'>;
 
-export interface WorkersResponse {
-  engine: WorkerState;
-  sites: WorkerState[];
-}
+export type WorkersResponse = Schema<'ServerWorkers'>;
 
 export type Role = 'admin' | 'operator';
 
 /** GET /api/aegis/status: the master cipher of this deployment. */
-export interface AegisStatus {
-  configured: boolean;
-  unlocked: boolean;
-  algorithm: string;
-  kdf: { algorithm: string; time: number; memory_kib: number; threads: number } | null;
-  created_at: string | null;
-  rotated_at: string | null;
-}
+export type AegisStatus = Schema<'AegisStatus'>;
 
 /** POST /api/aegis/force_reset: both codes, shown once. */
-export interface ForceResetResult {
-  phase: BootstrapPhase;
-  recovery_code: string;
-  setup_code: string;
-}
+export type ForceResetResult = Schema<'ForceResetResponse'>;
 
 /** A user as the admin routes return it: the user object plus site scope and last sign-in. */
-export interface Operator extends User {
-  /** Assigned sites; empty for admins, who see every site. */
-  site_ids?: number[] | null;
-  last_login_at?: string | null;
-}
+export type Operator = Schema<'AccountEntry'>;
 
 export type MfaAction = 'enable' | 'disable' | 'reset';
 
-export interface SiteAssignments {
-  assignments: Record<string, number[] | null>;
-}
+export type SiteAssignments = Schema<'AssignmentsResponse'>;
 
 export type AuditEntry = Schema<'AuditEntry'>;
 
@@ -101,66 +64,20 @@ export type RoleMapping = Schema<'RoleMapping'>;
 
 export type SiteMapping = Schema<'SiteMapping'>;
 
-export interface DirectoryTestResult {
-  ok: boolean;
-  message: string;
-  tested_at: string;
-}
+export type DirectoryTestResult = Schema<'TestResult'>;
 
-export interface DirectoryProvider {
-  provider_id: number;
-  name: string;
-  kind: DirectoryKind;
-  host: string;
-  port: number;
-  base_dn: string;
-  user_filter: string;
-  username_attribute: string;
-  group_mode: DirectoryGroupMode;
-  group_base_dn: string;
-  group_member_attribute: string;
-  bind_dn: string;
-  has_bind_password: boolean;
-  ca_pem: string;
-  host_overrides: Record<string, string>;
-  role_mappings: RoleMapping[];
-  site_mappings: SiteMapping[];
-  enabled: boolean;
-  last_test: DirectoryTestResult | null;
-  cached_users: number;
-  created_at: string;
-  updated_at: string;
-}
+export type DirectoryProvider = Schema<'Provider'>;
 
 /** Create or update body: every field optional; bind_password is write-only. */
 export type DirectoryProviderInput = Partial<
   Omit<DirectoryProvider, 'provider_id' | 'has_bind_password' | 'last_test' | 'cached_users' | 'created_at' | 'updated_at'>
 > & { bind_password?: string };
 
-export interface PeerCertificate {
-  subject: string;
-  issuer: string;
-  sans: string[];
-  not_before: string;
-  not_after: string;
-  sha256_fingerprint: string;
-  pem: string;
-}
+export type PeerCertificate = Schema<'Certificate'>;
 
-export interface DirectoryLookup {
-  found: boolean;
-  dn: string;
-  attributes: Record<string, string[]>;
-  groups: string[];
-  role: '' | 'admin' | 'operator';
-  site_ids: number[];
-  password_ok: boolean | null;
-}
+export type DirectoryLookup = Schema<'Lookup'>;
 
-export interface DirectorySync {
-  checked: number;
-  disabled: string[];
-}
+export type DirectorySync = Schema<'Sync'>;
 
 export type DirectorySite = Schema<'DirectorySite'>;
 
@@ -170,19 +87,7 @@ export type DirectorySite = Schema<'DirectorySite'>;
 export type ConnectionType = 'Windows' | 'WinRM';
 export type CredentialType = 'Machine' | 'Domain';
 
-export interface Credential {
-  credential_id: number;
-  name: string;
-  connection_type: ConnectionType;
-  credential_type: CredentialType;
-  username: string;
-  domain: string | null;
-  site_id: number | null;
-  has_password: boolean;
-  secret_status: 'ok' | 'unreadable';
-  created_at: string;
-  updated_at: string;
-}
+export type Credential = Schema<'Credential'>;
 
 export interface CredentialInput {
   name: string;
@@ -196,12 +101,7 @@ export interface CredentialInput {
 }
 
 // Source-hosting token (docs/api.md "Source-hosting token and branch heads").
-export interface SourceTokenStatus {
-  has_token: boolean;
-  source: 'stored' | 'environment' | null;
-  secret_status: 'ok' | 'unreadable' | null;
-  rate_limit: { limit: number; remaining: number; reset_at: string } | null;
-}
+export type SourceTokenStatus = Schema<'TokenStatus'>;
 
 // Devices and inventory (SPEC "Device", "Devices and inventory"). Inventory
 // collections use agent/proto/inventory.go's field names; a collection that is
@@ -213,13 +113,7 @@ export type TrustState = 'active' | 'quarantined' | 'revoked';
 export type Device = Schema<'Device'>;
 
 /** Light metrics from the latest heartbeat. */
-export interface DeviceMetrics {
-  cpu_percent: number;
-  memory_used_bytes: number;
-  memory_total_bytes: number;
-  uptime_seconds: number;
-  logged_in_users: string[] | null;
-}
+export type DeviceMetrics = Schema<'Metrics'>;
 
 export type DeviceSummary = Schema<'DeviceSummary'>;
 
@@ -231,78 +125,26 @@ export type OSInfo = Schema<'OSInfo'>;
 
 export type NetIface = Schema<'NetIface'>;
 
-export interface DeviceSession {
-  username: string;
-  tty?: string;
-  remote?: string;
-  type?: string;
-  login_at?: string | null;
-  session_id?: string;
-  active: boolean;
-  helper_ready: boolean;
-}
+export type DeviceSession = Schema<'Session'>;
 
 export type Uptime = Schema<'Uptime'>;
 
-export interface SoftwareItem {
-  name: string;
-  version: string;
-  publisher?: string;
-  arch?: string;
-  source: string;
-  installed_at?: string | null;
-  size_bytes?: number;
-}
+export type SoftwareItem = Schema<'Software'>;
 
-export interface ServiceItem {
-  name: string;
-  display_name?: string;
-  state: string;
-  sub_state: string;
-  start_mode?: string;
-  description?: string;
-}
+export type ServiceItem = Schema<'Service'>;
 
-export interface ProcessItem {
-  pid: number;
-  ppid: number;
-  name: string;
-  user?: string;
-  command?: string;
-  cpu_percent: number;
-  rss_bytes: number;
-  started_at?: string | null;
-}
+export type ProcessItem = Schema<'Process'>;
 
 /** A normalized patch row (SPEC "Patch inventory row"). */
-export interface PatchRow {
-  patch_key: string;
-  kb?: string | null;
-  title: string;
-  state: 'pending' | 'installed' | string;
-  source: string;
-  package?: string | null;
-  installed_version?: string | null;
-  candidate_version?: string | null;
-  severity?: string | null;
-  installed_at?: string | null;
-}
+export type PatchRow = Schema<'Patch'>;
 
 export type RoleObserved = 'Healthy' | 'Unhealthy' | 'Recovering';
 
 /** One `system:<role>` row of the role health snapshot. */
-export interface RoleHealth {
-  key: string;
-  desired: string;
-  observed: RoleObserved | string;
-  last_checked_at: string | null;
-  last_healthy_at?: string | null;
-  last_error?: string | null;
-  recovery_attempts: number;
-  context?: Record<string, unknown> | null;
-  /** Set when the Engine already groups the row (for example "Agent Connection"). */
+export type RoleHealth = Schema<'Role'> & {
+  /** Set by the console when it flattens agent_health (for example "Agent Connection"). */
   group?: string | null;
-}
+};
 
 export interface Milestone {
   name: string;
@@ -321,43 +163,19 @@ export interface AgentStatus {
   last_error?: { message: string; at: string; source?: string } | null;
 }
 
-export interface DeviceDetails {
-  device: DeviceSummary;
-  hardware?: Hardware | null;
-  os?: OSInfo | null;
-  network?: NetIface[] | null;
-  sessions?: DeviceSession[] | null;
-  uptime?: Uptime | null;
-  software?: SoftwareItem[] | null;
-  services?: ServiceItem[] | null;
-  processes?: ProcessItem[] | null;
-  patches?: PatchRow[] | null;
+export type DeviceDetails = Omit<Schema<'DeviceDetails'>, 'last_status'> & {
+  /** The agent's last startup post, as it sent it (the document says only "any JSON"). */
+  last_status: AgentStatus | null;
+  /** agent_health flattened by endpoints.details. */
   roles?: RoleHealth[] | null;
-  /** The Engine's grouping of the role rows (flattened into roles by endpoints.details). */
-  agent_health?: { startup?: RoleHealth | null; agent_connection?: RoleHealth[] | null; roles?: RoleHealth[] | null } | null;
-  metrics?: DeviceMetrics | null;
-  last_status?: AgentStatus | null;
-}
+};
 
-export interface ActivityRow {
-  id: number | string;
-  kind: string;
-  summary: string;
-  actor: string | null;
-  status: string;
-  created_at: string;
-  finished_at: string | null;
-  metadata?: Record<string, unknown> | null;
-}
+export type ActivityRow = Schema<'Activity'>;
 
 export type TrustAction = 'quarantine' | 'unquarantine' | 'revoke' | 'purge';
 
 /** A trust action's answer: the device's new trust state ("purged" after a purge). */
-export interface TrustResult {
-  guid: string;
-  hostname?: string;
-  trust_state: TrustState | 'purged';
-}
+export type TrustResult = Schema<'Trust'>;
 
 // Device operations (the Engine relays each to the agent over its socket; a
 // device the agent is not connected for answers agent_socket_missing).
@@ -365,48 +183,21 @@ export interface TrustResult {
 export type ServiceAction = 'start' | 'stop' | 'restart';
 
 /** A row of GET /api/device/services/<hostname> (the live list). */
-export interface LiveService {
-  name: string;
-  display_name?: string;
-  state: string;
-  start_mode?: string;
-}
+export type LiveService = Schema<'ApiService'>;
 
 /** The service as it is after a start, stop or restart. */
-export interface ServiceActionResult {
-  name: string;
-  state: string;
-}
+export type ServiceActionResult = Schema<'ServiceState'>;
 
 /** A row of the live process list (names differ from the inventory's ProcessItem). */
-export interface LiveProcess {
-  pid: number;
-  name: string;
-  user?: string;
-  cpu_percent: number;
-  memory_bytes: number;
-  command_line?: string;
-}
+export type LiveProcess = Schema<'ApiProcess'>;
 
-export interface ProcessSnapshot {
-  captured_at: string;
-  processes: LiveProcess[] | null;
-}
+export type ProcessSnapshot = Schema<'Processes'>;
 
-export interface SoftwareRefreshResult {
-  software_count: number;
-  collected_at: string;
-}
+export type SoftwareRefreshResult = Schema<'SoftwareRefresh'>;
 
-export interface PatchInventory {
-  patches: PatchRow[] | null;
-  collected_at: string | null;
-}
+export type PatchInventory = Schema<'PatchList'>;
 
-export interface PatchRefreshResult {
-  patch_count: number;
-  collected_at: string;
-}
+export type PatchRefreshResult = Schema<'PatchRefresh'>;
 
 /** POST /api/shell/establish: ws_url is a same-origin path carrying a single-use token. */
 export type ShellSession = Schema<'ShellEstablishResp'>;
@@ -420,21 +211,7 @@ export type AutoApproval = Schema<'AutoApproval'>;
 
 export type EnrollmentCodeStatus = 'active' | 'expired' | 'used_up';
 
-export interface EnrollmentCode {
-  id: number;
-  /** null after a forced cipher reset (code_status "unreadable"): rotate it to get a new one. */
-  code: string | null;
-  site_id: number;
-  site_name?: string;
-  expires_at: string;
-  max_uses: number;
-  uses: number;
-  status: EnrollmentCodeStatus | string;
-  created_by: string;
-  created_at: string;
-  rotated_at: string | null;
-  code_status: 'ok' | 'unreadable' | string;
-}
+export type EnrollmentCode = Schema<'Code'>;
 
 export interface EnrollmentCodeInput {
   site_id: number;
@@ -444,26 +221,7 @@ export interface EnrollmentCodeInput {
 
 export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'enrolled';
 
-export interface DeviceApproval {
-  id: string;
-  hostname: string;
-  site_id: number;
-  site_name?: string;
-  status: ApprovalStatus | string;
-  fingerprint: string;
-  key_thumbprint: string;
-  operating_system: string;
-  agent_version: string;
-  remote_addr: string;
-  auto_approved: boolean;
-  /** The key belongs to a revoked, purged or quarantined device: only an administrator may approve. */
-  readmission: boolean;
-  requested_at: string;
-  expires_at: string;
-  decided_at: string | null;
-  decided_by: string | null;
-  device_guid: string | null;
-}
+export type DeviceApproval = Schema<'Approval'>;
 
 // Automation (docs/api.md "Assemblies", "Quick runs", "Scheduled jobs",
 // "Workflows", "Agent updates"). IDs of assemblies, jobs and workflows are
@@ -474,32 +232,9 @@ export type ScriptLanguage = 'bash' | 'sh' | 'python' | 'powershell' | 'cmd';
 
 export type ParameterType = 'string' | 'number' | 'boolean';
 
-export interface AssemblyParameter {
-  name: string;
-  label: string;
-  type: ParameterType;
-  default: string | number | boolean | null;
-  required: boolean;
-}
+export type AssemblyParameter = Schema<'Parameter'>;
 
-export interface Assembly {
-  id: number;
-  name: string;
-  kind: AssemblyKind;
-  /** Empty for kinds that have no language. */
-  language: ScriptLanguage | '';
-  description: string;
-  version: number;
-  /** Absent in lists. */
-  body?: string;
-  parameters: AssemblyParameter[] | null;
-  timeout_seconds: number;
-  body_sha256: string;
-  created_by: string;
-  created_at: string;
-  updated_by: string;
-  updated_at: string;
-}
+export type Assembly = Schema<'Assembly'>;
 
 export interface AssemblyInput {
   name: string;
@@ -511,14 +246,7 @@ export interface AssemblyInput {
   timeout_seconds: number;
 }
 
-export interface AssemblyVersion {
-  version: number;
-  language: ScriptLanguage | '';
-  timeout_seconds: number;
-  body_sha256: string;
-  created_by: string;
-  created_at: string;
-}
+export type AssemblyVersion = Schema<'Version'>;
 
 export type ParameterValues = Record<string, string | number | boolean>;
 
@@ -530,51 +258,12 @@ export type QuickRunInput =
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'canceled';
 export type RunResultStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped';
 
-export interface RunCounts {
-  pending: number;
-  running: number;
-  succeeded: number;
-  failed: number;
-  timed_out: number;
-  skipped: number;
-}
+export type RunCounts = Schema<'Counts'>;
 
-export interface RunResult {
-  guid: string;
-  hostname: string;
-  status: RunResultStatus;
-  exit_code: number | null;
-  stdout: string;
-  stderr: string;
-  stdout_truncated: boolean;
-  stderr_truncated: boolean;
-  error_code: string | null;
-  error_message: string | null;
-  duration_ms?: number | null;
-  started_at: string | null;
-  finished_at: string | null;
-}
+export type RunResult = Schema<'Result'>;
 
 /** A job run: a quick run, a scheduled job's run or a workflow step. Lists leave out the results. */
-export interface Run {
-  run_id: string;
-  kind: string;
-  status: RunStatus;
-  assembly_id: number | null;
-  assembly_name: string | null;
-  assembly_version: number | null;
-  language: ScriptLanguage | '' | null;
-  requested_by: string | null;
-  trigger: string | null;
-  scheduled_job_id: number | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  counts: RunCounts;
-  /** A scheduled job's run: the fire time the schedule gave it (null for reruns). */
-  scheduled_for?: string | null;
-  results?: RunResult[] | null;
-}
+export type Run = Schema<'Run'>;
 
 export type JobKind = 'script' | 'agent_maintenance' | 'workflow';
 
@@ -584,45 +273,13 @@ export type Schedule =
   | { type: 'interval'; every_seconds: number }
   | { type: 'manual' };
 
-export interface JobTargets {
-  devices: string[];
-  sites: number[];
-  /** Saved device filter IDs, evaluated when the job fires. */
-  filters: number[];
-}
+export type JobTargets = Schema<'Targets'>;
 
-export interface JobOptions {
-  run_when_online: boolean;
-  timeout_seconds: number;
-  stop_on_first_failure: boolean;
-}
+export type JobOptions = Schema<'Options'>;
 
-export interface JobLastRun {
-  run_id: string;
-  status: RunStatus;
-  started_at: string | null;
-  finished_at: string | null;
-}
+export type JobLastRun = Schema<'LastRun'>;
 
-export interface ScheduledJob {
-  id: number;
-  name: string;
-  kind: JobKind;
-  assembly_id: number | null;
-  assembly_name: string | null;
-  workflow_id: number | null;
-  parameters: ParameterValues | null;
-  targets: JobTargets;
-  schedule: Schedule;
-  options: JobOptions;
-  enabled: boolean;
-  created_by: string;
-  created_at: string;
-  updated_by: string;
-  updated_at: string;
-  next_run_at: string | null;
-  last_run: JobLastRun | null;
-}
+export type ScheduledJob = Schema<'Job'>;
 
 export interface ScheduledJobInput {
   name: string;
@@ -647,15 +304,7 @@ export interface WorkflowStep {
   timeout_seconds: number;
 }
 
-export interface Workflow {
-  id: number;
-  name: string;
-  description: string;
-  steps: WorkflowStep[] | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-}
+export type Workflow = Schema<'Flow'>;
 
 export interface WorkflowInput {
   name: string;
@@ -663,25 +312,9 @@ export interface WorkflowInput {
   steps: WorkflowStep[];
 }
 
-export interface WorkflowRunStep {
-  step_id: string;
-  status: RunStatus | 'skipped' | string;
-  /** The step's job run; absent until the step starts. */
-  run_id: string | null;
-}
+export type WorkflowRunStep = Schema<'StepRun'>;
 
-export interface WorkflowRun {
-  run_id: string;
-  workflow_id: number;
-  scheduled_job_id?: number | null;
-  status: RunStatus | string;
-  steps: WorkflowRunStep[] | null;
-  device_guids?: string[] | null;
-  created_at?: string;
-  started_at?: string | null;
-  finished_at?: string | null;
-  requested_by?: string | null;
-}
+export type WorkflowRun = Schema<'FlowsRun'>;
 
 export type AgentUpdatePhase =
   | 'accepted'
@@ -694,56 +327,18 @@ export type AgentUpdatePhase =
   | 'failed'
   | 'rolled_back';
 
-export interface AgentUpdateEvent {
-  phase: AgentUpdatePhase | string;
-  percent: number | null;
-  message: string;
-  captured_at: string;
-  received_at: string;
-}
+export type AgentUpdateEvent = Schema<'Event'>;
 
 export type AgentUpdateStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'rolled_back' | 'timed_out';
 
-export interface AgentUpdateOperation {
-  operation_id: string;
-  status: AgentUpdateStatus;
-  reason: 'operator' | 'hourly' | string;
-  requested_by: string | null;
-  from_build_id: string | null;
-  to_build_id: string | null;
-  artifact_id: string | null;
-  run_id: string | null;
-  scheduled_job_id: number | null;
-  /** The last phase the agent reported. */
-  phase?: AgentUpdatePhase | string | null;
-  failure_summary: string | null;
-  created_at: string;
-  started_at?: string | null;
-  finished_at: string | null;
-  events: AgentUpdateEvent[] | null;
-}
+export type AgentUpdateOperation = Schema<'Operation'>;
 
-export interface AgentUpdates {
-  active: AgentUpdateOperation | null;
-  history: AgentUpdateOperation[] | null;
-}
+export type AgentUpdates = Schema<'History'>;
 
-export interface AgentMaintenanceResult {
-  run_id: string;
-  operations: { guid: string; operation_id: string }[];
-}
+export type AgentMaintenanceResult = Schema<'Maintenance'>;
 
 /** A device's row in GET /api/devices/<guid>/job_runs. */
-export interface DeviceJobRun {
-  run_id: string;
-  scheduled_job_id: number | null;
-  scheduled_job_name: string | null;
-  kind: string;
-  status: RunResultStatus;
-  exit_code: number | null;
-  started_at: string | null;
-  finished_at: string | null;
-}
+export type DeviceJobRun = Schema<'DeviceRun'>;
 
 // ---- Issue 9: paged device list, device filters, saved views (docs/api.md
 // "Device filters", "Saved views"; /work/notes/contract9.md). One block so the
@@ -769,16 +364,7 @@ export interface FilterGroup {
 
 export type FilterNode = FilterGroup | FilterCondition;
 
-export interface DeviceFilter {
-  id: number;
-  name: string;
-  description: string;
-  filter: FilterGroup;
-  created_by: string;
-  created_at: string;
-  updated_by: string;
-  updated_at: string;
-}
+export type DeviceFilter = Schema<'Filter'>;
 
 export interface DeviceFilterInput {
   name: string;
@@ -789,46 +375,15 @@ export interface DeviceFilterInput {
 export type FilterValueType = 'string' | 'number' | 'version' | 'duration_seconds' | 'time' | 'cidr' | 'site_ids' | 'enum' | 'none';
 
 /** One filterable field of GET /api/device_filters/metadata. */
-export interface FilterFieldMeta {
-  field: string;
-  label: string;
-  group: string;
-  ops: string[];
-  value_type: FilterValueType;
-  /** Each op's value type where it differs from value_type (`none`: no value). */
-  op_value_types?: Record<string, FilterValueType> | null;
-  key_type: 'metadata_field' | 'software_name' | null;
-  values?: string[] | null;
-}
+export type FilterFieldMeta = Schema<'FieldInfo'>;
 
-export interface FilterMetadata {
-  fields: FilterFieldMeta[];
-  metadata_fields: { field_number: number; description: string }[] | null;
-  sites: { id: number; name: string }[] | null;
-}
+export type FilterMetadata = Schema<'FilterMetadata'>;
 
-export interface FilterPreview {
-  total: number;
-  devices: Device[] | null;
-}
+export type FilterPreview = Schema<'FilterPreview'>;
 
-export interface DeviceListViewSort {
-  column: string;
-  direction: 'asc' | 'desc';
-}
+export type DeviceListViewSort = Schema<'ViewSort'>;
 
-export interface DeviceListView {
-  id: number;
-  name: string;
-  columns: string[];
-  sort: DeviceListViewSort | null;
-  filter_id: number | null;
-  filter: FilterGroup | null;
-  shared: boolean;
-  owner: string;
-  created_at: string;
-  updated_at: string;
-}
+export type DeviceListView = Schema<'View'>;
 
 export interface DeviceListViewInput {
   name: string;
@@ -840,46 +395,20 @@ export interface DeviceListViewInput {
 }
 
 /** A row of GET /api/metadata_fields, as the grid's column chooser reads it. */
-export interface MetadataFieldDefinition {
-  field_number: number;
-  description: string;
-  reserved: boolean;
-  linked_assembly_id?: number | null;
-  updated_at?: string | null;
-  updated_by?: string;
-}
+export type MetadataFieldDefinition = Schema<'MetadataDefinition'>;
 // ---- end of issue 9 device grid block
 
 // Issue 9, console pages: metadata fields and the software audit
 // (/work contract "Metadata fields", "Software audit"; docs/api.md).
 
-export interface MetadataFieldDefinitions {
-  fields: MetadataFieldDefinition[];
-  value_max_length: number;
-}
+export type MetadataFieldDefinitions = Schema<'MetadataDefinitions'>;
 
 /** One of a device's 500 rows (GET /api/devices/<guid>/metadata_fields). */
-export interface DeviceMetadataField {
-  field_number: number;
-  description: string;
-  /** Decoded; '' when unset. */
-  value: string;
-  modified_at: string | null;
-  /** "agent", "operator:<username>" or "" when never set. */
-  source: string;
-}
+export type DeviceMetadataField = Schema<'MetadataValue'>;
 
 export type SoftwareAuditSort = 'name' | '-name' | 'device_count' | '-device_count';
 
 /** A name and version across the visible devices (GET /api/software/audit). */
-export interface SoftwareAuditRow {
-  name: string;
-  version: string;
-  publisher: string;
-  device_count: number;
-  icon_hash: string | null;
-  uninstall_blocked: boolean;
-  uninstall_override: boolean;
-}
+export type SoftwareAuditRow = Schema<'AuditRow'>;
 
 export type SoftwareAuditPage = Schema<'SoftwareAuditPage'>;

@@ -129,21 +129,6 @@ export default function ServerPage() {
         valueFormatter: (p) => num(p.value),
       },
       {
-        field: 'online_devices',
-        headerName: 'Online',
-        width: 95,
-        type: 'numericColumn',
-        valueFormatter: (p) => num(p.value),
-      },
-      {
-        field: 'connected_agents',
-        headerName: 'Agents',
-        headerTooltip: 'Agents with an open realtime connection to this worker',
-        width: 95,
-        type: 'numericColumn',
-        valueFormatter: (p) => num(p.value),
-      },
-      {
         field: 'recent_workflows',
         headerName: 'Workflows',
         headerTooltip: 'Workflows started on this queue in the chosen window',

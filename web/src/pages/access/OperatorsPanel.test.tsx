@@ -42,7 +42,7 @@ describe('sitesText', () => {
     expect(sitesText(ADMIN_OP, names)).toBe('All sites');
     expect(sitesText(operator('a'), names)).toBe('None');
     expect(sitesText(operator('a', { site_ids: [1, 2, 9] }), names)).toBe('#9, Branch, Head Office');
-    expect(sitesText(operator('a', { site_ids: null }), names)).toBe('None');
+    expect(sitesText(operator('a', { site_ids: [] }), names)).toBe('None');
   });
 });
 

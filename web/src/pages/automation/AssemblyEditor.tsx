@@ -77,7 +77,7 @@ function VersionDialog({ id, version, onClose }: { id: number; version: number; 
                 Parameters: {(a.parameters ?? []).map((p) => `${p.name} (${p.type}${p.required ? ', required' : ''})`).join(', ')}
               </Typography>
             )}
-            <CodeEditor label={`Body of version ${a.version}`} language={a.language} value={a.body ?? ''} readOnly minHeight={200} />
+            <CodeEditor label={`Body of version ${a.version}`} language={a.language as ScriptLanguage | ''} value={a.body ?? ''} readOnly minHeight={200} />
           </Stack>
         )}
       </DialogContent>

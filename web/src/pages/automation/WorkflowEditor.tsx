@@ -19,7 +19,7 @@ import ArrowDownwardIcon from '@mui/icons-material/ArrowDownward';
 import ArrowUpwardIcon from '@mui/icons-material/ArrowUpward';
 import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
 import { assemblies as assembliesApi, workflows as workflowsApi } from '../../api/endpoints';
-import type { StepCondition, Workflow, WorkflowInput, WorkflowStep } from '../../api/types';
+import type { ParameterValues, StepCondition, Workflow, WorkflowInput, WorkflowStep } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { apiFieldError, shownFields } from './fields';
 import { WORKFLOWS_QUERY } from './JobEditor';
@@ -58,7 +58,7 @@ export function WorkflowEditorDialog({ workflow, onClose }: { workflow?: Workflo
   const [name, setName] = useState(workflow?.name ?? '');
   const [description, setDescription] = useState(workflow?.description ?? '');
   const [steps, setSteps] = useState<WorkflowStep[]>(
-    workflow?.steps ?? [{ id: 's1', name: 'Step 1', assembly_id: null, parameters: {}, condition: 'always', timeout_seconds: 300 }],
+    workflow?.steps.map((s) => ({ ...s, parameters: s.parameters as ParameterValues, condition: s.condition as StepCondition })) ?? [{ id: 's1', name: 'Step 1', assembly_id: null, parameters: {}, condition: 'always', timeout_seconds: 300 }],
   );
   const [local, setLocal] = useState<Record<string, string>>({});
   const assembliesQuery = useQuery({ queryKey: [...ASSEMBLIES_QUERY, 'script'], queryFn: () => assembliesApi.list({ kind: 'script' }) });

@@ -15,6 +15,7 @@ export function assembly(id: number, name: string, extra: Partial<Assembly> = {}
     created_at: '2026-11-21T08:00:00Z',
     updated_by: 'admin',
     updated_at: '2026-11-21T08:00:00Z',
+    bundled: false,
     ...extra,
   };
 }
@@ -29,8 +30,10 @@ export function result(hostname: string, extra: Partial<RunResult> = {}): RunRes
     stderr: '',
     stdout_truncated: false,
     stderr_truncated: false,
-    error_code: null,
-    error_message: null,
+    error_code: '',
+    error_message: '',
+    duration_ms: null,
+    operation_id: '',
     started_at: null,
     finished_at: null,
     ...extra,
@@ -39,16 +42,17 @@ export function result(hostname: string, extra: Partial<RunResult> = {}): RunRes
 
 export function run(runId: string, results: RunResult[], extra: Partial<Run> = {}): Run {
   const counts = { pending: 0, running: 0, succeeded: 0, failed: 0, timed_out: 0, skipped: 0 };
-  for (const r of results) counts[r.status] += 1;
+  for (const r of results) (counts as Record<string, number>)[r.status] += 1;
   const finished = results.every((r) => !['pending', 'running'].includes(r.status));
   return {
     run_id: runId,
     kind: 'quick_run',
     status: finished ? (results.every((r) => r.status === 'succeeded') ? 'succeeded' : 'failed') : 'running',
     assembly_id: null,
-    assembly_name: null,
+    assembly_name: '',
     assembly_version: null,
     language: 'bash',
+    timeout_seconds: 300,
     requested_by: 'admin',
     trigger: 'operator',
     scheduled_job_id: null,
@@ -68,6 +72,8 @@ export function job(id: number, name: string, extra: Partial<ScheduledJob> = {})
     kind: 'script',
     assembly_id: 1,
     assembly_name: 'Disk report',
+    assembly_version: null,
+    filter_scope_site_ids: null,
     workflow_id: null,
     parameters: {},
     targets: { devices: ['guid-web-1'], sites: [], filters: [] },

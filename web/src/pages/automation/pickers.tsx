@@ -158,7 +158,7 @@ export function AssemblyPicker({
 export function defaultValues(params: AssemblyParameter[] | null | undefined): ParameterValues {
   const out: ParameterValues = {};
   for (const p of params ?? []) {
-    if (p.default !== null && p.default !== undefined && p.default !== '') out[p.name] = p.default;
+    if (p.default !== null && p.default !== undefined && p.default !== '') out[p.name] = p.default as string | number | boolean;
     else if (p.type === 'boolean') out[p.name] = false;
   }
   return out;

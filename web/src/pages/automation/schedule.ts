@@ -1,6 +1,25 @@
 // Schedules in words for the jobs grid, and the editor's form state.
 import type { Schedule } from '../../api/types';
+import type { Schema } from '../../api/typed';
 import { formatDateTime } from '../../components/format';
+
+/** A schedule as the Engine sends it: one object with the fields of its type. */
+export type WireSchedule = Schema<'Schedule'>;
+
+/** The wire schedule as the union its type names (an unknown type reads as manual). */
+export function scheduleOf(s: WireSchedule | Schedule): Schedule {
+  const w = s as WireSchedule;
+  switch (w.type) {
+    case 'once':
+      return { type: 'once', at: w.at ?? '' };
+    case 'cron':
+      return { type: 'cron', expression: w.expression ?? '', timezone: w.timezone ?? '' };
+    case 'interval':
+      return { type: 'interval', every_seconds: w.every_seconds ?? 0 };
+    default:
+      return { type: 'manual' };
+  }
+}
 
 const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 const pad = (n: string) => n.padStart(2, '0');
@@ -53,8 +72,9 @@ export function describeCron(expression: string): string {
   return `cron ${expression.trim()}`;
 }
 
-export function describeSchedule(s: Schedule | null | undefined): string {
-  if (!s) return '—';
+export function describeSchedule(wire: WireSchedule | Schedule | null | undefined): string {
+  if (!wire) return '—';
+  const s = scheduleOf(wire);
   switch (s.type) {
     case 'once':
       return `Once, ${formatDateTime(s.at)}`;
@@ -99,7 +119,8 @@ export function browserTimeZone(): string {
   }
 }
 
-export function scheduleToForm(s: Schedule | undefined): ScheduleForm {
+export function scheduleToForm(wire: WireSchedule | Schedule | undefined): ScheduleForm {
+  const s = wire && scheduleOf(wire);
   const hourFromNow = new Date(Date.now() + 3600_000);
   hourFromNow.setSeconds(0, 0);
   const form: ScheduleForm = {

@@ -17,7 +17,9 @@ import { InventoryGrid } from './InventoryGrid';
 import { deviceActivityKey } from './queries';
 
 const jobName = (row: ActivityRow) => {
-  const name = row.metadata?.scheduled_job_name;
+  // metadata is whatever JSON the activity's kind records.
+  const meta = row.metadata as Record<string, unknown> | null;
+  const name = meta?.scheduled_job_name;
   return typeof name === 'string' && name ? name : null;
 };
 

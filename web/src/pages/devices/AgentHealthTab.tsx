@@ -12,7 +12,7 @@ import type { AgentStatus, RoleHealth } from '../../api/types';
 import { formatDateTime } from '../../components/format';
 import { RelativeTime } from './chips';
 import { Facts, mono, NoneReported, Section } from './parts';
-import { AGENT_CONNECTION, contextEntries, groupRoles, roleName, worstObserved } from './roles';
+import { AGENT_CONNECTION, contextEntries, groupRoles, roleContext, roleName, worstObserved } from './roles';
 
 const OBSERVED_COLOR: Record<string, 'success' | 'warning' | 'error'> = {
   Healthy: 'success',
@@ -59,7 +59,7 @@ function RolesTable({ rows, label }: { rows: RoleHealth[]; label: string }) {
             <TableCell>
               <Box sx={{ fontWeight: 600 }}>{roleName(r.key)}</Box>
               <Box sx={{ ...mono, fontSize: 11, color: 'text.secondary' }}>{r.key}</Box>
-              <ContextList context={r.context} />
+              <ContextList context={roleContext(r)} />
             </TableCell>
             <TableCell>{r.desired || '—'}</TableCell>
             <TableCell>
@@ -165,7 +165,7 @@ export function AgentHealthTab({ roles, lastStatus }: { roles: RoleHealth[] | nu
                 ['Last healthy', <RelativeTime value={grouped.startup.last_healthy_at} />],
                 ['Recoveries', String(grouped.startup.recovery_attempts ?? 0)],
                 ['Last error', grouped.startup.last_error || 'None'],
-                ...contextEntries(grouped.startup.context),
+                ...contextEntries(roleContext(grouped.startup)),
               ]}
             />
             {lastStatus && <Milestones status={lastStatus} />}

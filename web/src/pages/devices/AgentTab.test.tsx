@@ -16,6 +16,8 @@ function op(id: string, extra: Partial<AgentUpdateOperation> = {}): AgentUpdateO
   return {
     operation_id: id,
     status: 'succeeded',
+    phase: 'completed',
+    started_at: '2026-11-21T08:00:00Z',
     reason: 'operator',
     requested_by: 'admin',
     from_build_id: 'v0.4.0-1-gaaaa',
@@ -23,13 +25,13 @@ function op(id: string, extra: Partial<AgentUpdateOperation> = {}): AgentUpdateO
     artifact_id: 'linux-amd64-0123456789abcdef',
     run_id: 'run-1',
     scheduled_job_id: null,
-    failure_summary: null,
+    failure_summary: '',
     created_at: '2026-11-21T08:00:00Z',
     finished_at: '2026-11-21T08:01:00Z',
     events: [
-      { phase: 'accepted', percent: null, message: 'update accepted', captured_at: '2026-11-21T08:00:01Z', received_at: '2026-11-21T08:00:01Z' },
+      { phase: 'accepted', percent: 0, message: 'update accepted', captured_at: '2026-11-21T08:00:01Z', received_at: '2026-11-21T08:00:01Z' },
       { phase: 'downloading', percent: 100, message: '12 MiB', captured_at: '2026-11-21T08:00:05Z', received_at: '2026-11-21T08:00:05Z' },
-      { phase: 'completed', percent: null, message: 'checked in on the new build', captured_at: '2026-11-21T08:00:40Z', received_at: '2026-11-21T08:00:40Z' },
+      { phase: 'completed', percent: 0, message: 'checked in on the new build', captured_at: '2026-11-21T08:00:40Z', received_at: '2026-11-21T08:00:40Z' },
     ],
     ...extra,
   };
@@ -38,10 +40,10 @@ function op(id: string, extra: Partial<AgentUpdateOperation> = {}): AgentUpdateO
 const FAILED = op('op-0', {
   status: 'rolled_back',
   reason: 'hourly',
-  requested_by: null,
+  requested_by: '',
   created_at: '2026-11-20T08:00:00Z',
   failure_summary: 'the new agent did not check in within 5 minutes; the previous binary was restored',
-  events: [{ phase: 'rolled_back', percent: null, message: 'restored previous binary', captured_at: '2026-11-20T08:06:00Z', received_at: '2026-11-20T08:06:00Z' }],
+  events: [{ phase: 'rolled_back', percent: 0, message: 'restored previous binary', captured_at: '2026-11-20T08:06:00Z', received_at: '2026-11-20T08:06:00Z' }],
 });
 
 function renderPage() {

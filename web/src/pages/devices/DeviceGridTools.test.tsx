@@ -11,8 +11,8 @@ const STRING_OPS = ['equals', 'not_equals', 'contains', 'not_contains', 'starts_
 
 const META: FilterMetadata = {
   fields: [
-    { field: 'hostname', label: 'Hostname', group: 'Device', ops: STRING_OPS, value_type: 'string', key_type: null, values: [] },
-    { field: 'status', label: 'Status', group: 'Device', ops: ['is', 'is_not'], value_type: 'enum', key_type: null, values: ['Connected', 'Disconnected', 'Offline'] },
+    { field: 'hostname', label: 'Hostname', group: 'Device', ops: STRING_OPS, value_type: 'string', key_type: null, op_value_types: {}, values: [] },
+    { field: 'status', label: 'Status', group: 'Device', ops: ['is', 'is_not'], value_type: 'enum', key_type: null, op_value_types: {}, values: ['Connected', 'Disconnected', 'Offline'] },
     {
       field: 'last_seen',
       label: 'Last seen',
@@ -20,9 +20,11 @@ const META: FilterMetadata = {
       ops: ['within_last', 'not_within_last', 'before', 'after', 'never'],
       value_type: 'duration_seconds',
       key_type: null,
+      op_value_types: {},
+      values: [],
     },
-    { field: 'ip_address', label: 'IP address', group: 'Network', ops: ['in_cidr', 'not_in_cidr'], value_type: 'cidr', key_type: null },
-    { field: 'metadata', label: 'Metadata field', group: 'Metadata', ops: STRING_OPS, value_type: 'string', key_type: 'metadata_field' },
+    { field: 'ip_address', label: 'IP address', group: 'Network', ops: ['in_cidr', 'not_in_cidr'], value_type: 'cidr', key_type: null, op_value_types: {}, values: [] },
+    { field: 'metadata', label: 'Metadata field', group: 'Metadata', ops: STRING_OPS, value_type: 'string', key_type: 'metadata_field', op_value_types: {}, values: [] },
   ],
   metadata_fields: [{ field_number: 12, description: 'Rack' }],
   sites: [

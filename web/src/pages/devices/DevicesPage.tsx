@@ -48,7 +48,7 @@ import {
 } from './deviceColumns';
 import { BLOCK_SIZE, makeDeviceDatasource, MAX_BLOCKS, type BlockResult } from './deviceDatasource';
 import { DEVICE_FILTERS_QUERY, FILTER_METADATA_QUERY, FilterPanel, type AppliedFilter } from './FilterPanel';
-import { countConditions, emptyGroup, withHostnameSearch } from './filterTree';
+import { countConditions, emptyGroup, groupOf, withHostnameSearch } from './filterTree';
 import { DEVICE_POLL_MS, onDeviceGridEvent } from './queries';
 import { readFilters, STATUS_LABEL, STATUS_TOKENS, writeFilters, type DeviceFilters, type StatusToken } from './status';
 import { DEVICE_VIEWS_QUERY, ViewsBar, type ViewState } from './ViewsBar';
@@ -266,13 +266,13 @@ export default function DevicesPage() {
         setApplied(null);
         return;
       }
-      let filter: AppliedFilter | null = v.filter ? { filterId: null, tree: v.filter, name: null } : null;
+      let filter: AppliedFilter | null = v.filter ? { filterId: null, tree: groupOf(v.filter), name: null } : null;
       if (v.filter_id) {
         filter = { filterId: v.filter_id, tree: emptyGroup(), name: null };
         try {
           const saved = await queryClient.fetchQuery({ queryKey: DEVICE_FILTERS_QUERY, queryFn: deviceFilters.list });
           const f = saved.find((x) => x.id === v.filter_id);
-          if (f) filter = { filterId: f.id, tree: f.filter, name: f.name };
+          if (f) filter = { filterId: f.id, tree: groupOf(f.filter), name: f.name };
         } catch {
           // The grid still filters by the ID; only the panel lacks the tree.
         }

@@ -22,7 +22,7 @@ import { describeError } from '../../components/errors';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { useNotify } from '../../toasts/notify';
 import { FilterBuilder } from './FilterBuilder';
-import { emptyGroup, localErrors, ROOT_PATH, sameTree, toApiTree } from './filterTree';
+import { emptyGroup, groupOf, localErrors, ROOT_PATH, sameTree, toApiTree } from './filterTree';
 
 export const PREVIEW_DEBOUNCE_MS = 400;
 export const DEVICE_FILTERS_QUERY = ['device-filters'] as const;
@@ -103,7 +103,7 @@ export function FilterPanel({ meta, applied, onApply }: PanelProps) {
     onError: (e) => setSaveErrors(treeErrors(e)),
   });
 
-  const unchangedSaved = loaded !== null && sameTree(loaded.filter, apiTree);
+  const unchangedSaved = loaded !== null && sameTree(groupOf(loaded.filter), apiTree);
   const apply = () =>
     onApply(
       draft.conditions.length === 0
@@ -123,7 +123,7 @@ export function FilterPanel({ meta, applied, onApply }: PanelProps) {
             const f = savedQuery.data?.find((x) => x.id === Number(e.target.value));
             if (!f) return;
             setLoaded(f);
-            setDraft(f.filter);
+            setDraft(groupOf(f.filter));
             setSaveErrors({});
           }}
           sx={{ minWidth: 240 }}

@@ -24,11 +24,12 @@ export const PROCESS_MAX_AGE_SECONDS = 60;
 
 const fromInventory = (p: ProcessItem): LiveProcess => ({
   pid: p.pid,
+  ppid: p.ppid,
   name: p.name,
-  user: p.user,
+  user: p.user ?? '',
   cpu_percent: p.cpu_percent,
   memory_bytes: p.rss_bytes,
-  command_line: p.command,
+  command_line: p.command ?? '',
 });
 
 interface RowOps {

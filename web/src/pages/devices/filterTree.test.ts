@@ -9,6 +9,8 @@ const F = (field: string, value_type: FilterFieldMeta['value_type'], ops: string
   ops,
   value_type,
   key_type,
+  op_value_types: {},
+  values: [],
 });
 const FIELDS = [
   F('hostname', 'string', ['contains', 'is_empty']),

@@ -3,6 +3,7 @@
 // the API's JSON paths (`filter.conditions[2].value`), so validation errors
 // from the Engine land on the node they name.
 import type { FilterCondition, FilterFieldMeta, FilterGroup, FilterNode, FilterValueType } from '../../api/types';
+import type { Schema } from '../../api/typed';
 
 export const ROOT_PATH = 'filter';
 export const MAX_DEPTH = 5;
@@ -11,6 +12,23 @@ export const MAX_CHILDREN = 50;
 export const isGroup = (n: FilterNode): n is FilterGroup => Array.isArray((n as FilterGroup).conditions);
 
 export const emptyGroup = (): FilterGroup => ({ match: 'all', conditions: [] });
+
+/**
+ * A saved tree as the Engine sends it (one node shape with the fields of a
+ * group or a condition) as the console's group and condition types. The
+ * Engine only stores trees that parsed, so the root is a group.
+ */
+export function groupOf(node: Schema<'Node'>): FilterGroup {
+  return { match: node.match === 'any' ? 'any' : 'all', conditions: (node.conditions ?? []).map(nodeOf) };
+}
+
+function nodeOf(node: Schema<'Node'>): FilterNode {
+  if (Array.isArray(node.conditions)) return groupOf(node);
+  const c: FilterCondition = { field: node.field ?? '', op: node.op ?? '' };
+  if (node.key !== undefined && node.key !== null) c.key = node.key as number | string;
+  if (node.value !== undefined) c.value = node.value;
+  return c;
+}
 
 export const childPath = (path: string, i: number) => `${path}.conditions[${i}]`;
 
@@ -57,7 +75,7 @@ export const opLabel = (op: string) => OP_LABELS[op] ?? op.replaceAll('_', ' ');
 /** What kind of value input the operator needs; a field's ops may differ (last_seen: seconds, a time or nothing). */
 export function valueKind(field: FilterFieldMeta | undefined, op: string): FilterValueType {
   if (!field) return 'none';
-  const declared = field.op_value_types?.[op];
+  const declared = field.op_value_types?.[op] as FilterValueType | undefined;
   if (declared) return declared;
   if (NO_VALUE_OPS.has(op)) return 'none';
   if (op === 'before' || op === 'after') return 'time';

@@ -1,5 +1,5 @@
 import { wireSummary } from '../../test/wire';
-import type { Device, DeviceDetails, RoleHealth } from '../../api/types';
+import type { Device, DeviceDetails, PatchRow, RoleHealth } from '../../api/types';
 
 export function device(hostname: string, extra: Partial<Device> = {}): Device {
   return {
@@ -24,6 +24,9 @@ export function device(hostname: string, extra: Partial<Device> = {}): Device {
 export function role(key: string, extra: Partial<RoleHealth> = {}): RoleHealth {
   return {
     key,
+    role: key.replace('system:', ''),
+    context: null,
+    updated_at: '2026-11-21T08:00:00Z',
     desired: 'running',
     observed: 'Healthy',
     last_checked_at: '2026-11-21T08:00:00Z',
@@ -31,6 +34,22 @@ export function role(key: string, extra: Partial<RoleHealth> = {}): RoleHealth {
     last_error: '',
     recovery_attempts: 0,
     ...extra,
+  };
+}
+
+/** A patch row with the fields a test does not care about empty, as the Engine sends them. */
+export function patch(p: Partial<PatchRow> & Pick<PatchRow, 'patch_key' | 'title' | 'state' | 'source'>): PatchRow {
+  return {
+    kb: '',
+    package: '',
+    installed_version: '',
+    candidate_version: '',
+    severity: '',
+    revision: 0,
+    update_id: '',
+    installed_at: null,
+    updated_at: '2026-11-21T08:00:00Z',
+    ...p,
   };
 }
 
@@ -48,6 +67,9 @@ export function bareDetails(hostname: string, extra: Partial<Device> = {}): Devi
     processes: null,
     patches: null,
     roles: null,
+    agent_health: { startup: null, agent_connection: [], roles: [] },
+    collected_at: null,
+    inventory_updated_at: null,
     metrics: null,
     last_status: null,
   };
@@ -57,6 +79,9 @@ export function bareDetails(hostname: string, extra: Partial<Device> = {}): Devi
 export function fullDetails(): DeviceDetails {
   return {
     device: wireSummary(device('web-1', { description: 'Front web server', metadata_fields: { '12': 'rack 4' } })),
+    agent_health: { startup: null, agent_connection: [], roles: [] },
+    collected_at: '2026-11-21T08:00:00Z',
+    inventory_updated_at: '2026-11-21T08:00:00Z',
     metrics: { cpu_percent: 12.5, memory_used_bytes: 2 * 1024 ** 3, memory_total_bytes: 8 * 1024 ** 3, uptime_seconds: 93600, logged_in_users: ['alice'] },
     os: { family: 'linux', name: 'Debian GNU/Linux 12 (bookworm)', id: 'debian', version: '12', kernel_version: '6.1.0-18-amd64', arch: 'amd64', hostname: 'web-1' },
     uptime: { boot_time: '2026-11-20T06:00:00Z', uptime_seconds: 93600, boot_id: 'boot-abc' },
@@ -84,8 +109,8 @@ export function fullDetails(): DeviceDetails {
     ],
     processes: [{ pid: 4242, ppid: 1, name: 'nginx', user: 'www-data', command: 'nginx: worker process', cpu_percent: 1.5, rss_bytes: 12 * 1024 ** 2 }],
     patches: [
-      { patch_key: 'apt:openssl', title: 'openssl security update', state: 'pending', source: 'apt', package: 'openssl', installed_version: '3.0.11-1', candidate_version: '3.0.13-1' },
-      { patch_key: 'apt:nginx', title: 'nginx', state: 'installed', source: 'apt', package: 'nginx', installed_version: '1.22.1-9' },
+      patch({ patch_key: 'apt:openssl', title: 'openssl security update', state: 'pending', source: 'apt', package: 'openssl', installed_version: '3.0.11-1', candidate_version: '3.0.13-1' }),
+      patch({ patch_key: 'apt:nginx', title: 'nginx', state: 'installed', source: 'apt', package: 'nginx', installed_version: '1.22.1-9' }),
     ],
     roles: [
       role('system:api_websocket', { context: { worker: 'site:hq' } }),

@@ -43,8 +43,14 @@ function isConnection(r: RoleHealth): boolean {
   return (CONNECTION_KEYS as readonly string[]).includes(r.key) || r.group === AGENT_CONNECTION;
 }
 
+/** A role's context: whatever object the agent reported for it (the document says "any JSON"). */
+export function roleContext(r: RoleHealth): Record<string, unknown> | null {
+  const c = r.context;
+  return c !== null && typeof c === 'object' && !Array.isArray(c) ? (c as Record<string, unknown>) : null;
+}
+
 function isStartup(r: RoleHealth): boolean {
-  return r.key === STARTUP_KEY && r.context?.context === 'startup';
+  return r.key === STARTUP_KEY && roleContext(r)?.context === 'startup';
 }
 
 export function groupRoles(rows: readonly RoleHealth[] | null | undefined): GroupedRoles {

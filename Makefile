@@ -50,6 +50,7 @@ WINE_TEST_PKGS := \
 	./agent/proto \
 	./agent/inventory \
 	./agent/ops \
+	./agent/registry \
 	./agent/service
 
 test-wine:
@@ -86,7 +87,7 @@ run-fuzz:
 test-web: web/node_modules
 	cd web && npm test
 
-# The Windows agent's spec runs it under Wine: run-tests.sh with no
+# The Windows agent's specs run it under Wine: run-tests.sh with no
 # package only prepares the prefix (.data/wine) and its shim.
 test-e2e: web/node_modules agents
 	scripts/wine/run-tests.sh

@@ -97,6 +97,12 @@ var statusByCode = map[string]int{
 	proto.CodeOpAlreadyRunning:       http.StatusConflict,
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
+	// Registry editor (docs/api.md "Registry").
+	proto.CodeUnsupportedPlatform:   http.StatusUnprocessableEntity,
+	proto.CodePathExists:            http.StatusConflict,
+	proto.CodeRegistryKeyNotFound:   http.StatusNotFound,
+	proto.CodeRegistryValueNotFound: http.StatusNotFound,
+	proto.CodeRegistryTypeInvalid:   http.StatusBadRequest,
 
 	// Automation (issue 11).
 	automation.ECodeAssemblyInUse:   http.StatusConflict,

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent"
 	agentfiles "github.com/cairn-rmm/cairn/agent/files"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
+	"github.com/cairn-rmm/cairn/agent/registry"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/agent/service"
@@ -96,6 +97,9 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		return err
 	}
 	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
+		return err
+	}
+	if err := registry.Register(handlers, registry.System(), log); err != nil {
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}

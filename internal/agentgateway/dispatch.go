@@ -241,6 +241,9 @@ var agentCodes = map[string]bool{
 	// file transfers (agent/proto/transfers.go)
 	proto.CodePathNotAbsolute: true, proto.CodePathInvalid: true, proto.CodePathNotFound: true,
 	proto.CodeNotADirectory: true, proto.CodeTransferNotFound: true,
+	// registry editor (agent/proto/registry.go)
+	proto.CodeUnsupportedPlatform: true, proto.CodePathExists: true, proto.CodeRegistryKeyNotFound: true,
+	proto.CodeRegistryValueNotFound: true, proto.CodeRegistryTypeInvalid: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

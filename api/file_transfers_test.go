@@ -717,10 +717,13 @@ func (f *fixture) forgetfulAgent(t *testing.T, admin string, site int64, hostnam
 
 // An agent that lost a transfer (it restarted) is asked again once the
 // transfer stalls, and the transfer completes; one that never works on it
-// fails the transfer transfer_stalled after three more requests.
+// fails the transfer transfer_stalled after three more requests. The stall
+// window is short for a test but long enough that the agent's real work on a
+// loaded machine (a re-sent request, a fetch, a rename) never looks stalled:
+// at 2 s the working agent was itself re-asked until its transfer failed.
 func TestFileTransferAskedAgainAfterStall(t *testing.T) {
 	t.Parallel()
-	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 2 * time.Second}
+	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 10 * time.Second}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
 	admin := f.admin(t)

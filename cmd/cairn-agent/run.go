@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	agentfiles "github.com/cairn-rmm/cairn/agent/files"
 	"io"
 	"log/slog"
 	"os"
@@ -69,6 +70,9 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
+		return err
+	}
+	if err := agentfiles.Register(handlers); err != nil {
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}

@@ -238,6 +238,10 @@ var agentCodes = map[string]bool{
 	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
 	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
 	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
+	// File management (issue 10).
+	proto.CodeFilePathNotAbsolute: true, proto.CodeFilePathInvalid: true, proto.CodeFilePathNotFound: true,
+	proto.CodeFilePathExists: true, proto.CodeFileNotDirectory: true, proto.CodeFileNotFile: true,
+	proto.CodeFileTooLarge: true, proto.CodeFileBinary: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

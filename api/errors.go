@@ -97,6 +97,16 @@ var statusByCode = map[string]int{
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 
+	// File management (issue 10): what the agent refused.
+	proto.CodeFilePathNotAbsolute: http.StatusBadRequest,
+	proto.CodeFilePathInvalid:     http.StatusBadRequest,
+	proto.CodeFilePathNotFound:    http.StatusNotFound,
+	proto.CodeFilePathExists:      http.StatusConflict,
+	proto.CodeFileNotDirectory:    http.StatusConflict,
+	proto.CodeFileNotFile:         http.StatusConflict,
+	proto.CodeFileTooLarge:        http.StatusRequestEntityTooLarge,
+	proto.CodeFileBinary:          http.StatusUnprocessableEntity,
+
 	// Automation (issue 11).
 	automation.ECodeAssemblyInUse:   http.StatusConflict,
 	scriptsign.ECodeRotationPending: http.StatusConflict,

@@ -33,6 +33,8 @@ type testAgent struct {
 	lastProof string
 	// scriptKeys are the script-signing keys enrollment handed out.
 	scriptKeys []string
+	// os is the operating system reported at enrollment ("": Debian).
+	os string
 }
 
 func (f *fixture) newAgent(t *testing.T, hostname string) *testAgent {
@@ -81,7 +83,11 @@ func (a *testAgent) request(t *testing.T, code string) response {
 	n := a.send(t, "POST", proto.PathEnrollNonce, nil, false, "")
 	require.Equal(t, 200, n.Status, n.Raw)
 	nonce := n.Body["nonce"].(string)
-	req := proto.EnrollRequest{Code: code, PublicKey: a.publicKey(), Hostname: a.hostname, OS: "Debian GNU/Linux 12",
+	osName := a.os
+	if osName == "" {
+		osName = "Debian GNU/Linux 12"
+	}
+	req := proto.EnrollRequest{Code: code, PublicKey: a.publicKey(), Hostname: a.hostname, OS: osName,
 		Fingerprint: a.fingerprint, AgentVersion: "test", Nonce: nonce}
 	req.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(a.key,
 		proto.EnrollSigningMessage(req.Nonce, req.Code, req.Hostname, req.Fingerprint, req.PublicKey)))

@@ -96,12 +96,18 @@ var statusByCode = map[string]int{
 	proto.CodeOpAlreadyRunning:       http.StatusConflict,
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
+	// Registry editor (docs/api.md "Registry").
+	proto.CodeUnsupportedPlatform:   http.StatusUnprocessableEntity,
+	proto.CodePathExists:            http.StatusConflict,
+	proto.CodeRegistryKeyNotFound:   http.StatusNotFound,
+	proto.CodeRegistryValueNotFound: http.StatusNotFound,
+	proto.CodeRegistryTypeInvalid:   http.StatusBadRequest,
 
-	// File management (issue 10): what the agent refused.
+	// File management (issue 10): what the agent refused (path_exists
+	// is the registry's CodePathExists above).
 	proto.CodeFilePathNotAbsolute: http.StatusBadRequest,
 	proto.CodeFilePathInvalid:     http.StatusBadRequest,
 	proto.CodeFilePathNotFound:    http.StatusNotFound,
-	proto.CodeFilePathExists:      http.StatusConflict,
 	proto.CodeFileNotDirectory:    http.StatusConflict,
 	proto.CodeFileNotFile:         http.StatusConflict,
 	proto.CodeFileTooLarge:        http.StatusRequestEntityTooLarge,

@@ -222,6 +222,7 @@ func New(d Deps) *Server {
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
 		s.fileRoutes(),
+		s.registryRoutes(),
 		s.shellRoutes(),
 		s.scriptSignRoutes(),
 		s.agentArtifactRoutes(),

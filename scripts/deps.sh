@@ -2,7 +2,8 @@
 # Installs the system packages Cairn needs, only when they are missing.
 #   scripts/deps.sh run   what `make run` needs (PostgreSQL server binaries)
 #   scripts/deps.sh test  plus oathtool (TOTP checks), Chromium (browser tests) and
-#                         slapd + ldap-utils (a private OpenLDAP for directory sign-in tests)
+#                         slapd + ldap-utils (a private OpenLDAP for directory sign-in tests),
+#                         wine64 + the mingw-w64 C compiler (the Windows agent's tests under Wine)
 # As root it uses apt-get; otherwise it prints the command to run.
 set -euo pipefail
 mode=${1:-test}
@@ -17,6 +18,8 @@ if [ "$mode" = test ]; then
   command -v oathtool >/dev/null 2>&1 || missing+=(oathtool)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   [ -x /usr/sbin/slapd ] || missing+=(slapd ldap-utils)
+  command -v wine64 >/dev/null 2>&1 || [ -x /usr/lib/wine/wine64 ] || missing+=(wine64)
+  command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || missing+=(gcc-mingw-w64-x86-64)
 fi
 for tool in go node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then

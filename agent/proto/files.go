@@ -28,7 +28,7 @@ const (
 	CodeFilePathNotAbsolute = "path_not_absolute"
 	CodeFilePathInvalid     = "path_invalid" // "..", NUL, device files, \\?\ and \\.\ namespaces
 	CodeFilePathNotFound    = "path_not_found"
-	CodeFilePathExists      = "path_exists"
+	CodeFilePathExists      = CodePathExists // shared with the registry editor
 	CodeFileNotDirectory    = "not_a_directory"
 	CodeFileNotFile         = "not_a_file"
 	CodeFileTooLarge        = "file_too_large"

@@ -53,8 +53,14 @@ func defaultHost() host {
 	}
 }
 
-// osPrettyName is os-release's PRETTY_NAME, or the Go OS name.
+// osPrettyName is os-release's PRETTY_NAME, or the Go OS name. On
+// Windows it is "Windows": under Wine /etc/os-release is the Linux host's
+// file, and the Engine decides from this name whether the registry editor
+// applies.
 func osPrettyName() string {
+	if runtime.GOOS == "windows" {
+		return "Windows"
+	}
 	f, err := os.Open("/etc/os-release")
 	if err != nil {
 		return runtime.GOOS

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
+	"github.com/cairn-rmm/cairn/agent/registry"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/agent/shell"
@@ -73,6 +74,9 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 		return err
 	}
 	if err := agentfiles.Register(handlers); err != nil {
+		return err
+	}
+	if err := registry.Register(handlers, registry.System(), log); err != nil {
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}

@@ -240,8 +240,11 @@ var agentCodes = map[string]bool{
 	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
 	// File management (issue 10).
 	proto.CodeFilePathNotAbsolute: true, proto.CodeFilePathInvalid: true, proto.CodeFilePathNotFound: true,
-	proto.CodeFilePathExists: true, proto.CodeFileNotDirectory: true, proto.CodeFileNotFile: true,
+	proto.CodeFileNotDirectory: true, proto.CodeFileNotFile: true,
 	proto.CodeFileTooLarge: true, proto.CodeFileBinary: true,
+	// registry editor (agent/proto/registry.go)
+	proto.CodeUnsupportedPlatform: true, proto.CodePathExists: true, proto.CodeRegistryKeyNotFound: true,
+	proto.CodeRegistryValueNotFound: true, proto.CodeRegistryTypeInvalid: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

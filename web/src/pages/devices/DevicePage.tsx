@@ -34,6 +34,7 @@ import {
 import { MetadataTab } from './MetadataTab';
 import { ProcessesTab } from './ProcessesTab';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
+import { RegistryTab } from './registry/RegistryTab';
 import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
 
@@ -50,13 +51,15 @@ type TabKey =
   | 'sessions'
   | 'patches'
   | 'terminal'
+  | 'registry'
   | 'activity'
   | 'metadata'
   | 'agent'
   | 'agent-health';
 
 /** The tabs in order; the key is the URL segment (/devices/<hostname>/<key>). */
-const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: string) => ReactNode }[] = [
+// when: the tab is shown only for devices it applies to.
+const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: string) => ReactNode; when?: (d: DeviceDetails) => boolean }[] = [
   { key: 'summary', label: 'Summary', render: (d) => <SummaryTab details={d} /> },
   { key: 'hardware', label: 'Hardware', render: (d) => <HardwareTab details={d} /> },
   { key: 'network', label: 'Network', render: (d) => <NetworkTab network={d.network} /> },
@@ -74,11 +77,17 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
       </Suspense>
     ),
   },
+  { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: isWindows },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'metadata', label: 'Metadata', render: (d, hostname) => <MetadataTab guid={d.device.guid} hostname={hostname} /> },
   { key: 'agent', label: 'Agent', render: (d) => <AgentTab device={d.device} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];
+
+/** The Engine's rule (api/routes_registry.go): the reported operating system says Windows. */
+function isWindows(d: DeviceDetails): boolean {
+  return /windows/i.test(d.device.operating_system ?? '') || d.os?.family === 'windows';
+}
 
 function isTab(value: string | undefined): value is TabKey {
   return TABS.some((t) => t.key === value);
@@ -148,7 +157,8 @@ export default function DevicePage() {
 
   const details = query.data;
   const d = details.device;
-  const activeTab = TABS.find((t) => t.key === current)!;
+  const tabs = TABS.filter((t) => !t.when || t.when(details));
+  const activeTab = tabs.find((t) => t.key === current) ?? tabs[0];
 
   return (
     <Box>
@@ -211,18 +221,18 @@ export default function DevicePage() {
       {/* A failed background refresh keeps the last data on screen and says so. */}
       {query.isError && <ErrorAlert error={query.error} />}
       <Tabs
-        value={current}
+        value={activeTab.key}
         onChange={(_, next: TabKey) => navigate(next === 'summary' ? base : `${base}/${next}`)}
         aria-label="Device"
         variant="scrollable"
         scrollButtons="auto"
         sx={{ mb: 2, minHeight: 40, borderBottom: 1, borderColor: 'divider', '& .MuiTab-root': { minHeight: 40, py: 1 } }}
       >
-        {TABS.map((t) => (
+        {tabs.map((t) => (
           <Tab key={t.key} value={t.key} label={t.label} id={`device-tab-${t.key}`} aria-controls="device-tabpanel" />
         ))}
       </Tabs>
-      <Box role="tabpanel" id="device-tabpanel" aria-labelledby={`device-tab-${current}`}>
+      <Box role="tabpanel" id="device-tabpanel" aria-labelledby={`device-tab-${activeTab.key}`}>
         {activeTab.render(details, d.hostname)}
       </Box>
       {trustAction && (

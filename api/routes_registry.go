@@ -1,0 +1,168 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/registry"
+)
+
+// registryRoutes are the registry editor (SPEC "Registry", docs/api.md
+// "Registry"): each request is a DeviceOperation (registry_management_request)
+// on a Windows device, checked here with the agent's own rules
+// (agent/registry) before anything starts.
+func (s *Server) registryRoutes() []Route {
+	const base = "/api/device/registry/{hostname}"
+	codes := []string{proto.CodeUnsupportedPlatform, proto.CodeRegistryKeyNotFound}
+	mutation := append(codes, proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
+	return []Route{
+		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(proto.CodeUnsupportedPlatform)},
+		{"GET", base + "/children", AuthToken, getAction(s, s.registryChildren).
+			Query(QueryParam{Name: "path", Type: "string", Description: `registry path, e.g. HKLM\Software`, Required: true}).
+			Errors(codes...)},
+		{"POST", base + "/key/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyCreate).Errors(mutation...)},
+		{"POST", base + "/key/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyRename).Errors(mutation...)},
+		{"POST", base + "/key/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyDelete).Errors(mutation...)},
+		{"POST", base + "/value/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueCreate).Errors(mutation...)},
+		{"POST", base + "/value/update", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueUpdate).Errors(mutation...)},
+		{"POST", base + "/value/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueDelete).Errors(mutation...)},
+	}
+}
+
+type registryKeyReq struct {
+	Path string `json:"path"`
+}
+
+type registryKeyRenameReq struct {
+	Path    string `json:"path"`
+	NewName string `json:"new_name"`
+}
+
+type registryValueReq struct {
+	Path  string              `json:"path"`
+	Value proto.RegistryValue `json:"value"`
+}
+
+type registryValueDeleteReq struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+func (q *registryKeyReq) validate() error {
+	return registryCheck(proto.RegistryRequest{Action: proto.RegistryKeyCreate, Path: q.Path})
+}
+
+func (q *registryKeyRenameReq) validate() error {
+	return registryCheck(proto.RegistryRequest{Action: proto.RegistryKeyRename, Path: q.Path, NewName: q.NewName})
+}
+
+func (q *registryValueReq) validate() error {
+	return registryCheck(proto.RegistryRequest{Action: proto.RegistryValueCreate, Path: q.Path, Value: &q.Value})
+}
+
+func (q *registryValueDeleteReq) validate() error {
+	return registryCheck(proto.RegistryRequest{Action: proto.RegistryValueDelete, Path: q.Path,
+		Value: &proto.RegistryValue{Name: q.Name}})
+}
+
+// registryCheck applies the agent's checks; a refusal is validation_failed
+// naming the field.
+func registryCheck(req proto.RegistryRequest) error {
+	_, _, err := registry.Check(req)
+	var fe *registry.FieldError
+	if errors.As(err, &fe) {
+		var v cairn.Validation
+		v.Add(fe.Field, strings.TrimPrefix(fe.Message, fe.Field+": "))
+		return v.Err()
+	}
+	return err
+}
+
+// registryOperate refuses a device that is not Windows (from the
+// operating system it reports) before any operation starts, then runs
+// the request on the agent and decodes its answer into out.
+func (s *Server) registryOperate(r *http.Request, req proto.RegistryRequest, summary string, out any) error {
+	ctx, hostname := r.Context(), pathParam(r, "hostname")
+	d, err := s.Devices.ByHostname(ctx, principal(ctx).SiteScope(), hostname)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(strings.ToLower(d.OperatingSystem), "windows") {
+		return cairn.Errorf(proto.CodeUnsupportedPlatform, "%s runs %q: the registry exists only on Windows devices",
+			d.Hostname, d.OperatingSystem)
+	}
+	if e := auditFrom(r); e != nil && req.Path != "" {
+		e.Target = "hostname=" + d.Hostname + " path=" + req.Path
+	}
+	res, err := s.operate(ctx, hostname, proto.EventRegistryManagement, req, "registry_"+req.Action, summary)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(res.Payload, out); err != nil {
+		return fmt.Errorf("decode registry answer: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) registryRoots(r *http.Request) (proto.RegistryRootsResult, error) {
+	var out proto.RegistryRootsResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryRoots}, "List registry roots", &out)
+	return out, err
+}
+
+func (s *Server) registryChildren(r *http.Request) (proto.RegistryChildrenResult, error) {
+	req := proto.RegistryRequest{Action: proto.RegistryChildren, Path: r.URL.Query().Get("path")}
+	if err := registryCheck(req); err != nil {
+		return proto.RegistryChildrenResult{}, err
+	}
+	var out proto.RegistryChildrenResult
+	err := s.registryOperate(r, req, "List registry key "+req.Path, &out)
+	return out, err
+}
+
+func (s *Server) registryKeyCreate(r *http.Request, q registryKeyReq) (proto.RegistryKeyResult, error) {
+	var out proto.RegistryKeyResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryKeyCreate, Path: q.Path},
+		"Create registry key "+q.Path, &out)
+	return out, err
+}
+
+func (s *Server) registryKeyRename(r *http.Request, q registryKeyRenameReq) (proto.RegistryKeyResult, error) {
+	var out proto.RegistryKeyResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryKeyRename, Path: q.Path, NewName: q.NewName},
+		"Rename registry key "+q.Path+" to "+q.NewName, &out)
+	return out, err
+}
+
+func (s *Server) registryKeyDelete(r *http.Request, q registryKeyReq) (proto.RegistryKeyResult, error) {
+	var out proto.RegistryKeyResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryKeyDelete, Path: q.Path},
+		"Delete registry key "+q.Path, &out)
+	return out, err
+}
+
+func (s *Server) registryValueCreate(r *http.Request, q registryValueReq) (proto.RegistryValueResult, error) {
+	var out proto.RegistryValueResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryValueCreate, Path: q.Path, Value: &q.Value},
+		fmt.Sprintf("Create registry value %q (%s) in %s", q.Value.Name, q.Value.Type, q.Path), &out)
+	return out, err
+}
+
+func (s *Server) registryValueUpdate(r *http.Request, q registryValueReq) (proto.RegistryValueResult, error) {
+	var out proto.RegistryValueResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryValueUpdate, Path: q.Path, Value: &q.Value},
+		fmt.Sprintf("Set registry value %q (%s) in %s", q.Value.Name, q.Value.Type, q.Path), &out)
+	return out, err
+}
+
+func (s *Server) registryValueDelete(r *http.Request, q registryValueDeleteReq) (proto.RegistryValueResult, error) {
+	var out proto.RegistryValueResult
+	err := s.registryOperate(r, proto.RegistryRequest{Action: proto.RegistryValueDelete, Path: q.Path,
+		Value: &proto.RegistryValue{Name: q.Name}}, fmt.Sprintf("Delete registry value %q in %s", q.Name, q.Path), &out)
+	return out, err
+}

@@ -34,8 +34,13 @@ func askWindows(t *testing.T, q proto.FileRequest) (json.RawMessage, string) {
 // test-wine): drive roots, backslash paths, case-insensitive conflicts
 // and the namespaces refused.
 func TestWindowsFiles(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Readme.TXT"), []byte("hi"), 0o644))
+	// Not t.TempDir: its cleanup (os.RemoveAll) fails under Wine with
+	// "Invalid function"; one file and its directory go with os.Remove.
+	dir, err := os.MkdirTemp("", "cairn-files-")
+	require.NoError(t, err)
+	file := filepath.Join(dir, "Readme.TXT")
+	t.Cleanup(func() { _ = os.Remove(file); _ = os.Remove(dir) })
+	require.NoError(t, os.WriteFile(file, []byte("hi"), 0o644))
 
 	b, c := askWindows(t, proto.FileRequest{Action: proto.FileActionRoots})
 	require.Empty(t, c)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,6 +86,10 @@ func TestFileManagement(t *testing.T) {
 
 	// The agent's refusals, with their codes.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin"), []byte{0, 1, 2}, 0o644))
+	// Deleting is refused on a FIFO of our own, never tried on /dev/null: a
+	// regressed guard running as root would remove the machine's /dev/null.
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), []byte(strings.Repeat("a", proto.MaxTextBytes+1)), 0o644))
 	for _, c := range []struct {
 		method, path string
@@ -99,13 +104,13 @@ func TestFileManagement(t *testing.T) {
 		{"GET", base + "/children" + q(dir+"/none"), nil, 404, "path_not_found"},
 		{"GET", base + "/children" + q(dir+"/bin"), nil, 409, "not_a_directory"},
 		{"POST", base + "/mkdir", map[string]any{"path": dir + "/copy"}, 409, "path_exists"},
-		{"POST", base + "/delete", map[string]any{"paths": []string{"/dev/null"}}, 400, "path_invalid"},
+		{"POST", base + "/delete", map[string]any{"paths": []string{fifo}}, 400, "path_invalid"},
 	} {
 		r := f.do(t, c.method, c.path, admin, c.body)
 		require.Equal(t, c.status, r.Status, r.Raw)
 		require.Equal(t, c.code, r.Body["error"], r.Raw)
 	}
-	require.FileExists(t, "/dev/null")
+	require.FileExists(t, fifo)
 
 	r = f.do(t, "GET", "/api/device/activity/files-01?limit=200", admin, nil)
 	require.Equal(t, 200, r.Status, r.Raw)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,6 +125,11 @@ func TestFileRefusals(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin"), []byte{'a', 0, 'b'}, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), []byte(strings.Repeat("a", proto.MaxTextBytes+1)), 0o644))
+	// Mutations are refused on a FIFO of our own, never on /dev/null: a
+	// regressed guard running as root would replace or remove the
+	// machine's /dev/null.
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	for _, c := range []struct {
 		q    proto.FileRequest
 		code string
@@ -139,13 +145,15 @@ func TestFileRefusals(t *testing.T) {
 		{proto.FileRequest{Action: proto.FileActionReadText, Path: dir + "/big"}, proto.CodeFileTooLarge},
 		{proto.FileRequest{Action: proto.FileActionWriteText, Path: dir + "/w", Content: "a\x00"}, proto.CodeFileBinary},
 		{proto.FileRequest{Action: proto.FileActionWriteText, Path: dir + "/w", Content: strings.Repeat("a", proto.MaxTextBytes+1)}, proto.CodeFileTooLarge},
-		{proto.FileRequest{Action: proto.FileActionWriteText, Path: "/dev/null", Content: "x"}, proto.CodeFilePathInvalid},
+		{proto.FileRequest{Action: proto.FileActionWriteText, Path: fifo, Content: "x"}, proto.CodeFilePathInvalid},
+		{proto.FileRequest{Action: proto.FileActionReadText, Path: fifo}, proto.CodeFilePathInvalid},
 		{proto.FileRequest{Action: proto.FileActionWriteText, Path: dir + "/none/w", Content: "x"}, proto.CodeFilePathNotFound},
-		{proto.FileRequest{Action: proto.FileActionDelete, Paths: []string{"/dev/null"}}, proto.CodeFilePathInvalid},
+		{proto.FileRequest{Action: proto.FileActionDelete, Paths: []string{fifo}}, proto.CodeFilePathInvalid},
+		{proto.FileRequest{Action: proto.FileActionRename, Path: fifo, NewName: "x"}, proto.CodeFilePathInvalid},
 		{proto.FileRequest{Action: "chmod"}, proto.CodeOpUnsupported},
 	} {
 		_, got := ask[json.RawMessage](t, c.q)
 		require.Equal(t, c.code, got, "%+v", c.q.Action+" "+c.q.Path)
 	}
-	require.FileExists(t, "/dev/null")
+	require.FileExists(t, fifo)
 }

@@ -51,7 +51,8 @@ WINE_TEST_PKGS := \
 	./agent/inventory \
 	./agent/ops \
 	./agent/registry \
-	./agent/service
+	./agent/service \
+	./agent/files
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)

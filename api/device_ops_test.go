@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent/files"
 	"github.com/cairn-rmm/cairn/agent/inventory"
 	"github.com/cairn-rmm/cairn/agent/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -49,6 +50,7 @@ func (f *fixture) opsAgent(t *testing.T, admin string, site int64, hostname stri
 	handlers := runtime.NewHandlers()
 	inv := inventory.New(roles.New(time.Now), inventory.Options{InitDir: o.initDir, InitScripts: true})
 	require.NoError(t, ops.Register(handlers, ops.Options{Inventory: inv, Grace: 5 * time.Second}))
+	require.NoError(t, files.Register(handlers, files.Options{}))
 	o.conn = a.connect(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -104,6 +104,16 @@ var statusByCode = map[string]int{
 	proto.CodeRegistryValueNotFound: http.StatusNotFound,
 	proto.CodeRegistryTypeInvalid:   http.StatusBadRequest,
 
+	// File management (issue 10): what the agent refused (path_exists
+	// is the registry's CodePathExists above).
+	proto.CodeFilePathNotAbsolute: http.StatusBadRequest,
+	proto.CodeFilePathInvalid:     http.StatusBadRequest,
+	proto.CodeFilePathNotFound:    http.StatusNotFound,
+	proto.CodeFileNotDirectory:    http.StatusConflict,
+	proto.CodeFileNotFile:         http.StatusConflict,
+	proto.CodeFileTooLarge:        http.StatusRequestEntityTooLarge,
+	proto.CodeFileBinary:          http.StatusUnprocessableEntity,
+
 	// Automation (issue 11).
 	automation.ECodeAssemblyInUse:   http.StatusConflict,
 	scriptsign.ECodeRotationPending: http.StatusConflict,
@@ -118,8 +128,8 @@ var statusByCode = map[string]int{
 	// Agent updates (docs/api.md "Agent updates").
 	agentupdates.ECodeUpdateInProgress: http.StatusConflict,
 
-	// File transfers (docs/api.md "File transfers"); the path codes are
-	// what agents answer a transfer's request with.
+	// File transfers (docs/api.md "File transfers"); agents answer a
+	// transfer's request with the file manager's path codes (below).
 	transfers.ECodeTransferNotFound:  http.StatusNotFound,
 	transfers.ECodeTransferCancelled: http.StatusConflict,
 	transfers.ECodeTransferEnded:     http.StatusConflict,
@@ -128,10 +138,6 @@ var statusByCode = map[string]int{
 	transfers.ECodeChecksumMismatch:  http.StatusUnprocessableEntity,
 	transfers.ECodeUploadTooLarge:    http.StatusRequestEntityTooLarge,
 	transfers.ECodeTransferStalled:   http.StatusGatewayTimeout,
-	proto.CodePathNotAbsolute:        http.StatusBadRequest,
-	proto.CodePathInvalid:            http.StatusBadRequest,
-	proto.CodePathNotFound:           http.StatusNotFound,
-	proto.CodeNotADirectory:          http.StatusConflict,
 
 	// Remote shell (docs/api.md "Remote shell").
 	shells.ECodeTokenInvalid:   http.StatusForbidden,

@@ -226,6 +226,7 @@ func New(d Deps) *Server {
 		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
 		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
 		s.deviceOpRoutes(),
+		s.fileRoutes(),
 		s.registryRoutes(),
 		s.shellRoutes(),
 		s.scriptSignRoutes(),

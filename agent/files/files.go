@@ -1,87 +1,418 @@
-// Package files answers the Engine's file_management_request. This part
-// (transfer*.go) does the actions upload and download: the agent accepts
-// the request at once and then moves the bytes through the transfer
-// callbacks (agent/proto/transfers.go; docs/agent.md "File transfers"),
-// never over the realtime socket. The file manager's other actions (list,
-// read, rename, ...) are served by the files part of this package.
 package files
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"sync"
-	"time"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/runtime"
 )
 
-// Caller is the Device access transfers need: JSON calls, streamed GETs and
-// streamed POSTs. *runtime.Tokens is one (its DPoP proofs and dialer, so
-// server_ip_fallback applies to transfers as to every Engine connection).
-type Caller interface {
-	runtime.Caller
-	Open(ctx context.Context, path string) (io.ReadCloser, error)
-	Send(ctx context.Context, method, path string, body io.Reader, prepare func(*http.Request), out any) error
+func refuse(code, format string, args ...any) *proto.Error {
+	return &proto.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Options configure the handler. Zero values take the defaults.
-type Options struct {
-	Logger *slog.Logger
-	// ProgressInterval is how often a running transfer reports progress
-	// (and so learns of a cancel): 1 s.
-	ProgressInterval time.Duration
-	// RetryWindow is how long a transfer keeps retrying an Engine it
-	// cannot reach (restarting, failing over) before it gives up: 10 min.
-	RetryWindow time.Duration
+// osError classifies a failed file-system call.
+func osError(p string, err error) *proto.Error {
+	var pe *proto.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, fs.ErrNotExist):
+		return refuse(proto.CodeFilePathNotFound, "%s does not exist", p)
+	case errors.Is(err, fs.ErrExist):
+		return refuse(proto.CodeFilePathExists, "%s already exists", p)
+	case errors.Is(err, fs.ErrPermission):
+		return refuse(proto.CodeOpPermission, "%s: permission denied", p)
+	case errors.Is(err, syscall.ENOTDIR):
+		return refuse(proto.CodeFileNotDirectory, "%s: a component is not a directory", p)
+	default:
+		return refuse(proto.CodeOpFailed, "%s: %v", p, err)
+	}
 }
 
-// Defaults of Options.
-const (
-	DefaultProgressInterval = time.Second
-	DefaultRetryWindow      = 10 * time.Minute
-)
-
-// Register adds the file_management_request handler to h.
-func Register(h *runtime.Handlers, opts Options) error {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+// lstat checks a path and answers its own information (not a link's
+// target's); device files, pipes and sockets are refused.
+func (s *server) lstat(raw string) (string, fs.FileInfo, error) {
+	p, err := CleanPath(s.goos, raw)
+	if err != nil {
+		return "", nil, err
 	}
-	if opts.ProgressInterval <= 0 {
-		opts.ProgressInterval = DefaultProgressInterval
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return p, nil, osError(p, err)
 	}
-	if opts.RetryWindow <= 0 {
-		opts.RetryWindow = DefaultRetryWindow
+	if fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeIrregular) != 0 {
+		return p, nil, refuse(proto.CodeFilePathInvalid, "%s is a device file, pipe or socket", p)
 	}
-	s := &server{opts: opts, log: opts.Logger, running: map[string]bool{}}
-	return h.Register(proto.EventFileManagement, s.files)
+	return p, fi, nil
 }
 
-type server struct {
-	opts Options
-	log  *slog.Logger
-
-	mu      sync.Mutex
-	running map[string]bool // transfer IDs this process works on
-	wg      sync.WaitGroup
+func entry(p string, fi fs.FileInfo) proto.FileEntry {
+	e := proto.FileEntry{Name: fi.Name(), Path: p, Type: proto.FileTypeFile, Size: fi.Size(), ModifiedAt: fi.ModTime().UTC()}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Type = proto.FileTypeSymlink
+	case fi.IsDir():
+		e.Type, e.Size = proto.FileTypeDir, 0
+	}
+	return e
 }
 
-// files dispatches on the request's action, one case per action.
-func (s *server) files(ctx context.Context, call runtime.Caller, raw json.RawMessage) (any, error) {
-	var head struct {
-		Action string `json:"action"`
+func (s *server) entryOf(p string) (proto.FileEntry, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return proto.FileEntry{}, osError(p, err)
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "the file management request is malformed"}
+	e := entry(p, fi)
+	if _, name, ok := Parent(s.goos, p); ok {
+		e.Name = name
 	}
-	switch head.Action {
-	case proto.FileActionUpload:
-		return s.upload(ctx, call, raw)
-	case proto.FileActionDownload:
-		return s.download(ctx, call, raw)
+	return e, nil
+}
+
+func (s *server) dir(raw string) (string, error) {
+	p, fi, err := s.lstat(raw)
+	if err != nil {
+		return "", err
 	}
-	return nil, &proto.Error{Code: proto.CodeOpUnsupported, Message: "this agent does not know the file action " + head.Action}
+	if !fi.IsDir() {
+		return "", refuse(proto.CodeFileNotDirectory, "%s is not a directory", p)
+	}
+	return p, nil
+}
+
+func (s *server) list(raw string) (proto.FileList, error) {
+	p, err := s.dir(raw)
+	if err != nil {
+		return proto.FileList{}, err
+	}
+	des, err := os.ReadDir(p)
+	if err != nil {
+		return proto.FileList{}, osError(p, err)
+	}
+	out := proto.FileList{Path: p, Entries: []proto.FileEntry{}}
+	for _, de := range des {
+		if len(out.Entries) == proto.MaxListEntries {
+			out.Truncated = true
+			break
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		out.Entries = append(out.Entries, entry(JoinPath(s.goos, p, de.Name()), fi))
+	}
+	sort.Slice(out.Entries, func(i, j int) bool {
+		a, b := out.Entries[i], out.Entries[j]
+		if (a.Type == proto.FileTypeDir) != (b.Type == proto.FileTypeDir) {
+			return a.Type == proto.FileTypeDir
+		}
+		return a.Name < b.Name
+	})
+	return out, nil
+}
+
+// IsText reports whether b is text the editor may show: valid UTF-8 with
+// no NUL and no control characters beyond tab, newline, carriage return,
+// form feed and escape (which also bounds its JSON encoding).
+func IsText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != 0x1b {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *server) readText(raw string) (proto.FileText, error) {
+	p, fi, err := s.lstat(raw)
+	if err != nil {
+		return proto.FileText{}, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// Reading follows the link; the target is checked like any file.
+		if fi, err = os.Stat(p); err != nil {
+			return proto.FileText{}, osError(p, err)
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return proto.FileText{}, refuse(proto.CodeFileNotFile, "%s is a directory", p)
+		}
+		return proto.FileText{}, refuse(proto.CodeFilePathInvalid, "%s is a device file, pipe or socket", p)
+	}
+	if fi.Size() > proto.MaxTextBytes {
+		return proto.FileText{}, refuse(proto.CodeFileTooLarge, "%s is %d bytes; the editor opens files up to %d bytes", p, fi.Size(), proto.MaxTextBytes)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return proto.FileText{}, osError(p, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, proto.MaxTextBytes+1))
+	if err != nil {
+		return proto.FileText{}, osError(p, err)
+	}
+	if len(b) > proto.MaxTextBytes {
+		return proto.FileText{}, refuse(proto.CodeFileTooLarge, "%s grew beyond %d bytes", p, proto.MaxTextBytes)
+	}
+	if !IsText(b) {
+		return proto.FileText{}, refuse(proto.CodeFileBinary, "%s is not a text file", p)
+	}
+	return proto.FileText{Path: p, Content: string(b), Size: int64(len(b)), ModifiedAt: fi.ModTime().UTC()}, nil
+}
+
+// writeText replaces a file's content atomically: a temporary file in
+// the same directory, synced, given the old file's mode, renamed over it.
+func (s *server) writeText(raw, content string) (proto.FileWritten, error) {
+	p, err := CleanPath(s.goos, raw)
+	if err != nil {
+		return proto.FileWritten{}, err
+	}
+	if len(content) > proto.MaxTextBytes {
+		return proto.FileWritten{}, refuse(proto.CodeFileTooLarge, "the content is %d bytes; at most %d", len(content), proto.MaxTextBytes)
+	}
+	if !IsText([]byte(content)) {
+		return proto.FileWritten{}, refuse(proto.CodeFileBinary, "the content is not text")
+	}
+	dir, name, ok := Parent(s.goos, p)
+	if !ok {
+		return proto.FileWritten{}, refuse(proto.CodeFileNotFile, "%s is a root", p)
+	}
+	if _, err := s.dir(dir); err != nil {
+		return proto.FileWritten{}, err
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Lstat(p); err == nil {
+		if !fi.Mode().IsRegular() {
+			if fi.IsDir() {
+				return proto.FileWritten{}, refuse(proto.CodeFileNotFile, "%s is a directory", p)
+			}
+			return proto.FileWritten{}, refuse(proto.CodeFilePathInvalid, "%s is not a regular file", p)
+		}
+		mode = fi.Mode().Perm()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return proto.FileWritten{}, osError(p, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+".cairn-*")
+	if err != nil {
+		return proto.FileWritten{}, osError(dir, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	_, err = tmp.WriteString(content)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), mode)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		return proto.FileWritten{}, osError(p, err)
+	}
+	return proto.FileWritten{Path: p, Size: int64(len(content))}, nil
+}
+
+func (s *server) mkdir(raw string) (proto.FileEntries, error) {
+	p, err := CleanPath(s.goos, raw)
+	if err != nil {
+		return proto.FileEntries{}, err
+	}
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return proto.FileEntries{}, osError(p, err)
+	}
+	e, err := s.entryOf(p)
+	return proto.FileEntries{Entries: []proto.FileEntry{e}}, err
+}
+
+func (s *server) rename(raw, newName string) (proto.FileEntries, error) {
+	p, _, err := s.lstat(raw)
+	if err != nil {
+		return proto.FileEntries{}, err
+	}
+	if err := CheckName(s.goos, newName); err != nil {
+		return proto.FileEntries{}, err
+	}
+	dir, old, ok := Parent(s.goos, p)
+	if !ok {
+		return proto.FileEntries{}, refuse(proto.CodeFilePathInvalid, "a root cannot be renamed")
+	}
+	target := JoinPath(s.goos, dir, newName)
+	// A case-only rename on Windows names the same file: allowed.
+	if !SameName(s.goos, old, newName) {
+		if _, err := os.Lstat(target); err == nil {
+			return proto.FileEntries{}, refuse(proto.CodeFilePathExists, "%s already exists", target)
+		}
+	}
+	if err := os.Rename(p, target); err != nil {
+		return proto.FileEntries{}, osError(target, err)
+	}
+	e, err := s.entryOf(target)
+	return proto.FileEntries{Entries: []proto.FileEntry{e}}, err
+}
+
+// transfer moves (or copies, recursively) each path into destination,
+// refusing names that exist there and directories put into themselves.
+func (s *server) transfer(ctx context.Context, paths []string, destination string, move bool) (proto.FileEntries, error) {
+	dest, err := s.dir(destination)
+	if err != nil {
+		return proto.FileEntries{}, err
+	}
+	out := proto.FileEntries{Entries: []proto.FileEntry{}}
+	for _, raw := range paths {
+		p, fi, err := s.lstat(raw)
+		if err != nil {
+			return out, err
+		}
+		_, name, ok := Parent(s.goos, p)
+		if !ok {
+			return out, refuse(proto.CodeFilePathInvalid, "a root cannot be moved or copied")
+		}
+		if fi.IsDir() && Within(s.goos, p, dest) {
+			return out, refuse(proto.CodeFilePathInvalid, "%s cannot go inside itself", p)
+		}
+		target := JoinPath(s.goos, dest, name)
+		if _, err := os.Lstat(target); err == nil {
+			return out, refuse(proto.CodeFilePathExists, "%s already exists", target)
+		}
+		if move {
+			err = os.Rename(p, target)
+			if errors.Is(err, syscall.EXDEV) {
+				if err = copyTree(ctx, p, target); err == nil {
+					err = os.RemoveAll(p)
+				}
+			}
+		} else {
+			err = copyTree(ctx, p, target)
+		}
+		if err != nil {
+			return out, osError(target, err)
+		}
+		e, err := s.entryOf(target)
+		if err != nil {
+			return out, err
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out, nil
+}
+
+// copyTree copies src to dst: directories recursively, links as links,
+// regular files with their mode; anything else is skipped.
+func copyTree(ctx context.Context, src, dst string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, dst)
+	case fi.IsDir():
+		if err := os.Mkdir(dst, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		des, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, de := range des {
+			if err := copyTree(ctx, filepath.Join(src, de.Name()), filepath.Join(dst, de.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	case fi.Mode().IsRegular():
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	default:
+		return nil
+	}
+}
+
+// delete removes each path: directories recursively, links as links
+// (os.RemoveAll never follows them). Roots are refused.
+func (s *server) delete(paths []string) (proto.FileEntries, error) {
+	out := proto.FileEntries{Entries: []proto.FileEntry{}}
+	for _, raw := range paths {
+		p, fi, err := s.lstat(raw)
+		if err != nil {
+			return out, err
+		}
+		if IsRoot(s.goos, p) {
+			return out, refuse(proto.CodeFilePathInvalid, "a root cannot be deleted")
+		}
+		e := entry(p, fi)
+		if _, name, ok := Parent(s.goos, p); ok {
+			e.Name = name
+		}
+		if fi.IsDir() {
+			err = os.RemoveAll(p)
+		} else {
+			err = os.Remove(p)
+		}
+		if err != nil {
+			return out, osError(p, err)
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out, nil
+}
+
+func (s *server) conflicts(destination string, names []string) (proto.FileConflicts, error) {
+	dest, err := s.dir(destination)
+	if err != nil {
+		return proto.FileConflicts{}, err
+	}
+	des, err := os.ReadDir(dest)
+	if err != nil {
+		return proto.FileConflicts{}, osError(dest, err)
+	}
+	out := proto.FileConflicts{Destination: dest, Conflicts: []proto.FileEntry{}}
+	for _, n := range names {
+		for _, de := range des {
+			if !SameName(s.goos, n, de.Name()) {
+				continue
+			}
+			if fi, err := de.Info(); err == nil {
+				out.Conflicts = append(out.Conflicts, entry(JoinPath(s.goos, dest, de.Name()), fi))
+			}
+			break
+		}
+	}
+	return out, nil
 }

@@ -184,12 +184,12 @@ func (s *server) upload(ctx context.Context, call runtime.Caller, raw json.RawMe
 	}
 	for _, it := range req.Items {
 		if !localName(it.Name) || len(it.SHA256) != 64 || it.Size < 0 {
-			return nil, opError(proto.CodePathInvalid, "item %q is not a name relative to the destination", it.Name)
+			return nil, opError(proto.CodeFilePathInvalid, "item %q is not a name relative to the destination", it.Name)
 		}
 	}
 	for _, d := range req.Directories {
 		if !localName(d) {
-			return nil, opError(proto.CodePathInvalid, "directory %q is not relative to the destination", d)
+			return nil, opError(proto.CodeFilePathInvalid, "directory %q is not relative to the destination", d)
 		}
 	}
 	c, ok := call.(Caller)
@@ -211,21 +211,21 @@ func (s *server) upload(ctx context.Context, call runtime.Caller, raw json.RawMe
 // named by an absolute path.
 func checkDirectory(dir string) error {
 	if strings.ContainsRune(dir, 0) {
-		return opError(proto.CodePathInvalid, "the path contains a NUL byte")
+		return opError(proto.CodeFilePathInvalid, "the path contains a NUL byte")
 	}
 	if !filepath.IsAbs(dir) {
-		return opError(proto.CodePathNotAbsolute, "%q is not an absolute path", dir)
+		return opError(proto.CodeFilePathNotAbsolute, "%q is not an absolute path", dir)
 	}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return opError(proto.CodePathNotFound, "%s does not exist", dir)
+		return opError(proto.CodeFilePathNotFound, "%s does not exist", dir)
 	case errors.Is(err, os.ErrPermission):
 		return opError(proto.CodeOpPermission, "%s: permission denied", dir)
 	case err != nil:
 		return opError(proto.CodeOpFailed, "%v", err)
 	case !fi.IsDir():
-		return opError(proto.CodeNotADirectory, "%s is not a directory", dir)
+		return opError(proto.CodeFileNotDirectory, "%s is not a directory", dir)
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func osCode(err error) string {
 	case errors.Is(err, os.ErrPermission):
 		return proto.CodeOpPermission
 	case errors.Is(err, os.ErrNotExist):
-		return proto.CodePathNotFound
+		return proto.CodeFilePathNotFound
 	}
 	return proto.CodeOpFailed
 }

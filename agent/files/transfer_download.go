@@ -61,21 +61,21 @@ func plan(paths []string) (artifact, error) {
 	var a artifact
 	for _, p := range paths {
 		if strings.ContainsRune(p, 0) {
-			return a, opError(proto.CodePathInvalid, "the path contains a NUL byte")
+			return a, opError(proto.CodeFilePathInvalid, "the path contains a NUL byte")
 		}
 		if !filepath.IsAbs(p) {
-			return a, opError(proto.CodePathNotAbsolute, "%q is not an absolute path", p)
+			return a, opError(proto.CodeFilePathNotAbsolute, "%q is not an absolute path", p)
 		}
 		fi, err := os.Lstat(p)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			return a, opError(proto.CodePathNotFound, "%s does not exist", p)
+			return a, opError(proto.CodeFilePathNotFound, "%s does not exist", p)
 		case errors.Is(err, os.ErrPermission):
 			return a, opError(proto.CodeOpPermission, "%s: permission denied", p)
 		case err != nil:
 			return a, opError(proto.CodeOpFailed, "%v", err)
 		case !fi.Mode().IsRegular() && !fi.IsDir():
-			return a, opError(proto.CodePathInvalid, "%s is not a regular file or directory", p)
+			return a, opError(proto.CodeFilePathInvalid, "%s is not a regular file or directory", p)
 		}
 		a.paths = append(a.paths, filepath.Clean(p))
 		if len(paths) == 1 && fi.Mode().IsRegular() {

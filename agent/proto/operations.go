@@ -18,9 +18,6 @@ const (
 	EventServiceControl    = "service_control_action"
 	EventSoftwareRefresh   = "software_inventory_refresh_request"
 	EventPatchRefresh      = "patch_inventory_refresh_request"
-	// EventFileManagement carries the file manager's actions; its payload
-	// names one in "action" (transfers.go: upload and download).
-	EventFileManagement = "file_management_request"
 	// EventShellOpen asks the agent to start a shell and bridge it over a
 	// dedicated WebSocket (ShellOpen); EventShellClose ends one.
 	EventShellOpen  = "vpn_shell_open"

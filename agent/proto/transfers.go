@@ -44,10 +44,6 @@ const (
 	CodeTransferCancelled = "transfer_cancelled"
 	CodeChecksumMismatch  = "checksum_mismatch"
 	CodeUploadTooLarge    = "upload_too_large"
-	CodePathNotAbsolute   = "path_not_absolute"
-	CodePathInvalid       = "path_invalid"
-	CodePathNotFound      = "path_not_found"
-	CodeNotADirectory     = "not_a_directory"
 )
 
 // TransferRequest is the payload of an upload or download action.

@@ -238,9 +238,10 @@ var agentCodes = map[string]bool{
 	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
 	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
 	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
-	// file transfers (agent/proto/transfers.go)
-	proto.CodePathNotAbsolute: true, proto.CodePathInvalid: true, proto.CodePathNotFound: true,
-	proto.CodeNotADirectory: true, proto.CodeTransferNotFound: true,
+	// File management (issue 10).
+	proto.CodeFilePathNotAbsolute: true, proto.CodeFilePathInvalid: true, proto.CodeFilePathNotFound: true,
+	proto.CodeFileNotDirectory: true, proto.CodeFileNotFile: true,
+	proto.CodeFileTooLarge: true, proto.CodeFileBinary: true, proto.CodeTransferNotFound: true,
 	// registry editor (agent/proto/registry.go)
 	proto.CodeUnsupportedPlatform: true, proto.CodePathExists: true, proto.CodeRegistryKeyNotFound: true,
 	proto.CodeRegistryValueNotFound: true, proto.CodeRegistryTypeInvalid: true,

@@ -34,6 +34,7 @@ import {
 import { MetadataTab } from './MetadataTab';
 import { ProcessesTab } from './ProcessesTab';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
+import { FilesTab } from './files/FilesTab';
 import { RegistryTab } from './registry/RegistryTab';
 import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
@@ -51,6 +52,7 @@ type TabKey =
   | 'sessions'
   | 'patches'
   | 'terminal'
+  | 'files'
   | 'registry'
   | 'activity'
   | 'metadata'
@@ -77,6 +79,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
       </Suspense>
     ),
   },
+  { key: 'files', label: 'Files', render: (_, hostname) => <FilesTab hostname={hostname} /> },
   { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: isWindows },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'metadata', label: 'Metadata', render: (d, hostname) => <MetadataTab guid={d.device.guid} hostname={hostname} /> },

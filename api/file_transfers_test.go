@@ -717,13 +717,12 @@ func (f *fixture) forgetfulAgent(t *testing.T, admin string, site int64, hostnam
 
 // An agent that lost a transfer (it restarted) is asked again once the
 // transfer stalls, and the transfer completes; one that never works on it
-// fails the transfer transfer_stalled after three more requests. The stall
-// window is short for a test but long enough that the agent's real work on a
-// loaded machine (a re-sent request, a fetch, a rename) never looks stalled:
-// at 2 s the working agent was itself re-asked until its transfer failed.
+// fails the transfer transfer_stalled after three more requests, each given
+// its own stall window (they once went out back to back, failing a working
+// agent's transfer before it could finish).
 func TestFileTransferAskedAgainAfterStall(t *testing.T) {
 	t.Parallel()
-	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 10 * time.Second}
+	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), transferStall: 5 * time.Second}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
 	admin := f.admin(t)
@@ -743,6 +742,12 @@ func TestFileTransferAskedAgainAfterStall(t *testing.T) {
 	require.Equal(t, "failed", snap["state"], snap)
 	require.Equal(t, "transfer_stalled", snap["error"].(map[string]any)["code"], snap)
 	require.Equal(t, int32(4), never.Load())
+	// Each of the four requests had its own window of silence.
+	created, err := time.Parse(time.RFC3339Nano, snap["created_at"].(string))
+	require.NoError(t, err)
+	ended, err := time.Parse(time.RFC3339Nano, snap["updated_at"].(string))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, ended.Sub(created), 4*f.transferStall, snap)
 	require.NoFileExists(t, filepath.Join(dest, "y.txt"))
 }
 

@@ -526,9 +526,11 @@ func (q *Queries) FileTransferSetTotals(ctx context.Context, arg FileTransferSet
 }
 
 const fileTransferStart = `-- name: FileTransferStart :execrows
-UPDATE file_transfers SET state = 'running', updated_at = now() WHERE id = $1 AND state = 'queued'
+UPDATE file_transfers SET state = 'running', updated_at = now() WHERE id = $1 AND state IN ('queued', 'running')
 `
 
+// Each request the agent accepted (the first, or one after a stall)
+// restarts the stall clock: the workflow measures silence since then.
 func (q *Queries) FileTransferStart(ctx context.Context, id string) (int64, error) {
 	result, err := q.db.Exec(ctx, fileTransferStart, id)
 	if err != nil {

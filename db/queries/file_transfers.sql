@@ -57,7 +57,9 @@ SET bytes_done = @bytes_done, state = 'running', updated_at = now(),
 WHERE id = @id AND state IN ('queued', 'running');
 
 -- name: FileTransferStart :execrows
-UPDATE file_transfers SET state = 'running', updated_at = now() WHERE id = @id AND state = 'queued';
+-- Each request the agent accepted (the first, or one after a stall)
+-- restarts the stall clock: the workflow measures silence since then.
+UPDATE file_transfers SET state = 'running', updated_at = now() WHERE id = @id AND state IN ('queued', 'running');
 
 -- name: FileTransferFinish :execrows
 -- Ends a transfer once: the first outcome wins.

@@ -261,7 +261,10 @@ func notFound(err error) error {
 	return err
 }
 
-// Start moves a queued transfer to running (the agent took the request).
+// Start moves a queued transfer to running (the agent took the request)
+// and, for a request sent again after a stall, restarts the stall clock:
+// without that, the workflow found the transfer still idle right after
+// each re-send and spent all its re-sends at once.
 func (s *Service) Start(ctx context.Context, id string) error {
 	_, err := s.store.FileTransferStart(ctx, id)
 	return err

@@ -64,8 +64,8 @@ func (s *Server) fileTransferRoutes() []Route {
 // fileTransferJSON is a transfer snapshot (docs/api.md "File transfers").
 type fileTransferJSON struct {
 	TransferID  string                 `json:"transfer_id"`
-	Direction   string                 `json:"direction"`
-	State       string                 `json:"state"`
+	Direction   string                 `json:"direction" openapi:"enum=upload|download"`
+	State       string                 `json:"state" openapi:"enum=queued|running|completed|failed|cancelled"`
 	BytesTotal  int64                  `json:"bytes_total"`
 	BytesDone   int64                  `json:"bytes_done"`
 	Items       []fileTransferItemJSON `json:"items"`

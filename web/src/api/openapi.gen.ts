@@ -3735,10 +3735,12 @@ export interface components {
             content_name: string;
             /** Format: date-time */
             created_at: string;
-            direction: string;
+            /** @enum {string} */
+            direction: "upload" | "download";
             error: components["schemas"]["FileTransferError"] | null;
             items: components["schemas"]["FileTransferItem"][];
-            state: string;
+            /** @enum {string} */
+            state: "queued" | "running" | "completed" | "failed" | "cancelled";
             transfer_id: string;
             /** Format: date-time */
             updated_at: string;

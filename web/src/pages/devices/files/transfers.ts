@@ -1,24 +1,13 @@
 // Uploads and downloads (docs/api.md "File transfers", built by the
 // transfers routes): a multipart POST or a JSON POST starts a transfer whose
 // snapshot is polled until it ends; a download's artifact is then fetched
-// from /content. The snapshot type is written here until those routes are
-// in the API document; replace it with Schema<...> once they are.
+// from /content.
 import { ApiError, CSRF_HEADER, api, csrfToken } from '../../../api/client';
+import type { Schema } from '../../../api/typed';
 
-export type TransferState = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
-
-export interface TransferSnapshot {
-  transfer_id: string;
-  direction: 'upload' | 'download';
-  state: TransferState;
-  bytes_total: number;
-  bytes_done: number;
-  items: { item_id: string; name: string; size: number; sha256: string; state: string }[];
-  error: { code: string; message: string } | null;
-  created_at: string;
-  updated_at: string;
-  content_name: string;
-}
+/** A transfer's snapshot, as the Engine sends it (docs/api.md "File transfers"). */
+export type TransferSnapshot = Schema<'FileTransfer'>;
+export type TransferState = TransferSnapshot['state'];
 
 export type ConflictPolicy = 'overwrite' | 'skip' | 'rename';
 

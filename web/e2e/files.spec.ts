@@ -8,8 +8,10 @@ import { enrollConnected, signIn } from './fleet';
 
 // The Files tab on a real agent: browse from the root to a private
 // directory, make a folder, write a file in the editor, rename and delete
-// it, checking the disk after each step. Each action is a device operation
-// through the Engine's command path.
+// it, checking the disk after each step; then upload a file from the
+// browser, edit it, download it and compare the bytes, and delete it. Each
+// action is a device operation through the Engine's command path; uploads
+// and downloads are transfers through the Engine's content store.
 
 const USERNAME = 'admin';
 const PASSWORD = 'files e2e admin password';
@@ -29,7 +31,7 @@ test.afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-test('browse, make a folder, edit, rename and delete a file on a real agent', async ({ page }) => {
+test('browse, edit, rename, upload, download and delete files on a real agent', async ({ page }) => {
   test.setTimeout(300_000);
   const base = engine.baseURL;
   const api = page.request;
@@ -101,6 +103,38 @@ test('browse, make a folder, edit, rename and delete a file on a real agent', as
     await expect(entries.getByRole('button', { name: 'renamed.txt', exact: true })).toBeHidden({ timeout: 60_000 });
     expect(existsSync(join(work, 'renamed.txt'))).toBe(false);
     await expect(notifications).toContainText('Delete renamed.txt');
+  });
+
+  await test.step('upload a file, edit it, download it and compare the bytes, then delete it', async () => {
+    const uploaded = 'from the browser\n';
+    await panel.getByTestId('upload-input').setInputFiles({
+      name: 'uploaded.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from(uploaded),
+    });
+    await expect(entries.getByRole('button', { name: 'uploaded.txt', exact: true })).toBeVisible({ timeout: 60_000 });
+    expect(readFileSync(join(work, 'uploaded.txt'), 'utf8')).toBe(uploaded);
+
+    await entries.getByRole('button', { name: 'uploaded.txt', exact: true }).click();
+    const editor = page.getByRole('textbox', { name: 'File content' });
+    await expect(editor).toHaveValue(uploaded, { timeout: 60_000 });
+    await editor.fill(uploaded + 'edited on the device\n');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect(editor).toBeHidden({ timeout: 60_000 });
+    const onDisk = readFileSync(join(work, 'uploaded.txt'));
+    expect(onDisk.toString('utf8')).toBe(uploaded + 'edited on the device\n');
+
+    await panel.getByRole('checkbox', { name: 'Select uploaded.txt' }).check();
+    const download = page.waitForEvent('download', { timeout: 120_000 });
+    await panel.getByRole('button', { name: 'Download', exact: true }).click();
+    const saved = await (await download).path();
+    expect(readFileSync(saved).equals(onDisk)).toBe(true);
+
+    await panel.getByRole('button', { name: 'Delete', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete uploaded.txt?' });
+    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    await expect(entries.getByRole('button', { name: 'uploaded.txt', exact: true })).toBeHidden({ timeout: 60_000 });
+    expect(existsSync(join(work, 'uploaded.txt'))).toBe(false);
   });
 
   await test.step('the changes are in the device\'s activity', async () => {

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent"
@@ -154,51 +153,9 @@ func (f *fixture) transferAgent(t *testing.T, admin string, site int64, hostname
 	t.Cleanup(func() { cancel(); conn.CloseNow(); <-done })
 	go func() {
 		defer close(done)
-		serveTransferSocket(ctx, conn, handlers, c)
+		serveSocket(ctx, conn, handlers, c)
 	}()
 	return a, c
-}
-
-// serveTransferSocket answers the socket's requests with handlers, as the agent's
-// runtime does (handlers run under the agent's context, not the socket's).
-func serveTransferSocket(ctx context.Context, conn *websocket.Conn, handlers *runtime.Handlers, call runtime.Caller) {
-	var writeMu sync.Mutex
-	write := func(env proto.Envelope) {
-		writeMu.Lock()
-		defer writeMu.Unlock()
-		_ = writeEnvelope(ctx, conn, env)
-	}
-	for {
-		_, b, err := conn.Read(ctx)
-		if err != nil {
-			return
-		}
-		var env proto.Envelope
-		if json.Unmarshal(b, &env) != nil {
-			continue
-		}
-		if env.Type == proto.MsgPing {
-			write(proto.Envelope{Type: proto.MsgPong, ID: env.ID})
-			continue
-		}
-		h := handlers.Lookup(env.Type)
-		go func() {
-			var result any
-			err := error(&proto.Error{Code: proto.CodeOpUnsupported, Message: "no handler"})
-			if h != nil {
-				result, err = h(ctx, call, env.Payload)
-			}
-			if err != nil {
-				var pe *proto.Error
-				if !errors.As(err, &pe) {
-					pe = &proto.Error{Code: "failed", Message: err.Error()}
-				}
-				result = pe
-			}
-			raw, _ := json.Marshal(result)
-			write(proto.Envelope{Type: proto.MsgReply, ID: env.ID, Payload: raw})
-		}()
-	}
 }
 
 // uploadFile is one file part: its name relative to the destination.
@@ -252,30 +209,24 @@ func transferPath(hostname, id, what string) string {
 	return "/api/device/files/" + hostname + "/transfer/" + id + "/" + what
 }
 
-// waitTransfer polls the transfer until it ended and returns its snapshot.
+// waitTransfer waits until the transfer ended and returns its snapshot
+// (the limit is a hang guard only; a failure shows the last answer).
 func (f *fixture) waitTransfer(t *testing.T, token, hostname, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute) // a hang guard only
-	for {
+	var snap map[string]any
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r := f.do(t, "GET", transferPath(hostname, id, "status"), token, nil)
-		require.Equal(t, 200, r.Status, r.Raw)
-		switch r.Body["state"] {
-		case "completed", "failed", "cancelled":
-			return r.Body
-		}
-		require.True(t, time.Now().Before(deadline), "transfer %s never ended: %s", id, r.Raw)
-		time.Sleep(20 * time.Millisecond) // polling a condition, not waiting for time
-	}
+		require.Equal(c, 200, r.Status, r.Raw)
+		require.Contains(c, []any{"completed", "failed", "cancelled"}, r.Body["state"], "transfer %s: %s", id, r.Raw)
+		snap = r.Body
+	}, 3*time.Minute, 20*time.Millisecond)
+	return snap
 }
 
-// waitFor polls cond until it holds (a hang guard of a few minutes).
+// waitFor waits until cond holds (a hang guard of a few minutes).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "never: %s", what)
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.Eventually(t, cond, 3*time.Minute, 20*time.Millisecond, "never: %s", what)
 }
 
 // fetchContent streams a download's content through SHA-256 into a file
@@ -711,7 +662,7 @@ func (f *fixture) forgetfulAgent(t *testing.T, admin string, site int64, hostnam
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); conn.CloseNow(); <-done })
-	go func() { defer close(done); serveTransferSocket(ctx, conn, forgetful, c) }()
+	go func() { defer close(done); serveSocket(ctx, conn, forgetful, c) }()
 	return asked
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -46,11 +47,13 @@ func TestMain(m *testing.M) {
 			windowHelper()
 			os.Exit(0)
 		case "wait":
-			// Until terminated. (A bare select{} would be a deadlock the
-			// runtime ends with exit code 2.)
-			for {
-				time.Sleep(time.Hour)
-			}
+			// Until terminated: blocked on a signal that never comes. (A
+			// bare select{} would be a deadlock the runtime ends with exit
+			// code 2; the signal watcher keeps the process alive.)
+			stop := make(chan os.Signal, 1)
+			signal.Notify(stop, os.Interrupt)
+			<-stop
+			os.Exit(0)
 		}
 		os.Exit(2)
 	}

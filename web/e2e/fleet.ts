@@ -34,6 +34,47 @@ export async function signIn(
   return { Authorization: `Bearer ${sess.token}` };
 }
 
+/** Creates a site and an enrollment code for it; returns the code. */
+export async function siteEnrollmentCode(
+  api: APIRequestContext,
+  base: string,
+  auth: Record<string, string>,
+  slug: string,
+): Promise<string> {
+  const site = await ok(await api.post(`${base}/api/sites`, { headers: auth, data: { name: slug, site_worker_slug: slug } }), 201);
+  const code = await ok(await api.post(`${base}/api/admin/enrollment-codes`, { headers: auth, data: { site_id: site.site_id } }), 201);
+  return code.code;
+}
+
+/** Approves hostname's enrollment once it is pending. */
+export async function approveWhenPending(
+  api: APIRequestContext,
+  base: string,
+  auth: Record<string, string>,
+  hostname: string,
+): Promise<void> {
+  let approvalID = '';
+  await expect
+    .poll(async () => {
+      const list = await (await api.get(`${base}/api/admin/device-approvals?status=pending`)).json();
+      approvalID = list.approvals.find((a: any) => a.hostname === hostname)?.id ?? '';
+      return approvalID;
+    }, { timeout: 120_000 })
+    .not.toBe('');
+  await ok(await api.post(`${base}/api/admin/device-approvals/${approvalID}/approve`, { headers: auth }));
+}
+
+/** Waits until hostname's agent is connected with its realtime socket up. */
+export async function waitConnected(api: APIRequestContext, base: string, hostname: string): Promise<void> {
+  await expect
+    .poll(async () => {
+      const list = await (await api.get(`${base}/api/devices`)).json();
+      const d = list.devices.find((x: any) => x.hostname === hostname);
+      return d?.connectivity_status === 'Connected' && d?.agent_socket === true;
+    }, { timeout: 120_000 })
+    .toBe(true);
+}
+
 /** Creates a site, enrolls a real agent into it, approves it and waits until its realtime socket is up. */
 export async function enrollConnected(
   api: APIRequestContext,
@@ -41,26 +82,11 @@ export async function enrollConnected(
   auth: Record<string, string>,
   opts: { name: string; hostname: string; slug: string; env?: Record<string, string> },
 ): Promise<Agent> {
-  const site = await ok(await api.post(`${base}/api/sites`, { headers: auth, data: { name: opts.slug, site_worker_slug: opts.slug } }), 201);
-  const code = await ok(await api.post(`${base}/api/admin/enrollment-codes`, { headers: auth, data: { site_id: site.site_id } }), 201);
-  const agent = await startAgent({ name: opts.name, server: base, code: code.code, hostname: opts.hostname, env: opts.env });
-  let approvalID = '';
-  await expect
-    .poll(async () => {
-      const list = await (await api.get(`${base}/api/admin/device-approvals?status=pending`)).json();
-      approvalID = list.approvals.find((a: any) => a.hostname === opts.hostname)?.id ?? '';
-      return approvalID;
-    }, { timeout: 60_000 })
-    .not.toBe('');
-  await ok(await api.post(`${base}/api/admin/device-approvals/${approvalID}/approve`, { headers: auth }));
+  const code = await siteEnrollmentCode(api, base, auth, opts.slug);
+  const agent = await startAgent({ name: opts.name, server: base, code, hostname: opts.hostname, env: opts.env });
+  await approveWhenPending(api, base, auth, opts.hostname);
   await agent.enrolled;
   agent.run();
-  await expect
-    .poll(async () => {
-      const list = await (await api.get(`${base}/api/devices`)).json();
-      const d = list.devices.find((x: any) => x.hostname === opts.hostname);
-      return d?.connectivity_status === 'Connected' && d?.agent_socket === true;
-    }, { timeout: 120_000 })
-    .toBe(true);
+  await waitConnected(api, base, opts.hostname);
   return agent;
 }

@@ -1,94 +1,40 @@
 import { expect, test } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { artifactsDir, startEngine, type Engine } from './engine';
+import { startEngine, type Engine } from './engine';
 import { ok, signIn } from './fleet';
+import { enrollConnectedUnderWine, type WineAgent } from './wine';
 
 // The registry editor end to end: the Windows build of cairn-agent runs
 // under Wine (its registry is Wine's), enrolls with a real Engine, and the
 // console's Registry tab creates a key, writes typed values, reads them
 // back, renames and deletes the key; the API cross-checks each step.
 //
-// Environment:
-//   CAIRN_E2E_WINEPREFIX         the prefix make test-wine prepares (.data/wine:
-//                                booted, ProcessPrng shim in system32)
-//   CAIRN_E2E_WINDOWS_AGENT_BIN  the Windows agent (default ../bin/agents/windows-amd64/cairn-agent.exe)
-//   CAIRN_E2E_WINE               the Wine loader (default /usr/lib/wine/wine64)
+// The Wine prefix and binaries: see wine.ts.
 
-const webDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const USERNAME = 'admin';
 const PASSWORD = 'registry e2e admin password';
 const HOST = 'e2e-registry-wine';
 const KEY = `CairnE2E-${Date.now()}`;
 
 let engine: Engine;
-const children: ChildProcess[] = [];
-const configDir = `cairn-e2e-registry-${Date.now()}`;
+let agent: WineAgent | undefined;
 
 test.beforeAll(async () => {
   engine = await startEngine({ name: 'engine-registry-wine', publicHost: 'localhost' });
 });
 
 test.afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  }
+  agent?.stop();
   await engine?.stop();
-  const prefix = process.env.CAIRN_E2E_WINEPREFIX;
-  if (prefix) rmSync(join(prefix, 'drive_c', configDir), { recursive: true, force: true });
 });
-
-function wineAgent(args: string[]): ChildProcess {
-  const prefix = process.env.CAIRN_E2E_WINEPREFIX;
-  if (!prefix || !existsSync(join(prefix, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll'))) {
-    throw new Error(`CAIRN_E2E_WINEPREFIX (${prefix ?? 'unset'}) must name a Wine prefix with the ProcessPrng shim (make test-wine prepares one)`);
-  }
-  const exe = resolve(webDir, process.env.CAIRN_E2E_WINDOWS_AGENT_BIN ?? '../bin/agents/windows-amd64/cairn-agent.exe');
-  if (!existsSync(exe)) throw new Error(`Windows agent not found at ${exe}; build it with make agents`);
-  mkdirSync(artifactsDir, { recursive: true });
-  const log = createWriteStream(join(artifactsDir, `registry-wine-agent-${args[0]}.log`));
-  const child = spawn(process.env.CAIRN_E2E_WINE ?? '/usr/lib/wine/wine64', [exe, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WINEPREFIX: prefix, WINEDEBUG: '-all' },
-  });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  children.push(child);
-  return child;
-}
 
 test('the registry of a Windows agent under Wine is edited from the console', async ({ page }) => {
   test.setTimeout(300_000);
   const base = engine.baseURL;
   const api = page.request;
-  const config = `C:\\${configDir}\\agent.json`;
   const auth = await signIn(api, base, USERNAME, PASSWORD, await engine.setupCode());
 
   await test.step('enroll, approve, connect', async () => {
-    const site = await ok(await api.post(`${base}/api/sites`, { headers: auth, data: { name: 'e2e-reg', site_worker_slug: 'e2e-reg' } }), 201);
-    const code = await ok(await api.post(`${base}/api/admin/enrollment-codes`, { headers: auth, data: { site_id: site.site_id } }), 201);
-    const enroll = wineAgent(['enroll', '--server', base, '--code', code.code, '--config', config, '--hostname', HOST]);
-    const enrolled = new Promise<number | null>((r) => enroll.once('exit', r));
-    let approvalID = '';
-    await expect
-      .poll(async () => {
-        const list = await (await api.get(`${base}/api/admin/device-approvals?status=pending`)).json();
-        approvalID = list.approvals.find((a: any) => a.hostname === HOST)?.id ?? '';
-        return approvalID;
-      }, { timeout: 120_000 })
-      .not.toBe('');
-    await ok(await api.post(`${base}/api/admin/device-approvals/${approvalID}/approve`, { headers: auth }));
-    expect(await enrolled).toBe(0);
-    wineAgent(['run', '--config', config, '--hostname', HOST]);
-    await expect
-      .poll(async () => {
-        const list = await (await api.get(`${base}/api/devices`)).json();
-        const d = list.devices.find((x: any) => x.hostname === HOST);
-        return d?.connectivity_status === 'Connected' && d?.agent_socket === true;
-      }, { timeout: 120_000 })
-      .toBe(true);
+    agent = await enrollConnectedUnderWine(api, base, auth, { name: 'registry-wine-agent', hostname: HOST, slug: 'e2e-reg' });
   });
 
   const children = async (path: string) =>

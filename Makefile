@@ -52,7 +52,8 @@ WINE_TEST_PKGS := \
 	./agent/ops \
 	./agent/registry \
 	./agent/service \
-	./agent/files
+	./agent/files \
+	./agent/scripts
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)

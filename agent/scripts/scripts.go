@@ -190,6 +190,12 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 
 	res := proto.ScriptResult{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: timedOut,
 		DurationMS: finished.Sub(started).Milliseconds(), StartedAt: started, FinishedAt: finished}
+	if timedOut {
+		// A killed script has no exit code of its own: Linux reports the
+		// signal as -1, Windows the 1 TerminateProcess was given. Both say
+		// -1, as the result's contract does.
+		res.ExitCode = -1
+	}
 	if waitErr != nil && !timedOut && cmd.ProcessState == nil {
 		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not run: " + waitErr.Error()}
 	}

@@ -6,7 +6,6 @@ import Button from '@mui/material/Button';
 import Dialog from '@mui/material/Dialog';
 import DialogActions from '@mui/material/DialogActions';
 import DialogContent from '@mui/material/DialogContent';
-import DialogContentText from '@mui/material/DialogContentText';
 import DialogTitle from '@mui/material/DialogTitle';
 import List from '@mui/material/List';
 import ListItem from '@mui/material/ListItem';
@@ -15,6 +14,7 @@ import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
 import { ReauthDialog } from '../auth/ReauthDialog';
 import { ME_QUERY } from '../auth/session';
+import { ConfirmActionDialog } from '../components/ConfirmDialog';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
@@ -182,30 +182,16 @@ function RenameDialog({ passkey, onClose, onDone }: { passkey: Passkey; onClose:
 }
 
 function RemoveDialog({ passkey, onClose, onDone }: { passkey: Passkey; onClose: () => void; onDone: () => void }) {
-  const mutation = useMutation({
-    mutationFn: () => passkeys.remove(passkey.id),
-    onSuccess: () => {
-      onDone();
-      onClose();
-    },
-  });
   return (
-    <Dialog open onClose={mutation.isPending ? undefined : onClose} fullWidth maxWidth="xs">
-      <DialogTitle>Remove “{passkey.label}”?</DialogTitle>
-      <DialogContent>
-        <ErrorAlert error={mutation.error} />
-        <DialogContentText sx={{ fontSize: 14 }}>
-          You can no longer sign in with this passkey. Remove it from the device too, in its passkey settings.
-        </DialogContentText>
-      </DialogContent>
-      <DialogActions>
-        <Button onClick={onClose} disabled={mutation.isPending}>
-          Cancel
-        </Button>
-        <Button color="error" variant="contained" onClick={() => mutation.mutate()} disabled={mutation.isPending}>
-          Remove passkey
-        </Button>
-      </DialogActions>
-    </Dialog>
+    <ConfirmActionDialog
+      title={`Remove “${passkey.label}”?`}
+      confirm="Remove passkey"
+      pending="Removing…"
+      action={() => passkeys.remove(passkey.id)}
+      onDone={onDone}
+      onClose={onClose}
+    >
+      You can no longer sign in with this passkey. Remove it from the device too, in its passkey settings.
+    </ConfirmActionDialog>
   );
 }

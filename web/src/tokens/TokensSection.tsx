@@ -7,7 +7,6 @@ import Chip from '@mui/material/Chip';
 import Dialog from '@mui/material/Dialog';
 import DialogActions from '@mui/material/DialogActions';
 import DialogContent from '@mui/material/DialogContent';
-import DialogContentText from '@mui/material/DialogContentText';
 import DialogTitle from '@mui/material/DialogTitle';
 import IconButton from '@mui/material/IconButton';
 import InputAdornment from '@mui/material/InputAdornment';
@@ -20,6 +19,7 @@ import Tooltip from '@mui/material/Tooltip';
 import Typography from '@mui/material/Typography';
 import CheckIcon from '@mui/icons-material/Check';
 import ContentCopyIcon from '@mui/icons-material/ContentCopy';
+import { ConfirmActionDialog } from '../components/ConfirmDialog';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
@@ -226,30 +226,16 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
 }
 
 function RevokeDialog({ token, onClose, onDone }: { token: ApiToken; onClose: () => void; onDone: () => void }) {
-  const mutation = useMutation({
-    mutationFn: () => apiTokens.revoke(token.id),
-    onSuccess: () => {
-      onDone();
-      onClose();
-    },
-  });
   return (
-    <Dialog open onClose={mutation.isPending ? undefined : onClose} fullWidth maxWidth="xs">
-      <DialogTitle>Revoke {token.name}?</DialogTitle>
-      <DialogContent>
-        <DialogContentText sx={{ fontSize: 14 }}>
-          Whatever uses this token is refused from now on. This cannot be undone.
-        </DialogContentText>
-        <ErrorAlert error={mutation.error} />
-      </DialogContent>
-      <DialogActions>
-        <Button onClick={onClose} disabled={mutation.isPending}>
-          Cancel
-        </Button>
-        <Button color="error" variant="contained" onClick={() => mutation.mutate()} disabled={mutation.isPending}>
-          {mutation.isPending ? 'Revoking…' : 'Revoke token'}
-        </Button>
-      </DialogActions>
-    </Dialog>
+    <ConfirmActionDialog
+      title={`Revoke ${token.name}?`}
+      confirm="Revoke token"
+      pending="Revoking…"
+      action={() => apiTokens.revoke(token.id)}
+      onDone={onDone}
+      onClose={onClose}
+    >
+      Whatever uses this token is refused from now on. This cannot be undone.
+    </ConfirmActionDialog>
   );
 }

@@ -18,7 +18,7 @@ import { scheduledJobs } from '../../api/endpoints';
 import type { ScheduledJob } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { formatCompactDateTime } from '../../components/format';
-import { ConfirmDialog } from '../devices/ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { JOBS_QUERY } from './JobEditor';
 import { RunResults, runFinished, RunStatusChip } from './RunResults';
 

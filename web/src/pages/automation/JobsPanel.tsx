@@ -20,7 +20,7 @@ import { ErrorAlert } from '../../components/ErrorAlert';
 import { describeError } from '../../components/errors';
 import { gridTheme } from '../../components/grid';
 import { useNotify } from '../../toasts/notify';
-import { ConfirmDialog } from '../devices/ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { RelativeTime } from '../devices/chips';
 import { JobEditorDialog, jobKindLabel, JOBS_QUERY, WORKFLOWS_QUERY } from './JobEditor';
 import { JobRunsDialog } from './JobRunsDialog';

@@ -19,7 +19,7 @@ import { describeError } from '../../components/errors';
 import { formatCompactDateTime } from '../../components/format';
 import { gridTheme } from '../../components/grid';
 import { useNotify } from '../../toasts/notify';
-import { ConfirmDialog } from '../devices/ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { WORKFLOWS_QUERY } from './JobEditor';
 import { WorkflowEditorDialog } from './WorkflowEditor';
 import { StartWorkflowDialog, WorkflowRunsDialog } from './WorkflowRuns';

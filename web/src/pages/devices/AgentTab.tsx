@@ -23,7 +23,7 @@ import { formatCompactDateTime } from '../../components/format';
 import { useNotify } from '../../toasts/notify';
 import { RunStatusChip } from '../automation/RunResults';
 import { RelativeTime } from './chips';
-import { ConfirmDialog } from './ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { Facts, mono, Section } from './parts';
 import { deviceAgentUpdatesKey } from './queries';
 

@@ -36,7 +36,7 @@ import { describeError } from '../../components/errors';
 import { useNotify } from '../../toasts/notify';
 import { QuickRunDialog } from '../automation/QuickRunDialog';
 import { ColumnChooser } from './ColumnChooser';
-import { ConfirmDialog } from './ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import {
   chooserMetadataFields,
   columnDefsFor,

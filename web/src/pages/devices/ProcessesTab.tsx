@@ -13,7 +13,7 @@ import type { LiveProcess, ProcessItem } from '../../api/types';
 import { describeError } from '../../components/errors';
 import { formatBytes, formatDateTime } from '../../components/format';
 import { useNotify } from '../../toasts/notify';
-import { ConfirmDialog } from './ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { InventoryGrid } from './InventoryGrid';
 import { operationErrorToast } from './operationErrors';
 import { NotCollected, OperationBar, RefreshButton } from './parts';

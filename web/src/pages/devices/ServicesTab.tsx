@@ -12,7 +12,7 @@ import CircularProgress from '@mui/material/CircularProgress';
 import { devices as devicesApi } from '../../api/endpoints';
 import type { DeviceDetails, ServiceAction, ServiceItem } from '../../api/types';
 import { useNotify } from '../../toasts/notify';
-import { ConfirmDialog } from './ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { InventoryGrid } from './InventoryGrid';
 import { operationErrorToast } from './operationErrors';
 import { NotCollected } from './parts';

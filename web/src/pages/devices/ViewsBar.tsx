@@ -23,7 +23,7 @@ import type { DeviceListView, DeviceListViewInput, User } from '../../api/types'
 import { describeError } from '../../components/errors';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { useNotify } from '../../toasts/notify';
-import { ConfirmDialog } from './ConfirmDialog';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 
 export const DEVICE_VIEWS_QUERY = ['device-list-views'] as const;
 

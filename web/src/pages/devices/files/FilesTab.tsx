@@ -28,7 +28,7 @@ import Typography from '@mui/material/Typography';
 import { call, type Schema } from '../../../api/typed';
 import { ErrorAlert } from '../../../components/ErrorAlert';
 import { useNotify } from '../../../toasts/notify';
-import { ConfirmDialog } from '../ConfirmDialog';
+import { ConfirmDialog } from '../../../components/ConfirmDialog';
 import { operationErrorToast } from '../operationErrors';
 import {
   cancelTransfer,

@@ -19,7 +19,7 @@ import ExpandMoreIcon from '@mui/icons-material/ExpandMore';
 import { call, type Schema } from '../../../api/typed';
 import { ErrorAlert } from '../../../components/ErrorAlert';
 import { useNotify } from '../../../toasts/notify';
-import { ConfirmDialog } from '../ConfirmDialog';
+import { ConfirmDialog } from '../../../components/ConfirmDialog';
 import { operationErrorToast } from '../operationErrors';
 import { KeyNameDialog } from './KeyNameDialog';
 import { displayData, isWritable } from './valueData';

@@ -47,6 +47,7 @@ test-go: api/testdata/dpopjs/node_modules
 # Debian's Wine (scripts/wine/run-tests.sh; docs/agent.md "Windows tests
 # under Wine"). A package joins by being listed here.
 WINE_TEST_PKGS := \
+	./agent \
 	./agent/proto \
 	./agent/inventory \
 	./agent/ops \

@@ -27,6 +27,7 @@ test: deps-test build
 		echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=windows $(GO) build -o /dev/null ./cmd/cairn-agent
+	GOOS=windows $(GO) vet ./agent/... ./cmd/cairn-agent/
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-wine
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-fuzz

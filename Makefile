@@ -27,6 +27,7 @@ test: deps-test build
 		echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=windows $(GO) build -o /dev/null ./cmd/cairn-agent
+	GOOS=windows $(GO) vet ./agent/... ./cmd/cairn-agent/
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-wine
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-fuzz
@@ -47,6 +48,7 @@ test-go: api/testdata/dpopjs/node_modules
 # Debian's Wine (scripts/wine/run-tests.sh; docs/agent.md "Windows tests
 # under Wine"). A package joins by being listed here.
 WINE_TEST_PKGS := \
+	./agent \
 	./agent/proto \
 	./agent/inventory \
 	./agent/ops \

@@ -253,7 +253,7 @@ func (c *Config) Marshal() ([]byte, error) {
 // Load reads and parses the config file without taking the lock: writes
 // are atomic renames, so a reader always sees a whole file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/internal/testdir"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -24,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // returns its path.
 func setup(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), agent.FileName)
+	path := filepath.Join(testdir.New(t), agent.FileName)
 	c := agent.Default()
 	c.ServerURL = "https://engine.example.test"
 	c.EnrollmentCode = "code-1"
@@ -168,7 +169,7 @@ func TestUpdateErrorWritesNothing(t *testing.T) {
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
-	_, err = agent.Update(filepath.Join(t.TempDir(), agent.FileName), "run", func(*agent.Config) error { return nil })
+	_, err = agent.Update(filepath.Join(testdir.New(t), agent.FileName), "run", func(*agent.Config) error { return nil })
 	require.ErrorIs(t, err, os.ErrNotExist, "update never creates a file")
 }
 
@@ -200,7 +201,7 @@ func TestInterruptedWriteLeavesOldFile(t *testing.T) {
 
 func TestCleanStaleTemps(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	for name, age := range map[string]time.Duration{
 		"agent.json.tmp-old":     61 * time.Minute,

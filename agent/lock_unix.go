@@ -46,3 +46,7 @@ func syncDir(dir string) error {
 // replaceFile renames tmp over path; POSIX rename is atomic even while
 // readers hold the old file open.
 func replaceFile(tmp, path string) error { return os.Rename(tmp, path) }
+
+// readFile reads the config file; POSIX lets a rename replace it while it
+// is open.
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

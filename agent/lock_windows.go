@@ -5,6 +5,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -49,4 +50,31 @@ func replaceFile(tmp, path string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return err
+}
+
+// readFile reads the config file. It opens with FILE_SHARE_DELETE (os.Open
+// does not), so a writer's replace can go ahead while it reads, and retries
+// for up to about two seconds while the file is held without sharing: the
+// moment of a replace, or a virus scanner or indexer that opened it.
+func readFile(path string) ([]byte, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var h windows.Handle
+	for i := 0; ; i++ {
+		h, err = windows.CreateFile(p, windows.GENERIC_READ,
+			windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+			nil, windows.OPEN_EXISTING, windows.FILE_ATTRIBUTE_NORMAL, 0)
+		if err == nil || i == 39 || !(errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED)) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(h), path)
+	defer f.Close()
+	return io.ReadAll(f)
 }

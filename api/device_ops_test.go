@@ -2,8 +2,6 @@ package api_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,46 +61,11 @@ func (f *fixture) opsAgent(t *testing.T, admin string, site int64, hostname stri
 }
 
 func (o *opAgent) serve(ctx context.Context, handlers *runtime.Handlers) {
-	var writeMu sync.Mutex
-	write := func(env proto.Envelope) {
-		writeMu.Lock()
-		defer writeMu.Unlock()
-		_ = writeEnvelope(ctx, o.conn, env)
-	}
-	for {
-		_, b, err := o.conn.Read(ctx)
-		if err != nil {
-			return
-		}
-		var env proto.Envelope
-		if json.Unmarshal(b, &env) != nil {
-			continue
-		}
-		if env.Type == proto.MsgPing {
-			write(proto.Envelope{Type: proto.MsgPong, ID: env.ID})
-			continue
-		}
+	serveSocketSeeing(ctx, o.conn, handlers, nil, func(typ string) {
 		o.mu.Lock()
-		o.seen[env.Type]++
+		o.seen[typ]++
 		o.mu.Unlock()
-		h := handlers.Lookup(env.Type)
-		go func() {
-			var result any
-			err := error(&proto.Error{Code: proto.CodeOpUnsupported, Message: "no handler"})
-			if h != nil {
-				result, err = h(ctx, nil, env.Payload)
-			}
-			if err != nil {
-				var pe *proto.Error
-				if !errors.As(err, &pe) {
-					pe = &proto.Error{Code: "failed", Message: err.Error()}
-				}
-				result = pe
-			}
-			raw, _ := json.Marshal(result)
-			write(proto.Envelope{Type: proto.MsgReply, ID: env.ID, Payload: raw})
-		}()
-	}
+	})
 }
 
 // initScript writes a SysV script that runs a background sleep with a

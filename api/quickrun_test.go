@@ -97,6 +97,12 @@ func (s *scriptAgent) Call(ctx context.Context, method, path string, in, out any
 
 // serveSocket answers the Engine's requests on conn with handlers.
 func serveSocket(ctx context.Context, conn *websocket.Conn, handlers *runtime.Handlers, call runtime.Caller) {
+	serveSocketSeeing(ctx, conn, handlers, call, nil)
+}
+
+// serveSocketSeeing is serveSocket telling seen (when not nil) the type of
+// each request before it is answered.
+func serveSocketSeeing(ctx context.Context, conn *websocket.Conn, handlers *runtime.Handlers, call runtime.Caller, seen func(typ string)) {
 	var writeMu sync.Mutex
 	write := func(env proto.Envelope) {
 		writeMu.Lock()
@@ -115,6 +121,9 @@ func serveSocket(ctx context.Context, conn *websocket.Conn, handlers *runtime.Ha
 		if env.Type == proto.MsgPing {
 			write(proto.Envelope{Type: proto.MsgPong, ID: env.ID})
 			continue
+		}
+		if seen != nil {
+			seen(env.Type)
 		}
 		h := handlers.Lookup(env.Type)
 		go func() {

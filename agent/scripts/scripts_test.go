@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/scripts"
+	"github.com/cairn-rmm/cairn/internal/testdir"
 )
 
 // caller records the live-output posts a script makes.
@@ -56,7 +57,7 @@ func setup(t *testing.T) *env {
 	h := runtime.NewHandlers()
 	require.NoError(t, scripts.Register(h, scripts.Options{
 		Config:         func() (*agent.Config, error) { return cfg, nil },
-		OutputInterval: 50 * time.Millisecond, TempDir: scratchDir(t),
+		OutputInterval: 50 * time.Millisecond, TempDir: testdir.New(t),
 	}))
 	return &env{handler: h.Lookup(proto.EventQuickJobRun), priv: priv, guid: cfg.Agent.GUID}
 }
@@ -104,7 +105,7 @@ func TestRefusals(t *testing.T) {
 	// A stranger's key: nothing runs.
 	_, stranger, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	marker := filepath.Join(scratchDir(t), "ran")
+	marker := filepath.Join(testdir.New(t), "ran")
 	b, _ := json.Marshal(proto.ScriptJob{RunID: "r", DeviceGUID: e.guid, Language: nativeLanguage, Body: touchScript(marker), TimeoutSeconds: 5})
 	raw, _ := json.Marshal(proto.Signed{Payload: b, Signature: ed25519.Sign(stranger, b)})
 	_, err = e.handler(context.Background(), nil, raw)

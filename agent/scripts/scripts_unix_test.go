@@ -24,8 +24,6 @@ const (
 
 func touchScript(path string) string { return "touch " + path }
 
-func scratchDir(t *testing.T) string { return t.TempDir() }
-
 func TestRunOutputAndExitCodes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

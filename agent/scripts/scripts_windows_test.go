@@ -1,7 +1,6 @@
 package scripts_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,16 +17,6 @@ const (
 )
 
 func touchScript(path string) string { return "@type nul > \"" + path + "\"" }
-
-// scratchDir is not t.TempDir: its cleanup (os.RemoveAll) fails under
-// Wine with "Invalid function" (agent/files' Windows test says the same),
-// so the directory goes best-effort.
-func scratchDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "cairn-scripts-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
 
 func TestRunCmdOutputAndExitCodes(t *testing.T) {
 	t.Parallel()

@@ -826,3 +826,38 @@ func TestFileTransferRefusals(t *testing.T) {
 	r = f.do(t, "GET", transferPath("refuse-host", id, "status"), admin, nil)
 	require.Equal(t, 200, r.Status, r.Raw)
 }
+
+// A transfer belongs to its device, not to the name it was made under: a
+// device renamed (its agent re-enrolled under a new name) keeps its
+// transfers, and a new device given the old name never sees them.
+func TestFileTransferFollowsTheDeviceNotItsName(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "rename")
+	a, _ := f.transferAgent(t, admin, site, "xfer-old")
+	dest := t.TempDir()
+	id := transferID(t, f.upload(t, admin, "xfer-old", [][2]string{{"destination", dest}},
+		uploadFile{"note.txt", strings.NewReader("hello")}))
+	require.Equal(t, "completed", f.waitTransfer(t, admin, "xfer-old", id)["state"])
+
+	// Re-enrolment renames a device in place (DeviceReenroll); the test
+	// renames it the same way, in one statement.
+	_, err := f.store.Pool.Exec(t.Context(), `UPDATE devices SET hostname = 'xfer-new' WHERE guid = $1`, a.guid)
+	require.NoError(t, err)
+	r := f.do(t, "GET", transferPath("xfer-new", id, "status"), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "completed", r.Body["state"])
+	r = f.do(t, "GET", transferPath("xfer-old", id, "status"), admin, nil)
+	require.Equal(t, 404, r.Status, r.Raw)
+
+	// Another device now called xfer-old sees nothing of the first's.
+	f.enrolled(t, admin, site, "xfer-old")
+	for _, what := range []string{"status", "content"} {
+		r = f.do(t, "GET", transferPath("xfer-old", id, what), admin, nil)
+		require.Equal(t, 404, r.Status, r.Raw)
+		require.Equal(t, "transfer_not_found", r.Body["error"], r.Raw)
+	}
+	r = f.do(t, "POST", transferPath("xfer-old", id, "cancel"), admin, nil)
+	require.Equal(t, 404, r.Status, r.Raw)
+}

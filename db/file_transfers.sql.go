@@ -166,7 +166,9 @@ func (q *Queries) FileTransferGetForDevice(ctx context.Context, arg FileTransfer
 
 const fileTransferGetInScope = `-- name: FileTransferGetInScope :one
 SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at FROM file_transfers
-WHERE id = $1 AND hostname = $2 AND ($3::boolean OR site_id = ANY($4::bigint[]))
+WHERE id = $1
+  AND device_guid = (SELECT guid FROM devices WHERE lower(hostname) = lower($2::text))
+  AND ($3::boolean OR site_id = ANY($4::bigint[]))
 `
 
 type FileTransferGetInScopeParams struct {
@@ -176,8 +178,11 @@ type FileTransferGetInScopeParams struct {
 	SiteIds  []int64
 }
 
-// An operator's view: the transfer of the device named hostname, inside
-// the operator's sites.
+// An operator's view: a transfer of the device now named hostname, inside
+// the operator's sites (the transfer's own site). The device is matched by
+// GUID, not by the name the transfer was made under: a device renamed by
+// re-enrolment keeps its transfers, and a new device given an old name
+// never sees the old device's.
 func (q *Queries) FileTransferGetInScope(ctx context.Context, arg FileTransferGetInScopeParams) (FileTransfer, error) {
 	row := q.db.QueryRow(ctx, fileTransferGetInScope,
 		arg.ID,

@@ -9,10 +9,15 @@ RETURNING *;
 SELECT * FROM file_transfers WHERE id = @id;
 
 -- name: FileTransferGetInScope :one
--- An operator's view: the transfer of the device named hostname, inside
--- the operator's sites.
+-- An operator's view: a transfer of the device now named hostname, inside
+-- the operator's sites (the transfer's own site). The device is matched by
+-- GUID, not by the name the transfer was made under: a device renamed by
+-- re-enrolment keeps its transfers, and a new device given an old name
+-- never sees the old device's.
 SELECT * FROM file_transfers
-WHERE id = @id AND hostname = @hostname AND (@all_sites::boolean OR site_id = ANY(@site_ids::bigint[]));
+WHERE id = @id
+  AND device_guid = (SELECT guid FROM devices WHERE lower(hostname) = lower(@hostname::text))
+  AND (@all_sites::boolean OR site_id = ANY(@site_ids::bigint[]));
 
 -- name: FileTransferGetForDevice :one
 -- An agent's view: only its own device's transfers.

@@ -5264,7 +5264,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5282,7 +5282,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5344,7 +5353,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5371,6 +5380,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -5380,7 +5407,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5442,7 +5478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5469,6 +5505,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -5478,7 +5532,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5528,7 +5591,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5546,7 +5609,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5597,7 +5669,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5615,6 +5687,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -5624,7 +5714,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5673,7 +5772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5700,7 +5799,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5753,7 +5861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5771,6 +5879,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -5780,7 +5906,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5831,8 +5966,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5849,7 +6020,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5891,7 +6080,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized */
+            /** @description Unauthorized: invalid_passphrase, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5900,8 +6089,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict, passkeys_unavailable, wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5918,7 +6143,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -5969,8 +6212,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: aegis_already_configured */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5987,7 +6257,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6016,6 +6295,15 @@ export interface operations {
                     "application/json": components["schemas"]["AegisStatus"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -6025,7 +6313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6043,7 +6331,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6085,7 +6382,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized */
+            /** @description Unauthorized: invalid_passphrase, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6094,8 +6391,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict, wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6112,7 +6436,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6154,7 +6496,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6163,7 +6505,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6205,7 +6601,34 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6247,7 +6670,70 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Unauthorized: invalid_dpop_proof */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6289,7 +6775,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Unauthorized: invalid_dpop_proof */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6329,8 +6860,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6347,7 +6887,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: transfer_cancelled, transfer_ended */
+            /** @description Conflict: device_quarantined, device_revoked, transfer_cancelled, transfer_ended */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6374,7 +6914,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6418,8 +6976,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6436,7 +7003,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: transfer_cancelled, transfer_ended */
+            /** @description Conflict: device_quarantined, device_revoked, transfer_cancelled, transfer_ended */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6445,7 +7012,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6485,8 +7088,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6503,7 +7115,34 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6544,8 +7183,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6562,7 +7210,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: transfer_cancelled, transfer_ended */
+            /** @description Conflict: device_quarantined, device_revoked, transfer_cancelled, transfer_ended */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6571,7 +7219,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6612,8 +7278,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6630,7 +7305,34 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6659,7 +7361,16 @@ export interface operations {
                     "application/json": components["schemas"]["ArtifactList"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6668,7 +7379,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6710,7 +7457,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6719,7 +7466,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6777,7 +7578,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: install_link_invalid */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6827,7 +7637,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: install_link_invalid */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6867,7 +7686,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6876,7 +7695,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6905,7 +7760,16 @@ export interface operations {
                     "application/json": components["schemas"]["Route"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6914,7 +7778,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6941,7 +7841,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6950,7 +7859,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Misdirected Request: wrong_worker */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -6990,7 +7944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6999,7 +7953,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7041,7 +8049,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7050,7 +8058,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7090,7 +8152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7099,7 +8161,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7137,7 +8253,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7146,7 +8262,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused, shell_token_invalid */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Misdirected Request: wrong_worker */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7175,7 +8336,16 @@ export interface operations {
                     "application/json": components["schemas"]["AgentOverrides"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7184,7 +8354,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7224,7 +8430,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7233,7 +8439,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7275,7 +8535,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, fingerprint_mismatch, invalid_dpop_proof, invalid_refresh_token, token_expired, token_revoked, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7284,7 +8544,79 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7333,7 +8665,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7342,7 +8674,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: artifact_unavailable */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7383,8 +8760,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7401,7 +8787,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7443,7 +8865,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: agent_context_required, invalid_dpop_proof */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7452,7 +8874,70 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked, update_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7481,6 +8966,15 @@ export interface operations {
                     "application/json": components["schemas"]["AgentList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -7490,7 +8984,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7508,7 +9002,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7560,7 +9063,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7578,7 +9081,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7629,7 +9141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7656,6 +9168,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7665,7 +9186,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7714,7 +9244,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7741,7 +9271,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7794,7 +9333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7830,6 +9369,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -7839,7 +9387,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7890,7 +9447,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7908,8 +9465,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: assembly_in_use */
+            /** @description Conflict: assembly_in_use, conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7926,7 +9501,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -7975,7 +9559,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8002,7 +9586,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8052,7 +9645,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8079,7 +9672,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8121,7 +9723,79 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Unauthorized: invalid_credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: bootstrap_incomplete, conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8170,8 +9844,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8188,7 +9880,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8217,6 +9918,15 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -8226,7 +9936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8244,7 +9954,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8293,8 +10012,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8311,7 +10057,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8353,7 +10117,79 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Unauthorized: invalid_mfa_code, invalid_pending_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: bootstrap_incomplete */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8382,6 +10218,15 @@ export interface operations {
                     "application/json": components["schemas"]["PasskeyList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -8391,7 +10236,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8409,7 +10254,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8451,7 +10305,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8493,7 +10392,79 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Unauthorized: invalid_credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: bootstrap_incomplete, passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8544,8 +10515,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8562,7 +10569,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8613,8 +10638,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict, passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8631,7 +10683,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8678,7 +10739,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8705,7 +10766,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8758,7 +10828,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8776,6 +10846,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -8785,7 +10873,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8834,8 +10931,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8852,7 +10976,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8903,8 +11045,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8921,7 +11090,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -8971,8 +11149,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8989,7 +11176,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9040,8 +11236,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9058,7 +11272,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9112,8 +11335,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9130,7 +11380,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9172,6 +11431,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Unauthorized: invalid_mfa_code, invalid_pending_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Forbidden: bootstrap_finished */
             403: {
                 headers: {
@@ -9181,7 +11449,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9232,7 +11536,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9274,7 +11623,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: bootstrap_finished */
+            /** @description Forbidden: bootstrap_finished, setup_code_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9283,7 +11632,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9325,7 +11710,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: bootstrap_finished */
+            /** @description Forbidden: bootstrap_finished, setup_code_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9334,7 +11719,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: aegis_already_configured, wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9376,6 +11797,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Unauthorized: invalid_passphrase */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Forbidden: bootstrap_finished */
             403: {
                 headers: {
@@ -9385,7 +11815,52 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Conflict: conflict, wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9414,6 +11889,15 @@ export interface operations {
                     "application/json": components["schemas"]["PhaseResponse"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Forbidden: bootstrap_finished */
             403: {
                 headers: {
@@ -9423,7 +11907,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9473,7 +11966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9491,7 +11984,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9542,7 +12044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9560,6 +12062,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -9569,7 +12089,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9618,7 +12147,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9645,7 +12174,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9698,7 +12236,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9725,6 +12263,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -9734,7 +12290,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9783,7 +12348,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9819,7 +12384,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9868,7 +12442,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9895,7 +12469,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9949,8 +12532,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9967,7 +12559,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10016,7 +12617,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10043,7 +12644,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10096,7 +12706,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10114,6 +12724,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -10123,7 +12751,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10172,7 +12809,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10199,7 +12836,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10233,7 +12879,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileChildren"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10251,7 +12897,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10260,7 +12906,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10269,7 +12915,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10287,7 +12933,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -10296,7 +12951,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10331,7 +13004,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10349,7 +13022,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10358,7 +13031,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10367,8 +13040,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10385,7 +13076,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -10394,7 +13094,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10447,7 +13165,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10456,8 +13174,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: device_quarantined, agent_socket_missing */
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10474,7 +13219,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10509,7 +13263,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10527,7 +13281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10536,7 +13290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10545,8 +13299,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10563,7 +13335,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -10572,7 +13353,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10607,7 +13406,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10625,7 +13424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10634,7 +13433,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10643,8 +13442,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10661,7 +13478,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -10670,7 +13496,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10705,7 +13549,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10723,7 +13567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10732,7 +13576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10741,8 +13585,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10759,7 +13621,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -10768,7 +13639,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10803,7 +13692,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10821,7 +13710,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10830,7 +13719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10839,8 +13728,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10857,7 +13764,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -10866,7 +13782,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10897,7 +13831,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileRoots"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10915,8 +13849,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10933,7 +13885,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10967,7 +13955,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileText"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10985,7 +13973,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10994,7 +13982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11003,7 +13991,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11039,7 +14027,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -11048,7 +14045,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11083,7 +14098,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileWritten"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11101,7 +14116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11110,7 +14125,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11119,7 +14134,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11128,8 +14143,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request Entity Too Large: file_too_large */
+            /** @description Request Entity Too Large: file_too_large, payload_too_large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11155,7 +14179,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -11164,7 +14197,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11218,7 +14269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11227,8 +14278,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: transfer_not_found */
+            /** @description Not Found: not_found, transfer_not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11245,7 +14314,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11295,7 +14373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11304,7 +14382,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: transfer_not_found */
+            /** @description Not Found: not_found, transfer_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11340,7 +14418,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11390,7 +14477,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11399,7 +14486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: transfer_not_found */
+            /** @description Not Found: not_found, transfer_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11417,7 +14504,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11466,7 +14562,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11475,7 +14571,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: device_quarantined, agent_socket_missing */
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11502,7 +14607,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11537,7 +14651,7 @@ export interface operations {
                     "application/json": components["schemas"]["FileConflicts"];
                 };
             };
-            /** @description Bad Request: path_not_absolute, path_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11555,7 +14669,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11564,7 +14678,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: path_not_found */
+            /** @description Not Found: not_found, path_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11573,8 +14687,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists, not_a_directory, not_a_file */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11591,7 +14723,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: permission_denied */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -11600,7 +14741,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11649,7 +14808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11676,7 +14835,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11729,7 +14897,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11747,7 +14915,149 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDeviceProcessesHostname: {
+        parameters: {
+            query?: {
+                /** @description accept a cached process list this old */
+                max_age_seconds?: number;
+            };
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Processes"];
+                };
+            };
+            /** @description Bad Request: invalid_request, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11783,7 +15093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11792,7 +15102,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
             504: {
                 headers: {
                     [name: string]: unknown;
@@ -11801,77 +15111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getDeviceProcessesHostname: {
-        parameters: {
-            query?: {
-                /** @description accept a cached process list this old */
-                max_age_seconds?: number;
-            };
-            header?: never;
-            path: {
-                hostname: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Processes"];
-                };
-            };
-            /** @description Bad Request: validation_failed */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Unauthorized: unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Forbidden: csrf_failed */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Locked: aegis_locked */
-            423: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -11924,7 +15164,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11942,8 +15182,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11978,7 +15236,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11987,7 +15245,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
             504: {
                 headers: {
                     [name: string]: unknown;
@@ -11996,7 +15254,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12030,7 +15288,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryChildrenResult"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12048,7 +15306,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12057,8 +15315,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found */
+            /** @description Not Found: not_found, registry_key_not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12084,7 +15351,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12119,7 +15422,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
-            /** @description Bad Request: registry_type_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12137,7 +15440,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12146,7 +15449,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found, registry_value_not_found */
+            /** @description Not Found: not_found, registry_key_not_found, registry_value_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12155,8 +15458,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12182,7 +15503,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12217,7 +15574,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
-            /** @description Bad Request: registry_type_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12235,7 +15592,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12244,7 +15601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found, registry_value_not_found */
+            /** @description Not Found: not_found, registry_key_not_found, registry_value_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12253,8 +15610,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12280,7 +15655,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12315,7 +15726,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
-            /** @description Bad Request: registry_type_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12333,7 +15744,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12342,7 +15753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found, registry_value_not_found */
+            /** @description Not Found: not_found, registry_key_not_found, registry_value_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12351,8 +15762,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12378,7 +15807,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12409,7 +15874,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryRootsResult"];
                 };
             };
-            /** @description Bad Request: validation_failed */
+            /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12427,8 +15892,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12454,7 +15937,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12489,7 +16008,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryValueResult"];
                 };
             };
-            /** @description Bad Request: registry_type_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12507,7 +16026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12516,7 +16035,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found, registry_value_not_found */
+            /** @description Not Found: not_found, registry_key_not_found, registry_value_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12525,8 +16044,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12552,7 +16089,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12587,7 +16160,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryValueResult"];
                 };
             };
-            /** @description Bad Request: registry_type_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12605,7 +16178,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12614,7 +16187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found, registry_value_not_found */
+            /** @description Not Found: not_found, registry_key_not_found, registry_value_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12623,8 +16196,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12650,7 +16241,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12685,7 +16312,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryValueResult"];
                 };
             };
-            /** @description Bad Request: registry_type_invalid, validation_failed */
+            /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12703,7 +16330,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12712,7 +16339,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: registry_key_not_found, registry_value_not_found */
+            /** @description Not Found: not_found, registry_key_not_found, registry_value_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12721,8 +16348,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: path_exists */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12748,7 +16393,43 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12797,7 +16478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12824,7 +16505,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -12877,7 +16567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12895,8 +16585,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12931,7 +16639,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12940,7 +16648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
             504: {
                 headers: {
                     [name: string]: unknown;
@@ -12949,7 +16657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13005,8 +16713,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13023,7 +16740,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13076,7 +16802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13094,6 +16820,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -13103,7 +16847,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13156,7 +16909,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13174,8 +16927,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, process_mismatch, already_running */
+            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13210,7 +16981,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: agent_socket_closed, temporal_unavailable */
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13219,7 +16990,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gateway Timeout: timed_out, operation_timed_out */
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
             504: {
                 headers: {
                     [name: string]: unknown;
@@ -13228,7 +16999,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13281,7 +17052,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13299,6 +17070,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -13308,7 +17097,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13361,7 +17159,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13379,6 +17177,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -13388,7 +17204,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13441,7 +17266,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13459,6 +17284,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -13468,7 +17311,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13521,7 +17373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13530,7 +17382,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not Found: not_found, artifact_unavailable */
+            /** @description Not Found: artifact_unavailable, not_found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -13548,6 +17400,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -13557,7 +17427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: temporal_unavailable */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13566,7 +17436,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13595,6 +17465,15 @@ export interface operations {
                     "application/json": components["schemas"]["FilterList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -13604,7 +17483,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13622,7 +17501,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13673,7 +17561,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13691,6 +17579,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -13700,7 +17606,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13729,6 +17644,15 @@ export interface operations {
                     "application/json": components["schemas"]["FilterMetadata"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -13738,7 +17662,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13756,7 +17680,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13807,8 +17740,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13825,7 +17776,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13877,7 +17837,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13895,7 +17855,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -13944,7 +17913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13971,7 +17940,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14024,7 +18002,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14051,6 +18029,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -14060,7 +18056,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14111,7 +18116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14138,6 +18143,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -14147,7 +18170,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14176,6 +18208,15 @@ export interface operations {
                     "application/json": components["schemas"]["ViewList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -14185,7 +18226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14203,7 +18244,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14254,8 +18304,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14272,7 +18349,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14321,7 +18407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14348,7 +18434,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14401,7 +18496,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14419,6 +18514,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -14428,7 +18550,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14479,7 +18610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14497,6 +18628,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -14506,7 +18655,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14570,7 +18728,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14588,7 +18746,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14639,8 +18806,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14657,7 +18860,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14709,7 +18921,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14727,7 +18939,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14776,7 +18997,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14803,7 +19024,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14857,7 +19087,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14884,7 +19114,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -14936,8 +19175,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14954,7 +19202,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15003,7 +19260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15030,7 +19287,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15084,7 +19350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15102,6 +19368,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15111,7 +19395,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15164,8 +19457,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15182,7 +19511,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15235,8 +19573,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15253,7 +19627,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15306,8 +19689,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15324,7 +19743,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15377,8 +19805,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15395,7 +19859,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15424,6 +19897,15 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -15433,7 +19915,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15451,7 +19933,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15502,7 +19993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15520,6 +20011,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15529,7 +20038,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15580,8 +20098,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15598,7 +20134,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: unavailable */
+            /** @description Service Unavailable: service_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15607,7 +20143,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15658,7 +20194,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15676,6 +20212,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15685,7 +20248,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15738,7 +20310,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15765,6 +20337,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15774,7 +20364,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15818,7 +20417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized, invalid_credentials */
+            /** @description Unauthorized: invalid_credentials, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15827,7 +20426,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15845,6 +20444,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15854,7 +20471,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: unavailable */
+            /** @description Service Unavailable: service_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15863,7 +20480,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -15916,7 +20533,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15934,6 +20551,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -15943,7 +20578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: unavailable */
+            /** @description Service Unavailable: service_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15952,7 +20587,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16005,7 +20640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16023,6 +20658,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -16032,7 +20694,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: unavailable */
+            /** @description Service Unavailable: service_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16041,7 +20703,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16070,6 +20732,15 @@ export interface operations {
                     "application/json": components["schemas"]["DirectorySiteList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -16079,7 +20750,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16097,7 +20768,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16126,6 +20806,15 @@ export interface operations {
                     "text/html": unknown;
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not Found: not_found */
             404: {
                 headers: {
@@ -16135,7 +20824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16164,6 +20853,15 @@ export interface operations {
                     "application/json": components["schemas"]["TokenStatus"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -16173,7 +20871,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16191,7 +20889,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16242,8 +20949,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16260,7 +20985,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16289,6 +21023,15 @@ export interface operations {
                     "application/json": components["schemas"]["MetadataDefinitions"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -16298,7 +21041,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16316,7 +21059,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16369,7 +21121,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16387,6 +21139,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -16396,7 +21166,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16447,8 +21226,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16465,7 +21262,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16494,7 +21300,16 @@ export interface operations {
                     "application/json": unknown;
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16523,6 +21338,15 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -16532,7 +21356,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16550,7 +21374,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Too Many Requests: too_many_streams */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16601,8 +21443,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, shell_token_invalid */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16619,7 +21497,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Not Implemented: not_implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16666,7 +21562,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: unauthorized */
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16675,8 +21571,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, agent_context_refused, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16693,7 +21607,34 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16722,6 +21663,15 @@ export interface operations {
                     "application/json": components["schemas"]["JobList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -16731,7 +21681,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16749,7 +21699,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16800,8 +21759,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16818,7 +21795,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16869,8 +21855,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16887,7 +21891,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -16936,8 +21949,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16954,7 +21976,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17007,8 +22038,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17025,7 +22083,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17076,8 +22143,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17094,7 +22188,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17147,8 +22250,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: job_disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17165,7 +22304,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17217,8 +22365,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17235,7 +22392,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17286,8 +22452,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17304,7 +22497,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17354,8 +22556,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17372,7 +22583,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17425,8 +22645,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17443,7 +22690,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17494,8 +22750,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17512,7 +22786,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17561,8 +22844,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17579,7 +22871,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17633,7 +22934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17651,7 +22952,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17680,6 +22990,15 @@ export interface operations {
                     "application/json": components["schemas"]["ScriptSigning"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -17689,7 +23008,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17707,7 +23026,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17758,8 +23086,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: script_key_rotation_pending */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17776,7 +23131,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17805,6 +23169,15 @@ export interface operations {
                     "application/json": components["schemas"]["SiteWorkerSettings"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -17814,7 +23187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17832,7 +23205,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17882,7 +23264,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17900,7 +23282,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -17951,8 +23342,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17969,7 +23387,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18020,8 +23447,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, shell_token_invalid */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18038,7 +23501,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18090,7 +23562,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18108,7 +23580,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18157,8 +23638,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18175,7 +23674,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18225,7 +23733,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, shell_token_invalid */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18243,7 +23751,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18272,6 +23789,15 @@ export interface operations {
                     "application/json": components["schemas"]["SiteList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -18281,7 +23807,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18299,7 +23825,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18350,7 +23885,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18368,6 +23903,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -18377,7 +23930,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18428,7 +23990,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18446,6 +24008,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -18455,7 +24035,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18506,7 +24095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18533,6 +24122,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -18542,7 +24149,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18571,6 +24187,15 @@ export interface operations {
                     "application/json": components["schemas"]["DeviceMap"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -18580,7 +24205,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18598,7 +24223,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18649,7 +24283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18676,6 +24310,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -18685,7 +24337,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18739,8 +24400,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18757,7 +24445,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18810,7 +24507,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18828,6 +24525,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -18837,7 +24552,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18893,7 +24617,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18911,7 +24635,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18940,6 +24673,15 @@ export interface operations {
                     "application/json": components["schemas"]["Rules"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -18949,7 +24691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18967,7 +24709,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -18996,7 +24747,25 @@ export interface operations {
                     "application/x-pem-file": unknown;
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19047,8 +24816,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19065,7 +24861,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19116,8 +24921,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19134,7 +24957,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19163,6 +24995,15 @@ export interface operations {
                     "application/json": components["schemas"]["AccountList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -19172,7 +25013,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19190,7 +25031,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19241,7 +25091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19259,6 +25109,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -19268,7 +25136,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19315,7 +25192,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19351,7 +25228,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19404,8 +25290,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19422,7 +25335,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19475,7 +25397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19493,6 +25415,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -19502,7 +25442,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19553,7 +25502,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19571,6 +25520,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -19580,7 +25547,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19633,7 +25609,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: forbidden, csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19660,6 +25636,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Locked: aegis_locked */
             423: {
                 headers: {
@@ -19669,7 +25663,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19698,6 +25701,15 @@ export interface operations {
                     "application/json": components["schemas"]["FlowList"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -19707,7 +25719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19725,7 +25737,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19776,8 +25797,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19794,7 +25833,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19843,8 +25891,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19861,7 +25918,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19910,8 +25976,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19928,7 +26003,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -19981,8 +26065,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19999,7 +26110,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20050,8 +26170,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: workflow_in_use */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20068,7 +26224,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20120,8 +26285,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20138,7 +26312,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20191,8 +26374,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: csrf_failed */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20209,7 +26419,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20238,7 +26457,16 @@ export interface operations {
                     "text/html": unknown;
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20267,7 +26495,16 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20296,7 +26533,16 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20325,7 +26571,16 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20354,6 +26609,15 @@ export interface operations {
                     "application/json": components["schemas"]["ReadyBody"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Service Unavailable */
             503: {
                 headers: {
@@ -20363,7 +26627,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReadyBody"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -20392,6 +26656,15 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Service Unavailable */
             503: {
                 headers: {
@@ -20401,7 +26674,7 @@ export interface operations {
                     "application/json": components["schemas"]["Status"];
                 };
             };
-            /** @description Any other error: the error code says what went wrong (docs/api.md "Errors"). */
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
                     [name: string]: unknown;

@@ -39,7 +39,7 @@ func (s *Server) bootstrapRoutes() []Route {
 				s.setupFinished(r)
 			}
 			return phaseResponse{phase}, err
-		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode)},
+		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode, cairn.ECodeRateLimited)},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -116,7 +117,7 @@ func (s *Server) decideApproval(decision string) Endpoint {
 // (unboundProof), names an approval that may be unknown or spent, and
 // mints the device's tokens with keys the cipher seals.
 var enrollPollErrors = []string{cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, cairn.ECodeNotFound,
-	cairn.ECodeConflict, cairn.ECodeAegisLocked}
+	cairn.ECodeConflict, cairn.ECodeAegisLocked, db.ECodeServiceUnavailable}
 
 // refreshErrors: why devicetrust.Tokens.Refresh refuses a refresh token,
 // and the cipher locked (the signing key is sealed).
@@ -129,7 +130,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 	return []Route{
 		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
 			return s.Enrollment.Nonce(r.Context())
-		}).Errors(cairn.ECodeAegisLocked)},
+		}).Errors(cairn.ECodeAegisLocked, db.ECodeServiceUnavailable)},
 		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
 			// Agents send a proof here only so that one signing for an
 			// origin this Engine does not serve is refused before anyone
@@ -140,7 +141,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 				}
 			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
-		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable)},
+		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, db.ECodeServiceUnavailable)},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")

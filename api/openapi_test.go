@@ -192,3 +192,15 @@ func TestOpenAPIDeclaresErrorCodes(t *testing.T) {
 	}
 	require.Equal(t, len(api.New(api.Deps{}).Routes()), ops)
 }
+
+// A device's last status post is typed in the document, not "any JSON":
+// the API tests then hold what the Engine sends to it.
+func TestOpenAPIDeviceDetailsLastStatusIsTyped(t *testing.T) {
+	t.Parallel()
+	doc, err := apiDocument()
+	require.NoError(t, err)
+	ls := doc.Components.Schemas["DeviceDetails"].Value.Properties["last_status"].Value
+	require.Len(t, ls.AnyOf, 2)
+	require.Equal(t, "#/components/schemas/StatusRecord", ls.AnyOf[0].Ref)
+	require.Contains(t, ls.AnyOf[0].Value.Required, "milestones")
+}

@@ -3480,7 +3480,7 @@ export interface components {
             hardware: components["schemas"]["Hardware"] | null;
             /** Format: date-time */
             inventory_updated_at: string | null;
-            last_status: unknown | null;
+            last_status: components["schemas"]["StatusRecord"] | null;
             metrics: components["schemas"]["Metrics"] | null;
             network: components["schemas"]["NetIface"][] | null;
             os: components["schemas"]["OSInfo"] | null;
@@ -4163,6 +4163,13 @@ export interface components {
         MfaVerifyRequest: {
             code?: string;
             pending_token?: string;
+        };
+        Milestone: {
+            /** Format: date-time */
+            at: string;
+            detail?: string;
+            name: string;
+            ok: boolean;
         };
         MilestoneInput: {
             /** Format: date-time */
@@ -4954,6 +4961,19 @@ export interface components {
             /** Format: date-time */
             started_at?: string;
         };
+        StatusRecord: {
+            agent_version: string;
+            boot_id: string;
+            build_id?: string;
+            context?: string;
+            last_error: components["schemas"]["Telemetry"] | null;
+            milestones: components["schemas"]["Milestone"][];
+            phase: string;
+            /** Format: date-time */
+            received_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+        };
         Step: {
             assembly_id: number;
             condition: string;
@@ -4992,6 +5012,12 @@ export interface components {
             devices?: string[] | null;
             filters?: number[] | null;
             sites?: number[] | null;
+        };
+        Telemetry: {
+            /** Format: date-time */
+            at: string;
+            message: string;
+            source?: string;
         };
         TelemetryInput: {
             /** Format: date-time */

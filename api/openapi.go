@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 )
 
 // The API document is generated from the route table: each route's
@@ -86,17 +89,34 @@ func securitySchemes() openapi3.SecuritySchemes {
 }
 
 // errorsByClass are the errors any route of an auth class may answer
-// besides those it declares.
+// besides those it declares: what its authentication middleware refuses
+// with (api/server.go, api/device_auth.go), and service_unavailable where
+// that middleware reads the database.
 func errorsByClass(class AuthClass) []string {
+	// A session or API token unknown, expired, of a disabled directory
+	// account or one that must be recovered; a read-only API token on a
+	// change; a cookie without its CSRF header; the cipher locked.
+	session := []string{cairn.ECodeUnauthorized, cairn.ECodeForbidden, cairn.ECodeRecoveryRequired,
+		cairn.ECodeCSRF, cairn.ECodeAegisLocked, db.ECodeServiceUnavailable}
+	agentContext := []string{ECodeAgentContextRequired, ECodeAgentContextRefused, ECodeProtocolUnsupported,
+		cairn.ECodeUnauthorized, cairn.ECodeInvalidDPoPProof, db.ECodeServiceUnavailable}
+	// The access token and the device it names (authenticateDevice).
+	device := append(slices.Clone(agentContext), devicetrust.ECodeInvalidAccessToken, devicetrust.ECodeTokenExpired,
+		devicetrust.ECodeTokenVersion, devicetrust.ECodeDeviceRevoked, devicetrust.ECodeDeviceQuarantined,
+		devicetrust.ECodeDevicePurged, devicetrust.ECodeDeviceNotFound)
 	switch class {
-	case AuthToken, AuthDeviceOrToken:
-		return []string{cairn.ECodeUnauthorized, cairn.ECodeCSRF, cairn.ECodeAegisLocked}
-	case AuthAdmin:
-		return []string{cairn.ECodeUnauthorized, cairn.ECodeForbidden, cairn.ECodeCSRF, cairn.ECodeAegisLocked}
-	case AuthDevice, AuthRefresh:
-		return []string{ECodeAgentContextRequired, cairn.ECodeInvalidDPoPProof}
+	case AuthToken, AuthAdmin:
+		return session
+	case AuthDeviceOrToken:
+		return append(session, device...)
+	case AuthDevice:
+		return device
+	case AuthRefresh:
+		// requireProof: a proof without an access token, budgeted per
+		// address (unboundProof).
+		return append(agentContext, cairn.ECodeRateLimited)
 	case AuthBootstrap:
-		return []string{cairn.ECodeBootstrapFinished}
+		return []string{cairn.ECodeBootstrapFinished, db.ECodeServiceUnavailable}
 	}
 	return nil
 }
@@ -185,19 +205,19 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 		}
 		op.AddResponse(a.status, resp)
 	}
+	codes := routeErrors(rt)
+	op.Extensions["x-cairn-errors"] = codes
 	byStatus := map[int][]string{}
-	codes := append(errorsByClass(rt.Auth), d.errors...)
-	if d.request != nil || len(d.query) > 0 || strings.Contains(rt.Pattern, "{") {
-		codes = append(codes, cairn.ECodeValidation)
-	}
 	for _, c := range codes {
 		st, ok := statusByCode[c]
 		if !ok {
 			panic("error code " + c + " has no status in statusByCode")
 		}
-		if !containsStr(byStatus[st], c) {
-			byStatus[st] = append(byStatus[st], c)
+		if st == http.StatusInternalServerError {
+			// A fault, not an answer a client acts on: under default.
+			continue
 		}
+		byStatus[st] = append(byStatus[st], c)
 	}
 	statuses := make([]int, 0, len(byStatus))
 	for st := range byStatus {
@@ -206,21 +226,32 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 	sort.Ints(statuses)
 	for _, st := range statuses {
 		if op.Responses.Value(strconv.Itoa(st)) != nil {
-			continue
+			panic(fmt.Sprintf("status %d is both a success and an error answer", st))
 		}
 		op.Responses.Set(strconv.Itoa(st), errRef(http.StatusText(st)+": "+strings.Join(byStatus[st], ", ")))
 	}
-	op.Responses.Set("default", errRef("Any other error: the error code says what went wrong (docs/api.md \"Errors\")."))
+	op.Responses.Set("default", errRef("A fault (internal, 500): the message names the request ID the server log has the details under."))
 	return op, nil
 }
 
-func containsStr(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
+// routeErrors is every error code rt may answer, sorted: those of its auth
+// class, those it declares, and those the shared middleware and decoder
+// answer on any route. The API tests fail on an answer whose code is not
+// in it (api/openapi_validate_test.go).
+func routeErrors(rt Route) []string {
+	d := rt.Handler.doc
+	// internal: any fault. validation_failed: the shared middleware
+	// refuses a path or query that is not UTF-8 (plainText) before any
+	// handler runs, so every route may answer it.
+	codes := []string{cairn.ECodeInternal, cairn.ECodeValidation}
+	codes = append(codes, errorsByClass(rt.Auth)...)
+	codes = append(codes, d.errors...)
+	if d.request != nil {
+		// The strict JSON decoder (jsonbody.Decode).
+		codes = append(codes, cairn.ECodeTooLarge, cairn.ECodeUnsupportedMedia)
 	}
-	return false
+	sort.Strings(codes)
+	return slices.Compact(codes)
 }
 
 // operationID is the method and the path's words: POST

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,10 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 	r.Get("/api/devices/search", answer(400, `{"error": "validation_failed", "message": "request is invalid", "fields": {"page": "must be a number"}}`))
 	r.Get("/api/server/audit", answer(200, `{"entries": [], "next_before_id": null}`))
 	r.Get("/api/server/workers", answer(500, `{"error": "internal"}`))
+	r.Post("/api/sites/rename", answer(409, `{"error": "site_not_empty", "message": "m"}`))
+	r.Post("/api/sites", answer(400, `{"error": "conflict", "message": "m"}`))
+	r.Get("/api/sites/device_map", answer(404, `{"error": "not_found", "message": "m"}`))
+	r.Post("/api/sites/assign", answer(404, `{"error": "not_found", "message": "no such site"}`))
 	tb := &recordingTB{TB: t}
 	srv := httptest.NewServer(validated(tb, r))
 	defer srv.Close()
@@ -131,15 +136,71 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 	send("POST", "/api/sites/delete", `{"site_ids": "all"}`)
 	send("GET", "/api/devices/search?page=2", "")
 	send("GET", "/api/server/workers", "")
+	// Error answers: a code the route does not declare, a code with
+	// another status than statusByCode gives it, a status the route
+	// does not declare.
+	send("POST", "/api/sites/rename", `{"site_id": 1, "name": "x"}`)
+	send("POST", "/api/sites", `{"name": "x"}`)
+	send("GET", "/api/sites/device_map", "")
 	got := tb.failures()
-	require.Len(t, got, 5, "%s", strings.Join(got, "\n"))
+	require.Len(t, got, 8, "%s", strings.Join(got, "\n"))
 	require.Contains(t, got[0], "nickname")
 	require.Contains(t, got[1], "status 201 is not declared")
 	require.Contains(t, got[2], "calls the request invalid")
 	require.Contains(t, got[3], `query parameter "page" is read but not declared`)
 	require.Contains(t, got[4], "message")
+	require.Contains(t, got[5], `error code "site_not_empty" is not declared`)
+	require.Contains(t, got[6], `error code "conflict" answered with status 400; statusByCode gives 409`)
+	require.Contains(t, got[7], "error status 404 is not declared")
 
-	// A declared exchange passes.
+	// Declared exchanges pass, errors included.
 	send("GET", "/api/server/audit?limit=5", "")
-	require.Len(t, tb.failures(), 5)
+	send("POST", "/api/sites/assign", `{"guids": ["g"], "site_id": 2}`)
+	require.Len(t, tb.failures(), 8)
+}
+
+// Every route lists the error codes it may answer (x-cairn-errors,
+// sorted), each has its status in the error map and that status is a
+// declared answer of the route (internal's 500 is default's).
+func TestOpenAPIDeclaresErrorCodes(t *testing.T) {
+	t.Parallel()
+	doc, err := apiDocument()
+	require.NoError(t, err)
+	ops := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops++
+			raw, ok := op.Extensions["x-cairn-errors"].([]any)
+			require.True(t, ok, "%s %s has no x-cairn-errors", method, path)
+			codes := make([]string, 0, len(raw))
+			for _, c := range raw {
+				codes = append(codes, c.(string))
+			}
+			require.True(t, slices.IsSorted(codes), "%s %s: %v", method, path, codes)
+			require.Contains(t, codes, "internal", "%s %s", method, path)
+			for _, c := range codes {
+				st, known := api.StatusByCode[c]
+				require.True(t, known, "%s %s: %q has no status in statusByCode", method, path, c)
+				if st == http.StatusInternalServerError {
+					continue
+				}
+				resp := op.Responses.Status(st)
+				require.NotNil(t, resp, "%s %s: %q answers %d, which is not declared", method, path, c, st)
+				require.Contains(t, *resp.Value.Description, c, "%s %s: the %d answer does not name %q", method, path, st, c)
+			}
+		}
+	}
+	require.Equal(t, len(api.New(api.Deps{}).Routes()), ops)
+}
+
+// A device's last status post is typed in the document, not "any JSON":
+// the API tests then hold what the Engine sends to it.
+func TestOpenAPIDeviceDetailsLastStatusIsTyped(t *testing.T) {
+	t.Parallel()
+	doc, err := apiDocument()
+	require.NoError(t, err)
+	ls := doc.Components.Schemas["DeviceDetails"].Value.Properties["last_status"].Value
+	require.Len(t, ls.AnyOf, 2)
+	require.Equal(t, "#/components/schemas/StatusRecord", ls.AnyOf[0].Ref)
+	require.Contains(t, ls.AnyOf[0].Value.Required, "milestones")
 }

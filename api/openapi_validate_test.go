@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +64,7 @@ func validated(t testing.TB, h http.Handler) http.Handler {
 		rec := &recordingWriter{ResponseWriter: w}
 		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx)))
 		if msg := checkExchange(doc, rctx, r, reqBody, rec); msg != "" {
-			t.Errorf("API document mismatch: %s %s -> %d: %s", r.Method, r.URL.RequestURI(), rec.status(), msg)
+			t.Errorf("API document mismatch: %s %s (route %s) -> %d: %s", r.Method, r.URL.RequestURI(), rctx.RoutePattern(), rec.status(), msg)
 		}
 	})
 }
@@ -118,6 +119,11 @@ func checkExchange(doc *openapi3.T, rctx *chi.Context, r *http.Request, reqBody 
 	if status < 400 && op.Responses.Status(status) == nil {
 		return fmt.Sprintf("status %d is not declared", status)
 	}
+	if status >= 400 {
+		if msg := checkError(op, status, rec); msg != "" {
+			return msg
+		}
+	}
 	ct := rec.Header().Get("Content-Type")
 	media, _, _ := mime.ParseMediaType(ct)
 	resp := op.Responses.Status(status)
@@ -135,6 +141,34 @@ func checkExchange(doc *openapi3.T, rctx *chi.Context, r *http.Request, reqBody 
 	out.SetBodyBytes(rec.body.Bytes())
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		return "the answer does not match the document: " + strings.ReplaceAll(err.Error(), "\n", " ") + "; body: " + truncate(rec.body.String(), 600)
+	}
+	return ""
+}
+
+// checkError holds an error answer to the route's declared errors: its
+// code is in the operation's x-cairn-errors, its status is the one
+// statusByCode (api/errors.go) gives the code, and the status is declared
+// (a 500 falls to default).
+func checkError(op *openapi3.Operation, status int, rec *recordingWriter) string {
+	if status != http.StatusInternalServerError && op.Responses.Status(status) == nil {
+		return fmt.Sprintf("error status %d is not declared; body: %s", status, truncate(rec.body.String(), 300))
+	}
+	if !rec.isJSON() {
+		return ""
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(rec.body.Bytes(), &e) != nil || e.Error == "" {
+		// Not the shared error body: the schema check says how.
+		return ""
+	}
+	declared, _ := op.Extensions["x-cairn-errors"].([]any)
+	if !slices.Contains(declared, any(e.Error)) {
+		return fmt.Sprintf("error code %q is not declared (x-cairn-errors: %v)", e.Error, declared)
+	}
+	if want, known := api.StatusByCode[e.Error]; !known || want != status {
+		return fmt.Sprintf("error code %q answered with status %d; statusByCode gives %d", e.Error, status, want)
 	}
 	return ""
 }

@@ -3,6 +3,9 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/auth"
 )
 
 // reauthRequest is the proof of identity that sensitive actions (cipher
@@ -20,6 +23,12 @@ type passkeyAssertion struct {
 	CeremonyID string          `json:"ceremony_id"`
 	Credential json.RawMessage `json:"credential"`
 }
+
+// reauthErrors are what reauthenticate may answer: the proof refused or
+// missing, the budget of tries spent, the account gone, the directory
+// that checks the password out of reach, passkeys not set up here.
+var reauthErrors = []string{auth.ECodeReauthRequired, cairn.ECodeRateLimited, cairn.ECodeNotFound,
+	cairn.ECodeUnavailable, cairn.ECodePasskeysUnavailable, cairn.ECodeValidation}
 
 // reauthenticate checks the proof; anything missing or wrong answers 403
 // reauthentication_required.

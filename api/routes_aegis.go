@@ -13,6 +13,13 @@ import (
 // forceResetPhrase must be typed to reset the master cipher.
 const forceResetPhrase = "FORCE RESET"
 
+// passphraseErrors are what a passphrase try may answer
+// (auth.Service.passphraseBudget, aegis.Cipher): the budget spent, the
+// passphrase wrong, no cipher configured, a rotation under way, the
+// stored cipher parameters damaged.
+var passphraseErrors = []string{cairn.ECodeRateLimited, cairn.ECodeInvalidPassphrase, cairn.ECodeWrongPhase,
+	cairn.ECodeConflict, cairn.ECodeUnavailable}
+
 func (s *Server) aegisRoutes() []Route {
 	return []Route{
 		{"GET", "/api/aegis/status", AuthToken, getAction(s, func(r *http.Request) (aegisStatusJSON, error) {
@@ -26,7 +33,7 @@ func (s *Server) aegisRoutes() []Route {
 				return aegisStatusJSON{}, err
 			}
 			return s.aegisStatus(r)
-		})},
+		}).Errors(cairn.ECodeAegisConfigured)},
 		// Unlock, rotate and reset are for administrators, and each
 		// passphrase try is budgeted (auth.Service.UnlockCipher): they are
 		// passphrase oracles that cost the server an Argon2 derivation.
@@ -35,7 +42,7 @@ func (s *Server) aegisRoutes() []Route {
 				return aegisStatusJSON{}, err
 			}
 			return s.aegisStatus(r)
-		})},
+		}).Errors(passphraseErrors...)},
 		{"POST", "/api/aegis/rotate", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req rotateRequest) (aegisStatusJSON, error) {
 			if err := requireAdmin(r); err != nil {
 				return aegisStatusJSON{}, err
@@ -51,7 +58,7 @@ func (s *Server) aegisRoutes() []Route {
 				s.reqLog(r).Error("tell replicas about the cipher rotation", "err", err)
 			}
 			return s.aegisStatus(r)
-		})},
+		}).Errors(append(passphraseErrors, reauthErrors...)...)},
 		{"POST", "/api/aegis/force_reset", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req forceResetRequest) (forceResetResponse, error) {
 			if err := requireAdmin(r); err != nil {
 				return forceResetResponse{}, err
@@ -67,7 +74,7 @@ func (s *Server) aegisRoutes() []Route {
 				s.reqLog(r).Error("tell replicas about the cipher reset", "err", err)
 			}
 			return forceResetResponse{Phase: auth.PhaseAegisSetup, RecoveryCode: codes.Recovery, SetupCode: codes.Setup}, nil
-		})},
+		}).Errors(reauthErrors...)},
 	}
 }
 

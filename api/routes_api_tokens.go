@@ -52,14 +52,14 @@ func (s *Server) apiTokenRoutes() []Route {
 					CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: t.LastUsedAt, Expired: t.Expired}
 			}
 			return out, nil
-		}).Query(queryString("username", "an administrator lists another operator's tokens"))},
+		}).Query(queryString("username", "an administrator lists another operator's tokens")).Errors(cairn.ECodeNotFound)},
 		{"DELETE", "/api/auth/tokens/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "id")
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Auth.RevokeAPIToken(r.Context(), principal(r.Context()), r.URL.Query().Get("username"), id)
-		}).Query(queryString("username", "an administrator revokes another operator's token"))},
+		}).Query(queryString("username", "an administrator revokes another operator's token")).Errors(cairn.ECodeNotFound)},
 	}
 }
 

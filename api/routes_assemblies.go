@@ -49,7 +49,7 @@ func (s *Server) assemblyRoutes() []Route {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Automation.DeleteAssembly(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse)},
+		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse, cairn.ECodeConflict)},
 		{"GET", "/api/assemblies/{assembly_id}/versions", AuthToken, getAction(s, func(r *http.Request) (versionListJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/auth"
 )
 
@@ -11,21 +13,32 @@ import (
 // session (sessionOnly), never to an API token.
 func (s *Server) authRoutes() []Route {
 	return []Route{
-		{"POST", "/api/auth/login", AuthNone, raw(s.login).In(loginRequest{}, false).Out(http.StatusOK, loginResponse{})},
-		{"POST", "/api/auth/mfa/verify", AuthMFAPending, raw(s.mfaVerify).In(mfaVerifyRequest{}, false).Out(http.StatusOK, sessionResponse{})},
+		// conflict: a directory's stored service-account password is
+		// unreadable after a cipher reset, until an administrator enters it.
+		{"POST", "/api/auth/login", AuthNone, raw(s.login).In(loginRequest{}, false).Out(http.StatusOK, loginResponse{}).
+			Errors(append(signInErrors, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable, cairn.ECodeConflict)...)},
+		{"POST", "/api/auth/mfa/verify", AuthMFAPending, raw(s.mfaVerify).In(mfaVerifyRequest{}, false).Out(http.StatusOK, sessionResponse{}).
+			Errors(append(signInErrors, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode)...)},
 		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(raw(s.logout).In(logoutRequest{}, true).Out(http.StatusNoContent, nil))},
 		{"POST", "/api/auth/password/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req passwordResetRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
-		}))},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited)},
 		{"POST", "/api/auth/mfa/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req mfaResetRequest) (struct{}, error) {
 			return struct{}{}, s.Auth.ResetOwnMFA(r.Context(), principal(r.Context()), req.Password)
-		}))},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited)},
 		{"GET", "/api/auth/me", AuthToken, getAction(s, func(r *http.Request) (userJSON, error) {
 			a, err := s.Auth.Me(r.Context(), principal(r.Context()))
 			return accountJSON(a), err
 		})},
 	}
 }
+
+// signInErrors are what every sign-in step may answer: setup unfinished
+// or the cipher locked (auth.Service.requireLoginPhase), the budget of
+// failures spent, the account disabled in its directory or to be
+// recovered, the database too busy.
+var signInErrors = []string{cairn.ECodeBootstrapRequired, cairn.ECodeAegisLocked, cairn.ECodeRateLimited,
+	cairn.ECodeForbidden, cairn.ECodeRecoveryRequired, db.ECodeServiceUnavailable}
 
 type userJSON struct {
 	Username         string    `json:"username"`

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/events"
 )
@@ -19,26 +20,26 @@ func (s *Server) bootstrapRoutes() []Route {
 				s.setupFinished(r)
 			}
 			return phaseResponse{phase}, err
-		})},
+		}).Errors(cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired, cairn.ECodeAegisConfigured)},
 		{"POST", "/api/bootstrap/aegis/unlock", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
 			phase, err := s.Auth.BootstrapAegisUnlock(r.Context(), req.Passphrase, s.clientMeta(r))
 			return phaseResponse{phase}, err
-		})},
+		}).Errors(passphraseErrors...)},
 		{"POST", "/api/bootstrap/admin/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminSetupRequest) (enrollmentResponse, error) {
 			e, err := s.Auth.BootstrapAdminSetup(r.Context(), req.Username, req.Password, req.SetupCode)
 			return enrollmentJSON(e), err
-		})},
+		}).Errors(cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired)},
 		{"POST", "/api/bootstrap/admin/recover", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminRecoverRequest) (enrollmentResponse, error) {
 			e, err := s.Auth.BootstrapAdminRecover(r.Context(), req.Username, req.Password, req.RecoveryCode, s.clientMeta(r))
 			return enrollmentJSON(e), err
-		})},
+		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeRateLimited)},
 		{"POST", "/api/bootstrap/admin/mfa/verify", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaVerifyRequest) (phaseResponse, error) {
 			phase, err := s.Auth.BootstrapVerifyMFA(r.Context(), req.PendingToken, req.Code)
 			if err == nil && phase == auth.PhaseLogin {
 				s.setupFinished(r)
 			}
 			return phaseResponse{phase}, err
-		})},
+		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode, cairn.ECodeRateLimited)},
 	}
 }
 

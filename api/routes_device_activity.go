@@ -12,11 +12,11 @@ import (
 
 func (s *Server) activityRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList).Query(queryInteger("limit", "entries per page"), queryInteger("before_id", "the page before this entry ID"))},
+		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList).Query(queryInteger("limit", "entries per page"), queryInteger("before_id", "the page before this entry ID")).Errors(cairn.ECodeNotFound)},
 		{"DELETE", "/api/device/activity/{hostname}", AuthToken, getAction(s, func(r *http.Request) (deletedCountJSON, error) {
 			n, err := s.Devices.ClearActivity(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
 			return deletedCountJSON{Deleted: n}, err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound)},
 		{"GET", "/api/device/activity/job/{id}", AuthToken, getAction(s, func(r *http.Request) (activityJSON, error) {
 			id, err := strconv.ParseInt(pathParam(r, "id"), 10, 64)
 			if err != nil || id <= 0 {

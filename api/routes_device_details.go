@@ -13,21 +13,21 @@ import (
 // agent never reported are null; the inventory shapes are the agent's
 // (agent/proto), normalized.
 type deviceDetailsJSON struct {
-	Device             deviceSummaryJSON `json:"device"`
-	Hardware           *proto.Hardware   `json:"hardware"`
-	OS                 *proto.OSInfo     `json:"os"`
-	Network            []proto.NetIface  `json:"network" openapi:"nullable"`
-	Sessions           []proto.Session   `json:"sessions" openapi:"nullable"`
-	Uptime             *uptimeJSON       `json:"uptime"`
-	Software           []proto.Software  `json:"software" openapi:"nullable"`
-	Services           []proto.Service   `json:"services" openapi:"nullable"`
-	Processes          []proto.Process   `json:"processes" openapi:"nullable"`
-	Patches            []patchJSON       `json:"patches" openapi:"nullable"`
-	AgentHealth        agentHealthJSON   `json:"agent_health"`
-	Metrics            *proto.Metrics    `json:"metrics"`
-	LastStatus         json.RawMessage   `json:"last_status"`
-	CollectedAt        *time.Time        `json:"collected_at"`
-	InventoryUpdatedAt *time.Time        `json:"inventory_updated_at"`
+	Device             deviceSummaryJSON     `json:"device"`
+	Hardware           *proto.Hardware       `json:"hardware"`
+	OS                 *proto.OSInfo         `json:"os"`
+	Network            []proto.NetIface      `json:"network" openapi:"nullable"`
+	Sessions           []proto.Session       `json:"sessions" openapi:"nullable"`
+	Uptime             *uptimeJSON           `json:"uptime"`
+	Software           []proto.Software      `json:"software" openapi:"nullable"`
+	Services           []proto.Service       `json:"services" openapi:"nullable"`
+	Processes          []proto.Process       `json:"processes" openapi:"nullable"`
+	Patches            []patchJSON           `json:"patches" openapi:"nullable"`
+	AgentHealth        agentHealthJSON       `json:"agent_health"`
+	Metrics            *proto.Metrics        `json:"metrics"`
+	LastStatus         *devices.StatusRecord `json:"last_status"`
+	CollectedAt        *time.Time            `json:"collected_at"`
+	InventoryUpdatedAt *time.Time            `json:"inventory_updated_at"`
 }
 
 type uptimeJSON struct {

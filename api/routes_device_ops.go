@@ -22,7 +22,7 @@ import (
 // queue, answered synchronously when it ends within the request.
 func (s *Server) deviceOpRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old"))},
+		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old")).Errors(operationErrors...)},
 		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate).Errors(operationErrors...)},
 		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...)},
@@ -270,10 +270,12 @@ func (s *Server) patchRefresh(r *http.Request, _ struct{}) (patchRefreshJSON, er
 
 // operationErrors are what a route running an operation on the agent may
 // answer beyond its auth class: the device is out of reach or refuses
-// operations, or the agent answered with an error, or it took too long.
+// operations, or the agent answered with an error, or it took too long,
+// or the Engine is too busy to start or follow it (unavailable:
+// OperationRunner.Run).
 var operationErrors = []string{
 	cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
 	proto.CodeOpMismatch, proto.CodeOpInvalid, proto.CodeOpUnsupported, proto.CodeOpFailed, proto.CodeOpPermission,
 	proto.CodeOpTimedOut, proto.CodeOpAlreadyRunning, workflows.ECodeOperationTimedOut, agentgateway.FailureSocketClosed,
-	ECodeTemporalUnavailable,
+	ECodeTemporalUnavailable, cairn.ECodeUnavailable,
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -13,10 +14,10 @@ import (
 // deviceTrustRoutes are the trust actions (Admin; SPEC "Device trust state").
 func (s *Server) deviceTrustRoutes() []Route {
 	return []Route{
-		{"POST", "/api/devices/{guid}/quarantine", AuthAdmin, s.trustAction(devicetrust.ActionQuarantine)},
-		{"POST", "/api/devices/{guid}/unquarantine", AuthAdmin, s.trustAction(devicetrust.ActionUnquarantine)},
-		{"POST", "/api/devices/{guid}/revoke", AuthAdmin, s.trustAction(devicetrust.ActionRevoke)},
-		{"POST", "/api/devices/{guid}/purge", AuthAdmin, s.trustAction(devicetrust.ActionPurge)},
+		{"POST", "/api/devices/{guid}/quarantine", AuthAdmin, s.trustAction(devicetrust.ActionQuarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/devices/{guid}/unquarantine", AuthAdmin, s.trustAction(devicetrust.ActionUnquarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/devices/{guid}/revoke", AuthAdmin, s.trustAction(devicetrust.ActionRevoke).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/devices/{guid}/purge", AuthAdmin, s.trustAction(devicetrust.ActionPurge).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 	}
 }
 

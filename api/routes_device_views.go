@@ -24,7 +24,7 @@ func (s *Server) deviceViewRoutes() []Route {
 		{"POST", "/api/device_list_views", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
 			v, err := s.DeviceFilters.CreateView(r.Context(), viewer(r), req.input())
 			return toViewJSON(v), err
-		})},
+		}).Errors(cairn.ECodeConflict)},
 		{"GET", "/api/device_list_views/{id}", AuthToken, getAction(s, func(r *http.Request) (viewJSON, error) {
 			id, err := viewID(r)
 			if err != nil {
@@ -40,7 +40,7 @@ func (s *Server) deviceViewRoutes() []Route {
 			}
 			v, err := s.DeviceFilters.UpdateView(r.Context(), viewer(r), id, req.input())
 			return toViewJSON(v), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 		{"DELETE", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := viewID(r)
 			if err != nil {

@@ -33,7 +33,7 @@ func (s *Server) deviceRoutes() []Route {
 		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
 			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			return newDeviceSummaryJSON(d), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound)},
 		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/device/description/{hostname}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req descriptionRequest) (deviceJSON, error) {
 			d, err := s.Devices.SetDescription(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"), *req.Description)

@@ -40,7 +40,7 @@ func (s *Server) directoryRoutes() []Route {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Directory.Delete(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
 			c, err := directory.FetchCertificate(r.Context(), req.Host, req.Port, req.HostOverrides)
 			return certificateJSON{Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
@@ -53,7 +53,7 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			res, err := s.Directory.Test(r.Context(), id)
 			return testResultJSON{OK: res.OK, Message: res.Message, TestedAt: res.At}, err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable, cairn.ECodeConflict)},
 		{"POST", one + "/lookup-user", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -84,7 +84,7 @@ func (s *Server) directoryRoutes() []Route {
 		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
 			name := chi.URLParam(r, "username")
 			return directoryCacheJSON{Username: name, Enabled: *req.Enabled}, s.Directory.SetCacheEnabled(r.Context(), name, *req.Enabled)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -60,8 +61,8 @@ func (s *Server) enrollmentRoutes() []Route {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
 			return approvalListJSON{Approvals: list}, err
 		}).Query(queryString("status", "only requests in this status"))},
-		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable)},
 	}
 }
 
@@ -112,12 +113,24 @@ func (s *Server) decideApproval(decision string) Endpoint {
 	}).In(struct{}{}, true).Out(http.StatusOK, enrollment.Approval{}).Also(http.StatusAccepted, enrollment.Approval{})
 }
 
+// enrollPollErrors: a poll presents a proof without an access token
+// (unboundProof), names an approval that may be unknown or spent, and
+// mints the device's tokens with keys the cipher seals.
+var enrollPollErrors = []string{cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, cairn.ECodeNotFound,
+	cairn.ECodeConflict, cairn.ECodeAegisLocked, db.ECodeServiceUnavailable}
+
+// refreshErrors: why devicetrust.Tokens.Refresh refuses a refresh token,
+// and the cipher locked (the signing key is sealed).
+var refreshErrors = []string{devicetrust.ECodeInvalidRefreshToken, devicetrust.ECodeTokenRevoked, devicetrust.ECodeTokenExpired,
+	devicetrust.ECodeFingerprint, devicetrust.ECodeDeviceRevoked, devicetrust.ECodeDeviceQuarantined,
+	devicetrust.ECodeDevicePurged, devicetrust.ECodeDeviceNotFound, cairn.ECodeAegisLocked}
+
 // agentEnrollRoutes are the agent side: nonce, request, poll and refresh.
 func (s *Server) agentEnrollRoutes() []Route {
 	return []Route{
 		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
 			return s.Enrollment.Nonce(r.Context())
-		})},
+		}).Errors(cairn.ECodeAegisLocked, db.ECodeServiceUnavailable)},
 		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
 			// Agents send a proof here only so that one signing for an
 			// origin this Engine does not serve is refused before anyone
@@ -128,7 +141,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 				}
 			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
-		})},
+		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, db.ECodeServiceUnavailable)},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")
@@ -143,7 +156,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 				resp.ScriptSigning = s.scriptTrust(r.Context())
 			}
 			return resp, err
-		})},
+		}).Errors(enrollPollErrors...)},
 		{"POST", proto.PathTokenRefresh, AuthRefresh, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.RefreshRequest) (proto.RefreshResponse, error) {
 			if req.RefreshToken == "" {
 				return proto.RefreshResponse{}, cairn.Invalid("refresh_token", "is required")
@@ -154,7 +167,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			}
 			addLogAttrs(r, "guid", guid)
 			return proto.RefreshResponse{GUID: guid, Tokens: s.DeviceTokens.Wire(issued), ScriptSigning: s.scriptTrust(r.Context())}, nil
-		})},
+		}).Errors(refreshErrors...)},
 	}
 }
 

@@ -27,6 +27,12 @@ import (
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
+// transferStartErrors are what starting a transfer may answer: the device
+// unknown or out of scope, refusing operations or without a socket, and
+// the workflow not started (Temporal unreachable or too busy).
+var transferStartErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
+	cairn.ECodeAgentSocketMissing, ECodeTemporalUnavailable, cairn.ECodeUnavailable}
+
 // fileTransferRoutes are the file manager's transfers (SPEC "File
 // management", docs/api.md "File transfers"): operators stage uploads and
 // start downloads, agents work through the transfer callbacks. Content
@@ -38,16 +44,16 @@ func (s *Server) fileTransferRoutes() []Route {
 	return []Route{
 		{"POST", base + "/upload", AuthToken, raw(s.fileUpload).Out(http.StatusAccepted, fileTransferJSON{}).
 			Summary("Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload").
-			Errors(transfers.ECodeUploadTooLarge, devicetrust.ECodeDeviceQuarantined, cairn.ECodeAgentSocketMissing)},
+			Errors(append(transferStartErrors, transfers.ECodeUploadTooLarge)...)},
 		{"POST", base + "/download", AuthToken, jsonAction(s, http.StatusAccepted, false, s.fileDownload).
-			Errors(devicetrust.ECodeDeviceQuarantined, cairn.ECodeAgentSocketMissing)},
+			Errors(transferStartErrors...)},
 		{"GET", base + "/transfer/{transfer_id}/status", AuthToken, getAction(s, s.transferStatus).
-			Errors(transfers.ECodeTransferNotFound)},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound)},
 		{"POST", base + "/transfer/{transfer_id}/cancel", AuthToken, jsonAction(s, http.StatusOK, true, s.transferCancel).
-			Errors(transfers.ECodeTransferNotFound)},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, ECodeTemporalUnavailable)},
 		{"GET", base + "/transfer/{transfer_id}/content", AuthToken, raw(s.transferContent).Stream(http.StatusOK, "application/octet-stream").
 			Summary("The completed download's artifact (Content-Disposition attachment, X-Content-SHA256)").
-			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferNotReady, transfers.ECodeContentExpired)},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, transfers.ECodeTransferNotReady, transfers.ECodeContentExpired)},
 
 		{"GET", agent + "/upload-item/{item_id}", AuthDevice, raw(s.agentUploadItem).Stream(http.StatusOK, "application/octet-stream").
 			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded)},

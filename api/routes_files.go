@@ -17,10 +17,11 @@ import (
 // the request's shape so bad input is refused before anything starts.
 func (s *Server) fileRoutes() []Route {
 	const base = "/api/device/files/{hostname}"
-	refusals := []string{proto.CodeFilePathNotAbsolute, proto.CodeFilePathInvalid, proto.CodeFilePathNotFound,
-		proto.CodeFilePathExists, proto.CodeFileNotDirectory, proto.CodeFileNotFile, proto.CodeOpPermission}
+	// Each is an operation (operationErrors) the agent may refuse.
+	refusals := append([]string{proto.CodeFilePathNotAbsolute, proto.CodeFilePathInvalid, proto.CodeFilePathNotFound,
+		proto.CodeFilePathExists, proto.CodeFileNotDirectory, proto.CodeFileNotFile}, operationErrors...)
 	return []Route{
-		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots)},
+		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...)},
 		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...)},
 		{"GET", base + "/text", AuthToken, getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)},
 		{"POST", base + "/text", AuthToken, jsonAction(s, http.StatusOK, false, s.fileWriteText).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)},

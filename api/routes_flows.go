@@ -25,28 +25,28 @@ func (s *Server) flowRoutes() []Route {
 		})},
 		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (flows.Run, error) {
 			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (flows.Flow, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flows.Flow{}, err
 			}
 			return s.Flows.Get(r.Context(), id)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"PUT", one, AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flows.Flow{}, err
 			}
 			return s.Flows.Update(r.Context(), principal(r.Context()).Username, id, req)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"DELETE", one, AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Flows.Delete(r.Context(), id)
-		})},
+		}).Errors(cairn.ECodeNotFound, flows.ECodeInUse)},
 		{"POST", one + "/start", AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
@@ -55,7 +55,7 @@ func (s *Server) flowRoutes() []Route {
 			p := principal(r.Context())
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
 			return jobRunIDJSON{RunID: runID}, err
-		})},
+		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable)},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
@@ -70,7 +70,7 @@ func (s *Server) flowRoutes() []Route {
 				runs = []flows.Run{}
 			}
 			return flowRunsJSON{Runs: runs}, err
-		}).Query(queryInteger("limit", "runs to return, 1 to 100 (default 20)"))},
+		}).Query(queryInteger("limit", "runs to return, 1 to 100 (default 20)")).Errors(cairn.ECodeNotFound)},
 	}
 }
 

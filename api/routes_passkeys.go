@@ -10,6 +10,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 )
 
@@ -22,20 +24,21 @@ func (s *Server) passkeyRoutes() []Route {
 				return s.reauthenticate(r, req)
 			})
 			return ceremonyJSON(c), err
-		}))},
+		})).Errors(reauthErrors...)},
 		{"POST", "/api/auth/passkeys/register/verify", AuthToken, s.sessionOnly(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req passkeyRegisterRequest) (passkeyJSON, error) {
 			pk, err := s.Passkeys.FinishRegistration(r.Context(), principal(r.Context()), req.CeremonyID, req.Label, req.Credential)
 			return passkeyJSON(pk), err
-		}))},
+		})).Errors(cairn.ECodePasskeysUnavailable, cairn.ECodeConflict)},
 		{"POST", "/api/auth/passkeys/authenticate/options", AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginLogin(r.Context(), s.clientMeta(r))
 			return ceremonyJSON(c), err
-		})},
-		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, raw(s.passkeyLogin).In(passkeyLoginRequest{}, false).Out(http.StatusOK, sessionResponse{})},
+		}).Errors(cairn.ECodePasskeysUnavailable, cairn.ECodeRateLimited, db.ECodeServiceUnavailable)},
+		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, raw(s.passkeyLogin).In(passkeyLoginRequest{}, false).Out(http.StatusOK, sessionResponse{}).
+			Errors(append(signInErrors, cairn.ECodePasskeysUnavailable, cairn.ECodeInvalidCredentials)...)},
 		{"POST", "/api/auth/reauth/passkey/options", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginReauth(r.Context(), principal(r.Context()))
 			return ceremonyJSON(c), err
-		}))},
+		})).Errors(cairn.ECodePasskeysUnavailable, auth.ECodeReauthRequired)},
 		{"GET", "/api/auth/passkeys", AuthToken, getAction(s, func(r *http.Request) (passkeyListJSON, error) {
 			list, err := s.Passkeys.List(r.Context(), principal(r.Context()))
 			out := make([]passkeyJSON, len(list))

@@ -18,11 +18,11 @@ import (
 // script runs (docs/api.md "Quick runs").
 func (s *Server) quickRunRoutes() []Route {
 	return []Route{
-		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun))},
+		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun)).Errors(ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 		{"GET", "/api/scripts/quick_run/{run_id}", AuthToken, getAction(s, func(r *http.Request) (runJSON, error) {
 			run, err := s.Automation.GetRun(r.Context(), principal(r.Context()).SiteScope(), chi.URLParam(r, "run_id"), true)
 			return toRunJSON(run), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"POST", proto.PathScriptOutput, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptOutput) (struct{}, error) {
 			return struct{}{}, s.Automation.RecordOutput(r.Context(), deviceFrom(r.Context()).GUID, req)
 		}))},

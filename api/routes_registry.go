@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cairn-rmm/cairn"
@@ -18,10 +19,12 @@ import (
 // (agent/registry) before anything starts.
 func (s *Server) registryRoutes() []Route {
 	const base = "/api/device/registry/{hostname}"
-	codes := []string{proto.CodeUnsupportedPlatform, proto.CodeRegistryKeyNotFound}
-	mutation := append(codes, proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
+	// Each is an operation (operationErrors) the agent may refuse.
+	roots := append([]string{proto.CodeUnsupportedPlatform}, operationErrors...)
+	codes := append(slices.Clone(roots), proto.CodeRegistryKeyNotFound)
+	mutation := append(slices.Clone(codes), proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
 	return []Route{
-		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(proto.CodeUnsupportedPlatform)},
+		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(roots...)},
 		{"GET", base + "/children", AuthToken, getAction(s, s.registryChildren).
 			Query(QueryParam{Name: "path", Type: "string", Description: `registry path, e.g. HKLM\Software`, Required: true}).
 			Errors(codes...)},

@@ -28,7 +28,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			j, err := s.Jobs.Create(r.Context(), p.SiteScope(), p.Username, req.input())
 			return newJobJSON(j), err
-		})},
+		}).Errors(cairn.ECodeUnavailable)},
 		{"POST", "/api/scheduled_jobs/schedule_preview", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req previewRequest) (previewJSON, error) {
 			if req.Schedule == nil {
 				return previewJSON{}, cairn.Invalid("schedule", "is required")
@@ -46,7 +46,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			}
 			j, err := s.Jobs.Get(r.Context(), principal(r.Context()).SiteScope(), id)
 			return newJobJSON(j), err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"PUT", one, AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req jobRequest) (jobJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -55,14 +55,14 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			j, err := s.Jobs.Update(r.Context(), p.SiteScope(), p.Username, id, req.input())
 			return newJobJSON(j), err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
 		{"DELETE", one, AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := jobID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Jobs.Delete(r.Context(), principal(r.Context()).SiteScope(), id)
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
 		{"POST", one + "/toggle", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req toggleRequest) (jobJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -71,7 +71,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			j, err := s.Jobs.Toggle(r.Context(), p.SiteScope(), p.Username, id, *req.Enabled)
 			return newJobJSON(j), err
-		})},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
 		{"POST", one + "/rerun", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (jobRunIDJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -84,7 +84,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			err = s.Jobs.Rerun(r.Context(), p.SiteScope(), p.Username, id, runID.String())
 			return jobRunIDJSON{RunID: runID.String()}, err
-		})},
+		}).Errors(cairn.ECodeNotFound, scheduledjobs.ECodeJobDisabled, cairn.ECodeUnavailable, ECodeTemporalUnavailable)},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (runListJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -99,14 +99,14 @@ func (s *Server) scheduledJobRoutes() []Route {
 				runs = []scheduledjobs.Run{}
 			}
 			return runListJSON{Runs: runs}, err
-		}).Query(queryInteger("limit", "runs per page"))},
+		}).Query(queryInteger("limit", "runs per page")).Errors(cairn.ECodeNotFound)},
 		{"DELETE", one + "/runs", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := jobID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Jobs.ClearRuns(r.Context(), principal(r.Context()).SiteScope(), id)
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"GET", one + "/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (jobRunJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -128,7 +128,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				out.Results = []resultJSON{}
 			}
 			return out, nil
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 		{"GET", "/api/devices/{guid}/job_runs", AuthToken, getAction(s, func(r *http.Request) (deviceRunsJSON, error) {
 			limit, err := queryInt(r, "limit", scheduledjobs.DefaultRunPage, 1, scheduledjobs.MaxRunPage)
 			if err != nil {
@@ -139,7 +139,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				runs = []scheduledjobs.DeviceRun{}
 			}
 			return deviceRunsJSON{Results: runs}, err
-		}).Query(queryInteger("limit", "runs per page"))},
+		}).Query(queryInteger("limit", "runs per page")).Errors(cairn.ECodeNotFound)},
 		{"GET", "/api/server/site-worker-settings", AuthAdmin, getAction(s, func(r *http.Request) (siteWorkerSettingsJSON, error) {
 			load, err := s.Slots.Load(r.Context())
 			out := siteWorkerSettingsJSON{Sites: make([]siteLaneJSON, len(load))}

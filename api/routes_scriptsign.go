@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 )
 
 // scriptSignRoutes are the administrators' view of the script-signing key
@@ -20,7 +21,7 @@ func (s *Server) scriptSignRoutes() []Route {
 				return scriptSigningJSON{}, err
 			}
 			return s.scriptSigningStatus(r.Context())
-		})},
+		}).Errors(scriptsign.ECodeRotationPending)},
 	}
 }
 

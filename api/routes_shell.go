@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
@@ -52,13 +53,15 @@ func (s *Server) shellRoutes() []Route {
 		h.replica = s.Presence.ReplicaID
 	}
 	return []Route{
-		{"POST", "/api/shell/establish", AuthToken, jsonAction(s, http.StatusOK, false, h.establish)},
-		{"POST", "/api/shell/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, h.disconnect)},
-		{"GET", "/api/shell/ws/{id}", AuthToken, raw(h.browserSocket).Stream(http.StatusSwitchingProtocols, "").Query(queryString("token", "the one-time browser token from opening the session"))},
+		{"POST", "/api/shell/establish", AuthToken, jsonAction(s, http.StatusOK, false, h.establish).Errors(shellTargetErrors...)},
+		{"POST", "/api/shell/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, h.disconnect).Errors(cairn.ECodeNotFound)},
+		// Once the socket is open, refusals are "error" frames, not answers.
+		{"GET", "/api/shell/ws/{id}", AuthToken, raw(h.browserSocket).Stream(http.StatusSwitchingProtocols, "").Query(queryString("token", "the one-time browser token from opening the session")).
+			Errors(shells.ECodeTokenInvalid)},
 		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions"))},
-		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast")},
-		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession)},
-		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "")},
+		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented)...)},
+		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "").Errors(shells.ECodeTokenInvalid, cairn.ECodeWrongWorker)},
 	}
 }
 
@@ -162,6 +165,12 @@ func (h *shellAPI) target(ctx context.Context, p *auth.Principal, ref deviceRef,
 		return h.s.Devices.OperationTarget(ctx, scope, ref.Hostname)
 	}
 }
+
+// shellTargetErrors are what naming a shell's device may answer (target):
+// the device unknown or out of scope, refusing operations, without a
+// socket, or the operation token spent.
+var shellTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
+	cairn.ECodeAgentSocketMissing, shells.ECodeTokenInvalid}
 
 func socketMissing(hostname string) error {
 	return cairn.Errorf(cairn.ECodeAgentSocketMissing,

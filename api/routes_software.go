@@ -31,7 +31,7 @@ func (s *Server) softwareRoutes() []Route {
 		{"GET", "/api/software/rules", AuthToken, getAction(s, func(r *http.Request) (software.Rules, error) {
 			return svc.ListRules(r.Context())
 		})},
-		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, raw(s.softwareIcon(svc)).Stream(http.StatusOK, "image/*").Also(http.StatusNotModified, nil)},
+		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, raw(s.softwareIcon(svc)).Stream(http.StatusOK, "image/*").Also(http.StatusNotModified, nil).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/device/software/{hostname}/icon-override", AuthToken, jsonAction(s, http.StatusOK, false,
 			func(r *http.Request, req iconOverrideReq) (iconOverrideJSON, error) {
 				rule, dev, err := svc.SetIconOverride(r.Context(), softwareActor(r), req.target(r), software.IconOverride{

@@ -52,7 +52,7 @@ func (s *Server) userRoutes() []Route {
 		{"POST", "/api/user_site_assignments/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignRequest) (assignmentsResponse, error) {
 			m, err := s.Auth.AssignSites(r.Context(), req.Usernames, req.SiteIDs)
 			return assignmentsResponse{m}, err
-		})},
+		}).Errors(cairn.ECodeNotFound)},
 	}
 }
 

@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -38,18 +39,19 @@ type PatchRow struct {
 // FullDetails is everything known about one device. A collection the
 // agent never reported is nil; one reported empty is empty.
 type FullDetails struct {
-	Device      Device
-	Hardware    *proto.Hardware
-	OS          *proto.OSInfo
-	Network     []proto.NetIface
-	Sessions    []proto.Session
-	Uptime      *Uptime
-	Software    []proto.Software
-	Services    []proto.Service
-	Processes   []proto.Process
-	Patches     []PatchRow
-	Health      AgentHealth
-	LastStatus  json.RawMessage
+	Device    Device
+	Hardware  *proto.Hardware
+	OS        *proto.OSInfo
+	Network   []proto.NetIface
+	Sessions  []proto.Session
+	Uptime    *Uptime
+	Software  []proto.Software
+	Services  []proto.Service
+	Processes []proto.Process
+	Patches   []PatchRow
+	Health    AgentHealth
+	// LastStatus is the agent's last status post (nil before the first).
+	LastStatus  *StatusRecord
 	CollectedAt *time.Time
 	// InventoryUpdatedAt is when the Engine last stored a details post.
 	InventoryUpdatedAt *time.Time
@@ -63,10 +65,14 @@ func (s *Service) DetailsByHostname(ctx context.Context, scope cairn.SiteScope, 
 	}
 	now := s.now()
 	dev := s.device(row.Device, row.SiteName, row.SiteSlug, now)
-	out := FullDetails{Device: dev, LastStatus: json.RawMessage(`null`)}
+	out := FullDetails{Device: dev}
 	// last_status is '{}' until the first status post.
 	if len(row.Device.LastStatus) > 2 {
-		out.LastStatus = row.Device.LastStatus
+		var rec StatusRecord
+		if err := json.Unmarshal(row.Device.LastStatus, &rec); err != nil {
+			return FullDetails{}, fmt.Errorf("device %s: decode last_status: %w", dev.GUID, err)
+		}
+		out.LastStatus = &rec
 	}
 	inv, err := s.store.DeviceInventoryGet(ctx, dev.GUID)
 	switch {

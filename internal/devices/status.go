@@ -56,9 +56,9 @@ func checkStatus(st proto.Status) error {
 	return v.Err()
 }
 
-// statusRecord is devices.last_status and, with "context": "startup", the
+// StatusRecord is devices.last_status and, with "context": "startup", the
 // context of the startup timeline row.
-type statusRecord struct {
+type StatusRecord struct {
 	Context      string            `json:"context,omitempty"`
 	Phase        string            `json:"phase"`
 	BootID       string            `json:"boot_id"`
@@ -79,7 +79,7 @@ func (s *Service) Status(ctx context.Context, id devicetrust.Identity, st proto.
 		return err
 	}
 	now := s.now()
-	rec := statusRecord{Phase: st.Phase, BootID: st.BootID, AgentVersion: st.AgentVersion, BuildID: st.BuildID,
+	rec := StatusRecord{Phase: st.Phase, BootID: st.BootID, AgentVersion: st.AgentVersion, BuildID: st.BuildID,
 		StartedAt: timePtr(st.StartedAt), ReceivedAt: now, Milestones: make([]proto.Milestone, len(st.Milestones)), LastError: st.LastError}
 	healthy := true
 	for i, m := range st.Milestones {

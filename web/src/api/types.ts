@@ -164,7 +164,7 @@ export interface AgentStatus {
 }
 
 export type DeviceDetails = Omit<Schema<'DeviceDetails'>, 'last_status'> & {
-  /** The agent's last startup post, as it sent it (the document says only "any JSON"). */
+  /** The agent's last startup post (the document's StatusRecord; this looser shape keeps fixtures short). */
   last_status: AgentStatus | null;
   /** agent_health flattened by endpoints.details. */
   roles?: RoleHealth[] | null;

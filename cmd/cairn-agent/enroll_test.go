@@ -182,6 +182,8 @@ func TestRunCommand(t *testing.T) {
 	}
 	require.Equal(t, 1, engine.Count("status:stopping"))
 	require.Contains(t, logs.String(), "cairn-agent starting")
+	require.Less(t, strings.Index(logs.String(), "cairn-agent starting"), strings.Index(logs.String(), "cairn-agent ready"),
+		"the start is logged before the setup that can wait, the ready line after it")
 	hb := engine.Heartbeats()[0].Body
 	require.Positive(t, hb.Metrics.MemoryTotalBytes, "metrics come from /proc")
 	c, err := agent.Load(path)

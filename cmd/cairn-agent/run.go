@@ -64,12 +64,15 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if cfg.ServerURL == "" {
 		return fmt.Errorf("config %s names no server; run cairn-agent enroll --server URL --code CODE first", configPath)
 	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	build := agentversion.Build()
+	// Said before anything that can wait (the config lock, the host's
+	// identity), so an agent that never comes up shows how far it got.
+	log.Info("cairn-agent starting", "version", version, "build_id", build, "config", configPath, "server", cfg.ServerURL)
 	id, err := identity(h, hostname)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	build := agentversion.Build()
 	if cfg.Agent.InstalledBuildID != build {
 		// agent.installed_build_id records the build that runs here (SPEC
 		// "Versioning" 3); a binary replaced by an update or a reinstall
@@ -142,7 +145,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err != nil {
 		return err
 	}
-	log.Info("cairn-agent starting", "version", version, "build_id", build, "config", configPath, "server", cfg.ServerURL, "hostname", id.Hostname)
+	log.Info("cairn-agent ready", "hostname", id.Hostname)
 	updaterDone := make(chan struct{})
 	go func() { defer close(updaterDone); updater.Run(runCtx) }()
 	if fault == "no-checkin" {

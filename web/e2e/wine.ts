@@ -1,6 +1,6 @@
 import { type APIRequestContext, expect } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { artifactsDir } from './engine';
@@ -70,6 +70,14 @@ export async function enrollConnectedUnderWine(
   await approveWhenPending(api, base, auth, opts.hostname);
   expect(await enrolled).toBe(0);
   run(['run']);
-  await waitConnected(api, base, opts.hostname);
+  try {
+    await waitConnected(api, base, opts.hostname);
+  } catch (e) {
+    // CI shows only the test's output, not artifacts/: say how far the
+    // agent got (its first line is logged before anything that can wait).
+    const log = join(artifactsDir, `${opts.name}-run.log`);
+    const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+    throw new Error(`${(e as Error).message}\nthe agent's run log under Wine (${text.length} bytes):\n${text.slice(-4000) || '(empty: the process never got as far as its first log line)'}`);
+  }
   return agent;
 }

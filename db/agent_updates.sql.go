@@ -544,6 +544,27 @@ func (q *Queries) AgentUpdateResultSet(ctx context.Context, arg AgentUpdateResul
 	return err
 }
 
+const agentUpdateResultStart = `-- name: AgentUpdateResultStart :exec
+UPDATE job_run_results SET
+    status = CASE WHEN status = 'pending' THEN 'running' ELSE status END,
+    activity_id = $1,
+    started_at = COALESCE(started_at, now())
+WHERE run_id = $2 AND device_guid = $3
+`
+
+type AgentUpdateResultStartParams struct {
+	ActivityID *int64
+	RunID      string
+	DeviceGuid string
+}
+
+// A pending result starts; one that already has its outcome keeps it (the
+// agent can answer before the workflow records the start).
+func (q *Queries) AgentUpdateResultStart(ctx context.Context, arg AgentUpdateResultStartParams) error {
+	_, err := q.db.Exec(ctx, agentUpdateResultStart, arg.ActivityID, arg.RunID, arg.DeviceGuid)
+	return err
+}
+
 const agentUpdateRunInsert = `-- name: AgentUpdateRunInsert :exec
 INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, scheduled_for, started_at)
 VALUES ($1, $2, 'agent_maintenance', $3, 'running', $4, $5,

@@ -35,6 +35,15 @@ UPDATE job_run_results SET
     finished_at = CASE WHEN @status IN ('pending', 'running') THEN NULL ELSE now() END
 WHERE run_id = @run_id AND device_guid = @device_guid;
 
+-- name: AgentUpdateResultStart :exec
+-- A pending result starts; one that already has its outcome keeps it (the
+-- agent can answer before the workflow records the start).
+UPDATE job_run_results SET
+    status = CASE WHEN status = 'pending' THEN 'running' ELSE status END,
+    activity_id = @activity_id,
+    started_at = COALESCE(started_at, now())
+WHERE run_id = @run_id AND device_guid = @device_guid;
+
 -- name: AgentUpdateRunSettle :exec
 -- A run is running while any result is; then succeeded when all did (or
 -- were skipped: a device already updating is reported, not failed), else

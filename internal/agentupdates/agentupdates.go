@@ -289,6 +289,15 @@ func (s *Service) Begin(ctx context.Context, opID string) error {
 	if err != nil {
 		return db.NotFound(err, "agent update not found")
 	}
+	return s.begin(ctx, op)
+}
+
+// begin starts op as it was read. The agent may report the outcome at
+// any moment, also between that read and the start (an agent that has
+// the request from an earlier attempt answers at once): the outcome
+// wins, so an ended operation's activity row is closed at once and its
+// job result keeps the outcome.
+func (s *Service) begin(ctx context.Context, op db.AgentUpdateOperation) error {
 	if Terminal(op.Status) || op.ActivityID != nil {
 		return nil
 	}
@@ -296,17 +305,25 @@ func (s *Service) Begin(ctx context.Context, opID string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.AgentUpdateOperationStart(ctx, db.AgentUpdateOperationStartParams{ID: opID, ActivityID: &id}); err != nil &&
-		!errors.Is(err, pgx.ErrNoRows) {
+	started, err := s.store.AgentUpdateOperationStart(ctx, db.AgentUpdateOperationStartParams{ID: op.ID, ActivityID: &id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Finish ran after the read; it saw no activity row to close.
+		ended, err := s.store.AgentUpdateOperationGet(ctx, op.ID)
+		if err != nil {
+			return err
+		}
+		return s.closeActivity(ctx, ended, id)
+	}
+	if err != nil {
 		return err
 	}
-	if op.RunID != nil {
-		if err := s.store.AgentUpdateResultSet(ctx, db.AgentUpdateResultSetParams{RunID: *op.RunID, DeviceGuid: op.DeviceGuid,
-			Status: "running", ActivityID: &id}); err != nil {
+	if started.RunID != nil {
+		if err := s.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: *started.RunID,
+			DeviceGuid: started.DeviceGuid, ActivityID: &id}); err != nil {
 			return err
 		}
 	}
-	s.publish(ctx, op, StatusRunning, op.LastPhase)
+	s.publish(ctx, started, started.Status, started.LastPhase)
 	return nil
 }
 
@@ -380,27 +397,32 @@ func (s *Service) Finish(ctx context.Context, opID, status, summary, phase strin
 		}
 	}
 	if op.ActivityID != nil {
-		act, text := devices.ActivityCompleted, fmt.Sprintf("Agent updated to %s", op.ToBuildID)
-		if op.FromBuildID == op.ToBuildID {
-			text = "Agent repaired (build " + op.ToBuildID + ")"
-		}
-		if status != StatusSucceeded {
-			act, text = devices.ActivityFailed, fmt.Sprintf("Agent update to %s %s: %s", op.ToBuildID, strings.ReplaceAll(status, "_", " "), op.FailureSummary)
-		}
-		meta := map[string]any{"operation_id": op.ID, "reason": op.Reason, "from_build_id": op.FromBuildID,
-			"to_build_id": op.ToBuildID, "status": status}
-		if op.RunID != nil {
-			meta["run_id"] = *op.RunID
-		}
-		if op.ScheduledJobID != nil {
-			meta["scheduled_job_id"] = *op.ScheduledJobID
-		}
-		if err := s.devices.OperationFinished(ctx, *op.ActivityID, act, bound(text, activitySummary), meta); err != nil {
+		if err := s.closeActivity(ctx, op, *op.ActivityID); err != nil {
 			return "", err
 		}
 	}
 	s.publish(ctx, op, op.Status, op.LastPhase)
 	return op.Status, nil
+}
+
+// closeActivity ends the activity row of the ended operation op.
+func (s *Service) closeActivity(ctx context.Context, op db.AgentUpdateOperation, activityID int64) error {
+	act, text := devices.ActivityCompleted, fmt.Sprintf("Agent updated to %s", op.ToBuildID)
+	if op.FromBuildID == op.ToBuildID {
+		text = "Agent repaired (build " + op.ToBuildID + ")"
+	}
+	if op.Status != StatusSucceeded {
+		act, text = devices.ActivityFailed, fmt.Sprintf("Agent update to %s %s: %s", op.ToBuildID, strings.ReplaceAll(op.Status, "_", " "), op.FailureSummary)
+	}
+	meta := map[string]any{"operation_id": op.ID, "reason": op.Reason, "from_build_id": op.FromBuildID,
+		"to_build_id": op.ToBuildID, "status": op.Status}
+	if op.RunID != nil {
+		meta["run_id"] = *op.RunID
+	}
+	if op.ScheduledJobID != nil {
+		meta["scheduled_job_id"] = *op.ScheduledJobID
+	}
+	return s.devices.OperationFinished(ctx, activityID, act, bound(text, activitySummary), meta)
 }
 
 func bound(s string, n int) string {

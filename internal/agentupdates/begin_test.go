@@ -1,0 +1,125 @@
+package agentupdates
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// oneBuild is a catalog with one build for every platform.
+type oneBuild struct{}
+
+func (oneBuild) Current(_ context.Context, platform string) (Artifact, error) {
+	return Artifact{ID: platform + "-1", Platform: platform, BuildID: "build-2", SHA256: "00", Size: 1}, nil
+}
+
+type fixture struct {
+	store *db.Store
+	svc   *Service
+	guid  string
+}
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	store := pgtest.NewDB(t)
+	ctx := t.Context()
+	site, err := store.SiteInsert(ctx, db.SiteInsertParams{Name: "HQ", Slug: "hq"})
+	require.NoError(t, err)
+	d, err := store.DeviceEnrollInsert(ctx, db.DeviceEnrollInsertParams{Guid: "g-1", Hostname: "h-1", SiteID: site.ID,
+		AgentID: "agt", OperatingSystem: "Debian GNU/Linux 13", PublicKey: []byte("k"), Jkt: "jkt-1", Fingerprint: "fp",
+		TokenVersion: 1, AgentVersion: "build-1", Now: time.Now()})
+	require.NoError(t, err)
+	bus := events.NewBus(store, nil)
+	devs := devices.NewService(store, bus, devices.Config{})
+	return fixture{store: store, svc: New(store, devs, bus, oneBuild{}, nil), guid: d.Guid}
+}
+
+// The agent can report its outcome at any moment after the request,
+// also before the workflow records the start: the outcome wins, in the
+// operation, its job result and run, and its activity row, whichever
+// order the two arrive in.
+func TestOutcomeWinsOverALateStart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, f fixture, opID string)
+	}{
+		{"start then outcome", func(t *testing.T, f fixture, opID string) {
+			require.NoError(t, f.svc.Begin(t.Context(), opID))
+			f.finish(t, opID)
+		}},
+		{"outcome then start", func(t *testing.T, f fixture, opID string) {
+			f.finish(t, opID)
+			require.NoError(t, f.svc.Begin(t.Context(), opID))
+		}},
+		{"outcome between the start's read and its write", func(t *testing.T, f fixture, opID string) {
+			read, err := f.store.AgentUpdateOperationGet(t.Context(), opID)
+			require.NoError(t, err)
+			f.finish(t, opID)
+			require.NoError(t, f.svc.begin(t.Context(), read))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			ctx := t.Context()
+			req, err := f.svc.Request(ctx, cairn.AllSites, "alice", []string{f.guid})
+			require.NoError(t, err)
+			require.Len(t, req.Updates, 1)
+			opID := req.Updates[0].OperationID
+
+			tc.run(t, f, opID)
+
+			op, err := f.store.AgentUpdateOperationGet(ctx, opID)
+			require.NoError(t, err)
+			require.Equal(t, StatusSucceeded, op.Status)
+			var result, run string
+			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, req.RunID).Scan(&result))
+			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_runs WHERE id = $1`, req.RunID).Scan(&run))
+			require.Equal(t, "succeeded", result)
+			require.Equal(t, "succeeded", run)
+			var statuses []string
+			rows, err := f.store.Pool.Query(ctx, `SELECT status FROM device_activity WHERE device_guid = $1 AND kind = $2`, f.guid, activityKind)
+			require.NoError(t, err)
+			for rows.Next() {
+				var s string
+				require.NoError(t, rows.Scan(&s))
+				statuses = append(statuses, s)
+			}
+			require.NoError(t, rows.Err())
+			require.NotContains(t, statuses, devices.ActivityRunning, "no activity row is left running")
+		})
+	}
+}
+
+// A start recorded after the outcome leaves the job result's outcome.
+func TestResultStartKeepsAnOutcome(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	req, err := f.svc.Request(ctx, cairn.AllSites, "alice", []string{f.guid})
+	require.NoError(t, err)
+	f.finish(t, req.Updates[0].OperationID)
+	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: req.RunID, DeviceGuid: f.guid}))
+	var result string
+	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, req.RunID).Scan(&result))
+	require.Equal(t, "succeeded", result)
+}
+
+func (f fixture) finish(t *testing.T, opID string) {
+	t.Helper()
+	status, err := f.svc.Finish(t.Context(), opID, StatusSucceeded, "", "completed")
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, status)
+}

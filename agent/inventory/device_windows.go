@@ -136,7 +136,10 @@ func collectHardware(ctx context.Context, _ *Collector, inv *proto.Inventory) er
 	if hw.CPUThreads == 0 {
 		hw.CPUThreads = int(nativeSystemInfo().NumberOfProcessors)
 	}
-	mem, err := globalMemory()
+	mem, err := settledMemory(ctx, func() (memoryStatusEx, uint64, error) {
+		m, err := globalMemory()
+		return m, m.TotalPhys, err
+	})
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}

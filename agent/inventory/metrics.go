@@ -61,7 +61,14 @@ func (c *Collector) Metrics(ctx context.Context) (proto.Metrics, error) {
 		c.mu.Unlock()
 		m.CPUPercent = cpuPercent(prev, cur)
 	}
-	if vm, err := mem.VirtualMemoryWithContext(ctx); err != nil {
+	vm, err := settledMemory(ctx, func() (*mem.VirtualMemoryStat, uint64, error) {
+		vm, err := mem.VirtualMemoryWithContext(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		return vm, vm.Total, nil
+	})
+	if err != nil {
 		errs = append(errs, fmt.Errorf("memory: %w", err))
 	} else {
 		m.MemoryUsedBytes, m.MemoryTotalBytes = vm.Used, vm.Total

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
@@ -187,7 +186,7 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 	}, AgentUpdate, AgentUpdateInput{OperationID: p.OperationID, Target: p.Target, ToBuildID: p.Request.BuildID,
 		Payload: raw, Deadline: deadline, RunID: p.RunID, LaneHolder: p.LaneHolder})
 	if err != nil && isOverload(err) {
-		return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the update now; try again")
+		return tooBusy("update")
 	}
 	return err
 }

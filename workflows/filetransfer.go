@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -211,7 +210,7 @@ func (s TransferStarter) Start(ctx context.Context, in FileTransferInput) error 
 		),
 	}, FileTransfer, in)
 	if err != nil && isOverload(err) {
-		return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the transfer now; try again")
+		return tooBusy("transfer")
 	}
 	return err
 }

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -161,7 +160,7 @@ func (s JobRunStarter) Start(ctx context.Context, in JobRunInput) error {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the run now; try again")
+				return tooBusy("run")
 			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
 			}
 		}
@@ -183,5 +182,5 @@ func (s JobRunStarter) Start(ctx context.Context, in JobRunInput) error {
 			return err
 		}
 	}
-	return cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the run now; try again")
+	return tooBusy("run")
 }

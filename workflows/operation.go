@@ -204,9 +204,22 @@ func (r OperationRunner) Start(ctx context.Context, in OperationInput) (client.W
 		if ctx.Err() == nil && !isOverload(err) {
 			return nil, err
 		}
-		return nil, cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the operation now; try again")
+		return nil, tooBusy("operation")
 	}
 	return run, nil
+}
+
+// busyRetryAfter is the Retry-After of a "too busy" answer: what the API
+// says for temporal_unavailable too, long enough for a stall to pass.
+const busyRetryAfter = 5
+
+// tooBusy answers a start that Temporal did not take or confirm in time;
+// the client may try again after Retry-After (starts are idempotent by
+// workflow ID).
+func tooBusy(what string) error {
+	e := cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the %s now; try again", what)
+	e.RetryAfterSeconds = busyRetryAfter
+	return e
 }
 
 // isOverload reports a Temporal call that ran out of time or capacity

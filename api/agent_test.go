@@ -53,6 +53,11 @@ func (a *testAgent) publicKey() string {
 // behind a load balancer would.
 func (a *testAgent) send(t *testing.T, method, path string, body any, proof bool, token string) response {
 	t.Helper()
+	return a.f.untilNotBusy(t, func() response { return a.sendOnce(t, method, path, body, proof, token) })
+}
+
+func (a *testAgent) sendOnce(t *testing.T, method, path string, body any, proof bool, token string) response {
+	t.Helper()
 	var rdr io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
@@ -80,6 +85,12 @@ func (a *testAgent) send(t *testing.T, method, path string, body any, proof bool
 // request signs and sends an enrollment request with code.
 func (a *testAgent) request(t *testing.T, code string) response {
 	t.Helper()
+	// A busy answer used the nonce up: the agent starts again from a new one.
+	return a.f.untilNotBusy(t, func() response { return a.requestOnce(t, code) })
+}
+
+func (a *testAgent) requestOnce(t *testing.T, code string) response {
+	t.Helper()
 	n := a.send(t, "POST", proto.PathEnrollNonce, nil, false, "")
 	require.Equal(t, 200, n.Status, n.Raw)
 	nonce := n.Body["nonce"].(string)
@@ -91,7 +102,7 @@ func (a *testAgent) request(t *testing.T, code string) response {
 		Fingerprint: a.fingerprint, AgentVersion: "test", Nonce: nonce}
 	req.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(a.key,
 		proto.EnrollSigningMessage(req.Nonce, req.Code, req.Hostname, req.Fingerprint, req.PublicKey)))
-	r := a.send(t, "POST", proto.PathEnrollRequest, req, false, "")
+	r := a.sendOnce(t, "POST", proto.PathEnrollRequest, req, false, "")
 	if r.Status == 202 {
 		a.approvalID = r.Body["approval_id"].(string)
 	}

@@ -153,10 +153,33 @@ func (f *fixture) watchLogs(t *testing.T) {
 	}
 	f.logs = &syncBuffer{}
 	t.Cleanup(func() {
+		if t.Failed() {
+			f.logProblems(t)
+		}
 		if leaked := f.leakedSecrets(); len(leaked) > 0 {
 			t.Errorf("%d secret(s) the test used reached the Engine's log, e.g. %q in:\n%s", len(leaked), leaked[0].secret, leaked[0].line)
 		}
 	})
+}
+
+// logProblems shows a failed test the replicas' warnings and errors (the
+// Engine's log is otherwise kept only for the secret scan): a 503 or a
+// stuck workflow says why there.
+func (f *fixture) logProblems(t *testing.T) {
+	t.Helper()
+	const most = 40
+	var lines []string
+	for _, line := range strings.Split(f.logs.String(), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > most {
+		lines = lines[len(lines)-most:]
+	}
+	if len(lines) > 0 {
+		t.Logf("the Engine's last %d warnings and errors:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
 }
 
 // noteHost adds a replica's address to the hosts the scan covers.

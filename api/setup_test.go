@@ -221,6 +221,11 @@ func (r response) field(name string) string {
 // string is sent as is, anything else is encoded).
 func (f *fixture) call(t *testing.T, base, method, path, token string, body any) response {
 	t.Helper()
+	return f.untilNotBusy(t, func() response { return f.callOnce(t, base, method, path, token, body) })
+}
+
+func (f *fixture) callOnce(t *testing.T, base, method, path, token string, body any) response {
+	t.Helper()
 	var rdr io.Reader
 	switch b := body.(type) {
 	case nil:

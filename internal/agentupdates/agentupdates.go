@@ -302,6 +302,10 @@ func (s *Service) begin(ctx context.Context, op db.AgentUpdateOperation) error {
 		return nil
 	}
 	id, err := s.openActivity(ctx, op)
+	if db.IsForeignKeyViolation(err) {
+		// The device was purged after the read, its operations with it.
+		return cairn.Errorf(cairn.ECodeNotFound, "agent update not found")
+	}
 	if err != nil {
 		return err
 	}
@@ -309,6 +313,15 @@ func (s *Service) begin(ctx context.Context, op db.AgentUpdateOperation) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Finish ran after the read; it saw no activity row to close.
 		ended, err := s.store.AgentUpdateOperationGet(ctx, op.ID)
+		if db.IsNoRows(err) {
+			// The device was purged after the read, its operations with
+			// it; the activity row just opened outlives the device.
+			op.Status, op.FailureSummary = StatusFailed, "the device was purged"
+			if cerr := s.closeActivity(ctx, op, id); cerr != nil {
+				return cerr
+			}
+			return db.NotFound(err, "agent update not found")
+		}
 		if err != nil {
 			return err
 		}

@@ -103,6 +103,78 @@ func TestOutcomeWinsOverALateStart(t *testing.T) {
 	}
 }
 
+// A device purged while its update starts takes the operation with it:
+// the start answers not_found, and an activity row it had opened (which
+// outlives the device) is closed, never left running.
+func TestStartOfAPurgedDevice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// begin starts read while purge purges the device.
+		begin   func(t *testing.T, f fixture, read db.AgentUpdateOperation, purge func()) error
+		openRow bool
+	}{
+		{"purged before the activity row", func(t *testing.T, f fixture, read db.AgentUpdateOperation, purge func()) error {
+			purge()
+			return f.svc.begin(t.Context(), read)
+		}, false},
+		{"purged between the activity row and the start's write", func(t *testing.T, f fixture, read db.AgentUpdateOperation, purge func()) error {
+			// Hold the operation's row so that begin opens its activity
+			// row and then waits at the write; purge while it waits.
+			tx, err := f.store.Pool.Begin(t.Context())
+			require.NoError(t, err)
+			defer tx.Rollback(context.Background())
+			_, err = tx.Exec(t.Context(), `SELECT 1 FROM agent_update_operations WHERE id = $1 FOR UPDATE`, read.ID)
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() { done <- f.svc.begin(t.Context(), read) }()
+			require.Eventually(t, func() bool {
+				var waiting bool
+				require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+					WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE agent_update_operations%')`).Scan(&waiting))
+				return waiting
+			}, time.Minute, 20*time.Millisecond)
+			n, err := f.store.WithTx(tx).DeviceDelete(t.Context(), f.guid)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n)
+			require.NoError(t, tx.Commit(t.Context()))
+			return <-done
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			ctx := t.Context()
+			req, err := f.svc.Request(ctx, cairn.AllSites, "alice", []string{f.guid})
+			require.NoError(t, err)
+			read, err := f.store.AgentUpdateOperationGet(ctx, req.Updates[0].OperationID)
+			require.NoError(t, err)
+			purge := func() {
+				n, err := f.store.DeviceDelete(ctx, f.guid)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, n)
+			}
+
+			err = tc.begin(t, f, read, purge)
+			require.Equal(t, cairn.ECodeNotFound, cairn.ErrorCode(err), "%v", err)
+			var statuses []string
+			rows, err := f.store.Pool.Query(ctx, `SELECT status FROM device_activity WHERE hostname = $1 AND kind = $2`, read.Hostname, activityKind)
+			require.NoError(t, err)
+			for rows.Next() {
+				var s string
+				require.NoError(t, rows.Scan(&s))
+				statuses = append(statuses, s)
+			}
+			require.NoError(t, rows.Err())
+			if tc.openRow {
+				require.Equal(t, []string{devices.ActivityFailed}, statuses, "the row opened is closed as failed")
+			} else {
+				require.Empty(t, statuses)
+			}
+		})
+	}
+}
+
 // A start recorded after the outcome leaves the job result's outcome.
 func TestResultStartKeepsAnOutcome(t *testing.T) {
 	t.Parallel()

@@ -38,43 +38,49 @@ func syncDir(string) error { return nil }
 
 // replaceFile renames tmp over path. Go opens files on Windows without
 // FILE_SHARE_DELETE, so a lock-free reader (status, a heartbeat's Load)
-// holding agent.json open makes the replace fail briefly; retry for up to
-// about two seconds before giving up.
+// holding agent.json open makes the replace fail briefly.
 func replaceFile(tmp, path string) error {
-	var err error
-	for i := 0; i < 40; i++ {
-		err = os.Rename(tmp, path)
-		if err == nil || !(errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_SHARING_VIOLATION)) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return err
+	return whileHeld(func() error { return os.Rename(tmp, path) })
 }
 
 // readFile reads the config file. It opens with FILE_SHARE_DELETE (os.Open
-// does not), so a writer's replace can go ahead while it reads, and retries
-// for up to about two seconds while the file is held without sharing: the
-// moment of a replace, or a virus scanner or indexer that opened it.
+// does not), so a writer's replace can go ahead while it reads; the file can
+// still be held without sharing for a moment: a replace, or a virus scanner
+// or indexer that opened it.
 func readFile(path string) ([]byte, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	var h windows.Handle
-	for i := 0; ; i++ {
+	err = whileHeld(func() (err error) {
 		h, err = windows.CreateFile(p, windows.GENERIC_READ,
 			windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
 			nil, windows.OPEN_EXISTING, windows.FILE_ATTRIBUTE_NORMAL, 0)
-		if err == nil || i == 39 || !(errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED)) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(h), path)
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// whileHeld runs op until it succeeds, fails for another reason than the
+// file being held open without sharing (which Windows reports as a sharing
+// violation, or as access denied for a file pending replacement), or about
+// two seconds have passed.
+func whileHeld(op func() error) error {
+	var err error
+	for i := range 40 {
+		if i > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		err = op()
+		if err == nil || !(errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED)) {
+			return err
+		}
+	}
+	return err
 }

@@ -457,8 +457,10 @@ func TestDirectoryBindPasswordUnreadableAfterCipherReset(t *testing.T) {
 	require.NoError(t, f.engine.cipher.Setup(ctx, "another long passphrase"))
 
 	r := f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": uid, "password": userPassword})
-	require.Equal(t, 409, r.Status, r.Raw)
-	require.Contains(t, r.Body["message"], "enter it again")
+	require.Equal(t, 503, r.Status, r.Raw)
+	require.Equal(t, "unavailable", r.Body["error"], r.Raw)
+	require.Contains(t, r.Body["message"], "administrator enters its service-account password again")
+	require.Empty(t, r.Header.Get("Retry-After"), "trying again does not help until an administrator acts")
 	r = f.do(t, "POST", providerPath(id, "/test"), token, nil)
 	require.NotEqual(t, 500, r.Status, r.Raw)
 	require.NotContains(t, r.Raw, slapdtest.ServicePassword)

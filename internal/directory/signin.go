@@ -34,6 +34,13 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (db.Use
 			return db.User{}, err
 		}
 		bindPassword, err := s.bindPassword(p)
+		if cairn.ErrorCode(err) == cairn.ECodeConflict {
+			// Sealed by a master cipher that was since reset: for the user
+			// signing in the directory is down until an administrator acts
+			// (a conflict is theirs to resolve, not the user's).
+			s.log.WarnContext(ctx, "directory sign-in: the provider's service-account password must be entered again", "provider", p.Name)
+			return db.User{}, cairn.Errorf(cairn.ECodeUnavailable, "the directory %q cannot be used until an administrator enters its service-account password again", p.Name)
+		}
 		if err != nil {
 			return db.User{}, err
 		}

@@ -89,16 +89,7 @@ func TestOutcomeWinsOverALateStart(t *testing.T) {
 			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_runs WHERE id = $1`, req.RunID).Scan(&run))
 			require.Equal(t, "succeeded", result)
 			require.Equal(t, "succeeded", run)
-			var statuses []string
-			rows, err := f.store.Pool.Query(ctx, `SELECT status FROM device_activity WHERE device_guid = $1 AND kind = $2`, f.guid, activityKind)
-			require.NoError(t, err)
-			for rows.Next() {
-				var s string
-				require.NoError(t, rows.Scan(&s))
-				statuses = append(statuses, s)
-			}
-			require.NoError(t, rows.Err())
-			require.NotContains(t, statuses, devices.ActivityRunning, "no activity row is left running")
+			require.NotContains(t, f.updateActivity(t, op.Hostname), devices.ActivityRunning, "no activity row is left running")
 		})
 	}
 }
@@ -157,15 +148,7 @@ func TestStartOfAPurgedDevice(t *testing.T) {
 
 			err = tc.begin(t, f, read, purge)
 			require.Equal(t, cairn.ECodeNotFound, cairn.ErrorCode(err), "%v", err)
-			var statuses []string
-			rows, err := f.store.Pool.Query(ctx, `SELECT status FROM device_activity WHERE hostname = $1 AND kind = $2`, read.Hostname, activityKind)
-			require.NoError(t, err)
-			for rows.Next() {
-				var s string
-				require.NoError(t, rows.Scan(&s))
-				statuses = append(statuses, s)
-			}
-			require.NoError(t, rows.Err())
+			statuses := f.updateActivity(t, read.Hostname)
 			if tc.openRow {
 				require.Equal(t, []string{devices.ActivityFailed}, statuses, "the row opened is closed as failed")
 			} else {
@@ -194,4 +177,21 @@ func (f fixture) finish(t *testing.T, opID string) {
 	status, err := f.svc.Finish(t.Context(), opID, StatusSucceeded, "", "completed")
 	require.NoError(t, err)
 	require.Equal(t, StatusSucceeded, status)
+}
+
+// updateActivity is the statuses of the agent-update activity rows of
+// hostname (by hostname: a row outlives its purged device).
+func (f fixture) updateActivity(t *testing.T, hostname string) []string {
+	t.Helper()
+	rows, err := f.store.Pool.Query(t.Context(), `SELECT status FROM device_activity WHERE hostname = $1 AND kind = $2`, hostname, activityKind)
+	require.NoError(t, err)
+	defer rows.Close()
+	var statuses []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		statuses = append(statuses, s)
+	}
+	require.NoError(t, rows.Err())
+	return statuses
 }

@@ -257,6 +257,27 @@ func (g *schemaGen) addFields(s *openapi3.Schema, t reflect.Type, request, optio
 			case o == "nullable":
 				// A nil slice or map the handler means (null: "every site").
 				fs = nullable(fs)
+			case strings.HasPrefix(o, "types="):
+				// A value the handler decodes itself (any, json.RawMessage)
+				// whose JSON types are known: "types=string|number|boolean".
+				// On a map, the types of its values.
+				ts := types(strings.Split(strings.TrimPrefix(o, "types="), "|")...)
+				if ft.Kind() == reflect.Map {
+					v := *fs.Value
+					v.AdditionalProperties = openapi3.AdditionalProperties{Schema: openapi3.NewSchemaRef("", &openapi3.Schema{Type: ts})}
+					fs = openapi3.NewSchemaRef("", &v)
+				} else {
+					fs = openapi3.NewSchemaRef("", &openapi3.Schema{Type: ts})
+					if ts.Includes("object") {
+						// Any members: said outright, as generated client
+						// types otherwise take a bare object for an empty one.
+						yes := true
+						fs.Value.AdditionalProperties = openapi3.AdditionalProperties{Has: &yes}
+					}
+				}
+			case strings.HasPrefix(o, "ref="):
+				// Raw JSON the handler parses into a documented type.
+				fs = openapi3.NewSchemaRef("#/components/schemas/"+strings.TrimPrefix(o, "ref="), nil)
 			case strings.HasPrefix(o, "enum="):
 				// A string field with a fixed set of values.
 				v := *fs.Value

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
@@ -203,4 +204,34 @@ func TestOpenAPIDeviceDetailsLastStatusIsTyped(t *testing.T) {
 	require.Len(t, ls.AnyOf, 2)
 	require.Equal(t, "#/components/schemas/StatusRecord", ls.AnyOf[0].Ref)
 	require.Contains(t, ls.AnyOf[0].Value.Required, "milestones")
+}
+
+// Values the handlers decode themselves are documented with what they can
+// be (`openapi:"types=..."`, `openapi:"ref=..."`), not as any JSON.
+func TestOpenAPIRawValuesAreTyped(t *testing.T) {
+	t.Parallel()
+	doc, err := apiDocument()
+	require.NoError(t, err)
+	prop := func(schema, name string) *openapi3.SchemaRef {
+		s := doc.Components.Schemas[schema]
+		require.NotNil(t, s, schema)
+		p := s.Value.Properties[name]
+		require.NotNil(t, p, schema+"."+name)
+		return p
+	}
+	for _, tc := range []struct{ schema, prop, want string }{
+		{"Activity", "metadata", "object"},
+		{"Role", "context", "object"},
+		{"Ceremony", "options", "object"},
+		{"PasskeyLoginRequest", "credential", "object"},
+		{"TokenRequest", "token", "string|null"},
+		{"Parameter", "default", "string|number|boolean|null"},
+	} {
+		require.Equal(t, tc.want, strings.Join(prop(tc.schema, tc.prop).Value.Type.Slice(), "|"), tc.schema+"."+tc.prop)
+	}
+	values := prop("QuickRunRequest", "parameters").Value.AdditionalProperties.Schema.Value
+	require.Equal(t, []string{"string", "number", "boolean"}, values.Type.Slice())
+	require.Equal(t, "#/components/schemas/Node", prop("FilterRequest", "filter").Ref)
+	require.Equal(t, "#/components/schemas/Signed", prop("Manifest", "signature").Ref)
+	require.True(t, *prop("Activity", "metadata").Value.AdditionalProperties.Has, "any members")
 }

@@ -21,7 +21,7 @@ type reauthRequest struct {
 
 type passkeyAssertion struct {
 	CeremonyID string          `json:"ceremony_id"`
-	Credential json.RawMessage `json:"credential"`
+	Credential json.RawMessage `json:"credential" openapi:"types=object|null"`
 }
 
 // reauthErrors are what reauthenticate may answer: the proof refused or

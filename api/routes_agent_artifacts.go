@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
@@ -67,8 +68,8 @@ func newArtifactJSON(a agentartifacts.Artifact) artifactJSON {
 // and the signature over ManifestPayload.
 type manifestJSON struct {
 	artifactJSON
-	DownloadURL string `json:"download_url"`
-	Signature   any    `json:"signature"`
+	DownloadURL string       `json:"download_url"`
+	Signature   proto.Signed `json:"signature"`
 }
 
 // devicePlatform is the platform an agent asks for (?platform=), else the

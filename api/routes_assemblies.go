@@ -82,7 +82,7 @@ type parameterJSON struct {
 	Name     string `json:"name"`
 	Label    string `json:"label"`
 	Type     string `json:"type"`
-	Default  any    `json:"default"`
+	Default  any    `json:"default" openapi:"types=string|number|boolean|null"`
 	Required bool   `json:"required"`
 }
 

@@ -37,7 +37,7 @@ type activityJSON struct {
 	Summary    string          `json:"summary"`
 	Actor      string          `json:"actor"`
 	Status     string          `json:"status"`
-	Metadata   json.RawMessage `json:"metadata"`
+	Metadata   json.RawMessage `json:"metadata" openapi:"types=object"`
 	CreatedAt  time.Time       `json:"created_at"`
 	FinishedAt *time.Time      `json:"finished_at"`
 }

@@ -61,7 +61,7 @@ type roleJSON struct {
 	LastHealthyAt    *time.Time      `json:"last_healthy_at"`
 	LastError        string          `json:"last_error"`
 	RecoveryAttempts int32           `json:"recovery_attempts"`
-	Context          json.RawMessage `json:"context"`
+	Context          json.RawMessage `json:"context" openapi:"types=object"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 

@@ -108,7 +108,7 @@ func toFilterJSONs(list []devicefilters.Filter) []filterJSON {
 type filterRequest struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
-	Filter      json.RawMessage `json:"filter"`
+	Filter      json.RawMessage `json:"filter" openapi:"ref=Node"`
 	tree        devicefilters.Node
 }
 
@@ -130,7 +130,7 @@ func parseFilter(raw json.RawMessage) (devicefilters.Node, error) {
 }
 
 type filterPreviewRequest struct {
-	Filter json.RawMessage `json:"filter"`
+	Filter json.RawMessage `json:"filter" openapi:"ref=Node"`
 	Limit  *int            `json:"limit"`
 	tree   devicefilters.Node
 }

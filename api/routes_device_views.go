@@ -87,7 +87,7 @@ type viewRequest struct {
 	Columns  []string                `json:"columns"`
 	Sort     *devicefilters.ViewSort `json:"sort"`
 	FilterID *int64                  `json:"filter_id"`
-	Filter   json.RawMessage         `json:"filter"`
+	Filter   json.RawMessage         `json:"filter" openapi:"ref=Node,nullable"`
 	Shared   bool                    `json:"shared"`
 	tree     *devicefilters.Node
 }

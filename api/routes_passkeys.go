@@ -54,7 +54,7 @@ func (s *Server) passkeyRoutes() []Route {
 
 type ceremonyJSON struct {
 	ID      string `json:"ceremony_id"`
-	Options any    `json:"options"`
+	Options any    `json:"options" openapi:"types=object"`
 }
 
 type passkeyJSON struct {
@@ -67,7 +67,7 @@ type passkeyJSON struct {
 type passkeyRegisterRequest struct {
 	CeremonyID string          `json:"ceremony_id"`
 	Label      string          `json:"label"`
-	Credential json.RawMessage `json:"credential"`
+	Credential json.RawMessage `json:"credential" openapi:"types=object"`
 }
 
 func (req *passkeyRegisterRequest) validate() error {
@@ -86,7 +86,7 @@ func (req *passkeyRegisterRequest) validate() error {
 
 type passkeyLoginRequest struct {
 	CeremonyID string          `json:"ceremony_id"`
-	Credential json.RawMessage `json:"credential"`
+	Credential json.RawMessage `json:"credential" openapi:"types=object"`
 }
 
 func (req *passkeyLoginRequest) validate() error {

@@ -55,7 +55,7 @@ type quickRunRequest struct {
 	Language       string         `json:"language"`
 	Body           string         `json:"body"`
 	TimeoutSeconds int            `json:"timeout_seconds"`
-	Parameters     map[string]any `json:"parameters"`
+	Parameters     map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
 }
 
 type runIDJSON struct {

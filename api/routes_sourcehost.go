@@ -109,7 +109,7 @@ func toTokenStatusJSON(st sourcehost.Status) tokenStatusJSON {
 // tokenRequest is {"token": "..."}; null or "" clears the stored token.
 // The key itself is required so an empty body does not clear by accident.
 type tokenRequest struct {
-	Token json.RawMessage `json:"token"`
+	Token json.RawMessage `json:"token" openapi:"types=string|null"`
 	token string
 }
 

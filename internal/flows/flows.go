@@ -52,7 +52,7 @@ type Step struct {
 	ID             string         `json:"id"`
 	Name           string         `json:"name"`
 	AssemblyID     int64          `json:"assembly_id"`
-	Parameters     map[string]any `json:"parameters"`
+	Parameters     map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
 	Condition      string         `json:"condition"`
 	TimeoutSeconds int            `json:"timeout_seconds"`
 }

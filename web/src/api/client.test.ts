@@ -141,7 +141,7 @@ describe('flattenAgentHealth', () => {
       last_checked_at: null,
       last_healthy_at: null,
       last_error: '',
-      context: null,
+      context: {},
       updated_at: '2026-11-21T08:00:00Z',
     });
     const out = flattenAgentHealth({

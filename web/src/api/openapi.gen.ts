@@ -3071,7 +3071,9 @@ export interface components {
             hostname: string;
             id: number;
             kind: string;
-            metadata: unknown | null;
+            metadata: {
+                [key: string]: unknown;
+            };
             site_id: number | null;
             status: string;
             summary: string;
@@ -3347,7 +3349,9 @@ export interface components {
         };
         Ceremony: {
             ceremony_id: string;
-            options: unknown | null;
+            options: {
+                [key: string]: unknown;
+            };
         };
         Certificate: {
             issuer: string;
@@ -3793,12 +3797,12 @@ export interface components {
             total: number;
         };
         FilterPreviewRequest: {
-            filter?: unknown | null;
+            filter?: components["schemas"]["Node"];
             limit?: number | null;
         };
         FilterRequest: {
             description?: string;
-            filter?: unknown | null;
+            filter?: components["schemas"]["Node"];
             name?: string;
         };
         Flow: {
@@ -4084,7 +4088,7 @@ export interface components {
             download_url: string;
             platform: string;
             sha256: string;
-            signature: unknown | null;
+            signature: components["schemas"]["Signed"];
             size: number;
         };
         MetadataAck: {
@@ -4253,14 +4257,14 @@ export interface components {
             timeout_seconds?: number;
         };
         Parameter: {
-            default: unknown | null;
+            default: string | number | boolean | null;
             label: string;
             name: string;
             required: boolean;
             type: string;
         };
         ParameterInput: {
-            default?: unknown | null;
+            default?: string | number | boolean | null;
             label?: string;
             name?: string;
             required?: boolean;
@@ -4276,18 +4280,24 @@ export interface components {
         };
         PasskeyAssertionInput: {
             ceremony_id?: string;
-            credential?: unknown | null;
+            credential?: {
+                [key: string]: unknown;
+            } | null;
         };
         PasskeyList: {
             passkeys: components["schemas"]["Passkey"][];
         };
         PasskeyLoginRequest: {
             ceremony_id?: string;
-            credential?: unknown | null;
+            credential?: {
+                [key: string]: unknown;
+            };
         };
         PasskeyRegisterRequest: {
             ceremony_id?: string;
-            credential?: unknown | null;
+            credential?: {
+                [key: string]: unknown;
+            };
             label?: string;
         };
         PasskeyRenameRequest: {
@@ -4446,7 +4456,7 @@ export interface components {
             filter_id?: number | null;
             language?: string;
             parameters?: {
-                [key: string]: unknown | null;
+                [key: string]: string | number | boolean;
             } | null;
             timeout_seconds?: number;
         };
@@ -4559,7 +4569,9 @@ export interface components {
             stdout_truncated: boolean;
         };
         Role: {
-            context: unknown | null;
+            context: {
+                [key: string]: unknown;
+            };
             desired: string;
             key: string;
             /** Format: date-time */
@@ -4980,7 +4992,7 @@ export interface components {
             id: string;
             name: string;
             parameters: {
-                [key: string]: unknown | null;
+                [key: string]: string | number | boolean;
             };
             timeout_seconds: number;
         };
@@ -4990,7 +5002,7 @@ export interface components {
             id?: string;
             name?: string;
             parameters?: {
-                [key: string]: unknown | null;
+                [key: string]: string | number | boolean;
             } | null;
             timeout_seconds?: number;
         };
@@ -5055,7 +5067,7 @@ export interface components {
             enabled?: boolean | null;
         };
         TokenRequest: {
-            token?: unknown | null;
+            token?: string | null;
         };
         TokenStatus: {
             has_token: boolean;
@@ -5214,7 +5226,7 @@ export interface components {
         };
         ViewRequest: {
             columns?: string[] | null;
-            filter?: unknown | null;
+            filter?: components["schemas"]["Node"] | null;
             filter_id?: number | null;
             name?: string;
             shared?: boolean;

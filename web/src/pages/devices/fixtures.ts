@@ -25,7 +25,7 @@ export function role(key: string, extra: Partial<RoleHealth> = {}): RoleHealth {
   return {
     key,
     role: key.replace('system:', ''),
-    context: null,
+    context: {},
     updated_at: '2026-11-21T08:00:00Z',
     desired: 'running',
     observed: 'Healthy',

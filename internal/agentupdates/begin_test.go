@@ -74,10 +74,7 @@ func TestOutcomeWinsOverALateStart(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			ctx := t.Context()
-			req, err := f.svc.Request(ctx, cairn.AllSites, "alice", []string{f.guid})
-			require.NoError(t, err)
-			require.Len(t, req.Updates, 1)
-			opID := req.Updates[0].OperationID
+			runID, opID := f.requestUpdate(t)
 
 			tc.run(t, f, opID)
 
@@ -85,8 +82,8 @@ func TestOutcomeWinsOverALateStart(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, StatusSucceeded, op.Status)
 			var result, run string
-			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, req.RunID).Scan(&result))
-			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_runs WHERE id = $1`, req.RunID).Scan(&run))
+			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, runID).Scan(&result))
+			require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_runs WHERE id = $1`, runID).Scan(&run))
 			require.Equal(t, "succeeded", result)
 			require.Equal(t, "succeeded", run)
 			require.NotContains(t, f.updateActivity(t, op.Hostname), devices.ActivityRunning, "no activity row is left running")
@@ -136,9 +133,8 @@ func TestStartOfAPurgedDevice(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			ctx := t.Context()
-			req, err := f.svc.Request(ctx, cairn.AllSites, "alice", []string{f.guid})
-			require.NoError(t, err)
-			read, err := f.store.AgentUpdateOperationGet(ctx, req.Updates[0].OperationID)
+			_, opID := f.requestUpdate(t)
+			read, err := f.store.AgentUpdateOperationGet(ctx, opID)
 			require.NoError(t, err)
 			purge := func() {
 				n, err := f.store.DeviceDelete(ctx, f.guid)
@@ -163,13 +159,22 @@ func TestResultStartKeepsAnOutcome(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	req, err := f.svc.Request(ctx, cairn.AllSites, "alice", []string{f.guid})
-	require.NoError(t, err)
-	f.finish(t, req.Updates[0].OperationID)
-	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: req.RunID, DeviceGuid: f.guid}))
+	runID, opID := f.requestUpdate(t)
+	f.finish(t, opID)
+	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: runID, DeviceGuid: f.guid}))
 	var result string
-	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, req.RunID).Scan(&result))
+	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, runID).Scan(&result))
 	require.Equal(t, "succeeded", result)
+}
+
+// requestUpdate asks for an update of the fixture's device: its job run
+// and its one operation.
+func (f fixture) requestUpdate(t *testing.T) (runID, opID string) {
+	t.Helper()
+	req, err := f.svc.Request(t.Context(), cairn.AllSites, "alice", []string{f.guid})
+	require.NoError(t, err)
+	require.Len(t, req.Updates, 1)
+	return req.RunID, req.Updates[0].OperationID
 }
 
 func (f fixture) finish(t *testing.T, opID string) {

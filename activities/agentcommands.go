@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/grants"
 )
 
 // AgentCommands sends operations to agents: the one activity every
@@ -21,6 +22,7 @@ import (
 type AgentCommands struct {
 	Gateway *agentgateway.Hub
 	Devices *devices.Service
+	Grants  *grants.Service
 }
 
 // CommandInput is one operation's request to an agent.
@@ -30,14 +32,27 @@ type CommandInput struct {
 	// Type is the spec's event name (proto.Event*).
 	Type    string
 	Payload []byte
+	// Grant is the API's signature over exactly this request
+	// (internal/grants): without one that verifies nothing is sent.
+	Grant string
 }
 
 // SendToAgent stores the request and writes it to the agent's socket wherever it
 // is, then returns "result pending": the process that receives the reply
 // completes this activity by its task token. A device that is no longer
 // trusted fails for good; a missing socket is retried (the agent may be
-// reconnecting) until the activity's deadline.
+// reconnecting) until the activity's deadline. The request goes out only
+// under a grant for exactly it: Temporal is a trust boundary, and whoever
+// can start a workflow there must not be able to make an agent act.
 func (a *AgentCommands) SendToAgent(ctx context.Context, in CommandInput) (agentgateway.Reply, error) {
+	err := a.Grants.Verify(ctx, in.Grant, grants.Operation{GUID: in.GUID, OperationID: in.OperationID, Type: in.Type, Payload: in.Payload})
+	if cairn.IsCode(err, grants.ECodeNotGranted) {
+		activity.GetLogger(ctx).Warn("refused an operation without a valid grant", "device", in.GUID, "operation", in.OperationID,
+			"type", in.Type, "reason", err.Error())
+	}
+	if err != nil {
+		return agentgateway.Reply{}, ApplicationError(err)
+	}
 	if err := a.Devices.CheckOperable(ctx, in.GUID); err != nil {
 		return agentgateway.Reply{}, ApplicationError(err)
 	}
@@ -46,7 +61,7 @@ func (a *AgentCommands) SendToAgent(ctx context.Context, in CommandInput) (agent
 	if !info.Deadline.IsZero() {
 		expires = info.Deadline.Add(time.Minute)
 	}
-	err := a.Gateway.Dispatch(ctx, agentgateway.Request{ID: uuid.NewString(), OperationID: in.OperationID, GUID: in.GUID,
+	err = a.Gateway.Dispatch(ctx, agentgateway.Request{ID: uuid.NewString(), OperationID: in.OperationID, GUID: in.GUID,
 		Type: in.Type, Payload: in.Payload, TaskToken: info.TaskToken, ExpiresAt: expires})
 	if err != nil {
 		if cairn.IsCode(err, cairn.ECodeAgentSocketMissing) {

@@ -138,7 +138,7 @@ func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
 	// and kind; the history names the operator for every action, the
 	// purge by hostname only.
 	wf := workflows.DeviceTrustWorkflowID(a.guid, "purge", int32(p.Body["token_version"].(float64)))
-	require.NoError(t, temporalClient.GetWorkflow(ctx, wf, "").Get(ctx, nil))
+	require.NoError(t, f.engine.core.Temporal.GetWorkflow(ctx, wf, "").Get(ctx, nil))
 	desc, err := temporalClient.DescribeWorkflowExecution(ctx, wf, "")
 	require.NoError(t, err)
 	attrs := map[string]string{}

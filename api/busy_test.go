@@ -107,7 +107,7 @@ func TestUntilNotBusyTriesAgain(t *testing.T) {
 		lastCode int
 	}{
 		{"shared Temporal", &fixture{}, 3, 202},
-		{"its own Temporal", &fixture{temporal: temporalClient}, 1, 503},
+		{"its own Temporal", &fixture{temporal: &client.Options{HostPort: temporalAddress}}, 1, 503},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

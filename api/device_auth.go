@@ -203,7 +203,7 @@ func dpopHeader(r *http.Request) (string, error) {
 // requireDeviceOrSession accepts either a device (Authorization: DPoP) or
 // an operator session.
 func (s *Server) requireDeviceOrSession(next http.Handler) http.Handler {
-	session := s.requireSession(false)(next)
+	session := s.requireSession(false, false)(next)
 	device := s.requireDevice(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.Header.Get("Authorization"), proto.AuthScheme+" ") {

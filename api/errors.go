@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
@@ -96,6 +97,8 @@ var statusByCode = map[string]int{
 	proto.CodeOpShellLimit:           http.StatusTooManyRequests,
 	proto.CodeOpAlreadyRunning:       http.StatusConflict,
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
+	grants.ECodeNotGranted:           http.StatusForbidden,
+	ECodeSessionRequired:             http.StatusForbidden,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 	// Registry editor (docs/api.md "Registry").
 	proto.CodeUnsupportedPlatform:   http.StatusUnprocessableEntity,

@@ -128,7 +128,7 @@ func TestDuplicateFireRunsOnce(t *testing.T) {
 	fire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var fires []client.WorkflowRun
 	for i := range 2 {
-		run, err := temporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		run, err := f.engine.core.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: fmt.Sprintf("%s-dup-%d", f.jobScheduler().ScheduleID(id), i), TaskQueue: f.engineQueue},
 			workflows.ScheduledJobFire, workflows.ScheduledJobFireInput{JobID: id, ScheduledFor: &fire})
 		require.NoError(t, err)

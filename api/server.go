@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
@@ -128,6 +129,10 @@ type Deps struct {
 	// AgentURLs are further origins agents reach the Engine under (the
 	// HTTPS address), accepted in DPoP proofs besides PublicURL.
 	AgentURLs []string
+	// PayloadCodec seals Temporal payloads; the codec server routes serve
+	// it to the Temporal UI at TemporalUIOrigins (CORS, with credentials).
+	PayloadCodec      converter.PayloadCodec
+	TemporalUIOrigins []string
 	// ProofsPerAddress budgets DPoP proofs without an access token (token
 	// refresh, enrollment poll) per client address; zero takes
 	// DefaultProofsPerAddress.
@@ -238,6 +243,7 @@ func New(d Deps) *Server {
 		s.deviceFilterRoutes(), s.deviceViewRoutes(),
 		s.metadataRoutes(),
 		s.fileTransferRoutes(),
+		s.temporalCodecRoutes(),
 		s.openapiRoutes(),
 	}
 	if d.AgentOnly {
@@ -265,7 +271,7 @@ func (s *Server) Handler() http.Handler {
 			// operators' approve/deny calls and the device activity.
 			mw = append(mw, s.audit)
 		}
-		mw = append(mw, s.authFor(rt.Auth))
+		mw = append(mw, s.authFor(rt.Auth, rt.Handler.csrfExempt))
 		r.With(mw...).Method(rt.Method, rt.Pattern, rt.Handler)
 	}
 	r.NotFound(s.notFound)
@@ -280,12 +286,12 @@ func isAgentRoute(rt Route) bool {
 	return rt.Auth == AuthDevice || rt.Auth == AuthRefresh || strings.HasPrefix(rt.Pattern, "/api/agent/")
 }
 
-func (s *Server) authFor(class AuthClass) func(http.Handler) http.Handler {
+func (s *Server) authFor(class AuthClass, csrfExempt bool) func(http.Handler) http.Handler {
 	switch class {
 	case AuthToken:
-		return s.requireSession(false)
+		return s.requireSession(false, csrfExempt)
 	case AuthAdmin:
-		return s.requireSession(true)
+		return s.requireSession(true, csrfExempt)
 	case AuthBootstrap:
 		return s.requireBootstrap
 	case AuthDevice:
@@ -336,7 +342,7 @@ func cookieName(base string, secure bool) string {
 
 // requireSession resolves the operator from a bearer token or the session
 // cookie. Cookie-authenticated changes must echo the CSRF token.
-func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
+func (s *Server) requireSession(admin, csrfExempt bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Sessions are not sealed, so they resolve with the cipher
@@ -362,7 +368,7 @@ func (s *Server) requireSession(admin bool) func(http.Handler) http.Handler {
 				writeError(w, r, s.Log, aegis.ErrLocked)
 				return
 			}
-			if viaCookie && !safeMethod(r.Method) && !p.CheckCSRF(r.Header.Get(headerCSRF)) {
+			if viaCookie && !safeMethod(r.Method) && !csrfExempt && !p.CheckCSRF(r.Header.Get(headerCSRF)) {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeCSRF, "the %s header is missing or does not match", headerCSRF))
 				return
 			}

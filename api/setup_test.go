@@ -114,8 +114,8 @@ type fixture struct {
 	trustedProxies []netip.Prefix
 	// publicURL is the replicas' public URL ("": testPublicURL).
 	publicURL string
-	// temporal is the replicas' Temporal client (nil: the shared server).
-	temporal client.Client
+	// temporal is how the replicas reach Temporal (nil: the shared server).
+	temporal *client.Options
 	// proofRateLimit is the replicas' budget of unbound DPoP proofs per
 	// address and minute (0: the default).
 	proofRateLimit int
@@ -176,11 +176,11 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	if publicURL == "" {
 		publicURL = testPublicURL
 	}
-	tc := temporalClient
+	topts := client.Options{HostPort: temporalAddress, Namespace: "default", Logger: quietTemporalLogger{}}
 	if f.temporal != nil {
-		tc = f.temporal
+		topts = *f.temporal
 	}
-	e, err := cairnengine.New(context.Background(), f.store, tc, cairnengine.Config{
+	e, err := cairnengine.New(context.Background(), f.store, topts, cairnengine.Config{
 		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,

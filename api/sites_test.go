@@ -67,11 +67,12 @@ func TestSiteCreateRejectsBadInput(t *testing.T) {
 }
 
 // probe runs the worker-probe workflow on queue and returns who answered.
-func probe(t *testing.T, queue string, timeout time.Duration) (activities.WorkerIdentity, error) {
+func probe(t *testing.T, f *fixture, queue string, timeout time.Duration) (activities.WorkerIdentity, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	run, err := temporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	// The Engine's own client: the answer is sealed by its payload codec.
+	run, err := f.engine.core.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkerProbeWorkflowID(queue, uniqueSlug("p")), TaskQueue: queue, WorkflowExecutionTimeout: timeout,
 	}, workflows.WorkerProbe)
 	require.NoError(t, err)
@@ -100,7 +101,7 @@ func TestSiteLifecycleDrivesItsWorker(t *testing.T) {
 	require.NotEmpty(t, dup.field("site_worker_slug"))
 
 	queue := workflows.SiteTaskQueue(slug)
-	id, err := probe(t, queue, 30*time.Second)
+	id, err := probe(t, f, queue, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, queue, id.TaskQueue)
 	require.Contains(t, id.Identity, queue)
@@ -120,14 +121,14 @@ func TestSiteLifecycleDrivesItsWorker(t *testing.T) {
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Equal(t, "Main office", r.Body["name"])
 	require.Eventually(t, func() bool { return !f.engine.mgr.Has(queue) }, 20*time.Second, 50*time.Millisecond)
-	id, err = probe(t, workflows.SiteTaskQueue(renamed), 30*time.Second)
+	id, err = probe(t, f, workflows.SiteTaskQueue(renamed), 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, workflows.SiteTaskQueue(renamed), id.TaskQueue)
 
 	r = f.do(t, "POST", "/api/sites/delete", token, map[string]any{"site_ids": []any{siteID}})
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Eventually(t, func() bool { return !f.engine.mgr.Has(workflows.SiteTaskQueue(renamed)) }, 20*time.Second, 50*time.Millisecond)
-	_, err = probe(t, workflows.SiteTaskQueue(renamed), 3*time.Second)
+	_, err = probe(t, f, workflows.SiteTaskQueue(renamed), 3*time.Second)
 	require.Error(t, err, "nobody may serve a deleted site's queue")
 }
 

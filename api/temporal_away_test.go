@@ -48,12 +48,10 @@ func TestEngineServesWithoutTemporalAndCatchesUp(t *testing.T) {
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	tc, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Namespace: "default",
+	topts := client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Namespace: "default",
 		Logger: quietTemporalLogger{}, ConnectionOptions: client.ConnectionOptions{
-			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)}}})
-	require.NoError(t, err)
-	t.Cleanup(tc.Close)
-	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("away"), temporal: tc}
+			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)}}}
+	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("away"), temporal: &topts}
 	b.engine = b.newEngine(t)
 	b.url = b.engine.http.URL
 	require.NoError(t, b.engine.cipher.Unlock(context.Background(), passphrase))
@@ -133,12 +131,10 @@ func TestEngineStartsWhenTemporalSetupFails(t *testing.T) {
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	tc, err := client.NewLazyClient(client.Options{HostPort: temporalAddress, Namespace: "default",
+	topts := client.Options{HostPort: temporalAddress, Namespace: "default",
 		Logger: quietTemporalLogger{}, ConnectionOptions: client.ConnectionOptions{
-			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(flaky)}}})
-	require.NoError(t, err)
-	t.Cleanup(tc.Close)
-	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("setup"), temporal: tc}
+			DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(flaky)}}}
+	b := &fixture{store: f.store, clk: f.clk, github: f.github, engineQueue: "engine-" + uniqueSlug("setup"), temporal: &topts}
 	b.engine = b.newEngine(t) // requires Start to succeed
 	b.url = b.engine.http.URL
 	require.Positive(t, refused.Load(), "the set-up was not attempted")

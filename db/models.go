@@ -775,6 +775,13 @@ type StoredCredential struct {
 	UpdatedAt      time.Time
 }
 
+type TemporalPayloadKey struct {
+	ID        string
+	KeySealed []byte
+	DataKeyID []byte
+	CreatedAt time.Time
+}
+
 type User struct {
 	ID                  int64
 	Username            string

@@ -38,11 +38,13 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/payloadkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
@@ -105,6 +107,8 @@ type Config struct {
 
 	Console fs.FS
 	TLS     *tlsca.Manager
+	// TemporalUIOrigins may read the codec server's answers (CORS).
+	TemporalUIOrigins []string
 	// TrustedProxies are the peers whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
 	Log            *slog.Logger
@@ -151,33 +155,38 @@ type Engine struct {
 	// served by MetricsHandler.
 	Metrics *metrics.Metrics
 
-	Cipher     *aegis.Cipher
-	Auth       *auth.Service
-	Directory  *directory.Service
-	Bus        *events.Bus
-	Presence   *events.Presence
-	Sites      *sites.Service
-	Passkeys   *passkeys.Service
-	Enrollment *enrollment.Service
-	Approvals  workflows.EnrollmentStarter
-	Tokens     *devicetrust.Tokens
-	DPoP       *devicetrust.Verifier
-	Devices    *devices.Service
-	Filters    *devicefilters.Service
-	Gateway    *agentgateway.Hub
-	Shells     *shells.Service
-	Jobs       *scheduledjobs.Service
-	JobSched   workflows.JobScheduler
-	Slots      *scheduledjobs.Slots
-	Flows      *flows.Service
-	JobRuns    scheduledjobs.RunCreator
-	Signer     *scriptsign.Signer
-	Updates    *agentupdates.Service
-	Automation *automation.Service
-	Metadata   *metadata.Service
-	Transfers  *transfers.Service
-	Workers    *workers.Manager
-	API        *api.Server
+	Cipher *aegis.Cipher
+	// PayloadKeys seal Temporal payloads (Codec); Grants authorise what
+	// reaches agents (docs/architecture.md "Trust boundaries").
+	PayloadKeys *payloadkeys.Keys
+	Codec       *workers.PayloadCodec
+	Grants      *grants.Service
+	Auth        *auth.Service
+	Directory   *directory.Service
+	Bus         *events.Bus
+	Presence    *events.Presence
+	Sites       *sites.Service
+	Passkeys    *passkeys.Service
+	Enrollment  *enrollment.Service
+	Approvals   workflows.EnrollmentStarter
+	Tokens      *devicetrust.Tokens
+	DPoP        *devicetrust.Verifier
+	Devices     *devices.Service
+	Filters     *devicefilters.Service
+	Gateway     *agentgateway.Hub
+	Shells      *shells.Service
+	Jobs        *scheduledjobs.Service
+	JobSched    workflows.JobScheduler
+	Slots       *scheduledjobs.Slots
+	Flows       *flows.Service
+	JobRuns     scheduledjobs.RunCreator
+	Signer      *scriptsign.Signer
+	Updates     *agentupdates.Service
+	Automation  *automation.Service
+	Metadata    *metadata.Service
+	Transfers   *transfers.Service
+	Workers     *workers.Manager
+	API         *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
 	Artifacts    *agentartifacts.Catalog
 	InstallLinks *installlinks.Service
@@ -196,9 +205,11 @@ type Engine struct {
 	gate *temporalGate
 }
 
-// New builds an Engine over an open database and Temporal client. Nothing
-// runs until Start.
-func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*Engine, error) {
+// New builds an Engine over an open database. topts say how to reach
+// Temporal (address, namespace, TLS, credentials, logger); the Engine dials
+// lazily with its own payload codec, so what it writes to Temporal is
+// sealed by keys under its master cipher. Nothing runs until Start.
+func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -214,17 +225,28 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	// Whatever logger the caller hands in, no line carries a secret.
 	cfg.Log = slog.New(logs.Redact(cfg.Log.Handler()))
 	log := cfg.Log
-	e := &Engine{cfg: cfg, Store: store, Temporal: tc, Log: log, Metrics: metrics.New(), gate: &temporalGate{Client: tc}}
+	e := &Engine{cfg: cfg, Store: store, Log: log, Metrics: metrics.New()}
 	e.Metrics.WatchPool(store.Pool.Stat)
+
+	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)
+	e.Cipher.Register(SealedColumns()...)
+	e.PayloadKeys = payloadkeys.New(store.Queries, e.Cipher)
+	e.Codec = workers.NewPayloadCodec(e.PayloadKeys)
+	e.Grants = grants.New(store, e.Cipher, cfg.Now)
+	dc := workers.DataConverter(e.Codec)
+	topts.DataConverter, topts.FailureConverter = dc, workers.FailureConverter(dc)
+	topts.Namespace = cmp.Or(topts.Namespace, cfg.Namespace)
+	tc, err := client.NewLazyClient(topts)
+	if err != nil {
+		return nil, fmt.Errorf("Temporal client for %s: %w", topts.HostPort, err)
+	}
+	e.Temporal, e.gate = tc, &temporalGate{Client: tc}
 	e.bg, e.cancel = context.WithCancel(context.Background())
 	// Workers get the SDK's client; every caller that starts or reaches a
 	// workflow (routes, starters, activities) the gated one.
 	workerClient := tc
 	tc = e.gate
 
-	var err error
-	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)
-	e.Cipher.Register(SealedColumns()...)
 	e.Directory = directory.NewService(store, e.Cipher, log)
 	if e.Auth, err = auth.NewService(ctx, store, e.Cipher, auth.Config{Password: cfg.Password, Now: cfg.Now, Directory: e.Directory,
 		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax}); err != nil {
@@ -285,8 +307,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
 		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
-		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
-		Transfers: e.Transfers})...)
+		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
+		Transfers: e.Transfers, Grants: e.Grants})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{
@@ -297,11 +319,11 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, ProofsPerAddress: ratelimit.Rule{Limit: cfg.ProofRateLimit, Window: api.DefaultProofsPerAddress.Window},
-		Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc},
+		Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
 		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
-		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline},
+		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants},
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 		DeviceFilters: e.Filters,
@@ -309,7 +331,7 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 		Metrics:       e.Metrics,
 		Transfers:     e.Transfers,
 		TransferStarter: workflows.TransferStarter{Client: tc, Stall: cfg.TransferStall,
-			Retention: e.Transfers.Retention()},
+			Retention: e.Transfers.Retention(), Grants: e.Grants},
 	}
 	e.API = api.New(deps)
 	return e, nil
@@ -321,7 +343,8 @@ func New(ctx context.Context, store *db.Store, tc client.Client, cfg Config) (*E
 // list with the schema's *_sealed columns.
 func SealedColumns() []aegis.Column {
 	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
-		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns())
+		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns(),
+		payloadkeys.SealedColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.
@@ -524,4 +547,5 @@ func (e *Engine) Stop(ctx context.Context) {
 	}
 	e.cancel()
 	e.wg.Wait()
+	e.Temporal.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/transfers"
@@ -39,6 +40,7 @@ type ActivityDeps struct {
 	Flows         *flows.Service
 	Automation    *automation.Service
 	Transfers     *transfers.Service
+	Grants        *grants.Service
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -49,7 +51,7 @@ func Activities(d ActivityDeps) []any {
 		&activities.Maintenance{Sessions: d.Auth, RateLimits: d.Store, DPoP: d.DPoP, RefreshTokens: d.Tokens, Presence: d.Presence,
 			AgentRequests: d.Store, Shells: d.Shells, Transfers: d.Transfers},
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
-		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices},
+		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices, Grants: d.Grants},
 		&activities.Operations{Devices: d.Devices},
 		&activities.AgentUpdates{Updates: d.Updates},
 		&activities.ScheduledJobs{Jobs: d.ScheduledJobs, Slots: d.Slots, Runs: d.JobRuns, Flows: d.Flows,

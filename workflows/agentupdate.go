@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
@@ -55,6 +56,8 @@ type AgentUpdateInput struct {
 	// lanes): no slot.
 	RunID      string
 	LaneHolder string
+	// Grant authorises Payload to the device (internal/grants).
+	Grant string
 }
 
 // AgentUpdate sends agent_update_request through the command path and
@@ -102,7 +105,7 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 			MaximumInterval: 5 * time.Second},
 	})
 	err := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
-		OperationID: in.OperationID, GUID: in.Target.GUID, Type: proto.EventAgentUpdate, Payload: in.Payload,
+		OperationID: in.OperationID, GUID: in.Target.GUID, Type: proto.EventAgentUpdate, Payload: in.Payload, Grant: in.Grant,
 	}).Get(ctx, nil)
 	if err != nil {
 		code, message := operationFailure(err, sendTimeout)
@@ -157,6 +160,9 @@ func releaseLaneWhenRunEnds(ctx workflow.Context, runID, holder string) {
 type AgentUpdateStarter struct {
 	Client   client.Client
 	Deadline time.Duration
+	// Grants signs the request: operators' requests are authorised by the
+	// API, scheduled ones by the job an admin saved (PostgreSQL).
+	Grants Granter
 }
 
 // Start starts the update of one device on its site's queue.
@@ -173,6 +179,11 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 	if p.LaneHolder != "" {
 		limit += slotLease // it may wait that long for a slot
 	}
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: p.Target.GUID, OperationID: p.OperationID, Type: proto.EventAgentUpdate,
+		Payload: raw}, limit)
+	if err != nil {
+		return err
+	}
 	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       AgentUpdateWorkflowID(p.Target.GUID, p.OperationID),
 		TaskQueue:                SiteTaskQueue(p.Target.SiteSlug),
@@ -184,7 +195,7 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindAgentUpdate),
 		),
 	}, AgentUpdate, AgentUpdateInput{OperationID: p.OperationID, Target: p.Target, ToBuildID: p.Request.BuildID,
-		Payload: raw, Deadline: deadline, RunID: p.RunID, LaneHolder: p.LaneHolder})
+		Payload: raw, Deadline: deadline, RunID: p.RunID, LaneHolder: p.LaneHolder, Grant: grant})
 	if err != nil && isOverload(err) {
 		return tooBusy("update")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
@@ -54,6 +55,9 @@ type FileTransferInput struct {
 	// transfers.DefaultRetention.
 	Stall     time.Duration
 	Retention time.Duration
+	// Grant authorises Request to the device under TransferID
+	// (internal/grants); TransferStarter signs it.
+	Grant string
 }
 
 // FileTransfer sends the transfer's request to the agent through the
@@ -104,7 +108,7 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 		})
 		err := workflow.ExecuteActivity(opts, cmds.SendToAgent, activities.CommandInput{
 			OperationID: fmt.Sprintf("%s:%d", in.TransferID, attempt), GUID: in.Target.GUID,
-			Type: proto.EventFileManagement, Payload: in.Request,
+			Type: proto.EventFileManagement, Payload: in.Request, Grant: in.Grant,
 		}).Get(ctx, nil)
 		if err != nil {
 			code, message := operationFailure(err, DefaultOperationTimeout)
@@ -193,12 +197,20 @@ type TransferStarter struct {
 	Client    client.Client
 	Stall     time.Duration
 	Retention time.Duration
+	// Grants signs the transfer's request (its attempts extend the ID).
+	Grants Granter
 }
 
 // Start starts a transfer's workflow on its device's site queue.
 func (s TransferStarter) Start(ctx context.Context, in FileTransferInput) error {
 	in.Stall, in.Retention = s.Stall, s.Retention
-	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: in.TransferID, Type: proto.EventFileManagement,
+		Payload: in.Request, Actor: in.Actor}, maxTransferLife)
+	if err != nil {
+		return err
+	}
+	in.Grant = grant
+	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       FileTransferWorkflowID(in.TransferID),
 		TaskQueue:                SiteTaskQueue(in.Target.SiteSlug),
 		WorkflowExecutionTimeout: maxTransferLife + max(s.Retention, transfers.DefaultRetention),

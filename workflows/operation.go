@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/grants"
 )
 
 // OperationWorkflowID names one operation on one device.
@@ -51,6 +52,9 @@ type OperationInput struct {
 	Actor   string
 	Meta    map[string]any
 	Timeout time.Duration
+	// Grant authorises exactly this request to this device (internal/
+	// grants); OperationRunner signs it where the operator was authorised.
+	Grant string
 }
 
 // OperationResult is the agent's answer and what it changed.
@@ -104,7 +108,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 	})
 	var reply agentgateway.Reply
 	opErr := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
-		OperationID: in.OperationID, GUID: in.Target.GUID, Type: in.Type, Payload: in.Payload,
+		OperationID: in.OperationID, GUID: in.Target.GUID, Type: in.Type, Payload: in.Payload, Grant: in.Grant,
 	}).Get(ctx, &reply)
 	if opErr == nil {
 		result.Payload = reply.Payload
@@ -152,9 +156,17 @@ func operationFailure(err error, timeout time.Duration) (code, message string) {
 	return cairn.ECodeInternal, err.Error()
 }
 
-// OperationRunner starts operations and waits for their outcome.
+// Granter signs what an operation may send (grants.Service).
+type Granter interface {
+	Sign(ctx context.Context, op grants.Operation, ttl time.Duration) (string, error)
+}
+
+// OperationRunner starts operations and waits for their outcome. It runs
+// where the operator was authorised (the API), so it grants the request:
+// a DeviceOperation started any other way reaches no agent.
 type OperationRunner struct {
 	Client client.Client
+	Grants Granter
 }
 
 // Run starts in on the device's site queue and waits until it ends or ctx
@@ -189,10 +201,17 @@ func (r OperationRunner) Start(ctx context.Context, in OperationInput) (client.W
 	if timeout <= 0 {
 		timeout = DefaultOperationTimeout
 	}
+	life := timeout + 15*time.Minute
+	grant, err := r.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: in.OperationID, Type: in.Type,
+		Payload: in.Payload, Actor: in.Actor}, life)
+	if err != nil {
+		return nil, err
+	}
+	in.Grant = grant
 	run, err := r.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       OperationWorkflowID(in.Target.GUID, in.OperationID),
 		TaskQueue:                SiteTaskQueue(in.Target.SiteSlug),
-		WorkflowExecutionTimeout: timeout + 15*time.Minute,
+		WorkflowExecutionTimeout: life,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(in.Target.GUID),

@@ -54,6 +54,9 @@ type config struct {
 	DataDir           string
 	TemporalPort      int
 	TemporalUIPort    int
+	// TemporalUIOrigins are Temporal UI origins that may read the codec
+	// server's answers (CORS); the embedded UI's are added by serve.
+	TemporalUIOrigins []string
 	LogLevel          slog.Level
 	// LogFormat is json (the default, for log shippers) or text.
 	LogFormat string
@@ -179,6 +182,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
 	fs.IntVar(&c.TemporalUIPort, "temporal-ui-port", c.TemporalUIPort, "embedded Temporal UI port (0 disables the UI)")
+	uiOrigins := fs.String("temporal-ui-origins", env("CAIRN_TEMPORAL_UI_ORIGINS", ""),
+		"comma-separated origins of Temporal UIs that decode histories through the Engine's codec server (the embedded UI's are added)")
 	level := fs.String("log-level", env("CAIRN_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", env("CAIRN_LOG_FORMAT", logs.FormatJSON), "log line format: json or text")
 	fs.BoolVar(&c.MetricsPublic, "metrics-public", env("CAIRN_METRICS_PUBLIC", "") == "1",
@@ -241,6 +246,15 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		if n = strings.TrimSpace(n); n != "" {
 			c.TLSHostnames = append(c.TLSHostnames, n)
 		}
+	}
+	for _, o := range strings.Split(*uiOrigins, ",") {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o == "" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+			return c, fmt.Errorf("temporal-ui-origins: %q is not an origin such as https://temporal.example.com", o)
+		}
+		c.TemporalUIOrigins = append(c.TemporalUIOrigins, o)
 	}
 	if u, err := url.Parse(c.GitHubAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, fmt.Errorf("github-api-url must be an http(s) URL, got %q", c.GitHubAPIURL)

@@ -20,11 +20,15 @@ import (
 // runtime holds the infrastructure every command needs, and stops it in
 // reverse order.
 type runtime struct {
-	log      *slog.Logger
-	store    *db.Store
-	temporal client.Client
-	stops    []func()
-	banner   []string
+	log   *slog.Logger
+	store *db.Store
+	// temporal says how the Engine reaches Temporal; the Engine dials
+	// with its own payload codec (engine.New).
+	temporal client.Options
+	// uiOrigins are the embedded Temporal UI's origins, if it runs.
+	uiOrigins []string
+	stops     []func()
+	banner    []string
 }
 
 func (rt *runtime) onStop(f func()) { rt.stops = append(rt.stops, f) }
@@ -84,20 +88,19 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 		addr = srv.Address
 		line := "Temporal     embedded dev server at " + addr
 		if srv.UIAddress != "" {
-			line += ", UI at " + srv.UIAddress
+			// Opened as localhost, the UI is same-site with the console
+			// at localhost, so its codec requests carry the session.
+			ui := fmt.Sprintf("http://localhost:%d", uiPort)
+			rt.uiOrigins = []string{ui, srv.UIAddress}
+			line += ", UI at " + ui
 		}
 		rt.banner = append(rt.banner, line)
 	}
-	// The client dials lazily and redials on its own: the Engine starts,
-	// and serves sign-in and agent callbacks, while Temporal is away; the
-	// Engine sets up its Temporal side once it answers (engine.Start).
-	tc, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: c.TemporalNamespace,
-		Logger: tlog.NewStructuredLogger(rt.log.With("component", "temporal-client"))})
-	if err != nil {
-		return fmt.Errorf("Temporal client for %s: %w", addr, err)
-	}
-	rt.onStop(tc.Close)
-	rt.temporal = tc
+	// The Engine's client dials lazily and redials on its own: the Engine
+	// starts, and serves sign-in and agent callbacks, while Temporal is
+	// away; it sets up its Temporal side once it answers (engine.Start).
+	rt.temporal = client.Options{HostPort: addr, Namespace: c.TemporalNamespace,
+		Logger: tlog.NewStructuredLogger(rt.log.With("component", "temporal-client"))}
 	return nil
 }
 

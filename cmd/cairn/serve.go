@@ -62,7 +62,8 @@ func serve(ctx context.Context, args []string) error {
 		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
 		TrustedProxies: c.TrustedProxies,
 		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
-		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention}
+		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention,
+		TemporalUIOrigins: append(c.TemporalUIOrigins, rt.uiOrigins...)}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}
@@ -70,14 +71,8 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.PassphraseFile != "" {
-		pass, err := os.ReadFile(c.PassphraseFile)
-		if err != nil {
-			return fmt.Errorf("read passphrase file: %w", err)
-		}
-		if err := eng.Cipher.Unlock(ctx, strings.TrimRight(string(pass), "\r\n")); err != nil {
-			return fmt.Errorf("unlock the master cipher from %s: %w", c.PassphraseFile, err)
-		}
+	if err := unlockFromFile(ctx, eng, c.PassphraseFile); err != nil {
+		return err
 	}
 	// First-run setup needs the code this prints (issue 13 item 4).
 	// Subscribed first: a reset or finish on another replica from here on
@@ -188,4 +183,20 @@ func refreshCertificate(ctx context.Context, certs *tlsca.Manager, log *slog.Log
 			log.Info("HTTPS certificate replaced", "fingerprint", info.Fingerprint, "not_after", info.NotAfter)
 		}
 	}
+}
+
+// unlockFromFile unlocks the master cipher with the passphrase in file
+// ("" leaves it locked).
+func unlockFromFile(ctx context.Context, eng *engine.Engine, file string) error {
+	if file == "" {
+		return nil
+	}
+	pass, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("read passphrase file: %w", err)
+	}
+	if err := eng.Cipher.Unlock(ctx, strings.TrimRight(string(pass), "\r\n")); err != nil {
+		return fmt.Errorf("unlock the master cipher from %s: %w", file, err)
+	}
+	return nil
 }

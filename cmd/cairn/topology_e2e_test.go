@@ -37,8 +37,12 @@ func TestStandaloneWorkersTakeAgentsAndSurviveAKill(t *testing.T) {
 	token := eng.signIn(t)
 	site := eng.post(t, "/api/sites", token, map[string]any{"name": "Topology", "site_worker_slug": "topo"})
 	slug := site["site_worker_slug"].(string)
+	// Site workers hold the master cipher: workflow payloads are sealed
+	// under it (issue 21 item 1).
+	pass := filepath.Join(tmp, "passphrase")
+	require.NoError(t, os.WriteFile(pass, []byte("e2e test passphrase"), 0o600))
 	workerEnv := []string{"DATABASE_URL=" + dbURL, fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", temporalPort),
-		"CAIRN_PUBLIC_URL=" + eng.publicURL(t), "CAIRN_DATA_DIR=" + filepath.Join(tmp, "data")}
+		"CAIRN_PUBLIC_URL=" + eng.publicURL(t), "CAIRN_DATA_DIR=" + filepath.Join(tmp, "data"), "CAIRN_AEGIS_PASSPHRASE_FILE=" + pass}
 	w1 := startWorker(t, slug, workerEnv)
 	w2 := startWorker(t, slug, workerEnv)
 

@@ -39,6 +39,9 @@ func runWorker(ctx context.Context, args []string) error {
 	if c.DatabaseURL == "" || c.TemporalAddress == "" {
 		return errors.New("cairn worker joins a running deployment: set DATABASE_URL and TEMPORAL_ADDRESS")
 	}
+	if c.PassphraseFile == "" {
+		return errors.New("cairn worker reads workflow payloads sealed under the master cipher: set CAIRN_AEGIS_PASSPHRASE_FILE to a file holding its passphrase")
+	}
 	if !*useTLS && !c.AllowPlainHTTP && !isLoopback(*listen) {
 		return fmt.Errorf("plain HTTP is served on loopback only, but --listen is %s: use --tls, or set CAIRN_ALLOW_PLAIN_HTTP=1 behind a TLS-terminating proxy", *listen)
 	}
@@ -80,6 +83,11 @@ func runWorker(ctx context.Context, args []string) error {
 		AgentURLs: append(c.agentURLs(), *advertise), AgentEndpoint: *advertise, Namespace: c.TemporalNamespace,
 		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log})
 	if err != nil {
+		return err
+	}
+	// A site worker reads and writes workflow payloads, which are sealed
+	// by keys under the master cipher: it must hold the cipher.
+	if err := unlockFromFile(ctx, eng, c.PassphraseFile); err != nil {
 		return err
 	}
 	if err := eng.Start(); err != nil {

@@ -14,6 +14,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
+	"github.com/cairn-rmm/cairn/internal/pgtest"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer temporalClient.Close()
-		return m.Run()
+		return pgtest.Main(m)
 	}())
 }
 

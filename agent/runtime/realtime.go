@@ -121,6 +121,11 @@ func (r *realtime) connect(ctx context.Context, route proto.Route) (accepted boo
 	if err != nil {
 		return false, err
 	}
+	// The route came from the Engine (or its cached answer): its origin
+	// is one of the Engine's, where shells may dial too.
+	if err := r.client.TrustOrigin(route.URL); err != nil {
+		return false, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, r.timing.RequestTimeout)
 	conn, err := r.client.DialWebSocket(dctx, route.URL, access)
 	cancel()

@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
@@ -75,6 +77,55 @@ type Client struct {
 	dialer    *dialer
 	transport *http.Transport
 	http      *http.Client
+
+	// origins are where this agent's WebSockets may go: server_url's
+	// origin and the realtime routes the Engine named (TrustOrigin). A
+	// socket request naming anything else is refused, so whoever can put
+	// a request on the command path cannot lead the agent, its access
+	// token and a root shell to a server of theirs (issue 21 item 1).
+	originsMu sync.Mutex
+	origins   map[string]bool
+}
+
+// origin is u's scheme, host and port (the default port dropped), with
+// ws and wss read as http and https.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "ws":
+		scheme = "http"
+	case "wss":
+		scheme = "https"
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host
+}
+
+// TrustOrigin lets WebSockets go to rawURL's origin: a realtime route the
+// Engine named (a site worker's address).
+func (c *Client) TrustOrigin(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("transport: %q is not an absolute URL", rawURL)
+	}
+	c.originsMu.Lock()
+	defer c.originsMu.Unlock()
+	c.origins[origin(u)] = true
+	return nil
+}
+
+func (c *Client) trusted(u *url.URL) bool {
+	c.originsMu.Lock()
+	defer c.originsMu.Unlock()
+	return c.origins[origin(u)]
 }
 
 // New checks cfg and builds a Client.
@@ -135,6 +186,7 @@ func New(cfg Config) (*Client, error) {
 		now:       now,
 		dialer:    d,
 		transport: tr,
+		origins:   map[string]bool{origin(u): true},
 	}
 	c.http = &http.Client{
 		Transport: tr,

@@ -40,6 +40,9 @@ func (c *Client) DialWebSocketHeader(ctx context.Context, wsURL, accessToken str
 	if u.Host == "" {
 		return nil, fmt.Errorf("transport: websocket URL %q has no host", wsURL)
 	}
+	if !c.trusted(u) {
+		return nil, fmt.Errorf("transport: websocket %s is not on this agent's Engine (%s) or a realtime route it named", redact(u), origin(u))
+	}
 	h := extra.Clone()
 	if h == nil {
 		h = http.Header{}

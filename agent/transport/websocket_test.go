@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,4 +87,33 @@ func TestWebSocketThroughFallback(t *testing.T) {
 	require.ErrorContains(t, err, "must be ws:// or wss://")
 	_, err = c.DialWebSocket(ctx, wsURL, "")
 	require.ErrorContains(t, err, "without an access token")
+}
+
+// A socket request for any origin but the Engine's (server_url, or a
+// realtime route the Engine named) is refused before anything is sent: a
+// shell_open put on the command path cannot lead the agent, its access
+// token and a root shell to another server (issue 21 item 1).
+func TestWebSocketOnlyToTheEnginesOrigins(t *testing.T) {
+	t.Parallel()
+	env := setup(t)
+	var hits atomic.Int64
+	elsewhere := env.serve(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }), false, 0)
+	c := env.client(t, "https://"+engineName+":8443", "", env.caPEM)
+	ctx := context.Background()
+	for _, u := range []string{
+		"wss://attacker.example" + proto.PathShellSocket + "/s1",
+		"wss://127.0.0.1:" + elsewhere + proto.PathShellSocket + "/s1",
+		"ws://" + engineName + ":8443" + proto.PathShellSocket + "/s1", // plain HTTP is another origin
+		"wss://" + engineName + ":9443" + proto.PathShellSocket + "/s1",
+	} {
+		_, err := c.DialWebSocketHeader(ctx, u, "access-1", nil)
+		require.ErrorContains(t, err, "is not on this agent's Engine", u)
+	}
+	require.Zero(t, hits.Load())
+
+	// A route the Engine named makes its origin one of the Engine's.
+	require.NoError(t, c.TrustOrigin("wss://127.0.0.1:"+elsewhere+proto.PathRealtimeWS+"?route=r1"))
+	_, err := c.DialWebSocketHeader(ctx, "wss://127.0.0.1:"+elsewhere+proto.PathShellSocket+"/s1", "access-1", nil)
+	require.NotContains(t, fmt.Sprint(err), "is not on this agent's Engine")
+	require.Equal(t, int64(1), hits.Load())
 }

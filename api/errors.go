@@ -98,7 +98,6 @@ var statusByCode = map[string]int{
 	proto.CodeOpAlreadyRunning:       http.StatusConflict,
 	workflows.ECodeOperationTimedOut: http.StatusGatewayTimeout,
 	grants.ECodeNotGranted:           http.StatusForbidden,
-	ECodeSessionRequired:             http.StatusForbidden,
 	agentgateway.FailureSocketClosed: http.StatusServiceUnavailable,
 	// Registry editor (docs/api.md "Registry").
 	proto.CodeUnsupportedPlatform:   http.StatusUnprocessableEntity,

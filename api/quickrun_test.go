@@ -28,7 +28,8 @@ import (
 // Device auth like the real agent does.
 type scriptAgent struct {
 	*testAgent
-	conn *websocket.Conn
+	conn     *websocket.Conn
+	handlers *runtime.Handlers
 
 	mu      sync.Mutex
 	trusted []string // script_signing.trusted_public_keys
@@ -41,15 +42,24 @@ func (f *fixture) scriptAgent(t *testing.T, admin string, site int64, hostname s
 	handlers := runtime.NewHandlers()
 	require.NoError(t, scripts.Register(handlers, scripts.Options{Config: s.config, OutputInterval: 100 * time.Millisecond,
 		TempDir: t.TempDir()}))
-	s.conn = a.connect(t)
+	s.handlers = handlers
+	s.serve(t)
+	return s
+}
+
+// serve connects the agent's socket and answers on it until the test
+// ends; called again, it reconnects as an agent would after the Engine
+// closed its socket.
+func (s *scriptAgent) serve(t *testing.T) {
+	conn := s.connect(t)
+	s.conn = conn
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); s.conn.CloseNow(); <-done })
+	t.Cleanup(func() { cancel(); conn.CloseNow(); <-done })
 	go func() {
 		defer close(done)
-		serveSocket(ctx, s.conn, handlers, s)
+		serveSocket(ctx, conn, s.handlers, s)
 	}()
-	return s
 }
 
 func (s *scriptAgent) config() (*agent.Config, error) {

@@ -33,16 +33,12 @@ func (s *Server) temporalCodecRoutes() []Route {
 	return []Route{
 		{"OPTIONS", codecPath + "/decode", AuthNone, preflight},
 		{"OPTIONS", codecPath + "/encode", AuthNone, preflight},
-		{"POST", codecPath + "/decode", AuthAdmin, raw(s.codecServe(false)).noCSRF().Stream(http.StatusOK, "application/json").
-			Summary("Decode Temporal payloads for the Temporal UI").Errors(ECodeSessionRequired)},
-		{"POST", codecPath + "/encode", AuthAdmin, raw(s.codecServe(true)).noCSRF().Stream(http.StatusOK, "application/json").
-			Summary("Encode Temporal payloads for the Temporal UI").Errors(ECodeSessionRequired)},
+		{"POST", codecPath + "/decode", AuthAdmin, s.sessionOnly(raw(s.codecServe(false)).noCSRF().Stream(http.StatusOK, "application/json").
+			Summary("Decode Temporal payloads for the Temporal UI"))},
+		{"POST", codecPath + "/encode", AuthAdmin, s.sessionOnly(raw(s.codecServe(true)).noCSRF().Stream(http.StatusOK, "application/json").
+			Summary("Encode Temporal payloads for the Temporal UI"))},
 	}
 }
-
-// ECodeSessionRequired: the route is an operator session's only, never an
-// API token's.
-const ECodeSessionRequired = "session_required"
 
 // allowCodecOrigin answers CORS for a configured Temporal UI origin.
 func (s *Server) allowCodecOrigin(w http.ResponseWriter, r *http.Request) {
@@ -69,10 +65,6 @@ func (s *Server) codecPreflight(w http.ResponseWriter, r *http.Request) {
 func (s *Server) codecServe(encode bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.allowCodecOrigin(w, r)
-		if p := principal(r.Context()); p == nil || p.APITokenID != 0 {
-			writeError(w, r, s.Log, cairn.Errorf(ECodeSessionRequired, "the codec server is for an administrator's signed-in session, not an API token"))
-			return
-		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, codecMaxBody))
 		if err != nil {
 			writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeTooLarge, "at most %d bytes of payloads at once", codecMaxBody))

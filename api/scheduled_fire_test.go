@@ -218,15 +218,17 @@ func TestRerunAndFlowOnAgent(t *testing.T) {
 	require.Len(t, list.Body["runs"], 1)
 }
 
-// A script job's content is signed when it is saved, so it fires while
-// the master cipher is locked (after a restart, before anyone unlocks),
-// and runs the assembly version it was saved with.
+// A fire that comes while the master cipher is locked (after a restart,
+// before anyone unlocks, with no CAIRN_AEGIS_PASSPHRASE_FILE) waits: its
+// payload is sealed under the cipher (issue 21 item 1), so nothing runs
+// until the unlock, and then the job runs the assembly version it was
+// saved with.
 func TestJobFiresWhileCipherLocked(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	admin := f.admin(t)
 	site := f.createSite(t, admin, "locked")
-	f.scriptAgent(t, admin, site, "locked-01")
+	agent := f.scriptAgent(t, admin, site, "locked-01")
 	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "v", "kind": "script", "language": "sh", "body": "echo one"})
 	require.Equal(t, 201, r.Status, r.Raw)
 	asm := int64(r.Body["id"].(float64))
@@ -242,23 +244,38 @@ func TestJobFiresWhileCipherLocked(t *testing.T) {
 	f.engine.cipher.Lock()
 	ctx := context.Background()
 	fire := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.NoError(t, temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id)).Backfill(ctx,
-		client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{Start: fire.Add(-time.Minute), End: fire.Add(time.Minute),
-			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
+	sched := temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id))
+	require.NoError(t, sched.Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{
+		Start: fire.Add(-time.Minute), End: fire.Add(time.Minute), Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
+	// The fire started and waits: this process, locked, polls no queue.
+	fireID := f.jobScheduler().ScheduleID(id) + "-" + fire.Format(time.RFC3339)
+	require.Eventually(t, func() bool {
+		wf, err := temporalClient.DescribeWorkflowExecution(ctx, fireID, "")
+		return err == nil && wf.GetPendingWorkflowTask().GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_SCHEDULED
+	}, 2*time.Minute, 100*time.Millisecond)
+	require.Empty(t, f.engine.mgr.Statuses(), "a locked process runs no worker")
 	jobs := f.engine.core.Jobs
+	runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
+	require.NoError(t, err)
+	require.Empty(t, runs, "a fire ran while the cipher was locked")
+	r = f.do(t, "GET", "/api/scheduled_jobs", admin, nil)
+	require.Equal(t, 423, r.Status, "the cipher really is locked")
+
+	// As after a restart: the unlock starts the workers, and the agent,
+	// whose socket the locked process closed, connects again.
+	require.NoError(t, f.engine.cipher.Unlock(ctx, passphrase))
+	agent.serve(t)
 	require.Eventually(t, func() bool {
 		runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
 		require.NoError(t, err)
 		return len(runs) == 1 && runs[0].Status == "succeeded"
-	}, 2*time.Minute, 250*time.Millisecond)
-	runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
+	}, 3*time.Minute, 250*time.Millisecond)
+	runs, err = jobs.Runs(ctx, cairn.AllSites, id, 10)
 	require.NoError(t, err)
 	run, err := f.engine.core.Automation.GetRun(ctx, cairn.AllSites, runs[0].RunID, true)
 	require.NoError(t, err)
 	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout))
 	require.Equal(t, int32(1), *run.AssemblyVersion)
-	r = f.do(t, "GET", "/api/scheduled_jobs", admin, nil)
-	require.Equal(t, 423, r.Status, "the cipher really is locked")
 }
 
 // A scheduled job of kind workflow fires a flow run on its targets.

@@ -19,7 +19,8 @@ import (
 
 // jobScheduler addresses the fixture's job schedules in Temporal.
 func (f *fixture) jobScheduler() workflows.JobScheduler {
-	return workflows.JobScheduler{Client: temporalClient, TaskQueue: f.engineQueue, Prefix: "scheduled-job:" + f.engineQueue + ":"}
+	return workflows.JobScheduler{Client: f.engine.core.Temporal, Data: f.engine.core.Data, TaskQueue: f.engineQueue,
+		Prefix: "scheduled-job:" + f.engineQueue + ":"}
 }
 
 // describeJobSchedule describes the job's Temporal Schedule (nil: none).

@@ -156,5 +156,5 @@ func TestHistoriesAreSealedAndTheCodecServerIsAdminsOnly(t *testing.T) {
 	apiToken, _ := f.newAPIToken(t, admin, "write", 30)
 	res = decode(apiToken)
 	require.Equal(t, 403, res.Status, res.Raw)
-	require.Equal(t, "session_required", res.Body["error"])
+	require.Equal(t, "forbidden", res.Body["error"])
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
@@ -160,6 +161,7 @@ type Engine struct {
 	// reaches agents (docs/architecture.md "Trust boundaries").
 	PayloadKeys *payloadkeys.Keys
 	Codec       *workers.PayloadCodec
+	Data        converter.DataConverter
 	Grants      *grants.Service
 	Auth        *auth.Service
 	Directory   *directory.Service
@@ -203,6 +205,8 @@ type Engine struct {
 	// gate is the Temporal client of everything but the workers; it fails
 	// fast while Temporal is known to be away (temporal_gate.go).
 	gate *temporalGate
+	// siteChanges asks the site-worker loop to sync again.
+	siteChanges chan struct{}
 }
 
 // New builds an Engine over an open database. topts say how to reach
@@ -233,8 +237,8 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.PayloadKeys = payloadkeys.New(store.Queries, e.Cipher)
 	e.Codec = workers.NewPayloadCodec(e.PayloadKeys)
 	e.Grants = grants.New(store, e.Cipher, cfg.Now)
-	dc := workers.DataConverter(e.Codec)
-	topts.DataConverter, topts.FailureConverter = dc, workers.FailureConverter(dc)
+	e.Data = workers.DataConverter(e.Codec)
+	topts.DataConverter, topts.FailureConverter = e.Data, workers.FailureConverter(e.Data)
 	topts.Namespace = cmp.Or(topts.Namespace, cfg.Namespace)
 	tc, err := client.NewLazyClient(topts)
 	if err != nil {
@@ -242,6 +246,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	}
 	e.Temporal, e.gate = tc, &temporalGate{Client: tc}
 	e.bg, e.cancel = context.WithCancel(context.Background())
+	e.temporalDone = make(chan struct{})
 	// Workers get the SDK's client; every caller that starts or reaches a
 	// workflow (routes, starters, activities) the gated one.
 	workerClient := tc
@@ -286,7 +291,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		}
 	}
 
-	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix}
+	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix, Data: e.Data}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
 	e.Jobs.SetContentSigner(scheduledjobs.AutomationRuns{Svc: e.Automation})
 	e.Jobs.SetFilterMatcher(e.Filters)
@@ -300,6 +305,13 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.Transfers = transfers.New(store, transfers.Config{MaxBytes: cfg.TransferMaxBytes, Retention: cfg.TransferRetention})
 
 	e.Workers = workers.NewManager(workerClient, log, cfg.Sites)
+	// Workflow payloads are sealed under the master cipher: a process
+	// runs workers only while it holds it (docs/architecture.md "Trust
+	// boundaries"), stops them when it locks and starts them on unlock.
+	e.siteChanges = make(chan struct{}, 1)
+	e.Workers.SetReady(e.Cipher.Unlocked)
+	e.Cipher.OnUnlock(e.afterUnlock)
+	e.Cipher.OnLock(e.Workers.Stop)
 	gw := agentgateway.Options{Log: log, Now: cfg.Now, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
 		Endpoint: cfg.AgentEndpoint}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
@@ -393,8 +405,9 @@ func (e *Engine) Start() error {
 		// Manifest signatures need the unlocked cipher of a serve process.
 		e.goBG(e.Artifacts.Run)
 	}
-	// Site workers resync when a site changes and once Temporal is back.
-	changes := make(chan struct{}, 1)
+	// Site workers resync when a site changes, once Temporal is back and
+	// when the cipher is unlocked.
+	changes := e.siteChanges
 	siteChanges := e.Bus.OnControl(events.ControlSites)
 	e.goBG(func(ctx context.Context) {
 		for {
@@ -408,7 +421,7 @@ func (e *Engine) Start() error {
 	})
 
 	tctx, stopTemporal := context.WithCancel(context.Background())
-	e.stopTemporal, e.temporalDone = stopTemporal, make(chan struct{})
+	e.stopTemporal = stopTemporal
 	err := e.probeTemporal(tctx)
 	if err == nil {
 		// A Temporal that answers its health check can still time out on
@@ -460,9 +473,10 @@ func (e *Engine) probeTemporal(ctx context.Context) error {
 }
 
 // startDurable does the Temporal side of Start: search attributes, the
-// maintenance schedules, the scheduled jobs' schedules and the engine
-// queue's worker. Every step is idempotent, so a failed attempt is retried
-// whole.
+// engine queue's worker, the maintenance schedules and the scheduled jobs'
+// schedules. Every step is idempotent, so a failed attempt is retried
+// whole. Schedules carry sealed payloads, so while this process's cipher
+// is locked they wait for its unlock (ensureSchedulesOnUnlock).
 func (e *Engine) startDurable(ctx context.Context) error {
 	if err := workers.EnsureSearchAttributes(ctx, e.Temporal, e.cfg.Namespace); err != nil {
 		return err
@@ -470,9 +484,22 @@ func (e *Engine) startDurable(ctx context.Context) error {
 	if e.cfg.Role != RoleServe {
 		return nil
 	}
+	if !e.Cipher.Unlocked() {
+		e.Log.Info("the engine worker and the schedules start once the master cipher is unlocked (workflow payloads are sealed under it)")
+		return nil
+	}
+	if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
+		return fmt.Errorf("start engine worker: %w", err)
+	}
+	return e.ensureSchedules(ctx)
+}
+
+// ensureSchedules makes the maintenance schedules and the scheduled jobs'
+// schedules what this Engine wants.
+func (e *Engine) ensureSchedules(ctx context.Context) error {
 	if !e.cfg.NoSchedules {
 		// Clean-up runs as Temporal Schedules, once per deployment.
-		if err := workers.EnsureSchedules(ctx, e.Temporal, e.cfg.EngineQueue); err != nil {
+		if err := workers.EnsureSchedules(ctx, e.Temporal, e.Data, e.cfg.EngineQueue); err != nil {
 			return fmt.Errorf("maintenance schedules: %w", err)
 		}
 	}
@@ -481,10 +508,39 @@ func (e *Engine) startDurable(ctx context.Context) error {
 	if err := e.ReconcileJobSchedules(ctx); err != nil {
 		return fmt.Errorf("scheduled job schedules: %w", err)
 	}
-	if err := e.Workers.StartEngineOn(e.cfg.EngineQueue); err != nil {
-		return fmt.Errorf("start engine worker: %w", err)
-	}
 	return nil
+}
+
+// afterUnlock starts what waited for the cipher: the site workers, and
+// (once Temporal's side is set up) the engine worker and the schedules,
+// retrying while Temporal fails.
+func (e *Engine) afterUnlock(context.Context) {
+	poke(e.siteChanges)
+	if e.cfg.Role != RoleServe {
+		return
+	}
+	e.goBG(func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.temporalDone:
+		}
+		for backoff := time.Second; ; backoff = min(backoff*2, 15*time.Second) {
+			err := e.Workers.StartEngineOn(e.cfg.EngineQueue)
+			if err == nil {
+				err = e.ensureSchedules(ctx)
+			}
+			if err == nil || ctx.Err() != nil || errors.Is(err, workers.ErrNotReady) {
+				return // done, stopping, or locked again (the next unlock starts over)
+			}
+			e.Log.Warn("engine worker and schedules after unlock", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+	})
 }
 
 // awaitTemporal retries the Temporal side of Start until it succeeds (true)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
@@ -62,10 +63,36 @@ func DataConverter(codec converter.PayloadCodec) converter.DataConverter {
 }
 
 // FailureConverter moves failure messages and stack traces into a payload
-// sealed by dc: an error's text can quote what an agent answered.
+// sealed by dc: an error's text can quote what an agent answered. A
+// process that cannot seal (its master cipher is locked) reports the
+// failure with its type but a fixed message, never the original text in
+// the clear: the task is retried once a process holds the cipher.
 func FailureConverter(dc converter.DataConverter) converter.FailureConverter {
-	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+	return sealedFailures{inner: temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc}), dc: dc}
 }
+
+// unsealedFailure replaces a failure's message where it could not be sealed.
+const unsealedFailure = "the failure's message could not be sealed: this Engine process does not hold the master cipher"
+
+type sealedFailures struct {
+	inner converter.FailureConverter
+	dc    converter.DataConverter
+}
+
+func (s sealedFailures) ErrorToFailure(err error) *failurepb.Failure {
+	f := s.inner.ErrorToFailure(err)
+	for c := f; c != nil; c = c.GetCause() {
+		if c.GetEncodedAttributes() != nil {
+			continue // sealed already (a failure passed on as it came)
+		}
+		if converter.EncodeCommonFailureAttributes(s.dc, c) != nil {
+			c.Message, c.StackTrace, c.EncodedAttributes = unsealedFailure, "", nil
+		}
+	}
+	return f
+}
+
+func (s sealedFailures) FailureToError(f *failurepb.Failure) error { return s.inner.FailureToError(f) }
 
 func payloadAAD(id string) []byte { return []byte("cairn:temporal-payload:" + id) }
 

@@ -2,11 +2,13 @@ package workers_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
@@ -28,7 +30,7 @@ type codecFixture struct {
 	replica func(pass string) *workers.PayloadCodec
 }
 
-func codecSetup(t *testing.T) codecFixture {
+func codecSetup(t testing.TB) codecFixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
 	cipher := func() *aegis.Cipher {
@@ -112,4 +114,49 @@ func TestPayloadsNeedTheCipher(t *testing.T) {
 	require.True(t, cairn.IsCode(err, cairn.ECodeAegisLocked), "%v", err)
 	_, err = locked.Decode([]*commonpb.Payload{p})
 	require.True(t, cairn.IsCode(err, cairn.ECodeAegisLocked), "%v", err)
+}
+
+// BenchmarkPayloadCodec is the codec's cost for one payload the size of a
+// file-write request: seal on one side, open on the other (what one
+// payload of a DeviceOperation costs the Engine; docs/benchmarks.md
+// "Temporal payload codec").
+func BenchmarkPayloadCodec(b *testing.B) {
+	f := codecSetup(b)
+	payload := map[string]any{"action": "write_text", "path": "/etc/motd", "content": strings.Repeat("x", 1024)}
+	p, err := converter.GetDefaultDataConverter().ToPayload(payload)
+	require.NoError(b, err)
+	in := []*commonpb.Payload{p}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		sealed, err := f.codec.Encode(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.codec.Decode(sealed); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A failure's message is sealed like any payload; a process that cannot
+// seal reports the failure's type with a fixed message, never the text.
+func TestFailureMessagesAreSealed(t *testing.T) {
+	t.Parallel()
+	f := codecSetup(t)
+	fc := workers.FailureConverter(f.dc)
+	err := temporal.NewNonRetryableApplicationError("the agent said: root:$6$secret-hash", "op_failed", nil)
+	sealed := fc.ErrorToFailure(err)
+	require.NotContains(t, sealed.String(), "secret-hash")
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, fc.FailureToError(sealed), &app)
+	require.Equal(t, "op_failed", app.Type())
+	require.Contains(t, app.Message(), "secret-hash")
+
+	f.cipher.Lock()
+	locked := workers.FailureConverter(workers.DataConverter(workers.NewPayloadCodec(payloadkeys.New(f.store.Queries, f.cipher))))
+	plain := locked.ErrorToFailure(err)
+	require.NotContains(t, plain.String(), "secret-hash")
+	require.ErrorAs(t, locked.FailureToError(plain), &app)
+	require.Equal(t, "op_failed", app.Type())
 }

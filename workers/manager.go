@@ -4,6 +4,7 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -50,6 +51,28 @@ type Manager struct {
 	mu      sync.Mutex
 	running map[string]*managed // task queue -> worker
 	onStop  []func(slug string)
+	// ready says whether workers may run here now (nil: always): a
+	// process whose master cipher is locked can neither open nor seal
+	// workflow payloads, so it polls no task queue.
+	ready func() bool
+}
+
+// ErrNotReady: this process may not run workers now (SetReady).
+var ErrNotReady = errors.New("workers: this process cannot run workers now (its master cipher is locked)")
+
+// SetReady sets what decides whether workers may run; call it before the
+// first worker starts.
+func (m *Manager) SetReady(f func() bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ready = f
+}
+
+func (m *Manager) isReady() bool {
+	m.mu.Lock()
+	f := m.ready
+	m.mu.Unlock()
+	return f == nil || f()
 }
 
 type managed struct {
@@ -105,11 +128,13 @@ func (m *Manager) StartEngineOn(queue string) error {
 	return m.start(queue)
 }
 
-// Sync makes the running site workers match slugs (those this process serves).
+// Sync makes the running site workers match slugs (those this process
+// serves); none while the process is not ready.
 func (m *Manager) Sync(slugs []string) {
 	want := map[string]bool{}
+	ready := m.isReady()
 	for _, s := range slugs {
-		if m.serves(s) {
+		if ready && m.serves(s) {
 			want[workflows.SiteTaskQueue(s)] = true
 		}
 	}
@@ -160,6 +185,9 @@ func (m *Manager) Stop() {
 }
 
 func (m *Manager) start(queue string) error {
+	if !m.isReady() {
+		return ErrNotReady
+	}
 	m.mu.Lock()
 	if r, ok := m.running[queue]; ok && r.status.State != StateFailed {
 		m.mu.Unlock()

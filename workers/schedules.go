@@ -34,17 +34,20 @@ const (
 // job, policies); a schedule an SRE paused stays paused. Every replica
 // calls it at start: it is idempotent, and a schedule another replica
 // created a moment earlier (AlreadyExists) counts as created.
-func EnsureSchedules(ctx context.Context, c client.Client, queue string) error {
+func EnsureSchedules(ctx context.Context, c client.Client, dc converter.DataConverter, queue string) error {
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
 	var errs []error
 	for _, job := range workflows.MaintenanceJobs {
-		if err := ensureSchedule(ctx, c, queue, job); err != nil {
+		if err := ensureSchedule(ctx, c, dc, queue, job); err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", workflows.MaintenanceScheduleID(job.Name), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func ensureSchedule(ctx context.Context, c client.Client, queue string, job workflows.MaintenanceJob) error {
+func ensureSchedule(ctx context.Context, c client.Client, dc converter.DataConverter, queue string, job workflows.MaintenanceJob) error {
 	id := workflows.MaintenanceScheduleID(job.Name)
 	want := maintenanceSchedule(queue, job)
 	h := c.ScheduleClient().GetHandle(ctx, id)
@@ -67,7 +70,7 @@ func ensureSchedule(ctx context.Context, c client.Client, queue string, job work
 	if err != nil {
 		return err
 	}
-	if scheduleMatches(desc.Schedule, want, job) {
+	if scheduleMatches(desc.Schedule, want, job, dc) {
 		return nil
 	}
 	return h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
@@ -97,7 +100,7 @@ func maintenanceSchedule(queue string, job workflows.MaintenanceJob) client.Sche
 
 // scheduleMatches compares what EnsureSchedules controls with a described
 // schedule (where the workflow is its type name and arguments payloads).
-func scheduleMatches(have client.Schedule, want client.Schedule, job workflows.MaintenanceJob) bool {
+func scheduleMatches(have client.Schedule, want client.Schedule, job workflows.MaintenanceJob, dc converter.DataConverter) bool {
 	if have.Spec == nil || have.Policy == nil {
 		return false
 	}
@@ -114,5 +117,5 @@ func scheduleMatches(have client.Schedule, want client.Schedule, job workflows.M
 	}
 	p, ok := act.Args[0].(*commonpb.Payload)
 	var in workflows.MaintenanceInput
-	return ok && converter.GetDefaultDataConverter().FromPayload(p, &in) == nil && in.Job == job.Name
+	return ok && dc.FromPayload(p, &in) == nil && in.Job == job.Name
 }

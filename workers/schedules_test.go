@@ -37,14 +37,14 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 	errs := make([]error, 3)
 	for i := range errs {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = workers.EnsureSchedules(ctx, temporalClient, queue) }()
+		go func() { defer wg.Done(); errs[i] = workers.EnsureSchedules(ctx, temporalClient, nil, queue) }()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
 	requireSchedules(t, queue)
-	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, queue), "again: nothing to do")
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue), "again: nothing to do")
 
 	// Drift: an interval changed by hand, and a pause, on one schedule.
 	h := temporalClient.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID(workflows.JobSessions))
@@ -65,7 +65,7 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 		d, err := h.Describe(ctx)
 		return err == nil && d.Schedule.State.Paused
 	}, 60*time.Second, 50*time.Millisecond, "the pause shows")
-	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, queue))
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue))
 	requireSchedules(t, queue)
 	desc, err := h.Describe(ctx)
 	require.NoError(t, err)

@@ -52,6 +52,9 @@ type JobScheduler struct {
 	// Prefix is ScheduledJobSchedulePrefix unless tests that share one
 	// Temporal server give each database its own.
 	Prefix string
+	// Data reads a described schedule's memo: the Client's data converter,
+	// which seals payloads (nil: the SDK's default).
+	Data converter.DataConverter
 }
 
 func (s JobScheduler) prefix() string { return cmp.Or(s.Prefix, ScheduledJobSchedulePrefix) }
@@ -86,7 +89,7 @@ func (s JobScheduler) Apply(ctx context.Context, job scheduledjobs.Job) error {
 	if err != nil {
 		return err
 	}
-	if fingerprintOf(desc.Schedule) != fingerprint(job, s.TaskQueue) {
+	if fingerprintOf(desc.Schedule, s.Data) != fingerprint(job, s.TaskQueue) {
 		err := h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			sch := in.Description.Schedule
 			sch.Spec, sch.Action, sch.Policy, sch.State = want.Spec, want.Action, want.Policy, want.State
@@ -238,14 +241,17 @@ func fingerprint(job scheduledjobs.Job, queue string) string {
 
 // fingerprintOf reads the fingerprint of a described schedule ("" when
 // it has none: it was not made by this code).
-func fingerprintOf(sch client.Schedule) string {
+func fingerprintOf(sch client.Schedule, dc converter.DataConverter) string {
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
 	act, ok := sch.Action.(*client.ScheduleWorkflowAction)
 	if !ok || act.Workflow != "ScheduledJobFire" {
 		return ""
 	}
 	p, ok := act.Memo[memoFingerprint].(*commonpb.Payload)
 	var fp string
-	if !ok || converter.GetDefaultDataConverter().FromPayload(p, &fp) != nil {
+	if !ok || dc.FromPayload(p, &fp) != nil {
 		return ""
 	}
 	return fp

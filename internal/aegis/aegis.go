@@ -121,8 +121,10 @@ type Cipher struct {
 	// rather than seal a value with the key being replaced. It does not
 	// wait, since the caller may hold a row lock the rotation needs.
 	rotating atomic.Bool
-	// onUnlock runs after Setup and Unlock (server keys seal themselves).
+	// onUnlock runs after Setup and Unlock (server keys seal themselves);
+	// onLock after a held key is forgotten.
 	onUnlock []func(context.Context)
+	onLock   []func()
 }
 
 // OnUnlock adds f to what runs after each Setup and Unlock of this process.
@@ -169,11 +171,26 @@ func (c *Cipher) Unlocked() bool {
 	return c.aead != nil
 }
 
-// Lock forgets the data key.
+// Lock forgets the data key, then runs the OnLock hooks if it held one.
 func (c *Cipher) Lock() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	held := c.aead != nil
 	c.aead, c.keyID = nil, nil
+	hooks := slices.Clone(c.onLock)
+	c.mu.Unlock()
+	if held {
+		for _, f := range hooks {
+			f()
+		}
+	}
+}
+
+// OnLock adds f to what runs after this process forgets its data key
+// (Lock, or Reconcile after another replica reset the cipher).
+func (c *Cipher) OnLock(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onLock = append(c.onLock, f)
 }
 
 // KeyID returns the ID of the held data key (nil while locked).

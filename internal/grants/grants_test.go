@@ -24,7 +24,7 @@ type fixture struct {
 	clock  *authtest.Clock
 }
 
-func setup(t *testing.T) fixture {
+func setup(t testing.TB) fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
 	c := aegis.New(aegis.PGStore{Q: store.Queries, S: store}, authtest.CheapKDF)
@@ -105,4 +105,21 @@ func TestGrantKeysAreTheDeployments(t *testing.T) {
 	require.NoError(t, locked.Verify(ctx, own, granted))
 	_, err = locked.Sign(ctx, granted, time.Minute)
 	require.True(t, cairn.IsCode(err, cairn.ECodeAegisLocked), "%v", err)
+}
+
+// BenchmarkGrant is one operation's grant: signed by the API, verified by
+// the activity that sends to the agent.
+func BenchmarkGrant(b *testing.B) {
+	f := setup(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := f.grants.Sign(ctx, granted, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.grants.Verify(ctx, g, granted); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

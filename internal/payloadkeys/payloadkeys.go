@@ -90,16 +90,18 @@ func (k *Keys) Current(ctx context.Context) (string, []byte, error) {
 	return "", nil, errors.New("payloadkeys: the current key kept changing while it was read")
 }
 
-// Get returns the key with id, for payloads sealed under it.
+// Get returns the key with id, for payloads sealed under it; aegis_locked
+// while this process does not hold the cipher, even for a key it opened
+// before (a locked process reads no more than it could after a restart).
 func (k *Keys) Get(ctx context.Context, id string) ([]byte, error) {
+	if k.cipher.KeyID() == nil {
+		return nil, aegis.ErrLocked
+	}
 	k.mu.Lock()
 	key, ok := k.opened[id]
 	k.mu.Unlock()
 	if ok {
 		return key, nil
-	}
-	if k.cipher.KeyID() == nil {
-		return nil, aegis.ErrLocked
 	}
 	row, err := k.q.TemporalPayloadKeyGet(ctx, id)
 	if db.IsNoRows(err) {

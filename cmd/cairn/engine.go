@@ -23,8 +23,12 @@ type runtime struct {
 	log      *slog.Logger
 	store    *db.Store
 	temporal client.Client
-	stops    []func()
-	banner   []string
+	// temporalOpts and temporalCreds reach TEMPORAL_ADDRESS (TLS, client
+	// certificate, API key); zero for the embedded server.
+	temporalOpts  client.ConnectionOptions
+	temporalCreds client.Credentials
+	stops         []func()
+	banner        []string
 }
 
 func (rt *runtime) onStop(f func()) { rt.stops = append(rt.stops, f) }
@@ -60,8 +64,24 @@ func (rt *runtime) openDatabase(ctx context.Context, c config) error {
 	return nil
 }
 
-// openTemporal makes a client of TEMPORAL_ADDRESS, or embeds the dev
-// server.
+// temporalConnection reads the Temporal connection's files (client
+// certificate, CA, API key): called before anything starts, so a bad file
+// is a configuration error, not a Temporal that never answers.
+func (rt *runtime) temporalConnection(c config) error {
+	if c.TemporalAddress == "" {
+		return nil
+	}
+	opts, creds, err := c.Temporal.connection(rt.log.With("component", "temporal-client"))
+	if err != nil {
+		return err
+	}
+	rt.temporalOpts, rt.temporalCreds = opts, creds
+	rt.log.Info("Temporal connection", append([]any{"address", c.TemporalAddress}, c.Temporal.describe()...)...)
+	return nil
+}
+
+// openTemporal makes a client of TEMPORAL_ADDRESS (as temporalConnection
+// set it up), or embeds the dev server.
 func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) error {
 	addr := c.TemporalAddress
 	if addr == "" {
@@ -74,7 +94,8 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 		}
 		srv, err := devtemporal.Start(devtemporal.Options{
 			DatabaseFile: filepath.Join(c.DataDir, "temporal.sqlite"), Port: c.TemporalPort, UIPort: uiPort,
-			Namespace: c.TemporalNamespace, SearchAttributes: workflows.SearchAttributes,
+			UICodecEndpoint: c.TemporalUICodecEndpoint,
+			Namespace:       c.TemporalNamespace, SearchAttributes: workflows.SearchAttributes,
 			Logger: rt.log.With("component", "temporal"), LogLevel: slog.LevelWarn,
 		})
 		if err != nil {
@@ -92,6 +113,7 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 	// and serves sign-in and agent callbacks, while Temporal is away; the
 	// Engine sets up its Temporal side once it answers (engine.Start).
 	tc, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: c.TemporalNamespace,
+		ConnectionOptions: rt.temporalOpts, Credentials: rt.temporalCreds,
 		Logger: tlog.NewStructuredLogger(rt.log.With("component", "temporal-client"))})
 	if err != nil {
 		return fmt.Errorf("Temporal client for %s: %w", addr, err)

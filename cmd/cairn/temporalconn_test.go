@@ -1,14 +1,25 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/cairn-rmm/cairn/internal/testpki"
 )
@@ -220,3 +231,91 @@ func TestTemporalAPIKeyFileReloads(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, creds)
 }
+
+// fakeFrontend is a TLS gRPC server answering what the client's health
+// check asks (system info, gRPC health), recording each request's
+// authorization header.
+type fakeFrontend struct {
+	workflowservice.UnimplementedWorkflowServiceServer
+	mu   sync.Mutex
+	auth []string
+}
+
+func (*fakeFrontend) GetSystemInfo(context.Context, *workflowservice.GetSystemInfoRequest) (*workflowservice.GetSystemInfoResponse, error) {
+	return &workflowservice.GetSystemInfoResponse{}, nil
+}
+
+func (f *fakeFrontend) lastAuth() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.auth) == 0 {
+		return ""
+	}
+	return f.auth[len(f.auth)-1]
+}
+
+func startFakeFrontend(t *testing.T, ca *testpki.CA) (*fakeFrontend, string) {
+	t.Helper()
+	pair := ca.Server(t, "fake-frontend", "127.0.0.1")
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	require.NoError(t, err)
+	f := &fakeFrontend{}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})),
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+			md, _ := metadata.FromIncomingContext(ctx)
+			f.mu.Lock()
+			f.auth = append(f.auth, strings.Join(md.Get("authorization"), ","))
+			f.mu.Unlock()
+			return next(ctx, req)
+		}))
+	workflowservice.RegisterWorkflowServiceServer(srv, f)
+	hs := health.NewServer()
+	hs.SetServingStatus("temporal.api.workflowservice.v1.WorkflowService", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return f, ln.Addr().String()
+}
+
+// The API key reaches the frontend as a bearer token over TLS, and a
+// rotated key file is sent from the next request on.
+func TestTemporalAPIKeyReachesTheFrontend(t *testing.T) {
+	t.Parallel()
+	ca := testpki.NewCA(t, "temporal")
+	front, addr := startFakeFrontend(t, ca)
+	file := filepath.Join(t.TempDir(), "api-key")
+	require.NoError(t, os.WriteFile(file, []byte("first-key\n"), 0o600))
+
+	opts, creds, err := temporalConn{APIKeyFile: file, CAFile: ca.CertFile}.connection(quietLog)
+	require.NoError(t, err)
+	require.NotNil(t, opts.TLS, "an API key implies TLS")
+	c, err := client.NewLazyClient(client.Options{HostPort: addr, ConnectionOptions: opts, Credentials: creds, Logger: nopSDKLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	_, err = c.CheckHealth(context.Background(), &client.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "Bearer first-key", front.lastAuth())
+
+	require.NoError(t, os.WriteFile(file, []byte("second-key\n"), 0o600))
+	touch(t, file, time.Now().Add(time.Minute))
+	_, err = c.CheckHealth(context.Background(), &client.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "Bearer second-key", front.lastAuth(), "the rotated key is sent without a restart")
+
+	// A frontend whose certificate the CA does not vouch for gets nothing.
+	_, otherAddr := startFakeFrontend(t, testpki.NewCA(t, "impostor"))
+	c2, err := client.NewLazyClient(client.Options{HostPort: otherAddr, ConnectionOptions: opts, Credentials: creds, Logger: nopSDKLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(c2.Close)
+	_, err = c2.CheckHealth(context.Background(), &client.CheckHealthRequest{})
+	require.ErrorContains(t, err, "certificate")
+}
+
+type nopSDKLogger struct{}
+
+func (nopSDKLogger) Debug(string, ...any) {}
+func (nopSDKLogger) Info(string, ...any)  {}
+func (nopSDKLogger) Warn(string, ...any)  {}
+func (nopSDKLogger) Error(string, ...any) {}

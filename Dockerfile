@@ -1,6 +1,8 @@
 # Engine image for docker-compose.yml. The console is built with Node, the
 # Engine with Go, and the result runs on Debian (PostgreSQL and Temporal are
-# separate services there: DATABASE_URL and TEMPORAL_ADDRESS are set).
+# separate services there: DATABASE_URL and TEMPORAL_ADDRESS are set; a
+# Temporal frontend that requires mTLS takes TEMPORAL_TLS_CERT, _KEY and _CA,
+# mounted files the cairn user can read).
 FROM node:20-bookworm AS web
 WORKDIR /src/web
 COPY web/package.json web/package-lock.json ./

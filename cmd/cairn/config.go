@@ -29,7 +29,13 @@ type config struct {
 	DatabaseURL       string
 	TemporalAddress   string
 	TemporalNamespace string
-	HTTPAddr          string
+	// Temporal is how the Engine reaches TEMPORAL_ADDRESS: TLS, client
+	// certificate, API key (temporalconn.go).
+	Temporal temporalConn
+	// TemporalUICodecEndpoint is the codec server the embedded Temporal UI
+	// asks to decode payloads ("" for none).
+	TemporalUICodecEndpoint string
+	HTTPAddr                string
 	// HTTPSAddr is where the Engine serves HTTPS ("" when off).
 	HTTPSAddr string
 	// AllowPlainHTTP lets HTTPAddr be a non-loopback address, for a
@@ -152,6 +158,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; empty starts a private cluster under the data directory")
 	fs.StringVar(&c.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", ""), "Temporal frontend host:port; empty embeds Temporal's dev server")
 	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
+	temporalConnFlags(fs, &c.Temporal)
+	fs.StringVar(&c.TemporalUICodecEndpoint, "temporal-ui-codec-endpoint", env("CAIRN_TEMPORAL_UI_CODEC_ENDPOINT", ""),
+		"codec server URL the embedded Temporal UI decodes payloads with (empty: none)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("CAIRN_HTTP_ADDR", "127.0.0.1:8080"), "address the Engine listens on")
 	fs.StringVar(&c.HTTPSAddr, "https-addr", env("CAIRN_HTTPS_ADDR", "127.0.0.1:8443"), "address the Engine serves HTTPS on (off disables it)")
 	fs.BoolVar(&c.AllowPlainHTTP, "allow-plain-http", env("CAIRN_ALLOW_PLAIN_HTTP", "") == "1", "allow plain HTTP on a non-loopback http-addr (behind a TLS-terminating proxy only)")
@@ -224,6 +233,14 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if err := checkPool(c.DBPool); err != nil {
 		return c, err
+	}
+	if err := c.Temporal.check(c.TemporalAddress); err != nil {
+		return c, err
+	}
+	if c.TemporalUICodecEndpoint != "" {
+		if u, err := url.Parse(c.TemporalUICodecEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("temporal-ui-codec-endpoint (CAIRN_TEMPORAL_UI_CODEC_ENDPOINT) must be an http(s) URL, got %q", c.TemporalUICodecEndpoint)
+		}
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return c, fmt.Errorf("log level: %w", err)

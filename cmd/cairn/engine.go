@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +27,10 @@ type runtime struct {
 	// temporal says how the Engine reaches Temporal; the Engine dials
 	// with its own payload codec (engine.New).
 	temporal client.Options
+	// temporalOpts and temporalCreds reach TEMPORAL_ADDRESS (TLS, client
+	// certificate, API key); zero for the embedded server.
+	temporalOpts  client.ConnectionOptions
+	temporalCreds client.Credentials
 	// uiOrigins are the embedded Temporal UI's origins, if it runs.
 	uiOrigins []string
 	stops     []func()
@@ -64,8 +70,24 @@ func (rt *runtime) openDatabase(ctx context.Context, c config) error {
 	return nil
 }
 
-// openTemporal makes a client of TEMPORAL_ADDRESS, or embeds the dev
-// server.
+// temporalConnection reads the Temporal connection's files (client
+// certificate, CA, API key): called before anything starts, so a bad file
+// is a configuration error, not a Temporal that never answers.
+func (rt *runtime) temporalConnection(c config) error {
+	if c.TemporalAddress == "" {
+		return nil
+	}
+	opts, creds, err := c.Temporal.connection(rt.log.With("component", "temporal-client"))
+	if err != nil {
+		return err
+	}
+	rt.temporalOpts, rt.temporalCreds = opts, creds
+	rt.log.Info("Temporal connection", append([]any{"address", c.TemporalAddress}, c.Temporal.describe()...)...)
+	return nil
+}
+
+// openTemporal makes a client of TEMPORAL_ADDRESS (as temporalConnection
+// set it up), or embeds the dev server.
 func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) error {
 	addr := c.TemporalAddress
 	if addr == "" {
@@ -78,7 +100,8 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 		}
 		srv, err := devtemporal.Start(devtemporal.Options{
 			DatabaseFile: filepath.Join(c.DataDir, "temporal.sqlite"), Port: c.TemporalPort, UIPort: uiPort,
-			Namespace: c.TemporalNamespace, SearchAttributes: workflows.SearchAttributes,
+			UICodecEndpoint: cmp.Or(c.TemporalUICodecEndpoint, embeddedCodecEndpoint(c.HTTPAddr)),
+			Namespace:       c.TemporalNamespace, SearchAttributes: workflows.SearchAttributes,
 			Logger: rt.log.With("component", "temporal"), LogLevel: slog.LevelWarn,
 		})
 		if err != nil {
@@ -100,6 +123,7 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 	// starts, and serves sign-in and agent callbacks, while Temporal is
 	// away; it sets up its Temporal side once it answers (engine.Start).
 	rt.temporal = client.Options{HostPort: addr, Namespace: c.TemporalNamespace,
+		ConnectionOptions: rt.temporalOpts, Credentials: rt.temporalCreds,
 		Logger: tlog.NewStructuredLogger(rt.log.With("component", "temporal-client"))}
 	return nil
 }
@@ -107,4 +131,16 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 func (rt *runtime) printBanner(extra ...string) {
 	lines := append(append([]string{}, extra...), rt.banner...)
 	fmt.Fprintln(os.Stderr, "\n  Cairn is running\n\n  "+strings.Join(lines, "\n  ")+"\n\n  Ctrl-C stops everything.")
+}
+
+// embeddedCodecEndpoint is the codec server the embedded Temporal UI uses
+// by default: this Engine's plain-HTTP listener, named localhost so that
+// a UI opened at localhost is same-site with a console signed in at
+// localhost and its requests carry the session cookie.
+func embeddedCodecEndpoint(httpAddr string) string {
+	_, port, err := net.SplitHostPort(httpAddr)
+	if err != nil {
+		return ""
+	}
+	return "http://localhost:" + port + "/api/temporal/codec"
 }

@@ -43,6 +43,9 @@ func serve(ctx context.Context, args []string) error {
 	log := newLogger(c.LogFormat, c.LogLevel)
 	rt := &runtime{log: log}
 	defer rt.close()
+	if err := rt.temporalConnection(c); err != nil {
+		return err
+	}
 	if err := rt.openDatabase(ctx, c); err != nil {
 		return err
 	}

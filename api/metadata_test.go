@@ -76,7 +76,7 @@ func TestMetadataDefinitions(t *testing.T) {
 		require.Contains(t, a.Body["body"], "$env:CAIRN_AGENT_BIN")
 		d := f.do(t, "DELETE", fmt.Sprintf("/api/assemblies/%v", id), admin, nil)
 		require.Equal(t, 409, d.Status, d.Raw)
-		require.Equal(t, "conflict", d.Body["error"])
+		require.Equal(t, "bundled_read_only", d.Body["error"])
 		require.Equal(t, 200, f.do(t, "GET", fmt.Sprintf("/api/assemblies/%v", id), admin, nil).Status)
 	}
 	list := f.do(t, "GET", "/api/assemblies", admin, nil)

@@ -107,18 +107,10 @@ func createBundled(ctx context.Context, q *db.Queries, key string, in AssemblyIn
 	return a.ID, q.AssemblyMarkBundled(ctx, db.AssemblyMarkBundledParams{ID: a.ID, BundledKey: &key, BundledSha256: sum})
 }
 
-// refuseBundled answers conflict for a bundled assembly (they cannot be
-// deleted: reserved metadata fields link to them).
-func refuseBundled(ctx context.Context, q *db.Queries, id int64) error {
-	bundled, err := q.AssemblyIsBundled(ctx, id)
-	if err != nil {
-		if db.IsNoRows(err) {
-			return nil // DeleteAssembly answers not found
-		}
-		return err
-	}
-	if bundled {
-		return cairn.Errorf(cairn.ECodeConflict, "assembly %d is bundled with the Engine (it collects a reserved metadata field) and cannot be deleted", id)
-	}
-	return nil
+// bundledReadOnly refuses a change of a bundled assembly: reserved
+// metadata fields link to them and every device may run them, so only a
+// release changes them (EnsureBundled).
+func bundledReadOnly(id int64) error {
+	return cairn.Errorf(cairn.ECodeBundledReadOnly,
+		"assembly %d is bundled with the Engine (it collects a reserved metadata field) and is read-only; copy it to make your own", id)
 }

@@ -128,7 +128,7 @@ type assemblyJSON struct {
 	// cover it may change it (docs/api.md "Shared objects: owner and
 	// scope").
 	OwnerUserID *int64  `json:"owner_user_id"`
-	SiteScope   []int64 `json:"site_scope"`
+	SiteScope   []int64 `json:"site_scope" openapi:"nullable"`
 }
 
 type versionJSON struct {

@@ -90,7 +90,7 @@ type filterJSON struct {
 	// who saved it (null: every site): only a caller whose sites cover it
 	// may change it (docs/api.md "Shared objects: owner and scope").
 	OwnerUserID *int64    `json:"owner_user_id"`
-	SiteScope   []int64   `json:"site_scope"`
+	SiteScope   []int64   `json:"site_scope" openapi:"nullable"`
 	CreatedBy   string    `json:"created_by"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedBy   string    `json:"updated_by"`

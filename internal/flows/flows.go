@@ -76,7 +76,7 @@ type Flow struct {
 	// everyone who saved it (null: every site), which decides who may
 	// change it (package ownership).
 	OwnerUserID *int64    `json:"owner_user_id"`
-	SiteScope   []int64   `json:"site_scope"`
+	SiteScope   []int64   `json:"site_scope" openapi:"nullable"`
 	CreatedBy   string    `json:"created_by"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`

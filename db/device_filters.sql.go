@@ -239,19 +239,6 @@ func (q *Queries) DeviceFilterList(ctx context.Context) ([]DeviceFilter, error) 
 	return items, nil
 }
 
-const deviceFilterLock = `-- name: DeviceFilterLock :one
-SELECT id FROM device_filters WHERE id = $1 FOR UPDATE
-`
-
-// Deleting locks the filter first, so a job being pointed at it at the
-// same moment (which reads it FOR SHARE) is seen by the in-use check.
-func (q *Queries) DeviceFilterLock(ctx context.Context, id int64) (int64, error) {
-	row := q.db.QueryRow(ctx, deviceFilterLock, id)
-	var id_2 int64
-	err := row.Scan(&id_2)
-	return id_2, err
-}
-
 const deviceFilterSearch = `-- name: DeviceFilterSearch :many
 SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM device_filters
 WHERE strpos(lower(name), lower($1::text)) > 0

@@ -41,11 +41,6 @@ WHERE strpos(lower(name), lower(@query::text)) > 0
 ORDER BY lower(name) = lower(@query::text) DESC, starts_with(lower(name), lower(@query::text)) DESC, lower(name), id
 LIMIT @max_rows::int;
 
--- name: DeviceFilterLock :one
--- Deleting locks the filter first, so a job being pointed at it at the
--- same moment (which reads it FOR SHARE) is seen by the in-use check.
-SELECT id FROM device_filters WHERE id = @id FOR UPDATE;
-
 -- name: DeviceFilterInUse :one
 -- Scheduled jobs keep their targets as {"filters": [id, ...]}.
 SELECT EXISTS (SELECT 1 FROM scheduled_jobs j WHERE j.targets->'filters' @> jsonb_build_array(@id::bigint));

@@ -45,7 +45,28 @@ const (
 	// ECodeWrongWorker: this process does not run the site worker of the
 	// device's site; the agent refreshes its route.
 	ECodeWrongWorker = "wrong_worker"
+
+	// Shared automation objects (issue 21 item 2, docs/api.md "Shared
+	// objects: owner and scope").
+	//
+	// ECodeDependantsExist: the edit would change what saved work of a
+	// caller with a broader site scope runs; Error.Dependants lists it.
+	ECodeDependantsExist = "dependants_exist"
+	// ECodeBundledReadOnly: a bundled assembly cannot be changed or
+	// deleted by anyone; the Engine updates it on upgrade.
+	ECodeBundledReadOnly = "bundled_read_only"
+	// ECodeAssemblyChanged: a run names an assembly version whose body no
+	// longer has the SHA-256 recorded when the work was saved.
+	ECodeAssemblyChanged = "assembly_changed"
 )
+
+// Dependant is saved work that uses a shared object (dependants_exist).
+type Dependant struct {
+	// Kind is scheduled_job or workflow.
+	Kind string `json:"kind"`
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
 
 // Error is a domain error with a stable code and a message safe to show a
 // client. Fields carries per-field problems for validation_failed.
@@ -55,6 +76,8 @@ type Error struct {
 	Message           string
 	Fields            map[string]string
 	RetryAfterSeconds int
+	// Dependants is set for dependants_exist.
+	Dependants []Dependant
 }
 
 func (e *Error) Error() string {

@@ -26,3 +26,51 @@ func (s SiteScope) IDs() []int64 {
 	}
 	return s.SiteIDs
 }
+
+// ScopeColumn turns a stored site scope column into a scope: NULL (nil)
+// is every site.
+func ScopeColumn(ids []int64) SiteScope {
+	if ids == nil {
+		return AllSites
+	}
+	return SiteScope{SiteIDs: ids}
+}
+
+// Column is the scope as a stored column: nil (NULL) for every site.
+func (s SiteScope) Column() []int64 {
+	if s.All {
+		return nil
+	}
+	return s.IDs()
+}
+
+// Covers reports whether every site of o lies inside s.
+func (s SiteScope) Covers(o SiteScope) bool {
+	if s.All {
+		return true
+	}
+	if o.All {
+		return false
+	}
+	for _, id := range o.SiteIDs {
+		if !s.Allows(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// Union is the scope holding every site of s and of o.
+func (s SiteScope) Union(o SiteScope) SiteScope {
+	if s.All || o.All {
+		return AllSites
+	}
+	out := slices.Clone(s.IDs())
+	for _, id := range o.SiteIDs {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return SiteScope{SiteIDs: out}
+}

@@ -231,14 +231,42 @@ func (a *ScheduledJobs) CreateStepRun(ctx context.Context, in StepInput) (string
 	if err != nil {
 		return "", err
 	}
-	job := scheduledjobs.Job{Kind: scheduledjobs.KindScript, AssemblyID: &in.Step.AssemblyID, Parameters: in.Step.Parameters,
-		Options: scheduledjobs.Options{TimeoutSeconds: in.Step.TimeoutSeconds}}
+	step, err := a.pinnedStep(ctx, in)
+	if err != nil {
+		return "", ApplicationError(err)
+	}
+	job := scheduledjobs.Job{Kind: scheduledjobs.KindScript, AssemblyID: &step.AssemblyID, Parameters: step.Parameters,
+		Options: scheduledjobs.Options{TimeoutSeconds: step.TimeoutSeconds}}
 	if in.Run.ScheduledJobID != nil {
 		job.ID = *in.Run.ScheduledJobID
 	}
 	id, err := a.Runs.CreateJobRun(ctx, scheduledjobs.RunRequest{RunID: in.RunID, Kind: RunKindWorkflow, Job: job,
-		Trigger: "workflow", Actor: in.Run.RequestedBy, Targets: res.Targets})
+		Trigger: "workflow", Actor: in.Run.RequestedBy, Targets: res.Targets,
+		AssemblyVersion: step.AssemblyVersion, AssemblySHA256: step.AssemblySHA256})
 	return id, ApplicationError(err)
+}
+
+// pinnedStep is the step to run with its assembly pin. A step without one
+// (a run whose plan was loaded before flows pinned versions) takes the pin
+// migration 00027 gave the same step of the stored flow; a step that has
+// none there either is refused rather than run whatever is current.
+func (a *ScheduledJobs) pinnedStep(ctx context.Context, in StepInput) (flows.Step, error) {
+	if in.Step.AssemblyVersion > 0 {
+		return in.Step, nil
+	}
+	if f, err := a.Flows.Get(ctx, in.Run.WorkflowID); err == nil {
+		for _, st := range f.Steps {
+			if st.ID == in.Step.ID && st.AssemblyID == in.Step.AssemblyID && st.AssemblyVersion > 0 {
+				step := in.Step
+				step.AssemblyVersion, step.AssemblySHA256 = st.AssemblyVersion, st.AssemblySHA256
+				return step, nil
+			}
+		}
+	} else if cairn.ErrorCode(err) != cairn.ECodeNotFound {
+		return flows.Step{}, err
+	}
+	return flows.Step{}, cairn.Errorf(cairn.ECodeAssemblyChanged,
+		"step %s names no assembly version; save the workflow again to choose one", in.Step.ID)
 }
 
 // JobRunStatus reads a job run's status.

@@ -33,7 +33,7 @@ func TestDeviceFilterCRUDSearchAndInUse(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	require.Equal(t, []string{"created_at", "created_by", "description", "filter", "id", "name", "updated_at", "updated_by"}, keys)
+	require.Equal(t, []string{"created_at", "created_by", "description", "filter", "id", "name", "owner_user_id", "site_scope", "updated_at", "updated_by"}, keys)
 	require.Equal(t, "gone", c.Body["description"])
 	require.Equal(t, map[string]any{"match": "all", "conditions": []any{map[string]any{"field": "status", "op": "is", "value": "Offline"}}},
 		c.Body["filter"], "stored canonical")

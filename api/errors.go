@@ -160,12 +160,19 @@ var statusByCode = map[string]int{
 	// "Re-authentication").
 	auth.ECodeSetupCodeRequired: http.StatusForbidden,
 	auth.ECodeReauthRequired:    http.StatusForbidden,
+	// Shared automation objects (docs/api.md "Shared objects: owner and
+	// scope").
+	cairn.ECodeDependantsExist: http.StatusConflict,
+	cairn.ECodeBundledReadOnly: http.StatusConflict,
+	cairn.ECodeAssemblyChanged: http.StatusConflict,
 }
 
 type errorBody struct {
 	Error   string            `json:"error"`
 	Message string            `json:"message"`
 	Fields  map[string]string `json:"fields,omitempty"`
+	// Dependants: the saved work a dependants_exist refusal names.
+	Dependants []cairn.Dependant `json:"dependants,omitempty"`
 }
 
 // ECodeTemporalUnavailable: the route starts or asks a durable operation
@@ -221,7 +228,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if e.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
-	writeJSON(w, status, errorBody{Error: e.Code, Message: e.Message, Fields: e.Fields})
+	writeJSON(w, status, errorBody{Error: e.Code, Message: e.Message, Fields: e.Fields, Dependants: e.Dependants})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -76,7 +76,7 @@ func TestMetadataDefinitions(t *testing.T) {
 		require.Contains(t, a.Body["body"], "$env:CAIRN_AGENT_BIN")
 		d := f.do(t, "DELETE", fmt.Sprintf("/api/assemblies/%v", id), admin, nil)
 		require.Equal(t, 409, d.Status, d.Raw)
-		require.Equal(t, "conflict", d.Body["error"])
+		require.Equal(t, "bundled_read_only", d.Body["error"])
 		require.Equal(t, 200, f.do(t, "GET", fmt.Sprintf("/api/assemblies/%v", id), admin, nil).Status)
 	}
 	list := f.do(t, "GET", "/api/assemblies", admin, nil)
@@ -156,6 +156,20 @@ func TestBundledAssembliesSeedIdempotently(t *testing.T) {
 	versions, err = svc.ListVersions(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, versions, 2, "the same release again adds nothing")
+
+	// An edit made while bundled assemblies were still writable (an
+	// operator's, before this release) is replaced by the shipped body.
+	require.NoError(t, f.store.AssemblyVersionInsert(ctx, db.AssemblyVersionInsertParams{AssemblyID: id, Version: 3,
+		Language: "powershell", Body: "Write-Output hijacked", Parameters: []byte(`[]`), TimeoutSeconds: 60,
+		BodySha256: []byte("not the shipped body's hash..."), Actor: "operator"}))
+	require.NoError(t, f.store.AssemblyUpdate(ctx, db.AssemblyUpdateParams{ID: id, Name: a.Name, Kind: a.Kind, Language: "powershell",
+		Description: a.Description, CurrentVersion: 3, Actor: "operator"}))
+	_, err = svc.EnsureBundled(ctx, next)
+	require.NoError(t, err)
+	a, err = svc.GetAssembly(ctx, id, 0)
+	require.NoError(t, err)
+	require.Equal(t, 4, a.Version)
+	require.Equal(t, next[0].Input.Body, a.Body, "the shipped body is current again")
 }
 
 func TestMetadataDeviceValues(t *testing.T) {

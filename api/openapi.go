@@ -128,6 +128,9 @@ type errorSchemaBody struct {
 	// Fields names each invalid field (path parameter, query parameter
 	// or body field) with its problem; validation_failed always has it.
 	Fields map[string]string `json:"fields,omitempty"`
+	// Dependants lists the saved work (scheduled jobs, workflows) that
+	// keeps a shared object from being changed (dependants_exist).
+	Dependants []cairn.Dependant `json:"dependants,omitempty"`
 }
 
 // document builds the API document of routes.

@@ -24,7 +24,7 @@ func (s *Server) assemblyRoutes() []Route {
 			return assemblyListJSON{Assemblies: out}, err
 		}).Query(queryString("kind", "only assemblies of this kind"), queryString("q", "a search in names and descriptions"))},
 		{"POST", "/api/assemblies", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
-			a, err := s.Automation.CreateAssembly(r.Context(), principal(r.Context()).Username, req.input())
+			a, err := s.Automation.CreateAssembly(r.Context(), editor(r), req.input())
 			return toAssemblyJSON(a, true), err
 		})).Errors(cairn.ECodeConflict, cairn.ECodeTooLarge)},
 		{"GET", "/api/assemblies/{assembly_id}", AuthToken, getAction(s, func(r *http.Request) (assemblyJSON, error) {
@@ -40,16 +40,17 @@ func (s *Server) assemblyRoutes() []Route {
 			if err != nil {
 				return assemblyJSON{}, err
 			}
-			a, err := s.Automation.UpdateAssembly(r.Context(), principal(r.Context()).Username, id, req.input())
+			a, err := s.Automation.UpdateAssembly(r.Context(), editor(r), id, req.input())
 			return toAssemblyJSON(a, true), err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, cairn.ECodeTooLarge)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, cairn.ECodeTooLarge, cairn.ECodeForbidden,
+			cairn.ECodeDependantsExist, cairn.ECodeBundledReadOnly)},
 		{"DELETE", "/api/assemblies/{assembly_id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, s.Automation.DeleteAssembly(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse, cairn.ECodeConflict)},
+			return struct{}{}, s.Automation.DeleteAssembly(r.Context(), editor(r), id)
+		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse, cairn.ECodeForbidden, cairn.ECodeBundledReadOnly)},
 		{"GET", "/api/assemblies/{assembly_id}/versions", AuthToken, getAction(s, func(r *http.Request) (versionListJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -120,8 +121,14 @@ type assemblyJSON struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedBy      string          `json:"updated_by"`
 	UpdatedAt      time.Time       `json:"updated_at"`
-	// Bundled: shipped with the Engine; it cannot be deleted.
+	// Bundled: shipped with the Engine; read-only (bundled_read_only).
 	Bundled bool `json:"bundled"`
+	// OwnerUserID created the assembly; SiteScope is the sites of
+	// everyone who saved it (null: every site): only a caller whose sites
+	// cover it may change it (docs/api.md "Shared objects: owner and
+	// scope").
+	OwnerUserID *int64  `json:"owner_user_id"`
+	SiteScope   []int64 `json:"site_scope" openapi:"nullable"`
 }
 
 type versionJSON struct {
@@ -137,7 +144,7 @@ func toAssemblyJSON(a automation.Assembly, withBody bool) assemblyJSON {
 	out := assemblyJSON{ID: a.ID, Name: a.Name, Kind: a.Kind, Language: a.Language, Description: a.Description,
 		Version: a.Version, Parameters: make([]parameterJSON, len(a.Parameters)), TimeoutSeconds: a.TimeoutSeconds,
 		BodySHA256: a.BodySHA256, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt.UTC(), UpdatedBy: a.UpdatedBy,
-		UpdatedAt: a.UpdatedAt.UTC(), Bundled: a.Bundled}
+		UpdatedAt: a.UpdatedAt.UTC(), Bundled: a.Bundled, OwnerUserID: a.OwnerUserID, SiteScope: a.SiteScope.Column()}
 	if withBody {
 		out.Body = &a.Body
 	}

@@ -20,7 +20,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 			return filterListJSON{Filters: toFilterJSONs(list)}, err
 		})},
 		{"POST", "/api/device_filters", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req filterRequest) (filterJSON, error) {
-			f, err := s.DeviceFilters.Create(r.Context(), principal(r.Context()).Username, req.input())
+			f, err := s.DeviceFilters.Create(r.Context(), editor(r), req.input())
 			return toFilterJSON(f), err
 		}).Errors(cairn.ECodeConflict)},
 		{"GET", "/api/device_filters/metadata", AuthToken, getAction(s, s.deviceFilterMetadata)},
@@ -58,15 +58,15 @@ func (s *Server) deviceFilterRoutes() []Route {
 			if err != nil {
 				return filterJSON{}, err
 			}
-			f, err := s.DeviceFilters.Update(r.Context(), principal(r.Context()).Username, id, req.input())
+			f, err := s.DeviceFilters.Update(r.Context(), editor(r), id, req.input())
 			return toFilterJSON(f), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeConflict, cairn.ECodeDependantsExist)},
 		{"DELETE", "/api/device_filters/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := filterID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, s.DeviceFilters.Delete(r.Context(), id)
+			return struct{}{}, s.DeviceFilters.Delete(r.Context(), editor(r), id)
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, devicefilters.ECodeFilterInUse)},
 	}
 }
@@ -86,14 +86,20 @@ type filterJSON struct {
 	Name        string             `json:"name"`
 	Description string             `json:"description"`
 	Filter      devicefilters.Node `json:"filter"`
-	CreatedBy   string             `json:"created_by"`
-	CreatedAt   time.Time          `json:"created_at"`
-	UpdatedBy   string             `json:"updated_by"`
-	UpdatedAt   time.Time          `json:"updated_at"`
+	// OwnerUserID created the filter; SiteScope is the sites of everyone
+	// who saved it (null: every site): only a caller whose sites cover it
+	// may change it (docs/api.md "Shared objects: owner and scope").
+	OwnerUserID *int64    `json:"owner_user_id"`
+	SiteScope   []int64   `json:"site_scope" openapi:"nullable"`
+	CreatedBy   string    `json:"created_by"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedBy   string    `json:"updated_by"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 func toFilterJSON(f devicefilters.Filter) filterJSON {
-	return filterJSON{ID: f.ID, Name: f.Name, Description: f.Description, Filter: f.Tree, CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt,
+	return filterJSON{ID: f.ID, Name: f.Name, Description: f.Description, Filter: f.Tree, OwnerUserID: f.OwnerUserID,
+		SiteScope: f.SiteScope.Column(), CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt,
 		UpdatedBy: f.UpdatedBy, UpdatedAt: f.UpdatedAt}
 }
 

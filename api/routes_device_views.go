@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
+	"github.com/cairn-rmm/cairn/internal/ownership"
 )
 
 // Saved device-list views (docs/api.md "Device filters and saved views"):
@@ -54,6 +55,13 @@ func (s *Server) deviceViewRoutes() []Route {
 func viewer(r *http.Request) devicefilters.Viewer {
 	p := principal(r.Context())
 	return devicefilters.Viewer{UserID: p.UserID, Admin: p.IsAdmin()}
+}
+
+// editor is who saves or deletes a shared automation object (an
+// assembly, workflow or device filter): the operator with their scope.
+func editor(r *http.Request) ownership.Editor {
+	p := principal(r.Context())
+	return ownership.Editor{UserID: p.UserID, Username: p.Username, Scope: p.SiteScope()}
 }
 
 func viewID(r *http.Request) (int64, error) {

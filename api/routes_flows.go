@@ -21,7 +21,7 @@ func (s *Server) flowRoutes() []Route {
 			return flowListJSON{Workflows: list}, err
 		})},
 		{"POST", "/api/workflows", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
-			return s.Flows.Create(r.Context(), principal(r.Context()).Username, req)
+			return s.Flows.Create(r.Context(), editor(r), req)
 		})},
 		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (flows.Run, error) {
 			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
@@ -38,15 +38,15 @@ func (s *Server) flowRoutes() []Route {
 			if err != nil {
 				return flows.Flow{}, err
 			}
-			return s.Flows.Update(r.Context(), principal(r.Context()).Username, id, req)
-		}).Errors(cairn.ECodeNotFound)},
+			return s.Flows.Update(r.Context(), editor(r), id, req)
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeDependantsExist)},
 		{"DELETE", one, AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, s.Flows.Delete(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound, flows.ECodeInUse)},
+			return struct{}{}, s.Flows.Delete(r.Context(), editor(r), id)
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, flows.ECodeInUse)},
 		{"POST", one + "/start", AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
 			id, err := flowID(r)
 			if err != nil {

@@ -18,7 +18,7 @@ import (
 // script runs (docs/api.md "Quick runs").
 func (s *Server) quickRunRoutes() []Route {
 	return []Route{
-		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun)).Errors(ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun)).Errors(ECodeTemporalUnavailable, cairn.ECodeUnavailable, cairn.ECodeAssemblyChanged)},
 		{"GET", "/api/scripts/quick_run/{run_id}", AuthToken, getAction(s, func(r *http.Request) (runJSON, error) {
 			run, err := s.Automation.GetRun(r.Context(), principal(r.Context()).SiteScope(), chi.URLParam(r, "run_id"), true)
 			return toRunJSON(run), err
@@ -50,12 +50,18 @@ type quickRunRequest struct {
 	DeviceGUIDs []string `json:"device_guids"`
 	// FilterID aims the run at the devices a saved filter matches now
 	// (instead of device_guids), at most automation.MaxTargets of them.
-	FilterID       *int64         `json:"filter_id"`
-	AssemblyID     *int64         `json:"assembly_id"`
-	Language       string         `json:"language"`
-	Body           string         `json:"body"`
-	TimeoutSeconds int            `json:"timeout_seconds"`
-	Parameters     map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
+	FilterID   *int64 `json:"filter_id"`
+	AssemblyID *int64 `json:"assembly_id"`
+	// AssemblyVersion runs that version of the assembly (0 or absent:
+	// the current one); AssemblySHA256, when set, must be its body's
+	// hash, so the run executes what the caller reviewed or answers
+	// assembly_changed.
+	AssemblyVersion int            `json:"assembly_version"`
+	AssemblySHA256  string         `json:"assembly_sha256"`
+	Language        string         `json:"language"`
+	Body            string         `json:"body"`
+	TimeoutSeconds  int            `json:"timeout_seconds"`
+	Parameters      map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
 }
 
 type runIDJSON struct {
@@ -80,7 +86,7 @@ func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, erro
 		return runIDJSON{}, err
 	}
 	run, err := s.Automation.CreateRun(ctx, automation.RunSpec{Kind: automation.RunQuick, Trigger: automation.TriggerManual,
-		AssemblyID: req.AssemblyID, Language: req.Language, Body: req.Body, TimeoutSeconds: req.TimeoutSeconds,
+		AssemblyID: req.AssemblyID, AssemblyVersion: req.AssemblyVersion, AssemblySHA256: req.AssemblySHA256, Language: req.Language, Body: req.Body, TimeoutSeconds: req.TimeoutSeconds,
 		Parameters: req.Parameters, RequestedBy: p.Username, Targets: targets})
 	if err != nil {
 		return runIDJSON{}, err

@@ -102,6 +102,57 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 }
 
+// The "shared objects by owner and scope" columns: every write route on
+// one shared automation object (an assembly, a workflow, a saved device
+// filter; found by walking the route table) is called by a site-limited
+// operator on an administrator's object (forbidden: it reaches every
+// site), on another site's operator's object (forbidden), and on its own
+// (allowed). docs/api.md "Shared objects: owner and scope".
+func TestSharedObjectWritesFollowOwnerScope(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	fl := f.fleet(t)
+	opA := f.scopedOperatorOf(t, fl.admin, "matrix-shared-a", fl.siteA)
+	opB := f.scopedOperatorOf(t, fl.admin, "matrix-shared-b", fl.siteB)
+	asm := f.testAssembly(t, fl.admin, "matrix shared step", "script")
+	n := 0
+	object := func(token, collection string) string {
+		n++
+		id := f.create(t, token, collection, sharedBodies(fmt.Sprintf("matrix-%d", n), asm)[collection])
+		return fmt.Sprintf("%s/%d", collection, id)
+	}
+	covered := 0
+	for _, rt := range f.engine.srv.Routes() {
+		if rt.Auth != api.AuthToken || (rt.Method != "PUT" && rt.Method != "DELETE" && rt.Method != "PATCH") {
+			continue
+		}
+		collection, _, one := strings.Cut(rt.Pattern, "/{")
+		if _, shared := sharedBodies("", 0)[collection]; !shared || !one || strings.Contains(rt.Pattern, "}/") {
+			continue
+		}
+		covered++
+		t.Run(rt.Method+" "+rt.Pattern, func(t *testing.T) {
+			body := func() any {
+				n++
+				if rt.Method == "DELETE" {
+					return nil
+				}
+				return sharedBodies(fmt.Sprintf("matrix-%d", n), asm)[collection]
+			}
+			for _, c := range []struct{ owner, caller string }{{fl.admin, opA}, {opB, opA}, {opA, opB}} {
+				path := object(c.owner, collection)
+				r := f.do(t, rt.Method, path, c.caller, body())
+				require.Equal(t, 403, r.Status, r.Raw)
+				require.Equal(t, "forbidden", r.Body["error"])
+				require.Equal(t, 200, f.do(t, "GET", path, fl.admin, nil).Status, "the object is still there")
+			}
+			r := f.do(t, rt.Method, object(opA, collection), opA, body())
+			require.Less(t, r.Status, 300, "an operator changes its own object: %s", r.Raw)
+		})
+	}
+	require.Equal(t, 6, covered, "PUT and DELETE of assemblies, workflows and device filters")
+}
+
 // The "operator of another site" column: an operator assigned elsewhere
 // calls every Token and Device-or-Token route, reads and writes, with each
 // path parameter naming a real object of a site hidden from them (a

@@ -22,11 +22,75 @@ func (q *Queries) AssemblyDelete(ctx context.Context, id int64) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
+const assemblyDependantFlows = `-- name: AssemblyDependantFlows :many
+SELECT id, name, site_scope FROM automation_workflows
+WHERE steps @> jsonb_build_array(jsonb_build_object('assembly_id', $1::bigint))
+ORDER BY id
+`
+
+type AssemblyDependantFlowsRow struct {
+	ID        int64
+	Name      string
+	SiteScope []int64
+}
+
+// Flows (/api/workflows) with a step that runs the assembly.
+func (q *Queries) AssemblyDependantFlows(ctx context.Context, id int64) ([]AssemblyDependantFlowsRow, error) {
+	rows, err := q.db.Query(ctx, assemblyDependantFlows, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AssemblyDependantFlowsRow
+	for rows.Next() {
+		var i AssemblyDependantFlowsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.SiteScope); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const assemblyDependantJobs = `-- name: AssemblyDependantJobs :many
+SELECT id, name, target_scope FROM scheduled_jobs WHERE assembly_id = $1 ORDER BY id
+`
+
+type AssemblyDependantJobsRow struct {
+	ID          int64
+	Name        string
+	TargetScope []int64
+}
+
+// Scheduled jobs that run the assembly, with the scope of who saved them.
+func (q *Queries) AssemblyDependantJobs(ctx context.Context, id *int64) ([]AssemblyDependantJobsRow, error) {
+	rows, err := q.db.Query(ctx, assemblyDependantJobs, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AssemblyDependantJobsRow
+	for rows.Next() {
+		var i AssemblyDependantJobsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.TargetScope); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const assemblyGet = `-- name: AssemblyGet :one
 SELECT a.id, a.name, a.kind, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.version, v.language, v.body, v.parameters, v.timeout_seconds, v.body_sha256,
        v.created_by AS version_created_by, v.created_at AS version_created_at,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id
  AND v.version = CASE WHEN $1::int = 0 THEN a.current_version ELSE $1::int END
 WHERE a.id = $2
@@ -56,6 +120,8 @@ type AssemblyGetRow struct {
 	VersionCreatedBy string
 	VersionCreatedAt time.Time
 	Bundled          bool
+	OwnerUserID      *int64
+	SiteScope        []int64
 }
 
 // An assembly as of a version (its current one when @version is 0).
@@ -81,12 +147,14 @@ func (q *Queries) AssemblyGet(ctx context.Context, arg AssemblyGetParams) (Assem
 		&i.VersionCreatedBy,
 		&i.VersionCreatedAt,
 		&i.Bundled,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
 
 const assemblyGetForUpdate = `-- name: AssemblyGetForUpdate :one
-SELECT id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at, bundled_key, bundled_sha256 FROM assemblies WHERE id = $1 FOR UPDATE
+SELECT id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at, bundled_key, bundled_sha256, owner_user_id, site_scope FROM assemblies WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) AssemblyGetForUpdate(ctx context.Context, id int64) (Assembly, error) {
@@ -105,6 +173,8 @@ func (q *Queries) AssemblyGetForUpdate(ctx context.Context, id int64) (Assembly,
 		&i.UpdatedAt,
 		&i.BundledKey,
 		&i.BundledSha256,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
@@ -122,9 +192,9 @@ func (q *Queries) AssemblyInUse(ctx context.Context, id *int64) (bool, error) {
 }
 
 const assemblyInsert = `-- name: AssemblyInsert :one
-INSERT INTO assemblies (name, kind, language, description, created_by, updated_by)
-VALUES ($1, $2, $3, $4, $5, $5)
-RETURNING id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at, bundled_key, bundled_sha256
+INSERT INTO assemblies (name, kind, language, description, created_by, updated_by, owner_user_id, site_scope)
+VALUES ($1, $2, $3, $4, $5, $5, $6, $7::bigint[])
+RETURNING id, name, kind, language, description, current_version, created_by, updated_by, created_at, updated_at, bundled_key, bundled_sha256, owner_user_id, site_scope
 `
 
 type AssemblyInsertParams struct {
@@ -133,6 +203,8 @@ type AssemblyInsertParams struct {
 	Language    string
 	Description string
 	Actor       string
+	OwnerUserID *int64
+	SiteScope   []int64
 }
 
 func (q *Queries) AssemblyInsert(ctx context.Context, arg AssemblyInsertParams) (Assembly, error) {
@@ -142,6 +214,8 @@ func (q *Queries) AssemblyInsert(ctx context.Context, arg AssemblyInsertParams) 
 		arg.Language,
 		arg.Description,
 		arg.Actor,
+		arg.OwnerUserID,
+		arg.SiteScope,
 	)
 	var i Assembly
 	err := row.Scan(
@@ -157,6 +231,8 @@ func (q *Queries) AssemblyInsert(ctx context.Context, arg AssemblyInsertParams) 
 		&i.UpdatedAt,
 		&i.BundledKey,
 		&i.BundledSha256,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
@@ -165,7 +241,7 @@ const assemblyList = `-- name: AssemblyList :many
 
 SELECT a.id, a.name, a.kind, a.language, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id AND v.version = a.current_version
 WHERE ($1::text = '' OR a.kind = $1)
   AND ($2::text = '' OR a.name ILIKE '%' || $2 || '%' OR a.description ILIKE '%' || $2 || '%')
@@ -192,6 +268,8 @@ type AssemblyListRow struct {
 	TimeoutSeconds int32
 	BodySha256     []byte
 	Bundled        bool
+	OwnerUserID    *int64
+	SiteScope      []int64
 }
 
 // Assemblies: the assembly row holds identity and the current version
@@ -220,6 +298,8 @@ func (q *Queries) AssemblyList(ctx context.Context, arg AssemblyListParams) ([]A
 			&i.TimeoutSeconds,
 			&i.BodySha256,
 			&i.Bundled,
+			&i.OwnerUserID,
+			&i.SiteScope,
 		); err != nil {
 			return nil, err
 		}
@@ -229,6 +309,22 @@ func (q *Queries) AssemblyList(ctx context.Context, arg AssemblyListParams) ([]A
 		return nil, err
 	}
 	return items, nil
+}
+
+const assemblySetScope = `-- name: AssemblySetScope :exec
+UPDATE assemblies SET site_scope = $1::bigint[] WHERE id = $2
+`
+
+type AssemblySetScopeParams struct {
+	SiteScope []int64
+	ID        int64
+}
+
+// The union of the scopes of everyone who saved the assembly (NULL: every
+// site); see 00027_shared_object_scope.sql.
+func (q *Queries) AssemblySetScope(ctx context.Context, arg AssemblySetScopeParams) error {
+	_, err := q.db.Exec(ctx, assemblySetScope, arg.SiteScope, arg.ID)
+	return err
 }
 
 const assemblyUpdate = `-- name: AssemblyUpdate :exec

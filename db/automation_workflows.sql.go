@@ -22,8 +22,39 @@ func (q *Queries) AutomationWorkflowDelete(ctx context.Context, id int64) (int64
 	return result.RowsAffected(), nil
 }
 
+const automationWorkflowDependantJobs = `-- name: AutomationWorkflowDependantJobs :many
+SELECT id, name, target_scope FROM scheduled_jobs WHERE workflow_id = $1 ORDER BY id
+`
+
+type AutomationWorkflowDependantJobsRow struct {
+	ID          int64
+	Name        string
+	TargetScope []int64
+}
+
+// Scheduled jobs that run the flow, with the scope of who saved them.
+func (q *Queries) AutomationWorkflowDependantJobs(ctx context.Context, workflowID *int64) ([]AutomationWorkflowDependantJobsRow, error) {
+	rows, err := q.db.Query(ctx, automationWorkflowDependantJobs, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AutomationWorkflowDependantJobsRow
+	for rows.Next() {
+		var i AutomationWorkflowDependantJobsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.TargetScope); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const automationWorkflowGet = `-- name: AutomationWorkflowGet :one
-SELECT id, name, description, steps, created_by, updated_by, created_at, updated_at FROM automation_workflows WHERE id = $1
+SELECT id, name, description, steps, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM automation_workflows WHERE id = $1
 `
 
 func (q *Queries) AutomationWorkflowGet(ctx context.Context, id int64) (AutomationWorkflow, error) {
@@ -38,15 +69,39 @@ func (q *Queries) AutomationWorkflowGet(ctx context.Context, id int64) (Automati
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
+	)
+	return i, err
+}
+
+const automationWorkflowGetForUpdate = `-- name: AutomationWorkflowGetForUpdate :one
+SELECT id, name, description, steps, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM automation_workflows WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) AutomationWorkflowGetForUpdate(ctx context.Context, id int64) (AutomationWorkflow, error) {
+	row := q.db.QueryRow(ctx, automationWorkflowGetForUpdate, id)
+	var i AutomationWorkflow
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Description,
+		&i.Steps,
+		&i.CreatedBy,
+		&i.UpdatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
 
 const automationWorkflowInsert = `-- name: AutomationWorkflowInsert :one
 
-INSERT INTO automation_workflows (name, description, steps, created_by, updated_by)
-VALUES ($1, $2, $3, $4, $4)
-RETURNING id, name, description, steps, created_by, updated_by, created_at, updated_at
+INSERT INTO automation_workflows (name, description, steps, created_by, updated_by, owner_user_id, site_scope)
+VALUES ($1, $2, $3, $4, $4, $5, $6::bigint[])
+RETURNING id, name, description, steps, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope
 `
 
 type AutomationWorkflowInsertParams struct {
@@ -54,6 +109,8 @@ type AutomationWorkflowInsertParams struct {
 	Description string
 	Steps       []byte
 	Actor       string
+	OwnerUserID *int64
+	SiteScope   []int64
 }
 
 // Multi-step automation workflows and their runs.
@@ -63,6 +120,8 @@ func (q *Queries) AutomationWorkflowInsert(ctx context.Context, arg AutomationWo
 		arg.Description,
 		arg.Steps,
 		arg.Actor,
+		arg.OwnerUserID,
+		arg.SiteScope,
 	)
 	var i AutomationWorkflow
 	err := row.Scan(
@@ -74,12 +133,14 @@ func (q *Queries) AutomationWorkflowInsert(ctx context.Context, arg AutomationWo
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
 
 const automationWorkflowList = `-- name: AutomationWorkflowList :many
-SELECT id, name, description, steps, created_by, updated_by, created_at, updated_at FROM automation_workflows ORDER BY lower(name), id
+SELECT id, name, description, steps, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM automation_workflows ORDER BY lower(name), id
 `
 
 func (q *Queries) AutomationWorkflowList(ctx context.Context) ([]AutomationWorkflow, error) {
@@ -100,6 +161,8 @@ func (q *Queries) AutomationWorkflowList(ctx context.Context) ([]AutomationWorkf
 			&i.UpdatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OwnerUserID,
+			&i.SiteScope,
 		); err != nil {
 			return nil, err
 		}
@@ -241,9 +304,10 @@ func (q *Queries) AutomationWorkflowRunUpdate(ctx context.Context, arg Automatio
 
 const automationWorkflowUpdate = `-- name: AutomationWorkflowUpdate :one
 UPDATE automation_workflows
-SET name = $1, description = $2, steps = $3, updated_by = $4, updated_at = now()
-WHERE id = $5
-RETURNING id, name, description, steps, created_by, updated_by, created_at, updated_at
+SET name = $1, description = $2, steps = $3, updated_by = $4, updated_at = now(),
+    site_scope = $5::bigint[]
+WHERE id = $6
+RETURNING id, name, description, steps, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope
 `
 
 type AutomationWorkflowUpdateParams struct {
@@ -251,6 +315,7 @@ type AutomationWorkflowUpdateParams struct {
 	Description string
 	Steps       []byte
 	Actor       string
+	SiteScope   []int64
 	ID          int64
 }
 
@@ -260,6 +325,7 @@ func (q *Queries) AutomationWorkflowUpdate(ctx context.Context, arg AutomationWo
 		arg.Description,
 		arg.Steps,
 		arg.Actor,
+		arg.SiteScope,
 		arg.ID,
 	)
 	var i AutomationWorkflow
@@ -272,6 +338,8 @@ func (q *Queries) AutomationWorkflowUpdate(ctx context.Context, arg AutomationWo
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }

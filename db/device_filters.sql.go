@@ -33,8 +33,41 @@ func (q *Queries) DeviceFilterDelete(ctx context.Context, id int64) error {
 	return err
 }
 
+const deviceFilterDependantJobs = `-- name: DeviceFilterDependantJobs :many
+SELECT j.id, j.name, j.target_scope FROM scheduled_jobs j
+JOIN scheduled_job_filters f ON f.scheduled_job_id = j.id
+WHERE f.filter_id = $1 ORDER BY j.id
+`
+
+type DeviceFilterDependantJobsRow struct {
+	ID          int64
+	Name        string
+	TargetScope []int64
+}
+
+// Scheduled jobs that target the filter, with the scope of who saved them.
+func (q *Queries) DeviceFilterDependantJobs(ctx context.Context, filterID int64) ([]DeviceFilterDependantJobsRow, error) {
+	rows, err := q.db.Query(ctx, deviceFilterDependantJobs, filterID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeviceFilterDependantJobsRow
+	for rows.Next() {
+		var i DeviceFilterDependantJobsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.TargetScope); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deviceFilterGet = `-- name: DeviceFilterGet :one
-SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at FROM device_filters WHERE id = $1
+SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM device_filters WHERE id = $1
 `
 
 func (q *Queries) DeviceFilterGet(ctx context.Context, id int64) (DeviceFilter, error) {
@@ -49,12 +82,39 @@ func (q *Queries) DeviceFilterGet(ctx context.Context, id int64) (DeviceFilter, 
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
+	)
+	return i, err
+}
+
+const deviceFilterGetForUpdate = `-- name: DeviceFilterGetForUpdate :one
+SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM device_filters WHERE id = $1 FOR UPDATE
+`
+
+// An edit locks the filter, so a job being pointed at it at the same
+// moment (its scheduled_job_filters row takes KEY SHARE) waits for the
+// edit or is seen by the edit's dependants check.
+func (q *Queries) DeviceFilterGetForUpdate(ctx context.Context, id int64) (DeviceFilter, error) {
+	row := q.db.QueryRow(ctx, deviceFilterGetForUpdate, id)
+	var i DeviceFilter
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Description,
+		&i.Tree,
+		&i.CreatedBy,
+		&i.UpdatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
 
 const deviceFilterGetMany = `-- name: DeviceFilterGetMany :many
-SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at FROM device_filters WHERE id = ANY($1::bigint[]) ORDER BY id
+SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM device_filters WHERE id = ANY($1::bigint[]) ORDER BY id
 `
 
 func (q *Queries) DeviceFilterGetMany(ctx context.Context, ids []int64) ([]DeviceFilter, error) {
@@ -75,6 +135,8 @@ func (q *Queries) DeviceFilterGetMany(ctx context.Context, ids []int64) ([]Devic
 			&i.UpdatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OwnerUserID,
+			&i.SiteScope,
 		); err != nil {
 			return nil, err
 		}
@@ -100,9 +162,9 @@ func (q *Queries) DeviceFilterInUse(ctx context.Context, id int64) (bool, error)
 
 const deviceFilterInsert = `-- name: DeviceFilterInsert :one
 
-INSERT INTO device_filters (name, description, tree, created_by, updated_by)
-VALUES ($1, $2, $3, $4, $4)
-RETURNING id, name, description, tree, created_by, updated_by, created_at, updated_at
+INSERT INTO device_filters (name, description, tree, created_by, updated_by, owner_user_id, site_scope)
+VALUES ($1, $2, $3, $4, $4, $5, $6::bigint[])
+RETURNING id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope
 `
 
 type DeviceFilterInsertParams struct {
@@ -110,6 +172,8 @@ type DeviceFilterInsertParams struct {
 	Description string
 	Tree        []byte
 	Actor       string
+	OwnerUserID *int64
+	SiteScope   []int64
 }
 
 // Saved device filters (internal/devicefilters). The filter trees
@@ -121,6 +185,8 @@ func (q *Queries) DeviceFilterInsert(ctx context.Context, arg DeviceFilterInsert
 		arg.Description,
 		arg.Tree,
 		arg.Actor,
+		arg.OwnerUserID,
+		arg.SiteScope,
 	)
 	var i DeviceFilter
 	err := row.Scan(
@@ -132,12 +198,14 @@ func (q *Queries) DeviceFilterInsert(ctx context.Context, arg DeviceFilterInsert
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }
 
 const deviceFilterList = `-- name: DeviceFilterList :many
-SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at FROM device_filters ORDER BY lower(name), id
+SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM device_filters ORDER BY lower(name), id
 `
 
 func (q *Queries) DeviceFilterList(ctx context.Context) ([]DeviceFilter, error) {
@@ -158,6 +226,8 @@ func (q *Queries) DeviceFilterList(ctx context.Context) ([]DeviceFilter, error) 
 			&i.UpdatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OwnerUserID,
+			&i.SiteScope,
 		); err != nil {
 			return nil, err
 		}
@@ -169,21 +239,8 @@ func (q *Queries) DeviceFilterList(ctx context.Context) ([]DeviceFilter, error) 
 	return items, nil
 }
 
-const deviceFilterLock = `-- name: DeviceFilterLock :one
-SELECT id FROM device_filters WHERE id = $1 FOR UPDATE
-`
-
-// Deleting locks the filter first, so a job being pointed at it at the
-// same moment (which reads it FOR SHARE) is seen by the in-use check.
-func (q *Queries) DeviceFilterLock(ctx context.Context, id int64) (int64, error) {
-	row := q.db.QueryRow(ctx, deviceFilterLock, id)
-	var id_2 int64
-	err := row.Scan(&id_2)
-	return id_2, err
-}
-
 const deviceFilterSearch = `-- name: DeviceFilterSearch :many
-SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at FROM device_filters
+SELECT id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope FROM device_filters
 WHERE strpos(lower(name), lower($1::text)) > 0
 ORDER BY lower(name) = lower($1::text) DESC, starts_with(lower(name), lower($1::text)) DESC, lower(name), id
 LIMIT $2::int
@@ -213,6 +270,8 @@ func (q *Queries) DeviceFilterSearch(ctx context.Context, arg DeviceFilterSearch
 			&i.UpdatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OwnerUserID,
+			&i.SiteScope,
 		); err != nil {
 			return nil, err
 		}
@@ -265,9 +324,10 @@ func (q *Queries) DeviceFilterSuggestions(ctx context.Context, arg DeviceFilterS
 }
 
 const deviceFilterUpdate = `-- name: DeviceFilterUpdate :one
-UPDATE device_filters SET name = $1, description = $2, tree = $3, updated_by = $4, updated_at = now()
-WHERE id = $5
-RETURNING id, name, description, tree, created_by, updated_by, created_at, updated_at
+UPDATE device_filters SET name = $1, description = $2, tree = $3, updated_by = $4, updated_at = now(),
+    site_scope = $5::bigint[]
+WHERE id = $6
+RETURNING id, name, description, tree, created_by, updated_by, created_at, updated_at, owner_user_id, site_scope
 `
 
 type DeviceFilterUpdateParams struct {
@@ -275,6 +335,7 @@ type DeviceFilterUpdateParams struct {
 	Description string
 	Tree        []byte
 	Actor       string
+	SiteScope   []int64
 	ID          int64
 }
 
@@ -284,6 +345,7 @@ func (q *Queries) DeviceFilterUpdate(ctx context.Context, arg DeviceFilterUpdate
 		arg.Description,
 		arg.Tree,
 		arg.Actor,
+		arg.SiteScope,
 		arg.ID,
 	)
 	var i DeviceFilter
@@ -296,6 +358,8 @@ func (q *Queries) DeviceFilterUpdate(ctx context.Context, arg DeviceFilterUpdate
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OwnerUserID,
+		&i.SiteScope,
 	)
 	return i, err
 }

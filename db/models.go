@@ -127,6 +127,8 @@ type Assembly struct {
 	UpdatedAt      time.Time
 	BundledKey     *string
 	BundledSha256  []byte
+	OwnerUserID    *int64
+	SiteScope      []int64
 }
 
 type AssemblyVersion struct {
@@ -171,6 +173,8 @@ type AutomationWorkflow struct {
 	UpdatedBy   string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	OwnerUserID *int64
+	SiteScope   []int64
 }
 
 type AutomationWorkflowRun struct {
@@ -263,6 +267,8 @@ type DeviceFilter struct {
 	UpdatedBy   string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	OwnerUserID *int64
+	SiteScope   []int64
 }
 
 type DeviceFilterRow struct {

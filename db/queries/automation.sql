@@ -4,7 +4,7 @@
 -- name: AssemblyList :many
 SELECT a.id, a.name, a.kind, a.language, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id AND v.version = a.current_version
 WHERE (@kind::text = '' OR a.kind = @kind)
   AND (@q::text = '' OR a.name ILIKE '%' || @q || '%' OR a.description ILIKE '%' || @q || '%')
@@ -15,7 +15,7 @@ ORDER BY lower(a.name), a.id;
 SELECT a.id, a.name, a.kind, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.version, v.language, v.body, v.parameters, v.timeout_seconds, v.body_sha256,
        v.created_by AS version_created_by, v.created_at AS version_created_at,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id
  AND v.version = CASE WHEN @version::int = 0 THEN a.current_version ELSE @version::int END
 WHERE a.id = @id;
@@ -24,8 +24,8 @@ WHERE a.id = @id;
 SELECT * FROM assemblies WHERE id = @id FOR UPDATE;
 
 -- name: AssemblyInsert :one
-INSERT INTO assemblies (name, kind, language, description, created_by, updated_by)
-VALUES (@name, @kind, @language, @description, @actor, @actor)
+INSERT INTO assemblies (name, kind, language, description, created_by, updated_by, owner_user_id, site_scope)
+VALUES (@name, @kind, @language, @description, @actor, @actor, sqlc.narg(owner_user_id), sqlc.narg(site_scope)::bigint[])
 RETURNING *;
 
 -- name: AssemblyUpdate :exec
@@ -33,6 +33,21 @@ UPDATE assemblies
 SET name = @name, kind = @kind, language = @language, description = @description,
     current_version = @current_version, updated_by = @actor, updated_at = now()
 WHERE id = @id;
+
+-- name: AssemblySetScope :exec
+-- The union of the scopes of everyone who saved the assembly (NULL: every
+-- site); see 00027_shared_object_scope.sql.
+UPDATE assemblies SET site_scope = sqlc.narg(site_scope)::bigint[] WHERE id = @id;
+
+-- name: AssemblyDependantJobs :many
+-- Scheduled jobs that run the assembly, with the scope of who saved them.
+SELECT id, name, target_scope FROM scheduled_jobs WHERE assembly_id = @id ORDER BY id;
+
+-- name: AssemblyDependantFlows :many
+-- Flows (/api/workflows) with a step that runs the assembly.
+SELECT id, name, site_scope FROM automation_workflows
+WHERE steps @> jsonb_build_array(jsonb_build_object('assembly_id', @id::bigint))
+ORDER BY id;
 
 -- name: AssemblyVersionInsert :exec
 INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by)

@@ -1,15 +1,23 @@
 -- Multi-step automation workflows and their runs.
 
 -- name: AutomationWorkflowInsert :one
-INSERT INTO automation_workflows (name, description, steps, created_by, updated_by)
-VALUES (@name, @description, @steps, @actor, @actor)
+INSERT INTO automation_workflows (name, description, steps, created_by, updated_by, owner_user_id, site_scope)
+VALUES (@name, @description, @steps, @actor, @actor, sqlc.narg(owner_user_id), sqlc.narg(site_scope)::bigint[])
 RETURNING *;
 
 -- name: AutomationWorkflowUpdate :one
 UPDATE automation_workflows
-SET name = @name, description = @description, steps = @steps, updated_by = @actor, updated_at = now()
+SET name = @name, description = @description, steps = @steps, updated_by = @actor, updated_at = now(),
+    site_scope = sqlc.narg(site_scope)::bigint[]
 WHERE id = @id
 RETURNING *;
+
+-- name: AutomationWorkflowGetForUpdate :one
+SELECT * FROM automation_workflows WHERE id = @id FOR UPDATE;
+
+-- name: AutomationWorkflowDependantJobs :many
+-- Scheduled jobs that run the flow, with the scope of who saved them.
+SELECT id, name, target_scope FROM scheduled_jobs WHERE workflow_id = @workflow_id ORDER BY id;
 
 -- name: AutomationWorkflowGet :one
 SELECT * FROM automation_workflows WHERE id = @id;

@@ -3,14 +3,27 @@
 -- documented exception to "SQL lives in db/queries" (docs/architecture.md).
 
 -- name: DeviceFilterInsert :one
-INSERT INTO device_filters (name, description, tree, created_by, updated_by)
-VALUES (@name, @description, @tree, @actor, @actor)
+INSERT INTO device_filters (name, description, tree, created_by, updated_by, owner_user_id, site_scope)
+VALUES (@name, @description, @tree, @actor, @actor, sqlc.narg(owner_user_id), sqlc.narg(site_scope)::bigint[])
 RETURNING *;
 
 -- name: DeviceFilterUpdate :one
-UPDATE device_filters SET name = @name, description = @description, tree = @tree, updated_by = @actor, updated_at = now()
+UPDATE device_filters SET name = @name, description = @description, tree = @tree, updated_by = @actor, updated_at = now(),
+    site_scope = sqlc.narg(site_scope)::bigint[]
 WHERE id = @id
 RETURNING *;
+
+-- name: DeviceFilterGetForUpdate :one
+-- An edit locks the filter, so a job being pointed at it at the same
+-- moment (its scheduled_job_filters row takes KEY SHARE) waits for the
+-- edit or is seen by the edit's dependants check.
+SELECT * FROM device_filters WHERE id = @id FOR UPDATE;
+
+-- name: DeviceFilterDependantJobs :many
+-- Scheduled jobs that target the filter, with the scope of who saved them.
+SELECT j.id, j.name, j.target_scope FROM scheduled_jobs j
+JOIN scheduled_job_filters f ON f.scheduled_job_id = j.id
+WHERE f.filter_id = @filter_id ORDER BY j.id;
 
 -- name: DeviceFilterGet :one
 SELECT * FROM device_filters WHERE id = @id;
@@ -27,11 +40,6 @@ SELECT * FROM device_filters
 WHERE strpos(lower(name), lower(@query::text)) > 0
 ORDER BY lower(name) = lower(@query::text) DESC, starts_with(lower(name), lower(@query::text)) DESC, lower(name), id
 LIMIT @max_rows::int;
-
--- name: DeviceFilterLock :one
--- Deleting locks the filter first, so a job being pointed at it at the
--- same moment (which reads it FOR SHARE) is seen by the in-use check.
-SELECT id FROM device_filters WHERE id = @id FOR UPDATE;
 
 -- name: DeviceFilterInUse :one
 -- Scheduled jobs keep their targets as {"filters": [id, ...]}.

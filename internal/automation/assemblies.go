@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/ownership"
 )
 
 // Assembly kinds.
@@ -81,8 +82,12 @@ type Assembly struct {
 	CreatedAt      time.Time
 	UpdatedBy      string
 	UpdatedAt      time.Time
-	// Bundled: shipped with the Engine (EnsureBundled); cannot be deleted.
+	// Bundled: shipped with the Engine (EnsureBundled); read-only.
 	Bundled bool
+	// OwnerUserID is who created it; SiteScope the sites of everyone
+	// who saved it (package ownership).
+	OwnerUserID *int64
+	SiteScope   cairn.SiteScope
 }
 
 // Version is one entry of an assembly's version list.
@@ -132,7 +137,8 @@ func (s *Service) ListAssemblies(ctx context.Context, kind, q string) ([]Assembl
 		out[i] = Assembly{ID: r.ID, Name: r.Name, Kind: r.Kind, Language: r.Language, Description: r.Description,
 			Version: int(r.CurrentVersion), Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds),
 			BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
-			UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled}
+			UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled, OwnerUserID: r.OwnerUserID,
+			SiteScope: cairn.ScopeColumn(r.SiteScope)}
 	}
 	return out, nil
 }
@@ -149,11 +155,14 @@ func (s *Service) GetAssembly(ctx context.Context, id int64, version int) (Assem
 	return Assembly{ID: r.ID, Name: r.Name, Kind: r.Kind, Language: r.Language, Description: r.Description,
 		Version: int(r.Version), Body: r.Body, Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds),
 		BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
-		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled}, nil
+		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled, OwnerUserID: r.OwnerUserID,
+		SiteScope: cairn.ScopeColumn(r.SiteScope)}, nil
 }
 
-// CreateAssembly stores a new assembly as version 1.
-func (s *Service) CreateAssembly(ctx context.Context, actor string, in AssemblyInput) (Assembly, error) {
+// CreateAssembly stores a new assembly as version 1, owned by by and
+// scoped to by's sites.
+func (s *Service) CreateAssembly(ctx context.Context, by ownership.Editor, in AssemblyInput) (Assembly, error) {
+	actor := by.Username
 	in, err := checkAssembly(in)
 	if err != nil {
 		return Assembly{}, err
@@ -161,7 +170,7 @@ func (s *Service) CreateAssembly(ctx context.Context, actor string, in AssemblyI
 	var id int64
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		a, err := q.AssemblyInsert(ctx, db.AssemblyInsertParams{Name: in.Name, Kind: in.Kind, Language: in.Language,
-			Description: in.Description, Actor: actor})
+			Description: in.Description, Actor: actor, OwnerUserID: by.Owner(), SiteScope: by.Scope.Column()})
 		if err != nil {
 			return err
 		}
@@ -176,8 +185,12 @@ func (s *Service) CreateAssembly(ctx context.Context, actor string, in AssemblyI
 
 // UpdateAssembly replaces an assembly's fields. A change of body,
 // language, parameters or timeout adds a version (runs keep pointing at the
-// version they ran); name and description changes do not.
-func (s *Service) UpdateAssembly(ctx context.Context, actor string, id int64, in AssemblyInput) (Assembly, error) {
+// version they ran); name and description changes do not. Bundled
+// assemblies are read-only (bundled_read_only); by must cover the
+// assembly's scope, and no work saved by a broader scope may use it
+// (CheckChange).
+func (s *Service) UpdateAssembly(ctx context.Context, by ownership.Editor, id int64, in AssemblyInput) (Assembly, error) {
+	actor := by.Username
 	in, err := checkAssembly(in)
 	if err != nil {
 		return Assembly{}, err
@@ -186,6 +199,13 @@ func (s *Service) UpdateAssembly(ctx context.Context, actor string, id int64, in
 		a, err := q.AssemblyGetForUpdate(ctx, id)
 		if err != nil {
 			return db.NotFound(err, "assembly %d not found", id)
+		}
+		if err := mayChange(ctx, q, by, a); err != nil {
+			return err
+		}
+		if err := q.AssemblySetScope(ctx, db.AssemblySetScopeParams{ID: id,
+			SiteScope: ownership.Scope(by, cairn.ScopeColumn(a.SiteScope)).Column()}); err != nil {
+			return err
 		}
 		cur, err := q.AssemblyGet(ctx, db.AssemblyGetParams{ID: id})
 		if err != nil {
@@ -211,9 +231,20 @@ func (s *Service) UpdateAssembly(ctx context.Context, actor string, id int64, in
 
 // DeleteAssembly removes an assembly and its versions; runs keep their
 // results (their assembly link becomes empty). An assembly a scheduled job
-// uses is refused with assembly_in_use, a bundled one with conflict.
-func (s *Service) DeleteAssembly(ctx context.Context, id int64) error {
-	if err := refuseBundled(ctx, s.store.Queries, id); err != nil {
+// uses is refused with assembly_in_use, a bundled one with
+// bundled_read_only, one whose scope by does not cover with forbidden.
+func (s *Service) DeleteAssembly(ctx context.Context, by ownership.Editor, id int64) error {
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		a, err := q.AssemblyGetForUpdate(ctx, id)
+		if err != nil {
+			return db.NotFound(err, "assembly %d not found", id)
+		}
+		if a.BundledKey != nil {
+			return bundledReadOnly(id)
+		}
+		return ownership.CheckChange(by, fmt.Sprintf("assembly %d", id), cairn.ScopeColumn(a.SiteScope), nil)
+	})
+	if err != nil {
 		return err
 	}
 	inUse, err := s.store.AssemblyInUse(ctx, &id)
@@ -250,6 +281,31 @@ func (s *Service) ListVersions(ctx context.Context, id int64) ([]Version, error)
 			BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
 	}
 	return out, nil
+}
+
+// mayChange refuses a change of assembly a: bundled ones always, others
+// when by's scope does not cover a's or work saved by a broader scope
+// runs it (a scheduled job, or a flow with a step running it).
+func mayChange(ctx context.Context, q *db.Queries, by ownership.Editor, a db.Assembly) error {
+	if a.BundledKey != nil {
+		return bundledReadOnly(a.ID)
+	}
+	jobs, err := q.AssemblyDependantJobs(ctx, &a.ID)
+	if err != nil {
+		return err
+	}
+	flows, err := q.AssemblyDependantFlows(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	deps := make([]ownership.Dependant, 0, len(jobs)+len(flows))
+	for _, j := range jobs {
+		deps = append(deps, ownership.Dependant{Kind: ownership.KindScheduledJob, ID: j.ID, Name: j.Name, Scope: cairn.ScopeColumn(j.TargetScope)})
+	}
+	for _, f := range flows {
+		deps = append(deps, ownership.Dependant{Kind: ownership.KindWorkflow, ID: f.ID, Name: f.Name, Scope: cairn.ScopeColumn(f.SiteScope)})
+	}
+	return ownership.CheckChange(by, fmt.Sprintf("assembly %d", a.ID), cairn.ScopeColumn(a.SiteScope), deps)
 }
 
 func insertVersion(ctx context.Context, q *db.Queries, id int64, version int32, actor string, in AssemblyInput) error {

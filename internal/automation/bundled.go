@@ -24,9 +24,11 @@ type Bundled struct {
 // key. It is idempotent and safe for replicas starting at once (one
 // advisory lock). An assembly is created once; when a release ships a
 // different body than the one last seeded, the change becomes a new
-// version like any edit (runs keep the version they ran, and an
-// operator's own edits stay in the history). Until then operator edits
-// stand.
+// version like any edit (runs keep the version they ran). Bundled
+// assemblies are read-only (bundled_read_only), so a current version
+// whose body is not the shipped one is an edit made before they were (an
+// operator could then change what every device runs): it is replaced by
+// the shipped body as a new version, and stays in the history.
 func (s *Service) EnsureBundled(ctx context.Context, list []Bundled) (map[string]int64, error) {
 	ids := make(map[string]int64, len(list))
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
@@ -53,7 +55,11 @@ func (s *Service) EnsureBundled(ctx context.Context, list []Bundled) (map[string
 				return err
 			}
 			ids[key] = row.ID
-			if bytes.Equal(row.BundledSha256, sum[:]) {
+			cur, err := q.AssemblyGet(ctx, db.AssemblyGetParams{ID: row.ID})
+			if err != nil {
+				return err
+			}
+			if bytes.Equal(row.BundledSha256, sum[:]) && bytes.Equal(cur.BodySha256, sum[:]) {
 				continue
 			}
 			a, err := q.AssemblyGetForUpdate(ctx, row.ID)
@@ -107,18 +113,10 @@ func createBundled(ctx context.Context, q *db.Queries, key string, in AssemblyIn
 	return a.ID, q.AssemblyMarkBundled(ctx, db.AssemblyMarkBundledParams{ID: a.ID, BundledKey: &key, BundledSha256: sum})
 }
 
-// refuseBundled answers conflict for a bundled assembly (they cannot be
-// deleted: reserved metadata fields link to them).
-func refuseBundled(ctx context.Context, q *db.Queries, id int64) error {
-	bundled, err := q.AssemblyIsBundled(ctx, id)
-	if err != nil {
-		if db.IsNoRows(err) {
-			return nil // DeleteAssembly answers not found
-		}
-		return err
-	}
-	if bundled {
-		return cairn.Errorf(cairn.ECodeConflict, "assembly %d is bundled with the Engine (it collects a reserved metadata field) and cannot be deleted", id)
-	}
-	return nil
+// bundledReadOnly refuses a change of a bundled assembly: reserved
+// metadata fields link to them and every device may run them, so only a
+// release changes them (EnsureBundled).
+func bundledReadOnly(id int64) error {
+	return cairn.Errorf(cairn.ECodeBundledReadOnly,
+		"assembly %d is bundled with the Engine (it collects a reserved metadata field) and is read-only; copy it to make your own", id)
 }

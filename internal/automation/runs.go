@@ -69,9 +69,13 @@ type RunSpec struct {
 	// Language and Body.
 	AssemblyID      *int64
 	AssemblyVersion int
-	Language        string
-	Body            string
-	Parameters      map[string]any
+	// AssemblySHA256 (hex), when set, is the body hash the version had
+	// when the work was saved: a different one refuses the run
+	// (assembly_changed) rather than run something else.
+	AssemblySHA256 string
+	Language       string
+	Body           string
+	Parameters     map[string]any
 	// TimeoutSeconds overrides the assembly's (0: the assembly's, or
 	// DefaultTimeout for ad-hoc content).
 	TimeoutSeconds int
@@ -169,6 +173,11 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		}
 		if a.Kind != KindScript {
 			return Run{}, cairn.Invalid("assembly_id", fmt.Sprintf("assembly %d is a %s, not a script", a.ID, a.Kind))
+		}
+		if spec.AssemblySHA256 != "" && !strings.EqualFold(spec.AssemblySHA256, a.BodySHA256) {
+			return Run{}, cairn.Errorf(cairn.ECodeAssemblyChanged,
+				"assembly %d version %d no longer has the body it had when this work was saved (SHA-256 %s, now %s); nothing was run",
+				a.ID, a.Version, spec.AssemblySHA256, a.BodySHA256)
 		}
 		spec.Language, spec.Body, declared = a.Language, a.Body, a.Parameters
 		if spec.TimeoutSeconds == 0 {

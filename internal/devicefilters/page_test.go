@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
+	"github.com/cairn-rmm/cairn/internal/ownership"
 )
 
 // setMetadata stores a decoded value the way internal/metadata does.
@@ -130,7 +131,7 @@ func TestScopeBoundsEveryEvaluation(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, none.Total, "an operator without sites sees nothing")
 
-	saved, err := f.svc.Create(ctx, "admin", devicefilters.FilterInput{Name: "Beta", Tree: betaTree})
+	saved, err := f.svc.Create(ctx, ownership.System, devicefilters.FilterInput{Name: "Beta", Tree: betaTree})
 	require.NoError(t, err)
 	refs, err = f.svc.MatchSaved(ctx, alpha, []int64{saved.ID})
 	require.NoError(t, err)

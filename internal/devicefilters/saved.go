@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/ownership"
 )
 
 // ECodeFilterInUse: a scheduled job targets the filter, so it cannot be
@@ -30,6 +31,10 @@ type Filter struct {
 	Name        string
 	Description string
 	Tree        Node
+	// OwnerUserID is who created it; SiteScope the sites of everyone
+	// who saved it, which decides who may change it (package ownership).
+	OwnerUserID *int64
+	SiteScope   cairn.SiteScope
 	CreatedBy   string
 	CreatedAt   time.Time
 	UpdatedBy   string
@@ -73,7 +78,8 @@ func (in FilterInput) check() (FilterInput, []byte, error) {
 }
 
 func filterFrom(r db.DeviceFilter) (Filter, error) {
-	f := Filter{ID: r.ID, Name: r.Name, Description: r.Description, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
+	f := Filter{ID: r.ID, Name: r.Name, Description: r.Description, OwnerUserID: r.OwnerUserID,
+		SiteScope: cairn.ScopeColumn(r.SiteScope), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
 		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt}
 	return f, json.Unmarshal(r.Tree, &f.Tree)
 }
@@ -85,30 +91,63 @@ func conflict(err error) error {
 	return err
 }
 
-// Create saves a filter; actor is who is recorded.
-func (s *Service) Create(ctx context.Context, actor string, in FilterInput) (Filter, error) {
+// Create saves a filter owned by by and scoped to by's sites.
+func (s *Service) Create(ctx context.Context, by ownership.Editor, in FilterInput) (Filter, error) {
 	in, tree, err := in.check()
 	if err != nil {
 		return Filter{}, err
 	}
-	r, err := s.store.DeviceFilterInsert(ctx, db.DeviceFilterInsertParams{Name: in.Name, Description: in.Description, Tree: tree, Actor: actor})
+	r, err := s.store.DeviceFilterInsert(ctx, db.DeviceFilterInsertParams{Name: in.Name, Description: in.Description, Tree: tree,
+		Actor: by.Username, OwnerUserID: by.Owner(), SiteScope: by.Scope.Column()})
 	if err != nil {
 		return Filter{}, conflict(err)
 	}
 	return filterFrom(r)
 }
 
-// Update replaces a saved filter's name, description and tree.
-func (s *Service) Update(ctx context.Context, actor string, id int64, in FilterInput) (Filter, error) {
+// Update replaces a saved filter's name, description and tree. A filter
+// is evaluated when the jobs targeting it fire, inside their savers'
+// scope: by must cover the filter's scope, and no job saved by a broader
+// scope may target it (ownership.CheckChange).
+func (s *Service) Update(ctx context.Context, by ownership.Editor, id int64, in FilterInput) (Filter, error) {
 	in, tree, err := in.check()
 	if err != nil {
 		return Filter{}, err
 	}
-	r, err := s.store.DeviceFilterUpdate(ctx, db.DeviceFilterUpdateParams{ID: id, Name: in.Name, Description: in.Description, Tree: tree, Actor: actor})
+	var r db.DeviceFilter
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		cur, err := q.DeviceFilterGetForUpdate(ctx, id)
+		if err != nil {
+			return notFound(err)
+		}
+		if err := mayChange(ctx, q, by, cur, true); err != nil {
+			return err
+		}
+		r, err = q.DeviceFilterUpdate(ctx, db.DeviceFilterUpdateParams{ID: id, Name: in.Name, Description: in.Description, Tree: tree,
+			Actor: by.Username, SiteScope: ownership.Scope(by, cairn.ScopeColumn(cur.SiteScope)).Column()})
+		return err
+	})
 	if err != nil {
-		return Filter{}, conflict(notFound(err))
+		return Filter{}, conflict(err)
 	}
 	return filterFrom(r)
+}
+
+// mayChange refuses a change of filter f by by (ownership.CheckChange),
+// with the scheduled jobs targeting it as dependants when withJobs.
+func mayChange(ctx context.Context, q *db.Queries, by ownership.Editor, f db.DeviceFilter, withJobs bool) error {
+	var deps []ownership.Dependant
+	if withJobs {
+		jobs, err := q.DeviceFilterDependantJobs(ctx, f.ID)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			deps = append(deps, ownership.Dependant{Kind: ownership.KindScheduledJob, ID: j.ID, Name: j.Name,
+				Scope: cairn.ScopeColumn(j.TargetScope)})
+		}
+	}
+	return ownership.CheckChange(by, fmt.Sprintf("device filter %d", f.ID), cairn.ScopeColumn(f.SiteScope), deps)
 }
 
 // Get returns one saved filter.
@@ -160,11 +199,16 @@ func filtersFrom(rows []db.DeviceFilter) ([]Filter, error) {
 }
 
 // Delete removes a saved filter unless a scheduled job targets it
-// (filter_in_use). Views that used it keep their other settings.
-func (s *Service) Delete(ctx context.Context, id int64) error {
+// (filter_in_use) or by does not cover its scope (forbidden). Views that
+// used it keep their other settings.
+func (s *Service) Delete(ctx context.Context, by ownership.Editor, id int64) error {
 	return s.store.InTx(ctx, func(q *db.Queries) error {
-		if _, err := q.DeviceFilterLock(ctx, id); err != nil {
+		cur, err := q.DeviceFilterGetForUpdate(ctx, id)
+		if err != nil {
 			return notFound(err)
+		}
+		if err := mayChange(ctx, q, by, cur, false); err != nil {
+			return err
 		}
 		used, err := q.DeviceFilterInUse(ctx, id)
 		if err != nil {

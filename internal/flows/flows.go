@@ -7,6 +7,7 @@ package flows
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/ownership"
 )
 
 // Step conditions: on the previous step's result (the first step always
@@ -49,20 +51,32 @@ var stepIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 
 // Step is one step of a flow.
 type Step struct {
-	ID             string         `json:"id"`
-	Name           string         `json:"name"`
-	AssemblyID     int64          `json:"assembly_id"`
-	Parameters     map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
-	Condition      string         `json:"condition"`
-	TimeoutSeconds int            `json:"timeout_seconds"`
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	AssemblyID int64  `json:"assembly_id"`
+	// AssemblyVersion is the assembly version the step runs, chosen when
+	// the flow is saved (0 on input: the version current then), and
+	// AssemblySHA256 that version's body hash (hex; on input, when set,
+	// it must match). A run executes exactly that version, and refuses
+	// the step (assembly_changed) if its body no longer has that hash.
+	AssemblyVersion int            `json:"assembly_version"`
+	AssemblySHA256  string         `json:"assembly_sha256"`
+	Parameters      map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
+	Condition       string         `json:"condition"`
+	TimeoutSeconds  int            `json:"timeout_seconds"`
 }
 
 // Flow is a saved multi-step automation.
 type Flow struct {
-	ID          int64     `json:"id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Steps       []Step    `json:"steps"`
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Steps       []Step `json:"steps"`
+	// OwnerUserID is who created the flow; SiteScope the sites of
+	// everyone who saved it (null: every site), which decides who may
+	// change it (package ownership).
+	OwnerUserID *int64    `json:"owner_user_id"`
+	SiteScope   []int64   `json:"site_scope" openapi:"nullable"`
 	CreatedBy   string    `json:"created_by"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -112,14 +126,15 @@ func New(store *db.Store, starter Starter) *Service { return &Service{store: sto
 // ECodeInUse: a scheduled job still runs the flow.
 const ECodeInUse = "workflow_in_use"
 
-// Create stores a flow.
-func (s *Service) Create(ctx context.Context, actor string, in Input) (Flow, error) {
+// Create stores a flow owned by by and scoped to by's sites, each step
+// pinned to an assembly version.
+func (s *Service) Create(ctx context.Context, by ownership.Editor, in Input) (Flow, error) {
 	in, steps, err := s.check(ctx, in)
 	if err != nil {
 		return Flow{}, err
 	}
 	row, err := s.store.AutomationWorkflowInsert(ctx, db.AutomationWorkflowInsertParams{Name: in.Name, Description: in.Description,
-		Steps: steps, Actor: actor})
+		Steps: steps, Actor: by.Username, OwnerUserID: by.Owner(), SiteScope: by.Scope.Column()})
 	if err != nil {
 		return Flow{}, nameTaken(err)
 	}
@@ -127,18 +142,48 @@ func (s *Service) Create(ctx context.Context, actor string, in Input) (Flow, err
 }
 
 // Update replaces a flow's definition; runs under way keep the steps they
-// started with.
-func (s *Service) Update(ctx context.Context, actor string, id int64, in Input) (Flow, error) {
+// started with. by must cover the flow's scope, and no scheduled job saved
+// by a broader scope may run it (ownership.CheckChange).
+func (s *Service) Update(ctx context.Context, by ownership.Editor, id int64, in Input) (Flow, error) {
 	in, steps, err := s.check(ctx, in)
 	if err != nil {
 		return Flow{}, err
 	}
-	row, err := s.store.AutomationWorkflowUpdate(ctx, db.AutomationWorkflowUpdateParams{ID: id, Name: in.Name,
-		Description: in.Description, Steps: steps, Actor: actor})
+	var row db.AutomationWorkflow
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		cur, err := q.AutomationWorkflowGetForUpdate(ctx, id)
+		if err != nil {
+			return db.NotFound(err, "workflow %d not found", id)
+		}
+		if err := mayChange(ctx, q, by, cur, true); err != nil {
+			return err
+		}
+		row, err = q.AutomationWorkflowUpdate(ctx, db.AutomationWorkflowUpdateParams{ID: id, Name: in.Name,
+			Description: in.Description, Steps: steps, Actor: by.Username,
+			SiteScope: ownership.Scope(by, cairn.ScopeColumn(cur.SiteScope)).Column()})
+		return err
+	})
 	if err != nil {
-		return Flow{}, nameTaken(db.NotFound(err, "workflow %d not found", id))
+		return Flow{}, nameTaken(err)
 	}
 	return decode(row)
+}
+
+// mayChange refuses a change of flow f by by (ownership.CheckChange),
+// with the scheduled jobs that run it as dependants when withJobs.
+func mayChange(ctx context.Context, q *db.Queries, by ownership.Editor, f db.AutomationWorkflow, withJobs bool) error {
+	var deps []ownership.Dependant
+	if withJobs {
+		jobs, err := q.AutomationWorkflowDependantJobs(ctx, &f.ID)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			deps = append(deps, ownership.Dependant{Kind: ownership.KindScheduledJob, ID: j.ID, Name: j.Name,
+				Scope: cairn.ScopeColumn(j.TargetScope)})
+		}
+	}
+	return ownership.CheckChange(by, fmt.Sprintf("workflow %d", f.ID), cairn.ScopeColumn(f.SiteScope), deps)
 }
 
 // Get returns a flow.
@@ -168,8 +213,16 @@ func (s *Service) List(ctx context.Context) ([]Flow, error) {
 }
 
 // Delete removes a flow and its runs; a flow a scheduled job runs is
-// refused with workflow_in_use (409).
-func (s *Service) Delete(ctx context.Context, id int64) error {
+// refused with workflow_in_use (409), one whose scope by does not cover
+// with forbidden.
+func (s *Service) Delete(ctx context.Context, by ownership.Editor, id int64) error {
+	cur, err := s.store.AutomationWorkflowGet(ctx, id)
+	if err != nil {
+		return db.NotFound(err, "workflow %d not found", id)
+	}
+	if err := mayChange(ctx, s.store.Queries, by, cur, false); err != nil {
+		return err
+	}
 	used, err := s.store.AutomationWorkflowUsedByJob(ctx, &id)
 	if err != nil {
 		return err
@@ -361,14 +414,29 @@ func (s *Service) check(ctx context.Context, in Input) (Input, []byte, error) {
 		if st.Parameters == nil {
 			st.Parameters = map[string]any{}
 		}
-		a, err := s.store.ScheduledJobAssembly(ctx, st.AssemblyID)
+		if st.AssemblyVersion < 0 {
+			v.Add(f+".assembly_version", "must be a version of the assembly, or 0 for its current one")
+			continue
+		}
+		a, err := s.store.AssemblyGet(ctx, db.AssemblyGetParams{ID: st.AssemblyID, Version: int32(st.AssemblyVersion)})
 		switch {
+		case db.IsNoRows(err) && st.AssemblyVersion > 0:
+			if _, err := s.store.ScheduledJobAssembly(ctx, st.AssemblyID); err == nil {
+				v.Add(f+".assembly_version", "the assembly has no such version")
+			} else {
+				v.Add(f+".assembly_id", "no such assembly")
+			}
 		case db.IsNoRows(err):
 			v.Add(f+".assembly_id", "no such assembly")
 		case err != nil:
 			return in, nil, err
 		case a.Kind != "script":
 			v.Add(f+".assembly_id", "must be a script assembly")
+		case st.AssemblySHA256 != "" && !strings.EqualFold(st.AssemblySHA256, hex.EncodeToString(a.BodySha256)):
+			v.Add(f+".assembly_sha256", fmt.Sprintf("does not match version %d of the assembly", a.Version))
+		default:
+			// The pin: the version chosen now and its body's hash.
+			st.AssemblyVersion, st.AssemblySHA256 = int(a.Version), hex.EncodeToString(a.BodySha256)
 		}
 	}
 	if err := v.Err(); err != nil {
@@ -386,7 +454,8 @@ func nameTaken(err error) error {
 }
 
 func decode(r db.AutomationWorkflow) (Flow, error) {
-	f := Flow{ID: r.ID, Name: r.Name, Description: r.Description, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	f := Flow{ID: r.ID, Name: r.Name, Description: r.Description, OwnerUserID: r.OwnerUserID, SiteScope: r.SiteScope,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if err := json.Unmarshal(r.Steps, &f.Steps); err != nil {
 		return Flow{}, fmt.Errorf("workflow %d steps: %w", r.ID, err)
 	}

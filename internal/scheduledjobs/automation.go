@@ -38,6 +38,9 @@ func (a AutomationRuns) CreateJobRun(ctx context.Context, req RunRequest) (strin
 	if req.Actor == "" {
 		spec.RequestedBy = "schedule"
 	}
+	if req.AssemblyVersion > 0 {
+		spec.AssemblyVersion, spec.AssemblySHA256 = req.AssemblyVersion, req.AssemblySHA256
+	}
 	if len(req.Job.Signed) > 0 && req.Job.AssemblyVersion != nil {
 		var signed proto.Signed
 		if err := json.Unmarshal(req.Job.Signed, &signed); err != nil {

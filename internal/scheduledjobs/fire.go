@@ -32,6 +32,10 @@ type RunRequest struct {
 	Actor        string
 	ScheduledFor *time.Time
 	Targets      []devices.OperationTarget
+	// AssemblyVersion and AssemblySHA256 pin a flow step's run to the
+	// assembly version (and its body hash) the flow was saved with.
+	AssemblyVersion int
+	AssemblySHA256  string
 }
 
 // RunCreator creates job runs (the automation service's CreateRun): with

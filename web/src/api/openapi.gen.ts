@@ -3267,7 +3267,9 @@ export interface components {
             kind: string;
             language: string;
             name: string;
+            owner_user_id: number | null;
             parameters: components["schemas"]["Parameter"][];
+            site_scope: number[] | null;
             timeout_seconds: number;
             /** Format: date-time */
             updated_at: string;
@@ -3443,6 +3445,11 @@ export interface components {
         };
         DeletedID: {
             deleted: number;
+        };
+        Dependant: {
+            id: number;
+            kind: string;
+            name: string;
         };
         DescriptionRequest: {
             description?: string | null;
@@ -3642,6 +3649,7 @@ export interface components {
             phase: string;
         };
         Error: {
+            dependants?: components["schemas"]["Dependant"][];
             error: string;
             fields?: {
                 [key: string]: string;
@@ -3776,6 +3784,8 @@ export interface components {
             filter: components["schemas"]["Node"];
             id: number;
             name: string;
+            owner_user_id: number | null;
+            site_scope: number[] | null;
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
@@ -3812,6 +3822,8 @@ export interface components {
             description: string;
             id: number;
             name: string;
+            owner_user_id: number | null;
+            site_scope: number[] | null;
             steps: components["schemas"]["Step"][];
             /** Format: date-time */
             updated_at: string;
@@ -4451,6 +4463,8 @@ export interface components {
         };
         QuickRunRequest: {
             assembly_id?: number | null;
+            assembly_sha256?: string;
+            assembly_version?: number;
             body?: string;
             device_guids?: string[] | null;
             filter_id?: number | null;
@@ -4988,6 +5002,8 @@ export interface components {
         };
         Step: {
             assembly_id: number;
+            assembly_sha256: string;
+            assembly_version: number;
             condition: string;
             id: string;
             name: string;
@@ -4998,6 +5014,8 @@ export interface components {
         };
         StepInput: {
             assembly_id?: number;
+            assembly_sha256?: string;
+            assembly_version?: number;
             condition?: string;
             id?: string;
             name?: string;
@@ -9470,7 +9488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: conflict */
+            /** @description Conflict: bundled_read_only, conflict, dependants_exist */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9584,7 +9602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: assembly_in_use, conflict */
+            /** @description Conflict: assembly_in_use, bundled_read_only */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18148,7 +18166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: conflict */
+            /** @description Conflict: conflict, dependants_exist */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22887,6 +22905,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict: assembly_changed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request Entity Too Large: payload_too_large */
             413: {
                 headers: {
@@ -26204,6 +26231,15 @@ export interface operations {
             };
             /** @description Not Found: not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: dependants_exist */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -299,6 +299,10 @@ export interface WorkflowStep {
   id: string;
   name: string;
   assembly_id: number | null;
+  /** The assembly version the step runs, pinned when the workflow is saved (0: the current one at the next save). */
+  assembly_version?: number;
+  /** That version's body SHA-256 (hex); "" lets the Engine fill it in. */
+  assembly_sha256?: string;
   parameters: ParameterValues;
   condition: StepCondition;
   timeout_seconds: number;

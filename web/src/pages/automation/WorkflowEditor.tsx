@@ -88,7 +88,7 @@ export function WorkflowEditorDialog({ workflow, onClose }: { workflow?: Workflo
     if (Object.keys(errors).length === 0) mutation.mutate();
   };
   const err = (f: string) => local[f] || apiFieldError(mutation.error, f) || undefined;
-  const shown = ['name', 'description', 'steps', ...steps.flatMap((_, i) => [`steps.${i}.name`, `steps.${i}.assembly_id`, `steps.${i}.timeout_seconds`, `steps.${i}.condition`])];
+  const shown = ['name', 'description', 'steps', ...steps.flatMap((_, i) => [`steps.${i}.name`, `steps.${i}.assembly_id`, `steps.${i}.assembly_version`, `steps.${i}.assembly_sha256`, `steps.${i}.timeout_seconds`, `steps.${i}.condition`])];
 
   return (
     <Dialog open onClose={mutation.isPending ? undefined : onClose} fullWidth maxWidth="md">
@@ -163,9 +163,28 @@ export function WorkflowEditorDialog({ workflow, onClose }: { workflow?: Workflo
                   <AssemblyPicker
                     label={`Assembly of step ${i + 1}`}
                     value={s.assembly_id}
-                    onChange={(a) => setStep(i, { assembly_id: a?.id ?? null, parameters: defaultValues(a?.parameters), ...(a ? { timeout_seconds: a.timeout_seconds } : {}) })}
+                    onChange={(a) =>
+                      setStep(i, {
+                        assembly_id: a?.id ?? null,
+                        assembly_version: 0,
+                        assembly_sha256: '',
+                        parameters: defaultValues(a?.parameters),
+                        ...(a ? { timeout_seconds: a.timeout_seconds } : {}),
+                      })
+                    }
                     error={err(`steps.${i}.assembly_id`)}
                   />
+                  {(s.assembly_version ?? 0) > 0 && (
+                    <Stack direction="row" spacing={1} alignItems="center">
+                      <Typography variant="caption" color={err(`steps.${i}.assembly_version`) || err(`steps.${i}.assembly_sha256`) ? 'error' : 'text.secondary'}>
+                        Runs version {s.assembly_version} of the assembly, pinned when the workflow was saved.{' '}
+                        {err(`steps.${i}.assembly_version`) || err(`steps.${i}.assembly_sha256`)}
+                      </Typography>
+                      <Button size="small" onClick={() => setStep(i, { assembly_version: 0, assembly_sha256: '' })}>
+                        Use the current version
+                      </Button>
+                    </Stack>
+                  )}
                   <ParameterValuesEditor
                     params={paramsOf(s.assembly_id)}
                     values={s.parameters}

@@ -61,8 +61,9 @@ describe('Workflows', () => {
       name: 'Tidy',
       description: '',
       steps: [
-        { id: 's1', name: 'Step 1', assembly_id: 1, parameters: {}, condition: 'always', timeout_seconds: 300 },
-        { id: 's2', name: 'Step 2', assembly_id: 2, parameters: { days: 7 }, condition: 'on_failure', timeout_seconds: 90 },
+        // A freshly picked assembly runs its current version (the Engine pins it on save).
+        { id: 's1', name: 'Step 1', assembly_id: 1, assembly_version: 0, assembly_sha256: '', parameters: {}, condition: 'always', timeout_seconds: 300 },
+        { id: 's2', name: 'Step 2', assembly_id: 2, assembly_version: 0, assembly_sha256: '', parameters: { days: 7 }, condition: 'on_failure', timeout_seconds: 90 },
       ],
     });
   });

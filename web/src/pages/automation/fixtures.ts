@@ -16,6 +16,8 @@ export function assembly(id: number, name: string, extra: Partial<Assembly> = {}
     updated_by: 'admin',
     updated_at: '2026-11-21T08:00:00Z',
     bundled: false,
+    owner_user_id: 1,
+    site_scope: null,
     ...extra,
   };
 }
@@ -96,9 +98,11 @@ export function workflow(id: number, name: string, extra: Partial<Workflow> = {}
     name,
     description: '',
     steps: [
-      { id: 's1', name: 'Collect', assembly_id: 1, parameters: {}, condition: 'always', timeout_seconds: 60 },
-      { id: 's2', name: 'Clean up', assembly_id: 2, parameters: {}, condition: 'on_success', timeout_seconds: 60 },
+      { id: 's1', name: 'Collect', assembly_id: 1, assembly_version: 1, assembly_sha256: 'ab'.repeat(32), parameters: {}, condition: 'always', timeout_seconds: 60 },
+      { id: 's2', name: 'Clean up', assembly_id: 2, assembly_version: 1, assembly_sha256: 'cd'.repeat(32), parameters: {}, condition: 'on_success', timeout_seconds: 60 },
     ],
+    owner_user_id: 1,
+    site_scope: null,
     created_by: 'admin',
     created_at: '2026-11-21T08:00:00Z',
     updated_at: '2026-11-21T08:00:00Z',

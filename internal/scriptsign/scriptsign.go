@@ -81,7 +81,7 @@ type Signer struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	active  *openKey  // the opened active key, nil until first Sign
+	active  *openKey       // the opened active key, nil until first Sign
 	trust   []string       // cached trusted keys, active first
 	chain   []proto.Signed // cached key-chain links
 	trustAt time.Time      // when trust and chain were read

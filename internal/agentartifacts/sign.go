@@ -56,11 +56,9 @@ func (c *Catalog) SignedCurrent(ctx context.Context, platform string) (Artifact,
 		return Artifact{}, err
 	}
 	sg, err := c.sign(ctx, a)
-	if err != nil && a.ArtifactSignature == nil {
+	if err != nil {
 		return Artifact{}, err
 	}
-	// Without the legacy script-key signature (cipher locked) agents of
-	// protocol 3 still update; older ones refuse until it is made.
 	a.Signature = sg
 	return a, nil
 }

@@ -81,10 +81,10 @@ type fixture struct {
 	seq       int64              // this build's sequence
 	offerSeq  int64              // the next offer's sequence
 	rollback  bool               // the next offer is a signed rollback
-	eng      *engine
-	u        *Updater
-	restarts chan struct{}
-	cancel   context.CancelFunc
+	eng       *engine
+	u         *Updater
+	restarts  chan struct{}
+	cancel    context.CancelFunc
 }
 
 func script(build string) []byte {
@@ -127,7 +127,7 @@ func (f *fixture) start(t *testing.T, build string, deadline time.Duration) {
 	}
 	f.u = New(Options{Exe: f.exe, BuildID: build, Platform: "linux-amd64",
 		BuildSeq: f.seq, ArtifactKeys: func() ([]string, error) { return []string{f.pub}, nil },
-		Restart:     func() { f.restarts <- struct{}{} }, CheckinDeadline: deadline})
+		Restart: func() { f.restarts <- struct{}{} }, CheckinDeadline: deadline})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	t.Cleanup(cancel)

@@ -218,10 +218,11 @@ func TestRerunAndFlowOnAgent(t *testing.T) {
 	require.Len(t, list.Body["runs"], 1)
 }
 
-// A script job's content is signed when it is saved, so it fires while
-// the master cipher is locked (after a restart, before anyone unlocks),
-// and runs the assembly version it was saved with.
-func TestJobFiresWhileCipherLocked(t *testing.T) {
+// A script job's content is signed when it is saved, and each fire signs
+// payloads bound to its devices and run from it: a fire while the master
+// cipher is locked (after a restart, before anyone unlocks) waits for the
+// unlock, then runs the assembly version the job was saved with.
+func TestJobFireWaitsForTheUnlock(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	admin := f.admin(t)
@@ -242,23 +243,35 @@ func TestJobFiresWhileCipherLocked(t *testing.T) {
 	f.engine.cipher.Lock()
 	ctx := context.Background()
 	fire := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.NoError(t, temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id)).Backfill(ctx,
+	h := temporalClient.ScheduleClient().GetHandle(ctx, f.jobScheduler().ScheduleID(id))
+	require.NoError(t, h.Backfill(ctx,
 		client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{Start: fire.Add(-time.Minute), End: fire.Add(time.Minute),
 			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}}}))
 	jobs := f.engine.core.Jobs
+	// The fire started but cannot sign its bound payloads while the
+	// cipher is locked: it makes no run and waits.
+	require.Eventually(t, func() bool {
+		d, err := h.Describe(ctx)
+		require.NoError(t, err)
+		return len(d.Info.RecentActions) == 1
+	}, 2*time.Minute, 250*time.Millisecond)
+	runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
+	require.NoError(t, err)
+	require.Empty(t, runs, "nothing is signed or run while the cipher is locked")
+	r = f.do(t, "GET", "/api/scheduled_jobs", admin, nil)
+	require.Equal(t, 423, r.Status, "the cipher really is locked")
+	require.NoError(t, f.engine.cipher.Unlock(ctx, passphrase))
 	require.Eventually(t, func() bool {
 		runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
 		require.NoError(t, err)
 		return len(runs) == 1 && runs[0].Status == "succeeded"
 	}, 2*time.Minute, 250*time.Millisecond)
-	runs, err := jobs.Runs(ctx, cairn.AllSites, id, 10)
+	runs, err = jobs.Runs(ctx, cairn.AllSites, id, 10)
 	require.NoError(t, err)
 	run, err := f.engine.core.Automation.GetRun(ctx, cairn.AllSites, runs[0].RunID, true)
 	require.NoError(t, err)
-	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout))
+	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout), "the content signed when the job was saved")
 	require.Equal(t, int32(1), *run.AssemblyVersion)
-	r = f.do(t, "GET", "/api/scheduled_jobs", admin, nil)
-	require.Equal(t, 423, r.Status, "the cipher really is locked")
 }
 
 // A scheduled job of kind workflow fires a flow run on its targets.

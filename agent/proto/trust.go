@@ -1,6 +1,8 @@
 package proto
 
 import (
+	"cmp"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -58,7 +60,7 @@ func DecodeKeyList(payload []byte, purpose string) (KeyList, error) {
 		return l, ErrNotKeyList
 	}
 	for _, k := range l.Keys {
-		if b, err := base64.StdEncoding.DecodeString(k); err != nil || len(b) != 32 {
+		if b, err := base64.StdEncoding.DecodeString(k); err != nil || len(b) != ed25519.PublicKeySize {
 			return l, ErrNotKeyList
 		}
 	}
@@ -75,7 +77,7 @@ func DecodeKeyList(payload []byte, purpose string) (KeyList, error) {
 // seq reached and whether they changed.
 func WalkChain(purpose string, trusted []string, seq int64, chain []Signed, bootstrap []string) ([]string, int64, bool) {
 	links := slices.Clone(chain)
-	slices.SortStableFunc(links, func(a, b Signed) int { return int(linkSeq(a) - linkSeq(b)) })
+	slices.SortStableFunc(links, func(a, b Signed) int { return cmp.Compare(linkSeq(a), linkSeq(b)) })
 	keys, changed := slices.Clone(trusted), false
 	for _, sg := range links {
 		verifyWith := keys

@@ -13,7 +13,12 @@ AGENT_PLATFORMS := linux-amd64 windows-amd64
 ifeq ($(origin AGENT_BUILD_ID), undefined)
 AGENT_BUILD_ID := $(shell scripts/agent-build-id.sh)
 endif
-AGENT_LDFLAGS := -X github.com/cairn-rmm/cairn/agent/version.BuildID=$(AGENT_BUILD_ID)
+# AGENT_BUILD_SEQ orders builds (the commit count): agents refuse an update
+# to a lower one unless it is a signed rollback (docs/agent.md "Signing chain").
+ifeq ($(origin AGENT_BUILD_SEQ), undefined)
+AGENT_BUILD_SEQ := $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+endif
+AGENT_LDFLAGS := -X github.com/cairn-rmm/cairn/agent/version.BuildID=$(AGENT_BUILD_ID) -X github.com/cairn-rmm/cairn/agent/version.BuildSeq=$(AGENT_BUILD_SEQ)
 
 .PHONY: run test bench build agents web deps-run deps-test generate check-generated test-go test-wine test-fuzz fuzz run-fuzz test-web test-e2e clean
 
@@ -105,7 +110,7 @@ test-e2e: web/node_modules agents
 build: web agents
 	$(GO) build -o $(BIN) ./cmd/cairn
 
-## agents: bin/agents/<platform>/cairn-agent[.exe] (+ .build-id) and bin/cairn-agent for this host
+## agents: bin/agents/<platform>/cairn-agent[.exe] (+ .build-id, .build-seq) and bin/cairn-agent for this host
 agents:
 	@for p in $(AGENT_PLATFORMS); do \
 		os=$${p%-*}; arch=$${p#*-}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
@@ -113,6 +118,7 @@ agents:
 		echo "agent $$p: $$out (build $(AGENT_BUILD_ID))"; \
 		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(AGENT_LDFLAGS)" -o $$out ./cmd/cairn-agent || exit 1; \
 		echo "$(AGENT_BUILD_ID)" > $$out.build-id; \
+		echo "$(AGENT_BUILD_SEQ)" > $$out.build-seq; \
 	done
 	$(GO) build -ldflags "$(AGENT_LDFLAGS)" -o bin/cairn-agent ./cmd/cairn-agent
 

@@ -68,6 +68,13 @@ func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (schedule
 		}
 		plan.RunID, err = a.Runs.CreateJobRun(ctx, scheduledjobs.RunRequest{RunID: in.RunID, Kind: RunKindScheduledJob, Job: job,
 			Trigger: in.Trigger, Actor: in.Actor, ScheduledFor: in.ScheduledFor, Targets: res.Targets})
+		if cairn.ErrorCode(err) == cairn.ECodeAegisLocked {
+			// Each fire signs payloads bound to its devices and run
+			// (issue 21 item 4), which needs the master cipher: the
+			// fire waits for an unlock, retried by its workflow.
+			return plan, temporal.NewApplicationError("the fire waits for the master cipher to be unlocked to sign its payloads",
+				cairn.ECodeAegisLocked)
+		}
 	case scheduledjobs.KindWorkflow:
 		plan.RunID, err = a.createFlowRun(ctx, job, in, res)
 	case scheduledjobs.KindAgentMaintenance:

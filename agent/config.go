@@ -79,10 +79,17 @@ type State struct {
 	LastWriteAt time.Time `json:"last_write_at"`
 }
 
-// ScriptSigning is the trust material for signed script payloads.
+// ScriptSigning is the trust material for signed payloads: the script
+// keys (scripts and key lists) and the artifact keys (agent updates), each
+// with the sequence number of the last chain link accepted (0: the lists
+// pinned at enrollment).
 type ScriptSigning struct {
 	// TrustedPublicKeys are standard-base64 Ed25519 public keys (32 bytes).
 	TrustedPublicKeys []string `json:"trusted_public_keys"`
+	Seq               int64    `json:"seq,omitempty"`
+	// ArtifactPublicKeys verify agent update manifests, and nothing else.
+	ArtifactPublicKeys []string `json:"artifact_public_keys,omitempty"`
+	ArtifactSeq        int64    `json:"artifact_seq,omitempty"`
 }
 
 // Default returns a new, unenrolled config at the current schema version.
@@ -118,6 +125,12 @@ func (c *Config) Validate() error {
 		b, err := base64.StdEncoding.DecodeString(k)
 		if err != nil || len(b) != ed25519.PublicKeySize {
 			return fmt.Errorf("script_signing.trusted_public_keys[%d]: must be a base64 Ed25519 public key", i)
+		}
+	}
+	for i, k := range c.ScriptSigning.ArtifactPublicKeys {
+		b, err := base64.StdEncoding.DecodeString(k)
+		if err != nil || len(b) != ed25519.PublicKeySize {
+			return fmt.Errorf("script_signing.artifact_public_keys[%d]: must be a base64 Ed25519 public key", i)
 		}
 	}
 	return c.Metadata.validate()
@@ -385,13 +398,51 @@ func CleanStaleTemps(dir string, now time.Time) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// SetTrustedScriptKeys replaces the trusted script-signing keys with the
-// Engine's current list (active first, then the previous key during a
-// rotation). It reports whether anything changed; an empty list or one
-// with a malformed key changes nothing, so a broken answer never leaves
-// the agent unable to verify payloads.
-func (c *Config) SetTrustedScriptKeys(keys []string) bool {
-	if len(keys) == 0 || slices.Equal(keys, c.ScriptSigning.TrustedPublicKeys) {
+// PinTrust stores the trust material of an enrollment answer: the
+// script and artifact keys it names become the pinned keys (the one point
+// where the agent takes keys on the Engine's word, over the TLS channel it
+// verified), then its chains are followed. Lists with a malformed key are
+// not pinned. It reports whether anything changed.
+func (c *Config) PinTrust(t *proto.ScriptTrust) bool {
+	if t == nil {
+		return false
+	}
+	changed := false
+	if validKeys(t.TrustedPublicKeys) && !slices.Equal(t.TrustedPublicKeys, c.ScriptSigning.TrustedPublicKeys) {
+		c.ScriptSigning.TrustedPublicKeys, c.ScriptSigning.Seq, changed = slices.Clone(t.TrustedPublicKeys), 0, true
+	}
+	if validKeys(t.ArtifactPublicKeys) && !slices.Equal(t.ArtifactPublicKeys, c.ScriptSigning.ArtifactPublicKeys) {
+		c.ScriptSigning.ArtifactPublicKeys, c.ScriptSigning.ArtifactSeq, changed = slices.Clone(t.ArtifactPublicKeys), 0, true
+	}
+	return c.ApplyTrust(t) || changed
+}
+
+// ApplyTrust follows the chains of a heartbeat or refresh answer: a new
+// script-key list is taken only when signed by a script key the agent
+// trusts, a new artifact-key list only when signed by an artifact key it
+// trusts (or, while it has none, by a trusted script key). The bare lists
+// of the answer are ignored: a database row or an Engine replica cannot
+// hand the agent a key it did not already trust a signer of. It reports
+// whether anything changed.
+func (c *Config) ApplyTrust(t *proto.ScriptTrust) bool {
+	if t == nil {
+		return false
+	}
+	ss := &c.ScriptSigning
+	keys, seq, changedScript := proto.WalkChain(proto.PurposeScriptKeys, ss.TrustedPublicKeys, ss.Seq, t.Chain, nil)
+	if changedScript {
+		ss.TrustedPublicKeys, ss.Seq = keys, seq
+	}
+	akeys, aseq, changedArtifact := proto.WalkChain(proto.PurposeArtifactKeys, ss.ArtifactPublicKeys, ss.ArtifactSeq,
+		t.ArtifactChain, ss.TrustedPublicKeys)
+	if changedArtifact {
+		ss.ArtifactPublicKeys, ss.ArtifactSeq = akeys, aseq
+	}
+	return changedScript || changedArtifact
+}
+
+func validKeys(keys []string) bool {
+	if len(keys) == 0 {
 		return false
 	}
 	for _, k := range keys {
@@ -399,7 +450,6 @@ func (c *Config) SetTrustedScriptKeys(keys []string) bool {
 			return false
 		}
 	}
-	c.ScriptSigning.TrustedPublicKeys = slices.Clone(keys)
 	return true
 }
 

@@ -41,14 +41,24 @@ func TestVerifyScript(t *testing.T) {
 	cfg.Agent.GUID = "guid-1"
 	cfg.ScriptSigning.TrustedPublicKeys = []string{trusted.pub, previous.pub}
 	past, future := now.Add(-time.Second), now.Add(time.Minute)
-	job := proto.ScriptJob{RunID: "r1", DeviceGUID: "guid-1", Language: "sh", Body: "echo hi", ExpiresAt: &future}
+	job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: "r1", DeviceGUID: "guid-1", Language: "sh", Body: "echo hi",
+		ExpiresAt: &future}
 
 	tampered := trusted.sign(t, job)
 	tampered.Payload = []byte(`{"run_id":"r1","device_guid":"guid-1","language":"sh","body":"rm -rf /"}`)
-	otherDevice, expired, unbound := job, job, job
+	otherDevice, expired, unbound, noDevice, noRun, noExpiry, noPurpose, content := job, job, job, job, job, job, job, job
 	otherDevice.DeviceGUID = "guid-2"
 	expired.ExpiresAt = &past
-	unbound.DeviceGUID, unbound.ExpiresAt = "", nil
+	unbound.DeviceGUID, unbound.RunID, unbound.ExpiresAt = "", "", nil
+	noDevice.DeviceGUID = ""
+	noRun.RunID = ""
+	noExpiry.ExpiresAt = nil
+	noPurpose.Purpose = ""
+	content.Purpose = proto.PurposeScriptContent
+	// A manifest or a key list signed by a trusted key is not a script.
+	manifest, err := json.Marshal(proto.UpdateArtifact{Purpose: proto.PurposeArtifact, ArtifactID: "a", BuildID: "b"})
+	require.NoError(t, err)
+	manifestSigned := proto.Signed{Payload: manifest, Signature: ed25519.Sign(trusted.priv, manifest)}
 
 	cases := []struct {
 		name   string
@@ -58,7 +68,13 @@ func TestVerifyScript(t *testing.T) {
 	}{
 		{"active key", trusted.sign(t, job), cfg, true},
 		{"previous key", previous.sign(t, job), cfg, true},
-		{"unbound content (scheduled job)", trusted.sign(t, unbound), cfg, true},
+		{"unbound content (a scheduled job's saved content, old style)", trusted.sign(t, unbound), cfg, false},
+		{"no device", trusted.sign(t, noDevice), cfg, false},
+		{"no run", trusted.sign(t, noRun), cfg, false},
+		{"no expiry", trusted.sign(t, noExpiry), cfg, false},
+		{"no purpose", trusted.sign(t, noPurpose), cfg, false},
+		{"scheduled content purpose", trusted.sign(t, content), cfg, false},
+		{"update manifest", manifestSigned, cfg, false},
 		{"untrusted key", stranger.sign(t, job), cfg, false},
 		{"tampered payload", tampered, cfg, false},
 		{"another device", trusted.sign(t, otherDevice), cfg, false},

@@ -33,6 +33,8 @@ type testAgent struct {
 	lastProof string
 	// scriptKeys are the script-signing keys enrollment handed out.
 	scriptKeys []string
+	// trust is the whole trust answer of enrollment (keys and chains).
+	trust *proto.ScriptTrust
 	// os is the operating system reported at enrollment ("": Debian).
 	os string
 }
@@ -118,6 +120,12 @@ func (a *testAgent) poll(t *testing.T) response {
 		tok := r.Body["tokens"].(map[string]any)
 		a.access, a.refresh = tok["access_token"].(string), tok["refresh_token"].(string)
 		a.scriptKeys = trustedKeys(r.Body)
+		var body struct {
+			ScriptSigning *proto.ScriptTrust `json:"script_signing"`
+		}
+		if json.Unmarshal([]byte(r.Raw), &body) == nil {
+			a.trust = body.ScriptSigning
+		}
 	}
 	return r
 }

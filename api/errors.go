@@ -123,6 +123,9 @@ var statusByCode = map[string]int{
 	proto.CodeSignatureInvalid:      http.StatusBadGateway,
 	devices.ECodeAgentAnswer:        http.StatusBadGateway,
 
+	// Signing chain (issue 21 item 4).
+	automation.ECodeContentUnverified: http.StatusConflict,
+
 	// Agent artifacts and install links (docs/api.md).
 	agentartifacts.ECodeUnavailable: http.StatusNotFound,
 	installlinks.ECodeInvalid:       http.StatusForbidden,

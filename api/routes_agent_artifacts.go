@@ -70,6 +70,8 @@ type manifestJSON struct {
 	artifactJSON
 	DownloadURL string       `json:"download_url"`
 	Signature   proto.Signed `json:"signature"`
+	// ArtifactSignature is the artifact key's (protocol 3 agents).
+	ArtifactSignature *proto.Signed `json:"artifact_signature,omitempty"`
 }
 
 // devicePlatform is the platform an agent asks for (?platform=), else the
@@ -103,7 +105,8 @@ func (s *Server) agentManifest(r *http.Request) (manifestJSON, error) {
 	if err != nil {
 		return manifestJSON{}, err
 	}
-	return manifestJSON{artifactJSON: newArtifactJSON(a), DownloadURL: "/api/agent/update/download/" + a.ID, Signature: a.Signature}, nil
+	return manifestJSON{artifactJSON: newArtifactJSON(a), DownloadURL: "/api/agent/update/download/" + a.ID, Signature: a.Signature,
+		ArtifactSignature: a.ArtifactSignature}, nil
 }
 
 // agentHashJSON names the build an agent of the platform should run.

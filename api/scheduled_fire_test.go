@@ -218,12 +218,14 @@ func TestRerunAndFlowOnAgent(t *testing.T) {
 	require.Len(t, list.Body["runs"], 1)
 }
 
-// A fire that comes while the master cipher is locked (after a restart,
-// before anyone unlocks, with no CAIRN_AEGIS_PASSPHRASE_FILE) waits: its
-// payload is sealed under the cipher (issue 21 item 1), so nothing runs
-// until the unlock, and then the job runs the assembly version it was
-// saved with.
-func TestJobFiresWhileCipherLocked(t *testing.T) {
+// A script job's content is signed when it is saved, and each fire signs
+// payloads bound to its devices and run from it (issue 21 item 4). A fire
+// that comes while the master cipher is locked (after a restart, before
+// anyone unlocks, with no CAIRN_AEGIS_PASSPHRASE_FILE) waits: its payloads
+// are sealed under the cipher (item 1) and a locked process runs no
+// worker; after the unlock it runs the assembly version the job was saved
+// with.
+func TestJobFireWaitsForTheUnlock(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	admin := f.admin(t)
@@ -274,7 +276,7 @@ func TestJobFiresWhileCipherLocked(t *testing.T) {
 	require.NoError(t, err)
 	run, err := f.engine.core.Automation.GetRun(ctx, cairn.AllSites, runs[0].RunID, true)
 	require.NoError(t, err)
-	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout))
+	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout), "the content signed when the job was saved")
 	require.Equal(t, int32(1), *run.AssemblyVersion)
 }
 

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	cairnengine "github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/internal/aegis"
+	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -110,6 +112,8 @@ type fixture struct {
 	engineQueue string
 	// agentArtifacts is the replicas' agent build directory ("": none).
 	agentArtifacts string
+	// artifactKey signs agent artifacts (made by the first replica).
+	artifactKey *agentartifacts.ArtifactKey
 	// trustedProxies are the replicas' CAIRN_TRUSTED_PROXIES.
 	trustedProxies []netip.Prefix
 	// publicURL is the replicas' public URL ("": testPublicURL).
@@ -180,9 +184,15 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	if f.temporal != nil {
 		topts = *f.temporal
 	}
+	if f.artifactKey == nil {
+		// One artifact key for every replica, as an operator configures it.
+		key, err := agentartifacts.GenerateKeyFile(filepath.Join(t.TempDir(), "artifact-signing.key"))
+		require.NoError(t, err)
+		f.artifactKey = key
+	}
 	e, err := cairnengine.New(context.Background(), f.store, topts, cairnengine.Config{
 		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
-		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, TrustedProxies: f.trustedProxies, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
+		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, ArtifactKey: f.artifactKey, TrustedProxies: f.trustedProxies, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":", TransferStall: f.transferStall, TransferMaxBytes: f.transferMaxBytes,
 		// Event streams re-check their session on each keep-alive: tests

@@ -606,6 +606,12 @@ type ScheduledJobFilter struct {
 	FilterID       int64
 }
 
+type ScriptKeyLink struct {
+	Seq       int64
+	Signed    []byte
+	CreatedAt time.Time
+}
+
 type ScriptSigningKey struct {
 	KeyID         string
 	PublicKey     []byte

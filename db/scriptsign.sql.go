@@ -164,6 +164,61 @@ func (q *Queries) ScriptKeyInsertActive(ctx context.Context, arg ScriptKeyInsert
 	return result.RowsAffected(), nil
 }
 
+const scriptKeyLinkInsert = `-- name: ScriptKeyLinkInsert :exec
+INSERT INTO script_key_links (seq, signed) VALUES ($1, $2)
+`
+
+type ScriptKeyLinkInsertParams struct {
+	Seq    int64
+	Signed []byte
+}
+
+func (q *Queries) ScriptKeyLinkInsert(ctx context.Context, arg ScriptKeyLinkInsertParams) error {
+	_, err := q.db.Exec(ctx, scriptKeyLinkInsert, arg.Seq, arg.Signed)
+	return err
+}
+
+const scriptKeyLinkList = `-- name: ScriptKeyLinkList :many
+SELECT seq, signed FROM script_key_links ORDER BY seq
+`
+
+type ScriptKeyLinkListRow struct {
+	Seq    int64
+	Signed []byte
+}
+
+// The signed key-chain links, oldest first.
+func (q *Queries) ScriptKeyLinkList(ctx context.Context) ([]ScriptKeyLinkListRow, error) {
+	rows, err := q.db.Query(ctx, scriptKeyLinkList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ScriptKeyLinkListRow
+	for rows.Next() {
+		var i ScriptKeyLinkListRow
+		if err := rows.Scan(&i.Seq, &i.Signed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scriptKeyLinkNextSeq = `-- name: ScriptKeyLinkNextSeq :one
+SELECT (COALESCE(max(seq), 0) + 1)::bigint AS seq FROM script_key_links
+`
+
+func (q *Queries) ScriptKeyLinkNextSeq(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, scriptKeyLinkNextSeq)
+	var seq int64
+	err := row.Scan(&seq)
+	return seq, err
+}
+
 const scriptKeyList = `-- name: ScriptKeyList :many
 SELECT key_id, public_key, private_sealed, sealed_key_id, state, created_at, retired_at FROM script_signing_keys WHERE state IN ('active', 'previous')
 ORDER BY state = 'active' DESC, created_at DESC

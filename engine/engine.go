@@ -97,6 +97,10 @@ type Config struct {
 	// AgentArtifacts is the directory of agent builds
 	// (<platform>/cairn-agent[.exe]); "" serves none.
 	AgentArtifacts string
+	// ArtifactKey signs agent artifacts, apart from the script key (nil:
+	// none; agents of protocol 3 then refuse updates). See
+	// agentartifacts.EnvArtifactKeyFile and EnvArtifactPublicKey.
+	ArtifactKey *agentartifacts.ArtifactKey
 	// SessionIdle and SessionMax are the operator session lifetimes
 	// (0: auth's defaults). EventKeepAlive is how often operator event
 	// streams re-check their session (0: the API's default).
@@ -298,7 +302,11 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
 	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
-	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer, Log: log.With("component", "agentartifacts")})
+	if cfg.ArtifactKey != nil {
+		e.Signer.SetArtifactKeys([]string{cfg.ArtifactKey.PublicBase64()})
+	}
+	e.Artifacts = agentartifacts.New(cfg.AgentArtifacts, agentartifacts.Options{Store: store, Signer: e.Signer,
+		ArtifactKey: cfg.ArtifactKey, Log: log.With("component", "agentartifacts")})
 	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
@@ -368,7 +376,7 @@ func (u updateArtifacts) Current(ctx context.Context, platform string) (agentupd
 		return agentupdates.Artifact{}, err
 	}
 	return agentupdates.Artifact{ID: a.ID, Platform: a.Platform, BuildID: a.BuildID, SHA256: a.SHA256, Size: a.Size,
-		Signature: a.Signature}, nil
+		Signature: a.Signature, ArtifactSignature: a.ArtifactSignature}, nil
 }
 
 // Handler serves the API (and the console) of this process.

@@ -13,9 +13,11 @@ import "time"
 // version from MinVersion to Version and refuses others with 426
 // protocol_unsupported, so an Engine one version ahead still serves the
 // agents it has not updated yet. Version 2 adds operations
-// (operations.go) and Envelope.OperationID.
+// (operations.go) and Envelope.OperationID. Version 3 adds signed key
+// chains, purpose-bound script payloads and the artifact key (trust.go);
+// docs/agent.md "Signing chain" says what older agents do.
 const (
-	Version    = 2
+	Version    = 3
 	MinVersion = 1
 )
 

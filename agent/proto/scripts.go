@@ -74,11 +74,14 @@ const (
 	LangCmd        = "cmd"
 )
 
-// ScriptJob is the signed document of EventQuickJobRun. An empty
-// DeviceGUID or RunID means the payload is not bound to one device or run
-// (a scheduled job's content signed when it was saved); a set DeviceGUID
-// must be the agent's own, and a set ExpiresAt must be in the future.
+// ScriptJob is the signed document of EventQuickJobRun. Since protocol
+// version 3 an agent runs it only when Purpose is PurposeScript,
+// DeviceGUID is its own, RunID is set and ExpiresAt is in the future: a
+// signed payload is an order to one device for one run, for a while. A
+// scheduled job's saved content carries PurposeScriptContent and no
+// device: the Engine verifies it and signs a bound payload at each fire.
 type ScriptJob struct {
+	Purpose        string            `json:"purpose,omitempty"`
 	RunID          string            `json:"run_id"`
 	DeviceGUID     string            `json:"device_guid"`
 	Language       string            `json:"language"`
@@ -162,8 +165,20 @@ type ScriptResultPost struct {
 }
 
 // ScriptTrust carries the Engine's current script-signing public keys
-// (standard base64), active first; the agent replaces its trusted list
-// with a non-empty one.
+// (standard base64), active first. An agent of protocol version 1 or 2
+// replaces its trusted list with a non-empty TrustedPublicKeys; one of
+// version 3 takes the lists only at enrollment (its pin) and afterwards
+// follows Chain and ArtifactChain (trust.go), ignoring the bare lists.
 type ScriptTrust struct {
 	TrustedPublicKeys []string `json:"trusted_public_keys"`
+	// Chain holds the script-key links (KeyList, PurposeScriptKeys), each
+	// signed by the active key before the rotation that wrote it.
+	Chain []Signed `json:"chain,omitempty"`
+	// ArtifactPublicKeys are the keys that sign agent artifacts
+	// (pinned at enrollment by a version 3 agent).
+	ArtifactPublicKeys []string `json:"artifact_public_keys,omitempty"`
+	// ArtifactChain holds artifact-key links (PurposeArtifactKeys): the
+	// first is signed by the active script key (for agents enrolled
+	// before they had an artifact key), later ones by an artifact key.
+	ArtifactChain []Signed `json:"artifact_chain,omitempty"`
 }

@@ -26,6 +26,10 @@ type AgentUpdateRequest struct {
 	Size        int64  `json:"size"`
 	DownloadURL string `json:"download_url"`
 	Signature   Signed `json:"signature"`
+	// ArtifactSignature is the artifact key's signature (protocol version
+	// 3): a version 3 agent verifies only this one, with its artifact
+	// keys; Signature is the script key's, kept for older agents.
+	ArtifactSignature *Signed `json:"artifact_signature,omitempty"`
 	// Force reinstalls even when the agent already runs BuildID (an
 	// install-equivalent repair).
 	Force bool `json:"force"`
@@ -37,13 +41,22 @@ type AgentUpdateAccepted struct {
 }
 
 // UpdateArtifact is what an artifact's signature signs (the JSON payload
-// of the manifest's proto.Signed).
+// of the manifest's proto.Signed). The artifact key's signature covers
+// Purpose (PurposeArtifact), BuildSeq and Rollback too; the script key's
+// legacy signature covers the first five fields only.
 type UpdateArtifact struct {
+	Purpose    string `json:"purpose,omitempty"`
 	ArtifactID string `json:"artifact_id"`
 	Platform   string `json:"platform"`
 	BuildID    string `json:"build_id"`
 	SHA256     string `json:"sha256"`
 	Size       int64  `json:"size"`
+	// BuildSeq orders builds: a version 3 agent refuses an artifact whose
+	// BuildSeq is below its own unless Rollback is set. 0 is an unordered
+	// (development) build.
+	BuildSeq int64 `json:"build_seq,omitempty"`
+	// Rollback marks an explicit, signed downgrade.
+	Rollback bool `json:"rollback,omitempty"`
 }
 
 // UpdateManifest answers PathUpdateManifest: the current artifact for the
@@ -56,6 +69,8 @@ type UpdateManifest struct {
 	Size        int64  `json:"size"`
 	DownloadURL string `json:"download_url"`
 	Signature   Signed `json:"signature"`
+	// ArtifactSignature: see AgentUpdateRequest.
+	ArtifactSignature *Signed `json:"artifact_signature,omitempty"`
 }
 
 // UpdateProgress is the body of PathUpdateProgress. BuildID is the build

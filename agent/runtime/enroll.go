@@ -196,9 +196,7 @@ func (e *enroller) save(dev proto.EnrolledDevice, tok proto.Tokens, trust *proto
 		}
 		c.Agent.GUID, c.Agent.AgentID = dev.GUID, dev.AgentID
 		c.AccessToken, c.RefreshToken = tok.AccessToken, tok.RefreshToken
-		if trust != nil {
-			c.SetTrustedScriptKeys(trust.TrustedPublicKeys)
-		}
+		c.PinTrust(trust)
 		return nil
 	})
 	if err != nil {

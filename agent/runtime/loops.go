@@ -210,20 +210,21 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 // errTrustUnchanged keeps an unchanged trust list from writing the file.
 var errTrustUnchanged = errors.New("script trust unchanged")
 
-// applyScriptTrust stores the Engine's current script-signing keys when
-// they differ from the trusted ones (a key rotation reaching the agent).
+// applyScriptTrust follows the key chains of an Engine answer (a key
+// rotation reaching the agent); lists no trusted key signed change
+// nothing (agent.Config.ApplyTrust).
 func applyScriptTrust(store Store, log *slog.Logger, trust *proto.ScriptTrust) {
 	if trust == nil {
 		return
 	}
 	_, err := store.Update(func(c *agent.Config) error {
-		if !c.SetTrustedScriptKeys(trust.TrustedPublicKeys) {
+		if !c.ApplyTrust(trust) {
 			return errTrustUnchanged
 		}
 		return nil
 	})
 	if err == nil {
-		log.Info("script-signing keys updated", "keys", len(trust.TrustedPublicKeys))
+		log.Info("signing keys updated from the signed chain")
 	} else if !errors.Is(err, errTrustUnchanged) {
 		log.Error("could not save the script-signing keys", "err", err)
 	}

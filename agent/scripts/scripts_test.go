@@ -71,6 +71,11 @@ func (e *env) payload(t *testing.T, job proto.ScriptJob) json.RawMessage {
 		job.TimeoutSeconds = 60
 	}
 	job.RunID = "run-1"
+	job.Purpose = proto.PurposeScript
+	if job.ExpiresAt == nil {
+		exp := time.Now().Add(time.Hour)
+		job.ExpiresAt = &exp
+	}
 	b, err := json.Marshal(job)
 	require.NoError(t, err)
 	raw, err := json.Marshal(proto.Signed{Payload: b, KeyID: "k", Signature: ed25519.Sign(e.priv, b)})

@@ -64,9 +64,14 @@ type Options struct {
 	BuildID string
 	// Platform is this agent's artifact platform ("linux-amd64").
 	Platform string
-	// TrustedKeys returns the standard-base64 Ed25519 keys the Engine's
-	// signatures are checked with (agent.json script_signing).
-	TrustedKeys func() ([]string, error)
+	// ArtifactKeys returns the standard-base64 Ed25519 keys artifact
+	// signatures are checked with (agent.json
+	// script_signing.artifact_public_keys): never the script keys, so a
+	// key that signs scripts cannot sign an update.
+	ArtifactKeys func() ([]string, error)
+	// BuildSeq orders this binary among builds (version.Seq): an artifact
+	// with a lower one is refused unless it is a signed rollback.
+	BuildSeq int64
 	// Restart stops the agent so its process re-executes Exe.
 	Restart func()
 	// CheckinDeadline and CheckInterval default to the constants above.
@@ -161,7 +166,7 @@ func (u *Updater) handle(ctx context.Context, call runtime.Caller, payload json.
 		// process this update started again: it is under way or done.
 		return proto.AgentUpdateAccepted{Accepted: true}, nil
 	}
-	art, err := u.verify(req.Signature)
+	art, err := u.verify(req.ArtifactSignature)
 	if err != nil {
 		return nil, &proto.Error{Code: proto.CodeSignatureInvalid, Message: err.Error()}
 	}
@@ -189,18 +194,33 @@ type job struct {
 	hourly bool
 }
 
-// verify checks a signature with the trusted keys and decodes what it signs.
-func (u *Updater) verify(s proto.Signed) (proto.UpdateArtifact, error) {
+// verify checks an artifact signature with the artifact keys and decodes
+// what it signs: an artifact (its purpose), for this platform, not older
+// than this build unless it is a signed rollback.
+func (u *Updater) verify(s *proto.Signed) (proto.UpdateArtifact, error) {
 	var art proto.UpdateArtifact
-	keys, err := u.opts.TrustedKeys()
-	if err != nil {
-		return art, fmt.Errorf("the trusted keys cannot be read: %v", err)
+	if s == nil {
+		return art, errors.New("the artifact carries no artifact-key signature (an Engine older than this agent)")
 	}
-	if !Verify(s, keys) {
-		return art, errors.New("the artifact's signature does not verify with any trusted key")
+	keys, err := u.opts.ArtifactKeys()
+	if err != nil {
+		return art, fmt.Errorf("the artifact keys cannot be read: %v", err)
+	}
+	if len(keys) == 0 {
+		return art, errors.New("this agent trusts no artifact key yet")
+	}
+	if !Verify(*s, keys) {
+		return art, errors.New("the artifact's signature does not verify with any trusted artifact key")
 	}
 	if err := json.Unmarshal(s.Payload, &art); err != nil {
 		return art, fmt.Errorf("the signed artifact is malformed: %v", err)
+	}
+	if art.Purpose != proto.PurposeArtifact {
+		return art, fmt.Errorf("the signed document's purpose is %q, not %q", art.Purpose, proto.PurposeArtifact)
+	}
+	if art.BuildSeq < u.opts.BuildSeq && !art.Rollback {
+		return art, fmt.Errorf("build %s (sequence %d) is older than this agent's (sequence %d) and is not a signed rollback",
+			art.BuildID, art.BuildSeq, u.opts.BuildSeq)
 	}
 	if art.ArtifactID == "" || art.BuildID == "" || len(art.SHA256) != 64 || art.Size <= 0 || art.Size > maxArtifactSize {
 		return art, errors.New("the signed artifact is incomplete")
@@ -460,7 +480,7 @@ func (u *Updater) Check(ctx context.Context) error {
 	if man.BuildID == u.opts.BuildID {
 		return nil
 	}
-	art, err := u.verify(man.Signature)
+	art, err := u.verify(man.ArtifactSignature)
 	if err != nil {
 		return err
 	}

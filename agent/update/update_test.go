@@ -74,20 +74,35 @@ func (e *engine) last() proto.UpdateProgress {
 // fixture is an installed "agent" (a shell script that reports its build)
 // with an updater over it.
 type fixture struct {
-	exe      string
-	key      ed25519.PrivateKey
-	pub      string
-	eng      *engine
-	u        *Updater
-	restarts chan struct{}
-	cancel   context.CancelFunc
+	exe       string
+	key       ed25519.PrivateKey // the artifact key
+	pub       string
+	scriptKey ed25519.PrivateKey // the script key: signs the legacy signature only
+	seq       int64              // this build's sequence
+	offerSeq  int64              // the next offer's sequence
+	rollback  bool               // the next offer is a signed rollback
+	eng       *engine
+	u         *Updater
+	restarts  chan struct{}
+	cancel    context.CancelFunc
 }
 
 func script(build string) []byte {
 	return []byte("#!/bin/sh\necho 'cairn-agent test'\necho 'build_id: " + build + "'\necho 'platform: linux-amd64'\n")
 }
 
+// newFixtureSeq is newFixture for a build with a sequence number.
+func newFixtureSeq(t *testing.T, build string, seq int64) *fixture {
+	t.Helper()
+	return newFixtureOf(t, build, time.Hour, seq)
+}
+
 func newFixture(t *testing.T, build string, deadline time.Duration) *fixture {
+	t.Helper()
+	return newFixtureOf(t, build, deadline, 0)
+}
+
+func newFixtureOf(t *testing.T, build string, deadline time.Duration, seq int64) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "cairn-agent")
@@ -96,7 +111,10 @@ func newFixture(t *testing.T, build string, deadline time.Duration) *fixture {
 	}
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	f := &fixture{exe: exe, key: key, pub: base64.StdEncoding.EncodeToString(pub), eng: &engine{}, restarts: make(chan struct{}, 4)}
+	_, scriptKey, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	f := &fixture{exe: exe, key: key, pub: base64.StdEncoding.EncodeToString(pub), scriptKey: scriptKey, eng: &engine{},
+		restarts: make(chan struct{}, 4), seq: seq}
 	f.start(t, build, deadline)
 	return f
 }
@@ -108,8 +126,8 @@ func (f *fixture) start(t *testing.T, build string, deadline time.Duration) {
 		f.cancel()
 	}
 	f.u = New(Options{Exe: f.exe, BuildID: build, Platform: "linux-amd64",
-		TrustedKeys: func() ([]string, error) { return []string{f.pub}, nil },
-		Restart:     func() { f.restarts <- struct{}{} }, CheckinDeadline: deadline})
+		BuildSeq: f.seq, ArtifactKeys: func() ([]string, error) { return []string{f.pub}, nil },
+		Restart: func() { f.restarts <- struct{}{} }, CheckinDeadline: deadline})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	t.Cleanup(cancel)
@@ -122,15 +140,20 @@ func (f *fixture) offer(build string, body []byte) proto.AgentUpdateRequest {
 	sum := sha256.Sum256(body)
 	art := proto.UpdateArtifact{ArtifactID: "linux-amd64-" + hex.EncodeToString(sum[:8]), Platform: "linux-amd64", BuildID: build,
 		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body))}
+	legacy, _ := json.Marshal(art)
+	art.Purpose, art.BuildSeq, art.Rollback = proto.PurposeArtifact, f.offerSeq, f.rollback
 	payload, _ := json.Marshal(art)
+	signed := &proto.Signed{Payload: payload, KeyID: "k", Signature: ed25519.Sign(f.key, payload)}
 	f.eng.mu.Lock()
 	f.eng.artifact = body
 	f.eng.manifest = proto.UpdateManifest{Platform: art.Platform, ArtifactID: art.ArtifactID, BuildID: build, SHA256: art.SHA256,
 		Size: art.Size, DownloadURL: "/api/agent/update/download/" + art.ArtifactID,
-		Signature: proto.Signed{Payload: payload, KeyID: "k", Signature: ed25519.Sign(f.key, payload)}}
+		Signature:         proto.Signed{Payload: legacy, KeyID: "s", Signature: ed25519.Sign(f.scriptKey, legacy)},
+		ArtifactSignature: signed}
 	f.eng.mu.Unlock()
 	return proto.AgentUpdateRequest{OperationID: "op-" + build, ArtifactID: art.ArtifactID, BuildID: build, SHA256: art.SHA256,
-		Size: art.Size, DownloadURL: f.eng.manifest.DownloadURL, Signature: f.eng.manifest.Signature, Force: true}
+		Size: art.Size, DownloadURL: f.eng.manifest.DownloadURL, Signature: f.eng.manifest.Signature,
+		ArtifactSignature: f.eng.manifest.ArtifactSignature, Force: true}
 }
 
 func (f *fixture) handle(t *testing.T, req proto.AgentUpdateRequest) (any, error) {
@@ -221,10 +244,16 @@ func TestUpdateRefusesBadArtifacts(t *testing.T) {
 	}{
 		{"foreign key", func(f *fixture, r *proto.AgentUpdateRequest) {
 			_, other, _ := ed25519.GenerateKey(rand.Reader)
-			r.Signature.Signature = ed25519.Sign(other, r.Signature.Payload)
+			r.ArtifactSignature.Signature = ed25519.Sign(other, r.ArtifactSignature.Payload)
 		}, proto.CodeSignatureInvalid},
 		{"changed payload", func(f *fixture, r *proto.AgentUpdateRequest) {
-			r.Signature.Payload = bytes.Replace(r.Signature.Payload, []byte("b2"), []byte("b3"), 1)
+			r.ArtifactSignature.Payload = bytes.Replace(r.ArtifactSignature.Payload, []byte("b2"), []byte("b3"), 1)
+		}, proto.CodeSignatureInvalid},
+		{"only the legacy signature", func(f *fixture, r *proto.AgentUpdateRequest) { r.ArtifactSignature = nil },
+			proto.CodeSignatureInvalid},
+		{"no purpose", func(f *fixture, r *proto.AgentUpdateRequest) {
+			p := bytes.Replace(r.ArtifactSignature.Payload, []byte(`"purpose":"cairn/agent-artifact/v1",`), nil, 1)
+			r.ArtifactSignature = &proto.Signed{Payload: p, Signature: ed25519.Sign(f.key, p)}
 		}, proto.CodeSignatureInvalid},
 		{"request differs from signature", func(f *fixture, r *proto.AgentUpdateRequest) { r.BuildID = "b3" }, proto.CodeSignatureInvalid},
 		{"wrong bytes", func(f *fixture, r *proto.AgentUpdateRequest) {
@@ -257,6 +286,55 @@ func TestUpdateRefusesBadArtifacts(t *testing.T) {
 			require.Empty(t, left, "no download is left behind")
 		})
 	}
+}
+
+// Purpose separation: the agent trusts the script key (it signs
+// scripts), but an update signed with it is refused; and a script
+// payload signed with the artifact key is not an artifact either.
+func TestUpdateRefusesTheScriptKey(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "b1", time.Hour)
+	req := f.offer("b2", script("b2"))
+	// An Engine (or a replica holding only the script key) signs the
+	// manifest with the script key, in the slot the agent checks.
+	req.ArtifactSignature = &proto.Signed{Payload: req.ArtifactSignature.Payload,
+		Signature: ed25519.Sign(f.scriptKey, req.ArtifactSignature.Payload)}
+	_, err := f.handle(t, req)
+	var pe *proto.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, proto.CodeSignatureInvalid, pe.Code)
+
+	job, _ := json.Marshal(proto.ScriptJob{Purpose: proto.PurposeScript, RunID: "r", DeviceGUID: "g", Language: "sh", Body: "id"})
+	_, err = f.handle(t, proto.AgentUpdateRequest{OperationID: "op-x", ArtifactSignature: &proto.Signed{Payload: job,
+		Signature: ed25519.Sign(f.key, job)}})
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, proto.CodeSignatureInvalid, pe.Code)
+	require.Empty(t, f.restarts)
+}
+
+// Builds are monotonic: a lower build sequence is refused, by request or
+// by the hourly check, unless the signed artifact says it is a rollback.
+func TestUpdateRefusesADowngradeUnlessASignedRollback(t *testing.T) {
+	t.Parallel()
+	f := newFixtureSeq(t, "b20", 20)
+	f.offerSeq = 19
+	req := f.offer("b19", script("b19"))
+	_, err := f.handle(t, req)
+	var pe *proto.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, proto.CodeSignatureInvalid, pe.Code)
+	require.Contains(t, pe.Message, "not a signed rollback")
+	require.Error(t, f.u.Check(context.Background()), "the hourly check does not downgrade either")
+	require.Empty(t, f.restarts)
+	require.Equal(t, script("b20"), must(os.ReadFile(f.exe)))
+
+	// The rollback flag is part of what the artifact key signs.
+	f.rollback = true
+	req = f.offer("b19", script("b19"))
+	_, err = f.handle(t, req)
+	require.NoError(t, err)
+	f.waitRestart(t)
+	require.Equal(t, script("b19"), must(os.ReadFile(f.exe)))
 }
 
 func TestCheckUpdatesOnlyToAnotherBuild(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 )
 
@@ -22,6 +23,21 @@ var Version = "dev"
 // (-X github.com/cairn-rmm/cairn/agent/version.BuildID=...). Empty when the
 // binary was built without it; Build then derives one from the binary.
 var BuildID = ""
+
+// BuildSeq orders builds (-X github.com/cairn-rmm/cairn/agent/version.BuildSeq=N,
+// make uses the commit count): an agent refuses an update to a lower
+// sequence unless the update is a signed rollback. Empty or malformed: 0,
+// an unordered development build.
+var BuildSeq = ""
+
+// Seq is BuildSeq as a number (0 when unset or malformed).
+func Seq() int64 {
+	n, err := strconv.ParseInt(BuildSeq, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
 
 // DevPrefix starts the build ID of a binary built without one: "dev-" and
 // the first DevHashLen hex digits of the binary's SHA-256. The Engine's

@@ -188,12 +188,13 @@ func newUpdater(configPath string, log *slog.Logger, build string, checkEvery, c
 	}
 	u := update.New(update.Options{
 		Exe: exe, BuildID: build, Platform: agentversion.Platform(),
-		TrustedKeys: func() ([]string, error) {
+		BuildSeq: agentversion.Seq(),
+		ArtifactKeys: func() ([]string, error) {
 			c, err := agent.Load(configPath)
 			if err != nil {
 				return nil, err
 			}
-			return c.ScriptSigning.TrustedPublicKeys, nil
+			return c.ScriptSigning.ArtifactPublicKeys, nil
 		},
 		Restart: restart, CheckInterval: checkEvery, CheckinDeadline: checkinDeadline,
 		Log: log.With("component", "update"),

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
 
@@ -254,8 +251,9 @@ func TestAgentUpdateSurvivesEngineKill(t *testing.T) {
 }
 
 // A build that starts but never checks in is rolled back by the agent,
-// which comes back on the previous build; a manifest whose signature does
-// not verify is refused and changes nothing.
+// which comes back on the previous build; an update signed by an artifact
+// key the agent did not pin is refused and changes nothing, though the
+// script key's signature of it is valid.
 func TestAgentUpdateRollbackAndRefusal(t *testing.T) {
 	t.Parallel()
 	e := newUpdateEnv(t, "cairn-update-rollback-e2e-")
@@ -272,17 +270,20 @@ func TestAgentUpdateRollbackAndRefusal(t *testing.T) {
 	require.Equal(t, "e2e-a", installedBuild(t, exe), "the previous build is back")
 	e.eng.waitStatus(t, e.token, ag, "Connected", 120*time.Second)
 
-	// The Engine serves a manifest whose signature does not verify (the
-	// stored signature's bytes are damaged): the agent refuses it and
-	// keeps running the build it has.
-	store, err := db.Open(context.Background(), e.dbURL)
-	require.NoError(t, err)
-	t.Cleanup(store.Close)
-	bad := base64.StdEncoding.EncodeToString(make([]byte, 64))
-	tag, err := store.Pool.Exec(context.Background(),
-		`UPDATE agent_artifacts SET signature = jsonb_set(signature, '{signature}', to_jsonb($1::text)) WHERE build_id = 'e2e-broken'`, bad)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+	// Enrollment pinned an artifact key apart from the script keys.
+	require.Len(t, ag.cfg.ScriptSigning.ArtifactPublicKeys, 1)
+	require.NotContains(t, ag.cfg.ScriptSigning.TrustedPublicKeys, ag.cfg.ScriptSigning.ArtifactPublicKeys[0])
+
+	// The Engine comes back holding an artifact key the agent never pinned
+	// (a replica given the wrong key, or one an attacker made) and the
+	// database's script-key signature intact: the agent refuses the update
+	// and keeps running the build it has.
+	require.NoError(t, e.eng.cmd.Process.Signal(syscall.SIGKILL))
+	_, _ = e.eng.cmd.Process.Wait()
+	require.NoError(t, os.Remove(filepath.Join(e.dataDir, "artifact-signing.key")))
+	e.start(t)
+	e.eng.post(t, "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "e2e test passphrase"})
+	e.eng.waitStatus(t, e.token, ag, "Connected", 120*time.Second)
 	pid := ag.cmd.Process.Pid
 	opID = e.eng.post(t, "/api/device/update-agent/"+ag.hostname, e.token, nil)["operation_id"].(string)
 	op = e.waitUpdate(t, ag, opID)

@@ -29,6 +29,7 @@ commands:
   migrate                apply database migrations and exit
   admin recovery-code    issue a new one-time administrator recovery code
   dev-postgres -- CMD    run CMD with DATABASE_URL pointing at a private cluster
+  sign-artifact          make an offline artifact key, or sign an agent binary with it
 
 Run "cairn <command> -h" for its flags.`
 
@@ -51,6 +52,8 @@ func main() {
 		err = admin(ctx, args)
 	case "dev-postgres":
 		err = devPostgres(ctx, args)
+	case "sign-artifact":
+		err = signArtifact(args, os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Println(usage)
 	default:

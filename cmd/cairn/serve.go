@@ -53,6 +53,10 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 
+	artifactKey, err := engineArtifactKey(c.DataDir, true)
+	if err != nil {
+		return fmt.Errorf("artifact key: %w", err)
+	}
 	var started atomic.Bool
 	var certNames []string
 	if certs != nil {
@@ -62,7 +66,7 @@ func serve(ctx context.Context, args []string) error {
 	cfg := engine.Config{Role: engine.RoleServe, PublicURL: c.PublicURL, AgentURLs: c.servedAgentURLs(certNames),
 		Namespace: c.TemporalNamespace, ApprovalTTL: c.ApprovalTTL, EnrollRateLimit: c.EnrollRateLimit, ProofRateLimit: c.ProofRateLimit, ScheduledCapacity: c.ScheduledCapacity,
 		OnlineWindow: c.DeviceOnlineWindow, GitHubAPIURL: c.GitHubAPIURL, GitHubToken: c.GitHubToken,
-		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
+		AgentArtifacts: c.AgentArtifacts, ArtifactKey: artifactKey, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
 		TrustedProxies: c.TrustedProxies,
 		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention,

@@ -81,7 +81,11 @@ func runWorker(ctx context.Context, args []string) error {
 	for _, s := range slugs {
 		want[s] = true
 	}
-	eng, err := engine.New(ctx, rt.store, rt.temporal, engine.Config{Role: engine.RoleSiteWorker,
+	artifactKey, err := engineArtifactKey(c.DataDir, false)
+	if err != nil {
+		return fmt.Errorf("artifact key: %w", err)
+	}
+	eng, err := engine.New(ctx, rt.store, rt.temporal, engine.Config{Role: engine.RoleSiteWorker, ArtifactKey: artifactKey,
 		Sites: func(slug string) bool { return want[slug] }, PublicURL: c.PublicURL,
 		AgentURLs: append(c.agentURLs(), *advertise), AgentEndpoint: *advertise, Namespace: c.TemporalNamespace,
 		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log})

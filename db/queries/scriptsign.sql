@@ -51,3 +51,13 @@ ORDER BY run_id, device_guid;
 
 -- name: JobRunResultSignedUpdate :exec
 UPDATE job_run_results SET signed = @signed WHERE run_id = @run_id AND device_guid = @device_guid;
+
+-- name: ScriptKeyLinkList :many
+-- The signed key-chain links, oldest first.
+SELECT seq, signed FROM script_key_links ORDER BY seq;
+
+-- name: ScriptKeyLinkNextSeq :one
+SELECT (COALESCE(max(seq), 0) + 1)::bigint AS seq FROM script_key_links;
+
+-- name: ScriptKeyLinkInsert :exec
+INSERT INTO script_key_links (seq, signed) VALUES (@seq, @signed);

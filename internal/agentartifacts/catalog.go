@@ -8,6 +8,7 @@
 package agentartifacts
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -60,11 +62,20 @@ type Artifact struct {
 	// ManifestPayload), empty until a process with an unlocked cipher
 	// signed it; Signer.Signed fills it.
 	Signature proto.Signed
+	// BuildSeq orders builds (the .build-seq sidecar, or what a .sig
+	// file signed); agents refuse a lower one unless it is a rollback.
+	BuildSeq int64
+	// ArtifactSignature is the artifact key's signature
+	// (proto.UpdateArtifact), from the .sig sidecar or made by the
+	// Engine's artifact key; nil when neither is there (an offline key
+	// and no .sig yet): agents of protocol 3 then refuse the artifact.
+	ArtifactSignature *proto.Signed
 	// FileName is what a download is offered as (cairn-agent, cairn-agent.exe).
 	FileName string
 	ModTime  time.Time
 
-	path string
+	path   string
+	sigMod time.Time // the .sig file's time when it was read
 }
 
 // ValidPlatform reports whether p names a platform the Engine serves.
@@ -97,6 +108,7 @@ type Catalog struct {
 	log    *slog.Logger
 	store  *db.Store
 	signer Signer
+	key    *ArtifactKey
 
 	mu        sync.Mutex
 	artifacts map[string]Artifact // by platform
@@ -109,7 +121,10 @@ type Options struct {
 	Store *db.Store
 	// Signer signs manifests (nil: only stored signatures are served).
 	Signer Signer
-	Log    *slog.Logger
+	// ArtifactKey signs artifacts for agents of protocol 3 (nil: none
+	// is signed).
+	ArtifactKey *ArtifactKey
+	Log         *slog.Logger
 }
 
 // New reads the artifacts in dir ("" or a missing directory: an empty
@@ -120,7 +135,7 @@ func New(dir string, o Options) *Catalog {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Catalog{dir: dir, log: log, store: o.Store, signer: o.Signer, artifacts: map[string]Artifact{}, signed: map[string]proto.Signed{}}
+	c := &Catalog{dir: dir, log: log, store: o.Store, signer: o.Signer, key: o.ArtifactKey, artifacts: map[string]Artifact{}, signed: map[string]proto.Signed{}}
 	c.mu.Lock()
 	c.refreshLocked()
 	c.mu.Unlock()
@@ -149,7 +164,8 @@ func (c *Catalog) refreshLocked() {
 				continue
 			}
 			seen[platform] = true
-			if old, ok := c.artifacts[platform]; ok && old.Size == info.Size() && old.ModTime.Equal(info.ModTime()) && old.BuildID == readBuildID(path) {
+			if old, ok := c.artifacts[platform]; ok && old.Size == info.Size() && old.ModTime.Equal(info.ModTime()) &&
+				old.BuildID == readBuildID(path) && old.sigMod.Equal(modTime(path+SignatureSuffix)) {
 				continue
 			}
 			a, err := load(platform, path, info)
@@ -158,6 +174,7 @@ func (c *Catalog) refreshLocked() {
 				delete(seen, platform)
 				continue
 			}
+			c.signArtifact(&a)
 			c.artifacts[platform] = a
 			c.log.Info("agent artifact", "id", a.ID, "build_id", a.BuildID, "size", a.Size, "path", path)
 		}
@@ -178,6 +195,7 @@ func load(platform, path string, info os.FileInfo) (Artifact, error) {
 	a := Artifact{ID: ArtifactID(platform, sum), Platform: platform, SHA256: sum, Size: info.Size(),
 		FileName: BinaryName(platform), ModTime: info.ModTime(), path: path}
 	a.BuildID = readBuildID(path)
+	a.BuildSeq = readBuildSeq(path)
 	if a.BuildID == "" {
 		// Built without make: the same ID the binary derives for itself.
 		a.BuildID = version.DevBuildID(sum)
@@ -197,6 +215,60 @@ func readBuildID(path string) string {
 		return ""
 	}
 	return id
+}
+
+// readBuildSeq is the .build-seq sidecar's number, 0 when absent.
+func readBuildSeq(path string) int64 {
+	b, err := os.ReadFile(path + BuildSeqSuffix)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+func modTime(path string) time.Time {
+	info, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return info.ModTime()
+}
+
+// signArtifact gives a its artifact-key signature: the .sig sidecar's
+// when it verifies for this binary (its build sequence and rollback flag
+// are the signer's), else one made with the Engine's key; none with an
+// offline key and no valid .sig file.
+func (c *Catalog) signArtifact(a *Artifact) {
+	if c.key == nil {
+		return
+	}
+	a.sigMod = modTime(a.path + SignatureSuffix)
+	if raw, err := os.ReadFile(a.path + SignatureSuffix); err == nil {
+		var sg proto.Signed
+		art, verr := proto.UpdateArtifact{}, json.Unmarshal(raw, &sg)
+		if verr == nil {
+			art, verr = c.key.verifyFor(sg, *a)
+		}
+		if verr == nil {
+			a.ArtifactSignature, a.BuildSeq = &sg, art.BuildSeq
+			return
+		}
+		c.log.Warn("agent artifacts: ignoring a signature file", "path", a.path+SignatureSuffix, "err", verr)
+	}
+	if c.key.Offline() {
+		c.log.Warn("agent artifacts: no artifact signature (the key is offline: run cairn sign-artifact)", "path", a.path)
+		return
+	}
+	sg, err := c.key.Sign(UpdateArtifactOf(*a))
+	if err != nil {
+		c.log.Warn("agent artifacts: sign", "path", a.path, "err", err)
+		return
+	}
+	a.ArtifactSignature = &sg
 }
 
 // List is every current artifact, in platform order.

@@ -14,10 +14,11 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 )
 
-// ManifestPayload is what a manifest signature signs: the proto.Signed
-// payload is this JSON. The agent verifies the signature with its trusted
-// script-signing keys, decodes the payload and checks the downloaded
-// binary against it.
+// ManifestPayload is what the legacy manifest signature signs: the
+// proto.Signed payload is this JSON, signed by the script-signing key for
+// agents of protocol 1 and 2, which verify updates with their script
+// keys. Agents of protocol 3 ignore it and verify ArtifactSignature with
+// the artifact key (artifactkey.go).
 type ManifestPayload struct {
 	ArtifactID string `json:"artifact_id"`
 	Platform   string `json:"platform"`

@@ -80,6 +80,8 @@ type Artifact struct {
 	ID, Platform, BuildID, SHA256 string
 	Size                          int64
 	Signature                     proto.Signed
+	// ArtifactSignature is the artifact key's (nil: none yet).
+	ArtifactSignature *proto.Signed
 }
 
 // Artifacts names the current artifact of a platform; an error carries
@@ -239,7 +241,8 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 			out.Updates = append(out.Updates, Planned{OperationID: opID, Target: d.target, Actor: actor,
 				RunID: out.RunID, LaneHolder: LaneHolder(out.RunID),
 				Request: proto.AgentUpdateRequest{OperationID: opID, ArtifactID: d.art.ID, BuildID: d.art.BuildID,
-					SHA256: d.art.SHA256, Size: d.art.Size, DownloadURL: DownloadPath(d.art.ID), Signature: d.art.Signature, Force: true}})
+					SHA256: d.art.SHA256, Size: d.art.Size, DownloadURL: DownloadPath(d.art.ID), Signature: d.art.Signature,
+					ArtifactSignature: d.art.ArtifactSignature, Force: true}})
 		}
 		return nil
 	})

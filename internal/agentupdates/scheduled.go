@@ -155,5 +155,6 @@ func isDuplicate(err error) bool {
 // request is the wire request of operation opID to artifact art.
 func (s *Service) request(opID string, art Artifact) proto.AgentUpdateRequest {
 	return proto.AgentUpdateRequest{OperationID: opID, ArtifactID: art.ID, BuildID: art.BuildID, SHA256: art.SHA256,
-		Size: art.Size, DownloadURL: DownloadPath(art.ID), Signature: art.Signature, Force: true}
+		Size: art.Size, DownloadURL: DownloadPath(art.ID), Signature: art.Signature, ArtifactSignature: art.ArtifactSignature,
+		Force: true}
 }

@@ -54,7 +54,14 @@ const payloadTTL = 24 * time.Hour
 // Signer signs script payloads (scriptsign.Signer).
 type Signer interface {
 	Sign(ctx context.Context, payload []byte) (proto.Signed, error)
+	// Verify checks a payload against the keys agents trust now.
+	Verify(ctx context.Context, sg proto.Signed) ([]byte, error)
 }
+
+// ECodeContentUnverified: a scheduled job's saved content does not
+// verify with a trusted script key (planted in the database, or signed
+// by a key retired since); nothing of it is signed for a device.
+const ECodeContentUnverified = "script_content_unverified"
 
 // RunSpec is a run to create (contract "Job runs fan-out").
 type RunSpec struct {
@@ -81,9 +88,10 @@ type RunSpec struct {
 	TimeoutSeconds int
 	RequestedBy    string
 	Targets        []devices.OperationTarget
-	// Signed is content signed earlier (a scheduled job saved while the
-	// cipher was unlocked), sent to every target as is; nil signs one
-	// payload per device, bound to it and to the run.
+	// Signed is content signed earlier (a scheduled job's, when it was
+	// saved): it is verified, and what it signed (not the assembly as
+	// the database holds it now) is signed again per device, bound to it
+	// and to the run. Nil signs Language and Body per device.
 	Signed *proto.Signed
 	// RunWhenOnline keeps work for offline devices until they ask for it
 	// (POST /api/agent/script/request).
@@ -192,6 +200,13 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		return Run{}, err
 	}
 
+	if spec.Signed != nil {
+		content, err := s.verifiedContent(ctx, *spec.Signed)
+		if err != nil {
+			return Run{}, err
+		}
+		spec.Language, spec.Body, spec.TimeoutSeconds, params = content.Language, content.Body, content.TimeoutSeconds, content.Parameters
+	}
 	now := s.now().UTC()
 	states, err := s.targetStates(ctx, spec.Targets)
 	if err != nil {
@@ -210,23 +225,18 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 			status, code, msg = StatusFailed, proto.CodeUnsupportedLanguage,
 				fmt.Sprintf("%s cannot run %s (%s)", t.Hostname, spec.Language, cmpOr(st.os, "unknown operating system"))
 		default:
-			sg := spec.Signed
-			if sg == nil {
-				exp := now.Add(payloadTTL)
-				job := proto.ScriptJob{RunID: spec.ID, DeviceGUID: t.GUID, Language: spec.Language, Body: spec.Body,
-					Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: now, ExpiresAt: &exp}
-				raw, err := json.Marshal(job)
-				if err != nil {
-					return Run{}, err
-				}
-				one, err := s.signer.Sign(ctx, raw)
-				if err != nil {
-					return Run{}, err
-				}
-				sg = &one
-			}
-			raw, err := json.Marshal(sg)
+			exp := now.Add(payloadTTL)
+			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: spec.ID, DeviceGUID: t.GUID, Language: spec.Language,
+				Body: spec.Body, Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: now, ExpiresAt: &exp}
+			raw, err := json.Marshal(job)
 			if err != nil {
+				return Run{}, err
+			}
+			one, err := s.signer.Sign(ctx, raw)
+			if err != nil {
+				return Run{}, err
+			}
+			if raw, err = json.Marshal(one); err != nil {
 				return Run{}, err
 			}
 			signed = string(raw)

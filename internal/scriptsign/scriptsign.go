@@ -8,7 +8,15 @@
 // key (unless forced), because it would retire the previous key. Payloads
 // stored for later (a scheduled job's content, queued work) are signed
 // again with the new key in the rotation, so no stored payload outlives
-// the key that signed it.
+// the key that signed it, after they verify with a key trusted before the
+// rotation (a row planted in the database is left as it is, unsigned by
+// the new key, and agents refuse it).
+//
+// Agents do not take a key list on the Engine's word (issue 21 item 4):
+// each rotation writes a chain link, the new trusted list signed by the
+// outgoing active key, into script_key_links, and heartbeat answers carry
+// every link. The artifact keys (agentartifacts) reach agents enrolled
+// before them through an endorsement the active script key signs.
 //
 // Signing needs the master cipher unlocked in the calling process. A
 // `cairn worker` process may never be unlocked, so payloads are signed by
@@ -23,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -72,9 +81,16 @@ type Signer struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	active  *openKey  // the opened active key, nil until first Sign
-	trust   []string  // cached trusted keys, active first
-	trustAt time.Time // when trust was read
+	active  *openKey       // the opened active key, nil until first Sign
+	trust   []string       // cached trusted keys, active first
+	chain   []proto.Signed // cached key-chain links
+	trustAt time.Time      // when trust and chain were read
+
+	// artifactKeys are the artifact keys agents pin (SetArtifactKeys);
+	// endorsement is their link signed by the active key endorsedBy.
+	artifactKeys []string
+	endorsement  *proto.Signed
+	endorsedBy   string
 
 	// reported holds each device's last reported key IDs (joined), so a
 	// heartbeat writes only when they change.
@@ -164,12 +180,23 @@ func (s *Signer) create(ctx context.Context, rotate bool) error {
 		return err
 	}
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		var trustedBefore []string
 		if rotate {
+			before, err := q.ScriptKeyList(ctx)
+			if err != nil {
+				return err
+			}
+			for _, r := range before {
+				trustedBefore = append(trustedBefore, base64.StdEncoding.EncodeToString(r.PublicKey))
+			}
 			cur, err := q.ScriptKeyActive(ctx)
 			if err != nil && !db.IsNoRows(err) {
 				return err
 			}
 			if err == nil {
+				if err := s.link(ctx, q, cur, pub); err != nil {
+					return err
+				}
 				if err := q.ScriptKeyRetirePrevious(ctx); err != nil {
 					return err
 				}
@@ -184,19 +211,56 @@ func (s *Signer) create(ctx context.Context, rotate bool) error {
 		if err != nil || !rotate || n == 0 {
 			return err
 		}
-		return resignStored(ctx, q, id, priv)
+		return resignStored(ctx, q, id, priv, trustedBefore)
 	})
 	s.forget()
 	return err
 }
 
+// link writes the chain link of a rotation away from cur: the new trusted
+// list (the new key, then cur) signed by cur. When cur cannot be opened
+// (the master cipher was force-reset) no link can be made: agents keep
+// the keys they have and refuse payloads of the new key until they are
+// enrolled again (docs/agent.md "Signing chain").
+func (s *Signer) link(ctx context.Context, q *db.Queries, cur db.ScriptSigningKey, next ed25519.PublicKey) error {
+	seed, err := s.cipher.Open(cur.PrivateSealed, aad(cur.KeyID))
+	if errors.Is(err, aegis.ErrForeignKey) {
+		slog.Default().Warn("script signing: the outgoing key cannot be opened; agents cannot follow this rotation",
+			"key_id", cur.KeyID)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	seq, err := q.ScriptKeyLinkNextSeq(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(proto.KeyList{Purpose: proto.PurposeScriptKeys, Seq: seq, IssuedAt: s.now().UTC(),
+		Keys: []string{base64.StdEncoding.EncodeToString(next), base64.StdEncoding.EncodeToString(cur.PublicKey)}})
+	if err != nil {
+		return err
+	}
+	signed, err := json.Marshal(proto.Signed{Payload: raw, KeyID: cur.KeyID, Signature: ed25519.Sign(ed25519.NewKeyFromSeed(seed), raw)})
+	if err != nil {
+		return err
+	}
+	return q.ScriptKeyLinkInsert(ctx, db.ScriptKeyLinkInsertParams{Seq: seq, Signed: signed})
+}
+
 // resignStored signs again, with the new active key, the stored payloads
 // another key signed: the same payload bytes, so what runs is unchanged.
-func resignStored(ctx context.Context, q *db.Queries, keyID string, priv ed25519.PrivateKey) error {
+// Each must first verify with a key trusted before the rotation: one that
+// does not (a row written straight into the database) is left as it is,
+// never signed by the new key, and agents go on refusing it.
+func resignStored(ctx context.Context, q *db.Queries, keyID string, priv ed25519.PrivateKey, trusted []string) error {
+	errRefused := errors.New("does not verify with a trusted key")
 	resign := func(raw []byte) ([]byte, error) {
 		var sg proto.Signed
 		if err := json.Unmarshal(raw, &sg); err != nil {
-			return nil, err
+			return nil, errRefused
+		}
+		if _, err := sg.Verify(trusted); err != nil {
+			return nil, errRefused
 		}
 		return json.Marshal(proto.Signed{Payload: sg.Payload, KeyID: keyID, Signature: ed25519.Sign(priv, sg.Payload)})
 	}
@@ -206,7 +270,10 @@ func resignStored(ctx context.Context, q *db.Queries, keyID string, priv ed25519
 	}
 	for _, j := range jobs {
 		signed, err := resign(j.Signed)
-		if err != nil {
+		if errors.Is(err, errRefused) {
+			slog.Default().Warn("script signing: a scheduled job's stored payload was not signed again", "job_id", j.ID, "err", err)
+			continue
+		} else if err != nil {
 			return fmt.Errorf("scheduled job %d: %w", j.ID, err)
 		}
 		if err := q.ScheduledJobSignedUpdate(ctx, db.ScheduledJobSignedUpdateParams{ID: j.ID, Signed: signed}); err != nil {
@@ -219,7 +286,11 @@ func resignStored(ctx context.Context, q *db.Queries, keyID string, priv ed25519
 	}
 	for _, r := range results {
 		signed, err := resign(r.Signed)
-		if err != nil {
+		if errors.Is(err, errRefused) {
+			slog.Default().Warn("script signing: a queued payload was not signed again", "run_id", r.RunID,
+				"device_guid", r.DeviceGuid, "err", err)
+			continue
+		} else if err != nil {
 			return fmt.Errorf("run %s, device %s: %w", r.RunID, r.DeviceGuid, err)
 		}
 		if err := q.JobRunResultSignedUpdate(ctx, db.JobRunResultSignedUpdateParams{RunID: r.RunID, DeviceGuid: r.DeviceGuid,
@@ -258,7 +329,7 @@ func (s *Signer) Rotate(ctx context.Context, force bool) error {
 // forget drops the caches after a change made by this process.
 func (s *Signer) forget() {
 	s.mu.Lock()
-	s.active, s.trust, s.trustAt = nil, nil, time.Time{}
+	s.active, s.trust, s.chain, s.trustAt = nil, nil, nil, time.Time{}
 	s.mu.Unlock()
 }
 
@@ -288,10 +359,57 @@ func (s *Signer) TrustedPublicKeys(ctx context.Context) ([]string, error) {
 	for i, r := range rows {
 		out[i] = base64.StdEncoding.EncodeToString(r.PublicKey)
 	}
+	links, err := s.store.ScriptKeyLinkList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	chain := make([]proto.Signed, 0, len(links))
+	for _, l := range links {
+		var sg proto.Signed
+		if json.Unmarshal(l.Signed, &sg) == nil {
+			chain = append(chain, sg)
+		}
+	}
 	s.mu.Lock()
-	s.trust, s.trustAt = out, s.now()
+	s.trust, s.chain, s.trustAt = out, chain, s.now()
 	s.mu.Unlock()
 	return slices.Clone(out), nil
+}
+
+// SetArtifactKeys names the artifact keys (standard base64) agents pin at
+// enrollment and are endorsed to agents that have none.
+func (s *Signer) SetArtifactKeys(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.artifactKeys, s.endorsement, s.endorsedBy = slices.Clone(keys), nil, ""
+}
+
+// artifactEndorsement is the first link of the artifact-key chain: the
+// artifact keys signed by the active script key (nil while the cipher is
+// locked or there are no artifact keys).
+func (s *Signer) artifactEndorsement(ctx context.Context) *proto.Signed {
+	s.mu.Lock()
+	keys, e, by := s.artifactKeys, s.endorsement, s.endorsedBy
+	s.mu.Unlock()
+	if len(keys) == 0 || !s.cipher.Unlocked() {
+		return e
+	}
+	k, err := s.activeKey(ctx)
+	if err != nil {
+		return e
+	}
+	if e != nil && by == k.id {
+		return e
+	}
+	raw, err := json.Marshal(proto.KeyList{Purpose: proto.PurposeArtifactKeys, Seq: 1, Keys: keys, IssuedAt: s.now().UTC()})
+	if err != nil {
+		return e
+	}
+	sg := proto.Signed{Payload: raw, KeyID: k.id, Signature: ed25519.Sign(k.priv, raw)}
+	s.mu.Lock()
+	s.endorsement, s.endorsedBy = &sg, k.id
+	s.mu.Unlock()
+	return &sg
 }
 
 // Trust is TrustedPublicKeys as the wire's ScriptTrust, nil when there is
@@ -301,7 +419,13 @@ func (s *Signer) Trust(ctx context.Context) (*proto.ScriptTrust, error) {
 	if err != nil || len(keys) == 0 {
 		return nil, err
 	}
-	return &proto.ScriptTrust{TrustedPublicKeys: keys}, nil
+	s.mu.Lock()
+	t := &proto.ScriptTrust{TrustedPublicKeys: keys, Chain: slices.Clone(s.chain), ArtifactPublicKeys: slices.Clone(s.artifactKeys)}
+	s.mu.Unlock()
+	if e := s.artifactEndorsement(ctx); e != nil {
+		t.ArtifactChain = []proto.Signed{*e}
+	}
+	return t, nil
 }
 
 // Status lists the trusted keys and counts the agents that reported

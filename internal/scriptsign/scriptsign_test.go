@@ -2,6 +2,9 @@ package scriptsign_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -134,4 +137,88 @@ func TestForceResetCipherReplacesTheKey(t *testing.T) {
 	require.NoError(t, err)
 	_, err = before.Verify(keys)
 	require.NoError(t, err, "the unreadable key stays trusted as the previous one")
+}
+
+// link decodes a chain link.
+func decodeLink(t *testing.T, sg proto.Signed) proto.KeyList {
+	t.Helper()
+	var l proto.KeyList
+	require.NoError(t, json.Unmarshal(sg.Payload, &l))
+	return l
+}
+
+// Every rotation writes a link signed by the outgoing key; an agent that
+// pinned the first key walks the chain to the current keys, two
+// rotations later, with nothing but the links' signatures.
+func TestRotationsWriteASignedChain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, cipher, s := setup(t)
+	pinned, err := s.TrustedPublicKeys(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Rotate(ctx, true))
+	require.NoError(t, s.Rotate(ctx, true))
+
+	tr, err := scriptsign.New(store, cipher).Trust(ctx)
+	require.NoError(t, err)
+	require.Len(t, tr.Chain, 2)
+	require.Equal(t, proto.PurposeScriptKeys, decodeLink(t, tr.Chain[0]).Purpose)
+	_, err = tr.Chain[0].Verify(pinned)
+	require.NoError(t, err, "the first link is signed by the key agents pinned")
+	keys, seq, changed := proto.WalkChain(proto.PurposeScriptKeys, pinned, 0, tr.Chain, nil)
+	require.True(t, changed)
+	require.EqualValues(t, 2, seq)
+	require.Equal(t, tr.TrustedPublicKeys, keys)
+
+	// A payload signed by the current key verifies with the keys reached.
+	sg, err := s.Sign(ctx, []byte("after two rotations"))
+	require.NoError(t, err)
+	_, err = sg.Verify(keys)
+	require.NoError(t, err)
+}
+
+// A rotation signs again the stored payloads a trusted key signed, and
+// leaves a payload planted in the database (signed by a stranger's key)
+// as it is: re-signing it would turn it into an order agents accept.
+func TestRotationDoesNotResignPlantedPayloads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _, s := setup(t)
+	good, err := s.Sign(ctx, []byte(`{"body":"echo operator"}`))
+	require.NoError(t, err)
+	_, stranger, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	evil := []byte(`{"body":"echo attacker"}`)
+	planted := proto.Signed{Payload: evil, KeyID: good.KeyID, Signature: ed25519.Sign(stranger, evil)}
+	insert := func(name string, sg proto.Signed) int64 {
+		raw, err := json.Marshal(sg)
+		require.NoError(t, err)
+		row, err := store.ScheduledJobInsert(ctx, db.ScheduledJobInsertParams{Name: name, Kind: "script", Parameters: []byte(`{}`),
+			Targets: []byte(`{}`), Schedule: []byte(`{"type":"manual"}`), Options: []byte(`{}`), Signed: raw, TargetScope: []int64{},
+			Actor: "test"})
+		require.NoError(t, err)
+		return row.ID
+	}
+	goodID, evilID := insert("good", good), insert("planted", planted)
+
+	require.NoError(t, s.Rotate(ctx, true))
+	keys, err := s.TrustedPublicKeys(ctx)
+	require.NoError(t, err)
+	read := func(id int64) proto.Signed {
+		row, err := store.ScheduledJobGet(ctx, id)
+		require.NoError(t, err)
+		var sg proto.Signed
+		require.NoError(t, json.Unmarshal(row.Signed, &sg))
+		return sg
+	}
+	g := read(goodID)
+	require.NotEqual(t, good.KeyID, g.KeyID, "the operator's payload is signed by the new key")
+	require.Equal(t, good.Payload, g.Payload)
+	_, err = g.Verify(keys[:1])
+	require.NoError(t, err)
+
+	e := read(evilID)
+	require.Equal(t, planted, e, "the planted payload is not signed again")
+	_, err = e.Verify(keys)
+	require.ErrorIs(t, err, proto.ErrSignatureInvalid)
 }

@@ -102,6 +102,14 @@ func (e *Engine) SetScriptTrust(keys []string) {
 	}
 }
 
+// SetTrust sets the whole trust answer (keys and signed chains) of
+// enrollment and heartbeat answers (nil: none).
+func (e *Engine) SetTrust(t *proto.ScriptTrust) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.scriptTrust = t
+}
+
 // SetAckMetadata turns the acknowledgement of metadata writes on or off.
 func (e *Engine) SetAckMetadata(on bool) {
 	e.mu.Lock()

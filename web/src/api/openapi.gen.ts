@@ -4096,6 +4096,7 @@ export interface components {
         };
         Manifest: {
             artifact_id: string;
+            artifact_signature?: components["schemas"]["Signed"] | null;
             build_id: string;
             download_url: string;
             platform: string;
@@ -4759,6 +4760,9 @@ export interface components {
             keys: components["schemas"]["ScriptKey"][];
         };
         ScriptTrust: {
+            artifact_chain?: components["schemas"]["Signed"][];
+            artifact_public_keys?: string[];
+            chain?: components["schemas"]["Signed"][];
             trusted_public_keys: string[];
         };
         ServerWorkers: {

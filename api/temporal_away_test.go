@@ -149,6 +149,8 @@ func TestEngineStartsWhenTemporalSetupFails(t *testing.T) {
 	require.NotEqual(t, workers.StateRunning, engineWorker(), "the engine worker started without its set-up")
 	require.Equal(t, 200, b.do(t, "GET", "/ready", "", nil).Status)
 
+	// Workers run only in a process that holds the master cipher.
+	require.NoError(t, b.engine.cipher.Setup(context.Background(), passphrase))
 	failing.Store(false)
 	require.Eventually(t, func() bool { return engineWorker() == workers.StateRunning },
 		2*time.Minute, 100*time.Millisecond, "the engine worker starts once the set-up goes through")

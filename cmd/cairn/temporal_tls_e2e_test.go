@@ -75,7 +75,11 @@ func TestServeAndWorkerReachTemporalOverMTLS(t *testing.T) {
 		return engine["state"] == "running" && engine["local"] == true
 	}, 5*time.Minute, 200*time.Millisecond, "the engine worker polls over mTLS; output:\n%s", eng.out)
 
-	workerEnv := append([]string{"CAIRN_PUBLIC_URL=" + eng.publicURL(t), "CAIRN_DATA_DIR=" + filepath.Join(tmp, "worker")}, mtls...)
+	// Site workers hold the master cipher (workflow payloads are sealed).
+	pass := filepath.Join(tmp, "passphrase")
+	require.NoError(t, os.WriteFile(pass, []byte("e2e test passphrase"), 0o600))
+	workerEnv := append([]string{"CAIRN_PUBLIC_URL=" + eng.publicURL(t), "CAIRN_DATA_DIR=" + filepath.Join(tmp, "worker"),
+		"CAIRN_AEGIS_PASSPHRASE_FILE=" + pass}, mtls...)
 	w := startWorker(t, "mtls", workerEnv)
 	require.Eventually(t, func() bool {
 		r := getJSON(t, w.base+"/ready")
@@ -88,7 +92,8 @@ func TestServeAndWorkerReachTemporalOverMTLS(t *testing.T) {
 		"CAIRN_SITE_WORKERS=none"}
 	bare := startServe(t, filepath.Join(tmp, "bare"), noCert...)
 	require.Equal(t, "unavailable", temporalCheck(t, bare.call(t, "GET", "/ready", "", nil)), "output:\n%s", bare.out)
-	w2 := startWorker(t, "mtls", append([]string{"CAIRN_PUBLIC_URL=" + eng.publicURL(t), "CAIRN_DATA_DIR=" + filepath.Join(tmp, "worker2")}, noCert...))
+	w2 := startWorker(t, "mtls", append([]string{"CAIRN_PUBLIC_URL=" + eng.publicURL(t), "CAIRN_DATA_DIR=" + filepath.Join(tmp, "worker2"),
+		"CAIRN_AEGIS_PASSPHRASE_FILE=" + pass}, noCert...))
 	require.Equal(t, "unavailable", temporalCheck(t, getJSON(t, w2.base+"/ready")), "output:\n%s", w2.out)
 }
 

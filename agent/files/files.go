@@ -247,11 +247,13 @@ func (s *server) rename(raw, newName string) (proto.FileEntries, error) {
 			return proto.FileEntries{}, refuse(proto.CodeFilePathExists, "%s already exists", target)
 		}
 	}
-	rename := renameEntry
+	var err2 error
 	if SameName(s.goos, old, newName) {
-		rename = os.Rename // the same file under another case (Windows)
+		err2 = os.Rename(p, target) // the same file under another case (Windows)
+	} else {
+		err2 = renameIn(p, newName)
 	}
-	if err := rename(p, target); err != nil {
+	if err := err2; err != nil {
 		return proto.FileEntries{}, osError(target, err)
 	}
 	e, err := s.entryOf(target)

@@ -44,6 +44,24 @@ func openDir(p string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
+// openParent opens the directory holding clean path p and answers p's
+// last component. follow says whether a link as that directory's own
+// last component is followed: yes where the file manager never checked
+// it (the directory of a path the operator named, resolved once, now),
+// no where it checked it is a directory (a destination).
+func openParent(p string, follow bool) (*os.File, string, error) {
+	d, n := filepath.Dir(p), filepath.Base(p)
+	if !follow {
+		f, err := openDir(d)
+		return f, n, err
+	}
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", &fs.PathError{Op: "open", Path: d, Err: err}
+	}
+	return os.NewFile(uintptr(fd), d), n, nil
+}
+
 // openBeneath opens rel (slash-separated, already checked to hold no
 // "..") below dir without following any link: openat2 with
 // RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has it, else a
@@ -173,17 +191,15 @@ func replaceText(dirPath, name string, content []byte) error {
 	return err
 }
 
-// renameEntry moves src to dst (both clean paths), refusing an existing
-// dst atomically.
+// renameEntry moves src into the checked destination directory as dst,
+// refusing an existing dst atomically.
 func renameEntry(src, dst string) error {
-	sd, sn := filepath.Split(src)
-	dd, dn := filepath.Split(dst)
-	from, err := openDir(sd)
+	from, sn, err := openParent(src, true)
 	if err != nil {
 		return err
 	}
 	defer from.Close()
-	to, err := openDir(dd)
+	to, dn, err := openParent(dst, false)
 	if err != nil {
 		return err
 	}
@@ -191,18 +207,27 @@ func renameEntry(src, dst string) error {
 	return renameAt(from, sn, to, dn, false)
 }
 
-// copyTree copies src to dst: directories recursively, links as links,
-// regular files with their mode; anything else is skipped. Every step is
-// relative to descriptors of the directories already opened.
+// renameIn renames a name within the directory holding p.
+func renameIn(p, newName string) error {
+	dir, n, err := openParent(p, true)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return renameAt(dir, n, dir, newName, false)
+}
+
+// copyTree copies src into the checked destination directory as dst:
+// directories recursively, links as links, regular files with their
+// mode; anything else is skipped. Every step is relative to descriptors
+// of the directories already opened.
 func copyTree(ctx context.Context, src, dst string) error {
-	sd, sn := filepath.Split(src)
-	dd, dn := filepath.Split(dst)
-	from, err := openDir(sd)
+	from, sn, err := openParent(src, true)
 	if err != nil {
 		return err
 	}
 	defer from.Close()
-	to, err := openDir(dd)
+	to, dn, err := openParent(dst, false)
 	if err != nil {
 		return err
 	}
@@ -353,8 +378,7 @@ func openRegular(p string, follow bool) (*os.File, fs.FileInfo, error) {
 // removeEntry removes clean path p: a directory recursively, anything
 // else (a link included) by unlinking the name; nothing is followed.
 func removeEntry(p string) error {
-	d, n := filepath.Split(p)
-	dir, err := openDir(d)
+	dir, n, err := openParent(p, true)
 	if err != nil {
 		return err
 	}
@@ -393,8 +417,7 @@ func removeAt(dir *os.File, name string) error {
 // file (no link followed, fstat checked). Directories are walked by
 // descriptor, so a directory swapped for a link is not entered.
 func walkTree(root string, fn func(rel string, fi fs.FileInfo, open func() (*os.File, error)) error) error {
-	d, n := filepath.Split(root)
-	dir, err := openDir(d)
+	dir, n, err := openParent(root, true)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,8 @@ func replaceText(dirPath, name string, content []byte) error {
 
 func renameEntry(src, dst string) error { return os.Rename(src, dst) }
 
+func renameIn(p, newName string) error { return os.Rename(p, filepath.Join(filepath.Dir(p), newName)) }
+
 func copyTree(ctx context.Context, src, dst string) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -272,3 +272,31 @@ func TestRaceDownloadZipSwap(t *testing.T) {
 	stop()
 	sen.check(t)
 }
+
+// Moving or pasting into a destination that flips between a directory
+// and a link to a directory outside never puts anything outside.
+func TestRaceMoveDestinationSwap(t *testing.T) {
+	t.Parallel()
+	sen := newSentinel(t)
+	outside := filepath.Dir(sen.path)
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "dest")
+	s := &server{goos: "linux"}
+	stop := flipper(func() {
+		_ = os.RemoveAll(dest)
+		_ = os.Mkdir(dest, 0o755)
+		_ = os.RemoveAll(dest)
+		_ = os.Symlink(outside, dest)
+	})
+	defer stop()
+	for i := 0; i < raceRounds; i++ {
+		src := filepath.Join(dir, "moved")
+		_ = os.WriteFile(src, []byte("moved"), 0o644)
+		_, _ = s.transfer(context.Background(), []string{src}, dest, i%2 == 0)
+	}
+	stop()
+	sen.check(t)
+	des, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Len(t, des, 1, "only the sentinel is outside: %v", des)
+}

@@ -227,7 +227,7 @@ func (d *destDir) mkdirAll(rel string) (*destDir, error) {
 		if err != nil {
 			return nil, err
 		}
-		if isLink(fi) || !fi.IsDir() {
+		if isReparsePoint(cur, fi) || !fi.IsDir() {
 			return nil, linkBelow(cur)
 		}
 	}

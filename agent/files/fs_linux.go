@@ -140,6 +140,16 @@ func renameAt(from *os.File, fromName string, to *os.File, toName string, replac
 		err = unix.Renameat(int(from.Fd()), fromName, int(to.Fd()), toName)
 	} else {
 		err = unix.Renameat2(int(from.Fd()), fromName, int(to.Fd()), toName, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EINVAL) {
+			// A file system without RENAME_NOREPLACE (older NFS, some
+			// FUSE): the check and the rename are two calls there, still
+			// by descriptor.
+			if _, lerr := lstatAt(to, toName); lerr == nil {
+				err = unix.EEXIST
+			} else {
+				err = unix.Renameat(int(from.Fd()), fromName, int(to.Fd()), toName)
+			}
+		}
 	}
 	if err != nil {
 		return &os.LinkError{Op: "rename", Old: filepath.Join(from.Name(), fromName), New: filepath.Join(to.Name(), toName), Err: err}

@@ -46,6 +46,8 @@ type testCaller struct {
 	mu       sync.Mutex
 	openHook func(body io.ReadCloser) io.ReadCloser
 	sendHook func(body io.Reader) io.Reader
+	// prepareHook changes a content post after the agent prepared it.
+	prepareHook func(*http.Request)
 }
 
 func (c *testCaller) setBase(u string) { c.base.Store(&u) }
@@ -134,6 +136,12 @@ func (c *testCaller) Send(ctx context.Context, method, path string, body io.Read
 	}
 	if prepare != nil {
 		prepare(req)
+	}
+	c.mu.Lock()
+	ph := c.prepareHook
+	c.mu.Unlock()
+	if ph != nil {
+		ph(req)
 	}
 	return c.finish(req, out)
 }
@@ -860,4 +868,55 @@ func TestFileTransferFollowsTheDeviceNotItsName(t *testing.T) {
 	}
 	r = f.do(t, "POST", transferPath("xfer-old", id, "cancel"), admin, nil)
 	require.Equal(t, 404, r.Status, r.Raw)
+}
+
+// What an agent names is not trusted: X-Content-Name loses its bidi and
+// control characters before it is stored or put in a Content-Disposition,
+// and a zip whose central directory names a path outside the operator's
+// folder is refused (validation_failed) with nothing kept.
+func TestFileTransferArtifactFromTheAgent(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "artifact")
+	_, c := f.transferAgent(t, admin, site, "artifact-host")
+	dest := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dest, "tree"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dest, "tree", "a.txt"), []byte("alpha"), 0o644))
+
+	c.mu.Lock()
+	c.prepareHook = func(r *http.Request) { r.Header.Set(proto.HeaderContentName, "tr\u202Eee\u2066\u200F.zip") }
+	c.mu.Unlock()
+	id := transferID(t, f.do(t, "POST", "/api/device/files/artifact-host/download", admin, map[string]any{"paths": []string{filepath.Join(dest, "tree")}}))
+	snap := f.waitTransfer(t, admin, "artifact-host", id)
+	require.Equal(t, "completed", snap["state"], snap)
+	require.Equal(t, "tree.zip", snap["content_name"])
+	_, _, h := f.fetchContent(t, admin, "artifact-host", id, t.TempDir())
+	require.Equal(t, "attachment; filename*=UTF-8''tree.zip", h.Get("Content-Disposition"))
+
+	for _, entry := range []string{"../../etc/cron.d/evil", "/etc/passwd", `tree\..\..\evil`, "C:/Windows/evil.dll"} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: entry, Method: zip.Store})
+		require.NoError(t, err)
+		_, _ = w.Write([]byte("evil"))
+		require.NoError(t, zw.Close())
+		sum := sha256.Sum256(buf.Bytes())
+		c.mu.Lock()
+		c.prepareHook = func(r *http.Request) {
+			r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+			r.ContentLength = int64(buf.Len())
+			r.Trailer = nil
+			r.Header.Set(proto.HeaderContentSHA256, hex.EncodeToString(sum[:]))
+		}
+		c.mu.Unlock()
+		id := transferID(t, f.do(t, "POST", "/api/device/files/artifact-host/download", admin, map[string]any{"paths": []string{filepath.Join(dest, "tree")}}))
+		snap := f.waitTransfer(t, admin, "artifact-host", id)
+		require.Equal(t, "failed", snap["state"], "%q: %v", entry, snap)
+		e := snap["error"].(map[string]any)
+		require.Equal(t, "validation_failed", e["code"], snap)
+		require.Contains(t, e["message"], "refused", snap)
+		r := f.do(t, "GET", transferPath("artifact-host", id, "content"), admin, nil)
+		require.NotEqual(t, 200, r.Status, r.Raw)
+	}
 }

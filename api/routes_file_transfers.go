@@ -477,7 +477,11 @@ func (s *Server) streamItem(w http.ResponseWriter, r *http.Request, id string, i
 	h.Set(proto.HeaderContentSHA256, item.Sha256)
 	h.Set("Cache-Control", "no-store")
 	if attachment {
-		h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(path.Base(item.Name)))
+		name := transfers.CleanContentName(path.Base(item.Name))
+		if name == "" || name == "." || name == "/" {
+			name = "download"
+		}
+		h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name))
 	}
 	extendDeadlines(w)
 	w.WriteHeader(http.StatusOK)
@@ -622,7 +626,9 @@ func (s *Server) agentTransferContent(w http.ResponseWriter, r *http.Request) {
 	// Trailer header) when the agent computes it while streaming.
 	sum := r.Header.Get(proto.HeaderContentSHA256)
 	_, inTrailer := r.Trailer[http.CanonicalHeaderKey(proto.HeaderContentSHA256)]
-	name := strings.TrimSpace(r.Header.Get(proto.HeaderContentName))
+	// Bidi and control characters are dropped before the name is checked,
+	// stored or put in a Content-Disposition.
+	name := transfers.CleanContentName(r.Header.Get(proto.HeaderContentName))
 	err := checkTransferID(id)
 	switch {
 	case err != nil:

@@ -7,13 +7,26 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"unicode/utf8"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 )
+
+// Failures the platform layer (fs_linux.go, fs_other.go) answers, named
+// with their path by osError.
+var (
+	errNotFile    = errors.New("is a directory")
+	errNotRegular = errors.New("is not a regular file")
+	errNotDir     = errors.New("is not a directory")
+)
+
+// linkBelow refuses a link (or reparse point) found below an upload's
+// destination, where nothing is followed.
+func linkBelow(p string) *proto.Error {
+	return refuse(proto.CodeFilePathInvalid, "%s is a symbolic link, reparse point or file below the destination; it is not followed", p)
+}
 
 func refuse(code, format string, args ...any) *proto.Error {
 	return &proto.Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -25,6 +38,14 @@ func osError(p string, err error) *proto.Error {
 	switch {
 	case errors.As(err, &pe):
 		return pe
+	case errors.Is(err, errNotFile):
+		return refuse(proto.CodeFileNotFile, "%s is a directory", p)
+	case errors.Is(err, errNotRegular):
+		return refuse(proto.CodeFilePathInvalid, "%s is not a regular file", p)
+	case errors.Is(err, errNotDir):
+		return refuse(proto.CodeFileNotDirectory, "%s is not a directory", p)
+	case errors.Is(err, syscall.ELOOP):
+		return refuse(proto.CodeFilePathInvalid, "%s: a symbolic link appeared where none is followed", p)
 	case errors.Is(err, fs.ErrNotExist):
 		return refuse(proto.CodeFilePathNotFound, "%s does not exist", p)
 	case errors.Is(err, fs.ErrExist):
@@ -94,7 +115,7 @@ func (s *server) list(raw string) (proto.FileList, error) {
 	if err != nil {
 		return proto.FileList{}, err
 	}
-	des, err := os.ReadDir(p)
+	des, err := readDirNoFollow(p)
 	if err != nil {
 		return proto.FileList{}, osError(p, err)
 	}
@@ -140,26 +161,22 @@ func (s *server) readText(raw string) (proto.FileText, error) {
 	if err != nil {
 		return proto.FileText{}, err
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		// Reading follows the link; the target is checked like any file.
-		if fi, err = os.Stat(p); err != nil {
-			return proto.FileText{}, osError(p, err)
-		}
+	if fi.IsDir() {
+		return proto.FileText{}, refuse(proto.CodeFileNotFile, "%s is a directory", p)
 	}
-	if !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return proto.FileText{}, refuse(proto.CodeFileNotFile, "%s is a directory", p)
-		}
-		return proto.FileText{}, refuse(proto.CodeFilePathInvalid, "%s is a device file, pipe or socket", p)
-	}
-	if fi.Size() > proto.MaxTextBytes {
-		return proto.FileText{}, refuse(proto.CodeFileTooLarge, "%s is %d bytes; the editor opens files up to %d bytes", p, fi.Size(), proto.MaxTextBytes)
-	}
-	f, err := os.Open(p)
+	// Reading follows a link; the file checked is the one opened (fstat
+	// on its descriptor), so a link swapped in cannot bring a device.
+	f, fi, err := openRegular(p, fi.Mode()&fs.ModeSymlink != 0)
 	if err != nil {
+		if errors.Is(err, errNotRegular) {
+			return proto.FileText{}, refuse(proto.CodeFilePathInvalid, "%s is a device file, pipe or socket", p)
+		}
 		return proto.FileText{}, osError(p, err)
 	}
 	defer f.Close()
+	if fi.Size() > proto.MaxTextBytes {
+		return proto.FileText{}, refuse(proto.CodeFileTooLarge, "%s is %d bytes; the editor opens files up to %d bytes", p, fi.Size(), proto.MaxTextBytes)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, proto.MaxTextBytes+1))
 	if err != nil {
 		return proto.FileText{}, osError(p, err)
@@ -193,37 +210,7 @@ func (s *server) writeText(raw, content string) (proto.FileWritten, error) {
 	if _, err := s.dir(dir); err != nil {
 		return proto.FileWritten{}, err
 	}
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Lstat(p); err == nil {
-		if !fi.Mode().IsRegular() {
-			if fi.IsDir() {
-				return proto.FileWritten{}, refuse(proto.CodeFileNotFile, "%s is a directory", p)
-			}
-			return proto.FileWritten{}, refuse(proto.CodeFilePathInvalid, "%s is not a regular file", p)
-		}
-		mode = fi.Mode().Perm()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return proto.FileWritten{}, osError(p, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+name+".cairn-*")
-	if err != nil {
-		return proto.FileWritten{}, osError(dir, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	_, err = tmp.WriteString(content)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
+	if err := replaceText(dir, name, []byte(content)); err != nil {
 		return proto.FileWritten{}, osError(p, err)
 	}
 	return proto.FileWritten{Path: p, Size: int64(len(content))}, nil
@@ -260,7 +247,13 @@ func (s *server) rename(raw, newName string) (proto.FileEntries, error) {
 			return proto.FileEntries{}, refuse(proto.CodeFilePathExists, "%s already exists", target)
 		}
 	}
-	if err := os.Rename(p, target); err != nil {
+	var err2 error
+	if SameName(s.goos, old, newName) {
+		err2 = os.Rename(p, target) // the same file under another case (Windows)
+	} else {
+		err2 = renameIn(p, newName)
+	}
+	if err := err2; err != nil {
 		return proto.FileEntries{}, osError(target, err)
 	}
 	e, err := s.entryOf(target)
@@ -292,10 +285,10 @@ func (s *server) transfer(ctx context.Context, paths []string, destination strin
 			return out, refuse(proto.CodeFilePathExists, "%s already exists", target)
 		}
 		if move {
-			err = os.Rename(p, target)
+			err = renameEntry(p, target)
 			if errors.Is(err, syscall.EXDEV) {
 				if err = copyTree(ctx, p, target); err == nil {
-					err = os.RemoveAll(p)
+					err = removeEntry(p)
 				}
 			}
 		} else {
@@ -313,59 +306,8 @@ func (s *server) transfer(ctx context.Context, paths []string, destination strin
 	return out, nil
 }
 
-// copyTree copies src to dst: directories recursively, links as links,
-// regular files with their mode; anything else is skipped.
-func copyTree(ctx context.Context, src, dst string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(src)
-	if err != nil {
-		return err
-	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(src)
-		if err != nil {
-			return err
-		}
-		return os.Symlink(target, dst)
-	case fi.IsDir():
-		if err := os.Mkdir(dst, fi.Mode().Perm()|0o700); err != nil {
-			return err
-		}
-		des, err := os.ReadDir(src)
-		if err != nil {
-			return err
-		}
-		for _, de := range des {
-			if err := copyTree(ctx, filepath.Join(src, de.Name()), filepath.Join(dst, de.Name())); err != nil {
-				return err
-			}
-		}
-		return nil
-	case fi.Mode().IsRegular():
-		in, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	default:
-		return nil
-	}
-}
-
 // delete removes each path: directories recursively, links as links
-// (os.RemoveAll never follows them). Roots are refused.
+// (never followed, by descriptor on Linux). Roots are refused.
 func (s *server) delete(paths []string) (proto.FileEntries, error) {
 	out := proto.FileEntries{Entries: []proto.FileEntry{}}
 	for _, raw := range paths {
@@ -380,12 +322,7 @@ func (s *server) delete(paths []string) (proto.FileEntries, error) {
 		if _, name, ok := Parent(s.goos, p); ok {
 			e.Name = name
 		}
-		if fi.IsDir() {
-			err = os.RemoveAll(p)
-		} else {
-			err = os.Remove(p)
-		}
-		if err != nil {
+		if err := removeEntry(p); err != nil {
 			return out, osError(p, err)
 		}
 		out.Entries = append(out.Entries, e)

@@ -68,3 +68,30 @@ func TestWindowsFiles(t *testing.T) {
 	_, c = askWindows(t, proto.FileRequest{Action: proto.FileActionList, Path: `Windows`})
 	require.Equal(t, proto.CodeFilePathNotAbsolute, c)
 }
+
+// Below an upload destination only real directories are entered: a file
+// in the way is refused (path_invalid), real directories are made.
+// Reparse points are refused by the same check (isReparsePoint), which
+// Wine cannot exercise: its os.Symlink answers success and makes no
+// link, so only real Windows tests that part.
+func TestWindowsUploadDirectories(t *testing.T) {
+	dest, err := os.MkdirTemp("", "cairn-dest-")
+	require.NoError(t, err)
+	file := filepath.Join(dest, "file")
+	made := []string{filepath.Join(dest, "real", "x"), filepath.Join(dest, "real")}
+	t.Cleanup(func() {
+		for _, p := range append(made, file, dest) {
+			_ = os.Remove(p)
+		}
+	})
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	d, err := openDest(dest)
+	require.NoError(t, err)
+	defer d.Close()
+	_, err = d.mkdirAll("file/x")
+	require.Equal(t, proto.CodeFilePathInvalid, code(err), "%v", err)
+	sub, err := d.mkdirAll("real/x")
+	require.NoError(t, err)
+	require.Equal(t, made[0], sub.Name())
+	require.DirExists(t, made[0])
+}

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -197,11 +199,19 @@ func (s *server) upload(ctx context.Context, call runtime.Caller, raw json.RawMe
 		return nil, opError(proto.CodeOpUnsupported, "this agent cannot stream transfers")
 	}
 	if s.claim(req.TransferID) {
+		// The destination checked is the one written to: held open from
+		// here to the end of the transfer.
+		dest, err := openDest(filepath.Clean(req.Destination))
+		if err != nil {
+			s.release(req.TransferID)
+			return nil, osError(req.Destination, err)
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.release(req.TransferID)
-			s.runUpload(ctx, &session{s: s, call: c, id: req.TransferID}, req)
+			defer dest.Close()
+			s.runUpload(ctx, &session{s: s, call: c, id: req.TransferID}, dest, req)
 		}()
 	}
 	return proto.TransferAccepted{Accepted: true}, nil
@@ -238,7 +248,7 @@ func localName(name string) bool {
 	return filepath.IsLocal(filepath.FromSlash(name))
 }
 
-func (s *server) runUpload(ctx context.Context, t *session, req proto.TransferRequest) {
+func (s *server) runUpload(ctx context.Context, t *session, dest *destDir, req proto.TransferRequest) {
 	st, err := t.status(ctx)
 	if err != nil {
 		if !errors.Is(err, errStop) {
@@ -253,10 +263,12 @@ func (s *server) runUpload(ctx context.Context, t *session, req proto.TransferRe
 		}
 	}
 	for _, d := range req.Directories {
-		if err := os.MkdirAll(filepath.Join(req.Destination, filepath.FromSlash(d)), 0o755); err != nil {
+		sub, err := dest.mkdirAll(d)
+		if err != nil {
 			t.fail(ctx, 0, 0, &finalError{code: osCode(err), err: fmt.Errorf("create directory %s: %w", d, err)})
 			return
 		}
+		sub.Close()
 	}
 	if len(req.Items) == 0 {
 		// A manifest of empty folders only: nothing to fetch.
@@ -269,7 +281,7 @@ func (s *server) runUpload(ctx context.Context, t *session, req proto.TransferRe
 		if done[it.ItemID] {
 			continue
 		}
-		state, err := s.uploadItem(ctx, t, req, it)
+		state, err := s.uploadItem(ctx, t, dest, req, it)
 		if errors.Is(err, errStop) || ctx.Err() != nil {
 			return
 		}
@@ -285,27 +297,32 @@ func (s *server) runUpload(ctx context.Context, t *session, req proto.TransferRe
 }
 
 // uploadItem writes one item into place under the conflict policy and
-// returns its final state (completed or skipped).
-func (s *server) uploadItem(ctx context.Context, t *session, req proto.TransferRequest, it proto.TransferItem) (string, error) {
-	target := filepath.Join(req.Destination, filepath.FromSlash(it.Name))
-	dir := filepath.Dir(target)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", &finalError{code: osCode(err), err: fmt.Errorf("create %s: %w", dir, err)}
+// returns its final state (completed or skipped). Its directory is
+// created and held open below the destination, refusing links; the
+// temp file, the conflict check and the rename are relative to it.
+func (s *server) uploadItem(ctx context.Context, t *session, dest *destDir, req proto.TransferRequest, it proto.TransferItem) (string, error) {
+	rel, name := path.Split(it.Name)
+	dir, err := dest.mkdirAll(rel)
+	if err != nil {
+		return "", &finalError{code: osCode(err), err: fmt.Errorf("create %s: %w", rel, err)}
 	}
-	if fi, err := os.Lstat(target); err == nil {
+	defer dir.Close()
+	replace := false
+	if fi, err := dir.lstat(name); err == nil {
 		switch req.Conflict {
 		case proto.ConflictSkip:
 			return "skipped", nil
 		case proto.ConflictOverwrite:
 			if !fi.Mode().IsRegular() {
-				return "", &finalError{code: "not_a_file", err: fmt.Errorf("%s exists and is not a regular file", target)}
+				return "", &finalError{code: "not_a_file", err: fmt.Errorf("%s exists and is not a regular file", it.Name)}
 			}
+			replace = true
 		default:
-			target = freeName(target)
+			name = freeName(dir, name)
 		}
 	}
 	var tmp string
-	err := t.retry(ctx, "fetch "+it.Name, func() error {
+	err = t.retry(ctx, "fetch "+it.Name, func() error {
 		var err error
 		tmp, err = s.fetchItem(ctx, t, dir, it)
 		return err
@@ -315,27 +332,43 @@ func (s *server) uploadItem(ctx context.Context, t *session, req proto.TransferR
 	}
 	// A cancel that came while the last bytes arrived leaves nothing behind.
 	if _, err := t.status(ctx); err != nil {
-		os.Remove(tmp)
+		dir.remove(tmp)
 		return "", err
 	}
-	if err := os.Rename(tmp, target); err != nil {
-		os.Remove(tmp)
-		return "", &finalError{code: osCode(err), err: fmt.Errorf("move into place: %w", err)}
+	for {
+		err := dir.rename(tmp, name, replace)
+		if err != nil && errors.Is(err, fs.ErrExist) {
+			// The name was taken since the check: the policy again.
+			switch req.Conflict {
+			case proto.ConflictSkip:
+				dir.remove(tmp)
+				return "skipped", nil
+			case proto.ConflictOverwrite:
+				replace = true
+			default:
+				name = freeName(dir, name)
+			}
+			continue
+		}
+		if err != nil {
+			dir.remove(tmp)
+			return "", &finalError{code: osCode(err), err: fmt.Errorf("move into place: %w", err)}
+		}
+		return "completed", nil
 	}
-	return "completed", nil
 }
 
 // fetchItem streams an item into a temp file in dir (same file system,
 // so the final rename is atomic) and checks its size and SHA-256.
-func (s *server) fetchItem(ctx context.Context, t *session, dir string, it proto.TransferItem) (string, error) {
+func (s *server) fetchItem(ctx context.Context, t *session, dir *destDir, it proto.TransferItem) (string, error) {
 	body, err := t.call.Open(ctx, transferPath(t.id, proto.TransferUploadItem+strconv.Itoa(int(it.ItemID))))
 	if err != nil {
 		return "", err
 	}
 	defer body.Close()
-	f, err := os.CreateTemp(dir, ".cairn-upload-*")
+	f, tmp, err := dir.createTemp()
 	if err != nil {
-		return "", &finalError{code: osCode(err), err: fmt.Errorf("create a temp file in %s: %w", dir, err)}
+		return "", &finalError{code: osCode(err), err: fmt.Errorf("create a temp file in %s: %w", dir.Name(), err)}
 	}
 	h := sha256.New()
 	cw := &countingWriter{ctx: ctx, t: t, p: proto.TransferProgress{ItemID: it.ItemID, State: "running"}}
@@ -353,19 +386,19 @@ func (s *server) fetchItem(ctx context.Context, t *session, dir string, it proto
 		}
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		dir.remove(tmp)
 		return "", err
 	}
-	return f.Name(), nil
+	return tmp, nil
 }
 
-// freeName is target, or "name (n).ext" for the first n that is free.
-func freeName(target string) string {
-	ext := filepath.Ext(target)
-	stem := strings.TrimSuffix(target, ext)
+// freeName is "name (n).ext" for the first n free in dir.
+func freeName(dir *destDir, name string) string {
+	ext := path.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
 	for n := 1; ; n++ {
 		c := fmt.Sprintf("%s (%d)%s", stem, n, ext)
-		if _, err := os.Lstat(c); errors.Is(err, os.ErrNotExist) {
+		if _, err := dir.lstat(c); errors.Is(err, os.ErrNotExist) {
 			return c
 		}
 	}
@@ -373,7 +406,10 @@ func freeName(target string) string {
 
 // osCode names an OS failure for the Engine.
 func osCode(err error) string {
+	var pe *proto.Error
 	switch {
+	case errors.As(err, &pe):
+		return pe.Code
 	case errors.Is(err, os.ErrPermission):
 		return proto.CodeOpPermission
 	case errors.Is(err, os.ErrNotExist):

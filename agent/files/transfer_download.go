@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime"
@@ -95,11 +96,9 @@ func plan(paths []string) (artifact, error) {
 func treeSize(paths []string) int64 {
 	var n int64
 	for _, p := range paths {
-		_ = filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				if fi, err := d.Info(); err == nil {
-					n += fi.Size()
-				}
+		_ = walkTree(p, func(_ string, fi fs.FileInfo, _ func() (*os.File, error)) error {
+			if fi.Mode().IsRegular() {
+				n += fi.Size()
 			}
 			return nil
 		})
@@ -175,7 +174,9 @@ func (s *server) sendContent(ctx context.Context, t *session, art artifact) erro
 // files.
 func (a artifact) write(w io.Writer, progress io.Writer) error {
 	if a.file != "" {
-		f, err := os.Open(a.file)
+		// The file checked is the file sent: no link followed, fstat on
+		// the descriptor.
+		f, _, err := openRegular(a.file, false)
 		if err != nil {
 			return &finalError{code: osCode(err), err: err}
 		}
@@ -189,50 +190,52 @@ func (a artifact) write(w io.Writer, progress io.Writer) error {
 		return flate.NewWriter(out, flate.BestSpeed)
 	})
 	for _, root := range a.paths {
-		base := filepath.Dir(root)
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return &finalError{code: osCode(err), err: err}
-			}
-			rel, err := filepath.Rel(base, p)
-			if err != nil {
-				return err
-			}
-			name := filepath.ToSlash(rel)
-			switch {
-			case d.IsDir():
-				_, err := zw.Create(name + "/")
-				return err
-			case !d.Type().IsRegular():
-				// Symlinks and device files are not followed into the zip.
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return &finalError{code: osCode(err), err: err}
-			}
-			hdr, err := zip.FileInfoHeader(fi)
-			if err != nil {
-				return err
-			}
-			hdr.Name, hdr.Method = name, zip.Deflate
-			fw, err := zw.CreateHeader(hdr)
-			if err != nil {
-				return err
-			}
-			f, err := os.Open(p)
-			if err != nil {
-				return &finalError{code: osCode(err), err: fmt.Errorf("open %s: %w", p, err)}
-			}
-			defer f.Close()
-			_, err = io.Copy(fw, io.TeeReader(f, progress))
-			return err
+		// Walked by descriptor: a directory swapped for a link is not
+		// entered, a file swapped for one is not opened.
+		var cbErr error // the callback's own failures keep their kind (a cut stream is retried)
+		err := walkTree(root, func(name string, fi fs.FileInfo, open func() (*os.File, error)) error {
+			cbErr = zipEntry(zw, name, fi, open, progress)
+			return cbErr
 		})
+		if err != nil && err != cbErr {
+			err = &finalError{code: osCode(err), err: err}
+		}
 		if err != nil {
 			return err
 		}
 	}
 	return zw.Close()
+}
+
+// zipEntry adds one walked entry to the zip.
+func zipEntry(zw *zip.Writer, name string, fi fs.FileInfo, open func() (*os.File, error), progress io.Writer) error {
+	switch {
+	case fi.IsDir():
+		_, err := zw.Create(name + "/")
+		return err
+	case !fi.Mode().IsRegular():
+		// Symlinks and device files are not followed into the zip.
+		return nil
+	}
+	f, err := open()
+	if errors.Is(err, errNotRegular) || errors.Is(err, syscall.ELOOP) {
+		return nil // became a link or a device since it was listed
+	}
+	if err != nil {
+		return &finalError{code: osCode(err), err: fmt.Errorf("open %s: %w", name, err)}
+	}
+	defer f.Close()
+	hdr, err := zip.FileInfoHeader(fi)
+	if err != nil {
+		return err
+	}
+	hdr.Name, hdr.Method = name, zip.Deflate
+	fw, err := zw.CreateHeader(hdr)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(fw, io.TeeReader(f, progress))
+	return err
 }
 
 // hexSum is h's sum in hex.

@@ -411,6 +411,22 @@ func (s *Service) ReceiveContent(ctx context.Context, guid, id, name string, wan
 		_ = s.Purge(ctx, id)
 		return cairn.Errorf(ECodeChecksumMismatch, "%s", msg)
 	}
+	// A zip whose entries could land outside the operator's folder is
+	// refused and dropped: nothing of it is kept or served.
+	if err := s.checkArtifact(ctx, t, name, size); err != nil {
+		msg := err.Error()
+		var ce *cairn.Error
+		if errors.As(err, &ce) {
+			for _, m := range ce.Fields {
+				msg = "the artifact was refused: " + m
+			}
+		}
+		if cairn.IsCode(err, cairn.ECodeValidation) {
+			_, _ = s.Finish(context.WithoutCancel(ctx), id, StateFailed, cairn.ECodeValidation, msg)
+			_ = s.Purge(context.WithoutCancel(ctx), id)
+		}
+		return err
+	}
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		if err := q.FileTransferSetDownloadTotal(ctx, db.FileTransferSetDownloadTotalParams{ID: id, BytesTotal: size,
 			ContentName: name}); err != nil {

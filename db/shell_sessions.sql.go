@@ -68,6 +68,50 @@ func (q *Queries) RemoteOpTokenSweep(ctx context.Context) error {
 	return err
 }
 
+const shellDeviceCheck = `-- name: ShellDeviceCheck :many
+SELECT trust_state, token_version, site_id,
+    coalesce((SELECT max(r.expires_at) FROM refresh_tokens r
+              WHERE r.device_guid = devices.guid AND r.revoked_at IS NULL), 'epoch'::timestamptz)::timestamptz
+        AS refresh_expires_at
+FROM devices WHERE guid = $1::text
+`
+
+type ShellDeviceCheckRow struct {
+	TrustState       string
+	TokenVersion     int32
+	SiteID           int64
+	RefreshExpiresAt time.Time
+}
+
+// What a bridged shell re-checks of its device on each guard tick and on
+// each event about it (issue 21 item 6): trust state, token version and
+// site, and the expiry of its newest live refresh token
+// (devicetrust.AccessValidUntil). No row: the device was purged.
+func (q *Queries) ShellDeviceCheck(ctx context.Context, guid string) ([]ShellDeviceCheckRow, error) {
+	rows, err := q.db.Query(ctx, shellDeviceCheck, guid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShellDeviceCheckRow
+	for rows.Next() {
+		var i ShellDeviceCheckRow
+		if err := rows.Scan(
+			&i.TrustState,
+			&i.TokenVersion,
+			&i.SiteID,
+			&i.RefreshExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shellSessionClaimAgent = `-- name: ShellSessionClaimAgent :one
 UPDATE shell_sessions
 SET state = 'open', started_at = now()
@@ -282,7 +326,7 @@ SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, 
 FROM shell_sessions s
 WHERE s.id = $1
   AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY($3::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY($3::bigint[]))
 `
 
 type ShellSessionGetParams struct {
@@ -370,8 +414,10 @@ type ShellSessionInsertRow struct {
 }
 
 // Remote shell sessions and scoped operation tokens (internal/shells).
-// Scope follows the hostname's current device, else the row's own site, as
-// the activity history does. Listings never read the transcript.
+// Scope follows the session's own device (by GUID: it may have moved
+// site), else, once that device was purged, the row's own site: never
+// whichever device holds the hostname now (issue 21 item 10). Listings
+// never read the transcript.
 func (q *Queries) ShellSessionInsert(ctx context.Context, arg ShellSessionInsertParams) (ShellSessionInsertRow, error) {
 	row := q.db.QueryRow(ctx, shellSessionInsert,
 		arg.ID,
@@ -397,7 +443,7 @@ SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, 
 FROM shell_sessions s
 WHERE ($1::text IS NULL OR lower(s.hostname) = lower($1::text))
   AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY($3::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY($3::bigint[]))
 ORDER BY s.created_at DESC, s.id
 LIMIT $4::int
 `
@@ -540,7 +586,7 @@ SELECT s.transcript, s.transcript_truncated, s.state
 FROM shell_sessions s
 WHERE s.id = $1
   AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY($3::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY($3::bigint[]))
 `
 
 type ShellSessionTranscriptParams struct {

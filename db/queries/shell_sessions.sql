@@ -1,6 +1,8 @@
 -- Remote shell sessions and scoped operation tokens (internal/shells).
--- Scope follows the hostname's current device, else the row's own site, as
--- the activity history does. Listings never read the transcript.
+-- Scope follows the session's own device (by GUID: it may have moved
+-- site), else, once that device was purged, the row's own site: never
+-- whichever device holds the hostname now (issue 21 item 10). Listings
+-- never read the transcript.
 
 -- name: ShellSessionInsert :one
 INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash,
@@ -48,7 +50,7 @@ SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, 
 FROM shell_sessions s
 WHERE s.id = @id
   AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]));
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY(@site_ids::bigint[]));
 
 -- name: ShellSessionList :many
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
@@ -57,7 +59,7 @@ SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, 
 FROM shell_sessions s
 WHERE (sqlc.narg(hostname)::text IS NULL OR lower(s.hostname) = lower(sqlc.narg(hostname)::text))
   AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY(@site_ids::bigint[]))
 ORDER BY s.created_at DESC, s.id
 LIMIT @max_rows::int;
 
@@ -66,7 +68,7 @@ SELECT s.transcript, s.transcript_truncated, s.state
 FROM shell_sessions s
 WHERE s.id = @id
   AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]));
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY(@site_ids::bigint[]));
 
 -- name: RemoteOpTokenInsert :one
 INSERT INTO remote_op_tokens (token_hash, capability, device_guid, operator, expires_at)
@@ -96,3 +98,14 @@ WHERE state IN ('connecting', 'open')
   AND coalesce(seen_at, connected_at, created_at) < now() - make_interval(secs => @lost_after_seconds::float8)
 ORDER BY id
 LIMIT 500;
+
+-- name: ShellDeviceCheck :many
+-- What a bridged shell re-checks of its device on each guard tick and on
+-- each event about it (issue 21 item 6): trust state, token version and
+-- site, and the expiry of its newest live refresh token
+-- (devicetrust.AccessValidUntil). No row: the device was purged.
+SELECT trust_state, token_version, site_id,
+    coalesce((SELECT max(r.expires_at) FROM refresh_tokens r
+              WHERE r.device_guid = devices.guid AND r.revoked_at IS NULL), 'epoch'::timestamptz)::timestamptz
+        AS refresh_expires_at
+FROM devices WHERE guid = @guid::text;

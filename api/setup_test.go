@@ -129,6 +129,10 @@ type fixture struct {
 	// eventKeepAlive is the replicas' event-stream keep-alive, the shell
 	// guard's tick too (0: 200 ms).
 	eventKeepAlive time.Duration
+	// shellTranscriptMax caps shell transcripts (0: the default);
+	// shellNoInput leaves keystrokes out of them.
+	shellTranscriptMax int64
+	shellNoInput       bool
 	// creds are the password and TOTP secret behind each session token
 	// from login, for the re-authentication of sensitive actions.
 	credsMu sync.Mutex
@@ -194,7 +198,8 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":", TransferStall: f.transferStall, TransferMaxBytes: f.transferMaxBytes,
 		// Event streams re-check their session on each keep-alive: tests
 		// see a stream close soon after its session ends.
-		EventKeepAlive: keepAlive,
+		EventKeepAlive:     keepAlive,
+		ShellTranscriptMax: f.shellTranscriptMax, ShellNoInputRecording: f.shellNoInput,
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())

@@ -142,16 +142,24 @@ func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session
 	}
 	wait.Stop()
 
+	rec := h.svc.Recorder(sess.ID, sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now())
 	guardCtx, stopGuard := context.WithCancel(ctx)
-	defer stopGuard()
-	go h.guard(guardCtx, p, sess, live)
-	rec := shells.NewRecorder(sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now(), 0, nil)
+	guarded := make(chan struct{})
+	go func() { defer close(guarded); h.guard(guardCtx, p, sess, live, rec) }()
 	res := shells.Bridge(ctx, conn, agent, rec, live.EndRequested())
+	stopGuard()
+	<-guarded
 	if why := live.ClosingReason(); why != "" {
 		res.Reason = why
 	}
-	transcript, truncated := rec.Bytes()
-	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode, Transcript: transcript, Truncated: truncated})
+	// The rest of the transcript is stored before the session reads
+	// closed, so a closed session's transcript is complete.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := rec.Flush(fctx); err != nil {
+		h.s.Log.Error("store the end of a shell transcript", "session", sess.ID, "err", err)
+	}
+	cancel()
+	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode})
 }
 
 // Reasons the guard ends a bridged session with (its close_reason).
@@ -171,8 +179,9 @@ const (
 // the device holds a newer one. The device is also re-checked at once on
 // every agent_status_changed about it, which trust actions and site moves
 // emit, so quarantine, revoke, purge and a move end the shell without
-// waiting for the tick (issue 21 item 6).
-func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Session, live *shells.Live) {
+// waiting for the tick (issue 21 item 6). Each tick also stores what the
+// transcript holds.
+func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Session, live *shells.Live, rec *shells.Recorder) {
 	every := h.s.EventKeepAlive
 	if every <= 0 {
 		every = defaultEventKeepAlive
@@ -192,6 +201,10 @@ func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Ses
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			// A quiet session's transcript is stored within a tick.
+			if err := rec.Flush(ctx); err != nil && ctx.Err() == nil {
+				h.s.Log.Warn("shell session: store the transcript", "session", sess.ID, "err", err)
+			}
 			switch h.s.streamEnds(ctx, p) {
 			case "session_ended":
 				reason = reasonSessionEnded

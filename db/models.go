@@ -651,7 +651,6 @@ type ShellSession struct {
 	ExitCode            *int32
 	CloseReason         string
 	ActivityID          *int64
-	Transcript          []byte
 	TranscriptTruncated bool
 	CreatedAt           time.Time
 	ConnectedAt         *time.Time
@@ -659,6 +658,13 @@ type ShellSession struct {
 	EndedAt             *time.Time
 	SeenAt              *time.Time
 	ExpiresAt           time.Time
+	TranscriptBytes     int64
+}
+
+type ShellTranscriptChunk struct {
+	SessionID string
+	Seq       int32
+	Data      []byte
 }
 
 type Site struct {

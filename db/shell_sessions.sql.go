@@ -250,19 +250,16 @@ func (q *Queries) ShellSessionClaimBrowser(ctx context.Context, arg ShellSession
 
 const shellSessionFinish = `-- name: ShellSessionFinish :one
 UPDATE shell_sessions
-SET state = 'closed', ended_at = now(), exit_code = $1, close_reason = $2,
-    transcript = $3, transcript_truncated = $4
-WHERE id = $5 AND state <> 'closed'
+SET state = 'closed', ended_at = now(), exit_code = $1, close_reason = $2
+WHERE id = $3 AND state <> 'closed'
 RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
           created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated
 `
 
 type ShellSessionFinishParams struct {
-	ExitCode            *int32
-	CloseReason         string
-	Transcript          []byte
-	TranscriptTruncated bool
-	ID                  string
+	ExitCode    *int32
+	CloseReason string
+	ID          string
 }
 
 type ShellSessionFinishRow struct {
@@ -288,13 +285,7 @@ type ShellSessionFinishRow struct {
 
 // Closes a session once; a second finish (both sides racing) changes nothing.
 func (q *Queries) ShellSessionFinish(ctx context.Context, arg ShellSessionFinishParams) (ShellSessionFinishRow, error) {
-	row := q.db.QueryRow(ctx, shellSessionFinish,
-		arg.ExitCode,
-		arg.CloseReason,
-		arg.Transcript,
-		arg.TranscriptTruncated,
-		arg.ID,
-	)
+	row := q.db.QueryRow(ctx, shellSessionFinish, arg.ExitCode, arg.CloseReason, arg.ID)
 	var i ShellSessionFinishRow
 	err := row.Scan(
 		&i.ID,
@@ -322,7 +313,7 @@ func (q *Queries) ShellSessionFinish(ctx context.Context, arg ShellSessionFinish
 const shellSessionGet = `-- name: ShellSessionGet :one
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
        s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
-       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+       s.activity_id, s.transcript_truncated, s.expires_at, s.transcript_bytes
 FROM shell_sessions s
 WHERE s.id = $1
   AND ($2::bool OR COALESCE(
@@ -439,7 +430,7 @@ func (q *Queries) ShellSessionInsert(ctx context.Context, arg ShellSessionInsert
 const shellSessionList = `-- name: ShellSessionList :many
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
        s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
-       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+       s.activity_id, s.transcript_truncated, s.expires_at, s.transcript_bytes
 FROM shell_sessions s
 WHERE ($1::text IS NULL OR lower(s.hostname) = lower($1::text))
   AND ($2::bool OR COALESCE(
@@ -582,7 +573,7 @@ func (q *Queries) ShellSessionTouchMany(ctx context.Context, ids []string) (int6
 }
 
 const shellSessionTranscript = `-- name: ShellSessionTranscript :one
-SELECT s.transcript, s.transcript_truncated, s.state
+SELECT s.transcript_bytes, s.state
 FROM shell_sessions s
 WHERE s.id = $1
   AND ($2::bool OR COALESCE(
@@ -596,14 +587,80 @@ type ShellSessionTranscriptParams struct {
 }
 
 type ShellSessionTranscriptRow struct {
-	Transcript          []byte
-	TranscriptTruncated bool
-	State               string
+	TranscriptBytes int64
+	State           string
 }
 
 func (q *Queries) ShellSessionTranscript(ctx context.Context, arg ShellSessionTranscriptParams) (ShellSessionTranscriptRow, error) {
 	row := q.db.QueryRow(ctx, shellSessionTranscript, arg.ID, arg.AllSites, arg.SiteIds)
 	var i ShellSessionTranscriptRow
-	err := row.Scan(&i.Transcript, &i.TranscriptTruncated, &i.State)
+	err := row.Scan(&i.TranscriptBytes, &i.State)
 	return i, err
+}
+
+const shellTranscriptAppend = `-- name: ShellTranscriptAppend :execrows
+WITH chunk AS (
+    INSERT INTO shell_transcript_chunks (session_id, seq, data)
+    VALUES ($1, $2, $3)
+    ON CONFLICT (session_id, seq) DO NOTHING
+    RETURNING length(data) AS n
+)
+UPDATE shell_sessions SET transcript_bytes = transcript_bytes + chunk.n
+FROM chunk
+WHERE id = $1
+`
+
+type ShellTranscriptAppendParams struct {
+	SessionID string
+	Seq       int32
+	Data      []byte
+}
+
+// Appends one chunk of a session's transcript and counts its bytes. A
+// chunk written already (a retried write) changes nothing.
+func (q *Queries) ShellTranscriptAppend(ctx context.Context, arg ShellTranscriptAppendParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shellTranscriptAppend, arg.SessionID, arg.Seq, arg.Data)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const shellTranscriptChunks = `-- name: ShellTranscriptChunks :many
+SELECT seq, data FROM shell_transcript_chunks
+WHERE session_id = $1 AND seq >= $2::int
+ORDER BY seq
+LIMIT $3::int
+`
+
+type ShellTranscriptChunksParams struct {
+	SessionID string
+	FromSeq   int32
+	MaxRows   int32
+}
+
+type ShellTranscriptChunksRow struct {
+	Seq  int32
+	Data []byte
+}
+
+// A page of a transcript's chunks in order, from seq on.
+func (q *Queries) ShellTranscriptChunks(ctx context.Context, arg ShellTranscriptChunksParams) ([]ShellTranscriptChunksRow, error) {
+	rows, err := q.db.Query(ctx, shellTranscriptChunks, arg.SessionID, arg.FromSeq, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShellTranscriptChunksRow
+	for rows.Next() {
+		var i ShellTranscriptChunksRow
+		if err := rows.Scan(&i.Seq, &i.Data); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

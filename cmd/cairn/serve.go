@@ -62,7 +62,8 @@ func serve(ctx context.Context, args []string) error {
 		AgentArtifacts: c.AgentArtifacts, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
 		TrustedProxies: c.TrustedProxies,
 		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
-		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention}
+		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention,
+		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

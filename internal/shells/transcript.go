@@ -70,6 +70,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	o       RecorderOptions
 	buf     bytes.Buffer
+	pending []byte // a chunk whose write failed: retried as it is, under its seq
 	seq     int32
 	stored  int64 // bytes written out
 	outTail []byte
@@ -162,19 +163,24 @@ func (r *Recorder) event(ctx context.Context, code string, text []byte) error {
 	}
 	t := r.stamp()
 	n := int64(1 + len(t) + 2 + 1 + len(code) + 1 + 2 + len(text) + 2)
-	if r.stored+int64(r.buf.Len())+n > r.o.Max-markerReserve {
+	if r.stored+r.held()+n > r.o.Max-markerReserve {
 		r.ended = ErrTranscriptFull
 		msg, _ := json.Marshal(r.LimitMessage())
 		r.line(t, "m", msg)
 		return r.ended
 	}
-	r.line(t, code, text)
-	if r.buf.Len() < TranscriptChunk {
-		return nil
+	if r.held()+n > maxUnstored {
+		// Writes have been failing: one more try, else the session ends
+		// rather than hold more (or drop what it holds).
+		if err := r.flush(ctx); err != nil && r.held()+n > maxUnstored {
+			r.ended = ErrTranscriptStore
+			return r.ended
+		}
 	}
-	if err := r.flush(ctx); err != nil && r.buf.Len() > maxUnstored {
-		r.ended = ErrTranscriptStore
-		return r.ended
+	r.line(t, code, text)
+	if r.held() >= TranscriptChunk {
+		// A failed write is kept and retried with the next event or tick.
+		_ = r.flush(ctx)
 	}
 	return nil
 }
@@ -198,18 +204,26 @@ func (r *Recorder) line(t, code string, text []byte) {
 	r.buf.WriteString("]\n")
 }
 
-// flush writes what is held as the next chunk; on an error it is kept
-// for the next attempt.
+// held is what the recorder has not written out yet.
+func (r *Recorder) held() int64 { return int64(len(r.pending) + r.buf.Len()) }
+
+// flush writes out what is held, a chunk at a time. A chunk whose write
+// failed is kept as it is and retried first under the same seq: a write
+// that did reach the database (its answer was lost) then changes nothing,
+// and nothing that arrived meanwhile is merged into it and lost.
 func (r *Recorder) flush(ctx context.Context) error {
-	if r.buf.Len() == 0 {
-		return nil
+	for r.pending != nil || r.buf.Len() > 0 {
+		if r.pending == nil {
+			r.pending = bytes.Clone(r.buf.Bytes())
+			r.buf.Reset()
+		}
+		if err := r.o.Write(ctx, r.seq, r.pending); err != nil {
+			return err
+		}
+		r.seq++
+		r.stored += int64(len(r.pending))
+		r.pending = nil
 	}
-	if err := r.o.Write(ctx, r.seq, r.buf.Bytes()); err != nil {
-		return err
-	}
-	r.seq++
-	r.stored += int64(r.buf.Len())
-	r.buf.Reset()
 	return nil
 }
 
@@ -225,7 +239,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 func (r *Recorder) Bytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.stored + int64(r.buf.Len())
+	return r.stored + r.held()
 }
 
 func byteSize(n int64) string {

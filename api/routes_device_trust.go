@@ -42,6 +42,7 @@ func (s *Server) trustAction(action string) Endpoint {
 			return trustJSON{}, err
 		}
 		s.startTrustAction(context.WithoutCancel(ctx), res, action, p.Username)
+		s.transfersEnded(ctx, res.EndedTransfers, action == devicetrust.ActionPurge)
 		return trustJSON{GUID: res.GUID, Hostname: res.Hostname, SiteID: res.SiteID, TrustState: res.TrustState, TokenVersion: res.TokenVersion}, nil
 	})
 }
@@ -61,5 +62,25 @@ func (s *Server) startTrustAction(ctx context.Context, res devicetrust.TrustResu
 	}
 	if err := starter.Start(ctx, in); err != nil {
 		s.ctxLog(ctx).Error("start the trust action workflow; socket drop, activity row and event are missing", "guid", res.GUID, "action", action, "err", err)
+	}
+}
+
+// transfersEnded tells the workflows of the live transfers a trust action
+// or a site move ended (issue 21 item 6). The records are cancelled
+// already, and each workflow re-reads its own within half a minute, so a
+// failure here is only logged.
+func (s *Server) transfersEnded(ctx context.Context, ids []string, purged bool) {
+	if len(ids) == 0 {
+		return
+	}
+	starter := s.TransferStarter
+	if starter.Client == nil {
+		starter.Client = s.Temporal
+	}
+	if starter.Client == nil {
+		return
+	}
+	if err := starter.Ended(context.WithoutCancel(ctx), ids, purged); err != nil {
+		s.ctxLog(ctx).Warn("tell ended file transfers", "err", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -42,7 +43,7 @@ const shellCloseGrace = 3 * time.Second
 func (s *Server) shellRoutes() []Route {
 	svc := s.Shells
 	if svc == nil {
-		svc = shells.New(s.Store, s.Devices, s.Log)
+		svc = shells.New(s.Store, s.Devices, s.Log, shells.Config{})
 	}
 	h := &shellAPI{s: s, svc: svc, live: shells.NewRegistry(), replica: uuid.NewString()}
 	s.shell = h
@@ -332,16 +333,21 @@ func (h *shellAPI) list(r *http.Request) (shellSessionListJSON, error) {
 
 func (h *shellAPI) transcript(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "id")
-	b, err := h.svc.Transcript(r.Context(), principal(r.Context()).SiteScope(), id)
+	size, err := h.svc.Transcript(r.Context(), principal(r.Context()).SiteScope(), id)
 	if err != nil {
 		writeError(w, r, h.s.Log, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-asciicast")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.Header().Set("Content-Disposition", `attachment; filename="shell-`+url.PathEscape(id)+`.cast"`)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	// Streamed a page of chunks at a time; a failure past the header can
+	// only cut the body short (the length tells the client).
+	if err := h.svc.WriteTranscript(r.Context(), id, w); err != nil {
+		h.s.ctxLog(r.Context()).Error("stream a shell transcript", "session", id, "err", err)
+	}
 }
 
 // ---- scoped operation tokens ----

@@ -49,8 +49,9 @@ func (s *Server) siteRoutes() []Route {
 			return deviceMapJSON{DeviceMap: out}, err
 		})},
 		{"POST", "/api/sites/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteAssignRequest) (siteAssignJSON, error) {
-			moved, err := s.Devices.AssignSite(r.Context(), req.GUIDs, req.SiteID, principal(r.Context()).Username)
-			return siteAssignJSON{SiteID: req.SiteID, Assigned: moved}, err
+			res, err := s.Devices.AssignSite(r.Context(), req.GUIDs, req.SiteID, principal(r.Context()).Username)
+			s.transfersEnded(r.Context(), res.EndedTransfers, false)
+			return siteAssignJSON{SiteID: req.SiteID, Assigned: res.GUIDs}, err
 		}).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval).Errors(cairn.ECodeNotFound)},
 	}

@@ -130,6 +130,13 @@ type fixture struct {
 	transferStall time.Duration
 	// transferMaxBytes bounds one transfer (0: the default).
 	transferMaxBytes int64
+	// eventKeepAlive is the replicas' event-stream keep-alive, the shell
+	// guard's tick too (0: 200 ms).
+	eventKeepAlive time.Duration
+	// shellTranscriptMax caps shell transcripts (0: the default);
+	// shellNoInput leaves keystrokes out of them.
+	shellTranscriptMax int64
+	shellNoInput       bool
 	// creds are the password and TOTP secret behind each session token
 	// from login, for the re-authentication of sensitive actions.
 	credsMu sync.Mutex
@@ -180,6 +187,10 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 	if publicURL == "" {
 		publicURL = testPublicURL
 	}
+	keepAlive := f.eventKeepAlive
+	if keepAlive == 0 {
+		keepAlive = 200 * time.Millisecond
+	}
 	topts := client.Options{HostPort: temporalAddress, Namespace: "default", Logger: quietTemporalLogger{}}
 	if f.temporal != nil {
 		topts = *f.temporal
@@ -197,7 +208,8 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":", TransferStall: f.transferStall, TransferMaxBytes: f.transferMaxBytes,
 		// Event streams re-check their session on each keep-alive: tests
 		// see a stream close soon after its session ends.
-		EventKeepAlive: 200 * time.Millisecond,
+		EventKeepAlive:     keepAlive,
+		ShellTranscriptMax: f.shellTranscriptMax, ShellNoInputRecording: f.shellNoInput,
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())

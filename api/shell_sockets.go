@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,9 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/auth"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -139,16 +142,24 @@ func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session
 	}
 	wait.Stop()
 
+	rec := h.svc.Recorder(sess.ID, sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now())
 	guardCtx, stopGuard := context.WithCancel(ctx)
-	defer stopGuard()
-	go h.guard(guardCtx, p, sess, live)
-	rec := shells.NewRecorder(sess.Cols, sess.Rows, sess.Hostname+" ("+p.Username+")", time.Now(), 0, nil)
+	guarded := make(chan struct{})
+	go func() { defer close(guarded); h.guard(guardCtx, p, sess, live, rec) }()
 	res := shells.Bridge(ctx, conn, agent, rec, live.EndRequested())
+	stopGuard()
+	<-guarded
 	if why := live.ClosingReason(); why != "" {
 		res.Reason = why
 	}
-	transcript, truncated := rec.Bytes()
-	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode, Transcript: transcript, Truncated: truncated})
+	// The rest of the transcript is stored before the session reads
+	// closed, so a closed session's transcript is complete.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := rec.Flush(fctx); err != nil {
+		h.s.Log.Error("store the end of a shell transcript", "session", sess.ID, "err", err)
+	}
+	cancel()
+	h.finish(ctx, sess.ID, shells.Outcome{Reason: res.Reason, ExitCode: res.ExitCode})
 }
 
 // Reasons the guard ends a bridged session with (its close_reason).
@@ -156,36 +167,54 @@ const (
 	reasonSessionEnded = "the operator's session ended"
 	reasonScopeChanged = "the operator's role or sites changed"
 	reasonTokenLapsed  = "the device's access token expired and was not refreshed"
+	reasonTokenChanged = "the device is no longer trusted under the token its agent connected with"
 )
 
 // guard ends a bridged session once either socket's authentication is
 // gone (docs/architecture.md "Socket lifetimes"). On each event-stream
 // keep-alive it re-checks, without touching it, the operator's session,
-// as event streams do; and, once the access token the agent's socket was
-// opened with has expired, whether the device holds a newer one (it
-// refreshed) under the same trust, as the realtime socket's sweep does.
-func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Session, live *shells.Live) {
+// as event streams do; and the device (deviceEnds): its trust state,
+// token version and site against the operator's scope, and, once the
+// access token the agent's socket was opened with has expired, whether
+// the device holds a newer one. The device is also re-checked at once on
+// every agent_status_changed about it, which trust actions and site moves
+// emit, so quarantine, revoke, purge and a move end the shell without
+// waiting for the tick (issue 21 item 6). Each tick also stores what the
+// transcript holds.
+func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Session, live *shells.Live, rec *shells.Recorder) {
 	every := h.s.EventKeepAlive
 	if every <= 0 {
 		every = defaultEventKeepAlive
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	var changed <-chan events.Event
+	if h.s.Bus != nil {
+		ch, stop := h.s.Bus.Subscribe(aboutDevice(sess.GUID))
+		defer stop()
+		changed = ch
+	}
 	agent := live.AgentAuth()
 	for {
+		var reason string
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		var reason string
-		switch h.s.streamEnds(ctx, p) {
-		case "session_ended":
-			reason = reasonSessionEnded
-		case "scope_changed":
-			reason = reasonScopeChanged
-		default:
-			reason = h.deviceLapsed(ctx, sess.GUID, &agent)
+			// A quiet session's transcript is stored within a tick.
+			if err := rec.Flush(ctx); err != nil && ctx.Err() == nil {
+				h.s.Log.Warn("shell session: store the transcript", "session", sess.ID, "err", err)
+			}
+			switch h.s.streamEnds(ctx, p) {
+			case "session_ended":
+				reason = reasonSessionEnded
+			case "scope_changed":
+				reason = reasonScopeChanged
+			default:
+				reason = h.deviceEnds(ctx, p, sess, &agent)
+			}
+		case <-changed:
+			reason = h.deviceEnds(ctx, p, sess, &agent)
 		}
 		if reason != "" {
 			h.s.Log.Info("shell session ended by re-check", "session", sess.ID, "reason", reason)
@@ -195,23 +224,47 @@ func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Ses
 	}
 }
 
-// deviceLapsed says why the agent's side may not stay open ("" when it
+// aboutDevice passes the agent_status_changed events that may be about
+// the device guid (a false positive costs one re-check).
+func aboutDevice(guid string) func(events.Event) bool {
+	needle, _ := json.Marshal(guid)
+	needle = append([]byte(`"guid":`), needle...)
+	return func(e events.Event) bool {
+		return e.Type == events.TypeAgentStatusChanged && bytes.Contains(e.Data, needle)
+	}
+}
+
+// deviceEnds says why the agent's side may not stay open ("" when it
 // may), moving agent.ExpiresAt on while the device keeps refreshing.
-func (h *shellAPI) deviceLapsed(ctx context.Context, guid string, agent *shells.AgentAuth) string {
+func (h *shellAPI) deviceEnds(ctx context.Context, p *auth.Principal, sess shells.Session, agent *shells.AgentAuth) string {
+	if sess.GUID == "" {
+		return devicetrust.EndedBy(devicetrust.ActionPurge)
+	}
+	rows, err := h.s.Store.ShellDeviceCheck(ctx, sess.GUID)
+	if err != nil {
+		// A database hiccup is not the device's end; the next tick asks again.
+		h.s.Log.Warn("shell session: re-check the device", "err", err)
+		return ""
+	}
+	if len(rows) == 0 {
+		return devicetrust.EndedBy(devicetrust.ActionPurge)
+	}
+	d := rows[0]
+	switch {
+	case d.TrustState == devicetrust.TrustQuarantined:
+		return devicetrust.EndedBy(devicetrust.ActionQuarantine)
+	case d.TrustState == devicetrust.TrustRevoked:
+		return devicetrust.EndedBy(devicetrust.ActionRevoke)
+	case d.TrustState != devicetrust.TrustActive || d.TokenVersion != agent.TokenVersion:
+		return reasonTokenChanged
+	case d.SiteID != sess.SiteID || !p.SiteScope().Allows(d.SiteID):
+		return devices.ReasonSiteMoved
+	}
 	now := h.s.DeviceTokens.Now() // the clock the token's expiry is on
 	if agent.ExpiresAt.IsZero() || now.Before(agent.ExpiresAt) {
 		return ""
 	}
-	rows, err := h.s.Store.DeviceSocketCheckMany(ctx, []string{guid})
-	if err != nil {
-		// A database hiccup is not the token's end; the next tick asks again.
-		h.s.Log.Warn("shell session: re-check the device", "err", err)
-		return ""
-	}
-	if len(rows) == 0 || rows[0].TrustState != devicetrust.TrustActive || rows[0].TokenVersion != agent.TokenVersion {
-		return "the device is no longer trusted under the token its agent connected with"
-	}
-	newest := devicetrust.AccessValidUntil(rows[0].RefreshExpiresAt)
+	newest := devicetrust.AccessValidUntil(d.RefreshExpiresAt)
 	if !now.Before(newest) {
 		return reasonTokenLapsed
 	}

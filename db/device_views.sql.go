@@ -434,9 +434,13 @@ func (q *Queries) DeviceSearchInScope(ctx context.Context, arg DeviceSearchInSco
 }
 
 const deviceSiteAssign = `-- name: DeviceSiteAssign :many
-UPDATE devices SET site_id = $1, updated_at = now()
-WHERE guid = ANY($2::text[])
-RETURNING guid
+WITH before AS (
+    SELECT guid, site_id FROM devices WHERE guid = ANY($2::text[]) FOR UPDATE
+)
+UPDATE devices d SET site_id = $1, updated_at = now()
+FROM before b
+WHERE d.guid = b.guid
+RETURNING d.guid, d.hostname, b.site_id AS previous_site_id
 `
 
 type DeviceSiteAssignParams struct {
@@ -444,19 +448,27 @@ type DeviceSiteAssignParams struct {
 	Guids  []string
 }
 
-func (q *Queries) DeviceSiteAssign(ctx context.Context, arg DeviceSiteAssignParams) ([]string, error) {
+type DeviceSiteAssignRow struct {
+	Guid           string
+	Hostname       string
+	PreviousSiteID int64
+}
+
+// Returns each device's site before the move: a device that changed site
+// ends its live shells and transfers (issue 21 item 6).
+func (q *Queries) DeviceSiteAssign(ctx context.Context, arg DeviceSiteAssignParams) ([]DeviceSiteAssignRow, error) {
 	rows, err := q.db.Query(ctx, deviceSiteAssign, arg.SiteID, arg.Guids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []string
+	var items []DeviceSiteAssignRow
 	for rows.Next() {
-		var guid string
-		if err := rows.Scan(&guid); err != nil {
+		var i DeviceSiteAssignRow
+		if err := rows.Scan(&i.Guid, &i.Hostname, &i.PreviousSiteID); err != nil {
 			return nil, err
 		}
-		items = append(items, guid)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -663,7 +663,6 @@ type ShellSession struct {
 	ExitCode            *int32
 	CloseReason         string
 	ActivityID          *int64
-	Transcript          []byte
 	TranscriptTruncated bool
 	CreatedAt           time.Time
 	ConnectedAt         *time.Time
@@ -671,6 +670,13 @@ type ShellSession struct {
 	EndedAt             *time.Time
 	SeenAt              *time.Time
 	ExpiresAt           time.Time
+	TranscriptBytes     int64
+}
+
+type ShellTranscriptChunk struct {
+	SessionID string
+	Seq       int32
+	Data      []byte
 }
 
 type Site struct {

@@ -68,6 +68,50 @@ func (q *Queries) RemoteOpTokenSweep(ctx context.Context) error {
 	return err
 }
 
+const shellDeviceCheck = `-- name: ShellDeviceCheck :many
+SELECT trust_state, token_version, site_id,
+    coalesce((SELECT max(r.expires_at) FROM refresh_tokens r
+              WHERE r.device_guid = devices.guid AND r.revoked_at IS NULL), 'epoch'::timestamptz)::timestamptz
+        AS refresh_expires_at
+FROM devices WHERE guid = $1::text
+`
+
+type ShellDeviceCheckRow struct {
+	TrustState       string
+	TokenVersion     int32
+	SiteID           int64
+	RefreshExpiresAt time.Time
+}
+
+// What a bridged shell re-checks of its device on each guard tick and on
+// each event about it (issue 21 item 6): trust state, token version and
+// site, and the expiry of its newest live refresh token
+// (devicetrust.AccessValidUntil). No row: the device was purged.
+func (q *Queries) ShellDeviceCheck(ctx context.Context, guid string) ([]ShellDeviceCheckRow, error) {
+	rows, err := q.db.Query(ctx, shellDeviceCheck, guid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShellDeviceCheckRow
+	for rows.Next() {
+		var i ShellDeviceCheckRow
+		if err := rows.Scan(
+			&i.TrustState,
+			&i.TokenVersion,
+			&i.SiteID,
+			&i.RefreshExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shellSessionClaimAgent = `-- name: ShellSessionClaimAgent :one
 UPDATE shell_sessions
 SET state = 'open', started_at = now()
@@ -206,19 +250,16 @@ func (q *Queries) ShellSessionClaimBrowser(ctx context.Context, arg ShellSession
 
 const shellSessionFinish = `-- name: ShellSessionFinish :one
 UPDATE shell_sessions
-SET state = 'closed', ended_at = now(), exit_code = $1, close_reason = $2,
-    transcript = $3, transcript_truncated = $4
-WHERE id = $5 AND state <> 'closed'
+SET state = 'closed', ended_at = now(), exit_code = $1, close_reason = $2
+WHERE id = $3 AND state <> 'closed'
 RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
           created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated
 `
 
 type ShellSessionFinishParams struct {
-	ExitCode            *int32
-	CloseReason         string
-	Transcript          []byte
-	TranscriptTruncated bool
-	ID                  string
+	ExitCode    *int32
+	CloseReason string
+	ID          string
 }
 
 type ShellSessionFinishRow struct {
@@ -244,13 +285,7 @@ type ShellSessionFinishRow struct {
 
 // Closes a session once; a second finish (both sides racing) changes nothing.
 func (q *Queries) ShellSessionFinish(ctx context.Context, arg ShellSessionFinishParams) (ShellSessionFinishRow, error) {
-	row := q.db.QueryRow(ctx, shellSessionFinish,
-		arg.ExitCode,
-		arg.CloseReason,
-		arg.Transcript,
-		arg.TranscriptTruncated,
-		arg.ID,
-	)
+	row := q.db.QueryRow(ctx, shellSessionFinish, arg.ExitCode, arg.CloseReason, arg.ID)
 	var i ShellSessionFinishRow
 	err := row.Scan(
 		&i.ID,
@@ -278,11 +313,11 @@ func (q *Queries) ShellSessionFinish(ctx context.Context, arg ShellSessionFinish
 const shellSessionGet = `-- name: ShellSessionGet :one
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
        s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
-       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+       s.activity_id, s.transcript_truncated, s.expires_at, s.transcript_bytes
 FROM shell_sessions s
 WHERE s.id = $1
   AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY($3::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY($3::bigint[]))
 `
 
 type ShellSessionGetParams struct {
@@ -370,8 +405,10 @@ type ShellSessionInsertRow struct {
 }
 
 // Remote shell sessions and scoped operation tokens (internal/shells).
-// Scope follows the hostname's current device, else the row's own site, as
-// the activity history does. Listings never read the transcript.
+// Scope follows the session's own device (by GUID: it may have moved
+// site), else, once that device was purged, the row's own site: never
+// whichever device holds the hostname now (issue 21 item 10). Listings
+// never read the transcript.
 func (q *Queries) ShellSessionInsert(ctx context.Context, arg ShellSessionInsertParams) (ShellSessionInsertRow, error) {
 	row := q.db.QueryRow(ctx, shellSessionInsert,
 		arg.ID,
@@ -393,11 +430,11 @@ func (q *Queries) ShellSessionInsert(ctx context.Context, arg ShellSessionInsert
 const shellSessionList = `-- name: ShellSessionList :many
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
        s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
-       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+       s.activity_id, s.transcript_truncated, s.expires_at, s.transcript_bytes
 FROM shell_sessions s
 WHERE ($1::text IS NULL OR lower(s.hostname) = lower($1::text))
   AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY($3::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY($3::bigint[]))
 ORDER BY s.created_at DESC, s.id
 LIMIT $4::int
 `
@@ -536,11 +573,11 @@ func (q *Queries) ShellSessionTouchMany(ctx context.Context, ids []string) (int6
 }
 
 const shellSessionTranscript = `-- name: ShellSessionTranscript :one
-SELECT s.transcript, s.transcript_truncated, s.state
+SELECT s.transcript_bytes, s.state
 FROM shell_sessions s
 WHERE s.id = $1
   AND ($2::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY($3::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY($3::bigint[]))
 `
 
 type ShellSessionTranscriptParams struct {
@@ -550,14 +587,80 @@ type ShellSessionTranscriptParams struct {
 }
 
 type ShellSessionTranscriptRow struct {
-	Transcript          []byte
-	TranscriptTruncated bool
-	State               string
+	TranscriptBytes int64
+	State           string
 }
 
 func (q *Queries) ShellSessionTranscript(ctx context.Context, arg ShellSessionTranscriptParams) (ShellSessionTranscriptRow, error) {
 	row := q.db.QueryRow(ctx, shellSessionTranscript, arg.ID, arg.AllSites, arg.SiteIds)
 	var i ShellSessionTranscriptRow
-	err := row.Scan(&i.Transcript, &i.TranscriptTruncated, &i.State)
+	err := row.Scan(&i.TranscriptBytes, &i.State)
 	return i, err
+}
+
+const shellTranscriptAppend = `-- name: ShellTranscriptAppend :execrows
+WITH chunk AS (
+    INSERT INTO shell_transcript_chunks (session_id, seq, data)
+    VALUES ($1, $2, $3)
+    ON CONFLICT (session_id, seq) DO NOTHING
+    RETURNING length(data) AS n
+)
+UPDATE shell_sessions SET transcript_bytes = transcript_bytes + chunk.n
+FROM chunk
+WHERE id = $1
+`
+
+type ShellTranscriptAppendParams struct {
+	SessionID string
+	Seq       int32
+	Data      []byte
+}
+
+// Appends one chunk of a session's transcript and counts its bytes. A
+// chunk written already (a retried write) changes nothing.
+func (q *Queries) ShellTranscriptAppend(ctx context.Context, arg ShellTranscriptAppendParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shellTranscriptAppend, arg.SessionID, arg.Seq, arg.Data)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const shellTranscriptChunks = `-- name: ShellTranscriptChunks :many
+SELECT seq, data FROM shell_transcript_chunks
+WHERE session_id = $1 AND seq >= $2::int
+ORDER BY seq
+LIMIT $3::int
+`
+
+type ShellTranscriptChunksParams struct {
+	SessionID string
+	FromSeq   int32
+	MaxRows   int32
+}
+
+type ShellTranscriptChunksRow struct {
+	Seq  int32
+	Data []byte
+}
+
+// A page of a transcript's chunks in order, from seq on.
+func (q *Queries) ShellTranscriptChunks(ctx context.Context, arg ShellTranscriptChunksParams) ([]ShellTranscriptChunksRow, error) {
+	rows, err := q.db.Query(ctx, shellTranscriptChunks, arg.SessionID, arg.FromSeq, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShellTranscriptChunksRow
+	for rows.Next() {
+		var i ShellTranscriptChunksRow
+		if err := rows.Scan(&i.Seq, &i.Data); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

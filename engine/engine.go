@@ -145,6 +145,12 @@ type Config struct {
 	TransferMaxBytes  int64
 	TransferRetention time.Duration
 	TransferStall     time.Duration
+	// ShellTranscriptMax caps one shell session's transcript, whose
+	// reaching ends the session (CAIRN_SHELL_TRANSCRIPT_MAX_BYTES; 0: the
+	// default); ShellNoInputRecording leaves operators' keystrokes out of
+	// transcripts (CAIRN_SHELL_RECORD_INPUT=0).
+	ShellTranscriptMax    int64
+	ShellNoInputRecording bool
 }
 
 // NoSites runs no site workers.
@@ -283,7 +289,8 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	// stamps last_seen with (the wall clock, not cfg.Now, which tests move
 	// for TOTP), so a filter and a device row never disagree on a status.
 	e.Filters = devicefilters.New(store, devicefilters.Config{OnlineWindow: e.Devices.OnlineWindow(), SocketWindow: devices.SocketWindow})
-	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"))
+	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"),
+		shells.Config{TranscriptMax: cfg.ShellTranscriptMax, NoInputRecording: cfg.ShellNoInputRecording})
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)
 	e.JobRuns = scheduledjobs.AutomationRuns{Svc: e.Automation}

@@ -237,3 +237,25 @@ func (s TransferStarter) Changed(ctx context.Context, transferID string) error {
 	}
 	return err
 }
+
+// Ended tells the workflows of transfers that a trust action or a site
+// move ended (their records are cancelled already): each re-reads its
+// record and closes its activity row. A purge deleted the records with
+// the device, so those workflows are cancelled instead. A workflow that
+// is gone is fine; each reads its record within transferRecheck anyway.
+func (s TransferStarter) Ended(ctx context.Context, transferIDs []string, purged bool) error {
+	var errs []error
+	for _, id := range transferIDs {
+		var err error
+		if purged {
+			err = s.Client.CancelWorkflow(ctx, FileTransferWorkflowID(id), "")
+		} else {
+			err = s.Client.SignalWorkflow(ctx, FileTransferWorkflowID(id), "", SignalFileTransferChanged, nil)
+		}
+		var nf *serviceerror.NotFound
+		if err != nil && !errors.As(err, &nf) {
+			errs = append(errs, fmt.Errorf("transfer %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}

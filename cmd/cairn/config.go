@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
@@ -96,6 +97,11 @@ type config struct {
 	// download's content after the transfer ended.
 	TransferMaxBytes  int64
 	TransferRetention time.Duration
+	// ShellTranscriptMax caps one shell session's transcript (reaching it
+	// ends the session); ShellNoInputRecording leaves operators'
+	// keystrokes out of transcripts.
+	ShellTranscriptMax    int64
+	ShellNoInputRecording bool
 }
 
 func env(name, def string) string {
@@ -214,6 +220,10 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"bytes one file transfer may carry (an upload's files together, or a download's artifact)")
 	transferRetention := fs.String("transfer-retention", env("CAIRN_TRANSFER_RETENTION", transfers.DefaultRetention.String()),
 		"how long a download's content stays fetchable after the transfer ended (a duration such as 24h)")
+	shellTranscriptMax := fs.String("shell-transcript-max-bytes", env("CAIRN_SHELL_TRANSCRIPT_MAX_BYTES", strconv.FormatInt(shells.DefaultTranscriptMax, 10)),
+		"bytes one shell session's transcript may take; reaching it ends the session")
+	shellRecordInput := fs.String("shell-record-input", env("CAIRN_SHELL_RECORD_INPUT", "1"),
+		"1 records operators' keystrokes in shell transcripts (passwords typed at prompts included), 0 leaves them out")
 	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
 		"comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For names the client address")
 	if err := fs.Parse(args); err != nil {
@@ -229,6 +239,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	if c.TransferMaxBytes, c.TransferRetention, err = parseTransferLimits(*transferMax, *transferRetention); err != nil {
+		return c, err
+	}
+	if c.ShellTranscriptMax, c.ShellNoInputRecording, err = parseShellTranscripts(*shellTranscriptMax, *shellRecordInput); err != nil {
 		return c, err
 	}
 	if err := checkPool(c.DBPool); err != nil {
@@ -405,6 +418,23 @@ func parseTransferLimits(maxBytes, retention string) (int64, time.Duration, erro
 			minTransferRetention, maxTransferRetention, retention)
 	}
 	return n, d, nil
+}
+
+// parseShellTranscripts checks CAIRN_SHELL_TRANSCRIPT_MAX_BYTES (bytes)
+// and CAIRN_SHELL_RECORD_INPUT (1 or 0).
+func parseShellTranscripts(maxBytes, recordInput string) (int64, bool, error) {
+	n, err := strconv.ParseInt(maxBytes, 10, 64)
+	if err != nil || n < shells.MinTranscriptMax || n > shells.MaxTranscriptMax {
+		return 0, false, fmt.Errorf("shell-transcript-max-bytes (CAIRN_SHELL_TRANSCRIPT_MAX_BYTES) must be a number of bytes from %d to %d, got %q",
+			shells.MinTranscriptMax, shells.MaxTranscriptMax, maxBytes)
+	}
+	switch recordInput {
+	case "1":
+		return n, false, nil
+	case "0":
+		return n, true, nil
+	}
+	return 0, false, fmt.Errorf("shell-record-input (CAIRN_SHELL_RECORD_INPUT) must be 1 or 0, got %q", recordInput)
 }
 
 // Session lifetime bounds: under a minute idle the console signs out

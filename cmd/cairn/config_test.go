@@ -304,3 +304,36 @@ func TestTransferLimitSettings(t *testing.T) {
 		require.ErrorContains(t, err, bad.name, "%s/%s", bad.size, bad.retention)
 	}
 }
+
+// Shell transcripts are capped at 64 MiB by default and record input
+// unless CAIRN_SHELL_RECORD_INPUT=0; both are checked.
+func TestShellTranscriptSettings(t *testing.T) {
+	t.Setenv("CAIRN_SHELL_TRANSCRIPT_MAX_BYTES", "")
+	t.Setenv("CAIRN_SHELL_RECORD_INPUT", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, int64(64<<20), c.ShellTranscriptMax)
+	require.False(t, c.ShellNoInputRecording)
+
+	t.Setenv("CAIRN_SHELL_TRANSCRIPT_MAX_BYTES", "1048576")
+	t.Setenv("CAIRN_SHELL_RECORD_INPUT", "0")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<20), c.ShellTranscriptMax)
+	require.True(t, c.ShellNoInputRecording)
+	c, err = loadTestConfig(t, "-shell-transcript-max-bytes", "2097152", "-shell-record-input", "1")
+	require.NoError(t, err)
+	require.Equal(t, int64(2<<20), c.ShellTranscriptMax)
+	require.False(t, c.ShellNoInputRecording)
+
+	for _, bad := range []struct{ size, input, name string }{
+		{"1000", "1", "CAIRN_SHELL_TRANSCRIPT_MAX_BYTES"},
+		{"64MiB", "1", "CAIRN_SHELL_TRANSCRIPT_MAX_BYTES"},
+		{"1048576", "yes", "CAIRN_SHELL_RECORD_INPUT"},
+	} {
+		t.Setenv("CAIRN_SHELL_TRANSCRIPT_MAX_BYTES", bad.size)
+		t.Setenv("CAIRN_SHELL_RECORD_INPUT", bad.input)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, bad.name)
+	}
+}

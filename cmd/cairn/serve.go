@@ -70,7 +70,8 @@ func serve(ctx context.Context, args []string) error {
 		TrustedProxies: c.TrustedProxies,
 		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention,
-		TemporalUIOrigins: append(c.TemporalUIOrigins, rt.uiOrigins...)}
+		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
+		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

@@ -46,9 +46,15 @@ WHERE lower(d.hostname) = lower(@hostname::text) AND (@all_sites::bool OR d.site
 RETURNING d.guid;
 
 -- name: DeviceSiteAssign :many
-UPDATE devices SET site_id = @site_id, updated_at = now()
-WHERE guid = ANY(@guids::text[])
-RETURNING guid;
+-- Returns each device's site before the move: a device that changed site
+-- ends its live shells and transfers (issue 21 item 6).
+WITH before AS (
+    SELECT guid, site_id FROM devices WHERE guid = ANY(@guids::text[]) FOR UPDATE
+)
+UPDATE devices d SET site_id = @site_id, updated_at = now()
+FROM before b
+WHERE d.guid = b.guid
+RETURNING d.guid, d.hostname, b.site_id AS previous_site_id;
 
 -- name: DeviceFixtureUpdate :exec
 -- Tests only: what enrollment, heartbeats and the socket runtime set.

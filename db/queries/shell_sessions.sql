@@ -1,6 +1,8 @@
 -- Remote shell sessions and scoped operation tokens (internal/shells).
--- Scope follows the hostname's current device, else the row's own site, as
--- the activity history does. Listings never read the transcript.
+-- Scope follows the session's own device (by GUID: it may have moved
+-- site), else, once that device was purged, the row's own site: never
+-- whichever device holds the hostname now (issue 21 item 10). Listings
+-- never read the transcript.
 
 -- name: ShellSessionInsert :one
 INSERT INTO shell_sessions (id, device_guid, hostname, site_id, operator, token_hash,
@@ -35,8 +37,7 @@ UPDATE shell_sessions SET activity_id = @activity_id WHERE id = @id;
 -- name: ShellSessionFinish :one
 -- Closes a session once; a second finish (both sides racing) changes nothing.
 UPDATE shell_sessions
-SET state = 'closed', ended_at = now(), exit_code = sqlc.narg(exit_code), close_reason = @close_reason,
-    transcript = sqlc.narg(transcript), transcript_truncated = @transcript_truncated
+SET state = 'closed', ended_at = now(), exit_code = sqlc.narg(exit_code), close_reason = @close_reason
 WHERE id = @id AND state <> 'closed'
 RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_timeout_seconds, replica,
           created_at, connected_at, started_at, ended_at, exit_code, close_reason, activity_id, transcript_truncated;
@@ -44,29 +45,29 @@ RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_
 -- name: ShellSessionGet :one
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
        s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
-       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+       s.activity_id, s.transcript_truncated, s.expires_at, s.transcript_bytes
 FROM shell_sessions s
 WHERE s.id = @id
   AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]));
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY(@site_ids::bigint[]));
 
 -- name: ShellSessionList :many
 SELECT s.id, s.device_guid, s.hostname, s.site_id, s.operator, s.state, s.cols, s.rows, s.idle_timeout_seconds,
        s.replica, s.created_at, s.connected_at, s.started_at, s.ended_at, s.exit_code, s.close_reason,
-       s.activity_id, s.transcript_truncated, s.expires_at, COALESCE(length(s.transcript), 0)::bigint AS transcript_bytes
+       s.activity_id, s.transcript_truncated, s.expires_at, s.transcript_bytes
 FROM shell_sessions s
 WHERE (sqlc.narg(hostname)::text IS NULL OR lower(s.hostname) = lower(sqlc.narg(hostname)::text))
   AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]))
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY(@site_ids::bigint[]))
 ORDER BY s.created_at DESC, s.id
 LIMIT @max_rows::int;
 
 -- name: ShellSessionTranscript :one
-SELECT s.transcript, s.transcript_truncated, s.state
+SELECT s.transcript_bytes, s.state
 FROM shell_sessions s
 WHERE s.id = @id
   AND (@all_sites::bool OR COALESCE(
-        (SELECT d.site_id FROM devices d WHERE lower(d.hostname) = lower(s.hostname)), s.site_id) = ANY(@site_ids::bigint[]));
+        (SELECT d.site_id FROM devices d WHERE d.guid = s.device_guid), s.site_id) = ANY(@site_ids::bigint[]));
 
 -- name: RemoteOpTokenInsert :one
 INSERT INTO remote_op_tokens (token_hash, capability, device_guid, operator, expires_at)
@@ -96,3 +97,34 @@ WHERE state IN ('connecting', 'open')
   AND coalesce(seen_at, connected_at, created_at) < now() - make_interval(secs => @lost_after_seconds::float8)
 ORDER BY id
 LIMIT 500;
+
+-- name: ShellDeviceCheck :many
+-- What a bridged shell re-checks of its device on each guard tick and on
+-- each event about it (issue 21 item 6): trust state, token version and
+-- site, and the expiry of its newest live refresh token
+-- (devicetrust.AccessValidUntil). No row: the device was purged.
+SELECT trust_state, token_version, site_id,
+    coalesce((SELECT max(r.expires_at) FROM refresh_tokens r
+              WHERE r.device_guid = devices.guid AND r.revoked_at IS NULL), 'epoch'::timestamptz)::timestamptz
+        AS refresh_expires_at
+FROM devices WHERE guid = @guid::text;
+
+-- name: ShellTranscriptAppend :execrows
+-- Appends one chunk of a session's transcript and counts its bytes. A
+-- chunk written already (a retried write) changes nothing.
+WITH chunk AS (
+    INSERT INTO shell_transcript_chunks (session_id, seq, data)
+    VALUES (@session_id, @seq, @data)
+    ON CONFLICT (session_id, seq) DO NOTHING
+    RETURNING length(data) AS n
+)
+UPDATE shell_sessions SET transcript_bytes = transcript_bytes + chunk.n
+FROM chunk
+WHERE id = @session_id;
+
+-- name: ShellTranscriptChunks :many
+-- A page of a transcript's chunks in order, from seq on.
+SELECT seq, data FROM shell_transcript_chunks
+WHERE session_id = @session_id AND seq >= @from_seq::int
+ORDER BY seq
+LIMIT @max_rows::int;

@@ -31,7 +31,22 @@ type TrustResult struct {
 	SiteID       int64
 	TrustState   string // "purged" after a purge
 	TokenVersion int32
+	// EndedTransfers are the device's live file transfers the action
+	// ended (quarantine, revoke, purge): their workflows are to be told.
+	EndedTransfers []string
 }
+
+// endedBy is the message of a transfer a trust action ended, and of a
+// shell it closed.
+var endedBy = map[string]string{
+	ActionQuarantine: "the device was quarantined",
+	ActionRevoke:     "the device's trust was revoked",
+	ActionPurge:      "the device was purged",
+}
+
+// EndedBy is what an action that shuts the device out tells the
+// operations it ends ("" for one that does not).
+func EndedBy(action string) string { return endedBy[action] }
 
 // ApplyTrust performs action on the device with guid, inside scope. actor
 // is the operator's name, kept on the purge barrier.
@@ -46,6 +61,15 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 			return db.NotFound(err, "device %s not found", guid)
 		}
 		out = TrustResult{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID}
+		// Live transfers end with the action, in its transaction (before a
+		// purge deletes their rows): nothing more reaches or leaves the
+		// device through them, whatever becomes of the follow-up.
+		if msg := endedBy[action]; msg != "" {
+			if out.EndedTransfers, err = q.FileTransferEndForDevices(ctx, db.FileTransferEndForDevicesParams{
+				Guids: []string{d.Guid}, ErrorMessage: msg}); err != nil {
+				return err
+			}
+		}
 		var next string
 		switch action {
 		case ActionQuarantine:

@@ -3,6 +3,7 @@ package shells
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -203,14 +204,35 @@ type ending struct {
 	reason  string
 	browser websocket.StatusCode
 	agent   websocket.StatusCode
+	// notice: the Engine ended the session (not the shell or a peer), so
+	// the operator's terminal is told why before the close.
+	notice bool
+}
+
+// recorderEnding ends a session whose transcript refused an event: the
+// operator must not see what is not recorded.
+func recorderEnding(rec *Recorder, err error) ending {
+	reason := "the session's transcript could not be stored"
+	if errors.Is(err, ErrTranscriptFull) {
+		reason = rec.LimitMessage()
+	}
+	return ending{reason, websocket.StatusNormalClosure, websocket.StatusNormalClosure, true}
+}
+
+// Notice is the line the operator's terminal shows when the Engine ends a
+// session, before the socket closes.
+func Notice(reason string) []byte {
+	return []byte("\r\n\x1b[1m[Cairn] The session was closed: " + reason + ".\x1b[0m\r\n")
 }
 
 // Bridge copies frames between the browser's socket and the agent's until
-// either ends, end delivers a close request, or ctx ends; then both are
-// closed. Binary frames are terminal bytes both ways (the agent's are
-// recorded in rec); text frames are proto.ShellControl: a valid resize
-// goes to the agent, the agent's exit to the browser, anything else is
-// dropped.
+// either ends, end delivers a close request, ctx ends, or rec refuses a
+// frame (the transcript is full or cannot be stored); then both are
+// closed, the operator's terminal told why when the Engine ended it.
+// Binary frames are terminal bytes both ways, recorded in rec (the
+// operator's as input); text frames are proto.ShellControl: a valid
+// resize goes to the agent (and the transcript), the agent's exit to the
+// browser, anything else is dropped.
 func Bridge(ctx context.Context, browser, agent *websocket.Conn, rec *Recorder, end <-chan string) Result {
 	browser.SetReadLimit(maxFrame)
 	agent.SetReadLimit(maxFrame)
@@ -237,9 +259,12 @@ func Bridge(ctx context.Context, browser, agent *websocket.Conn, rec *Recorder, 
 	case e = <-ends:
 		pending--
 	case reason := <-end:
-		e = ending{reason, websocket.StatusNormalClosure, websocket.StatusNormalClosure}
+		e = ending{reason, websocket.StatusNormalClosure, websocket.StatusNormalClosure, true}
 	case <-ctx.Done():
-		e = ending{"the Engine is shutting down", websocket.StatusGoingAway, websocket.StatusGoingAway}
+		e = ending{"the Engine is shutting down", websocket.StatusGoingAway, websocket.StatusGoingAway, true}
+	}
+	if e.notice {
+		_ = write(context.Background(), browser, websocket.MessageBinary, Notice(e.reason))
 	}
 	// Each close waits (bounded by the library) for the peer's answer,
 	// which the pumps still read; both run at once.
@@ -262,7 +287,7 @@ func pumpBrowser(ctx context.Context, browser, agent *websocket.Conn, rec *Recor
 	for {
 		typ, data, err := browser.Read(ctx)
 		if err != nil {
-			return ending{"the operator's socket closed", websocket.StatusNormalClosure, websocket.StatusNormalClosure}
+			return ending{"the operator's socket closed", websocket.StatusNormalClosure, websocket.StatusNormalClosure, false}
 		}
 		if typ == websocket.MessageText {
 			var c proto.ShellControl
@@ -270,11 +295,15 @@ func pumpBrowser(ctx context.Context, browser, agent *websocket.Conn, rec *Recor
 				c.Cols < 1 || c.Rows < 1 || c.Cols > MaxTermSize || c.Rows > MaxTermSize {
 				continue // a console bug must not end the session
 			}
-			rec.Resize(c.Cols, c.Rows)
+			if err := rec.Resize(ctx, c.Cols, c.Rows); err != nil {
+				return recorderEnding(rec, err)
+			}
 			data, _ = json.Marshal(proto.ShellControl{Type: proto.ShellResize, Cols: c.Cols, Rows: c.Rows})
+		} else if err := rec.Input(ctx, data); err != nil {
+			return recorderEnding(rec, err)
 		}
 		if err := write(ctx, agent, typ, data); err != nil {
-			return ending{"the agent's socket stopped taking input", websocket.StatusInternalError, websocket.StatusInternalError}
+			return ending{"the agent's socket stopped taking input", websocket.StatusInternalError, websocket.StatusInternalError, false}
 		}
 	}
 }
@@ -287,9 +316,9 @@ func pumpAgent(ctx context.Context, agent, browser *websocket.Conn, rec *Recorde
 		typ, data, err := agent.Read(ctx)
 		if err != nil {
 			if sawExit || websocket.CloseStatus(err) == websocket.StatusNormalClosure {
-				return ending{"the shell ended", websocket.StatusNormalClosure, websocket.StatusNormalClosure}
+				return ending{"the shell ended", websocket.StatusNormalClosure, websocket.StatusNormalClosure, false}
 			}
-			return ending{"the agent's socket closed", websocket.StatusInternalError, websocket.StatusNormalClosure}
+			return ending{"the agent's socket closed", websocket.StatusInternalError, websocket.StatusNormalClosure, false}
 		}
 		if typ == websocket.MessageText {
 			var c proto.ShellControl
@@ -299,11 +328,11 @@ func pumpAgent(ctx context.Context, agent, browser *websocket.Conn, rec *Recorde
 			sawExit = true
 			exited(c.Code)
 			data, _ = json.Marshal(proto.ShellControl{Type: proto.ShellExit, Code: c.Code})
-		} else {
-			rec.Output(data)
+		} else if err := rec.Output(ctx, data); err != nil {
+			return recorderEnding(rec, err)
 		}
 		if err := write(ctx, browser, typ, data); err != nil {
-			return ending{"the operator's socket stopped taking output", websocket.StatusInternalError, websocket.StatusNormalClosure}
+			return ending{"the operator's socket stopped taking output", websocket.StatusInternalError, websocket.StatusNormalClosure, false}
 		}
 	}
 }

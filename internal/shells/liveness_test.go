@@ -28,7 +28,7 @@ func TestCloseLostSessions(t *testing.T) {
 	_, err = store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: "guid-1", Hostname: "host-1", SiteID: site.ID})
 	require.NoError(t, err)
 	devs := devices.NewService(store, nil, devices.Config{})
-	svc := shells.New(store, devs, nil)
+	svc := shells.New(store, devs, nil, shells.Config{})
 	target := devices.OperationTarget{GUID: "guid-1", Hostname: "host-1", SiteID: site.ID, SiteSlug: "shells"}
 
 	est, err := svc.Establish(ctx, target, "alice", shells.Options{})

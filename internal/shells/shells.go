@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -78,14 +79,41 @@ type Service struct {
 	store   *db.Store
 	devices *devices.Service
 	log     *slog.Logger
+	cfg     Config
+}
+
+// Config is the deployment's transcript policy (docs/api.md "Remote
+// shell"). The zero value takes the defaults.
+type Config struct {
+	// TranscriptMax caps one session's transcript; reaching it ends the
+	// session (CAIRN_SHELL_TRANSCRIPT_MAX_BYTES; 0: DefaultTranscriptMax).
+	TranscriptMax int64
+	// NoInputRecording leaves the operator's keystrokes out of
+	// transcripts (CAIRN_SHELL_RECORD_INPUT=0). Recorded input includes
+	// whatever is typed at a prompt that does not echo, passwords too.
+	NoInputRecording bool
 }
 
 // New returns the service.
-func New(store *db.Store, devs *devices.Service, log *slog.Logger) *Service {
+func New(store *db.Store, devs *devices.Service, log *slog.Logger, cfg Config) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, devices: devs, log: log}
+	if cfg.TranscriptMax <= 0 {
+		cfg.TranscriptMax = DefaultTranscriptMax
+	}
+	return &Service{store: store, devices: devs, log: log, cfg: cfg}
+}
+
+// Recorder starts the transcript of session id, streamed to PostgreSQL
+// chunk by chunk.
+func (s *Service) Recorder(id string, cols, rows int, title string, start time.Time) *Recorder {
+	return NewRecorder(RecorderOptions{Cols: cols, Rows: rows, Title: title, Start: start, Max: s.cfg.TranscriptMax,
+		RecordInput: !s.cfg.NoInputRecording,
+		Write: func(ctx context.Context, seq int32, data []byte) error {
+			_, err := s.store.ShellTranscriptAppend(ctx, db.ShellTranscriptAppendParams{SessionID: id, Seq: seq, Data: data})
+			return err
+		}})
 }
 
 // Session is a shell session as stored (without its transcript).
@@ -274,9 +302,6 @@ type Outcome struct {
 	Failed   bool
 	Reason   string
 	ExitCode *int
-	// Transcript is the asciicast (nil when the shell never opened).
-	Transcript []byte
-	Truncated  bool
 }
 
 // Finish closes the session once and its activity row with the outcome,
@@ -287,8 +312,7 @@ func (s *Service) Finish(ctx context.Context, id string, o Outcome) (Session, er
 		c := int32(*o.ExitCode)
 		code = &c
 	}
-	row, err := s.store.ShellSessionFinish(ctx, db.ShellSessionFinishParams{ID: id, ExitCode: code, CloseReason: o.Reason,
-		Transcript: o.Transcript, TranscriptTruncated: o.Truncated})
+	row, err := s.store.ShellSessionFinish(ctx, db.ShellSessionFinishParams{ID: id, ExitCode: code, CloseReason: o.Reason})
 	if db.IsNoRows(err) {
 		return s.Get(ctx, cairn.AllSites, id)
 	}
@@ -303,8 +327,7 @@ func (s *Service) Finish(ctx context.Context, id string, o Outcome) (Session, er
 	if o.Failed {
 		status = devices.ActivityFailed
 	}
-	meta := map[string]any{"shell_session_id": sess.ID, "reason": o.Reason, "duration_ms": sess.Duration().Milliseconds(),
-		"transcript_truncated": o.Truncated}
+	meta := map[string]any{"shell_session_id": sess.ID, "reason": o.Reason, "duration_ms": sess.Duration().Milliseconds()}
 	if sess.StartedAt != nil {
 		meta["started_at"] = sess.StartedAt.UTC()
 	}
@@ -362,20 +385,48 @@ func (s *Service) List(ctx context.Context, scope cairn.SiteScope, hostname stri
 	return out, nil
 }
 
-// Transcript returns a closed session's asciicast. An open session has
-// none yet (conflict); one that never opened has none (not_found).
-func (s *Service) Transcript(ctx context.Context, scope cairn.SiteScope, id string) ([]byte, error) {
+// Transcript checks that a closed session inside scope has a transcript
+// and returns its size; WriteTranscript then streams it. An open session
+// is still recording (conflict); one that never opened has none
+// (not_found).
+func (s *Service) Transcript(ctx context.Context, scope cairn.SiteScope, id string) (int64, error) {
 	row, err := s.store.ShellSessionTranscript(ctx, db.ShellSessionTranscriptParams{ID: id, AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
-		return nil, db.NotFound(err, "shell session not found")
+		return 0, db.NotFound(err, "shell session not found")
 	}
 	if row.State != StateClosed {
-		return nil, cairn.Errorf(cairn.ECodeConflict, "the transcript is stored when the session ends")
+		return 0, cairn.Errorf(cairn.ECodeConflict, "the transcript is complete when the session ends")
 	}
-	if len(row.Transcript) == 0 {
-		return nil, cairn.Errorf(cairn.ECodeNotFound, "the session never opened a shell, so it has no transcript")
+	if row.TranscriptBytes == 0 {
+		return 0, cairn.Errorf(cairn.ECodeNotFound, "the session never opened a shell, so it has no transcript")
 	}
-	return row.Transcript, nil
+	return row.TranscriptBytes, nil
+}
+
+// transcriptPage is how many chunks one read of a transcript takes.
+const transcriptPage = 16
+
+// WriteTranscript streams session id's transcript to w a page of chunks
+// at a time (scope is Transcript's to check).
+func (s *Service) WriteTranscript(ctx context.Context, id string, w io.Writer) error {
+	for from := int32(0); ; {
+		rows, err := s.store.ShellTranscriptChunks(ctx, db.ShellTranscriptChunksParams{SessionID: id, FromSeq: from, MaxRows: transcriptPage})
+		if err != nil {
+			return err
+		}
+		for _, c := range rows {
+			if c.Seq != from {
+				return fmt.Errorf("shell session %s: transcript chunk %d is missing", id, from)
+			}
+			if _, err := w.Write(c.Data); err != nil {
+				return err
+			}
+			from++
+		}
+		if len(rows) < transcriptPage {
+			return nil
+		}
+	}
 }
 
 // IssueOpToken returns a scoped operation token for capability on t,

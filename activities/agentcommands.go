@@ -61,8 +61,15 @@ func (a *AgentCommands) SendToAgent(ctx context.Context, in CommandInput) (agent
 	if !info.Deadline.IsZero() {
 		expires = info.Deadline.Add(time.Minute)
 	}
+	// The agent checks this before it acts: it trusts the script key,
+	// not Temporal, the database or this activity's input.
+	agentGrant, err := a.Grants.AgentGrant(ctx, grants.Operation{GUID: in.GUID, OperationID: in.OperationID, Type: in.Type,
+		Payload: in.Payload}, expires)
+	if err != nil {
+		return agentgateway.Reply{}, err // retried: a rotation in progress, or a database fault
+	}
 	err = a.Gateway.Dispatch(ctx, agentgateway.Request{ID: uuid.NewString(), OperationID: in.OperationID, GUID: in.GUID,
-		Type: in.Type, Payload: in.Payload, TaskToken: info.TaskToken, ExpiresAt: expires})
+		Type: in.Type, Payload: in.Payload, TaskToken: info.TaskToken, ExpiresAt: expires, Grant: agentGrant})
 	if err != nil {
 		if cairn.IsCode(err, cairn.ECodeAgentSocketMissing) {
 			return agentgateway.Reply{}, temporal.NewApplicationError(err.Error(), cairn.ECodeAgentSocketMissing)

@@ -123,8 +123,8 @@ func (q *Queries) AgentRequestDeleteExpired(ctx context.Context) (int64, error) 
 
 const agentRequestInsert = `-- name: AgentRequestInsert :exec
 
-INSERT INTO agent_requests (id, device_guid, operation_id, type, payload, task_token, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO agent_requests (id, device_guid, operation_id, type, payload, task_token, expires_at, grant_signed)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type AgentRequestInsertParams struct {
@@ -135,6 +135,7 @@ type AgentRequestInsertParams struct {
 	Payload     []byte
 	TaskToken   []byte
 	ExpiresAt   time.Time
+	GrantSigned []byte
 }
 
 // Engine-to-agent requests waiting for a reply (internal/agentgateway).
@@ -147,6 +148,7 @@ func (q *Queries) AgentRequestInsert(ctx context.Context, arg AgentRequestInsert
 		arg.Payload,
 		arg.TaskToken,
 		arg.ExpiresAt,
+		arg.GrantSigned,
 	)
 	return err
 }
@@ -154,7 +156,7 @@ func (q *Queries) AgentRequestInsert(ctx context.Context, arg AgentRequestInsert
 const agentRequestMarkDelivered = `-- name: AgentRequestMarkDelivered :one
 UPDATE agent_requests SET replica = $1::text
 WHERE id = $2::text AND device_guid = $3::text AND replica IS NULL
-RETURNING id, device_guid, operation_id, type, payload, task_token, replica, created_at, expires_at
+RETURNING id, device_guid, operation_id, type, payload, task_token, replica, created_at, expires_at, grant_signed
 `
 
 type AgentRequestMarkDeliveredParams struct {
@@ -178,6 +180,7 @@ func (q *Queries) AgentRequestMarkDelivered(ctx context.Context, arg AgentReques
 		&i.Replica,
 		&i.CreatedAt,
 		&i.ExpiresAt,
+		&i.GrantSigned,
 	)
 	return i, err
 }

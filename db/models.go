@@ -68,6 +68,7 @@ type AgentRequest struct {
 	Replica     *string
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
+	GrantSigned []byte
 }
 
 type AgentUpdateEvent struct {

@@ -167,6 +167,8 @@ type Envelope struct {
 	// agent can answer a repeat without acting twice (protocol 2).
 	OperationID string          `json:"operation_id,omitempty"`
 	Payload     json.RawMessage `json:"payload,omitempty"`
+	// Grant authorises a request with an OperationID (protocol 3; grant.go).
+	Grant *Signed `json:"grant,omitempty"`
 }
 
 // Socket message types. Engine-to-agent event names are the spec's

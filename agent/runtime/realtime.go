@@ -276,6 +276,17 @@ func (s *socket) dispatch(ctx context.Context, env proto.Envelope) error {
 			Code: CodeUnsupported, Message: fmt.Sprintf("this agent does not support %q", env.Type),
 		}))
 	}
+	// A request acts only under the Engine's grant for exactly it
+	// (agent/proto/grant.go): not whatever reached the socket.
+	if (env.ID != "" || env.OperationID != "") && proto.NeedsGrant(env.Type) {
+		if err := s.r.checkGrant(env); err != nil {
+			s.r.log.Warn("refused a request without a valid grant", "type", env.Type, "operation", env.OperationID, "err", err)
+			if env.ID == "" {
+				return nil
+			}
+			return s.send(ctx, replyEnvelope(env.ID, nil, &proto.Error{Code: proto.CodeSignatureInvalid, Message: err.Error()}))
+		}
+	}
 	if env.OperationID != "" {
 		s.operation(ctx, h, env)
 		return nil
@@ -343,4 +354,14 @@ func (s *socket) operation(ctx context.Context, h Handler, env proto.Envelope) {
 			s.r.log.Warn("could not send a reply", "type", env.Type, "operation", env.OperationID, "err", err)
 		}
 	}()
+}
+
+// checkGrant verifies env's grant with the script keys this agent trusts
+// (its key chain) for its own GUID.
+func (r *realtime) checkGrant(env proto.Envelope) error {
+	cfg, err := r.store.Load()
+	if err != nil {
+		return fmt.Errorf("read the trusted keys: %w", err)
+	}
+	return proto.VerifyGrant(env.Grant, cfg.ScriptSigning.TrustedPublicKeys, cfg.Agent.GUID, env, r.tokens.now())
 }

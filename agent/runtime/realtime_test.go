@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,4 +207,53 @@ func TestHandlersRegister(t *testing.T) {
 	} {
 		require.Error(t, h.Register(tc.typ, tc.fn), tc.typ)
 	}
+}
+
+// A request runs only under the Engine's grant for exactly it (issue 21):
+// one without a grant, with a forged one, or with one for another device,
+// operation or payload reaches no handler and is answered
+// signature_invalid (a row planted in the Engine's database, or a request
+// injected past its authorisation).
+func TestSocketRequestsNeedAGrant(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	opts := e.options()
+	var ran atomic.Int64
+	require.NoError(t, opts.Handlers.Register("file_management_request", func(context.Context, Caller, json.RawMessage) (any, error) {
+		ran.Add(1)
+		return map[string]bool{"done": true}, nil
+	}))
+	start(t, opts)
+	conn := nextConn(t, e.engine)
+	ctx := t.Context()
+	guid := conn.Hello.GUID
+	req := proto.Envelope{Type: "file_management_request", ID: "r1", OperationID: "op-1", Payload: json.RawMessage(`{"action":"write_text","path":"/etc/cron.d/x"}`)}
+	forged := *e.engine.Grant(guid, req)
+	forged.Signature = append([]byte(nil), forged.Signature...)
+	forged.Signature[0] ^= 1
+	harmless := req
+	harmless.Payload = json.RawMessage(`{"action":"list","path":"/tmp"}`)
+	for name, grant := range map[string]*proto.Signed{
+		"none":              nil,
+		"forged":            &forged,
+		"another device":    e.engine.Grant("another-device", req),
+		"another payload":   e.engine.Grant(guid, harmless),
+		"another operation": e.engine.Grant(guid, proto.Envelope{Type: req.Type, OperationID: "op-2", Payload: req.Payload}),
+	} {
+		send := req
+		send.Grant = grant
+		require.NoError(t, conn.SendUngranted(ctx, send))
+		env, err := conn.Read(ctx)
+		require.NoError(t, err)
+		require.Equal(t, send.ID, env.ID)
+		require.Contains(t, string(env.Payload), `"error":"signature_invalid"`, name)
+	}
+	require.Zero(t, ran.Load(), "a handler ran without a valid grant")
+
+	require.NoError(t, conn.Send(ctx, req)) // the fake signs it, as the Engine does
+	env, err := conn.Read(ctx)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"done":true}`, string(env.Payload))
+	require.Equal(t, int64(1), ran.Load())
 }

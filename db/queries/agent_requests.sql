@@ -1,8 +1,8 @@
 -- Engine-to-agent requests waiting for a reply (internal/agentgateway).
 
 -- name: AgentRequestInsert :exec
-INSERT INTO agent_requests (id, device_guid, operation_id, type, payload, task_token, expires_at)
-VALUES (@id, @device_guid, @operation_id, @type, @payload, @task_token, @expires_at);
+INSERT INTO agent_requests (id, device_guid, operation_id, type, payload, task_token, expires_at, grant_signed)
+VALUES (@id, @device_guid, @operation_id, @type, @payload, @task_token, @expires_at, sqlc.narg(grant_signed));
 
 -- name: AgentRequestMarkDelivered :one
 -- The holder of the socket claims the request before writing it, once: the

@@ -49,6 +49,9 @@ type Request struct {
 	TaskToken   []byte
 	// ExpiresAt is when the row may be swept (the activity's deadline).
 	ExpiresAt time.Time
+	// Grant is the Engine's signature the agent checks before it acts
+	// (agent/proto/grant.go); nil for script runs, signed themselves.
+	Grant *proto.Signed
 }
 
 // Failure codes the gateway completes activities with.
@@ -86,8 +89,16 @@ func (h *Hub) Dispatch(ctx context.Context, req Request) error {
 			return err
 		}
 	}
+	var grant []byte
+	if req.Grant != nil {
+		var err error
+		if grant, err = json.Marshal(req.Grant); err != nil {
+			return err
+		}
+	}
 	err := h.store.AgentRequestInsert(ctx, db.AgentRequestInsertParams{ID: req.ID, DeviceGuid: req.GUID,
-		OperationID: req.OperationID, Type: req.Type, Payload: payload, TaskToken: req.TaskToken, ExpiresAt: req.ExpiresAt})
+		OperationID: req.OperationID, Type: req.Type, Payload: payload, TaskToken: req.TaskToken, ExpiresAt: req.ExpiresAt,
+		GrantSigned: grant})
 	if err != nil {
 		return err
 	}
@@ -118,6 +129,12 @@ func (h *Hub) deliver(c *conn, id string) {
 	}
 	c.track(id, row.TaskToken)
 	env := proto.Envelope{Type: row.Type, ID: row.ID, OperationID: row.OperationID, Payload: row.Payload}
+	if row.GrantSigned != nil {
+		var g proto.Signed
+		if err := json.Unmarshal(row.GrantSigned, &g); err == nil {
+			env.Grant = &g
+		}
+	}
 	if !c.enqueue(env) || c.ctx.Err() != nil {
 		if c.untrack(id) != nil {
 			h.failRequest(c.dev.GUID, id, FailureSocketClosed, "the agent's socket could not take the request")

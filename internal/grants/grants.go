@@ -15,6 +15,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 )
@@ -57,24 +59,50 @@ type claims struct {
 	Actor       string `json:"act,omitempty"`
 }
 
+// ScriptSigner signs documents with the script-signing key, which agents
+// trust through their key chain (scriptsign.Signer).
+type ScriptSigner interface {
+	Sign(ctx context.Context, payload []byte) (proto.Signed, error)
+}
+
 // Service signs and verifies grants.
 type Service struct {
-	key *aegis.ServerKey
-	now func() time.Time
+	key    *aegis.ServerKey
+	now    func() time.Time
+	signer ScriptSigner
 
 	mu        sync.Mutex
 	pub       ed25519.PublicKey
 	pubLoaded time.Time
 }
 
-// New returns the grant service over the database's server keys.
-func New(store *db.Store, cipher *aegis.Cipher, now func() time.Time) *Service {
+// New returns the grant service over the database's server keys; signer
+// signs the grants agents check (AgentGrant).
+func New(store *db.Store, cipher *aegis.Cipher, signer ScriptSigner, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
 	key := aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: keyName, Size: ed25519.SeedSize,
 		Public: func(seed []byte) []byte { return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey) }})
-	return &Service{key: key, now: now}
+	return &Service{key: key, now: now, signer: signer}
+}
+
+// AgentGrant is what the agent checks before it acts (agent/proto/grant.go):
+// op, for this device, until expires, signed by the script-signing key.
+// The command path makes it right after Verify, so it says what the API
+// authorised; a request planted in agent_requests has none the agent
+// trusts.
+func (s *Service) AgentGrant(ctx context.Context, op Operation, expires time.Time) (*proto.Signed, error) {
+	doc, err := json.Marshal(proto.Grant{Purpose: proto.PurposeOperation, DeviceGUID: op.GUID, OperationID: op.OperationID,
+		Type: op.Type, PayloadSHA256: proto.GrantDigest(op.Payload), ExpiresAt: expires.UTC()})
+	if err != nil {
+		return nil, err
+	}
+	sg, err := s.signer.Sign(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	return &sg, nil
 }
 
 // PayloadHash is the grant's digest of a payload.

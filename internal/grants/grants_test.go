@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/internal/scriptsign"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -21,6 +23,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 type fixture struct {
 	store  *db.Store
 	grants *grants.Service
+	signer *scriptsign.Signer
 	clock  *authtest.Clock
 }
 
@@ -30,7 +33,8 @@ func setup(t testing.TB) fixture {
 	c := aegis.New(aegis.PGStore{Q: store.Queries, S: store}, authtest.CheapKDF)
 	require.NoError(t, c.Setup(context.Background(), "correct horse battery staple"))
 	clk := authtest.NewClock()
-	return fixture{store: store, grants: grants.New(store, c, clk.Now), clock: clk}
+	signer := scriptsign.New(store, c)
+	return fixture{store: store, grants: grants.New(store, c, signer, clk.Now), signer: signer, clock: clk}
 }
 
 var granted = grants.Operation{GUID: "guid-1", OperationID: "op-1", Type: "file_management_request",
@@ -101,7 +105,7 @@ func TestGrantKeysAreTheDeployments(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cairn.IsCode(a.grants.Verify(ctx, foreign, granted), grants.ECodeNotGranted))
 
-	locked := grants.New(a.store, aegis.New(aegis.PGStore{Q: a.store.Queries, S: a.store}, authtest.CheapKDF), a.clock.Now)
+	locked := grants.New(a.store, aegis.New(aegis.PGStore{Q: a.store.Queries, S: a.store}, authtest.CheapKDF), nil, a.clock.Now)
 	require.NoError(t, locked.Verify(ctx, own, granted))
 	_, err = locked.Sign(ctx, granted, time.Minute)
 	require.True(t, cairn.IsCode(err, cairn.ECodeAegisLocked), "%v", err)
@@ -122,4 +126,31 @@ func BenchmarkGrant(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The grant an agent checks (agent/proto/grant.go) is signed by the
+// script key agents trust and names exactly the request; anything else is
+// refused by the agent's own check.
+func TestAgentGrantVerifiesOnlyForItsRequest(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	trusted, err := f.signer.TrustedPublicKeys(ctx)
+	require.NoError(t, err)
+	now := f.clock.Now()
+	g, err := f.grants.AgentGrant(ctx, granted, now.Add(time.Minute))
+	require.NoError(t, err)
+	env := proto.Envelope{Type: granted.Type, ID: "r1", OperationID: granted.OperationID, Payload: granted.Payload}
+	require.NoError(t, proto.VerifyGrant(g, trusted, granted.GUID, env, now))
+
+	other := env
+	other.Payload = []byte(`{"action":"write_text","path":"/etc/cron.d/x"}`)
+	require.ErrorIs(t, proto.VerifyGrant(g, trusted, granted.GUID, other, now), proto.ErrGrantMismatch)
+	require.ErrorIs(t, proto.VerifyGrant(g, trusted, "guid-2", env, now), proto.ErrGrantMismatch)
+	require.ErrorIs(t, proto.VerifyGrant(nil, trusted, granted.GUID, env, now), proto.ErrGrantMissing)
+	require.ErrorIs(t, proto.VerifyGrant(g, trusted, granted.GUID, env, now.Add(2*time.Minute)), proto.ErrGrantExpired)
+	forged := *g
+	forged.Signature = append([]byte(nil), g.Signature...)
+	forged.Signature[0] ^= 1
+	require.ErrorIs(t, proto.VerifyGrant(&forged, trusted, granted.GUID, env, now), proto.ErrGrantInvalid)
 }

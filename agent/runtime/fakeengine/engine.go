@@ -55,7 +55,10 @@ type Engine struct {
 	hbInterval   int
 	hbDetails    bool
 	scriptTrust  *proto.ScriptTrust
-	ackMetadata  bool
+	// grantKey signs the grants of the requests tests send (Conn.Send),
+	// as the Engine's script key does; agents trust it by default.
+	grantKey    ed25519.PrivateKey
+	ackMetadata bool
 	// metadata are the Engine's values (SetMetadataValue) and the revision
 	// of the last edit; metadataFail fails reads of these fields.
 	metadata     map[int]proto.MetadataFieldValue
@@ -115,13 +118,20 @@ type HeartbeatRecord struct {
 // New starts a fake Engine accepting enrollment code; it approves every
 // request at the first poll until told otherwise.
 func New(t testing.TB, code string) *Engine {
+	_, grantKey, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := &Engine{
-		code: code, jtis: map[string]bool{}, nonces: map[string]bool{}, approvals: map[string]*approval{},
+		grantKey: grantKey,
+		code:     code, jtis: map[string]bool{}, nonces: map[string]bool{}, approvals: map[string]*approval{},
 		devices: map[string]*Device{}, byAccess: map[string]*Device{}, byRefresh: map[string]*Device{},
 		decision: proto.ApprovalApproved, accessTTL: time.Hour, ackMetadata: true, conns: make(chan *Conn, 64),
 		shellTokens: map[string]string{}, shellConns: make(chan *ShellConn, 64),
 		metadata: map[int]proto.MetadataFieldValue{}, metadataEdit: map[int]int64{}, metadataFail: map[int]bool{},
 	}
+	// Agents trust the fake's script key unless a test sets the trust.
+	e.scriptTrust = &proto.ScriptTrust{TrustedPublicKeys: []string{e.GrantPublicKey()}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+proto.PathEnrollNonce, e.nonce)
 	mux.HandleFunc("POST "+proto.PathEnrollRequest, e.enrollRequest)
@@ -345,4 +355,20 @@ func (e *Engine) device(w http.ResponseWriter, r *http.Request) *Device {
 		return d
 	}
 	return nil
+}
+
+// GrantPublicKey is the fake's script key as agents trust it.
+func (e *Engine) GrantPublicKey() string {
+	return base64.StdEncoding.EncodeToString(e.grantKey.Public().(ed25519.PublicKey))
+}
+
+// Grant signs a grant for env to device guid, valid for a day.
+func (e *Engine) Grant(guid string, env proto.Envelope) *proto.Signed {
+	doc, err := json.Marshal(proto.Grant{Purpose: proto.PurposeOperation, DeviceGUID: guid, OperationID: env.OperationID,
+		Type: env.Type, PayloadSHA256: proto.GrantDigest(env.Payload), ExpiresAt: time.Now().Add(24 * time.Hour)})
+	if err != nil {
+		panic(err)
+	}
+	pub := e.grantKey.Public().(ed25519.PublicKey)
+	return &proto.Signed{Payload: doc, KeyID: proto.KeyID(pub), Signature: ed25519.Sign(e.grantKey, doc)}
 }

@@ -32,10 +32,21 @@ type Conn struct {
 	ws    *websocket.Conn
 	inbox chan proto.Envelope
 	done  chan struct{}
+	grant func(env proto.Envelope) *proto.Signed
 }
 
-// Send writes an envelope to the agent.
+// Send writes an envelope to the agent. A request that needs a grant and
+// carries none gets one from the fake's grant key, as the Engine's command
+// path signs every request (SendUngranted sends it bare).
 func (c *Conn) Send(ctx context.Context, env proto.Envelope) error {
+	if env.Grant == nil && (env.ID != "" || env.OperationID != "") && proto.NeedsGrant(env.Type) && c.grant != nil {
+		env.Grant = c.grant(env)
+	}
+	return c.SendUngranted(ctx, env)
+}
+
+// SendUngranted writes env as it is.
+func (c *Conn) SendUngranted(ctx context.Context, env proto.Envelope) error {
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
@@ -119,7 +130,8 @@ func (e *Engine) socket(w http.ResponseWriter, r *http.Request) {
 		_, _, _ = ws.Read(ctx)
 		return
 	}
-	c := &Conn{Hello: hello, ws: ws, inbox: make(chan proto.Envelope, 256), done: make(chan struct{})}
+	c := &Conn{Hello: hello, ws: ws, inbox: make(chan proto.Envelope, 256), done: make(chan struct{}),
+		grant: func(env proto.Envelope) *proto.Signed { return e.Grant(d.GUID, env) }}
 	defer close(c.done)
 	if err := c.Send(ctx, ack(true, "")); err != nil {
 		return

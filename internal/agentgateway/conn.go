@@ -40,8 +40,10 @@ type conn struct {
 	out      chan outgoing
 	stopOnce sync.Once
 
-	// onReply handles replies: the command path's (Hub.onReply).
-	onReply func(*conn, proto.Envelope)
+	// onReply handles replies: the command path's (Hub.onReply), each in
+	// its own goroutine holding one of replySlots.
+	onReply    func(*conn, proto.Envelope)
+	replySlots chan struct{}
 
 	mu sync.Mutex
 	// validUntil is when the device's access token expires: the one the
@@ -61,8 +63,15 @@ type outgoing struct {
 func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{dev: dev, ws: ws, log: log, validUntil: dev.ExpiresAt, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		out: make(chan outgoing, 64), tokens: map[string][]byte{}}
+		out: make(chan outgoing, 64), tokens: map[string][]byte{}, replySlots: make(chan struct{}, MaxRepliesInFlight)}
 }
+
+// MaxRepliesInFlight bounds the replies of one socket handled at once
+// (issue 21 item 13). Each takes database connections and a Temporal
+// call; an agent that floods replies waits for its own slots (the socket
+// is not read meanwhile) instead of taking the pool from every other
+// agent.
+const MaxRepliesInFlight = 8
 
 func socketClosed(guid string) error {
 	return cairn.Errorf(cairn.ECodeAgentSocketMissing, "the realtime socket of device %s closed", guid)
@@ -134,9 +143,18 @@ func (c *conn) readLoop(idle time.Duration) error {
 		switch env.Type {
 		case proto.MsgPong, proto.MsgPing:
 		case proto.MsgReply:
-			if c.onReply != nil {
-				go c.onReply(c, env)
+			if c.onReply == nil {
+				continue
 			}
+			select {
+			case c.replySlots <- struct{}{}:
+			case <-c.ctx.Done():
+				return c.ctx.Err()
+			}
+			go func() {
+				defer func() { <-c.replySlots }()
+				c.onReply(c, env)
+			}()
 		default:
 			c.log.Debug("agent message nobody handles", "guid", c.dev.GUID, "type", env.Type)
 		}

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -33,9 +34,25 @@ type Grant struct {
 	ExpiresAt     time.Time `json:"expires_at"`
 }
 
-// GrantDigest is a Grant's digest of a payload.
+// GrantDigest is a Grant's digest of a payload: of its canonical JSON
+// (decoded and encoded again, object keys sorted), since the Engine keeps
+// requests as PostgreSQL jsonb, which may reorder keys and respace them
+// before the agent sees the payload. An empty payload counts as {} (what
+// the Engine sends for one); bytes that are not JSON are digested as they
+// are.
 func GrantDigest(payload []byte) string {
-	sum := sha256.Sum256(payload)
+	canonical := payload
+	if len(bytes.TrimSpace(payload)) == 0 {
+		canonical = []byte(`{}`)
+	} else {
+		var v any
+		if json.Unmarshal(payload, &v) == nil {
+			if b, err := json.Marshal(v); err == nil {
+				canonical = b
+			}
+		}
+	}
+	sum := sha256.Sum256(canonical)
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 

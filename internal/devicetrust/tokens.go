@@ -10,14 +10,12 @@ package devicetrust
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -74,13 +72,9 @@ type AccessClaims struct {
 // whose cipher is locked (a site worker) still checks tokens.
 type Tokens struct {
 	store  *db.Store
-	key    *aegis.ServerKey
+	key    *aegis.Ed25519Key
 	issuer string
 	now    func() time.Time
-
-	pubMu     sync.Mutex
-	pub       ed25519.PublicKey
-	pubLoaded time.Time
 }
 
 // NewTokens returns the token service; the signing key is created on
@@ -89,32 +83,9 @@ func NewTokens(store *db.Store, cipher *aegis.Cipher, issuer string, now func() 
 	if now == nil {
 		now = time.Now
 	}
-	key := aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: signingKeyName, Size: ed25519.SeedSize,
-		Public: func(seed []byte) []byte { return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey) }})
-	return &Tokens{store: store, key: key, issuer: issuer, now: now}
+	return &Tokens{store: store, key: aegis.NewEd25519Key(store.Queries, cipher, signingKeyName), issuer: issuer, now: now}
 }
 
-// publicKey returns the verification key, cached. A cached key is read
-// again when a signature fails to verify and it is older than
-// publicKeyRecheck: a force-reset cipher replaces the signing key.
-func (t *Tokens) publicKey(ctx context.Context, stale bool) (ed25519.PublicKey, error) {
-	t.pubMu.Lock()
-	defer t.pubMu.Unlock()
-	if t.pub != nil && (!stale || time.Since(t.pubLoaded) < publicKeyRecheck) {
-		return t.pub, nil
-	}
-	pub, err := t.key.Public(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(pub) != ed25519.PublicKeySize {
-		return nil, nil // no key yet: nothing was signed
-	}
-	t.pub, t.pubLoaded = pub, time.Now()
-	return t.pub, nil
-}
-
-const publicKeyRecheck = 30 * time.Second
 
 // Issued is a fresh token pair.
 type Issued struct {
@@ -146,7 +117,7 @@ func AccessValidUntil(refreshExpiresAt time.Time) time.Time {
 
 // Access mints an access token for the device.
 func (t *Tokens) Access(ctx context.Context, guid, jkt string, version int32, siteID int64) (string, time.Time, error) {
-	seed, err := t.key.Secret(ctx)
+	priv, err := t.key.Signer(ctx)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -159,7 +130,7 @@ func (t *Tokens) Access(ctx context.Context, guid, jkt string, version int32, si
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-30 * time.Second)),
 		ExpiresAt: jwt.NewNumericDate(exp), ID: randomToken(12),
 	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(ed25519.NewKeyFromSeed(seed))
+	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(priv)
 	return s, exp, err
 }
 
@@ -189,7 +160,7 @@ func (t *Tokens) ParseAccess(ctx context.Context, token string) (*AccessClaims, 
 // parseAccess returns the token's verification error apart from a failure
 // to read the key.
 func (t *Tokens) parseAccess(ctx context.Context, token string, stale bool) (*AccessClaims, error, error) {
-	pub, err := t.publicKey(ctx, stale)
+	pub, err := t.key.Verifier(ctx, stale)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,13 +12,11 @@ package grants
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -35,10 +33,6 @@ const keyName = "operation-grant-ed25519"
 
 // Purpose is the grant's audience: what the signature is for.
 const Purpose = "cairn/operation-grant/v1"
-
-// publicKeyRecheck bounds how often a failed verification reads the public
-// key again (a force-reset cipher replaces the key).
-const publicKeyRecheck = 30 * time.Second
 
 // Operation is what a grant authorises: one event of one type with one
 // payload to one device, under an operation ID.
@@ -67,13 +61,9 @@ type ScriptSigner interface {
 
 // Service signs and verifies grants.
 type Service struct {
-	key    *aegis.ServerKey
+	key    *aegis.Ed25519Key
 	now    func() time.Time
 	signer ScriptSigner
-
-	mu        sync.Mutex
-	pub       ed25519.PublicKey
-	pubLoaded time.Time
 }
 
 // New returns the grant service over the database's server keys; signer
@@ -82,9 +72,7 @@ func New(store *db.Store, cipher *aegis.Cipher, signer ScriptSigner, now func() 
 	if now == nil {
 		now = time.Now
 	}
-	key := aegis.NewServerKey(store.Queries, cipher, aegis.KeySpec{Name: keyName, Size: ed25519.SeedSize,
-		Public: func(seed []byte) []byte { return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey) }})
-	return &Service{key: key, now: now, signer: signer}
+	return &Service{key: aegis.NewEd25519Key(store.Queries, cipher, keyName), now: now, signer: signer}
 }
 
 // AgentGrant is what the agent checks before it acts (agent/proto/grant.go):
@@ -118,7 +106,7 @@ func (s *Service) Sign(ctx context.Context, op Operation, ttl time.Duration) (st
 	if op.GUID == "" || op.OperationID == "" || op.Type == "" || ttl <= 0 {
 		return "", errors.New("grants: a grant names a device, an operation, a type and a lifetime")
 	}
-	seed, err := s.key.Secret(ctx)
+	priv, err := s.key.Signer(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +118,7 @@ func (s *Service) Sign(ctx context.Context, op Operation, ttl time.Duration) (st
 		},
 		Type: op.Type, PayloadHash: PayloadHash(op.Payload), Actor: op.Actor,
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(ed25519.NewKeyFromSeed(seed))
+	return jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(priv)
 }
 
 // ECodeNotGranted: an operation reached the command path without a valid
@@ -167,7 +155,7 @@ func (s *Service) Verify(ctx context.Context, grant string, op Operation) error 
 }
 
 func (s *Service) parse(ctx context.Context, grant string, stale bool) (*claims, error) {
-	pub, err := s.publicKey(ctx, stale)
+	pub, err := s.key.Verifier(ctx, stale)
 	if err != nil {
 		return nil, err
 	}
@@ -179,23 +167,4 @@ func (s *Service) parse(ctx context.Context, grant string, stale bool) (*claims,
 		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithAudience(Purpose),
 		jwt.WithTimeFunc(s.now), jwt.WithExpirationRequired())
 	return &c, err
-}
-
-// publicKey returns the verification key, cached; stale reads it again
-// when the cached one is older than publicKeyRecheck.
-func (s *Service) publicKey(ctx context.Context, stale bool) (ed25519.PublicKey, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pub != nil && (!stale || time.Since(s.pubLoaded) < publicKeyRecheck) {
-		return s.pub, nil
-	}
-	pub, err := s.key.Public(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(pub) != ed25519.PublicKeySize {
-		return nil, nil
-	}
-	s.pub, s.pubLoaded = pub, time.Now()
-	return s.pub, nil
 }

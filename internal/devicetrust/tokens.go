@@ -86,7 +86,6 @@ func NewTokens(store *db.Store, cipher *aegis.Cipher, issuer string, now func() 
 	return &Tokens{store: store, key: aegis.NewEd25519Key(store.Queries, cipher, signingKeyName), issuer: issuer, now: now}
 }
 
-
 // Issued is a fresh token pair.
 type Issued struct {
 	AccessToken  string

@@ -189,7 +189,7 @@ func TestTrustActionsAndSiteMovesEndLiveTransfers(t *testing.T) {
 					d, err := temporalClient.DescribeWorkflowExecution(context.Background(), "file-transfer:"+id, "")
 					require.NoError(t, err)
 					return d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
-				}, 30*time.Second, 50*time.Millisecond)
+				}, 3*time.Minute, 50*time.Millisecond)
 				return
 			}
 			tr, err := f.store.FileTransferGet(context.Background(), id)

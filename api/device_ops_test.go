@@ -91,7 +91,7 @@ esac
 func TestDeviceOperations(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "ops")
 	o := f.opsAgent(t, admin, site, "ops-01")
 	initScript(t, o.initDir, "cairn-demo")
@@ -198,7 +198,7 @@ func TestDeviceOperations(t *testing.T) {
 func TestDeviceOperationsRefused(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "opsno")
 	other := f.createSite(t, admin, "opsother")
 	o := f.opsAgent(t, admin, site, "opsno-01")

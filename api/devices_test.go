@@ -58,7 +58,7 @@ type fleet struct {
 
 func (f *fixture) fleet(t *testing.T) fleet {
 	t.Helper()
-	fl := fleet{admin: f.admin(t)}
+	fl := fleet{admin: f.sudo(t, f.admin(t))}
 	fl.siteA = f.createSite(t, fl.admin, "alpha")
 	fl.siteB = f.createSite(t, fl.admin, "beta")
 	f.addDevice(t, "guid-conn", "conn-host", fl.siteA, deviceState{seen: ago(5 * time.Second), socket: ago(5 * time.Second),

@@ -73,7 +73,7 @@ func (f *fixture) siteIDs(t *testing.T, username string) []int64 {
 func TestDirectoryProviderValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	cases := []struct {
 		name   string
 		body   map[string]any
@@ -118,7 +118,7 @@ func TestDirectoryProviderValidation(t *testing.T) {
 func TestDirectoryProviderLifecycle(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	r := f.do(t, "POST", "/api/directory/providers", token, ldapProvider("Corp LDAP"))
 	require.Equal(t, 201, r.Status, r.Raw)
 	require.NotContains(t, r.Raw, slapdtest.ServicePassword)
@@ -184,7 +184,7 @@ func TestDirectorySignIn(t *testing.T) {
 	t.Parallel()
 	secrets := map[string]string{}
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	siteA, siteB := f.newSite(t, token), f.newSite(t, token)
 	opUID, adminUID, nobodyUID := slapdtest.Unique("op"), slapdtest.Unique("boss"), slapdtest.Unique("nobody")
 	opDN := slapd.User(t, opUID, userPassword)
@@ -290,7 +290,7 @@ func TestDirectoryLookupAndSync(t *testing.T) {
 	t.Parallel()
 	secrets := map[string]string{}
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	uid, goneUID := slapdtest.Unique("look"), slapdtest.Unique("gone")
 	dn := slapd.User(t, uid, userPassword)
 	goneDN := slapd.User(t, goneUID, userPassword)
@@ -365,7 +365,7 @@ func TestDirectoryLDAPS(t *testing.T) {
 	t.Parallel()
 	secrets := map[string]string{}
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	overrides := map[string]any{slapdtest.TLSHost: "127.0.0.1"}
 	r := f.do(t, "POST", "/api/directory/providers/certificate", token, map[string]any{"host": slapdtest.TLSHost, "port": slapd.TLSPort, "host_overrides": overrides})
 	require.Equal(t, 200, r.Status, r.Raw)
@@ -417,7 +417,7 @@ func TestDirectoryLDAPS(t *testing.T) {
 func TestDirectorySites(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	site := f.newSite(t, token)
 	op := f.operator(t, "dir-sites-operator")
 	r := f.do(t, "GET", "/api/directory/sites", op, nil)
@@ -442,7 +442,7 @@ func TestDirectoryBindPasswordUnreadableAfterCipherReset(t *testing.T) {
 	t.Parallel()
 	secrets := map[string]string{}
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	uid := slapdtest.Unique("reset")
 	dn := slapd.User(t, uid, userPassword)
 	group := slapd.Group(t, slapdtest.Unique("reset-ops"), dn)

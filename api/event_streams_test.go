@@ -49,7 +49,7 @@ func TestEventStreamEndsWithItsSession(t *testing.T) {
 func TestEventStreamClosesWhenTheSiteScopeChanges(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	north := f.createSite(t, admin, "north")
 	south := f.createSite(t, admin, "south")
 	operator := f.operator(t, "streamer")
@@ -77,7 +77,7 @@ func TestEventStreamClosesWhenTheSiteScopeChanges(t *testing.T) {
 func TestEventStreamsPerOperatorAreCapped(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	operator := f.operator(t, "many-tabs")
 	open := func(token string) *http.Response {
 		ctx, cancel := context.WithCancel(context.Background())

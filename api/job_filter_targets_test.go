@@ -41,7 +41,7 @@ func (f *fixture) resolvedHosts(t *testing.T, id int64) []string {
 func TestJobFilterTargetFiresOnMatchingDevices(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "jft")
 	agent := f.scriptAgent(t, admin, site, "web-01")
 	f.addDevice(t, "guid-db-01", "db-01", site, deviceState{seen: ago(time.Second)})
@@ -133,7 +133,7 @@ func TestJobFilterTargetScope(t *testing.T) {
 func TestJobFilterTargetInUse(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "fiu")
 	f.addDevice(t, "guid-fiu-01", "fiu-01", site, deviceState{})
 	filter := f.saveFilter(t, admin, "Fiu", "fiu-")
@@ -170,7 +170,7 @@ func TestJobFilterTargetInUse(t *testing.T) {
 func TestQuickRunFilterTarget(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "qrf")
 	f.scriptAgent(t, admin, site, "qrf-01")
 	match := f.saveFilter(t, admin, "qrf", "qrf-")

@@ -148,7 +148,7 @@ func (f *fixture) passkeySignIn(t *testing.T, a *softAuthenticator, counter uint
 func TestPasskeyRegisterSignInRenameAndRemove(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	a := newSoftAuthenticator(t)
 	id := f.registerPasskey(t, token, "  Laptop  ", a)
 
@@ -207,7 +207,7 @@ func keys(m map[string]any) []string {
 func TestPasskeySignCountRegressionIsRefused(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	a := newSoftAuthenticator(t)
 	f.registerPasskey(t, token, "Key", a)
 
@@ -225,7 +225,7 @@ func TestPasskeySignCountRegressionIsRefused(t *testing.T) {
 func TestPasskeyOfAnotherOperatorIsNotFound(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	operator := f.operator(t, "passkey-operator")
 	id := f.registerPasskey(t, admin, "Admin key", newSoftAuthenticator(t))
 
@@ -246,7 +246,7 @@ func TestPasskeyOfAnotherOperatorIsNotFound(t *testing.T) {
 func TestPasskeyValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	operator := f.operator(t, "passkey-validation")
 
 	for _, bad := range []string{"abc", "0", "-1", "1.5"} {
@@ -329,7 +329,7 @@ func TestPasskeyValidation(t *testing.T) {
 func TestPasskeysRefuseDirectoryAccounts(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	// A real directory account: signed in through slapd.
 	uid := slapdtest.Unique("pk")
 	dn := slapd.User(t, uid, userPassword)
@@ -354,7 +354,7 @@ func TestPasskeysRefuseDirectoryAccounts(t *testing.T) {
 func TestPasskeysUnavailableWhenReachedByIP(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	svc, err := passkeys.NewService(f.store, f.engine.auth, "http://127.0.0.1:8080", f.clk.Now)
 	require.NoError(t, err)
 	srv := api.New(api.Deps{Store: f.store, Auth: f.engine.auth, Cipher: f.engine.cipher, Passkeys: svc,
@@ -380,7 +380,7 @@ func TestRecoveryClearsPasskeys(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	f.registerPasskey(t, token, "Before reset", newSoftAuthenticator(t))
 	admin, err := f.store.UserGetByUsername(ctx, "admin")
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/auth"
@@ -43,4 +44,38 @@ func (s *Server) reauthenticate(r *http.Request, req reauthRequest) error {
 		return s.Passkeys.Reauthenticate(r.Context(), p, req.Passkey.CeremonyID, req.Passkey.Credential)
 	}
 	return s.Auth.Reauthenticate(r.Context(), p, req.Password, req.TOTPCode)
+}
+
+// sudo guards account and directory administration (issue 21 item 5):
+// a signed-in session only, whose operator proved who they are at
+// POST /api/auth/reauth within auth.ReauthWindow. An administrator's API
+// token, or a session cookie taken from a browser, cannot mint accounts,
+// reset credentials or repoint sign-in at another directory.
+func (s *Server) sudo(e Endpoint) Endpoint {
+	inner := e.serve
+	e.serve = func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Auth.RequireRecentReauth(r.Context(), principal(r.Context())); err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		inner(w, r)
+	}
+	return s.sessionOnly(e).Errors(auth.ECodeReauthRequired)
+}
+
+// reauthResponse says until when the session may administer accounts and
+// directories without another proof.
+type reauthResponse struct {
+	ReauthenticatedUntil time.Time `json:"reauthenticated_until"`
+}
+
+// reauthRoute opens the session's re-authentication window.
+func (s *Server) reauthRoute() Route {
+	return Route{"POST", "/api/auth/reauth", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, false, func(r *http.Request, req reauthRequest) (reauthResponse, error) {
+		if err := s.reauthenticate(r, req); err != nil {
+			return reauthResponse{}, err
+		}
+		until, err := s.Auth.MarkReauthenticated(r.Context(), principal(r.Context()))
+		return reauthResponse{ReauthenticatedUntil: until.UTC()}, err
+	})).Errors(reauthErrors...)}
 }

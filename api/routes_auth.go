@@ -20,12 +20,17 @@ func (s *Server) authRoutes() []Route {
 		{"POST", "/api/auth/mfa/verify", AuthMFAPending, raw(s.mfaVerify).In(mfaVerifyRequest{}, false).Out(http.StatusOK, sessionResponse{}).
 			Errors(append(signInErrors, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode)...)},
 		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(raw(s.logout).In(logoutRequest{}, true).Out(http.StatusNoContent, nil))},
-		{"POST", "/api/auth/password/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req passwordResetRequest) (struct{}, error) {
-			return struct{}{}, s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
+		// A reset also revokes every API token of the account; the answer
+		// says how many (tokensRevokedJSON).
+		{"POST", "/api/auth/password/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, false, func(r *http.Request, req passwordResetRequest) (tokensRevokedJSON, error) {
+			n, err := s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
+			return tokensRevokedJSON{n}, err
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited)},
-		{"POST", "/api/auth/mfa/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req mfaResetRequest) (struct{}, error) {
-			return struct{}{}, s.Auth.ResetOwnMFA(r.Context(), principal(r.Context()), req.Password)
+		{"POST", "/api/auth/mfa/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaResetRequest) (tokensRevokedJSON, error) {
+			n, err := s.Auth.ResetOwnMFA(r.Context(), principal(r.Context()), req.Password)
+			return tokensRevokedJSON{n}, err
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited)},
+		s.reauthRoute(),
 		{"GET", "/api/auth/me", AuthToken, getAction(s, func(r *http.Request) (userJSON, error) {
 			a, err := s.Auth.Me(r.Context(), principal(r.Context()))
 			return accountJSON(a), err

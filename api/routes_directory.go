@@ -22,25 +22,28 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			return providerListJSON{Providers: out}, err
 		})},
-		{"POST", "/api/directory/providers", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
+		// Changing who may sign in, and how, is sudo (issue 21 item 5): a
+		// recently re-authenticated session, never an API token. So is
+		// lookup-user, a password oracle for the directory's accounts.
+		{"POST", "/api/directory/providers", AuthAdmin, s.sudo(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			p, err := s.Directory.Create(r.Context(), req.patch())
 			return providerJSONOf(p), err
-		}).Errors(cairn.ECodeConflict)},
-		{"PATCH", one, AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
+		})).Errors(cairn.ECodeConflict)},
+		{"PATCH", one, AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return providerJSON{}, err
 			}
 			p, err := s.Directory.Update(r.Context(), id, req.patch())
 			return providerJSONOf(p), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"DELETE", one, AuthAdmin, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"DELETE", one, AuthAdmin, s.sudo(jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Directory.Delete(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
 			c, err := directory.FetchCertificate(r.Context(), req.Host, req.Port, req.HostOverrides)
 			return certificateJSON{Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
@@ -54,7 +57,7 @@ func (s *Server) directoryRoutes() []Route {
 			res, err := s.Directory.Test(r.Context(), id)
 			return testResultJSON{OK: res.OK, Message: res.Message, TestedAt: res.At}, err
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable, cairn.ECodeConflict)},
-		{"POST", one + "/lookup-user", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
+		{"POST", one + "/lookup-user", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return lookupJSON{}, err
@@ -62,15 +65,15 @@ func (s *Server) directoryRoutes() []Route {
 			res, err := s.Directory.Lookup(r.Context(), id, req.Username, req.Password)
 			return lookupJSON{Found: res.Found, DN: res.DN, Attributes: orEmptyMap(res.Attributes), Groups: orEmptyList(res.Groups),
 				Role: res.Role, SiteIDs: orEmptyIDs(res.SiteIDs), PasswordOK: res.PasswordOK}, err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable)},
-		{"POST", one + "/sync", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable)},
+		{"POST", one + "/sync", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return syncJSON{}, err
 			}
 			res, err := s.Directory.Sync(r.Context(), id)
 			return syncJSON{Checked: res.Checked, Disabled: res.Disabled}, err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
 		{"GET", "/api/directory/sites", AuthToken, getAction(s, func(r *http.Request) (directorySiteListJSON, error) {
 			// The sites a mapping may target, within the caller's scope like
 			// every other site listing.
@@ -81,10 +84,10 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			return directorySiteListJSON{Sites: out}, err
 		})},
-		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
+		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
 			name := chi.URLParam(r, "username")
 			return directoryCacheJSON{Username: name, Enabled: *req.Enabled}, s.Directory.SetCacheEnabled(r.Context(), name, *req.Enabled)
-		}).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound)},
 	}
 }
 

@@ -62,7 +62,7 @@ var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.admin(t)
+	f.sudo(t, f.admin(t))
 	operator := f.operator(t, "matrix-operator")
 	for _, rt := range f.engine.srv.Routes() {
 		path := pathParam.ReplaceAllString(rt.Pattern, "1")
@@ -164,7 +164,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	mine := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Visible Site", "site_worker_slug": uniqueSlug("visible")})
 	hidden := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Hidden Site", "site_worker_slug": uniqueSlug("hidden")})
 	require.Equal(t, 201, mine.Status)
@@ -324,7 +324,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 func TestNoRouteFailsOnBadBodies(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	for _, rt := range f.engine.srv.Routes() {
 		if rt.Method != "POST" && rt.Method != "PUT" && rt.Method != "PATCH" {
 			continue

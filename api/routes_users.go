@@ -20,39 +20,42 @@ func (s *Server) userRoutes() []Route {
 			}
 			return accountListJSON{Users: out}, err
 		})},
-		{"POST", "/api/users", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req userCreateRequest) (accountEntryJSON, error) {
+		// Every change below is sudo: a session that re-authenticated
+		// recently, never an API token (issue 21 item 5).
+		{"POST", "/api/users", AuthAdmin, s.sudo(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req userCreateRequest) (accountEntryJSON, error) {
 			if _, err := s.Auth.CreateLocalUser(r.Context(), req.Username, req.Password, req.Role); err != nil {
 				return accountEntryJSON{}, err
 			}
 			a, err := s.Auth.Account(r.Context(), req.Username)
 			return accountEntryOf(a), err
-		}).Errors(cairn.ECodeConflict)},
-		{"DELETE", "/api/users/{username}", AuthAdmin, raw(func(w http.ResponseWriter, r *http.Request) {
+		})).Errors(cairn.ECodeConflict)},
+		{"DELETE", "/api/users/{username}", AuthAdmin, s.sudo(raw(func(w http.ResponseWriter, r *http.Request) {
 			if err := s.Auth.DeleteAccount(r.Context(), chi.URLParam(r, "username")); err != nil {
 				writeError(w, r, s.Log, err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
-		}).Out(http.StatusNoContent, nil).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
-		{"POST", "/api/users/{username}/reset_password", AuthAdmin, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req adminPasswordRequest) (struct{}, error) {
-			return struct{}{}, s.Auth.ResetPassword(r.Context(), chi.URLParam(r, "username"), req.Password)
-		}).Errors(cairn.ECodeNotFound)},
-		{"POST", "/api/users/{username}/role", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req roleRequest) (accountEntryJSON, error) {
+		}).Out(http.StatusNoContent, nil)).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
+		{"POST", "/api/users/{username}/reset_password", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminPasswordRequest) (tokensRevokedJSON, error) {
+			n, err := s.Auth.ResetPassword(r.Context(), chi.URLParam(r, "username"), req.Password)
+			return tokensRevokedJSON{n}, err
+		})).Errors(cairn.ECodeNotFound)},
+		{"POST", "/api/users/{username}/role", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req roleRequest) (accountEntryJSON, error) {
 			a, err := s.Auth.SetRole(r.Context(), chi.URLParam(r, "username"), req.Role)
 			return accountEntryOf(a), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
-		{"POST", "/api/users/{username}/mfa", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaActionRequest) (accountEntryJSON, error) {
-			a, err := s.Auth.SetMFA(r.Context(), chi.URLParam(r, "username"), req.Action)
-			return accountEntryOf(a), err
-		}).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
+		{"POST", "/api/users/{username}/mfa", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaActionRequest) (mfaResultJSON, error) {
+			a, n, err := s.Auth.SetMFA(r.Context(), chi.URLParam(r, "username"), req.Action)
+			return mfaResultJSON{accountEntryOf(a), n}, err
+		})).Errors(cairn.ECodeNotFound)},
 		{"POST", "/api/user_site_assignments/selection", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignmentSelectionRequest) (assignmentsResponse, error) {
 			m, err := s.Auth.SiteAssignments(r.Context(), req.Usernames)
 			return assignmentsResponse{m}, err
 		})},
-		{"POST", "/api/user_site_assignments/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignRequest) (assignmentsResponse, error) {
+		{"POST", "/api/user_site_assignments/assign", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignRequest) (assignmentsResponse, error) {
 			m, err := s.Auth.AssignSites(r.Context(), req.Usernames, req.SiteIDs)
 			return assignmentsResponse{m}, err
-		}).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound)},
 	}
 }
 
@@ -68,6 +71,19 @@ func accountEntryOf(a auth.AccountEntry) accountEntryJSON {
 		ids = []int64{}
 	}
 	return accountEntryJSON{userJSON: accountJSON(a.Account), SiteIDs: ids, LastLoginAt: a.LastLoginAt}
+}
+
+// tokensRevokedJSON answers a password or MFA reset: the reset revoked
+// this many of the account's API tokens.
+type tokensRevokedJSON struct {
+	APITokensRevoked int64 `json:"api_tokens_revoked"`
+}
+
+// mfaResultJSON is the account after an MFA action; a reset revokes its
+// API tokens (api_tokens_revoked, 0 for enable and disable).
+type mfaResultJSON struct {
+	accountEntryJSON
+	APITokensRevoked int64 `json:"api_tokens_revoked"`
 }
 
 type userCreateRequest struct {

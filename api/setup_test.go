@@ -353,6 +353,25 @@ func (f *fixture) reauth(t *testing.T, token string) map[string]any {
 	return map[string]any{"password": c.password, "totp_code": f.totp(t, c.secret)}
 }
 
+// secretOf is the TOTP secret the operator of token (from f.login) set up.
+func (f *fixture) secretOf(t *testing.T, token string) string {
+	t.Helper()
+	f.credsMu.Lock()
+	defer f.credsMu.Unlock()
+	c, ok := f.creds[token]
+	require.True(t, ok, "the token did not come from f.login")
+	return c.secret
+}
+
+// sudo opens token's session's re-authentication window (POST
+// /api/auth/reauth), which account and directory administration needs.
+func (f *fixture) sudo(t *testing.T, token string) string {
+	t.Helper()
+	r := f.do(t, "POST", "/api/auth/reauth", token, f.reauth(t, token))
+	require.Equal(t, 200, r.Status, r.Raw)
+	return token
+}
+
 // with returns body plus the fields of more (a request and its
 // re-authentication, say).
 func with(body map[string]any, more map[string]any) map[string]any {

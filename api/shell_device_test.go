@@ -25,7 +25,7 @@ func TestShellEndsAtOnceWithTrustActionsAndSiteMoves(t *testing.T) {
 	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), eventKeepAlive: time.Hour}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "shelltrust")
 	other := f.createSite(t, admin, "shelltrust-other")
 	op := f.operator(t, "trust-operator")
@@ -94,7 +94,7 @@ func (f *fixture) closedSession(t *testing.T, id string) db.ShellSessionGetRow {
 func TestShellGuardRechecksTheDeviceOnEachTick(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "shelltick")
 	other := f.createSite(t, admin, "shelltick-other")
 	ctx := context.Background()
@@ -139,7 +139,7 @@ func TestShellGuardRechecksTheDeviceOnEachTick(t *testing.T) {
 func TestTrustActionsAndSiteMovesEndLiveTransfers(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "xfertrust")
 	other := f.createSite(t, admin, "xfertrust-other")
 
@@ -230,7 +230,7 @@ func TestTrustActionsAndSiteMovesEndLiveTransfers(t *testing.T) {
 func TestShellSessionsStayWithTheirOwnDevice(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	siteA := f.createSite(t, admin, "reuse-a")
 	siteB := f.createSite(t, admin, "reuse-b")
 	opA, opB := f.operator(t, "reuse-op-a"), f.operator(t, "reuse-op-b")

@@ -17,7 +17,7 @@ import (
 func TestShellEndsWithWhatAuthenticatedItsSockets(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "shelllife")
 
 	t.Run("the operator's session ends", func(t *testing.T) {

@@ -206,7 +206,7 @@ func (f *fixture) shellActivity(t *testing.T, token, hostname, id string) map[st
 func TestShellSessionBridgesBrowserAndAgent(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "shell")
 	a := f.enrolled(t, admin, site, "shell-01")
 	sa := a.shellAgent(t)
@@ -334,7 +334,7 @@ func TestShellSessionBridgesBrowserAndAgent(t *testing.T) {
 func TestShellAgentSideIsTheDevicesOwnAndSingleUse(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "shellown")
 	a := f.enrolled(t, admin, site, "own-01")
 	b := f.enrolled(t, admin, site, "other-01")
@@ -395,7 +395,7 @@ func TestShellAgentSideIsTheDevicesOwnAndSingleUse(t *testing.T) {
 func TestShellDisconnectClosesBothSides(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "shelldisc")
 	a := f.enrolled(t, admin, site, "disc-01")
 	sa := a.shellAgent(t)
@@ -503,7 +503,7 @@ func (w *watched) wait(t *testing.T) []string {
 func TestShellEstablishRefusals(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	siteA := f.createSite(t, admin, "shellmine")
 	siteB := f.createSite(t, admin, "shellhidden")
 	quiet := f.enrolled(t, admin, siteA, "quiet-01")
@@ -575,7 +575,7 @@ func TestShellEstablishRefusals(t *testing.T) {
 func TestRemoteOpsSessionTokens(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := f.createSite(t, admin, "remoteops")
 	a := f.enrolled(t, admin, site, "ops-01")
 	sa := a.shellAgent(t)

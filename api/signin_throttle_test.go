@@ -40,7 +40,7 @@ func TestSignInBudgetsFollowTheClientBehindATrustedProxy(t *testing.T) {
 		trustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 	f.engine = f.newEngine(t)
 	f.url = f.engine.http.URL
-	f.admin(t)
+	f.sudo(t, f.admin(t))
 
 	const guesser, colleague = "203.0.113.10", "203.0.113.11"
 	for i := range auth.FailuresPerAddress.Free {
@@ -66,7 +66,7 @@ func TestDirectorySignInBoundsBindsPerUsername(t *testing.T) {
 	t.Parallel()
 	secrets := map[string]string{}
 	f := setup(t)
-	token := f.admin(t)
+	token := f.sudo(t, f.admin(t))
 	uid, ghost := slapdtest.Unique("bound"), slapdtest.Unique("ghost")
 	dn := slapd.User(t, uid, userPassword)
 	group := slapdtest.Unique("staff")
@@ -88,6 +88,7 @@ func TestDirectorySignInBoundsBindsPerUsername(t *testing.T) {
 	f.signIn(t, secrets, uid)
 
 	// Disabled: a wrong password is just wrong; the right one hears why.
+	f.sudo(t, token) // the clock moved past the re-authentication window
 	r := f.do(t, "POST", "/api/users/"+uid+"/directory-cache", token, map[string]any{"enabled": false})
 	require.Equal(t, 200, r.Status, r.Raw)
 	r = f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": uid, "password": "wrong password"})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,7 +15,7 @@ import (
 func TestOperatorAccountsLifecycle(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 
 	r := f.do(t, "POST", "/api/users", admin, map[string]any{"username": "x", "password": "short", "role": "boss"})
 	require.Equal(t, 400, r.Status, r.Raw)
@@ -42,7 +43,8 @@ func TestOperatorAccountsLifecycle(t *testing.T) {
 	r = f.do(t, "POST", "/api/users/alice/reset_password", admin, map[string]any{"password": "short"})
 	require.Equal(t, 400, r.Status)
 	r = f.do(t, "POST", "/api/users/alice/reset_password", admin, map[string]any{"password": "alice new password"})
-	require.Equal(t, 204, r.Status, r.Raw)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.EqualValues(t, 0, r.Body["api_tokens_revoked"])
 	require.Equal(t, 401, f.do(t, "GET", "/api/auth/me", alice, nil).Status)
 
 	// MFA disabled by an admin: password alone signs in.
@@ -57,6 +59,7 @@ func TestOperatorAccountsLifecycle(t *testing.T) {
 	require.NotEmpty(t, direct.Body["token"])
 	r = f.do(t, "POST", "/api/users/alice/mfa", admin, map[string]any{"action": "enable"})
 	require.Equal(t, true, r.Body["mfa_enabled"])
+	require.EqualValues(t, 0, r.Body["api_tokens_revoked"])
 	r = f.do(t, "POST", "/api/users/alice/mfa", admin, map[string]any{"action": "reset"})
 	require.Equal(t, false, r.Body["mfa_configured"])
 
@@ -80,7 +83,7 @@ func TestOperatorAccountsLifecycle(t *testing.T) {
 func TestTheLastAdminStays(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	r := f.do(t, "POST", "/api/users/admin/role", admin, map[string]any{"role": "operator"})
 	require.Equal(t, 409, r.Status, r.Raw)
 	require.Equal(t, "last_admin", r.Body["error"])
@@ -99,7 +102,7 @@ func TestTheLastAdminStays(t *testing.T) {
 func TestOperatorsSeeOnlyTheirSites(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	site := func(name string) int64 {
 		r := f.do(t, "POST", "/api/sites", admin, map[string]any{"name": name, "site_worker_slug": uniqueSlug(strings.ToLower(name))})
 		require.Equal(t, 201, r.Status, r.Raw)
@@ -153,7 +156,7 @@ func TestOperatorsSeeOnlyTheirSites(t *testing.T) {
 func TestAuditTrailRecordsChangesNotSecrets(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.admin(t)
+	admin := f.sudo(t, f.admin(t))
 	slug := uniqueSlug("audited")
 	require.Equal(t, 201, f.do(t, "POST", "/api/sites", admin, map[string]any{"name": "Audited", "site_worker_slug": slug}).Status)
 	require.Equal(t, 401, f.do(t, "POST", "/api/auth/login", "", map[string]any{"username": "mallory", "password": "guessing password"}).Status)
@@ -204,4 +207,93 @@ func TestAuditTrailRecordsChangesNotSecrets(t *testing.T) {
 	only := f.do(t, "GET", "/api/server/audit?username=mallory", admin, nil)
 	require.Len(t, only.Body["entries"], 1)
 	require.Equal(t, 400, f.do(t, "GET", "/api/server/audit?limit=0", admin, nil).Status)
+}
+
+// An administrator's API token cannot administer accounts or directories,
+// and neither can a session whose operator has not proved who they are
+// again within the window (issue 21 item 5: "an admin API token can mint
+// accounts").
+func TestAccountAdministrationNeedsARecentlyReauthenticatedSession(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	opSession := f.operator(t, "victim")
+	token, _ := f.newAPIToken(t, admin, "write", 7)
+	routes := []struct {
+		method, path string
+		body         map[string]any
+	}{
+		{"POST", "/api/users", map[string]any{"username": "minted", "password": "minted password 1", "role": "admin"}},
+		{"DELETE", "/api/users/victim", nil},
+		{"POST", "/api/users/victim/reset_password", map[string]any{"password": "attacker password 1"}},
+		{"POST", "/api/users/victim/role", map[string]any{"role": "admin"}},
+		{"POST", "/api/users/victim/mfa", map[string]any{"action": "disable"}},
+		{"POST", "/api/user_site_assignments/assign", map[string]any{"usernames": []string{"victim"}, "site_ids": []int64{}}},
+		{"POST", "/api/users/victim/directory-cache", map[string]any{"enabled": false}},
+		{"POST", "/api/directory/providers", map[string]any{"name": "evil", "host": "ldap.example.test"}},
+		{"PATCH", "/api/directory/providers/1", map[string]any{"enabled": true}},
+		{"DELETE", "/api/directory/providers/1", nil},
+		{"POST", "/api/directory/providers/1/sync", nil},
+		{"POST", "/api/directory/providers/1/lookup-user", map[string]any{"username": "victim", "password": "guess"}},
+	}
+	for _, c := range routes {
+		r := f.do(t, c.method, c.path, token, c.body)
+		require.Equal(t, 403, r.Status, "token %s %s: %s", c.method, c.path, r.Raw)
+		require.Equal(t, "forbidden", r.Body["error"], "%s %s", c.method, c.path)
+		r = f.do(t, c.method, c.path, admin, c.body)
+		require.Equal(t, 403, r.Status, "session %s %s: %s", c.method, c.path, r.Raw)
+		require.Equal(t, "reauthentication_required", r.Body["error"], "%s %s", c.method, c.path)
+	}
+	r := f.do(t, "POST", "/api/auth/reauth", token, f.reauth(t, admin))
+	require.Equal(t, 403, r.Status, "a token cannot re-authenticate: %s", r.Raw)
+	r = f.do(t, "POST", "/api/auth/reauth", admin, map[string]any{"password": adminPassword, "totp_code": "000000"})
+	require.Equal(t, 403, r.Status, r.Raw)
+	require.Equal(t, "reauthentication_required", r.Body["error"])
+	list := f.do(t, "GET", "/api/users", admin, nil)
+	require.Len(t, list.Body["users"], 2, "nothing was minted or deleted")
+	require.Equal(t, 200, f.do(t, "GET", "/api/auth/me", opSession, nil).Status, "the victim's session lives on")
+
+	// Proved: the window opens for this session, and a reset revokes the
+	// victim's API tokens and says how many.
+	r = f.do(t, "POST", "/api/auth/reauth", admin, f.reauth(t, admin))
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.NotEmpty(t, r.Body["reauthenticated_until"])
+	victimRead, _ := f.newAPIToken(t, opSession, "read", 7)
+	victimWrite, _ := f.newAPIToken(t, opSession, "write", 7)
+	r = f.do(t, "POST", "/api/users/victim/reset_password", admin, map[string]any{"password": "victim new password"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.EqualValues(t, 2, r.Body["api_tokens_revoked"])
+	for _, tok := range []string{victimRead, victimWrite} {
+		require.Equal(t, 401, f.do(t, "GET", "/api/auth/me", tok, nil).Status)
+	}
+	victim := f.login(t, f.url, "victim", "victim new password", f.secretOf(t, opSession)).Body["token"].(string)
+	victimToken, _ := f.newAPIToken(t, victim, "read", 7)
+	r = f.do(t, "POST", "/api/users/victim/mfa", admin, map[string]any{"action": "reset"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.EqualValues(t, 1, r.Body["api_tokens_revoked"])
+	require.Equal(t, 401, f.do(t, "GET", "/api/auth/me", victimToken, nil).Status)
+
+	// The window closes.
+	f.clk.Advance(16 * time.Minute)
+	r = f.do(t, "POST", "/api/users", admin, routes[0].body)
+	require.Equal(t, 403, r.Status, r.Raw)
+	require.Equal(t, "reauthentication_required", r.Body["error"])
+}
+
+// An operator's own password or MFA reset revokes their API tokens too.
+func TestOwnResetsRevokeAPITokens(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	tok, _ := f.newAPIToken(t, admin, "read", 7)
+	r := f.do(t, "POST", "/api/auth/password/reset", admin, map[string]any{"current_password": adminPassword, "new_password": "a brand new password 1"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.EqualValues(t, 1, r.Body["api_tokens_revoked"])
+	require.Equal(t, 401, f.do(t, "GET", "/api/auth/me", tok, nil).Status)
+	tok, _ = f.newAPIToken(t, admin, "write", 7)
+	r = f.do(t, "POST", "/api/auth/mfa/reset", admin, map[string]any{"password": "a brand new password 1"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.EqualValues(t, 1, r.Body["api_tokens_revoked"])
+	require.Equal(t, 401, f.do(t, "GET", "/api/auth/me", tok, nil).Status)
+	require.Equal(t, 200, f.do(t, "GET", "/api/auth/me", admin, nil).Status, "the session that reset lives on")
 }

@@ -633,15 +633,16 @@ type ServerKey struct {
 }
 
 type Session struct {
-	ID         int64
-	TokenHash  []byte
-	CsrfHash   []byte
-	UserID     int64
-	ClientAddr string
-	UserAgent  string
-	CreatedAt  time.Time
-	LastSeenAt time.Time
-	ExpiresAt  time.Time
+	ID                int64
+	TokenHash         []byte
+	CsrfHash          []byte
+	UserID            int64
+	ClientAddr        string
+	UserAgent         string
+	CreatedAt         time.Time
+	LastSeenAt        time.Time
+	ExpiresAt         time.Time
+	ReauthenticatedAt *time.Time
 }
 
 type SetupCode struct {

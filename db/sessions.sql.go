@@ -173,13 +173,24 @@ func (q *Queries) SessionGetByTokenHash(ctx context.Context, tokenHash []byte) (
 	return i, err
 }
 
+const sessionGetReauthenticatedAt = `-- name: SessionGetReauthenticatedAt :one
+SELECT reauthenticated_at FROM sessions WHERE id = $1
+`
+
+func (q *Queries) SessionGetReauthenticatedAt(ctx context.Context, id int64) (*time.Time, error) {
+	row := q.db.QueryRow(ctx, sessionGetReauthenticatedAt, id)
+	var reauthenticated_at *time.Time
+	err := row.Scan(&reauthenticated_at)
+	return reauthenticated_at, err
+}
+
 const sessionInsert = `-- name: SessionInsert :one
 WITH touched AS (
     UPDATE users SET last_login_at = now() WHERE id = $3
 )
 INSERT INTO sessions (token_hash, csrf_hash, user_id, client_addr, user_agent, last_seen_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, token_hash, csrf_hash, user_id, client_addr, user_agent, created_at, last_seen_at, expires_at
+RETURNING id, token_hash, csrf_hash, user_id, client_addr, user_agent, created_at, last_seen_at, expires_at, reauthenticated_at
 `
 
 type SessionInsertParams struct {
@@ -214,8 +225,27 @@ func (q *Queries) SessionInsert(ctx context.Context, arg SessionInsertParams) (S
 		&i.CreatedAt,
 		&i.LastSeenAt,
 		&i.ExpiresAt,
+		&i.ReauthenticatedAt,
 	)
 	return i, err
+}
+
+const sessionSetReauthenticated = `-- name: SessionSetReauthenticated :execrows
+UPDATE sessions SET reauthenticated_at = $1 WHERE id = $2
+`
+
+type SessionSetReauthenticatedParams struct {
+	At *time.Time
+	ID int64
+}
+
+// The operator proved who they are again (auth.Service.MarkReauthenticated).
+func (q *Queries) SessionSetReauthenticated(ctx context.Context, arg SessionSetReauthenticatedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, sessionSetReauthenticated, arg.At, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const sessionTouch = `-- name: SessionTouch :exec

@@ -46,3 +46,10 @@ ON CONFLICT (jti) DO NOTHING;
 
 -- name: PendingTokenDeleteExpired :exec
 DELETE FROM pending_token_uses WHERE expires_at < now();
+
+-- name: SessionSetReauthenticated :execrows
+-- The operator proved who they are again (auth.Service.MarkReauthenticated).
+UPDATE sessions SET reauthenticated_at = @at WHERE id = @id;
+
+-- name: SessionGetReauthenticatedAt :one
+SELECT reauthenticated_at FROM sessions WHERE id = @id;

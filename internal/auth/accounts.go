@@ -96,28 +96,34 @@ func (s *Service) SetRole(ctx context.Context, username, role string) (AccountEn
 }
 
 // ResetPassword sets a local account's password (an administrator's
-// action) and ends its sessions.
-func (s *Service) ResetPassword(ctx context.Context, username, password string) error {
+// action), ends its sessions and revokes its API tokens, returning how
+// many.
+func (s *Service) ResetPassword(ctx context.Context, username, password string) (revoked int64, err error) {
 	if err := CheckPassword("password", password); err != nil {
-		return err
+		return 0, err
 	}
 	u, err := s.userByName(ctx, s.store.Queries, username)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if u.AuthSource != "local" {
-		return cairn.Errorf(cairn.ECodeForbidden, "directory accounts get their password from the directory")
+		return 0, cairn.Errorf(cairn.ECodeForbidden, "directory accounts get their password from the directory")
 	}
 	sealed, err := s.sealPassword(u.Username, password)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return s.store.InTx(ctx, func(q *db.Queries) error {
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		if err := q.UserSetPassword(ctx, db.UserSetPasswordParams{ID: u.ID, PasswordSealed: sealed}); err != nil {
 			return err
 		}
-		return q.SessionDeleteByUser(ctx, u.ID)
+		if err := q.SessionDeleteByUser(ctx, u.ID); err != nil {
+			return err
+		}
+		revoked, err = q.APITokenDeleteByUser(ctx, u.ID)
+		return err
 	})
+	return revoked, err
 }
 
 // MFA actions an administrator can take on an account.
@@ -130,29 +136,35 @@ const (
 // SetMFA requires MFA (enable), lets the operator sign in with the password
 // alone (disable, admins only by route), or clears the authenticator so a
 // new one is set up at the next sign-in (reset).
-func (s *Service) SetMFA(ctx context.Context, username, action string) (AccountEntry, error) {
+func (s *Service) SetMFA(ctx context.Context, username, action string) (_ AccountEntry, revoked int64, err error) {
 	u, err := s.userByName(ctx, s.store.Queries, username)
 	if err != nil {
-		return AccountEntry{}, err
+		return AccountEntry{}, 0, err
 	}
 	switch action {
 	case MFAEnable, MFADisable:
 		err = s.store.UserSetMFARequired(ctx, db.UserSetMFARequiredParams{ID: u.ID, MfaRequired: action == MFAEnable})
 	case MFAReset:
-		// The sessions opened with the old authenticator end with it.
+		// The sessions and API tokens made while the old authenticator
+		// was trusted end with it.
 		err = s.store.InTx(ctx, func(q *db.Queries) error {
 			if err := q.UserClearTOTP(ctx, u.ID); err != nil {
 				return err
 			}
-			return q.SessionDeleteByUser(ctx, u.ID)
+			if err := q.SessionDeleteByUser(ctx, u.ID); err != nil {
+				return err
+			}
+			revoked, err = q.APITokenDeleteByUser(ctx, u.ID)
+			return err
 		})
 	default:
-		return AccountEntry{}, cairn.Invalid("action", "must be enable, disable or reset")
+		return AccountEntry{}, 0, cairn.Invalid("action", "must be enable, disable or reset")
 	}
 	if err != nil {
-		return AccountEntry{}, err
+		return AccountEntry{}, 0, err
 	}
-	return s.Account(ctx, username)
+	a, err := s.Account(ctx, username)
+	return a, revoked, err
 }
 
 // SiteAssignments returns the assigned site IDs of each named account.

@@ -23,6 +23,12 @@ var (
 	PassphrasePerUser = ratelimit.Rule{Limit: 10, Window: 5 * time.Minute}
 )
 
+// ReauthWindow is how long a proof given at POST /api/auth/reauth lets the
+// session administer accounts and directories (RequireRecentReauth), the
+// way a "sudo mode" works elsewhere: one prompt for a batch of changes,
+// and a session cookie taken later is not enough.
+const ReauthWindow = 15 * time.Minute
+
 func errReauth(why string) error {
 	return cairn.Errorf(ECodeReauthRequired, "confirm it is you: %s", why)
 }
@@ -70,6 +76,40 @@ func (s *Service) Reauthenticate(ctx context.Context, p *Principal, password, to
 		}
 	}
 	_ = s.limiter.Reset(ctx, key)
+	return nil
+}
+
+// MarkReauthenticated opens the session's re-authentication window after
+// a proof passed (Reauthenticate or a passkey assertion) and returns when
+// it closes. An API token has no session to mark.
+func (s *Service) MarkReauthenticated(ctx context.Context, p *Principal) (time.Time, error) {
+	if p.SessionID == 0 {
+		return time.Time{}, errReauth("sign in at the console; an API token cannot re-authenticate")
+	}
+	now := s.cfg.Now()
+	n, err := s.store.SessionSetReauthenticated(ctx, db.SessionSetReauthenticatedParams{ID: p.SessionID, At: &now})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if n == 0 {
+		return time.Time{}, cairn.Errorf(cairn.ECodeUnauthorized, "the session ended")
+	}
+	return now.Add(ReauthWindow), nil
+}
+
+// RequireRecentReauth admits a session whose operator re-authenticated
+// within ReauthWindow; anything else answers reauthentication_required.
+func (s *Service) RequireRecentReauth(ctx context.Context, p *Principal) error {
+	if p.SessionID == 0 {
+		return errReauth("sign in at the console; an API token cannot do this")
+	}
+	at, err := s.store.SessionGetReauthenticatedAt(ctx, p.SessionID)
+	if err != nil {
+		return db.NotFound(err, "the session ended")
+	}
+	if at == nil || s.cfg.Now().After(at.Add(ReauthWindow)) {
+		return errReauth("enter your password and authenticator code (or use a passkey) to administer accounts and directories")
+	}
 	return nil
 }
 

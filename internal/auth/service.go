@@ -401,43 +401,58 @@ func (s *Service) account(ctx context.Context, q *db.Queries, u db.User) (Accoun
 	return a, nil
 }
 
-// ChangePassword verifies the current password, sets the new one and ends
-// every other session of the operator.
-func (s *Service) ChangePassword(ctx context.Context, p *Principal, current, next string) error {
+// ChangePassword verifies the current password, sets the new one, ends
+// every other session of the operator and revokes their API tokens.
+func (s *Service) ChangePassword(ctx context.Context, p *Principal, current, next string) (revoked int64, err error) {
 	if err := CheckPassword("new_password", next); err != nil {
-		return err
+		return 0, err
 	}
 	u, err := s.verifiedUser(ctx, p, current, "current_password")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	sealed, err := s.sealPassword(u.Username, next)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return s.store.InTx(ctx, func(q *db.Queries) error {
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		if err := q.UserSetPassword(ctx, db.UserSetPasswordParams{ID: u.ID, PasswordSealed: sealed}); err != nil {
 			return err
 		}
-		return q.SessionDeleteByUserExcept(ctx, db.SessionDeleteByUserExceptParams{UserID: u.ID, KeepID: p.SessionID})
+		revoked, err = endOtherAccess(ctx, q, u.ID, p.SessionID)
+		return err
 	})
+	return revoked, err
 }
 
 // ResetOwnMFA clears the operator's authenticator after checking the
 // password; the next password login asks for a new one. Every other
 // session of the operator ends: a reset is what an operator does who fears
 // the old authenticator (and so a session opened with it) is compromised.
-func (s *Service) ResetOwnMFA(ctx context.Context, p *Principal, password string) error {
+func (s *Service) ResetOwnMFA(ctx context.Context, p *Principal, password string) (revoked int64, err error) {
 	u, err := s.verifiedUser(ctx, p, password, "password")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return s.store.InTx(ctx, func(q *db.Queries) error {
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		if err := q.UserClearTOTP(ctx, u.ID); err != nil {
 			return err
 		}
-		return q.SessionDeleteByUserExcept(ctx, db.SessionDeleteByUserExceptParams{UserID: u.ID, KeepID: p.SessionID})
+		revoked, err = endOtherAccess(ctx, q, u.ID, p.SessionID)
+		return err
 	})
+	return revoked, err
+}
+
+// endOtherAccess ends every way into the account but the session making
+// the change: its other sessions and all its API tokens (a password or
+// MFA reset is what an operator does who fears either leaked). It returns
+// how many tokens it revoked.
+func endOtherAccess(ctx context.Context, q *db.Queries, userID, keepSession int64) (int64, error) {
+	if err := q.SessionDeleteByUserExcept(ctx, db.SessionDeleteByUserExceptParams{UserID: userID, KeepID: keepSession}); err != nil {
+		return 0, err
+	}
+	return q.APITokenDeleteByUser(ctx, userID)
 }
 
 // verifiedUser checks a signed-in operator's password again. Its failures

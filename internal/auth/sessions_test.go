@@ -96,7 +96,8 @@ func TestMFAResetEndsSessions(t *testing.T) {
 	other := f.signIn(t, f.svc, "admin", password, secret)
 	p, err := f.svc.Authenticate(ctx, current.Token)
 	require.NoError(t, err)
-	require.NoError(t, f.svc.ResetOwnMFA(ctx, p, password))
+	_, err = f.svc.ResetOwnMFA(ctx, p, password)
+	require.NoError(t, err)
 	_, err = f.svc.Authenticate(ctx, other.Token)
 	requireCode(t, err, cairn.ECodeUnauthorized)
 	_, err = f.svc.Authenticate(ctx, current.Token)
@@ -109,7 +110,7 @@ func TestMFAResetEndsSessions(t *testing.T) {
 	opSecret := res.MFASetup.Secret
 	op1 := f.signIn(t, f.svc, "oper", password, opSecret)
 	op2 := f.signIn(t, f.svc, "oper", password, opSecret)
-	_, err = f.svc.SetMFA(ctx, "oper", auth.MFAReset)
+	_, _, err = f.svc.SetMFA(ctx, "oper", auth.MFAReset)
 	require.NoError(t, err)
 	for _, s := range []auth.Session{op1, op2} {
 		_, err = f.svc.Authenticate(ctx, s.Token)
@@ -194,4 +195,94 @@ func TestAPITokensFollowTheirOwner(t *testing.T) {
 	require.NoError(t, f.svc.DeleteExpiredPendingTokens(ctx))
 	_, err = f.store.APITokenGetByHash(ctx, auth.HashToken(tok.Token))
 	require.True(t, db.IsNoRows(err), "swept: %v", err)
+}
+
+// A password or MFA reset, by an administrator or by the operator, ends
+// every API token of the account at once and says how many (issue 21
+// item 5): a token leaked with the password does not outlive the reset.
+func TestResetsRevokeTheAccountsAPITokens(t *testing.T) {
+	t.Parallel()
+	resets := map[string]func(t *testing.T, f *fixture, p *auth.Principal) (int64, error){
+		"admin resets the password": func(t *testing.T, f *fixture, p *auth.Principal) (int64, error) {
+			return f.svc.ResetPassword(context.Background(), p.Username, "a brand new password")
+		},
+		"admin resets MFA": func(t *testing.T, f *fixture, p *auth.Principal) (int64, error) {
+			_, n, err := f.svc.SetMFA(context.Background(), p.Username, auth.MFAReset)
+			return n, err
+		},
+		"operator changes the password": func(t *testing.T, f *fixture, p *auth.Principal) (int64, error) {
+			return f.svc.ChangePassword(context.Background(), p, password, "a brand new password")
+		},
+		"operator resets MFA": func(t *testing.T, f *fixture, p *auth.Principal) (int64, error) {
+			return f.svc.ResetOwnMFA(context.Background(), p, password)
+		},
+	}
+	for name, reset := range resets {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			ctx := context.Background()
+			f.bootstrapped(t)
+			_, err := f.svc.CreateLocalUser(ctx, "oper", password, auth.RoleOperator)
+			require.NoError(t, err)
+			res, err := f.svc.Login(ctx, "oper", password, meta)
+			require.NoError(t, err)
+			sess := f.signIn(t, f.svc, "oper", password, res.MFASetup.Secret)
+			p, err := f.svc.Authenticate(ctx, sess.Token)
+			require.NoError(t, err)
+			var tokens []string
+			for _, access := range []string{auth.AccessRead, auth.AccessWrite} {
+				tok, err := f.svc.CreateAPIToken(ctx, p, auth.APITokenRequest{Name: access, ExpiresInDays: 30, Access: access})
+				require.NoError(t, err)
+				_, err = f.svc.AuthenticateAPIToken(ctx, tok.Token)
+				require.NoError(t, err)
+				tokens = append(tokens, tok.Token)
+			}
+
+			n, err := reset(t, f, p)
+			require.NoError(t, err)
+			require.EqualValues(t, 2, n)
+			for _, tok := range tokens {
+				_, err = f.svc.AuthenticateAPIToken(ctx, tok)
+				requireCode(t, err, cairn.ECodeUnauthorized)
+			}
+			left, err := f.svc.ListAPITokens(ctx, p, "")
+			require.NoError(t, err)
+			require.Empty(t, left)
+		})
+	}
+}
+
+// The re-authentication window opens only with a proof, is per session,
+// and closes after auth.ReauthWindow.
+func TestReauthWindow(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	a := f.signIn(t, f.svc, "admin", password, secret)
+	b := f.signIn(t, f.svc, "admin", password, secret)
+	pa, err := f.svc.Authenticate(ctx, a.Token)
+	require.NoError(t, err)
+	pb, err := f.svc.Authenticate(ctx, b.Token)
+	require.NoError(t, err)
+	requireCode(t, f.svc.RequireRecentReauth(ctx, pa), auth.ECodeReauthRequired)
+
+	require.NoError(t, f.svc.Reauthenticate(ctx, pa, password, f.totp(t, secret)))
+	until, err := f.svc.MarkReauthenticated(ctx, pa)
+	require.NoError(t, err)
+	require.Equal(t, f.clk.Now().Add(auth.ReauthWindow), until)
+	require.NoError(t, f.svc.RequireRecentReauth(ctx, pa))
+	requireCode(t, f.svc.RequireRecentReauth(ctx, pb), auth.ECodeReauthRequired)
+
+	f.clk.Advance(auth.ReauthWindow + time.Second)
+	requireCode(t, f.svc.RequireRecentReauth(ctx, pa), auth.ECodeReauthRequired)
+
+	tok, err := f.svc.CreateAPIToken(ctx, pa, auth.APITokenRequest{Name: "ci", ExpiresInDays: 2, Access: auth.AccessWrite})
+	require.NoError(t, err)
+	pt, err := f.svc.AuthenticateAPIToken(ctx, tok.Token)
+	require.NoError(t, err)
+	_, err = f.svc.MarkReauthenticated(ctx, pt)
+	requireCode(t, err, auth.ECodeReauthRequired)
+	requireCode(t, f.svc.RequireRecentReauth(ctx, pt), auth.ECodeReauthRequired)
 }

@@ -12,6 +12,7 @@ import { AuthShell } from './auth/AuthShell';
 import { BOOTSTRAP_QUERY, BootstrapFlow, type WizardKind } from './auth/BootstrapFlow';
 import { CipherResetCodes } from './auth/CipherResetCodes';
 import { LoginPage } from './auth/LoginPage';
+import { SudoGate } from './auth/SudoGate';
 import { ME_QUERY, SessionContext, type Session } from './auth/session';
 import { describeError } from './components/errors';
 import { AppFrame } from './layout/AppFrame';
@@ -203,6 +204,7 @@ function Console({ user, cipherReset }: { user: User; cipherReset: (r: ForceRese
         </AppFrame>
       </ToastContext.Provider>
       <ToastStack toasts={toasts} onDismiss={dismiss} />
+      <SudoGate offerPasskey={user.passkey_count > 0} />
     </SessionContext.Provider>
   );
 }

@@ -1,5 +1,6 @@
 import { api, ApiError } from './client';
 import type { ReauthProof } from '../passkeys/api';
+import { withSudo } from './sudo';
 import { call, type ResponseOf } from './typed';
 import type {
   AgentPlatform,
@@ -100,20 +101,22 @@ export const FORCE_RESET_PHRASE = 'FORCE RESET';
 
 export const users = {
   list: () => call('get', '/api/users').then((r) => r.users ?? []),
+  // Changes need a recently re-authenticated session (withSudo).
   create: (username: string, password: string, role: Role) =>
-    call('post', '/api/users', { body: { username, password, role } }),
-  remove: (username: string) => call('delete', '/api/users/{username}', { path: { username } }),
+    withSudo(() => call('post', '/api/users', { body: { username, password, role } })),
+  remove: (username: string) => withSudo(() => call('delete', '/api/users/{username}', { path: { username } })),
   resetPassword: (username: string, password: string) =>
-    call('post', '/api/users/{username}/reset_password', { path: { username }, body: { password } }),
-  setRole: (username: string, role: Role) => call('post', '/api/users/{username}/role', { path: { username }, body: { role } }),
+    withSudo(() => call('post', '/api/users/{username}/reset_password', { path: { username }, body: { password } })),
+  setRole: (username: string, role: Role) =>
+    withSudo(() => call('post', '/api/users/{username}/role', { path: { username }, body: { role } })),
   mfa: (username: string, action: MfaAction) =>
-    call('post', '/api/users/{username}/mfa', { path: { username }, body: { action } }),
+    withSudo(() => call('post', '/api/users/{username}/mfa', { path: { username }, body: { action } })),
 };
 
 export const siteAssignments = {
   selection: (usernames: string[]) => call('post', '/api/user_site_assignments/selection', { body: { usernames } }),
   assign: (usernames: string[], site_ids: number[]) =>
-    call('post', '/api/user_site_assignments/assign', { body: { usernames, site_ids } }),
+    withSudo(() => call('post', '/api/user_site_assignments/assign', { body: { usernames, site_ids } })),
 };
 
 export interface AuditQuery {
@@ -132,22 +135,25 @@ const provider = (id: number) => ({ provider_id: String(id) });
 
 export const directory = {
   list: () => call('get', '/api/directory/providers').then((r) => r.providers ?? []),
-  create: (body: DirectoryProviderInput) => call('post', '/api/directory/providers', { body }),
+  // Changes and lookups need a recently re-authenticated session (withSudo).
+  create: (body: DirectoryProviderInput) => withSudo(() => call('post', '/api/directory/providers', { body })),
   update: (id: number, body: DirectoryProviderInput) =>
-    call('patch', '/api/directory/providers/{provider_id}', { path: provider(id), body }),
-  remove: (id: number) => call('delete', '/api/directory/providers/{provider_id}', { path: provider(id) }),
+    withSudo(() => call('patch', '/api/directory/providers/{provider_id}', { path: provider(id), body })),
+  remove: (id: number) => withSudo(() => call('delete', '/api/directory/providers/{provider_id}', { path: provider(id) })),
   test: (id: number) => call('post', '/api/directory/providers/{provider_id}/test', { path: provider(id) }),
   certificate: (host: string, port: number, host_overrides: Record<string, string>) =>
     call('post', '/api/directory/providers/certificate', { body: { host, port, host_overrides } }),
   lookup: (id: number, username: string, password?: string) =>
-    call('post', '/api/directory/providers/{provider_id}/lookup-user', {
-      path: provider(id),
-      body: password === undefined ? { username } : { username, password },
-    }),
-  sync: (id: number) => call('post', '/api/directory/providers/{provider_id}/sync', { path: provider(id) }),
+    withSudo(() =>
+      call('post', '/api/directory/providers/{provider_id}/lookup-user', {
+        path: provider(id),
+        body: password === undefined ? { username } : { username, password },
+      }),
+    ),
+  sync: (id: number) => withSudo(() => call('post', '/api/directory/providers/{provider_id}/sync', { path: provider(id) })),
   sites: () => call('get', '/api/directory/sites').then((r) => r.sites ?? []),
   setCachedUser: (username: string, enabled: boolean) =>
-    call('post', '/api/users/{username}/directory-cache', { path: { username }, body: { enabled } }),
+    withSudo(() => call('post', '/api/users/{username}/directory-cache', { path: { username }, body: { enabled } })),
 };
 
 

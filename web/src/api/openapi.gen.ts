@@ -869,6 +869,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/auth/reauth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["postAuthReauth"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/reauth/passkey/options": {
         parameters: {
             query?: never;
@@ -4215,6 +4231,21 @@ export interface components {
         MfaResetRequest: {
             password?: string;
         };
+        MfaResult: {
+            api_tokens_revoked: number;
+            auth_source: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            last_login_at: string | null;
+            mfa_configured: boolean;
+            mfa_enabled: boolean;
+            passkey_count: number;
+            recovery_required: boolean;
+            role: string;
+            site_ids: number[];
+            username: string;
+        };
         MfaSetup: {
             otpauth_url: string;
             secret: string;
@@ -4536,6 +4567,10 @@ export interface components {
             passkey?: components["schemas"]["PasskeyAssertionInput"] | null;
             password?: string;
             totp_code?: string;
+        };
+        ReauthResponse: {
+            /** Format: date-time */
+            reauthenticated_until: string;
         };
         RefreshRequest: {
             fingerprint?: string;
@@ -5146,6 +5181,9 @@ export interface components {
             expires_in: number;
             refresh_token: string;
             token_type: string;
+        };
+        TokensRevoked: {
+            api_tokens_revoked: number;
         };
         TransferItemStatus: {
             item_id: number;
@@ -10170,12 +10208,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description No Content */
-            204: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["TokensRevoked"];
+                };
             };
             /** @description Bad Request: validation_failed */
             400: {
@@ -11089,12 +11129,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description No Content */
-            204: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["TokensRevoked"];
+                };
             };
             /** @description Bad Request: validation_failed */
             400: {
@@ -11169,6 +11211,129 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAuthReauth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReauthRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReauthResponse"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20185,7 +20350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20386,7 +20551,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20502,7 +20667,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20618,7 +20783,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20725,7 +20890,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25237,7 +25402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25512,7 +25677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25613,7 +25778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25711,7 +25876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25797,7 +25962,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccountEntry"];
+                    "application/json": components["schemas"]["MfaResult"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -25818,7 +25983,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25898,12 +26063,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description No Content */
-            204: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["TokensRevoked"];
+                };
             };
             /** @description Bad Request: validation_failed */
             400: {
@@ -25923,7 +26090,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -26030,7 +26197,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, reauthentication_required */
             403: {
                 headers: {
                     [name: string]: unknown;

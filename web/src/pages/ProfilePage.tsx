@@ -22,6 +22,7 @@ import { errorCode, fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
 import { PasskeysSection } from '../passkeys/PasskeysSection';
 import { TokensSection } from '../tokens/TokensSection';
+import { tokensRevokedSentence } from '../tokens/revoked';
 
 function Row({ label, children }: { label: string; children: React.ReactNode }) {
   return (
@@ -101,10 +102,12 @@ function ChangePassword() {
   const [confirm, setConfirm] = useState('');
   const [local, setLocal] = useState<Record<string, string | null>>({});
   const [done, setDone] = useState(false);
+  const [revoked, setRevoked] = useState(0);
   const mutation = useMutation({
     mutationFn: () => auth.passwordReset(current, next),
-    onSuccess: () => {
+    onSuccess: (r) => {
       setDone(true);
+      setRevoked(r.api_tokens_revoked);
       setCurrent('');
       setNext('');
       setConfirm('');
@@ -132,7 +135,7 @@ function ChangePassword() {
       <Box component="form" noValidate onSubmit={submit} sx={{ maxWidth: 380 }}>
         {done && (
           <Alert severity="success" sx={{ mb: 2 }} data-testid="password-changed">
-            Password changed. Your other sessions were signed out.
+            Password changed. Your other sessions were signed out.{tokensRevokedSentence(revoked)}
           </Alert>
         )}
         {!wrong && <ErrorAlert error={mutation.error} fields={['current_password', 'new_password']} />}
@@ -186,10 +189,12 @@ function ResetAuthenticator() {
   const [password, setPassword] = useState('');
   const [localErr, setLocalErr] = useState<string | null>(null);
   const [done, setDone] = useState(false);
+  const [revoked, setRevoked] = useState(0);
   const mutation = useMutation({
     mutationFn: () => auth.mfaReset(password),
-    onSuccess: () => {
+    onSuccess: (r) => {
       setDone(true);
+      setRevoked(r.api_tokens_revoked);
       setOpen(false);
       setPassword('');
       void queryClient.invalidateQueries({ queryKey: ME_QUERY });
@@ -219,6 +224,7 @@ function ResetAuthenticator() {
       {done && (
         <Alert severity="success" sx={{ mb: 2 }} data-testid="mfa-reset-done">
           Your authenticator was cleared. The next time you sign in, Cairn shows a new QR code to set one up.
+          {tokensRevokedSentence(revoked)}
         </Alert>
       )}
       <Typography variant="body2" sx={{ mb: 1.5 }}>

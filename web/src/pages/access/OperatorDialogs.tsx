@@ -20,6 +20,7 @@ import { checkConfirmation, checkSecret, checkUsername, MAX_PASSWORD, MIN_SECRET
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { errorCode, fieldError } from '../../components/errors';
 import { SITES_QUERY } from '../SiteDialogs';
+import { tokensRevokedSentence } from '../../tokens/revoked';
 
 export const USERS_QUERY = ['users'] as const;
 export const ASSIGNMENTS_QUERY = 'site-assignments';
@@ -248,8 +249,8 @@ export function ResetPasswordDialog({ user, self, onClose, onDone }: { user: Ope
   const [local, setLocal] = useState<Record<string, string | null>>({});
   const mutation = useMutation({
     mutationFn: () => usersApi.resetPassword(user.username, password),
-    onSuccess: () => {
-      onDone(`Password of ${user.username} reset. Their sessions ended.`);
+    onSuccess: (r) => {
+      onDone(`Password of ${user.username} reset. Their sessions ended.` + tokensRevokedSentence(r.api_tokens_revoked));
       onClose();
     },
   });
@@ -342,9 +343,9 @@ export function MfaDialog({ user, action, onClose, onDone }: { user: Operator; a
   const text = MFA_TEXT[action];
   const mutation = useMutation({
     mutationFn: () => usersApi.mfa(user.username, action),
-    onSuccess: () => {
+    onSuccess: (r) => {
       void queryClient.invalidateQueries({ queryKey: USERS_QUERY });
-      onDone(text.done(user.username));
+      onDone(text.done(user.username) + (action === 'reset' ? tokensRevokedSentence(r.api_tokens_revoked) : ''));
       onClose();
     },
   });

@@ -267,6 +267,7 @@ func TestDeviceOperationsRefused(t *testing.T) {
 func (f *fixture) scopedOperatorOf(t *testing.T, admin, name string, site int64) string {
 	t.Helper()
 	token := f.operator(t, name)
+	f.sudo(t, admin)
 	r := f.do(t, "POST", "/api/user_site_assignments/assign", admin, map[string]any{"usernames": []string{name}, "site_ids": []int64{site}})
 	require.Equal(t, 200, r.Status, r.Raw)
 	return token

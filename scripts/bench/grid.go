@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/pquerna/otp/totp"
 
 	"github.com/cairn-rmm/cairn/internal/devpostgres"
 )
@@ -211,6 +210,9 @@ func gridSizes(ctx context.Context, conn *pgx.Conn, out *gridResult) error {
 func gridOperator(ctx context.Context, admin *client, siteIDs []int64, create bool) (*client, error) {
 	const user, pw = "grid-operator", "grid operator password 123"
 	if create {
+		if err := admin.reauth(ctx, benchAdminPassword); err != nil {
+			return nil, err
+		}
 		if _, err := admin.call(ctx, "POST", "/api/users", map[string]any{"username": user, "password": pw, "role": "operator"}); err != nil {
 			return nil, err
 		}
@@ -300,15 +302,19 @@ func timeRoute(ctx context.Context, c *client, as, name, method, path string, bo
 
 // adminLogin signs the bench admin in again (a -grid-reuse run).
 func (c *client) adminLogin(ctx context.Context, secret string) error {
-	login, err := c.call(ctx, "POST", "/api/auth/login", map[string]any{"username": "bench", "password": "bench password 123"})
+	login, err := c.call(ctx, "POST", "/api/auth/login", map[string]any{"username": "bench", "password": benchAdminPassword})
 	if err != nil {
 		return err
 	}
-	code, _ := totp.GenerateCode(secret, time.Now())
+	c.secret = secret
+	code, err := c.nextCode(ctx)
+	if err != nil {
+		return err
+	}
 	sess, err := c.call(ctx, "POST", "/api/auth/mfa/verify", map[string]any{"pending_token": login["pending_token"], "code": code})
 	if err != nil {
 		return err
 	}
-	c.token, c.secret = sess["token"].(string), secret
+	c.token = sess["token"].(string)
 	return nil
 }

@@ -481,8 +481,44 @@ func freePort() int {
 type client struct {
 	base  string
 	token string
-	// secret is the admin's TOTP secret once prepare bootstrapped.
-	secret string
+	// secret is the admin's TOTP secret once prepare bootstrapped;
+	// spentStep the last TOTP step this client used (the Engine accepts
+	// each step once).
+	secret    string
+	spentStep int64
+}
+
+// benchAdminPassword is the bench administrator's password.
+const benchAdminPassword = "bench password 123"
+
+// nextCode is a TOTP code of a step not spent yet that the Engine accepts
+// now (it takes the current step and one either side), waiting for the
+// clock when the steps it would accept are spent.
+func (c *client) nextCode(ctx context.Context) (string, error) {
+	for {
+		cur := time.Now().Unix() / 30
+		step := max(c.spentStep+1, cur-1)
+		if step <= cur+1 {
+			c.spentStep = step
+			return totp.GenerateCode(c.secret, time.Unix(step*30, 0))
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Until(time.Unix((step-1)*30, 0))):
+		}
+	}
+}
+
+// reauth opens the admin session's re-authentication window, which
+// account administration needs (docs/api.md "Re-authentication").
+func (c *client) reauth(ctx context.Context, password string) error {
+	code, err := c.nextCode(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.call(ctx, "POST", "/api/auth/reauth", map[string]any{"password": password, "totp_code": code})
+	return err
 }
 
 func (c *client) waitReady(ctx context.Context, limit time.Duration) error {
@@ -581,7 +617,7 @@ func (c *client) prepare(ctx context.Context, n int, dataDir string) (string, er
 	const (
 		pass = "bench passphrase 123"
 		user = "bench"
-		pw   = "bench password 123"
+		pw   = benchAdminPassword
 	)
 	raw, err := os.ReadFile(filepath.Join(dataDir, "setup-code"))
 	if err != nil {
@@ -595,10 +631,11 @@ func (c *client) prepare(ctx context.Context, n int, dataDir string) (string, er
 	if err != nil {
 		return "", err
 	}
-	secret := admin["mfa"].(map[string]any)["secret"].(string)
-	c.secret = secret
-	now := time.Now()
-	code, _ := totp.GenerateCode(secret, now)
+	c.secret = admin["mfa"].(map[string]any)["secret"].(string)
+	code, err := c.nextCode(ctx)
+	if err != nil {
+		return "", err
+	}
 	if _, err := c.call(ctx, "POST", "/api/bootstrap/admin/mfa/verify", map[string]any{"pending_token": admin["pending_token"], "code": code}); err != nil {
 		return "", err
 	}
@@ -606,8 +643,10 @@ func (c *client) prepare(ctx context.Context, n int, dataDir string) (string, er
 	if err != nil {
 		return "", err
 	}
-	// The next TOTP step: the current one was spent on bootstrap.
-	next, _ := totp.GenerateCode(secret, now.Add(30*time.Second))
+	next, err := c.nextCode(ctx)
+	if err != nil {
+		return "", err
+	}
 	sess, err := c.call(ctx, "POST", "/api/auth/mfa/verify", map[string]any{"pending_token": login["pending_token"], "code": next})
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import type { Operator } from '../../api/types';
 import { SessionContext } from '../../auth/session';
+import { SudoGate } from '../../auth/SudoGate';
 import { ADMIN, fakeEngine, validationFailed } from '../../test/fakeEngine';
 import { renderWithProviders } from '../../test/render';
 import { ADMIN_OP, operator, site } from './fixtures';
@@ -223,7 +224,7 @@ describe('OperatorsPanel', () => {
     const engine = fakeEngine({
       'GET /api/users': { body: { users: [ADMIN_OP, operator('bob'), operator('carol', { auth_source: 'directory' })] } },
       'GET /api/sites': { body: { sites: SITES } },
-      'POST /api/users/bob/reset_password': [validationFailed({ password: 'too common' }), { status: 204 }],
+      'POST /api/users/bob/reset_password': [validationFailed({ password: 'too common' }), { body: { api_tokens_revoked: 2 } }],
     });
     renderPanel();
     await user.click(await screen.findByRole('button', { name: 'Actions for carol' }, SLOW));
@@ -242,6 +243,83 @@ describe('OperatorsPanel', () => {
     await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
     expect(engine.callsTo('POST', '/api/users/bob/reset_password')[1].body).toEqual({ password: 'password password' });
     expect(screen.getByTestId('operators-notice')).toHaveTextContent('Password of bob reset');
+    expect(screen.getByTestId('operators-notice')).toHaveTextContent('2 API tokens were revoked');
+  });
+
+  it('asks the admin to confirm who they are when the session is outside its re-authentication window, then retries', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/users': { body: { users: [ADMIN_OP, operator('bob')] } },
+      'GET /api/sites': { body: { sites: SITES } },
+      'POST /api/users/bob/reset_password': [
+        { status: 403, body: { error: 'reauthentication_required', message: 'confirm it is you' } },
+        { body: { api_tokens_revoked: 0 } },
+      ],
+      'POST /api/auth/reauth': [
+        { status: 403, body: { error: 'reauthentication_required', message: 'confirm it is you: the password is not correct' } },
+        { body: { reauthenticated_until: '2026-11-28T20:15:00Z' } },
+      ],
+    });
+    renderWithProviders(
+      <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
+        <OperatorsPanel />
+        <SudoGate offerPasskey={false} />
+      </SessionContext.Provider>,
+      { route: '/access' },
+    );
+    await user.click(await screen.findByRole('button', { name: 'Actions for bob' }, SLOW));
+    await user.click(await screen.findByRole('menuitem', { name: /Reset password/ }));
+    const dialog = await screen.findByRole('dialog');
+    await user.type(within(dialog).getByLabelText(/^Password/), 'password password');
+    await user.type(within(dialog).getByLabelText(/Confirm/), 'password password');
+    await user.click(within(dialog).getByRole('button', { name: 'Reset password' }));
+
+    expect(await screen.findByTestId('sudo-explainer')).toBeInTheDocument();
+    const sudo = screen.getByTestId('sudo-explainer').closest('[role="dialog"]') as HTMLElement;
+    await user.type(within(sudo).getByLabelText('Your password'), 'wrong');
+    await user.type(within(sudo).getByLabelText('Authenticator code'), '123456');
+    await user.click(within(sudo).getByRole('button', { name: 'Confirm' }));
+    expect(await within(sudo).findByText(/the password is not correct/)).toBeInTheDocument();
+    expect(engine.callsTo('POST', '/api/users/bob/reset_password')).toHaveLength(1);
+
+    await user.clear(within(sudo).getByLabelText('Your password'));
+    await user.type(within(sudo).getByLabelText('Your password'), 'admin password');
+    await user.click(within(sudo).getByRole('button', { name: 'Confirm' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(engine.callsTo('POST', '/api/auth/reauth')[1].body).toEqual({ password: 'admin password', totp_code: '123456' });
+    const resets = engine.callsTo('POST', '/api/users/bob/reset_password');
+    expect(resets).toHaveLength(2);
+    expect(resets[1].body).toEqual({ password: 'password password' });
+    expect(screen.getByTestId('operators-notice')).toHaveTextContent('Password of bob reset');
+  });
+
+  it('keeps the refusal when the admin cancels the confirmation', async () => {
+    const user = userEvent.setup({ delay: null });
+    const engine = fakeEngine({
+      'GET /api/users': { body: { users: [ADMIN_OP, operator('bob')] } },
+      'GET /api/sites': { body: { sites: SITES } },
+      'POST /api/users/bob/role': { status: 403, body: { error: 'reauthentication_required', message: 'confirm it is you' } },
+    });
+    renderWithProviders(
+      <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
+        <OperatorsPanel />
+        <SudoGate offerPasskey={false} />
+      </SessionContext.Provider>,
+      { route: '/access' },
+    );
+    await user.click(await screen.findByRole('button', { name: 'Actions for bob' }, SLOW));
+    await user.click(await screen.findByRole('menuitem', { name: 'Change role…' }));
+    const dialog = await screen.findByRole('dialog');
+    await user.selectOptions(within(dialog).getByLabelText('Role'), 'admin');
+    await user.click(within(dialog).getByRole('button', { name: 'Change role' }));
+    expect(await screen.findByTestId('sudo-explainer')).toBeInTheDocument();
+    const sudo = screen.getByTestId('sudo-explainer').closest('[role="dialog"]') as HTMLElement;
+    await user.click(within(sudo).getByRole('button', { name: 'Cancel' }));
+    await waitFor(() => expect(screen.queryByTestId('sudo-explainer')).not.toBeInTheDocument());
+    const alert = await within(dialog).findByTestId('error-alert');
+    expect(alert).toHaveAttribute('data-code', 'reauthentication_required');
+    expect(engine.callsTo('POST', '/api/auth/reauth')).toHaveLength(0);
+    expect(engine.callsTo('POST', '/api/users/bob/role')).toHaveLength(1);
   });
 
   it('assigns sites to one operator, starting from the current selection', async () => {

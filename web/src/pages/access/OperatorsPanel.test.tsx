@@ -17,10 +17,12 @@ const LAST_ADMIN = {
   body: { error: 'last_admin', message: 'admin is the last active administrator; make another administrator first' },
 };
 
-function renderPanel() {
+/** With sudo, the prompt App mounts for account changes that need a fresh proof. */
+function renderPanel({ sudo = false }: { sudo?: boolean } = {}) {
   return renderWithProviders(
     <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
       <OperatorsPanel />
+      {sudo && <SudoGate offerPasskey={false} />}
     </SessionContext.Provider>,
     { route: '/access' },
   );
@@ -260,13 +262,7 @@ describe('OperatorsPanel', () => {
         { body: { reauthenticated_until: '2026-11-28T20:15:00Z' } },
       ],
     });
-    renderWithProviders(
-      <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
-        <OperatorsPanel />
-        <SudoGate offerPasskey={false} />
-      </SessionContext.Provider>,
-      { route: '/access' },
-    );
+    renderPanel({ sudo: true });
     await user.click(await screen.findByRole('button', { name: 'Actions for bob' }, SLOW));
     await user.click(await screen.findByRole('menuitem', { name: /Reset password/ }));
     const dialog = await screen.findByRole('dialog');
@@ -300,13 +296,7 @@ describe('OperatorsPanel', () => {
       'GET /api/sites': { body: { sites: SITES } },
       'POST /api/users/bob/role': { status: 403, body: { error: 'reauthentication_required', message: 'confirm it is you' } },
     });
-    renderWithProviders(
-      <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
-        <OperatorsPanel />
-        <SudoGate offerPasskey={false} />
-      </SessionContext.Provider>,
-      { route: '/access' },
-    );
+    renderPanel({ sudo: true });
     await user.click(await screen.findByRole('button', { name: 'Actions for bob' }, SLOW));
     await user.click(await screen.findByRole('menuitem', { name: 'Change role…' }));
     const dialog = await screen.findByRole('dialog');

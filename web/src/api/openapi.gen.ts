@@ -3238,6 +3238,7 @@ export interface components {
             /** Format: date-time */
             last_used_at: string | null;
             name: string;
+            scopes: "read:device-content"[];
             username: string;
         };
         ApiTokenCreateRequest: {
@@ -3245,6 +3246,7 @@ export interface components {
             access?: "read" | "write";
             expires_in_days?: number;
             name?: string;
+            scopes?: "read:device-content"[] | null;
             username?: string;
         };
         ApiTokenCreated: {
@@ -3256,6 +3258,7 @@ export interface components {
             expires_at: string;
             id: number;
             name: string;
+            scopes: "read:device-content"[];
             token: string;
             username: string;
         };
@@ -3538,6 +3541,7 @@ export interface components {
             network: components["schemas"]["NetIface"][] | null;
             os: components["schemas"]["OSInfo"] | null;
             patches: components["schemas"]["Patch"][] | null;
+            process_command_lines_redacted: boolean;
             processes: components["schemas"]["Process"][] | null;
             services: components["schemas"]["Service"][] | null;
             sessions: components["schemas"]["Session"][] | null;
@@ -4446,6 +4450,7 @@ export interface components {
         Processes: {
             /** Format: date-time */
             captured_at: string | null;
+            command_lines_redacted: boolean;
             processes: components["schemas"]["ApiProcess"][];
         };
         Provider: {
@@ -14165,7 +14170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14565,7 +14570,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15498,7 +15503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -23839,7 +23844,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -225,21 +225,22 @@ func TestAPITokenRequestsAreValidated(t *testing.T) {
 	f := setup(t)
 	admin := f.admin(t)
 	for _, c := range []struct {
-		field string
-		body  map[string]any
+		field, problem string
+		body           map[string]any
 	}{
-		{"name", map[string]any{"name": " ", "expires_in_days": 1, "access": "read"}},
-		{"expires_in_days", map[string]any{"name": "x", "expires_in_days": 366, "access": "read"}},
-		{"access", map[string]any{"name": "x", "expires_in_days": 1, "access": "admin"}},
-		{"scopes", map[string]any{"name": "x", "expires_in_days": 1, "access": "read", "scopes": []string{"write:device-content"}}},
-		{"scopes", map[string]any{"name": "x", "expires_in_days": 1, "access": "read", "scopes": []string{"read:device-content", ""}}},
+		{"name", "", map[string]any{"name": " ", "expires_in_days": 1, "access": "read"}},
+		{"expires_in_days", "", map[string]any{"name": "x", "expires_in_days": 366, "access": "read"}},
+		{"access", "", map[string]any{"name": "x", "expires_in_days": 1, "access": "admin"}},
+		{"scopes", "may hold only read:device-content", map[string]any{"name": "x", "expires_in_days": 1, "access": "read", "scopes": []string{"write:device-content"}}},
+		{"scopes", "may hold only read:device-content", map[string]any{"name": "x", "expires_in_days": 1, "access": "read", "scopes": []string{"read:device-content", ""}}},
 		// A write token reads device content anyway: it takes no scope.
-		{"scopes", map[string]any{"name": "x", "expires_in_days": 1, "access": "write", "scopes": []string{"read:device-content"}}},
+		{"scopes", "read tokens only", map[string]any{"name": "x", "expires_in_days": 1, "access": "write", "scopes": []string{"read:device-content"}}},
 	} {
 		r := f.do(t, "POST", "/api/auth/tokens", admin, c.body)
 		require.Equal(t, 400, r.Status, r.Raw)
 		require.Equal(t, "validation_failed", r.Body["error"], r.Raw)
 		require.NotEmpty(t, r.field(c.field), r.Raw)
+		require.Contains(t, r.field(c.field), c.problem, r.Raw)
 	}
 	require.Empty(t, f.do(t, "GET", "/api/auth/tokens", admin, nil).Body["tokens"], "nothing half-made")
 	r := f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "x", "expires_in_days": 0, "access": "read"})

@@ -58,6 +58,12 @@ const (
 	// ECodeAssemblyChanged: a run names an assembly version whose body no
 	// longer has the SHA-256 recorded when the work was saved.
 	ECodeAssemblyChanged = "assembly_changed"
+
+	// ECodeScopeRequired: an API token lacks the scope the route needs,
+	// e.g. a read token without read:device-content reading a device's
+	// file text, registry values or transferred files (issue 21 item 11,
+	// docs/api.md "API tokens").
+	ECodeScopeRequired = "scope_required"
 )
 
 // Dependant is saved work that uses a shared object (dependants_exist).

@@ -223,16 +223,26 @@ func TestAdminManagesAnotherOperatorsTokens(t *testing.T) {
 func TestAPITokenRequestsAreValidated(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	admin := f.sudo(t, f.admin(t))
-	for field, body := range map[string]map[string]any{
-		"name":            {"name": " ", "expires_in_days": 1, "access": "read"},
-		"expires_in_days": {"name": "x", "expires_in_days": 366, "access": "read"},
-		"access":          {"name": "x", "expires_in_days": 1, "access": "admin"},
+	admin := f.admin(t)
+	for _, c := range []struct {
+		field, problem string
+		body           map[string]any
+	}{
+		{"name", "", map[string]any{"name": " ", "expires_in_days": 1, "access": "read"}},
+		{"expires_in_days", "", map[string]any{"name": "x", "expires_in_days": 366, "access": "read"}},
+		{"access", "", map[string]any{"name": "x", "expires_in_days": 1, "access": "admin"}},
+		{"scopes", "may hold only read:device-content", map[string]any{"name": "x", "expires_in_days": 1, "access": "read", "scopes": []string{"write:device-content"}}},
+		{"scopes", "may hold only read:device-content", map[string]any{"name": "x", "expires_in_days": 1, "access": "read", "scopes": []string{"read:device-content", ""}}},
+		// A write token reads device content anyway: it takes no scope.
+		{"scopes", "read tokens only", map[string]any{"name": "x", "expires_in_days": 1, "access": "write", "scopes": []string{"read:device-content"}}},
 	} {
-		r := f.do(t, "POST", "/api/auth/tokens", admin, body)
+		r := f.do(t, "POST", "/api/auth/tokens", admin, c.body)
 		require.Equal(t, 400, r.Status, r.Raw)
-		require.NotEmpty(t, r.field(field), r.Raw)
+		require.Equal(t, "validation_failed", r.Body["error"], r.Raw)
+		require.NotEmpty(t, r.field(c.field), r.Raw)
+		require.Contains(t, r.field(c.field), c.problem, r.Raw)
 	}
+	require.Empty(t, f.do(t, "GET", "/api/auth/tokens", admin, nil).Body["tokens"], "nothing half-made")
 	r := f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "x", "expires_in_days": 0, "access": "read"})
 	require.NotEmpty(t, r.field("expires_in_days"), r.Raw)
 }
@@ -293,4 +303,37 @@ func TestEventStreamEndsWithItsAPIToken(t *testing.T) {
 	stream := openStream(t, f.url, token)
 	require.Equal(t, 204, f.do(t, "DELETE", fmt.Sprintf("/api/auth/tokens/%d", int64(id)), admin, nil).Status)
 	closed(t, stream, "session_ended")
+}
+
+// A read token may carry read:device-content (off by default); creation
+// and the list show each token's scopes, an empty list when it has none.
+func TestAPITokenScopesAreShown(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	scopes := func(r map[string]any) []any {
+		t.Helper()
+		list, ok := r["scopes"].([]any)
+		require.True(t, ok, "scopes is a list: %v", r)
+		return list
+	}
+	r := f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "reader", "expires_in_days": 7, "access": "read"})
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Empty(t, scopes(r.Body), "off by default")
+	r = f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "content reader", "expires_in_days": 7, "access": "read",
+		"scopes": []string{"read:device-content", "read:device-content"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Equal(t, []any{"read:device-content"}, scopes(r.Body))
+	r = f.do(t, "POST", "/api/auth/tokens", admin, map[string]any{"name": "writer", "expires_in_days": 7, "access": "write", "scopes": []string{}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Empty(t, scopes(r.Body))
+
+	list := f.do(t, "GET", "/api/auth/tokens", admin, nil)
+	require.Equal(t, 200, list.Status, list.Raw)
+	got := map[string][]any{}
+	for _, tok := range list.Body["tokens"].([]any) {
+		tok := tok.(map[string]any)
+		got[tok["name"].(string)] = scopes(tok)
+	}
+	require.Equal(t, map[string][]any{"reader": {}, "content reader": {"read:device-content"}, "writer": {}}, got)
 }

@@ -17,6 +17,8 @@ type Endpoint struct {
 	// csrfExempt: a POST that changes nothing (the codec server), which a
 	// cookie session may send without the CSRF header.
 	csrfExempt bool
+	// deviceContent: the route answers device content (s.deviceContent).
+	deviceContent bool
 }
 
 // noCSRF marks a POST that changes nothing and answers only to origins

@@ -168,6 +168,8 @@ var statusByCode = map[string]int{
 	cairn.ECodeDependantsExist: http.StatusConflict,
 	cairn.ECodeBundledReadOnly: http.StatusConflict,
 	cairn.ECodeAssemblyChanged: http.StatusConflict,
+	// API token scopes (docs/api.md "API tokens").
+	cairn.ECodeScopeRequired: http.StatusForbidden,
 }
 
 type errorBody struct {

@@ -279,10 +279,19 @@ func (g *schemaGen) addFields(s *openapi3.Schema, t reflect.Type, request, optio
 				// Raw JSON the handler parses into a documented type.
 				fs = openapi3.NewSchemaRef("#/components/schemas/"+strings.TrimPrefix(o, "ref="), nil)
 			case strings.HasPrefix(o, "enum="):
-				// A string field with a fixed set of values.
-				v := *fs.Value
+				// A string field with a fixed set of values; on a list of
+				// strings, the set of its items' values.
+				var enum []any
 				for _, e := range strings.Split(strings.TrimPrefix(o, "enum="), "|") {
-					v.Enum = append(v.Enum, e)
+					enum = append(enum, e)
+				}
+				v := *fs.Value
+				if ft.Kind() == reflect.Slice && v.Items != nil && v.Items.Value != nil {
+					items := *v.Items.Value
+					items.Enum = enum
+					v.Items = openapi3.NewSchemaRef("", &items)
+				} else {
+					v.Enum = append(v.Enum, enum...)
 				}
 				fs = openapi3.NewSchemaRef("", &v)
 			}

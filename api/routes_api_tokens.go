@@ -34,11 +34,11 @@ func (s *Server) apiTokenRoutes() []Route {
 	return []Route{
 		{"POST", "/api/auth/tokens", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req apiTokenCreateRequest) (apiTokenCreatedJSON, error) {
 			t, err := s.Auth.CreateAPIToken(r.Context(), principal(r.Context()), auth.APITokenRequest{Username: req.Username,
-				Name: req.Name, ExpiresInDays: req.ExpiresInDays, Access: req.Access})
+				Name: req.Name, ExpiresInDays: req.ExpiresInDays, Access: req.Access, Scopes: req.Scopes})
 			if err != nil {
 				return apiTokenCreatedJSON{}, err
 			}
-			return apiTokenCreatedJSON{ID: t.ID, Token: t.Token, Name: t.Name, Access: t.Access, Username: t.Username,
+			return apiTokenCreatedJSON{ID: t.ID, Token: t.Token, Name: t.Name, Access: t.Access, Scopes: t.Scopes, Username: t.Username,
 				CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC()}, nil
 		})},
 		{"GET", "/api/auth/tokens", AuthToken, getAction(s, func(r *http.Request) (apiTokenListJSON, error) {
@@ -48,7 +48,7 @@ func (s *Server) apiTokenRoutes() []Route {
 			}
 			out := apiTokenListJSON{Tokens: make([]apiTokenJSON, len(list))}
 			for i, t := range list {
-				out.Tokens[i] = apiTokenJSON{ID: t.ID, Name: t.Name, Access: t.Access, Username: t.Username, CreatedBy: t.CreatedBy,
+				out.Tokens[i] = apiTokenJSON{ID: t.ID, Name: t.Name, Access: t.Access, Scopes: t.Scopes, Username: t.Username, CreatedBy: t.CreatedBy,
 					CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: t.LastUsedAt, Expired: t.Expired}
 			}
 			return out, nil
@@ -64,13 +64,15 @@ func (s *Server) apiTokenRoutes() []Route {
 }
 
 // apiTokenCreateRequest asks for a token: expires_in_days from 1 to 365,
-// access read or write; username (administrators only) makes it for
-// another operator, e.g. a service account.
+// access read or write; scopes (read tokens only) adds read:device-content;
+// username (administrators only) makes it for another operator, e.g. a
+// service account.
 type apiTokenCreateRequest struct {
-	Name          string `json:"name"`
-	ExpiresInDays int    `json:"expires_in_days"`
-	Access        string `json:"access" openapi:"enum=read|write"`
-	Username      string `json:"username,omitempty"`
+	Name          string   `json:"name"`
+	ExpiresInDays int      `json:"expires_in_days"`
+	Access        string   `json:"access" openapi:"enum=read|write"`
+	Scopes        []string `json:"scopes,omitempty" openapi:"enum=read:device-content"`
+	Username      string   `json:"username,omitempty"`
 }
 
 // apiTokenCreatedJSON is the one answer that carries the token's text.
@@ -79,6 +81,7 @@ type apiTokenCreatedJSON struct {
 	Token     string    `json:"token"`
 	Name      string    `json:"name"`
 	Access    string    `json:"access" openapi:"enum=read|write"`
+	Scopes    []string  `json:"scopes" openapi:"enum=read:device-content"`
 	Username  string    `json:"username"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -88,6 +91,7 @@ type apiTokenJSON struct {
 	ID         int64      `json:"id"`
 	Name       string     `json:"name"`
 	Access     string     `json:"access" openapi:"enum=read|write"`
+	Scopes     []string   `json:"scopes" openapi:"enum=read:device-content"`
 	Username   string     `json:"username"`
 	CreatedBy  string     `json:"created_by"`
 	CreatedAt  time.Time  `json:"created_at"`

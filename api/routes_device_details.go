@@ -13,21 +13,24 @@ import (
 // agent never reported are null; the inventory shapes are the agent's
 // (agent/proto), normalized.
 type deviceDetailsJSON struct {
-	Device             deviceSummaryJSON     `json:"device"`
-	Hardware           *proto.Hardware       `json:"hardware"`
-	OS                 *proto.OSInfo         `json:"os"`
-	Network            []proto.NetIface      `json:"network" openapi:"nullable"`
-	Sessions           []proto.Session       `json:"sessions" openapi:"nullable"`
-	Uptime             *uptimeJSON           `json:"uptime"`
-	Software           []proto.Software      `json:"software" openapi:"nullable"`
-	Services           []proto.Service       `json:"services" openapi:"nullable"`
-	Processes          []proto.Process       `json:"processes" openapi:"nullable"`
-	Patches            []patchJSON           `json:"patches" openapi:"nullable"`
-	AgentHealth        agentHealthJSON       `json:"agent_health"`
-	Metrics            *proto.Metrics        `json:"metrics"`
-	LastStatus         *devices.StatusRecord `json:"last_status"`
-	CollectedAt        *time.Time            `json:"collected_at"`
-	InventoryUpdatedAt *time.Time            `json:"inventory_updated_at"`
+	Device    deviceSummaryJSON `json:"device"`
+	Hardware  *proto.Hardware   `json:"hardware"`
+	OS        *proto.OSInfo     `json:"os"`
+	Network   []proto.NetIface  `json:"network" openapi:"nullable"`
+	Sessions  []proto.Session   `json:"sessions" openapi:"nullable"`
+	Uptime    *uptimeJSON       `json:"uptime"`
+	Software  []proto.Software  `json:"software" openapi:"nullable"`
+	Services  []proto.Service   `json:"services" openapi:"nullable"`
+	Processes []proto.Process   `json:"processes" openapi:"nullable"`
+	// ProcessCommandLinesRedacted: the processes' command lines are left
+	// out, as the caller is a read API token without read:device-content.
+	ProcessCommandLinesRedacted bool                  `json:"process_command_lines_redacted"`
+	Patches                     []patchJSON           `json:"patches" openapi:"nullable"`
+	AgentHealth                 agentHealthJSON       `json:"agent_health"`
+	Metrics                     *proto.Metrics        `json:"metrics"`
+	LastStatus                  *devices.StatusRecord `json:"last_status"`
+	CollectedAt                 *time.Time            `json:"collected_at"`
+	InventoryUpdatedAt          *time.Time            `json:"inventory_updated_at"`
 }
 
 type uptimeJSON struct {
@@ -94,10 +97,11 @@ func (s *Server) deviceDetails(r *http.Request) (deviceDetailsJSON, error) {
 	}
 	out := deviceDetailsJSON{
 		Device: newDeviceSummaryJSON(d.Device), Hardware: d.Hardware, OS: d.OS, Network: d.Network, Sessions: d.Sessions,
-		Software: d.Software, Services: d.Services, Processes: d.Processes, Metrics: d.Device.Metrics, LastStatus: d.LastStatus,
+		Software: d.Software, Services: d.Services, Metrics: d.Device.Metrics, LastStatus: d.LastStatus,
 		CollectedAt: d.CollectedAt, InventoryUpdatedAt: d.InventoryUpdatedAt,
 		AgentHealth: agentHealthJSON{AgentConnection: newRolesJSON(d.Health.AgentConnection), Roles: newRolesJSON(d.Health.Roles)},
 	}
+	out.Processes, out.ProcessCommandLinesRedacted = visibleProcesses(principal(r.Context()), d.Processes)
 	if d.Uptime != nil {
 		out.Uptime = &uptimeJSON{BootTime: d.Uptime.BootTime, BootID: d.Uptime.BootID, UptimeSeconds: d.Uptime.UptimeSeconds}
 	}

@@ -69,10 +69,14 @@ type processJSON struct {
 type processesJSON struct {
 	CapturedAt *time.Time    `json:"captured_at"`
 	Processes  []processJSON `json:"processes"`
+	// CommandLinesRedacted: every command_line is blanked, as the caller
+	// is a read API token without read:device-content.
+	CommandLinesRedacted bool `json:"command_lines_redacted"`
 }
 
-func newProcessesJSON(at *time.Time, ps []proto.Process) processesJSON {
-	out := processesJSON{CapturedAt: at, Processes: make([]processJSON, len(ps))}
+func newProcessesJSON(r *http.Request, at *time.Time, ps []proto.Process) processesJSON {
+	ps, redacted := visibleProcesses(principal(r.Context()), ps)
+	out := processesJSON{CapturedAt: at, Processes: make([]processJSON, len(ps)), CommandLinesRedacted: redacted}
 	for i, p := range ps {
 		out.Processes[i] = processJSON{PID: p.PID, PPID: p.PPID, Name: p.Name, User: p.User, CPUPercent: p.CPUPercent,
 			MemoryBytes: p.RSSBytes, CommandLine: p.Command}
@@ -102,7 +106,7 @@ func (s *Server) processList(r *http.Request) (processesJSON, error) {
 		if derr != nil {
 			return processesJSON{}, derr
 		}
-		return newProcessesJSON(d.CollectedAt, d.Processes), nil
+		return newProcessesJSON(r, d.CollectedAt, d.Processes), nil
 	}
 	res, err := s.operate(ctx, hostname, proto.EventProcessManagement, proto.ProcessRequest{Action: proto.ProcessList},
 		"process_snapshot", "Process snapshot")
@@ -114,7 +118,7 @@ func (s *Server) processList(r *http.Request) (processesJSON, error) {
 		return processesJSON{}, fmt.Errorf("decode process snapshot: %w", err)
 	}
 	at := snap.CapturedAt.UTC()
-	return newProcessesJSON(&at, snap.Processes), nil
+	return newProcessesJSON(r, &at, snap.Processes), nil
 }
 
 type terminateReq struct {

@@ -51,9 +51,10 @@ func (s *Server) fileTransferRoutes() []Route {
 			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound)},
 		{"POST", base + "/transfer/{transfer_id}/cancel", AuthToken, jsonAction(s, http.StatusOK, true, s.transferCancel).
 			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, ECodeTemporalUnavailable)},
-		{"GET", base + "/transfer/{transfer_id}/content", AuthToken, raw(s.transferContent).Stream(http.StatusOK, "application/octet-stream").
+		// A downloaded file is device content, whoever started the download.
+		{"GET", base + "/transfer/{transfer_id}/content", AuthToken, s.deviceContent(raw(s.transferContent).Stream(http.StatusOK, "application/octet-stream").
 			Summary("The completed download's artifact (Content-Disposition attachment, X-Content-SHA256)").
-			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, transfers.ECodeTransferNotReady, transfers.ECodeContentExpired)},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, transfers.ECodeTransferNotReady, transfers.ECodeContentExpired))},
 
 		{"GET", agent + "/upload-item/{item_id}", AuthDevice, raw(s.agentUploadItem).Stream(http.StatusOK, "application/octet-stream").
 			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded)},

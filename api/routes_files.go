@@ -23,7 +23,7 @@ func (s *Server) fileRoutes() []Route {
 	return []Route{
 		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...)},
 		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...)},
-		{"GET", base + "/text", AuthToken, getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)},
+		{"GET", base + "/text", AuthToken, s.deviceContent(getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...))},
 		{"POST", base + "/text", AuthToken, jsonAction(s, http.StatusOK, false, s.fileWriteText).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)},
 		{"POST", base + "/mkdir", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMkdir).Errors(refusals...)},
 		{"POST", base + "/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.fileRename).Errors(refusals...)},

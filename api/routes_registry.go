@@ -25,9 +25,10 @@ func (s *Server) registryRoutes() []Route {
 	mutation := append(slices.Clone(codes), proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
 	return []Route{
 		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(roots...)},
-		{"GET", base + "/children", AuthToken, getAction(s, s.registryChildren).
+		// A key's children carry its values' data: device content.
+		{"GET", base + "/children", AuthToken, s.deviceContent(getAction(s, s.registryChildren).
 			Query(QueryParam{Name: "path", Type: "string", Description: `registry path, e.g. HKLM\Software`, Required: true}).
-			Errors(codes...)},
+			Errors(codes...))},
 		{"POST", base + "/key/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyCreate).Errors(mutation...)},
 		{"POST", base + "/key/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyRename).Errors(mutation...)},
 		{"POST", base + "/key/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyDelete).Errors(mutation...)},

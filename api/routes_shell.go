@@ -60,7 +60,8 @@ func (s *Server) shellRoutes() []Route {
 		{"GET", "/api/shell/ws/{id}", AuthToken, raw(h.browserSocket).Stream(http.StatusSwitchingProtocols, "").Query(queryString("token", "the one-time browser token from opening the session")).
 			Errors(shells.ECodeTokenInvalid)},
 		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions"))},
-		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		// What a shell showed is device content.
+		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, s.deviceContent(raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict))},
 		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented)...)},
 		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "").Errors(shells.ECodeTokenInvalid, cairn.ECodeWrongWorker)},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,14 +57,37 @@ func TestEveryRouteHasAnAuthClass(t *testing.T) {
 
 var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 
+// deviceContentRoutes answer device content (issue 21 item 11): a read
+// API token needs read:device-content for them.
+var deviceContentRoutes = []string{
+	"GET /api/device/files/{hostname}/text",
+	"GET /api/device/files/{hostname}/transfer/{transfer_id}/content",
+	"GET /api/device/registry/{hostname}/children",
+	"GET /api/shell/sessions/{id}/transcript",
+}
+
 // The authorization matrix: every protected route refuses an anonymous
 // caller, every admin route refuses an operator, and bootstrap steps refuse
-// everyone once bootstrap is finished.
+// everyone once bootstrap is finished. The API token columns: a read token
+// without read:device-content is refused (403 scope_required) exactly the
+// device content routes, where the token with the scope, a write token and
+// the session pass that check; the routes that redact process command
+// lines instead answer that token.
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.sudo(t, f.admin(t))
+	admin := f.sudo(t, f.admin(t))
 	operator := f.operator(t, "matrix-operator")
+	readBare := f.newReadToken(t, admin)
+	readContent := f.newReadToken(t, admin, "read:device-content")
+	write, _ := f.newAPIToken(t, admin, "write", 7)
+	var content []string
+	for _, rt := range f.engine.srv.Routes() {
+		if rt.Handler.DeviceContent() {
+			content = append(content, rt.Method+" "+rt.Pattern)
+		}
+	}
+	require.ElementsMatch(t, deviceContentRoutes, content, "the routes marked as device content")
 	for _, rt := range f.engine.srv.Routes() {
 		path := pathParam.ReplaceAllString(rt.Pattern, "1")
 		t.Run(rt.Method+" "+rt.Pattern, func(t *testing.T) {
@@ -97,6 +121,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 				r := f.do(t, rt.Method, path, operator, map[string]any{})
 				require.Equal(t, 403, r.Status, r.Raw)
 				require.Equal(t, "forbidden", r.Body["error"])
+			}
+			key := rt.Method + " " + rt.Pattern
+			switch {
+			case slices.Contains(deviceContentRoutes, key):
+				requireScopeRequired(t, f.do(t, rt.Method, path, readBare, nil), "read token")
+				for _, who := range []string{readContent, write, admin} {
+					r := f.do(t, rt.Method, path, who, nil)
+					require.NotEqual(t, "scope_required", r.Body["error"], r.Raw)
+					require.Less(t, r.Status, 500, r.Raw)
+				}
+			case key == "GET /api/device/details/{hostname}" || key == "GET /api/device/processes/{hostname}":
+				// Redacted, not refused: the device is unknown here.
+				r := f.do(t, rt.Method, path, readBare, nil)
+				require.Equal(t, 404, r.Status, r.Raw)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -34,6 +35,17 @@ const (
 	AccessWrite = "write"
 )
 
+// ScopeReadDeviceContent lets a read token read device content: file
+// text, registry values, process command lines and transferred files
+// (docs/api.md "API tokens"). Without it a read token sees devices but not
+// what is on them. A write token needs no scope: it can run scripts on its
+// devices, which read anything, so it may not carry one.
+const ScopeReadDeviceContent = "read:device-content"
+
+// APITokenScopes are the scopes a token may carry (the api_tokens.scopes
+// CHECK constraint allows the same).
+var APITokenScopes = []string{ScopeReadDeviceContent}
+
 var (
 	errBadAPIToken    = cairn.Errorf(cairn.ECodeUnauthorized, "the API token is not valid (unknown, revoked or expired)")
 	errTokenMintToken = cairn.Errorf(cairn.ECodeForbidden, "an API token cannot create API tokens; sign in to the console")
@@ -41,9 +53,11 @@ var (
 
 // APIToken is a token as listed: never its text.
 type APIToken struct {
-	ID         int64
-	Name       string
-	Access     string
+	ID     int64
+	Name   string
+	Access string
+	// Scopes are the token's extra scopes (APITokenScopes), never nil.
+	Scopes     []string
 	Username   string
 	CreatedBy  string
 	CreatedAt  time.Time
@@ -67,6 +81,8 @@ type APITokenRequest struct {
 	Name          string
 	ExpiresInDays int
 	Access        string
+	// Scopes: extra scopes of a read token (APITokenScopes).
+	Scopes []string
 }
 
 // Validate checks the request's fields.
@@ -84,6 +100,17 @@ func (req APITokenRequest) Validate() error {
 	}
 	if req.Access != AccessRead && req.Access != AccessWrite {
 		v.Add("access", "must be read or write")
+	}
+	for _, sc := range req.Scopes {
+		if !slices.Contains(APITokenScopes, sc) {
+			v.Add("scopes", "may hold only "+strings.Join(APITokenScopes, ", "))
+			break
+		}
+	}
+	if len(req.Scopes) > 0 && req.Access == AccessWrite {
+		// A write token reads device content anyway (it can run scripts);
+		// a stored scope would suggest it is needed or could be withheld.
+		v.Add("scopes", "are for read tokens only: a write token reads device content without "+ScopeReadDeviceContent)
 	}
 	return v.Err()
 }
@@ -115,12 +142,12 @@ func (s *Service) CreateAPIToken(ctx context.Context, p *Principal, req APIToken
 		text := APITokenPrefix + secret
 		creator := p.UserID
 		row, err := q.APITokenInsert(ctx, db.APITokenInsertParams{UserID: owner.ID, CreatedBy: &creator,
-			Name: strings.TrimSpace(req.Name), TokenHash: HashToken(text), Access: req.Access, Scopes: []string{},
+			Name: strings.TrimSpace(req.Name), TokenHash: HashToken(text), Access: req.Access, Scopes: normalScopes(req.Scopes),
 			ExpiresAt: s.cfg.Now().Add(time.Duration(req.ExpiresInDays) * 24 * time.Hour)})
 		if err != nil {
 			return err
 		}
-		out = NewAPIToken{Token: text, APIToken: APIToken{ID: row.ID, Name: row.Name, Access: row.Access,
+		out = NewAPIToken{Token: text, APIToken: APIToken{ID: row.ID, Name: row.Name, Access: row.Access, Scopes: normalScopes(row.Scopes),
 			Username: owner.Username, CreatedBy: p.Username, CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt}}
 		return nil
 	})
@@ -140,7 +167,7 @@ func (s *Service) ListAPITokens(ctx context.Context, p *Principal, username stri
 	now := s.cfg.Now()
 	out := make([]APIToken, len(rows))
 	for i, r := range rows {
-		out[i] = APIToken{ID: r.ID, Name: r.Name, Access: r.Access, Username: r.Username, CreatedBy: r.CreatedBy,
+		out[i] = APIToken{ID: r.ID, Name: r.Name, Access: r.Access, Scopes: normalScopes(r.Scopes), Username: r.Username, CreatedBy: r.CreatedBy,
 			CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, LastUsedAt: r.LastUsedAt, Expired: !now.Before(r.ExpiresAt)}
 	}
 	return out, nil
@@ -198,7 +225,7 @@ func (s *Service) AuthenticateAPIToken(ctx context.Context, token string) (*Prin
 			return nil, err
 		}
 	}
-	return s.tokenPrincipal(ctx, row.ID, row.Access, row.UserID, row.Username, row.Role)
+	return s.tokenPrincipal(ctx, row.ID, row.Access, row.Scopes, row.UserID, row.Username, row.Role)
 }
 
 // recheckAPIToken is Recheck for a token's principal.
@@ -212,7 +239,7 @@ func (s *Service) recheckAPIToken(ctx context.Context, p *Principal) (*Principal
 	if err := tokenUsable(s.cfg.Now(), row.ExpiresAt, row.RecoveryRequired, row.DirectoryDisabled); err != nil {
 		return nil, err
 	}
-	return s.tokenPrincipal(ctx, row.ID, row.Access, row.UserID, row.Username, row.Role)
+	return s.tokenPrincipal(ctx, row.ID, row.Access, row.Scopes, row.UserID, row.Username, row.Role)
 }
 
 // tokenUsable refuses an expired token and the tokens of an account
@@ -229,13 +256,24 @@ func tokenUsable(now, expires time.Time, recovery, disabled bool) error {
 	return nil
 }
 
-func (s *Service) tokenPrincipal(ctx context.Context, id int64, access string, userID int64, username, role string) (*Principal, error) {
+func (s *Service) tokenPrincipal(ctx context.Context, id int64, access string, scopes []string, userID int64, username, role string) (*Principal, error) {
 	p, err := s.principal(ctx, 0, userID, username, role, nil)
 	if err != nil {
 		return nil, err
 	}
-	p.APITokenID, p.TokenAccess = id, access
+	p.APITokenID, p.TokenAccess, p.TokenScopes = id, access, normalScopes(scopes)
 	return p, nil
+}
+
+// normalScopes is a sorted set of scopes, empty rather than nil (the list
+// is always an array in answers).
+func normalScopes(in []string) []string {
+	out := slices.Clone(in)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // DeleteExpiredAPITokens removes tokens expired more than a week ago

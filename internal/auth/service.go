@@ -127,10 +127,11 @@ type Principal struct {
 	Role      string
 	CSRFHash  []byte
 	siteIDs   []int64
-	// APITokenID and TokenAccess (read or write) are set for requests
-	// made with an API token.
+	// APITokenID, TokenAccess (read or write) and TokenScopes are set for
+	// requests made with an API token.
 	APITokenID  int64
 	TokenAccess string
+	TokenScopes []string
 }
 
 // IsAdmin reports the admin role.
@@ -138,6 +139,15 @@ func (p *Principal) IsAdmin() bool { return p.Role == RoleAdmin }
 
 // ReadOnly reports a read-only API token: it may not change anything.
 func (p *Principal) ReadOnly() bool { return p.APITokenID != 0 && p.TokenAccess != AccessWrite }
+
+// CanReadDeviceContent reports whether the caller may read what is on a
+// device (file text, registry values, process command lines, transferred
+// files): a session and a write token may (a write token can run scripts
+// on the device anyway), a read token only with ScopeReadDeviceContent.
+// The one check every such route uses (api: deviceContent).
+func (p *Principal) CanReadDeviceContent() bool {
+	return !p.ReadOnly() || slices.Contains(p.TokenScopes, ScopeReadDeviceContent)
+}
 
 // SiteScope is what the operator may see: every site for administrators,
 // the assigned sites for everyone else (read when the session was resolved,
@@ -368,9 +378,10 @@ func (s *Service) principal(ctx context.Context, sessionID, userID int64, userna
 }
 
 // SameScope reports whether q sees exactly what p sees (role, sites and
-// a token's access).
+// a token's access and scopes).
 func (p *Principal) SameScope(q *Principal) bool {
-	return p.Role == q.Role && slices.Equal(p.siteIDs, q.siteIDs) && p.TokenAccess == q.TokenAccess
+	return p.Role == q.Role && slices.Equal(p.siteIDs, q.siteIDs) && p.TokenAccess == q.TokenAccess &&
+		slices.Equal(p.TokenScopes, q.TokenScopes)
 }
 
 // Logout ends the session, or every session of the operator with all.

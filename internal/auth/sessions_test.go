@@ -286,3 +286,40 @@ func TestReauthWindow(t *testing.T) {
 	requireCode(t, err, auth.ECodeReauthRequired)
 	requireCode(t, f.svc.RequireRecentReauth(ctx, pt), auth.ECodeReauthRequired)
 }
+
+// Only a read token without read:device-content is kept from device
+// content; the scope survives Recheck (an event stream's token).
+func TestAPITokenDeviceContentScope(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	secret := f.bootstrapped(t)
+	sess := f.signIn(t, f.svc, "admin", password, secret)
+	p, err := f.svc.Authenticate(ctx, sess.Token)
+	require.NoError(t, err)
+	require.True(t, p.CanReadDeviceContent(), "a session")
+	for _, c := range []struct {
+		name   string
+		access string
+		scopes []string
+		can    bool
+	}{
+		{"read", auth.AccessRead, nil, false},
+		{"read with scope", auth.AccessRead, []string{auth.ScopeReadDeviceContent}, true},
+		{"write", auth.AccessWrite, nil, true},
+	} {
+		tok, err := f.svc.CreateAPIToken(ctx, p, auth.APITokenRequest{Name: c.name, ExpiresInDays: 2, Access: c.access, Scopes: c.scopes})
+		require.NoError(t, err, c.name)
+		require.NotNil(t, tok.Scopes, c.name)
+		tp, err := f.svc.AuthenticateAPIToken(ctx, tok.Token)
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.can, tp.CanReadDeviceContent(), c.name)
+		again, err := f.svc.Recheck(ctx, tp)
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.can, again.CanReadDeviceContent(), c.name)
+		require.True(t, tp.SameScope(again), c.name)
+	}
+	_, err = f.svc.CreateAPIToken(ctx, p, auth.APITokenRequest{Name: "w", ExpiresInDays: 2, Access: auth.AccessWrite,
+		Scopes: []string{auth.ScopeReadDeviceContent}})
+	requireCode(t, err, cairn.ECodeValidation)
+}

@@ -3254,6 +3254,7 @@ export interface components {
             /** Format: date-time */
             last_used_at: string | null;
             name: string;
+            scopes: "read:device-content"[];
             username: string;
         };
         ApiTokenCreateRequest: {
@@ -3261,6 +3262,7 @@ export interface components {
             access?: "read" | "write";
             expires_in_days?: number;
             name?: string;
+            scopes?: "read:device-content"[] | null;
             username?: string;
         };
         ApiTokenCreated: {
@@ -3272,6 +3274,7 @@ export interface components {
             expires_at: string;
             id: number;
             name: string;
+            scopes: "read:device-content"[];
             token: string;
             username: string;
         };
@@ -3554,6 +3557,7 @@ export interface components {
             network: components["schemas"]["NetIface"][] | null;
             os: components["schemas"]["OSInfo"] | null;
             patches: components["schemas"]["Patch"][] | null;
+            process_command_lines_redacted: boolean;
             processes: components["schemas"]["Process"][] | null;
             services: components["schemas"]["Service"][] | null;
             sessions: components["schemas"]["Session"][] | null;
@@ -4477,6 +4481,7 @@ export interface components {
         Processes: {
             /** Format: date-time */
             captured_at: string | null;
+            command_lines_redacted: boolean;
             processes: components["schemas"]["ApiProcess"][];
         };
         Provider: {
@@ -14330,7 +14335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14730,7 +14735,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15663,7 +15668,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -24004,7 +24009,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden, scope_required */
             403: {
                 headers: {
                     [name: string]: unknown;

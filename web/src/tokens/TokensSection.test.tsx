@@ -14,6 +14,7 @@ const backup: ApiToken = {
   id: 4,
   name: 'Backup script',
   access: 'write',
+  scopes: [],
   username: 'admin',
   created_by: 'admin',
   created_at: '2026-11-20T08:00:00Z',
@@ -31,7 +32,7 @@ describe('TokensSection', () => {
       'GET /api/auth/tokens': [{ body: { tokens: [] } }, { body: { tokens: [backup] } }],
       'POST /api/auth/tokens': {
         status: 201,
-        body: { id: 4, token: secret, name: 'Backup script', access: 'write', username: 'admin', created_at: backup.created_at, expires_at: backup.expires_at },
+        body: { id: 4, token: secret, name: 'Backup script', access: 'write', scopes: [], username: 'admin', created_at: backup.created_at, expires_at: backup.expires_at },
       },
     });
     renderWithProviders(<TokensSection />);
@@ -59,6 +60,46 @@ describe('TokensSection', () => {
     await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
     expect(await screen.findByText('Backup script')).toBeInTheDocument();
     expect(screen.queryByText(secret)).not.toBeInTheDocument();
+  });
+
+  it('offers the device content scope for read tokens only, off by default, and lists it', async () => {
+    const reader: ApiToken = { ...backup, id: 6, name: 'Inventory export', access: 'read', scopes: ['read:device-content'] };
+    const engine = fakeEngine({
+      'GET /api/auth/tokens': [{ body: { tokens: [] } }, { body: { tokens: [reader] } }],
+      'POST /api/auth/tokens': {
+        status: 201,
+        body: { id: 6, token: secret, name: reader.name, access: 'read', scopes: reader.scopes, username: 'admin', created_at: reader.created_at, expires_at: reader.expires_at },
+      },
+    });
+    renderWithProviders(<TokensSection />);
+    expect(await screen.findByText('No API tokens yet.')).toBeInTheDocument();
+
+    await userEvent.click(screen.getByRole('button', { name: 'Create a token' }));
+    let dialog = await screen.findByRole('dialog', { name: 'Create an API token' });
+    const box = within(dialog).getByRole('checkbox', { name: 'Read device content' });
+    expect(box).not.toBeChecked();
+    await userEvent.click(within(dialog).getByLabelText('Access'));
+    await userEvent.click(await screen.findByRole('option', { name: 'Read and write' }));
+    expect(within(dialog).queryByRole('checkbox', { name: 'Read device content' })).not.toBeInTheDocument();
+    await userEvent.click(within(dialog).getByLabelText('Access'));
+    await userEvent.click(await screen.findByRole('option', { name: 'Read only' }));
+
+    await userEvent.type(within(dialog).getByLabelText('Name'), reader.name);
+    await userEvent.click(within(dialog).getByRole('checkbox', { name: 'Read device content' }));
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Create token' }));
+    dialog = await screen.findByRole('dialog', { name: 'Copy your new token' });
+    expect(engine.callsTo('POST', '/api/auth/tokens')[0].body).toEqual({
+      name: 'Inventory export',
+      expires_in_days: 30,
+      access: 'read',
+      scopes: ['read:device-content'],
+    });
+    expect(within(dialog).getByText(/Read only, with device content; expires/)).toBeInTheDocument();
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Done' }));
+
+    const row = await screen.findByTestId('token-row');
+    expect(row).toHaveTextContent(/Read only, with device content · last used/);
+    expect(within(row).getByText('read:device-content')).toBeInTheDocument();
   });
 
   it('lists last use and expiry, and shows the field the Engine refused', async () => {

@@ -3,11 +3,14 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
+import Checkbox from '@mui/material/Checkbox';
 import Chip from '@mui/material/Chip';
 import Dialog from '@mui/material/Dialog';
 import DialogActions from '@mui/material/DialogActions';
 import DialogContent from '@mui/material/DialogContent';
 import DialogTitle from '@mui/material/DialogTitle';
+import FormControlLabel from '@mui/material/FormControlLabel';
+import FormHelperText from '@mui/material/FormHelperText';
 import IconButton from '@mui/material/IconButton';
 import InputAdornment from '@mui/material/InputAdornment';
 import List from '@mui/material/List';
@@ -24,7 +27,7 @@ import { ErrorAlert } from '../components/ErrorAlert';
 import { fieldError } from '../components/errors';
 import { formatDateTime } from '../components/format';
 import { useCopy } from '../pages/enroll/shared';
-import { apiTokens, MAX_TOKEN_NAME, type ApiToken, type CreatedApiToken, type TokenAccess } from './api';
+import { apiTokens, MAX_TOKEN_NAME, SCOPE_DEVICE_CONTENT, type ApiToken, type CreatedApiToken, type TokenAccess } from './api';
 
 export const TOKENS_QUERY = ['api-tokens'] as const;
 
@@ -37,11 +40,17 @@ export function checkTokenName(name: string): string | null {
   return null;
 }
 
+/** What a token may do: write tokens read device content anyway. */
+export function describeAccess(t: Pick<ApiToken, 'access' | 'scopes'>): string {
+  if (t.access === 'write') return 'Read and write';
+  return (t.scopes ?? []).includes(SCOPE_DEVICE_CONTENT) ? 'Read only, with device content' : 'Read only';
+}
+
 function describe(t: ApiToken): string {
   const used = t.last_used_at ? `last used ${formatDateTime(t.last_used_at)}` : 'never used';
   const expiry = t.expired ? `expired ${formatDateTime(t.expires_at)}` : `expires ${formatDateTime(t.expires_at)}`;
   const by = t.created_by && t.created_by !== t.username ? ` · made by ${t.created_by}` : '';
-  return `${t.access === 'write' ? 'Read and write' : 'Read only'} · ${used} · ${expiry}${by}`;
+  return `${describeAccess(t)} · ${used} · ${expiry}${by}`;
 }
 
 /** The Profile page's personal API tokens: create (shown once), list, revoke. */
@@ -56,7 +65,9 @@ export function TokensSection() {
     <Box data-testid="tokens-section">
       <Typography variant="body2" sx={{ mb: 1.5 }}>
         Scripts and integrations call the API with a token as <code>Authorization: Bearer cairn_pat_…</code>. A token acts
-        as you, with at most your current role and sites; a read-only token cannot change anything.
+        as you, with at most your current role and sites; a read-only token cannot change anything, and reads file
+        text, registry values, downloaded files, shell transcripts and process command lines only with the device
+        content scope.
       </Typography>
       {list.error ? <ErrorAlert error={list.error} /> : null}
       {list.data && list.data.length === 0 && (
@@ -81,6 +92,9 @@ export function TokensSection() {
                 primary={
                   <>
                     {t.name}{' '}
+                    {(t.scopes ?? []).map((s) => (
+                      <Chip key={s} size="small" label={s} variant="outlined" sx={{ ml: 0.5 }} />
+                    ))}
                     {t.expired && <Chip size="small" label="Expired" variant="outlined" color="warning" sx={{ ml: 0.5 }} />}
                   </>
                 }
@@ -103,11 +117,19 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
   const [name, setName] = useState('');
   const [days, setDays] = useState(30);
   const [access, setAccess] = useState<TokenAccess>('read');
+  const [deviceContent, setDeviceContent] = useState(false);
   const [nameErr, setNameErr] = useState<string | null>(null);
   const [created, setCreated] = useState<CreatedApiToken | null>(null);
   const { copied, failed, copy } = useCopy();
   const mutation = useMutation({
-    mutationFn: () => apiTokens.create({ name: name.trim(), expires_in_days: days, access }),
+    mutationFn: () =>
+      apiTokens.create({
+        name: name.trim(),
+        expires_in_days: days,
+        access,
+        // Only read tokens take the scope: a write token reads device content anyway.
+        ...(access === 'read' && deviceContent ? { scopes: [SCOPE_DEVICE_CONTENT] } : {}),
+      }),
     onSuccess: (t) => {
       setCreated(t);
       onCreated();
@@ -152,7 +174,7 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
                 ),
               },
             }}
-            helperText={`${created.access === 'write' ? 'Read and write' : 'Read only'}; expires ${formatDateTime(created.expires_at)}.`}
+            helperText={`${describeAccess(created)}; expires ${formatDateTime(created.expires_at)}.`}
           />
         </DialogContent>
         <DialogActions>
@@ -211,6 +233,24 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
             <MenuItem value="read">Read only</MenuItem>
             <MenuItem value="write">Read and write</MenuItem>
           </TextField>
+          {access === 'read' && (
+            <Box sx={{ mt: 1 }}>
+              <FormControlLabel
+                control={
+                  <Checkbox
+                    name="device_content"
+                    checked={deviceContent}
+                    onChange={(e) => setDeviceContent(e.target.checked)}
+                  />
+                }
+                label="Read device content"
+              />
+              <FormHelperText sx={{ mt: 0 }}>
+                File text, registry values, downloaded files, shell transcripts and process command lines (
+                {SCOPE_DEVICE_CONTENT}). Without it these are refused or hidden.
+              </FormHelperText>
+            </Box>
+          )}
         </DialogContent>
         <DialogActions>
           <Button onClick={onClose} disabled={mutation.isPending}>

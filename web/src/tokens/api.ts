@@ -5,6 +5,11 @@ export type ApiToken = Schema<'ApiToken'>;
 
 export type TokenAccess = ApiToken['access'];
 
+export type TokenScope = ApiToken['scopes'][number];
+
+/** Lets a read token read device content (docs/api.md "API tokens"). */
+export const SCOPE_DEVICE_CONTENT: TokenScope = 'read:device-content';
+
 /** The one answer that carries the token's text. */
 export type CreatedApiToken = Schema<'ApiTokenCreated'>;
 
@@ -12,6 +17,8 @@ export interface ApiTokenInput {
   name: string;
   expires_in_days: number;
   access: TokenAccess;
+  /** Read tokens only; a write token reads device content without it. */
+  scopes?: TokenScope[];
 }
 
 /** The Engine's bounds on expires_in_days. */

@@ -65,6 +65,7 @@ export function bareDetails(hostname: string, extra: Partial<Device> = {}): Devi
     software: null,
     services: null,
     processes: null,
+    process_command_lines_redacted: false,
     patches: null,
     roles: null,
     agent_health: { startup: null, agent_connection: [], roles: [] },
@@ -80,6 +81,7 @@ export function fullDetails(): DeviceDetails {
   return {
     device: wireSummary(device('web-1', { description: 'Front web server', metadata_fields: { '12': 'rack 4' } })),
     agent_health: { startup: null, agent_connection: [], roles: [] },
+    process_command_lines_redacted: false,
     collected_at: '2026-11-21T08:00:00Z',
     inventory_updated_at: '2026-11-21T08:00:00Z',
     metrics: { cpu_percent: 12.5, memory_used_bytes: 2 * 1024 ** 3, memory_total_bytes: 8 * 1024 ** 3, uptime_seconds: 93600, logged_in_users: ['alice'] },

@@ -168,6 +168,10 @@ var statusByCode = map[string]int{
 	cairn.ECodeDependantsExist: http.StatusConflict,
 	cairn.ECodeBundledReadOnly: http.StatusConflict,
 	cairn.ECodeAssemblyChanged: http.StatusConflict,
+	// Transfer quotas (docs/api.md "File transfers").
+	cairn.ECodeTransferLimitReached:  http.StatusTooManyRequests,
+	cairn.ECodeTransferQuotaExceeded: http.StatusInsufficientStorage,
+	cairn.ECodeInsufficientStorage:   http.StatusInsufficientStorage,
 }
 
 type errorBody struct {

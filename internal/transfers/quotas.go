@@ -131,9 +131,6 @@ func (s *Service) checkBudget(u db.FileTransferUsageRow, reserve int64) error {
 // reserve adds n bytes to what transfer id (of actor) holds, within the
 // budgets. A transfer that ended meanwhile takes nothing more.
 func (s *Service) reserve(ctx context.Context, id, actor string, n int64) error {
-	if err := s.checkDisk(n); err != nil {
-		return err
-	}
 	return s.store.InTx(ctx, func(q *db.Queries) error {
 		if s.cfg.Quotas.bytesBounded() {
 			if err := q.FileTransferQuotaLock(ctx); err != nil {
@@ -162,21 +159,30 @@ type holding struct {
 	held, staged int64
 }
 
+// reserveStep is how much a streaming transfer reserves at once, so the
+// quota lock is taken once per 8 chunks rather than per chunk; near a
+// budget it reserves just what the chunk needs. What a transfer holds is
+// set to its exact size once staged.
+const reserveStep = 8 * ChunkSize
+
 // take makes room for n more staged bytes: the disk headroom, and a
 // reservation when they go beyond what the transfer holds.
 func (s *Service) take(ctx context.Context, h *holding, n int64) error {
-	if h.staged+n <= h.held {
-		if err := s.checkDisk(n); err != nil {
-			return err
-		}
-		h.staged += n
-		return nil
-	}
-	more := h.staged + n - h.held
-	if err := s.reserve(ctx, h.id, h.actor, more); err != nil {
+	if err := s.checkDisk(n); err != nil {
 		return err
 	}
-	h.held += more
+	if more := h.staged + n - h.held; more > 0 {
+		step := max(more, min(reserveStep, s.cfg.MaxBytes-h.held))
+		err := s.reserve(ctx, h.id, h.actor, step)
+		if err != nil && step > more && cairn.IsCode(err, cairn.ECodeTransferQuotaExceeded) {
+			step = more
+			err = s.reserve(ctx, h.id, h.actor, step)
+		}
+		if err != nil {
+			return err
+		}
+		h.held += step
+	}
 	h.staged += n
 	return nil
 }

@@ -64,6 +64,17 @@ const (
 	// file text, registry values or transferred files (issue 21 item 11,
 	// docs/api.md "API tokens").
 	ECodeScopeRequired = "scope_required"
+	// Transfer quotas (issue 21 item 8, docs/api.md "File transfers").
+	//
+	// ECodeTransferLimitReached: too many file transfers are in progress,
+	// the operator's or the Engine's (429 with Retry-After).
+	ECodeTransferLimitReached = "transfer_limit_reached"
+	// ECodeTransferQuotaExceeded: the transfer's bytes would go beyond the
+	// operator's or the Engine's staging budget (507).
+	ECodeTransferQuotaExceeded = "transfer_quota_exceeded"
+	// ECodeInsufficientStorage: staging would leave the Engine's transfer
+	// storage with less free space than it keeps (507).
+	ECodeInsufficientStorage = "insufficient_storage"
 )
 
 // Dependant is saved work that uses a shared object (dependants_exist).

@@ -170,6 +170,10 @@ var statusByCode = map[string]int{
 	cairn.ECodeAssemblyChanged: http.StatusConflict,
 	// API token scopes (docs/api.md "API tokens").
 	cairn.ECodeScopeRequired: http.StatusForbidden,
+	// Transfer quotas (docs/api.md "File transfers").
+	cairn.ECodeTransferLimitReached:  http.StatusTooManyRequests,
+	cairn.ECodeTransferQuotaExceeded: http.StatusInsufficientStorage,
+	cairn.ECodeInsufficientStorage:   http.StatusInsufficientStorage,
 }
 
 type errorBody struct {

@@ -31,7 +31,8 @@ import (
 // unknown or out of scope, refusing operations or without a socket, and
 // the workflow not started (Temporal unreachable or too busy).
 var transferStartErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
-	cairn.ECodeAgentSocketMissing, ECodeTemporalUnavailable, cairn.ECodeUnavailable}
+	cairn.ECodeAgentSocketMissing, ECodeTemporalUnavailable, cairn.ECodeUnavailable,
+	cairn.ECodeTransferLimitReached, cairn.ECodeTransferQuotaExceeded, cairn.ECodeInsufficientStorage}
 
 // fileTransferRoutes are the file manager's transfers (SPEC "File
 // management", docs/api.md "File transfers"): operators stage uploads and
@@ -64,7 +65,7 @@ func (s *Server) fileTransferRoutes() []Route {
 		{"POST", agent + "/content", AuthDevice, raw(s.agentTransferContent).Out(http.StatusOK, proto.TransferStatus{}).
 			Summary("Stream a finished download's artifact (headers X-Content-SHA256, X-Content-Name)").
 			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded,
-				transfers.ECodeChecksumMismatch, transfers.ECodeUploadTooLarge)},
+				transfers.ECodeChecksumMismatch, transfers.ECodeUploadTooLarge, cairn.ECodeTransferQuotaExceeded, cairn.ECodeInsufficientStorage)},
 	}
 }
 
@@ -211,6 +212,15 @@ func (s *Server) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.
 	var form uploadForm
 	id := uuid.NewString()
 	created := false
+	var up *transfers.Upload
+	// The request's size, when it says it, is what the upload reserves of
+	// the staging budgets before a byte is stored.
+	declared := max(r.ContentLength, 0)
+	create := func() error {
+		var err error
+		up, err = s.Transfers.NewUpload(ctx, id, target, principal(ctx).Username, form.destination, form.conflict, form.directories, declared)
+		return err
+	}
 	fail := func(err error) (transfers.Snapshot, error) {
 		if created {
 			bg := context.WithoutCancel(ctx)
@@ -261,7 +271,7 @@ func (s *Server) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.
 				if err := form.validate(); err != nil {
 					return fail(err)
 				}
-				if _, err := s.Transfers.NewUpload(ctx, id, target, principal(ctx).Username, form.destination, form.conflict, form.directories); err != nil {
+				if err := create(); err != nil {
 					return fail(err)
 				}
 				created = true
@@ -278,7 +288,7 @@ func (s *Server) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.
 			}
 			names[name] = true
 			itemID := int32(len(items) + 1)
-			size, sum, err := s.Transfers.StageItem(ctx, id, itemID, name, part, budget)
+			size, sum, err := s.Transfers.StageItem(ctx, up, itemID, name, part, budget)
 			if err != nil {
 				return fail(err)
 			}
@@ -296,12 +306,13 @@ func (s *Server) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.
 		if len(form.directories) == 0 {
 			return fail(cairn.Invalid("file", "is required: at least one file part or a manifest directory"))
 		}
-		if _, err := s.Transfers.NewUpload(ctx, id, target, principal(ctx).Username, form.destination, form.conflict, form.directories); err != nil {
+		declared = 0 // folders only: nothing to stage
+		if err := create(); err != nil {
 			return fail(err)
 		}
 		created = true
 	}
-	if err := s.Transfers.SetTotal(ctx, id, total); err != nil {
+	if err := s.Transfers.SetTotal(ctx, up, total); err != nil {
 		return fail(err)
 	}
 	req := proto.TransferRequest{Action: proto.FileActionUpload, TransferID: id, Destination: form.destination,
@@ -652,7 +663,8 @@ func (s *Server) agentTransferContent(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &tooBig) {
 			err = cairn.Errorf(transfers.ECodeUploadTooLarge, "the content is larger than the Engine's limit of %d bytes", s.Transfers.MaxBytes())
 		}
-		if err == nil || cairn.IsCode(err, transfers.ECodeChecksumMismatch) || cairn.IsCode(err, transfers.ECodeUploadTooLarge) {
+		if err == nil || cairn.IsCode(err, transfers.ECodeChecksumMismatch) || cairn.IsCode(err, transfers.ECodeUploadTooLarge) ||
+			cairn.IsCode(err, cairn.ECodeTransferQuotaExceeded) || cairn.IsCode(err, cairn.ECodeInsufficientStorage) {
 			s.transferChanged(ctx, id)
 		}
 	}

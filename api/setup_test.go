@@ -36,6 +36,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
+	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -130,6 +131,8 @@ type fixture struct {
 	transferStall time.Duration
 	// transferMaxBytes bounds one transfer (0: the default).
 	transferMaxBytes int64
+	// transferQuotas bound what transfers hold at once (zero: none).
+	transferQuotas transfers.Quotas
 	// eventKeepAlive is the replicas' event-stream keep-alive, the shell
 	// guard's tick too (0: 200 ms).
 	eventKeepAlive time.Duration
@@ -205,7 +208,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		PublicURL: publicURL, EngineQueue: f.engineQueue, Namespace: "default", Console: fs.FS(console), Log: log,
 		GitHubAPIURL: f.github.srv.URL, GitHubToken: f.githubEnvToken, AgentArtifacts: f.agentArtifacts, ArtifactKey: f.artifactKey, TrustedProxies: f.trustedProxies, ProofRateLimit: f.proofRateLimit, AgentURLs: f.agentURLs,
 		Now: f.clk.Now, KDF: &kdf, Password: &authtest.CheapPassword, ManualFlush: true, NoSchedules: true,
-		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":", TransferStall: f.transferStall, TransferMaxBytes: f.transferMaxBytes,
+		JobSchedulePrefix: "scheduled-job:" + f.engineQueue + ":", TransferStall: f.transferStall, TransferMaxBytes: f.transferMaxBytes, TransferQuotas: f.transferQuotas,
 		// Event streams re-check their session on each keep-alive: tests
 		// see a stream close soon after its session ends.
 		EventKeepAlive:     keepAlive,

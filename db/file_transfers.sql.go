@@ -93,7 +93,7 @@ func (q *Queries) FileTransferFinish(ctx context.Context, arg FileTransferFinish
 }
 
 const fileTransferGet = `-- name: FileTransferGet :one
-SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at FROM file_transfers WHERE id = $1
+SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at, bytes_reserved FROM file_transfers WHERE id = $1
 `
 
 func (q *Queries) FileTransferGet(ctx context.Context, id string) (FileTransfer, error) {
@@ -121,12 +121,13 @@ func (q *Queries) FileTransferGet(ctx context.Context, id string) (FileTransfer,
 		&i.UpdatedAt,
 		&i.EndedAt,
 		&i.PurgedAt,
+		&i.BytesReserved,
 	)
 	return i, err
 }
 
 const fileTransferGetForDevice = `-- name: FileTransferGetForDevice :one
-SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at FROM file_transfers WHERE id = $1 AND device_guid = $2
+SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at, bytes_reserved FROM file_transfers WHERE id = $1 AND device_guid = $2
 `
 
 type FileTransferGetForDeviceParams struct {
@@ -160,12 +161,13 @@ func (q *Queries) FileTransferGetForDevice(ctx context.Context, arg FileTransfer
 		&i.UpdatedAt,
 		&i.EndedAt,
 		&i.PurgedAt,
+		&i.BytesReserved,
 	)
 	return i, err
 }
 
 const fileTransferGetInScope = `-- name: FileTransferGetInScope :one
-SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at FROM file_transfers
+SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at, bytes_reserved FROM file_transfers
 WHERE id = $1
   AND device_guid = (SELECT guid FROM devices WHERE lower(hostname) = lower($2::text))
   AND ($3::boolean OR site_id = ANY($4::bigint[]))
@@ -213,6 +215,7 @@ func (q *Queries) FileTransferGetInScope(ctx context.Context, arg FileTransferGe
 		&i.UpdatedAt,
 		&i.EndedAt,
 		&i.PurgedAt,
+		&i.BytesReserved,
 	)
 	return i, err
 }
@@ -221,7 +224,7 @@ const fileTransferInsert = `-- name: FileTransferInsert :one
 
 INSERT INTO file_transfers (id, device_guid, hostname, site_id, direction, destination, conflict, directories, paths, actor)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[], $9::text[], $10)
-RETURNING id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at
+RETURNING id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at, bytes_reserved
 `
 
 type FileTransferInsertParams struct {
@@ -274,6 +277,7 @@ func (q *Queries) FileTransferInsert(ctx context.Context, arg FileTransferInsert
 		&i.UpdatedAt,
 		&i.EndedAt,
 		&i.PurgedAt,
+		&i.BytesReserved,
 	)
 	return i, err
 }
@@ -410,10 +414,11 @@ func (q *Queries) FileTransferItemProgress(ctx context.Context, arg FileTransfer
 }
 
 const fileTransferListStale = `-- name: FileTransferListStale :many
-SELECT id FROM file_transfers
-WHERE purged_at IS NULL
-  AND ((ended_at IS NOT NULL AND ended_at < now() - make_interval(secs => $1::float8))
-    OR (state = 'queued' AND updated_at < now() - make_interval(secs => $2::float8)))
+SELECT id, state FROM file_transfers
+WHERE (purged_at IS NULL
+    AND ((ended_at IS NOT NULL AND ended_at < now() - make_interval(secs => $1::float8))
+      OR (state = 'queued' AND updated_at < now() - make_interval(secs => $2::float8))))
+   OR (state = 'running' AND updated_at < now() - make_interval(secs => $2::float8))
 ORDER BY updated_at
 LIMIT 500
 `
@@ -423,21 +428,28 @@ type FileTransferListStaleParams struct {
 	StaleSeconds     float64
 }
 
-// Transfers whose content outlived its retention, and uploads whose
-// staging request died before a workflow took them (the sweep).
-func (q *Queries) FileTransferListStale(ctx context.Context, arg FileTransferListStaleParams) ([]string, error) {
+type FileTransferListStaleRow struct {
+	ID    string
+	State string
+}
+
+// Transfers whose content outlived its retention, uploads whose staging
+// request died before a workflow took them, and running transfers idle so
+// long that their workflow is gone (it fails a silent one within
+// minutes): the sweep, so none holds its quota forever.
+func (q *Queries) FileTransferListStale(ctx context.Context, arg FileTransferListStaleParams) ([]FileTransferListStaleRow, error) {
 	rows, err := q.db.Query(ctx, fileTransferListStale, arg.RetentionSeconds, arg.StaleSeconds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []string
+	var items []FileTransferListStaleRow
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var i FileTransferListStaleRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -459,6 +471,19 @@ func (q *Queries) FileTransferPurge(ctx context.Context, id string) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const fileTransferQuotaLock = `-- name: FileTransferQuotaLock :exec
+
+SELECT pg_advisory_xact_lock(hashtext('cairn.transfer_quotas'))
+`
+
+// Transfer quotas (docs/architecture.md "Transfer quotas").
+// Serializes admissions and reservations against the transfer budgets
+// across replicas for the rest of the transaction (its own key space).
+func (q *Queries) FileTransferQuotaLock(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, fileTransferQuotaLock)
+	return err
+}
+
 const fileTransferRequestCancel = `-- name: FileTransferRequestCancel :execrows
 UPDATE file_transfers
 SET cancel_requested = true, state = 'cancelled', error_code = 'transfer_cancelled', error_message = $1,
@@ -477,6 +502,39 @@ func (q *Queries) FileTransferRequestCancel(ctx context.Context, arg FileTransfe
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const fileTransferReserve = `-- name: FileTransferReserve :execrows
+UPDATE file_transfers SET bytes_reserved = bytes_reserved + $1::bigint
+WHERE id = $2 AND purged_at IS NULL AND state IN ('queued', 'running')
+`
+
+type FileTransferReserveParams struct {
+	Bytes int64
+	ID    string
+}
+
+// Adds to what a transfer holds; a transfer that ended or was purged
+// takes nothing more.
+func (q *Queries) FileTransferReserve(ctx context.Context, arg FileTransferReserveParams) (int64, error) {
+	result, err := q.db.Exec(ctx, fileTransferReserve, arg.Bytes, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const fileTransferReserveStaged = `-- name: FileTransferReserveStaged :exec
+UPDATE file_transfers
+SET bytes_reserved = (SELECT coalesce(sum(octet_length(data)), 0) FROM file_transfer_chunks WHERE transfer_id = $1)
+WHERE id = $1 AND purged_at IS NULL
+`
+
+// Re-derives what a transfer holds from its chunk rows (after an earlier
+// attempt's content was deleted).
+func (q *Queries) FileTransferReserveStaged(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, fileTransferReserveStaged, id)
+	return err
 }
 
 const fileTransferSetDownloadTotal = `-- name: FileTransferSetDownloadTotal :exec
@@ -514,6 +572,21 @@ func (q *Queries) FileTransferSetProgress(ctx context.Context, arg FileTransferS
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const fileTransferSetReserved = `-- name: FileTransferSetReserved :exec
+UPDATE file_transfers SET bytes_reserved = $1::bigint WHERE id = $2 AND purged_at IS NULL
+`
+
+type FileTransferSetReservedParams struct {
+	Bytes int64
+	ID    string
+}
+
+// Sets what a transfer holds to its staged content's exact size.
+func (q *Queries) FileTransferSetReserved(ctx context.Context, arg FileTransferSetReservedParams) error {
+	_, err := q.db.Exec(ctx, fileTransferSetReserved, arg.Bytes, arg.ID)
+	return err
 }
 
 const fileTransferSetTotals = `-- name: FileTransferSetTotals :exec
@@ -562,5 +635,35 @@ func (q *Queries) FileTransferSumProgress(ctx context.Context, transferID string
 	row := q.db.QueryRow(ctx, fileTransferSumProgress, transferID)
 	var i FileTransferSumProgressRow
 	err := row.Scan(&i.BytesDone, &i.OpenItems, &i.FailedItems)
+	return i, err
+}
+
+const fileTransferUsage = `-- name: FileTransferUsage :one
+SELECT count(*) FILTER (WHERE state IN ('queued', 'running'))::bigint AS live,
+       coalesce(sum(bytes_reserved) FILTER (WHERE purged_at IS NULL), 0)::bigint AS bytes,
+       count(*) FILTER (WHERE state IN ('queued', 'running') AND actor = $1)::bigint AS actor_live,
+       coalesce(sum(bytes_reserved) FILTER (WHERE purged_at IS NULL AND actor = $1), 0)::bigint AS actor_bytes
+FROM file_transfers
+WHERE purged_at IS NULL OR state IN ('queued', 'running')
+`
+
+type FileTransferUsageRow struct {
+	Live       int64
+	Bytes      int64
+	ActorLive  int64
+	ActorBytes int64
+}
+
+// What the transfers hold now, all together and @actor's: live transfers
+// (queued or running) and bytes of content still on the Engine.
+func (q *Queries) FileTransferUsage(ctx context.Context, actor string) (FileTransferUsageRow, error) {
+	row := q.db.QueryRow(ctx, fileTransferUsage, actor)
+	var i FileTransferUsageRow
+	err := row.Scan(
+		&i.Live,
+		&i.Bytes,
+		&i.ActorLive,
+		&i.ActorBytes,
+	)
 	return i, err
 }

@@ -454,6 +454,7 @@ type FileTransfer struct {
 	UpdatedAt       time.Time
 	EndedAt         *time.Time
 	PurgedAt        *time.Time
+	BytesReserved   int64
 }
 
 type FileTransferChunk struct {

@@ -145,6 +145,10 @@ type Config struct {
 	TransferMaxBytes  int64
 	TransferRetention time.Duration
 	TransferStall     time.Duration
+	// TransferQuotas bound what file transfers hold at once: staging
+	// budgets, concurrency caps, disk headroom (CAIRN_TRANSFER_QUOTA_BYTES
+	// and its siblings; zero values: unbounded).
+	TransferQuotas transfers.Quotas
 	// ShellTranscriptMax caps one shell session's transcript, whose
 	// reaching ends the session (CAIRN_SHELL_TRANSCRIPT_MAX_BYTES; 0: the
 	// default); ShellNoInputRecording leaves operators' keystrokes out of
@@ -317,7 +321,8 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
-	e.Transfers = transfers.New(store, transfers.Config{MaxBytes: cfg.TransferMaxBytes, Retention: cfg.TransferRetention})
+	e.Transfers = transfers.New(store, transfers.Config{MaxBytes: cfg.TransferMaxBytes, Retention: cfg.TransferRetention,
+		Quotas: cfg.TransferQuotas})
 
 	e.Workers = workers.NewManager(workerClient, log, cfg.Sites)
 	// Workflow payloads are sealed under the master cipher: a process

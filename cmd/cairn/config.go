@@ -97,6 +97,10 @@ type config struct {
 	// download's content after the transfer ended.
 	TransferMaxBytes  int64
 	TransferRetention time.Duration
+	// TransferQuotas bound what transfers hold at once: the staging
+	// budgets, the concurrency caps and the disk headroom
+	// (CAIRN_TRANSFER_QUOTA_BYTES and its siblings, parseTransferQuotas).
+	TransferQuotas transfers.Quotas
 	// ShellTranscriptMax caps one shell session's transcript (reaching it
 	// ends the session); ShellNoInputRecording leaves operators'
 	// keystrokes out of transcripts.
@@ -220,6 +224,7 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"bytes one file transfer may carry (an upload's files together, or a download's artifact)")
 	transferRetention := fs.String("transfer-retention", env("CAIRN_TRANSFER_RETENTION", transfers.DefaultRetention.String()),
 		"how long a download's content stays fetchable after the transfer ended (a duration such as 24h)")
+	quotaFlags := transferQuotaFlags(fs)
 	shellTranscriptMax := fs.String("shell-transcript-max-bytes", env("CAIRN_SHELL_TRANSCRIPT_MAX_BYTES", strconv.FormatInt(shells.DefaultTranscriptMax, 10)),
 		"bytes one shell session's transcript may take; reaching it ends the session")
 	shellRecordInput := fs.String("shell-record-input", env("CAIRN_SHELL_RECORD_INPUT", "1"),
@@ -294,6 +299,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return c, err
+	}
+	if c.TransferQuotas, err = quotaFlags.parse(c.TransferMaxBytes, c.DatabaseURL, c.DataDir); err != nil {
 		return c, err
 	}
 	if c.AgentArtifacts != "" {
@@ -418,6 +426,113 @@ func parseTransferLimits(maxBytes, retention string) (int64, time.Duration, erro
 			minTransferRetention, maxTransferRetention, retention)
 	}
 	return n, d, nil
+}
+
+// Transfer quota bounds (docs/architecture.md "Transfer quotas"): a
+// budget is off (0) or at least one transfer of CAIRN_TRANSFER_MAX_BYTES
+// and at most 1 PiB; caps are off (0) or up to 100,000 transfers; the
+// headroom is up to 1 PiB. By default the Engine's budget is 16 transfers
+// of the largest size (64 GiB with the default), 256 transfers run at
+// once, 64 of them an operator's, and staging keeps 1 GiB free.
+const (
+	maxTransferQuotaBytes     = 1 << 50
+	maxTransferConcurrent     = 100000
+	defaultQuotaTransfers     = 16
+	defaultTransferConcurrent = 256
+	defaultOperatorConcurrent = 64
+	defaultTransferMinFree    = 1 << 30
+)
+
+// transferQuotaSettings are the quota settings as given.
+type transferQuotaSettings struct {
+	bytes, operatorBytes, concurrent, operatorConcurrent, minFree, stagingPath *string
+}
+
+func transferQuotaFlags(fs *flag.FlagSet) transferQuotaSettings {
+	return transferQuotaSettings{
+		bytes: fs.String("transfer-quota-bytes", env("CAIRN_TRANSFER_QUOTA_BYTES", ""),
+			"staged bytes all file transfers may hold at once, completed downloads until their retention passes (0: no budget; default 16 × transfer-max-bytes)"),
+		operatorBytes: fs.String("transfer-operator-quota-bytes", env("CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES", "0"),
+			"staged bytes one operator's file transfers may hold at once (0: no budget)"),
+		concurrent: fs.String("transfer-max-concurrent", env("CAIRN_TRANSFER_MAX_CONCURRENT", strconv.Itoa(defaultTransferConcurrent)),
+			"file transfers queued or running at once on the Engine (0: no cap)"),
+		operatorConcurrent: fs.String("transfer-operator-max-concurrent", env("CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT", strconv.Itoa(defaultOperatorConcurrent)),
+			"file transfers one operator may have queued or running at once (0: no cap)"),
+		minFree: fs.String("transfer-min-free-bytes", env("CAIRN_TRANSFER_MIN_FREE_BYTES", strconv.Itoa(defaultTransferMinFree)),
+			"free bytes staging keeps on the filesystem of transfer-staging-path (0: no check)"),
+		stagingPath: fs.String("transfer-staging-path", env("CAIRN_TRANSFER_STAGING_PATH", ""),
+			"directory on the filesystem of PostgreSQL's data, for the free-space check (default: the private cluster's; with DATABASE_URL, none unless set)"),
+	}
+}
+
+// parse checks the quota settings against CAIRN_TRANSFER_MAX_BYTES; the
+// headroom is checked on the private cluster's directory, or on
+// CAIRN_TRANSFER_STAGING_PATH (an external PostgreSQL's data directory is
+// not the Engine's to see unless the operator names it).
+func (q transferQuotaSettings) parse(maxBytes int64, databaseURL, dataDir string) (transfers.Quotas, error) {
+	var out transfers.Quotas
+	budget := func(v, flagName, envName string) (int64, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > maxTransferQuotaBytes || (n > 0 && n < maxBytes) {
+			return 0, fmt.Errorf("%s (%s) must be 0 (no budget) or a number of bytes from CAIRN_TRANSFER_MAX_BYTES (%d) to %d, got %q",
+				flagName, envName, maxBytes, int64(maxTransferQuotaBytes), v)
+		}
+		return n, nil
+	}
+	limit := func(v, flagName, envName string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxTransferConcurrent {
+			return 0, fmt.Errorf("%s (%s) must be 0 (no cap) or a number of transfers up to %d, got %q",
+				flagName, envName, maxTransferConcurrent, v)
+		}
+		return n, nil
+	}
+	var err error
+	global := *q.bytes
+	if global == "" {
+		global = strconv.FormatInt(min(defaultQuotaTransfers*maxBytes, maxTransferQuotaBytes), 10)
+	}
+	if out.Bytes, err = budget(global, "transfer-quota-bytes", "CAIRN_TRANSFER_QUOTA_BYTES"); err != nil {
+		return out, err
+	}
+	if out.OperatorBytes, err = budget(*q.operatorBytes, "transfer-operator-quota-bytes", "CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES"); err != nil {
+		return out, err
+	}
+	if out.Bytes > 0 && out.OperatorBytes > out.Bytes {
+		return out, fmt.Errorf("transfer-operator-quota-bytes (CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES) %d must not exceed transfer-quota-bytes (CAIRN_TRANSFER_QUOTA_BYTES) %d",
+			out.OperatorBytes, out.Bytes)
+	}
+	if out.Concurrent, err = limit(*q.concurrent, "transfer-max-concurrent", "CAIRN_TRANSFER_MAX_CONCURRENT"); err != nil {
+		return out, err
+	}
+	if out.OperatorConcurrent, err = limit(*q.operatorConcurrent, "transfer-operator-max-concurrent", "CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT"); err != nil {
+		return out, err
+	}
+	if out.Concurrent > 0 && out.OperatorConcurrent > out.Concurrent {
+		return out, fmt.Errorf("transfer-operator-max-concurrent (CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT) %d must not exceed transfer-max-concurrent (CAIRN_TRANSFER_MAX_CONCURRENT) %d",
+			out.OperatorConcurrent, out.Concurrent)
+	}
+	n, err := strconv.ParseInt(*q.minFree, 10, 64)
+	if err != nil || n < 0 || n > maxTransferQuotaBytes {
+		return out, fmt.Errorf("transfer-min-free-bytes (CAIRN_TRANSFER_MIN_FREE_BYTES) must be 0 (no check) or a number of bytes up to %d, got %q",
+			int64(maxTransferQuotaBytes), *q.minFree)
+	}
+	out.MinFreeBytes = n
+	switch p := *q.stagingPath; {
+	case p != "":
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return out, fmt.Errorf("transfer-staging-path (CAIRN_TRANSFER_STAGING_PATH): %w", err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return out, fmt.Errorf("transfer-staging-path (CAIRN_TRANSFER_STAGING_PATH) must be an existing directory, got %q", p)
+		}
+		out.StagingPath = abs
+	case databaseURL == "":
+		// The private cluster's data lives here (cmd/cairn/engine.go).
+		out.StagingPath = filepath.Join(dataDir, "postgres")
+	}
+	return out, nil
 }
 
 // parseShellTranscripts checks CAIRN_SHELL_TRANSCRIPT_MAX_BYTES (bytes)

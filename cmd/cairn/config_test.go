@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
 func loadTestConfig(t *testing.T, args ...string) (config, error) {
@@ -302,6 +305,79 @@ func TestTransferLimitSettings(t *testing.T) {
 		t.Setenv("CAIRN_TRANSFER_RETENTION", bad.retention)
 		_, err := loadTestConfig(t)
 		require.ErrorContains(t, err, bad.name, "%s/%s", bad.size, bad.retention)
+	}
+}
+
+// Transfer quotas: defaults that leave today's use alone (a budget of 16
+// largest transfers, 256 live transfers, 64 an operator's, 1 GiB of
+// headroom on the private cluster's directory), each setting by
+// environment or flag, and bad values refused by name.
+func TestTransferQuotaSettings(t *testing.T) {
+	names := []string{"CAIRN_TRANSFER_MAX_BYTES", "CAIRN_TRANSFER_QUOTA_BYTES", "CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES",
+		"CAIRN_TRANSFER_MAX_CONCURRENT", "CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT", "CAIRN_TRANSFER_MIN_FREE_BYTES",
+		"CAIRN_TRANSFER_STAGING_PATH", "DATABASE_URL", "CAIRN_DATA_DIR"}
+	unset := func() {
+		for _, n := range names {
+			t.Setenv(n, "")
+		}
+	}
+	unset()
+	dataDir := t.TempDir()
+	t.Setenv("CAIRN_DATA_DIR", dataDir)
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, transfers.Quotas{Bytes: 64 << 30, Concurrent: 256, OperatorConcurrent: 64, MinFreeBytes: 1 << 30,
+		StagingPath: filepath.Join(dataDir, "postgres")}, c.TransferQuotas)
+
+	// an external PostgreSQL: no path to check unless one is named
+	t.Setenv("DATABASE_URL", "postgres://db.example/cairn")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Empty(t, c.TransferQuotas.StagingPath)
+	staging := t.TempDir()
+	t.Setenv("CAIRN_TRANSFER_STAGING_PATH", staging)
+	t.Setenv("CAIRN_TRANSFER_MAX_BYTES", "1048576")
+	t.Setenv("CAIRN_TRANSFER_QUOTA_BYTES", "0")
+	t.Setenv("CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES", "2097152")
+	t.Setenv("CAIRN_TRANSFER_MAX_CONCURRENT", "0")
+	t.Setenv("CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT", "3")
+	t.Setenv("CAIRN_TRANSFER_MIN_FREE_BYTES", "0")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, transfers.Quotas{OperatorBytes: 2 << 20, OperatorConcurrent: 3, StagingPath: staging}, c.TransferQuotas)
+	c, err = loadTestConfig(t, "-transfer-quota-bytes", "8388608", "-transfer-operator-quota-bytes", "4194304",
+		"-transfer-max-concurrent", "10", "-transfer-operator-max-concurrent", "10", "-transfer-min-free-bytes", "5")
+	require.NoError(t, err)
+	require.Equal(t, transfers.Quotas{Bytes: 8 << 20, OperatorBytes: 4 << 20, Concurrent: 10, OperatorConcurrent: 10,
+		MinFreeBytes: 5, StagingPath: staging}, c.TransferQuotas)
+	// the default budget follows the largest transfer
+	c, err = loadTestConfig(t, "-transfer-quota-bytes", "", "-transfer-max-bytes", "2097152")
+	require.NoError(t, err)
+	require.Equal(t, int64(32<<20), c.TransferQuotas.Bytes)
+
+	for _, bad := range []struct{ name, value, want string }{
+		{"CAIRN_TRANSFER_QUOTA_BYTES", "-1", "CAIRN_TRANSFER_QUOTA_BYTES"},
+		{"CAIRN_TRANSFER_QUOTA_BYTES", "64GiB", "CAIRN_TRANSFER_QUOTA_BYTES"},
+		{"CAIRN_TRANSFER_QUOTA_BYTES", "1048575", "CAIRN_TRANSFER_QUOTA_BYTES"}, // below one largest transfer
+		{"CAIRN_TRANSFER_QUOTA_BYTES", "1125899906842625", "CAIRN_TRANSFER_QUOTA_BYTES"},
+		{"CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES", "1000", "CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES"},
+		{"CAIRN_TRANSFER_OPERATOR_QUOTA_BYTES", "16777216", "must not exceed"}, // above the Engine's 8 MiB
+		{"CAIRN_TRANSFER_MAX_CONCURRENT", "-3", "CAIRN_TRANSFER_MAX_CONCURRENT"},
+		{"CAIRN_TRANSFER_MAX_CONCURRENT", "100001", "CAIRN_TRANSFER_MAX_CONCURRENT"},
+		{"CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT", "many", "CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT"},
+		{"CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT", "20", "must not exceed"}, // above the Engine's 10
+		{"CAIRN_TRANSFER_MIN_FREE_BYTES", "1G", "CAIRN_TRANSFER_MIN_FREE_BYTES"},
+		{"CAIRN_TRANSFER_MIN_FREE_BYTES", "-1", "CAIRN_TRANSFER_MIN_FREE_BYTES"},
+		{"CAIRN_TRANSFER_STAGING_PATH", filepath.Join(staging, "missing"), "CAIRN_TRANSFER_STAGING_PATH"},
+	} {
+		unset()
+		t.Setenv("CAIRN_TRANSFER_MAX_BYTES", "1048576")
+		t.Setenv("CAIRN_TRANSFER_QUOTA_BYTES", "8388608")
+		t.Setenv("CAIRN_TRANSFER_MAX_CONCURRENT", "10")
+		t.Setenv("CAIRN_TRANSFER_OPERATOR_MAX_CONCURRENT", "5")
+		t.Setenv(bad.name, bad.value)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, bad.want, "%s=%s", bad.name, bad.value)
 	}
 }
 

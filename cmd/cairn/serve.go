@@ -69,7 +69,7 @@ func serve(ctx context.Context, args []string) error {
 		AgentArtifacts: c.AgentArtifacts, ArtifactKey: artifactKey, Console: web.Console(), TLS: certs, Log: log, Started: started.Load,
 		TrustedProxies: c.TrustedProxies,
 		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
-		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention,
+		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention, TransferQuotas: c.TransferQuotas,
 		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
 		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording}
 	if c.SiteWorkers == "none" {

@@ -99,11 +99,48 @@ WITH gone AS (DELETE FROM file_transfer_chunks WHERE transfer_id = @id)
 UPDATE file_transfers SET purged_at = now() WHERE id = @id AND purged_at IS NULL;
 
 -- name: FileTransferListStale :many
--- Transfers whose content outlived its retention, and uploads whose
--- staging request died before a workflow took them (the sweep).
-SELECT id FROM file_transfers
-WHERE purged_at IS NULL
-  AND ((ended_at IS NOT NULL AND ended_at < now() - make_interval(secs => @retention_seconds::float8))
-    OR (state = 'queued' AND updated_at < now() - make_interval(secs => @stale_seconds::float8)))
+-- Transfers whose content outlived its retention, uploads whose staging
+-- request died before a workflow took them, and running transfers idle so
+-- long that their workflow is gone (it fails a silent one within
+-- minutes): the sweep, so none holds its quota forever.
+SELECT id, state FROM file_transfers
+WHERE (purged_at IS NULL
+    AND ((ended_at IS NOT NULL AND ended_at < now() - make_interval(secs => @retention_seconds::float8))
+      OR (state = 'queued' AND updated_at < now() - make_interval(secs => @stale_seconds::float8))))
+   OR (state = 'running' AND updated_at < now() - make_interval(secs => @stale_seconds::float8))
 ORDER BY updated_at
 LIMIT 500;
+
+-- Transfer quotas (docs/architecture.md "Transfer quotas").
+
+-- name: FileTransferQuotaLock :exec
+-- Serializes admissions and reservations against the transfer budgets
+-- across replicas for the rest of the transaction (its own key space).
+SELECT pg_advisory_xact_lock(hashtext('cairn.transfer_quotas'));
+
+-- name: FileTransferUsage :one
+-- What the transfers hold now, all together and @actor's: live transfers
+-- (queued or running) and bytes of content still on the Engine.
+SELECT count(*) FILTER (WHERE state IN ('queued', 'running'))::bigint AS live,
+       coalesce(sum(bytes_reserved) FILTER (WHERE purged_at IS NULL), 0)::bigint AS bytes,
+       count(*) FILTER (WHERE state IN ('queued', 'running') AND actor = @actor)::bigint AS actor_live,
+       coalesce(sum(bytes_reserved) FILTER (WHERE purged_at IS NULL AND actor = @actor), 0)::bigint AS actor_bytes
+FROM file_transfers
+WHERE purged_at IS NULL OR state IN ('queued', 'running');
+
+-- name: FileTransferReserve :execrows
+-- Adds to what a transfer holds; a transfer that ended or was purged
+-- takes nothing more.
+UPDATE file_transfers SET bytes_reserved = bytes_reserved + @bytes::bigint
+WHERE id = @id AND purged_at IS NULL AND state IN ('queued', 'running');
+
+-- name: FileTransferSetReserved :exec
+-- Sets what a transfer holds to its staged content's exact size.
+UPDATE file_transfers SET bytes_reserved = @bytes::bigint WHERE id = @id AND purged_at IS NULL;
+
+-- name: FileTransferReserveStaged :exec
+-- Re-derives what a transfer holds from its chunk rows (after an earlier
+-- attempt's content was deleted).
+UPDATE file_transfers
+SET bytes_reserved = (SELECT coalesce(sum(octet_length(data)), 0) FROM file_transfer_chunks WHERE transfer_id = @id)
+WHERE id = @id AND purged_at IS NULL;

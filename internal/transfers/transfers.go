@@ -89,6 +89,8 @@ const (
 type Config struct {
 	MaxBytes  int64
 	Retention time.Duration
+	// Quotas bound what transfers hold at once (zero: unbounded).
+	Quotas Quotas
 }
 
 // Service records transfers and stores their content.
@@ -104,6 +106,9 @@ func New(store *db.Store, cfg Config) *Service {
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
+	}
+	if cfg.Quotas.FreeBytes == nil {
+		cfg.Quotas.FreeBytes = StatfsFree
 	}
 	return &Service{store: store, cfg: cfg}
 }
@@ -125,17 +130,54 @@ type Snapshot struct {
 	Items    []db.FileTransferItem
 }
 
-// NewUpload records an upload to an absolute directory of the device.
-func (s *Service) NewUpload(ctx context.Context, id string, t devices.OperationTarget, actor, destination, conflict string, dirs []string) (db.FileTransfer, error) {
-	return s.store.FileTransferInsert(ctx, db.FileTransferInsertParams{ID: id, DeviceGuid: t.GUID, Hostname: t.Hostname,
-		SiteID: t.SiteID, Direction: DirectionUpload, Destination: destination, Conflict: conflict, Directories: nonNil(dirs),
-		Paths: []string{}, Actor: actor})
+// Upload is an upload being staged: the transfer and what it holds of
+// the staging budget.
+type Upload struct {
+	Transfer db.FileTransfer
+	hold     holding
 }
 
-// NewDownload records a download of paths; item 1 is its artifact.
+// NewUpload records an upload to an absolute directory of the device,
+// within the concurrency caps, and reserves declared bytes of the budgets
+// (the request's size when known, else 0: the content reserves as it is
+// staged).
+func (s *Service) NewUpload(ctx context.Context, id string, t devices.OperationTarget, actor, destination, conflict string, dirs []string, declared int64) (*Upload, error) {
+	declared = min(max(declared, 0), s.cfg.MaxBytes)
+	if err := s.checkDisk(declared); err != nil {
+		return nil, err
+	}
+	up := &Upload{hold: holding{id: id, actor: actor, held: declared}}
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		if err := s.admit(ctx, q, actor, declared); err != nil {
+			return err
+		}
+		var err error
+		up.Transfer, err = q.FileTransferInsert(ctx, db.FileTransferInsertParams{ID: id, DeviceGuid: t.GUID, Hostname: t.Hostname,
+			SiteID: t.SiteID, Direction: DirectionUpload, Destination: destination, Conflict: conflict, Directories: nonNil(dirs),
+			Paths: []string{}, Actor: actor})
+		if err != nil || declared == 0 {
+			return err
+		}
+		_, err = q.FileTransferReserve(ctx, db.FileTransferReserveParams{ID: id, Bytes: declared})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return up, nil
+}
+
+// NewDownload records a download of paths, within the concurrency caps;
+// item 1 is its artifact, which reserves budget as it streams in.
 func (s *Service) NewDownload(ctx context.Context, id string, t devices.OperationTarget, actor string, paths []string) (db.FileTransfer, error) {
+	if err := s.checkDisk(0); err != nil {
+		return db.FileTransfer{}, err
+	}
 	var out db.FileTransfer
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		if err := s.admit(ctx, q, actor, 0); err != nil {
+			return err
+		}
 		var err error
 		out, err = q.FileTransferInsert(ctx, db.FileTransferInsertParams{ID: id, DeviceGuid: t.GUID, Hostname: t.Hostname,
 			SiteID: t.SiteID, Direction: DirectionDownload, Conflict: ConflictRename, Directories: []string{}, Paths: paths, Actor: actor})
@@ -171,9 +213,12 @@ func CleanRelative(name string) (string, bool) {
 
 // StageItem stores one upload item read from r, chunk by chunk, and
 // returns its size and SHA-256. budget is what the transfer may still
-// take; beyond it the upload is refused with upload_too_large.
-func (s *Service) StageItem(ctx context.Context, id string, itemID int32, name string, r io.Reader, budget int64) (int64, string, error) {
-	size, sum, err := s.storeContent(ctx, id, itemID, r, budget)
+// take; beyond it the upload is refused with upload_too_large, and
+// beyond the staging budgets or the disk headroom with
+// transfer_quota_exceeded or insufficient_storage.
+func (s *Service) StageItem(ctx context.Context, up *Upload, itemID int32, name string, r io.Reader, budget int64) (int64, string, error) {
+	id := up.Transfer.ID
+	size, sum, err := s.storeContent(ctx, &up.hold, itemID, r, budget)
 	if err != nil {
 		return 0, "", err
 	}
@@ -184,12 +229,14 @@ func (s *Service) StageItem(ctx context.Context, id string, itemID int32, name s
 
 // storeContent writes r as chunk rows of item (replacing any earlier
 // attempt's) and returns the size and SHA-256; one chunk is in memory at a
-// time.
-func (s *Service) storeContent(ctx context.Context, id string, itemID int32, r io.Reader, budget int64) (int64, string, error) {
+// time. Each chunk first takes its room in h: disk headroom, and budget
+// beyond what the transfer already holds.
+func (s *Service) storeContent(ctx context.Context, h *holding, itemID int32, r io.Reader, budget int64) (int64, string, error) {
+	id := h.id
 	if err := s.store.FileTransferChunkDeleteItem(ctx, db.FileTransferChunkDeleteItemParams{TransferID: id, ItemID: itemID}); err != nil {
 		return 0, "", err
 	}
-	h := sha256.New()
+	sha := sha256.New()
 	buf := make([]byte, ChunkSize)
 	var size int64
 	for seq := int32(0); ; seq++ {
@@ -199,14 +246,17 @@ func (s *Service) storeContent(ctx context.Context, id string, itemID int32, r i
 			if size > budget {
 				return 0, "", cairn.Errorf(ECodeUploadTooLarge, "the transfer is larger than the Engine's limit of %d bytes", s.cfg.MaxBytes)
 			}
-			h.Write(buf[:n])
+			if qerr := s.take(ctx, h, int64(n)); qerr != nil {
+				return 0, "", qerr
+			}
+			sha.Write(buf[:n])
 			if ierr := s.store.FileTransferChunkInsert(ctx, db.FileTransferChunkInsertParams{TransferID: id, ItemID: itemID,
 				Seq: seq, Data: buf[:n]}); ierr != nil {
 				return 0, "", ierr
 			}
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return size, hex.EncodeToString(h.Sum(nil)), nil
+			return size, hex.EncodeToString(sha.Sum(nil)), nil
 		}
 		if err != nil {
 			return 0, "", err
@@ -214,9 +264,17 @@ func (s *Service) storeContent(ctx context.Context, id string, itemID int32, r i
 	}
 }
 
-// SetTotal records an upload's total once every item is staged.
-func (s *Service) SetTotal(ctx context.Context, id string, total int64) error {
-	return s.store.FileTransferSetTotals(ctx, db.FileTransferSetTotalsParams{ID: id, BytesTotal: total})
+// SetTotal records an upload's total once every item is staged, and
+// holds exactly that of the budgets from then on (not what it declared).
+func (s *Service) SetTotal(ctx context.Context, up *Upload, total int64) error {
+	id := up.Transfer.ID
+	return s.store.InTx(ctx, func(q *db.Queries) error {
+		if err := q.FileTransferSetTotals(ctx, db.FileTransferSetTotalsParams{ID: id, BytesTotal: total}); err != nil {
+			return err
+		}
+		up.hold.held = total
+		return q.FileTransferSetReserved(ctx, db.FileTransferSetReservedParams{ID: id, Bytes: total})
+	})
 }
 
 // Get returns a transfer and its items by ID.
@@ -397,10 +455,30 @@ func (s *Service) ReceiveContent(ctx context.Context, guid, id, name string, wan
 	if Terminal(t.State) {
 		return endedError(t)
 	}
-	size, sum, err := s.storeContent(ctx, id, 1, r, s.cfg.MaxBytes)
+	// An earlier attempt's content is replaced: what the transfer holds
+	// is derived again from what is left of it.
+	if err := s.store.FileTransferChunkDeleteItem(ctx, db.FileTransferChunkDeleteItemParams{TransferID: id, ItemID: 1}); err != nil {
+		return err
+	}
+	if err := s.store.FileTransferReserveStaged(ctx, id); err != nil {
+		return err
+	}
+	cur, err := s.store.FileTransferGet(ctx, id)
 	if err != nil {
-		if cairn.IsCode(err, ECodeUploadTooLarge) {
-			_, _ = s.Finish(context.WithoutCancel(ctx), id, StateFailed, ECodeUploadTooLarge, err.Error())
+		return err
+	}
+	h := &holding{id: id, actor: t.Actor, held: cur.BytesReserved}
+	size, sum, err := s.storeContent(ctx, h, 1, r, s.cfg.MaxBytes)
+	if err != nil {
+		// A refused artifact ends the transfer with the refusal's code
+		// (in its state for the operator) and releases what it held.
+		if cairn.IsCode(err, ECodeUploadTooLarge) || quotaRefusal(err) {
+			var ce *cairn.Error
+			msg := err.Error()
+			if errors.As(err, &ce) {
+				msg = ce.Message
+			}
+			_, _ = s.Finish(context.WithoutCancel(ctx), id, StateFailed, cairn.ErrorCode(err), msg)
 			_ = s.Purge(context.WithoutCancel(ctx), id)
 		}
 		return err
@@ -430,6 +508,9 @@ func (s *Service) ReceiveContent(ctx context.Context, guid, id, name string, wan
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		if err := q.FileTransferSetDownloadTotal(ctx, db.FileTransferSetDownloadTotalParams{ID: id, BytesTotal: size,
 			ContentName: name}); err != nil {
+			return err
+		}
+		if err := q.FileTransferSetReserved(ctx, db.FileTransferSetReservedParams{ID: id, Bytes: size}); err != nil {
 			return err
 		}
 		if err := q.FileTransferItemFinishDownload(ctx, db.FileTransferItemFinishDownloadParams{TransferID: id, Name: name,
@@ -474,24 +555,30 @@ func (s *Service) WriteItem(ctx context.Context, w io.Writer, id string, item db
 	return nil
 }
 
-// Sweep purges the content of transfers past retention and fails uploads
-// whose staging request died; the Schedule maintenance:file-transfers runs
-// it, for transfers whose workflow never ran or was lost.
+// Sweep purges the content of transfers past retention, fails uploads
+// whose staging request died and transfers left running by a workflow
+// that is gone; the Schedule maintenance:file-transfers runs it, for
+// transfers whose workflow never ran or was lost. Each releases what it
+// held of the transfer quotas.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	ids, err := s.store.FileTransferListStale(ctx, db.FileTransferListStaleParams{
+	rows, err := s.store.FileTransferListStale(ctx, db.FileTransferListStaleParams{
 		RetentionSeconds: s.cfg.Retention.Seconds(), StaleSeconds: StagingStale.Seconds()})
 	if err != nil {
 		return 0, err
 	}
-	for _, id := range ids {
-		if _, err := s.Finish(ctx, id, StateFailed, "staging_abandoned", "the upload never finished staging"); err != nil {
+	for _, row := range rows {
+		code, msg := "staging_abandoned", "the upload never finished staging"
+		if row.State == StateRunning {
+			code, msg = ECodeTransferStalled, fmt.Sprintf("nothing moved for %s and no workflow followed the transfer", StagingStale)
+		}
+		if _, err := s.Finish(ctx, row.ID, StateFailed, code, msg); err != nil {
 			return 0, err
 		}
-		if err := s.Purge(ctx, id); err != nil {
+		if err := s.Purge(ctx, row.ID); err != nil {
 			return 0, err
 		}
 	}
-	return int64(len(ids)), nil
+	return int64(len(rows)), nil
 }
 
 func bound(s string) string {

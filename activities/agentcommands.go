@@ -80,14 +80,21 @@ func (a *AgentCommands) SendToAgent(ctx context.Context, in CommandInput) (agent
 }
 
 // ApplicationError turns a domain error into a Temporal application error
-// of the same code, non-retryable: the domain has decided. Faults stay
-// plain errors, which Temporal retries.
+// of the same code. Whether Temporal retries it comes from the code's
+// declaration (cairn.Transient): a transient code (unavailable: Temporal
+// or another dependency too busy; rate_limited) is retried, after the
+// error's Retry-After when it has one; any other code is non-retryable,
+// since the domain has decided. Faults stay plain errors, which Temporal
+// retries.
 func ApplicationError(err error) error {
 	var ce *cairn.Error
-	if errors.As(err, &ce) {
-		return temporal.NewNonRetryableApplicationError(ce.Message, ce.Code, nil)
+	if !errors.As(err, &ce) {
+		return err
 	}
-	return err
+	return temporal.NewApplicationErrorWithOptions(ce.Message, ce.Code, temporal.ApplicationErrorOptions{
+		NonRetryable:   !cairn.Transient(ce),
+		NextRetryDelay: time.Duration(ce.RetryAfterSeconds) * time.Second,
+	})
 }
 
 // Completer completes command-path activities through the Temporal client

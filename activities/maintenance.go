@@ -30,6 +30,25 @@ type Maintenance struct {
 	// Transfers is *transfers.Service: file-transfer content past its
 	// retention, and uploads whose staging died.
 	Transfers TransferSweeper
+	// JobSchedules is the Engine: it reconciles scheduled jobs' Temporal
+	// Schedules with PostgreSQL.
+	JobSchedules JobScheduleReconciler
+}
+
+// JobScheduleReconciler makes every scheduled job's Temporal Schedule
+// match its row: missing ones created, drifted ones updated, orphans
+// deleted (engine.Engine.ReconcileJobSchedules).
+type JobScheduleReconciler interface {
+	ReconcileJobSchedules(ctx context.Context) error
+}
+
+// ReconcileJobSchedules is the maintenance:job-schedules job: it repairs
+// a scheduled job whose Schedule was not mirrored after its save.
+func (m *Maintenance) ReconcileJobSchedules(ctx context.Context) (int64, error) {
+	if m.JobSchedules == nil {
+		return 0, notWired("job schedules")
+	}
+	return 0, m.JobSchedules.ReconcileJobSchedules(ctx)
 }
 
 // TransferSweeper deletes file-transfer content nobody will fetch.

@@ -21,10 +21,30 @@ type OperationRecord struct {
 	Meta    map[string]any
 }
 
-// BeginOperation records the operation as running and returns the row's ID.
+// BeginOperation records the operation as running and returns the row's
+// ID. The row is keyed by the operation (OperationKey), so a retry after
+// the first try committed (a local activity is retried when its result
+// did not reach the workflow) returns the same row instead of a second
+// one left running for ever.
 func (o *Operations) BeginOperation(ctx context.Context, in OperationRecord) (int64, error) {
-	id, err := o.Devices.OperationStarted(ctx, in.Target, in.Kind, in.Summary, in.Actor, in.Meta)
+	id, err := o.Devices.OperationStarted(ctx, in.Target, OperationKey(in.Meta), in.Kind, in.Summary, in.Actor, in.Meta)
 	return id, ApplicationError(err)
+}
+
+// OperationKey is the activity row key of an operation recorded with
+// meta: its operation_id, or "transfer:" and its transfer_id for a file
+// transfer ("" when it names neither: the row is not keyed). The
+// workflows that call BeginOperation put these in the metadata, as they
+// did before the key existed, so runs started by older code are keyed
+// alike.
+func OperationKey(meta map[string]any) string {
+	if id, ok := meta["operation_id"].(string); ok && id != "" {
+		return id
+	}
+	if id, ok := meta["transfer_id"].(string); ok && id != "" {
+		return "transfer:" + id
+	}
+	return ""
 }
 
 // ApplyInput is an agent's answer to store.

@@ -64,7 +64,7 @@ func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (schedule
 	switch job.Kind {
 	case scheduledjobs.KindScript:
 		if a.Runs == nil {
-			return plan, ApplicationError(cairn.Errorf(cairn.ECodeUnavailable, "script runs are not available in this Engine"))
+			return plan, ApplicationError(notInBuild("script runs"))
 		}
 		plan.RunID, err = a.Runs.CreateJobRun(ctx, scheduledjobs.RunRequest{RunID: in.RunID, Kind: RunKindScheduledJob, Job: job,
 			Trigger: in.Trigger, Actor: in.Actor, ScheduledFor: in.ScheduledFor, Targets: res.Targets})
@@ -79,15 +79,22 @@ func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (schedule
 		plan.RunID, err = a.createFlowRun(ctx, job, in, res)
 	case scheduledjobs.KindAgentMaintenance:
 		if a.Updates == nil || a.UpdateStarter == nil {
-			return plan, ApplicationError(cairn.Errorf(cairn.ECodeUnavailable, "agent updates are not available in this Engine"))
+			return plan, ApplicationError(notInBuild("agent updates"))
 		}
 		// The run is made by RequestAgentMaintenance once the fire holds
 		// its slots; its ID is fixed here, from the fire time.
 		plan.RunID = maintenanceRunID(job.ID, in)
 	default:
-		err = cairn.Errorf(cairn.ECodeUnavailable, "%s jobs do not run from a schedule in this Engine", job.Kind)
+		err = cairn.Errorf(cairn.ECodeInternal, "%s jobs do not run from a schedule in this Engine", job.Kind)
 	}
 	return plan, ApplicationError(err)
+}
+
+// notInBuild answers an activity whose dependency this Engine was built
+// without: a fault of the build, not a passing condition, so it is
+// internal (final) rather than unavailable (which is retried).
+func notInBuild(what string) error {
+	return cairn.Errorf(cairn.ECodeInternal, "%s are not available in this Engine", what)
 }
 
 // maintenanceRunID is an agent_maintenance fire's run ID: the rerun's, or
@@ -232,7 +239,7 @@ type StepInput struct {
 // retry finds the run it made) on the flow run's devices as they are now.
 func (a *ScheduledJobs) CreateStepRun(ctx context.Context, in StepInput) (string, error) {
 	if a.Runs == nil {
-		return "", ApplicationError(cairn.Errorf(cairn.ECodeUnavailable, "script runs are not available in this Engine"))
+		return "", ApplicationError(notInBuild("script runs"))
 	}
 	res, err := a.Jobs.ResolveDevices(ctx, in.Run.DeviceGUIDs)
 	if err != nil {

@@ -31,7 +31,7 @@ func (q *Queries) DeviceActivityDelete(ctx context.Context, arg DeviceActivityDe
 }
 
 const deviceActivityGet = `-- name: DeviceActivityGet :one
-SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at FROM device_activity a
+SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at, a.operation_id FROM device_activity a
 WHERE a.id = $1
   AND ($2::bool OR a.site_id = ANY($3::bigint[]))
 `
@@ -57,36 +57,41 @@ func (q *Queries) DeviceActivityGet(ctx context.Context, arg DeviceActivityGetPa
 		&i.Metadata,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.OperationID,
 	)
 	return i, err
 }
 
 const deviceActivityInsert = `-- name: DeviceActivityInsert :one
 
-INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at)
+INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at, operation_id)
 VALUES ($1, $2,
         -- A row recorded without a site belongs to its device's site.
         COALESCE($3::bigint, (SELECT d.site_id FROM devices d WHERE d.guid = $1::text)), $4, $5, $6, $7, $8,
-        $9)
-RETURNING id, device_guid, hostname, site_id, kind, summary, actor, status, metadata, created_at, finished_at
+        $9, $10)
+ON CONFLICT (operation_id) WHERE operation_id IS NOT NULL DO UPDATE SET operation_id = EXCLUDED.operation_id
+RETURNING id, device_guid, hostname, site_id, kind, summary, actor, status, metadata, created_at, finished_at, operation_id
 `
 
 type DeviceActivityInsertParams struct {
-	DeviceGuid *string
-	Hostname   string
-	SiteID     *int64
-	Kind       string
-	Summary    string
-	Actor      string
-	Status     string
-	Metadata   []byte
-	FinishedAt *time.Time
+	DeviceGuid  *string
+	Hostname    string
+	SiteID      *int64
+	Kind        string
+	Summary     string
+	Actor       string
+	Status      string
+	Metadata    []byte
+	FinishedAt  *time.Time
+	OperationID *string
 }
 
 // Device activity history. Rows are listed by hostname (they outlive a
 // purge) and scoped by each row's own site: a device that moves to another
 // site, or a new device reusing a hostname, does not bring the rows of a
 // site the reader cannot see. A row without a site is an administrator's.
+// A row keyed by an operation is opened once: recording it again (a
+// retried activity whose first try committed) returns the row there is.
 func (q *Queries) DeviceActivityInsert(ctx context.Context, arg DeviceActivityInsertParams) (DeviceActivity, error) {
 	row := q.db.QueryRow(ctx, deviceActivityInsert,
 		arg.DeviceGuid,
@@ -98,6 +103,7 @@ func (q *Queries) DeviceActivityInsert(ctx context.Context, arg DeviceActivityIn
 		arg.Status,
 		arg.Metadata,
 		arg.FinishedAt,
+		arg.OperationID,
 	)
 	var i DeviceActivity
 	err := row.Scan(
@@ -112,6 +118,7 @@ func (q *Queries) DeviceActivityInsert(ctx context.Context, arg DeviceActivityIn
 		&i.Metadata,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.OperationID,
 	)
 	return i, err
 }
@@ -143,7 +150,7 @@ func (q *Queries) DeviceActivityInsertForDevices(ctx context.Context, arg Device
 }
 
 const deviceActivityList = `-- name: DeviceActivityList :many
-SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at FROM device_activity a
+SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at, a.operation_id FROM device_activity a
 WHERE lower(a.hostname) = lower($1::text)
   AND ($2::bool OR a.site_id = ANY($3::bigint[]))
   AND ($4::bigint IS NULL OR a.id < $4::bigint)
@@ -186,6 +193,7 @@ func (q *Queries) DeviceActivityList(ctx context.Context, arg DeviceActivityList
 			&i.Metadata,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.OperationID,
 		); err != nil {
 			return nil, err
 		}

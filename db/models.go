@@ -220,17 +220,18 @@ type Device struct {
 }
 
 type DeviceActivity struct {
-	ID         int64
-	DeviceGuid *string
-	Hostname   string
-	SiteID     *int64
-	Kind       string
-	Summary    string
-	Actor      string
-	Status     string
-	Metadata   []byte
-	CreatedAt  time.Time
-	FinishedAt *time.Time
+	ID          int64
+	DeviceGuid  *string
+	Hostname    string
+	SiteID      *int64
+	Kind        string
+	Summary     string
+	Actor       string
+	Status      string
+	Metadata    []byte
+	CreatedAt   time.Time
+	FinishedAt  *time.Time
+	OperationID *string
 }
 
 type DeviceAddress struct {

@@ -340,7 +340,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
 		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
 		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
-		Transfers: e.Transfers, Grants: e.Grants})...)
+		Transfers: e.Transfers, Grants: e.Grants, JobSchedules: e})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
 	deps := api.Deps{

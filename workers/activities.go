@@ -41,6 +41,9 @@ type ActivityDeps struct {
 	Automation    *automation.Service
 	Transfers     *transfers.Service
 	Grants        *grants.Service
+	// JobSchedules reconciles scheduled jobs' Temporal Schedules (the
+	// Engine).
+	JobSchedules activities.JobScheduleReconciler
 }
 
 // Activities lists every activity struct with its dependencies; each
@@ -49,7 +52,7 @@ func Activities(d ActivityDeps) []any {
 	return []any{
 		&activities.Enrollment{Service: d.Enrollment},
 		&activities.Maintenance{Sessions: d.Auth, RateLimits: d.Store, DPoP: d.DPoP, RefreshTokens: d.Tokens, Presence: d.Presence,
-			AgentRequests: d.Store, Shells: d.Shells, Transfers: d.Transfers},
+			AgentRequests: d.Store, Shells: d.Shells, Transfers: d.Transfers, JobSchedules: d.JobSchedules},
 		&activities.DeviceTrust{Sockets: d.Gateway, Activity: d.Devices, Events: d.Bus},
 		&activities.AgentCommands{Gateway: d.Gateway, Devices: d.Devices, Grants: d.Grants},
 		&activities.Operations{Devices: d.Devices},

@@ -27,6 +27,10 @@ const (
 	// JobFileTransfers deletes transfer content past its retention that
 	// its workflow did not (docs/architecture.md "File transfers").
 	JobFileTransfers = "file-transfers"
+	// JobJobSchedules makes every scheduled job's Temporal Schedule match
+	// its committed row: a save mirrors the row after its commit, and a
+	// mirror that failed (Temporal down or busy) is repaired here.
+	JobJobSchedules = "job-schedules"
 )
 
 // MaintenanceJob is one job and how often its schedule starts it.
@@ -51,6 +55,7 @@ var MaintenanceJobs = []MaintenanceJob{
 	{JobRateLimits, 5 * time.Minute},
 	{JobAgentRequests, 5 * time.Minute},
 	{JobFileTransfers, 15 * time.Minute},
+	{JobJobSchedules, 5 * time.Minute},
 }
 
 // MaintenanceScheduleID names the schedule of a job; it is also the
@@ -89,6 +94,7 @@ func Maintenance(ctx workflow.Context, in MaintenanceInput) (MaintenanceResult, 
 		JobAgentRequests: a.SweepAgentRequests,
 		JobShellSessions: a.SweepShellSessions,
 		JobFileTransfers: a.SweepFileTransfers,
+		JobJobSchedules:  a.ReconcileJobSchedules,
 	}
 	act, ok := jobs[in.Job]
 	if !ok {

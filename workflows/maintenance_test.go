@@ -44,6 +44,10 @@ func (f *flakySweeper) AgentRequestDeleteExpired(context.Context) (int64, error)
 }
 func (f *flakySweeper) CloseLost(context.Context, time.Duration) (int64, error) { return f.sweep() }
 func (f *flakySweeper) Sweep(context.Context) (int64, error)                    { return f.sweep() }
+func (f *flakySweeper) ReconcileJobSchedules(context.Context) error {
+	_, err := f.sweep()
+	return err
+}
 
 func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 	t.Parallel()
@@ -54,7 +58,7 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
-				AgentRequests: f, Shells: f, Transfers: f})
+				AgentRequests: f, Shells: f, Transfers: f, JobSchedules: f})
 			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: job.Name})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())

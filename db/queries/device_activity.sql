@@ -4,11 +4,14 @@
 -- site the reader cannot see. A row without a site is an administrator's.
 
 -- name: DeviceActivityInsert :one
-INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at)
+-- A row keyed by an operation is opened once: recording it again (a
+-- retried activity whose first try committed) returns the row there is.
+INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at, operation_id)
 VALUES (sqlc.narg(device_guid), @hostname,
         -- A row recorded without a site belongs to its device's site.
         COALESCE(sqlc.narg(site_id)::bigint, (SELECT d.site_id FROM devices d WHERE d.guid = sqlc.narg(device_guid)::text)), @kind, @summary, @actor, @status, @metadata,
-        sqlc.narg(finished_at))
+        sqlc.narg(finished_at), sqlc.narg(operation_id))
+ON CONFLICT (operation_id) WHERE operation_id IS NOT NULL DO UPDATE SET operation_id = EXCLUDED.operation_id
 RETURNING *;
 
 -- name: DeviceActivityInsertForDevices :exec

@@ -82,25 +82,37 @@ func (s *Service) Dispatch(ctx context.Context, runID, guid, operationID string)
 	if info.RunWhenOnline && !info.SocketLive {
 		return nil, cairn.Errorf(ECodeQueuedOffline, "%s is offline; the run waits for it", info.Hostname)
 	}
-	activityID := info.ActivityID
-	if activityID == nil {
-		meta := map[string]any{"run_id": runID, "operation_id": operationID, "type": proto.EventQuickJobRun}
-		if info.ScheduledJobID != nil {
-			meta["scheduled_job_id"] = *info.ScheduledJobID
+	// The activity row and the result's dispatch are one transaction: a
+	// result that finished meanwhile leaves no row running, and a retry
+	// finds the row by its operation.
+	var signed json.RawMessage
+	err = s.store.InTx(ctx, func(q *db.Queries) error {
+		activityID := info.ActivityID
+		if activityID == nil {
+			meta := map[string]any{"run_id": runID, "operation_id": operationID, "type": proto.EventQuickJobRun}
+			if info.ScheduledJobID != nil {
+				meta["scheduled_job_id"] = *info.ScheduledJobID
+			}
+			target := devices.OperationTarget{GUID: guid, Hostname: info.Hostname, SiteID: info.SiteID, SiteSlug: info.SiteSlug}
+			id, err := s.devices.OperationStartedIn(ctx, q, target, operationID, ActivityKind,
+				runSummary(info.AssemblyName, info.Language), info.RequestedBy, meta)
+			if err != nil {
+				return err
+			}
+			activityID = &id
 		}
-		target := devices.OperationTarget{GUID: guid, Hostname: info.Hostname, SiteID: info.SiteID, SiteSlug: info.SiteSlug}
-		id, err := s.devices.OperationStarted(ctx, target, ActivityKind, runSummary(info.AssemblyName, info.Language), info.RequestedBy, meta)
+		row, err := q.JobRunResultDispatch(ctx, db.JobRunResultDispatchParams{RunID: runID, DeviceGuid: guid,
+			OperationID: operationID, ActivityID: activityID})
 		if err != nil {
-			return nil, err
+			return db.NotFound(err, "the result of %s in run %s is no longer pending", guid, runID)
 		}
-		activityID = &id
-	}
-	row, err := s.store.JobRunResultDispatch(ctx, db.JobRunResultDispatchParams{RunID: runID, DeviceGuid: guid,
-		OperationID: operationID, ActivityID: activityID})
+		signed = row.Signed
+		return nil
+	})
 	if err != nil {
-		return nil, db.NotFound(err, "the result of %s in run %s is no longer pending", guid, runID)
+		return nil, err
 	}
-	return row.Signed, nil
+	return signed, nil
 }
 
 func runSummary(assembly, language string) string {

@@ -60,11 +60,18 @@ type NewActivity struct {
 	Metadata map[string]any
 	// FinishedAt defaults to now for completed, failed and cancelled rows.
 	FinishedAt *time.Time
+	// OperationID keys the row of an operation (optional): recording it
+	// again returns the row there is rather than adding a second.
+	OperationID string
 }
 
 // RecordActivity adds a row to a device's activity history, for the parts
 // of the Engine that act on devices (trust actions, enrollment, jobs).
 func (s *Service) RecordActivity(ctx context.Context, a NewActivity) (Activity, error) {
+	return s.recordActivity(ctx, s.store.Queries, a)
+}
+
+func (s *Service) recordActivity(ctx context.Context, q *db.Queries, a NewActivity) (Activity, error) {
 	var v cairn.Validation
 	if err := CheckHostname("hostname", a.Hostname); err != nil {
 		v.Add("hostname", "is required, at most 255 characters")
@@ -99,11 +106,14 @@ func (s *Service) RecordActivity(ctx context.Context, a NewActivity) (Activity, 
 	if a.SiteID != 0 {
 		p.SiteID = &a.SiteID
 	}
+	if a.OperationID != "" {
+		p.OperationID = &a.OperationID
+	}
 	if p.FinishedAt == nil && a.Status != ActivityQueued && a.Status != ActivityRunning {
 		now := s.now()
 		p.FinishedAt = &now
 	}
-	row, err := s.store.DeviceActivityInsert(ctx, p)
+	row, err := q.DeviceActivityInsert(ctx, p)
 	if err != nil {
 		return Activity{}, err
 	}

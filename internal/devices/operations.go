@@ -159,10 +159,17 @@ func malformed(kind string, err error) error {
 // ECodeAgentAnswer: the agent answered something the Engine cannot use.
 const ECodeAgentAnswer = "agent_answer_invalid"
 
-// OperationStarted opens the activity row of an operation (status running).
-func (s *Service) OperationStarted(ctx context.Context, t OperationTarget, kind, summary, actor string, meta map[string]any) (int64, error) {
-	a, err := s.RecordActivity(ctx, NewActivity{GUID: t.GUID, Hostname: t.Hostname, SiteID: t.SiteID, Kind: kind,
-		Summary: summary, Actor: actor, Status: ActivityRunning, Metadata: meta})
+// OperationStarted opens the activity row of operation operationID
+// (status running) and returns its ID. It is idempotent per operation:
+// a retry whose first try committed gets the row that try made.
+func (s *Service) OperationStarted(ctx context.Context, t OperationTarget, operationID, kind, summary, actor string, meta map[string]any) (int64, error) {
+	return s.OperationStartedIn(ctx, s.store.Queries, t, operationID, kind, summary, actor, meta)
+}
+
+// OperationStartedIn is OperationStarted inside the caller's transaction q.
+func (s *Service) OperationStartedIn(ctx context.Context, q *db.Queries, t OperationTarget, operationID, kind, summary, actor string, meta map[string]any) (int64, error) {
+	a, err := s.recordActivity(ctx, q, NewActivity{GUID: t.GUID, Hostname: t.Hostname, SiteID: t.SiteID, Kind: kind,
+		Summary: summary, Actor: actor, Status: ActivityRunning, Metadata: meta, OperationID: operationID})
 	if err == nil {
 		s.cfg.Metrics.OperationStarted(kind)
 	}

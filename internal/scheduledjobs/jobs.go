@@ -157,8 +157,9 @@ func New(store *db.Store, sched Schedules, now func() time.Time, log *slog.Logge
 // Store returns the service's database (for the activities).
 func (s *Service) Store() *db.Store { return s.store }
 
-// Create validates and stores a job and creates its Temporal Schedule in
-// the same transaction: a job that cannot be scheduled is not stored.
+// Create validates and stores a job, then creates its Temporal Schedule
+// after the commit (mirror): PostgreSQL is the source of truth, and no
+// transaction is held across a call to Temporal.
 func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor string, in Input) (Job, error) {
 	p, err := s.check(ctx, scope, in)
 	if err != nil {
@@ -175,12 +176,14 @@ func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor strin
 		if err := setFilters(ctx, q, row.ID, p.filters); err != nil {
 			return err
 		}
-		if job, err = s.decorate(ctx, q, row); err != nil {
-			return err
-		}
-		return s.apply(ctx, job)
+		job, err = s.decorate(ctx, q, row)
+		return err
 	})
-	return job, err
+	if err != nil {
+		return Job{}, err
+	}
+	s.mirror(ctx, job.ID)
+	return job, nil
 }
 
 // Update replaces a job's definition and its Temporal Schedule.
@@ -203,15 +206,18 @@ func (s *Service) Update(ctx context.Context, scope cairn.SiteScope, actor strin
 		if err := setFilters(ctx, q, id, p.filters); err != nil {
 			return err
 		}
-		if job, err = s.decorate(ctx, q, row); err != nil {
-			return err
-		}
-		return s.apply(ctx, job)
+		job, err = s.decorate(ctx, q, row)
+		return err
 	})
-	return job, err
+	if err != nil {
+		return Job{}, err
+	}
+	s.mirror(ctx, id)
+	return job, nil
 }
 
-// Toggle enables or disables a job (pausing or resuming its schedule).
+// Toggle enables or disables a job (pausing or resuming its schedule
+// after the commit).
 func (s *Service) Toggle(ctx context.Context, scope cairn.SiteScope, actor string, id int64, enabled bool) (Job, error) {
 	if _, err := s.Get(ctx, scope, id); err != nil {
 		return Job{}, err
@@ -222,21 +228,23 @@ func (s *Service) Toggle(ctx context.Context, scope cairn.SiteScope, actor strin
 		if err != nil {
 			return db.NotFound(err, "scheduled job %d not found", id)
 		}
-		if job, err = s.decorate(ctx, q, row); err != nil {
-			return err
-		}
-		return s.apply(ctx, job)
+		job, err = s.decorate(ctx, q, row)
+		return err
 	})
-	return job, err
+	if err != nil {
+		return Job{}, err
+	}
+	s.mirror(ctx, id)
+	return job, nil
 }
 
-// Delete removes a job, its runs and the activity rows they left, and
-// its Temporal Schedule.
+// Delete removes a job, its runs and the activity rows they left, then
+// its Temporal Schedule after the commit.
 func (s *Service) Delete(ctx context.Context, scope cairn.SiteScope, id int64) error {
 	if _, err := s.Get(ctx, scope, id); err != nil {
 		return err
 	}
-	return s.store.InTx(ctx, func(q *db.Queries) error {
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
 		if _, err := q.ScheduledJobActivityDelete(ctx, id); err != nil {
 			return err
 		}
@@ -247,8 +255,13 @@ func (s *Service) Delete(ctx context.Context, scope cairn.SiteScope, id int64) e
 		if n == 0 {
 			return cairn.Errorf(cairn.ECodeNotFound, "scheduled job %d not found", id)
 		}
-		return s.remove(ctx, id)
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.mirror(ctx, id)
+	return nil
 }
 
 // ClearRuns deletes a job's run history and the activity rows it left.
@@ -375,26 +388,27 @@ func (s *Service) PreviewSchedule(sch Schedule, n int) ([]time.Time, error) {
 	return norm.NextRuns(now, n), nil
 }
 
-func (s *Service) apply(ctx context.Context, job Job) error {
+// mirror makes job id's Temporal Schedule match the committed row, after
+// the commit: it reads the row again (a concurrent save committed later
+// wins), applies it, or removes the schedule of a job that is gone. A
+// failure (Temporal down or too busy) does not undo the save: the row is
+// the truth, and the reconciliation at Engine start and by the
+// maintenance:job-schedules Schedule repairs the difference.
+func (s *Service) mirror(ctx context.Context, id int64) {
 	if s.sched == nil {
-		return nil
+		return
 	}
-	if err := s.sched.Apply(ctx, job); err != nil {
-		s.log.ErrorContext(ctx, "mirror scheduled job to Temporal", "job_id", job.ID, "err", err)
-		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is unavailable; the job was not saved, try again")
+	job, err := s.GetSystem(ctx, id)
+	switch {
+	case cairn.IsCode(err, cairn.ECodeNotFound):
+		err = s.sched.Remove(ctx, id)
+	case err == nil:
+		err = s.sched.Apply(ctx, job)
 	}
-	return nil
-}
-
-func (s *Service) remove(ctx context.Context, id int64) error {
-	if s.sched == nil {
-		return nil
+	if err != nil {
+		s.log.WarnContext(ctx, "scheduled job saved; its Temporal schedule follows at the next reconciliation",
+			"job_id", id, "err", err)
 	}
-	if err := s.sched.Remove(ctx, id); err != nil {
-		s.log.ErrorContext(ctx, "remove scheduled job's Temporal schedule", "job_id", id, "err", err)
-		return cairn.Errorf(cairn.ECodeUnavailable, "the scheduler is unavailable; the job was not deleted, try again")
-	}
-	return nil
 }
 
 // SetContentSigner wires the signing of script jobs' content.

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -160,4 +165,45 @@ func TestMetricsListenerHandler(t *testing.T) {
 		require.Equal(t, "metrics", rec.Body.String())
 	}
 	require.Equal(t, 404, do(guarded, "GET", "/api/sites", "Bearer "+token).Code, "the token opens /metrics only")
+}
+
+// startMetrics warns about a listener beyond loopback without a token
+// (and only then), names CAIRN_METRICS_ADDR when it cannot listen, and
+// its server's Serve returns once it is shut down.
+func TestStartMetricsWarnsAndStops(t *testing.T) {
+	t.Parallel()
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	const warning = "metrics are served beyond loopback without a token"
+	for name, tc := range map[string]struct {
+		addr, token string
+		warns       bool
+	}{
+		"every interface, no token": {":0", "", true},
+		"every interface, token":    {"0.0.0.0:0", "s3cret-Metrics-t0ken", false},
+		"loopback, no token":        {"127.0.0.1:0", "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var logged bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logged, nil))
+			served := make(chan error, 1)
+			srv, err := startMetrics(config{MetricsAddr: tc.addr, MetricsToken: tc.token}, metrics, log, served)
+			require.NoError(t, err)
+			require.NotNil(t, srv)
+			require.Equal(t, tc.warns, strings.Contains(logged.String(), warning), logged.String())
+			require.NotContains(t, logged.String(), "s3cret", "the token is never logged")
+			require.NoError(t, srv.Shutdown(context.Background()))
+			require.ErrorIs(t, <-served, http.ErrServerClosed, "Serve returned: no goroutine is left behind")
+		})
+	}
+
+	srv, err := startMetrics(config{}, metrics, slog.New(slog.DiscardHandler), make(chan error, 1))
+	require.NoError(t, err)
+	require.Nil(t, srv, "no address, no listener")
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	_, err = startMetrics(config{MetricsAddr: busy.Addr().String()}, metrics, slog.New(slog.DiscardHandler), make(chan error, 1))
+	require.ErrorContains(t, err, "CAIRN_METRICS_ADDR")
 }

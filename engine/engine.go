@@ -395,8 +395,8 @@ func (u updateArtifacts) Current(ctx context.Context, platform string) (agentupd
 func (e *Engine) Handler() http.Handler { return e.API.Handler() }
 
 // MetricsHandler serves GET /metrics (Prometheus). cmd/cairn mounts it on
-// the loopback listener, and on the public one only when
-// CAIRN_METRICS_PUBLIC=1: the series name sites and routes.
+// its own listener (CAIRN_METRICS_ADDR, optionally behind a bearer token),
+// never on the API's: the series name sites and routes.
 func (e *Engine) MetricsHandler() http.Handler { return e.Metrics.Handler() }
 
 // Start runs the background parts: the event bus, presence, the cipher's

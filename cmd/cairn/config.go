@@ -67,10 +67,11 @@ type config struct {
 	LogLevel          slog.Level
 	// LogFormat is json (the default, for log shippers) or text.
 	LogFormat string
-	// MetricsPublic also serves /metrics on the public listeners (HTTPS,
-	// or a non-loopback plain-HTTP address behind a proxy); by default it
-	// answers on a loopback CAIRN_HTTP_ADDR only.
-	MetricsPublic  bool
+	// MetricsAddr is the listener that alone serves /metrics ("" when
+	// off); MetricsToken, read from CAIRN_METRICS_TOKEN_FILE, is the
+	// bearer token a scrape must carry there ("" for none).
+	MetricsAddr    string
+	MetricsToken   string
 	SiteWorkers    string // all | none
 	PassphraseFile string
 	GitHubAPIURL   string
@@ -205,8 +206,10 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"comma-separated origins of Temporal UIs that decode histories through the Engine's codec server (the embedded UI's are added)")
 	level := fs.String("log-level", env("CAIRN_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", env("CAIRN_LOG_FORMAT", logs.FormatJSON), "log line format: json or text")
-	fs.BoolVar(&c.MetricsPublic, "metrics-public", env("CAIRN_METRICS_PUBLIC", "") == "1",
-		"also serve /metrics on the public listeners (HTTPS, or a non-loopback http-addr); by default only a loopback http-addr serves it")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("CAIRN_METRICS_ADDR", ""),
+		"host:port of a listener that serves only /metrics (Prometheus), such as 127.0.0.1:9464; empty serves no metrics")
+	metricsTokenFile := fs.String("metrics-token-file", env("CAIRN_METRICS_TOKEN_FILE", ""),
+		"file holding a bearer token every /metrics scrape must carry (Authorization: Bearer); empty: none")
 	fs.StringVar(&c.SiteWorkers, "site-workers", env("CAIRN_SITE_WORKERS", "all"), "site workers this process runs: all or none")
 	fs.StringVar(&c.PassphraseFile, "aegis-passphrase-file", env("CAIRN_AEGIS_PASSPHRASE_FILE", ""), "file holding the master-cipher passphrase, to unlock unattended at start")
 	fs.StringVar(&c.GitHubAPIURL, "github-api-url", env("CAIRN_GITHUB_API_URL", "https://api.github.com"), "source-hosting API base URL (GitHub or compatible)")
@@ -265,6 +268,15 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if c.LogFormat != logs.FormatJSON && c.LogFormat != logs.FormatText {
 		return c, fmt.Errorf("log-format (CAIRN_LOG_FORMAT) must be json or text, got %q", c.LogFormat)
+	}
+	if env("CAIRN_METRICS_PUBLIC", "") != "" {
+		return c, errMetricsPublicRemoved
+	}
+	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
+		return c, err
+	}
+	if c.MetricsToken, err = readMetricsToken(*metricsTokenFile, c.MetricsAddr); err != nil {
+		return c, err
 	}
 	if c.SiteWorkers != "all" && c.SiteWorkers != "none" {
 		return c, fmt.Errorf("site-workers must be all or none, got %q", c.SiteWorkers)

@@ -3,8 +3,6 @@ package main
 import (
 	"flag"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -227,14 +225,14 @@ func TestDatabasePoolSettings(t *testing.T) {
 }
 
 func TestLogAndMetricsSettings(t *testing.T) {
-	for _, k := range []string{"CAIRN_LOG_FORMAT", "CAIRN_METRICS_PUBLIC", "CAIRN_HTTP_ADDR", "CAIRN_ALLOW_PLAIN_HTTP"} {
+	for _, k := range []string{"CAIRN_LOG_FORMAT", "CAIRN_METRICS_PUBLIC", "CAIRN_METRICS_ADDR", "CAIRN_METRICS_TOKEN_FILE"} {
 		t.Setenv(k, "")
 	}
 	c, err := loadTestConfig(t)
 	require.NoError(t, err)
 	require.Equal(t, "json", c.LogFormat, "JSON lines by default")
-	require.True(t, c.metricsOnHTTP(), "a loopback plain-HTTP listener serves /metrics")
-	require.False(t, c.metricsOnHTTPS(), "the public listener does not, by default")
+	require.Empty(t, c.MetricsAddr, "no metrics listener by default")
+	require.Empty(t, c.MetricsToken)
 
 	t.Setenv("CAIRN_LOG_FORMAT", "logfmt")
 	_, err = loadTestConfig(t)
@@ -243,34 +241,6 @@ func TestLogAndMetricsSettings(t *testing.T) {
 	c, err = loadTestConfig(t)
 	require.NoError(t, err)
 	require.Equal(t, "text", c.LogFormat)
-
-	// Behind a TLS-terminating proxy the plain-HTTP listener is public.
-	c, err = loadTestConfig(t, "-http-addr", "0.0.0.0:8080", "-allow-plain-http")
-	require.NoError(t, err)
-	require.False(t, c.metricsOnHTTP())
-	t.Setenv("CAIRN_METRICS_PUBLIC", "1")
-	c, err = loadTestConfig(t, "-http-addr", "0.0.0.0:8080", "-allow-plain-http")
-	require.NoError(t, err)
-	require.True(t, c.metricsOnHTTP())
-	require.True(t, c.metricsOnHTTPS())
-}
-
-func TestMetricsPathOnlyWhereExposed(t *testing.T) {
-	t.Parallel()
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "api "+r.URL.Path) })
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "metrics") })
-	get := func(h http.Handler, path string) (int, string) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-		return rec.Code, rec.Body.String()
-	}
-	code, body := get(withMetrics(api, metrics, true), "/metrics")
-	require.Equal(t, 200, code)
-	require.Equal(t, "metrics", body)
-	code, _ = get(withMetrics(api, metrics, false), "/metrics")
-	require.Equal(t, 404, code, "not the console's 200 either")
-	_, body = get(withMetrics(api, metrics, false), "/api/sites")
-	require.Equal(t, "api /api/sites", body)
 }
 
 // File transfer limits default to 4 GiB and 24 hours, come from the

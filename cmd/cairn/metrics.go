@@ -1,33 +1,154 @@
 package main
 
-import "net/http"
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
 
-// metricsPath is where Prometheus scrapes the Engine.
+// metricsPath is where Prometheus scrapes a process, on its metrics
+// listener (CAIRN_METRICS_ADDR) only.
 const metricsPath = "/metrics"
 
-// withMetrics serves metrics at /metrics in front of the API on a listener
-// that exposes them, and answers 404 there on one that does not (rather
-// than the console, which would answer 200 to any path).
-func withMetrics(api, metrics http.Handler, expose bool) http.Handler {
+// withoutMetrics answers 404 at /metrics on an API listener, rather than
+// the console's fallback 200: a Prometheus still pointed at the old place
+// sees the target gone instead of scraping HTML.
+func withoutMetrics(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != metricsPath {
-			api.ServeHTTP(w, r)
-			return
-		}
-		if !expose {
+		if r.URL.Path == metricsPath {
 			http.NotFound(w, r)
 			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// metricsOnly serves metrics at /metrics and nothing else (404 elsewhere).
+// With a token, a scrape must carry "Authorization: Bearer <token>"; the
+// comparison is over SHA-256 digests in constant time, so neither the
+// token's bytes nor its length leak through timing.
+func metricsOnly(metrics http.Handler, token string) http.Handler {
+	var want [sha256.Size]byte
+	if token != "" {
+		want = sha256.Sum256([]byte(token))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != metricsPath {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if token != "" {
+			got := sha256.Sum256([]byte(bearerToken(r)))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="cairn-metrics"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
 		}
 		metrics.ServeHTTP(w, r)
 	})
 }
 
-// metricsOnHTTP reports whether the plain-HTTP listener (CAIRN_HTTP_ADDR)
-// serves /metrics: when it is loopback, so only this machine (a local
-// Prometheus or its agent) reads it, or when CAIRN_METRICS_PUBLIC=1. A
-// non-loopback plain-HTTP address sits behind a public proxy.
-func (c config) metricsOnHTTP() bool { return c.MetricsPublic || isLoopback(c.HTTPAddr) }
+// bearerToken is the credentials of an "Authorization: Bearer" header
+// ("" for none); the scheme is case-insensitive (RFC 7235).
+func bearerToken(r *http.Request) string {
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(cred)
+}
 
-// metricsOnHTTPS reports whether the HTTPS listener, the one agents and
-// operators reach, serves /metrics: only with CAIRN_METRICS_PUBLIC=1.
-func (c config) metricsOnHTTPS() bool { return c.MetricsPublic }
+// checkMetricsAddr validates CAIRN_METRICS_ADDR: empty (metrics off) or
+// host:port with a port from 1 to 65535 (an empty host listens on every
+// interface).
+func checkMetricsAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("metrics-addr (CAIRN_METRICS_ADDR) must be host:port such as 127.0.0.1:9464, or empty to serve no metrics; got %q", addr)
+	}
+	return nil
+}
+
+// readMetricsToken reads the bearer token in file (CAIRN_METRICS_TOKEN_FILE;
+// "" for none). Surrounding whitespace is dropped, as Prometheus drops it
+// from its credentials_file. Errors name the file, never its content.
+func readMetricsToken(file, addr string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	if addr == "" {
+		return "", errors.New("metrics-token-file (CAIRN_METRICS_TOKEN_FILE) is set but metrics-addr (CAIRN_METRICS_ADDR) is empty, so no metrics are served: set both or neither")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		// The error names the file only (os.PathError carries no content).
+		return "", fmt.Errorf("metrics-token-file (CAIRN_METRICS_TOKEN_FILE): %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("metrics-token-file (CAIRN_METRICS_TOKEN_FILE): %s holds no token", file)
+	}
+	if strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return "", fmt.Errorf("metrics-token-file (CAIRN_METRICS_TOKEN_FILE): the token in %s must be one line without spaces or control characters", file)
+	}
+	return token, nil
+}
+
+// errMetricsPublicRemoved is the error for CAIRN_METRICS_PUBLIC, which served
+// /metrics on the API listeners: refusing it, rather than ignoring it,
+// keeps an operator from silently losing scrapes.
+var errMetricsPublicRemoved = errors.New("CAIRN_METRICS_PUBLIC was removed: /metrics is no longer served on the API listeners, " +
+	"only on its own listener; set CAIRN_METRICS_ADDR (such as 127.0.0.1:9464, with CAIRN_METRICS_TOKEN_FILE when it is " +
+	"reachable beyond this machine), point Prometheus there, and unset CAIRN_METRICS_PUBLIC")
+
+// startMetrics serves /metrics on c.MetricsAddr on its own listener, and
+// nothing when it is empty (a nil server). Serve's end is sent on served;
+// the caller shuts the server down with its others.
+func startMetrics(c config, metrics http.Handler, log *slog.Logger, served chan<- error) (*http.Server, error) {
+	if c.MetricsAddr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", c.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (set CAIRN_METRICS_ADDR)", c.MetricsAddr, err)
+	}
+	srv := &http.Server{Handler: metricsOnly(metrics, c.MetricsToken), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	go func() { served <- srv.Serve(ln) }()
+	if c.MetricsToken == "" && !isLoopback(c.MetricsAddr) {
+		log.Warn("metrics are served beyond loopback without a token: anyone who reaches this address reads them "+
+			"(route, site and pool series); set CAIRN_METRICS_TOKEN_FILE or firewall the address", "addr", c.MetricsAddr)
+	}
+	log.Info("metrics listening", "addr", c.MetricsAddr, "path", metricsPath, "token", c.MetricsToken != "")
+	return srv, nil
+}
+
+// metricsURL is the scrape URL to print in the banner.
+func (c config) metricsURL() string {
+	host, port, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
+		return c.MetricsAddr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + metricsPath
+}

@@ -112,23 +112,37 @@ func serve(ctx context.Context, args []string) error {
 	// streams, which http.Server.Shutdown alone would wait for.
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	httpSrv := &http.Server{
-		Handler: withMetrics(eng.Handler(), eng.MetricsHandler(), c.metricsOnHTTP()), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		Handler: withoutMetrics(eng.Handler()), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 	}
-	served := make(chan error, 2)
+	// One slot per server, so each Serve's return after Shutdown is sent
+	// without a reader and no goroutine is left blocked.
+	served := make(chan error, 3)
 	go func() { served <- httpSrv.Serve(ln) }()
 	banner := []string{"Console      " + c.PublicURL}
+	metricsSrv, err := startMetrics(c, eng.MetricsHandler(), log, served)
+	if err != nil {
+		cancelReqs()
+		_ = httpSrv.Close()
+		return err
+	}
+	if metricsSrv != nil {
+		banner = append(banner, "Metrics      "+c.metricsURL())
+	}
 	var httpsSrv *http.Server
 	if certs != nil {
 		tln, err := net.Listen("tcp", c.HTTPSAddr)
 		if err != nil {
 			cancelReqs()
 			_ = httpSrv.Close()
+			if metricsSrv != nil {
+				_ = metricsSrv.Close()
+			}
 			return fmt.Errorf("listen on %s: %w (set CAIRN_HTTPS_ADDR, or off)", c.HTTPSAddr, err)
 		}
 		httpsSrv = &http.Server{
-			Handler: withMetrics(eng.Handler(), eng.MetricsHandler(), c.metricsOnHTTPS()), ReadHeaderTimeout: httpSrv.ReadHeaderTimeout, ReadTimeout: httpSrv.ReadTimeout,
+			Handler: withoutMetrics(eng.Handler()), ReadHeaderTimeout: httpSrv.ReadHeaderTimeout, ReadTimeout: httpSrv.ReadTimeout,
 			WriteTimeout: httpSrv.WriteTimeout, IdleTimeout: httpSrv.IdleTimeout, BaseContext: httpSrv.BaseContext,
 			TLSConfig: certs.TLSConfig(),
 		}
@@ -156,6 +170,9 @@ func serve(ctx context.Context, args []string) error {
 	_ = httpSrv.Shutdown(shutdownCtx)
 	if httpsSrv != nil {
 		_ = httpsSrv.Shutdown(shutdownCtx)
+	}
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(shutdownCtx)
 	}
 	cancelBG()
 	return nil

@@ -188,7 +188,8 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	require.NoError(t, os.Chmod(tmp, 0o755))
 	dataDir := filepath.Join(tmp, "data")
-	first := startServe(t, dataDir)
+	metricsPort := freePort(t)
+	first := startServe(t, dataDir, fmt.Sprintf("CAIRN_METRICS_ADDR=127.0.0.1:%d", metricsPort))
 	require.Equal(t, "aegis_setup_required", first.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
 	// The setup code: on the terminal, and in a file only this user reads.
 	codeFile := filepath.Join(dataDir, "setup-code")
@@ -215,13 +216,20 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	token := sess["token"].(string)
 	first.post(t, "/api/sites", token, map[string]any{"name": "Kept site", "site_worker_slug": "kept"})
 	caPEM := first.checkHTTPS(t)
-	// Metrics answer on the loopback plain-HTTP listener, not on the
-	// public HTTPS one without CAIRN_METRICS_PUBLIC=1.
-	scrape := first.metrics(t, first.base, caPEM)
+	// Metrics answer on their own listener (CAIRN_METRICS_ADDR), and on
+	// neither API listener.
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	require.Contains(t, first.out.String(), "Metrics      "+metricsURL, "the banner names the scrape URL")
+	scrape, _ := scrapeMetrics(t, metricsURL, "")
 	require.Equal(t, 200, scrape.status)
 	require.Contains(t, scrape.body, `cairn_http_requests_total{method="POST",route="/api/sites",status="201"} 1`)
 	require.Contains(t, scrape.body, "cairn_db_pool_max_connections ")
-	require.Equal(t, 404, first.metrics(t, first.httpsBase, caPEM).status, "/metrics is not public by default")
+	require.Equal(t, 404, first.metrics(t, first.base, caPEM).status, "the plain-HTTP API listener does not serve /metrics")
+	require.Equal(t, 404, first.metrics(t, first.httpsBase, caPEM).status, "the HTTPS API listener does not serve /metrics")
+	for _, path := range []string{"/", "/health", "/api/sites"} {
+		r, _ := scrapeMetrics(t, fmt.Sprintf("http://127.0.0.1:%d%s", metricsPort, path), "")
+		require.Equal(t, 404, r.status, "the metrics listener serves /metrics only, not %s", path)
+	}
 	// Logs are JSON lines by default.
 	require.Regexp(t, `(?m)^\{"time":"[^"]+","level":"INFO","msg":"scheduled job schedules reconciled"`, first.out.String())
 	first.stop(t)
@@ -230,7 +238,13 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	_, err = os.Stat(filepath.Join(pgData, "postmaster.pid"))
 	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL must be stopped with the Engine")
 
-	second := startServe(t, dataDir, "CAIRN_METRICS_PUBLIC=1")
+	// With a token file, a scrape must carry the token.
+	const metricsToken = "restart-test-metrics-token"
+	tokenFile := filepath.Join(tmp, "metrics-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(metricsToken+"\n"), 0o600))
+	metricsPort = freePort(t)
+	metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	second := startServe(t, dataDir, fmt.Sprintf("CAIRN_METRICS_ADDR=127.0.0.1:%d", metricsPort), "CAIRN_METRICS_TOKEN_FILE="+tokenFile)
 	require.Equal(t, "aegis_unlock_required", second.call(t, "GET", "/api/bootstrap/state", "", nil)["phase"])
 	require.NoFileExists(t, codeFile, "a finished setup needs no code")
 	require.NotContains(t, second.out.String(), "Setup code:")
@@ -244,11 +258,40 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 		return len(w) == 1 && w[0].(map[string]any)["local"] == true && w[0].(map[string]any)["state"] == "running"
 	}, 30*time.Second, 200*time.Millisecond)
 	require.Equal(t, caPEM, second.checkHTTPS(t), "agents pin the CA: a restart keeps it")
-	require.Equal(t, 200, second.metrics(t, second.httpsBase, caPEM).status, "CAIRN_METRICS_PUBLIC=1 serves /metrics on HTTPS")
+	for _, bearer := range []string{"", "wrong-token", metricsToken + "x"} {
+		r, header := scrapeMetrics(t, metricsURL, bearer)
+		require.Equal(t, 401, r.status, "bearer %q", bearer)
+		require.True(t, strings.HasPrefix(header.Get("WWW-Authenticate"), "Bearer"), header.Get("WWW-Authenticate"))
+	}
+	scrape, _ = scrapeMetrics(t, metricsURL, metricsToken)
+	require.Equal(t, 200, scrape.status)
+	require.Contains(t, scrape.body, `cairn_http_requests_total{method="GET",route="/api/sites",status="200"} 1`)
+	require.Equal(t, 404, second.metrics(t, second.httpsBase, caPEM).status, "a token opens no /metrics on the API listeners")
 	second.stop(t)
+	require.NotContains(t, second.out.String(), metricsToken, "the token is never logged")
 }
 
-// metrics scrapes base's /metrics (an HTTPS base verified against caPEM).
+// scrapeMetrics gets url as Prometheus would, with bearer as its
+// Authorization: Bearer token ("" for none).
+func scrapeMetrics(t *testing.T, url, bearer string) (rawResponse, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return rawResponse{status: res.StatusCode, body: string(b)}, res.Header
+}
+
+// metrics gets /metrics on an API listener (an HTTPS base verified
+// against caPEM).
 func (p *proc) metrics(t *testing.T, base string, caPEM []byte) rawResponse {
 	t.Helper()
 	pool := x509.NewCertPool()
@@ -290,8 +333,9 @@ func (p *proc) checkHTTPS(t *testing.T) []byte {
 	return caPEM
 }
 
-// Plain HTTP beyond loopback and a bad certificate pair are configuration
-// errors, refused before anything starts (no database, no data directory).
+// Plain HTTP beyond loopback, a bad certificate pair and a bad metrics
+// setting (issue 21 item 12) are configuration errors, refused before
+// anything starts (no database, no data directory).
 func TestServeRefusesBadListenerSettings(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
@@ -309,6 +353,14 @@ func TestServeRefusesBadListenerSettings(t *testing.T) {
 		"unreadable certificate pair": {
 			env:  []string{"CAIRN_TLS_CERT_FILE=/nonexistent/cert.pem", "CAIRN_TLS_KEY_FILE=/nonexistent/key.pem"},
 			want: []string{"/nonexistent/cert.pem", "must be a matching PEM pair"},
+		},
+		"the removed CAIRN_METRICS_PUBLIC": {
+			env:  []string{"CAIRN_METRICS_PUBLIC=1"},
+			want: []string{"CAIRN_METRICS_PUBLIC was removed", "set CAIRN_METRICS_ADDR"},
+		},
+		"a metrics address that is not host:port": {
+			env:  []string{"CAIRN_METRICS_ADDR=9464"},
+			want: []string{"CAIRN_METRICS_ADDR", `"9464"`},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -112,13 +112,16 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	defer cancelReqs()
-	// The worker's listener is the agents': it serves /metrics (its
-	// sockets and heartbeats) when it is loopback plain HTTP, or with
-	// CAIRN_METRICS_PUBLIC=1.
-	exposeMetrics := c.MetricsPublic || (!*useTLS && isLoopback(*listen))
-	srv := &http.Server{Handler: withMetrics(eng.Handler(), eng.MetricsHandler(), exposeMetrics), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	// The worker's listener is the agents': /metrics (its sockets and
+	// heartbeats) is served on CAIRN_METRICS_ADDR only.
+	srv := &http.Server{Handler: withoutMetrics(eng.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx }}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
+	metricsSrv, err := startMetrics(c, eng.MetricsHandler(), log, served)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if certs != nil {
 		srv.TLSConfig = certs.TLSConfig()
 		go func() { served <- srv.ServeTLS(ln, "", "") }()
@@ -135,5 +138,8 @@ func runWorker(ctx context.Context, args []string) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(shutdown)
+	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/registry"
+	"github.com/cairn-rmm/cairn/agent/proto/registrywire"
 )
 
 // registryRoutes are the registry editor (SPEC "Registry", docs/api.md
@@ -77,8 +77,8 @@ func (q *registryValueDeleteReq) validate() error {
 // registryCheck applies the agent's checks; a refusal is validation_failed
 // naming the field.
 func registryCheck(req proto.RegistryRequest) error {
-	_, _, err := registry.Check(req)
-	var fe *registry.FieldError
+	_, _, err := registrywire.Check(req)
+	var fe *registrywire.FieldError
 	if errors.As(err, &fe) {
 		var v cairn.Validation
 		v.Add(fe.Field, strings.TrimPrefix(fe.Message, fe.Field+": "))

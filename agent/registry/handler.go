@@ -1,3 +1,8 @@
+// Package registry is the agent's registry editor (SPEC "Registry",
+// docs/api.md "Registry"): it answers registry_management_request on
+// Windows through a Store (store_windows.go), and unsupported_platform
+// elsewhere. Its checks are agent/proto/registrywire's, shared with the
+// Engine.
 package registry
 
 import (
@@ -51,45 +56,6 @@ func Register(h *runtime.Handlers, store Store, log *slog.Logger) error {
 type server struct {
 	store Store
 	log   *slog.Logger
-}
-
-// Check validates a request as the agent would before acting: the Engine
-// calls it so bad input is a 400 naming the field before any operation
-// starts. It returns the parsed path and value (when the action has them).
-func Check(req proto.RegistryRequest) (Path, Value, error) {
-	var p Path
-	var v Value
-	var err error
-	switch req.Action {
-	case proto.RegistryRoots:
-		return p, v, nil
-	case proto.RegistryChildren, proto.RegistryKeyCreate, proto.RegistryKeyRename, proto.RegistryKeyDelete,
-		proto.RegistryValueCreate, proto.RegistryValueUpdate, proto.RegistryValueDelete:
-	default:
-		return p, v, invalid("action", "unknown registry action %q", req.Action)
-	}
-	if p, err = ParsePath("path", req.Path); err != nil {
-		return p, v, err
-	}
-	switch req.Action {
-	case proto.RegistryKeyCreate, proto.RegistryKeyRename, proto.RegistryKeyDelete:
-		if p.Sub == "" {
-			return p, v, invalid("path", "names a root key, which cannot be created, renamed or deleted")
-		}
-	}
-	switch req.Action {
-	case proto.RegistryKeyRename:
-		err = CheckKeyName("new_name", req.NewName)
-	case proto.RegistryValueCreate, proto.RegistryValueUpdate:
-		v, err = ParseValue("value", req.Value)
-	case proto.RegistryValueDelete:
-		if req.Value == nil {
-			err = invalid("value", "is required: {name}")
-		} else if err = CheckValueName("value.name", req.Value.Name); err == nil {
-			v.Name = req.Value.Name
-		}
-	}
-	return p, v, err
 }
 
 func (s *server) handle(_ context.Context, _ runtime.Caller, payload json.RawMessage) (any, error) {

@@ -6,13 +6,12 @@
 package version
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
 // Version is the agent's release version
@@ -39,13 +38,9 @@ func Seq() int64 {
 	return n
 }
 
-// DevPrefix starts the build ID of a binary built without one: "dev-" and
-// the first DevHashLen hex digits of the binary's SHA-256. The Engine's
-// catalog derives the same ID for an artifact without a sidecar file.
-const (
-	DevPrefix  = "dev-"
-	DevHashLen = 12
-)
+// DevPrefix starts the build ID of a binary built without one
+// (proto.DevBuildID, shared with the Engine's catalog).
+const DevPrefix = proto.DevBuildPrefix
 
 var (
 	buildOnce sync.Once
@@ -75,27 +70,11 @@ func Build() string {
 
 // DevBuildID is the build ID of a binary without an embedded one, from the
 // hex SHA-256 of its content.
-func DevBuildID(sha256Hex string) string {
-	if len(sha256Hex) > DevHashLen {
-		sha256Hex = sha256Hex[:DevHashLen]
-	}
-	return DevPrefix + sha256Hex
-}
+func DevBuildID(sha256Hex string) string { return proto.DevBuildID(sha256Hex) }
 
 // Platform is the platform this binary runs on, as artifacts name it
 // ("linux-amd64", "windows-amd64").
 func Platform() string { return runtime.GOOS + "-" + runtime.GOARCH }
 
 // FileSHA256 is the hex SHA-256 of a file's content.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func FileSHA256(path string) (string, error) { return proto.FileSHA256(path) }

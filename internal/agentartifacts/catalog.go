@@ -24,7 +24,6 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/version"
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -188,7 +187,7 @@ func (c *Catalog) refreshLocked() {
 
 // load hashes one binary and reads its build ID.
 func load(platform, path string, info os.FileInfo) (Artifact, error) {
-	sum, err := version.FileSHA256(path)
+	sum, err := proto.FileSHA256(path)
 	if err != nil {
 		return Artifact{}, err
 	}
@@ -198,7 +197,7 @@ func load(platform, path string, info os.FileInfo) (Artifact, error) {
 	a.BuildSeq = readBuildSeq(path)
 	if a.BuildID == "" {
 		// Built without make: the same ID the binary derives for itself.
-		a.BuildID = version.DevBuildID(sum)
+		a.BuildID = proto.DevBuildID(sum)
 	}
 	return a, nil
 }

@@ -1,4 +1,4 @@
-package registry_test
+package registrywire_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/registry"
+	registry "github.com/cairn-rmm/cairn/agent/proto/registrywire"
 )
 
 func TestParsePath(t *testing.T) {

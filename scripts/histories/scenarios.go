@@ -28,13 +28,14 @@ var standIns = map[string]any{
 	"Identify": func(context.Context) (activities.WorkerIdentity, error) {
 		return activities.WorkerIdentity{Identity: "histories", TaskQueue: queue, At: time.Unix(0, 0).UTC()}, nil
 	},
-	"DecideApproval":      func(_ context.Context, in activities.DecideInput) (string, error) { return in.Status, nil },
-	"SweepSessions":       func(context.Context) (int64, error) { return 2, nil },
-	"SweepPresence":       func(context.Context) (int64, error) { return 1, nil },
-	"DropSocket":          func(context.Context, workflows.TrustActionInput) error { return nil },
-	"RecordTrustActivity": func(context.Context, workflows.TrustActionInput) error { return nil },
-	"PublishTrustChange":  func(context.Context, workflows.TrustActionInput) error { return nil },
-	"BeginOperation":      func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"DecideApproval":        func(_ context.Context, in activities.DecideInput) (string, error) { return in.Status, nil },
+	"SweepSessions":         func(context.Context) (int64, error) { return 2, nil },
+	"SweepPresence":         func(context.Context) (int64, error) { return 1, nil },
+	"ReconcileJobSchedules": func(context.Context) (int64, error) { return 0, nil },
+	"DropSocket":            func(context.Context, workflows.TrustActionInput) error { return nil },
+	"RecordTrustActivity":   func(context.Context, workflows.TrustActionInput) error { return nil },
+	"PublishTrustChange":    func(context.Context, workflows.TrustActionInput) error { return nil },
+	"BeginOperation":        func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
@@ -175,6 +176,14 @@ var scenarios = []scenario{
 	{"maintenance_presence.json", func(ctx context.Context, c client.Client) (string, error) {
 		run, err := start(ctx, c, workflows.MaintenanceScheduleID(workflows.JobPresence)+"-"+unique("run"), workflows.Maintenance,
 			workflows.MaintenanceInput{Job: workflows.JobPresence})
+		return wait(ctx, run, err)
+	}, false},
+	// The job-schedules job (issue 22 item 4) added a job to the same
+	// workflow: the older maintenance histories replay unchanged, this one
+	// covers the new job's path.
+	{"maintenance_job_schedules.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.MaintenanceScheduleID(workflows.JobJobSchedules)+"-"+unique("run"), workflows.Maintenance,
+			workflows.MaintenanceInput{Job: workflows.JobJobSchedules})
 		return wait(ctx, run, err)
 	}, false},
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {

@@ -77,23 +77,10 @@ const (
 	ECodeInsufficientStorage = "insufficient_storage"
 )
 
-// transientCodes declares the codes that name a passing condition (a
-// dependency overloaded or briefly out of reach, a rate limit): the same
-// request may succeed when tried again later, after RetryAfterSeconds if
-// the error says. Every other code is the domain's decision about the
-// request, the same however often it is tried. Retries follow this
-// declaration (activities.ApplicationError), not the call site.
-var transientCodes = map[string]bool{
-	ECodeUnavailable: true,
-	ECodeRateLimited: true,
-}
-
 // Transient reports whether err is a domain error whose code is declared
-// transient.
-func Transient(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && transientCodes[e.Code]
-}
+// retryable (Code.Retryable, in the process's book: Declared). Retries
+// follow this declaration (activities.ApplicationError), not the call site.
+func Transient(err error) bool { return Declared().Transient(err) }
 
 // Dependant is saved work that uses a shared object (dependants_exist).
 type Dependant struct {

@@ -288,7 +288,7 @@ func TestAgentUpdateRequests(t *testing.T) {
 	var jobID int64
 	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `INSERT INTO scheduled_jobs (name, kind) VALUES ('Nightly agents', 'agent_maintenance')
 		RETURNING id`).Scan(&jobID))
-	req, err := f.engine.srv.Updates.RequestFor(t.Context(), cairn.SiteScope{All: true}, "scheduler", []string{a.guid},
+	req, err := f.engine.core.Updates.RequestFor(t.Context(), cairn.SiteScope{All: true}, "scheduler", []string{a.guid},
 		agentupdates.Job{ScheduledJobID: jobID, Trigger: "schedule"})
 	require.NoError(t, err)
 	require.Equal(t, jobID, req.ScheduledJobID)

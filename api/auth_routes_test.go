@@ -230,7 +230,7 @@ func TestAegisRotateReSealsEverySecret(t *testing.T) {
 	// Everything still opens: a fresh sign-in (password, TOTP, pending
 	// token), the credential, the enrollment code.
 	f.login(t, f.url, "admin", adminPassword, secret)
-	plain, err := f.engine.srv.Credentials.Reveal(ctx, credID, 1)
+	plain, err := f.engine.core.Credentials.Reveal(ctx, credID, 1)
 	require.NoError(t, err)
 	require.Equal(t, firstPassword, plain.Password)
 	r = f.do(t, "GET", "/api/admin/enrollment-codes?site_id="+strconv.FormatInt(siteID, 10), admin, nil)

@@ -82,13 +82,13 @@ func TestCredentialLifecycleNeverShowsThePassword(t *testing.T) {
 	require.Equal(t, "Renamed", kept.Body["name"])
 	require.Nil(t, kept.Body["site_id"])
 	require.Nil(t, kept.Body["domain"])
-	sec, err := f.engine.srv.Credentials.Reveal(context.Background(), id, site)
+	sec, err := f.engine.core.Credentials.Reveal(context.Background(), id, site)
 	require.NoError(t, err)
 	require.Equal(t, firstPassword, sec.Password)
 	replaced := f.do(t, "PUT", path, admin, map[string]any{"name": "Renamed", "connection_type": "Windows",
 		"credential_type": "Machine", "username": "Administrator", "password": secondPassword})
 	require.Equal(t, 200, replaced.Status, replaced.Raw)
-	sec, err = f.engine.srv.Credentials.Reveal(context.Background(), id, site)
+	sec, err = f.engine.core.Credentials.Reveal(context.Background(), id, site)
 	require.NoError(t, err)
 	require.Equal(t, secondPassword, sec.Password)
 
@@ -214,6 +214,6 @@ func TestCredentialUnreadableAfterCipherReset(t *testing.T) {
 	r := f.do(t, "GET", fmt.Sprintf("/api/credentials/%d", id), admin, nil)
 	require.Equal(t, 200, r.Status, r.Raw)
 	require.Equal(t, credentials.StatusUnread, r.Body["secret_status"])
-	_, err := f.engine.srv.Credentials.Reveal(ctx, id, 1)
+	_, err := f.engine.core.Credentials.Reveal(ctx, id, 1)
 	require.ErrorContains(t, err, "sealed by a master cipher that was since reset")
 }

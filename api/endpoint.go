@@ -123,7 +123,7 @@ func (e Endpoint) Query(params ...QueryParam) Endpoint {
 
 // Errors declares the domain error codes the route answers beyond those
 // every route of its auth class may answer; their statuses come from
-// statusByCode.
+// the codes' declarations (engine/capability_*.go).
 func (e Endpoint) Errors(codes ...string) Endpoint {
 	e.doc.errors = append(e.doc.errors, codes...)
 	return e

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 )
@@ -26,8 +27,9 @@ type logKey struct{}
 // requestLogger is what a request's context holds for logging: the
 // server's logger and, for writeError, which has no server, the metrics.
 type requestLogger struct {
-	base *slog.Logger
-	m    *metrics.Metrics
+	base  *slog.Logger
+	m     *metrics.Metrics
+	codes *cairn.CodeBook
 }
 
 // logFrom returns the logger of the request ctx belongs to, or nil outside
@@ -59,6 +61,15 @@ func metricsFrom(ctx context.Context) *metrics.Metrics {
 	return nil
 }
 
+// codesFrom returns the declared codes of the Engine serving the request
+// ctx belongs to (the core codes outside a request).
+func codesFrom(ctx context.Context) *cairn.CodeBook {
+	if rl, ok := ctx.Value(logKey{}).(*requestLogger); ok && rl.codes != nil {
+		return rl.codes
+	}
+	return cairn.CoreBook()
+}
+
 // addLogAttrs adds attributes to the request's log lines from here on.
 func addLogAttrs(r *http.Request, args ...any) {
 	if sc := logs.ScopeFrom(r.Context()); sc != nil {
@@ -72,7 +83,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, sc := logs.NewScope(r.Context(), "request_id", middleware.GetReqID(r.Context()), "method", r.Method)
-		ctx = context.WithValue(ctx, logKey{}, &requestLogger{base: s.Log, m: s.Metrics})
+		ctx = context.WithValue(ctx, logKey{}, &requestLogger{base: s.Log, m: s.Metrics, codes: s.Codes})
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r.WithContext(ctx))
 		status := ww.Status()

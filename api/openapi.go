@@ -134,7 +134,7 @@ type errorSchemaBody struct {
 }
 
 // document builds the API document of routes.
-func document(routes []Route) (*openapi3.T, error) {
+func document(routes []Route, book *cairn.CodeBook) (*openapi3.T, error) {
 	g := newSchemaGen()
 	g.components["Error"] = openapi3.NewSchemaRef("", g.structSchema(typeOf[errorSchemaBody](), false))
 	errRef := func(desc string) *openapi3.ResponseRef {
@@ -150,7 +150,7 @@ func document(routes []Route) (*openapi3.T, error) {
 			Responses: openapi3.ResponseBodies{}},
 	}
 	for _, rt := range routes {
-		op, err := operation(g, rt, errRef)
+		op, err := operation(g, rt, errRef, book)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +165,7 @@ func document(routes []Route) (*openapi3.T, error) {
 	return doc, nil
 }
 
-func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef) (op *openapi3.Operation, err error) {
+func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef, book *cairn.CodeBook) (op *openapi3.Operation, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%s %s: %v", rt.Method, rt.Pattern, v)
@@ -212,10 +212,11 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 	op.Extensions["x-cairn-errors"] = codes
 	byStatus := map[int][]string{}
 	for _, c := range codes {
-		st, ok := statusByCode[c]
+		decl, ok := book.Lookup(c)
 		if !ok {
-			panic("error code " + c + " has no status in statusByCode")
+			panic("error code " + c + " is declared by no capability")
 		}
+		st := decl.Status
 		if st == http.StatusInternalServerError {
 			// A fault, not an answer a client acts on: under default.
 			continue
@@ -284,16 +285,17 @@ func tagOf(pattern string) string {
 	return p
 }
 
-// DocumentJSON is the API document of the Engine's full route table, as
-// committed in docs/openapi.json.
-func DocumentJSON() ([]byte, error) {
-	s := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+// DocumentJSON is the API document of the core routes and areas, whose
+// error codes book declares; engine.DocumentJSON passes every capability's,
+// as committed in docs/openapi.json.
+func DocumentJSON(book *cairn.CodeBook, areas ...Area) ([]byte, error) {
+	s := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Codes: book}, areas...)
 	return s.documentJSON()
 }
 
 func (s *Server) documentJSON() ([]byte, error) {
 	s.docOnce.Do(func() {
-		doc, err := document(s.routes)
+		doc, err := document(s.routes, s.Codes)
 		if err != nil {
 			s.docErr = err
 			return

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/api"
+	cairnengine "github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/internal/auth"
 )
 
@@ -24,7 +25,7 @@ import (
 // (and in `make check-generated`).
 func TestOpenAPIDocumentIsCommitted(t *testing.T) {
 	t.Parallel()
-	want, err := api.DocumentJSON()
+	want, err := cairnengine.DocumentJSON()
 	require.NoError(t, err)
 	got, err := os.ReadFile("../docs/openapi.json")
 	require.NoError(t, err)
@@ -38,7 +39,7 @@ func TestOpenAPIDocumentServedAndComplete(t *testing.T) {
 	f := setup(t)
 	res := f.do(t, "GET", "/api/openapi.json", "", nil)
 	require.Equal(t, 200, res.Status, res.Raw)
-	want, err := api.DocumentJSON()
+	want, err := cairnengine.DocumentJSON()
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), res.Raw)
 
@@ -138,7 +139,7 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 	send("GET", "/api/devices/search?page=2", "")
 	send("GET", "/api/server/workers", "")
 	// Error answers: a code the route does not declare, a code with
-	// another status than statusByCode gives it, a status the route
+	// another status than its declaration gives it, a status the route
 	// does not declare.
 	send("POST", "/api/sites/rename", `{"site_id": 1, "name": "x"}`)
 	send("POST", "/api/sites", `{"name": "x"}`)
@@ -151,7 +152,7 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 	require.Contains(t, got[3], `query parameter "page" is read but not declared`)
 	require.Contains(t, got[4], "message")
 	require.Contains(t, got[5], `error code "site_not_empty" is not declared`)
-	require.Contains(t, got[6], `error code "conflict" answered with status 400; statusByCode gives 409`)
+	require.Contains(t, got[6], `error code "conflict" answered with status 400; its declaration gives 409`)
 	require.Contains(t, got[7], "error status 404 is not declared")
 
 	// Declared exchanges pass, errors included.
@@ -167,6 +168,8 @@ func TestOpenAPIDeclaresErrorCodes(t *testing.T) {
 	t.Parallel()
 	doc, err := apiDocument()
 	require.NoError(t, err)
+	book, err := cairnengine.Codes()
+	require.NoError(t, err)
 	ops := 0
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -180,8 +183,9 @@ func TestOpenAPIDeclaresErrorCodes(t *testing.T) {
 			require.True(t, slices.IsSorted(codes), "%s %s: %v", method, path, codes)
 			require.Contains(t, codes, "internal", "%s %s", method, path)
 			for _, c := range codes {
-				st, known := api.StatusByCode[c]
-				require.True(t, known, "%s %s: %q has no status in statusByCode", method, path, c)
+				decl, known := book.Lookup(c)
+				require.True(t, known, "%s %s: %q is declared by no capability", method, path, c)
+				st := decl.Status
 				if st == http.StatusInternalServerError {
 					continue
 				}
@@ -191,7 +195,7 @@ func TestOpenAPIDeclaresErrorCodes(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, len(api.New(api.Deps{}).Routes()), ops)
+	require.Equal(t, len(api.New(api.Deps{}, cairnengine.AreasForTest()...).Routes()), ops)
 }
 
 // A device's last status post is typed in the document, not "any JSON":

@@ -18,15 +18,16 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+
 	"github.com/go-chi/chi/v5"
 
-	"github.com/cairn-rmm/cairn/api"
+	cairnengine "github.com/cairn-rmm/cairn/engine"
 )
 
 // apiDocument is the API document, generated from the route table as
 // `make generate` writes docs/openapi.json.
 var apiDocument = sync.OnceValues(func() (*openapi3.T, error) {
-	b, err := api.DocumentJSON()
+	b, err := cairnengine.DocumentJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func checkExchange(doc *openapi3.T, rctx *chi.Context, r *http.Request, reqBody 
 
 // checkError holds an error answer to the route's declared errors: its
 // code is in the operation's x-cairn-errors, its status is the one
-// statusByCode (api/errors.go) gives the code, and the status is declared
+// the code's declaration (engine/capability_*.go) gives it, and the status is declared
 // (a 500 falls to default).
 func checkError(op *openapi3.Operation, status int, rec *recordingWriter) string {
 	if status != http.StatusInternalServerError && op.Responses.Status(status) == nil {
@@ -167,8 +168,12 @@ func checkError(op *openapi3.Operation, status int, rec *recordingWriter) string
 	if !slices.Contains(declared, any(e.Error)) {
 		return fmt.Sprintf("error code %q is not declared (x-cairn-errors: %v)", e.Error, declared)
 	}
-	if want, known := api.StatusByCode[e.Error]; !known || want != status {
-		return fmt.Sprintf("error code %q answered with status %d; statusByCode gives %d", e.Error, status, want)
+	book, err := cairnengine.Codes()
+	if err != nil {
+		return err.Error()
+	}
+	if decl, known := book.Lookup(e.Error); !known || decl.Status != status {
+		return fmt.Sprintf("error code %q answered with status %d; its declaration gives %d", e.Error, status, decl.Status)
 	}
 	return ""
 }

@@ -358,7 +358,7 @@ func TestPasskeysUnavailableWhenReachedByIP(t *testing.T) {
 	svc, err := passkeys.NewService(f.store, f.engine.auth, "http://127.0.0.1:8080", f.clk.Now)
 	require.NoError(t, err)
 	srv := api.New(api.Deps{Store: f.store, Auth: f.engine.auth, Cipher: f.engine.cipher, Passkeys: svc,
-		PublicURL: "http://127.0.0.1:8080", Log: f.engine.srv.Log})
+		PublicURL: "http://127.0.0.1:8080", Log: f.engine.srv.Log}, api.PasskeysArea)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	for _, tc := range []struct{ method, path, token string }{

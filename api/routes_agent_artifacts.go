@@ -25,12 +25,12 @@ import (
 
 // The downloads answer 416 (plain text, from http.ServeContent) to a range
 // past the file's end.
-func (s *Server) agentArtifactRoutes() []Route {
+func (s *agentUpdatesAPI) agentArtifactRoutes() []Route {
 	return []Route{
-		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable, cairn.ECodeAegisLocked)},
+		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s.Server, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable, cairn.ECodeAegisLocked)},
 		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, raw(s.agentDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Errors(agentartifacts.ECodeUnavailable)},
-		{"GET", "/api/agent/hash", AuthDevice, getAction(s, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable)},
-		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s, func(r *http.Request) (artifactListJSON, error) {
+		{"GET", "/api/agent/hash", AuthDevice, getAction(s.Server, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable)},
+		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s.Server, func(r *http.Request) (artifactListJSON, error) {
 			out := []artifactJSON{}
 			for _, a := range s.Artifacts.List() {
 				out = append(out, newArtifactJSON(a))
@@ -39,7 +39,7 @@ func (s *Server) agentArtifactRoutes() []Route {
 		})},
 		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Query(queryString("site_id", "the signed link's site"), queryString("artifact", "the signed link's artifact ID"), queryString("expires", "the signed link's expiry (Unix seconds)"), queryString("download_signature", "the signed link's signature")).Errors(installlinks.ECodeInvalid, agentartifacts.ECodeUnavailable, db.ECodeServiceUnavailable)},
 		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Errors(installlinks.ECodeInvalid, agentartifacts.ECodeUnavailable, db.ECodeServiceUnavailable)},
-		{"POST", "/api/sites/{site_id}/agent-install-links/{platform}/revoke", AuthAdmin, jsonAction(s, http.StatusOK, true,
+		{"POST", "/api/sites/{site_id}/agent-install-links/{platform}/revoke", AuthAdmin, jsonAction(s.Server, http.StatusOK, true,
 			func(r *http.Request, _ struct{}) (installLinkJSON, error) {
 				site, err := strconv.ParseInt(pathParam(r, "site_id"), 10, 64)
 				if err != nil || site <= 0 {
@@ -76,7 +76,7 @@ type manifestJSON struct {
 
 // devicePlatform is the platform an agent asks for (?platform=), else the
 // one its inventory names.
-func (s *Server) devicePlatform(r *http.Request) (string, error) {
+func (s *agentUpdatesAPI) devicePlatform(r *http.Request) (string, error) {
 	if p := r.URL.Query().Get("platform"); p != "" {
 		if !agentartifacts.ValidPlatform(p) {
 			return "", cairn.Invalid("platform", "must be "+strings.Join(agentartifacts.Platforms, " or "))
@@ -96,7 +96,7 @@ func (s *Server) devicePlatform(r *http.Request) (string, error) {
 	return p, nil
 }
 
-func (s *Server) agentManifest(r *http.Request) (manifestJSON, error) {
+func (s *agentUpdatesAPI) agentManifest(r *http.Request) (manifestJSON, error) {
 	p, err := s.devicePlatform(r)
 	if err != nil {
 		return manifestJSON{}, err
@@ -116,7 +116,7 @@ type agentHashJSON struct {
 	SHA256   string `json:"sha256"`
 }
 
-func (s *Server) agentHash(r *http.Request) (agentHashJSON, error) {
+func (s *agentUpdatesAPI) agentHash(r *http.Request) (agentHashJSON, error) {
 	p, err := s.devicePlatform(r)
 	if err != nil {
 		return agentHashJSON{}, err
@@ -128,7 +128,7 @@ func (s *Server) agentHash(r *http.Request) (agentHashJSON, error) {
 	return agentHashJSON{Platform: a.Platform, BuildID: a.BuildID, SHA256: a.SHA256}, nil
 }
 
-func (s *Server) agentDownload(w http.ResponseWriter, r *http.Request) {
+func (s *agentUpdatesAPI) agentDownload(w http.ResponseWriter, r *http.Request) {
 	f, a, err := s.Artifacts.Open(pathParam(r, "artifact_id"))
 	if err != nil {
 		writeError(w, r, s.Log, err)
@@ -140,7 +140,7 @@ func (s *Server) agentDownload(w http.ResponseWriter, r *http.Request) {
 
 // installDownload serves the artifact of a verified signed link and counts
 // the download once the whole binary went out.
-func (s *Server) installDownload(w http.ResponseWriter, r *http.Request) {
+func (s *agentUpdatesAPI) installDownload(w http.ResponseWriter, r *http.Request) {
 	platform := pathParam(r, "platform")
 	token := pathParam(r, "token")
 	req := installlinks.ParseToken(token, platform)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cairn-rmm/cairn"
@@ -11,16 +12,37 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/workflows"
 )
+
+// AgentUpdatesArea are the routes of AgentUpdates, over the services only they use.
+type AgentUpdatesArea struct {
+	// Artifacts are the agent binaries this Engine serves.
+	Artifacts *agentartifacts.Catalog
+	// Updates records agent updates.
+	Updates *agentupdates.Service
+	// UpdateStarter starts and signals their workflows.
+	UpdateStarter workflows.AgentUpdateStarter
+}
+
+type agentUpdatesAPI struct {
+	*Server
+	AgentUpdatesArea
+}
+
+func (d AgentUpdatesArea) routes(s *Server) []Route {
+	a := &agentUpdatesAPI{Server: s, AgentUpdatesArea: d}
+	return slices.Concat(a.agentArtifactRoutes(), a.agentUpdateRoutes())
+}
 
 // agentUpdateRoutes are agent updates (docs/api.md "Agent updates"): the
 // operators' requests and history, and the agents' progress posts.
-func (s *Server) agentUpdateRoutes() []Route {
+func (s *agentUpdatesAPI) agentUpdateRoutes() []Route {
 	return []Route{
-		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable)},
-		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
-		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable)},
+		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable)},
+		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s.Server, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
+		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable)},
 	}
 }
 
@@ -64,7 +86,7 @@ type maintenanceJSON struct {
 	Operations []updateOpJSON `json:"operations"`
 }
 
-func (s *Server) agentMaintenance(r *http.Request, req maintenanceReq) (maintenanceJSON, error) {
+func (s *agentUpdatesAPI) agentMaintenance(r *http.Request, req maintenanceReq) (maintenanceJSON, error) {
 	res, err := s.requestUpdates(r.Context(), req.GUIDs)
 	if err != nil {
 		return maintenanceJSON{}, err
@@ -82,7 +104,7 @@ type updateStartedJSON struct {
 	OperationID string `json:"operation_id"`
 }
 
-func (s *Server) updateAgent(r *http.Request, _ struct{}) (updateStartedJSON, error) {
+func (s *agentUpdatesAPI) updateAgent(r *http.Request, _ struct{}) (updateStartedJSON, error) {
 	ctx := r.Context()
 	t, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), pathParam(r, "hostname"))
 	if err != nil {
@@ -97,7 +119,7 @@ func (s *Server) updateAgent(r *http.Request, _ struct{}) (updateStartedJSON, er
 
 // requestUpdates records the updates and starts their workflows; one that
 // cannot start ends failed with the reason (the rest go on).
-func (s *Server) requestUpdates(ctx context.Context, guids []string) (agentupdates.Requested, error) {
+func (s *agentUpdatesAPI) requestUpdates(ctx context.Context, guids []string) (agentupdates.Requested, error) {
 	p := principal(ctx)
 	res, err := s.Updates.Request(ctx, p.SiteScope(), p.Username, guids)
 	if err != nil {
@@ -115,7 +137,7 @@ func (s *Server) requestUpdates(ctx context.Context, guids []string) (agentupdat
 	return res, nil
 }
 
-func (s *Server) agentUpdates(r *http.Request) (agentupdates.History, error) {
+func (s *agentUpdatesAPI) agentUpdates(r *http.Request) (agentupdates.History, error) {
 	limit, err := queryInt(r, "limit", agentupdates.DefaultHistory, 1, agentupdates.MaxHistory)
 	if err != nil {
 		return agentupdates.History{}, err
@@ -128,7 +150,7 @@ func (s *Server) agentUpdates(r *http.Request) (agentupdates.History, error) {
 	return s.Updates.History(ctx, principal(ctx).SiteScope(), pathParam(r, "guid"), opID, limit)
 }
 
-func (s *Server) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) (proto.UpdateProgressResponse, error) {
+func (s *agentUpdatesAPI) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) (proto.UpdateProgressResponse, error) {
 	ctx := r.Context()
 	d := deviceFrom(ctx)
 	op, err := s.Updates.Progress(ctx, agentupdates.Device{GUID: d.GUID, Hostname: d.Hostname, SiteID: d.SiteID}, req)

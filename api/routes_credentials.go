@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,9 +12,25 @@ import (
 	"github.com/cairn-rmm/cairn/internal/credentials"
 )
 
-func (s *Server) credentialRoutes() []Route {
+// CredentialsArea are the routes of Credentials, over the services only they use.
+type CredentialsArea struct {
+	// Credentials are the stored remote-session credentials.
+	Credentials *credentials.Service
+}
+
+type credentialsAPI struct {
+	*Server
+	CredentialsArea
+}
+
+func (d CredentialsArea) routes(s *Server) []Route {
+	a := &credentialsAPI{Server: s, CredentialsArea: d}
+	return slices.Concat(a.credentialRoutes())
+}
+
+func (s *credentialsAPI) credentialRoutes() []Route {
 	return []Route{
-		{"GET", "/api/credentials", AuthToken, getAction(s, func(r *http.Request) (credentialListJSON, error) {
+		{"GET", "/api/credentials", AuthToken, getAction(s.Server, func(r *http.Request) (credentialListJSON, error) {
 			var siteID *int64
 			if raw := r.URL.Query().Get("site_id"); raw != "" {
 				id, err := strconv.ParseInt(raw, 10, 64)
@@ -29,7 +46,7 @@ func (s *Server) credentialRoutes() []Route {
 			}
 			return credentialListJSON{Credentials: out}, err
 		}).Query(queryInteger("site_id", "only this site's credentials"))},
-		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s, func(r *http.Request) (credentialJSON, error) {
+		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s.Server, func(r *http.Request) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
 				return credentialJSON{}, err
@@ -37,11 +54,11 @@ func (s *Server) credentialRoutes() []Route {
 			c, err := s.Credentials.Get(r.Context(), credentialScope(r), id)
 			return toCredentialJSON(c), err
 		}).Errors(cairn.ECodeNotFound)},
-		{"POST", "/api/credentials", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
+		{"POST", "/api/credentials", AuthAdmin, jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			c, err := s.Credentials.Create(r.Context(), req.input())
 			return toCredentialJSON(c), err
 		}).Errors(cairn.ECodeConflict)},
-		{"PUT", "/api/credentials/{credential_id}", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
+		{"PUT", "/api/credentials/{credential_id}", AuthAdmin, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
 				return credentialJSON{}, err
@@ -49,7 +66,7 @@ func (s *Server) credentialRoutes() []Route {
 			c, err := s.Credentials.Update(r.Context(), id, req.input())
 			return toCredentialJSON(c), err
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s, func(r *http.Request) (deletedIDJSON, error) {
+		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s.Server, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
 				return deletedIDJSON{}, err

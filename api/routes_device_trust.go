@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -11,8 +12,24 @@ import (
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
+// DeviceTrustArea are the routes of DeviceTrust, over the services only they use.
+type DeviceTrustArea struct {
+	// TrustActions starts the follow-up workflow of trust actions (its Client defaults to Temporal, its queue to the engine queue).
+	TrustActions workflows.TrustStarter
+}
+
+type deviceTrustAPI struct {
+	*Server
+	DeviceTrustArea
+}
+
+func (d DeviceTrustArea) routes(s *Server) []Route {
+	a := &deviceTrustAPI{Server: s, DeviceTrustArea: d}
+	return slices.Concat(a.deviceTrustRoutes())
+}
+
 // deviceTrustRoutes are the trust actions (Admin; SPEC "Device trust state").
-func (s *Server) deviceTrustRoutes() []Route {
+func (s *deviceTrustAPI) deviceTrustRoutes() []Route {
 	return []Route{
 		{"POST", "/api/devices/{guid}/quarantine", AuthAdmin, s.trustAction(devicetrust.ActionQuarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
 		{"POST", "/api/devices/{guid}/unquarantine", AuthAdmin, s.trustAction(devicetrust.ActionUnquarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
@@ -34,8 +51,8 @@ type trustJSON struct {
 // with it every remote path, ends for quarantine, revoke and purge; the
 // action is recorded in the device's activity; consoles refresh) is the
 // DeviceTrustAction workflow's, so a replica restart cannot lose it.
-func (s *Server) trustAction(action string) Endpoint {
-	return jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (trustJSON, error) {
+func (s *deviceTrustAPI) trustAction(action string) Endpoint {
+	return jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (trustJSON, error) {
 		ctx, p := r.Context(), principal(r.Context())
 		res, err := devicetrust.ApplyTrust(ctx, s.Store, p.SiteScope(), chi.URLParam(r, "guid"), action, p.Username, s.Now())
 		if err != nil {
@@ -50,7 +67,7 @@ func (s *Server) trustAction(action string) Endpoint {
 // startTrustAction starts the action's follow-up workflow. The state
 // change is committed whatever happens here, so a failure to start is
 // logged, not answered: the new token version already shuts the device out.
-func (s *Server) startTrustAction(ctx context.Context, res devicetrust.TrustResult, action, actor string) {
+func (s *deviceTrustAPI) startTrustAction(ctx context.Context, res devicetrust.TrustResult, action, actor string) {
 	in := workflows.TrustActionInput{GUID: res.GUID, Hostname: res.Hostname, SiteID: res.SiteID, Action: action,
 		TrustState: res.TrustState, TokenVersion: res.TokenVersion, Actor: actor}
 	if site, err := s.Sites.Get(ctx, res.SiteID); err == nil {
@@ -62,25 +79,5 @@ func (s *Server) startTrustAction(ctx context.Context, res devicetrust.TrustResu
 	}
 	if err := starter.Start(ctx, in); err != nil {
 		s.ctxLog(ctx).Error("start the trust action workflow; socket drop, activity row and event are missing", "guid", res.GUID, "action", action, "err", err)
-	}
-}
-
-// transfersEnded tells the workflows of the live transfers a trust action
-// or a site move ended (issue 21 item 6). The records are cancelled
-// already, and each workflow re-reads its own within half a minute, so a
-// failure here is only logged.
-func (s *Server) transfersEnded(ctx context.Context, ids []string, purged bool) {
-	if len(ids) == 0 {
-		return
-	}
-	starter := s.TransferStarter
-	if starter.Client == nil {
-		starter.Client = s.Temporal
-	}
-	if starter.Client == nil {
-		return
-	}
-	if err := starter.Ended(context.WithoutCancel(ctx), ids, purged); err != nil {
-		s.ctxLog(ctx).Warn("tell ended file transfers", "err", err)
 	}
 }

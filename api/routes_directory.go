@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,10 +12,26 @@ import (
 	"github.com/cairn-rmm/cairn/internal/directory"
 )
 
-func (s *Server) directoryRoutes() []Route {
+// DirectoryArea are the routes of Directory, over the services only they use.
+type DirectoryArea struct {
+	// Directory manages directory providers and cached directory users.
+	Directory *directory.Service
+}
+
+type directoryAPI struct {
+	*Server
+	DirectoryArea
+}
+
+func (d DirectoryArea) routes(s *Server) []Route {
+	a := &directoryAPI{Server: s, DirectoryArea: d}
+	return slices.Concat(a.directoryRoutes())
+}
+
+func (s *directoryAPI) directoryRoutes() []Route {
 	const one = "/api/directory/providers/{provider_id}"
 	return []Route{
-		{"GET", "/api/directory/providers", AuthAdmin, getAction(s, func(r *http.Request) (providerListJSON, error) {
+		{"GET", "/api/directory/providers", AuthAdmin, getAction(s.Server, func(r *http.Request) (providerListJSON, error) {
 			list, err := s.Directory.List(r.Context())
 			out := make([]providerJSON, len(list))
 			for i, p := range list {
@@ -25,11 +42,11 @@ func (s *Server) directoryRoutes() []Route {
 		// Changing who may sign in, and how, is sudo (issue 21 item 5): a
 		// recently re-authenticated session, never an API token. So is
 		// lookup-user, a password oracle for the directory's accounts.
-		{"POST", "/api/directory/providers", AuthAdmin, s.sudo(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
+		{"POST", "/api/directory/providers", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			p, err := s.Directory.Create(r.Context(), req.patch())
 			return providerJSONOf(p), err
 		})).Errors(cairn.ECodeConflict)},
-		{"PATCH", one, AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
+		{"PATCH", one, AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return providerJSON{}, err
@@ -37,19 +54,19 @@ func (s *Server) directoryRoutes() []Route {
 			p, err := s.Directory.Update(r.Context(), id, req.patch())
 			return providerJSONOf(p), err
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"DELETE", one, AuthAdmin, s.sudo(jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
+		{"DELETE", one, AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Directory.Delete(r.Context(), id)
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
+		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
 			c, err := directory.FetchCertificate(r.Context(), req.Host, req.Port, req.HostOverrides)
 			return certificateJSON{Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
 				SHA256Fingerprint: c.SHA256Fingerprint, PEM: c.PEM}, err
 		}).Errors(cairn.ECodeUnavailable)},
-		{"POST", one + "/test", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (testResultJSON, error) {
+		{"POST", one + "/test", AuthAdmin, jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (testResultJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return testResultJSON{}, err
@@ -57,7 +74,7 @@ func (s *Server) directoryRoutes() []Route {
 			res, err := s.Directory.Test(r.Context(), id)
 			return testResultJSON{OK: res.OK, Message: res.Message, TestedAt: res.At}, err
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable, cairn.ECodeConflict)},
-		{"POST", one + "/lookup-user", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
+		{"POST", one + "/lookup-user", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return lookupJSON{}, err
@@ -66,7 +83,7 @@ func (s *Server) directoryRoutes() []Route {
 			return lookupJSON{Found: res.Found, DN: res.DN, Attributes: orEmptyMap(res.Attributes), Groups: orEmptyList(res.Groups),
 				Role: res.Role, SiteIDs: orEmptyIDs(res.SiteIDs), PasswordOK: res.PasswordOK}, err
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable)},
-		{"POST", one + "/sync", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
+		{"POST", one + "/sync", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return syncJSON{}, err
@@ -74,7 +91,7 @@ func (s *Server) directoryRoutes() []Route {
 			res, err := s.Directory.Sync(r.Context(), id)
 			return syncJSON{Checked: res.Checked, Disabled: res.Disabled}, err
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
-		{"GET", "/api/directory/sites", AuthToken, getAction(s, func(r *http.Request) (directorySiteListJSON, error) {
+		{"GET", "/api/directory/sites", AuthToken, getAction(s.Server, func(r *http.Request) (directorySiteListJSON, error) {
 			// The sites a mapping may target, within the caller's scope like
 			// every other site listing.
 			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
@@ -84,7 +101,7 @@ func (s *Server) directoryRoutes() []Route {
 			}
 			return directorySiteListJSON{Sites: out}, err
 		})},
-		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
+		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
 			name := chi.URLParam(r, "username")
 			return directoryCacheJSON{Username: name, Enabled: *req.Enabled}, s.Directory.SetCacheEnabled(r.Context(), name, *req.Enabled)
 		})).Errors(cairn.ECodeNotFound)},

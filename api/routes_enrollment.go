@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +17,24 @@ import (
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
+// EnrollmentArea are the routes of Enrollment, over the services only they use.
+type EnrollmentArea struct {
+	// Enrollment is enrollment codes, requests and approvals.
+	Enrollment *enrollment.Service
+	// Approvals starts and signals enrollment approval workflows.
+	Approvals workflows.EnrollmentStarter
+}
+
+type enrollmentAPI struct {
+	*Server
+	EnrollmentArea
+}
+
+func (d EnrollmentArea) routes(s *Server) []Route {
+	a := &enrollmentAPI{Server: s, EnrollmentArea: d}
+	return slices.Concat(a.enrollmentRoutes(), a.agentEnrollRoutes())
+}
+
 // decisionWait bounds how long approve/deny waits for the approval
 // workflow to record the decision before answering 202 with the request
 // still pending.
@@ -23,15 +42,15 @@ const decisionWait = 10 * time.Second
 
 // enrollmentRoutes are the operator side: codes and approvals, scoped to
 // the caller's sites.
-func (s *Server) enrollmentRoutes() []Route {
+func (s *enrollmentAPI) enrollmentRoutes() []Route {
 	return []Route{
-		{"POST", "/api/admin/enrollment-codes", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req codeCreateRequest) (enrollment.Code, error) {
+		{"POST", "/api/admin/enrollment-codes", AuthToken, jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req codeCreateRequest) (enrollment.Code, error) {
 			p := principal(r.Context())
 			return s.Enrollment.CreateCode(r.Context(), p.SiteScope(), enrollment.CodeInput{
 				SiteID: req.SiteID, ExpiresInSeconds: req.ExpiresInSeconds, MaxUses: req.MaxUses,
 			}, p.Username)
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
-		{"GET", "/api/admin/enrollment-codes", AuthToken, getAction(s, func(r *http.Request) (enrollmentCodeListJSON, error) {
+		{"GET", "/api/admin/enrollment-codes", AuthToken, getAction(s.Server, func(r *http.Request) (enrollmentCodeListJSON, error) {
 			var site *int64
 			if v := r.URL.Query().Get("site_id"); v != "" {
 				id, err := strconv.ParseInt(v, 10, 64)
@@ -43,21 +62,21 @@ func (s *Server) enrollmentRoutes() []Route {
 			codes, err := s.Enrollment.ListCodes(r.Context(), principal(r.Context()).SiteScope(), site)
 			return enrollmentCodeListJSON{Codes: codes}, err
 		}).Query(queryInteger("site_id", "only this site's codes"))},
-		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s, func(r *http.Request) (deletedIDJSON, error) {
+		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s.Server, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
 				return deletedIDJSON{}, err
 			}
 			return deletedIDJSON{Deleted: id}, s.Enrollment.DeleteCode(r.Context(), principal(r.Context()).SiteScope(), id)
 		}).Errors(cairn.ECodeNotFound)},
-		{"POST", "/api/admin/enrollment-codes/{code_id}/rotate", AuthToken, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (enrollment.Code, error) {
+		{"POST", "/api/admin/enrollment-codes/{code_id}/rotate", AuthToken, jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (enrollment.Code, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
 				return enrollment.Code{}, err
 			}
 			return s.Enrollment.RotateCode(r.Context(), principal(r.Context()).SiteScope(), id)
 		}).Errors(cairn.ECodeNotFound)},
-		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s, func(r *http.Request) (approvalListJSON, error) {
+		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s.Server, func(r *http.Request) (approvalListJSON, error) {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
 			return approvalListJSON{Approvals: list}, err
 		}).Query(queryString("status", "only requests in this status"))},
@@ -76,7 +95,7 @@ type codeCreateRequest struct {
 // (its decide update) and answers once the workflow reports the recorded
 // outcome: 200 with the decided request, or 202 while it is still pending
 // after decisionWait (the decision is then kept by the workflow).
-func (s *Server) decideApproval(decision string) Endpoint {
+func (s *enrollmentAPI) decideApproval(decision string) Endpoint {
 	return raw(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{}
 		if err := decodeJSON(w, r, &body, true); err != nil {
@@ -126,12 +145,12 @@ var refreshErrors = []string{devicetrust.ECodeInvalidRefreshToken, devicetrust.E
 	devicetrust.ECodeDevicePurged, devicetrust.ECodeDeviceNotFound, cairn.ECodeAegisLocked}
 
 // agentEnrollRoutes are the agent side: nonce, request, poll and refresh.
-func (s *Server) agentEnrollRoutes() []Route {
+func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 	return []Route{
-		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
+		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
 			return s.Enrollment.Nonce(r.Context())
 		}).Errors(cairn.ECodeAegisLocked, db.ECodeServiceUnavailable)},
-		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
+		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s.Server, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
 			// Agents send a proof here only so that one signing for an
 			// origin this Engine does not serve is refused before anyone
 			// approves a request its polls could never collect.
@@ -142,7 +161,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
 		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, db.ECodeServiceUnavailable)},
-		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
+		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")
 			}
@@ -157,7 +176,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 			}
 			return resp, err
 		}).Errors(enrollPollErrors...)},
-		{"POST", proto.PathTokenRefresh, AuthRefresh, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.RefreshRequest) (proto.RefreshResponse, error) {
+		{"POST", proto.PathTokenRefresh, AuthRefresh, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req proto.RefreshRequest) (proto.RefreshResponse, error) {
 			if req.RefreshToken == "" {
 				return proto.RefreshResponse{}, cairn.Invalid("refresh_token", "is required")
 			}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,25 @@ import (
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
+// TransfersArea are the routes of Transfers, over the services only they use.
+type TransfersArea struct {
+	// Transfers are file transfers and their content store.
+	Transfers *transfers.Service
+	// TransferStarter starts and signals their workflows.
+	TransferStarter workflows.TransferStarter
+}
+
+type transfersAPI struct {
+	*Server
+	TransfersArea
+}
+
+func (d TransfersArea) routes(s *Server) []Route {
+	a := &transfersAPI{Server: s, TransfersArea: d}
+	s.endTransfers = a.transfersEnded
+	return slices.Concat(a.fileTransferRoutes())
+}
+
 // transferStartErrors are what starting a transfer may answer: the device
 // unknown or out of scope, refusing operations or without a socket, and
 // the workflow not started (Temporal unreachable or too busy).
@@ -39,18 +59,18 @@ var transferStartErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQ
 // start downloads, agents work through the transfer callbacks. Content
 // streams through the PostgreSQL content store (internal/transfers); the
 // FileTransfer workflow drives each transfer.
-func (s *Server) fileTransferRoutes() []Route {
+func (s *transfersAPI) fileTransferRoutes() []Route {
 	const base = "/api/device/files/{hostname}"
 	const agent = proto.PathFileTransfers + "{transfer_id}"
 	return []Route{
 		{"POST", base + "/upload", AuthToken, raw(s.fileUpload).Out(http.StatusAccepted, fileTransferJSON{}).
 			Summary("Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload").
 			Errors(append(transferStartErrors, transfers.ECodeUploadTooLarge)...)},
-		{"POST", base + "/download", AuthToken, jsonAction(s, http.StatusAccepted, false, s.fileDownload).
+		{"POST", base + "/download", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.fileDownload).
 			Errors(transferStartErrors...)},
-		{"GET", base + "/transfer/{transfer_id}/status", AuthToken, getAction(s, s.transferStatus).
+		{"GET", base + "/transfer/{transfer_id}/status", AuthToken, getAction(s.Server, s.transferStatus).
 			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound)},
-		{"POST", base + "/transfer/{transfer_id}/cancel", AuthToken, jsonAction(s, http.StatusOK, true, s.transferCancel).
+		{"POST", base + "/transfer/{transfer_id}/cancel", AuthToken, jsonAction(s.Server, http.StatusOK, true, s.transferCancel).
 			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, ECodeTemporalUnavailable)},
 		// A downloaded file is device content, whoever started the download.
 		{"GET", base + "/transfer/{transfer_id}/content", AuthToken, s.deviceContent(raw(s.transferContent).Stream(http.StatusOK, "application/octet-stream").
@@ -59,8 +79,8 @@ func (s *Server) fileTransferRoutes() []Route {
 
 		{"GET", agent + "/upload-item/{item_id}", AuthDevice, raw(s.agentUploadItem).Stream(http.StatusOK, "application/octet-stream").
 			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded)},
-		{"GET", agent + "/status", AuthDevice, getAction(s, s.agentTransferStatus).Errors(transfers.ECodeTransferNotFound)},
-		{"POST", agent + "/progress", AuthDevice, jsonAction(s, http.StatusOK, false, s.agentTransferProgress).
+		{"GET", agent + "/status", AuthDevice, getAction(s.Server, s.agentTransferStatus).Errors(transfers.ECodeTransferNotFound)},
+		{"POST", agent + "/progress", AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentTransferProgress).
 			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded)},
 		{"POST", agent + "/content", AuthDevice, raw(s.agentTransferContent).Out(http.StatusOK, proto.TransferStatus{}).
 			Summary("Stream a finished download's artifact (headers X-Content-SHA256, X-Content-Name)").
@@ -112,7 +132,7 @@ func newFileTransferJSON(s transfers.Snapshot) fileTransferJSON {
 
 // transferTarget is the device a new transfer goes to: in scope, trusted,
 // with a live socket (as for every operation).
-func (s *Server) transferTarget(ctx context.Context, hostname string) (devices.OperationTarget, error) {
+func (s *transfersAPI) transferTarget(ctx context.Context, hostname string) (devices.OperationTarget, error) {
 	t, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), hostname)
 	if err != nil {
 		return t, err
@@ -126,7 +146,7 @@ func (s *Server) transferTarget(ctx context.Context, hostname string) (devices.O
 
 // scopedTransfer is a transfer of the device named in the path, inside the
 // operator's scope; reads and cancel work on untrusted devices too.
-func (s *Server) scopedTransfer(r *http.Request) (transfers.Snapshot, error) {
+func (s *transfersAPI) scopedTransfer(r *http.Request) (transfers.Snapshot, error) {
 	ctx, hostname := r.Context(), pathParam(r, "hostname")
 	_, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), hostname)
 	if err != nil && !cairn.IsCode(err, devicetrust.ECodeDeviceQuarantined) && !cairn.IsCode(err, devicetrust.ECodeDeviceRevoked) {
@@ -184,7 +204,7 @@ func (f *uploadForm) validate() error {
 
 // fileUpload stages a multipart upload part by part into the content
 // store (never a whole file in memory), then starts the transfer.
-func (s *Server) fileUpload(w http.ResponseWriter, r *http.Request) {
+func (s *transfersAPI) fileUpload(w http.ResponseWriter, r *http.Request) {
 	snap, err := s.stageUpload(w, r)
 	if err != nil {
 		writeError(w, r, s.Log, err)
@@ -193,7 +213,7 @@ func (s *Server) fileUpload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, newFileTransferJSON(snap))
 }
 
-func (s *Server) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.Snapshot, error) {
+func (s *transfersAPI) stageUpload(w http.ResponseWriter, r *http.Request) (transfers.Snapshot, error) {
 	ctx := r.Context()
 	target, err := s.transferTarget(ctx, pathParam(r, "hostname"))
 	if err != nil {
@@ -401,7 +421,7 @@ func (q *fileDownloadRequest) validate() error {
 	return nil
 }
 
-func (s *Server) fileDownload(r *http.Request, req fileDownloadRequest) (fileTransferJSON, error) {
+func (s *transfersAPI) fileDownload(r *http.Request, req fileDownloadRequest) (fileTransferJSON, error) {
 	ctx := r.Context()
 	target, err := s.transferTarget(ctx, pathParam(r, "hostname"))
 	if err != nil {
@@ -428,12 +448,12 @@ func (s *Server) fileDownload(r *http.Request, req fileDownloadRequest) (fileTra
 	return newFileTransferJSON(snap), err
 }
 
-func (s *Server) transferStatus(r *http.Request) (fileTransferJSON, error) {
+func (s *transfersAPI) transferStatus(r *http.Request) (fileTransferJSON, error) {
 	snap, err := s.scopedTransfer(r)
 	return newFileTransferJSON(snap), err
 }
 
-func (s *Server) transferCancel(r *http.Request, _ struct{}) (fileTransferJSON, error) {
+func (s *transfersAPI) transferCancel(r *http.Request, _ struct{}) (fileTransferJSON, error) {
 	snap, err := s.scopedTransfer(r)
 	if err != nil {
 		return fileTransferJSON{}, err
@@ -452,13 +472,13 @@ func (s *Server) transferCancel(r *http.Request, _ struct{}) (fileTransferJSON, 
 
 // transferChanged wakes the transfer's workflow; it re-reads the record
 // within a minute anyway, so a failed signal is only logged.
-func (s *Server) transferChanged(ctx context.Context, id string) {
+func (s *transfersAPI) transferChanged(ctx context.Context, id string) {
 	if err := s.TransferStarter.Changed(context.WithoutCancel(ctx), id); err != nil {
 		s.ctxLog(ctx).Warn("signal a file transfer", "transfer_id", id, "err", err)
 	}
 }
 
-func (s *Server) transferContent(w http.ResponseWriter, r *http.Request) {
+func (s *transfersAPI) transferContent(w http.ResponseWriter, r *http.Request) {
 	snap, err := s.scopedTransfer(r)
 	if err == nil {
 		switch t := snap.Transfer; {
@@ -482,7 +502,7 @@ func (s *Server) transferContent(w http.ResponseWriter, r *http.Request) {
 // streamItem writes an item with its size, checksum and (for browsers)
 // file name. A failure mid-stream aborts the connection, so the client
 // sees a short body rather than a wrong one.
-func (s *Server) streamItem(w http.ResponseWriter, r *http.Request, id string, item db.FileTransferItem, ctype string, attachment bool) {
+func (s *transfersAPI) streamItem(w http.ResponseWriter, r *http.Request, id string, item db.FileTransferItem, ctype string, attachment bool) {
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.FormatInt(item.Size, 10))
@@ -537,7 +557,7 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 
 // deviceTransfer is a transfer of the calling device (another device's is
 // transfer_not_found).
-func (s *Server) deviceTransfer(r *http.Request) (transfers.Snapshot, error) {
+func (s *transfersAPI) deviceTransfer(r *http.Request) (transfers.Snapshot, error) {
 	id := pathParam(r, "transfer_id")
 	if err := checkTransferID(id); err != nil {
 		return transfers.Snapshot{}, err
@@ -545,7 +565,7 @@ func (s *Server) deviceTransfer(r *http.Request) (transfers.Snapshot, error) {
 	return s.Transfers.ForDevice(r.Context(), deviceFrom(r.Context()).GUID, id)
 }
 
-func (s *Server) agentUploadItem(w http.ResponseWriter, r *http.Request) {
+func (s *transfersAPI) agentUploadItem(w http.ResponseWriter, r *http.Request) {
 	snap, err := s.deviceTransfer(r)
 	var item db.FileTransferItem
 	if err == nil {
@@ -592,12 +612,12 @@ func agentStatus(snap transfers.Snapshot) proto.TransferStatus {
 	return out
 }
 
-func (s *Server) agentTransferStatus(r *http.Request) (proto.TransferStatus, error) {
+func (s *transfersAPI) agentTransferStatus(r *http.Request) (proto.TransferStatus, error) {
 	snap, err := s.deviceTransfer(r)
 	return agentStatus(snap), err
 }
 
-func (s *Server) agentTransferProgress(r *http.Request, req proto.TransferProgress) (proto.TransferStatus, error) {
+func (s *transfersAPI) agentTransferProgress(r *http.Request, req proto.TransferProgress) (proto.TransferStatus, error) {
 	ctx := r.Context()
 	id := pathParam(r, "transfer_id")
 	if err := checkTransferID(id); err != nil {
@@ -631,7 +651,7 @@ func (s *Server) agentTransferProgress(r *http.Request, req proto.TransferProgre
 
 var hexSHA256 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
-func (s *Server) agentTransferContent(w http.ResponseWriter, r *http.Request) {
+func (s *transfersAPI) agentTransferContent(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := pathParam(r, "transfer_id")
 	// The SHA-256 comes as a header, or as a trailer (declared in the
@@ -678,4 +698,24 @@ func (s *Server) agentTransferContent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, agentStatus(snap))
+}
+
+// transfersEnded tells the workflows of the live transfers a trust action
+// or a site move ended (issue 21 item 6). The records are cancelled
+// already, and each workflow re-reads its own within half a minute, so a
+// failure here is only logged.
+func (s *transfersAPI) transfersEnded(ctx context.Context, ids []string, purged bool) {
+	if len(ids) == 0 {
+		return
+	}
+	starter := s.TransferStarter
+	if starter.Client == nil {
+		starter.Client = s.Temporal
+	}
+	if starter.Client == nil {
+		return
+	}
+	if err := starter.Ended(context.WithoutCancel(ctx), ids, purged); err != nil {
+		s.ctxLog(ctx).Warn("tell ended file transfers", "err", err)
+	}
 }

@@ -2,52 +2,69 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/flows"
 )
 
+// FlowsArea are the routes of Flows, over the services only they use.
+type FlowsArea struct {
+	// Flows are the multi-step automation workflows (/api/workflows).
+	Flows *flows.Service
+}
+
+type flowsAPI struct {
+	*Server
+	FlowsArea
+}
+
+func (d FlowsArea) routes(s *Server) []Route {
+	a := &flowsAPI{Server: s, FlowsArea: d}
+	return slices.Concat(a.flowRoutes())
+}
+
 // flowRoutes are the multi-step automation workflows (docs/api.md
 // "Automation: workflows").
-func (s *Server) flowRoutes() []Route {
+func (s *flowsAPI) flowRoutes() []Route {
 	const one = "/api/workflows/{id}"
 	return []Route{
-		{"GET", "/api/workflows", AuthToken, getAction(s, func(r *http.Request) (flowListJSON, error) {
+		{"GET", "/api/workflows", AuthToken, getAction(s.Server, func(r *http.Request) (flowListJSON, error) {
 			list, err := s.Flows.List(r.Context())
 			if list == nil {
 				list = []flows.Flow{}
 			}
 			return flowListJSON{Workflows: list}, err
 		})},
-		{"POST", "/api/workflows", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
+		{"POST", "/api/workflows", AuthToken, jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
 			return s.Flows.Create(r.Context(), editor(r), req)
 		})},
-		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (flows.Run, error) {
+		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s.Server, func(r *http.Request) (flows.Run, error) {
 			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
 		}).Errors(cairn.ECodeNotFound)},
-		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (flows.Flow, error) {
+		{"GET", one, AuthToken, getAction(s.Server, func(r *http.Request) (flows.Flow, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flows.Flow{}, err
 			}
 			return s.Flows.Get(r.Context(), id)
 		}).Errors(cairn.ECodeNotFound)},
-		{"PUT", one, AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
+		{"PUT", one, AuthToken, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flows.Flow{}, err
 			}
 			return s.Flows.Update(r.Context(), editor(r), id, req)
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeDependantsExist)},
-		{"DELETE", one, AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
+		{"DELETE", one, AuthToken, jsonAction(s.Server, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Flows.Delete(r.Context(), editor(r), id)
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, flows.ECodeInUse)},
-		{"POST", one + "/start", AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
+		{"POST", one + "/start", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return jobRunIDJSON{}, err
@@ -56,7 +73,7 @@ func (s *Server) flowRoutes() []Route {
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
 			return jobRunIDJSON{RunID: runID}, err
 		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable)},
-		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (flowRunsJSON, error) {
+		{"GET", one + "/runs", AuthToken, getAction(s.Server, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flowRunsJSON{}, err

@@ -20,6 +20,14 @@ import (
 	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
+// ShellsArea are the remote shell routes.
+type ShellsArea struct {
+	// Shells keeps shell sessions (nil: the routes make their own).
+	Shells *shells.Service
+}
+
+func (d ShellsArea) routes(s *Server) []Route { return s.shellRoutes(d.Shells) }
+
 // Remote shell (SPEC "Remote desktop, shell, tunnel"; docs/api.md "Remote
 // shell"). Establish records a pending session; the browser's socket
 // (/api/shell/ws/{id}) claims it and only then is the agent asked, through
@@ -40,8 +48,7 @@ type shellAPI struct {
 // (and report its exit) before both sockets are closed anyway.
 const shellCloseGrace = 3 * time.Second
 
-func (s *Server) shellRoutes() []Route {
-	svc := s.Shells
+func (s *Server) shellRoutes(svc *shells.Service) []Route {
 	if svc == nil {
 		svc = shells.New(s.Store, s.Devices, s.Log, shells.Config{})
 	}

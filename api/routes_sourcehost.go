@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -10,17 +11,33 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 )
 
+// SourceHostArea are the routes of SourceHost, over the services only they use.
+type SourceHostArea struct {
+	// SourceHost is the source-hosting token and branch-head service.
+	SourceHost *sourcehost.Service
+}
+
+type sourceHostAPI struct {
+	*Server
+	SourceHostArea
+}
+
+func (d SourceHostArea) routes(s *Server) []Route {
+	a := &sourceHostAPI{Server: s, SourceHostArea: d}
+	return slices.Concat(a.sourceHostRoutes())
+}
+
 // headerGitHubToken lets a caller lend its own source-host token to a
 // current_hash call when the Engine has none stored (SPEC rule 7).
 const headerGitHubToken = "X-GitHub-Token"
 
-func (s *Server) sourceHostRoutes() []Route {
+func (s *sourceHostAPI) sourceHostRoutes() []Route {
 	return []Route{
-		{"GET", "/api/github/token", AuthAdmin, getAction(s, func(r *http.Request) (tokenStatusJSON, error) {
+		{"GET", "/api/github/token", AuthAdmin, getAction(s.Server, func(r *http.Request) (tokenStatusJSON, error) {
 			st, err := s.SourceHost.Status(r.Context())
 			return toTokenStatusJSON(st), err
 		})},
-		{"POST", "/api/github/token", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req tokenRequest) (tokenStatusJSON, error) {
+		{"POST", "/api/github/token", AuthAdmin, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req tokenRequest) (tokenStatusJSON, error) {
 			if err := s.SourceHost.SetToken(r.Context(), req.token, principal(r.Context()).Username); err != nil {
 				return tokenStatusJSON{}, err
 			}
@@ -28,7 +45,7 @@ func (s *Server) sourceHostRoutes() []Route {
 			return toTokenStatusJSON(st), err
 		}).Errors(cairn.ECodeUnavailable)},
 		// SPEC: "Device or Token": agents ask too (script payloads).
-		{"GET", "/api/repo/current_hash", AuthDeviceOrToken, getAction(s, func(r *http.Request) (currentHashJSON, error) {
+		{"GET", "/api/repo/current_hash", AuthDeviceOrToken, getAction(s.Server, func(r *http.Request) (currentHashJSON, error) {
 			q, err := hashQuery(r)
 			if err != nil {
 				return currentHashJSON{}, err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,19 +22,13 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
-	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
-	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
-	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
-	"github.com/cairn-rmm/cairn/internal/directory"
-	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
-	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
@@ -42,11 +37,8 @@ import (
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
-	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/sites"
-	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
-	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -80,17 +72,16 @@ type Route struct {
 	Handler Endpoint
 }
 
-// Deps are what the handlers need.
+// Deps are what the handlers of several capabilities share; what only one
+// capability's routes use is in its Area.
 type Deps struct {
 	Store    *db.Store
 	Auth     *auth.Service
 	Cipher   *aegis.Cipher
 	Sites    *sites.Service
 	Passkeys *passkeys.Service
-	// Directory manages directory providers and cached directory users.
-	Directory *directory.Service
-	Bus       *events.Bus
-	Presence  *events.Presence
+	Bus      *events.Bus
+	Presence *events.Presence
 	// EventKeepAlive is how often operator event streams send a
 	// keep-alive and re-check their session (0: 15 s).
 	EventKeepAlive time.Duration
@@ -112,14 +103,6 @@ type Deps struct {
 	// Started reports whether startup finished (migrations, workers).
 	Started func() bool
 	Now     func() time.Time
-	// Credentials are the stored remote-session credentials.
-	Credentials *credentials.Service
-	// SourceHost is the source-hosting token and branch-head service.
-	SourceHost *sourcehost.Service
-	// Enrollment is enrollment codes, requests and approvals.
-	Enrollment *enrollment.Service
-	// Approvals starts and signals enrollment approval workflows.
-	Approvals workflows.EnrollmentStarter
 	// DeviceTokens issues and checks device access and refresh tokens.
 	DeviceTokens *devicetrust.Tokens
 	// DPoP verifies agents' proofs of possession.
@@ -141,29 +124,16 @@ type Deps struct {
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).
 	Operations workflows.OperationRunner
-	// Shells keeps shell sessions (nil: the shell routes make their own).
-	Shells *shells.Service
 	// AgentOnly serves only what agents call on a standalone site worker:
 	// health and the realtime socket.
 	AgentOnly bool
-	// TrustActions starts the follow-up workflow of trust actions (its
-	// Client defaults to Temporal, its queue to the engine queue).
-	TrustActions workflows.TrustStarter
 	// Jobs are the scheduled jobs; Slots the site workers' scheduled lanes.
 	Jobs  *scheduledjobs.Service
 	Slots *scheduledjobs.Slots
-	// Flows are the multi-step automation workflows (/api/workflows).
-	Flows *flows.Service
 	// Signer signs script payloads and names the keys agents trust.
 	Signer *scriptsign.Signer
-	// Artifacts are the agent binaries this Engine serves.
-	Artifacts *agentartifacts.Catalog
 	// InstallLinks are the sites' signed install links.
 	InstallLinks *installlinks.Service
-	// Updates records agent updates; UpdateStarter starts and signals
-	// their workflows.
-	Updates       *agentupdates.Service
-	UpdateStarter workflows.AgentUpdateStarter
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
 	Runs       workflows.JobRunStarter
@@ -172,13 +142,12 @@ type Deps struct {
 	DeviceFilters *devicefilters.Service
 	// Metadata is the metadata fields (definitions, values, agent sync).
 	Metadata *metadata.Service
-	// Transfers are file transfers and their content store;
-	// TransferStarter starts and signals their workflows.
-	Transfers       *transfers.Service
-	TransferStarter workflows.TransferStarter
 	// Metrics counts requests, event streams and Temporal errors (nil:
 	// nothing is counted).
 	Metrics *metrics.Metrics
+	// Codes are every capability's declared error codes: the status each
+	// is answered with (nil: the core codes alone).
+	Codes *cairn.CodeBook
 }
 
 // Server serves the API and the console.
@@ -191,6 +160,8 @@ type Server struct {
 	publicHTTPS bool
 	// shell is the shell routes' state, whose liveness loop Run runs.
 	shell *shellAPI
+	// endTransfers is the transfers area's transfersEnded (nil without it).
+	endTransfers func(ctx context.Context, ids []string, purged bool)
 	docCache
 }
 
@@ -202,8 +173,10 @@ func (s *Server) Run(ctx context.Context) {
 	}
 }
 
-// New builds the server and its route table.
-func New(d Deps) *Server {
+// New builds the server and its route table: the core routes (health,
+// setup, sign-in, accounts, sites, events, the agent socket, the API
+// document) and each capability's area.
+func New(d Deps, areas ...Area) *Server {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -212,6 +185,9 @@ func New(d Deps) *Server {
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Codes == nil {
+		d.Codes = cairn.CoreBook()
 	}
 	// The root handler adds each request's log scope to its lines and
 	// keeps secrets out (a no-op when engine.New already wrapped it).
@@ -225,32 +201,17 @@ func New(d Deps) *Server {
 			s.agentOrigins = append(s.agentOrigins, u)
 		}
 	}
-	areas := [][]Route{
-		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.apiTokenRoutes(), s.aegisRoutes(),
-		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.directoryRoutes(),
-		s.credentialRoutes(), s.sourceHostRoutes(), s.passkeyRoutes(), s.tlsRoutes(),
-		s.enrollmentRoutes(), s.agentEnrollRoutes(), s.agentSocketRoutes(), s.deviceTrustRoutes(), s.agentCallbackRoutes(), s.deviceRoutes(), s.activityRoutes(),
-		s.deviceOpRoutes(),
-		s.fileRoutes(),
-		s.registryRoutes(),
-		s.shellRoutes(),
-		s.scriptSignRoutes(),
-		s.agentArtifactRoutes(),
-		s.agentUpdateRoutes(),
-		s.assemblyRoutes(), s.quickRunRoutes(),
-		s.scheduledJobRoutes(), s.flowRoutes(),
-		s.softwareRoutes(),
-		s.deviceFilterRoutes(), s.deviceViewRoutes(),
-		s.metadataRoutes(),
-		s.fileTransferRoutes(),
-		s.temporalCodecRoutes(),
-		s.openapiRoutes(),
-	}
 	if d.AgentOnly {
-		areas = [][]Route{s.healthRoutes(), s.agentSocketRoutes()}
+		s.routes = slices.Concat(s.healthRoutes(), s.agentSocketRoutes())
+		return s
 	}
-	for _, area := range areas {
-		s.routes = append(s.routes, area...)
+	s.routes = slices.Concat(
+		s.healthRoutes(), s.bootstrapRoutes(), s.authRoutes(), s.apiTokenRoutes(), s.aegisRoutes(),
+		s.siteRoutes(), s.serverRoutes(), s.eventRoutes(), s.userRoutes(), s.tlsRoutes(),
+		s.agentSocketRoutes(), s.temporalCodecRoutes(), s.openapiRoutes(),
+	)
+	for _, a := range areas {
+		s.routes = append(s.routes, a.routes(s)...)
 	}
 	return s
 }

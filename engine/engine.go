@@ -1,9 +1,10 @@
 // Package engine builds the Engine from one constructor that `cairn
 // serve`, `cairn worker`, the API tests and the benchmark share: the
-// domain services, the agent gateway, the Temporal workers with every
-// workflow and activity registered, and the HTTP API. A capability adds
-// its service here and one line to each registration list
-// (workflows.Registered, workers.Activities, the API's route areas).
+// shared domain services, the agent gateway, then each capability of
+// Capabilities (capability.go), whose declarations give the Temporal
+// workers their workflows and activities, the API its routes and error
+// statuses, and the maintenance Schedules their jobs. A capability is its
+// own engine/capability_<name>.go plus one line in Capabilities.
 package engine
 
 import (
@@ -22,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/db"
@@ -191,6 +193,10 @@ type Engine struct {
 	Filters     *devicefilters.Service
 	Gateway     *agentgateway.Hub
 	Shells      *shells.Service
+	// Credentials are the stored remote-session credentials; SourceHost
+	// the source-hosting token.
+	Credentials *credentials.Service
+	SourceHost  *sourcehost.Service
 	Jobs        *scheduledjobs.Service
 	JobSched    workflows.JobScheduler
 	Slots       *scheduledjobs.Slots
@@ -276,14 +282,6 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	if e.Passkeys, err = passkeys.NewService(store, e.Auth, cfg.PublicURL, cfg.Now); err != nil {
 		return nil, err
 	}
-	e.Approvals = workflows.EnrollmentStarter{Client: tc, TaskQueue: cfg.EngineQueue}
-	enrollCfg := enrollment.Config{ApprovalTTL: cfg.ApprovalTTL, Starter: e.Approvals, Now: cfg.Now}
-	if cfg.EnrollRateLimit > 0 {
-		enrollCfg.RequestsPerAddress = ratelimit.Rule{Limit: cfg.EnrollRateLimit, Window: enrollment.RequestsPerAddress.Window}
-	}
-	if e.Enrollment, err = enrollment.New(ctx, store, e.Cipher, enrollCfg); err != nil {
-		return nil, err
-	}
 	e.Tokens = devicetrust.NewTokens(store, e.Cipher, cfg.PublicURL, cfg.Now)
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices"),
@@ -292,8 +290,6 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	// stamps last_seen with (the wall clock, not cfg.Now, which tests move
 	// for TOTP), so a filter and a device row never disagree on a status.
 	e.Filters = devicefilters.New(store, devicefilters.Config{OnlineWindow: e.Devices.OnlineWindow(), SocketWindow: devices.SocketWindow})
-	e.Shells = shells.New(store, e.Devices, log.With("component", "shells"),
-		shells.Config{TranscriptMax: cfg.ShellTranscriptMax, NoInputRecording: cfg.ShellNoInputRecording})
 	e.Signer = scriptsign.New(store, e.Cipher)
 	e.Grants = grants.New(store, e.Cipher, e.Signer, cfg.Now)
 	e.Automation = automation.NewService(store, e.Signer, e.Devices)
@@ -321,9 +317,6 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.InstallLinks = installlinks.New(store, e.Cipher, e.Artifacts, cfg.Now, log.With("component", "installlinks"))
 	e.Updates = agentupdates.New(store, e.Devices, e.Bus, updateArtifacts{e.Artifacts}, log.With("component", "agentupdates"))
 
-	e.Transfers = transfers.New(store, transfers.Config{MaxBytes: cfg.TransferMaxBytes, Retention: cfg.TransferRetention,
-		Quotas: cfg.TransferQuotas})
-
 	e.Workers = workers.NewManager(workerClient, log, cfg.Sites)
 	// Workflow payloads are sealed under the master cipher: a process
 	// runs workers only while it holds it (docs/architecture.md "Trust
@@ -332,40 +325,47 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.Workers.SetReady(e.Cipher.Unlocked)
 	e.Cipher.OnUnlock(e.afterUnlock)
 	e.Cipher.OnLock(e.Workers.Stop)
+	book, err := Codes()
+	if err != nil {
+		return nil, fmt.Errorf("capabilities' error codes: %w", err)
+	}
+	cairn.Declare(book)
 	gw := agentgateway.Options{Log: log, Now: cfg.Now, QueueOf: workflows.SiteTaskQueue, Completer: activities.Completer{Client: tc},
-		Endpoint: cfg.AgentEndpoint}
+		Endpoint: cfg.AgentEndpoint, Codes: book}
 	e.Gateway = agentgateway.New(e.Presence.ReplicaID, store, e.Bus, e.Workers, gw)
 	e.Metrics.WatchAgents(e.Gateway.ConnectedBySite)
-	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
-		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
-		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
-		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
-		Transfers: e.Transfers, Grants: e.Grants, JobSchedules: e})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
+	// Each capability builds the services only it uses; then every
+	// worker registers every capability's workflows and activities, and
+	// the API serves every capability's routes.
+	for _, c := range Capabilities {
+		if c.Wire == nil {
+			continue
+		}
+		if err := c.Wire(ctx, e); err != nil {
+			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
+		}
+	}
+	e.Workers.RegisterWorkflows(Workflows()...)
+	e.Workers.Register(activitiesOf(e)...)
+
 	deps := api.Deps{
-		Store: store, Auth: e.Auth, Cipher: e.Cipher, Sites: e.Sites, Directory: e.Directory, Passkeys: e.Passkeys,
+		Store: store, Auth: e.Auth, Cipher: e.Cipher, Sites: e.Sites, Passkeys: e.Passkeys,
 		Bus: e.Bus, Presence: e.Presence, EventKeepAlive: cfg.EventKeepAlive, Temporal: tc, Workers: e.Workers, Namespace: cfg.Namespace,
 		Console: cfg.Console, PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, Log: log, Started: cfg.Started, TLS: cfg.TLS,
-		Credentials: credentials.NewService(store, e.Cipher),
-		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),
-		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
+		Sockets: e.Gateway, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, ProofsPerAddress: ratelimit.Rule{Limit: cfg.ProofRateLimit, Window: api.DefaultProofsPerAddress.Window},
 		Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
-		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
-		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
-		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants},
+		AgentOnly: cfg.Role == RoleSiteWorker, Signer: e.Signer, InstallLinks: e.InstallLinks,
 		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
-		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
+		Jobs: e.Jobs, Slots: e.Slots,
 		DeviceFilters: e.Filters,
 		Metadata:      e.Metadata,
 		Metrics:       e.Metrics,
-		Transfers:     e.Transfers,
-		TransferStarter: workflows.TransferStarter{Client: tc, Stall: cfg.TransferStall,
-			Retention: e.Transfers.Retention(), Grants: e.Grants},
+		Codes:         book,
 	}
-	e.API = api.New(deps)
+	e.API = api.New(deps, areas(e)...)
 	return e, nil
 }
 
@@ -519,7 +519,7 @@ func (e *Engine) startDurable(ctx context.Context) error {
 func (e *Engine) ensureSchedules(ctx context.Context) error {
 	if !e.cfg.NoSchedules {
 		// Clean-up runs as Temporal Schedules, once per deployment.
-		if err := workers.EnsureSchedules(ctx, e.Temporal, e.Data, e.cfg.EngineQueue); err != nil {
+		if err := workers.EnsureSchedules(ctx, e.Temporal, e.Data, e.cfg.EngineQueue, MaintenanceJobs()); err != nil {
 			return fmt.Errorf("maintenance schedules: %w", err)
 		}
 	}

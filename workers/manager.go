@@ -47,6 +47,8 @@ type Manager struct {
 	// activities are the activity structs (with their dependencies) every
 	// worker registers besides the probe.
 	activities []any
+	// workflows are every capability's workflow functions.
+	workflows []any
 
 	mu      sync.Mutex
 	running map[string]*managed // task queue -> worker
@@ -103,11 +105,19 @@ func (m *Manager) Register(acts ...any) {
 	m.activities = append(m.activities, acts...)
 }
 
+// RegisterWorkflows adds workflow functions every worker of this process
+// registers; call it before the first worker starts.
+func (m *Manager) RegisterWorkflows(wfs ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.workflows = append(m.workflows, wfs...)
+}
+
 // register puts every workflow and activity on a worker. All queues carry
 // the same registrations; which work lands where is decided by the
 // task queue the starter names. The caller holds m.mu.
 func (m *Manager) register(w worker.Worker, identity string) {
-	for _, wf := range workflows.Registered {
+	for _, wf := range m.workflows {
 		w.RegisterWorkflow(wf)
 	}
 	w.RegisterActivity(&activities.Probe{Identity: identity})

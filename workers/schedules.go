@@ -34,12 +34,12 @@ const (
 // job, policies); a schedule an SRE paused stays paused. Every replica
 // calls it at start: it is idempotent, and a schedule another replica
 // created a moment earlier (AlreadyExists) counts as created.
-func EnsureSchedules(ctx context.Context, c client.Client, dc converter.DataConverter, queue string) error {
+func EnsureSchedules(ctx context.Context, c client.Client, dc converter.DataConverter, queue string, jobs []workflows.MaintenanceJob) error {
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
 	var errs []error
-	for _, job := range workflows.MaintenanceJobs {
+	for _, job := range jobs {
 		if err := ensureSchedule(ctx, c, dc, queue, job); err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", workflows.MaintenanceScheduleID(job.Name), err))
 		}
@@ -87,7 +87,7 @@ func maintenanceSchedule(queue string, job workflows.MaintenanceJob) client.Sche
 		Action: &client.ScheduleWorkflowAction{
 			ID:                       workflows.MaintenanceScheduleID(job.Name),
 			Workflow:                 workflows.Maintenance,
-			Args:                     []any{workflows.MaintenanceInput{Job: job.Name}},
+			Args:                     []any{workflows.MaintenanceInput{Job: job.Name, Activity: job.Activity}},
 			TaskQueue:                queue,
 			WorkflowExecutionTimeout: maintenanceRunTimeout,
 			TypedSearchAttributes: temporal.NewSearchAttributes(
@@ -117,5 +117,5 @@ func scheduleMatches(have client.Schedule, want client.Schedule, job workflows.M
 	}
 	p, ok := act.Args[0].(*commonpb.Payload)
 	var in workflows.MaintenanceInput
-	return ok && dc.FromPayload(p, &in) == nil && in.Job == job.Name
+	return ok && dc.FromPayload(p, &in) == nil && in.Job == job.Name && in.Activity == job.Activity
 }

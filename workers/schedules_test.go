@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -25,7 +26,7 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 	queue := "schedules-" + uuid.NewString()[:8]
 	sessions := &countingSweeper{n: 3}
 	w := worker.New(temporalClient, queue, worker.Options{})
-	for _, wf := range workflows.Registered {
+	for _, wf := range engine.Workflows() {
 		w.RegisterWorkflow(wf)
 	}
 	w.RegisterActivity(&activities.Maintenance{Sessions: sessions})
@@ -37,14 +38,17 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 	errs := make([]error, 3)
 	for i := range errs {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = workers.EnsureSchedules(ctx, temporalClient, nil, queue) }()
+		go func() {
+			defer wg.Done()
+			errs[i] = workers.EnsureSchedules(ctx, temporalClient, nil, queue, engine.MaintenanceJobs())
+		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
 	requireSchedules(t, queue)
-	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue), "again: nothing to do")
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue, engine.MaintenanceJobs()), "again: nothing to do")
 
 	// Drift: an interval changed by hand, and a pause, on one schedule.
 	h := temporalClient.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID(workflows.JobSessions))
@@ -65,7 +69,7 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 		d, err := h.Describe(ctx)
 		return err == nil && d.Schedule.State.Paused
 	}, 60*time.Second, 50*time.Millisecond, "the pause shows")
-	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue))
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue, engine.MaintenanceJobs()))
 	requireSchedules(t, queue)
 	desc, err := h.Describe(ctx)
 	require.NoError(t, err)
@@ -92,7 +96,7 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 func requireSchedules(t *testing.T, queue string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, job := range workflows.MaintenanceJobs {
+	for _, job := range engine.MaintenanceJobs() {
 		d, err := temporalClient.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID(job.Name)).Describe(ctx)
 		require.NoError(t, err, job.Name)
 		require.Equal(t, []client.ScheduleIntervalSpec{{Every: job.Every}}, d.Schedule.Spec.Intervals, job.Name)

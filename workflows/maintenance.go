@@ -5,8 +5,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/cairn-rmm/cairn/activities"
 )
 
 // Maintenance jobs: periodic clean-up that must run once per deployment,
@@ -33,29 +31,13 @@ const (
 	JobJobSchedules = "job-schedules"
 )
 
-// MaintenanceJob is one job and how often its schedule starts it.
+// MaintenanceJob is one job, how often its schedule starts it, and the
+// activity that does it (its registered name: the method's). Capabilities
+// declare their jobs (engine.Capability.Maintenance).
 type MaintenanceJob struct {
-	Name  string
-	Every time.Duration
-}
-
-// MaintenanceJobs are the scheduled jobs. Intervals: rows a hot path
-// writes for every agent request or operator stream (DPoP proof IDs,
-// refresh tokens, presence of dead replicas, which the console shows) go
-// every minute; tables that only grow slowly and whose expired rows are
-// already refused where they are read (sessions, pending tokens, rate
-// limit windows) every five minutes.
-var MaintenanceJobs = []MaintenanceJob{
-	{JobDPoP, time.Minute},
-	{JobRefreshTokens, time.Minute},
-	{JobPresence, time.Minute},
-	{JobShellSessions, time.Minute},
-	{JobSessions, 5 * time.Minute},
-	{JobPendingTokens, 5 * time.Minute},
-	{JobRateLimits, 5 * time.Minute},
-	{JobAgentRequests, 5 * time.Minute},
-	{JobFileTransfers, 15 * time.Minute},
-	{JobJobSchedules, 5 * time.Minute},
+	Name     string
+	Every    time.Duration
+	Activity string
 }
 
 // MaintenanceScheduleID names the schedule of a job; it is also the
@@ -65,9 +47,28 @@ func MaintenanceScheduleID(job string) string { return "maintenance:" + job }
 // JobKindMaintenance is the JobKind search attribute of a job's runs.
 func JobKindMaintenance(job string) string { return "maintenance_" + job }
 
-// MaintenanceInput names the job a run does.
+// MaintenanceInput names the job a run does and the activity that does
+// it. Schedules written before jobs were declared by capabilities carry no
+// Activity; their jobs' activities are in legacyJobActivities.
 type MaintenanceInput struct {
-	Job string
+	Job      string
+	Activity string `json:",omitempty"`
+}
+
+// legacyJobActivities are the activities of the jobs that existed before
+// MaintenanceInput named its activity: runs of their old schedules, and
+// their histories, do the same work as before.
+var legacyJobActivities = map[string]string{
+	JobSessions:      "SweepSessions",
+	JobPendingTokens: "SweepPendingTokens",
+	JobRateLimits:    "SweepRateLimits",
+	JobDPoP:          "SweepDPoP",
+	JobRefreshTokens: "SweepRefreshTokens",
+	JobPresence:      "SweepPresence",
+	JobAgentRequests: "SweepAgentRequests",
+	JobShellSessions: "SweepShellSessions",
+	JobFileTransfers: "SweepFileTransfers",
+	JobJobSchedules:  "ReconcileJobSchedules",
 }
 
 // MaintenanceResult is what a run did.
@@ -83,21 +84,11 @@ type MaintenanceResult struct {
 // and history in the Temporal UI. While a run is still retrying, its
 // schedule skips further starts (overlap policy skip).
 func Maintenance(ctx workflow.Context, in MaintenanceInput) (MaintenanceResult, error) {
-	var a *activities.Maintenance
-	jobs := map[string]any{
-		JobSessions:      a.SweepSessions,
-		JobPendingTokens: a.SweepPendingTokens,
-		JobRateLimits:    a.SweepRateLimits,
-		JobDPoP:          a.SweepDPoP,
-		JobRefreshTokens: a.SweepRefreshTokens,
-		JobPresence:      a.SweepPresence,
-		JobAgentRequests: a.SweepAgentRequests,
-		JobShellSessions: a.SweepShellSessions,
-		JobFileTransfers: a.SweepFileTransfers,
-		JobJobSchedules:  a.ReconcileJobSchedules,
+	act := in.Activity
+	if act == "" {
+		act = legacyJobActivities[in.Job]
 	}
-	act, ok := jobs[in.Job]
-	if !ok {
+	if act == "" {
 		return MaintenanceResult{}, temporal.NewNonRetryableApplicationError("unknown maintenance job "+in.Job, "UnknownJob", nil)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

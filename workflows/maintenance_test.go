@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -51,22 +52,26 @@ func (f *flakySweeper) ReconcileJobSchedules(context.Context) error {
 
 func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 	t.Parallel()
-	for _, job := range workflows.MaintenanceJobs {
-		t.Run(job.Name, func(t *testing.T) {
-			t.Parallel()
-			f := &flakySweeper{failures: 4, n: 7}
-			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestWorkflowEnvironment()
-			env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
-				AgentRequests: f, Shells: f, Transfers: f, JobSchedules: f})
-			env.ExecuteWorkflow(workflows.Maintenance, workflows.MaintenanceInput{Job: job.Name})
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
-			var res workflows.MaintenanceResult
-			require.NoError(t, env.GetWorkflowResult(&res))
-			require.Equal(t, 5, f.calls, "four failures, then success")
-			require.Equal(t, job.Name, res.Job)
-		})
+	for _, job := range engine.MaintenanceJobs() {
+		// Schedules of a capability's job name its activity; schedules
+		// written before that name only the job (legacy), and do the same.
+		for _, in := range []workflows.MaintenanceInput{{Job: job.Name, Activity: job.Activity}, {Job: job.Name}} {
+			t.Run(job.Name+"/activity="+in.Activity, func(t *testing.T) {
+				t.Parallel()
+				f := &flakySweeper{failures: 4, n: 7}
+				var suite testsuite.WorkflowTestSuite
+				env := suite.NewTestWorkflowEnvironment()
+				env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
+					AgentRequests: f, Shells: f, Transfers: f, JobSchedules: f})
+				env.ExecuteWorkflow(workflows.Maintenance, in)
+				require.True(t, env.IsWorkflowCompleted())
+				require.NoError(t, env.GetWorkflowError())
+				var res workflows.MaintenanceResult
+				require.NoError(t, env.GetWorkflowResult(&res))
+				require.Equal(t, 5, f.calls, "four failures, then success")
+				require.Equal(t, job.Name, res.Job)
+			})
+		}
 	}
 }
 
@@ -95,11 +100,12 @@ func TestMaintenanceFailsFastOnWhatRetriesCannotFix(t *testing.T) {
 func TestMaintenanceScheduleIDs(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
-	for _, job := range workflows.MaintenanceJobs {
+	for _, job := range engine.MaintenanceJobs() {
 		id := workflows.MaintenanceScheduleID(job.Name)
 		require.False(t, seen[id], "duplicate job %s", job.Name)
 		seen[id] = true
 		require.Positive(t, job.Every)
+		require.NotEmpty(t, job.Activity, job.Name)
 	}
 	require.Equal(t, "maintenance:sessions", workflows.MaintenanceScheduleID(workflows.JobSessions))
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/cairn-rmm/cairn/workflows"
+	"github.com/cairn-rmm/cairn/engine"
 )
 
 // workflowType reads the workflow type a saved history started.
@@ -25,11 +25,11 @@ func workflowType(t *testing.T, file string) string {
 	return h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
 }
 
-// registeredNames are the type names of workflows.Registered (a function's
+// registeredNames are the type names of engine.Workflows() (a function's
 // name, as the SDK registers it).
 func registeredNames() []string {
 	var out []string
-	for _, wf := range workflows.Registered {
+	for _, wf := range engine.Workflows() {
 		full := runtime.FuncForPC(reflect.ValueOf(wf).Pointer()).Name()
 		out = append(out, full[strings.LastIndex(full, ".")+1:])
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/cairn-rmm/cairn/workflows"
+	"github.com/cairn-rmm/cairn/engine"
 )
 
 // TestReplaySavedHistories replays every history in testdata (recorded by
@@ -22,7 +22,7 @@ func TestReplaySavedHistories(t *testing.T) {
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
-			for _, wf := range workflows.Registered {
+			for _, wf := range engine.Workflows() {
 				r.RegisterWorkflow(wf)
 			}
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))

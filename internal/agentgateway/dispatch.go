@@ -175,10 +175,11 @@ func (h *Hub) onReply(c *conn, env proto.Envelope) {
 		err = h.opts.Completer.Fail(ctx, token, FailureReplyTooLarge,
 			"the agent's answer is larger than the Engine carries ("+itoa(MaxReplyBytes)+" bytes)", false)
 	case json.Unmarshal(env.Payload, &failure) == nil && failure.Code != "":
-		// The agent picks the code; only the operation codes pass, so a
-		// device cannot answer an operator with, say, "unauthorized".
+		// The agent picks the code; only the codes declared as agents'
+		// pass, so a device cannot answer an operator with, say,
+		// "unauthorized".
 		code := failure.Code
-		if !agentCodes[code] {
+		if h.opts.Codes == nil || !h.opts.Codes.FromAgent(code) {
 			code = proto.CodeOpFailed
 		}
 		err = h.opts.Completer.Fail(ctx, token, code, boundMessage(failure.Message), false)
@@ -247,21 +248,6 @@ func (h *Hub) heartbeatPending(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// agentCodes are the failure codes an agent may answer an operation with.
-var agentCodes = map[string]bool{
-	proto.CodeOpUnsupported: true, proto.CodeOpNotFound: true, proto.CodeOpMismatch: true,
-	proto.CodeOpInvalid: true, proto.CodeOpFailed: true, proto.CodeOpPermission: true,
-	proto.CodeOpShellLimit: true, proto.CodeOpTimedOut: true, proto.CodeOpAlreadyRunning: true,
-	proto.CodeSignatureInvalid: true, proto.CodeUnsupportedLanguage: true,
-	// File management (issue 10).
-	proto.CodeFilePathNotAbsolute: true, proto.CodeFilePathInvalid: true, proto.CodeFilePathNotFound: true,
-	proto.CodeFileNotDirectory: true, proto.CodeFileNotFile: true,
-	proto.CodeFileTooLarge: true, proto.CodeFileBinary: true, proto.CodeTransferNotFound: true,
-	// registry editor (agent/proto/registry.go)
-	proto.CodeUnsupportedPlatform: true, proto.CodePathExists: true, proto.CodeRegistryKeyNotFound: true,
-	proto.CodeRegistryValueNotFound: true, proto.CodeRegistryTypeInvalid: true,
 }
 
 // boundMessage keeps an agent's failure message to what an operator reads.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/events"
 )
@@ -75,6 +76,10 @@ type Options struct {
 	// the Engine passes workflows.SiteTaskQueue (this package sits below
 	// workflows, so it cannot import it).
 	QueueOf func(slug string) string
+	// Codes say which failure codes an agent may answer an operation with
+	// (cairn.Code.Agent); any other becomes op_failed, so a device cannot
+	// answer an operator with, say, "unauthorized". Nil: none pass.
+	Codes *cairn.CodeBook
 }
 
 func (o Options) withDefaults() Options {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
@@ -118,6 +119,15 @@ func (f *fixture) replica(t testing.TB, id string, runs agentgateway.SiteRunner,
 	}
 	statuses, unsubscribe := bus.Subscribe(func(e events.Event) bool { return e.Type == events.TypeAgentStatusChanged })
 	opts.Log = log
+	if opts.Codes == nil {
+		// The operation codes the command path declares (engine's
+		// capability_operations.go); "unauthorized" is not among them.
+		opts.Codes = cairn.MustCodeBook(cairn.CoreCodes, []cairn.Code{
+			{ID: proto.CodeOpMismatch, Status: http.StatusConflict, Agent: true},
+			{ID: proto.CodeOpNotFound, Status: http.StatusNotFound, Agent: true},
+			{ID: proto.CodeOpFailed, Status: http.StatusBadGateway, Agent: true},
+		})
+	}
 	hub := agentgateway.New(id, f.store, bus, runs, opts)
 	ran := make(chan struct{})
 	go func() { hub.Run(ctx); close(ran) }()

@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/cairn-rmm/cairn/engine"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -83,7 +84,7 @@ func run(out string, force bool, only []string) error {
 	}
 	defer c.Close()
 	w := worker.New(c, queue, worker.Options{})
-	for _, wf := range workflows.Registered {
+	for _, wf := range engine.Workflows() {
 		w.RegisterWorkflow(wf)
 	}
 	for name, fn := range standIns {

@@ -1,5 +1,0 @@
-package api
-
-// StatusByCode is the error map, for the API document check
-// (openapi_validate_test.go) in package api_test.
-var StatusByCode = statusByCode

@@ -1,0 +1,21 @@
+package engine
+
+import (
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// deviceTrustCapability is quarantine, release, revoke and purge, whose
+// follow-up (closing sockets, recording the action) is a workflow. Device
+// authentication, which every agent route uses, is core's.
+var deviceTrustCapability = Capability{
+	Name: "devicetrust",
+	API: func(e *Engine) api.Area {
+		return api.DeviceTrustArea{TrustActions: workflows.TrustStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}}
+	},
+	Workflows: []any{workflows.DeviceTrustAction},
+	Activities: func(e *Engine) []any {
+		return []any{&activities.DeviceTrust{Sockets: e.Gateway, Activity: e.Devices, Events: e.Bus}}
+	},
+}

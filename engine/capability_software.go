@@ -1,0 +1,19 @@
+package engine
+
+import (
+	"net/http"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/software"
+)
+
+// softwareCapability is the software audit: installed software across
+// devices and the rules that block uninstalls.
+var softwareCapability = Capability{
+	Name: "software",
+	Codes: []cairn.Code{
+		{ID: software.ECodeUninstallBlocked, Status: http.StatusConflict},
+	},
+	API: func(*Engine) api.Area { return api.SoftwareArea },
+}

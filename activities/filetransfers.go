@@ -61,3 +61,23 @@ func (a *FileTransfers) FinishFileTransfer(ctx context.Context, in FinishTransfe
 func (a *FileTransfers) PurgeFileTransfer(ctx context.Context, id string) error {
 	return ApplicationError(a.Transfers.Purge(ctx, id))
 }
+
+// TransferSweeper deletes file-transfer content nobody will fetch.
+type TransferSweeper interface {
+	Sweep(ctx context.Context) (int64, error)
+}
+
+// TransferMaintenance is the transfers capability's clean-up: content
+// past its retention, and uploads whose staging died.
+type TransferMaintenance struct {
+	// Transfers is *transfers.Service.
+	Transfers TransferSweeper
+}
+
+// SweepFileTransfers is the maintenance:file-transfers job.
+func (m *TransferMaintenance) SweepFileTransfers(ctx context.Context) (int64, error) {
+	if m.Transfers == nil {
+		return 0, notWired("Transfers")
+	}
+	return m.Transfers.Sweep(ctx)
+}

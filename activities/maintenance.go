@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -25,44 +24,11 @@ type Maintenance struct {
 	Presence StaleDeleter
 	// AgentRequests is *db.Store: command-path requests past their deadline.
 	AgentRequests AgentRequestSweeper
-	// Shells is *shells.Service: sessions of a process that stopped.
-	Shells LostShellCloser
-	// Transfers is *transfers.Service: file-transfer content past its
-	// retention, and uploads whose staging died.
-	Transfers TransferSweeper
-	// JobSchedules is the Engine: it reconciles scheduled jobs' Temporal
-	// Schedules with PostgreSQL.
-	JobSchedules JobScheduleReconciler
 }
 
-// JobScheduleReconciler makes every scheduled job's Temporal Schedule
-// match its row: missing ones created, drifted ones updated, orphans
-// deleted (engine.Engine.ReconcileJobSchedules).
-type JobScheduleReconciler interface {
-	ReconcileJobSchedules(ctx context.Context) error
-}
-
-// ReconcileJobSchedules is the maintenance:job-schedules job: it repairs
-// a scheduled job whose Schedule was not mirrored after its save.
-func (m *Maintenance) ReconcileJobSchedules(ctx context.Context) (int64, error) {
-	if m.JobSchedules == nil {
-		return 0, notWired("job schedules")
-	}
-	return 0, m.JobSchedules.ReconcileJobSchedules(ctx)
-}
-
-// TransferSweeper deletes file-transfer content nobody will fetch.
-type TransferSweeper interface {
-	Sweep(ctx context.Context) (int64, error)
-}
-
-// SweepFileTransfers is the maintenance:file-transfers job.
-func (m *Maintenance) SweepFileTransfers(ctx context.Context) (int64, error) {
-	if m.Transfers == nil {
-		return 0, notWired("Transfers")
-	}
-	return m.Transfers.Sweep(ctx)
-}
+// The jobs of other capabilities are methods of their own activity structs
+// (ShellMaintenance, TransferMaintenance, ScheduledJobs.ReconcileJobSchedules):
+// each capability declares its jobs (engine.Capability.Maintenance).
 
 // SessionSweeper deletes expired operator sessions and pending tokens.
 type SessionSweeper interface {
@@ -141,20 +107,6 @@ func (m *Maintenance) SweepAgentRequests(ctx context.Context) (int64, error) {
 		return 0, notWired("AgentRequests")
 	}
 	return m.AgentRequests.AgentRequestDeleteExpired(ctx)
-}
-
-// SweepShellSessions closes shell sessions whose bridging process stopped
-// confirming them, with their activity rows.
-func (m *Maintenance) SweepShellSessions(ctx context.Context) (int64, error) {
-	if m.Shells == nil {
-		return 0, notWired("Shells")
-	}
-	return m.Shells.CloseLost(ctx, 0)
-}
-
-// LostShellCloser is *shells.Service.
-type LostShellCloser interface {
-	CloseLost(ctx context.Context, lostAfter time.Duration) (int64, error)
 }
 
 // AgentRequestSweeper is *db.Store.

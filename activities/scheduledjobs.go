@@ -29,6 +29,9 @@ type ScheduledJobs struct {
 	// jobs' updates (nil: such jobs are unavailable).
 	Updates       *agentupdates.Service
 	UpdateStarter UpdateStarter
+	// Schedules reconciles scheduled jobs' Temporal Schedules with
+	// PostgreSQL (the Engine).
+	Schedules JobScheduleReconciler
 }
 
 // UpdateStarter starts one device's AgentUpdate workflow
@@ -287,4 +290,20 @@ func (a *ScheduledJobs) pinnedStep(ctx context.Context, in StepInput) (flows.Ste
 func (a *ScheduledJobs) JobRunStatus(ctx context.Context, runID string) (string, error) {
 	st, err := a.Jobs.RunStatus(ctx, runID)
 	return st, ApplicationError(err)
+}
+
+// JobScheduleReconciler makes every scheduled job's Temporal Schedule
+// match its row: missing ones created, drifted ones updated, orphans
+// deleted (engine.Engine.ReconcileJobSchedules).
+type JobScheduleReconciler interface {
+	ReconcileJobSchedules(ctx context.Context) error
+}
+
+// ReconcileJobSchedules is the maintenance:job-schedules job: it repairs
+// a scheduled job whose Schedule was not mirrored after its save.
+func (a *ScheduledJobs) ReconcileJobSchedules(ctx context.Context) (int64, error) {
+	if a.Schedules == nil {
+		return 0, notWired("job schedules")
+	}
+	return 0, a.Schedules.ReconcileJobSchedules(ctx)
 }

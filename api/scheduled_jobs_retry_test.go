@@ -63,7 +63,7 @@ func TestScheduledJobSaveSurvivesAScheduleAPIFailure(t *testing.T) {
 	// schedule list is eventually consistent: the orphan must be visible
 	// to the reconciliation before it can be removed.
 	core.Jobs.SetSchedules(core.JobSched)
-	maint := &activities.Maintenance{JobSchedules: core}
+	maint := &activities.ScheduledJobs{Schedules: core}
 	require.Eventually(t, func() bool {
 		_, err := maint.ReconcileJobSchedules(ctx)
 		require.NoError(t, err)

@@ -44,7 +44,7 @@ var coreCapability = Capability{
 	Workflows: []any{workflows.WorkerProbe, workflows.Maintenance},
 	Activities: func(e *Engine) []any {
 		return []any{&activities.Maintenance{Sessions: e.Auth, RateLimits: e.Store, DPoP: e.DPoP, RefreshTokens: e.Tokens,
-			Presence: e.Presence, AgentRequests: e.Store, Shells: e.Shells, Transfers: e.Transfers, JobSchedules: e}}
+			Presence: e.Presence, AgentRequests: e.Store}}
 	},
 	// Rows a hot path writes for every agent request or operator stream
 	// (DPoP proof IDs, refresh tokens, presence of dead replicas, which the

@@ -23,7 +23,7 @@ var scheduledJobsCapability = Capability{
 	Workflows: []any{workflows.ScheduledJobFire},
 	Activities: func(e *Engine) []any {
 		return []any{&activities.ScheduledJobs{Jobs: e.Jobs, Slots: e.Slots, Runs: e.JobRuns, Flows: e.Flows,
-			Updates: e.Updates, UpdateStarter: e.updateStarter()}}
+			Updates: e.Updates, UpdateStarter: e.updateStarter(), Schedules: e}}
 	},
 	Maintenance: []workflows.MaintenanceJob{
 		// Every job's Schedule made to match its committed row: a save

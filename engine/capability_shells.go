@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -26,7 +27,8 @@ var shellsCapability = Capability{
 			shells.Config{TranscriptMax: e.cfg.ShellTranscriptMax, NoInputRecording: e.cfg.ShellNoInputRecording})
 		return nil
 	},
-	API: func(e *Engine) api.Area { return api.ShellsArea{Shells: e.Shells} },
+	API:        func(e *Engine) api.Area { return api.ShellsArea{Shells: e.Shells} },
+	Activities: func(e *Engine) []any { return []any{&activities.ShellMaintenance{Shells: e.Shells}} },
 	Maintenance: []workflows.MaintenanceJob{
 		// Sessions whose bridging process died.
 		{Name: workflows.JobShellSessions, Every: time.Minute, Activity: "SweepShellSessions"},

@@ -44,8 +44,10 @@ var transfersCapability = Capability{
 		}
 		return api.TransfersArea{Transfers: e.Transfers, TransferStarter: st}
 	},
-	Workflows:  []any{workflows.FileTransfer},
-	Activities: func(e *Engine) []any { return []any{&activities.FileTransfers{Transfers: e.Transfers}} },
+	Workflows: []any{workflows.FileTransfer},
+	Activities: func(e *Engine) []any {
+		return []any{&activities.FileTransfers{Transfers: e.Transfers}, &activities.TransferMaintenance{Transfers: e.Transfers}}
+	},
 	Maintenance: []workflows.MaintenanceJob{
 		// Content past its retention that its workflow did not delete.
 		{Name: workflows.JobFileTransfers, Every: 15 * time.Minute, Activity: "SweepFileTransfers"},

@@ -62,7 +62,10 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 				var suite testsuite.WorkflowTestSuite
 				env := suite.NewTestWorkflowEnvironment()
 				env.RegisterActivity(&activities.Maintenance{Sessions: f, RateLimits: f, DPoP: f, RefreshTokens: f, Presence: f,
-					AgentRequests: f, Shells: f, Transfers: f, JobSchedules: f})
+					AgentRequests: f})
+				env.RegisterActivity(&activities.ShellMaintenance{Shells: f})
+				env.RegisterActivity(&activities.TransferMaintenance{Transfers: f})
+				env.RegisterActivity(&activities.ScheduledJobs{Schedules: f})
 				env.ExecuteWorkflow(workflows.Maintenance, in)
 				require.True(t, env.IsWorkflowCompleted())
 				require.NoError(t, env.GetWorkflowError())

@@ -138,7 +138,7 @@ func (s *Server) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) 
 	if op.Reason == agentupdates.ReasonOperator {
 		// The record is written: a lost signal only delays the workflow
 		// until its next look at the record.
-		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID); err != nil {
+		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID, op.Status); err != nil {
 			s.ctxLog(ctx).Warn("signal agent update", "operation", op.ID, "err", err)
 		}
 	}

@@ -48,7 +48,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
-	"github.com/cairn-rmm/cairn/workflows"
+	"github.com/cairn-rmm/cairn/workflowclient"
 )
 
 // AuthClass is a route's authentication class (SPEC "Authentication").
@@ -119,7 +119,7 @@ type Deps struct {
 	// Enrollment is enrollment codes, requests and approvals.
 	Enrollment *enrollment.Service
 	// Approvals starts and signals enrollment approval workflows.
-	Approvals workflows.EnrollmentStarter
+	Approvals workflowclient.EnrollmentStarter
 	// DeviceTokens issues and checks device access and refresh tokens.
 	DeviceTokens *devicetrust.Tokens
 	// DPoP verifies agents' proofs of possession.
@@ -140,7 +140,7 @@ type Deps struct {
 	// Devices is the device and inventory domain (and the agent callbacks).
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).
-	Operations workflows.OperationRunner
+	Operations workflowclient.OperationRunner
 	// Shells keeps shell sessions (nil: the shell routes make their own).
 	Shells *shells.Service
 	// AgentOnly serves only what agents call on a standalone site worker:
@@ -148,7 +148,7 @@ type Deps struct {
 	AgentOnly bool
 	// TrustActions starts the follow-up workflow of trust actions (its
 	// Client defaults to Temporal, its queue to the engine queue).
-	TrustActions workflows.TrustStarter
+	TrustActions workflowclient.TrustStarter
 	// Jobs are the scheduled jobs; Slots the site workers' scheduled lanes.
 	Jobs  *scheduledjobs.Service
 	Slots *scheduledjobs.Slots
@@ -163,10 +163,10 @@ type Deps struct {
 	// Updates records agent updates; UpdateStarter starts and signals
 	// their workflows.
 	Updates       *agentupdates.Service
-	UpdateStarter workflows.AgentUpdateStarter
+	UpdateStarter workflowclient.AgentUpdateStarter
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
-	Runs       workflows.JobRunStarter
+	Runs       workflowclient.JobRunStarter
 	// DeviceFilters evaluates device filters and keeps saved filters and
 	// device-list views.
 	DeviceFilters *devicefilters.Service
@@ -175,7 +175,7 @@ type Deps struct {
 	// Transfers are file transfers and their content store;
 	// TransferStarter starts and signals their workflows.
 	Transfers       *transfers.Service
-	TransferStarter workflows.TransferStarter
+	TransferStarter workflowclient.TransferStarter
 	// Metrics counts requests, event streams and Temporal errors (nil:
 	// nothing is counted).
 	Metrics *metrics.Metrics

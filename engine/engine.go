@@ -55,6 +55,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -184,7 +185,7 @@ type Engine struct {
 	Sites       *sites.Service
 	Passkeys    *passkeys.Service
 	Enrollment  *enrollment.Service
-	Approvals   workflows.EnrollmentStarter
+	Approvals   workflowclient.EnrollmentStarter
 	Tokens      *devicetrust.Tokens
 	DPoP        *devicetrust.Verifier
 	Devices     *devices.Service
@@ -192,7 +193,7 @@ type Engine struct {
 	Gateway     *agentgateway.Hub
 	Shells      *shells.Service
 	Jobs        *scheduledjobs.Service
-	JobSched    workflows.JobScheduler
+	JobSched    workflowclient.JobScheduler
 	Slots       *scheduledjobs.Slots
 	Flows       *flows.Service
 	JobRuns     scheduledjobs.RunCreator
@@ -276,7 +277,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	if e.Passkeys, err = passkeys.NewService(store, e.Auth, cfg.PublicURL, cfg.Now); err != nil {
 		return nil, err
 	}
-	e.Approvals = workflows.EnrollmentStarter{Client: tc, TaskQueue: cfg.EngineQueue}
+	e.Approvals = workflowclient.EnrollmentStarter{Client: tc, TaskQueue: cfg.EngineQueue}
 	enrollCfg := enrollment.Config{ApprovalTTL: cfg.ApprovalTTL, Starter: e.Approvals, Now: cfg.Now}
 	if cfg.EnrollRateLimit > 0 {
 		enrollCfg.RequestsPerAddress = ratelimit.Rule{Limit: cfg.EnrollRateLimit, Window: enrollment.RequestsPerAddress.Window}
@@ -306,12 +307,12 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		}
 	}
 
-	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix, Data: e.Data}
+	e.JobSched = workflowclient.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix, Data: e.Data}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
 	e.Jobs.SetContentSigner(scheduledjobs.AutomationRuns{Svc: e.Automation})
 	e.Jobs.SetFilterMatcher(e.Filters)
 	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
-	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
+	e.Flows = flows.New(store, workflowclient.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
 	if cfg.ArtifactKey != nil {
 		e.Signer.SetArtifactKeys([]string{cfg.ArtifactKey.PublicBase64()})
@@ -339,7 +340,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	e.Workers.Register(workers.Activities(workers.ActivityDeps{Store: store, Auth: e.Auth, Enrollment: e.Enrollment,
 		Gateway: e.Gateway, Devices: e.Devices, DPoP: e.DPoP, Tokens: e.Tokens, Presence: e.Presence, Bus: e.Bus, Shells: e.Shells,
 		Updates: e.Updates, Automation: e.Automation, ScheduledJobs: e.Jobs,
-		UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
+		UpdateStarter: workflowclient.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants}, Slots: e.Slots, Flows: e.Flows, JobRuns: e.JobRuns,
 		Transfers: e.Transfers, Grants: e.Grants, JobSchedules: e})...)
 	e.Workers.OnSiteStop(e.Gateway.DropSite)
 
@@ -351,18 +352,18 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		SourceHost:  sourcehost.NewService(store, e.Cipher, sourcehost.Config{APIURL: cfg.GitHubAPIURL, EnvToken: cfg.GitHubToken, Now: cfg.Now}),
 		Sockets:     e.Gateway, Enrollment: e.Enrollment, Approvals: e.Approvals, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, ProofsPerAddress: ratelimit.Rule{Limit: cfg.ProofRateLimit, Window: api.DefaultProofsPerAddress.Window},
-		Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
-		TrustActions: workflows.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
+		Devices: e.Devices, Operations: workflowclient.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
+		TrustActions: workflowclient.TrustStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		AgentOnly:    cfg.Role == RoleSiteWorker, Shells: e.Shells, Signer: e.Signer,
 		Artifacts: e.Artifacts, InstallLinks: e.InstallLinks,
-		Updates: e.Updates, UpdateStarter: workflows.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants},
-		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
+		Updates: e.Updates, UpdateStarter: workflowclient.AgentUpdateStarter{Client: tc, Deadline: cfg.UpdateDeadline, Grants: e.Grants},
+		Automation: e.Automation, Runs: workflowclient.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots, Flows: e.Flows,
 		DeviceFilters: e.Filters,
 		Metadata:      e.Metadata,
 		Metrics:       e.Metrics,
 		Transfers:     e.Transfers,
-		TransferStarter: workflows.TransferStarter{Client: tc, Stall: cfg.TransferStall,
+		TransferStarter: workflowclient.TransferStarter{Client: tc, Stall: cfg.TransferStall,
 			Retention: e.Transfers.Retention(), Grants: e.Grants},
 	}
 	e.API = api.New(deps)

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -155,7 +156,7 @@ var scenarios = []scenario{
 		if err != nil {
 			return "", err
 		}
-		starter := workflows.EnrollmentStarter{Client: c, TaskQueue: queue}
+		starter := workflowclient.EnrollmentStarter{Client: c, TaskQueue: queue}
 		if _, err := starter.DecideAndWait(ctx, id, time.Now().Add(time.Hour), workflows.EnrollmentDecision{Decision: "maybe", Actor: "eve"}); err == nil {
 			return "", errors.New("an unknown decision was accepted")
 		}

@@ -1,4 +1,4 @@
-package workflows_test
+package workflowclient_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -53,7 +54,7 @@ func TestScheduledJobFireRetriesATemporalStall(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	tc := &stallingClient{}
 	tc.stalls.Store(1)
-	starter := workflows.AgentUpdateStarter{Client: tc, Grants: testGranter{}}
+	starter := workflowclient.AgentUpdateStarter{Client: tc, Grants: testGranter{}}
 	env.RegisterActivityWithOptions(func(context.Context, activities.FireInput) (scheduledjobs.FirePlan, error) {
 		return scheduledjobs.FirePlan{RunID: "run-1", Kind: scheduledjobs.KindAgentMaintenance, SiteIDs: []int64{1}}, nil
 	}, activity.RegisterOptions{Name: "PrepareFire"})

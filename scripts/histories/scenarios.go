@@ -49,7 +49,7 @@ var standIns = map[string]any{
 	// An update's agent checks in after the first look, unless the
 	// scenario's operation never checks in ("timeout-" operations).
 	"AgentUpdateStatus": func(_ context.Context, op string) (string, error) {
-		if _, seen := updateLooks.LoadOrStore(op, true); !seen || strings.HasPrefix(op, "timeout-") {
+		if _, seen := updateLooks.LoadOrStore(op, true); !seen || strings.HasPrefix(op, "timeout-") || strings.HasPrefix(op, "carried-") {
 			return "running", nil
 		}
 		return "succeeded", nil
@@ -207,6 +207,12 @@ var scenarios = []scenario{
 	{"agent_update_timed_out.json", func(ctx context.Context, c client.Client) (string, error) {
 		return agentUpdate(ctx, c, unique("timeout-op"), 2*time.Second, "timed_out")
 	}, false},
+	// The progress signal carries the status the route recorded
+	// (succeeded): the workflow ends with it without reading the record
+	// again (GetVersion progress-carries-status).
+	{"agent_update_progress_status.json", func(ctx context.Context, c client.Client) (string, error) {
+		return agentUpdate(ctx, c, unique("carried-op"), time.Minute, "succeeded")
+	}, false},
 	// An operator's update: a slot of its site's lane first, freed once
 	// its run has ended.
 	{"agent_update_lane.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -293,7 +299,13 @@ func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.
 	if err != nil {
 		return "", err
 	}
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalAgentUpdateProgress, nil); err != nil {
+	// Older Engines' signal carried nothing; a "carried-" operation's
+	// carries the recorded status.
+	var progress any
+	if strings.HasPrefix(op, "carried-") {
+		progress = workflows.AgentUpdateProgress{Status: "succeeded"}
+	}
+	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalAgentUpdateProgress, progress); err != nil {
 		return "", err
 	}
 	var status string

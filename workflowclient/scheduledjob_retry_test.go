@@ -52,8 +52,11 @@ func TestScheduledJobFireRetriesATemporalStall(t *testing.T) {
 	t.Parallel()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	// The starter's own retries take seconds of real time.
+	env.SetTestTimeout(time.Minute)
 	tc := &stallingClient{}
-	tc.stalls.Store(1)
+	// Longer than the starter's own retries: the starter answers busy.
+	tc.stalls.Store(4)
 	starter := workflowclient.AgentUpdateStarter{Client: tc, Grants: testGranter{}}
 	env.RegisterActivityWithOptions(func(context.Context, activities.FireInput) (scheduledjobs.FirePlan, error) {
 		return scheduledjobs.FirePlan{RunID: "run-1", Kind: scheduledjobs.KindAgentMaintenance, SiteIDs: []int64{1}}, nil

@@ -118,6 +118,9 @@ func retry(ctx context.Context, do func(ctx context.Context) error) error {
 // lost, has the same outcome as the first. Temporal busy or away is tried
 // again under the retry policy, then answered with Unavailable's error.
 func Start(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, workflow any, input any) (client.WorkflowRun, error) {
+	// The SDK would hand back the existing run itself; asking for the
+	// error keeps the rule here, where every start sees it.
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = true
 	var run client.WorkflowRun
 	err := retry(ctx, func(actx context.Context) error {
 		var err error

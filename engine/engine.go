@@ -364,7 +364,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		Metrics:       e.Metrics,
 		Transfers:     e.Transfers,
 		TransferStarter: workflowclient.TransferStarter{Client: tc, Stall: cfg.TransferStall,
-			Retention: e.Transfers.Retention(), Grants: e.Grants},
+			Retention: e.Transfers.Retention(), Grants: e.Grants, Records: e.Transfers},
 	}
 	e.API = api.New(deps)
 	return e, nil

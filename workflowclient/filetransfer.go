@@ -23,6 +23,29 @@ type TransferStarter struct {
 	Retention time.Duration
 	// Grants signs the transfer's request (its attempts extend the ID).
 	Grants Granter
+	// Records reads a transfer's record (transfers.Service), so a change
+	// signal carries what the route changed it to; nil sends signals
+	// that say only "look again".
+	Records TransferRecords
+}
+
+// TransferRecords reads transfer records (transfers.Service).
+type TransferRecords interface {
+	Get(ctx context.Context, id string) (transfers.Snapshot, error)
+}
+
+// change is what a transfer's record says now, for its change signal
+// (empty when it cannot be read: the workflow then reads it itself).
+func (s TransferStarter) change(ctx context.Context, id string) workflows.FileTransferChange {
+	if s.Records == nil {
+		return workflows.FileTransferChange{}
+	}
+	snap, err := s.Records.Get(ctx, id)
+	if err != nil {
+		return workflows.FileTransferChange{}
+	}
+	t := snap.Transfer
+	return workflows.FileTransferChange{State: t.State, Code: t.ErrorCode, Message: t.ErrorMessage}
 }
 
 // Start starts a transfer's workflow on its device's site queue.
@@ -44,15 +67,16 @@ func (s TransferStarter) Start(ctx context.Context, in workflows.FileTransferInp
 	return err
 }
 
-// Changed signals a transfer's workflow that its record changed. A
-// workflow that already ended is fine.
+// Changed tells a transfer's workflow that a route changed its record,
+// and what the record says now. A workflow that already ended is fine.
 func (s TransferStarter) Changed(ctx context.Context, transferID string) error {
-	return Signal(ctx, s.Client, workflows.FileTransferWorkflowID(transferID), workflows.SignalFileTransferChanged, nil)
+	return Signal(ctx, s.Client, workflows.FileTransferWorkflowID(transferID), workflows.SignalFileTransferChanged,
+		s.change(ctx, transferID))
 }
 
 // Ended tells the workflows of transfers that a trust action or a site
-// move ended (their records are cancelled already): each re-reads its
-// record and closes its activity row. A purge deleted the records with
+// move ended (their records are cancelled already): each hears how, and
+// closes its activity row. A purge deleted the records with
 // the device, so those workflows are cancelled instead. A workflow that
 // is gone is fine; each reads its record periodically anyway.
 func (s TransferStarter) Ended(ctx context.Context, transferIDs []string, purged bool) error {

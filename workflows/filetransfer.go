@@ -17,8 +17,13 @@ import (
 // File transfer names.
 const (
 	// SignalFileTransferChanged tells a transfer that a route changed its
-	// record (it ended, or was cancelled); the workflow re-reads it.
+	// record (it ended, or was cancelled): a FileTransferChange with the
+	// record as the route left it (older Engines sent none, and the
+	// workflow read the record).
 	SignalFileTransferChanged = "file-transfer-changed"
+	// versionChangeCarriesState names the workflow.GetVersion change that
+	// took a transfer's end from the change signal.
+	versionChangeCarriesState = "change-carries-state"
 	// JobKindFileTransfer is the JobKind search attribute of transfers.
 	JobKindFileTransfer = "file_transfer"
 	// DefaultTransferStall: a transfer that has not changed this long is
@@ -52,6 +57,16 @@ type FileTransferInput struct {
 	// Grant authorises Request to the device under TransferID
 	// (internal/grants); TransferStarter signs it.
 	Grant string
+}
+
+// FileTransferChange is the change signal's payload: the transfer's
+// record after the change (transfers.State*, and a failure's or a
+// cancellation's code and message). An empty State says only "look
+// again".
+type FileTransferChange struct {
+	State   string
+	Code    string
+	Message string
 }
 
 // FileTransfer sends the transfer's request to the agent through the
@@ -106,11 +121,19 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 	if err := send(attempt); err != nil {
 		return "", err
 	}
+	// Version 1 takes the end a change signal carries (the record as the
+	// route left it) instead of reading the record again; transfers
+	// started before, and signals that carry no end, read.
+	carried := workflow.GetVersion(ctx, versionChangeCarriesState, workflow.DefaultVersion, 1) >= 1
 	var st activities.TransferState
+	read := true
 	for {
-		if err := workflow.ExecuteLocalActivity(local, ft.FileTransferState, in.TransferID).Get(ctx, &st); err != nil {
-			return "", err
+		if read {
+			if err := workflow.ExecuteLocalActivity(local, ft.FileTransferState, in.TransferID).Get(ctx, &st); err != nil {
+				return "", err
+			}
 		}
+		read = true
 		if transfers.Terminal(st.State) {
 			break
 		}
@@ -128,7 +151,10 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 			}
 			continue
 		}
-		awaitChange[struct{}](ctx, changed, min(transferRecheck, stall-st.Idle))
+		c, signalled := awaitChange[FileTransferChange](ctx, changed, min(transferRecheck, stall-st.Idle))
+		if carried && signalled && transfers.Terminal(c.State) {
+			st, read = activities.TransferState{State: c.State, Code: c.Code, Message: c.Message}, false
+		}
 	}
 
 	status, summary := devices.ActivityCompleted, in.Summary

@@ -100,7 +100,7 @@ var standIns = map[string]any{
 	// a "stall-" one has been silent for an hour at the first look, so it
 	// is asked of its agent again.
 	"FileTransferState": func(_ context.Context, id string) (activities.TransferState, error) {
-		if _, seen := transferLooks.LoadOrStore(id, true); !seen {
+		if _, seen := transferLooks.LoadOrStore(id, true); !seen || strings.HasPrefix(id, "cancel-") {
 			if strings.HasPrefix(id, "stall-") {
 				return activities.TransferState{State: "running", Idle: time.Hour}, nil
 			}
@@ -258,6 +258,12 @@ var scenarios = []scenario{
 	{"file_transfer_stalled_upload.json", func(ctx context.Context, c client.Client) (string, error) {
 		return fileTransfer(ctx, c, unique("stall-upload"), "upload")
 	}, false},
+	// An upload its operator cancelled: the change signal carries the
+	// cancelled record, which the workflow takes without reading it again
+	// (GetVersion change-carries-state).
+	{"file_transfer_cancelled.json", func(ctx context.Context, c client.Client) (string, error) {
+		return fileTransfer(ctx, c, unique("cancel-upload"), "upload")
+	}, false},
 }
 
 // fileTransfer runs one FileTransfer, signalling a change once, and
@@ -271,14 +277,21 @@ func fileTransfer(ctx context.Context, c client.Client, id, action string) (stri
 	if err != nil {
 		return "", err
 	}
-	if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalFileTransferChanged, nil); err != nil {
+	// Older Engines' signal carried nothing; a "cancel-" transfer's
+	// carries its cancelled record.
+	var change any
+	want := "completed"
+	if strings.HasPrefix(id, "cancel-") {
+		change, want = workflows.FileTransferChange{State: "cancelled", Code: "transfer_cancelled", Message: "cancelled by admin"}, "cancelled"
+	}
+	if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalFileTransferChanged, change); err != nil {
 		return "", err
 	}
 	var state string
 	if err := run.Get(ctx, &state); err != nil {
 		return "", err
 	}
-	if state != "completed" {
+	if state != want {
 		return "", fmt.Errorf("file transfer ended %s", state)
 	}
 	return run.GetID(), nil

@@ -61,8 +61,8 @@ func (s *Server) enrollmentRoutes() []Route {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
 			return approvalListJSON{Approvals: list}, err
 		}).Query(queryString("status", "only requests in this status"))},
-		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable)},
-		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 	}
 }
 
@@ -141,7 +141,7 @@ func (s *Server) agentEnrollRoutes() []Route {
 				}
 			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
-		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, db.ECodeServiceUnavailable)},
+		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, cairn.ECodeUnavailable, db.ECodeServiceUnavailable)},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")

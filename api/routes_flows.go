@@ -55,7 +55,7 @@ func (s *Server) flowRoutes() []Route {
 			p := principal(r.Context())
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
 			return jobRunIDJSON{RunID: runID}, err
-		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable)},
+		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)
 			if err != nil {

@@ -35,7 +35,7 @@ type ScheduledJobs struct {
 }
 
 // UpdateStarter starts one device's AgentUpdate workflow
-// (workflows.AgentUpdateStarter).
+// (workflowclient.AgentUpdateStarter).
 type UpdateStarter interface {
 	Start(ctx context.Context, p agentupdates.Planned) error
 }

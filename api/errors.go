@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/metrics"
+	"github.com/cairn-rmm/cairn/workflowclient"
 )
 
 type errorBody struct {
@@ -34,15 +35,7 @@ var Codes = []cairn.Code{
 
 // ECodeTemporalUnavailable: the route starts or asks a durable operation
 // and Temporal cannot be reached; sign-in and agent callbacks keep working.
-const ECodeTemporalUnavailable = "temporal_unavailable"
-
-// temporalUnavailable reports whether err is Temporal's frontend being
-// unreachable (connection refused, restarting, or no answer in time).
-func temporalUnavailable(err error) bool {
-	var unavailable *serviceerror.Unavailable
-	var deadline *serviceerror.DeadlineExceeded
-	return errors.As(err, &unavailable) || errors.As(err, &deadline)
-}
+const ECodeTemporalUnavailable = workflowclient.ECodeTemporalUnavailable
 
 // writeError answers with the error's stable code and message. A non-domain
 // error is logged with its cause and answered as internal, without detail.
@@ -61,11 +54,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.Warn("database unavailable", "err", err)
 		errors.As(db.Overloaded(), &e)
 	}
-	if e == nil && temporalUnavailable(err) {
-		metricsFrom(r.Context()).TemporalError("api")
-		log.Warn("temporal unavailable", "err", err)
-		e = cairn.Errorf(ECodeTemporalUnavailable, "durable operations are unavailable while the Engine cannot reach Temporal; try again shortly")
-		e.RetryAfterSeconds = 5
+	if e == nil {
+		// Temporal away or busy: the one mapping starters use too.
+		if e = workflowclient.Unavailable(err); e != nil {
+			metricsFrom(r.Context()).TemporalError("api")
+			log.Warn("temporal unavailable", "err", err)
+		}
 	}
 	if e == nil {
 		var temporalErr serviceerror.ServiceError

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -37,7 +38,7 @@ func TestQueuedWorkRunsWhenTheAgentAsks(t *testing.T) {
 		RequestedBy: "admin", RunWhenOnline: true,
 		Targets: []devices.OperationTarget{{GUID: a.guid, Hostname: "queued-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}})
 	require.NoError(t, err)
-	starter := workflows.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
+	starter := workflowclient.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
 	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: run.ID}))
 
 	require.Eventually(t, func() bool {
@@ -97,7 +98,7 @@ func TestDiscardRunKeepsOnlyStartedRuns(t *testing.T) {
 	require.Equal(t, 404, f.do(t, "GET", "/api/scripts/quick_run/"+never.ID, admin, nil).Status)
 
 	started := newRun()
-	starter := workflows.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
+	starter := workflowclient.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
 	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: started.ID}))
 	require.Eventually(t, func() bool {
 		r := f.do(t, "GET", "/api/scripts/quick_run/"+started.ID, admin, nil)

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
-	"github.com/cairn-rmm/cairn/workflows"
+	"github.com/cairn-rmm/cairn/workflowclient"
 )
 
 // AgentUpdatesArea are the routes of AgentUpdates, over the services only they use.
@@ -22,7 +22,7 @@ type AgentUpdatesArea struct {
 	// Updates records agent updates.
 	Updates *agentupdates.Service
 	// UpdateStarter starts and signals their workflows.
-	UpdateStarter workflows.AgentUpdateStarter
+	UpdateStarter workflowclient.AgentUpdateStarter
 }
 
 type agentUpdatesAPI struct {
@@ -40,7 +40,7 @@ func (d AgentUpdatesArea) routes(s *Server) []Route {
 func (s *agentUpdatesAPI) agentUpdateRoutes() []Route {
 	return []Route{
 		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable)},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s.Server, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
 		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable)},
 	}
@@ -160,7 +160,7 @@ func (s *agentUpdatesAPI) agentUpdateProgress(r *http.Request, req proto.UpdateP
 	if op.Reason == agentupdates.ReasonOperator {
 		// The record is written: a lost signal only delays the workflow
 		// until its next look at the record.
-		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID); err != nil {
+		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID, op.Status); err != nil {
 			s.ctxLog(ctx).Warn("signal agent update", "operation", op.ID, "err", err)
 		}
 	}

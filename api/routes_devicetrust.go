@@ -9,13 +9,14 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // DeviceTrustArea are the routes of DeviceTrust, over the services only they use.
 type DeviceTrustArea struct {
 	// TrustActions starts the follow-up workflow of trust actions (its Client defaults to Temporal, its queue to the engine queue).
-	TrustActions workflows.TrustStarter
+	TrustActions workflowclient.TrustStarter
 }
 
 type deviceTrustAPI struct {

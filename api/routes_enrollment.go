@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -22,7 +23,7 @@ type EnrollmentArea struct {
 	// Enrollment is enrollment codes, requests and approvals.
 	Enrollment *enrollment.Service
 	// Approvals starts and signals enrollment approval workflows.
-	Approvals workflows.EnrollmentStarter
+	Approvals workflowclient.EnrollmentStarter
 }
 
 type enrollmentAPI struct {
@@ -80,8 +81,8 @@ func (s *enrollmentAPI) enrollmentRoutes() []Route {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
 			return approvalListJSON{Approvals: list}, err
 		}).Query(queryString("status", "only requests in this status"))},
-		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable)},
-		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 	}
 }
 
@@ -160,7 +161,7 @@ func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 				}
 			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
-		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, db.ECodeServiceUnavailable)},
+		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, cairn.ECodeUnavailable, db.ECodeServiceUnavailable)},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")

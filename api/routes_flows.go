@@ -72,7 +72,7 @@ func (s *flowsAPI) flowRoutes() []Route {
 			p := principal(r.Context())
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
 			return jobRunIDJSON{RunID: runID}, err
-		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable)},
+		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 		{"GET", one + "/runs", AuthToken, getAction(s.Server, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)
 			if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/transfers"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -33,7 +34,7 @@ type TransfersArea struct {
 	// Transfers are file transfers and their content store.
 	Transfers *transfers.Service
 	// TransferStarter starts and signals their workflows.
-	TransferStarter workflows.TransferStarter
+	TransferStarter workflowclient.TransferStarter
 }
 
 type transfersAPI struct {

@@ -14,12 +14,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
 // jobScheduler addresses the fixture's job schedules in Temporal.
-func (f *fixture) jobScheduler() workflows.JobScheduler {
-	return workflows.JobScheduler{Client: f.engine.core.Temporal, Data: f.engine.core.Data, TaskQueue: f.engineQueue,
+func (f *fixture) jobScheduler() workflowclient.JobScheduler {
+	return workflowclient.JobScheduler{Client: f.engine.core.Temporal, Data: f.engine.core.Data, TaskQueue: f.engineQueue,
 		Prefix: "scheduled-job:" + f.engineQueue + ":"}
 }
 

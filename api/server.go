@@ -40,7 +40,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sites"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/workers"
-	"github.com/cairn-rmm/cairn/workflows"
+	"github.com/cairn-rmm/cairn/workflowclient"
 )
 
 // AuthClass is a route's authentication class (SPEC "Authentication").
@@ -123,7 +123,7 @@ type Deps struct {
 	// Devices is the device and inventory domain (and the agent callbacks).
 	Devices *devices.Service
 	// Operations runs remote operations on devices (the command path).
-	Operations workflows.OperationRunner
+	Operations workflowclient.OperationRunner
 	// AgentOnly serves only what agents call on a standalone site worker:
 	// health and the realtime socket.
 	AgentOnly bool
@@ -136,7 +136,7 @@ type Deps struct {
 	InstallLinks *installlinks.Service
 	// Automation is assemblies and job runs; Runs starts job-run workflows.
 	Automation *automation.Service
-	Runs       workflows.JobRunStarter
+	Runs       workflowclient.JobRunStarter
 	// DeviceFilters evaluates device filters and keeps saved filters and
 	// device-list views.
 	DeviceFilters *devicefilters.Service

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -34,6 +35,6 @@ var agentUpdatesCapability = Capability{
 
 // updateStarter starts and signals agent updates (the routes and the
 // scheduled agent_maintenance jobs).
-func (e *Engine) updateStarter() workflows.AgentUpdateStarter {
-	return workflows.AgentUpdateStarter{Client: e.client(), Deadline: e.cfg.UpdateDeadline, Grants: e.Grants}
+func (e *Engine) updateStarter() workflowclient.AgentUpdateStarter {
+	return workflowclient.AgentUpdateStarter{Client: e.client(), Deadline: e.cfg.UpdateDeadline, Grants: e.Grants}
 }

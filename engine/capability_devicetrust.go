@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -12,7 +13,7 @@ import (
 var deviceTrustCapability = Capability{
 	Name: "devicetrust",
 	API: func(e *Engine) api.Area {
-		return api.DeviceTrustArea{TrustActions: workflows.TrustStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}}
+		return api.DeviceTrustArea{TrustActions: workflowclient.TrustStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}}
 	},
 	Workflows: []any{workflows.DeviceTrustAction},
 	Activities: func(e *Engine) []any {

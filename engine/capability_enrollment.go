@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -15,7 +16,7 @@ import (
 var enrollmentCapability = Capability{
 	Name: "enrollment",
 	Wire: func(ctx context.Context, e *Engine) error {
-		e.Approvals = workflows.EnrollmentStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}
+		e.Approvals = workflowclient.EnrollmentStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}
 		cfg := enrollment.Config{ApprovalTTL: e.cfg.ApprovalTTL, Starter: e.Approvals, Now: e.cfg.Now}
 		if e.cfg.EnrollRateLimit > 0 {
 			cfg.RequestsPerAddress = ratelimit.Rule{Limit: e.cfg.EnrollRateLimit, Window: enrollment.RequestsPerAddress.Window}

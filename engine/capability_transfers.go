@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/api"
 	"github.com/cairn-rmm/cairn/internal/transfers"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -38,7 +39,7 @@ var transfersCapability = Capability{
 		return nil
 	},
 	API: func(e *Engine) api.Area {
-		st := workflows.TransferStarter{Client: e.client(), Stall: e.cfg.TransferStall, Grants: e.Grants}
+		st := workflowclient.TransferStarter{Client: e.client(), Stall: e.cfg.TransferStall, Grants: e.Grants, Records: e.Transfers}
 		if e.Transfers != nil {
 			st.Retention = e.Transfers.Retention()
 		}

@@ -57,6 +57,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/workers"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -186,7 +187,7 @@ type Engine struct {
 	Sites       *sites.Service
 	Passkeys    *passkeys.Service
 	Enrollment  *enrollment.Service
-	Approvals   workflows.EnrollmentStarter
+	Approvals   workflowclient.EnrollmentStarter
 	Tokens      *devicetrust.Tokens
 	DPoP        *devicetrust.Verifier
 	Devices     *devices.Service
@@ -198,7 +199,7 @@ type Engine struct {
 	Credentials *credentials.Service
 	SourceHost  *sourcehost.Service
 	Jobs        *scheduledjobs.Service
-	JobSched    workflows.JobScheduler
+	JobSched    workflowclient.JobScheduler
 	Slots       *scheduledjobs.Slots
 	Flows       *flows.Service
 	JobRuns     scheduledjobs.RunCreator
@@ -302,12 +303,12 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		}
 	}
 
-	e.JobSched = workflows.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix, Data: e.Data}
+	e.JobSched = workflowclient.JobScheduler{Client: tc, TaskQueue: cfg.EngineQueue, Prefix: cfg.JobSchedulePrefix, Data: e.Data}
 	e.Jobs = scheduledjobs.New(store, e.JobSched, cfg.Now, log.With("component", "scheduledjobs"))
 	e.Jobs.SetContentSigner(scheduledjobs.AutomationRuns{Svc: e.Automation})
 	e.Jobs.SetFilterMatcher(e.Filters)
 	e.Slots = scheduledjobs.NewSlots(store, cfg.ScheduledCapacity)
-	e.Flows = flows.New(store, workflows.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
+	e.Flows = flows.New(store, workflowclient.FlowStarter{Client: tc, TaskQueue: cfg.EngineQueue})
 
 	if cfg.ArtifactKey != nil {
 		e.Signer.SetArtifactKeys([]string{cfg.ArtifactKey.PublicBase64()})
@@ -356,9 +357,9 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		Console: cfg.Console, PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, Log: log, Started: cfg.Started, TLS: cfg.TLS,
 		Sockets: e.Gateway, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, ProofsPerAddress: ratelimit.Rule{Limit: cfg.ProofRateLimit, Window: api.DefaultProofsPerAddress.Window},
-		Devices: e.Devices, Operations: workflows.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
+		Devices: e.Devices, Operations: workflowclient.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
 		AgentOnly: cfg.Role == RoleSiteWorker, Signer: e.Signer, InstallLinks: e.InstallLinks,
-		Automation: e.Automation, Runs: workflows.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
+		Automation: e.Automation, Runs: workflowclient.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots,
 		DeviceFilters: e.Filters,
 		Metadata:      e.Metadata,

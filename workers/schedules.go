@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -31,13 +29,11 @@ const (
 
 // EnsureSchedules creates the maintenance schedules that are missing and
 // updates those whose definition changed (interval, task queue, workflow,
-// job, policies); a schedule an SRE paused stays paused. Every replica
-// calls it at start: it is idempotent, and a schedule another replica
-// created a moment earlier (AlreadyExists) counts as created.
+// job, policies: the fingerprint workflowclient.EnsureSchedule keeps in
+// each schedule's memo); a schedule an SRE paused stays paused. Every
+// replica calls it at start: it is idempotent, and a schedule another
+// replica created a moment earlier is checked rather than made twice.
 func EnsureSchedules(ctx context.Context, c client.Client, dc converter.DataConverter, queue string, jobs []workflows.MaintenanceJob) error {
-	if dc == nil {
-		dc = converter.GetDefaultDataConverter()
-	}
 	var errs []error
 	for _, job := range jobs {
 		if err := ensureSchedule(ctx, c, dc, queue, job); err != nil {
@@ -48,42 +44,15 @@ func EnsureSchedules(ctx context.Context, c client.Client, dc converter.DataConv
 }
 
 func ensureSchedule(ctx context.Context, c client.Client, dc converter.DataConverter, queue string, job workflows.MaintenanceJob) error {
-	id := workflows.MaintenanceScheduleID(job.Name)
-	want := maintenanceSchedule(queue, job)
-	h := c.ScheduleClient().GetHandle(ctx, id)
-	desc, err := h.Describe(ctx)
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-			ID: id, Spec: *want.Spec, Action: want.Action,
-			Overlap: want.Policy.Overlap, CatchupWindow: want.Policy.CatchupWindow,
-		})
-		if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-			return nil
-		}
-		var exists *serviceerror.AlreadyExists
-		if errors.As(err, &exists) {
-			return nil
-		}
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if scheduleMatches(desc.Schedule, want, job, dc) {
-		return nil
-	}
-	return h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-		s := in.Description.Schedule
-		s.Spec, s.Action, s.Policy = want.Spec, want.Action, want.Policy
-		return &client.ScheduleUpdate{Schedule: &s}, nil
-	}})
+	return workflowclient.EnsureSchedule(ctx, c, dc, maintenanceSchedule(queue, job))
 }
 
-// maintenanceSchedule is the schedule a job should have.
-func maintenanceSchedule(queue string, job workflows.MaintenanceJob) client.Schedule {
-	return client.Schedule{
-		Spec: &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: job.Every}}},
+// maintenanceSchedule is the schedule a job should have. Its paused state
+// is left alone: an SRE's pause stays.
+func maintenanceSchedule(queue string, job workflows.MaintenanceJob) workflowclient.Schedule {
+	return workflowclient.Schedule{
+		ID:   workflows.MaintenanceScheduleID(job.Name),
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: job.Every}}},
 		Action: &client.ScheduleWorkflowAction{
 			ID:                       workflows.MaintenanceScheduleID(job.Name),
 			Workflow:                 workflows.Maintenance,
@@ -94,28 +63,16 @@ func maintenanceSchedule(queue string, job workflows.MaintenanceJob) client.Sche
 				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrJobKind).ValueSet(workflows.JobKindMaintenance(job.Name)),
 			),
 		},
-		Policy: &client.SchedulePolicies{Overlap: scheduleOverlap, CatchupWindow: scheduleCatchupWindow},
+		Policy: client.SchedulePolicies{Overlap: scheduleOverlap, CatchupWindow: scheduleCatchupWindow},
+		Definition: struct {
+			V        int
+			Workflow string
+			Job      string
+			Every    time.Duration
+			Queue    string
+			Overlap  enumspb.ScheduleOverlapPolicy
+			Catchup  time.Duration
+			Timeout  time.Duration
+		}{1, "Maintenance", job.Name, job.Every, queue, scheduleOverlap, scheduleCatchupWindow, maintenanceRunTimeout},
 	}
-}
-
-// scheduleMatches compares what EnsureSchedules controls with a described
-// schedule (where the workflow is its type name and arguments payloads).
-func scheduleMatches(have client.Schedule, want client.Schedule, job workflows.MaintenanceJob, dc converter.DataConverter) bool {
-	if have.Spec == nil || have.Policy == nil {
-		return false
-	}
-	every := func(s *client.ScheduleSpec) []client.ScheduleIntervalSpec { return s.Intervals }
-	if !slices.Equal(every(have.Spec), every(want.Spec)) ||
-		have.Policy.Overlap != want.Policy.Overlap || have.Policy.CatchupWindow != want.Policy.CatchupWindow {
-		return false
-	}
-	act, ok := have.Action.(*client.ScheduleWorkflowAction)
-	wantAct := want.Action.(*client.ScheduleWorkflowAction)
-	if !ok || act.TaskQueue != wantAct.TaskQueue || act.ID != wantAct.ID ||
-		act.Workflow != "Maintenance" || act.WorkflowExecutionTimeout != wantAct.WorkflowExecutionTimeout || len(act.Args) != 1 {
-		return false
-	}
-	p, ok := act.Args[0].(*commonpb.Payload)
-	var in workflows.MaintenanceInput
-	return ok && dc.FromPayload(p, &in) == nil && in.Job == job.Name && in.Activity == job.Activity
 }

@@ -50,11 +50,13 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 	requireSchedules(t, queue)
 	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue, engine.MaintenanceJobs()), "again: nothing to do")
 
-	// Drift: an interval changed by hand, and a pause, on one schedule.
+	// Drift: a schedule an older definition made (another interval, and
+	// the fingerprint of that definition in its memo), and a pause.
 	h := temporalClient.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID(workflows.JobSessions))
 	require.NoError(t, h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 		s := in.Description.Schedule
 		s.Spec = &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: 7 * time.Minute}}}
+		s.Action.(*client.ScheduleWorkflowAction).Memo = map[string]any{"cairn_fingerprint": "an older definition"}
 		return &client.ScheduleUpdate{Schedule: &s}, nil
 	}}))
 	// Updates and pauses are signals to the scheduler, applied in their

@@ -1,15 +1,10 @@
 package workflows
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -17,15 +12,18 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devices"
-	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
 // Agent update names.
 const (
 	// SignalAgentUpdateProgress tells an update that its agent posted
-	// progress; the workflow reads the record (no payload).
+	// progress: an AgentUpdateProgress with the status recorded (older
+	// Engines sent none, and the workflow read the record).
 	SignalAgentUpdateProgress = "agent-update-progress"
+	// versionProgressCarriesStatus names the workflow.GetVersion change
+	// that took the status from the progress signal.
+	versionProgressCarriesStatus = "progress-carries-status"
 	// JobKindAgentUpdate is the JobKind search attribute of updates.
 	JobKindAgentUpdate = "agent_update"
 	// DefaultAgentUpdateDeadline is how long an update may take from the
@@ -60,6 +58,13 @@ type AgentUpdateInput struct {
 	Grant string
 }
 
+// AgentUpdateProgress is the progress signal's payload.
+type AgentUpdateProgress struct {
+	// Status is the update's status as the route recorded it
+	// (agentupdates.Status*).
+	Status string
+}
+
 // AgentUpdate sends agent_update_request through the command path and
 // waits until the agent reports the outcome (it checks in on the new
 // build, fails or rolls back) or the deadline passes, which ends the
@@ -70,11 +75,7 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 	if deadline <= 0 {
 		deadline = DefaultAgentUpdateDeadline
 	}
-	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	local := withRecording(ctx)
 	var rec *activities.AgentUpdates
 	var cmds *activities.AgentCommands
 	finish := func(status, summary string) (string, error) {
@@ -97,13 +98,7 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 	}
 
 	sendTimeout := DefaultOperationTimeout
-	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ScheduleToCloseTimeout: sendTimeout,
-		StartToCloseTimeout:    sendTimeout,
-		HeartbeatTimeout:       operationHeartbeat,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 5 * time.Second},
-	})
+	send := withSending(ctx, sendTimeout, "")
 	err := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
 		OperationID: in.OperationID, GUID: in.Target.GUID, Type: proto.EventAgentUpdate, Payload: in.Payload, Grant: in.Grant,
 	}).Get(ctx, nil)
@@ -113,10 +108,17 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 	}
 
 	progress := workflow.GetSignalChannel(ctx, SignalAgentUpdateProgress)
+	// Version 1 takes the status a progress signal carries as the record's
+	// (the route recorded it before signalling) instead of reading it
+	// again; updates started before, and signals without a status, read.
+	carried := workflow.GetVersion(ctx, versionProgressCarriesStatus, workflow.DefaultVersion, 1) >= 1
+	var status string
+	read := true
 	for {
-		var status string
-		if err := workflow.ExecuteLocalActivity(local, rec.AgentUpdateStatus, in.OperationID).Get(ctx, &status); err != nil {
-			return "", err
+		if read {
+			if err := workflow.ExecuteLocalActivity(local, rec.AgentUpdateStatus, in.OperationID).Get(ctx, &status); err != nil {
+				return "", err
+			}
 		}
 		if agentupdates.Terminal(status) {
 			return status, nil
@@ -126,16 +128,11 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 			return finish(agentupdates.StatusTimedOut, fmt.Sprintf("the agent did not check in on build %s within %s of the request",
 				in.ToBuildID, deadline))
 		}
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(workflow.NewTimer(timerCtx, min(left, agentUpdateRecheck)), func(workflow.Future) {})
-		sel.AddReceive(progress, func(c workflow.ReceiveChannel, _ bool) {
-			c.Receive(ctx, nil)
-			for c.ReceiveAsync(nil) {
-			}
-		})
-		sel.Select(ctx)
-		cancel()
+		p, signalled := awaitChange[AgentUpdateProgress](ctx, progress, min(left, agentUpdateRecheck))
+		read = !carried || !signalled || p.Status == ""
+		if !read {
+			status = p.Status
+		}
 	}
 }
 
@@ -154,61 +151,4 @@ func releaseLaneWhenRunEnds(ctx workflow.Context, runID, holder string) {
 		return
 	}
 	_ = workflow.ExecuteActivity(act, a.ReleaseSlots, holder).Get(rctx, nil)
-}
-
-// AgentUpdateStarter starts update workflows and tells them of progress.
-type AgentUpdateStarter struct {
-	Client   client.Client
-	Deadline time.Duration
-	// Grants signs the request: operators' requests are authorised by the
-	// API, scheduled ones by the job an admin saved (PostgreSQL).
-	Grants Granter
-}
-
-// Start starts the update of one device on its site's queue.
-func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) error {
-	raw, err := json.Marshal(p.Request)
-	if err != nil {
-		return err
-	}
-	deadline := s.Deadline
-	if deadline <= 0 {
-		deadline = DefaultAgentUpdateDeadline
-	}
-	limit := deadline + 30*time.Minute
-	if p.LaneHolder != "" {
-		limit += slotLease // it may wait that long for a slot
-	}
-	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: p.Target.GUID, OperationID: p.OperationID, Type: proto.EventAgentUpdate,
-		Payload: raw}, limit)
-	if err != nil {
-		return err
-	}
-	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       AgentUpdateWorkflowID(p.Target.GUID, p.OperationID),
-		TaskQueue:                SiteTaskQueue(p.Target.SiteSlug),
-		WorkflowExecutionTimeout: limit,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(p.Target.GUID),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrSiteSlug).ValueSet(p.Target.SiteSlug),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindAgentUpdate),
-		),
-	}, AgentUpdate, AgentUpdateInput{OperationID: p.OperationID, Target: p.Target, ToBuildID: p.Request.BuildID,
-		Payload: raw, Deadline: deadline, RunID: p.RunID, LaneHolder: p.LaneHolder, Grant: grant})
-	if err != nil && isOverload(err) {
-		return tooBusy("update")
-	}
-	return err
-}
-
-// Progress signals the update that its agent posted progress. An update
-// that no longer runs (or an hourly one, which has no workflow) is fine.
-func (s AgentUpdateStarter) Progress(ctx context.Context, guid, operationID string) error {
-	err := s.Client.SignalWorkflow(ctx, AgentUpdateWorkflowID(guid, operationID), "", SignalAgentUpdateProgress, nil)
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return nil
-	}
-	return err
 }

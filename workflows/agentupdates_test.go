@@ -32,12 +32,20 @@ func TestAgentUpdateOutcomes(t *testing.T) {
 		signal      bool
 		want        string
 		wantSummary string
+		// carried is the status the progress signal carries ("": none,
+		// as older Engines sent); looks how often the record is read.
+		carried string
+		looks   int32
 	}{
-		{"checks in after a signal", nil, "succeeded", 1, true, "succeeded", ""},
-		{"signal lost, the periodic look finds it", nil, "rolled_back", 1, false, "rolled_back", ""},
-		{"never checks in", nil, "", 0, false, "timed_out", "did not check in on build b2 within 10m0s"},
+		{"checks in after a signal", nil, "succeeded", 1, true, "succeeded", "", "", 2},
+		{"signal lost, the periodic look finds it", nil, "rolled_back", 1, false, "rolled_back", "", "", 2},
+		{"never checks in", nil, "", 0, false, "timed_out", "did not check in on build b2 within 10m0s", "", 11},
 		{"refused", temporal.NewNonRetryableApplicationError("bad signature", proto.CodeSignatureInvalid, nil), "", 0, false,
-			"failed", "(signature_invalid): bad signature"},
+			"failed", "(signature_invalid): bad signature", "", 0},
+		// The route recorded the status before signalling: the workflow
+		// takes it from the signal instead of reading the record again.
+		{"the signal carries the outcome", nil, "", 0, true, "failed", "", "failed", 1},
+		{"the signal carries progress", nil, "succeeded", 1, true, "succeeded", "", "running", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -63,7 +71,11 @@ func TestAgentUpdateOutcomes(t *testing.T) {
 			})
 			if tc.signal {
 				env.RegisterDelayedCallback(func() {
-					env.SignalWorkflow(workflows.SignalAgentUpdateProgress, nil)
+					var progress any
+					if tc.carried != "" {
+						progress = workflows.AgentUpdateProgress{Status: tc.carried}
+					}
+					env.SignalWorkflow(workflows.SignalAgentUpdateProgress, progress)
 				}, time.Second)
 			}
 			env.ExecuteWorkflow(workflows.AgentUpdate, workflows.AgentUpdateInput{OperationID: "op-1", ToBuildID: "b2",
@@ -73,6 +85,7 @@ func TestAgentUpdateOutcomes(t *testing.T) {
 			var status string
 			require.NoError(t, env.GetWorkflowResult(&status))
 			require.Equal(t, tc.want, status)
+			require.Equal(t, tc.looks, looks.Load(), "reads of the record")
 			if tc.wantSummary != "" {
 				require.Equal(t, tc.want, finished.Status)
 				require.Contains(t, finished.Summary, tc.wantSummary)

@@ -1,15 +1,9 @@
 package workflows
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairn-rmm/cairn/activities"
@@ -58,11 +52,7 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 	if batch <= 0 {
 		batch = DefaultJobRunBatch
 	}
-	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	local := withRecording(ctx)
 	var runs *activities.JobRuns
 
 	var next automation.Batch
@@ -118,14 +108,7 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 // runOnDevice sends one device its script and returns the outcome.
 func runOnDevice(ctx workflow.Context, runID string, it automation.Item, timeout time.Duration) automation.Outcome {
 	var runs *activities.JobRuns
-	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              SiteTaskQueue(it.SiteSlug),
-		ScheduleToCloseTimeout: timeout,
-		StartToCloseTimeout:    timeout,
-		HeartbeatTimeout:       operationHeartbeat,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 5 * time.Second},
-	})
+	send := withSending(ctx, timeout, SiteTaskQueue(it.SiteSlug))
 	// The operation ID is derived, not random: deterministic on replay and
 	// stable across the dispatch's retries (the agent answers a repeat
 	// from its cache instead of running the script twice).
@@ -138,49 +121,4 @@ func runOnDevice(ctx workflow.Context, runID string, it automation.Item, timeout
 		out.ErrorCode, out.ErrorMessage = operationFailure(err, timeout)
 	}
 	return out
-}
-
-// JobRunStarter starts job-run workflows (quick runs, scheduled jobs).
-type JobRunStarter struct {
-	Client    client.Client
-	TaskQueue string
-}
-
-// Start starts the run's workflow on the Engine queue; starting a run
-// that already has its workflow is not an error (a retried fire). A busy
-// Temporal is tried again a few times (the start is idempotent by
-// workflow ID), then answered unavailable.
-func (s JobRunStarter) Start(ctx context.Context, in JobRunInput) error {
-	queue := s.TaskQueue
-	if queue == "" {
-		queue = EngineTaskQueue
-	}
-	var err error
-	for attempt := range 4 {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return tooBusy("run")
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
-			}
-		}
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err = s.Client.ExecuteWorkflow(sctx, client.StartWorkflowOptions{
-			ID:                    automation.JobRunWorkflowID(in.RunID),
-			TaskQueue:             queue,
-			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("job_run"),
-			),
-		}, JobRun, in)
-		cancel()
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if err == nil || errors.As(err, &started) {
-			return nil
-		}
-		if !isOverload(err) && !errors.As(err, new(*serviceerror.Unavailable)) {
-			return err
-		}
-	}
-	return tooBusy("run")
 }

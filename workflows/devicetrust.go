@@ -1,15 +1,9 @@
 package workflows
 
 import (
-	"cmp"
-	"context"
-	"errors"
 	"strconv"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -52,34 +46,4 @@ func DeviceTrustAction(ctx workflow.Context, in TrustActionInput) error {
 		return err
 	}
 	return recorded.Get(ctx, nil)
-}
-
-// TrustStarter starts DeviceTrustAction workflows.
-type TrustStarter struct {
-	Client client.Client
-	// TaskQueue is EngineTaskQueue when empty (tests use their own).
-	TaskQueue string
-}
-
-// Start starts the follow-up of a committed action; starting it again for
-// the same action is not an error.
-func (s TrustStarter) Start(ctx context.Context, in TrustActionInput) error {
-	attrs := []temporal.SearchAttributeUpdate{
-		temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(in.GUID),
-		temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindTrust(in.Action)),
-	}
-	if in.SiteSlug != "" {
-		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(SearchAttrSiteSlug).ValueSet(in.SiteSlug))
-	}
-	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    DeviceTrustWorkflowID(in.GUID, in.Action, in.TokenVersion),
-		TaskQueue:             cmp.Or(s.TaskQueue, EngineTaskQueue),
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),
-	}, DeviceTrustAction, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return nil
-	}
-	return err
 }

@@ -1,14 +1,9 @@
 package workflows
 
 import (
-	"cmp"
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -165,79 +160,4 @@ func EnrollmentApproval(ctx workflow.Context, in EnrollmentInput) (EnrollmentRes
 		return EnrollmentResult{}, failure
 	}
 	return result, nil
-}
-
-// EnrollmentStarter starts and signals approval workflows.
-type EnrollmentStarter struct {
-	Client client.Client
-	// TaskQueue is EngineTaskQueue when empty (tests use their own).
-	TaskQueue string
-}
-
-func (s EnrollmentStarter) options(approvalID string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:        EnrollmentWorkflowID(approvalID),
-		TaskQueue: cmp.Or(s.TaskQueue, EngineTaskQueue),
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindEnrollment),
-		),
-	}
-}
-
-// StartApproval starts the approval of a new pending request.
-func (s EnrollmentStarter) StartApproval(ctx context.Context, approvalID string, expiresAt time.Time) error {
-	_, err := s.Client.ExecuteWorkflow(ctx, s.options(approvalID), EnrollmentApproval,
-		EnrollmentInput{ApprovalID: approvalID, ExpiresAt: expiresAt})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return nil
-	}
-	return err
-}
-
-// Decide signals an operator's decision, starting the workflow if it is
-// missing (its history was lost), so a pending request can always be
-// decided.
-func (s EnrollmentStarter) Decide(ctx context.Context, approvalID string, expiresAt time.Time, d EnrollmentDecision) error {
-	_, err := s.Client.SignalWithStartWorkflow(ctx, EnrollmentWorkflowID(approvalID), SignalEnrollmentDecision, d,
-		s.options(approvalID), EnrollmentApproval, EnrollmentInput{ApprovalID: approvalID, ExpiresAt: expiresAt})
-	return err
-}
-
-// DecideAndWait hands an operator's decision to the approval workflow as
-// the decide update and returns the recorded outcome. A missing workflow
-// (its history was lost) is started first, so a pending request can
-// always be decided. When ctx ends before the outcome, the decision is
-// also signalled, which is durable at once (the workflow takes the first
-// decision only), and ctx's error is returned: the caller answers that
-// the request is still pending.
-func (s EnrollmentStarter) DecideAndWait(ctx context.Context, approvalID string, expiresAt time.Time, d EnrollmentDecision) (EnrollmentResult, error) {
-	update := func() (EnrollmentResult, error) {
-		h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: EnrollmentWorkflowID(approvalID), UpdateName: UpdateEnrollmentDecide,
-			Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		if err != nil {
-			return EnrollmentResult{}, err
-		}
-		var res EnrollmentResult
-		return res, h.Get(ctx, &res)
-	}
-	res, err := update()
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) && ctx.Err() == nil {
-		if err := s.StartApproval(ctx, approvalID, expiresAt); err != nil {
-			return EnrollmentResult{}, err
-		}
-		res, err = update()
-	}
-	if err != nil && ctx.Err() != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if serr := s.Decide(sctx, approvalID, expiresAt, d); serr != nil {
-			return EnrollmentResult{}, errors.Join(ctx.Err(), serr)
-		}
-		return EnrollmentResult{}, ctx.Err()
-	}
-	return res, err
 }

@@ -1,14 +1,9 @@
 package workflows
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -121,27 +116,4 @@ func runStep(ctx workflow.Context, in activities.StepInput) (string, error) {
 	var status string
 	err := workflow.ExecuteActivity(act, a.JobRunStatus, runID).Get(ctx, &status)
 	return status, err
-}
-
-// FlowStarter starts flow runs (flows.Starter).
-type FlowStarter struct {
-	Client    client.Client
-	TaskQueue string
-}
-
-// StartFlow starts the workflow of a recorded flow run.
-func (s FlowStarter) StartFlow(ctx context.Context, runID string) error {
-	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       FlowRunWorkflowID(runID),
-		TaskQueue:                s.TaskQueue,
-		WorkflowExecutionTimeout: jobFireTimeout,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("workflow_run")),
-	}, FlowRun, FlowRunInput{RunID: runID})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return nil
-	}
-	return err
 }

@@ -1,15 +1,11 @@
 package workflows
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -17,7 +13,6 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
-	"github.com/cairn-rmm/cairn/internal/grants"
 )
 
 // OperationWorkflowID names one operation on one device.
@@ -75,15 +70,9 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 	if timeout <= 0 {
 		timeout = DefaultOperationTimeout
 	}
-	// Recording and applying are short database writes in the process
-	// running the workflow: local activities, which cost no task-queue
-	// round trip and a fraction of the history events. Only the request
-	// to the agent is a real activity, since another process completes it.
-	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	// Recording and applying are local activities; only the request to
+	// the agent is a real activity (withRecording, withSending).
+	local := withRecording(ctx)
 	var ops *activities.Operations
 	var cmds *activities.AgentCommands
 
@@ -99,13 +88,7 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		return result, err
 	}
 
-	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ScheduleToCloseTimeout: timeout,
-		StartToCloseTimeout:    timeout,
-		HeartbeatTimeout:       operationHeartbeat,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
-			MaximumInterval: 5 * time.Second},
-	})
+	send := withSending(ctx, timeout, "")
 	var reply agentgateway.Reply
 	opErr := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
 		OperationID: in.OperationID, GUID: in.Target.GUID, Type: in.Type, Payload: in.Payload, Grant: in.Grant,
@@ -154,97 +137,4 @@ func operationFailure(err error, timeout time.Duration) (code, message string) {
 		return app.Type(), app.Message()
 	}
 	return cairn.ECodeInternal, err.Error()
-}
-
-// Granter signs what an operation may send (grants.Service).
-type Granter interface {
-	Sign(ctx context.Context, op grants.Operation, ttl time.Duration) (string, error)
-}
-
-// OperationRunner starts operations and waits for their outcome. It runs
-// where the operator was authorised (the API), so it grants the request:
-// a DeviceOperation started any other way reaches no agent.
-type OperationRunner struct {
-	Client client.Client
-	Grants Granter
-}
-
-// Run starts in on the device's site queue and waits until it ends or ctx
-// does; the operation goes on either way (it is recorded in the device's
-// activity). A failure is returned as a *cairn.Error with the operation's
-// code.
-func (r OperationRunner) Run(ctx context.Context, in OperationInput) (OperationResult, error) {
-	run, err := r.Start(ctx, in)
-	if err != nil {
-		return OperationResult{}, err
-	}
-	var res OperationResult
-	err = run.Get(ctx, &res)
-	if err == nil {
-		return res, nil
-	}
-	if ctx.Err() != nil || isOverload(err) {
-		return res, cairn.Errorf(cairn.ECodeUnavailable, "the operation is still running; its outcome will be in the device's activity")
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.Type() != "" {
-		return res, cairn.Errorf(app.Type(), "%s", app.Message())
-	}
-	return res, err
-}
-
-// Start starts in without waiting for its outcome (the workflow records
-// it in the device's activity either way): for requests that follow
-// another action, such as the software refresh after an icon override.
-func (r OperationRunner) Start(ctx context.Context, in OperationInput) (client.WorkflowRun, error) {
-	timeout := in.Timeout
-	if timeout <= 0 {
-		timeout = DefaultOperationTimeout
-	}
-	life := timeout + 15*time.Minute
-	grant, err := r.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: in.OperationID, Type: in.Type,
-		Payload: in.Payload, Actor: in.Actor}, life)
-	if err != nil {
-		return nil, err
-	}
-	in.Grant = grant
-	run, err := r.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       OperationWorkflowID(in.Target.GUID, in.OperationID),
-		TaskQueue:                SiteTaskQueue(in.Target.SiteSlug),
-		WorkflowExecutionTimeout: life,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(in.Target.GUID),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrSiteSlug).ValueSet(in.Target.SiteSlug),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(in.Kind),
-		),
-	}, DeviceOperation, in)
-	if err != nil {
-		if ctx.Err() == nil && !isOverload(err) {
-			return nil, err
-		}
-		return nil, tooBusy("operation")
-	}
-	return run, nil
-}
-
-// busyRetryAfter is the Retry-After of a "too busy" answer: what the API
-// says for temporal_unavailable too, long enough for a stall to pass.
-const busyRetryAfter = 5
-
-// tooBusy answers a start that Temporal did not take or confirm in time;
-// the client may try again after Retry-After (starts are idempotent by
-// workflow ID).
-func tooBusy(what string) error {
-	e := cairn.Errorf(cairn.ECodeUnavailable, "the Engine is too busy to start the %s now; try again", what)
-	e.RetryAfterSeconds = busyRetryAfter
-	return e
-}
-
-// isOverload reports a Temporal call that ran out of time or capacity
-// (the service is busy), which the caller may retry: not a fault.
-func isOverload(err error) bool {
-	var exhausted *serviceerror.ResourceExhausted
-	var deadline *serviceerror.DeadlineExceeded
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &exhausted) || errors.As(err, &deadline)
 }

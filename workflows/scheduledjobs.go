@@ -41,8 +41,8 @@ type ScheduledJobFireResult struct {
 	Skip  string
 }
 
-// slotLease bounds how long a lane slot outlives a holder that died.
-const slotLease = 25 * time.Hour
+// SlotLease bounds how long a lane slot outlives a holder that died.
+const SlotLease = 25 * time.Hour
 
 // ScheduledJobFire is one fire of a scheduled job, started by its
 // Temporal Schedule (or by a rerun). It creates the run keyed by the fire
@@ -101,14 +101,14 @@ func ScheduledJobFire(ctx workflow.Context, in ScheduledJobFireInput) (Scheduled
 func acquireSlots(ctx workflow.Context, sites []int64, holder, kind string) error {
 	wait := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    time.Minute,
-		ScheduleToCloseTimeout: slotLease,
+		ScheduleToCloseTimeout: SlotLease,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 1.5, MaximumInterval: 15 * time.Second},
 	})
 	var a *activities.ScheduledJobs
 	sorted := slices.Clone(sites)
 	slices.Sort(sorted)
 	for _, site := range sorted {
-		in := activities.SlotInput{SiteID: site, Holder: holder, Kind: kind, Lease: slotLease}
+		in := activities.SlotInput{SiteID: site, Holder: holder, Kind: kind, Lease: SlotLease}
 		if err := workflow.ExecuteActivity(wait, a.AcquireSlot, in).Get(ctx, nil); err != nil {
 			return err
 		}

@@ -1,30 +1,29 @@
 package workflows
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
-	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
 // File transfer names.
 const (
 	// SignalFileTransferChanged tells a transfer that a route changed its
-	// record (it ended, or was cancelled); the workflow re-reads it.
+	// record (it ended, or was cancelled): a FileTransferChange with the
+	// record as the route left it (older Engines sent none, and the
+	// workflow read the record).
 	SignalFileTransferChanged = "file-transfer-changed"
+	// versionChangeCarriesState names the workflow.GetVersion change that
+	// took a transfer's end from the change signal.
+	versionChangeCarriesState = "change-carries-state"
 	// JobKindFileTransfer is the JobKind search attribute of transfers.
 	JobKindFileTransfer = "file_transfer"
 	// DefaultTransferStall: a transfer that has not changed this long is
@@ -35,8 +34,8 @@ const (
 	// transferRecheck re-reads the record this often, in case a signal was
 	// lost (the Engine died between recording and signalling).
 	transferRecheck = 30 * time.Second
-	// maxTransferLife bounds a workflow: transfer, retention and slack.
-	maxTransferLife = 7 * 24 * time.Hour
+	// MaxTransferLife bounds a workflow: transfer, retention and slack.
+	MaxTransferLife = 7 * 24 * time.Hour
 )
 
 // FileTransferWorkflowID names the workflow of one transfer.
@@ -60,6 +59,16 @@ type FileTransferInput struct {
 	Grant string
 }
 
+// FileTransferChange is the change signal's payload: the transfer's
+// record after the change (transfers.State*, and a failure's or a
+// cancellation's code and message). An empty State says only "look
+// again".
+type FileTransferChange struct {
+	State   string
+	Code    string
+	Message string
+}
+
 // FileTransfer sends the transfer's request to the agent through the
 // command path, then follows the record the agent's callbacks keep until
 // the transfer ends: a signal from a route or a periodic re-read wakes it.
@@ -78,11 +87,7 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 	if retention <= 0 {
 		retention = transfers.DefaultRetention
 	}
-	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	local := withRecording(ctx)
 	var ops *activities.Operations
 	var cmds *activities.AgentCommands
 	var ft *activities.FileTransfers
@@ -99,13 +104,7 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 			ID: in.TransferID, State: state, Code: code, Message: message}).Get(ctx, nil)
 	}
 	send := func(attempt int) error {
-		opts := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			ScheduleToCloseTimeout: DefaultOperationTimeout,
-			StartToCloseTimeout:    DefaultOperationTimeout,
-			HeartbeatTimeout:       operationHeartbeat,
-			RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2,
-				MaximumInterval: 5 * time.Second},
-		})
+		opts := withSending(ctx, DefaultOperationTimeout, "")
 		err := workflow.ExecuteActivity(opts, cmds.SendToAgent, activities.CommandInput{
 			OperationID: fmt.Sprintf("%s:%d", in.TransferID, attempt), GUID: in.Target.GUID,
 			Type: proto.EventFileManagement, Payload: in.Request, Grant: in.Grant,
@@ -122,11 +121,19 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 	if err := send(attempt); err != nil {
 		return "", err
 	}
+	// Version 1 takes the end a change signal carries (the record as the
+	// route left it) instead of reading the record again; transfers
+	// started before, and signals that carry no end, read.
+	carried := workflow.GetVersion(ctx, versionChangeCarriesState, workflow.DefaultVersion, 1) >= 1
 	var st activities.TransferState
+	read := true
 	for {
-		if err := workflow.ExecuteLocalActivity(local, ft.FileTransferState, in.TransferID).Get(ctx, &st); err != nil {
-			return "", err
+		if read {
+			if err := workflow.ExecuteLocalActivity(local, ft.FileTransferState, in.TransferID).Get(ctx, &st); err != nil {
+				return "", err
+			}
 		}
+		read = true
 		if transfers.Terminal(st.State) {
 			break
 		}
@@ -144,16 +151,10 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 			}
 			continue
 		}
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(workflow.NewTimer(timerCtx, min(transferRecheck, stall-st.Idle)), func(workflow.Future) {})
-		sel.AddReceive(changed, func(c workflow.ReceiveChannel, _ bool) {
-			c.Receive(ctx, nil)
-			for c.ReceiveAsync(nil) {
-			}
-		})
-		sel.Select(ctx)
-		cancel()
+		c, signalled := awaitChange[FileTransferChange](ctx, changed, min(transferRecheck, stall-st.Idle))
+		if carried && signalled && transfers.Terminal(c.State) {
+			st, read = activities.TransferState{State: c.State, Code: c.Code, Message: c.Message}, false
+		}
 	}
 
 	status, summary := devices.ActivityCompleted, in.Summary
@@ -190,72 +191,4 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 		return "", err
 	}
 	return st.State, nil
-}
-
-// TransferStarter starts transfer workflows and tells them of changes.
-type TransferStarter struct {
-	Client    client.Client
-	Stall     time.Duration
-	Retention time.Duration
-	// Grants signs the transfer's request (its attempts extend the ID).
-	Grants Granter
-}
-
-// Start starts a transfer's workflow on its device's site queue.
-func (s TransferStarter) Start(ctx context.Context, in FileTransferInput) error {
-	in.Stall, in.Retention = s.Stall, s.Retention
-	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: in.TransferID, Type: proto.EventFileManagement,
-		Payload: in.Request, Actor: in.Actor}, maxTransferLife)
-	if err != nil {
-		return err
-	}
-	in.Grant = grant
-	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       FileTransferWorkflowID(in.TransferID),
-		TaskQueue:                SiteTaskQueue(in.Target.SiteSlug),
-		WorkflowExecutionTimeout: maxTransferLife + max(s.Retention, transfers.DefaultRetention),
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrDeviceGUID).ValueSet(in.Target.GUID),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrSiteSlug).ValueSet(in.Target.SiteSlug),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet(JobKindFileTransfer),
-		),
-	}, FileTransfer, in)
-	if err != nil && isOverload(err) {
-		return tooBusy("transfer")
-	}
-	return err
-}
-
-// Changed signals a transfer's workflow that its record changed. A
-// workflow that already ended is fine.
-func (s TransferStarter) Changed(ctx context.Context, transferID string) error {
-	err := s.Client.SignalWorkflow(ctx, FileTransferWorkflowID(transferID), "", SignalFileTransferChanged, nil)
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return nil
-	}
-	return err
-}
-
-// Ended tells the workflows of transfers that a trust action or a site
-// move ended (their records are cancelled already): each re-reads its
-// record and closes its activity row. A purge deleted the records with
-// the device, so those workflows are cancelled instead. A workflow that
-// is gone is fine; each reads its record within transferRecheck anyway.
-func (s TransferStarter) Ended(ctx context.Context, transferIDs []string, purged bool) error {
-	var errs []error
-	for _, id := range transferIDs {
-		var err error
-		if purged {
-			err = s.Client.CancelWorkflow(ctx, FileTransferWorkflowID(id), "")
-		} else {
-			err = s.Client.SignalWorkflow(ctx, FileTransferWorkflowID(id), "", SignalFileTransferChanged, nil)
-		}
-		var nf *serviceerror.NotFound
-		if err != nil && !errors.As(err, &nf) {
-			errs = append(errs, fmt.Errorf("transfer %s: %w", id, err))
-		}
-	}
-	return errors.Join(errs...)
 }

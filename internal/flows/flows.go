@@ -109,7 +109,7 @@ type Run struct {
 	FinishedAt     *time.Time `json:"finished_at"`
 }
 
-// Starter starts the Temporal workflow of a flow run (workflows.FlowStarter).
+// Starter starts the Temporal workflow of a flow run (workflowclient.FlowStarter).
 type Starter interface {
 	StartFlow(ctx context.Context, runID string) error
 }

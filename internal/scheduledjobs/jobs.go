@@ -2,7 +2,7 @@
 // assembly, an automation workflow, agent maintenance), on which targets,
 // when. PostgreSQL is the source of truth; every job whose schedule fires
 // by itself is mirrored as a Temporal Schedule through the Schedules
-// interface (workflows.JobScheduler), so this package stays free of
+// interface (workflowclient.JobScheduler), so this package stays free of
 // Temporal. The site-worker lane slots live here too (slots.go).
 package scheduledjobs
 
@@ -106,7 +106,7 @@ type Input struct {
 	Enabled *bool
 }
 
-// Schedules mirrors jobs into Temporal (workflows.JobScheduler).
+// Schedules mirrors jobs into Temporal (workflowclient.JobScheduler).
 type Schedules interface {
 	// Apply makes the job's Temporal Schedule match it: created or
 	// updated when its schedule fires by itself, paused while it is

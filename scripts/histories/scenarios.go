@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -48,7 +49,7 @@ var standIns = map[string]any{
 	// An update's agent checks in after the first look, unless the
 	// scenario's operation never checks in ("timeout-" operations).
 	"AgentUpdateStatus": func(_ context.Context, op string) (string, error) {
-		if _, seen := updateLooks.LoadOrStore(op, true); !seen || strings.HasPrefix(op, "timeout-") {
+		if _, seen := updateLooks.LoadOrStore(op, true); !seen || strings.HasPrefix(op, "timeout-") || strings.HasPrefix(op, "carried-") {
 			return "running", nil
 		}
 		return "succeeded", nil
@@ -99,7 +100,7 @@ var standIns = map[string]any{
 	// a "stall-" one has been silent for an hour at the first look, so it
 	// is asked of its agent again.
 	"FileTransferState": func(_ context.Context, id string) (activities.TransferState, error) {
-		if _, seen := transferLooks.LoadOrStore(id, true); !seen {
+		if _, seen := transferLooks.LoadOrStore(id, true); !seen || strings.HasPrefix(id, "cancel-") {
 			if strings.HasPrefix(id, "stall-") {
 				return activities.TransferState{State: "running", Idle: time.Hour}, nil
 			}
@@ -155,7 +156,7 @@ var scenarios = []scenario{
 		if err != nil {
 			return "", err
 		}
-		starter := workflows.EnrollmentStarter{Client: c, TaskQueue: queue}
+		starter := workflowclient.EnrollmentStarter{Client: c, TaskQueue: queue}
 		if _, err := starter.DecideAndWait(ctx, id, time.Now().Add(time.Hour), workflows.EnrollmentDecision{Decision: "maybe", Actor: "eve"}); err == nil {
 			return "", errors.New("an unknown decision was accepted")
 		}
@@ -206,6 +207,12 @@ var scenarios = []scenario{
 	{"agent_update_timed_out.json", func(ctx context.Context, c client.Client) (string, error) {
 		return agentUpdate(ctx, c, unique("timeout-op"), 2*time.Second, "timed_out")
 	}, false},
+	// The progress signal carries the status the route recorded
+	// (succeeded): the workflow ends with it without reading the record
+	// again (GetVersion progress-carries-status).
+	{"agent_update_progress_status.json", func(ctx context.Context, c client.Client) (string, error) {
+		return agentUpdate(ctx, c, unique("carried-op"), time.Minute, "succeeded")
+	}, false},
 	// An operator's update: a slot of its site's lane first, freed once
 	// its run has ended.
 	{"agent_update_lane.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -251,6 +258,12 @@ var scenarios = []scenario{
 	{"file_transfer_stalled_upload.json", func(ctx context.Context, c client.Client) (string, error) {
 		return fileTransfer(ctx, c, unique("stall-upload"), "upload")
 	}, false},
+	// An upload its operator cancelled: the change signal carries the
+	// cancelled record, which the workflow takes without reading it again
+	// (GetVersion change-carries-state).
+	{"file_transfer_cancelled.json", func(ctx context.Context, c client.Client) (string, error) {
+		return fileTransfer(ctx, c, unique("cancel-upload"), "upload")
+	}, false},
 }
 
 // fileTransfer runs one FileTransfer, signalling a change once, and
@@ -264,14 +277,21 @@ func fileTransfer(ctx context.Context, c client.Client, id, action string) (stri
 	if err != nil {
 		return "", err
 	}
-	if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalFileTransferChanged, nil); err != nil {
+	// Older Engines' signal carried nothing; a "cancel-" transfer's
+	// carries its cancelled record.
+	var change any
+	want := "completed"
+	if strings.HasPrefix(id, "cancel-") {
+		change, want = workflows.FileTransferChange{State: "cancelled", Code: "transfer_cancelled", Message: "cancelled by admin"}, "cancelled"
+	}
+	if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalFileTransferChanged, change); err != nil {
 		return "", err
 	}
 	var state string
 	if err := run.Get(ctx, &state); err != nil {
 		return "", err
 	}
-	if state != "completed" {
+	if state != want {
 		return "", fmt.Errorf("file transfer ended %s", state)
 	}
 	return run.GetID(), nil
@@ -292,7 +312,13 @@ func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.
 	if err != nil {
 		return "", err
 	}
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalAgentUpdateProgress, nil); err != nil {
+	// Older Engines' signal carried nothing; a "carried-" operation's
+	// carries the recorded status.
+	var progress any
+	if strings.HasPrefix(op, "carried-") {
+		progress = workflows.AgentUpdateProgress{Status: "succeeded"}
+	}
+	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalAgentUpdateProgress, progress); err != nil {
 		return "", err
 	}
 	var status string

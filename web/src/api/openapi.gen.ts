@@ -5552,7 +5552,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5677,7 +5677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6974,7 +6974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17834,7 +17834,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27066,7 +27066,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,4 +1,4 @@
-package workflows_test
+package workflowclient_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -51,9 +52,12 @@ func TestScheduledJobFireRetriesATemporalStall(t *testing.T) {
 	t.Parallel()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	// The starter's own retries take seconds of real time.
+	env.SetTestTimeout(time.Minute)
 	tc := &stallingClient{}
-	tc.stalls.Store(1)
-	starter := workflows.AgentUpdateStarter{Client: tc, Grants: testGranter{}}
+	// Longer than the starter's own retries: the starter answers busy.
+	tc.stalls.Store(4)
+	starter := workflowclient.AgentUpdateStarter{Client: tc, Grants: testGranter{}}
 	env.RegisterActivityWithOptions(func(context.Context, activities.FireInput) (scheduledjobs.FirePlan, error) {
 		return scheduledjobs.FirePlan{RunID: "run-1", Kind: scheduledjobs.KindAgentMaintenance, SiteIDs: []int64{1}}, nil
 	}, activity.RegisterOptions{Name: "PrepareFire"})

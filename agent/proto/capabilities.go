@@ -99,25 +99,33 @@ func AgentCapabilities(goos string) []Capability {
 	return out
 }
 
+// EventCapability is the capability each request type needs; a
+// file_management_request of action upload or download needs CapTransfers
+// instead (TransferActions).
+var EventCapability = map[string]Capability{
+	EventProcessManagement:  CapProcesses,
+	EventServiceControl:     CapServices,
+	EventSoftwareRefresh:    CapInventoryRefresh,
+	EventPatchRefresh:       CapInventoryRefresh,
+	EventShellOpen:          CapShell,
+	EventShellClose:         CapShell,
+	EventAgentUpdate:        CapAgentUpdate,
+	EventQuickJobRun:        CapScripts,
+	EventFileManagement:     CapFiles,
+	EventRegistryManagement: CapRegistry,
+}
+
 // HandlerCapabilities maps the request types an agent has handlers for to
-// the capabilities they give (file_management_request gives both files
-// and transfers), in AgentCapabilities' order without repeats.
+// the capabilities they give (the file_management_request handler gives
+// both files and transfers), in AllCapabilities' order without repeats.
 func HandlerCapabilities(types []string) []Capability {
-	given := map[string][]Capability{
-		EventProcessManagement:  {CapProcesses},
-		EventServiceControl:     {CapServices},
-		EventSoftwareRefresh:    {CapInventoryRefresh},
-		EventPatchRefresh:       {CapInventoryRefresh},
-		EventShellOpen:          {CapShell},
-		EventAgentUpdate:        {CapAgentUpdate},
-		EventQuickJobRun:        {CapScripts},
-		EventFileManagement:     {CapFiles, CapTransfers},
-		EventRegistryManagement: {CapRegistry},
-	}
 	has := map[Capability]bool{}
 	for _, t := range types {
-		for _, c := range given[t] {
+		if c, ok := EventCapability[t]; ok {
 			has[c] = true
+		}
+		if t == EventFileManagement {
+			has[CapTransfers] = true
 		}
 	}
 	var out []Capability

@@ -282,7 +282,8 @@ func (s *Server) patchRefresh(r *http.Request, _ struct{}) (patchRefreshJSON, er
 
 // operationErrors are what a route running an operation on the agent may
 // answer beyond its auth class: the device is out of reach or refuses
-// operations, its agent lacks the capability (agent_too_old), or the agent answered with an error, or it took too long,
+// operations, its agent lacks the capability (agent_too_old), or the
+// agent answered with an error, or it took too long,
 // or the Engine is too busy to start or follow it (unavailable:
 // OperationRunner.Run).
 var operationErrors = []string{

@@ -61,6 +61,9 @@ var CoreCodes = []Code{
 	{ID: ECodeInternal, Status: http.StatusInternalServerError},
 	{ID: ECodeUnavailable, Status: http.StatusServiceUnavailable, Retryable: true},
 	{ID: ECodeScopeRequired, Status: http.StatusForbidden},
+	// The device's agent lacks a capability the route needs (every
+	// capability that reaches agents answers it).
+	{ID: ECodeAgentTooOld, Status: http.StatusConflict},
 }
 
 // CodeBook is a set of declared codes.

@@ -75,6 +75,13 @@ const (
 	// ECodeInsufficientStorage: staging would leave the Engine's transfer
 	// storage with less free space than it keeps (507).
 	ECodeInsufficientStorage = "insufficient_storage"
+	// Agent capabilities (issue 22 item 5, docs/api.md "Agent
+	// capabilities").
+	//
+	// ECodeAgentTooOld: the request needs a capability the device's agent
+	// does not report (agent/proto capabilities.go); the message names
+	// the capability and the agent protocol that has it. Nothing was sent.
+	ECodeAgentTooOld = "agent_too_old"
 )
 
 // Transient reports whether err is a domain error whose code is declared
@@ -100,6 +107,20 @@ type Error struct {
 	RetryAfterSeconds int
 	// Dependants is set for dependants_exist.
 	Dependants []Dependant
+	// Cause is what led to the error, for the logs only: the API logs it
+	// and never sends it, and Error() leaves it out (so a message built
+	// from err.Error() shows no more than the client sees). errors.Is and
+	// errors.As reach it through Unwrap.
+	Cause error
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Wrap returns a domain error with code and a formatted client message
+// whose cause, logged but never shown, is cause.
+func Wrap(cause error, code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Cause: cause}
 }
 
 func (e *Error) Error() string {

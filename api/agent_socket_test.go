@@ -34,7 +34,7 @@ func (a *testAgent) connect(t *testing.T) *websocket.Conn {
 		h.Set("Authorization", proto.AuthScheme+" "+a.access)
 		c, res, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: h})
 		if err == nil {
-			hello, _ := json.Marshal(proto.ConnectAgent{GUID: a.guid, AgentVersion: "test", Protocol: proto.Version})
+			hello, _ := json.Marshal(a.hello())
 			require.NoError(t, writeEnvelope(ctx, c, proto.Envelope{Type: proto.MsgConnectAgent, Payload: hello}))
 			env := readEnvelope(ctx, t, c)
 			require.Equal(t, proto.MsgConnectAgentAck, env.Type)
@@ -51,6 +51,22 @@ func (a *testAgent) connect(t *testing.T) *websocket.Conn {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// hello is the agent's connect_agent: every capability unless the test
+// chose a set or an older protocol (which reports none).
+func (a *testAgent) hello() proto.ConnectAgent {
+	h := proto.ConnectAgent{GUID: a.guid, AgentVersion: "test", Protocol: proto.Version, Capabilities: proto.AllCapabilities}
+	if a.caps != nil {
+		h.Capabilities = a.caps
+	}
+	if a.protocol != 0 {
+		h.Protocol = a.protocol
+	}
+	if h.Protocol < proto.CapabilitiesVersion {
+		h.Capabilities = nil
+	}
+	return h
 }
 
 func writeEnvelope(ctx context.Context, c *websocket.Conn, env proto.Envelope) error {

@@ -37,6 +37,11 @@ type testAgent struct {
 	trust *proto.ScriptTrust
 	// os is the operating system reported at enrollment ("": Debian).
 	os string
+	// caps are the capabilities connect_agent reports (nil: every one);
+	// protocol, when set, is the protocol it speaks (below 4: it
+	// reports none).
+	caps     []proto.Capability
+	protocol int
 }
 
 func (f *fixture) newAgent(t *testing.T, hostname string) *testAgent {

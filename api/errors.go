@@ -69,6 +69,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.Error("request failed", "err", err)
 		e = cairn.Errorf(cairn.ECodeInternal, "something went wrong; the server log has the details (request %s)", middleware.GetReqID(r.Context()))
 	}
+	if e.Cause != nil {
+		// The client sees the code and message; the cause is the log's.
+		log.Warn("request refused", "code", e.Code, "message", e.Message, "cause", e.Cause)
+	}
 	if entry := auditFrom(r); entry != nil {
 		entry.Outcome = e.Code
 	}

@@ -16,11 +16,15 @@ import (
 
 // registryAgent enrolls hostname reporting osName, connects its socket
 // and answers registry requests with the real handler over store (the
-// real Windows store runs under Wine: agent/registry's Windows test).
+// real Windows store runs under Wine: agent/registry's Windows test). Like
+// cairn-agent run, it reports the registry capability only with a store.
 func (f *fixture) registryAgent(t *testing.T, admin string, site int64, hostname, osName string, store registry.Store) *opAgent {
 	t.Helper()
 	a := f.newAgent(t, hostname)
 	a.os = osName
+	if store == nil {
+		a.caps = proto.AgentCapabilities("linux")
+	}
 	r := a.request(t, f.enrollmentCode(t, admin, site))
 	require.Equal(t, 202, r.Status, r.Raw)
 	d := f.do(t, "POST", "/api/admin/device-approvals/"+a.approvalID+"/approve", admin, nil)
@@ -177,7 +181,7 @@ func TestRegistryEditorRefused(t *testing.T) {
 	}
 	require.Zero(t, win.count(proto.EventRegistryManagement), "bad input sends nothing")
 
-	t.Run("a Linux device is unsupported_platform before anything is sent", func(t *testing.T) {
+	t.Run("an agent without the registry capability is unsupported_platform before anything is sent", func(t *testing.T) {
 		for _, c := range []struct {
 			method, path string
 			body         any
@@ -220,4 +224,24 @@ func TestRegistryEditorRefused(t *testing.T) {
 		}
 		require.Equal(t, before, win.count(proto.EventRegistryManagement), "nothing was sent")
 	})
+}
+
+// The registry editor follows the agent's capabilities, not the operating
+// system's name: an agent reporting the registry capability is served
+// whatever its OS string says, one without it is refused.
+func TestRegistryEditorFollowsCapability(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "regcap")
+	f.registryAgent(t, admin, site, "regcap-odd", "Some Unnamed OS", registrytest.New())
+	r := f.do(t, "GET", "/api/device/registry/regcap-odd/roots", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Len(t, r.Body["roots"], 5)
+
+	win := f.registryAgent(t, admin, site, "regcap-win", "Microsoft Windows 11 Pro", nil)
+	r = f.do(t, "GET", "/api/device/registry/regcap-win/roots", admin, nil)
+	require.Equal(t, 422, r.Status, r.Raw)
+	require.Equal(t, proto.CodeUnsupportedPlatform, r.Body["error"])
+	require.Zero(t, win.count(proto.EventRegistryManagement))
 }

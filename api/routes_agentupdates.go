@@ -39,8 +39,8 @@ func (d AgentUpdatesArea) routes(s *Server) []Route {
 // operators' requests and history, and the agents' progress posts.
 func (s *agentUpdatesAPI) agentUpdateRoutes() []Route {
 	return []Route{
-		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
 		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s.Server, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
 		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable)},
 	}

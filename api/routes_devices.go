@@ -94,11 +94,15 @@ type deviceSummaryJSON struct {
 	HelperContexts []string       `json:"helper_contexts"`
 	Metrics        *proto.Metrics `json:"metrics"`
 	EnrolledAt     time.Time      `json:"enrolled_at"`
+	// Capabilities are what the agent can be asked to do (docs/api.md
+	// "Agent capabilities"): as reported at its last connect, or the
+	// legacy set when it reported none.
+	Capabilities []string `json:"capabilities"`
 }
 
 func newDeviceSummaryJSON(d devices.Device) deviceSummaryJSON {
 	return deviceSummaryJSON{deviceJSON: newDeviceJSON(d), SiteSlug: d.SiteSlug, BootID: d.BootID,
-		HelperContexts: d.HelperContexts, Metrics: d.Metrics, EnrolledAt: d.EnrolledAt}
+		HelperContexts: d.HelperContexts, Metrics: d.Metrics, EnrolledAt: d.EnrolledAt, Capabilities: d.Capabilities.Names()}
 }
 
 // deviceList is the paged device list: limit, offset, sort, a saved

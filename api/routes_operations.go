@@ -36,8 +36,9 @@ func (s *Server) deviceOpRoutes() []Route {
 const maxProcessAge = 86400
 
 // operate runs one operation on the device named by the path, inside the
-// operator's scope, refusing untrusted devices and agents without a socket
-// before anything is started.
+// operator's scope, refusing untrusted devices, agents without a socket and
+// agents without the capability typ needs (agent_too_old) before anything
+// is started.
 func (s *Server) operate(ctx context.Context, hostname, typ string, payload any, kind, summary string) (workflows.OperationResult, error) {
 	p := principal(ctx)
 	t, err := s.Devices.OperationTarget(ctx, p.SiteScope(), hostname)
@@ -47,6 +48,13 @@ func (s *Server) operate(ctx context.Context, hostname, typ string, payload any,
 	if !t.SocketLive {
 		return workflows.OperationResult{}, cairn.Errorf(cairn.ECodeAgentSocketMissing,
 			"the agent of %s has no realtime connection; onboarding takes about a minute", t.Hostname)
+	}
+	need, ok := proto.EventCapability[typ]
+	if !ok {
+		return workflows.OperationResult{}, fmt.Errorf("operation type %q names no agent capability", typ)
+	}
+	if err := t.Require(need); err != nil {
+		return workflows.OperationResult{}, err
 	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
@@ -274,12 +282,13 @@ func (s *Server) patchRefresh(r *http.Request, _ struct{}) (patchRefreshJSON, er
 
 // operationErrors are what a route running an operation on the agent may
 // answer beyond its auth class: the device is out of reach or refuses
-// operations, or the agent answered with an error, or it took too long,
+// operations, its agent lacks the capability (agent_too_old), or the
+// agent answered with an error, or it took too long,
 // or the Engine is too busy to start or follow it (unavailable:
 // OperationRunner.Run).
 var operationErrors = []string{
 	cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
-	proto.CodeOpMismatch, proto.CodeOpInvalid, proto.CodeOpUnsupported, proto.CodeOpFailed, proto.CodeOpPermission,
+	cairn.ECodeAgentTooOld, proto.CodeOpMismatch, proto.CodeOpInvalid, proto.CodeOpUnsupported, proto.CodeOpFailed, proto.CodeOpPermission,
 	proto.CodeOpTimedOut, proto.CodeOpAlreadyRunning, workflows.ECodeOperationTimedOut, agentgateway.FailureSocketClosed,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable,
 }

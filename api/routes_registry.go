@@ -15,12 +15,13 @@ import (
 
 // registryRoutes are the registry editor (SPEC "Registry", docs/api.md
 // "Registry"): each request is a DeviceOperation (registry_management_request)
-// on a Windows device, checked here with the agent's own rules
-// (agent/registry) before anything starts.
+// on a device whose agent reports the registry capability (Windows
+// agents), checked here with the agent's own rules (agent/registry)
+// before anything starts.
 func (s *Server) registryRoutes() []Route {
 	const base = "/api/device/registry/{hostname}"
 	// Each is an operation (operationErrors) the agent may refuse.
-	roots := append([]string{proto.CodeUnsupportedPlatform}, operationErrors...)
+	roots := append([]string{proto.CodeUnsupportedPlatform}, operationErrors...) // agent_too_old is in operationErrors
 	codes := append(slices.Clone(roots), proto.CodeRegistryKeyNotFound)
 	mutation := append(slices.Clone(codes), proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
 	return []Route{
@@ -87,21 +88,16 @@ func registryCheck(req proto.RegistryRequest) error {
 	return err
 }
 
-// registryOperate refuses a device that is not Windows (from the
-// operating system it reports) before any operation starts, then runs
-// the request on the agent and decodes its answer into out.
+// registryOperate runs the request on the agent and decodes its answer
+// into out. Whether the device has a registry is its agent's word, not
+// its operating system's name: operate refuses an agent without the
+// registry capability (unsupported_platform when it reported its set,
+// agent_too_old when it is older than capabilities) before anything
+// starts.
 func (s *Server) registryOperate(r *http.Request, req proto.RegistryRequest, summary string, out any) error {
 	ctx, hostname := r.Context(), pathParam(r, "hostname")
-	d, err := s.Devices.ByHostname(ctx, principal(ctx).SiteScope(), hostname)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(strings.ToLower(d.OperatingSystem), "windows") {
-		return cairn.Errorf(proto.CodeUnsupportedPlatform, "%s runs %q: the registry exists only on Windows devices",
-			d.Hostname, d.OperatingSystem)
-	}
 	if e := auditFrom(r); e != nil && req.Path != "" {
-		e.Target = "hostname=" + d.Hostname + " path=" + req.Path
+		e.Target = "hostname=" + hostname + " path=" + req.Path
 	}
 	res, err := s.operate(ctx, hostname, proto.EventRegistryManagement, req, "registry_"+req.Action, summary)
 	if err != nil {

@@ -177,9 +177,10 @@ func (h *shellAPI) target(ctx context.Context, p *auth.Principal, ref deviceRef,
 
 // shellTargetErrors are what naming a shell's device may answer (target):
 // the device unknown or out of scope, refusing operations, without a
-// socket, or the operation token spent.
+// socket, its agent without the shell capability, or the operation token
+// spent.
 var shellTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
-	cairn.ECodeAgentSocketMissing, shells.ECodeTokenInvalid}
+	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, shells.ECodeTokenInvalid}
 
 func socketMissing(hostname string) error {
 	return cairn.Errorf(cairn.ECodeAgentSocketMissing,
@@ -194,6 +195,9 @@ func (h *shellAPI) establish(r *http.Request, req shellEstablishReq) (shellEstab
 	}
 	if !t.SocketLive {
 		return shellEstablishResp{}, socketMissing(t.Hostname)
+	}
+	if err := t.Require(proto.CapShell); err != nil {
+		return shellEstablishResp{}, err
 	}
 	est, err := h.svc.Establish(ctx, t, p.Username, shells.Options{Cols: req.Cols, Rows: req.Rows, IdleTimeoutSeconds: req.IdleTimeoutSeconds})
 	if err != nil {
@@ -393,6 +397,9 @@ func (h *shellAPI) remoteOpsSession(r *http.Request, req remoteOpsReq) (remoteOp
 	}
 	t, err := h.target(ctx, p, req.ref(), "")
 	if err != nil {
+		return remoteOpsResp{}, err
+	}
+	if err := t.Require(proto.CapShell); err != nil {
 		return remoteOpsResp{}, err
 	}
 	tok, exp, err := h.svc.IssueOpToken(ctx, req.Capability, t, p.Username)

@@ -126,6 +126,9 @@ func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) refres
 		err = cairn.Errorf(cairn.ECodeAgentSocketMissing, "the agent of %s has no realtime connection", t.Hostname)
 	}
 	if err == nil {
+		err = t.Require(proto.CapInventoryRefresh)
+	}
+	if err == nil {
 		id := uuid.NewString()
 		_, err = s.Operations.Start(ctx, workflows.OperationInput{OperationID: id, Target: t, Type: proto.EventSoftwareRefresh,
 			Payload: []byte("{}"), Kind: "software_refresh", Summary: "Refresh software inventory (icon override)", Actor: p.Username})

@@ -52,7 +52,7 @@ func (d TransfersArea) routes(s *Server) []Route {
 // unknown or out of scope, refusing operations or without a socket, and
 // the workflow not started (Temporal unreachable or too busy).
 var transferStartErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
-	cairn.ECodeAgentSocketMissing, ECodeTemporalUnavailable, cairn.ECodeUnavailable,
+	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, ECodeTemporalUnavailable, cairn.ECodeUnavailable,
 	cairn.ECodeTransferLimitReached, cairn.ECodeTransferQuotaExceeded, cairn.ECodeInsufficientStorage}
 
 // fileTransferRoutes are the file manager's transfers (SPEC "File
@@ -132,7 +132,8 @@ func newFileTransferJSON(s transfers.Snapshot) fileTransferJSON {
 }
 
 // transferTarget is the device a new transfer goes to: in scope, trusted,
-// with a live socket (as for every operation).
+// with a live socket (as for every operation) and an agent that has the
+// transfers capability.
 func (s *transfersAPI) transferTarget(ctx context.Context, hostname string) (devices.OperationTarget, error) {
 	t, err := s.Devices.OperationTarget(ctx, principal(ctx).SiteScope(), hostname)
 	if err != nil {
@@ -142,7 +143,7 @@ func (s *transfersAPI) transferTarget(ctx context.Context, hostname string) (dev
 		return t, cairn.Errorf(cairn.ECodeAgentSocketMissing,
 			"the agent of %s has no realtime connection; onboarding takes about a minute", t.Hostname)
 	}
-	return t, nil
+	return t, t.Require(proto.CapTransfers)
 }
 
 // scopedTransfer is a transfer of the device named in the path, inside the

@@ -101,6 +101,11 @@ func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session
 		fail(socketMissing(t.Hostname))
 		return
 	}
+	if err := t.Require(proto.CapShell); err != nil {
+		// The agent reconnected with another set since establish.
+		fail(err)
+		return
+	}
 	payload, err := json.Marshal(proto.ShellOpen{SessionID: sess.ID, URL: h.agentURL(r, sess.ID), Token: agentToken,
 		Cols: sess.Cols, Rows: sess.Rows, IdleTimeoutSeconds: sess.IdleTimeoutSeconds})
 	if err != nil {

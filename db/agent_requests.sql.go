@@ -306,7 +306,8 @@ SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
        (d.socket_replica IS NOT NULL
         AND d.socket_seen_at > now() - make_interval(secs => $1::float8))::boolean AS socket_live,
        i.collected_at AS inventory_collected_at,
-       coalesce(i.part_hashes ? 'processes', false)::boolean AS has_processes
+       coalesce(i.part_hashes ? 'processes', false)::boolean AS has_processes,
+       d.capabilities
 FROM devices d
 JOIN sites s ON s.id = d.site_id
 LEFT JOIN device_inventory i ON i.device_guid = d.guid
@@ -330,10 +331,12 @@ type DeviceOperationTargetRow struct {
 	SocketLive           bool
 	InventoryCollectedAt *time.Time
 	HasProcesses         bool
+	Capabilities         []string
 }
 
 // What an operation needs to know about a device inside the operator's
-// scope: identity, site, trust and whether a socket is live.
+// scope: identity, site, trust, whether a socket is live and what its agent
+// can do (capabilities, NULL when never reported).
 func (q *Queries) DeviceOperationTarget(ctx context.Context, arg DeviceOperationTargetParams) (DeviceOperationTargetRow, error) {
 	row := q.db.QueryRow(ctx, deviceOperationTarget,
 		arg.FreshSeconds,
@@ -351,6 +354,7 @@ func (q *Queries) DeviceOperationTarget(ctx context.Context, arg DeviceOperation
 		&i.SocketLive,
 		&i.InventoryCollectedAt,
 		&i.HasProcesses,
+		&i.Capabilities,
 	)
 	return i, err
 }
@@ -358,7 +362,8 @@ func (q *Queries) DeviceOperationTarget(ctx context.Context, arg DeviceOperation
 const deviceOperationTargetByGUID = `-- name: DeviceOperationTargetByGUID :one
 SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
        (d.socket_replica IS NOT NULL
-        AND d.socket_seen_at > now() - make_interval(secs => $1::float8))::boolean AS socket_live
+        AND d.socket_seen_at > now() - make_interval(secs => $1::float8))::boolean AS socket_live,
+       d.capabilities
 FROM devices d
 JOIN sites s ON s.id = d.site_id
 WHERE d.guid = $2::text
@@ -373,12 +378,13 @@ type DeviceOperationTargetByGUIDParams struct {
 }
 
 type DeviceOperationTargetByGUIDRow struct {
-	Guid       string
-	Hostname   string
-	SiteID     int64
-	SiteSlug   string
-	TrustState string
-	SocketLive bool
+	Guid         string
+	Hostname     string
+	SiteID       int64
+	SiteSlug     string
+	TrustState   string
+	SocketLive   bool
+	Capabilities []string
 }
 
 func (q *Queries) DeviceOperationTargetByGUID(ctx context.Context, arg DeviceOperationTargetByGUIDParams) (DeviceOperationTargetByGUIDRow, error) {
@@ -396,6 +402,7 @@ func (q *Queries) DeviceOperationTargetByGUID(ctx context.Context, arg DeviceOpe
 		&i.SiteSlug,
 		&i.TrustState,
 		&i.SocketLive,
+		&i.Capabilities,
 	)
 	return i, err
 }

@@ -1076,7 +1076,7 @@ func (q *Queries) JobRunStart(ctx context.Context, id string) error {
 
 const jobTargetsByGUID = `-- name: JobTargetsByGUID :many
 
-SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system, d.capabilities
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = ANY($1::text[])
   AND ($2::boolean OR d.site_id = ANY($3::bigint[]))
@@ -1095,11 +1095,13 @@ type JobTargetsByGUIDRow struct {
 	SiteSlug        string
 	TrustState      string
 	OperatingSystem string
+	Capabilities    []string
 }
 
 // Job runs.
 // Devices by GUID inside the caller's scope, with what decides whether a
-// script can run there (trust) and how (operating system).
+// script can run there (trust, the agent's capabilities) and how (operating
+// system).
 func (q *Queries) JobTargetsByGUID(ctx context.Context, arg JobTargetsByGUIDParams) ([]JobTargetsByGUIDRow, error) {
 	rows, err := q.db.Query(ctx, jobTargetsByGUID, arg.Guids, arg.AllSites, arg.SiteIds)
 	if err != nil {
@@ -1116,6 +1118,7 @@ func (q *Queries) JobTargetsByGUID(ctx context.Context, arg JobTargetsByGUIDPara
 			&i.SiteSlug,
 			&i.TrustState,
 			&i.OperatingSystem,
+			&i.Capabilities,
 		); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 const deviceInsert = `-- name: DeviceInsert :one
-INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key
+INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities
 `
 
 type DeviceInsertParams struct {
@@ -48,20 +48,23 @@ func (q *Queries) DeviceInsert(ctx context.Context, arg DeviceInsertParams) (Dev
 		&i.UpdatedAt,
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
+		&i.Capabilities,
 	)
 	return i, err
 }
 
 const deviceSocketAttach = `-- name: DeviceSocketAttach :one
 UPDATE devices
-SET socket_replica = $1::text, socket_seen_at = now(), helper_contexts = $2::text[]
-WHERE guid = $3::text AND trust_state = 'active' AND token_version = $4::int
+SET socket_replica = $1::text, socket_seen_at = now(), helper_contexts = $2::text[],
+    capabilities = $3::text[]
+WHERE guid = $4::text AND trust_state = 'active' AND token_version = $5::int
 RETURNING guid, hostname, site_id
 `
 
 type DeviceSocketAttachParams struct {
 	Replica        string
 	HelperContexts []string
+	Capabilities   []string
 	Guid           string
 	TokenVersion   int32
 }
@@ -75,11 +78,14 @@ type DeviceSocketAttachRow struct {
 // The agent's socket is now held by this replica (workers/agentsocket),
 // provided the device is still trusted under the token version the socket
 // authenticated with: a trust action between the upgrade and here leaves
-// no row, so its Drop cannot miss the socket.
+// no row, so its Drop cannot miss the socket. The agent's capabilities are
+// replaced by what this connect_agent reported (NULL: an agent before
+// protocol 4, which reports none).
 func (q *Queries) DeviceSocketAttach(ctx context.Context, arg DeviceSocketAttachParams) (DeviceSocketAttachRow, error) {
 	row := q.db.QueryRow(ctx, deviceSocketAttach,
 		arg.Replica,
 		arg.HelperContexts,
+		arg.Capabilities,
 		arg.Guid,
 		arg.TokenVersion,
 	)

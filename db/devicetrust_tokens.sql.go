@@ -72,7 +72,7 @@ const deviceTrustSet = `-- name: DeviceTrustSet :one
 UPDATE devices
 SET trust_state = $1, token_version = token_version + 1, updated_at = $2
 WHERE guid = $3 AND trust_state = $4 AND token_version = $5
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities
 `
 
 type DeviceTrustSetParams struct {
@@ -121,6 +121,7 @@ func (q *Queries) DeviceTrustSet(ctx context.Context, arg DeviceTrustSetParams) 
 		&i.UpdatedAt,
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
+		&i.Capabilities,
 	)
 	return i, err
 }

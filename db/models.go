@@ -217,6 +217,7 @@ type Device struct {
 	UpdatedAt       time.Time
 	AgentBuildID    string
 	AgentVersionKey []pgtype.Numeric
+	Capabilities    []string
 }
 
 type DeviceActivity struct {

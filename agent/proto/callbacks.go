@@ -188,6 +188,23 @@ type ConnectAgent struct {
 	Protocol       int      `json:"protocol"`
 	BootID         string   `json:"boot_id"`
 	HelperContexts []string `json:"helper_contexts"`
+	// Capabilities is what this agent can be asked to do (protocol 4 and
+	// later; capabilities.go). The Engine reads it through
+	// ReportedCapabilities.
+	Capabilities []Capability `json:"capabilities"`
+}
+
+// ReportedCapabilities is the set the Engine keeps for an agent that sent
+// c: LegacyCapabilities below protocol 4 (whatever it sent), else the list
+// as sent (absent or null: none).
+func (c ConnectAgent) ReportedCapabilities() []Capability {
+	if c.Protocol < CapabilitiesVersion {
+		return LegacyCapabilities()
+	}
+	if c.Capabilities == nil {
+		return []Capability{}
+	}
+	return c.Capabilities
 }
 
 // ConnectAgentAck is the site worker's answer. Only Accepted=true makes

@@ -15,9 +15,11 @@ import "time"
 // agents it has not updated yet. Version 2 adds operations
 // (operations.go) and Envelope.OperationID. Version 3 adds signed key
 // chains, purpose-bound script payloads and the artifact key (trust.go);
-// docs/agent.md "Signing chain" says what older agents do.
+// docs/agent.md "Signing chain" says what older agents do. Version 4 adds
+// ConnectAgent.Capabilities (capabilities.go); older agents are given
+// LegacyCapabilities.
 const (
-	Version    = 3
+	Version    = 4
 	MinVersion = 1
 )
 

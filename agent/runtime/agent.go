@@ -169,6 +169,19 @@ func (a *Agent) enroll(ctx context.Context, cfg *agent.Config, client *transport
 // 3: before the socket), then details, heartbeat, socket and watchdog
 // side by side until ctx ends, the tokens are cleared or the watchdog
 // fires. Its error is the reason it ended.
+// capabilities is the set connect_agent reports: Options.Capabilities, or
+// what the registered handlers serve (never null on the wire).
+func (a *Agent) capabilities() []proto.Capability {
+	caps := a.opts.Capabilities
+	if caps == nil {
+		caps = proto.HandlerCapabilities(a.opts.Handlers.Types())
+	}
+	if caps == nil {
+		caps = []proto.Capability{}
+	}
+	return caps
+}
+
 func (a *Agent) session(parent context.Context, cfg *agent.Config, client *transport.Client) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -190,7 +203,7 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 		ops: &opRunner{ctx: parent, wg: &a.opsRunning, cache: a.ops},
 		hello: proto.ConnectAgent{
 			GUID: cfg.Agent.GUID, AgentVersion: a.opts.Version, Protocol: proto.Version,
-			BootID: a.opts.Identity.BootID, HelperContexts: []string{},
+			BootID: a.opts.Identity.BootID, HelperContexts: []string{}, Capabilities: a.capabilities(),
 		},
 	}
 	wanted := make(chan struct{}, 1)

@@ -61,6 +61,20 @@ func (h *Handlers) Register(msgType string, fn Handler) error {
 // handlers call them through it, as registered.
 func (h *Handlers) Lookup(msgType string) Handler { return h.lookup(msgType) }
 
+// Types lists the event types with a handler, in no particular order.
+func (h *Handlers) Types() []string {
+	if h == nil {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]string, 0, len(h.m))
+	for t := range h.m {
+		out = append(out, t)
+	}
+	return out
+}
+
 func (h *Handlers) lookup(msgType string) Handler {
 	if h == nil {
 		return nil

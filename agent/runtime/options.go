@@ -183,9 +183,14 @@ type Options struct {
 	Hash func(proto.Inventory) string
 	// Handlers are the realtime event handlers (none when nil).
 	Handlers *Handlers
-	Timing   Timing
-	Hooks    Hooks
-	Logger   *slog.Logger
+	// Capabilities are reported in connect_agent (proto.Capability). Nil
+	// reports what Handlers can serve (proto.HandlerCapabilities); an
+	// agent whose handler is registered everywhere but works only on some
+	// platforms (the registry editor) says so here.
+	Capabilities []proto.Capability
+	Timing       Timing
+	Hooks        Hooks
+	Logger       *slog.Logger
 	// NewClient builds the Engine client from agent.json
 	// (transport.FromAgentConfig when nil).
 	NewClient func(*agent.Config) (*transport.Client, error)

@@ -37,15 +37,41 @@ func (s *socketLog) states() []SocketState {
 
 func TestConnectAgentHello(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	res := e.enroll(t)
-	start(t, e.options())
-	conn := nextConn(t, e.engine)
-	require.Equal(t, proto.ConnectAgent{
-		GUID: res.Device.GUID, AgentVersion: "test", Protocol: proto.Version, BootID: "boot-1", HelperContexts: []string{},
-	}, conn.Hello)
-	// The route was cached for the next start.
-	require.NotEmpty(t, e.config(t).Agent.Route)
+	noop := func(context.Context, Caller, json.RawMessage) (any, error) { return nil, nil }
+	for _, tc := range []struct {
+		name     string
+		handlers []string
+		explicit []proto.Capability
+		want     []proto.Capability
+	}{
+		{name: "no handlers", want: []proto.Capability{}},
+		// The capabilities follow the handlers: one file handler serves
+		// the file manager and transfers.
+		{name: "from handlers", handlers: []string{proto.EventFileManagement, proto.EventShellOpen, proto.EventRegistryManagement},
+			want: []proto.Capability{proto.CapShell, proto.CapFiles, proto.CapTransfers, proto.CapRegistry}},
+		// The agent's own decision (no registry outside Windows) wins.
+		{name: "explicit", handlers: []string{proto.EventRegistryManagement, proto.EventShellOpen},
+			explicit: []proto.Capability{proto.CapShell}, want: []proto.Capability{proto.CapShell}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			res := e.enroll(t)
+			opts := e.options()
+			for _, typ := range tc.handlers {
+				require.NoError(t, opts.Handlers.Register(typ, noop))
+			}
+			opts.Capabilities = tc.explicit
+			start(t, opts)
+			conn := nextConn(t, e.engine)
+			require.Equal(t, proto.ConnectAgent{
+				GUID: res.Device.GUID, AgentVersion: "test", Protocol: proto.Version, BootID: "boot-1", HelperContexts: []string{},
+				Capabilities: tc.want,
+			}, conn.Hello)
+			// The route was cached for the next start.
+			require.NotEmpty(t, e.config(t).Agent.Route)
+		})
+	}
 }
 
 func TestSocketNeedsAcceptedAck(t *testing.T) {

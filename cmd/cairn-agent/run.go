@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent"
 	agentfiles "github.com/cairn-rmm/cairn/agent/files"
 	agentops "github.com/cairn-rmm/cairn/agent/ops"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/registry"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
@@ -102,7 +104,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
 		return err
 	}
-	if err := registry.Register(handlers, registry.System(), log); err != nil {
+	regStore := registry.System()
+	if err := registry.Register(handlers, regStore, log); err != nil {
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}
@@ -127,8 +130,16 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	// Shells outlive realtime sockets but not the agent: every one is
 	// killed and reaped before the process exits, however Run ended.
 	defer shells.Close()
+	// What connect_agent reports: every handler registered here, but the
+	// registry editor only where there is a registry (Windows); the
+	// Engine refuses the rest before asking (agent_too_old).
+	caps := proto.HandlerCapabilities(handlers.Types())
+	if regStore == nil {
+		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapRegistry })
+	}
 	a, err := agentruntime.New(agentruntime.Options{
-		Store: store,
+		Store:        store,
+		Capabilities: caps,
 		// Work queued while the agent was offline runs once it is back.
 		OnConnected: queued,
 		Identity:    id,

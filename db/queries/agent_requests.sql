@@ -56,12 +56,14 @@ ORDER BY sockets, e.replica;
 
 -- name: DeviceOperationTarget :one
 -- What an operation needs to know about a device inside the operator's
--- scope: identity, site, trust and whether a socket is live.
+-- scope: identity, site, trust, whether a socket is live and what its agent
+-- can do (capabilities, NULL when never reported).
 SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
        (d.socket_replica IS NOT NULL
         AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live,
        i.collected_at AS inventory_collected_at,
-       coalesce(i.part_hashes ? 'processes', false)::boolean AS has_processes
+       coalesce(i.part_hashes ? 'processes', false)::boolean AS has_processes,
+       d.capabilities
 FROM devices d
 JOIN sites s ON s.id = d.site_id
 LEFT JOIN device_inventory i ON i.device_guid = d.guid
@@ -71,7 +73,8 @@ WHERE lower(d.hostname) = lower(@hostname::text)
 -- name: DeviceOperationTargetByGUID :one
 SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state,
        (d.socket_replica IS NOT NULL
-        AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live
+        AND d.socket_seen_at > now() - make_interval(secs => @fresh_seconds::float8))::boolean AS socket_live,
+       d.capabilities
 FROM devices d
 JOIN sites s ON s.id = d.site_id
 WHERE d.guid = @guid::text

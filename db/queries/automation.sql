@@ -68,8 +68,9 @@ SELECT EXISTS (SELECT 1 FROM scheduled_jobs WHERE assembly_id = @id)::boolean;
 
 -- name: JobTargetsByGUID :many
 -- Devices by GUID inside the caller's scope, with what decides whether a
--- script can run there (trust) and how (operating system).
-SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system
+-- script can run there (trust, the agent's capabilities) and how (operating
+-- system).
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system, d.capabilities
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = ANY(@guids::text[])
   AND (@all_sites::boolean OR d.site_id = ANY(@site_ids::bigint[]));

@@ -5,9 +5,12 @@ INSERT INTO devices (guid, hostname, site_id) VALUES (@guid, @hostname, @site_id
 -- The agent's socket is now held by this replica (workers/agentsocket),
 -- provided the device is still trusted under the token version the socket
 -- authenticated with: a trust action between the upgrade and here leaves
--- no row, so its Drop cannot miss the socket.
+-- no row, so its Drop cannot miss the socket. The agent's capabilities are
+-- replaced by what this connect_agent reported (NULL: an agent before
+-- protocol 4, which reports none).
 UPDATE devices
-SET socket_replica = @replica::text, socket_seen_at = now(), helper_contexts = @helper_contexts::text[]
+SET socket_replica = @replica::text, socket_seen_at = now(), helper_contexts = @helper_contexts::text[],
+    capabilities = sqlc.narg(capabilities)::text[]
 WHERE guid = @guid::text AND trust_state = 'active' AND token_version = @token_version::int
 RETURNING guid, hostname, site_id;
 

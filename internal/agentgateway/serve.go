@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/coder/websocket"
@@ -114,8 +115,45 @@ func (h *Hub) handshake(c *conn) (proto.ConnectAgent, error) {
 		return hello, refusal("connect_agent guid is not the authenticated device")
 	case !proto.Supported(hello.Protocol):
 		return hello, refusal(fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", hello.Protocol, proto.MinVersion, proto.Version))
+	case len(hello.Capabilities) > proto.MaxCapabilities:
+		return hello, refusal(fmt.Sprintf("connect_agent lists more than %d capabilities", proto.MaxCapabilities))
+	}
+	for _, c := range hello.Capabilities {
+		if !capabilityName(string(c)) {
+			return hello, refusal(fmt.Sprintf("connect_agent capability %.64q is not a capability name (a-z, 0-9, _; at most %d)", c, proto.MaxCapabilityLength))
+		}
 	}
 	return hello, nil
+}
+
+// capabilityName accepts what the Engine stores of a capability it may
+// not know yet (a newer agent's): a short lower-case identifier.
+func capabilityName(s string) bool {
+	if s == "" || len(s) > proto.MaxCapabilityLength {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// storedCapabilities is the capabilities column for hello: NULL for an
+// agent before protocol 4 (it reports none; the Engine assumes
+// proto.LegacyCapabilities), else the set as reported, each name once.
+func storedCapabilities(hello proto.ConnectAgent) []string {
+	if hello.Protocol < proto.CapabilitiesVersion {
+		return nil
+	}
+	out := []string{}
+	for _, c := range hello.ReportedCapabilities() {
+		if !slices.Contains(out, string(c)) {
+			out = append(out, string(c))
+		}
+	}
+	return out
 }
 
 // reject answers connect_agent with accepted=false and closes the socket.
@@ -142,7 +180,7 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 	ctx, cancel := dbContext()
 	defer cancel()
 	row, err := h.store.DeviceSocketAttach(ctx, db.DeviceSocketAttachParams{Replica: h.replica, HelperContexts: contexts,
-		Guid: c.dev.GUID, TokenVersion: c.dev.TokenVersion})
+		Capabilities: storedCapabilities(hello), Guid: c.dev.GUID, TokenVersion: c.dev.TokenVersion})
 	if db.IsNoRows(err) {
 		return h.whyNotAttached(ctx, c)
 	}

@@ -74,6 +74,16 @@ func TestBadConnectAgentIsRefused(t *testing.T) {
 		{"malformed payload", proto.MsgConnectAgent,
 			func(devicetrust.Identity) any { return []string{"not", "an", "object"} },
 			"connect_agent payload is malformed"},
+		{"too many capabilities", proto.MsgConnectAgent,
+			func(d devicetrust.Identity) any {
+				return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version, Capabilities: make([]proto.Capability, proto.MaxCapabilities+1)}
+			},
+			fmt.Sprintf("connect_agent lists more than %d capabilities", proto.MaxCapabilities)},
+		{"a capability that is no name", proto.MsgConnectAgent,
+			func(d devicetrust.Identity) any {
+				return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version, Capabilities: []proto.Capability{"files", "Bad Name"}}
+			},
+			`connect_agent capability "Bad Name" is not a capability name (a-z, 0-9, _; at most 64)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -322,4 +332,36 @@ func TestRouteNamesAStandaloneWorkerOfTheSite(t *testing.T) {
 	w1.stop()
 	eventually(t, func() bool { return route("beta") == "ws://127.0.0.1:8091/api/agent/realtime/socket" }, "a stopped worker is forgotten")
 	_ = w2
+}
+
+// The capabilities column is what the last connect_agent reported, each
+// name once; NULL (the legacy set) for an agent before protocol 4,
+// whatever it sent.
+func TestConnectStoresCapabilities(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
+	for _, tc := range []struct {
+		name  string
+		hello proto.ConnectAgent
+		want  []string
+	}{
+		{"reported", proto.ConnectAgent{Protocol: proto.Version, Capabilities: []proto.Capability{"files", "shell", "files", "from_the_future"}},
+			[]string{"files", "shell", "from_the_future"}},
+		{"none", proto.ConnectAgent{Protocol: proto.Version}, []string{}},
+		{"older agent", proto.ConnectAgent{Protocol: 3, Capabilities: []proto.Capability{"registry"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dev := f.device(t, "alpha")
+			a := dial(t, r, dev)
+			hello := tc.hello
+			hello.GUID = dev.GUID
+			a.send(proto.MsgConnectAgent, "", hello)
+			require.True(t, a.ack().Accepted)
+			row, err := f.store.DeviceGetByGUID(context.Background(), dev.GUID)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, row.Capabilities)
+		})
+	}
 }

@@ -141,7 +141,8 @@ type Requested struct {
 // artifact of its platform (a repair when it already runs it): one
 // agent_maintenance run with a result and an operation per device, all or
 // nothing. Devices outside scope are not found; a device with an active
-// update is update_in_progress.
+// update is update_in_progress; one whose agent reports no agent_update
+// capability is agent_too_old.
 func (s *Service) Request(ctx context.Context, scope cairn.SiteScope, actor string, guids []string) (Requested, error) {
 	return s.RequestFor(ctx, scope, actor, guids, Job{})
 }
@@ -184,6 +185,9 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 		t, err := s.devices.OperationTargetByGUID(ctx, scope, g)
 		if err != nil {
 			return out, err
+		}
+		if err := t.Require(proto.CapAgentUpdate); err != nil {
+			return out, err // agent_too_old, before anything is recorded
 		}
 		if err := s.expireStale(ctx, g); err != nil {
 			return out, err

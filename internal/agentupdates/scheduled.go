@@ -88,6 +88,9 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 		}
 		return Planned{}, false, err
 	}
+	if err := t.Require(proto.CapAgentUpdate); err != nil {
+		return outcome(resultFailed, err) // agent_too_old: nothing is sent
+	}
 	platform := agentartifacts.PlatformOf(row.OsFamily, row.OsArch, row.OperatingSystem)
 	if platform == "" {
 		return outcome(resultFailed, agentartifacts.Unavailable("%s has not reported its system yet, so its agent build is unknown", t.Hostname))

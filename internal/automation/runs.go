@@ -148,8 +148,10 @@ type Run struct {
 
 // CreateRun records a run and a result row per target: pending for those
 // a script can run on (each with its signed payload), skipped for
-// quarantined or revoked devices, failed with unsupported_language where
-// the platform cannot run the language. Start workflows.JobRun afterwards.
+// quarantined or revoked devices, failed with agent_too_old where the
+// agent lacks the scripts capability (nothing is signed or sent to it),
+// failed with unsupported_language where the platform cannot run the
+// language. Start workflows.JobRun afterwards.
 func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 	if spec.ScheduledFor != nil && spec.ScheduledJobID != nil {
 		if r, err := s.store.JobRunGetByFire(ctx, db.JobRunGetByFireParams{ScheduledJobID: spec.ScheduledJobID,
@@ -216,11 +218,14 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 	for _, t := range spec.Targets {
 		st := states[t.GUID]
 		status, code, msg, signed := StatusPending, "", "", ""
+		capErr := st.caps.Require(t.Hostname, proto.CapScripts)
 		switch {
 		case st.trust == devicetrust.TrustQuarantined:
 			status, code, msg = StatusSkipped, devicetrust.ECodeDeviceQuarantined, t.Hostname+" is quarantined"
 		case st.trust != devicetrust.TrustActive:
 			status, code, msg = StatusSkipped, devicetrust.ECodeDeviceRevoked, t.Hostname+" is revoked"
+		case capErr != nil:
+			status, code, msg = StatusFailed, capErr.Code, capErr.Message
 		case !runsOn(spec.Language, st.os):
 			status, code, msg = StatusFailed, proto.CodeUnsupportedLanguage,
 				fmt.Sprintf("%s cannot run %s (%s)", t.Hostname, spec.Language, cmpOr(st.os, "unknown operating system"))
@@ -287,7 +292,10 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 // JobRunWorkflowID names the workflow executing a run.
 func JobRunWorkflowID(runID string) string { return "job-run:" + runID }
 
-type targetState struct{ trust, os string }
+type targetState struct {
+	trust, os string
+	caps      devices.AgentCapabilities
+}
 
 func (s *Service) targetStates(ctx context.Context, targets []devices.OperationTarget) (map[string]targetState, error) {
 	guids := make([]string, len(targets))
@@ -300,7 +308,7 @@ func (s *Service) targetStates(ctx context.Context, targets []devices.OperationT
 	}
 	out := make(map[string]targetState, len(rows))
 	for _, r := range rows {
-		out[r.Guid] = targetState{trust: r.TrustState, os: r.OperatingSystem}
+		out[r.Guid] = targetState{trust: r.TrustState, os: r.OperatingSystem, caps: devices.CapabilitiesFrom(r.Capabilities)}
 	}
 	return out, nil
 }

@@ -96,6 +96,8 @@ type Device struct {
 	TrustState     string
 	BootID         string
 	HelperContexts []string
+	// Capabilities are what the agent can be asked to do.
+	Capabilities AgentCapabilities
 	// Metrics are the last heartbeat's, nil before the first.
 	Metrics    *proto.Metrics
 	EnrolledAt time.Time
@@ -109,6 +111,7 @@ func (s *Service) device(d db.Device, siteName, siteSlug string, now time.Time) 
 		Connectivity:    Status(d.LastSeen, d.SocketReplica, d.SocketSeenAt, now, s.cfg.OnlineWindow),
 		OperatingSystem: d.OperatingSystem, AgentVersion: d.AgentVersion, AgentBuildID: d.AgentBuildID, TrustState: d.TrustState,
 		BootID: d.BootID, HelperContexts: d.HelperContexts, EnrolledAt: d.EnrolledAt,
+		Capabilities: CapabilitiesFrom(d.Capabilities),
 	}
 	if out.HelperContexts == nil {
 		out.HelperContexts = []string{}

@@ -32,6 +32,19 @@ type OperationTarget struct {
 	// HasProcesses whether it holds a process list.
 	InventoryAt  *time.Time
 	HasProcesses bool
+	// Capabilities are what the agent can be asked to do (Require checks
+	// one). Routes check them before starting anything, so they are not
+	// part of a workflow's input.
+	Capabilities AgentCapabilities `json:"-"`
+}
+
+// Require answers nil when the target's agent has capability c, else
+// agent_too_old (or unsupported_platform) before anything is started.
+func (t OperationTarget) Require(c proto.Capability) error {
+	if err := t.Capabilities.Require(t.Hostname, c); err != nil {
+		return err
+	}
+	return nil
 }
 
 // OperationTarget returns the device named hostname inside scope when it
@@ -50,7 +63,8 @@ func (s *Service) OperationTarget(ctx context.Context, scope cairn.SiteScope, ho
 		return OperationTarget{}, err
 	}
 	return OperationTarget{GUID: row.Guid, Hostname: row.Hostname, SiteID: row.SiteID, SiteSlug: row.SiteSlug,
-		SocketLive: row.SocketLive, InventoryAt: row.InventoryCollectedAt, HasProcesses: row.HasProcesses}, nil
+		SocketLive: row.SocketLive, InventoryAt: row.InventoryCollectedAt, HasProcesses: row.HasProcesses,
+		Capabilities: CapabilitiesFrom(row.Capabilities)}, nil
 }
 
 // OperationTargetByGUID is OperationTarget by GUID.
@@ -63,7 +77,8 @@ func (s *Service) OperationTargetByGUID(ctx context.Context, scope cairn.SiteSco
 	if err := operable(row.Hostname, row.TrustState); err != nil {
 		return OperationTarget{}, err
 	}
-	return OperationTarget{GUID: row.Guid, Hostname: row.Hostname, SiteID: row.SiteID, SiteSlug: row.SiteSlug, SocketLive: row.SocketLive}, nil
+	return OperationTarget{GUID: row.Guid, Hostname: row.Hostname, SiteID: row.SiteID, SiteSlug: row.SiteSlug, SocketLive: row.SocketLive,
+		Capabilities: CapabilitiesFrom(row.Capabilities)}, nil
 }
 
 // CheckOperable re-checks trust right before a request goes out, so an

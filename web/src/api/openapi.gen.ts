@@ -3605,6 +3605,7 @@ export interface components {
             agent_socket: boolean;
             agent_version: string;
             boot_id: string;
+            capabilities: string[];
             connectivity_status: string;
             description: string;
             /** Format: date-time */
@@ -13286,7 +13287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13411,7 +13412,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13554,7 +13555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13688,7 +13689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13831,7 +13832,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13974,7 +13975,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14117,7 +14118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14256,7 +14257,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14380,7 +14381,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14523,7 +14524,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14969,7 +14970,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15094,7 +15095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15322,7 +15323,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15464,7 +15465,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15589,7 +15590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15731,7 +15732,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15865,7 +15866,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16017,7 +16018,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16169,7 +16170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16317,7 +16318,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16451,7 +16452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16603,7 +16604,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16755,7 +16756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16992,7 +16993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17334,7 +17335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17798,7 +17799,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked, update_in_progress */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, update_in_progress */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19231,7 +19232,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: device_quarantined, device_revoked */
+            /** @description Conflict: agent_too_old, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21868,7 +21869,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23881,7 +23882,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, device_quarantined, device_revoked */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;

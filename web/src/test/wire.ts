@@ -27,6 +27,7 @@ export function wireSummary(d: Device, extra: Partial<DeviceSummary> = {}): Devi
     boot_id: '',
     helper_contexts: [],
     metrics: null,
+    capabilities: [],
     enrolled_at: '2026-11-21T08:00:00Z',
     ...extra,
   };

@@ -69,6 +69,7 @@ describe('Agent tab', () => {
     const user = userEvent.setup({ delay: null });
     const details = fullDetails();
     details.device.agent_build_id = 'v0.4.1-0-gbbbb';
+    details.device.capabilities = ['processes', 'files', 'shell'];
     fakeEngine({
       'GET /api/device/details/web-1': { body: details },
       'GET /api/devices/guid-web-1/agent-updates': { body: { active: null, history: [op('op-1'), FAILED] } },
@@ -79,6 +80,7 @@ describe('Agent tab', () => {
     const build = await within(panel).findByRole('region', { name: 'Agent build' });
     expect(build).toHaveTextContent('Installed buildv0.4.1-0-gbbbb');
     expect(build).toHaveTextContent('None running');
+    expect(within(build).getByTestId('agent-capabilities')).toHaveTextContent('processes, files, shell');
 
     const ops = await within(panel).findAllByTestId('update-operation');
     expect(ops).toHaveLength(2);

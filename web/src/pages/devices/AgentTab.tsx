@@ -162,6 +162,10 @@ export function AgentTab({ device }: { device: DeviceSummary }) {
         <Facts
           items={[
             ['Installed build', device.agent_build_id ? <Build id={device.agent_build_id} /> : null],
+            [
+              'Capabilities',
+              <span data-testid="agent-capabilities">{device.capabilities.length ? device.capabilities.join(', ') : 'None'}</span>,
+            ],
             ['Update', active ? <RunStatusChip status={active.status} /> : 'None running'],
             ['Last update', history[0] ? <RelativeTime value={history[0].finished_at ?? history[0].created_at} /> : 'Never'],
           ]}

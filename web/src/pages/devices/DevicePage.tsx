@@ -80,16 +80,24 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
     ),
   },
   { key: 'files', label: 'Files', render: (_, hostname) => <FilesTab hostname={hostname} /> },
-  { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: isWindows },
+  { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: hasRegistry },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'metadata', label: 'Metadata', render: (d, hostname) => <MetadataTab guid={d.device.guid} hostname={hostname} /> },
   { key: 'agent', label: 'Agent', render: (d) => <AgentTab device={d.device} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];
 
-/** The Engine's rule (api/routes_registry.go): the reported operating system says Windows. */
-function isWindows(d: DeviceDetails): boolean {
-  return /windows/i.test(d.device.operating_system ?? '') || d.os?.family === 'windows';
+/**
+ * The Engine's rule (docs/api.md "Agent capabilities"): the agent reports the
+ * registry capability. A Windows device whose agent is too old to report it
+ * keeps the tab, which then shows the Engine's agent_too_old answer.
+ */
+function hasRegistry(d: DeviceDetails): boolean {
+  return (
+    (d.device.capabilities ?? []).includes('registry') ||
+    /windows/i.test(d.device.operating_system ?? '') ||
+    d.os?.family === 'windows'
+  );
 }
 
 function isTab(value: string | undefined): value is TabKey {

@@ -56,11 +56,11 @@ WINE_TEST_PKGS := \
 	./agent \
 	./agent/proto \
 	./agent/inventory \
-	./agent/ops \
+	./agent/operations \
 	./agent/registry \
 	./agent/service \
 	./agent/files \
-	./agent/scripts
+	./agent/automation
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)

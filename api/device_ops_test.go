@@ -16,7 +16,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/files"
 	"github.com/cairn-rmm/cairn/agent/inventory"
-	"github.com/cairn-rmm/cairn/agent/ops"
+	"github.com/cairn-rmm/cairn/agent/operations"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	"github.com/cairn-rmm/cairn/agent/runtime"
@@ -47,7 +47,7 @@ func (f *fixture) opsAgent(t *testing.T, admin string, site int64, hostname stri
 	o := &opAgent{testAgent: a, initDir: t.TempDir(), seen: map[string]int{}}
 	handlers := runtime.NewHandlers()
 	inv := inventory.New(roles.New(time.Now), inventory.Options{InitDir: o.initDir, InitScripts: true})
-	require.NoError(t, ops.Register(handlers, ops.Options{Inventory: inv, Grace: 5 * time.Second}))
+	require.NoError(t, operations.Register(handlers, operations.Options{Inventory: inv, Grace: 5 * time.Second}))
 	require.NoError(t, files.Register(handlers, files.Options{}))
 	o.conn = a.connect(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	agentautomation "github.com/cairn-rmm/cairn/agent/automation"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
@@ -47,7 +47,7 @@ func TestQueuedWorkRunsWhenTheAgentAsks(t *testing.T) {
 		return res["status"] == "pending" && res["error_code"] == automation.ECodeQueuedOffline
 	}, 60*time.Second, 100*time.Millisecond)
 
-	queued, err := scripts.Queued(scripts.Options{Config: s.config, TempDir: t.TempDir()})
+	queued, err := agentautomation.Queued(agentautomation.Options{Config: s.config, TempDir: t.TempDir()})
 	require.NoError(t, err)
 	queued(ctx, s)
 	r := f.finishedRun(t, admin, run.ID)

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/automation"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime"
-	"github.com/cairn-rmm/cairn/agent/scripts"
 )
 
 // scriptAgent is an enrolled test agent whose socket is served by the
@@ -40,7 +40,7 @@ func (f *fixture) scriptAgent(t *testing.T, admin string, site int64, hostname s
 	a := f.enrolled(t, admin, site, hostname)
 	s := &scriptAgent{testAgent: a, trusted: a.scriptKeys}
 	handlers := runtime.NewHandlers()
-	require.NoError(t, scripts.Register(handlers, scripts.Options{Config: s.config, OutputInterval: 100 * time.Millisecond,
+	require.NoError(t, automation.Register(handlers, automation.Options{Config: s.config, OutputInterval: 100 * time.Millisecond,
 		TempDir: t.TempDir()}))
 	s.handlers = handlers
 	s.serve(t)

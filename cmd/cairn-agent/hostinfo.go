@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/cairn-rmm/cairn/agent/inventory"
-	agentops "github.com/cairn-rmm/cairn/agent/ops"
+	agentoperations "github.com/cairn-rmm/cairn/agent/operations"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
@@ -27,7 +27,7 @@ type host struct {
 	hash        func(proto.Inventory) string
 	// ops is what remote operations read (agent/ops): the same collector,
 	// asked for one collection at a time.
-	ops       agentops.Inventory
+	ops       agentoperations.Inventory
 	synthetic func(n int) proto.Inventory
 	hostname  func() (string, error)
 	osName    func() string

@@ -14,16 +14,16 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/agentupdates"
+	agentautomation "github.com/cairn-rmm/cairn/agent/automation"
 	agentfiles "github.com/cairn-rmm/cairn/agent/files"
-	agentops "github.com/cairn-rmm/cairn/agent/ops"
+	agentoperations "github.com/cairn-rmm/cairn/agent/operations"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/registry"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
-	agentscripts "github.com/cairn-rmm/cairn/agent/scripts"
 	"github.com/cairn-rmm/cairn/agent/service"
-	"github.com/cairn-rmm/cairn/agent/shell"
+	"github.com/cairn-rmm/cairn/agent/shells"
 	"github.com/cairn-rmm/cairn/agent/transport"
-	"github.com/cairn-rmm/cairn/agent/update"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
@@ -33,8 +33,8 @@ func runAgent(ctx context.Context, configPath string, args []string, stderr io.W
 	fs := newFlagSet("run")
 	fs.StringVar(&configPath, "config", configPath, "")
 	hostname := fs.String("hostname", "", "")
-	checkEvery := fs.Duration("update-check-interval", update.DefaultCheckInterval, "")
-	checkinDeadline := fs.Duration("update-checkin-deadline", update.DefaultCheckinDeadline, "")
+	checkEvery := fs.Duration("update-check-interval", agentupdates.DefaultCheckInterval, "")
+	checkinDeadline := fs.Duration("update-checkin-deadline", agentupdates.DefaultCheckinDeadline, "")
 	// --service: started by the Windows service control manager (the
 	// installed command line says so); logs go to files, and the SCM's
 	// stop ends the run.
@@ -98,7 +98,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err := updater.Register(handlers); err != nil {
 		return err
 	}
-	if err := agentops.Register(handlers, agentops.Options{Inventory: h.ops, Logger: log}); err != nil {
+	if err := agentoperations.Register(handlers, agentoperations.Options{Inventory: h.ops, Logger: log}); err != nil {
 		return err
 	}
 	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
@@ -115,15 +115,15 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err != nil {
 		return fmt.Errorf("config path: %w", err)
 	}
-	scriptOpts := agentscripts.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig}
-	if err := agentscripts.Register(handlers, scriptOpts); err != nil {
+	scriptOpts := agentautomation.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig}
+	if err := agentautomation.Register(handlers, scriptOpts); err != nil {
 		return err
 	}
-	queued, err := agentscripts.Queued(scriptOpts)
+	queued, err := agentautomation.Queued(scriptOpts)
 	if err != nil {
 		return err
 	}
-	shells, err := shell.Register(ctx, handlers, shell.Options{Logger: log})
+	shells, err := shells.Register(ctx, handlers, shells.Options{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 			return errUpdateRestart
 		}
 		log.Info("cairn-agent restarting for an update", "exe", exe)
-		if err := update.Exec(exe); err != nil {
+		if err := agentupdates.Exec(exe); err != nil {
 			return fmt.Errorf("restart into %s: %w", exe, err)
 		}
 		return nil
@@ -189,7 +189,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 var fault string
 
 // newUpdater builds the agent's updater for the executable running now.
-func newUpdater(configPath string, log *slog.Logger, build string, checkEvery, checkinDeadline time.Duration, restart func()) (*update.Updater, string, error) {
+func newUpdater(configPath string, log *slog.Logger, build string, checkEvery, checkinDeadline time.Duration, restart func()) (*agentupdates.Updater, string, error) {
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
@@ -197,7 +197,7 @@ func newUpdater(configPath string, log *slog.Logger, build string, checkEvery, c
 	if err != nil {
 		return nil, "", fmt.Errorf("locate the agent executable: %w", err)
 	}
-	u := update.New(update.Options{
+	u := agentupdates.New(agentupdates.Options{
 		Exe: exe, BuildID: build, Platform: agentversion.Platform(),
 		BuildSeq: agentversion.Seq(),
 		ArtifactKeys: func() ([]string, error) {

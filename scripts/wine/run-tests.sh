@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Go packages' tests as Windows binaries under Wine (docs/agent.md
 # "Windows tests under Wine"):
-#   scripts/wine/run-tests.sh ./agent/inventory ./agent/ops ...
+#   scripts/wine/run-tests.sh ./agent/inventory ./agent/operations ...
 # Each package is compiled with GOOS=windows (`go test -c`) and its .exe run
 # by Debian's wine64 in a private prefix, .data/wine (WINE_TEST_PREFIX),
 # which holds the ProcessPrng shim Go binaries need (bcryptprimitives.c).

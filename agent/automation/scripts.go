@@ -1,0 +1,363 @@
+// Package scripts runs the Engine's signed script payloads on the agent
+// (event quick_job_run): the payload must verify with a trusted
+// script-signing key (agent.VerifyScript), then the script runs with its
+// timeout (the whole process group is killed when it expires), its
+// parameters as CAIRN_PARAM_<NAME> environment variables (never spliced
+// into the body), stdout and stderr bounded to proto.MaxScriptOutput each,
+// and its output so far posted to the Engine while it runs.
+package automation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cairn-rmm/cairn/agent"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/runtime"
+)
+
+// DefaultOutputInterval is how often live output is posted at most.
+const DefaultOutputInterval = 500 * time.Millisecond
+
+// killGrace is how long the runner waits for output pipes after the
+// script's process group was killed (a daemon it started may hold them).
+const killGrace = 2 * time.Second
+
+// Options configure the runner.
+type Options struct {
+	// Config loads agent.json (trusted keys and the device GUID).
+	Config func() (*agent.Config, error)
+	// OutputInterval bounds live-output posts (DefaultOutputInterval).
+	OutputInterval time.Duration
+	// TempDir holds the script files while they run (os.TempDir()).
+	TempDir string
+	// AgentBinary and ConfigPath are the running agent's executable and
+	// agent.json, given to scripts as CAIRN_AGENT_BIN and
+	// CAIRN_AGENT_CONFIG so they can call the agent's command line (e.g.
+	// `--metadata set <n> <value>`, the bundled metadata scripts). Empty:
+	// not set.
+	AgentBinary string
+	ConfigPath  string
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// Register adds the quick_job_run handler.
+func Register(h *runtime.Handlers, opts Options) error {
+	r, err := newRunner(opts)
+	if err != nil {
+		return err
+	}
+	return h.Register(proto.EventQuickJobRun, r.handle)
+}
+
+// Queued returns what the agent runs after its socket connects: it asks
+// the Engine for work queued while it was offline
+// (POST /api/agent/script/request), runs each job as if it came over the
+// socket (same verification), and posts each outcome to
+// /api/agent/script/result. Use it as runtime.Options.OnConnected.
+func Queued(opts Options) (func(ctx context.Context, call runtime.Caller), error) {
+	r, err := newRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.queued, nil
+}
+
+func (r *runner) queued(ctx context.Context, call runtime.Caller) {
+	var resp proto.ScriptRequestResponse
+	if err := call.Call(ctx, http.MethodPost, proto.PathScriptRequest, struct{}{}, &resp); err != nil {
+		r.opts.Logger.Warn("could not ask for queued script work", "err", err)
+		return
+	}
+	for _, j := range resp.Jobs {
+		raw, err := json.Marshal(j.Signed)
+		if err != nil {
+			continue
+		}
+		post := proto.ScriptResultPost{RunID: j.RunID}
+		res, err := r.handle(ctx, call, raw)
+		if err != nil {
+			var pe *proto.Error
+			if !errors.As(err, &pe) {
+				pe = &proto.Error{Code: proto.CodeOpFailed, Message: err.Error()}
+			}
+			post.Error = pe
+		} else {
+			post.Result = res.(proto.ScriptResult)
+		}
+		if err := call.Call(ctx, http.MethodPost, proto.PathScriptResult, post, nil); err != nil {
+			r.opts.Logger.Warn("could not post a queued script's result", "run_id", j.RunID, "err", err)
+		}
+	}
+}
+
+func newRunner(opts Options) (*runner, error) {
+	if opts.Config == nil {
+		return nil, errors.New("scripts: Options.Config is required")
+	}
+	if opts.OutputInterval <= 0 {
+		opts.OutputInterval = DefaultOutputInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &runner{opts: opts}, nil
+}
+
+type runner struct{ opts Options }
+
+func (r *runner) handle(ctx context.Context, call runtime.Caller, payload json.RawMessage) (any, error) {
+	var sg proto.Signed
+	if err := json.Unmarshal(payload, &sg); err != nil {
+		return nil, &proto.Error{Code: proto.CodeSignatureInvalid, Message: "the payload is not a signed document"}
+	}
+	cfg, err := r.opts.Config()
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	job, err := agent.VerifyScript(cfg, sg, r.opts.Now())
+	if err != nil {
+		r.opts.Logger.Warn("refused a script payload", "key_id", sg.KeyID, "err", err)
+		return nil, err
+	}
+	return r.Run(ctx, call, job)
+}
+
+// Run executes a verified job. call (may be nil) receives live output.
+func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJob) (proto.ScriptResult, error) {
+	argv, ext, err := command(job.Language)
+	if err != nil {
+		return proto.ScriptResult{}, err
+	}
+	env, err := r.environment(job)
+	if err != nil {
+		return proto.ScriptResult{}, err
+	}
+	dir, err := os.MkdirTemp(r.opts.TempDir, "cairn-script-")
+	if err != nil {
+		return proto.ScriptResult{}, fmt.Errorf("script directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "script"+ext)
+	if err := os.WriteFile(file, []byte(job.Body), 0o700); err != nil {
+		return proto.ScriptResult{}, fmt.Errorf("write script: %w", err)
+	}
+
+	timeout := time.Duration(max(job.TimeoutSeconds, 1)) * time.Second
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command(argv[0], append(argv[1:], file)...)
+	cmd.Dir, cmd.Env = dir, env
+	stdout, stderr := &boundedBuffer{max: proto.MaxScriptOutput}, &boundedBuffer{max: proto.MaxScriptOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	setProcessGroup(cmd)
+	cmd.WaitDelay = killGrace
+
+	started := r.opts.Now().UTC()
+	if err := cmd.Start(); err != nil {
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not start: " + err.Error()}
+	}
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	live := r.liveOutput(ctx, call, job.RunID, stdout, stderr)
+	timedOut := false
+	var waitErr error
+	select {
+	case waitErr = <-waitDone:
+	case <-rctx.Done():
+		timedOut = ctx.Err() == nil
+		killGroup(cmd)
+		waitErr = <-waitDone
+	}
+	live.stop()
+	finished := r.opts.Now().UTC()
+
+	res := proto.ScriptResult{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: timedOut,
+		DurationMS: finished.Sub(started).Milliseconds(), StartedAt: started, FinishedAt: finished}
+	if timedOut {
+		// A killed script has no exit code of its own: Linux reports the
+		// signal as -1, Windows the 1 TerminateProcess was given. Both say
+		// -1, as the result's contract does.
+		res.ExitCode = -1
+	}
+	if waitErr != nil && !timedOut && cmd.ProcessState == nil {
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not run: " + waitErr.Error()}
+	}
+	if ctx.Err() != nil && !timedOut {
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the agent stopped while the script ran"}
+	}
+	out, outCut := stdout.snapshot()
+	errOut, errCut := stderr.snapshot()
+	// The whole output goes to the Engine's output route; the reply (which
+	// travels through the workflow history) carries a bounded copy.
+	if call != nil && (out != "" || errOut != "") {
+		post := proto.ScriptOutput{RunID: job.RunID, Stdout: out, Stderr: errOut, StdoutTruncated: outCut, StderrTruncated: errCut}
+		if err := call.Call(ctx, http.MethodPost, proto.PathScriptOutput, post, nil); err != nil {
+			r.opts.Logger.Warn("could not post the final script output", "run_id", job.RunID, "err", err)
+		}
+	}
+	res.Stdout, res.StdoutTruncated = cut(out, proto.MaxReplyOutput, outCut)
+	res.Stderr, res.StderrTruncated = cut(errOut, proto.MaxReplyOutput, errCut)
+	return res, nil
+}
+
+// cut bounds s to n bytes (on a rune boundary), keeping the flag when it
+// was already cut.
+func cut(s string, n int, already bool) (string, bool) {
+	if len(s) <= n {
+		return s, already
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+// Environment variables every script gets besides its parameters.
+const (
+	EnvRunID       = "CAIRN_RUN_ID"
+	EnvAgentBinary = "CAIRN_AGENT_BIN"
+	EnvAgentConfig = "CAIRN_AGENT_CONFIG"
+)
+
+// environment is the agent's environment plus the run ID, the agent's own
+// executable and config, and the parameters. A name the Engine should have
+// refused is refused here too.
+func (r *runner) environment(job proto.ScriptJob) ([]string, error) {
+	env := os.Environ()
+	env = append(env, EnvRunID+"="+job.RunID)
+	if r.opts.AgentBinary != "" {
+		env = append(env, EnvAgentBinary+"="+r.opts.AgentBinary)
+	}
+	if r.opts.ConfigPath != "" {
+		env = append(env, EnvAgentConfig+"="+r.opts.ConfigPath)
+	}
+	for name, val := range job.Parameters {
+		if !validParam(name) || strings.ContainsRune(val, 0) {
+			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("parameter %q is not a valid name or value", name)}
+		}
+		env = append(env, "CAIRN_PARAM_"+strings.ToUpper(name)+"="+val)
+	}
+	return env, nil
+}
+
+func validParam(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i, c := range name {
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func unsupported(lang string) error {
+	return &proto.Error{Code: proto.CodeUnsupportedLanguage, Message: fmt.Sprintf("this agent cannot run %q scripts", lang)}
+}
+
+// boundedBuffer keeps the first max bytes written and notes the rest.
+type boundedBuffer struct {
+	mu        sync.Mutex
+	max       int
+	buf       []byte
+	truncated bool
+	version   int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - len(b.buf)
+	if room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.buf = append(b.buf, p[:room]...)
+		}
+	} else {
+		b.buf = append(b.buf, p...)
+	}
+	b.version++
+	return len(p), nil
+}
+
+func (b *boundedBuffer) snapshot() (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf), b.truncated
+}
+
+func (b *boundedBuffer) changes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.version
+}
+
+// livePoster posts the output so far every interval while it changes.
+type livePoster struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (l *livePoster) stop() {
+	if l == nil {
+		return
+	}
+	close(l.done)
+	l.wg.Wait()
+}
+
+func (r *runner) liveOutput(ctx context.Context, call runtime.Caller, runID string, stdout, stderr *boundedBuffer) *livePoster {
+	if call == nil || runID == "" {
+		return nil
+	}
+	l := &livePoster{done: make(chan struct{})}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(r.opts.OutputInterval)
+		defer t.Stop()
+		seen := 0
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			v := stdout.changes() + stderr.changes()
+			if v == seen {
+				continue
+			}
+			seen = v
+			out, outCut := stdout.snapshot()
+			errOut, errCut := stderr.snapshot()
+			post := proto.ScriptOutput{RunID: runID, Stdout: out, Stderr: errOut, StdoutTruncated: outCut, StderrTruncated: errCut}
+			if err := call.Call(ctx, http.MethodPost, proto.PathScriptOutput, post, nil); err != nil {
+				r.opts.Logger.Debug("live output post failed", "run_id", runID, "err", err)
+			}
+		}
+	}()
+	return l
+}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,32 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime"
 )
+
+// TestMain gives every shell of the package's tests (agent_test.go's
+// too: one test binary) the agent's own account and login shell, in a
+// home directory whose login profile the tests write. The machine user's
+// own profile is not the tests' to run: one that waits on something (a
+// stale lock, a prompt) would stall each shell for as long.
+func TestMain(m *testing.M) {
+	os.Exit(runWithTestHome(m))
+}
+
+func runWithTestHome(m *testing.M) int {
+	home, err := os.MkdirTemp("", "cairn-shell-home-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(home)
+	// Read by sh, dash and bash (which has no .bash_profile here) as login shells.
+	profile := "CAIRN_TEST_PROFILE=read\nexport CAIRN_TEST_PROFILE\n"
+	if err := os.WriteFile(filepath.Join(home, ".profile"), []byte(profile), 0o600); err != nil {
+		panic(err)
+	}
+	acct := currentAccount()
+	acct.home = home
+	terminalAccount = func() account { return acct }
+	return m.Run()
+}
 
 // testEngine accepts shell sockets that carry its token and hands them
 // to the test.

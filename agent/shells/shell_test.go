@@ -19,7 +19,7 @@ func TestShellRunsCommands(t *testing.T) {
 	t.Parallel()
 	e := setup(t, Options{})
 	opened, c := e.open(t, "s1")
-	require.Equal(t, currentAccount().shell, opened.Shell)
+	require.Equal(t, terminalAccount().shell, opened.Shell)
 	require.Positive(t, opened.PID)
 
 	c.send("echo $((6*7))\n")
@@ -30,10 +30,11 @@ func TestShellRunsCommands(t *testing.T) {
 	c.send("stty size\n")
 	c.waitOutput("40 100")
 
-	// A login shell with the environment the agent sets.
-	c.send("echo \"term=$TERM home=$HOME cwd=$(pwd)\"\n")
-	home := currentAccount().home
-	c.waitOutput("term=xterm-256color home=" + home + " cwd=" + home)
+	// A login shell (its profile was read) with the environment the
+	// agent sets.
+	c.send("echo \"term=$TERM home=$HOME cwd=$(pwd) profile=$CAIRN_TEST_PROFILE\"\n")
+	home := terminalAccount().home
+	c.waitOutput("term=xterm-256color home=" + home + " cwd=" + home + " profile=read")
 }
 
 func TestShellExitIsReported(t *testing.T) {

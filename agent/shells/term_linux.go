@@ -33,7 +33,7 @@ type ptyTerm struct {
 // startTerminal starts the login shell of the account the agent runs as
 // (the privileged one), in its home directory, with a clean environment.
 func startTerminal(cols, rows int) (terminal, error) {
-	acct := currentAccount()
+	acct := terminalAccount()
 	cmd := exec.Command(acct.shell)
 	// A leading "-" in argv[0] is how login(1) asks a shell to be a login
 	// shell (profile files read), across bash, dash, zsh and busybox.
@@ -65,6 +65,12 @@ func startTerminal(cols, rows int) (terminal, error) {
 	}
 	return t, nil
 }
+
+// terminalAccount is the account whose login shell a session runs:
+// the agent's own. The package's tests replace it once, before any test
+// runs, with the same account in a home directory they control, so a
+// slow or blocking login profile of the machine's user cannot stall them.
+var terminalAccount = currentAccount
 
 func currentAccount() account {
 	var a account

@@ -171,15 +171,28 @@ func (p *proc) waitStatus(t *testing.T, token string, ag *agentProc, want string
 	require.True(t, ok, "%s: want %s, last %v; agent output:\n%s", ag.hostname, want, last, ag.output())
 }
 
+// assertEventually reports whether cond became true before limit, a hang
+// guard only. cond runs on the test's goroutine (it may call require, as
+// p.call does, which require.Eventually's goroutine may not), at once and
+// then at each tick, never after the deadline.
 func assertEventually(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(500 * time.Millisecond)
+	if cond() {
+		return true
 	}
-	return false
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		}
+	}
 }
 
 // agentProc is one cairn-agent with its own config directory.

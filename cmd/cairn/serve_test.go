@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,14 +168,26 @@ func (p *proc) rawCall(t *testing.T, method, path, token string, body any) rawRe
 	return rawResponse{status: res.StatusCode, body: string(b)}
 }
 
-func totpNow(t *testing.T, secret string) string {
+// totpNow is the code of the current time step, and that time.
+func totpNow(t *testing.T, secret string) (string, time.Time) {
 	t.Helper()
-	return authtest.TOTP(t, secret, time.Now())
+	now := time.Now()
+	return authtest.TOTP(t, secret, now), now
 }
 
-// waitNextStep waits for a fresh TOTP step: a code is accepted once.
-func waitNextStep() {
-	time.Sleep(time.Duration(30-time.Now().Unix()%30)*time.Second + 200*time.Millisecond)
+// totpAfter is a code the Engine accepts after the one made at used: a
+// code is accepted once, and only for a step newer than the last one
+// accepted. That is the current step once it has moved on, else the next
+// one, which the Engine takes early (one step of skew either way), so
+// the test never waits for the clock.
+func totpAfter(t *testing.T, secret string, used time.Time) string {
+	t.Helper()
+	const period = 30
+	at := time.Now()
+	if at.Unix()/period <= used.Unix()/period {
+		at = time.Unix((used.Unix()/period+1)*period, 0)
+	}
+	return authtest.TOTP(t, secret, at)
 }
 
 // A second start keeps what the first one stored, asks for the cipher
@@ -204,15 +217,15 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 	first.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "restart test passphrase", "setup_code": code})
 	setup := first.post(t, "/api/bootstrap/admin/setup", "", map[string]any{"username": "admin", "password": "restart test password", "setup_code": code})
 	secret := setup["mfa"].(map[string]any)["secret"].(string)
-	first.post(t, "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": setup["pending_token"], "code": totpNow(t, secret)})
+	code, used := totpNow(t, secret)
+	first.post(t, "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": setup["pending_token"], "code": code})
 	// Setup is finished: the code is gone, file and all.
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(codeFile)
 		return os.IsNotExist(err)
 	}, 30*time.Second, 100*time.Millisecond, "the setup-code file outlived setup")
-	waitNextStep()
 	login := first.post(t, "/api/auth/login", "", map[string]any{"username": "admin", "password": "restart test password"})
-	sess := first.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": totpNow(t, secret)})
+	sess := first.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": totpAfter(t, secret, used)})
 	token := sess["token"].(string)
 	first.post(t, "/api/sites", token, map[string]any{"name": "Kept site", "site_worker_slug": "kept"})
 	caPEM := first.checkHTTPS(t)
@@ -230,8 +243,11 @@ func TestServeRestartKeepsDataAndStopsCleanly(t *testing.T) {
 		r, _ := scrapeMetrics(t, fmt.Sprintf("http://127.0.0.1:%d%s", metricsPort, path), "")
 		require.Equal(t, 404, r.status, "the metrics listener serves /metrics only, not %s", path)
 	}
-	// Logs are JSON lines by default.
-	require.Regexp(t, `(?m)^\{"time":"[^"]+","level":"INFO","msg":"scheduled job schedules reconciled"`, first.out.String())
+	// Logs are JSON lines by default. The reconcile logs once it has run,
+	// in its own time after the Engine is ready.
+	reconciled := regexp.MustCompile(`(?m)^\{"time":"[^"]+","level":"INFO","msg":"scheduled job schedules reconciled"`)
+	require.Eventually(t, func() bool { return reconciled.MatchString(first.out.String()) }, 2*time.Minute, 100*time.Millisecond,
+		"output:\n%s", first.out)
 	first.stop(t)
 	pgData := filepath.Join(dataDir, "postgres", "data")
 	require.FileExists(t, filepath.Join(pgData, "PG_VERSION"), "the cluster lives in the data directory")

@@ -15,14 +15,18 @@ export function totp(secret: string, atMs: number = Date.now()): { code: string;
 
 /**
  * A code from a step later than `usedStep`: the Engine refuses a code whose
- * step this account already used, so wait for the next step when needed.
+ * step this account already used, and takes one step of clock skew either
+ * way. So the next step's code is good at once, before its time: a wait is
+ * needed only when `usedStep` is itself ahead of the clock (codes used in
+ * quick succession), and then until one step before the one wanted.
  */
 export async function freshTotp(secret: string, usedStep: number): Promise<{ code: string; step: number }> {
   for (;;) {
     const now = Date.now();
-    const current = totp(secret, now);
-    if (current.step > usedStep) return current;
-    const nextStepAt = (usedStep + 1) * STEP_SECONDS * 1000;
-    await new Promise((r) => setTimeout(r, Math.max(50, nextStepAt - now + 200)));
+    const current = Math.floor(now / 1000 / STEP_SECONDS);
+    const step = Math.max(current, usedStep + 1);
+    if (step <= current + 1) return totp(secret, step * STEP_SECONDS * 1000);
+    const usableAt = (step - 1) * STEP_SECONDS * 1000;
+    await new Promise((r) => setTimeout(r, Math.max(50, usableAt - now + 200)));
   }
 }

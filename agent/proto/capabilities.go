@@ -54,7 +54,7 @@ var CapabilityVersion = map[Capability]int{
 	CapInventoryRefresh: 2,
 	CapShell:            2,
 	CapAgentUpdate:      2,
-	CapScripts:          CapabilitiesVersion,
+	CapScripts:          3,
 	CapFiles:            CapabilitiesVersion,
 	CapTransfers:        CapabilitiesVersion,
 	CapRegistry:         CapabilitiesVersion,
@@ -66,13 +66,16 @@ const CapabilitiesVersion = 4
 // LegacyCapabilities is the set the Engine gives an agent that reports
 // none (protocol 1 to 3), and a device whose agent has not connected since
 // the Engine learned capabilities: the operations protocol 2 introduced
-// (operations.go: processes, services, inventory refreshes, the shell) and
+// (operations.go: processes, services, inventory refreshes, the shell),
 // agent updates, which every later build gets through and which brings
-// the agent to a protocol that reports its set. Builds of protocol 2 and 3
-// may have had more (scripts, files, transfers, the registry editor), but
-// not all of them: those need an agent of protocol 4.
+// the agent to a protocol that reports its set, and signed scripts, which
+// protocol 3 made the protocol (an offline device's queued and scheduled
+// work must not fail only because it has not reconnected since the
+// Engine's upgrade; a protocol-2 agent answers a script "unsupported").
+// Builds of protocol 2 and 3 may have had more (files, transfers, the
+// registry editor), but not all of them: those need an agent of protocol 4.
 func LegacyCapabilities() []Capability {
-	return []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate}
+	return []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate, CapScripts}
 }
 
 // Capability limits on the wire: more, or longer names, refuse the

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,12 @@ func clientTLS(t *testing.T, caFile string, pair *testpki.Pair) *tls.Config {
 func requireRefused(t *testing.T, err error, reason, what string) {
 	t.Helper()
 	require.Error(t, err, what)
+	// Under TLS 1.3 the client finishes its side of the handshake before
+	// the server judges its certificate, so on a loaded machine its first
+	// write can meet the closed connection before the alert is read.
+	if msg := err.Error(); strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset by peer") {
+		return
+	}
 	require.Contains(t, err.Error(), "connection error", what)
 	require.Contains(t, err.Error(), reason, what)
 }

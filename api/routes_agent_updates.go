@@ -17,10 +17,10 @@ import (
 // operators' requests and history, and the agents' progress posts.
 func (s *Server) agentUpdateRoutes() []Route {
 	return []Route{
-		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable)},
-		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
-		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable)},
+		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Start agent maintenance on devices"},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable), "Update a device's agent"},
+		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound), "List a device's agent updates"},
+		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable), "Report agent update progress"},
 	}
 }
 

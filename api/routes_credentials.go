@@ -28,7 +28,7 @@ func (s *Server) credentialRoutes() []Route {
 				out[i] = toCredentialJSON(c)
 			}
 			return credentialListJSON{Credentials: out}, err
-		}).Query(queryInteger("site_id", "only this site's credentials"))},
+		}).Query(queryInteger("site_id", "only this site's credentials")), "List credentials"},
 		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s, func(r *http.Request) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
@@ -36,11 +36,11 @@ func (s *Server) credentialRoutes() []Route {
 			}
 			c, err := s.Credentials.Get(r.Context(), credentialScope(r), id)
 			return toCredentialJSON(c), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a credential"},
 		{"POST", "/api/credentials", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			c, err := s.Credentials.Create(r.Context(), req.input())
 			return toCredentialJSON(c), err
-		}).Errors(cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeConflict), "Create a credential"},
 		{"PUT", "/api/credentials/{credential_id}", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
@@ -48,14 +48,14 @@ func (s *Server) credentialRoutes() []Route {
 			}
 			c, err := s.Credentials.Update(r.Context(), id, req.input())
 			return toCredentialJSON(c), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Update a credential"},
 		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
 				return deletedIDJSON{}, err
 			}
 			return deletedIDJSON{Deleted: id}, s.Credentials.Delete(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Delete a credential"},
 	}
 }
 

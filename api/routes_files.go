@@ -21,16 +21,16 @@ func (s *Server) fileRoutes() []Route {
 	refusals := append([]string{proto.CodeFilePathNotAbsolute, proto.CodeFilePathInvalid, proto.CodeFilePathNotFound,
 		proto.CodeFilePathExists, proto.CodeFileNotDirectory, proto.CodeFileNotFile}, operationErrors...)
 	return []Route{
-		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...)},
-		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...)},
-		{"GET", base + "/text", AuthToken, s.deviceContent(getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...))},
-		{"POST", base + "/text", AuthToken, jsonAction(s, http.StatusOK, false, s.fileWriteText).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)},
-		{"POST", base + "/mkdir", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMkdir).Errors(refusals...)},
-		{"POST", base + "/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.fileRename).Errors(refusals...)},
-		{"POST", base + "/move", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMove).Errors(refusals...)},
-		{"POST", base + "/paste", AuthToken, jsonAction(s, http.StatusOK, false, s.filePaste).Errors(refusals...)},
-		{"POST", base + "/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.fileDelete).Errors(refusals...)},
-		{"POST", base + "/upload/conflicts", AuthToken, jsonAction(s, http.StatusOK, false, s.fileConflicts).Errors(refusals...)},
+		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...), "List a device's file system roots"},
+		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...), "List a folder on a device"},
+		{"GET", base + "/text", AuthToken, s.deviceContent(getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)), "Read a text file on a device"},
+		{"POST", base + "/text", AuthToken, jsonAction(s, http.StatusOK, false, s.fileWriteText).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...), "Write a text file on a device"},
+		{"POST", base + "/mkdir", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMkdir).Errors(refusals...), "Create a folder on a device"},
+		{"POST", base + "/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.fileRename).Errors(refusals...), "Rename a file on a device"},
+		{"POST", base + "/move", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMove).Errors(refusals...), "Move files on a device"},
+		{"POST", base + "/paste", AuthToken, jsonAction(s, http.StatusOK, false, s.filePaste).Errors(refusals...), "Copy files on a device"},
+		{"POST", base + "/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.fileDelete).Errors(refusals...), "Delete files on a device"},
+		{"POST", base + "/upload/conflicts", AuthToken, jsonAction(s, http.StatusOK, false, s.fileConflicts).Errors(refusals...), "Check an upload for name conflicts"},
 	}
 }
 

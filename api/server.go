@@ -78,6 +78,12 @@ type Route struct {
 	Pattern string
 	Auth    AuthClass
 	Handler Endpoint
+	// Summary is the operation's summary in the API document: a short
+	// imperative line ("List file transfers"). Every route has one
+	// (TestOpenAPIEveryRouteHasASummary); a longer note goes on the
+	// Endpoint (Endpoint.Summary), which the document gives as the
+	// operation's description.
+	Summary string
 }
 
 // Deps are what the handlers need.

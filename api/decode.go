@@ -29,13 +29,17 @@ func withBodyLimit(n int64, e Endpoint) Endpoint {
 }
 
 // decodeJSON reads one JSON object into dst, strictly (jsonbody.Decode),
-// within the route's body limit.
+// within the route's body limit, and checks the limits its type declares
+// (`limit` tags, api/limits.go), which the API document states.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
 	limit := int64(maxBody)
 	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok {
 		limit = n
 	}
-	return jsonbody.Decode(w, r, dst, limit, allowEmpty)
+	if err := jsonbody.Decode(w, r, dst, limit, allowEmpty); err != nil {
+		return err
+	}
+	return checkLimits(dst)
 }
 
 // queryInt reads an optional integer query parameter within [lo, hi].

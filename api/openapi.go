@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -208,7 +209,14 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 	}
 	for _, q := range d.query {
 		p := openapi3.NewQueryParameter(q.Name).WithDescription(q.Description).WithRequired(q.Required)
-		p.Schema = openapi3.NewSchemaRef("", &openapi3.Schema{Type: types(q.Type)})
+		ps := &openapi3.Schema{Type: types(q.Type)}
+		if q.Type == "integer" {
+			// Handlers parse integer parameters into an int64 (queryInt,
+			// strconv.ParseInt): no other value is accepted.
+			lo, hi := intBounds(reflect.Int64)
+			ps.Format, ps.Min, ps.Max = intFormat(reflect.Int64), &lo, &hi
+		}
+		p.Schema = openapi3.NewSchemaRef("", ps)
 		op.AddParameter(p)
 	}
 	if d.request != nil {

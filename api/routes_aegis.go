@@ -108,7 +108,7 @@ func (s *Server) aegisStatus(r *http.Request) (aegisStatusJSON, error) {
 
 type rotateRequest struct {
 	CurrentPassphrase string `json:"current_passphrase"`
-	NewPassphrase     string `json:"new_passphrase"`
+	NewPassphrase     string `json:"new_passphrase" limit:"max=1024"`
 	reauthRequest
 }
 

@@ -26,7 +26,7 @@ func (s *Server) agentUpdateRoutes() []Route {
 
 type maintenanceReq struct {
 	Action string   `json:"action"`
-	GUIDs  []string `json:"guids"`
+	GUIDs  []string `json:"guids" limit:"max=1000"`
 }
 
 func (q *maintenanceReq) validate() error {

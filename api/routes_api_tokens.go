@@ -68,7 +68,7 @@ func (s *Server) apiTokenRoutes() []Route {
 // username (administrators only) makes it for another operator, e.g. a
 // service account.
 type apiTokenCreateRequest struct {
-	Name          string   `json:"name"`
+	Name          string   `json:"name" limit:"max=100"`
 	ExpiresInDays int      `json:"expires_in_days"`
 	Access        string   `json:"access" openapi:"enum=read|write"`
 	Scopes        []string `json:"scopes,omitempty" openapi:"enum=read:device-content"`

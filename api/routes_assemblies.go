@@ -88,13 +88,13 @@ type parameterJSON struct {
 }
 
 type assemblyRequest struct {
-	Name           string          `json:"name"`
+	Name           string          `json:"name" limit:"max=200"`
 	Kind           string          `json:"kind"`
 	Language       string          `json:"language"`
-	Description    string          `json:"description"`
-	Body           string          `json:"body"`
-	Parameters     []parameterJSON `json:"parameters"`
-	TimeoutSeconds int             `json:"timeout_seconds"`
+	Description    string          `json:"description" limit:"max=4000"`
+	Body           string          `json:"body" limit:"max=262144"`
+	Parameters     []parameterJSON `json:"parameters" limit:"max=32"`
+	TimeoutSeconds int             `json:"timeout_seconds" limit:"min=0,max=86400"`
 }
 
 func (a assemblyRequest) input() automation.AssemblyInput {

@@ -171,7 +171,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 
 type passwordResetRequest struct {
 	CurrentPassword string `json:"current_password"`
-	NewPassword     string `json:"new_password"`
+	NewPassword     string `json:"new_password" limit:"max=256"`
 }
 
 func (req *passwordResetRequest) validate() error {

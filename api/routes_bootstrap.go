@@ -67,7 +67,7 @@ func (req *passphraseRequest) validate() error {
 // aegisSetupRequest is validated by the service, after the setup code:
 // callers without the code learn nothing else.
 type aegisSetupRequest struct {
-	Passphrase string `json:"passphrase"`
+	Passphrase string `json:"passphrase" limit:"max=1024"`
 	SetupCode  string `json:"setup_code"`
 }
 

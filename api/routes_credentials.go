@@ -101,12 +101,12 @@ func toCredentialJSON(c credentials.Credential) credentialJSON {
 // credentialRequest is the body of create and update; a missing or null
 // password on update keeps the stored one.
 type credentialRequest struct {
-	Name           string  `json:"name"`
+	Name           string  `json:"name" limit:"max=100"`
 	ConnectionType string  `json:"connection_type"`
 	CredentialType string  `json:"credential_type"`
-	Username       string  `json:"username"`
-	Domain         *string `json:"domain"`
-	Password       *string `json:"password"`
+	Username       string  `json:"username" limit:"max=256"`
+	Domain         *string `json:"domain" limit:"max=255"`
+	Password       *string `json:"password" limit:"max=256"`
 	SiteID         *int64  `json:"site_id"`
 }
 

@@ -112,8 +112,8 @@ func toFilterJSONs(list []devicefilters.Filter) []filterJSON {
 }
 
 type filterRequest struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	Name        string          `json:"name" limit:"max=120"`
+	Description string          `json:"description" limit:"max=1000"`
 	Filter      json.RawMessage `json:"filter" openapi:"ref=Node"`
 	tree        devicefilters.Node
 }

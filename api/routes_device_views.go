@@ -91,8 +91,8 @@ func toViewJSON(v devicefilters.View) viewJSON {
 }
 
 type viewRequest struct {
-	Name     string                  `json:"name"`
-	Columns  []string                `json:"columns"`
+	Name     string                  `json:"name" limit:"max=120"`
+	Columns  []string                `json:"columns" limit:"max=60"`
 	Sort     *devicefilters.ViewSort `json:"sort"`
 	FilterID *int64                  `json:"filter_id"`
 	Filter   json.RawMessage         `json:"filter" openapi:"ref=Node,nullable"`

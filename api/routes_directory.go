@@ -112,22 +112,22 @@ type siteMappingJSON struct {
 // providerRequest is the body of create (missing fields take defaults) and
 // update (missing fields stay as they are).
 type providerRequest struct {
-	Name                 *string            `json:"name"`
+	Name                 *string            `json:"name" limit:"max=100"`
 	Kind                 *string            `json:"kind"`
 	Host                 *string            `json:"host"`
 	Port                 *int               `json:"port"`
-	BaseDN               *string            `json:"base_dn"`
-	UserFilter           *string            `json:"user_filter"`
+	BaseDN               *string            `json:"base_dn" limit:"max=1024"`
+	UserFilter           *string            `json:"user_filter" limit:"max=1024"`
 	UsernameAttribute    *string            `json:"username_attribute"`
 	GroupMode            *string            `json:"group_mode"`
-	GroupBaseDN          *string            `json:"group_base_dn"`
+	GroupBaseDN          *string            `json:"group_base_dn" limit:"max=1024"`
 	GroupMemberAttribute *string            `json:"group_member_attribute"`
-	BindDN               *string            `json:"bind_dn"`
-	BindPassword         *string            `json:"bind_password"`
-	CAPEM                *string            `json:"ca_pem"`
+	BindDN               *string            `json:"bind_dn" limit:"max=1024"`
+	BindPassword         *string            `json:"bind_password" limit:"max=1024"`
+	CAPEM                *string            `json:"ca_pem" limit:"max=65536"`
 	HostOverrides        *map[string]string `json:"host_overrides"`
-	RoleMappings         *[]roleMappingJSON `json:"role_mappings"`
-	SiteMappings         *[]siteMappingJSON `json:"site_mappings"`
+	RoleMappings         *[]roleMappingJSON `json:"role_mappings" limit:"max=200"`
+	SiteMappings         *[]siteMappingJSON `json:"site_mappings" limit:"max=200"`
 	Enabled              *bool              `json:"enabled"`
 }
 

@@ -386,7 +386,7 @@ func readField(p *multipart.Part, form *uploadForm) error {
 }
 
 type fileDownloadRequest struct {
-	Paths []string `json:"paths"`
+	Paths []string `json:"paths" limit:"max=1000"`
 }
 
 func (q *fileDownloadRequest) validate() error {

@@ -184,8 +184,8 @@ func (s *Server) fileReadText(r *http.Request) (fileTextJSON, error) {
 }
 
 type fileWriteTextRequest struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
+	Path    string `json:"path" limit:"max=4096"`
+	Content string `json:"content" limit:"max=524288"`
 }
 
 func (q *fileWriteTextRequest) validate() error {
@@ -204,7 +204,7 @@ func (s *Server) fileWriteText(r *http.Request, q fileWriteTextRequest) (fileWri
 }
 
 type filePathRequest struct {
-	Path string `json:"path"`
+	Path string `json:"path" limit:"max=4096"`
 }
 
 func (q *filePathRequest) validate() error {
@@ -219,8 +219,8 @@ func (s *Server) fileMkdir(r *http.Request, q filePathRequest) (fileEntriesJSON,
 }
 
 type fileRenameRequest struct {
-	Path    string `json:"path"`
-	NewName string `json:"new_name"`
+	Path    string `json:"path" limit:"max=4096"`
+	NewName string `json:"new_name" limit:"max=255"`
 }
 
 func (q *fileRenameRequest) validate() error {
@@ -239,8 +239,8 @@ func (s *Server) fileRename(r *http.Request, q fileRenameRequest) (fileEntriesJS
 }
 
 type filePathsRequest struct {
-	Paths       []string `json:"paths"`
-	Destination string   `json:"destination"`
+	Paths       []string `json:"paths" limit:"max=1000,itemmax=4096"`
+	Destination string   `json:"destination" limit:"max=4096"`
 }
 
 func (q *filePathsRequest) validate() error {
@@ -263,7 +263,7 @@ func (s *Server) filePaste(r *http.Request, q filePathsRequest) (fileEntriesJSON
 }
 
 type fileDeleteRequest struct {
-	Paths []string `json:"paths"`
+	Paths []string `json:"paths" limit:"max=1000,itemmax=4096"`
 }
 
 func (q *fileDeleteRequest) validate() error {
@@ -282,8 +282,8 @@ func (s *Server) fileDelete(r *http.Request, q fileDeleteRequest) (fileEntriesJS
 }
 
 type fileConflictsRequest struct {
-	Destination string   `json:"destination"`
-	Names       []string `json:"names"`
+	Destination string   `json:"destination" limit:"max=4096"`
+	Names       []string `json:"names" limit:"max=1000,itemmax=255"`
 }
 
 func (q *fileConflictsRequest) validate() error {

@@ -91,5 +91,5 @@ type flowRunsJSON struct {
 }
 
 type flowStartRequest struct {
-	DeviceGUIDs []string `json:"device_guids"`
+	DeviceGUIDs []string `json:"device_guids" limit:"max=1000"`
 }

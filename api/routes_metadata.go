@@ -113,7 +113,7 @@ func newMetadataValueJSON(v metadata.Value) metadataValueJSON {
 }
 
 type metadataLabelRequest struct {
-	Description *string `json:"description"`
+	Description *string `json:"description" limit:"max=120"`
 }
 
 func (req *metadataLabelRequest) validate() error {

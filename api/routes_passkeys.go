@@ -66,7 +66,7 @@ type passkeyJSON struct {
 
 type passkeyRegisterRequest struct {
 	CeremonyID string          `json:"ceremony_id"`
-	Label      string          `json:"label"`
+	Label      string          `json:"label" limit:"max=64"`
 	Credential json.RawMessage `json:"credential" openapi:"types=object"`
 }
 
@@ -103,7 +103,7 @@ func (req *passkeyLoginRequest) validate() error {
 func isJSONObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
 
 type passkeyRenameRequest struct {
-	Label string `json:"label"`
+	Label string `json:"label" limit:"max=64"`
 }
 
 func (req *passkeyRenameRequest) validate() error { return passkeys.CheckLabel(req.Label) }

@@ -47,7 +47,7 @@ const (
 )
 
 type quickRunRequest struct {
-	DeviceGUIDs []string `json:"device_guids"`
+	DeviceGUIDs []string `json:"device_guids" limit:"max=1000"`
 	// FilterID aims the run at the devices a saved filter matches now
 	// (instead of device_guids), at most automation.MaxTargets of them.
 	FilterID   *int64 `json:"filter_id"`
@@ -59,7 +59,7 @@ type quickRunRequest struct {
 	AssemblyVersion int            `json:"assembly_version"`
 	AssemblySHA256  string         `json:"assembly_sha256"`
 	Language        string         `json:"language"`
-	Body            string         `json:"body"`
+	Body            string         `json:"body" limit:"max=262144"`
 	TimeoutSeconds  int            `json:"timeout_seconds"`
 	Parameters      map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
 }

@@ -161,11 +161,11 @@ func jobID(r *http.Request) (int64, error) {
 }
 
 type jobRequest struct {
-	Name       string                  `json:"name"`
+	Name       string                  `json:"name" limit:"max=200"`
 	Kind       string                  `json:"kind"`
 	AssemblyID *int64                  `json:"assembly_id"`
 	WorkflowID *int64                  `json:"workflow_id"`
-	Parameters map[string]any          `json:"parameters"`
+	Parameters map[string]any          `json:"parameters" limit:"max=64"`
 	Targets    *scheduledjobs.Targets  `json:"targets"`
 	Schedule   *scheduledjobs.Schedule `json:"schedule"`
 	Options    *scheduledjobs.Options  `json:"options"`

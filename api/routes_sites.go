@@ -189,14 +189,14 @@ type deviceSiteJSON struct {
 }
 
 type siteCreateRequest struct {
-	Name string `json:"name"`
-	Slug string `json:"site_worker_slug"`
+	Name string `json:"name" limit:"max=100"`
+	Slug string `json:"site_worker_slug" limit:"max=51"`
 }
 
 type siteRenameRequest struct {
 	SiteID int64  `json:"site_id"`
-	Name   string `json:"name"`
-	Slug   string `json:"site_worker_slug"`
+	Name   string `json:"name" limit:"max=100"`
+	Slug   string `json:"site_worker_slug" limit:"max=51"`
 }
 
 type siteDeleteRequest struct {

@@ -88,12 +88,12 @@ type mfaResultJSON struct {
 
 type userCreateRequest struct {
 	Username string `json:"username"`
-	Password string `json:"password"`
+	Password string `json:"password" limit:"max=256"`
 	Role     string `json:"role"`
 }
 
 type adminPasswordRequest struct {
-	Password string `json:"password"`
+	Password string `json:"password" limit:"max=256"`
 }
 
 func (req *adminPasswordRequest) validate() error {

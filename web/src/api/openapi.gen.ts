@@ -3421,6 +3421,7 @@ export interface components {
             last_login_at: string | null;
             mfa_configured: boolean;
             mfa_enabled: boolean;
+            /** Format: int64 */
             passkey_count: number;
             recovery_required: boolean;
             role: string;
@@ -3438,17 +3439,20 @@ export interface components {
             finished_at: string | null;
             guid: string | null;
             hostname: string;
+            /** Format: int64 */
             id: number;
             kind: string;
             metadata: {
                 [key: string]: unknown;
             };
+            /** Format: int64 */
             site_id: number | null;
             status: string;
             summary: string;
         };
         ActivityPage: {
             activity: components["schemas"]["Activity"][];
+            /** Format: int64 */
             next_before_id: number | null;
         };
         AdminPasswordRequest: {
@@ -3466,8 +3470,11 @@ export interface components {
         };
         AegisKDF: {
             algorithm: string;
+            /** Format: int64 */
             memory_kib: number;
+            /** Format: int32 */
             threads: number;
+            /** Format: int64 */
             time: number;
         };
         AegisSetupRequest: {
@@ -3501,6 +3508,7 @@ export interface components {
                 [key: string]: string;
             };
             operating_system: string;
+            /** Format: int64 */
             site_id: number;
             site_name: string;
             site_worker_slug: string;
@@ -3535,9 +3543,12 @@ export interface components {
         ApiProcess: {
             command_line: string;
             cpu_percent: number;
+            /** Format: int64 */
             memory_bytes: number;
             name: string;
+            /** Format: int64 */
             pid: number;
+            /** Format: int64 */
             ppid: number;
             user: string;
         };
@@ -3561,6 +3572,7 @@ export interface components {
             expired: boolean;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             id: number;
             /** Format: date-time */
             last_used_at: string | null;
@@ -3571,6 +3583,7 @@ export interface components {
         ApiTokenCreateRequest: {
             /** @enum {string} */
             access?: "read" | "write";
+            /** Format: int64 */
             expires_in_days?: number;
             name?: string;
             scopes?: "read:device-content"[] | null;
@@ -3583,6 +3596,7 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             id: number;
             name: string;
             scopes: "read:device-content"[];
@@ -3610,6 +3624,7 @@ export interface components {
             remote_addr: string;
             /** Format: date-time */
             requested_at: string;
+            /** Format: int64 */
             site_id: number;
             site_name?: string;
             status: string;
@@ -3622,6 +3637,7 @@ export interface components {
             build_id: string;
             platform: string;
             sha256: string;
+            /** Format: int64 */
             size: number;
         };
         ArtifactList: {
@@ -3635,17 +3651,21 @@ export interface components {
             created_at: string;
             created_by: string;
             description: string;
+            /** Format: int64 */
             id: number;
             kind: string;
             language: string;
             name: string;
+            /** Format: int64 */
             owner_user_id: number | null;
             parameters: components["schemas"]["Parameter"][];
             site_scope: number[] | null;
+            /** Format: int64 */
             timeout_seconds: number;
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+            /** Format: int64 */
             version: number;
         };
         AssemblyList: {
@@ -3658,6 +3678,7 @@ export interface components {
             language?: string;
             name?: string;
             parameters?: components["schemas"]["ParameterInput"][] | null;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         AssignRequest: {
@@ -3674,23 +3695,28 @@ export interface components {
         };
         AuditEntry: {
             action: string;
+            /** Format: int64 */
             api_token_id: number | null;
             /** Format: date-time */
             at: string;
             client_addr: string;
+            /** Format: int64 */
             id: number;
             outcome: string;
             request_id: string;
             role: string;
+            /** Format: int32 */
             status: number;
             target: string;
             username: string;
         };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];
+            /** Format: int64 */
             next_before_id: number | null;
         };
         AuditRow: {
+            /** Format: int64 */
             device_count: number;
             icon_hash: string | null;
             name: string;
@@ -3703,9 +3729,11 @@ export interface components {
             /** Format: date-time */
             auto_approve_until: string | null;
             enabled: boolean;
+            /** Format: int64 */
             site_id: number;
         };
         AutoApprovalRequest: {
+            /** Format: int64 */
             duration_seconds?: number | null;
             enabled?: boolean | null;
         };
@@ -3743,6 +3771,7 @@ export interface components {
             host_overrides?: {
                 [key: string]: string;
             } | null;
+            /** Format: int64 */
             port?: number;
         };
         Code: {
@@ -3753,26 +3782,39 @@ export interface components {
             created_by: string;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             id: number;
+            /** Format: int32 */
             max_uses: number;
             /** Format: date-time */
             rotated_at: string | null;
+            /** Format: int64 */
             site_id: number;
             site_name?: string;
             status: string;
+            /** Format: int32 */
             uses: number;
         };
         CodeCreateRequest: {
+            /** Format: int64 */
             expires_in_seconds?: number | null;
+            /** Format: int64 */
             max_uses?: number | null;
+            /** Format: int64 */
             site_id?: number;
         };
         Counts: {
+            /** Format: int64 */
             failed: number;
+            /** Format: int64 */
             pending: number;
+            /** Format: int64 */
             running: number;
+            /** Format: int64 */
             skipped: number;
+            /** Format: int64 */
             succeeded: number;
+            /** Format: int64 */
             timed_out: number;
         };
         Credential: {
@@ -3780,6 +3822,7 @@ export interface components {
             connection_type: "Windows" | "WinRM";
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             credential_id: number;
             /** @enum {string} */
             credential_type: "Machine" | "Domain";
@@ -3787,6 +3830,7 @@ export interface components {
             has_password: boolean;
             name: string;
             secret_status: string;
+            /** Format: int64 */
             site_id: number | null;
             /** Format: date-time */
             updated_at: string;
@@ -3801,6 +3845,7 @@ export interface components {
             domain?: string | null;
             name?: string;
             password?: string | null;
+            /** Format: int64 */
             site_id?: number | null;
             username?: string;
         };
@@ -3813,12 +3858,15 @@ export interface components {
             repo: string;
         };
         DeletedCount: {
+            /** Format: int64 */
             deleted: number;
         };
         DeletedID: {
+            /** Format: int64 */
             deleted: number;
         };
         Dependant: {
+            /** Format: int64 */
             id: number;
             kind: string;
             name: string;
@@ -3851,6 +3899,7 @@ export interface components {
                 [key: string]: string;
             };
             operating_system: string;
+            /** Format: int64 */
             site_id: number;
             site_name: string;
             trust_state: string;
@@ -3882,17 +3931,23 @@ export interface components {
         };
         DevicePage: {
             devices: components["schemas"]["Device"][];
+            /** Format: int64 */
             limit: number;
+            /** Format: int64 */
             offset: number;
+            /** Format: int64 */
             online_window_seconds: number;
+            /** Format: int64 */
             total: number;
         };
         DeviceRun: {
+            /** Format: int32 */
             exit_code: number | null;
             /** Format: date-time */
             finished_at: string | null;
             kind: string;
             run_id: string;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             scheduled_job_name: string | null;
             /** Format: date-time */
@@ -3907,6 +3962,7 @@ export interface components {
             truncated: boolean;
         };
         DeviceSite: {
+            /** Format: int64 */
             site_id: number;
             site_name: string;
         };
@@ -3930,12 +3986,14 @@ export interface components {
             };
             metrics: components["schemas"]["Metrics"] | null;
             operating_system: string;
+            /** Format: int64 */
             site_id: number;
             site_name: string;
             site_worker_slug: string;
             trust_state: string;
         };
         DevicefiltersSite: {
+            /** Format: int64 */
             id: number;
             name: string;
         };
@@ -3947,6 +4005,7 @@ export interface components {
             enabled?: boolean | null;
         };
         DirectorySite: {
+            /** Format: int64 */
             id: number;
             name: string;
             slug: string;
@@ -3956,24 +4015,30 @@ export interface components {
         };
         Disk: {
             cdrom: boolean;
+            /** Format: int64 */
             free_bytes?: number;
             fs_type?: string;
             model?: string;
             mountpoint?: string;
             name: string;
             removable: boolean;
+            /** Format: int64 */
             size_bytes: number;
+            /** Format: int64 */
             used_bytes?: number;
         };
         DiskInput: {
             cdrom?: boolean;
+            /** Format: int64 */
             free_bytes?: number;
             fs_type?: string;
             model?: string;
             mountpoint?: string;
             name?: string;
             removable?: boolean;
+            /** Format: int64 */
             size_bytes?: number;
+            /** Format: int64 */
             used_bytes?: number;
         };
         EnrollNonce: {
@@ -3986,6 +4051,7 @@ export interface components {
         };
         EnrollPollResponse: {
             device?: components["schemas"]["EnrolledDevice"] | null;
+            /** Format: int64 */
             poll_after_seconds?: number;
             script_signing?: components["schemas"]["ScriptTrust"] | null;
             status: string;
@@ -4003,6 +4069,7 @@ export interface components {
         };
         EnrollResponse: {
             approval_id: string;
+            /** Format: int64 */
             poll_after_seconds: number;
             status: string;
         };
@@ -4010,6 +4077,7 @@ export interface components {
             agent_id: string;
             guid: string;
             hostname: string;
+            /** Format: int64 */
             site_id: number;
             site_slug: string;
         };
@@ -4040,6 +4108,7 @@ export interface components {
             /** Format: date-time */
             captured_at: string;
             message: string;
+            /** Format: int64 */
             percent: number;
             phase: string;
             /** Format: date-time */
@@ -4085,6 +4154,7 @@ export interface components {
             modified_at: string;
             name: string;
             path: string;
+            /** Format: int64 */
             size: number;
             type: string;
         };
@@ -4112,10 +4182,13 @@ export interface components {
             /** Format: date-time */
             modified_at: string;
             path: string;
+            /** Format: int64 */
             size: number;
         };
         FileTransfer: {
+            /** Format: int64 */
             bytes_done: number;
+            /** Format: int64 */
             bytes_total: number;
             content_name: string;
             /** Format: date-time */
@@ -4135,9 +4208,11 @@ export interface components {
             message: string;
         };
         FileTransferItem: {
+            /** Format: int32 */
             item_id: number;
             name: string;
             sha256: string;
+            /** Format: int64 */
             size: number;
             state: string;
         };
@@ -4147,6 +4222,7 @@ export interface components {
         };
         FileWritten: {
             path: string;
+            /** Format: int64 */
             size: number;
         };
         Filter: {
@@ -4155,8 +4231,10 @@ export interface components {
             created_by: string;
             description: string;
             filter: components["schemas"]["Node"];
+            /** Format: int64 */
             id: number;
             name: string;
+            /** Format: int64 */
             owner_user_id: number | null;
             site_scope: number[] | null;
             /** Format: date-time */
@@ -4173,14 +4251,17 @@ export interface components {
         };
         FilterMetadataField: {
             description: string;
+            /** Format: int64 */
             field_number: number;
         };
         FilterPreview: {
             devices: components["schemas"]["Device"][];
+            /** Format: int64 */
             total: number;
         };
         FilterPreviewRequest: {
             filter?: components["schemas"]["Node"];
+            /** Format: int64 */
             limit?: number | null;
         };
         FilterRequest: {
@@ -4193,8 +4274,10 @@ export interface components {
             created_at: string;
             created_by: string;
             description: string;
+            /** Format: int64 */
             id: number;
             name: string;
+            /** Format: int64 */
             owner_user_id: number | null;
             site_scope: number[] | null;
             steps: components["schemas"]["Step"][];
@@ -4223,9 +4306,11 @@ export interface components {
             finished_at: string | null;
             requested_by: string;
             run_id: string;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             status: string;
             steps: components["schemas"]["StepRun"][];
+            /** Format: int64 */
             workflow_id: number;
         };
         ForceResetRequest: {
@@ -4245,10 +4330,13 @@ export interface components {
             bios_version?: string;
             board_name?: string;
             board_vendor?: string;
+            /** Format: int64 */
             cpu_cores: number;
             cpu_model: string;
+            /** Format: int64 */
             cpu_threads: number;
             disks: components["schemas"]["Disk"][];
+            /** Format: int64 */
             memory_total_bytes: number;
             serial_number?: string;
             system_model?: string;
@@ -4261,10 +4349,13 @@ export interface components {
             bios_version?: string;
             board_name?: string;
             board_vendor?: string;
+            /** Format: int64 */
             cpu_cores?: number;
             cpu_model?: string;
+            /** Format: int64 */
             cpu_threads?: number;
             disks?: components["schemas"]["DiskInput"][] | null;
+            /** Format: int64 */
             memory_total_bytes?: number;
             serial_number?: string;
             system_model?: string;
@@ -4275,6 +4366,7 @@ export interface components {
             agent_version?: string;
             boot_id?: string;
             metadata_fields?: components["schemas"]["MetadataWriteInput"][] | null;
+            /** Format: int64 */
             metadata_revision?: number;
             metrics?: components["schemas"]["MetricsInput"];
             script_signing_key_ids?: string[] | null;
@@ -4283,9 +4375,11 @@ export interface components {
         };
         HeartbeatResponse: {
             details_wanted?: boolean;
+            /** Format: int64 */
             interval_seconds: number;
             metadata_changed_fields?: number[];
             metadata_field_acks: components["schemas"]["MetadataAck"][];
+            /** Format: int64 */
             metadata_revision?: number;
             script_signing?: components["schemas"]["ScriptTrust"] | null;
             /** Format: date-time */
@@ -4325,6 +4419,7 @@ export interface components {
             message?: string | null;
             severity?: string | null;
             title?: string | null;
+            /** Format: int64 */
             ttl_ms?: number | null;
             type?: string | null;
             username?: string | null;
@@ -4335,6 +4430,7 @@ export interface components {
             build_id: string;
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             download_count: number;
             /** Format: date-time */
             expires_at: string;
@@ -4354,14 +4450,17 @@ export interface components {
             uptime?: components["schemas"]["UptimeInput"] | null;
         };
         Job: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             /** Format: date-time */
             created_at: string;
             created_by: string;
             enabled: boolean;
             filter_scope_site_ids: number[] | null;
+            /** Format: int64 */
             id: number;
             kind: string;
             last_run: components["schemas"]["LastRun"] | null;
@@ -4377,12 +4476,14 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+            /** Format: int64 */
             workflow_id: number | null;
         };
         JobList: {
             jobs: components["schemas"]["Job"][];
         };
         JobRequest: {
+            /** Format: int64 */
             assembly_id?: number | null;
             enabled?: boolean | null;
             kind?: string;
@@ -4393,11 +4494,14 @@ export interface components {
             } | null;
             schedule?: components["schemas"]["ScheduleInput"] | null;
             targets?: components["schemas"]["TargetsInput"] | null;
+            /** Format: int64 */
             workflow_id?: number | null;
         };
         JobRun: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             counts: components["schemas"]["Counts"];
             /** Format: date-time */
@@ -4411,10 +4515,12 @@ export interface components {
             run_id: string;
             /** Format: date-time */
             scheduled_for: string | null;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
             status: string;
+            /** Format: int64 */
             timeout_seconds: number;
             trigger: string;
         };
@@ -4475,9 +4581,11 @@ export interface components {
             platform: string;
             sha256: string;
             signature: components["schemas"]["Signed"];
+            /** Format: int64 */
             size: number;
         };
         MetadataAck: {
+            /** Format: int64 */
             field_number: number;
             /** Format: date-time */
             modified_at: string;
@@ -4486,7 +4594,9 @@ export interface components {
         };
         MetadataDefinition: {
             description: string;
+            /** Format: int64 */
             field_number: number;
+            /** Format: int64 */
             linked_assembly_id: number | null;
             reserved: boolean;
             /** Format: date-time */
@@ -4495,9 +4605,11 @@ export interface components {
         };
         MetadataDefinitions: {
             fields: components["schemas"]["MetadataDefinition"][];
+            /** Format: int64 */
             value_max_length: number;
         };
         MetadataFieldValue: {
+            /** Format: int64 */
             field_number: number;
             modified_at: string | null;
             source: string;
@@ -4508,6 +4620,7 @@ export interface components {
         };
         MetadataValue: {
             description: string;
+            /** Format: int64 */
             field_number: number;
             /** Format: date-time */
             modified_at: string | null;
@@ -4521,6 +4634,7 @@ export interface components {
             value?: string | null;
         };
         MetadataWriteInput: {
+            /** Format: int64 */
             field_number?: number;
             /** Format: date-time */
             modified_at?: string;
@@ -4529,15 +4643,21 @@ export interface components {
         Metrics: {
             cpu_percent: number;
             logged_in_users: string[];
+            /** Format: int64 */
             memory_total_bytes: number;
+            /** Format: int64 */
             memory_used_bytes: number;
+            /** Format: int64 */
             uptime_seconds: number;
         };
         MetricsInput: {
             cpu_percent?: number;
             logged_in_users?: string[] | null;
+            /** Format: int64 */
             memory_total_bytes?: number;
+            /** Format: int64 */
             memory_used_bytes?: number;
+            /** Format: int64 */
             uptime_seconds?: number;
         };
         MfaActionRequest: {
@@ -4547,6 +4667,7 @@ export interface components {
             password?: string;
         };
         MfaResult: {
+            /** Format: int64 */
             api_tokens_revoked: number;
             auth_source: string;
             /** Format: date-time */
@@ -4555,6 +4676,7 @@ export interface components {
             last_login_at: string | null;
             mfa_configured: boolean;
             mfa_enabled: boolean;
+            /** Format: int64 */
             passkey_count: number;
             recovery_required: boolean;
             role: string;
@@ -4587,6 +4709,7 @@ export interface components {
             addresses: string[];
             loopback: boolean;
             mac?: string;
+            /** Format: int64 */
             mtu: number;
             name: string;
             up: boolean;
@@ -4595,6 +4718,7 @@ export interface components {
             addresses?: string[] | null;
             loopback?: boolean;
             mac?: string;
+            /** Format: int64 */
             mtu?: number;
             name?: string;
             up?: boolean;
@@ -4641,6 +4765,7 @@ export interface components {
             reason: string;
             requested_by: string;
             run_id: string | null;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
@@ -4650,11 +4775,13 @@ export interface components {
         Options: {
             run_when_online: boolean;
             stop_on_first_failure: boolean;
+            /** Format: int64 */
             timeout_seconds: number;
         };
         OptionsInput: {
             run_when_online?: boolean;
             stop_on_first_failure?: boolean;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         Parameter: {
@@ -4674,6 +4801,7 @@ export interface components {
         Passkey: {
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             id: number;
             label: string;
             /** Format: date-time */
@@ -4719,6 +4847,7 @@ export interface components {
             kb: string;
             package: string;
             patch_key: string;
+            /** Format: int32 */
             revision: number;
             severity: string;
             source: string;
@@ -4735,6 +4864,7 @@ export interface components {
             installed_version?: string;
             kb?: string;
             package?: string;
+            /** Format: int64 */
             revision?: number;
             severity?: string;
             source?: string;
@@ -4750,6 +4880,7 @@ export interface components {
         PatchRefresh: {
             /** Format: date-time */
             collected_at: string;
+            /** Format: int64 */
             patch_count: number;
         };
         PhaseResponse: {
@@ -4771,8 +4902,11 @@ export interface components {
             command?: string;
             cpu_percent: number;
             name: string;
+            /** Format: int64 */
             pid: number;
+            /** Format: int64 */
             ppid: number;
+            /** Format: int64 */
             rss_bytes: number;
             /** Format: date-time */
             started_at?: string;
@@ -4782,8 +4916,11 @@ export interface components {
             command?: string;
             cpu_percent?: number;
             name?: string;
+            /** Format: int64 */
             pid?: number;
+            /** Format: int64 */
             ppid?: number;
+            /** Format: int64 */
             rss_bytes?: number;
             /** Format: date-time */
             started_at?: string;
@@ -4799,6 +4936,7 @@ export interface components {
             base_dn: string;
             bind_dn: string;
             ca_pem: string;
+            /** Format: int64 */
             cached_users: number;
             /** Format: date-time */
             created_at: string;
@@ -4814,7 +4952,9 @@ export interface components {
             kind: string;
             last_test: components["schemas"]["TestResult"] | null;
             name: string;
+            /** Format: int64 */
             port: number;
+            /** Format: int64 */
             provider_id: number;
             role_mappings: components["schemas"]["RoleMapping"][];
             site_mappings: components["schemas"]["SiteMapping"][];
@@ -4841,6 +4981,7 @@ export interface components {
             } | null;
             kind?: string | null;
             name?: string | null;
+            /** Format: int64 */
             port?: number | null;
             role_mappings?: components["schemas"]["RoleMappingInput"][] | null;
             site_mappings?: components["schemas"]["SiteMappingInput"][] | null;
@@ -4852,20 +4993,26 @@ export interface components {
             signed: components["schemas"]["Signed"];
         };
         QuickRunRequest: {
+            /** Format: int64 */
             assembly_id?: number | null;
             assembly_sha256?: string;
+            /** Format: int64 */
             assembly_version?: number;
             body?: string;
             device_guids?: string[] | null;
+            /** Format: int64 */
             filter_id?: number | null;
             language?: string;
             parameters?: {
                 [key: string]: string | number | boolean;
             } | null;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         RateLimit: {
+            /** Format: int64 */
             limit: number;
+            /** Format: int64 */
             remaining: number;
             /** Format: date-time */
             reset_at: string;
@@ -4959,9 +5106,11 @@ export interface components {
             token: string;
         };
         Result: {
+            /** Format: int64 */
             duration_ms: number | null;
             error_code: string;
             error_message: string;
+            /** Format: int32 */
             exit_code: number | null;
             /** Format: date-time */
             finished_at: string | null;
@@ -4988,6 +5137,7 @@ export interface components {
             /** Format: date-time */
             last_healthy_at: string | null;
             observed: string;
+            /** Format: int32 */
             recovery_attempts: number;
             role: string;
             /** Format: date-time */
@@ -5005,6 +5155,7 @@ export interface components {
             /** Format: date-time */
             last_healthy_at?: string | null;
             observed?: string;
+            /** Format: int64 */
             recovery_attempts?: number;
         };
         RoleMapping: {
@@ -5036,8 +5187,10 @@ export interface components {
             uninstall_overrides: components["schemas"]["UninstallOverrideRule"][];
         };
         Run: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             counts: components["schemas"]["Counts"];
             /** Format: date-time */
@@ -5049,10 +5202,12 @@ export interface components {
             requested_by: string;
             results?: components["schemas"]["Result"][];
             run_id: string;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
             status: string;
+            /** Format: int64 */
             timeout_seconds: number;
             trigger: string;
         };
@@ -5065,6 +5220,7 @@ export interface components {
         Schedule: {
             /** Format: date-time */
             at?: string | null;
+            /** Format: int64 */
             every_seconds?: number;
             expression?: string;
             timezone?: string;
@@ -5073,22 +5229,31 @@ export interface components {
         ScheduleInput: {
             /** Format: date-time */
             at?: string | null;
+            /** Format: int64 */
             every_seconds?: number;
             expression?: string;
             timezone?: string;
             type?: string;
         };
         ScheduledjobsCounts: {
+            /** Format: int64 */
             failed: number;
+            /** Format: int64 */
             pending: number;
+            /** Format: int64 */
             running: number;
+            /** Format: int64 */
             skipped: number;
+            /** Format: int64 */
             succeeded: number;
+            /** Format: int64 */
             timed_out: number;
         };
         ScheduledjobsRun: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             counts: components["schemas"]["ScheduledjobsCounts"];
             /** Format: date-time */
@@ -5101,10 +5266,12 @@ export interface components {
             run_id: string;
             /** Format: date-time */
             scheduled_for: string | null;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
             status: string;
+            /** Format: int32 */
             timeout_seconds: number;
             trigger: string;
         };
@@ -5130,7 +5297,9 @@ export interface components {
             status: string;
         };
         ScriptResultInput: {
+            /** Format: int64 */
             duration_ms?: number;
+            /** Format: int64 */
             exit_code?: number;
             /** Format: date-time */
             finished_at?: string;
@@ -5148,7 +5317,9 @@ export interface components {
             run_id?: string;
         };
         ScriptSigning: {
+            /** Format: int64 */
             agents_on_current: number;
+            /** Format: int64 */
             agents_total: number;
             keys: components["schemas"]["ScriptKey"][];
         };
@@ -5160,6 +5331,7 @@ export interface components {
         };
         ServerWorkers: {
             engine: components["schemas"]["Worker"];
+            /** Format: int64 */
             history_seconds: number;
             sites: components["schemas"]["Worker"][];
         };
@@ -5227,11 +5399,14 @@ export interface components {
             session_id?: string;
         };
         ShellEstablishRequest: {
+            /** Format: int64 */
             cols?: number;
             guid?: string;
             hostname?: string;
+            /** Format: int64 */
             idle_timeout_seconds?: number;
             operation_token?: string;
+            /** Format: int64 */
             rows?: number;
         };
         ShellEstablishResp: {
@@ -5240,29 +5415,36 @@ export interface components {
             expires_at: string;
             guid: string;
             hostname: string;
+            /** Format: int64 */
             idle_timeout_seconds: number;
             session_id: string;
             ws_url: string;
         };
         ShellSession: {
+            /** Format: int64 */
             activity_id: number | null;
             close_reason: string;
+            /** Format: int64 */
             cols: number;
             /** Format: date-time */
             created_at: string;
             duration_seconds: number;
             /** Format: date-time */
             ended_at: string | null;
+            /** Format: int64 */
             exit_code: number | null;
             guid: string | null;
             hostname: string;
+            /** Format: int64 */
             idle_timeout_seconds: number;
             operator: string;
+            /** Format: int64 */
             rows: number;
             session_id: string;
             /** Format: date-time */
             started_at: string | null;
             state: string;
+            /** Format: int64 */
             transcript_bytes: number;
             transcript_truncated: boolean;
         };
@@ -5280,6 +5462,7 @@ export interface components {
             auto_approve_until: string | null;
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             device_count: number;
             install_links: {
                 [key: string]: components["schemas"]["InstallLink"];
@@ -5287,6 +5470,7 @@ export interface components {
             name: string;
             public_base_url: string;
             public_hostname: string;
+            /** Format: int64 */
             site_id: number;
             site_worker_name: string;
             site_worker_slug: string;
@@ -5295,10 +5479,12 @@ export interface components {
         };
         SiteAssign: {
             assigned: string[];
+            /** Format: int64 */
             site_id: number;
         };
         SiteAssignRequest: {
             guids?: string[] | null;
+            /** Format: int64 */
             site_id?: number;
         };
         SiteCreateRequest: {
@@ -5312,9 +5498,13 @@ export interface components {
             site_ids?: number[] | null;
         };
         SiteLane: {
+            /** Format: int64 */
             active_items: number;
+            /** Format: int64 */
             onboarding_capacity: number;
+            /** Format: int64 */
             scheduled_capacity: number;
+            /** Format: int64 */
             site_id: number;
             site_worker_slug: string;
         };
@@ -5331,6 +5521,7 @@ export interface components {
         };
         SiteRenameRequest: {
             name?: string;
+            /** Format: int64 */
             site_id?: number;
             site_worker_slug?: string;
         };
@@ -5343,12 +5534,14 @@ export interface components {
             installed_at?: string | null;
             name: string;
             publisher?: string;
+            /** Format: int64 */
             size_bytes?: number;
             source: string;
             version: string;
         };
         SoftwareAuditPage: {
             software: components["schemas"]["AuditRow"][];
+            /** Format: int64 */
             total: number;
         };
         SoftwareInput: {
@@ -5357,6 +5550,7 @@ export interface components {
             installed_at?: string | null;
             name?: string;
             publisher?: string;
+            /** Format: int64 */
             size_bytes?: number;
             source?: string;
             version?: string;
@@ -5364,6 +5558,7 @@ export interface components {
         SoftwareRefresh: {
             /** Format: date-time */
             collected_at: string;
+            /** Format: int64 */
             software_count: number;
         };
         SoftwareRowRequest: {
@@ -5398,8 +5593,10 @@ export interface components {
             started_at: string | null;
         };
         Step: {
+            /** Format: int64 */
             assembly_id: number;
             assembly_sha256: string;
+            /** Format: int64 */
             assembly_version: number;
             condition: string;
             id: string;
@@ -5407,11 +5604,14 @@ export interface components {
             parameters: {
                 [key: string]: string | number | boolean;
             };
+            /** Format: int64 */
             timeout_seconds: number;
         };
         StepInput: {
+            /** Format: int64 */
             assembly_id?: number;
             assembly_sha256?: string;
+            /** Format: int64 */
             assembly_version?: number;
             condition?: string;
             id?: string;
@@ -5419,6 +5619,7 @@ export interface components {
             parameters?: {
                 [key: string]: string | number | boolean;
             } | null;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         StepRun: {
@@ -5427,6 +5628,7 @@ export interface components {
             step_id: string;
         };
         Sync: {
+            /** Format: int64 */
             checked: number;
             disabled: string[];
         };
@@ -5454,6 +5656,7 @@ export interface components {
         };
         TerminateRequest: {
             name?: string;
+            /** Format: int64 */
             pid?: number;
         };
         Terminated: {
@@ -5474,6 +5677,7 @@ export interface components {
             role: string;
             sender: string;
             title: string;
+            /** Format: int64 */
             ttl_ms: number;
             username: string | null;
             variant: string;
@@ -5494,21 +5698,27 @@ export interface components {
             access_token: string;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             expires_in: number;
             refresh_token: string;
             token_type: string;
         };
         TokensRevoked: {
+            /** Format: int64 */
             api_tokens_revoked: number;
         };
         TransferItemStatus: {
+            /** Format: int32 */
             item_id: number;
             state: string;
         };
         TransferProgressInput: {
+            /** Format: int64 */
             bytes_done?: number;
+            /** Format: int64 */
             bytes_total?: number;
             error?: components["schemas"]["ErrorInput"] | null;
+            /** Format: int32 */
             item_id?: number;
             state?: string;
         };
@@ -5520,7 +5730,9 @@ export interface components {
         Trust: {
             guid: string;
             hostname: string;
+            /** Format: int64 */
             site_id: number;
+            /** Format: int32 */
             token_version: number;
             trust_state: string;
         };
@@ -5564,6 +5776,7 @@ export interface components {
             /** Format: date-time */
             captured_at?: string;
             message?: string;
+            /** Format: int64 */
             percent?: number;
             phase?: string;
         };
@@ -5589,12 +5802,14 @@ export interface components {
             boot_id: string;
             /** Format: date-time */
             boot_time: string;
+            /** Format: int64 */
             uptime_seconds: number;
         };
         UptimeInput: {
             boot_id?: string;
             /** Format: date-time */
             boot_time?: string;
+            /** Format: int64 */
             uptime_seconds?: number;
         };
         User: {
@@ -5603,6 +5818,7 @@ export interface components {
             created_at: string;
             mfa_configured: boolean;
             mfa_enabled: boolean;
+            /** Format: int64 */
             passkey_count: number;
             recovery_required: boolean;
             role: string;
@@ -5619,7 +5835,9 @@ export interface components {
             created_at: string;
             created_by: string;
             language: string;
+            /** Format: int64 */
             timeout_seconds: number;
+            /** Format: int64 */
             version: number;
         };
         VersionList: {
@@ -5630,7 +5848,9 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             filter: components["schemas"]["Node"] | null;
+            /** Format: int64 */
             filter_id: number | null;
+            /** Format: int64 */
             id: number;
             name: string;
             owner: string;
@@ -5645,6 +5865,7 @@ export interface components {
         ViewRequest: {
             columns?: string[] | null;
             filter?: components["schemas"]["Node"] | null;
+            /** Format: int64 */
             filter_id?: number | null;
             name?: string;
             shared?: boolean;
@@ -5665,11 +5886,14 @@ export interface components {
             local: boolean;
             name: string;
             pollers: components["schemas"]["Poller"][];
+            /** Format: int64 */
             recent_workflows: number | null;
+            /** Format: int64 */
             site_id?: number | null;
             site_worker_slug?: string;
             state: string;
             task_queue: string;
+            /** Format: int64 */
             total_devices?: number | null;
         };
     };

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -151,4 +154,34 @@ func TestLimitTagsAreInTheDocument(t *testing.T) {
 	require.Equal(t, "int64", timeout.Format)
 	// A response is not held to a request's bounds.
 	require.Nil(t, doc.Components.Schemas["Site"].Value.Properties["name"].Value.MaxLength)
+}
+
+// A path parameter beyond maxPathParam is refused naming it, before the
+// handler runs; the document states the bound on every path parameter.
+func TestPathParamLimit(t *testing.T) {
+	t.Parallel()
+	srv := New(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/agent/install/download/"+strings.Repeat("é", maxPathParam+1), nil))
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	var body struct {
+		Error  string            `json:"error"`
+		Fields map[string]string `json:"fields"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	require.Equal(t, cairn.ECodeValidation, body.Error)
+	require.Contains(t, body.Fields, "platform")
+
+	doc, err := document(srv.routes)
+	require.NoError(t, err)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				if p.Value.In == "path" {
+					require.NotNil(t, p.Value.Schema.Value.MaxLength, "%s %s %s", method, path, p.Value.Name)
+					require.EqualValues(t, maxPathParam, *p.Value.Schema.Value.MaxLength)
+				}
+			}
+		}
+	}
 }

@@ -149,8 +149,10 @@ func document(routes []Route) (*openapi3.T, error) {
 		// The Engine serves the API from the root of its own address
 		// (CAIRN_PUBLIC_URL), which differs per installation: a relative
 		// server, resolved against where the document was fetched.
-		Servers: openapi3.Servers{{URL: "/", Description: "The Engine that serves this document (its public address, CAIRN_PUBLIC_URL)."}},
-		Paths:   openapi3.NewPaths(),
+		// x-internal false: operators, integrations and agents use it.
+		Servers: openapi3.Servers{{URL: "/", Extensions: map[string]any{"x-internal": false},
+			Description: "The Engine that serves this document, at its public address (CAIRN_PUBLIC_URL), whichever environment (production, staging, local) it runs in."}},
+		Paths: openapi3.NewPaths(),
 		Components: &openapi3.Components{Schemas: g.components, SecuritySchemes: securitySchemes(),
 			Responses: openapi3.ResponseBodies{}},
 	}
@@ -205,7 +207,8 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 		op.Description = strings.TrimSpace("Administrators only. " + op.Description)
 	}
 	for _, m := range pathParamRe.FindAllStringSubmatch(rt.Pattern, -1) {
-		op.AddParameter(openapi3.NewPathParameter(m[1]).WithSchema(openapi3.NewStringSchema()))
+		// pathParamLimit enforces the bound.
+		op.AddParameter(openapi3.NewPathParameter(m[1]).WithSchema(openapi3.NewStringSchema().WithMaxLength(maxPathParam)))
 	}
 	for _, q := range d.query {
 		p := openapi3.NewQueryParameter(q.Name).WithDescription(q.Description).WithRequired(q.Required)

@@ -277,7 +277,7 @@ func (s *Server) Handler() http.Handler {
 			// operators' approve/deny calls and the device activity.
 			mw = append(mw, s.audit)
 		}
-		mw = append(mw, s.authFor(rt.Auth, rt.Handler.csrfExempt))
+		mw = append(mw, s.authFor(rt.Auth, rt.Handler.csrfExempt), s.pathParamLimit)
 		r.With(mw...).Method(rt.Method, rt.Pattern, rt.Handler)
 	}
 	r.NotFound(s.notFound)

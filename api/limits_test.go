@@ -185,3 +185,30 @@ func TestPathParamLimit(t *testing.T) {
 		}
 	}
 }
+
+// decodeJSON, which every JSON route reads its body with, holds the body
+// to its type's limit tags.
+func TestDecodeJSONChecksLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, body string
+		want       map[string]string
+	}{
+		{"within", `{"paths":["/a"],"destination":"/b"}`, nil},
+		{"too many", `{"paths":[` + strings.TrimSuffix(strings.Repeat(`"/a",`, maxFilePaths+1), ",") + `],"destination":"/b"}`,
+			map[string]string{"paths": "must have at most 1000 entries"}},
+		{"too long", `{"paths":["/` + strings.Repeat("é", maxFilePathLen) + `"],"destination":"/b"}`,
+			map[string]string{"paths[0]": "must be at most 4096 characters"}},
+	} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
+		var req filePathsRequest
+		err := decodeJSON(httptest.NewRecorder(), r, &req, false)
+		if c.want == nil {
+			require.NoError(t, err, c.name)
+			continue
+		}
+		var ce *cairn.Error
+		require.ErrorAs(t, err, &ce, c.name)
+		require.Equal(t, c.want, ce.Fields, c.name)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/inventory"
 	"github.com/cairn-rmm/cairn/internal/metadata"
@@ -85,6 +86,8 @@ func TestLimitTagsMatchTheDomainConstants(t *testing.T) {
 		{typeOf[fileConflictsRequest](), "names", maxFilePaths},
 		{typeOf[fileDownloadRequest](), "paths", transfers.MaxPaths},
 		{typeOf[maintenanceReq](), "guids", agentupdates.MaxDevices},
+		{typeOf[proto.UpdateProgress](), "events", agentupdates.MaxEvents},
+		{typeOf[descriptionRequest](), "description", devices.MaxDescription},
 		{typeOf[proto.Inventory](), "network", inventory.MaxNetwork},
 		{typeOf[proto.Inventory](), "sessions", inventory.MaxSessions},
 		{typeOf[proto.Inventory](), "software", inventory.MaxSoftware},

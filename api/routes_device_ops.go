@@ -123,7 +123,7 @@ func (s *Server) processList(r *http.Request) (processesJSON, error) {
 
 type terminateReq struct {
 	PID  int    `json:"pid"`
-	Name string `json:"name"`
+	Name string `json:"name" limit:"max=255"`
 }
 
 func (q *terminateReq) validate() error {
@@ -178,7 +178,7 @@ func (s *Server) serviceList(r *http.Request) (serviceListJSON, error) {
 }
 
 type serviceActionReq struct {
-	Name   string `json:"name"`
+	Name   string `json:"name" limit:"max=255"`
 	Action string `json:"action"`
 }
 

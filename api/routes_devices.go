@@ -211,7 +211,7 @@ type deviceSearchJSON struct {
 }
 
 type descriptionRequest struct {
-	Description *string `json:"description"`
+	Description *string `json:"description" limit:"max=500"`
 }
 
 func (req *descriptionRequest) validate() error {

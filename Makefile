@@ -20,7 +20,7 @@ AGENT_BUILD_SEQ := $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
 endif
 AGENT_LDFLAGS := -X github.com/cairn-rmm/cairn/agent/version.BuildID=$(AGENT_BUILD_ID) -X github.com/cairn-rmm/cairn/agent/version.BuildSeq=$(AGENT_BUILD_SEQ)
 
-.PHONY: run test bench build agents web deps-run deps-test generate check-generated test-go test-wine test-fuzz fuzz run-fuzz test-web test-e2e clean
+.PHONY: run test bench build agents web deps-run deps-test generate check-generated test-go test-openapi-lint test-wine test-fuzz fuzz run-fuzz test-web test-e2e clean
 
 ## run: build everything and start the Engine with private PostgreSQL and embedded Temporal
 run: deps-run build
@@ -33,6 +33,7 @@ test: deps-test build
 	$(GO) vet ./...
 	GOOS=windows $(GO) build -o /dev/null ./cmd/cairn-agent
 	GOOS=windows $(GO) vet ./agent/... ./cmd/cairn-agent/
+	$(MAKE) --no-print-directory test-openapi-lint
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-wine
 	./$(BIN) dev-postgres --dir .data/test-postgres -- $(MAKE) --no-print-directory test-fuzz
@@ -99,6 +100,13 @@ run-fuzz:
 
 test-web: web/node_modules
 	cd web && npm test
+
+## test-openapi-lint: lint docs/openapi.json as an API consumer would (Redocly CLI, its recommended rules: docs/redocly.yaml); fails on any error
+# Offline: the CLI comes from web/node_modules (npm ci), and its telemetry
+# and update check are off.
+test-openapi-lint: web/node_modules
+	cd web && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true REDOCLY_SUPPRESS_NOTIFICATIONS=true \
+		npx --no-install redocly lint --config ../docs/redocly.yaml ../docs/openapi.json
 
 # The Windows agent's specs run it under Wine: run-tests.sh with no
 # package only prepares the prefix (.data/wine) and its shim.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/jsonbody"
 )
@@ -29,13 +31,38 @@ func withBodyLimit(n int64, e Endpoint) Endpoint {
 }
 
 // decodeJSON reads one JSON object into dst, strictly (jsonbody.Decode),
-// within the route's body limit.
+// within the route's body limit, and checks the limits its type declares
+// (`limit` tags, api/limits.go), which the API document states.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
 	limit := int64(maxBody)
 	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok {
 		limit = n
 	}
-	return jsonbody.Decode(w, r, dst, limit, allowEmpty)
+	if err := jsonbody.Decode(w, r, dst, limit, allowEmpty); err != nil {
+		return err
+	}
+	return checkLimits(dst)
+}
+
+// maxPathParam bounds every path parameter (characters, unescaped): no
+// hostname, ID, token or name the API takes in a path comes near it. The
+// API document states it as each path parameter's maxLength.
+const maxPathParam = 1024
+
+// pathParamLimit refuses a path parameter longer than maxPathParam
+// (validation_failed naming it) before the handler reads it.
+func (s *Server) pathParamLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			for i, name := range rc.URLParams.Keys {
+				if i < len(rc.URLParams.Values) && utf8.RuneCountInString(pathParam(r, name)) > maxPathParam {
+					writeError(w, r, s.Log, cairn.Invalid(name, fmt.Sprintf("must be at most %d characters", maxPathParam)))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // queryInt reads an optional integer query parameter within [lo, hi].

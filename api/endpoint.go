@@ -26,6 +26,7 @@ type Endpoint struct {
 func (e Endpoint) noCSRF() Endpoint { e.csrfExempt = true; return e }
 
 type endpointDoc struct {
+	// summary is the operation's description (Endpoint.Summary).
 	summary string
 	// request is the JSON body's type (nil: no body); requestOptional: a
 	// missing body is read as {}.
@@ -73,7 +74,8 @@ func raw(h http.HandlerFunc) Endpoint {
 // ServeHTTP serves the route.
 func (e Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.serve(w, r) }
 
-// Summary is the operation's one-line summary in the document.
+// Summary is a note on the operation beyond its Route's Summary (what the
+// body or headers carry): the document gives it as the description.
 func (e Endpoint) Summary(s string) Endpoint { e.doc.summary = s; return e }
 
 // In declares the JSON request body's type by a value of it.

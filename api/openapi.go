@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -145,10 +146,17 @@ func document(routes []Route, book *cairn.CodeBook) (*openapi3.T, error) {
 		OpenAPI: "3.1.0",
 		Info: &openapi3.Info{Title: "Cairn Engine API", Version: APIVersion,
 			Description: "Generated from the Engine's route table (api/openapi.go); docs/api.md explains the concepts, flows and error model."},
+		// The Engine serves the API from the root of its own address
+		// (CAIRN_PUBLIC_URL), which differs per installation: a relative
+		// server, resolved against where the document was fetched.
+		// x-internal false: operators, integrations and agents use it.
+		Servers: openapi3.Servers{{URL: "/", Extensions: map[string]any{"x-internal": false},
+			Description: "The Engine that serves this document, at its public address (CAIRN_PUBLIC_URL), whichever environment (production, staging, local) it runs in."}},
 		Paths: openapi3.NewPaths(),
 		Components: &openapi3.Components{Schemas: g.components, SecuritySchemes: securitySchemes(),
 			Responses: openapi3.ResponseBodies{}},
 	}
+	used := map[string]bool{}
 	for _, rt := range routes {
 		op, err := operation(g, rt, errRef, book)
 		if err != nil {
@@ -161,6 +169,13 @@ func document(routes []Route, book *cairn.CodeBook) (*openapi3.T, error) {
 			doc.Paths.Set(path, item)
 		}
 		item.SetOperation(rt.Method, op)
+		used[op.Tags[0]] = true
+	}
+	for _, a := range apiAreas {
+		if used[a.tag] {
+			doc.Tags = append(doc.Tags, &openapi3.Tag{Name: a.tag, Description: a.description})
+			used[a.tag] = false
+		}
 	}
 	return doc, nil
 }
@@ -172,23 +187,39 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 		}
 	}()
 	d := rt.Handler.doc
+	if rt.Summary == "" {
+		panic("the route has no Summary")
+	}
+	tag := tagOf(rt.Pattern)
+	if tag == "" {
+		panic("no area of apiAreas holds the route (add its prefix)")
+	}
 	op = &openapi3.Operation{
 		OperationID: operationID(rt),
-		Summary:     d.summary,
-		Tags:        []string{tagOf(rt.Pattern)},
+		Summary:     rt.Summary,
+		Description: d.summary,
+		Tags:        []string{tag},
 		Security:    securityFor(rt.Auth),
 		Responses:   openapi3.NewResponses(),
 		Extensions:  map[string]any{"x-cairn-auth": string(rt.Auth)},
 	}
 	if rt.Auth == AuthAdmin {
-		op.Description = "Administrators only."
+		op.Description = strings.TrimSpace("Administrators only. " + op.Description)
 	}
 	for _, m := range pathParamRe.FindAllStringSubmatch(rt.Pattern, -1) {
-		op.AddParameter(openapi3.NewPathParameter(m[1]).WithSchema(openapi3.NewStringSchema()))
+		// pathParamLimit enforces the bound.
+		op.AddParameter(openapi3.NewPathParameter(m[1]).WithSchema(openapi3.NewStringSchema().WithMaxLength(maxPathParam)))
 	}
 	for _, q := range d.query {
 		p := openapi3.NewQueryParameter(q.Name).WithDescription(q.Description).WithRequired(q.Required)
-		p.Schema = openapi3.NewSchemaRef("", &openapi3.Schema{Type: types(q.Type)})
+		ps := &openapi3.Schema{Type: types(q.Type)}
+		if q.Type == "integer" {
+			// Handlers parse integer parameters into an int64 (queryInt,
+			// strconv.ParseInt): no other value is accepted.
+			lo, hi := intBounds(reflect.Int64)
+			ps.Format, ps.Min, ps.Max = intFormat(reflect.Int64), &lo, &hi
+		}
+		p.Schema = openapi3.NewSchemaRef("", ps)
 		op.AddParameter(p)
 	}
 	if d.request != nil {
@@ -212,11 +243,9 @@ func operation(g *schemaGen, rt Route, errRef func(string) *openapi3.ResponseRef
 	op.Extensions["x-cairn-errors"] = codes
 	byStatus := map[int][]string{}
 	for _, c := range codes {
-		decl, ok := book.Lookup(c)
-		if !ok {
-			panic("error code " + c + " is declared by no capability")
-		}
-		st := decl.Status
+		// An undeclared code is answered 400, as writeError does; the API
+		// tests fail on one (TestOpenAPIDeclaresErrorCodes).
+		st := book.Status(c)
 		if st == http.StatusInternalServerError {
 			// A fault, not an answer a client acts on: under default.
 			continue
@@ -273,16 +302,86 @@ func operationID(rt Route) string {
 	return b.String()
 }
 
-// tagOf groups operations by the path's first word after /api.
+// tagOf is the tag of the area whose longest prefix holds pattern ("":
+// none does; document fails on it).
 func tagOf(pattern string) string {
-	p, isAPI := strings.CutPrefix(pattern, "/api/")
-	if !isAPI {
-		return "probes"
+	tag, best := "", -1
+	for _, a := range apiAreas {
+		for _, p := range a.prefixes {
+			rest, ok := strings.CutPrefix(pattern, p)
+			if ok && (rest == "" || rest[0] == '/' || strings.HasSuffix(p, "/")) && len(p) > best {
+				tag, best = a.tag, len(p)
+			}
+		}
 	}
-	if i := strings.IndexByte(p, '/'); i >= 0 {
-		p = p[:i]
-	}
-	return p
+	return tag
+}
+
+// apiArea is one tag of the document: the area of the API (most often one
+// route table, api/routes_<area>.go) whose paths start with its prefixes.
+// The document lists the tags in this order.
+type apiArea struct {
+	tag         string
+	description string
+	prefixes    []string
+}
+
+var apiAreas = []apiArea{
+	{"Probes", "Liveness, readiness and startup probes for load balancers and orchestrators.",
+		[]string{"/health", "/healthz", "/live", "/ready", "/startup", "/engine-status"}},
+	{"Bootstrap", "First start: set up or unlock the Aegis cipher and create or recover the first administrator.",
+		[]string{"/api/bootstrap"}},
+	{"Authentication", "Operator sign-in, MFA, sign-out, re-authentication and the signed-in account.",
+		[]string{"/api/auth"}},
+	{"Passkeys", "WebAuthn passkeys: registration, sign-in and re-authentication.",
+		[]string{"/api/auth/passkeys", "/api/auth/reauth/passkey"}},
+	{"API tokens", "Personal API tokens for scripts and integrations.", []string{"/api/auth/tokens"}},
+	{"Aegis", "The Aegis cipher that seals stored secrets: status, unlock, passphrase rotation.", []string{"/api/aegis"}},
+	{"Users", "Operator accounts, roles, MFA and site assignments.", []string{"/api/users", "/api/user_site_assignments"}},
+	{"Directory", "Directory (LDAP) providers, user lookup and sync, and the directory cache.",
+		[]string{"/api/directory", "/api/users/{username}/directory-cache"}},
+	{"Sites", "Sites, the devices they hold and their enrollment auto-approval.", []string{"/api/sites"}},
+	{"Server", "The Engine itself: its workers and the audit log.", []string{"/api/server"}},
+	{"Events", "The operator's realtime event stream and notifications.", []string{"/api/realtime", "/api/notifications"}},
+	{"Credentials", "Stored remote-session credentials.", []string{"/api/credentials"}},
+	{"Source hosting", "The GitHub token and branch heads scripts are fetched from.", []string{"/api/github", "/api/repo"}},
+	{"TLS", "The Engine's certificate authority.", []string{"/api/tls"}},
+	{"Enrollment", "Enrollment codes and device approvals (operators) and enrollment and token refresh (agents).",
+		[]string{"/api/admin/enrollment-codes", "/api/admin/device-approvals", "/api/agent/enroll", "/api/agent/token"}},
+	{"Agent socket", "The agent's realtime socket and where to open it.", []string{"/api/agent/realtime"}},
+	{"Agent callbacks", "What agents report: heartbeats, status and device details.",
+		[]string{"/api/agent/heartbeat", "/api/agent/status", "/api/agent/details"}},
+	{"Device trust", "Quarantine, revoke and purge devices.", []string{"/api/devices/{guid}/quarantine",
+		"/api/devices/{guid}/unquarantine", "/api/devices/{guid}/revoke", "/api/devices/{guid}/purge"}},
+	{"Devices", "Devices, their details and descriptions, and the agents online.",
+		[]string{"/api/agents", "/api/devices", "/api/device/details", "/api/device/description"}},
+	{"Device activity", "A device's activity log.", []string{"/api/device/activity"}},
+	{"Device operations", "Processes, services, software and patch inventories on a device.",
+		[]string{"/api/device/processes", "/api/device/services", "/api/device/patches", "/api/device/software/{hostname}/refresh"}},
+	{"Files", "A device's file system: browse, read, write, rename, move, copy and delete.", []string{"/api/device/files"}},
+	{"File transfers", "Uploads to and downloads from a device, and the agent's side of them.",
+		[]string{"/api/device/files/{hostname}/upload", "/api/device/files/{hostname}/download",
+			"/api/device/files/{hostname}/transfer", "/api/agent/files/transfers"}},
+	{"Registry", "A Windows device's registry editor.", []string{"/api/device/registry"}},
+	{"Shell", "Remote shells and remote operations sessions.", []string{"/api/shell", "/api/remote-ops", "/api/agent/shell"}},
+	{"Agent artifacts", "Agent builds, their hashes, update manifests and install links.",
+		[]string{"/api/agent/update", "/api/agent/hash", "/api/agent/hash_list", "/api/agent/install", "/api/sites/{site_id}/agent-install-links"}},
+	{"Agent updates", "Agent updates and maintenance on devices.", []string{"/api/devices/agent-maintenance",
+		"/api/device/update-agent", "/api/devices/{guid}/agent-updates", "/api/agent/update/progress"}},
+	{"Assemblies", "Scripts (assemblies) and their versions.", []string{"/api/assemblies"}},
+	{"Quick run", "Running a script now, and the agent's side of script runs.", []string{"/api/scripts/quick_run", "/api/agent/script"}},
+	{"Script signing", "The key scripts are signed with.", []string{"/api/server/script-signing"}},
+	{"Scheduled jobs", "Scheduled jobs, their runs and the site workers' settings.",
+		[]string{"/api/scheduled_jobs", "/api/devices/{guid}/job_runs", "/api/server/site-worker-settings"}},
+	{"Workflows", "Workflows (flows of steps) and their runs.", []string{"/api/workflows"}},
+	{"Software", "Software inventory audit, rules and overrides.",
+		[]string{"/api/software", "/api/device/software", "/api/agent/software-management"}},
+	{"Device filters", "Saved device filters and their previews.", []string{"/api/device_filters"}},
+	{"Device views", "Saved device list views.", []string{"/api/device_list_views"}},
+	{"Metadata", "Device metadata fields and values.",
+		[]string{"/api/metadata_fields", "/api/devices/{guid}/metadata_fields", "/api/agent/metadata"}},
+	{"Temporal codec", "The payload codec server the Temporal UI decodes workflow data with.", []string{"/api/temporal/codec"}},
+	{"API document", "This document and its reference page.", []string{"/api/openapi.json", "/api/docs"}},
 }
 
 // DocumentJSON is the API document of the core routes and areas, whose
@@ -316,9 +415,9 @@ func (s *Server) openapiRoutes() []Route {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(b)
-		}).Stream(http.StatusOK, "application/json").Summary("This document")},
+		}).Stream(http.StatusOK, "application/json").Summary("This document"), "Get this API document"},
 		{"GET", "/api/docs", AuthNone, raw(s.apiDocs).Stream(http.StatusOK, "text/html").
-			Summary("The API reference page (this document, rendered)").Errors(cairn.ECodeNotFound)},
+			Summary("The API reference page (this document, rendered)").Errors(cairn.ECodeNotFound), "Get the API reference page"},
 	}
 }
 

@@ -81,10 +81,10 @@ func (g *schemaGen) schema(t reflect.Type, request bool) *openapi3.SchemaRef {
 		return openapi3.NewSchemaRef("", &openapi3.Schema{Type: types("boolean")})
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		s := &openapi3.Schema{Type: types("integer")}
-		if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
-			s.Min = openapi3.Float64Ptr(0)
-		}
+		// What decoding into the Go type accepts (a `limit` tag narrows it).
+		lo, hi := intBounds(t.Kind())
+		s := &openapi3.Schema{Type: types("integer"), Format: intFormat(t.Kind()),
+			Min: openapi3.Float64Ptr(lo), Max: openapi3.Float64Ptr(hi)}
 		return openapi3.NewSchemaRef("", s)
 	case reflect.Float32, reflect.Float64:
 		return openapi3.NewSchemaRef("", &openapi3.Schema{Type: types("number")})
@@ -295,6 +295,10 @@ func (g *schemaGen) addFields(s *openapi3.Schema, t reflect.Type, request, optio
 				}
 				fs = openapi3.NewSchemaRef("", &v)
 			}
+		}
+		if l, ok := parseLimit(f.Tag.Get(limitTag)); ok && request {
+			// Enforced by decodeJSON (checkLimits).
+			fs = applyLimit(fs, ft, l)
 		}
 		s.Properties[name] = fs
 		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")

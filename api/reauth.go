@@ -77,5 +77,5 @@ func (s *Server) reauthRoute() Route {
 		}
 		until, err := s.Auth.MarkReauthenticated(r.Context(), principal(r.Context()))
 		return reauthResponse{ReauthenticatedUntil: until.UTC()}, err
-	})).Errors(reauthErrors...)}
+	})).Errors(reauthErrors...), "Re-authenticate the session"}
 }

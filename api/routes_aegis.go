@@ -24,7 +24,7 @@ func (s *Server) aegisRoutes() []Route {
 	return []Route{
 		{"GET", "/api/aegis/status", AuthToken, getAction(s, func(r *http.Request) (aegisStatusJSON, error) {
 			return s.aegisStatus(r)
-		})},
+		}), "Get the Aegis cipher status"},
 		{"POST", "/api/aegis/setup", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (aegisStatusJSON, error) {
 			// A signed-in operator always has a configured cipher, so this
 			// answers aegis_already_configured; fresh deployments use the
@@ -33,7 +33,7 @@ func (s *Server) aegisRoutes() []Route {
 				return aegisStatusJSON{}, err
 			}
 			return s.aegisStatus(r)
-		}).Errors(cairn.ECodeAegisConfigured)},
+		}).Errors(cairn.ECodeAegisConfigured), "Set up the Aegis cipher"},
 		// Unlock, rotate and reset are for administrators, and each
 		// passphrase try is budgeted (auth.Service.UnlockCipher): they are
 		// passphrase oracles that cost the server an Argon2 derivation.
@@ -42,7 +42,7 @@ func (s *Server) aegisRoutes() []Route {
 				return aegisStatusJSON{}, err
 			}
 			return s.aegisStatus(r)
-		}).Errors(passphraseErrors...)},
+		}).Errors(passphraseErrors...), "Unlock the Aegis cipher"},
 		{"POST", "/api/aegis/rotate", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req rotateRequest) (aegisStatusJSON, error) {
 			if err := requireAdmin(r); err != nil {
 				return aegisStatusJSON{}, err
@@ -58,7 +58,7 @@ func (s *Server) aegisRoutes() []Route {
 				s.reqLog(r).Error("tell replicas about the cipher rotation", "err", err)
 			}
 			return s.aegisStatus(r)
-		}).Errors(append(passphraseErrors, reauthErrors...)...)},
+		}).Errors(append(passphraseErrors, reauthErrors...)...), "Rotate the Aegis passphrase"},
 		{"POST", "/api/aegis/force_reset", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req forceResetRequest) (forceResetResponse, error) {
 			if err := requireAdmin(r); err != nil {
 				return forceResetResponse{}, err
@@ -74,7 +74,7 @@ func (s *Server) aegisRoutes() []Route {
 				s.reqLog(r).Error("tell replicas about the cipher reset", "err", err)
 			}
 			return forceResetResponse{Phase: auth.PhaseAegisSetup, RecoveryCode: codes.Recovery, SetupCode: codes.Setup}, nil
-		}).Errors(reauthErrors...)},
+		}).Errors(reauthErrors...), "Force-reset the Aegis cipher"},
 	}
 }
 
@@ -108,7 +108,7 @@ func (s *Server) aegisStatus(r *http.Request) (aegisStatusJSON, error) {
 
 type rotateRequest struct {
 	CurrentPassphrase string `json:"current_passphrase"`
-	NewPassphrase     string `json:"new_passphrase"`
+	NewPassphrase     string `json:"new_passphrase" limit:"max=1024"`
 	reauthRequest
 }
 

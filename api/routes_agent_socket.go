@@ -17,14 +17,14 @@ func (s *Server) agentSocketRoutes() []Route {
 				return proto.Route{}, cairn.Errorf(cairn.ECodeUnavailable, "this Engine runs no site workers")
 			}
 			return s.Sockets.Route(r.Context(), *deviceFrom(r.Context()), s.originFor(r))
-		}).Errors(cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeUnavailable), "Get the agent's realtime route"},
 		{"GET", proto.PathRealtimeWS, AuthDevice, raw(func(w http.ResponseWriter, r *http.Request) {
 			if s.Sockets == nil {
 				writeError(w, r, s.Log, cairn.Errorf(cairn.ECodeWrongWorker, "this Engine runs no site workers"))
 				return
 			}
 			s.Sockets.Serve(w, r, *deviceFrom(r.Context()))
-		}).Stream(http.StatusSwitchingProtocols, "").Errors(cairn.ECodeWrongWorker, cairn.ECodeUnavailable)},
+		}).Stream(http.StatusSwitchingProtocols, "").Errors(cairn.ECodeWrongWorker, cairn.ECodeUnavailable), "Open the agent's realtime socket"},
 	}
 }
 

@@ -39,16 +39,16 @@ func (d AgentUpdatesArea) routes(s *Server) []Route {
 // operators' requests and history, and the agents' progress posts.
 func (s *agentUpdatesAPI) agentUpdateRoutes() []Route {
 	return []Route{
-		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s.Server, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound)},
-		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable)},
+		{"POST", "/api/devices/agent-maintenance", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.agentMaintenance).Errors(cairn.ECodeNotFound, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Start agent maintenance on devices"},
+		{"POST", "/api/device/update-agent/{hostname}", AuthToken, jsonAction(s.Server, http.StatusAccepted, true, s.updateAgent).Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, agentupdates.ECodeUpdateInProgress, agentartifacts.ECodeUnavailable, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Update a device's agent"},
+		{"GET", "/api/devices/{guid}/agent-updates", AuthToken, getAction(s.Server, s.agentUpdates).Query(queryInteger("limit", "entries, 1 to 100"), queryString("operation_id", "only this update operation")).Errors(cairn.ECodeNotFound), "List a device's agent updates"},
+		{"POST", proto.PathUpdateProgress, AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentUpdateProgress).Errors(cairn.ECodeNotFound, agentupdates.ECodeUpdateInProgress, ECodeTemporalUnavailable), "Report agent update progress"},
 	}
 }
 
 type maintenanceReq struct {
 	Action string   `json:"action"`
-	GUIDs  []string `json:"guids"`
+	GUIDs  []string `json:"guids" limit:"max=1000"`
 }
 
 func (q *maintenanceReq) validate() error {

@@ -27,18 +27,18 @@ import (
 // past the file's end.
 func (s *agentUpdatesAPI) agentArtifactRoutes() []Route {
 	return []Route{
-		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s.Server, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable, cairn.ECodeAegisLocked)},
-		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, raw(s.agentDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Errors(agentartifacts.ECodeUnavailable)},
-		{"GET", "/api/agent/hash", AuthDevice, getAction(s.Server, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable)},
+		{"GET", "/api/agent/update/manifest", AuthDevice, getAction(s.Server, s.agentManifest).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable, cairn.ECodeAegisLocked), "Get the agent update manifest"},
+		{"GET", "/api/agent/update/download/{artifact_id}", AuthDevice, raw(s.agentDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Errors(agentartifacts.ECodeUnavailable), "Download an agent artifact"},
+		{"GET", "/api/agent/hash", AuthDevice, getAction(s.Server, s.agentHash).Query(queryString("platform", "the platform to describe (default: the inventory's)")).Errors(agentartifacts.ECodeUnavailable), "Get an agent artifact's hash"},
 		{"GET", "/api/agent/hash_list", AuthDevice, getAction(s.Server, func(r *http.Request) (artifactListJSON, error) {
 			out := []artifactJSON{}
 			for _, a := range s.Artifacts.List() {
 				out = append(out, newArtifactJSON(a))
 			}
 			return artifactListJSON{Artifacts: out}, nil
-		})},
-		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Query(queryString("site_id", "the signed link's site"), queryString("artifact", "the signed link's artifact ID"), queryString("expires", "the signed link's expiry (Unix seconds)"), queryString("download_signature", "the signed link's signature")).Errors(installlinks.ECodeInvalid, agentartifacts.ECodeUnavailable, db.ECodeServiceUnavailable)},
-		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Errors(installlinks.ECodeInvalid, agentartifacts.ECodeUnavailable, db.ECodeServiceUnavailable)},
+		}), "List agent artifacts and hashes"},
+		{"GET", installlinks.PathPrefix + "{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Query(queryString("site_id", "the signed link's site"), queryString("artifact", "the signed link's artifact ID"), queryString("expires", "the signed link's expiry (Unix seconds)"), queryString("download_signature", "the signed link's signature")).Errors(installlinks.ECodeInvalid, agentartifacts.ECodeUnavailable, db.ECodeServiceUnavailable), "Download the agent installer (signed query link)"},
+		{"GET", installlinks.PathPrefix + "{token}/{platform}", AuthSignedURL, raw(s.installDownload).Stream(http.StatusOK, "application/octet-stream").AlsoStream(http.StatusPartialContent, "application/octet-stream").AlsoStream(http.StatusRequestedRangeNotSatisfiable, "text/plain").Errors(installlinks.ECodeInvalid, agentartifacts.ECodeUnavailable, db.ECodeServiceUnavailable), "Download the agent installer (token link)"},
 		{"POST", "/api/sites/{site_id}/agent-install-links/{platform}/revoke", AuthAdmin, jsonAction(s.Server, http.StatusOK, true,
 			func(r *http.Request, _ struct{}) (installLinkJSON, error) {
 				site, err := strconv.ParseInt(pathParam(r, "site_id"), 10, 64)
@@ -47,7 +47,7 @@ func (s *agentUpdatesAPI) agentArtifactRoutes() []Route {
 				}
 				l, err := s.InstallLinks.Revoke(r.Context(), s.PublicURL, site, pathParam(r, "platform"), principal(r.Context()).Username)
 				return newInstallLinkJSON(l), err
-			}).Errors(cairn.ECodeNotFound)},
+			}).Errors(cairn.ECodeNotFound), "Revoke a site's agent install link"},
 	}
 }
 

@@ -40,7 +40,7 @@ func (s *Server) apiTokenRoutes() []Route {
 			}
 			return apiTokenCreatedJSON{ID: t.ID, Token: t.Token, Name: t.Name, Access: t.Access, Scopes: t.Scopes, Username: t.Username,
 				CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC()}, nil
-		})},
+		}), "Create an API token"},
 		{"GET", "/api/auth/tokens", AuthToken, getAction(s, func(r *http.Request) (apiTokenListJSON, error) {
 			list, err := s.Auth.ListAPITokens(r.Context(), principal(r.Context()), r.URL.Query().Get("username"))
 			if err != nil {
@@ -52,14 +52,14 @@ func (s *Server) apiTokenRoutes() []Route {
 					CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: t.LastUsedAt, Expired: t.Expired}
 			}
 			return out, nil
-		}).Query(queryString("username", "an administrator lists another operator's tokens")).Errors(cairn.ECodeNotFound)},
+		}).Query(queryString("username", "an administrator lists another operator's tokens")).Errors(cairn.ECodeNotFound), "List API tokens"},
 		{"DELETE", "/api/auth/tokens/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "id")
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Auth.RevokeAPIToken(r.Context(), principal(r.Context()), r.URL.Query().Get("username"), id)
-		}).Query(queryString("username", "an administrator revokes another operator's token")).Errors(cairn.ECodeNotFound)},
+		}).Query(queryString("username", "an administrator revokes another operator's token")).Errors(cairn.ECodeNotFound), "Revoke an API token"},
 	}
 }
 
@@ -68,7 +68,7 @@ func (s *Server) apiTokenRoutes() []Route {
 // username (administrators only) makes it for another operator, e.g. a
 // service account.
 type apiTokenCreateRequest struct {
-	Name          string   `json:"name"`
+	Name          string   `json:"name" limit:"max=100"`
 	ExpiresInDays int      `json:"expires_in_days"`
 	Access        string   `json:"access" openapi:"enum=read|write"`
 	Scopes        []string `json:"scopes,omitempty" openapi:"enum=read:device-content"`

@@ -16,25 +16,25 @@ func (s *Server) authRoutes() []Route {
 		// conflict: a directory's stored service-account password is
 		// unreadable after a cipher reset, until an administrator enters it.
 		{"POST", "/api/auth/login", AuthNone, raw(s.login).In(loginRequest{}, false).Out(http.StatusOK, loginResponse{}).
-			Errors(append(signInErrors, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable, cairn.ECodeConflict)...)},
+			Errors(append(signInErrors, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable, cairn.ECodeConflict)...), "Sign in with a password"},
 		{"POST", "/api/auth/mfa/verify", AuthMFAPending, raw(s.mfaVerify).In(mfaVerifyRequest{}, false).Out(http.StatusOK, sessionResponse{}).
-			Errors(append(signInErrors, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode)...)},
-		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(raw(s.logout).In(logoutRequest{}, true).Out(http.StatusNoContent, nil))},
+			Errors(append(signInErrors, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode)...), "Verify the MFA code of a sign-in"},
+		{"POST", "/api/auth/logout", AuthToken, s.sessionOnly(raw(s.logout).In(logoutRequest{}, true).Out(http.StatusNoContent, nil)), "Sign out"},
 		// A reset also revokes every API token of the account; the answer
 		// says how many (tokensRevokedJSON).
 		{"POST", "/api/auth/password/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, false, func(r *http.Request, req passwordResetRequest) (tokensRevokedJSON, error) {
 			n, err := s.Auth.ChangePassword(r.Context(), principal(r.Context()), req.CurrentPassword, req.NewPassword)
 			return tokensRevokedJSON{n}, err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited), "Change the password"},
 		{"POST", "/api/auth/mfa/reset", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaResetRequest) (tokensRevokedJSON, error) {
 			n, err := s.Auth.ResetOwnMFA(r.Context(), principal(r.Context()), req.Password)
 			return tokensRevokedJSON{n}, err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited), "Reset the MFA authenticator"},
 		s.reauthRoute(),
 		{"GET", "/api/auth/me", AuthToken, getAction(s, func(r *http.Request) (userJSON, error) {
 			a, err := s.Auth.Me(r.Context(), principal(r.Context()))
 			return accountJSON(a), err
-		})},
+		}), "Get the signed-in account"},
 	}
 }
 
@@ -171,7 +171,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 
 type passwordResetRequest struct {
 	CurrentPassword string `json:"current_password"`
-	NewPassword     string `json:"new_password"`
+	NewPassword     string `json:"new_password" limit:"max=256"`
 }
 
 func (req *passwordResetRequest) validate() error {

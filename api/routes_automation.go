@@ -18,24 +18,24 @@ import (
 // script runs (docs/api.md "Quick runs").
 func (s *Server) quickRunRoutes() []Route {
 	return []Route{
-		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun)).Errors(ECodeTemporalUnavailable, cairn.ECodeUnavailable, cairn.ECodeAssemblyChanged)},
+		{"POST", "/api/scripts/quick_run", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusAccepted, false, s.quickRun)).Errors(ECodeTemporalUnavailable, cairn.ECodeUnavailable, cairn.ECodeAssemblyChanged), "Quick-run a script"},
 		{"GET", "/api/scripts/quick_run/{run_id}", AuthToken, getAction(s, func(r *http.Request) (runJSON, error) {
 			run, err := s.Automation.GetRun(r.Context(), principal(r.Context()).SiteScope(), chi.URLParam(r, "run_id"), true)
 			return toRunJSON(run), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a quick run"},
 		{"POST", proto.PathScriptOutput, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptOutput) (struct{}, error) {
 			return struct{}{}, s.Automation.RecordOutput(r.Context(), deviceFrom(r.Context()).GUID, req)
-		}))},
+		})), "Agent: send script output"},
 		{"POST", proto.PathScriptRequest, AuthDevice, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.ScriptRequestResponse, error) {
 			jobs, err := s.Automation.QueuedWork(r.Context(), deviceFrom(r.Context()).GUID)
 			if err != nil || len(jobs) == 0 {
 				return proto.ScriptRequestResponse{Status: "idle"}, err
 			}
 			return proto.ScriptRequestResponse{Status: "work", Jobs: jobs}, nil
-		})},
+		}), "Agent: fetch its next script"},
 		{"POST", proto.PathScriptResult, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptResultPost) (struct{}, error) {
 			return struct{}{}, s.Automation.RecordQueuedResult(r.Context(), deviceFrom(r.Context()).GUID, req)
-		}))},
+		})), "Agent: report a script result"},
 	}
 }
 
@@ -47,7 +47,7 @@ const (
 )
 
 type quickRunRequest struct {
-	DeviceGUIDs []string `json:"device_guids"`
+	DeviceGUIDs []string `json:"device_guids" limit:"max=1000"`
 	// FilterID aims the run at the devices a saved filter matches now
 	// (instead of device_guids), at most automation.MaxTargets of them.
 	FilterID   *int64 `json:"filter_id"`
@@ -59,7 +59,7 @@ type quickRunRequest struct {
 	AssemblyVersion int            `json:"assembly_version"`
 	AssemblySHA256  string         `json:"assembly_sha256"`
 	Language        string         `json:"language"`
-	Body            string         `json:"body"`
+	Body            string         `json:"body" limit:"max=262144"`
 	TimeoutSeconds  int            `json:"timeout_seconds"`
 	Parameters      map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
 }

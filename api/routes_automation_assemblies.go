@@ -22,11 +22,11 @@ func (s *Server) assemblyRoutes() []Route {
 				out[i] = toAssemblyJSON(a, false)
 			}
 			return assemblyListJSON{Assemblies: out}, err
-		}).Query(queryString("kind", "only assemblies of this kind"), queryString("q", "a search in names and descriptions"))},
+		}).Query(queryString("kind", "only assemblies of this kind"), queryString("q", "a search in names and descriptions")), "List assemblies"},
 		{"POST", "/api/assemblies", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			a, err := s.Automation.CreateAssembly(r.Context(), editor(r), req.input())
 			return toAssemblyJSON(a, true), err
-		})).Errors(cairn.ECodeConflict, cairn.ECodeTooLarge)},
+		})).Errors(cairn.ECodeConflict, cairn.ECodeTooLarge), "Create an assembly"},
 		{"GET", "/api/assemblies/{assembly_id}", AuthToken, getAction(s, func(r *http.Request) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -34,7 +34,7 @@ func (s *Server) assemblyRoutes() []Route {
 			}
 			a, err := s.Automation.GetAssembly(r.Context(), id, 0)
 			return toAssemblyJSON(a, true), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get an assembly"},
 		{"PUT", "/api/assemblies/{assembly_id}", AuthToken, withBodyLimit(maxScriptBody, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assemblyRequest) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -43,14 +43,14 @@ func (s *Server) assemblyRoutes() []Route {
 			a, err := s.Automation.UpdateAssembly(r.Context(), editor(r), id, req.input())
 			return toAssemblyJSON(a, true), err
 		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, cairn.ECodeTooLarge, cairn.ECodeForbidden,
-			cairn.ECodeDependantsExist, cairn.ECodeBundledReadOnly)},
+			cairn.ECodeDependantsExist, cairn.ECodeBundledReadOnly), "Update an assembly"},
 		{"DELETE", "/api/assemblies/{assembly_id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Automation.DeleteAssembly(r.Context(), editor(r), id)
-		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse, cairn.ECodeForbidden, cairn.ECodeBundledReadOnly)},
+		}).Errors(cairn.ECodeNotFound, automation.ECodeAssemblyInUse, cairn.ECodeForbidden, cairn.ECodeBundledReadOnly), "Delete an assembly"},
 		{"GET", "/api/assemblies/{assembly_id}/versions", AuthToken, getAction(s, func(r *http.Request) (versionListJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) assemblyRoutes() []Route {
 					BodySHA256: v.BodySHA256, CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt.UTC()}
 			}
 			return versionListJSON{Versions: out}, err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "List an assembly's versions"},
 		{"GET", "/api/assemblies/{assembly_id}/versions/{version}", AuthToken, getAction(s, func(r *http.Request) (assemblyJSON, error) {
 			id, err := pathID(r, "assembly_id")
 			if err != nil {
@@ -75,7 +75,7 @@ func (s *Server) assemblyRoutes() []Route {
 			}
 			a, err := s.Automation.GetAssembly(r.Context(), id, v)
 			return toAssemblyJSON(a, true), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get an assembly version"},
 	}
 }
 
@@ -88,13 +88,13 @@ type parameterJSON struct {
 }
 
 type assemblyRequest struct {
-	Name           string          `json:"name"`
+	Name           string          `json:"name" limit:"max=200"`
 	Kind           string          `json:"kind"`
 	Language       string          `json:"language"`
-	Description    string          `json:"description"`
-	Body           string          `json:"body"`
-	Parameters     []parameterJSON `json:"parameters"`
-	TimeoutSeconds int             `json:"timeout_seconds"`
+	Description    string          `json:"description" limit:"max=4000"`
+	Body           string          `json:"body" limit:"max=262144"`
+	Parameters     []parameterJSON `json:"parameters" limit:"max=32"`
+	TimeoutSeconds int             `json:"timeout_seconds" limit:"min=0,max=86400"`
 }
 
 func (a assemblyRequest) input() automation.AssemblyInput {

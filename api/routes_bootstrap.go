@@ -13,33 +13,33 @@ func (s *Server) bootstrapRoutes() []Route {
 		{"GET", "/api/bootstrap/state", AuthBootstrap, getAction(s, func(r *http.Request) (phaseResponse, error) {
 			phase, err := s.Auth.Phase(r.Context())
 			return phaseResponse{phase}, err
-		})},
+		}), "Get the bootstrap phase"},
 		{"POST", "/api/bootstrap/aegis/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req aegisSetupRequest) (phaseResponse, error) {
 			phase, err := s.Auth.BootstrapAegisSetup(r.Context(), req.Passphrase, req.SetupCode)
 			if err == nil && phase != auth.PhaseAdminSetup {
 				s.setupFinished(r)
 			}
 			return phaseResponse{phase}, err
-		}).Errors(cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired, cairn.ECodeAegisConfigured)},
+		}).Errors(cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired, cairn.ECodeAegisConfigured), "Bootstrap: set up the Aegis cipher"},
 		{"POST", "/api/bootstrap/aegis/unlock", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req passphraseRequest) (phaseResponse, error) {
 			phase, err := s.Auth.BootstrapAegisUnlock(r.Context(), req.Passphrase, s.clientMeta(r))
 			return phaseResponse{phase}, err
-		}).Errors(passphraseErrors...)},
+		}).Errors(passphraseErrors...), "Bootstrap: unlock the Aegis cipher"},
 		{"POST", "/api/bootstrap/admin/setup", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminSetupRequest) (enrollmentResponse, error) {
 			e, err := s.Auth.BootstrapAdminSetup(r.Context(), req.Username, req.Password, req.SetupCode)
 			return enrollmentJSON(e), err
-		}).Errors(cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired)},
+		}).Errors(cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired), "Bootstrap: create the first administrator"},
 		{"POST", "/api/bootstrap/admin/recover", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminRecoverRequest) (enrollmentResponse, error) {
 			e, err := s.Auth.BootstrapAdminRecover(r.Context(), req.Username, req.Password, req.RecoveryCode, s.clientMeta(r))
 			return enrollmentJSON(e), err
-		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeRateLimited)},
+		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeRateLimited), "Bootstrap: recover the administrator"},
 		{"POST", "/api/bootstrap/admin/mfa/verify", AuthBootstrap, jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaVerifyRequest) (phaseResponse, error) {
 			phase, err := s.Auth.BootstrapVerifyMFA(r.Context(), req.PendingToken, req.Code)
 			if err == nil && phase == auth.PhaseLogin {
 				s.setupFinished(r)
 			}
 			return phaseResponse{phase}, err
-		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode, cairn.ECodeRateLimited)},
+		}).Errors(cairn.ECodeWrongPhase, cairn.ECodeInvalidPending, cairn.ECodeInvalidMFACode, cairn.ECodeRateLimited), "Bootstrap: verify the administrator's MFA"},
 	}
 }
 
@@ -67,7 +67,7 @@ func (req *passphraseRequest) validate() error {
 // aegisSetupRequest is validated by the service, after the setup code:
 // callers without the code learn nothing else.
 type aegisSetupRequest struct {
-	Passphrase string `json:"passphrase"`
+	Passphrase string `json:"passphrase" limit:"max=1024"`
 	SetupCode  string `json:"setup_code"`
 }
 

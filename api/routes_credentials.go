@@ -45,7 +45,7 @@ func (s *credentialsAPI) credentialRoutes() []Route {
 				out[i] = toCredentialJSON(c)
 			}
 			return credentialListJSON{Credentials: out}, err
-		}).Query(queryInteger("site_id", "only this site's credentials"))},
+		}).Query(queryInteger("site_id", "only this site's credentials")), "List credentials"},
 		{"GET", "/api/credentials/{credential_id}", AuthToken, getAction(s.Server, func(r *http.Request) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
@@ -53,11 +53,11 @@ func (s *credentialsAPI) credentialRoutes() []Route {
 			}
 			c, err := s.Credentials.Get(r.Context(), credentialScope(r), id)
 			return toCredentialJSON(c), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a credential"},
 		{"POST", "/api/credentials", AuthAdmin, jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			c, err := s.Credentials.Create(r.Context(), req.input())
 			return toCredentialJSON(c), err
-		}).Errors(cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeConflict), "Create a credential"},
 		{"PUT", "/api/credentials/{credential_id}", AuthAdmin, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req credentialRequest) (credentialJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
@@ -65,14 +65,14 @@ func (s *credentialsAPI) credentialRoutes() []Route {
 			}
 			c, err := s.Credentials.Update(r.Context(), id, req.input())
 			return toCredentialJSON(c), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Update a credential"},
 		{"DELETE", "/api/credentials/{credential_id}", AuthAdmin, getAction(s.Server, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := credentialID(r)
 			if err != nil {
 				return deletedIDJSON{}, err
 			}
 			return deletedIDJSON{Deleted: id}, s.Credentials.Delete(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Delete a credential"},
 	}
 }
 
@@ -118,12 +118,12 @@ func toCredentialJSON(c credentials.Credential) credentialJSON {
 // credentialRequest is the body of create and update; a missing or null
 // password on update keeps the stored one.
 type credentialRequest struct {
-	Name           string  `json:"name"`
+	Name           string  `json:"name" limit:"max=100"`
 	ConnectionType string  `json:"connection_type"`
 	CredentialType string  `json:"credential_type"`
-	Username       string  `json:"username"`
-	Domain         *string `json:"domain"`
-	Password       *string `json:"password"`
+	Username       string  `json:"username" limit:"max=256"`
+	Domain         *string `json:"domain" limit:"max=255"`
+	Password       *string `json:"password" limit:"max=256"`
 	SiteID         *int64  `json:"site_id"`
 }
 

@@ -18,12 +18,12 @@ func (s *Server) deviceFilterRoutes() []Route {
 		{"GET", "/api/device_filters", AuthToken, getAction(s, func(r *http.Request) (filterListJSON, error) {
 			list, err := s.DeviceFilters.List(r.Context())
 			return filterListJSON{Filters: toFilterJSONs(list)}, err
-		})},
+		}), "List device filters"},
 		{"POST", "/api/device_filters", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req filterRequest) (filterJSON, error) {
 			f, err := s.DeviceFilters.Create(r.Context(), editor(r), req.input())
 			return toFilterJSON(f), err
-		}).Errors(cairn.ECodeConflict)},
-		{"GET", "/api/device_filters/metadata", AuthToken, getAction(s, s.deviceFilterMetadata)},
+		}).Errors(cairn.ECodeConflict), "Create a device filter"},
+		{"GET", "/api/device_filters/metadata", AuthToken, getAction(s, s.deviceFilterMetadata), "Get the device filter fields"},
 		{"GET", "/api/device_filters/search", AuthToken, getAction(s, func(r *http.Request) (filterListJSON, error) {
 			limit, err := queryInt(r, "limit", devicefilters.DefaultSearch, 1, devicefilters.MaxSearch)
 			if err != nil {
@@ -31,7 +31,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			list, err := s.DeviceFilters.Search(r.Context(), r.URL.Query().Get("q"), limit)
 			return filterListJSON{Filters: toFilterJSONs(list)}, err
-		}).Query(queryInteger("limit", "filters to return"), queryString("q", "a search in filter names"))},
+		}).Query(queryInteger("limit", "filters to return"), queryString("q", "a search in filter names")), "Search device filters"},
 		{"POST", "/api/device_filters/preview", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req filterPreviewRequest) (filterPreviewJSON, error) {
 			limit := 25
 			if req.Limit != nil {
@@ -44,7 +44,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			rows, err := s.deviceRows(r.Context(), page)
 			return filterPreviewJSON{Total: page.Total, Devices: rows}, err
-		})},
+		}), "Preview a device filter"},
 		{"GET", "/api/device_filters/{id}", AuthToken, getAction(s, func(r *http.Request) (filterJSON, error) {
 			id, err := filterID(r)
 			if err != nil {
@@ -52,7 +52,7 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			f, err := s.DeviceFilters.Get(r.Context(), id)
 			return toFilterJSON(f), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a device filter"},
 		{"PUT", "/api/device_filters/{id}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req filterRequest) (filterJSON, error) {
 			id, err := filterID(r)
 			if err != nil {
@@ -60,14 +60,14 @@ func (s *Server) deviceFilterRoutes() []Route {
 			}
 			f, err := s.DeviceFilters.Update(r.Context(), editor(r), id, req.input())
 			return toFilterJSON(f), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeConflict, cairn.ECodeDependantsExist)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeConflict, cairn.ECodeDependantsExist), "Update a device filter"},
 		{"DELETE", "/api/device_filters/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := filterID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.DeviceFilters.Delete(r.Context(), editor(r), id)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, devicefilters.ECodeFilterInUse)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, devicefilters.ECodeFilterInUse), "Delete a device filter"},
 	}
 }
 
@@ -112,8 +112,8 @@ func toFilterJSONs(list []devicefilters.Filter) []filterJSON {
 }
 
 type filterRequest struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	Name        string          `json:"name" limit:"max=120"`
+	Description string          `json:"description" limit:"max=1000"`
 	Filter      json.RawMessage `json:"filter" openapi:"ref=Node"`
 	tree        devicefilters.Node
 }

@@ -21,11 +21,11 @@ func (s *Server) deviceViewRoutes() []Route {
 				out[i] = toViewJSON(v)
 			}
 			return viewListJSON{Views: out}, err
-		})},
+		}), "List device list views"},
 		{"POST", "/api/device_list_views", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
 			v, err := s.DeviceFilters.CreateView(r.Context(), viewer(r), req.input())
 			return toViewJSON(v), err
-		}).Errors(cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeConflict), "Create a device list view"},
 		{"GET", "/api/device_list_views/{id}", AuthToken, getAction(s, func(r *http.Request) (viewJSON, error) {
 			id, err := viewID(r)
 			if err != nil {
@@ -33,7 +33,7 @@ func (s *Server) deviceViewRoutes() []Route {
 			}
 			v, err := s.DeviceFilters.GetView(r.Context(), viewer(r), id)
 			return toViewJSON(v), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a device list view"},
 		{"PUT", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req viewRequest) (viewJSON, error) {
 			id, err := viewID(r)
 			if err != nil {
@@ -41,14 +41,14 @@ func (s *Server) deviceViewRoutes() []Route {
 			}
 			v, err := s.DeviceFilters.UpdateView(r.Context(), viewer(r), id, req.input())
 			return toViewJSON(v), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Update a device list view"},
 		{"DELETE", "/api/device_list_views/{id}", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := viewID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.DeviceFilters.DeleteView(r.Context(), viewer(r), id)
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Delete a device list view"},
 	}
 }
 
@@ -91,8 +91,8 @@ func toViewJSON(v devicefilters.View) viewJSON {
 }
 
 type viewRequest struct {
-	Name     string                  `json:"name"`
-	Columns  []string                `json:"columns"`
+	Name     string                  `json:"name" limit:"max=120"`
+	Columns  []string                `json:"columns" limit:"max=60"`
 	Sort     *devicefilters.ViewSort `json:"sort"`
 	FilterID *int64                  `json:"filter_id"`
 	Filter   json.RawMessage         `json:"filter" openapi:"ref=Node,nullable"`

@@ -27,18 +27,18 @@ func (s *Server) deviceRoutes() []Route {
 				out[i] = agentJSON{deviceJSON: newDeviceJSON(d), SiteSlug: d.SiteSlug, Context: proto.ContextPrivileged, HelperContexts: d.HelperContexts}
 			}
 			return agentListJSON{Agents: out}, err
-		})},
-		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList).Query(queryInteger("site_id", "only this site's devices"), queryInteger("site", "the console's spelling of site_id"), queryString("status", "connected, disconnected or offline"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"), queryString("sort", "a column, - first for descending"), queryInteger("filter_id", "a saved device filter"), queryString("filter", "a draft filter tree (JSON)"))},
-		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch).Query(queryInteger("limit", "devices to return"), queryString("hostname", "a hostname or part of one"))},
+		}), "List online agents"},
+		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList).Query(queryInteger("site_id", "only this site's devices"), queryInteger("site", "the console's spelling of site_id"), queryString("status", "connected, disconnected or offline"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"), queryString("sort", "a column, - first for descending"), queryInteger("filter_id", "a saved device filter"), queryString("filter", "a draft filter tree (JSON)")), "List devices"},
+		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch).Query(queryInteger("limit", "devices to return"), queryString("hostname", "a hostname or part of one")), "Search devices"},
 		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
 			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			return newDeviceSummaryJSON(d), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound)},
-		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound), "Get a device"},
+		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails).Errors(cairn.ECodeNotFound), "Get a device's details"},
 		{"POST", "/api/device/description/{hostname}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req descriptionRequest) (deviceJSON, error) {
 			d, err := s.Devices.SetDescription(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"), *req.Description)
 			return newDeviceJSON(d), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Set a device's description"},
 	}
 }
 
@@ -215,7 +215,7 @@ type deviceSearchJSON struct {
 }
 
 type descriptionRequest struct {
-	Description *string `json:"description"`
+	Description *string `json:"description" limit:"max=500"`
 }
 
 func (req *descriptionRequest) validate() error {

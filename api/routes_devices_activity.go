@@ -12,11 +12,11 @@ import (
 
 func (s *Server) activityRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList).Query(queryInteger("limit", "entries per page"), queryInteger("before_id", "the page before this entry ID")).Errors(cairn.ECodeNotFound)},
+		{"GET", "/api/device/activity/{hostname}", AuthToken, getAction(s, s.activityList).Query(queryInteger("limit", "entries per page"), queryInteger("before_id", "the page before this entry ID")).Errors(cairn.ECodeNotFound), "List a device's activity"},
 		{"DELETE", "/api/device/activity/{hostname}", AuthToken, getAction(s, func(r *http.Request) (deletedCountJSON, error) {
 			n, err := s.Devices.ClearActivity(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
 			return deletedCountJSON{Deleted: n}, err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound), "Clear a device's activity"},
 		{"GET", "/api/device/activity/job/{id}", AuthToken, getAction(s, func(r *http.Request) (activityJSON, error) {
 			id, err := strconv.ParseInt(pathParam(r, "id"), 10, 64)
 			if err != nil || id <= 0 {
@@ -24,7 +24,7 @@ func (s *Server) activityRoutes() []Route {
 			}
 			a, err := s.Devices.GetActivity(r.Context(), principal(r.Context()).SiteScope(), id)
 			return newActivityJSON(a), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get an activity entry"},
 	}
 }
 

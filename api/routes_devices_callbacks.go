@@ -31,13 +31,13 @@ func (s *Server) agentCallbackRoutes() []Route {
 				}
 			}
 			return resp, err
-		})},
+		}), "Send an agent heartbeat"},
 		{"POST", proto.PathStatus, AuthDevice, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.Status) (struct{}, error) {
 			return struct{}{}, s.Devices.Status(r.Context(), *deviceFrom(r.Context()), req)
-		})},
+		}), "Report agent status"},
 		{"POST", proto.PathDetails, AuthDevice, withBodyLimit(maxDetailsBody, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.Details) (proto.DetailsResponse, error) {
 			return s.Devices.Details(r.Context(), *deviceFrom(r.Context()), req)
-		}))},
+		})), "Report device details"},
 	}
 }
 

@@ -32,10 +32,10 @@ func (d DeviceTrustArea) routes(s *Server) []Route {
 // deviceTrustRoutes are the trust actions (Admin; SPEC "Device trust state").
 func (s *deviceTrustAPI) deviceTrustRoutes() []Route {
 	return []Route{
-		{"POST", "/api/devices/{guid}/quarantine", AuthAdmin, s.trustAction(devicetrust.ActionQuarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"POST", "/api/devices/{guid}/unquarantine", AuthAdmin, s.trustAction(devicetrust.ActionUnquarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"POST", "/api/devices/{guid}/revoke", AuthAdmin, s.trustAction(devicetrust.ActionRevoke).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
-		{"POST", "/api/devices/{guid}/purge", AuthAdmin, s.trustAction(devicetrust.ActionPurge).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		{"POST", "/api/devices/{guid}/quarantine", AuthAdmin, s.trustAction(devicetrust.ActionQuarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Quarantine a device"},
+		{"POST", "/api/devices/{guid}/unquarantine", AuthAdmin, s.trustAction(devicetrust.ActionUnquarantine).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Lift a device's quarantine"},
+		{"POST", "/api/devices/{guid}/revoke", AuthAdmin, s.trustAction(devicetrust.ActionRevoke).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Revoke a device"},
+		{"POST", "/api/devices/{guid}/purge", AuthAdmin, s.trustAction(devicetrust.ActionPurge).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Purge a device"},
 	}
 }
 

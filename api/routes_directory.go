@@ -38,14 +38,14 @@ func (s *directoryAPI) directoryRoutes() []Route {
 				out[i] = providerJSONOf(p)
 			}
 			return providerListJSON{Providers: out}, err
-		})},
+		}), "List directory providers"},
 		// Changing who may sign in, and how, is sudo (issue 21 item 5): a
 		// recently re-authenticated session, never an API token. So is
 		// lookup-user, a password oracle for the directory's accounts.
 		{"POST", "/api/directory/providers", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			p, err := s.Directory.Create(r.Context(), req.patch())
 			return providerJSONOf(p), err
-		})).Errors(cairn.ECodeConflict)},
+		})).Errors(cairn.ECodeConflict), "Create a directory provider"},
 		{"PATCH", one, AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req providerRequest) (providerJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -53,19 +53,19 @@ func (s *directoryAPI) directoryRoutes() []Route {
 			}
 			p, err := s.Directory.Update(r.Context(), id, req.patch())
 			return providerJSONOf(p), err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Update a directory provider"},
 		{"DELETE", one, AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := providerID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Directory.Delete(r.Context(), id)
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Delete a directory provider"},
 		{"POST", "/api/directory/providers/certificate", AuthAdmin, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req certificateRequest) (certificateJSON, error) {
 			c, err := directory.FetchCertificate(r.Context(), req.Host, req.Port, req.HostOverrides)
 			return certificateJSON{Subject: c.Subject, Issuer: c.Issuer, SANs: c.SANs, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
 				SHA256Fingerprint: c.SHA256Fingerprint, PEM: c.PEM}, err
-		}).Errors(cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeUnavailable), "Inspect a directory server certificate"},
 		{"POST", one + "/test", AuthAdmin, jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (testResultJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -73,7 +73,7 @@ func (s *directoryAPI) directoryRoutes() []Route {
 			}
 			res, err := s.Directory.Test(r.Context(), id)
 			return testResultJSON{OK: res.OK, Message: res.Message, TestedAt: res.At}, err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable, cairn.ECodeConflict), "Test a directory provider"},
 		{"POST", one + "/lookup-user", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req lookupRequest) (lookupJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -82,7 +82,7 @@ func (s *directoryAPI) directoryRoutes() []Route {
 			res, err := s.Directory.Lookup(r.Context(), id, req.Username, req.Password)
 			return lookupJSON{Found: res.Found, DN: res.DN, Attributes: orEmptyMap(res.Attributes), Groups: orEmptyList(res.Groups),
 				Role: res.Role, SiteIDs: orEmptyIDs(res.SiteIDs), PasswordOK: res.PasswordOK}, err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeInvalidCredentials, cairn.ECodeUnavailable), "Look up a directory user"},
 		{"POST", one + "/sync", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (syncJSON, error) {
 			id, err := providerID(r)
 			if err != nil {
@@ -90,7 +90,7 @@ func (s *directoryAPI) directoryRoutes() []Route {
 			}
 			res, err := s.Directory.Sync(r.Context(), id)
 			return syncJSON{Checked: res.Checked, Disabled: res.Disabled}, err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable), "Sync a directory provider"},
 		{"GET", "/api/directory/sites", AuthToken, getAction(s.Server, func(r *http.Request) (directorySiteListJSON, error) {
 			// The sites a mapping may target, within the caller's scope like
 			// every other site listing.
@@ -100,11 +100,11 @@ func (s *directoryAPI) directoryRoutes() []Route {
 				out[i] = directorySiteJSON{ID: st.ID, Name: st.Name, Slug: st.Slug}
 			}
 			return directorySiteListJSON{Sites: out}, err
-		})},
+		}), "List the sites a directory mapping may target"},
 		{"POST", "/api/users/{username}/directory-cache", AuthAdmin, s.sudo(jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req directoryCacheRequest) (directoryCacheJSON, error) {
 			name := chi.URLParam(r, "username")
 			return directoryCacheJSON{Username: name, Enabled: *req.Enabled}, s.Directory.SetCacheEnabled(r.Context(), name, *req.Enabled)
-		})).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound), "Turn a user's directory cache on or off"},
 	}
 }
 
@@ -129,22 +129,22 @@ type siteMappingJSON struct {
 // providerRequest is the body of create (missing fields take defaults) and
 // update (missing fields stay as they are).
 type providerRequest struct {
-	Name                 *string            `json:"name"`
+	Name                 *string            `json:"name" limit:"max=100"`
 	Kind                 *string            `json:"kind"`
 	Host                 *string            `json:"host"`
 	Port                 *int               `json:"port"`
-	BaseDN               *string            `json:"base_dn"`
-	UserFilter           *string            `json:"user_filter"`
+	BaseDN               *string            `json:"base_dn" limit:"max=1024"`
+	UserFilter           *string            `json:"user_filter" limit:"max=1024"`
 	UsernameAttribute    *string            `json:"username_attribute"`
 	GroupMode            *string            `json:"group_mode"`
-	GroupBaseDN          *string            `json:"group_base_dn"`
+	GroupBaseDN          *string            `json:"group_base_dn" limit:"max=1024"`
 	GroupMemberAttribute *string            `json:"group_member_attribute"`
-	BindDN               *string            `json:"bind_dn"`
-	BindPassword         *string            `json:"bind_password"`
-	CAPEM                *string            `json:"ca_pem"`
+	BindDN               *string            `json:"bind_dn" limit:"max=1024"`
+	BindPassword         *string            `json:"bind_password" limit:"max=1024"`
+	CAPEM                *string            `json:"ca_pem" limit:"max=65536"`
 	HostOverrides        *map[string]string `json:"host_overrides"`
-	RoleMappings         *[]roleMappingJSON `json:"role_mappings"`
-	SiteMappings         *[]siteMappingJSON `json:"site_mappings"`
+	RoleMappings         *[]roleMappingJSON `json:"role_mappings" limit:"max=200"`
+	SiteMappings         *[]siteMappingJSON `json:"site_mappings" limit:"max=200"`
 	Enabled              *bool              `json:"enabled"`
 }
 

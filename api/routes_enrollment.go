@@ -50,7 +50,7 @@ func (s *enrollmentAPI) enrollmentRoutes() []Route {
 			return s.Enrollment.CreateCode(r.Context(), p.SiteScope(), enrollment.CodeInput{
 				SiteID: req.SiteID, ExpiresInSeconds: req.ExpiresInSeconds, MaxUses: req.MaxUses,
 			}, p.Username)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden), "Create an enrollment code"},
 		{"GET", "/api/admin/enrollment-codes", AuthToken, getAction(s.Server, func(r *http.Request) (enrollmentCodeListJSON, error) {
 			var site *int64
 			if v := r.URL.Query().Get("site_id"); v != "" {
@@ -62,27 +62,27 @@ func (s *enrollmentAPI) enrollmentRoutes() []Route {
 			}
 			codes, err := s.Enrollment.ListCodes(r.Context(), principal(r.Context()).SiteScope(), site)
 			return enrollmentCodeListJSON{Codes: codes}, err
-		}).Query(queryInteger("site_id", "only this site's codes"))},
+		}).Query(queryInteger("site_id", "only this site's codes")), "List enrollment codes"},
 		{"DELETE", "/api/admin/enrollment-codes/{code_id}", AuthToken, getAction(s.Server, func(r *http.Request) (deletedIDJSON, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
 				return deletedIDJSON{}, err
 			}
 			return deletedIDJSON{Deleted: id}, s.Enrollment.DeleteCode(r.Context(), principal(r.Context()).SiteScope(), id)
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Delete an enrollment code"},
 		{"POST", "/api/admin/enrollment-codes/{code_id}/rotate", AuthToken, jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (enrollment.Code, error) {
 			id, err := pathID(r, "code_id")
 			if err != nil {
 				return enrollment.Code{}, err
 			}
 			return s.Enrollment.RotateCode(r.Context(), principal(r.Context()).SiteScope(), id)
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Rotate an enrollment code"},
 		{"GET", "/api/admin/device-approvals", AuthToken, getAction(s.Server, func(r *http.Request) (approvalListJSON, error) {
 			list, err := s.Enrollment.ListApprovals(r.Context(), principal(r.Context()).SiteScope(), r.URL.Query().Get("status"))
 			return approvalListJSON{Approvals: list}, err
-		}).Query(queryString("status", "only requests in this status"))},
-		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
-		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		}).Query(queryString("status", "only requests in this status")), "List device approvals"},
+		{"POST", "/api/admin/device-approvals/{approval_id}/approve", AuthToken, s.decideApproval(workflows.DecisionApprove).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Approve a device"},
+		{"POST", "/api/admin/device-approvals/{approval_id}/deny", AuthToken, s.decideApproval(workflows.DecisionDeny).Errors(cairn.ECodeNotFound, cairn.ECodeConflict, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Deny a device"},
 	}
 }
 
@@ -150,7 +150,7 @@ func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 	return []Route{
 		{"POST", proto.PathEnrollNonce, AuthNone, jsonAction(s.Server, http.StatusOK, true, func(r *http.Request, _ struct{}) (proto.EnrollNonce, error) {
 			return s.Enrollment.Nonce(r.Context())
-		}).Errors(cairn.ECodeAegisLocked, db.ECodeServiceUnavailable)},
+		}).Errors(cairn.ECodeAegisLocked, db.ECodeServiceUnavailable), "Get an enrollment nonce"},
 		{"POST", proto.PathEnrollRequest, AuthNone, jsonAction(s.Server, http.StatusAccepted, false, func(r *http.Request, req proto.EnrollRequest) (proto.EnrollResponse, error) {
 			// Agents send a proof here only so that one signing for an
 			// origin this Engine does not serve is refused before anyone
@@ -161,7 +161,7 @@ func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 				}
 			}
 			return s.Enrollment.Request(r.Context(), req, s.clientMeta(r).Addr)
-		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, cairn.ECodeUnavailable, db.ECodeServiceUnavailable)},
+		}).Errors(cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimited, ECodeTemporalUnavailable, cairn.ECodeUnavailable, db.ECodeServiceUnavailable), "Request enrollment"},
 		{"POST", proto.PathEnrollPoll, AuthNone, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req proto.EnrollPoll) (proto.EnrollPollResponse, error) {
 			if req.ApprovalID == "" {
 				return proto.EnrollPollResponse{}, cairn.Invalid("approval_id", "is required")
@@ -176,7 +176,7 @@ func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 				resp.ScriptSigning = s.scriptTrust(r.Context())
 			}
 			return resp, err
-		}).Errors(enrollPollErrors...)},
+		}).Errors(enrollPollErrors...), "Poll an enrollment request"},
 		{"POST", proto.PathTokenRefresh, AuthRefresh, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req proto.RefreshRequest) (proto.RefreshResponse, error) {
 			if req.RefreshToken == "" {
 				return proto.RefreshResponse{}, cairn.Invalid("refresh_token", "is required")
@@ -187,7 +187,7 @@ func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 			}
 			addLogAttrs(r, "guid", guid)
 			return proto.RefreshResponse{GUID: guid, Tokens: s.DeviceTokens.Wire(issued), ScriptSigning: s.scriptTrust(r.Context())}, nil
-		}).Errors(refreshErrors...)},
+		}).Errors(refreshErrors...), "Refresh the device's tokens"},
 	}
 }
 

@@ -23,8 +23,8 @@ const defaultEventKeepAlive = 15 * time.Second
 
 func (s *Server) eventRoutes() []Route {
 	return []Route{
-		{"GET", "/api/realtime/events", AuthToken, raw(s.eventStream).Stream(http.StatusOK, "text/event-stream").Errors(events.ECodeTooManyStreams)},
-		{"POST", "/api/notifications/notify", AuthToken, jsonAction(s, http.StatusOK, false, s.notify)},
+		{"GET", "/api/realtime/events", AuthToken, raw(s.eventStream).Stream(http.StatusOK, "text/event-stream").Errors(events.ECodeTooManyStreams), "Stream realtime events"},
+		{"POST", "/api/notifications/notify", AuthToken, jsonAction(s, http.StatusOK, false, s.notify), "Send a notification"},
 	}
 }
 

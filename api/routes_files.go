@@ -21,16 +21,16 @@ func (s *Server) fileRoutes() []Route {
 	refusals := append([]string{proto.CodeFilePathNotAbsolute, proto.CodeFilePathInvalid, proto.CodeFilePathNotFound,
 		proto.CodeFilePathExists, proto.CodeFileNotDirectory, proto.CodeFileNotFile}, operationErrors...)
 	return []Route{
-		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...)},
-		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...)},
-		{"GET", base + "/text", AuthToken, s.deviceContent(getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...))},
-		{"POST", base + "/text", AuthToken, jsonAction(s, http.StatusOK, false, s.fileWriteText).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)},
-		{"POST", base + "/mkdir", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMkdir).Errors(refusals...)},
-		{"POST", base + "/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.fileRename).Errors(refusals...)},
-		{"POST", base + "/move", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMove).Errors(refusals...)},
-		{"POST", base + "/paste", AuthToken, jsonAction(s, http.StatusOK, false, s.filePaste).Errors(refusals...)},
-		{"POST", base + "/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.fileDelete).Errors(refusals...)},
-		{"POST", base + "/upload/conflicts", AuthToken, jsonAction(s, http.StatusOK, false, s.fileConflicts).Errors(refusals...)},
+		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...), "List a device's file system roots"},
+		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...), "List a folder on a device"},
+		{"GET", base + "/text", AuthToken, s.deviceContent(getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)), "Read a text file on a device"},
+		{"POST", base + "/text", AuthToken, jsonAction(s, http.StatusOK, false, s.fileWriteText).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...), "Write a text file on a device"},
+		{"POST", base + "/mkdir", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMkdir).Errors(refusals...), "Create a folder on a device"},
+		{"POST", base + "/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.fileRename).Errors(refusals...), "Rename a file on a device"},
+		{"POST", base + "/move", AuthToken, jsonAction(s, http.StatusOK, false, s.fileMove).Errors(refusals...), "Move files on a device"},
+		{"POST", base + "/paste", AuthToken, jsonAction(s, http.StatusOK, false, s.filePaste).Errors(refusals...), "Copy files on a device"},
+		{"POST", base + "/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.fileDelete).Errors(refusals...), "Delete files on a device"},
+		{"POST", base + "/upload/conflicts", AuthToken, jsonAction(s, http.StatusOK, false, s.fileConflicts).Errors(refusals...), "Check an upload for name conflicts"},
 	}
 }
 
@@ -184,8 +184,8 @@ func (s *Server) fileReadText(r *http.Request) (fileTextJSON, error) {
 }
 
 type fileWriteTextRequest struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
+	Path    string `json:"path" limit:"max=4096"`
+	Content string `json:"content" limit:"max=524288"`
 }
 
 func (q *fileWriteTextRequest) validate() error {
@@ -204,7 +204,7 @@ func (s *Server) fileWriteText(r *http.Request, q fileWriteTextRequest) (fileWri
 }
 
 type filePathRequest struct {
-	Path string `json:"path"`
+	Path string `json:"path" limit:"max=4096"`
 }
 
 func (q *filePathRequest) validate() error {
@@ -219,8 +219,8 @@ func (s *Server) fileMkdir(r *http.Request, q filePathRequest) (fileEntriesJSON,
 }
 
 type fileRenameRequest struct {
-	Path    string `json:"path"`
-	NewName string `json:"new_name"`
+	Path    string `json:"path" limit:"max=4096"`
+	NewName string `json:"new_name" limit:"max=255"`
 }
 
 func (q *fileRenameRequest) validate() error {
@@ -239,8 +239,8 @@ func (s *Server) fileRename(r *http.Request, q fileRenameRequest) (fileEntriesJS
 }
 
 type filePathsRequest struct {
-	Paths       []string `json:"paths"`
-	Destination string   `json:"destination"`
+	Paths       []string `json:"paths" limit:"max=1000,itemmax=4096"`
+	Destination string   `json:"destination" limit:"max=4096"`
 }
 
 func (q *filePathsRequest) validate() error {
@@ -263,7 +263,7 @@ func (s *Server) filePaste(r *http.Request, q filePathsRequest) (fileEntriesJSON
 }
 
 type fileDeleteRequest struct {
-	Paths []string `json:"paths"`
+	Paths []string `json:"paths" limit:"max=1000,itemmax=4096"`
 }
 
 func (q *fileDeleteRequest) validate() error {
@@ -282,8 +282,8 @@ func (s *Server) fileDelete(r *http.Request, q fileDeleteRequest) (fileEntriesJS
 }
 
 type fileConflictsRequest struct {
-	Destination string   `json:"destination"`
-	Names       []string `json:"names"`
+	Destination string   `json:"destination" limit:"max=4096"`
+	Names       []string `json:"names" limit:"max=1000,itemmax=255"`
 }
 
 func (q *fileConflictsRequest) validate() error {

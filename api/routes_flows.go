@@ -36,34 +36,34 @@ func (s *flowsAPI) flowRoutes() []Route {
 				list = []flows.Flow{}
 			}
 			return flowListJSON{Workflows: list}, err
-		})},
+		}), "List workflows"},
 		{"POST", "/api/workflows", AuthToken, jsonAction(s.Server, http.StatusCreated, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
 			return s.Flows.Create(r.Context(), editor(r), req)
-		})},
+		}), "Create a workflow"},
 		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s.Server, func(r *http.Request) (flows.Run, error) {
 			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a workflow run"},
 		{"GET", one, AuthToken, getAction(s.Server, func(r *http.Request) (flows.Flow, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flows.Flow{}, err
 			}
 			return s.Flows.Get(r.Context(), id)
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a workflow"},
 		{"PUT", one, AuthToken, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req flows.Input) (flows.Flow, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return flows.Flow{}, err
 			}
 			return s.Flows.Update(r.Context(), editor(r), id, req)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeDependantsExist)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, cairn.ECodeDependantsExist), "Update a workflow"},
 		{"DELETE", one, AuthToken, jsonAction(s.Server, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := flowID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Flows.Delete(r.Context(), editor(r), id)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, flows.ECodeInUse)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden, flows.ECodeInUse), "Delete a workflow"},
 		{"POST", one + "/start", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, func(r *http.Request, req flowStartRequest) (jobRunIDJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
@@ -72,7 +72,7 @@ func (s *flowsAPI) flowRoutes() []Route {
 			p := principal(r.Context())
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
 			return jobRunIDJSON{RunID: runID}, err
-		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Start a workflow"},
 		{"GET", one + "/runs", AuthToken, getAction(s.Server, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)
 			if err != nil {
@@ -87,7 +87,7 @@ func (s *flowsAPI) flowRoutes() []Route {
 				runs = []flows.Run{}
 			}
 			return flowRunsJSON{Runs: runs}, err
-		}).Query(queryInteger("limit", "runs to return, 1 to 100 (default 20)")).Errors(cairn.ECodeNotFound)},
+		}).Query(queryInteger("limit", "runs to return, 1 to 100 (default 20)")).Errors(cairn.ECodeNotFound), "List a workflow's runs"},
 	}
 }
 
@@ -108,5 +108,5 @@ type flowRunsJSON struct {
 }
 
 type flowStartRequest struct {
-	DeviceGUIDs []string `json:"device_guids"`
+	DeviceGUIDs []string `json:"device_guids" limit:"max=1000"`
 }

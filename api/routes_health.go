@@ -10,14 +10,14 @@ import (
 
 func (s *Server) healthRoutes() []Route {
 	return []Route{
-		{"GET", "/health", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{})},
-		{"GET", "/healthz", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{})},
-		{"GET", "/live", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{})},
-		{"GET", "/ready", AuthNone, raw(s.ready).Out(http.StatusOK, readyBody{}).Also(http.StatusServiceUnavailable, readyBody{})},
-		{"GET", "/startup", AuthNone, raw(s.startup).Out(http.StatusOK, statusJSON{}).Also(http.StatusServiceUnavailable, statusJSON{})},
+		{"GET", "/health", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{}), "Check liveness (/health)"},
+		{"GET", "/healthz", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{}), "Check liveness (/healthz)"},
+		{"GET", "/live", AuthNone, raw(s.live).Out(http.StatusOK, statusJSON{}), "Check liveness"},
+		{"GET", "/ready", AuthNone, raw(s.ready).Out(http.StatusOK, readyBody{}).Also(http.StatusServiceUnavailable, readyBody{}), "Check readiness"},
+		{"GET", "/startup", AuthNone, raw(s.startup).Out(http.StatusOK, statusJSON{}).Also(http.StatusServiceUnavailable, statusJSON{}), "Check that startup finished"},
 		{"GET", "/engine-status", AuthNone, raw(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/server", http.StatusPermanentRedirect)
-		}).Stream(http.StatusPermanentRedirect, "text/html")},
+		}).Stream(http.StatusPermanentRedirect, "text/html"), "Redirect to the server page"},
 	}
 }
 

@@ -21,7 +21,7 @@ func (s *Server) metadataRoutes() []Route {
 				out.Fields[i] = newMetadataDefinitionJSON(d)
 			}
 			return out, err
-		})},
+		}), "List metadata field definitions"},
 		{"PUT", "/api/metadata_fields/{field_number}", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req metadataLabelRequest) (metadataDefinitionJSON, error) {
 			n, err := metadata.CheckFieldNumber(pathParam(r, "field_number"))
 			if err != nil {
@@ -29,7 +29,7 @@ func (s *Server) metadataRoutes() []Route {
 			}
 			d, err := s.Metadata.Rename(r.Context(), principal(r.Context()).Username, n, *req.Description)
 			return newMetadataDefinitionJSON(d), err
-		}).Errors(metadata.ECodeReservedField)},
+		}).Errors(metadata.ECodeReservedField), "Label a metadata field"},
 		{"GET", "/api/devices/{guid}/metadata_fields", AuthToken, getAction(s, func(r *http.Request) (metadataValueListJSON, error) {
 			vals, err := s.Metadata.DeviceValues(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
 			out := make([]metadataValueJSON, len(vals))
@@ -37,7 +37,7 @@ func (s *Server) metadataRoutes() []Route {
 				out[i] = newMetadataValueJSON(v)
 			}
 			return metadataValueListJSON{Fields: out}, err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "List a device's metadata values"},
 		{"PUT", "/api/devices/{guid}/metadata_fields/{field_number}", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req metadataValueRequest) (metadataValueJSON, error) {
 			n, err := metadata.CheckFieldNumber(pathParam(r, "field_number"))
 			if err != nil {
@@ -46,7 +46,7 @@ func (s *Server) metadataRoutes() []Route {
 			p := principal(r.Context())
 			v, err := s.Metadata.SetDeviceValue(r.Context(), p.SiteScope(), p.Username, pathParam(r, "guid"), n, *req.Value)
 			return newMetadataValueJSON(v), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Set a device's metadata value"},
 		{"GET", proto.PathAgentMetadataPrefix + "{field_number}", AuthDevice, getAction(s, func(r *http.Request) (proto.MetadataFieldValue, error) {
 			n, err := metadata.CheckFieldNumber(pathParam(r, "field_number"))
 			if err != nil {
@@ -59,7 +59,7 @@ func (s *Server) metadataRoutes() []Route {
 				out.ModifiedAt = &at
 			}
 			return out, err
-		})},
+		}), "Agent: read a metadata value"},
 	}
 }
 
@@ -113,7 +113,7 @@ func newMetadataValueJSON(v metadata.Value) metadataValueJSON {
 }
 
 type metadataLabelRequest struct {
-	Description *string `json:"description"`
+	Description *string `json:"description" limit:"max=120"`
 }
 
 func (req *metadataLabelRequest) validate() error {

@@ -22,13 +22,13 @@ import (
 // queue, answered synchronously when it ends within the request.
 func (s *Server) deviceOpRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old")).Errors(operationErrors...)},
-		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate).Errors(operationErrors...)},
-		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList).Errors(cairn.ECodeNotFound)},
-		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...)},
-		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh).Errors(operationErrors...)},
-		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, s.patchList).Errors(cairn.ECodeNotFound)},
-		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh).Errors(operationErrors...)},
+		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old")).Errors(operationErrors...), "List a device's processes"},
+		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate).Errors(operationErrors...), "Terminate a process"},
+		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList).Errors(cairn.ECodeNotFound), "List a device's services"},
+		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...), "Start, stop or restart a service"},
+		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh).Errors(operationErrors...), "Refresh a device's software inventory"},
+		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, s.patchList).Errors(cairn.ECodeNotFound), "List a device's patches"},
+		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh).Errors(operationErrors...), "Refresh a device's patch list"},
 	}
 }
 
@@ -131,7 +131,7 @@ func (s *Server) processList(r *http.Request) (processesJSON, error) {
 
 type terminateReq struct {
 	PID  int    `json:"pid"`
-	Name string `json:"name"`
+	Name string `json:"name" limit:"max=255"`
 }
 
 func (q *terminateReq) validate() error {
@@ -186,7 +186,7 @@ func (s *Server) serviceList(r *http.Request) (serviceListJSON, error) {
 }
 
 type serviceActionReq struct {
-	Name   string `json:"name"`
+	Name   string `json:"name" limit:"max=255"`
 	Action string `json:"action"`
 }
 

@@ -24,21 +24,21 @@ func (s *Server) passkeyRoutes() []Route {
 				return s.reauthenticate(r, req)
 			})
 			return ceremonyJSON(c), err
-		})).Errors(reauthErrors...)},
+		})).Errors(reauthErrors...), "Start a passkey registration"},
 		{"POST", "/api/auth/passkeys/register/verify", AuthToken, s.sessionOnly(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req passkeyRegisterRequest) (passkeyJSON, error) {
 			pk, err := s.Passkeys.FinishRegistration(r.Context(), principal(r.Context()), req.CeremonyID, req.Label, req.Credential)
 			return passkeyJSON(pk), err
-		})).Errors(cairn.ECodePasskeysUnavailable, cairn.ECodeConflict)},
+		})).Errors(cairn.ECodePasskeysUnavailable, cairn.ECodeConflict), "Finish a passkey registration"},
 		{"POST", "/api/auth/passkeys/authenticate/options", AuthNone, jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginLogin(r.Context(), s.clientMeta(r))
 			return ceremonyJSON(c), err
-		}).Errors(cairn.ECodePasskeysUnavailable, cairn.ECodeRateLimited, db.ECodeServiceUnavailable)},
+		}).Errors(cairn.ECodePasskeysUnavailable, cairn.ECodeRateLimited, db.ECodeServiceUnavailable), "Start a passkey sign-in"},
 		{"POST", "/api/auth/passkeys/authenticate/verify", AuthNone, raw(s.passkeyLogin).In(passkeyLoginRequest{}, false).Out(http.StatusOK, sessionResponse{}).
-			Errors(append(signInErrors, cairn.ECodePasskeysUnavailable, cairn.ECodeInvalidCredentials)...)},
+			Errors(append(signInErrors, cairn.ECodePasskeysUnavailable, cairn.ECodeInvalidCredentials)...), "Sign in with a passkey"},
 		{"POST", "/api/auth/reauth/passkey/options", AuthToken, s.sessionOnly(jsonAction(s, http.StatusOK, true, func(r *http.Request, _ struct{}) (ceremonyJSON, error) {
 			c, err := s.Passkeys.BeginReauth(r.Context(), principal(r.Context()))
 			return ceremonyJSON(c), err
-		})).Errors(cairn.ECodePasskeysUnavailable, auth.ECodeReauthRequired)},
+		})).Errors(cairn.ECodePasskeysUnavailable, auth.ECodeReauthRequired), "Start a passkey re-authentication"},
 		{"GET", "/api/auth/passkeys", AuthToken, getAction(s, func(r *http.Request) (passkeyListJSON, error) {
 			list, err := s.Passkeys.List(r.Context(), principal(r.Context()))
 			out := make([]passkeyJSON, len(list))
@@ -46,9 +46,9 @@ func (s *Server) passkeyRoutes() []Route {
 				out[i] = passkeyJSON(pk)
 			}
 			return passkeyListJSON{Passkeys: out}, err
-		})},
-		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyRename).In(passkeyRenameRequest{}, false).Out(http.StatusOK, passkeyJSON{})).Errors(cairn.ECodeNotFound)},
-		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyDelete).Out(http.StatusNoContent, nil)).Errors(cairn.ECodeNotFound)},
+		}), "List passkeys"},
+		{"PATCH", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyRename).In(passkeyRenameRequest{}, false).Out(http.StatusOK, passkeyJSON{})).Errors(cairn.ECodeNotFound), "Rename a passkey"},
+		{"DELETE", "/api/auth/passkeys/{passkey_id}", AuthToken, s.sessionOnly(raw(s.passkeyDelete).Out(http.StatusNoContent, nil)).Errors(cairn.ECodeNotFound), "Delete a passkey"},
 	}
 }
 
@@ -66,7 +66,7 @@ type passkeyJSON struct {
 
 type passkeyRegisterRequest struct {
 	CeremonyID string          `json:"ceremony_id"`
-	Label      string          `json:"label"`
+	Label      string          `json:"label" limit:"max=64"`
 	Credential json.RawMessage `json:"credential" openapi:"types=object"`
 }
 
@@ -103,7 +103,7 @@ func (req *passkeyLoginRequest) validate() error {
 func isJSONObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
 
 type passkeyRenameRequest struct {
-	Label string `json:"label"`
+	Label string `json:"label" limit:"max=64"`
 }
 
 func (req *passkeyRenameRequest) validate() error { return passkeys.CheckLabel(req.Label) }

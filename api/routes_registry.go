@@ -25,17 +25,17 @@ func (s *Server) registryRoutes() []Route {
 	codes := append(slices.Clone(roots), proto.CodeRegistryKeyNotFound)
 	mutation := append(slices.Clone(codes), proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
 	return []Route{
-		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(roots...)},
+		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(roots...), "List a device's registry hives"},
 		// A key's children carry its values' data: device content.
 		{"GET", base + "/children", AuthToken, s.deviceContent(getAction(s, s.registryChildren).
 			Query(QueryParam{Name: "path", Type: "string", Description: `registry path, e.g. HKLM\Software`, Required: true}).
-			Errors(codes...))},
-		{"POST", base + "/key/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyCreate).Errors(mutation...)},
-		{"POST", base + "/key/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyRename).Errors(mutation...)},
-		{"POST", base + "/key/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyDelete).Errors(mutation...)},
-		{"POST", base + "/value/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueCreate).Errors(mutation...)},
-		{"POST", base + "/value/update", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueUpdate).Errors(mutation...)},
-		{"POST", base + "/value/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueDelete).Errors(mutation...)},
+			Errors(codes...)), "List a registry key's children"},
+		{"POST", base + "/key/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyCreate).Errors(mutation...), "Create a registry key"},
+		{"POST", base + "/key/rename", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyRename).Errors(mutation...), "Rename a registry key"},
+		{"POST", base + "/key/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryKeyDelete).Errors(mutation...), "Delete a registry key"},
+		{"POST", base + "/value/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueCreate).Errors(mutation...), "Create a registry value"},
+		{"POST", base + "/value/update", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueUpdate).Errors(mutation...), "Update a registry value"},
+		{"POST", base + "/value/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueDelete).Errors(mutation...), "Delete a registry value"},
 	}
 }
 

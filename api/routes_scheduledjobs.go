@@ -23,12 +23,12 @@ func (s *Server) scheduledJobRoutes() []Route {
 				out.Jobs[i] = newJobJSON(j)
 			}
 			return out, err
-		})},
+		}), "List scheduled jobs"},
 		{"POST", "/api/scheduled_jobs", AuthToken, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req jobRequest) (jobJSON, error) {
 			p := principal(r.Context())
 			j, err := s.Jobs.Create(r.Context(), p.SiteScope(), p.Username, req.input())
 			return newJobJSON(j), err
-		}).Errors(cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeUnavailable), "Create a scheduled job"},
 		{"POST", "/api/scheduled_jobs/schedule_preview", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req previewRequest) (previewJSON, error) {
 			if req.Schedule == nil {
 				return previewJSON{}, cairn.Invalid("schedule", "is required")
@@ -38,7 +38,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				next = []time.Time{}
 			}
 			return previewJSON{NextRuns: next}, err
-		})},
+		}), "Preview a schedule's next runs"},
 		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (jobJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -46,7 +46,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			}
 			j, err := s.Jobs.Get(r.Context(), principal(r.Context()).SiteScope(), id)
 			return newJobJSON(j), err
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a scheduled job"},
 		{"PUT", one, AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req jobRequest) (jobJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -55,14 +55,14 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			j, err := s.Jobs.Update(r.Context(), p.SiteScope(), p.Username, id, req.input())
 			return newJobJSON(j), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable), "Update a scheduled job"},
 		{"DELETE", one, AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := jobID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Jobs.Delete(r.Context(), principal(r.Context()).SiteScope(), id)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable), "Delete a scheduled job"},
 		{"POST", one + "/toggle", AuthToken, jsonAction(s, http.StatusOK, false, func(r *http.Request, req toggleRequest) (jobJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -71,7 +71,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			j, err := s.Jobs.Toggle(r.Context(), p.SiteScope(), p.Username, id, *req.Enabled)
 			return newJobJSON(j), err
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeUnavailable), "Enable or disable a scheduled job"},
 		{"POST", one + "/rerun", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (jobRunIDJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -84,7 +84,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			p := principal(r.Context())
 			err = s.Jobs.Rerun(r.Context(), p.SiteScope(), p.Username, id, runID.String())
 			return jobRunIDJSON{RunID: runID.String()}, err
-		}).Errors(cairn.ECodeNotFound, scheduledjobs.ECodeJobDisabled, cairn.ECodeUnavailable, ECodeTemporalUnavailable)},
+		}).Errors(cairn.ECodeNotFound, scheduledjobs.ECodeJobDisabled, cairn.ECodeUnavailable, ECodeTemporalUnavailable), "Run a scheduled job again"},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (runListJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -99,14 +99,14 @@ func (s *Server) scheduledJobRoutes() []Route {
 				runs = []scheduledjobs.Run{}
 			}
 			return runListJSON{Runs: runs}, err
-		}).Query(queryInteger("limit", "runs per page")).Errors(cairn.ECodeNotFound)},
+		}).Query(queryInteger("limit", "runs per page")).Errors(cairn.ECodeNotFound), "List a scheduled job's runs"},
 		{"DELETE", one + "/runs", AuthToken, jsonAction(s, http.StatusNoContent, true, func(r *http.Request, _ struct{}) (struct{}, error) {
 			id, err := jobID(r)
 			if err != nil {
 				return struct{}{}, err
 			}
 			return struct{}{}, s.Jobs.ClearRuns(r.Context(), principal(r.Context()).SiteScope(), id)
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Clear a scheduled job's runs"},
 		{"GET", one + "/runs/{run_id}", AuthToken, getAction(s, func(r *http.Request) (jobRunJSON, error) {
 			id, err := jobID(r)
 			if err != nil {
@@ -128,7 +128,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				out.Results = []resultJSON{}
 			}
 			return out, nil
-		}).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Get a scheduled job run"},
 		{"GET", "/api/devices/{guid}/job_runs", AuthToken, getAction(s, func(r *http.Request) (deviceRunsJSON, error) {
 			limit, err := queryInt(r, "limit", scheduledjobs.DefaultRunPage, 1, scheduledjobs.MaxRunPage)
 			if err != nil {
@@ -139,7 +139,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 				runs = []scheduledjobs.DeviceRun{}
 			}
 			return deviceRunsJSON{Results: runs}, err
-		}).Query(queryInteger("limit", "runs per page")).Errors(cairn.ECodeNotFound)},
+		}).Query(queryInteger("limit", "runs per page")).Errors(cairn.ECodeNotFound), "List a device's job runs"},
 		{"GET", "/api/server/site-worker-settings", AuthAdmin, getAction(s, func(r *http.Request) (siteWorkerSettingsJSON, error) {
 			load, err := s.Slots.Load(r.Context())
 			out := siteWorkerSettingsJSON{Sites: make([]siteLaneJSON, len(load))}
@@ -148,7 +148,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 					OnboardingCapacity: l.Onboarding}
 			}
 			return out, err
-		})},
+		}), "Get the site worker settings"},
 	}
 }
 
@@ -161,11 +161,11 @@ func jobID(r *http.Request) (int64, error) {
 }
 
 type jobRequest struct {
-	Name       string                  `json:"name"`
+	Name       string                  `json:"name" limit:"max=200"`
 	Kind       string                  `json:"kind"`
 	AssemblyID *int64                  `json:"assembly_id"`
 	WorkflowID *int64                  `json:"workflow_id"`
-	Parameters map[string]any          `json:"parameters"`
+	Parameters map[string]any          `json:"parameters" limit:"max=64"`
 	Targets    *scheduledjobs.Targets  `json:"targets"`
 	Schedule   *scheduledjobs.Schedule `json:"schedule"`
 	Options    *scheduledjobs.Options  `json:"options"`

@@ -15,13 +15,13 @@ func (s *Server) scriptSignRoutes() []Route {
 	return []Route{
 		{"GET", "/api/server/script-signing", AuthAdmin, getAction(s, func(r *http.Request) (scriptSigningJSON, error) {
 			return s.scriptSigningStatus(r.Context())
-		})},
+		}), "Get the script-signing status"},
 		{"POST", "/api/server/script-signing/rotate", AuthAdmin, jsonAction(s, http.StatusOK, true, func(r *http.Request, req scriptKeyRotateRequest) (scriptSigningJSON, error) {
 			if err := s.Signer.Rotate(r.Context(), req.Force); err != nil {
 				return scriptSigningJSON{}, err
 			}
 			return s.scriptSigningStatus(r.Context())
-		}).Errors(scriptsign.ECodeRotationPending)},
+		}).Errors(scriptsign.ECodeRotationPending), "Rotate the script-signing key"},
 	}
 }
 

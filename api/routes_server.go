@@ -12,8 +12,8 @@ import (
 
 func (s *Server) serverRoutes() []Route {
 	return []Route{
-		{"GET", "/api/server/workers", AuthAdmin, raw(s.serverWorkers).Out(http.StatusOK, serverWorkersJSON{}).Query(queryInteger("history_seconds", "how far back the task counts reach, 0 to 86400 (default 3600)"))},
-		{"GET", "/api/server/audit", AuthAdmin, getAction(s, s.auditList).Query(queryInteger("limit", "entries per page, 1 to 500 (default 100)"), queryInteger("before_id", "the page before this entry ID"), queryString("username", "only this operator's entries"))},
+		{"GET", "/api/server/workers", AuthAdmin, raw(s.serverWorkers).Out(http.StatusOK, serverWorkersJSON{}).Query(queryInteger("history_seconds", "how far back the task counts reach, 0 to 86400 (default 3600)")), "List the Engine's workers"},
+		{"GET", "/api/server/audit", AuthAdmin, getAction(s, s.auditList).Query(queryInteger("limit", "entries per page, 1 to 500 (default 100)"), queryInteger("before_id", "the page before this entry ID"), queryString("username", "only this operator's entries")), "List the audit log"},
 	}
 }
 

@@ -61,16 +61,16 @@ func (s *Server) shellRoutes(svc *shells.Service) []Route {
 		h.replica = s.Presence.ReplicaID
 	}
 	return []Route{
-		{"POST", "/api/shell/establish", AuthToken, jsonAction(s, http.StatusOK, false, h.establish).Errors(shellTargetErrors...)},
-		{"POST", "/api/shell/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, h.disconnect).Errors(cairn.ECodeNotFound)},
+		{"POST", "/api/shell/establish", AuthToken, jsonAction(s, http.StatusOK, false, h.establish).Errors(shellTargetErrors...), "Open a remote shell"},
+		{"POST", "/api/shell/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, h.disconnect).Errors(cairn.ECodeNotFound), "Close a remote shell"},
 		// Once the socket is open, refusals are "error" frames, not answers.
 		{"GET", "/api/shell/ws/{id}", AuthToken, raw(h.browserSocket).Stream(http.StatusSwitchingProtocols, "").Query(queryString("token", "the one-time browser token from opening the session")).
-			Errors(shells.ECodeTokenInvalid)},
-		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions"))},
+			Errors(shells.ECodeTokenInvalid), "Attach the browser to a shell (WebSocket)"},
+		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions")), "List shell sessions"},
 		// What a shell showed is device content.
-		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, s.deviceContent(raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict))},
-		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented)...)},
-		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "").Errors(shells.ECodeTokenInvalid, cairn.ECodeWrongWorker)},
+		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, s.deviceContent(raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict)), "Get a shell session's transcript"},
+		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented)...), "Open a remote operations session"},
+		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "").Errors(shells.ECodeTokenInvalid, cairn.ECodeWrongWorker), "Agent: attach to a shell (WebSocket)"},
 	}
 }
 

@@ -22,24 +22,24 @@ func (s *Server) siteRoutes() []Route {
 			}
 			out, err := s.sitesJSON(r.Context(), list...)
 			return siteListJSON{Sites: out}, err
-		})},
+		}), "List sites"},
 		{"POST", "/api/sites", AuthAdmin, jsonAction(s, http.StatusCreated, false, func(r *http.Request, req siteCreateRequest) (siteJSON, error) {
 			st, err := s.Sites.Create(r.Context(), req.Name, req.Slug)
 			if err != nil {
 				return siteJSON{}, err
 			}
 			return s.oneSiteJSON(r.Context(), st)
-		}).Errors(cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeConflict), "Create a site"},
 		{"POST", "/api/sites/rename", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteRenameRequest) (siteJSON, error) {
 			st, err := s.Sites.Rename(r.Context(), req.SiteID, req.Name, req.Slug)
 			if err != nil {
 				return siteJSON{}, err
 			}
 			return s.oneSiteJSON(r.Context(), st)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Rename a site"},
 		{"POST", "/api/sites/delete", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteDeleteRequest) (siteDeleteJSON, error) {
 			return siteDeleteJSON{Deleted: req.SiteIDs}, s.Sites.Delete(r.Context(), req.SiteIDs)
-		}).Errors(cairn.ECodeNotFound, cairn.ECodeSiteNotEmpty)},
+		}).Errors(cairn.ECodeNotFound, cairn.ECodeSiteNotEmpty), "Delete a site"},
 		{"GET", "/api/sites/device_map", AuthToken, getAction(s, func(r *http.Request) (deviceMapJSON, error) {
 			m, err := s.Sites.DeviceMap(r.Context(), principal(r.Context()).SiteScope())
 			out := make(map[string]deviceSiteJSON, len(m))
@@ -47,13 +47,13 @@ func (s *Server) siteRoutes() []Route {
 				out[host] = deviceSiteJSON{SiteID: ds.SiteID, SiteName: ds.SiteName}
 			}
 			return deviceMapJSON{DeviceMap: out}, err
-		})},
+		}), "Get the device-to-site map"},
 		{"POST", "/api/sites/assign", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req siteAssignRequest) (siteAssignJSON, error) {
 			res, err := s.Devices.AssignSite(r.Context(), req.GUIDs, req.SiteID, principal(r.Context()).Username)
 			s.transfersEnded(r.Context(), res.EndedTransfers, false)
 			return siteAssignJSON{SiteID: req.SiteID, Assigned: res.GUIDs}, err
-		}).Errors(cairn.ECodeNotFound)},
-		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval).Errors(cairn.ECodeNotFound)},
+		}).Errors(cairn.ECodeNotFound), "Assign devices to a site"},
+		{"POST", "/api/sites/{site_id}/auto-approval", AuthAdmin, jsonAction(s, http.StatusOK, false, s.siteAutoApproval).Errors(cairn.ECodeNotFound), "Set a site's auto-approval"},
 	}
 }
 
@@ -189,14 +189,14 @@ type deviceSiteJSON struct {
 }
 
 type siteCreateRequest struct {
-	Name string `json:"name"`
-	Slug string `json:"site_worker_slug"`
+	Name string `json:"name" limit:"max=100"`
+	Slug string `json:"site_worker_slug" limit:"max=51"`
 }
 
 type siteRenameRequest struct {
 	SiteID int64  `json:"site_id"`
-	Name   string `json:"name"`
-	Slug   string `json:"site_worker_slug"`
+	Name   string `json:"name" limit:"max=100"`
+	Slug   string `json:"site_worker_slug" limit:"max=51"`
 }
 
 type siteDeleteRequest struct {

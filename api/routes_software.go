@@ -27,11 +27,11 @@ func (s *Server) softwareRoutes() []Route {
 				return software.AuditPage{}, err
 			}
 			return svc.Audit(r.Context(), principal(r.Context()).SiteScope(), q)
-		}).Query(queryString("q", "a search in software names"), queryString("sort", "a column, - first for descending"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"))},
+		}).Query(queryString("q", "a search in software names"), queryString("sort", "a column, - first for descending"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip")), "Audit installed software"},
 		{"GET", "/api/software/rules", AuthToken, getAction(s, func(r *http.Request) (software.Rules, error) {
 			return svc.ListRules(r.Context())
-		})},
-		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, raw(s.softwareIcon(svc)).Stream(http.StatusOK, "image/*").Also(http.StatusNotModified, nil).Errors(cairn.ECodeNotFound)},
+		}), "List software rules"},
+		{"GET", "/api/device/software/icon/{icon_hash}", AuthToken, raw(s.softwareIcon(svc)).Stream(http.StatusOK, "image/*").Also(http.StatusNotModified, nil).Errors(cairn.ECodeNotFound), "Get a software icon"},
 		{"POST", "/api/device/software/{hostname}/icon-override", AuthToken, jsonAction(s, http.StatusOK, false,
 			func(r *http.Request, req iconOverrideReq) (iconOverrideJSON, error) {
 				rule, dev, err := svc.SetIconOverride(r.Context(), softwareActor(r), req.target(r), software.IconOverride{
@@ -40,7 +40,7 @@ func (s *Server) softwareRoutes() []Route {
 					return iconOverrideJSON{}, err
 				}
 				return iconOverrideJSON{Rule: rule, Refresh: s.requestSoftwareRefresh(r, dev.Hostname)}, nil
-			}).Errors(cairn.ECodeNotFound)},
+			}).Errors(cairn.ECodeNotFound), "Override a software icon"},
 		{"POST", "/api/device/software/{hostname}/uninstall-override", AuthToken, jsonAction(s, http.StatusOK, false,
 			func(r *http.Request, req uninstallOverrideReq) (uninstallOverrideJSON, error) {
 				rule, err := svc.SetUninstallOverride(r.Context(), softwareActor(r), req.target(r), software.UninstallOverride{
@@ -49,7 +49,7 @@ func (s *Server) softwareRoutes() []Route {
 					return uninstallOverrideJSON{}, err
 				}
 				return uninstallOverrideJSON{Rule: rule, Removed: req.Remove}, nil
-			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
+			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden), "Override a software uninstall command"},
 		{"POST", "/api/device/software/{hostname}/uninstall-block", AuthToken, jsonAction(s, http.StatusOK, false,
 			func(r *http.Request, req uninstallBlockReq) (uninstallBlockJSON, error) {
 				rule, err := svc.Block(r.Context(), softwareActor(r), req.target(r), req.Reason)
@@ -57,7 +57,7 @@ func (s *Server) softwareRoutes() []Route {
 					return uninstallBlockJSON{}, err
 				}
 				return uninstallBlockJSON{Rule: rule}, nil
-			}).Errors(cairn.ECodeNotFound)},
+			}).Errors(cairn.ECodeNotFound), "Block uninstalling software"},
 		{"POST", "/api/device/software/{hostname}/uninstall-unblock", AuthToken, jsonAction(s, http.StatusOK, false,
 			func(r *http.Request, req softwareRowReq) (uninstallUnblockJSON, error) {
 				removed, err := svc.Unblock(r.Context(), softwareActor(r), req.target(r))
@@ -65,10 +65,10 @@ func (s *Server) softwareRoutes() []Route {
 					return uninstallUnblockJSON{}, err
 				}
 				return uninstallUnblockJSON{Removed: removed}, nil
-			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden)},
+			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden), "Unblock uninstalling software"},
 		{"GET", "/api/agent/software-management/overrides", AuthDevice, getAction(s, func(r *http.Request) (software.AgentOverrides, error) {
 			return svc.AgentRules(r.Context())
-		})},
+		}), "Agent: get the software overrides"},
 	}
 }
 

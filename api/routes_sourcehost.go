@@ -36,14 +36,14 @@ func (s *sourceHostAPI) sourceHostRoutes() []Route {
 		{"GET", "/api/github/token", AuthAdmin, getAction(s.Server, func(r *http.Request) (tokenStatusJSON, error) {
 			st, err := s.SourceHost.Status(r.Context())
 			return toTokenStatusJSON(st), err
-		})},
+		}), "Get the GitHub token status"},
 		{"POST", "/api/github/token", AuthAdmin, jsonAction(s.Server, http.StatusOK, false, func(r *http.Request, req tokenRequest) (tokenStatusJSON, error) {
 			if err := s.SourceHost.SetToken(r.Context(), req.token, principal(r.Context()).Username); err != nil {
 				return tokenStatusJSON{}, err
 			}
 			st, err := s.SourceHost.Status(r.Context())
 			return toTokenStatusJSON(st), err
-		}).Errors(cairn.ECodeUnavailable)},
+		}).Errors(cairn.ECodeUnavailable), "Set the GitHub token"},
 		// SPEC: "Device or Token": agents ask too (script payloads).
 		{"GET", "/api/repo/current_hash", AuthDeviceOrToken, getAction(s.Server, func(r *http.Request) (currentHashJSON, error) {
 			q, err := hashQuery(r)
@@ -52,7 +52,7 @@ func (s *sourceHostAPI) sourceHostRoutes() []Route {
 			}
 			h, err := s.SourceHost.CurrentHash(r.Context(), q)
 			return currentHashJSON{Repo: h.Repo, Branch: h.Branch, Hash: h.Hash, FetchedAt: h.FetchedAt, Cached: h.Cached}, err
-		}).Query(queryString("repo", "owner/name"), queryString("branch", "the branch"), queryInteger("ttl", "seconds a cached head may be old"), queryString("refresh", "force: ask upstream even with a cached head")).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited, cairn.ECodeUnavailable)},
+		}).Query(queryString("repo", "owner/name"), queryString("branch", "the branch"), queryInteger("ttl", "seconds a cached head may be old"), queryString("refresh", "force: ask upstream even with a cached head")).Errors(cairn.ECodeNotFound, cairn.ECodeRateLimited, cairn.ECodeUnavailable), "Get a repository branch's current hash"},
 	}
 }
 

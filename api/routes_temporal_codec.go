@@ -31,12 +31,12 @@ const codecPath = "/api/temporal/codec"
 func (s *Server) temporalCodecRoutes() []Route {
 	preflight := raw(s.codecPreflight).Out(http.StatusNoContent, nil).Summary("CORS preflight of the codec server")
 	return []Route{
-		{"OPTIONS", codecPath + "/decode", AuthNone, preflight},
-		{"OPTIONS", codecPath + "/encode", AuthNone, preflight},
+		{"OPTIONS", codecPath + "/decode", AuthNone, preflight, "Preflight the codec decode"},
+		{"OPTIONS", codecPath + "/encode", AuthNone, preflight, "Preflight the codec encode"},
 		{"POST", codecPath + "/decode", AuthAdmin, s.sessionOnly(raw(s.codecServe(false)).noCSRF().Stream(http.StatusOK, "application/json").
-			Summary("Decode Temporal payloads for the Temporal UI"))},
+			Summary("Decode Temporal payloads for the Temporal UI")), "Decode Temporal payloads"},
 		{"POST", codecPath + "/encode", AuthAdmin, s.sessionOnly(raw(s.codecServe(true)).noCSRF().Stream(http.StatusOK, "application/json").
-			Summary("Encode Temporal payloads for the Temporal UI"))},
+			Summary("Encode Temporal payloads for the Temporal UI")), "Encode Temporal payloads"},
 	}
 }
 

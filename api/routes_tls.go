@@ -10,7 +10,7 @@ import (
 func (s *Server) tlsRoutes() []Route {
 	return []Route{
 		// The CA certificate is public: installers fetch it to pin it.
-		{"GET", "/api/tls/ca.pem", AuthNone, raw(s.caPEM).Stream(http.StatusOK, "application/x-pem-file").Errors(cairn.ECodeNotFound)},
+		{"GET", "/api/tls/ca.pem", AuthNone, raw(s.caPEM).Stream(http.StatusOK, "application/x-pem-file").Errors(cairn.ECodeNotFound), "Get the Engine's CA certificate"},
 	}
 }
 

@@ -66,27 +66,27 @@ func (s *transfersAPI) fileTransferRoutes() []Route {
 	return []Route{
 		{"POST", base + "/upload", AuthToken, raw(s.fileUpload).Out(http.StatusAccepted, fileTransferJSON{}).
 			Summary("Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload").
-			Errors(append(transferStartErrors, transfers.ECodeUploadTooLarge)...)},
+			Errors(append(transferStartErrors, transfers.ECodeUploadTooLarge)...), "Upload files to a device"},
 		{"POST", base + "/download", AuthToken, jsonAction(s.Server, http.StatusAccepted, false, s.fileDownload).
-			Errors(transferStartErrors...)},
+			Errors(transferStartErrors...), "Download files from a device"},
 		{"GET", base + "/transfer/{transfer_id}/status", AuthToken, getAction(s.Server, s.transferStatus).
-			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound)},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound), "Get a file transfer's status"},
 		{"POST", base + "/transfer/{transfer_id}/cancel", AuthToken, jsonAction(s.Server, http.StatusOK, true, s.transferCancel).
-			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, ECodeTemporalUnavailable)},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, ECodeTemporalUnavailable), "Cancel a file transfer"},
 		// A downloaded file is device content, whoever started the download.
 		{"GET", base + "/transfer/{transfer_id}/content", AuthToken, s.deviceContent(raw(s.transferContent).Stream(http.StatusOK, "application/octet-stream").
 			Summary("The completed download's artifact (Content-Disposition attachment, X-Content-SHA256)").
-			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, transfers.ECodeTransferNotReady, transfers.ECodeContentExpired))},
+			Errors(cairn.ECodeNotFound, transfers.ECodeTransferNotFound, transfers.ECodeTransferNotReady, transfers.ECodeContentExpired)), "Download a completed transfer's file"},
 
 		{"GET", agent + "/upload-item/{item_id}", AuthDevice, raw(s.agentUploadItem).Stream(http.StatusOK, "application/octet-stream").
-			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded)},
-		{"GET", agent + "/status", AuthDevice, getAction(s.Server, s.agentTransferStatus).Errors(transfers.ECodeTransferNotFound)},
+			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded), "Agent: read an upload item"},
+		{"GET", agent + "/status", AuthDevice, getAction(s.Server, s.agentTransferStatus).Errors(transfers.ECodeTransferNotFound), "Agent: get a file transfer's status"},
 		{"POST", agent + "/progress", AuthDevice, jsonAction(s.Server, http.StatusOK, false, s.agentTransferProgress).
-			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded)},
+			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded), "Agent: report file transfer progress"},
 		{"POST", agent + "/content", AuthDevice, raw(s.agentTransferContent).Out(http.StatusOK, proto.TransferStatus{}).
 			Summary("Stream a finished download's artifact (headers X-Content-SHA256, X-Content-Name)").
 			Errors(transfers.ECodeTransferNotFound, transfers.ECodeTransferCancelled, transfers.ECodeTransferEnded,
-				transfers.ECodeChecksumMismatch, transfers.ECodeUploadTooLarge, cairn.ECodeTransferQuotaExceeded, cairn.ECodeInsufficientStorage)},
+				transfers.ECodeChecksumMismatch, transfers.ECodeUploadTooLarge, cairn.ECodeTransferQuotaExceeded, cairn.ECodeInsufficientStorage), "Agent: send a download's content"},
 	}
 }
 
@@ -408,7 +408,7 @@ func readField(p *multipart.Part, form *uploadForm) error {
 }
 
 type fileDownloadRequest struct {
-	Paths []string `json:"paths"`
+	Paths []string `json:"paths" limit:"max=1000"`
 }
 
 func (q *fileDownloadRequest) validate() error {

@@ -19,7 +19,7 @@ func (s *Server) userRoutes() []Route {
 				out[i] = accountEntryOf(a)
 			}
 			return accountListJSON{Users: out}, err
-		})},
+		}), "List users"},
 		// Every change below is sudo: a session that re-authenticated
 		// recently, never an API token (issue 21 item 5).
 		{"POST", "/api/users", AuthAdmin, s.sudo(jsonAction(s, http.StatusCreated, false, func(r *http.Request, req userCreateRequest) (accountEntryJSON, error) {
@@ -28,34 +28,34 @@ func (s *Server) userRoutes() []Route {
 			}
 			a, err := s.Auth.Account(r.Context(), req.Username)
 			return accountEntryOf(a), err
-		})).Errors(cairn.ECodeConflict)},
+		})).Errors(cairn.ECodeConflict), "Create a user"},
 		{"DELETE", "/api/users/{username}", AuthAdmin, s.sudo(raw(func(w http.ResponseWriter, r *http.Request) {
 			if err := s.Auth.DeleteAccount(r.Context(), chi.URLParam(r, "username")); err != nil {
 				writeError(w, r, s.Log, err)
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)
-		}).Out(http.StatusNoContent, nil)).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
+		}).Out(http.StatusNoContent, nil)).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin), "Delete a user"},
 		{"POST", "/api/users/{username}/reset_password", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req adminPasswordRequest) (tokensRevokedJSON, error) {
 			n, err := s.Auth.ResetPassword(r.Context(), chi.URLParam(r, "username"), req.Password)
 			return tokensRevokedJSON{n}, err
-		})).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound), "Reset a user's password"},
 		{"POST", "/api/users/{username}/role", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req roleRequest) (accountEntryJSON, error) {
 			a, err := s.Auth.SetRole(r.Context(), chi.URLParam(r, "username"), req.Role)
 			return accountEntryOf(a), err
-		})).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin)},
+		})).Errors(cairn.ECodeNotFound, cairn.ECodeLastAdmin), "Change a user's role"},
 		{"POST", "/api/users/{username}/mfa", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req mfaActionRequest) (mfaResultJSON, error) {
 			a, n, err := s.Auth.SetMFA(r.Context(), chi.URLParam(r, "username"), req.Action)
 			return mfaResultJSON{accountEntryOf(a), n}, err
-		})).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound), "Reset or require a user's MFA"},
 		{"POST", "/api/user_site_assignments/selection", AuthAdmin, jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignmentSelectionRequest) (assignmentsResponse, error) {
 			m, err := s.Auth.SiteAssignments(r.Context(), req.Usernames)
 			return assignmentsResponse{m}, err
-		})},
+		}), "Get users' site assignments"},
 		{"POST", "/api/user_site_assignments/assign", AuthAdmin, s.sudo(jsonAction(s, http.StatusOK, false, func(r *http.Request, req assignRequest) (assignmentsResponse, error) {
 			m, err := s.Auth.AssignSites(r.Context(), req.Usernames, req.SiteIDs)
 			return assignmentsResponse{m}, err
-		})).Errors(cairn.ECodeNotFound)},
+		})).Errors(cairn.ECodeNotFound), "Assign users to sites"},
 	}
 }
 
@@ -88,12 +88,12 @@ type mfaResultJSON struct {
 
 type userCreateRequest struct {
 	Username string `json:"username"`
-	Password string `json:"password"`
+	Password string `json:"password" limit:"max=256"`
 	Role     string `json:"role"`
 }
 
 type adminPasswordRequest struct {
-	Password string `json:"password"`
+	Password string `json:"password" limit:"max=256"`
 }
 
 func (req *adminPasswordRequest) validate() error {

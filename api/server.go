@@ -70,6 +70,12 @@ type Route struct {
 	Pattern string
 	Auth    AuthClass
 	Handler Endpoint
+	// Summary is the operation's summary in the API document: a short
+	// imperative line ("List file transfers"). Every route has one
+	// (TestOpenAPIEveryRouteHasASummary); a longer note goes on the
+	// Endpoint (Endpoint.Summary), which the document gives as the
+	// operation's description.
+	Summary string
 }
 
 // Deps are what the handlers of several capabilities share; what only one
@@ -232,7 +238,7 @@ func (s *Server) Handler() http.Handler {
 			// operators' approve/deny calls and the device activity.
 			mw = append(mw, s.audit)
 		}
-		mw = append(mw, s.authFor(rt.Auth, rt.Handler.csrfExempt))
+		mw = append(mw, s.authFor(rt.Auth, rt.Handler.csrfExempt), s.pathParamLimit)
 		r.With(mw...).Method(rt.Method, rt.Pattern, rt.Handler)
 	}
 	r.NotFound(s.notFound)

@@ -9,13 +9,13 @@ import "time"
 type Inventory struct {
 	Hardware  *Hardware    `json:"hardware,omitempty"`
 	OS        *OSInfo      `json:"os,omitempty"`
-	Network   []NetIface   `json:"network"`
-	Sessions  []Session    `json:"sessions"`
+	Network   []NetIface   `json:"network" limit:"max=512"`
+	Sessions  []Session    `json:"sessions" limit:"max=512"`
 	Uptime    *Uptime      `json:"uptime,omitempty"`
-	Software  []Software   `json:"software"`
-	Services  []Service    `json:"services"`
-	Processes []Process    `json:"processes"`
-	Patches   []PatchEntry `json:"patches"`
+	Software  []Software   `json:"software" limit:"max=20000"`
+	Services  []Service    `json:"services" limit:"max=10000"`
+	Processes []Process    `json:"processes" limit:"max=20000"`
+	Patches   []PatchEntry `json:"patches" limit:"max=20000"`
 }
 
 // Hardware is CPU, memory, disks and board.
@@ -24,7 +24,7 @@ type Hardware struct {
 	CPUCores         int    `json:"cpu_cores"`   // physical cores when known
 	CPUThreads       int    `json:"cpu_threads"` // logical processors
 	MemoryTotalBytes uint64 `json:"memory_total_bytes"`
-	Disks            []Disk `json:"disks"`
+	Disks            []Disk `json:"disks" limit:"max=256"`
 	BoardVendor      string `json:"board_vendor,omitempty"`
 	BoardName        string `json:"board_name,omitempty"`
 	SystemVendor     string `json:"system_vendor,omitempty"`

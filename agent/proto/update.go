@@ -76,20 +76,20 @@ type UpdateManifest struct {
 // UpdateProgress is the body of PathUpdateProgress. BuildID is the build
 // of the agent posting it.
 type UpdateProgress struct {
-	OperationID string        `json:"operation_id"`
-	Events      []UpdateEvent `json:"events"`
-	BuildID     string        `json:"build_id"`
+	OperationID string        `json:"operation_id" limit:"max=100"`
+	Events      []UpdateEvent `json:"events" limit:"max=100"`
+	BuildID     string        `json:"build_id" limit:"max=200"`
 	// ToBuildID and ArtifactID name the target of an update the agent
 	// started itself (the hourly check), which the Engine has no record of
 	// until this post.
-	ToBuildID  string `json:"to_build_id,omitempty"`
-	ArtifactID string `json:"artifact_id,omitempty"`
+	ToBuildID  string `json:"to_build_id,omitempty" limit:"max=200"`
+	ArtifactID string `json:"artifact_id,omitempty" limit:"max=200"`
 }
 
 // UpdateEvent is one step of an update.
 type UpdateEvent struct {
 	Phase      string    `json:"phase"`
-	Percent    int       `json:"percent"`
+	Percent    int       `json:"percent" limit:"min=0,max=100"`
 	Message    string    `json:"message"`
 	CapturedAt time.Time `json:"captured_at"`
 }

@@ -51,8 +51,8 @@ var stepIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 
 // Step is one step of a flow.
 type Step struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
+	ID         string `json:"id" limit:"max=40"`
+	Name       string `json:"name" limit:"max=200"`
 	AssemblyID int64  `json:"assembly_id"`
 	// AssemblyVersion is the assembly version the step runs, chosen when
 	// the flow is saved (0 on input: the version current then), and
@@ -84,9 +84,9 @@ type Flow struct {
 
 // Input is what an operator sets on a flow.
 type Input struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Steps       []Step `json:"steps"`
+	Name        string `json:"name" limit:"max=200"`
+	Description string `json:"description" limit:"max=2000"`
+	Steps       []Step `json:"steps" limit:"max=50"`
 }
 
 // StepRun is one step of a flow run: its status and job run.

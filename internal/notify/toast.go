@@ -25,9 +25,9 @@ const (
 
 // Input is the request body; pointers tell absent from empty.
 type Input struct {
-	Title    *string `json:"title"`
-	Message  *string `json:"message"`
-	Icon     *string `json:"icon"`
+	Title    *string `json:"title" limit:"max=200"`
+	Message  *string `json:"message" limit:"max=2000"`
+	Icon     *string `json:"icon" limit:"max=64"`
 	Variant  *string `json:"variant"`
 	Type     *string `json:"type"`
 	Severity *string `json:"severity"`

@@ -39,11 +39,11 @@ const (
 
 // Targets are what a job runs on; they resolve to devices when it fires.
 type Targets struct {
-	Devices []string `json:"devices"`
-	Sites   []int64  `json:"sites"`
+	Devices []string `json:"devices" limit:"max=10000"`
+	Sites   []int64  `json:"sites" limit:"max=1000"`
 	// Filters are saved device filter IDs, resolved when the job fires,
 	// inside the job's FilterScope.
-	Filters []int64 `json:"filters"`
+	Filters []int64 `json:"filters" limit:"max=50"`
 }
 
 // Options tune one job.

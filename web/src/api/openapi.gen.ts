@@ -11,6 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List device approvals */
         get: operations["getAdminDeviceApprovals"];
         put?: never;
         post?: never;
@@ -29,6 +30,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Approve a device */
         post: operations["postAdminDeviceApprovalsApprovalIdApprove"];
         delete?: never;
         options?: never;
@@ -45,6 +47,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Deny a device */
         post: operations["postAdminDeviceApprovalsApprovalIdDeny"];
         delete?: never;
         options?: never;
@@ -59,8 +62,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List enrollment codes */
         get: operations["getAdminEnrollmentCodes"];
         put?: never;
+        /** Create an enrollment code */
         post: operations["postAdminEnrollmentCodes"];
         delete?: never;
         options?: never;
@@ -78,6 +83,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** Delete an enrollment code */
         delete: operations["deleteAdminEnrollmentCodesCodeId"];
         options?: never;
         head?: never;
@@ -93,6 +99,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rotate an enrollment code */
         post: operations["postAdminEnrollmentCodesCodeIdRotate"];
         delete?: never;
         options?: never;
@@ -109,6 +116,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Force-reset the Aegis cipher */
         post: operations["postAegisForceReset"];
         delete?: never;
         options?: never;
@@ -125,6 +133,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rotate the Aegis passphrase */
         post: operations["postAegisRotate"];
         delete?: never;
         options?: never;
@@ -141,6 +150,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Set up the Aegis cipher */
         post: operations["postAegisSetup"];
         delete?: never;
         options?: never;
@@ -155,6 +165,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the Aegis cipher status */
         get: operations["getAegisStatus"];
         put?: never;
         post?: never;
@@ -173,6 +184,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Unlock the Aegis cipher */
         post: operations["postAegisUnlock"];
         delete?: never;
         options?: never;
@@ -189,6 +201,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Report device details */
         post: operations["postAgentDetails"];
         delete?: never;
         options?: never;
@@ -205,6 +218,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Get an enrollment nonce */
         post: operations["postAgentEnrollNonce"];
         delete?: never;
         options?: never;
@@ -221,6 +235,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Poll an enrollment request */
         post: operations["postAgentEnrollPoll"];
         delete?: never;
         options?: never;
@@ -237,6 +252,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Request enrollment */
         post: operations["postAgentEnrollRequest"];
         delete?: never;
         options?: never;
@@ -253,7 +269,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stream a finished download's artifact (headers X-Content-SHA256, X-Content-Name) */
+        /**
+         * Agent: send a download's content
+         * @description Stream a finished download's artifact (headers X-Content-SHA256, X-Content-Name)
+         */
         post: operations["postAgentFilesTransfersTransferIdContent"];
         delete?: never;
         options?: never;
@@ -270,6 +289,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Agent: report file transfer progress */
         post: operations["postAgentFilesTransfersTransferIdProgress"];
         delete?: never;
         options?: never;
@@ -284,6 +304,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Agent: get a file transfer's status */
         get: operations["getAgentFilesTransfersTransferIdStatus"];
         put?: never;
         post?: never;
@@ -300,6 +321,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Agent: read an upload item */
         get: operations["getAgentFilesTransfersTransferIdUploadItemItemId"];
         put?: never;
         post?: never;
@@ -316,6 +338,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get an agent artifact's hash */
         get: operations["getAgentHash"];
         put?: never;
         post?: never;
@@ -332,6 +355,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List agent artifacts and hashes */
         get: operations["getAgentHashList"];
         put?: never;
         post?: never;
@@ -350,6 +374,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Send an agent heartbeat */
         post: operations["postAgentHeartbeat"];
         delete?: never;
         options?: never;
@@ -364,6 +389,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Download the agent installer (signed query link) */
         get: operations["getAgentInstallDownloadPlatform"];
         put?: never;
         post?: never;
@@ -380,6 +406,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Download the agent installer (token link) */
         get: operations["getAgentInstallDownloadTokenPlatform"];
         put?: never;
         post?: never;
@@ -396,6 +423,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Agent: read a metadata value */
         get: operations["getAgentMetadataFieldNumber"];
         put?: never;
         post?: never;
@@ -412,6 +440,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the agent's realtime route */
         get: operations["getAgentRealtimeRoute"];
         put?: never;
         post?: never;
@@ -428,6 +457,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Open the agent's realtime socket */
         get: operations["getAgentRealtimeSocket"];
         put?: never;
         post?: never;
@@ -446,6 +476,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Agent: send script output */
         post: operations["postAgentScriptOutput"];
         delete?: never;
         options?: never;
@@ -462,6 +493,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Agent: fetch its next script */
         post: operations["postAgentScriptRequest"];
         delete?: never;
         options?: never;
@@ -478,6 +510,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Agent: report a script result */
         post: operations["postAgentScriptResult"];
         delete?: never;
         options?: never;
@@ -492,6 +525,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Agent: attach to a shell (WebSocket) */
         get: operations["getAgentShellId"];
         put?: never;
         post?: never;
@@ -508,6 +542,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Agent: get the software overrides */
         get: operations["getAgentSoftwareManagementOverrides"];
         put?: never;
         post?: never;
@@ -526,6 +561,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Report agent status */
         post: operations["postAgentStatus"];
         delete?: never;
         options?: never;
@@ -542,6 +578,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Refresh the device's tokens */
         post: operations["postAgentTokenRefresh"];
         delete?: never;
         options?: never;
@@ -556,6 +593,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Download an agent artifact */
         get: operations["getAgentUpdateDownloadArtifactId"];
         put?: never;
         post?: never;
@@ -572,6 +610,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the agent update manifest */
         get: operations["getAgentUpdateManifest"];
         put?: never;
         post?: never;
@@ -590,6 +629,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Report agent update progress */
         post: operations["postAgentUpdateProgress"];
         delete?: never;
         options?: never;
@@ -604,6 +644,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List online agents */
         get: operations["getAgents"];
         put?: never;
         post?: never;
@@ -620,8 +661,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List assemblies */
         get: operations["getAssemblies"];
         put?: never;
+        /** Create an assembly */
         post: operations["postAssemblies"];
         delete?: never;
         options?: never;
@@ -636,9 +679,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get an assembly */
         get: operations["getAssembliesAssemblyId"];
+        /** Update an assembly */
         put: operations["putAssembliesAssemblyId"];
         post?: never;
+        /** Delete an assembly */
         delete: operations["deleteAssembliesAssemblyId"];
         options?: never;
         head?: never;
@@ -652,6 +698,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List an assembly's versions */
         get: operations["getAssembliesAssemblyIdVersions"];
         put?: never;
         post?: never;
@@ -668,6 +715,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get an assembly version */
         get: operations["getAssembliesAssemblyIdVersionsVersion"];
         put?: never;
         post?: never;
@@ -686,6 +734,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Sign in with a password */
         post: operations["postAuthLogin"];
         delete?: never;
         options?: never;
@@ -702,6 +751,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Sign out */
         post: operations["postAuthLogout"];
         delete?: never;
         options?: never;
@@ -716,6 +766,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the signed-in account */
         get: operations["getAuthMe"];
         put?: never;
         post?: never;
@@ -734,6 +785,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Reset the MFA authenticator */
         post: operations["postAuthMfaReset"];
         delete?: never;
         options?: never;
@@ -750,6 +802,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Verify the MFA code of a sign-in */
         post: operations["postAuthMfaVerify"];
         delete?: never;
         options?: never;
@@ -764,6 +817,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List passkeys */
         get: operations["getAuthPasskeys"];
         put?: never;
         post?: never;
@@ -782,6 +836,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Start a passkey sign-in */
         post: operations["postAuthPasskeysAuthenticateOptions"];
         delete?: never;
         options?: never;
@@ -798,6 +853,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Sign in with a passkey */
         post: operations["postAuthPasskeysAuthenticateVerify"];
         delete?: never;
         options?: never;
@@ -814,6 +870,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Start a passkey registration */
         post: operations["postAuthPasskeysRegisterOptions"];
         delete?: never;
         options?: never;
@@ -830,6 +887,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Finish a passkey registration */
         post: operations["postAuthPasskeysRegisterVerify"];
         delete?: never;
         options?: never;
@@ -847,9 +905,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** Delete a passkey */
         delete: operations["deleteAuthPasskeysPasskeyId"];
         options?: never;
         head?: never;
+        /** Rename a passkey */
         patch: operations["patchAuthPasskeysPasskeyId"];
         trace?: never;
     };
@@ -862,6 +922,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Change the password */
         post: operations["postAuthPasswordReset"];
         delete?: never;
         options?: never;
@@ -878,6 +939,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Re-authenticate the session */
         post: operations["postAuthReauth"];
         delete?: never;
         options?: never;
@@ -894,6 +956,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Start a passkey re-authentication */
         post: operations["postAuthReauthPasskeyOptions"];
         delete?: never;
         options?: never;
@@ -908,8 +971,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List API tokens */
         get: operations["getAuthTokens"];
         put?: never;
+        /** Create an API token */
         post: operations["postAuthTokens"];
         delete?: never;
         options?: never;
@@ -927,6 +992,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** Revoke an API token */
         delete: operations["deleteAuthTokensId"];
         options?: never;
         head?: never;
@@ -942,6 +1008,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Bootstrap: verify the administrator's MFA */
         post: operations["postBootstrapAdminMfaVerify"];
         delete?: never;
         options?: never;
@@ -958,6 +1025,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Bootstrap: recover the administrator */
         post: operations["postBootstrapAdminRecover"];
         delete?: never;
         options?: never;
@@ -974,6 +1042,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Bootstrap: create the first administrator */
         post: operations["postBootstrapAdminSetup"];
         delete?: never;
         options?: never;
@@ -990,6 +1059,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Bootstrap: set up the Aegis cipher */
         post: operations["postBootstrapAegisSetup"];
         delete?: never;
         options?: never;
@@ -1006,6 +1076,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Bootstrap: unlock the Aegis cipher */
         post: operations["postBootstrapAegisUnlock"];
         delete?: never;
         options?: never;
@@ -1020,6 +1091,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the bootstrap phase */
         get: operations["getBootstrapState"];
         put?: never;
         post?: never;
@@ -1036,9 +1108,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List credentials */
         get: operations["getCredentials"];
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Create a credential
+         * @description Administrators only.
+         */
         post: operations["postCredentials"];
         delete?: never;
         options?: never;
@@ -1053,11 +1129,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a credential */
         get: operations["getCredentialsCredentialId"];
-        /** @description Administrators only. */
+        /**
+         * Update a credential
+         * @description Administrators only.
+         */
         put: operations["putCredentialsCredentialId"];
         post?: never;
-        /** @description Administrators only. */
+        /**
+         * Delete a credential
+         * @description Administrators only.
+         */
         delete: operations["deleteCredentialsCredentialId"];
         options?: never;
         head?: never;
@@ -1071,6 +1154,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get an activity entry */
         get: operations["getDeviceActivityJobId"];
         put?: never;
         post?: never;
@@ -1087,9 +1171,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's activity */
         get: operations["getDeviceActivityHostname"];
         put?: never;
         post?: never;
+        /** Clear a device's activity */
         delete: operations["deleteDeviceActivityHostname"];
         options?: never;
         head?: never;
@@ -1105,6 +1191,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Set a device's description */
         post: operations["postDeviceDescriptionHostname"];
         delete?: never;
         options?: never;
@@ -1119,6 +1206,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a device's details */
         get: operations["getDeviceDetailsHostname"];
         put?: never;
         post?: never;
@@ -1135,6 +1223,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a folder on a device */
         get: operations["getDeviceFilesHostnameChildren"];
         put?: never;
         post?: never;
@@ -1153,6 +1242,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Delete files on a device */
         post: operations["postDeviceFilesHostnameDelete"];
         delete?: never;
         options?: never;
@@ -1169,6 +1259,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Download files from a device */
         post: operations["postDeviceFilesHostnameDownload"];
         delete?: never;
         options?: never;
@@ -1185,6 +1276,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Create a folder on a device */
         post: operations["postDeviceFilesHostnameMkdir"];
         delete?: never;
         options?: never;
@@ -1201,6 +1293,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Move files on a device */
         post: operations["postDeviceFilesHostnameMove"];
         delete?: never;
         options?: never;
@@ -1217,6 +1310,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Copy files on a device */
         post: operations["postDeviceFilesHostnamePaste"];
         delete?: never;
         options?: never;
@@ -1233,6 +1327,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rename a file on a device */
         post: operations["postDeviceFilesHostnameRename"];
         delete?: never;
         options?: never;
@@ -1247,6 +1342,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's file system roots */
         get: operations["getDeviceFilesHostnameRoots"];
         put?: never;
         post?: never;
@@ -1263,8 +1359,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read a text file on a device */
         get: operations["getDeviceFilesHostnameText"];
         put?: never;
+        /** Write a text file on a device */
         post: operations["postDeviceFilesHostnameText"];
         delete?: never;
         options?: never;
@@ -1281,6 +1379,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Cancel a file transfer */
         post: operations["postDeviceFilesHostnameTransferTransferIdCancel"];
         delete?: never;
         options?: never;
@@ -1295,7 +1394,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The completed download's artifact (Content-Disposition attachment, X-Content-SHA256) */
+        /**
+         * Download a completed transfer's file
+         * @description The completed download's artifact (Content-Disposition attachment, X-Content-SHA256)
+         */
         get: operations["getDeviceFilesHostnameTransferTransferIdContent"];
         put?: never;
         post?: never;
@@ -1312,6 +1414,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a file transfer's status */
         get: operations["getDeviceFilesHostnameTransferTransferIdStatus"];
         put?: never;
         post?: never;
@@ -1330,7 +1433,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload */
+        /**
+         * Upload files to a device
+         * @description Stage browser files (multipart/form-data: destination, conflict, manifest, file parts) and start the upload
+         */
         post: operations["postDeviceFilesHostnameUpload"];
         delete?: never;
         options?: never;
@@ -1347,6 +1453,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Check an upload for name conflicts */
         post: operations["postDeviceFilesHostnameUploadConflicts"];
         delete?: never;
         options?: never;
@@ -1361,6 +1468,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's patches */
         get: operations["getDevicePatchesHostname"];
         put?: never;
         post?: never;
@@ -1379,6 +1487,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Refresh a device's patch list */
         post: operations["postDevicePatchesHostnameRefresh"];
         delete?: never;
         options?: never;
@@ -1393,6 +1502,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's processes */
         get: operations["getDeviceProcessesHostname"];
         put?: never;
         post?: never;
@@ -1411,6 +1521,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Terminate a process */
         post: operations["postDeviceProcessesHostnameTerminate"];
         delete?: never;
         options?: never;
@@ -1425,6 +1536,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a registry key's children */
         get: operations["getDeviceRegistryHostnameChildren"];
         put?: never;
         post?: never;
@@ -1443,6 +1555,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Create a registry key */
         post: operations["postDeviceRegistryHostnameKeyCreate"];
         delete?: never;
         options?: never;
@@ -1459,6 +1572,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Delete a registry key */
         post: operations["postDeviceRegistryHostnameKeyDelete"];
         delete?: never;
         options?: never;
@@ -1475,6 +1589,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rename a registry key */
         post: operations["postDeviceRegistryHostnameKeyRename"];
         delete?: never;
         options?: never;
@@ -1489,6 +1604,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's registry hives */
         get: operations["getDeviceRegistryHostnameRoots"];
         put?: never;
         post?: never;
@@ -1507,6 +1623,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Create a registry value */
         post: operations["postDeviceRegistryHostnameValueCreate"];
         delete?: never;
         options?: never;
@@ -1523,6 +1640,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Delete a registry value */
         post: operations["postDeviceRegistryHostnameValueDelete"];
         delete?: never;
         options?: never;
@@ -1539,6 +1657,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Update a registry value */
         post: operations["postDeviceRegistryHostnameValueUpdate"];
         delete?: never;
         options?: never;
@@ -1553,6 +1672,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's services */
         get: operations["getDeviceServicesHostname"];
         put?: never;
         post?: never;
@@ -1571,6 +1691,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Start, stop or restart a service */
         post: operations["postDeviceServicesHostnameAction"];
         delete?: never;
         options?: never;
@@ -1585,6 +1706,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a software icon */
         get: operations["getDeviceSoftwareIconIconHash"];
         put?: never;
         post?: never;
@@ -1603,6 +1725,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Override a software icon */
         post: operations["postDeviceSoftwareHostnameIconOverride"];
         delete?: never;
         options?: never;
@@ -1619,6 +1742,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Refresh a device's software inventory */
         post: operations["postDeviceSoftwareHostnameRefresh"];
         delete?: never;
         options?: never;
@@ -1635,6 +1759,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Block uninstalling software */
         post: operations["postDeviceSoftwareHostnameUninstallBlock"];
         delete?: never;
         options?: never;
@@ -1651,6 +1776,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Override a software uninstall command */
         post: operations["postDeviceSoftwareHostnameUninstallOverride"];
         delete?: never;
         options?: never;
@@ -1667,6 +1793,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Unblock uninstalling software */
         post: operations["postDeviceSoftwareHostnameUninstallUnblock"];
         delete?: never;
         options?: never;
@@ -1683,6 +1810,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Update a device's agent */
         post: operations["postDeviceUpdateAgentHostname"];
         delete?: never;
         options?: never;
@@ -1697,8 +1825,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List device filters */
         get: operations["getDeviceFilters"];
         put?: never;
+        /** Create a device filter */
         post: operations["postDeviceFilters"];
         delete?: never;
         options?: never;
@@ -1713,6 +1843,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the device filter fields */
         get: operations["getDeviceFiltersMetadata"];
         put?: never;
         post?: never;
@@ -1731,6 +1862,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Preview a device filter */
         post: operations["postDeviceFiltersPreview"];
         delete?: never;
         options?: never;
@@ -1745,6 +1877,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Search device filters */
         get: operations["getDeviceFiltersSearch"];
         put?: never;
         post?: never;
@@ -1761,9 +1894,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a device filter */
         get: operations["getDeviceFiltersId"];
+        /** Update a device filter */
         put: operations["putDeviceFiltersId"];
         post?: never;
+        /** Delete a device filter */
         delete: operations["deleteDeviceFiltersId"];
         options?: never;
         head?: never;
@@ -1777,8 +1913,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List device list views */
         get: operations["getDeviceListViews"];
         put?: never;
+        /** Create a device list view */
         post: operations["postDeviceListViews"];
         delete?: never;
         options?: never;
@@ -1793,9 +1931,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a device list view */
         get: operations["getDeviceListViewsId"];
+        /** Update a device list view */
         put: operations["putDeviceListViewsId"];
         post?: never;
+        /** Delete a device list view */
         delete: operations["deleteDeviceListViewsId"];
         options?: never;
         head?: never;
@@ -1809,6 +1950,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List devices */
         get: operations["getDevices"];
         put?: never;
         post?: never;
@@ -1827,6 +1969,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Start agent maintenance on devices */
         post: operations["postDevicesAgentMaintenance"];
         delete?: never;
         options?: never;
@@ -1841,6 +1984,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Search devices */
         get: operations["getDevicesSearch"];
         put?: never;
         post?: never;
@@ -1857,6 +2001,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a device */
         get: operations["getDevicesGuid"];
         put?: never;
         post?: never;
@@ -1873,6 +2018,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's agent updates */
         get: operations["getDevicesGuidAgentUpdates"];
         put?: never;
         post?: never;
@@ -1889,6 +2035,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's job runs */
         get: operations["getDevicesGuidJobRuns"];
         put?: never;
         post?: never;
@@ -1905,6 +2052,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a device's metadata values */
         get: operations["getDevicesGuidMetadataFields"];
         put?: never;
         post?: never;
@@ -1922,6 +2070,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
+        /** Set a device's metadata value */
         put: operations["putDevicesGuidMetadataFieldsFieldNumber"];
         post?: never;
         delete?: never;
@@ -1939,7 +2088,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Purge a device
+         * @description Administrators only.
+         */
         post: operations["postDevicesGuidPurge"];
         delete?: never;
         options?: never;
@@ -1956,7 +2108,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Quarantine a device
+         * @description Administrators only.
+         */
         post: operations["postDevicesGuidQuarantine"];
         delete?: never;
         options?: never;
@@ -1973,7 +2128,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Revoke a device
+         * @description Administrators only.
+         */
         post: operations["postDevicesGuidRevoke"];
         delete?: never;
         options?: never;
@@ -1990,7 +2148,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Lift a device's quarantine
+         * @description Administrators only.
+         */
         post: operations["postDevicesGuidUnquarantine"];
         delete?: never;
         options?: never;
@@ -2005,10 +2166,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * List directory providers
+         * @description Administrators only.
+         */
         get: operations["getDirectoryProviders"];
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Create a directory provider
+         * @description Administrators only.
+         */
         post: operations["postDirectoryProviders"];
         delete?: never;
         options?: never;
@@ -2025,7 +2192,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Inspect a directory server certificate
+         * @description Administrators only.
+         */
         post: operations["postDirectoryProvidersCertificate"];
         delete?: never;
         options?: never;
@@ -2043,11 +2213,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Administrators only. */
+        /**
+         * Delete a directory provider
+         * @description Administrators only.
+         */
         delete: operations["deleteDirectoryProvidersProviderId"];
         options?: never;
         head?: never;
-        /** @description Administrators only. */
+        /**
+         * Update a directory provider
+         * @description Administrators only.
+         */
         patch: operations["patchDirectoryProvidersProviderId"];
         trace?: never;
     };
@@ -2060,7 +2236,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Look up a directory user
+         * @description Administrators only.
+         */
         post: operations["postDirectoryProvidersProviderIdLookupUser"];
         delete?: never;
         options?: never;
@@ -2077,7 +2256,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Sync a directory provider
+         * @description Administrators only.
+         */
         post: operations["postDirectoryProvidersProviderIdSync"];
         delete?: never;
         options?: never;
@@ -2094,7 +2276,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Test a directory provider
+         * @description Administrators only.
+         */
         post: operations["postDirectoryProvidersProviderIdTest"];
         delete?: never;
         options?: never;
@@ -2109,6 +2294,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List the sites a directory mapping may target */
         get: operations["getDirectorySites"];
         put?: never;
         post?: never;
@@ -2125,7 +2311,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The API reference page (this document, rendered) */
+        /**
+         * Get the API reference page
+         * @description The API reference page (this document, rendered)
+         */
         get: operations["getDocs"];
         put?: never;
         post?: never;
@@ -2142,10 +2331,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * Get the GitHub token status
+         * @description Administrators only.
+         */
         get: operations["getGithubToken"];
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Set the GitHub token
+         * @description Administrators only.
+         */
         post: operations["postGithubToken"];
         delete?: never;
         options?: never;
@@ -2160,6 +2355,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List metadata field definitions */
         get: operations["getMetadataFields"];
         put?: never;
         post?: never;
@@ -2177,7 +2373,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** @description Administrators only. */
+        /**
+         * Label a metadata field
+         * @description Administrators only.
+         */
         put: operations["putMetadataFieldsFieldNumber"];
         post?: never;
         delete?: never;
@@ -2195,6 +2394,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Send a notification */
         post: operations["postNotificationsNotify"];
         delete?: never;
         options?: never;
@@ -2209,7 +2409,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document */
+        /**
+         * Get this API document
+         * @description This document
+         */
         get: operations["getOpenapiJson"];
         put?: never;
         post?: never;
@@ -2226,6 +2429,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Stream realtime events */
         get: operations["getRealtimeEvents"];
         put?: never;
         post?: never;
@@ -2244,6 +2448,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Open a remote operations session */
         post: operations["postRemoteOpsSession"];
         delete?: never;
         options?: never;
@@ -2258,6 +2463,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a repository branch's current hash */
         get: operations["getRepoCurrentHash"];
         put?: never;
         post?: never;
@@ -2274,8 +2480,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List scheduled jobs */
         get: operations["getScheduledJobs"];
         put?: never;
+        /** Create a scheduled job */
         post: operations["postScheduledJobs"];
         delete?: never;
         options?: never;
@@ -2292,6 +2500,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Preview a schedule's next runs */
         post: operations["postScheduledJobsSchedulePreview"];
         delete?: never;
         options?: never;
@@ -2306,9 +2515,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a scheduled job */
         get: operations["getScheduledJobsId"];
+        /** Update a scheduled job */
         put: operations["putScheduledJobsId"];
         post?: never;
+        /** Delete a scheduled job */
         delete: operations["deleteScheduledJobsId"];
         options?: never;
         head?: never;
@@ -2324,6 +2536,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Run a scheduled job again */
         post: operations["postScheduledJobsIdRerun"];
         delete?: never;
         options?: never;
@@ -2338,9 +2551,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a scheduled job's runs */
         get: operations["getScheduledJobsIdRuns"];
         put?: never;
         post?: never;
+        /** Clear a scheduled job's runs */
         delete: operations["deleteScheduledJobsIdRuns"];
         options?: never;
         head?: never;
@@ -2354,6 +2569,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a scheduled job run */
         get: operations["getScheduledJobsIdRunsRunId"];
         put?: never;
         post?: never;
@@ -2372,6 +2588,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Enable or disable a scheduled job */
         post: operations["postScheduledJobsIdToggle"];
         delete?: never;
         options?: never;
@@ -2388,6 +2605,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Quick-run a script */
         post: operations["postScriptsQuickRun"];
         delete?: never;
         options?: never;
@@ -2402,6 +2620,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a quick run */
         get: operations["getScriptsQuickRunRunId"];
         put?: never;
         post?: never;
@@ -2418,7 +2637,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * List the audit log
+         * @description Administrators only.
+         */
         get: operations["getServerAudit"];
         put?: never;
         post?: never;
@@ -2435,7 +2657,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * Get the script-signing status
+         * @description Administrators only.
+         */
         get: operations["getServerScriptSigning"];
         put?: never;
         post?: never;
@@ -2454,7 +2679,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Rotate the script-signing key
+         * @description Administrators only.
+         */
         post: operations["postServerScriptSigningRotate"];
         delete?: never;
         options?: never;
@@ -2469,7 +2697,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * Get the site worker settings
+         * @description Administrators only.
+         */
         get: operations["getServerSiteWorkerSettings"];
         put?: never;
         post?: never;
@@ -2486,7 +2717,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * List the Engine's workers
+         * @description Administrators only.
+         */
         get: operations["getServerWorkers"];
         put?: never;
         post?: never;
@@ -2505,6 +2739,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Close a remote shell */
         post: operations["postShellDisconnect"];
         delete?: never;
         options?: never;
@@ -2521,6 +2756,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Open a remote shell */
         post: operations["postShellEstablish"];
         delete?: never;
         options?: never;
@@ -2535,6 +2771,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List shell sessions */
         get: operations["getShellSessions"];
         put?: never;
         post?: never;
@@ -2551,7 +2788,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * Get a shell session's transcript
+         * @description Administrators only.
+         */
         get: operations["getShellSessionsIdTranscript"];
         put?: never;
         post?: never;
@@ -2568,6 +2808,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Attach the browser to a shell (WebSocket) */
         get: operations["getShellWsId"];
         put?: never;
         post?: never;
@@ -2584,9 +2825,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List sites */
         get: operations["getSites"];
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Create a site
+         * @description Administrators only.
+         */
         post: operations["postSites"];
         delete?: never;
         options?: never;
@@ -2603,7 +2848,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Assign devices to a site
+         * @description Administrators only.
+         */
         post: operations["postSitesAssign"];
         delete?: never;
         options?: never;
@@ -2620,7 +2868,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Delete a site
+         * @description Administrators only.
+         */
         post: operations["postSitesDelete"];
         delete?: never;
         options?: never;
@@ -2635,6 +2886,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the device-to-site map */
         get: operations["getSitesDeviceMap"];
         put?: never;
         post?: never;
@@ -2653,7 +2905,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Rename a site
+         * @description Administrators only.
+         */
         post: operations["postSitesRename"];
         delete?: never;
         options?: never;
@@ -2670,7 +2925,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Revoke a site's agent install link
+         * @description Administrators only.
+         */
         post: operations["postSitesSiteIdAgentInstallLinksPlatformRevoke"];
         delete?: never;
         options?: never;
@@ -2687,7 +2945,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Set a site's auto-approval
+         * @description Administrators only.
+         */
         post: operations["postSitesSiteIdAutoApproval"];
         delete?: never;
         options?: never;
@@ -2702,6 +2963,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Audit installed software */
         get: operations["getSoftwareAudit"];
         put?: never;
         post?: never;
@@ -2718,6 +2980,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List software rules */
         get: operations["getSoftwareRules"];
         put?: never;
         post?: never;
@@ -2737,12 +3000,15 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Decode Temporal payloads for the Temporal UI
-         * @description Administrators only.
+         * Decode Temporal payloads
+         * @description Administrators only. Decode Temporal payloads for the Temporal UI
          */
         post: operations["postTemporalCodecDecode"];
         delete?: never;
-        /** CORS preflight of the codec server */
+        /**
+         * Preflight the codec decode
+         * @description CORS preflight of the codec server
+         */
         options: operations["optionsTemporalCodecDecode"];
         head?: never;
         patch?: never;
@@ -2758,12 +3024,15 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Encode Temporal payloads for the Temporal UI
-         * @description Administrators only.
+         * Encode Temporal payloads
+         * @description Administrators only. Encode Temporal payloads for the Temporal UI
          */
         post: operations["postTemporalCodecEncode"];
         delete?: never;
-        /** CORS preflight of the codec server */
+        /**
+         * Preflight the codec encode
+         * @description CORS preflight of the codec server
+         */
         options: operations["optionsTemporalCodecEncode"];
         head?: never;
         patch?: never;
@@ -2776,6 +3045,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get the Engine's CA certificate */
         get: operations["getTlsCaPem"];
         put?: never;
         post?: never;
@@ -2794,7 +3064,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Assign users to sites
+         * @description Administrators only.
+         */
         post: operations["postUserSiteAssignmentsAssign"];
         delete?: never;
         options?: never;
@@ -2811,7 +3084,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Get users' site assignments
+         * @description Administrators only.
+         */
         post: operations["postUserSiteAssignmentsSelection"];
         delete?: never;
         options?: never;
@@ -2826,10 +3102,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Administrators only. */
+        /**
+         * List users
+         * @description Administrators only.
+         */
         get: operations["getUsers"];
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Create a user
+         * @description Administrators only.
+         */
         post: operations["postUsers"];
         delete?: never;
         options?: never;
@@ -2847,7 +3129,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Administrators only. */
+        /**
+         * Delete a user
+         * @description Administrators only.
+         */
         delete: operations["deleteUsersUsername"];
         options?: never;
         head?: never;
@@ -2863,7 +3148,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Turn a user's directory cache on or off
+         * @description Administrators only.
+         */
         post: operations["postUsersUsernameDirectoryCache"];
         delete?: never;
         options?: never;
@@ -2880,7 +3168,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Reset or require a user's MFA
+         * @description Administrators only.
+         */
         post: operations["postUsersUsernameMfa"];
         delete?: never;
         options?: never;
@@ -2897,7 +3188,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Reset a user's password
+         * @description Administrators only.
+         */
         post: operations["postUsersUsernameResetPassword"];
         delete?: never;
         options?: never;
@@ -2914,7 +3208,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Administrators only. */
+        /**
+         * Change a user's role
+         * @description Administrators only.
+         */
         post: operations["postUsersUsernameRole"];
         delete?: never;
         options?: never;
@@ -2929,8 +3226,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List workflows */
         get: operations["getWorkflows"];
         put?: never;
+        /** Create a workflow */
         post: operations["postWorkflows"];
         delete?: never;
         options?: never;
@@ -2945,6 +3244,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a workflow run */
         get: operations["getWorkflowsRunsRunId"];
         put?: never;
         post?: never;
@@ -2961,9 +3261,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a workflow */
         get: operations["getWorkflowsId"];
+        /** Update a workflow */
         put: operations["putWorkflowsId"];
         post?: never;
+        /** Delete a workflow */
         delete: operations["deleteWorkflowsId"];
         options?: never;
         head?: never;
@@ -2977,6 +3280,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a workflow's runs */
         get: operations["getWorkflowsIdRuns"];
         put?: never;
         post?: never;
@@ -2995,6 +3299,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Start a workflow */
         post: operations["postWorkflowsIdStart"];
         delete?: never;
         options?: never;
@@ -3009,6 +3314,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Redirect to the server page */
         get: operations["getEngineStatus"];
         put?: never;
         post?: never;
@@ -3025,6 +3331,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Check liveness (/health) */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -3041,6 +3348,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Check liveness (/healthz) */
         get: operations["getHealthz"];
         put?: never;
         post?: never;
@@ -3057,6 +3365,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Check liveness */
         get: operations["getLive"];
         put?: never;
         post?: never;
@@ -3073,6 +3382,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Check readiness */
         get: operations["getReady"];
         put?: never;
         post?: never;
@@ -3089,6 +3399,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Check that startup finished */
         get: operations["getStartup"];
         put?: never;
         post?: never;
@@ -3110,6 +3421,7 @@ export interface components {
             last_login_at: string | null;
             mfa_configured: boolean;
             mfa_enabled: boolean;
+            /** Format: int64 */
             passkey_count: number;
             recovery_required: boolean;
             role: string;
@@ -3127,17 +3439,20 @@ export interface components {
             finished_at: string | null;
             guid: string | null;
             hostname: string;
+            /** Format: int64 */
             id: number;
             kind: string;
             metadata: {
                 [key: string]: unknown;
             };
+            /** Format: int64 */
             site_id: number | null;
             status: string;
             summary: string;
         };
         ActivityPage: {
             activity: components["schemas"]["Activity"][];
+            /** Format: int64 */
             next_before_id: number | null;
         };
         AdminPasswordRequest: {
@@ -3155,8 +3470,11 @@ export interface components {
         };
         AegisKDF: {
             algorithm: string;
+            /** Format: int64 */
             memory_kib: number;
+            /** Format: int32 */
             threads: number;
+            /** Format: int64 */
             time: number;
         };
         AegisSetupRequest: {
@@ -3190,6 +3508,7 @@ export interface components {
                 [key: string]: string;
             };
             operating_system: string;
+            /** Format: int64 */
             site_id: number;
             site_name: string;
             site_worker_slug: string;
@@ -3224,9 +3543,12 @@ export interface components {
         ApiProcess: {
             command_line: string;
             cpu_percent: number;
+            /** Format: int64 */
             memory_bytes: number;
             name: string;
+            /** Format: int64 */
             pid: number;
+            /** Format: int64 */
             ppid: number;
             user: string;
         };
@@ -3250,6 +3572,7 @@ export interface components {
             expired: boolean;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             id: number;
             /** Format: date-time */
             last_used_at: string | null;
@@ -3260,6 +3583,7 @@ export interface components {
         ApiTokenCreateRequest: {
             /** @enum {string} */
             access?: "read" | "write";
+            /** Format: int64 */
             expires_in_days?: number;
             name?: string;
             scopes?: "read:device-content"[] | null;
@@ -3272,6 +3596,7 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             id: number;
             name: string;
             scopes: "read:device-content"[];
@@ -3299,6 +3624,7 @@ export interface components {
             remote_addr: string;
             /** Format: date-time */
             requested_at: string;
+            /** Format: int64 */
             site_id: number;
             site_name?: string;
             status: string;
@@ -3311,6 +3637,7 @@ export interface components {
             build_id: string;
             platform: string;
             sha256: string;
+            /** Format: int64 */
             size: number;
         };
         ArtifactList: {
@@ -3324,17 +3651,21 @@ export interface components {
             created_at: string;
             created_by: string;
             description: string;
+            /** Format: int64 */
             id: number;
             kind: string;
             language: string;
             name: string;
+            /** Format: int64 */
             owner_user_id: number | null;
             parameters: components["schemas"]["Parameter"][];
             site_scope: number[] | null;
+            /** Format: int64 */
             timeout_seconds: number;
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+            /** Format: int64 */
             version: number;
         };
         AssemblyList: {
@@ -3347,6 +3678,7 @@ export interface components {
             language?: string;
             name?: string;
             parameters?: components["schemas"]["ParameterInput"][] | null;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         AssignRequest: {
@@ -3363,23 +3695,28 @@ export interface components {
         };
         AuditEntry: {
             action: string;
+            /** Format: int64 */
             api_token_id: number | null;
             /** Format: date-time */
             at: string;
             client_addr: string;
+            /** Format: int64 */
             id: number;
             outcome: string;
             request_id: string;
             role: string;
+            /** Format: int32 */
             status: number;
             target: string;
             username: string;
         };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];
+            /** Format: int64 */
             next_before_id: number | null;
         };
         AuditRow: {
+            /** Format: int64 */
             device_count: number;
             icon_hash: string | null;
             name: string;
@@ -3392,9 +3729,11 @@ export interface components {
             /** Format: date-time */
             auto_approve_until: string | null;
             enabled: boolean;
+            /** Format: int64 */
             site_id: number;
         };
         AutoApprovalRequest: {
+            /** Format: int64 */
             duration_seconds?: number | null;
             enabled?: boolean | null;
         };
@@ -3432,6 +3771,7 @@ export interface components {
             host_overrides?: {
                 [key: string]: string;
             } | null;
+            /** Format: int64 */
             port?: number;
         };
         Code: {
@@ -3442,26 +3782,39 @@ export interface components {
             created_by: string;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             id: number;
+            /** Format: int32 */
             max_uses: number;
             /** Format: date-time */
             rotated_at: string | null;
+            /** Format: int64 */
             site_id: number;
             site_name?: string;
             status: string;
+            /** Format: int32 */
             uses: number;
         };
         CodeCreateRequest: {
+            /** Format: int64 */
             expires_in_seconds?: number | null;
+            /** Format: int64 */
             max_uses?: number | null;
+            /** Format: int64 */
             site_id?: number;
         };
         Counts: {
+            /** Format: int64 */
             failed: number;
+            /** Format: int64 */
             pending: number;
+            /** Format: int64 */
             running: number;
+            /** Format: int64 */
             skipped: number;
+            /** Format: int64 */
             succeeded: number;
+            /** Format: int64 */
             timed_out: number;
         };
         Credential: {
@@ -3469,6 +3822,7 @@ export interface components {
             connection_type: "Windows" | "WinRM";
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             credential_id: number;
             /** @enum {string} */
             credential_type: "Machine" | "Domain";
@@ -3476,6 +3830,7 @@ export interface components {
             has_password: boolean;
             name: string;
             secret_status: string;
+            /** Format: int64 */
             site_id: number | null;
             /** Format: date-time */
             updated_at: string;
@@ -3490,6 +3845,7 @@ export interface components {
             domain?: string | null;
             name?: string;
             password?: string | null;
+            /** Format: int64 */
             site_id?: number | null;
             username?: string;
         };
@@ -3502,12 +3858,15 @@ export interface components {
             repo: string;
         };
         DeletedCount: {
+            /** Format: int64 */
             deleted: number;
         };
         DeletedID: {
+            /** Format: int64 */
             deleted: number;
         };
         Dependant: {
+            /** Format: int64 */
             id: number;
             kind: string;
             name: string;
@@ -3540,6 +3899,7 @@ export interface components {
                 [key: string]: string;
             };
             operating_system: string;
+            /** Format: int64 */
             site_id: number;
             site_name: string;
             trust_state: string;
@@ -3571,17 +3931,23 @@ export interface components {
         };
         DevicePage: {
             devices: components["schemas"]["Device"][];
+            /** Format: int64 */
             limit: number;
+            /** Format: int64 */
             offset: number;
+            /** Format: int64 */
             online_window_seconds: number;
+            /** Format: int64 */
             total: number;
         };
         DeviceRun: {
+            /** Format: int32 */
             exit_code: number | null;
             /** Format: date-time */
             finished_at: string | null;
             kind: string;
             run_id: string;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             scheduled_job_name: string | null;
             /** Format: date-time */
@@ -3596,6 +3962,7 @@ export interface components {
             truncated: boolean;
         };
         DeviceSite: {
+            /** Format: int64 */
             site_id: number;
             site_name: string;
         };
@@ -3620,12 +3987,14 @@ export interface components {
             };
             metrics: components["schemas"]["Metrics"] | null;
             operating_system: string;
+            /** Format: int64 */
             site_id: number;
             site_name: string;
             site_worker_slug: string;
             trust_state: string;
         };
         DevicefiltersSite: {
+            /** Format: int64 */
             id: number;
             name: string;
         };
@@ -3637,6 +4006,7 @@ export interface components {
             enabled?: boolean | null;
         };
         DirectorySite: {
+            /** Format: int64 */
             id: number;
             name: string;
             slug: string;
@@ -3646,24 +4016,30 @@ export interface components {
         };
         Disk: {
             cdrom: boolean;
+            /** Format: int64 */
             free_bytes?: number;
             fs_type?: string;
             model?: string;
             mountpoint?: string;
             name: string;
             removable: boolean;
+            /** Format: int64 */
             size_bytes: number;
+            /** Format: int64 */
             used_bytes?: number;
         };
         DiskInput: {
             cdrom?: boolean;
+            /** Format: int64 */
             free_bytes?: number;
             fs_type?: string;
             model?: string;
             mountpoint?: string;
             name?: string;
             removable?: boolean;
+            /** Format: int64 */
             size_bytes?: number;
+            /** Format: int64 */
             used_bytes?: number;
         };
         EnrollNonce: {
@@ -3676,6 +4052,7 @@ export interface components {
         };
         EnrollPollResponse: {
             device?: components["schemas"]["EnrolledDevice"] | null;
+            /** Format: int64 */
             poll_after_seconds?: number;
             script_signing?: components["schemas"]["ScriptTrust"] | null;
             status: string;
@@ -3693,6 +4070,7 @@ export interface components {
         };
         EnrollResponse: {
             approval_id: string;
+            /** Format: int64 */
             poll_after_seconds: number;
             status: string;
         };
@@ -3700,6 +4078,7 @@ export interface components {
             agent_id: string;
             guid: string;
             hostname: string;
+            /** Format: int64 */
             site_id: number;
             site_slug: string;
         };
@@ -3730,6 +4109,7 @@ export interface components {
             /** Format: date-time */
             captured_at: string;
             message: string;
+            /** Format: int64 */
             percent: number;
             phase: string;
             /** Format: date-time */
@@ -3775,6 +4155,7 @@ export interface components {
             modified_at: string;
             name: string;
             path: string;
+            /** Format: int64 */
             size: number;
             type: string;
         };
@@ -3802,10 +4183,13 @@ export interface components {
             /** Format: date-time */
             modified_at: string;
             path: string;
+            /** Format: int64 */
             size: number;
         };
         FileTransfer: {
+            /** Format: int64 */
             bytes_done: number;
+            /** Format: int64 */
             bytes_total: number;
             content_name: string;
             /** Format: date-time */
@@ -3825,9 +4209,11 @@ export interface components {
             message: string;
         };
         FileTransferItem: {
+            /** Format: int32 */
             item_id: number;
             name: string;
             sha256: string;
+            /** Format: int64 */
             size: number;
             state: string;
         };
@@ -3837,6 +4223,7 @@ export interface components {
         };
         FileWritten: {
             path: string;
+            /** Format: int64 */
             size: number;
         };
         Filter: {
@@ -3845,8 +4232,10 @@ export interface components {
             created_by: string;
             description: string;
             filter: components["schemas"]["Node"];
+            /** Format: int64 */
             id: number;
             name: string;
+            /** Format: int64 */
             owner_user_id: number | null;
             site_scope: number[] | null;
             /** Format: date-time */
@@ -3863,14 +4252,17 @@ export interface components {
         };
         FilterMetadataField: {
             description: string;
+            /** Format: int64 */
             field_number: number;
         };
         FilterPreview: {
             devices: components["schemas"]["Device"][];
+            /** Format: int64 */
             total: number;
         };
         FilterPreviewRequest: {
             filter?: components["schemas"]["Node"];
+            /** Format: int64 */
             limit?: number | null;
         };
         FilterRequest: {
@@ -3883,8 +4275,10 @@ export interface components {
             created_at: string;
             created_by: string;
             description: string;
+            /** Format: int64 */
             id: number;
             name: string;
+            /** Format: int64 */
             owner_user_id: number | null;
             site_scope: number[] | null;
             steps: components["schemas"]["Step"][];
@@ -3913,9 +4307,11 @@ export interface components {
             finished_at: string | null;
             requested_by: string;
             run_id: string;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             status: string;
             steps: components["schemas"]["StepRun"][];
+            /** Format: int64 */
             workflow_id: number;
         };
         ForceResetRequest: {
@@ -3935,10 +4331,13 @@ export interface components {
             bios_version?: string;
             board_name?: string;
             board_vendor?: string;
+            /** Format: int64 */
             cpu_cores: number;
             cpu_model: string;
+            /** Format: int64 */
             cpu_threads: number;
             disks: components["schemas"]["Disk"][];
+            /** Format: int64 */
             memory_total_bytes: number;
             serial_number?: string;
             system_model?: string;
@@ -3951,10 +4350,13 @@ export interface components {
             bios_version?: string;
             board_name?: string;
             board_vendor?: string;
+            /** Format: int64 */
             cpu_cores?: number;
             cpu_model?: string;
+            /** Format: int64 */
             cpu_threads?: number;
             disks?: components["schemas"]["DiskInput"][] | null;
+            /** Format: int64 */
             memory_total_bytes?: number;
             serial_number?: string;
             system_model?: string;
@@ -3965,6 +4367,7 @@ export interface components {
             agent_version?: string;
             boot_id?: string;
             metadata_fields?: components["schemas"]["MetadataWriteInput"][] | null;
+            /** Format: int64 */
             metadata_revision?: number;
             metrics?: components["schemas"]["MetricsInput"];
             script_signing_key_ids?: string[] | null;
@@ -3973,9 +4376,11 @@ export interface components {
         };
         HeartbeatResponse: {
             details_wanted?: boolean;
+            /** Format: int64 */
             interval_seconds: number;
             metadata_changed_fields?: number[];
             metadata_field_acks: components["schemas"]["MetadataAck"][];
+            /** Format: int64 */
             metadata_revision?: number;
             script_signing?: components["schemas"]["ScriptTrust"] | null;
             /** Format: date-time */
@@ -4015,6 +4420,7 @@ export interface components {
             message?: string | null;
             severity?: string | null;
             title?: string | null;
+            /** Format: int64 */
             ttl_ms?: number | null;
             type?: string | null;
             username?: string | null;
@@ -4025,6 +4431,7 @@ export interface components {
             build_id: string;
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             download_count: number;
             /** Format: date-time */
             expires_at: string;
@@ -4044,14 +4451,17 @@ export interface components {
             uptime?: components["schemas"]["UptimeInput"] | null;
         };
         Job: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             /** Format: date-time */
             created_at: string;
             created_by: string;
             enabled: boolean;
             filter_scope_site_ids: number[] | null;
+            /** Format: int64 */
             id: number;
             kind: string;
             last_run: components["schemas"]["LastRun"] | null;
@@ -4067,12 +4477,14 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+            /** Format: int64 */
             workflow_id: number | null;
         };
         JobList: {
             jobs: components["schemas"]["Job"][];
         };
         JobRequest: {
+            /** Format: int64 */
             assembly_id?: number | null;
             enabled?: boolean | null;
             kind?: string;
@@ -4083,11 +4495,14 @@ export interface components {
             } | null;
             schedule?: components["schemas"]["ScheduleInput"] | null;
             targets?: components["schemas"]["TargetsInput"] | null;
+            /** Format: int64 */
             workflow_id?: number | null;
         };
         JobRun: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             counts: components["schemas"]["Counts"];
             /** Format: date-time */
@@ -4101,10 +4516,12 @@ export interface components {
             run_id: string;
             /** Format: date-time */
             scheduled_for: string | null;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
             status: string;
+            /** Format: int64 */
             timeout_seconds: number;
             trigger: string;
         };
@@ -4165,9 +4582,11 @@ export interface components {
             platform: string;
             sha256: string;
             signature: components["schemas"]["Signed"];
+            /** Format: int64 */
             size: number;
         };
         MetadataAck: {
+            /** Format: int64 */
             field_number: number;
             /** Format: date-time */
             modified_at: string;
@@ -4176,7 +4595,9 @@ export interface components {
         };
         MetadataDefinition: {
             description: string;
+            /** Format: int64 */
             field_number: number;
+            /** Format: int64 */
             linked_assembly_id: number | null;
             reserved: boolean;
             /** Format: date-time */
@@ -4185,9 +4606,11 @@ export interface components {
         };
         MetadataDefinitions: {
             fields: components["schemas"]["MetadataDefinition"][];
+            /** Format: int64 */
             value_max_length: number;
         };
         MetadataFieldValue: {
+            /** Format: int64 */
             field_number: number;
             modified_at: string | null;
             source: string;
@@ -4198,6 +4621,7 @@ export interface components {
         };
         MetadataValue: {
             description: string;
+            /** Format: int64 */
             field_number: number;
             /** Format: date-time */
             modified_at: string | null;
@@ -4211,6 +4635,7 @@ export interface components {
             value?: string | null;
         };
         MetadataWriteInput: {
+            /** Format: int64 */
             field_number?: number;
             /** Format: date-time */
             modified_at?: string;
@@ -4219,15 +4644,21 @@ export interface components {
         Metrics: {
             cpu_percent: number;
             logged_in_users: string[];
+            /** Format: int64 */
             memory_total_bytes: number;
+            /** Format: int64 */
             memory_used_bytes: number;
+            /** Format: int64 */
             uptime_seconds: number;
         };
         MetricsInput: {
             cpu_percent?: number;
             logged_in_users?: string[] | null;
+            /** Format: int64 */
             memory_total_bytes?: number;
+            /** Format: int64 */
             memory_used_bytes?: number;
+            /** Format: int64 */
             uptime_seconds?: number;
         };
         MfaActionRequest: {
@@ -4237,6 +4668,7 @@ export interface components {
             password?: string;
         };
         MfaResult: {
+            /** Format: int64 */
             api_tokens_revoked: number;
             auth_source: string;
             /** Format: date-time */
@@ -4245,6 +4677,7 @@ export interface components {
             last_login_at: string | null;
             mfa_configured: boolean;
             mfa_enabled: boolean;
+            /** Format: int64 */
             passkey_count: number;
             recovery_required: boolean;
             role: string;
@@ -4277,6 +4710,7 @@ export interface components {
             addresses: string[];
             loopback: boolean;
             mac?: string;
+            /** Format: int64 */
             mtu: number;
             name: string;
             up: boolean;
@@ -4285,6 +4719,7 @@ export interface components {
             addresses?: string[] | null;
             loopback?: boolean;
             mac?: string;
+            /** Format: int64 */
             mtu?: number;
             name?: string;
             up?: boolean;
@@ -4331,6 +4766,7 @@ export interface components {
             reason: string;
             requested_by: string;
             run_id: string | null;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
@@ -4340,11 +4776,13 @@ export interface components {
         Options: {
             run_when_online: boolean;
             stop_on_first_failure: boolean;
+            /** Format: int64 */
             timeout_seconds: number;
         };
         OptionsInput: {
             run_when_online?: boolean;
             stop_on_first_failure?: boolean;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         Parameter: {
@@ -4364,6 +4802,7 @@ export interface components {
         Passkey: {
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             id: number;
             label: string;
             /** Format: date-time */
@@ -4409,6 +4848,7 @@ export interface components {
             kb: string;
             package: string;
             patch_key: string;
+            /** Format: int32 */
             revision: number;
             severity: string;
             source: string;
@@ -4425,6 +4865,7 @@ export interface components {
             installed_version?: string;
             kb?: string;
             package?: string;
+            /** Format: int64 */
             revision?: number;
             severity?: string;
             source?: string;
@@ -4440,6 +4881,7 @@ export interface components {
         PatchRefresh: {
             /** Format: date-time */
             collected_at: string;
+            /** Format: int64 */
             patch_count: number;
         };
         PhaseResponse: {
@@ -4461,8 +4903,11 @@ export interface components {
             command?: string;
             cpu_percent: number;
             name: string;
+            /** Format: int64 */
             pid: number;
+            /** Format: int64 */
             ppid: number;
+            /** Format: int64 */
             rss_bytes: number;
             /** Format: date-time */
             started_at?: string;
@@ -4472,8 +4917,11 @@ export interface components {
             command?: string;
             cpu_percent?: number;
             name?: string;
+            /** Format: int64 */
             pid?: number;
+            /** Format: int64 */
             ppid?: number;
+            /** Format: int64 */
             rss_bytes?: number;
             /** Format: date-time */
             started_at?: string;
@@ -4489,6 +4937,7 @@ export interface components {
             base_dn: string;
             bind_dn: string;
             ca_pem: string;
+            /** Format: int64 */
             cached_users: number;
             /** Format: date-time */
             created_at: string;
@@ -4504,7 +4953,9 @@ export interface components {
             kind: string;
             last_test: components["schemas"]["TestResult"] | null;
             name: string;
+            /** Format: int64 */
             port: number;
+            /** Format: int64 */
             provider_id: number;
             role_mappings: components["schemas"]["RoleMapping"][];
             site_mappings: components["schemas"]["SiteMapping"][];
@@ -4531,6 +4982,7 @@ export interface components {
             } | null;
             kind?: string | null;
             name?: string | null;
+            /** Format: int64 */
             port?: number | null;
             role_mappings?: components["schemas"]["RoleMappingInput"][] | null;
             site_mappings?: components["schemas"]["SiteMappingInput"][] | null;
@@ -4542,20 +4994,26 @@ export interface components {
             signed: components["schemas"]["Signed"];
         };
         QuickRunRequest: {
+            /** Format: int64 */
             assembly_id?: number | null;
             assembly_sha256?: string;
+            /** Format: int64 */
             assembly_version?: number;
             body?: string;
             device_guids?: string[] | null;
+            /** Format: int64 */
             filter_id?: number | null;
             language?: string;
             parameters?: {
                 [key: string]: string | number | boolean;
             } | null;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         RateLimit: {
+            /** Format: int64 */
             limit: number;
+            /** Format: int64 */
             remaining: number;
             /** Format: date-time */
             reset_at: string;
@@ -4649,9 +5107,11 @@ export interface components {
             token: string;
         };
         Result: {
+            /** Format: int64 */
             duration_ms: number | null;
             error_code: string;
             error_message: string;
+            /** Format: int32 */
             exit_code: number | null;
             /** Format: date-time */
             finished_at: string | null;
@@ -4678,6 +5138,7 @@ export interface components {
             /** Format: date-time */
             last_healthy_at: string | null;
             observed: string;
+            /** Format: int32 */
             recovery_attempts: number;
             role: string;
             /** Format: date-time */
@@ -4695,6 +5156,7 @@ export interface components {
             /** Format: date-time */
             last_healthy_at?: string | null;
             observed?: string;
+            /** Format: int64 */
             recovery_attempts?: number;
         };
         RoleMapping: {
@@ -4726,8 +5188,10 @@ export interface components {
             uninstall_overrides: components["schemas"]["UninstallOverrideRule"][];
         };
         Run: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             counts: components["schemas"]["Counts"];
             /** Format: date-time */
@@ -4739,10 +5203,12 @@ export interface components {
             requested_by: string;
             results?: components["schemas"]["Result"][];
             run_id: string;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
             status: string;
+            /** Format: int64 */
             timeout_seconds: number;
             trigger: string;
         };
@@ -4755,6 +5221,7 @@ export interface components {
         Schedule: {
             /** Format: date-time */
             at?: string | null;
+            /** Format: int64 */
             every_seconds?: number;
             expression?: string;
             timezone?: string;
@@ -4763,22 +5230,31 @@ export interface components {
         ScheduleInput: {
             /** Format: date-time */
             at?: string | null;
+            /** Format: int64 */
             every_seconds?: number;
             expression?: string;
             timezone?: string;
             type?: string;
         };
         ScheduledjobsCounts: {
+            /** Format: int64 */
             failed: number;
+            /** Format: int64 */
             pending: number;
+            /** Format: int64 */
             running: number;
+            /** Format: int64 */
             skipped: number;
+            /** Format: int64 */
             succeeded: number;
+            /** Format: int64 */
             timed_out: number;
         };
         ScheduledjobsRun: {
+            /** Format: int64 */
             assembly_id: number | null;
             assembly_name: string;
+            /** Format: int32 */
             assembly_version: number | null;
             counts: components["schemas"]["ScheduledjobsCounts"];
             /** Format: date-time */
@@ -4791,10 +5267,12 @@ export interface components {
             run_id: string;
             /** Format: date-time */
             scheduled_for: string | null;
+            /** Format: int64 */
             scheduled_job_id: number | null;
             /** Format: date-time */
             started_at: string | null;
             status: string;
+            /** Format: int32 */
             timeout_seconds: number;
             trigger: string;
         };
@@ -4820,7 +5298,9 @@ export interface components {
             status: string;
         };
         ScriptResultInput: {
+            /** Format: int64 */
             duration_ms?: number;
+            /** Format: int64 */
             exit_code?: number;
             /** Format: date-time */
             finished_at?: string;
@@ -4838,7 +5318,9 @@ export interface components {
             run_id?: string;
         };
         ScriptSigning: {
+            /** Format: int64 */
             agents_on_current: number;
+            /** Format: int64 */
             agents_total: number;
             keys: components["schemas"]["ScriptKey"][];
         };
@@ -4850,6 +5332,7 @@ export interface components {
         };
         ServerWorkers: {
             engine: components["schemas"]["Worker"];
+            /** Format: int64 */
             history_seconds: number;
             sites: components["schemas"]["Worker"][];
         };
@@ -4917,11 +5400,14 @@ export interface components {
             session_id?: string;
         };
         ShellEstablishRequest: {
+            /** Format: int64 */
             cols?: number;
             guid?: string;
             hostname?: string;
+            /** Format: int64 */
             idle_timeout_seconds?: number;
             operation_token?: string;
+            /** Format: int64 */
             rows?: number;
         };
         ShellEstablishResp: {
@@ -4930,29 +5416,36 @@ export interface components {
             expires_at: string;
             guid: string;
             hostname: string;
+            /** Format: int64 */
             idle_timeout_seconds: number;
             session_id: string;
             ws_url: string;
         };
         ShellSession: {
+            /** Format: int64 */
             activity_id: number | null;
             close_reason: string;
+            /** Format: int64 */
             cols: number;
             /** Format: date-time */
             created_at: string;
             duration_seconds: number;
             /** Format: date-time */
             ended_at: string | null;
+            /** Format: int64 */
             exit_code: number | null;
             guid: string | null;
             hostname: string;
+            /** Format: int64 */
             idle_timeout_seconds: number;
             operator: string;
+            /** Format: int64 */
             rows: number;
             session_id: string;
             /** Format: date-time */
             started_at: string | null;
             state: string;
+            /** Format: int64 */
             transcript_bytes: number;
             transcript_truncated: boolean;
         };
@@ -4970,6 +5463,7 @@ export interface components {
             auto_approve_until: string | null;
             /** Format: date-time */
             created_at: string;
+            /** Format: int64 */
             device_count: number;
             install_links: {
                 [key: string]: components["schemas"]["InstallLink"];
@@ -4977,6 +5471,7 @@ export interface components {
             name: string;
             public_base_url: string;
             public_hostname: string;
+            /** Format: int64 */
             site_id: number;
             site_worker_name: string;
             site_worker_slug: string;
@@ -4985,10 +5480,12 @@ export interface components {
         };
         SiteAssign: {
             assigned: string[];
+            /** Format: int64 */
             site_id: number;
         };
         SiteAssignRequest: {
             guids?: string[] | null;
+            /** Format: int64 */
             site_id?: number;
         };
         SiteCreateRequest: {
@@ -5002,9 +5499,13 @@ export interface components {
             site_ids?: number[] | null;
         };
         SiteLane: {
+            /** Format: int64 */
             active_items: number;
+            /** Format: int64 */
             onboarding_capacity: number;
+            /** Format: int64 */
             scheduled_capacity: number;
+            /** Format: int64 */
             site_id: number;
             site_worker_slug: string;
         };
@@ -5021,6 +5522,7 @@ export interface components {
         };
         SiteRenameRequest: {
             name?: string;
+            /** Format: int64 */
             site_id?: number;
             site_worker_slug?: string;
         };
@@ -5033,12 +5535,14 @@ export interface components {
             installed_at?: string | null;
             name: string;
             publisher?: string;
+            /** Format: int64 */
             size_bytes?: number;
             source: string;
             version: string;
         };
         SoftwareAuditPage: {
             software: components["schemas"]["AuditRow"][];
+            /** Format: int64 */
             total: number;
         };
         SoftwareInput: {
@@ -5047,6 +5551,7 @@ export interface components {
             installed_at?: string | null;
             name?: string;
             publisher?: string;
+            /** Format: int64 */
             size_bytes?: number;
             source?: string;
             version?: string;
@@ -5054,6 +5559,7 @@ export interface components {
         SoftwareRefresh: {
             /** Format: date-time */
             collected_at: string;
+            /** Format: int64 */
             software_count: number;
         };
         SoftwareRowRequest: {
@@ -5088,8 +5594,10 @@ export interface components {
             started_at: string | null;
         };
         Step: {
+            /** Format: int64 */
             assembly_id: number;
             assembly_sha256: string;
+            /** Format: int64 */
             assembly_version: number;
             condition: string;
             id: string;
@@ -5097,11 +5605,14 @@ export interface components {
             parameters: {
                 [key: string]: string | number | boolean;
             };
+            /** Format: int64 */
             timeout_seconds: number;
         };
         StepInput: {
+            /** Format: int64 */
             assembly_id?: number;
             assembly_sha256?: string;
+            /** Format: int64 */
             assembly_version?: number;
             condition?: string;
             id?: string;
@@ -5109,6 +5620,7 @@ export interface components {
             parameters?: {
                 [key: string]: string | number | boolean;
             } | null;
+            /** Format: int64 */
             timeout_seconds?: number;
         };
         StepRun: {
@@ -5117,6 +5629,7 @@ export interface components {
             step_id: string;
         };
         Sync: {
+            /** Format: int64 */
             checked: number;
             disabled: string[];
         };
@@ -5144,6 +5657,7 @@ export interface components {
         };
         TerminateRequest: {
             name?: string;
+            /** Format: int64 */
             pid?: number;
         };
         Terminated: {
@@ -5164,6 +5678,7 @@ export interface components {
             role: string;
             sender: string;
             title: string;
+            /** Format: int64 */
             ttl_ms: number;
             username: string | null;
             variant: string;
@@ -5184,21 +5699,27 @@ export interface components {
             access_token: string;
             /** Format: date-time */
             expires_at: string;
+            /** Format: int64 */
             expires_in: number;
             refresh_token: string;
             token_type: string;
         };
         TokensRevoked: {
+            /** Format: int64 */
             api_tokens_revoked: number;
         };
         TransferItemStatus: {
+            /** Format: int32 */
             item_id: number;
             state: string;
         };
         TransferProgressInput: {
+            /** Format: int64 */
             bytes_done?: number;
+            /** Format: int64 */
             bytes_total?: number;
             error?: components["schemas"]["ErrorInput"] | null;
+            /** Format: int32 */
             item_id?: number;
             state?: string;
         };
@@ -5210,7 +5731,9 @@ export interface components {
         Trust: {
             guid: string;
             hostname: string;
+            /** Format: int64 */
             site_id: number;
+            /** Format: int32 */
             token_version: number;
             trust_state: string;
         };
@@ -5254,6 +5777,7 @@ export interface components {
             /** Format: date-time */
             captured_at?: string;
             message?: string;
+            /** Format: int64 */
             percent?: number;
             phase?: string;
         };
@@ -5279,12 +5803,14 @@ export interface components {
             boot_id: string;
             /** Format: date-time */
             boot_time: string;
+            /** Format: int64 */
             uptime_seconds: number;
         };
         UptimeInput: {
             boot_id?: string;
             /** Format: date-time */
             boot_time?: string;
+            /** Format: int64 */
             uptime_seconds?: number;
         };
         User: {
@@ -5293,6 +5819,7 @@ export interface components {
             created_at: string;
             mfa_configured: boolean;
             mfa_enabled: boolean;
+            /** Format: int64 */
             passkey_count: number;
             recovery_required: boolean;
             role: string;
@@ -5309,7 +5836,9 @@ export interface components {
             created_at: string;
             created_by: string;
             language: string;
+            /** Format: int64 */
             timeout_seconds: number;
+            /** Format: int64 */
             version: number;
         };
         VersionList: {
@@ -5320,7 +5849,9 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             filter: components["schemas"]["Node"] | null;
+            /** Format: int64 */
             filter_id: number | null;
+            /** Format: int64 */
             id: number;
             name: string;
             owner: string;
@@ -5335,6 +5866,7 @@ export interface components {
         ViewRequest: {
             columns?: string[] | null;
             filter?: components["schemas"]["Node"] | null;
+            /** Format: int64 */
             filter_id?: number | null;
             name?: string;
             shared?: boolean;
@@ -5355,11 +5887,14 @@ export interface components {
             local: boolean;
             name: string;
             pollers: components["schemas"]["Poller"][];
+            /** Format: int64 */
             recent_workflows: number | null;
+            /** Format: int64 */
             site_id?: number | null;
             site_worker_slug?: string;
             state: string;
             task_queue: string;
+            /** Format: int64 */
             total_devices?: number | null;
         };
     };

@@ -1,5 +1,6 @@
 /// <reference types="vitest/config" />
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { defineConfig, type Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
@@ -55,5 +56,11 @@ export default defineConfig({
     css: false,
     // Generous: CI and developer machines run several suites on two shared cores.
     testTimeout: 120_000,
+    // Vitest's default for a run is one worker fewer than the cores: a
+    // single worker on a 2-core machine, leaving a core idle through the
+    // whole stage. The test files are CPU-bound (React renders and DOM
+    // queries in jsdom) while the main process mostly waits on them, so
+    // one worker per core, at least two (docs/benchmarks.md "Test suite time").
+    maxWorkers: Math.max(2, availableParallelism()),
   },
 });

@@ -87,18 +87,16 @@ func startServeAt(t *testing.T, dataDir string, httpPort, httpsPort int, extraEn
 			_, _ = cmd.Process.Wait()
 		}
 	})
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	ready := assertEventually(2*time.Minute, func() bool {
 		res, err := http.Get(p.base + "/ready")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return p
-			}
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "engine not ready; output:\n%s", out)
-		time.Sleep(200 * time.Millisecond)
-	}
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	require.True(t, ready, "engine not ready; output:\n%s", out)
+	return p
 }
 
 // stop sends Ctrl-C's signal and requires a clean exit.

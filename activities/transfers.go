@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 )
 
@@ -25,7 +26,7 @@ type TransferState struct {
 }
 
 // FileTransferState reads the transfer's state.
-func (a *FileTransfers) FileTransferState(ctx context.Context, id string) (TransferState, error) {
+func (a *FileTransfers) FileTransferState(ctx context.Context, id cairn.TransferID) (TransferState, error) {
 	snap, err := a.Transfers.Get(ctx, id)
 	if err != nil {
 		return TransferState{}, ApplicationError(err)
@@ -39,13 +40,13 @@ func (a *FileTransfers) FileTransferState(ctx context.Context, id string) (Trans
 }
 
 // StartFileTransfer marks a transfer running once its agent accepted it.
-func (a *FileTransfers) StartFileTransfer(ctx context.Context, id string) error {
+func (a *FileTransfers) StartFileTransfer(ctx context.Context, id cairn.TransferID) error {
 	return ApplicationError(a.Transfers.Start(ctx, id))
 }
 
 // FinishTransferInput ends a transfer the workflow gave up on.
 type FinishTransferInput struct {
-	ID      string
+	ID      cairn.TransferID
 	State   string
 	Code    string
 	Message string
@@ -58,7 +59,7 @@ func (a *FileTransfers) FinishFileTransfer(ctx context.Context, in FinishTransfe
 }
 
 // PurgeFileTransfer deletes the transfer's staged content.
-func (a *FileTransfers) PurgeFileTransfer(ctx context.Context, id string) error {
+func (a *FileTransfers) PurgeFileTransfer(ctx context.Context, id cairn.TransferID) error {
 	return ApplicationError(a.Transfers.Purge(ctx, id))
 }
 

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"slices"
+
+	"github.com/cairn-rmm/cairn"
 )
 
 // Area is one capability's routes. A capability declares its area in its
@@ -42,7 +44,7 @@ var (
 // transfersEnded tells the file transfers' workflows that a change made
 // elsewhere (a trust action, a site move) ended transfers ids; nothing
 // when the transfers capability is not served.
-func (s *Server) transfersEnded(ctx context.Context, ids []string, purged bool) {
+func (s *Server) transfersEnded(ctx context.Context, ids []cairn.TransferID, purged bool) {
 	if s.endTransfers != nil {
 		s.endTransfers(ctx, ids, purged)
 	}

@@ -92,7 +92,7 @@ func (s *transfersAPI) fileTransferRoutes() []Route {
 
 // fileTransferJSON is a transfer snapshot (docs/api.md "File transfers").
 type fileTransferJSON struct {
-	TransferID  string                 `json:"transfer_id"`
+	TransferID  cairn.TransferID       `json:"transfer_id"`
 	Direction   string                 `json:"direction" openapi:"enum=upload|download"`
 	State       string                 `json:"state" openapi:"enum=queued|running|completed|failed|cancelled"`
 	BytesTotal  int64                  `json:"bytes_total"`
@@ -154,15 +154,15 @@ func (s *transfersAPI) scopedTransfer(r *http.Request) (transfers.Snapshot, erro
 	if err != nil && !cairn.IsCode(err, devicetrust.ECodeDeviceQuarantined) && !cairn.IsCode(err, devicetrust.ECodeDeviceRevoked) {
 		return transfers.Snapshot{}, err
 	}
-	id := pathParam(r, "transfer_id")
+	id := cairn.TransferID(pathParam(r, "transfer_id"))
 	if err := checkTransferID(id); err != nil {
 		return transfers.Snapshot{}, err
 	}
 	return s.Transfers.InScope(ctx, principal(ctx).SiteScope(), hostname, id)
 }
 
-func checkTransferID(id string) error {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+func checkTransferID(id cairn.TransferID) error {
+	if _, err := uuid.Parse(string(id)); err != nil || len(id) != 36 {
 		return cairn.Invalid("transfer_id", "must be a transfer ID (a UUID)")
 	}
 	return nil
@@ -232,7 +232,7 @@ func (s *transfersAPI) stageUpload(w http.ResponseWriter, r *http.Request) (tran
 	}
 	extendDeadlines(w)
 	var form uploadForm
-	id := uuid.NewString()
+	id := cairn.TransferID(uuid.NewString())
 	created := false
 	var up *transfers.Upload
 	// The request's size, when it says it, is what the upload reserves of
@@ -337,7 +337,7 @@ func (s *transfersAPI) stageUpload(w http.ResponseWriter, r *http.Request) (tran
 	if err := s.Transfers.SetTotal(ctx, up, total); err != nil {
 		return fail(err)
 	}
-	req := proto.TransferRequest{Action: proto.FileActionUpload, TransferID: id, Destination: form.destination,
+	req := proto.TransferRequest{Action: proto.FileActionUpload, TransferID: string(id), Destination: form.destination,
 		Conflict: form.conflict, Directories: form.directories, Items: items}
 	payload, err := json.Marshal(req)
 	if err != nil {
@@ -429,11 +429,11 @@ func (s *transfersAPI) fileDownload(r *http.Request, req fileDownloadRequest) (f
 	if err != nil {
 		return fileTransferJSON{}, err
 	}
-	id := uuid.NewString()
+	id := cairn.TransferID(uuid.NewString())
 	if _, err := s.Transfers.NewDownload(ctx, id, target, principal(ctx).Username, req.Paths); err != nil {
 		return fileTransferJSON{}, err
 	}
-	payload, err := json.Marshal(proto.TransferRequest{Action: proto.FileActionDownload, TransferID: id, Paths: req.Paths})
+	payload, err := json.Marshal(proto.TransferRequest{Action: proto.FileActionDownload, TransferID: string(id), Paths: req.Paths})
 	if err != nil {
 		return fileTransferJSON{}, err
 	}
@@ -474,7 +474,7 @@ func (s *transfersAPI) transferCancel(r *http.Request, _ struct{}) (fileTransfer
 
 // transferChanged wakes the transfer's workflow; it re-reads the record
 // within a minute anyway, so a failed signal is only logged.
-func (s *transfersAPI) transferChanged(ctx context.Context, id string) {
+func (s *transfersAPI) transferChanged(ctx context.Context, id cairn.TransferID) {
 	if err := s.TransferStarter.Changed(context.WithoutCancel(ctx), id); err != nil {
 		s.ctxLog(ctx).Warn("signal a file transfer", "transfer_id", id, "err", err)
 	}
@@ -504,7 +504,7 @@ func (s *transfersAPI) transferContent(w http.ResponseWriter, r *http.Request) {
 // streamItem writes an item with its size, checksum and (for browsers)
 // file name. A failure mid-stream aborts the connection, so the client
 // sees a short body rather than a wrong one.
-func (s *transfersAPI) streamItem(w http.ResponseWriter, r *http.Request, id string, item db.FileTransferItem, ctype string, attachment bool) {
+func (s *transfersAPI) streamItem(w http.ResponseWriter, r *http.Request, id cairn.TransferID, item db.FileTransferItem, ctype string, attachment bool) {
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.FormatInt(item.Size, 10))
@@ -560,7 +560,7 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 // deviceTransfer is a transfer of the calling device (another device's is
 // transfer_not_found).
 func (s *transfersAPI) deviceTransfer(r *http.Request) (transfers.Snapshot, error) {
-	id := pathParam(r, "transfer_id")
+	id := cairn.TransferID(pathParam(r, "transfer_id"))
 	if err := checkTransferID(id); err != nil {
 		return transfers.Snapshot{}, err
 	}
@@ -621,7 +621,7 @@ func (s *transfersAPI) agentTransferStatus(r *http.Request) (proto.TransferStatu
 
 func (s *transfersAPI) agentTransferProgress(r *http.Request, req proto.TransferProgress) (proto.TransferStatus, error) {
 	ctx := r.Context()
-	id := pathParam(r, "transfer_id")
+	id := cairn.TransferID(pathParam(r, "transfer_id"))
 	if err := checkTransferID(id); err != nil {
 		return proto.TransferStatus{}, err
 	}
@@ -655,7 +655,7 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
 func (s *transfersAPI) agentTransferContent(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id := pathParam(r, "transfer_id")
+	id := cairn.TransferID(pathParam(r, "transfer_id"))
 	// The SHA-256 comes as a header, or as a trailer (declared in the
 	// Trailer header) when the agent computes it while streaming.
 	sum := r.Header.Get(proto.HeaderContentSHA256)
@@ -706,7 +706,7 @@ func (s *transfersAPI) agentTransferContent(w http.ResponseWriter, r *http.Reque
 // or a site move ended (issue 21 item 6). The records are cancelled
 // already, and each workflow re-reads its own within half a minute, so a
 // failure here is only logged.
-func (s *transfersAPI) transfersEnded(ctx context.Context, ids []string, purged bool) {
+func (s *transfersAPI) transfersEnded(ctx context.Context, ids []cairn.TransferID, purged bool) {
 	if len(ids) == 0 {
 		return
 	}

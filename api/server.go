@@ -167,7 +167,7 @@ type Server struct {
 	// shell is the shell routes' state, whose liveness loop Run runs.
 	shell *shellAPI
 	// endTransfers is the transfers area's transfersEnded (nil without it).
-	endTransfers func(ctx context.Context, ids []string, purged bool)
+	endTransfers func(ctx context.Context, ids []cairn.TransferID, purged bool)
 	docCache
 }
 

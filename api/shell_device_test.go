@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/authtest"
@@ -183,7 +184,7 @@ func TestTrustActionsAndSiteMovesEndLiveTransfers(t *testing.T) {
 
 			tc.act(t, a.guid)
 			if tc.message == "" {
-				_, err := f.store.FileTransferGet(context.Background(), id)
+				_, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(id))
 				require.True(t, db.IsNoRows(err), "the record went with the device: %v", err)
 				var last enumspb.WorkflowExecutionStatus
 				require.Eventually(t, func() bool {
@@ -197,7 +198,7 @@ func TestTrustActionsAndSiteMovesEndLiveTransfers(t *testing.T) {
 				t.Logf("the purged transfer's workflow ended %v", last)
 				return
 			}
-			tr, err := f.store.FileTransferGet(context.Background(), id)
+			tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(id))
 			require.NoError(t, err)
 			require.Equal(t, "cancelled", tr.State)
 			require.Equal(t, tc.message, tr.ErrorMessage)

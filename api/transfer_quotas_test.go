@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 	"github.com/cairn-rmm/cairn/internal/transfers"
@@ -88,7 +89,7 @@ func TestTransferQuotasThroughTheAPI(t *testing.T) {
 	require.Equal(t, "failed", snap["state"], snap)
 	require.Equal(t, "transfer_quota_exceeded", snap["error"].(map[string]any)["code"], snap)
 	waitFor(t, "the refused artifact is deleted", func() bool {
-		tr, err := f.store.FileTransferGet(context.Background(), id)
+		tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(id))
 		require.NoError(t, err)
 		return tr.PurgedAt != nil
 	})
@@ -99,7 +100,7 @@ func TestTransferQuotasThroughTheAPI(t *testing.T) {
 	snap = f.waitTransfer(t, oper, "quota-host", first)
 	require.Equal(t, "completed", snap["state"], snap)
 	waitFor(t, "the upload's staged files are deleted", func() bool {
-		tr, err := f.store.FileTransferGet(context.Background(), first)
+		tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(first))
 		require.NoError(t, err)
 		return tr.PurgedAt != nil
 	})

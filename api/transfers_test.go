@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/files"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -404,11 +405,11 @@ func TestFileTransferUploadConflictsAndDownloads(t *testing.T) {
 	// An upload's staged content is deleted once it ended; a download's
 	// stays for the retention period.
 	waitFor(t, "upload content purged", func() bool {
-		tr, err := f.store.FileTransferGet(context.Background(), uploadID)
+		tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(uploadID))
 		require.NoError(t, err)
 		return tr.PurgedAt != nil
 	})
-	tr, err := f.store.FileTransferGet(context.Background(), id)
+	tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(id))
 	require.NoError(t, err)
 	require.Nil(t, tr.PurgedAt)
 
@@ -565,7 +566,7 @@ func TestFileTransferCancelMidTransfer(t *testing.T) {
 	require.Equal(t, "cancelled", r.Body["state"])
 	// The activity row closes as cancelled and the staged content goes.
 	waitFor(t, "content purged", func() bool {
-		tr, err := f.store.FileTransferGet(context.Background(), id)
+		tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(id))
 		require.NoError(t, err)
 		return tr.PurgedAt != nil
 	})
@@ -598,7 +599,7 @@ func TestFileTransferCancelDownload(t *testing.T) {
 	require.Equal(t, "cancelled", r.Body["state"])
 	close(g.release)
 	waitFor(t, "what arrived is deleted", func() bool {
-		tr, err := f.store.FileTransferGet(context.Background(), id)
+		tr, err := f.store.FileTransferGet(context.Background(), cairn.TransferID(id))
 		require.NoError(t, err)
 		return tr.PurgedAt != nil
 	})

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -435,7 +436,7 @@ type EnrollmentCode struct {
 }
 
 type FileTransfer struct {
-	ID              string
+	ID              cairn.TransferID
 	DeviceGuid      string
 	Hostname        string
 	SiteID          int64
@@ -460,14 +461,14 @@ type FileTransfer struct {
 }
 
 type FileTransferChunk struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 	Seq        int32
 	Data       []byte
 }
 
 type FileTransferItem struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 	Name       string
 	Size       int64

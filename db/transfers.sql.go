@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	"github.com/cairn-rmm/cairn"
 )
 
 const fileTransferChunkDeleteItem = `-- name: FileTransferChunkDeleteItem :exec
@@ -14,7 +16,7 @@ DELETE FROM file_transfer_chunks WHERE transfer_id = $1 AND item_id = $2
 `
 
 type FileTransferChunkDeleteItemParams struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 }
 
@@ -28,7 +30,7 @@ SELECT data FROM file_transfer_chunks WHERE transfer_id = $1 AND item_id = $2 AN
 `
 
 type FileTransferChunkGetParams struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 	Seq        int32
 }
@@ -45,7 +47,7 @@ INSERT INTO file_transfer_chunks (transfer_id, item_id, seq, data) VALUES ($1, $
 `
 
 type FileTransferChunkInsertParams struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 	Seq        int32
 	Data       []byte
@@ -74,7 +76,7 @@ type FileTransferFinishParams struct {
 	ErrorCode    string
 	ErrorMessage string
 	ContentName  string
-	ID           string
+	ID           cairn.TransferID
 }
 
 // Ends a transfer once: the first outcome wins.
@@ -96,7 +98,7 @@ const fileTransferGet = `-- name: FileTransferGet :one
 SELECT id, device_guid, hostname, site_id, direction, state, destination, conflict, directories, paths, bytes_total, bytes_done, content_name, cancel_requested, error_code, error_message, actor, created_at, updated_at, ended_at, purged_at, bytes_reserved FROM file_transfers WHERE id = $1
 `
 
-func (q *Queries) FileTransferGet(ctx context.Context, id string) (FileTransfer, error) {
+func (q *Queries) FileTransferGet(ctx context.Context, id cairn.TransferID) (FileTransfer, error) {
 	row := q.db.QueryRow(ctx, fileTransferGet, id)
 	var i FileTransfer
 	err := row.Scan(
@@ -131,7 +133,7 @@ SELECT id, device_guid, hostname, site_id, direction, state, destination, confli
 `
 
 type FileTransferGetForDeviceParams struct {
-	ID         string
+	ID         cairn.TransferID
 	DeviceGuid string
 }
 
@@ -174,7 +176,7 @@ WHERE id = $1
 `
 
 type FileTransferGetInScopeParams struct {
-	ID       string
+	ID       cairn.TransferID
 	Hostname string
 	AllSites bool
 	SiteIds  []int64
@@ -228,7 +230,7 @@ RETURNING id, device_guid, hostname, site_id, direction, state, destination, con
 `
 
 type FileTransferInsertParams struct {
-	ID          string
+	ID          cairn.TransferID
 	DeviceGuid  string
 	Hostname    string
 	SiteID      int64
@@ -292,7 +294,7 @@ type FileTransferItemFinishDownloadParams struct {
 	Name       string
 	Size       int64
 	Sha256     string
-	TransferID string
+	TransferID cairn.TransferID
 }
 
 // The download artifact arrived whole.
@@ -311,7 +313,7 @@ SELECT transfer_id, item_id, name, size, sha256, state, bytes_done FROM file_tra
 `
 
 type FileTransferItemGetParams struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 }
 
@@ -336,7 +338,7 @@ VALUES ($1, $2, $3, $4, $5)
 `
 
 type FileTransferItemInsertParams struct {
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 	Name       string
 	Size       int64
@@ -358,7 +360,7 @@ const fileTransferItemList = `-- name: FileTransferItemList :many
 SELECT transfer_id, item_id, name, size, sha256, state, bytes_done FROM file_transfer_items WHERE transfer_id = $1 ORDER BY item_id
 `
 
-func (q *Queries) FileTransferItemList(ctx context.Context, transferID string) ([]FileTransferItem, error) {
+func (q *Queries) FileTransferItemList(ctx context.Context, transferID cairn.TransferID) ([]FileTransferItem, error) {
 	rows, err := q.db.Query(ctx, fileTransferItemList, transferID)
 	if err != nil {
 		return nil, err
@@ -395,7 +397,7 @@ WHERE transfer_id = $3 AND item_id = $4 AND state NOT IN ('completed', 'skipped'
 type FileTransferItemProgressParams struct {
 	BytesDone  int64
 	State      string
-	TransferID string
+	TransferID cairn.TransferID
 	ItemID     int32
 }
 
@@ -429,7 +431,7 @@ type FileTransferListStaleParams struct {
 }
 
 type FileTransferListStaleRow struct {
-	ID    string
+	ID    cairn.TransferID
 	State string
 }
 
@@ -463,7 +465,7 @@ UPDATE file_transfers SET purged_at = now() WHERE id = $1 AND purged_at IS NULL
 `
 
 // Deletes a transfer's staged content once (retention or clean-up).
-func (q *Queries) FileTransferPurge(ctx context.Context, id string) (int64, error) {
+func (q *Queries) FileTransferPurge(ctx context.Context, id cairn.TransferID) (int64, error) {
 	result, err := q.db.Exec(ctx, fileTransferPurge, id)
 	if err != nil {
 		return 0, err
@@ -493,7 +495,7 @@ WHERE id = $2 AND state IN ('queued', 'running')
 
 type FileTransferRequestCancelParams struct {
 	ErrorMessage string
-	ID           string
+	ID           cairn.TransferID
 }
 
 func (q *Queries) FileTransferRequestCancel(ctx context.Context, arg FileTransferRequestCancelParams) (int64, error) {
@@ -511,7 +513,7 @@ WHERE id = $2 AND purged_at IS NULL AND state IN ('queued', 'running')
 
 type FileTransferReserveParams struct {
 	Bytes int64
-	ID    string
+	ID    cairn.TransferID
 }
 
 // Adds to what a transfer holds; a transfer that ended or was purged
@@ -532,7 +534,7 @@ WHERE id = $1 AND purged_at IS NULL
 
 // Re-derives what a transfer holds from its chunk rows (after an earlier
 // attempt's content was deleted).
-func (q *Queries) FileTransferReserveStaged(ctx context.Context, id string) error {
+func (q *Queries) FileTransferReserveStaged(ctx context.Context, id cairn.TransferID) error {
 	_, err := q.db.Exec(ctx, fileTransferReserveStaged, id)
 	return err
 }
@@ -545,7 +547,7 @@ WHERE id = $3 AND state IN ('queued', 'running')
 type FileTransferSetDownloadTotalParams struct {
 	BytesTotal  int64
 	ContentName string
-	ID          string
+	ID          cairn.TransferID
 }
 
 func (q *Queries) FileTransferSetDownloadTotal(ctx context.Context, arg FileTransferSetDownloadTotalParams) error {
@@ -563,7 +565,7 @@ WHERE id = $3 AND state IN ('queued', 'running')
 type FileTransferSetProgressParams struct {
 	BytesDone  int64
 	BytesTotal int64
-	ID         string
+	ID         cairn.TransferID
 }
 
 func (q *Queries) FileTransferSetProgress(ctx context.Context, arg FileTransferSetProgressParams) (int64, error) {
@@ -580,7 +582,7 @@ UPDATE file_transfers SET bytes_reserved = $1::bigint WHERE id = $2 AND purged_a
 
 type FileTransferSetReservedParams struct {
 	Bytes int64
-	ID    string
+	ID    cairn.TransferID
 }
 
 // Sets what a transfer holds to its staged content's exact size.
@@ -595,7 +597,7 @@ UPDATE file_transfers SET bytes_total = $1, updated_at = now() WHERE id = $2
 
 type FileTransferSetTotalsParams struct {
 	BytesTotal int64
-	ID         string
+	ID         cairn.TransferID
 }
 
 func (q *Queries) FileTransferSetTotals(ctx context.Context, arg FileTransferSetTotalsParams) error {
@@ -609,7 +611,7 @@ UPDATE file_transfers SET state = 'running', updated_at = now() WHERE id = $1 AN
 
 // Each request the agent accepted (the first, or one after a stall)
 // restarts the stall clock: the workflow measures silence since then.
-func (q *Queries) FileTransferStart(ctx context.Context, id string) (int64, error) {
+func (q *Queries) FileTransferStart(ctx context.Context, id cairn.TransferID) (int64, error) {
 	result, err := q.db.Exec(ctx, fileTransferStart, id)
 	if err != nil {
 		return 0, err
@@ -631,7 +633,7 @@ type FileTransferSumProgressRow struct {
 }
 
 // Bytes done of an upload and how many items are still open.
-func (q *Queries) FileTransferSumProgress(ctx context.Context, transferID string) (FileTransferSumProgressRow, error) {
+func (q *Queries) FileTransferSumProgress(ctx context.Context, transferID cairn.TransferID) (FileTransferSumProgressRow, error) {
 	row := q.db.QueryRow(ctx, fileTransferSumProgress, transferID)
 	var i FileTransferSumProgressRow
 	err := row.Scan(&i.BytesDone, &i.OpenItems, &i.FailedItems)

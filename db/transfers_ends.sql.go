@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	"github.com/cairn-rmm/cairn"
 )
 
 const fileTransferEndForDevices = `-- name: FileTransferEndForDevices :many
@@ -31,15 +33,15 @@ type FileTransferEndForDevicesParams struct {
 // cancel_requested; the workflow, once signalled, closes the activity row
 // and drops the content), except those recorded under keep_site_id (a
 // site move leaves transfers already on the new site alone; 0 keeps none).
-func (q *Queries) FileTransferEndForDevices(ctx context.Context, arg FileTransferEndForDevicesParams) ([]string, error) {
+func (q *Queries) FileTransferEndForDevices(ctx context.Context, arg FileTransferEndForDevicesParams) ([]cairn.TransferID, error) {
 	rows, err := q.db.Query(ctx, fileTransferEndForDevices, arg.ErrorMessage, arg.Guids, arg.KeepSiteID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []string
+	var items []cairn.TransferID
 	for rows.Next() {
-		var id string
+		var id cairn.TransferID
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}

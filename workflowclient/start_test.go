@@ -262,7 +262,7 @@ func TestStartersTakeAlreadyStartedAsSuccess(t *testing.T) {
 	})
 	t.Run("transfer", func(t *testing.T) {
 		s := workflowclient.TransferStarter{Client: temporalClient, Grants: testGranter{}}
-		in := workflows.FileTransferInput{TransferID: uuid.NewString(), Target: target, Kind: "file_download"}
+		in := workflows.FileTransferInput{TransferID: cairn.TransferID(uuid.NewString()), Target: target, Kind: "file_download"}
 		require.NoError(t, s.Start(ctx, in))
 		terminate(workflows.FileTransferWorkflowID(in.TransferID))
 		require.NoError(t, s.Start(ctx, in))

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/transfers"
@@ -31,12 +32,12 @@ type TransferStarter struct {
 
 // TransferRecords reads transfer records (transfers.Service).
 type TransferRecords interface {
-	Get(ctx context.Context, id string) (transfers.Snapshot, error)
+	Get(ctx context.Context, id cairn.TransferID) (transfers.Snapshot, error)
 }
 
 // change is what a transfer's record says now, for its change signal
 // (empty when it cannot be read: the workflow then reads it itself).
-func (s TransferStarter) change(ctx context.Context, id string) workflows.FileTransferChange {
+func (s TransferStarter) change(ctx context.Context, id cairn.TransferID) workflows.FileTransferChange {
 	if s.Records == nil {
 		return workflows.FileTransferChange{}
 	}
@@ -51,7 +52,7 @@ func (s TransferStarter) change(ctx context.Context, id string) workflows.FileTr
 // Start starts a transfer's workflow on its device's site queue.
 func (s TransferStarter) Start(ctx context.Context, in workflows.FileTransferInput) error {
 	in.Stall, in.Retention = s.Stall, s.Retention
-	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: in.TransferID, Type: proto.EventFileManagement,
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: string(in.TransferID), Type: proto.EventFileManagement,
 		Payload: in.Request, Actor: in.Actor}, workflows.MaxTransferLife)
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func (s TransferStarter) Start(ctx context.Context, in workflows.FileTransferInp
 
 // Changed tells a transfer's workflow that a route changed its record,
 // and what the record says now. A workflow that already ended is fine.
-func (s TransferStarter) Changed(ctx context.Context, transferID string) error {
+func (s TransferStarter) Changed(ctx context.Context, transferID cairn.TransferID) error {
 	return Signal(ctx, s.Client, workflows.FileTransferWorkflowID(transferID), workflows.SignalFileTransferChanged,
 		s.change(ctx, transferID))
 }
@@ -79,7 +80,7 @@ func (s TransferStarter) Changed(ctx context.Context, transferID string) error {
 // closes its activity row. A purge deleted the records with
 // the device, so those workflows are cancelled instead. A workflow that
 // is gone is fine; each reads its record periodically anyway.
-func (s TransferStarter) Ended(ctx context.Context, transferIDs []string, purged bool) error {
+func (s TransferStarter) Ended(ctx context.Context, transferIDs []cairn.TransferID, purged bool) error {
 	var errs []error
 	for _, id := range transferIDs {
 		var err error

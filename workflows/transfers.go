@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -39,11 +40,11 @@ const (
 )
 
 // FileTransferWorkflowID names the workflow of one transfer.
-func FileTransferWorkflowID(transferID string) string { return "file-transfer:" + transferID }
+func FileTransferWorkflowID(id cairn.TransferID) string { return "file-transfer:" + string(id) }
 
 // FileTransferInput is one transfer.
 type FileTransferInput struct {
-	TransferID string
+	TransferID cairn.TransferID
 	Target     devices.OperationTarget
 	// Request is the proto.TransferRequest sent to the agent.
 	Request json.RawMessage

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -44,11 +45,11 @@ func TestFileTransferTakesTheEndTheSignalCarries(t *testing.T) {
 			env.RegisterActivity(ft)
 			env.OnActivity(ops.BeginOperation, mock.Anything, mock.Anything).Return(int64(7), nil)
 			env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).Return(agentgateway.Reply{}, nil)
-			env.OnActivity(ft.StartFileTransfer, mock.Anything, "t-1").Return(nil)
+			env.OnActivity(ft.StartFileTransfer, mock.Anything, cairn.TransferID("t-1")).Return(nil)
 			// The record says running at the first look and completed
 			// after: only a read after the signal sees completed.
 			var looks atomic.Int32
-			env.OnActivity(ft.FileTransferState, mock.Anything, "t-1").Return(func(context.Context, string) (activities.TransferState, error) {
+			env.OnActivity(ft.FileTransferState, mock.Anything, cairn.TransferID("t-1")).Return(func(context.Context, cairn.TransferID) (activities.TransferState, error) {
 				if looks.Add(1) == 1 {
 					return activities.TransferState{State: "running"}, nil
 				}
@@ -59,7 +60,7 @@ func TestFileTransferTakesTheEndTheSignalCarries(t *testing.T) {
 				finished = in
 				return nil
 			})
-			env.OnActivity(ft.PurgeFileTransfer, mock.Anything, "t-1").Return(nil)
+			env.OnActivity(ft.PurgeFileTransfer, mock.Anything, cairn.TransferID("t-1")).Return(nil)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalFileTransferChanged, tc.signal) }, time.Second)
 			env.ExecuteWorkflow(workflows.FileTransfer, workflows.FileTransferInput{TransferID: "t-1", Kind: "file_upload",
 				Summary: "Upload 1 file", Request: json.RawMessage(`{"action":"upload"}`),

@@ -97,7 +97,7 @@ type Assigned struct {
 	GUIDs []string
 	// EndedTransfers are the live file transfers of devices that changed
 	// site, now cancelled: their workflows are to be told.
-	EndedTransfers []string
+	EndedTransfers []cairn.TransferID
 }
 
 // siteMoveEvent is agent_status_changed for a device that changed site,

@@ -33,7 +33,7 @@ type TrustResult struct {
 	TokenVersion int32
 	// EndedTransfers are the device's live file transfers the action
 	// ended (quarantine, revoke, purge): their workflows are to be told.
-	EndedTransfers []string
+	EndedTransfers []cairn.TransferID
 }
 
 // endedBy is the message of a transfer a trust action ended, and of a

@@ -92,7 +92,7 @@ func IsZipArtifact(paths []string, name string) bool {
 type chunkReader struct {
 	ctx   context.Context
 	store *db.Store
-	id    string
+	id    cairn.TransferID
 	item  int32
 	seq   int32
 	data  []byte

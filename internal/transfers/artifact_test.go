@@ -127,13 +127,13 @@ func TestReceiveContentRefusesUnsafeZip(t *testing.T) {
 		{"C:/evil.dll", false},
 	} {
 		id := "tr-" + string(rune('a'+i))
-		_, err := svc.NewDownload(ctx, id, target, "op", []string{"/home/a/dir"})
+		_, err := svc.NewDownload(ctx, cairn.TransferID(id), target, "op", []string{"/home/a/dir"})
 		require.NoError(t, err)
-		require.NoError(t, svc.Start(ctx, id))
+		require.NoError(t, svc.Start(ctx, cairn.TransferID(id)))
 		b := zipOf(t, c.entry)
 		sum := sha256.Sum256(b)
-		err = svc.ReceiveContent(ctx, "guid-1", id, "dir.zip", func() string { return hex.EncodeToString(sum[:]) }, bytes.NewReader(b))
-		snap, gerr := svc.Get(ctx, id)
+		err = svc.ReceiveContent(ctx, "guid-1", cairn.TransferID(id), "dir.zip", func() string { return hex.EncodeToString(sum[:]) }, bytes.NewReader(b))
+		snap, gerr := svc.Get(ctx, cairn.TransferID(id))
 		require.NoError(t, gerr)
 		if c.ok {
 			require.NoError(t, err, c.entry)
@@ -145,7 +145,7 @@ func TestReceiveContentRefusesUnsafeZip(t *testing.T) {
 		require.Equal(t, cairn.ECodeValidation, snap.Transfer.ErrorCode)
 		require.Contains(t, snap.Transfer.ErrorMessage, "refused")
 		require.NotNil(t, snap.Transfer.PurgedAt)
-		_, cerr := store.FileTransferChunkGet(ctx, db.FileTransferChunkGetParams{TransferID: id, ItemID: 1, Seq: 0})
+		_, cerr := store.FileTransferChunkGet(ctx, db.FileTransferChunkGetParams{TransferID: cairn.TransferID(id), ItemID: 1, Seq: 0})
 		require.True(t, db.IsNoRows(cerr), "nothing of %q is stored: %v", c.entry, cerr)
 	}
 }

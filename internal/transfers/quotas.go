@@ -130,7 +130,7 @@ func (s *Service) checkBudget(u db.FileTransferUsageRow, reserve int64) error {
 
 // reserve adds n bytes to what transfer id (of actor) holds, within the
 // budgets. A transfer that ended meanwhile takes nothing more.
-func (s *Service) reserve(ctx context.Context, id, actor string, n int64) error {
+func (s *Service) reserve(ctx context.Context, id cairn.TransferID, actor string, n int64) error {
 	return s.store.InTx(ctx, func(q *db.Queries) error {
 		if s.cfg.Quotas.bytesBounded() {
 			if err := q.FileTransferQuotaLock(ctx); err != nil {
@@ -155,7 +155,8 @@ func (s *Service) reserve(ctx context.Context, id, actor string, n int64) error 
 // holding is what one transfer holds of the budget while its content is
 // staged: held bytes reserved, staged bytes stored.
 type holding struct {
-	id, actor    string
+	id           cairn.TransferID
+	actor        string
 	held, staged int64
 }
 

@@ -42,17 +42,19 @@ func setupQuotas(t *testing.T, q Quotas) *quotaFixture {
 		target: devices.OperationTarget{GUID: "guid-q", Hostname: "host-q", SiteID: site.ID, SiteSlug: "quotas"}}
 }
 
-func (f *quotaFixture) id() string { return fmt.Sprintf("tr-%d", f.n.Add(1)) }
+func (f *quotaFixture) id() cairn.TransferID {
+	return cairn.TransferID(fmt.Sprintf("tr-%d", f.n.Add(1)))
+}
 
 // download starts a download of actor and streams size bytes into it as
 // the agent would; it returns the transfer ID and ReceiveContent's error.
-func (f *quotaFixture) download(t *testing.T, actor string, size int) (string, error) {
+func (f *quotaFixture) download(t *testing.T, actor string, size int) (cairn.TransferID, error) {
 	t.Helper()
 	return f.downloadWith(t, actor, size, nil)
 }
 
 // downloadWith runs at once the bytes passed half the content.
-func (f *quotaFixture) downloadWith(t *testing.T, actor string, size int, halfway func()) (string, error) {
+func (f *quotaFixture) downloadWith(t *testing.T, actor string, size int, halfway func()) (cairn.TransferID, error) {
 	t.Helper()
 	ctx := context.Background()
 	id := f.id()
@@ -78,7 +80,7 @@ func (h hookReader) Read([]byte) (int, error) {
 
 // upload stages one item of size bytes for actor, declaring declared
 // bytes up front; it returns the transfer ID and the first error.
-func (f *quotaFixture) upload(t *testing.T, actor string, size int, declared int64) (string, error) {
+func (f *quotaFixture) upload(t *testing.T, actor string, size int, declared int64) (cairn.TransferID, error) {
 	t.Helper()
 	ctx := context.Background()
 	id := f.id()
@@ -93,7 +95,7 @@ func (f *quotaFixture) upload(t *testing.T, actor string, size int, declared int
 	return id, f.svc.SetTotal(ctx, up, n)
 }
 
-func (f *quotaFixture) transfer(t *testing.T, id string) db.FileTransfer {
+func (f *quotaFixture) transfer(t *testing.T, id cairn.TransferID) db.FileTransfer {
 	t.Helper()
 	tr, err := f.store.FileTransferGet(context.Background(), id)
 	require.NoError(t, err)
@@ -196,31 +198,31 @@ func TestTransferQuotaReleased(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
-		end  func(t *testing.T, f *quotaFixture, id string)
+		end  func(t *testing.T, f *quotaFixture, id cairn.TransferID)
 	}{
-		{"completed upload", func(t *testing.T, f *quotaFixture, id string) {
+		{"completed upload", func(t *testing.T, f *quotaFixture, id cairn.TransferID) {
 			_, err := f.svc.Finish(ctx, id, StateCompleted, "", "")
 			require.NoError(t, err)
 			require.NoError(t, f.svc.Purge(ctx, id))
 		}},
-		{"cancelled", func(t *testing.T, f *quotaFixture, id string) {
+		{"cancelled", func(t *testing.T, f *quotaFixture, id cairn.TransferID) {
 			_, err := f.svc.Cancel(ctx, id, "alice")
 			require.NoError(t, err)
 			require.NoError(t, f.svc.Purge(ctx, id))
 		}},
-		{"failed", func(t *testing.T, f *quotaFixture, id string) {
+		{"failed", func(t *testing.T, f *quotaFixture, id cairn.TransferID) {
 			_, err := f.svc.Finish(ctx, id, StateFailed, "failed", "the agent could not write")
 			require.NoError(t, err)
 			require.NoError(t, f.svc.Purge(ctx, id))
 		}},
-		{"expired", func(t *testing.T, f *quotaFixture, id string) {
+		{"expired", func(t *testing.T, f *quotaFixture, id cairn.TransferID) {
 			_, err := f.svc.Finish(ctx, id, StateCompleted, "", "")
 			require.NoError(t, err)
 			swept, err := New(f.store, Config{Retention: time.Nanosecond}).Sweep(ctx)
 			require.NoError(t, err)
 			require.EqualValues(t, 1, swept)
 		}},
-		{"lost workflow", func(t *testing.T, f *quotaFixture, id string) {
+		{"lost workflow", func(t *testing.T, f *quotaFixture, id cairn.TransferID) {
 			require.NoError(t, f.svc.Start(ctx, id))
 			_, err := f.store.Pool.Exec(ctx, "UPDATE file_transfers SET updated_at = now() - interval '7 hours' WHERE id = $1", id)
 			require.NoError(t, err)
@@ -254,14 +256,14 @@ func TestTransferQuotaRace(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		quotas Quotas
-		start  func(f *quotaFixture, ctx context.Context, id string) error
+		start  func(f *quotaFixture, ctx context.Context, id cairn.TransferID) error
 		code   string
 	}{
-		{"concurrent", Quotas{Concurrent: k}, func(f *quotaFixture, ctx context.Context, id string) error {
+		{"concurrent", Quotas{Concurrent: k}, func(f *quotaFixture, ctx context.Context, id cairn.TransferID) error {
 			_, err := f.svc.NewDownload(ctx, id, f.target, "alice", []string{"/x"})
 			return err
 		}, cairn.ECodeTransferLimitReached},
-		{"bytes", Quotas{Bytes: k * mib}, func(f *quotaFixture, ctx context.Context, id string) error {
+		{"bytes", Quotas{Bytes: k * mib}, func(f *quotaFixture, ctx context.Context, id cairn.TransferID) error {
 			_, err := f.svc.NewUpload(ctx, id, f.target, "alice", "/dest", ConflictRename, nil, mib)
 			return err
 		}, cairn.ECodeTransferQuotaExceeded},

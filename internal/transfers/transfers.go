@@ -141,7 +141,7 @@ type Upload struct {
 // within the concurrency caps, and reserves declared bytes of the budgets
 // (the request's size when known, else 0: the content reserves as it is
 // staged).
-func (s *Service) NewUpload(ctx context.Context, id string, t devices.OperationTarget, actor, destination, conflict string, dirs []string, declared int64) (*Upload, error) {
+func (s *Service) NewUpload(ctx context.Context, id cairn.TransferID, t devices.OperationTarget, actor, destination, conflict string, dirs []string, declared int64) (*Upload, error) {
 	declared = min(max(declared, 0), s.cfg.MaxBytes)
 	if err := s.checkDisk(declared); err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func (s *Service) NewUpload(ctx context.Context, id string, t devices.OperationT
 
 // NewDownload records a download of paths, within the concurrency caps;
 // item 1 is its artifact, which reserves budget as it streams in.
-func (s *Service) NewDownload(ctx context.Context, id string, t devices.OperationTarget, actor string, paths []string) (db.FileTransfer, error) {
+func (s *Service) NewDownload(ctx context.Context, id cairn.TransferID, t devices.OperationTarget, actor string, paths []string) (db.FileTransfer, error) {
 	if err := s.checkDisk(0); err != nil {
 		return db.FileTransfer{}, err
 	}
@@ -278,7 +278,7 @@ func (s *Service) SetTotal(ctx context.Context, up *Upload, total int64) error {
 }
 
 // Get returns a transfer and its items by ID.
-func (s *Service) Get(ctx context.Context, id string) (Snapshot, error) {
+func (s *Service) Get(ctx context.Context, id cairn.TransferID) (Snapshot, error) {
 	t, err := s.store.FileTransferGet(ctx, id)
 	if err != nil {
 		return Snapshot{}, notFound(err)
@@ -288,7 +288,7 @@ func (s *Service) Get(ctx context.Context, id string) (Snapshot, error) {
 
 // InScope returns the transfer of the device named hostname when the
 // device's site is in scope; anything else is transfer_not_found.
-func (s *Service) InScope(ctx context.Context, scope cairn.SiteScope, hostname, id string) (Snapshot, error) {
+func (s *Service) InScope(ctx context.Context, scope cairn.SiteScope, hostname string, id cairn.TransferID) (Snapshot, error) {
 	t, err := s.store.FileTransferGetInScope(ctx, db.FileTransferGetInScopeParams{ID: id, Hostname: hostname,
 		AllSites: scope.All, SiteIds: scope.SiteIDs})
 	if err != nil {
@@ -299,7 +299,7 @@ func (s *Service) InScope(ctx context.Context, scope cairn.SiteScope, hostname, 
 
 // ForDevice returns a transfer of the device guid: an agent never sees
 // another device's transfers (they answer transfer_not_found).
-func (s *Service) ForDevice(ctx context.Context, guid, id string) (Snapshot, error) {
+func (s *Service) ForDevice(ctx context.Context, guid string, id cairn.TransferID) (Snapshot, error) {
 	t, err := s.store.FileTransferGetForDevice(ctx, db.FileTransferGetForDeviceParams{ID: id, DeviceGuid: guid})
 	if err != nil {
 		return Snapshot{}, notFound(err)
@@ -323,14 +323,14 @@ func notFound(err error) error {
 // and, for a request sent again after a stall, restarts the stall clock:
 // without that, the workflow found the transfer still idle right after
 // each re-send and spent all its re-sends at once.
-func (s *Service) Start(ctx context.Context, id string) error {
+func (s *Service) Start(ctx context.Context, id cairn.TransferID) error {
 	_, err := s.store.FileTransferStart(ctx, id)
 	return err
 }
 
 // Finish ends a transfer with state and, for a failure, its code and
 // message; the first outcome wins. It reports whether this call ended it.
-func (s *Service) Finish(ctx context.Context, id, state, code, message string) (bool, error) {
+func (s *Service) Finish(ctx context.Context, id cairn.TransferID, state, code, message string) (bool, error) {
 	n, err := s.store.FileTransferFinish(ctx, db.FileTransferFinishParams{ID: id, State: state, ErrorCode: code,
 		ErrorMessage: bound(message)})
 	return n > 0, err
@@ -338,14 +338,14 @@ func (s *Service) Finish(ctx context.Context, id, state, code, message string) (
 
 // Cancel ends a transfer as cancelled and marks it so, for the agent's
 // next status poll. A transfer that already ended is left as it is.
-func (s *Service) Cancel(ctx context.Context, id, actor string) (bool, error) {
+func (s *Service) Cancel(ctx context.Context, id cairn.TransferID, actor string) (bool, error) {
 	n, err := s.store.FileTransferRequestCancel(ctx, db.FileTransferRequestCancelParams{ID: id,
 		ErrorMessage: "cancelled by " + actor})
 	return n > 0, err
 }
 
 // Purge deletes a transfer's content (once).
-func (s *Service) Purge(ctx context.Context, id string) error {
+func (s *Service) Purge(ctx context.Context, id cairn.TransferID) error {
 	_, err := s.store.FileTransferPurge(ctx, id)
 	return err
 }
@@ -367,7 +367,7 @@ type Progress struct {
 // the report finishes it: an upload whose items are all done (failed when
 // any failed), a download that failed. It reports whether the transfer
 // ended with this report.
-func (s *Service) ReportProgress(ctx context.Context, guid, id string, p Progress) (bool, error) {
+func (s *Service) ReportProgress(ctx context.Context, guid string, id cairn.TransferID, p Progress) (bool, error) {
 	snap, err := s.ForDevice(ctx, guid, id)
 	if err != nil {
 		return false, err
@@ -443,7 +443,7 @@ func endedError(t db.FileTransfer) error {
 // dropped). A transfer cancelled meanwhile drops what arrived. wantSHA
 // is called once the body was read: a zip built while it streams has its
 // sum in a trailer.
-func (s *Service) ReceiveContent(ctx context.Context, guid, id, name string, wantSHA func() string, r io.Reader) error {
+func (s *Service) ReceiveContent(ctx context.Context, guid string, id cairn.TransferID, name string, wantSHA func() string, r io.Reader) error {
 	snap, err := s.ForDevice(ctx, guid, id)
 	if err != nil {
 		return err
@@ -532,7 +532,7 @@ func (s *Service) ReceiveContent(ctx context.Context, guid, id, name string, wan
 // WriteItem streams an item's content to w, one chunk row at a time, and
 // checks the size and SHA-256 it recorded on the way in (a damaged store
 // is a fault, not a file).
-func (s *Service) WriteItem(ctx context.Context, w io.Writer, id string, item db.FileTransferItem) error {
+func (s *Service) WriteItem(ctx context.Context, w io.Writer, id cairn.TransferID, item db.FileTransferItem) error {
 	h := sha256.New()
 	var done int64
 	for seq := int32(0); done < item.Size; seq++ {

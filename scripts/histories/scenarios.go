@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
@@ -269,11 +270,11 @@ var scenarios = []scenario{
 // fileTransfer runs one FileTransfer, signalling a change once, and
 // checks that it completed.
 func fileTransfer(ctx context.Context, c client.Client, id, action string) (string, error) {
-	in := workflows.FileTransferInput{TransferID: id, Kind: "file_" + action, Summary: action, Actor: "admin",
+	in := workflows.FileTransferInput{TransferID: cairn.TransferID(id), Kind: "file_" + action, Summary: action, Actor: "admin",
 		Request:   json.RawMessage(`{"action":"` + action + `","transfer_id":"` + id + `","paths":["/etc/hosts"]}`),
 		Retention: 2 * time.Second,
 		Target:    devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
-	run, err := start(ctx, c, workflows.FileTransferWorkflowID(id), workflows.FileTransfer, in)
+	run, err := start(ctx, c, workflows.FileTransferWorkflowID(cairn.TransferID(id)), workflows.FileTransfer, in)
 	if err != nil {
 		return "", err
 	}

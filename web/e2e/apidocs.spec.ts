@@ -22,9 +22,12 @@ test('the API reference renders the generated document within the CSP', async ({
   expect(res?.headers()['content-security-policy']).toContain("script-src 'self'");
   await expect(page).toHaveTitle('Cairn API reference');
   await expect(page.getByRole('heading', { name: 'Cairn Engine API' }).first()).toBeVisible();
-  // Operations from the route table, with their paths.
+  // Operations from the route table, grouped by area (the document's tags)
+  // under their summaries, with their paths.
+  await expect(page.getByText('Check readiness').first()).toBeVisible();
+  await page.getByRole('button', { name: 'Open Group - Enrollment' }).click();
   await expect(page.getByText('/api/admin/device-approvals').first()).toBeVisible();
-  await page.getByText('sites', { exact: true }).first().click();
+  await page.getByRole('button', { name: 'Open Group - Sites' }).click();
   await expect(page.getByText('/api/sites/{site_id}/auto-approval').first()).toBeVisible();
 
   expect(cspViolations).toEqual([]);

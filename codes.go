@@ -3,9 +3,7 @@ package cairn
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"sync/atomic"
 )
 
@@ -130,9 +128,6 @@ func (b *CodeBook) Transient(err error) bool {
 
 // FromAgent reports whether an agent may answer an operation with id.
 func (b *CodeBook) FromAgent(id string) bool { return b.byID[id].Agent }
-
-// IDs are the declared codes, sorted.
-func (b *CodeBook) IDs() []string { return slices.Sorted(maps.Keys(b.byID)) }
 
 // coreBook answers for requests that reach no Engine's book (a Server built
 // without one in a test).

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 
 	"go.temporal.io/sdk/client"
 
@@ -38,8 +37,9 @@ type Capability struct {
 	// Maintenance are its periodic jobs: each gets a Temporal Schedule,
 	// maintenance:<name>, that runs the Maintenance workflow with it.
 	Maintenance []workflows.MaintenanceJob
-	// AgentOps are the operation types it sends to agents
-	// (agent/proto); each is sent by exactly one capability.
+	// AgentOps are the request types it sends to agents (agent/proto);
+	// together they are every type proto.EventCapability knows (a test
+	// keeps them so). Files and transfers share file_management_request.
 	AgentOps []string
 }
 
@@ -132,17 +132,6 @@ func DocumentJSON() ([]byte, error) {
 // AreasForTest are the route areas over an Engine without services, for
 // tests that build an api.Server of their own.
 func AreasForTest() []api.Area { return areas(&Engine{}) }
-
-// agentOps are every capability's agent operations, for the check that
-// each is declared once.
-func agentOps() []string {
-	var out []string
-	for _, c := range Capabilities {
-		out = append(out, c.AgentOps...)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // client is the Temporal client capabilities start and reach workflows
 // with: the gated one, which fails fast while Temporal is away (nil before

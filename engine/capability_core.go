@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -21,7 +22,7 @@ import (
 // routes are the api.Server's own (api.New), not an area.
 var coreCapability = Capability{
 	Name: "core",
-	Codes: concatCodes(cairn.CoreCodes, api.Codes, []cairn.Code{
+	Codes: slices.Concat(cairn.CoreCodes, api.Codes, []cairn.Code{
 		{ID: db.ECodeServiceUnavailable, Status: http.StatusServiceUnavailable, Retryable: true},
 		{ID: events.ECodeTooManyStreams, Status: http.StatusTooManyRequests},
 		{ID: auth.ECodeSetupCodeRequired, Status: http.StatusForbidden},
@@ -59,12 +60,4 @@ var coreCapability = Capability{
 		{Name: workflows.JobPendingTokens, Every: 5 * time.Minute, Activity: "SweepPendingTokens"},
 		{Name: workflows.JobRateLimits, Every: 5 * time.Minute, Activity: "SweepRateLimits"},
 	},
-}
-
-func concatCodes(lists ...[]cairn.Code) []cairn.Code {
-	var out []cairn.Code
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
 }

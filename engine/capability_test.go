@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/api"
 )
 
@@ -45,6 +46,20 @@ func TestCapabilitiesAreConsistent(t *testing.T) {
 			methods[m] = typ.String()
 		}
 	}
+	// Every request type the Engine can send an agent is some capability's,
+	// and no capability names one the agent protocol does not know.
+	ops := map[string]bool{}
+	for _, c := range Capabilities {
+		for _, op := range c.AgentOps {
+			_, known := proto.EventCapability[op]
+			require.True(t, known, "capability %s sends %q, which agent/proto does not know", c.Name, op)
+			ops[op] = true
+		}
+	}
+	for op := range proto.EventCapability {
+		require.True(t, ops[op], "no capability declares that it sends %q", op)
+	}
+
 	jobs := map[string]bool{}
 	for _, j := range MaintenanceJobs() {
 		require.False(t, jobs[j.Name], "maintenance job %s declared twice", j.Name)

@@ -29,22 +29,18 @@ const (
 
 // EnsureSchedules creates the maintenance schedules that are missing and
 // updates those whose definition changed (interval, task queue, workflow,
-// job, policies: the fingerprint workflowclient.EnsureSchedule keeps in
+// job and its activity, policies: the fingerprint workflowclient.EnsureSchedule keeps in
 // each schedule's memo); a schedule an SRE paused stays paused. Every
 // replica calls it at start: it is idempotent, and a schedule another
 // replica created a moment earlier is checked rather than made twice.
 func EnsureSchedules(ctx context.Context, c client.Client, dc converter.DataConverter, queue string, jobs []workflows.MaintenanceJob) error {
 	var errs []error
 	for _, job := range jobs {
-		if err := ensureSchedule(ctx, c, dc, queue, job); err != nil {
+		if err := workflowclient.EnsureSchedule(ctx, c, dc, maintenanceSchedule(queue, job)); err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", workflows.MaintenanceScheduleID(job.Name), err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func ensureSchedule(ctx context.Context, c client.Client, dc converter.DataConverter, queue string, job workflows.MaintenanceJob) error {
-	return workflowclient.EnsureSchedule(ctx, c, dc, maintenanceSchedule(queue, job))
 }
 
 // maintenanceSchedule is the schedule a job should have. Its paused state
@@ -68,11 +64,12 @@ func maintenanceSchedule(queue string, job workflows.MaintenanceJob) workflowcli
 			V        int
 			Workflow string
 			Job      string
+			Activity string
 			Every    time.Duration
 			Queue    string
 			Overlap  enumspb.ScheduleOverlapPolicy
 			Catchup  time.Duration
 			Timeout  time.Duration
-		}{1, "Maintenance", job.Name, job.Every, queue, scheduleOverlap, scheduleCatchupWindow, maintenanceRunTimeout},
+		}{1, "Maintenance", job.Name, job.Activity, job.Every, queue, scheduleOverlap, scheduleCatchupWindow, maintenanceRunTimeout},
 	}
 }

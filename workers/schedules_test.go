@@ -8,8 +8,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/cairn-rmm/cairn/activities"
@@ -92,6 +94,34 @@ func TestEnsureSchedulesCreatesAndIsIdempotent(t *testing.T) {
 	var res workflows.MaintenanceResult
 	require.NoError(t, temporalClient.GetWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID).Get(ctx, &res))
 	require.Equal(t, workflows.MaintenanceResult{Job: workflows.JobSessions, Deleted: 3}, res)
+
+	// A job whose capability now names another activity: its schedule's
+	// input follows (the activity is part of the fingerprint).
+	jobs := engine.MaintenanceJobs()
+	for i := range jobs {
+		if jobs[i].Name == workflows.JobSessions {
+			jobs[i].Activity = "SweepSessionsElsewhere"
+		}
+	}
+	require.NoError(t, workers.EnsureSchedules(ctx, temporalClient, nil, queue, jobs))
+	require.Eventually(t, func() bool {
+		d, err := h.Describe(ctx)
+		return err == nil && scheduleInput(t, d).Activity == "SweepSessionsElsewhere"
+	}, 60*time.Second, 50*time.Millisecond, "the schedule names the new activity")
+}
+
+// scheduleInput decodes the Maintenance input a described schedule starts
+// its runs with.
+func scheduleInput(t *testing.T, d *client.ScheduleDescription) workflows.MaintenanceInput {
+	t.Helper()
+	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Len(t, act.Args, 1)
+	p, ok := act.Args[0].(*commonpb.Payload)
+	require.True(t, ok)
+	var in workflows.MaintenanceInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &in))
+	return in
 }
 
 // requireSchedules checks every job's schedule against its definition.
@@ -108,6 +138,7 @@ func requireSchedules(t *testing.T, queue string) {
 		require.True(t, ok, job.Name)
 		require.Equal(t, queue, act.TaskQueue, job.Name)
 		require.Equal(t, "Maintenance", act.Workflow, job.Name)
+		require.Equal(t, workflows.MaintenanceInput{Job: job.Name, Activity: job.Activity}, scheduleInput(t, d), job.Name)
 	}
 }
 

@@ -8,3 +8,17 @@ package cairn
 
 // TransferID names a file transfer (file_transfers.id).
 type TransferID string
+
+// DeviceGUID names an enrolled device (devices.guid), the agent's identity.
+type DeviceGUID string
+
+// SiteID names a site (sites.id).
+type SiteID int64
+
+// OperationID names one command-path operation sent to an agent
+// (device_activity.operation_id, agent_requests.operation_id, an agent
+// update operation's ID).
+type OperationID string
+
+// RunID names a job run: a quick run or a scheduled job's fire (job_runs.id).
+type RunID string

@@ -27,7 +27,7 @@ type AgentCommands struct {
 
 // CommandInput is one operation's request to an agent.
 type CommandInput struct {
-	OperationID string
+	OperationID cairn.OperationID
 	GUID        string
 	// Type is the spec's event name (proto.Event*).
 	Type    string

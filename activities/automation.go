@@ -28,7 +28,7 @@ type JobRuns struct {
 
 // NextInput asks for the next pending results of a run.
 type NextInput struct {
-	RunID string
+	RunID cairn.RunID
 	Max   int
 }
 
@@ -40,9 +40,9 @@ func (a *JobRuns) NextItems(ctx context.Context, in NextInput) (automation.Batch
 
 // SendScriptInput is one device's execution.
 type SendScriptInput struct {
-	RunID       string
+	RunID       cairn.RunID
 	GUID        string
-	OperationID string
+	OperationID cairn.OperationID
 }
 
 // SendScript marks the result running, opens its activity row and writes
@@ -84,6 +84,6 @@ func (a *JobRuns) RecordOutcomes(ctx context.Context, outs []automation.Outcome)
 }
 
 // FinishRun closes the run once nothing is pending or running (local).
-func (a *JobRuns) FinishRun(ctx context.Context, runID string) error {
+func (a *JobRuns) FinishRun(ctx context.Context, runID cairn.RunID) error {
 	return ApplicationError(a.Runs.FinishRun(ctx, runID))
 }

@@ -49,7 +49,7 @@ const (
 // FireInput is one fire to prepare.
 type FireInput struct {
 	JobID        int64
-	RunID        string
+	RunID        cairn.RunID
 	Trigger      string
 	Actor        string
 	ScheduledFor *time.Time
@@ -86,7 +86,7 @@ func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (schedule
 		}
 		// The run is made by RequestAgentMaintenance once the fire holds
 		// its slots; its ID is fixed here, from the fire time.
-		plan.RunID = maintenanceRunID(job.ID, in)
+		plan.RunID = cairn.RunID(maintenanceRunID(job.ID, in))
 	default:
 		err = cairn.Errorf(cairn.ECodeInternal, "%s jobs do not run from a schedule in this Engine", job.Kind)
 	}
@@ -105,7 +105,7 @@ func notInBuild(what string) error {
 // run.
 func maintenanceRunID(jobID int64, in FireInput) string {
 	if in.RunID != "" || in.ScheduledFor == nil {
-		return in.RunID
+		return string(in.RunID)
 	}
 	key := fmt.Sprintf("cairn:scheduled-job:%d:%s", jobID, in.ScheduledFor.UTC().Format(time.RFC3339Nano))
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(key)).String()
@@ -144,7 +144,7 @@ func (a *ScheduledJobs) RequestAgentMaintenance(ctx context.Context, in FireInpu
 	return true, nil
 }
 
-func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job, in FireInput, res scheduledjobs.Resolved) (string, error) {
+func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job, in FireInput, res scheduledjobs.Resolved) (cairn.RunID, error) {
 	if job.WorkflowID == nil {
 		return "", cairn.Errorf(cairn.ECodeNotFound, "the job names no workflow")
 	}
@@ -158,7 +158,7 @@ func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job
 		if err != nil {
 			return "", err
 		}
-		runID = id.String()
+		runID = cairn.RunID(id.String())
 	}
 	guids := make([]string, len(res.Targets))
 	for i, t := range res.Targets {
@@ -209,7 +209,7 @@ type FlowPlan struct {
 // LoadFlowRun reads a flow run with the steps of its flow, as they are
 // when the run starts (later edits do not change a run under way), and
 // the sites of its devices.
-func (a *ScheduledJobs) LoadFlowRun(ctx context.Context, runID string) (FlowPlan, error) {
+func (a *ScheduledJobs) LoadFlowRun(ctx context.Context, runID cairn.RunID) (FlowPlan, error) {
 	run, err := a.Flows.GetRun(ctx, cairn.AllSites, runID)
 	if err != nil {
 		return FlowPlan{}, ApplicationError(err)
@@ -232,7 +232,7 @@ func (a *ScheduledJobs) SaveFlowRun(ctx context.Context, run flows.Run) error {
 
 // StepInput is one step of a flow run to start as a job run.
 type StepInput struct {
-	RunID  string
+	RunID  cairn.RunID
 	Step   flows.Step
 	Run    flows.Run
 	StepNo int
@@ -240,7 +240,7 @@ type StepInput struct {
 
 // CreateStepRun creates the job run of one flow step (ID StepRunID, so a
 // retry finds the run it made) on the flow run's devices as they are now.
-func (a *ScheduledJobs) CreateStepRun(ctx context.Context, in StepInput) (string, error) {
+func (a *ScheduledJobs) CreateStepRun(ctx context.Context, in StepInput) (cairn.RunID, error) {
 	if a.Runs == nil {
 		return "", ApplicationError(notInBuild("script runs"))
 	}
@@ -287,7 +287,7 @@ func (a *ScheduledJobs) pinnedStep(ctx context.Context, in StepInput) (flows.Ste
 }
 
 // JobRunStatus reads a job run's status.
-func (a *ScheduledJobs) JobRunStatus(ctx context.Context, runID string) (string, error) {
+func (a *ScheduledJobs) JobRunStatus(ctx context.Context, runID cairn.RunID) (string, error) {
 	st, err := a.Jobs.RunStatus(ctx, runID)
 	return st, ApplicationError(err)
 }

@@ -42,7 +42,7 @@ func TestQueuedWorkRunsWhenTheAgentAsks(t *testing.T) {
 	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: run.ID}))
 
 	require.Eventually(t, func() bool {
-		r := f.do(t, "GET", "/api/scripts/quick_run/"+run.ID, admin, nil)
+		r := f.do(t, "GET", "/api/scripts/quick_run/"+string(run.ID), admin, nil)
 		res := onlyResult(t, r)
 		return res["status"] == "pending" && res["error_code"] == automation.ECodeQueuedOffline
 	}, 60*time.Second, 100*time.Millisecond)
@@ -50,7 +50,7 @@ func TestQueuedWorkRunsWhenTheAgentAsks(t *testing.T) {
 	queued, err := agentautomation.Queued(agentautomation.Options{Config: s.config, TempDir: t.TempDir()})
 	require.NoError(t, err)
 	queued(ctx, s)
-	r := f.finishedRun(t, admin, run.ID)
+	r := f.finishedRun(t, admin, string(run.ID))
 	res := onlyResult(t, r)
 	require.Equal(t, "succeeded", res["status"], r.Raw)
 	require.Equal(t, "back online\n", res["stdout"])
@@ -93,17 +93,17 @@ func TestDiscardRunKeepsOnlyStartedRuns(t *testing.T) {
 	}
 
 	never := newRun()
-	require.Equal(t, 200, f.do(t, "GET", "/api/scripts/quick_run/"+never.ID, admin, nil).Status)
+	require.Equal(t, 200, f.do(t, "GET", string("/api/scripts/quick_run/"+never.ID), admin, nil).Status)
 	require.NoError(t, svc.DiscardRun(ctx, never.ID))
-	require.Equal(t, 404, f.do(t, "GET", "/api/scripts/quick_run/"+never.ID, admin, nil).Status)
+	require.Equal(t, 404, f.do(t, "GET", string("/api/scripts/quick_run/"+never.ID), admin, nil).Status)
 
 	started := newRun()
 	starter := workflowclient.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
 	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: started.ID}))
 	require.Eventually(t, func() bool {
-		r := f.do(t, "GET", "/api/scripts/quick_run/"+started.ID, admin, nil)
+		r := f.do(t, "GET", string("/api/scripts/quick_run/"+started.ID), admin, nil)
 		return r.Body["started_at"] != nil
 	}, 60*time.Second, 100*time.Millisecond)
 	require.NoError(t, svc.DiscardRun(ctx, started.ID))
-	require.Equal(t, 200, f.do(t, "GET", "/api/scripts/quick_run/"+started.ID, admin, nil).Status)
+	require.Equal(t, 200, f.do(t, "GET", string("/api/scripts/quick_run/"+started.ID), admin, nil).Status)
 }

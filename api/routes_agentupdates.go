@@ -77,12 +77,12 @@ func (q *maintenanceReq) validate() error {
 }
 
 type updateOpJSON struct {
-	GUID        string `json:"guid"`
-	OperationID string `json:"operation_id"`
+	GUID        string            `json:"guid"`
+	OperationID cairn.OperationID `json:"operation_id"`
 }
 
 type maintenanceJSON struct {
-	RunID      string         `json:"run_id"`
+	RunID      cairn.RunID    `json:"run_id"`
 	Operations []updateOpJSON `json:"operations"`
 }
 
@@ -100,8 +100,8 @@ func (s *agentUpdatesAPI) agentMaintenance(r *http.Request, req maintenanceReq) 
 
 // updateStartedJSON names the update a device was asked to make.
 type updateStartedJSON struct {
-	RunID       string `json:"run_id"`
-	OperationID string `json:"operation_id"`
+	RunID       cairn.RunID       `json:"run_id"`
+	OperationID cairn.OperationID `json:"operation_id"`
 }
 
 func (s *agentUpdatesAPI) updateAgent(r *http.Request, _ struct{}) (updateStartedJSON, error) {
@@ -128,7 +128,7 @@ func (s *agentUpdatesAPI) requestUpdates(ctx context.Context, guids []string) (a
 	for _, u := range res.Updates {
 		if err := s.UpdateStarter.Start(ctx, u); err != nil {
 			s.ctxLog(ctx).Error("start agent update", "guid", u.Target.GUID, "operation", u.OperationID, "err", err)
-			if _, ferr := s.Updates.Finish(context.WithoutCancel(ctx), u.OperationID, agentupdates.StatusFailed,
+			if _, ferr := s.Updates.Finish(context.WithoutCancel(ctx), string(u.OperationID), agentupdates.StatusFailed,
 				"the Engine could not start the update: "+cairn.ErrorCode(err), ""); ferr != nil {
 				s.ctxLog(ctx).Error("record agent update start failure", "operation", u.OperationID, "err", ferr)
 			}
@@ -147,7 +147,7 @@ func (s *agentUpdatesAPI) agentUpdates(r *http.Request) (agentupdates.History, e
 		return agentupdates.History{}, cairn.Invalid("operation_id", "must be at most 100 characters")
 	}
 	ctx := r.Context()
-	return s.Updates.History(ctx, principal(ctx).SiteScope(), pathParam(r, "guid"), opID, limit)
+	return s.Updates.History(ctx, principal(ctx).SiteScope(), pathParam(r, "guid"), cairn.OperationID(opID), limit)
 }
 
 func (s *agentUpdatesAPI) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) (proto.UpdateProgressResponse, error) {
@@ -160,7 +160,7 @@ func (s *agentUpdatesAPI) agentUpdateProgress(r *http.Request, req proto.UpdateP
 	if op.Reason == agentupdates.ReasonOperator {
 		// The record is written: a lost signal only delays the workflow
 		// until its next look at the record.
-		if err := s.UpdateStarter.Progress(ctx, d.GUID, op.ID, op.Status); err != nil {
+		if err := s.UpdateStarter.Progress(ctx, d.GUID, string(op.ID), op.Status); err != nil {
 			s.ctxLog(ctx).Warn("signal agent update", "operation", op.ID, "err", err)
 		}
 	}

@@ -65,7 +65,7 @@ type quickRunRequest struct {
 }
 
 type runIDJSON struct {
-	RunID string `json:"run_id"`
+	RunID cairn.RunID `json:"run_id"`
 }
 
 // quickRun signs one payload per device in this process (the one serving
@@ -112,24 +112,24 @@ type countsJSON struct {
 }
 
 type resultJSON struct {
-	GUID            string     `json:"guid"`
-	Hostname        string     `json:"hostname"`
-	Status          string     `json:"status"`
-	ExitCode        *int32     `json:"exit_code"`
-	Stdout          string     `json:"stdout"`
-	Stderr          string     `json:"stderr"`
-	StdoutTruncated bool       `json:"stdout_truncated"`
-	StderrTruncated bool       `json:"stderr_truncated"`
-	ErrorCode       string     `json:"error_code"`
-	ErrorMessage    string     `json:"error_message"`
-	OperationID     string     `json:"operation_id"`
-	DurationMS      *int64     `json:"duration_ms"`
-	StartedAt       *time.Time `json:"started_at"`
-	FinishedAt      *time.Time `json:"finished_at"`
+	GUID            string            `json:"guid"`
+	Hostname        string            `json:"hostname"`
+	Status          string            `json:"status"`
+	ExitCode        *int32            `json:"exit_code"`
+	Stdout          string            `json:"stdout"`
+	Stderr          string            `json:"stderr"`
+	StdoutTruncated bool              `json:"stdout_truncated"`
+	StderrTruncated bool              `json:"stderr_truncated"`
+	ErrorCode       string            `json:"error_code"`
+	ErrorMessage    string            `json:"error_message"`
+	OperationID     cairn.OperationID `json:"operation_id"`
+	DurationMS      *int64            `json:"duration_ms"`
+	StartedAt       *time.Time        `json:"started_at"`
+	FinishedAt      *time.Time        `json:"finished_at"`
 }
 
 type runJSON struct {
-	RunID           string       `json:"run_id"`
+	RunID           cairn.RunID  `json:"run_id"`
 	Kind            string       `json:"kind"`
 	Status          string       `json:"status"`
 	AssemblyID      *int64       `json:"assembly_id"`

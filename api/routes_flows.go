@@ -41,7 +41,7 @@ func (s *flowsAPI) flowRoutes() []Route {
 			return s.Flows.Create(r.Context(), editor(r), req)
 		}), "Create a workflow"},
 		{"GET", "/api/workflows/runs/{run_id}", AuthToken, getAction(s.Server, func(r *http.Request) (flows.Run, error) {
-			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "run_id"))
+			return s.Flows.GetRun(r.Context(), principal(r.Context()).SiteScope(), cairn.RunID(pathParam(r, "run_id")))
 		}).Errors(cairn.ECodeNotFound), "Get a workflow run"},
 		{"GET", one, AuthToken, getAction(s.Server, func(r *http.Request) (flows.Flow, error) {
 			id, err := flowID(r)
@@ -71,7 +71,7 @@ func (s *flowsAPI) flowRoutes() []Route {
 			}
 			p := principal(r.Context())
 			runID, err := s.Flows.Start(r.Context(), p.SiteScope(), p.Username, id, req.DeviceGUIDs)
-			return jobRunIDJSON{RunID: runID}, err
+			return jobRunIDJSON{RunID: cairn.RunID(runID)}, err
 		}).Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Start a workflow"},
 		{"GET", one + "/runs", AuthToken, getAction(s.Server, func(r *http.Request) (flowRunsJSON, error) {
 			id, err := flowID(r)

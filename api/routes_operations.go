@@ -60,7 +60,7 @@ func (s *Server) operate(ctx context.Context, hostname, typ string, payload any,
 	if err != nil {
 		return workflows.OperationResult{}, err
 	}
-	return s.Operations.Run(ctx, workflows.OperationInput{OperationID: uuid.NewString(), Target: t, Type: typ,
+	return s.Operations.Run(ctx, workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()), Target: t, Type: typ,
 		Payload: raw, Kind: kind, Summary: summary, Actor: p.Username})
 }
 

@@ -82,8 +82,8 @@ func (s *Server) scheduledJobRoutes() []Route {
 				return jobRunIDJSON{}, err
 			}
 			p := principal(r.Context())
-			err = s.Jobs.Rerun(r.Context(), p.SiteScope(), p.Username, id, runID.String())
-			return jobRunIDJSON{RunID: runID.String()}, err
+			err = s.Jobs.Rerun(r.Context(), p.SiteScope(), p.Username, id, cairn.RunID(runID.String()))
+			return jobRunIDJSON{RunID: cairn.RunID(runID.String())}, err
 		}).Errors(cairn.ECodeNotFound, scheduledjobs.ECodeJobDisabled, cairn.ECodeUnavailable, ECodeTemporalUnavailable), "Run a scheduled job again"},
 		{"GET", one + "/runs", AuthToken, getAction(s, func(r *http.Request) (runListJSON, error) {
 			id, err := jobID(r)
@@ -218,7 +218,7 @@ type jobRunJSON struct {
 }
 
 type jobRunIDJSON struct {
-	RunID string `json:"run_id"`
+	RunID cairn.RunID `json:"run_id"`
 }
 
 type runListJSON struct {

@@ -130,10 +130,10 @@ func (s *Server) requestSoftwareRefresh(r *http.Request, hostname string) refres
 	}
 	if err == nil {
 		id := uuid.NewString()
-		_, err = s.Operations.Start(ctx, workflows.OperationInput{OperationID: id, Target: t, Type: proto.EventSoftwareRefresh,
+		_, err = s.Operations.Start(ctx, workflows.OperationInput{OperationID: cairn.OperationID(id), Target: t, Type: proto.EventSoftwareRefresh,
 			Payload: []byte("{}"), Kind: "software_refresh", Summary: "Refresh software inventory (icon override)", Actor: p.Username})
 		if err == nil {
-			return refreshRequestJSON{Requested: true, OperationID: id}
+			return refreshRequestJSON{Requested: true, OperationID: cairn.OperationID(id)}
 		}
 	}
 	code := cairn.ErrorCode(err)
@@ -178,9 +178,9 @@ type iconOverrideJSON struct {
 // refreshRequestJSON says whether the device was asked for a software
 // refresh: with the operation when it was, with the error code when not.
 type refreshRequestJSON struct {
-	Requested   bool   `json:"requested"`
-	OperationID string `json:"operation_id,omitempty"`
-	Error       string `json:"error,omitempty"`
+	Requested   bool              `json:"requested"`
+	OperationID cairn.OperationID `json:"operation_id,omitempty"`
+	Error       string            `json:"error,omitempty"`
 }
 
 type uninstallOverrideJSON struct {

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"github.com/cairn-rmm/cairn"
 	"net/http"
 	"regexp"
 	"slices"
@@ -215,10 +216,10 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 		SiteID: &hiddenSite, Kind: "script", Summary: "hidden-host work", Actor: "admin", Status: "succeeded", Metadata: []byte(`{}`)})
 	require.NoError(t, err)
 	runID := uuid.NewString()
-	_, err = f.store.JobRunInsert(ctx, db.JobRunInsertParams{ID: runID, Kind: "script", Trigger: "manual", Language: "bash",
+	_, err = f.store.JobRunInsert(ctx, db.JobRunInsertParams{ID: cairn.RunID(runID), Kind: "script", Trigger: "manual", Language: "bash",
 		RequestedBy: "admin", WorkflowID: "hidden-run-" + runID, TargetCount: 1, Body: "true", Parameters: []byte(`{}`), TimeoutSeconds: 60})
 	require.NoError(t, err)
-	require.NoError(t, f.store.JobRunResultsInsert(ctx, db.JobRunResultsInsertParams{RunID: runID, Guids: []string{guid},
+	require.NoError(t, f.store.JobRunResultsInsert(ctx, db.JobRunResultsInsertParams{RunID: cairn.RunID(runID), Guids: []string{guid},
 		Hostnames: []string{"hidden-host"}, SiteIds: []int64{hiddenSite}, Statuses: []string{"pending"},
 		ErrorCodes: []string{""}, ErrorMessages: []string{""}, Signed: []string{""}}))
 	code := f.do(t, "POST", "/api/admin/enrollment-codes", admin, map[string]any{"site_id": hiddenSite})

@@ -274,7 +274,7 @@ func TestJobFireWaitsForTheUnlock(t *testing.T) {
 	}, 3*time.Minute, 250*time.Millisecond)
 	runs, err = jobs.Runs(ctx, cairn.AllSites, id, 10)
 	require.NoError(t, err)
-	run, err := f.engine.core.Automation.GetRun(ctx, cairn.AllSites, runs[0].RunID, true)
+	run, err := f.engine.core.Automation.GetRun(ctx, cairn.AllSites, string(runs[0].RunID), true)
 	require.NoError(t, err)
 	require.Equal(t, "echo one", "echo "+strings.TrimSpace(run.Results[0].Stdout), "the content signed when the job was saved")
 	require.Equal(t, int32(1), *run.AssemblyVersion)

@@ -117,7 +117,7 @@ func (h *shellAPI) serve(r *http.Request, p *auth.Principal, sess shells.Session
 	defer cancelOp()
 	opDone := make(chan error, 1)
 	go func() {
-		_, err := h.s.Operations.Run(opCtx, workflows.OperationInput{OperationID: uuid.NewString(), Target: t,
+		_, err := h.s.Operations.Run(opCtx, workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()), Target: t,
 			Type: proto.EventShellOpen, Payload: payload, Kind: "shell_open", Summary: "Open a remote shell",
 			Actor: p.Username, Meta: map[string]any{"shell_session_id": sess.ID}, Timeout: shells.AgentWait})
 		opDone <- err

@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const agentEndpointDelete = `-- name: AgentEndpointDelete :exec
@@ -130,7 +132,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 type AgentRequestInsertParams struct {
 	ID          string
 	DeviceGuid  string
-	OperationID string
+	OperationID cairn.OperationID
 	Type        string
 	Payload     []byte
 	TaskToken   []byte

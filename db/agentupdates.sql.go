@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const agentMaintenanceJobEnsure = `-- name: AgentMaintenanceJobEnsure :one
@@ -133,7 +135,7 @@ WHERE e.operation_id = $1
 `
 
 // Keeps the newest 100 events of an operation.
-func (q *Queries) AgentUpdateEventsTrim(ctx context.Context, operationID string) error {
+func (q *Queries) AgentUpdateEventsTrim(ctx context.Context, operationID cairn.OperationID) error {
 	_, err := q.db.Exec(ctx, agentUpdateEventsTrim, operationID)
 	return err
 }
@@ -183,7 +185,7 @@ type AgentUpdateOperationFinishParams struct {
 	Status         string
 	FailureSummary string
 	Phase          string
-	ID             string
+	ID             cairn.OperationID
 }
 
 // Ends an active operation; an operation already ended is left alone (no
@@ -224,7 +226,7 @@ const agentUpdateOperationGet = `-- name: AgentUpdateOperationGet :one
 SELECT id, device_guid, hostname, site_id, status, reason, force, requested_by, from_build_id, to_build_id, artifact_id, run_id, scheduled_job_id, activity_id, last_phase, failure_summary, created_at, started_at, finished_at FROM agent_update_operations WHERE id = $1
 `
 
-func (q *Queries) AgentUpdateOperationGet(ctx context.Context, id string) (AgentUpdateOperation, error) {
+func (q *Queries) AgentUpdateOperationGet(ctx context.Context, id cairn.OperationID) (AgentUpdateOperation, error) {
 	row := q.db.QueryRow(ctx, agentUpdateOperationGet, id)
 	var i AgentUpdateOperation
 	err := row.Scan(
@@ -256,7 +258,7 @@ SELECT id, device_guid, hostname, site_id, status, reason, force, requested_by, 
 `
 
 type AgentUpdateOperationGetForDeviceParams struct {
-	ID         string
+	ID         cairn.OperationID
 	DeviceGuid string
 }
 
@@ -297,7 +299,7 @@ RETURNING id, device_guid, hostname, site_id, status, reason, force, requested_b
 `
 
 type AgentUpdateOperationInsertParams struct {
-	ID             string
+	ID             cairn.OperationID
 	DeviceGuid     string
 	Hostname       string
 	SiteID         *int64
@@ -308,7 +310,7 @@ type AgentUpdateOperationInsertParams struct {
 	FromBuildID    string
 	ToBuildID      string
 	ArtifactID     string
-	RunID          *string
+	RunID          *cairn.RunID
 	ScheduledJobID *int64
 }
 
@@ -364,7 +366,7 @@ RETURNING id, device_guid, hostname, site_id, status, reason, force, requested_b
 
 type AgentUpdateOperationPhaseParams struct {
 	Phase string
-	ID    string
+	ID    cairn.OperationID
 }
 
 func (q *Queries) AgentUpdateOperationPhase(ctx context.Context, arg AgentUpdateOperationPhaseParams) (AgentUpdateOperation, error) {
@@ -405,7 +407,7 @@ RETURNING id, device_guid, hostname, site_id, status, reason, force, requested_b
 
 type AgentUpdateOperationStartParams struct {
 	ActivityID *int64
-	ID         string
+	ID         cairn.OperationID
 }
 
 func (q *Queries) AgentUpdateOperationStart(ctx context.Context, arg AgentUpdateOperationStartParams) (AgentUpdateOperation, error) {
@@ -494,11 +496,11 @@ VALUES ($1, $2, $3, $4, 'pending', $5)
 `
 
 type AgentUpdateResultInsertParams struct {
-	RunID       string
+	RunID       cairn.RunID
 	DeviceGuid  string
 	Hostname    string
 	SiteID      *int64
-	OperationID string
+	OperationID cairn.OperationID
 }
 
 func (q *Queries) AgentUpdateResultInsert(ctx context.Context, arg AgentUpdateResultInsertParams) error {
@@ -528,7 +530,7 @@ type AgentUpdateResultSetParams struct {
 	ErrorCode    string
 	ErrorMessage string
 	ActivityID   *int64
-	RunID        string
+	RunID        cairn.RunID
 	DeviceGuid   string
 }
 
@@ -554,7 +556,7 @@ WHERE run_id = $2 AND device_guid = $3
 
 type AgentUpdateResultStartParams struct {
 	ActivityID *int64
-	RunID      string
+	RunID      cairn.RunID
 	DeviceGuid string
 }
 
@@ -572,7 +574,7 @@ VALUES ($1, $2, 'agent_maintenance', $3, 'running', $4, $5,
 `
 
 type AgentUpdateRunInsertParams struct {
-	ID             string
+	ID             cairn.RunID
 	ScheduledJobID *int64
 	Trigger        string
 	RequestedBy    string
@@ -607,7 +609,7 @@ WHERE r.id = $1
 // A run is running while any result is; then succeeded when all did (or
 // were skipped: a device already updating is reported, not failed), else
 // failed.
-func (q *Queries) AgentUpdateRunSettle(ctx context.Context, id string) error {
+func (q *Queries) AgentUpdateRunSettle(ctx context.Context, id cairn.RunID) error {
 	_, err := q.db.Exec(ctx, agentUpdateRunSettle, id)
 	return err
 }

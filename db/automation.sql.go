@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const assemblyDelete = `-- name: AssemblyDelete :execrows
@@ -432,7 +434,7 @@ const jobRunAllowsQueue = `-- name: JobRunAllowsQueue :one
 SELECT run_when_online FROM job_runs WHERE id = $1
 `
 
-func (q *Queries) JobRunAllowsQueue(ctx context.Context, id string) (bool, error) {
+func (q *Queries) JobRunAllowsQueue(ctx context.Context, id cairn.RunID) (bool, error) {
 	row := q.db.QueryRow(ctx, jobRunAllowsQueue, id)
 	var run_when_online bool
 	err := row.Scan(&run_when_online)
@@ -450,7 +452,7 @@ FROM job_run_results WHERE run_id = $1 AND ($2::boolean OR site_id = ANY($3::big
 `
 
 type JobRunCountsParams struct {
-	RunID    string
+	RunID    cairn.RunID
 	AllSites bool
 	SiteIds  []int64
 }
@@ -483,7 +485,7 @@ DELETE FROM job_runs WHERE id = $1 AND status = 'pending' AND started_at IS NULL
 `
 
 // A run whose workflow never started: nothing ran, so nothing is kept.
-func (q *Queries) JobRunDiscard(ctx context.Context, id string) (int64, error) {
+func (q *Queries) JobRunDiscard(ctx context.Context, id cairn.RunID) (int64, error) {
 	result, err := q.db.Exec(ctx, jobRunDiscard, id)
 	if err != nil {
 		return 0, err
@@ -506,7 +508,7 @@ WHERE r.run_id = $2 AND r.device_guid = $3
 
 type JobRunDispatchInfoParams struct {
 	FreshSeconds float64
-	RunID        string
+	RunID        cairn.RunID
 	DeviceGuid   string
 }
 
@@ -557,7 +559,7 @@ WHERE r.id = $1 AND r.status IN ('pending', 'running')
 `
 
 // Closes a run once no result is pending or running.
-func (q *Queries) JobRunFinish(ctx context.Context, id string) error {
+func (q *Queries) JobRunFinish(ctx context.Context, id cairn.RunID) error {
 	_, err := q.db.Exec(ctx, jobRunFinish, id)
 	return err
 }
@@ -569,7 +571,7 @@ WHERE r.id = $1
 `
 
 type JobRunGetRow struct {
-	ID              string
+	ID              cairn.RunID
 	ScheduledJobID  *int64
 	Kind            string
 	Trigger         string
@@ -591,7 +593,7 @@ type JobRunGetRow struct {
 	AssemblyName    string
 }
 
-func (q *Queries) JobRunGet(ctx context.Context, id string) (JobRunGetRow, error) {
+func (q *Queries) JobRunGet(ctx context.Context, id cairn.RunID) (JobRunGetRow, error) {
 	row := q.db.QueryRow(ctx, jobRunGet, id)
 	var i JobRunGetRow
 	err := row.Scan(
@@ -665,7 +667,7 @@ RETURNING id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, la
 `
 
 type JobRunInsertParams struct {
-	ID              string
+	ID              cairn.RunID
 	ScheduledJobID  *int64
 	Kind            string
 	Trigger         string
@@ -736,7 +738,7 @@ LIMIT $2
 `
 
 type JobRunPendingBatchParams struct {
-	RunID    string
+	RunID    cairn.RunID
 	MaxItems int32
 }
 
@@ -782,7 +784,7 @@ RETURNING r.run_id, r.signed
 `
 
 type JobRunQueuedForDeviceRow struct {
-	RunID  string
+	RunID  cairn.RunID
 	Signed []byte
 }
 
@@ -817,9 +819,9 @@ RETURNING signed, activity_id
 `
 
 type JobRunResultDispatchParams struct {
-	OperationID string
+	OperationID cairn.OperationID
 	ActivityID  *int64
-	RunID       string
+	RunID       cairn.RunID
 	DeviceGuid  string
 }
 
@@ -868,13 +870,13 @@ type JobRunResultFinishParams struct {
 	DurationMs      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
-	RunID           string
+	RunID           cairn.RunID
 	DeviceGuid      string
 }
 
 type JobRunResultFinishRow struct {
 	ActivityID     *int64
-	OperationID    string
+	OperationID    cairn.OperationID
 	ScheduledJobID *int64
 	Language       string
 	AssemblyName   string
@@ -919,7 +921,7 @@ ORDER BY hostname, device_guid
 `
 
 type JobRunResultListParams struct {
-	RunID    string
+	RunID    cairn.RunID
 	AllSites bool
 	SiteIds  []int64
 }
@@ -936,7 +938,7 @@ type JobRunResultListRow struct {
 	StderrTruncated bool
 	ErrorCode       string
 	ErrorMessage    string
-	OperationID     string
+	OperationID     cairn.OperationID
 	DurationMs      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
@@ -990,7 +992,7 @@ type JobRunResultOutputParams struct {
 	Stderr          string
 	StdoutTruncated bool
 	StderrTruncated bool
-	RunID           string
+	RunID           cairn.RunID
 	DeviceGuid      string
 }
 
@@ -1017,7 +1019,7 @@ WHERE run_id = $1 AND device_guid = $2 AND status IN ('pending', 'running')
 `
 
 type JobRunResultQueueParams struct {
-	RunID      string
+	RunID      cairn.RunID
 	DeviceGuid string
 }
 
@@ -1040,7 +1042,7 @@ FROM (SELECT unnest($2::text[]) AS guid, unnest($3::text[]) AS hostname, unnest(
 `
 
 type JobRunResultsInsertParams struct {
-	RunID         string
+	RunID         cairn.RunID
 	Guids         []string
 	Hostnames     []string
 	SiteIds       []int64
@@ -1069,7 +1071,7 @@ UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
 WHERE id = $1 AND status = 'pending'
 `
 
-func (q *Queries) JobRunStart(ctx context.Context, id string) error {
+func (q *Queries) JobRunStart(ctx context.Context, id cairn.RunID) error {
 	_, err := q.db.Exec(ctx, jobRunStart, id)
 	return err
 }

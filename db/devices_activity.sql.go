@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceActivityDelete = `-- name: DeviceActivityDelete :execrows
@@ -83,7 +85,7 @@ type DeviceActivityInsertParams struct {
 	Status      string
 	Metadata    []byte
 	FinishedAt  *time.Time
-	OperationID *string
+	OperationID *cairn.OperationID
 }
 
 // Device activity history. Rows are listed by hostname (they outlive a

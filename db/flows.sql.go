@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const automationWorkflowDelete = `-- name: AutomationWorkflowDelete :execrows
@@ -178,7 +180,7 @@ const automationWorkflowRunGet = `-- name: AutomationWorkflowRunGet :one
 SELECT id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at FROM automation_workflow_runs WHERE id = $1
 `
 
-func (q *Queries) AutomationWorkflowRunGet(ctx context.Context, id string) (AutomationWorkflowRun, error) {
+func (q *Queries) AutomationWorkflowRunGet(ctx context.Context, id cairn.RunID) (AutomationWorkflowRun, error) {
 	row := q.db.QueryRow(ctx, automationWorkflowRunGet, id)
 	var i AutomationWorkflowRun
 	err := row.Scan(
@@ -206,7 +208,7 @@ RETURNING id, workflow_id, scheduled_job_id, status, steps, device_guids, reques
 `
 
 type AutomationWorkflowRunInsertParams struct {
-	ID             string
+	ID             cairn.RunID
 	WorkflowID     int64
 	ScheduledJobID *int64
 	Steps          []byte
@@ -294,7 +296,7 @@ WHERE id = $3
 type AutomationWorkflowRunUpdateParams struct {
 	Status string
 	Steps  []byte
-	ID     string
+	ID     cairn.RunID
 }
 
 func (q *Queries) AutomationWorkflowRunUpdate(ctx context.Context, arg AutomationWorkflowRunUpdateParams) error {

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/cairn-rmm/cairn"
+	cairn "github.com/cairn-rmm/cairn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -62,7 +62,7 @@ type AgentInstallLink struct {
 type AgentRequest struct {
 	ID          string
 	DeviceGuid  string
-	OperationID string
+	OperationID cairn.OperationID
 	Type        string
 	Payload     []byte
 	TaskToken   []byte
@@ -73,7 +73,7 @@ type AgentRequest struct {
 }
 
 type AgentUpdateEvent struct {
-	OperationID string
+	OperationID cairn.OperationID
 	Seq         int64
 	Phase       string
 	Percent     int32
@@ -83,7 +83,7 @@ type AgentUpdateEvent struct {
 }
 
 type AgentUpdateOperation struct {
-	ID             string
+	ID             cairn.OperationID
 	DeviceGuid     string
 	Hostname       string
 	SiteID         *int64
@@ -94,7 +94,7 @@ type AgentUpdateOperation struct {
 	FromBuildID    string
 	ToBuildID      string
 	ArtifactID     string
-	RunID          *string
+	RunID          *cairn.RunID
 	ScheduledJobID *int64
 	ActivityID     *int64
 	LastPhase      string
@@ -181,7 +181,7 @@ type AutomationWorkflow struct {
 }
 
 type AutomationWorkflowRun struct {
-	ID             string
+	ID             cairn.RunID
 	WorkflowID     int64
 	ScheduledJobID *int64
 	Status         string
@@ -233,7 +233,7 @@ type DeviceActivity struct {
 	Metadata    []byte
 	CreatedAt   time.Time
 	FinishedAt  *time.Time
-	OperationID *string
+	OperationID *cairn.OperationID
 }
 
 type DeviceAddress struct {
@@ -478,7 +478,7 @@ type FileTransferItem struct {
 }
 
 type JobRun struct {
-	ID              string
+	ID              cairn.RunID
 	ScheduledJobID  *int64
 	Kind            string
 	Trigger         string
@@ -500,7 +500,7 @@ type JobRun struct {
 }
 
 type JobRunResult struct {
-	RunID           string
+	RunID           cairn.RunID
 	DeviceGuid      string
 	Hostname        string
 	SiteID          *int64
@@ -512,7 +512,7 @@ type JobRunResult struct {
 	StderrTruncated bool
 	ErrorCode       string
 	ErrorMessage    string
-	OperationID     string
+	OperationID     cairn.OperationID
 	ActivityID      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time

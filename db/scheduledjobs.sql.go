@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceFilterIDsExisting = `-- name: DeviceFilterIDsExisting :many
@@ -127,7 +129,7 @@ type ScheduledJobDeviceRunsParams struct {
 }
 
 type ScheduledJobDeviceRunsRow struct {
-	RunID            string
+	RunID            cairn.RunID
 	ScheduledJobID   *int64
 	ScheduledJobName *string
 	Kind             string
@@ -302,7 +304,7 @@ ORDER BY scheduled_job_id, created_at DESC, id DESC
 
 type ScheduledJobLastRunsRow struct {
 	ScheduledJobID int64
-	ID             string
+	ID             cairn.RunID
 	Status         string
 	StartedAt      *time.Time
 	FinishedAt     *time.Time
@@ -416,7 +418,7 @@ WHERE r.id = $1
 `
 
 type ScheduledJobRunGetRow struct {
-	ID               string
+	ID               cairn.RunID
 	ScheduledJobID   *int64
 	Kind             string
 	Trigger          string
@@ -439,7 +441,7 @@ type ScheduledJobRunGetRow struct {
 	AssemblyName     *string
 }
 
-func (q *Queries) ScheduledJobRunGet(ctx context.Context, id string) (ScheduledJobRunGetRow, error) {
+func (q *Queries) ScheduledJobRunGet(ctx context.Context, id cairn.RunID) (ScheduledJobRunGetRow, error) {
 	row := q.db.QueryRow(ctx, scheduledJobRunGet, id)
 	var i ScheduledJobRunGetRow
 	err := row.Scan(
@@ -493,7 +495,7 @@ type ScheduledJobRunListParams struct {
 }
 
 type ScheduledJobRunListRow struct {
-	ID               string
+	ID               cairn.RunID
 	ScheduledJobID   *int64
 	Kind             string
 	Trigger          string

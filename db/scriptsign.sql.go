@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const jobRunResultSignedStale = `-- name: JobRunResultSignedStale :many
@@ -17,7 +19,7 @@ ORDER BY run_id, device_guid
 `
 
 type JobRunResultSignedStaleRow struct {
-	RunID      string
+	RunID      cairn.RunID
 	DeviceGuid string
 	Signed     []byte
 }
@@ -50,7 +52,7 @@ UPDATE job_run_results SET signed = $1 WHERE run_id = $2 AND device_guid = $3
 
 type JobRunResultSignedUpdateParams struct {
 	Signed     []byte
-	RunID      string
+	RunID      cairn.RunID
 	DeviceGuid string
 }
 

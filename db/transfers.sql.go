@@ -8,7 +8,7 @@ package db
 import (
 	"context"
 
-	"github.com/cairn-rmm/cairn"
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const fileTransferChunkDeleteItem = `-- name: FileTransferChunkDeleteItem :exec

@@ -3,6 +3,7 @@ package workflowclient
 import (
 	"context"
 	"encoding/json"
+	"github.com/cairn-rmm/cairn"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -57,6 +58,6 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 // status the route recorded. An update that no longer runs (or an hourly
 // one, which has no workflow) is fine.
 func (s AgentUpdateStarter) Progress(ctx context.Context, guid, operationID, status string) error {
-	return Signal(ctx, s.Client, workflows.AgentUpdateWorkflowID(guid, operationID), workflows.SignalAgentUpdateProgress,
+	return Signal(ctx, s.Client, workflows.AgentUpdateWorkflowID(guid, cairn.OperationID(operationID)), workflows.SignalAgentUpdateProgress,
 		workflows.AgentUpdateProgress{Status: status})
 }

@@ -3,6 +3,8 @@ package workflowclient
 import (
 	"context"
 
+	"github.com/cairn-rmm/cairn"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
@@ -16,7 +18,7 @@ type FlowStarter struct {
 }
 
 // StartFlow starts the workflow of a recorded flow run.
-func (s FlowStarter) StartFlow(ctx context.Context, runID string) error {
+func (s FlowStarter) StartFlow(ctx context.Context, runID cairn.RunID) error {
 	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
 		ID:                       workflows.FlowRunWorkflowID(runID),
 		TaskQueue:                s.TaskQueue,

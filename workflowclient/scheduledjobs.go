@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -71,9 +73,9 @@ func (s JobScheduler) Remove(ctx context.Context, id int64) error {
 
 // Start fires a job now as run runID (a rerun), through the same
 // workflow a schedule fires.
-func (s JobScheduler) Start(ctx context.Context, job scheduledjobs.Job, runID, actor string) error {
+func (s JobScheduler) Start(ctx context.Context, job scheduledjobs.Job, runID cairn.RunID, actor string) error {
 	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
-		ID:                       s.ScheduleID(job.ID) + ":rerun:" + runID,
+		ID:                       s.ScheduleID(job.ID) + ":rerun:" + string(runID),
 		TaskQueue:                s.queue(),
 		WorkflowExecutionTimeout: workflows.JobFireTimeout,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,

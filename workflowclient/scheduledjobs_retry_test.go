@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -87,5 +88,5 @@ func TestScheduledJobFireRetriesATemporalStall(t *testing.T) {
 	require.EqualValues(t, 1, tc.starts.Load(), "the update was started once the stall passed")
 	var res workflows.ScheduledJobFireResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "run-1", res.RunID)
+	require.Equal(t, cairn.RunID("run-1"), res.RunID)
 }

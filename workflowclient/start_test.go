@@ -252,7 +252,7 @@ func TestStartersTakeAlreadyStartedAsSuccess(t *testing.T) {
 	}
 	t.Run("operation", func(t *testing.T) {
 		r := workflowclient.OperationRunner{Client: temporalClient, Grants: testGranter{}}
-		in := workflows.OperationInput{OperationID: uuid.NewString(), Target: target, Type: "service_control", Kind: "service_restart"}
+		in := workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()), Target: target, Type: "service_control", Kind: "service_restart"}
 		first, err := r.Start(ctx, in)
 		require.NoError(t, err)
 		terminate(first.GetID())
@@ -271,8 +271,8 @@ func TestStartersTakeAlreadyStartedAsSuccess(t *testing.T) {
 		s := workflowclient.JobScheduler{Client: temporalClient, Prefix: "test-" + uuid.NewString()[:8] + ":"}
 		job := scheduledjobs.Job{ID: 7, Kind: scheduledjobs.KindScript}
 		runID := uuid.NewString()
-		require.NoError(t, s.Start(ctx, job, runID, "admin"))
+		require.NoError(t, s.Start(ctx, job, cairn.RunID(runID), "admin"))
 		terminate(s.ScheduleID(job.ID) + ":rerun:" + runID)
-		require.NoError(t, s.Start(ctx, job, runID, "admin"))
+		require.NoError(t, s.Start(ctx, job, cairn.RunID(runID), "admin"))
 	})
 }

@@ -52,7 +52,7 @@ func (s TransferStarter) change(ctx context.Context, id cairn.TransferID) workfl
 // Start starts a transfer's workflow on its device's site queue.
 func (s TransferStarter) Start(ctx context.Context, in workflows.FileTransferInput) error {
 	in.Stall, in.Retention = s.Stall, s.Retention
-	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: string(in.TransferID), Type: proto.EventFileManagement,
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: cairn.OperationID(string(in.TransferID)), Type: proto.EventFileManagement,
 		Payload: in.Request, Actor: in.Actor}, workflows.MaxTransferLife)
 	if err != nil {
 		return err

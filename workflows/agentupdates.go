@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -35,13 +37,13 @@ const (
 )
 
 // AgentUpdateWorkflowID names the update of one device's agent.
-func AgentUpdateWorkflowID(guid, operationID string) string {
-	return "agent-update:" + guid + ":" + operationID
+func AgentUpdateWorkflowID(guid string, operationID cairn.OperationID) string {
+	return "agent-update:" + guid + ":" + string(operationID)
 }
 
 // AgentUpdateInput is one requested update.
 type AgentUpdateInput struct {
-	OperationID string
+	OperationID cairn.OperationID
 	Target      devices.OperationTarget
 	ToBuildID   string
 	// Payload is the proto.AgentUpdateRequest.
@@ -52,7 +54,7 @@ type AgentUpdateInput struct {
 	// request's updates, and the last of them to end frees it. Empty
 	// (a scheduled job's fire holds the slots; histories from before
 	// lanes): no slot.
-	RunID      string
+	RunID      cairn.RunID
 	LaneHolder string
 	// Grant authorises Payload to the device (internal/grants).
 	Grant string
@@ -87,7 +89,7 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 	if in.LaneHolder != "" {
 		// The operation stays queued while the lane is full; its deadline
 		// runs from when it has a slot.
-		defer releaseLaneWhenRunEnds(ctx, in.RunID, in.LaneHolder)
+		defer releaseLaneWhenRunEnds(ctx, string(in.RunID), in.LaneHolder)
 		if err := acquireSlots(ctx, []int64{in.Target.SiteID}, in.LaneHolder, scheduledjobs.SlotAgentMaintenance); err != nil {
 			return "", err
 		}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
@@ -56,9 +57,9 @@ func TestAgentUpdateOutcomes(t *testing.T) {
 			env.RegisterActivity(cmds)
 			env.RegisterActivity(rec)
 			env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).Return(agentgateway.Reply{}, tc.send)
-			env.OnActivity(rec.BeginAgentUpdate, mock.Anything, "op-1").Return(nil)
+			env.OnActivity(rec.BeginAgentUpdate, mock.Anything, cairn.OperationID("op-1")).Return(nil)
 			var looks atomic.Int32
-			env.OnActivity(rec.AgentUpdateStatus, mock.Anything, "op-1").Return(func(context.Context, string) (string, error) {
+			env.OnActivity(rec.AgentUpdateStatus, mock.Anything, cairn.OperationID("op-1")).Return(func(context.Context, cairn.OperationID) (string, error) {
 				if n := looks.Add(1); tc.report != "" && n > tc.reportAfter {
 					return tc.report, nil
 				}

@@ -3,6 +3,8 @@ package workflows
 import (
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
@@ -26,7 +28,7 @@ const (
 // of one site executing at once; Batch the results per workflow run;
 // TimeoutSeconds overrides the run's script timeout (0: the run's).
 type JobRunInput struct {
-	RunID          string
+	RunID          cairn.RunID
 	MaxConcurrent  int
 	Batch          int
 	TimeoutSeconds int
@@ -106,15 +108,15 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 }
 
 // runOnDevice sends one device its script and returns the outcome.
-func runOnDevice(ctx workflow.Context, runID string, it automation.Item, timeout time.Duration) automation.Outcome {
+func runOnDevice(ctx workflow.Context, runID cairn.RunID, it automation.Item, timeout time.Duration) automation.Outcome {
 	var runs *activities.JobRuns
 	send := withSending(ctx, timeout, SiteTaskQueue(it.SiteSlug))
 	// The operation ID is derived, not random: deterministic on replay and
 	// stable across the dispatch's retries (the agent answers a repeat
 	// from its cache instead of running the script twice).
-	opID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:job-run:"+runID+":"+it.GUID)).String()
+	opID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:job-run:"+string(runID)+":"+it.GUID)).String()
 	var reply agentgateway.Reply
-	err := workflow.ExecuteActivity(send, runs.SendScript, activities.SendScriptInput{RunID: runID, GUID: it.GUID, OperationID: opID}).Get(ctx, &reply)
+	err := workflow.ExecuteActivity(send, runs.SendScript, activities.SendScriptInput{RunID: runID, GUID: it.GUID, OperationID: cairn.OperationID(opID)}).Get(ctx, &reply)
 	out := automation.Outcome{RunID: runID, GUID: it.GUID, Reply: reply.Payload}
 	if err != nil {
 		out.Reply = nil

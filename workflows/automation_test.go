@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
@@ -50,7 +51,7 @@ func (e *jobRunEnv) register(env *testsuite.TestWorkflowEnvironment) {
 		e.mu.Unlock()
 		return nil
 	}, activity.RegisterOptions{Name: "RecordOutcomes"})
-	env.RegisterActivityWithOptions(func(context.Context, string) error {
+	env.RegisterActivityWithOptions(func(context.Context, cairn.RunID) error {
 		e.mu.Lock()
 		e.finished = true
 		e.mu.Unlock()

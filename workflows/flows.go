@@ -3,6 +3,8 @@ package workflows
 import (
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -14,7 +16,7 @@ import (
 
 // FlowRunWorkflowID names the Temporal workflow of a flow run
 // (/api/workflows), so an SRE finds it in the Temporal UI by run ID.
-func FlowRunWorkflowID(runID string) string { return "flow-run:" + runID }
+func FlowRunWorkflowID(runID cairn.RunID) string { return string("flow-run:" + runID) }
 
 // stepRunNamespace derives step run IDs: the same flow run and step give
 // the same job run ID however often the step is retried or replayed.
@@ -27,7 +29,7 @@ func StepRunID(flowRunID, stepID string) string {
 
 // FlowRunInput names the flow run to execute.
 type FlowRunInput struct {
-	RunID string
+	RunID cairn.RunID
 }
 
 // FlowRun executes a flow run: it holds a slot of each of its devices'
@@ -72,12 +74,12 @@ func FlowRun(ctx workflow.Context, in FlowRunInput) (flows.Run, error) {
 			}
 			continue
 		}
-		runID := StepRunID(run.RunID, step.ID)
-		run.Steps[i].RunID, run.Steps[i].Status = runID, flows.StatusRunning
+		runID := StepRunID(string(run.RunID), step.ID)
+		run.Steps[i].RunID, run.Steps[i].Status = cairn.RunID(runID), flows.StatusRunning
 		if err := save(); err != nil {
 			return run, err
 		}
-		status, err := runStep(ctx, activities.StepInput{RunID: runID, Step: step, Run: run, StepNo: i})
+		status, err := runStep(ctx, activities.StepInput{RunID: cairn.RunID(runID), Step: step, Run: run, StepNo: i})
 		if err != nil {
 			// The step could not run at all (no such assembly any more,
 			// ...): it failed, and the conditions go on from there.
@@ -110,7 +112,7 @@ func runStep(ctx workflow.Context, in activities.StepInput) (string, error) {
 	if err := workflow.ExecuteActivity(act, a.CreateStepRun, in).Get(ctx, &runID); err != nil {
 		return "", err
 	}
-	if err := executeJobRun(ctx, runID); err != nil {
+	if err := executeJobRun(ctx, cairn.RunID(runID)); err != nil {
 		return "", err
 	}
 	var status string

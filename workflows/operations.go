@@ -16,8 +16,8 @@ import (
 )
 
 // OperationWorkflowID names one operation on one device.
-func OperationWorkflowID(guid, operationID string) string {
-	return "device-op:" + guid + ":" + operationID
+func OperationWorkflowID(guid string, operationID cairn.OperationID) string {
+	return "device-op:" + guid + ":" + string(operationID)
 }
 
 // Operation timing. An operation waits for its agent at most Timeout
@@ -35,7 +35,7 @@ const ECodeOperationTimedOut = "operation_timed_out"
 
 // OperationInput is one operation on one device.
 type OperationInput struct {
-	OperationID string
+	OperationID cairn.OperationID
 	Target      devices.OperationTarget
 	// Type is the spec's event name (proto.Event*); Payload its body.
 	Type    string

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -26,7 +28,7 @@ const searchAttrScheduledStart = "TemporalScheduledStartTime"
 // the operator was answered with, its trigger and actor.
 type ScheduledJobFireInput struct {
 	JobID   int64
-	RunID   string
+	RunID   cairn.RunID
 	Trigger string
 	Actor   string
 	// ScheduledFor names the fire time when the fire is started by hand
@@ -37,7 +39,7 @@ type ScheduledJobFireInput struct {
 
 // ScheduledJobFireResult is what a fire did.
 type ScheduledJobFireResult struct {
-	RunID string
+	RunID cairn.RunID
 	Skip  string
 }
 

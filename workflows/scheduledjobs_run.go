@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -29,7 +31,7 @@ func runJob(ctx workflow.Context, plan scheduledjobs.FirePlan) error {
 // executeJobRun runs a job run's fan-out as the child JobRun with the
 // run's own workflow ID: a second fire of the same run (started twice,
 // restarted) is refused as already started and runs nothing again.
-func executeJobRun(ctx workflow.Context, runID string) error {
+func executeJobRun(ctx workflow.Context, runID cairn.RunID) error {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            automation.JobRunWorkflowID(runID),
 		WorkflowIDReusePolicy: enumsReject,

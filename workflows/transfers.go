@@ -107,7 +107,7 @@ func FileTransfer(ctx workflow.Context, in FileTransferInput) (string, error) {
 	send := func(attempt int) error {
 		opts := withSending(ctx, DefaultOperationTimeout, "")
 		err := workflow.ExecuteActivity(opts, cmds.SendToAgent, activities.CommandInput{
-			OperationID: fmt.Sprintf("%s:%d", in.TransferID, attempt), GUID: in.Target.GUID,
+			OperationID: cairn.OperationID(fmt.Sprintf("%s:%d", in.TransferID, attempt)), GUID: in.Target.GUID,
 			Type: proto.EventFileManagement, Payload: in.Request, Grant: in.Grant,
 		}).Get(ctx, nil)
 		if err != nil {

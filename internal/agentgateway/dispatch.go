@@ -42,7 +42,7 @@ type Request struct {
 	ID string
 	// OperationID is the same for every attempt of one operation, so the
 	// agent answers a repeat without acting twice.
-	OperationID string
+	OperationID cairn.OperationID
 	GUID        string
 	Type        string
 	Payload     json.RawMessage
@@ -128,7 +128,7 @@ func (h *Hub) deliver(c *conn, id string) {
 		return
 	}
 	c.track(id, row.TaskToken)
-	env := proto.Envelope{Type: row.Type, ID: row.ID, OperationID: row.OperationID, Payload: row.Payload}
+	env := proto.Envelope{Type: row.Type, ID: row.ID, OperationID: string(row.OperationID), Payload: row.Payload}
 	if row.GrantSigned != nil {
 		var g proto.Signed
 		if err := json.Unmarshal(row.GrantSigned, &g); err == nil {

@@ -83,7 +83,7 @@ func (c *completions) beatsOf(token string) int {
 
 func request(dev string, typ string, payload json.RawMessage) agentgateway.Request {
 	id := uuid.NewString()
-	return agentgateway.Request{ID: id, OperationID: "op-" + id, GUID: dev, Type: typ, Payload: payload,
+	return agentgateway.Request{ID: id, OperationID: cairn.OperationID("op-" + id), GUID: dev, Type: typ, Payload: payload,
 		TaskToken: []byte("token-" + id), ExpiresAt: time.Now().Add(time.Hour)}
 }
 
@@ -114,7 +114,7 @@ func TestDispatchCompletesWhereverTheSocketIs(t *testing.T) {
 			got := ag.next()
 			require.Equal(t, proto.EventProcessManagement, got.Type)
 			require.Equal(t, req.ID, got.ID)
-			require.Equal(t, req.OperationID, got.OperationID, "redeliveries carry the operation's ID")
+			require.Equal(t, string(req.OperationID), got.OperationID, "redeliveries carry the operation's ID")
 			require.Contains(t, string(got.Payload), big)
 
 			rows := make([]map[string]any, 2000)

@@ -129,7 +129,7 @@ func TestHandoversSurviveAListenerReconnect(t *testing.T) {
 
 	got := agDispatched.next()
 	require.Equal(t, req.ID, got.ID)
-	require.Equal(t, req.OperationID, got.OperationID)
+	require.Equal(t, string(req.OperationID), got.OperationID)
 	agDispatched.send(proto.MsgReply, got.ID, map[string]any{"processes": []any{}})
 	c := done.wait(t, string(req.TaskToken))
 	require.Empty(t, c.code)

@@ -113,12 +113,12 @@ func DownloadPath(artifactID string) string { return "/api/agent/update/download
 
 // Planned is one requested update: what the workflow sends.
 type Planned struct {
-	OperationID string
+	OperationID cairn.OperationID
 	Target      devices.OperationTarget
 	Request     proto.AgentUpdateRequest
 	Actor       string
 	// RunID is the agent_maintenance run the update belongs to.
-	RunID string
+	RunID cairn.RunID
 	// LaneHolder, when set, is the site-lane holder the update must hold
 	// a slot under before it starts (SPEC "Limits": agent-maintenance
 	// items take a slot while active). Every update of one request shares
@@ -128,11 +128,11 @@ type Planned struct {
 }
 
 // LaneHolder is the site-lane holder of an operator's update request.
-func LaneHolder(runID string) string { return "agent-maintenance:" + runID }
+func LaneHolder(runID cairn.RunID) string { return string("agent-maintenance:" + runID) }
 
 // Requested is what a request created.
 type Requested struct {
-	RunID          string
+	RunID          cairn.RunID
 	ScheduledJobID int64
 	Updates        []Planned
 }
@@ -157,7 +157,7 @@ type Job struct {
 	// RunID, when set, is a scheduled job's fire: the run is made (or
 	// found) under this ID and each device is requested on its own (see
 	// requestRun).
-	RunID string
+	RunID cairn.RunID
 	// ScheduledFor is the fire time of a schedule's fire (nil: a rerun).
 	ScheduledFor *time.Time
 }
@@ -211,7 +211,7 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 		}
 		devs[i].art = art
 	}
-	out.RunID = uuid.Must(uuid.NewV7()).String()
+	out.RunID = cairn.RunID(uuid.Must(uuid.NewV7()).String())
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
 		jobID, trigger := job.ScheduledJobID, job.Trigger
 		if jobID == 0 {
@@ -231,7 +231,7 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 		for _, d := range devs {
 			opID := uuid.NewString()
 			siteID := d.target.SiteID
-			_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: opID, DeviceGuid: d.target.GUID,
+			_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: cairn.OperationID(opID), DeviceGuid: d.target.GUID,
 				Hostname: d.target.Hostname, SiteID: &siteID, Status: StatusQueued, Reason: ReasonOperator, Force: true,
 				RequestedBy: actor, FromBuildID: d.from, ToBuildID: d.art.BuildID, ArtifactID: d.art.ID,
 				RunID: &out.RunID, ScheduledJobID: &jobID})
@@ -239,10 +239,10 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 				return inProgress(err, d.target.Hostname)
 			}
 			if err := q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: out.RunID, DeviceGuid: d.target.GUID,
-				Hostname: d.target.Hostname, SiteID: &siteID, OperationID: opID}); err != nil {
+				Hostname: d.target.Hostname, SiteID: &siteID, OperationID: cairn.OperationID(opID)}); err != nil {
 				return err
 			}
-			out.Updates = append(out.Updates, Planned{OperationID: opID, Target: d.target, Actor: actor,
+			out.Updates = append(out.Updates, Planned{OperationID: cairn.OperationID(opID), Target: d.target, Actor: actor,
 				RunID: out.RunID, LaneHolder: LaneHolder(out.RunID),
 				Request: proto.AgentUpdateRequest{OperationID: opID, ArtifactID: d.art.ID, BuildID: d.art.BuildID,
 					SHA256: d.art.SHA256, Size: d.art.Size, DownloadURL: DownloadPath(d.art.ID), Signature: d.art.Signature,
@@ -285,13 +285,13 @@ func (s *Service) expireStale(ctx context.Context, guid string) error {
 	if op.Reason != ReasonHourly || time.Since(op.CreatedAt) < hourlyDeadline {
 		return nil
 	}
-	_, err = s.Finish(ctx, op.ID, StatusTimedOut, fmt.Sprintf("the agent reported no outcome within %s", hourlyDeadline), "")
+	_, err = s.Finish(ctx, string(op.ID), StatusTimedOut, fmt.Sprintf("the agent reported no outcome within %s", hourlyDeadline), "")
 	return err
 }
 
 // Begin marks an operation running and opens its activity row; it is
 // idempotent (a retried workflow task keeps the first row).
-func (s *Service) Begin(ctx context.Context, opID string) error {
+func (s *Service) Begin(ctx context.Context, opID cairn.OperationID) error {
 	op, err := s.store.AgentUpdateOperationGet(ctx, opID)
 	if err != nil {
 		return db.NotFound(err, "agent update not found")
@@ -380,7 +380,7 @@ func deref[T any](p *T) T {
 }
 
 // Status is an operation's status now.
-func (s *Service) Status(ctx context.Context, opID string) (string, error) {
+func (s *Service) Status(ctx context.Context, opID cairn.OperationID) (string, error) {
 	op, err := s.store.AgentUpdateOperationGet(ctx, opID)
 	if err != nil {
 		return "", db.NotFound(err, "agent update not found")
@@ -392,10 +392,10 @@ func (s *Service) Status(ctx context.Context, opID string) (string, error) {
 // job result, run and activity row; an operation that already ended keeps
 // its outcome. It returns the status the operation has.
 func (s *Service) Finish(ctx context.Context, opID, status, summary, phase string) (string, error) {
-	op, err := s.store.AgentUpdateOperationFinish(ctx, db.AgentUpdateOperationFinishParams{ID: opID, Status: status,
+	op, err := s.store.AgentUpdateOperationFinish(ctx, db.AgentUpdateOperationFinishParams{ID: cairn.OperationID(opID), Status: status,
 		FailureSummary: bound(summary, maxMessage), Phase: phase})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s.Status(ctx, opID)
+		return s.Status(ctx, cairn.OperationID(opID))
 	}
 	if err != nil {
 		return "", err
@@ -455,7 +455,7 @@ func bound(s string, n int) string {
 // publish tells consoles of the device's site; a failure is logged (the
 // console polls too).
 func (s *Service) publish(ctx context.Context, op db.AgentUpdateOperation, status, phase string) {
-	data, _ := json.Marshal(map[string]string{"guid": op.DeviceGuid, "operation_id": op.ID, "status": status, "phase": phase})
+	data, _ := json.Marshal(map[string]string{"guid": op.DeviceGuid, "operation_id": string(op.ID), "status": status, "phase": phase})
 	err := s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: TypeProgressChanged, SiteID: deref(op.SiteID), Data: data})
 	if err != nil {
 		s.log.WarnContext(ctx, "publish agent update progress", "operation", op.ID, "err", err)
@@ -471,7 +471,7 @@ func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgre
 	if err := validateProgress(p); err != nil {
 		return db.AgentUpdateOperation{}, err
 	}
-	op, err := s.store.AgentUpdateOperationGetForDevice(ctx, db.AgentUpdateOperationGetForDeviceParams{ID: p.OperationID, DeviceGuid: dev.GUID})
+	op, err := s.store.AgentUpdateOperationGetForDevice(ctx, db.AgentUpdateOperationGetForDeviceParams{ID: cairn.OperationID(p.OperationID), DeviceGuid: dev.GUID})
 	if errors.Is(err, pgx.ErrNoRows) && p.ToBuildID != "" {
 		if err := s.expireStale(ctx, dev.GUID); err != nil {
 			return op, err
@@ -481,7 +481,7 @@ func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgre
 	if err != nil {
 		return op, db.NotFound(err, "agent update not found")
 	}
-	arg := db.AgentUpdateEventsInsertParams{OperationID: op.ID}
+	arg := db.AgentUpdateEventsInsertParams{OperationID: string(op.ID)}
 	for _, e := range p.Events {
 		arg.Phases = append(arg.Phases, e.Phase)
 		arg.Percents = append(arg.Percents, int32(e.Percent))
@@ -513,7 +513,7 @@ func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgre
 		}
 	}
 	if status != "" && !Terminal(op.Status) {
-		if _, err := s.Finish(ctx, op.ID, status, summary, last.Phase); err != nil {
+		if _, err := s.Finish(ctx, string(op.ID), status, summary, last.Phase); err != nil {
 			return op, err
 		}
 		return s.store.AgentUpdateOperationGet(ctx, op.ID)
@@ -564,19 +564,19 @@ func (s *Service) startHourly(ctx context.Context, dev Device, p proto.UpdatePro
 		if err != nil {
 			return err
 		}
-		if err := q.AgentUpdateRunInsert(ctx, db.AgentUpdateRunInsertParams{ID: runID, ScheduledJobID: &jobID,
+		if err := q.AgentUpdateRunInsert(ctx, db.AgentUpdateRunInsertParams{ID: cairn.RunID(runID), ScheduledJobID: &jobID,
 			Trigger: ReasonHourly, RequestedBy: "", TargetCount: 1}); err != nil {
 			return err
 		}
 		siteID := dev.SiteID
-		op, err = q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: p.OperationID, DeviceGuid: dev.GUID,
+		op, err = q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: cairn.OperationID(p.OperationID), DeviceGuid: dev.GUID,
 			Hostname: dev.Hostname, SiteID: &siteID, Status: StatusRunning, Reason: ReasonHourly, FromBuildID: p.BuildID,
-			ToBuildID: p.ToBuildID, ArtifactID: p.ArtifactID, RunID: &runID, ScheduledJobID: &jobID})
+			ToBuildID: p.ToBuildID, ArtifactID: p.ArtifactID, RunID: (*cairn.RunID)(&runID), ScheduledJobID: &jobID})
 		if err != nil {
 			return inProgress(err, dev.Hostname)
 		}
-		return q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: runID, DeviceGuid: dev.GUID,
-			Hostname: dev.Hostname, SiteID: &siteID, OperationID: p.OperationID})
+		return q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: cairn.RunID(runID), DeviceGuid: dev.GUID,
+			Hostname: dev.Hostname, SiteID: &siteID, OperationID: cairn.OperationID(p.OperationID)})
 	})
 	if err != nil {
 		return op, err

@@ -56,15 +56,15 @@ func TestOutcomeWinsOverALateStart(t *testing.T) {
 		run  func(t *testing.T, f fixture, opID string)
 	}{
 		{"start then outcome", func(t *testing.T, f fixture, opID string) {
-			require.NoError(t, f.svc.Begin(t.Context(), opID))
+			require.NoError(t, f.svc.Begin(t.Context(), cairn.OperationID(opID)))
 			f.finish(t, opID)
 		}},
 		{"outcome then start", func(t *testing.T, f fixture, opID string) {
 			f.finish(t, opID)
-			require.NoError(t, f.svc.Begin(t.Context(), opID))
+			require.NoError(t, f.svc.Begin(t.Context(), cairn.OperationID(opID)))
 		}},
 		{"outcome between the start's read and its write", func(t *testing.T, f fixture, opID string) {
-			read, err := f.store.AgentUpdateOperationGet(t.Context(), opID)
+			read, err := f.store.AgentUpdateOperationGet(t.Context(), cairn.OperationID(opID))
 			require.NoError(t, err)
 			f.finish(t, opID)
 			require.NoError(t, f.svc.begin(t.Context(), read))
@@ -78,7 +78,7 @@ func TestOutcomeWinsOverALateStart(t *testing.T) {
 
 			tc.run(t, f, opID)
 
-			op, err := f.store.AgentUpdateOperationGet(ctx, opID)
+			op, err := f.store.AgentUpdateOperationGet(ctx, cairn.OperationID(opID))
 			require.NoError(t, err)
 			require.Equal(t, StatusSucceeded, op.Status)
 			var result, run string
@@ -134,7 +134,7 @@ func TestStartOfAPurgedDevice(t *testing.T) {
 			f := setup(t)
 			ctx := t.Context()
 			_, opID := f.requestUpdate(t)
-			read, err := f.store.AgentUpdateOperationGet(ctx, opID)
+			read, err := f.store.AgentUpdateOperationGet(ctx, cairn.OperationID(opID))
 			require.NoError(t, err)
 			purge := func() {
 				n, err := f.store.DeviceDelete(ctx, f.guid)
@@ -161,7 +161,7 @@ func TestResultStartKeepsAnOutcome(t *testing.T) {
 	ctx := t.Context()
 	runID, opID := f.requestUpdate(t)
 	f.finish(t, opID)
-	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: runID, DeviceGuid: f.guid}))
+	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: cairn.RunID(runID), DeviceGuid: f.guid}))
 	var result string
 	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, runID).Scan(&result))
 	require.Equal(t, "succeeded", result)
@@ -174,7 +174,7 @@ func (f fixture) requestUpdate(t *testing.T) (runID, opID string) {
 	req, err := f.svc.Request(t.Context(), cairn.AllSites, "alice", []string{f.guid})
 	require.NoError(t, err)
 	require.Len(t, req.Updates, 1)
-	return req.RunID, req.Updates[0].OperationID
+	return string(req.RunID), string(req.Updates[0].OperationID)
 }
 
 func (f fixture) finish(t *testing.T, opID string) {

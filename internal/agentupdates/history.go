@@ -10,21 +10,21 @@ import (
 
 // Operation is one update as GET /api/devices/<guid>/agent-updates shows it.
 type Operation struct {
-	OperationID    string     `json:"operation_id"`
-	Status         string     `json:"status"`
-	Reason         string     `json:"reason"`
-	RequestedBy    string     `json:"requested_by"`
-	FromBuildID    string     `json:"from_build_id"`
-	ToBuildID      string     `json:"to_build_id"`
-	ArtifactID     string     `json:"artifact_id"`
-	RunID          *string    `json:"run_id"`
-	ScheduledJobID *int64     `json:"scheduled_job_id"`
-	Phase          string     `json:"phase"`
-	FailureSummary string     `json:"failure_summary"`
-	CreatedAt      time.Time  `json:"created_at"`
-	StartedAt      *time.Time `json:"started_at"`
-	FinishedAt     *time.Time `json:"finished_at"`
-	Events         []Event    `json:"events"`
+	OperationID    cairn.OperationID `json:"operation_id"`
+	Status         string            `json:"status"`
+	Reason         string            `json:"reason"`
+	RequestedBy    string            `json:"requested_by"`
+	FromBuildID    string            `json:"from_build_id"`
+	ToBuildID      string            `json:"to_build_id"`
+	ArtifactID     string            `json:"artifact_id"`
+	RunID          *cairn.RunID      `json:"run_id"`
+	ScheduledJobID *int64            `json:"scheduled_job_id"`
+	Phase          string            `json:"phase"`
+	FailureSummary string            `json:"failure_summary"`
+	CreatedAt      time.Time         `json:"created_at"`
+	StartedAt      *time.Time        `json:"started_at"`
+	FinishedAt     *time.Time        `json:"finished_at"`
+	Events         []Event           `json:"events"`
 }
 
 // Event is one entry of an operation's timeline.
@@ -44,13 +44,13 @@ type History struct {
 
 // History returns the device's active update (nil when none) and its
 // newest limit updates (or only operationID's, when given), inside scope.
-func (s *Service) History(ctx context.Context, scope cairn.SiteScope, guid, operationID string, limit int) (History, error) {
+func (s *Service) History(ctx context.Context, scope cairn.SiteScope, guid string, operationID cairn.OperationID, limit int) (History, error) {
 	out := History{History: []Operation{}}
 	if _, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: guid, AllSites: scope.All, SiteIds: scope.SiteIDs}); err != nil {
 		return out, db.NotFound(err, "device not found")
 	}
 	rows, err := s.store.AgentUpdateOperationsByDevice(ctx, db.AgentUpdateOperationsByDeviceParams{DeviceGuid: guid,
-		OperationID: operationID, MaxRows: int32(limit)})
+		OperationID: string(operationID), MaxRows: int32(limit)})
 	if err != nil {
 		return out, err
 	}
@@ -64,10 +64,10 @@ func (s *Service) History(ctx context.Context, scope cairn.SiteScope, guid, oper
 	}
 	ids := make([]string, 0, len(rows)+1)
 	for _, r := range rows {
-		ids = append(ids, r.ID)
+		ids = append(ids, string(r.ID))
 	}
 	if hasActive {
-		ids = append(ids, active.ID)
+		ids = append(ids, string(active.ID))
 	}
 	evs, err := s.store.AgentUpdateEventsList(ctx, ids)
 	if err != nil {
@@ -75,14 +75,14 @@ func (s *Service) History(ctx context.Context, scope cairn.SiteScope, guid, oper
 	}
 	byOp := map[string][]Event{}
 	for _, e := range evs {
-		byOp[e.OperationID] = append(byOp[e.OperationID], Event{Phase: e.Phase, Percent: int(e.Percent), Message: e.Message,
+		byOp[string(e.OperationID)] = append(byOp[string(e.OperationID)], Event{Phase: e.Phase, Percent: int(e.Percent), Message: e.Message,
 			CapturedAt: e.CapturedAt.UTC(), ReceivedAt: e.ReceivedAt.UTC()})
 	}
 	for _, r := range rows {
-		out.History = append(out.History, operation(r, byOp[r.ID]))
+		out.History = append(out.History, operation(r, byOp[string(r.ID)]))
 	}
 	if hasActive {
-		a := operation(active, byOp[active.ID])
+		a := operation(active, byOp[string(active.ID)])
 		out.Active = &a
 	}
 	return out, nil
@@ -93,7 +93,7 @@ func operation(r db.AgentUpdateOperation, evs []Event) Operation {
 		evs = []Event{}
 	}
 	return Operation{OperationID: r.ID, Status: r.Status, Reason: r.Reason, RequestedBy: r.RequestedBy, FromBuildID: r.FromBuildID,
-		ToBuildID: r.ToBuildID, ArtifactID: r.ArtifactID, RunID: r.RunID, ScheduledJobID: r.ScheduledJobID, Phase: r.LastPhase,
+		ToBuildID: r.ToBuildID, ArtifactID: r.ArtifactID, RunID: (*cairn.RunID)((*string)(r.RunID)), ScheduledJobID: r.ScheduledJobID, Phase: r.LastPhase,
 		FailureSummary: r.FailureSummary, CreatedAt: r.CreatedAt.UTC(), StartedAt: utc(r.StartedAt), FinishedAt: utc(r.FinishedAt), Events: evs}
 }
 

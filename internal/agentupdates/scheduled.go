@@ -53,7 +53,7 @@ func (s *Service) requestRun(ctx context.Context, scope cairn.SiteScope, actor s
 // requestDevice records device g's part of a scheduled request; ok says
 // an update is (still) to be started.
 func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, actor, g string, job Job) (Planned, bool, error) {
-	opID := OperationIDFor(job.RunID, g)
+	opID := OperationIDFor(string(job.RunID), g)
 	t, err := s.devices.OperationTargetByGUID(ctx, scope, g)
 	if cairn.ErrorCode(err) == cairn.ECodeNotFound {
 		return Planned{}, false, nil // purged since the fire resolved it
@@ -102,8 +102,8 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 	if err != nil {
 		return Planned{}, false, err
 	}
-	plan := Planned{OperationID: opID, Target: t, Actor: actor, Request: s.request(opID, art)}
-	if op, err := s.store.AgentUpdateOperationGet(ctx, opID); err == nil {
+	plan := Planned{OperationID: cairn.OperationID(opID), Target: t, Actor: actor, Request: s.request(cairn.OperationID(opID), art)}
+	if op, err := s.store.AgentUpdateOperationGet(ctx, cairn.OperationID(opID)); err == nil {
 		// Requested by an earlier try of this fire: start it unless it
 		// ended or the artifact moved on since (then it ends here).
 		if Terminal(op.Status) {
@@ -118,7 +118,7 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 		return Planned{}, false, err
 	}
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
-		_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: opID, DeviceGuid: g,
+		_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: cairn.OperationID(opID), DeviceGuid: g,
 			Hostname: t.Hostname, SiteID: &siteID, Status: StatusQueued, Reason: ReasonOperator, Force: true,
 			RequestedBy: actor, FromBuildID: row.AgentBuildID, ToBuildID: art.BuildID, ArtifactID: art.ID,
 			RunID: &job.RunID, ScheduledJobID: &job.ScheduledJobID})
@@ -126,7 +126,7 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 			return inProgress(err, t.Hostname)
 		}
 		return q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: job.RunID, DeviceGuid: g,
-			Hostname: t.Hostname, SiteID: &siteID, OperationID: opID})
+			Hostname: t.Hostname, SiteID: &siteID, OperationID: cairn.OperationID(opID)})
 	})
 	switch {
 	case cairn.ErrorCode(err) == ECodeUpdateInProgress:
@@ -156,8 +156,8 @@ func isDuplicate(err error) bool {
 }
 
 // request is the wire request of operation opID to artifact art.
-func (s *Service) request(opID string, art Artifact) proto.AgentUpdateRequest {
-	return proto.AgentUpdateRequest{OperationID: opID, ArtifactID: art.ID, BuildID: art.BuildID, SHA256: art.SHA256,
+func (s *Service) request(opID cairn.OperationID, art Artifact) proto.AgentUpdateRequest {
+	return proto.AgentUpdateRequest{OperationID: string(opID), ArtifactID: art.ID, BuildID: art.BuildID, SHA256: art.SHA256,
 		Size: art.Size, DownloadURL: DownloadPath(art.ID), Signature: art.Signature, ArtifactSignature: art.ArtifactSignature,
 		Force: true}
 }

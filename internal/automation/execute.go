@@ -34,7 +34,7 @@ type Batch struct {
 }
 
 // NextItems marks the run started and returns up to max pending results.
-func (s *Service) NextItems(ctx context.Context, runID string, max int) (Batch, error) {
+func (s *Service) NextItems(ctx context.Context, runID cairn.RunID, max int) (Batch, error) {
 	if err := s.store.JobRunStart(ctx, runID); err != nil {
 		return Batch{}, err
 	}
@@ -63,7 +63,7 @@ func (s *Service) NextItems(ctx context.Context, runID string, max int) (Batch, 
 // device quarantined since the run was created gets nothing. A result
 // that finished meanwhile (an answer that came in before a retry) is
 // not_found.
-func (s *Service) Dispatch(ctx context.Context, runID, guid, operationID string) (json.RawMessage, error) {
+func (s *Service) Dispatch(ctx context.Context, runID cairn.RunID, guid string, operationID cairn.OperationID) (json.RawMessage, error) {
 	info, err := s.store.JobRunDispatchInfo(ctx, db.JobRunDispatchInfoParams{RunID: runID, DeviceGuid: guid,
 		FreshSeconds: devices.SocketWindow.Seconds()})
 	if err != nil {
@@ -94,7 +94,7 @@ func (s *Service) Dispatch(ctx context.Context, runID, guid, operationID string)
 				meta["scheduled_job_id"] = *info.ScheduledJobID
 			}
 			target := devices.OperationTarget{GUID: guid, Hostname: info.Hostname, SiteID: info.SiteID, SiteSlug: info.SiteSlug}
-			id, err := s.devices.OperationStartedIn(ctx, q, target, operationID, ActivityKind,
+			id, err := s.devices.OperationStartedIn(ctx, q, target, string(operationID), ActivityKind,
 				runSummary(info.AssemblyName, info.Language), info.RequestedBy, meta)
 			if err != nil {
 				return err
@@ -129,7 +129,7 @@ const ECodeQueuedOffline = "queued_offline"
 // Outcome is how one device's execution ended: the agent's reply, or a
 // failure code from the command path or the agent.
 type Outcome struct {
-	RunID string
+	RunID cairn.RunID
 	GUID  string
 	// Reply is the agent's ScriptResult (nil on failure).
 	Reply        json.RawMessage
@@ -209,14 +209,14 @@ func (s *Service) Finish(ctx context.Context, o Outcome) error {
 }
 
 // FinishRun closes the run once nothing is pending or running.
-func (s *Service) FinishRun(ctx context.Context, runID string) error {
+func (s *Service) FinishRun(ctx context.Context, runID cairn.RunID) error {
 	return s.store.JobRunFinish(ctx, runID)
 }
 
 // DiscardRun removes a run whose workflow could not be started, so a
 // refused request leaves no run that stays pending for ever. A run that
 // already started is kept.
-func (s *Service) DiscardRun(ctx context.Context, runID string) error {
+func (s *Service) DiscardRun(ctx context.Context, runID cairn.RunID) error {
 	_, err := s.store.JobRunDiscard(ctx, runID)
 	return err
 }
@@ -236,7 +236,7 @@ func (s *Service) RecordOutput(ctx context.Context, guid string, out proto.Scrip
 	if err := v.Err(); err != nil {
 		return err
 	}
-	_, err := s.store.JobRunResultOutput(ctx, db.JobRunResultOutputParams{RunID: out.RunID, DeviceGuid: guid,
+	_, err := s.store.JobRunResultOutput(ctx, db.JobRunResultOutputParams{RunID: cairn.RunID(out.RunID), DeviceGuid: guid,
 		Stdout: clean(out.Stdout), Stderr: clean(out.Stderr), StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated})
 	return err
 }
@@ -254,7 +254,7 @@ func (s *Service) QueuedWork(ctx context.Context, guid string) ([]proto.QueuedJo
 		if err := json.Unmarshal(r.Signed, &sg); err != nil {
 			continue
 		}
-		out = append(out, proto.QueuedJob{RunID: r.RunID, Signed: sg})
+		out = append(out, proto.QueuedJob{RunID: string(r.RunID), Signed: sg})
 	}
 	return out, nil
 }
@@ -275,7 +275,7 @@ func (s *Service) RecordQueuedResult(ctx context.Context, guid string, post prot
 	if post.RunID == "" {
 		return cairn.Invalid("run_id", "is required")
 	}
-	o := Outcome{RunID: post.RunID, GUID: guid}
+	o := Outcome{RunID: cairn.RunID(post.RunID), GUID: guid}
 	if post.Error != nil {
 		o.ErrorCode, o.ErrorMessage = post.Error.Code, post.Error.Message
 	} else {
@@ -288,5 +288,5 @@ func (s *Service) RecordQueuedResult(ctx context.Context, guid string, post prot
 	if err := s.Finish(ctx, o); err != nil {
 		return err
 	}
-	return s.FinishRun(ctx, post.RunID)
+	return s.FinishRun(ctx, cairn.RunID(post.RunID))
 }

@@ -66,7 +66,7 @@ const ECodeContentUnverified = "script_content_unverified"
 // RunSpec is a run to create (contract "Job runs fan-out").
 type RunSpec struct {
 	// ID is the run ID; empty makes a UUIDv7.
-	ID             string
+	ID             cairn.RunID
 	Kind           string
 	Trigger        string
 	ScheduledJobID *int64
@@ -116,7 +116,7 @@ type Result struct {
 	StderrTruncated bool
 	ErrorCode       string
 	ErrorMessage    string
-	OperationID     string
+	OperationID     cairn.OperationID
 	DurationMS      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
@@ -124,7 +124,7 @@ type Result struct {
 
 // Run is one run with its results.
 type Run struct {
-	ID              string
+	ID              cairn.RunID
 	Kind            string
 	Status          string
 	Trigger         string
@@ -156,7 +156,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 	if spec.ScheduledFor != nil && spec.ScheduledJobID != nil {
 		if r, err := s.store.JobRunGetByFire(ctx, db.JobRunGetByFireParams{ScheduledJobID: spec.ScheduledJobID,
 			ScheduledFor: spec.ScheduledFor}); err == nil {
-			run, err := s.GetRun(ctx, cairn.AllSites, r.ID, false)
+			run, err := s.GetRun(ctx, cairn.AllSites, string(r.ID), false)
 			run.Existing = true
 			return run, err
 		} else if !db.IsNoRows(err) {
@@ -168,7 +168,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		spec.ID = id.String()
+		spec.ID = cairn.RunID(id.String())
 	}
 	spec.Kind = cmpOr(spec.Kind, RunQuick)
 	spec.Trigger = cmpOr(spec.Trigger, TriggerManual)
@@ -231,7 +231,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 				fmt.Sprintf("%s cannot run %s (%s)", t.Hostname, spec.Language, cmpOr(st.os, "unknown operating system"))
 		default:
 			exp := now.Add(payloadTTL)
-			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: spec.ID, DeviceGUID: t.GUID, Language: spec.Language,
+			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: string(spec.ID), DeviceGUID: t.GUID, Language: spec.Language,
 				Body: spec.Body, Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: now, ExpiresAt: &exp}
 			raw, err := json.Marshal(job)
 			if err != nil {
@@ -282,15 +282,15 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		run, err := s.GetRun(ctx, cairn.AllSites, r.ID, false)
+		run, err := s.GetRun(ctx, cairn.AllSites, string(r.ID), false)
 		run.Existing = true
 		return run, err
 	}
-	return s.GetRun(ctx, cairn.AllSites, spec.ID, false)
+	return s.GetRun(ctx, cairn.AllSites, string(spec.ID), false)
 }
 
 // JobRunWorkflowID names the workflow executing a run.
-func JobRunWorkflowID(runID string) string { return "job-run:" + runID }
+func JobRunWorkflowID(runID cairn.RunID) string { return string("job-run:" + runID) }
 
 type targetState struct {
 	trust, os string
@@ -449,11 +449,11 @@ func checkRun(spec RunSpec, declared []Parameter) (map[string]string, error) {
 // GetRun returns a run with (withResults) its results inside scope. A run
 // with no result inside an operator's scope is not found.
 func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, withResults bool) (Run, error) {
-	r, err := s.store.JobRunGet(ctx, id)
+	r, err := s.store.JobRunGet(ctx, cairn.RunID(id))
 	if err != nil {
 		return Run{}, db.NotFound(err, "no such run")
 	}
-	c, err := s.store.JobRunCounts(ctx, db.JobRunCountsParams{RunID: id, AllSites: scope.All, SiteIds: scope.IDs()})
+	c, err := s.store.JobRunCounts(ctx, db.JobRunCountsParams{RunID: cairn.RunID(id), AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
 		return Run{}, err
 	}
@@ -472,7 +472,7 @@ func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, 
 	if !withResults {
 		return run, nil
 	}
-	rows, err := s.store.JobRunResultList(ctx, db.JobRunResultListParams{RunID: id, AllSites: scope.All, SiteIds: scope.IDs()})
+	rows, err := s.store.JobRunResultList(ctx, db.JobRunResultListParams{RunID: cairn.RunID(id), AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
 		return Run{}, err
 	}

@@ -62,7 +62,7 @@ type NewActivity struct {
 	FinishedAt *time.Time
 	// OperationID keys the row of an operation (optional): recording it
 	// again returns the row there is rather than adding a second.
-	OperationID string
+	OperationID cairn.OperationID
 }
 
 // RecordActivity adds a row to a device's activity history, for the parts

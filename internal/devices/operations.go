@@ -184,7 +184,7 @@ func (s *Service) OperationStarted(ctx context.Context, t OperationTarget, opera
 // OperationStartedIn is OperationStarted inside the caller's transaction q.
 func (s *Service) OperationStartedIn(ctx context.Context, q *db.Queries, t OperationTarget, operationID, kind, summary, actor string, meta map[string]any) (int64, error) {
 	a, err := s.recordActivity(ctx, q, NewActivity{GUID: t.GUID, Hostname: t.Hostname, SiteID: t.SiteID, Kind: kind,
-		Summary: summary, Actor: actor, Status: ActivityRunning, Metadata: meta, OperationID: operationID})
+		Summary: summary, Actor: actor, Status: ActivityRunning, Metadata: meta, OperationID: cairn.OperationID(operationID)})
 	if err == nil {
 		s.cfg.Metrics.OperationStarted(kind)
 	}

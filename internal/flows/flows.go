@@ -91,27 +91,27 @@ type Input struct {
 
 // StepRun is one step of a flow run: its status and job run.
 type StepRun struct {
-	StepID string `json:"step_id"`
-	Status string `json:"status"`
-	RunID  string `json:"run_id"`
+	StepID string      `json:"step_id"`
+	Status string      `json:"status"`
+	RunID  cairn.RunID `json:"run_id"`
 }
 
 // Run is one execution of a flow.
 type Run struct {
-	RunID          string     `json:"run_id"`
-	WorkflowID     int64      `json:"workflow_id"`
-	ScheduledJobID *int64     `json:"scheduled_job_id"`
-	Status         string     `json:"status"`
-	Steps          []StepRun  `json:"steps"`
-	DeviceGUIDs    []string   `json:"device_guids"`
-	RequestedBy    string     `json:"requested_by"`
-	CreatedAt      time.Time  `json:"created_at"`
-	FinishedAt     *time.Time `json:"finished_at"`
+	RunID          cairn.RunID `json:"run_id"`
+	WorkflowID     int64       `json:"workflow_id"`
+	ScheduledJobID *int64      `json:"scheduled_job_id"`
+	Status         string      `json:"status"`
+	Steps          []StepRun   `json:"steps"`
+	DeviceGUIDs    []string    `json:"device_guids"`
+	RequestedBy    string      `json:"requested_by"`
+	CreatedAt      time.Time   `json:"created_at"`
+	FinishedAt     *time.Time  `json:"finished_at"`
 }
 
 // Starter starts the Temporal workflow of a flow run (workflowclient.FlowStarter).
 type Starter interface {
-	StartFlow(ctx context.Context, runID string) error
+	StartFlow(ctx context.Context, runID cairn.RunID) error
 }
 
 // Service manages flows and their runs.
@@ -267,20 +267,20 @@ func (s *Service) Start(ctx context.Context, scope cairn.SiteScope, actor string
 	if err != nil {
 		return "", err
 	}
-	run, err := s.CreateRun(ctx, f, runID.String(), nil, nil, guids, actor)
+	run, err := s.CreateRun(ctx, f, cairn.RunID(runID.String()), nil, nil, guids, actor)
 	if err != nil {
 		return "", err
 	}
 	if err := s.starter.StartFlow(ctx, run.RunID); err != nil {
 		return "", err
 	}
-	return run.RunID, nil
+	return string(run.RunID), nil
 }
 
 // CreateRun records a run of f on guids with every step pending. With
 // scheduledFor set (a scheduled job's fire) it is idempotent and returns
 // the run that fire already made.
-func (s *Service) CreateRun(ctx context.Context, f Flow, runID string, jobID *int64, scheduledFor *time.Time, guids []string, actor string) (Run, error) {
+func (s *Service) CreateRun(ctx context.Context, f Flow, runID cairn.RunID, jobID *int64, scheduledFor *time.Time, guids []string, actor string) (Run, error) {
 	steps := make([]StepRun, len(f.Steps))
 	for i, st := range f.Steps {
 		steps[i] = StepRun{StepID: st.ID, Status: StatusPending}
@@ -302,7 +302,7 @@ func (s *Service) CreateRun(ctx context.Context, f Flow, runID string, jobID *in
 
 // GetRun returns a flow run inside scope: a scoped operator sees a run
 // only when its devices lie inside its sites.
-func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, runID string) (Run, error) {
+func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, runID cairn.RunID) (Run, error) {
 	row, err := s.store.AutomationWorkflowRunGet(ctx, runID)
 	if err != nil {
 		return Run{}, db.NotFound(err, "workflow run not found")

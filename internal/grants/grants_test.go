@@ -140,7 +140,7 @@ func TestAgentGrantVerifiesOnlyForItsRequest(t *testing.T) {
 	now := f.clock.Now()
 	g, err := f.grants.AgentGrant(ctx, granted, now.Add(time.Minute))
 	require.NoError(t, err)
-	env := proto.Envelope{Type: granted.Type, ID: "r1", OperationID: granted.OperationID, Payload: granted.Payload}
+	env := proto.Envelope{Type: granted.Type, ID: "r1", OperationID: string(granted.OperationID), Payload: granted.Payload}
 	require.NoError(t, proto.VerifyGrant(g, trusted, granted.GUID, env, now))
 
 	other := env

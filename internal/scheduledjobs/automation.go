@@ -20,9 +20,9 @@ type AutomationRuns struct {
 // idempotent by fire time (CreateRun); a run with a chosen ID (rerun, a
 // workflow step) is looked up first, so a retried activity finds the run
 // it made instead of failing on the duplicate ID.
-func (a AutomationRuns) CreateJobRun(ctx context.Context, req RunRequest) (string, error) {
+func (a AutomationRuns) CreateJobRun(ctx context.Context, req RunRequest) (cairn.RunID, error) {
 	if req.RunID != "" {
-		if run, err := a.Svc.GetRun(ctx, cairn.AllSites, req.RunID, false); err == nil {
+		if run, err := a.Svc.GetRun(ctx, cairn.AllSites, string(req.RunID), false); err == nil {
 			return run.ID, nil
 		} else if cairn.ErrorCode(err) != cairn.ECodeNotFound {
 			return "", err

@@ -24,7 +24,7 @@ const (
 type RunRequest struct {
 	// RunID is the run's ID when the caller chose it (rerun); empty for a
 	// schedule fire, which is keyed by ScheduledFor instead.
-	RunID string
+	RunID cairn.RunID
 	// Kind is the run's kind (job_runs.kind): scheduled_job, workflow.
 	Kind         string
 	Job          Job
@@ -41,7 +41,7 @@ type RunRequest struct {
 // RunCreator creates job runs (the automation service's CreateRun): with
 // ScheduledFor set it is idempotent and returns the run it already made.
 type RunCreator interface {
-	CreateJobRun(ctx context.Context, req RunRequest) (runID string, err error)
+	CreateJobRun(ctx context.Context, req RunRequest) (runID cairn.RunID, err error)
 }
 
 // Resolved is what a job's targets are at fire time.
@@ -91,7 +91,7 @@ func (s *Service) Resolve(ctx context.Context, job Job) (Resolved, error) {
 type FirePlan struct {
 	// Skip says why nothing runs ("" : it runs).
 	Skip    string
-	RunID   string
+	RunID   cairn.RunID
 	Kind    string
 	SiteIDs []int64
 }

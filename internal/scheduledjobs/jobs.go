@@ -55,10 +55,10 @@ type Options struct {
 
 // LastRun summarizes a job's newest run.
 type LastRun struct {
-	RunID      string     `json:"run_id"`
-	Status     string     `json:"status"`
-	StartedAt  *time.Time `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	RunID      cairn.RunID `json:"run_id"`
+	Status     string      `json:"status"`
+	StartedAt  *time.Time  `json:"started_at"`
+	FinishedAt *time.Time  `json:"finished_at"`
 }
 
 // Job is one scheduled job.
@@ -115,7 +115,7 @@ type Schedules interface {
 	// Remove deletes the job's Temporal Schedule (absent is fine).
 	Remove(ctx context.Context, id int64) error
 	// Start fires the job now (rerun) as run runID.
-	Start(ctx context.Context, job Job, runID, actor string) error
+	Start(ctx context.Context, job Job, runID cairn.RunID, actor string) error
 }
 
 // ContentSigner signs a script job's content when it is saved
@@ -283,7 +283,7 @@ func (s *Service) ClearRuns(ctx context.Context, scope cairn.SiteScope, id int64
 
 // Rerun fires a job now as run runID (the caller makes the ID so it can
 // answer with it at once). A disabled job is refused with job_disabled.
-func (s *Service) Rerun(ctx context.Context, scope cairn.SiteScope, actor string, id int64, runID string) error {
+func (s *Service) Rerun(ctx context.Context, scope cairn.SiteScope, actor string, id int64, runID cairn.RunID) error {
 	job, err := s.Get(ctx, scope, id)
 	if err != nil {
 		return err

@@ -22,22 +22,22 @@ type Counts struct {
 // of docs/api.md without results; one run with its results is the
 // automation service's GetRun).
 type Run struct {
-	RunID           string     `json:"run_id"`
-	Kind            string     `json:"kind"`
-	Status          string     `json:"status"`
-	AssemblyID      *int64     `json:"assembly_id"`
-	AssemblyName    string     `json:"assembly_name"`
-	AssemblyVersion *int32     `json:"assembly_version"`
-	Language        string     `json:"language"`
-	RequestedBy     string     `json:"requested_by"`
-	Trigger         string     `json:"trigger"`
-	ScheduledJobID  *int64     `json:"scheduled_job_id"`
-	ScheduledFor    *time.Time `json:"scheduled_for"`
-	CreatedAt       time.Time  `json:"created_at"`
-	StartedAt       *time.Time `json:"started_at"`
-	FinishedAt      *time.Time `json:"finished_at"`
-	TimeoutSeconds  int32      `json:"timeout_seconds"`
-	Counts          Counts     `json:"counts"`
+	RunID           cairn.RunID `json:"run_id"`
+	Kind            string      `json:"kind"`
+	Status          string      `json:"status"`
+	AssemblyID      *int64      `json:"assembly_id"`
+	AssemblyName    string      `json:"assembly_name"`
+	AssemblyVersion *int32      `json:"assembly_version"`
+	Language        string      `json:"language"`
+	RequestedBy     string      `json:"requested_by"`
+	Trigger         string      `json:"trigger"`
+	ScheduledJobID  *int64      `json:"scheduled_job_id"`
+	ScheduledFor    *time.Time  `json:"scheduled_for"`
+	CreatedAt       time.Time   `json:"created_at"`
+	StartedAt       *time.Time  `json:"started_at"`
+	FinishedAt      *time.Time  `json:"finished_at"`
+	TimeoutSeconds  int32       `json:"timeout_seconds"`
+	Counts          Counts      `json:"counts"`
 }
 
 // Bounds of run listings.
@@ -71,14 +71,14 @@ func (s *Service) Runs(ctx context.Context, scope cairn.SiteScope, id int64, lim
 
 // DeviceRun is one device's part in a run.
 type DeviceRun struct {
-	RunID            string     `json:"run_id"`
-	ScheduledJobID   *int64     `json:"scheduled_job_id"`
-	ScheduledJobName *string    `json:"scheduled_job_name"`
-	Kind             string     `json:"kind"`
-	Status           string     `json:"status"`
-	ExitCode         *int32     `json:"exit_code"`
-	StartedAt        *time.Time `json:"started_at"`
-	FinishedAt       *time.Time `json:"finished_at"`
+	RunID            cairn.RunID `json:"run_id"`
+	ScheduledJobID   *int64      `json:"scheduled_job_id"`
+	ScheduledJobName *string     `json:"scheduled_job_name"`
+	Kind             string      `json:"kind"`
+	Status           string      `json:"status"`
+	ExitCode         *int32      `json:"exit_code"`
+	StartedAt        *time.Time  `json:"started_at"`
+	FinishedAt       *time.Time  `json:"finished_at"`
 }
 
 // DeviceRuns lists a device's runs inside scope, newest first.
@@ -114,7 +114,7 @@ func deref(s *string) string {
 }
 
 // RunStatus returns a job run's status.
-func (s *Service) RunStatus(ctx context.Context, runID string) (string, error) {
+func (s *Service) RunStatus(ctx context.Context, runID cairn.RunID) (string, error) {
 	r, err := s.store.ScheduledJobRunGet(ctx, runID)
 	if err != nil {
 		return "", db.NotFound(err, "run not found")

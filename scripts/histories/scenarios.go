@@ -88,14 +88,14 @@ var standIns = map[string]any{
 	"LoadFlowRun": func(_ context.Context, runID string) (activities.FlowPlan, error) {
 		steps := []flows.Step{{ID: "check", AssemblyID: 1, Condition: flows.CondAlways},
 			{ID: "clean", AssemblyID: 2, Condition: flows.CondOnFailure}, {ID: "report", AssemblyID: 3, Condition: flows.CondOnSuccess}}
-		run := flows.Run{RunID: runID, WorkflowID: 1, Status: flows.StatusPending, DeviceGUIDs: []string{"guid-ok"}, RequestedBy: "admin"}
+		run := flows.Run{RunID: cairn.RunID(runID), WorkflowID: 1, Status: flows.StatusPending, DeviceGUIDs: []string{"guid-ok"}, RequestedBy: "admin"}
 		for _, s := range steps {
 			run.Steps = append(run.Steps, flows.StepRun{StepID: s.ID, Status: flows.StatusPending})
 		}
 		return activities.FlowPlan{Run: run, Steps: steps, SiteIDs: []int64{1}}, nil
 	},
 	"SaveFlowRun":   func(context.Context, flows.Run) error { return nil },
-	"CreateStepRun": func(_ context.Context, in activities.StepInput) (string, error) { return in.RunID, nil },
+	"CreateStepRun": func(_ context.Context, in activities.StepInput) (string, error) { return string(in.RunID), nil },
 	"JobRunStatus":  func(context.Context, string) (string, error) { return flows.StatusFailed, nil },
 	// A transfer is running at the first look and completed at the next;
 	// a "stall-" one has been silent for an hour at the first look, so it
@@ -222,21 +222,21 @@ var scenarios = []scenario{
 	// A quick run to two devices: one answers, one refuses the signature.
 	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
-		run, err := start(ctx, c, automation.JobRunWorkflowID(id), workflows.JobRun, workflows.JobRunInput{RunID: id})
+		run, err := start(ctx, c, automation.JobRunWorkflowID(cairn.RunID(id)), workflows.JobRun, workflows.JobRunInput{RunID: cairn.RunID(id)})
 		return wait(ctx, run, err)
 	}, false},
 	// A scheduled job's rerun: slots for two sites, the JobRun child.
 	{"scheduled_job_fire_rerun.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
 		run, err := start(ctx, c, "scheduled-job:7:rerun:"+id, workflows.ScheduledJobFire,
-			workflows.ScheduledJobFireInput{JobID: 7, RunID: id, Trigger: workflows.TriggerRerun, Actor: "admin"})
+			workflows.ScheduledJobFireInput{JobID: 7, RunID: cairn.RunID(id), Trigger: workflows.TriggerRerun, Actor: "admin"})
 		return wait(ctx, run, err)
 	}, false},
 	// An agent_maintenance job's rerun: slot, request, the run has ended.
 	{"scheduled_job_fire_agent_maintenance.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
 		run, err := start(ctx, c, "scheduled-job:9:rerun:"+id, workflows.ScheduledJobFire,
-			workflows.ScheduledJobFireInput{JobID: 9, RunID: id, Trigger: workflows.TriggerRerun, Actor: "admin"})
+			workflows.ScheduledJobFireInput{JobID: 9, RunID: cairn.RunID(id), Trigger: workflows.TriggerRerun, Actor: "admin"})
 		return wait(ctx, run, err)
 	}, false},
 	// A schedule's fire of a job deleted since: skipped.
@@ -247,7 +247,7 @@ var scenarios = []scenario{
 	// A three-step flow whose first step fails.
 	{"flow_run_three_steps.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("flow")
-		run, err := start(ctx, c, workflows.FlowRunWorkflowID(id), workflows.FlowRun, workflows.FlowRunInput{RunID: id})
+		run, err := start(ctx, c, workflows.FlowRunWorkflowID(cairn.RunID(id)), workflows.FlowRun, workflows.FlowRunInput{RunID: cairn.RunID(id)})
 		return wait(ctx, run, err)
 	}, false},
 	// A download that completes and keeps its content for the retention
@@ -301,14 +301,14 @@ func fileTransfer(ctx context.Context, c client.Client, id, action string) (stri
 // agentUpdate runs one AgentUpdate, signaling progress once, and checks
 // how it ended.
 func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.Duration, want string) (string, error) {
-	in := workflows.AgentUpdateInput{OperationID: op, ToBuildID: "build-b", Deadline: deadline,
+	in := workflows.AgentUpdateInput{OperationID: cairn.OperationID(op), ToBuildID: "build-b", Deadline: deadline,
 		Payload: json.RawMessage(`{"operation_id":"` + op + `","build_id":"build-b","force":true}`),
 		Target:  devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
 	if strings.HasPrefix(op, "lane-") {
-		in.RunID = unique("run")
-		in.LaneHolder = "agent-maintenance:" + in.RunID
+		in.RunID = cairn.RunID(unique("run"))
+		in.LaneHolder = string("agent-maintenance:" + in.RunID)
 	}
-	id := workflows.AgentUpdateWorkflowID(in.Target.GUID, op)
+	id := workflows.AgentUpdateWorkflowID(in.Target.GUID, cairn.OperationID(op))
 	run, err := start(ctx, c, id, workflows.AgentUpdate, in)
 	if err != nil {
 		return "", err
@@ -334,7 +334,7 @@ func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.
 
 // operation runs one DeviceOperation; wantErr says the agent refuses it.
 func operation(ctx context.Context, c client.Client, typ, kind, payload string, wantErr bool) (string, error) {
-	in := workflows.OperationInput{OperationID: unique("op"), Type: typ, Payload: json.RawMessage(payload), Kind: kind,
+	in := workflows.OperationInput{OperationID: cairn.OperationID(unique("op")), Type: typ, Payload: json.RawMessage(payload), Kind: kind,
 		Summary: kind, Actor: "admin", Target: devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
 	run, err := start(ctx, c, workflows.OperationWorkflowID(in.Target.GUID, in.OperationID), workflows.DeviceOperation, in)
 	if err != nil {

@@ -28,7 +28,7 @@ type AgentCommands struct {
 // CommandInput is one operation's request to an agent.
 type CommandInput struct {
 	OperationID cairn.OperationID
-	GUID        string
+	GUID        cairn.DeviceGUID
 	// Type is the spec's event name (proto.Event*).
 	Type    string
 	Payload []byte

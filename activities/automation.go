@@ -41,7 +41,7 @@ func (a *JobRuns) NextItems(ctx context.Context, in NextInput) (automation.Batch
 // SendScriptInput is one device's execution.
 type SendScriptInput struct {
 	RunID       cairn.RunID
-	GUID        string
+	GUID        cairn.DeviceGUID
 	OperationID cairn.OperationID
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
@@ -47,7 +49,7 @@ type EventPublisher interface {
 // TrustActionInput is a committed trust action: the device as it is after
 // it, and who did it.
 type TrustActionInput struct {
-	GUID         string
+	GUID         cairn.DeviceGUID
 	Hostname     string
 	SiteID       int64
 	SiteSlug     string
@@ -63,7 +65,7 @@ func (d *DeviceTrust) DropSocket(ctx context.Context, in TrustActionInput) error
 		activity.GetLogger(ctx).Warn("no socket hub in this process; socket not dropped", "guid", in.GUID)
 		return nil
 	}
-	return d.Sockets.Drop(ctx, in.GUID, "device "+in.TrustState)
+	return d.Sockets.Drop(ctx, string(in.GUID), "device "+in.TrustState)
 }
 
 // RecordTrustActivity adds the action to the device's activity history

@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/cairn-rmm/cairn/internal/devices"
 )
 
@@ -49,14 +51,14 @@ func OperationKey(meta map[string]any) string {
 
 // ApplyInput is an agent's answer to store.
 type ApplyInput struct {
-	GUID    string
+	GUID    cairn.DeviceGUID
 	Type    string
 	Payload []byte
 }
 
 // ApplyAgentAnswer stores what the answer changes and returns a summary of it.
 func (o *Operations) ApplyAgentAnswer(ctx context.Context, in ApplyInput) (string, error) {
-	s, err := o.Devices.ApplyReply(ctx, in.GUID, in.Type, in.Payload)
+	s, err := o.Devices.ApplyReply(ctx, string(in.GUID), in.Type, in.Payload)
 	return s, ApplicationError(err)
 }
 

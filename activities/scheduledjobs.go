@@ -124,7 +124,7 @@ func (a *ScheduledJobs) RequestAgentMaintenance(ctx context.Context, in FireInpu
 	}
 	guids := make([]string, len(res.Targets))
 	for i, t := range res.Targets {
-		guids[i] = t.GUID
+		guids[i] = string(t.GUID)
 	}
 	actor := in.Actor
 	if actor == "" {
@@ -162,7 +162,7 @@ func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job
 	}
 	guids := make([]string, len(res.Targets))
 	for i, t := range res.Targets {
-		guids[i] = t.GUID
+		guids[i] = string(t.GUID)
 	}
 	jobID := job.ID
 	run, err := a.Flows.CreateRun(ctx, f, runID, &jobID, in.ScheduledFor, guids, in.Actor)

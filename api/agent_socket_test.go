@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -100,7 +102,7 @@ func TestRealtimeRouteSocketAndTrustActions(t *testing.T) {
 	require.True(t, strings.HasPrefix(route.Body["worker"].(string), "site:socket-"))
 
 	c := a.connect(t)
-	dev, err := f.store.DeviceGetByGUID(ctx, a.guid)
+	dev, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(a.guid))
 	require.NoError(t, err)
 	require.NotNil(t, dev.SocketReplica, "the socket is recorded")
 

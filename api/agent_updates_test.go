@@ -336,7 +336,7 @@ func TestOperatorUpdateWaitsForALaneSlot(t *testing.T) {
 
 	// The update's workflow has asked for a slot more than once: the lane
 	// is full, so it waits, queued, and holds nothing.
-	wfID := workflows.AgentUpdateWorkflowID(a.guid, cairn.OperationID(opID))
+	wfID := workflows.AgentUpdateWorkflowID(cairn.DeviceGUID(a.guid), cairn.OperationID(opID))
 	require.Eventually(t, func() bool {
 		d, err := temporalClient.DescribeWorkflowExecution(ctx, wfID, "")
 		require.NoError(t, err)

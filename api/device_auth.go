@@ -101,9 +101,9 @@ func (s *Server) authenticateDevice(r *http.Request) (*devicetrust.Identity, err
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Store.DeviceGetByGUID(ctx, claims.Subject)
+	d, err := s.Store.DeviceGetByGUID(ctx, cairn.DeviceGUID(claims.Subject))
 	if err != nil {
-		return nil, s.missingDevice(ctx, claims.Subject, err)
+		return nil, s.missingDevice(ctx, cairn.DeviceGUID(claims.Subject), err)
 	}
 	switch {
 	case d.Jkt != jkt:
@@ -123,7 +123,7 @@ func (s *Server) authenticateDevice(r *http.Request) (*devicetrust.Identity, err
 
 // missingDevice explains a token whose device has no row: purged (final)
 // or unknown (a restored Engine; recoverable).
-func (s *Server) missingDevice(ctx context.Context, guid string, err error) error {
+func (s *Server) missingDevice(ctx context.Context, guid cairn.DeviceGUID, err error) error {
 	if !db.IsNoRows(err) {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -30,10 +32,10 @@ func ago(d time.Duration) *time.Duration { return &d }
 func (f *fixture) addDevice(t *testing.T, guid, hostname string, siteID int64, st deviceState) devicetrust.Identity {
 	t.Helper()
 	ctx := context.Background()
-	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: hostname, SiteID: siteID})
+	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: siteID})
 	require.NoError(t, err)
 	now := time.Now()
-	p := db.DeviceFixtureUpdateParams{Guid: guid, AgentID: "agent-" + guid, OperatingSystem: st.os, AgentVersion: st.version,
+	p := db.DeviceFixtureUpdateParams{Guid: cairn.DeviceGUID(guid), AgentID: "agent-" + guid, OperatingSystem: st.os, AgentVersion: st.version,
 		HelperContexts: st.helpers}
 	if p.HelperContexts == nil {
 		p.HelperContexts = []string{}
@@ -47,7 +49,7 @@ func (f *fixture) addDevice(t *testing.T, guid, hostname string, siteID int64, s
 		p.SocketSeenAt, p.SocketReplica = &at, &replica
 	}
 	require.NoError(t, f.store.DeviceFixtureUpdate(ctx, p))
-	return devicetrust.Identity{GUID: guid, Hostname: hostname, SiteID: siteID}
+	return devicetrust.Identity{GUID: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: siteID}
 }
 
 // fleet is two sites with one device of each connection status.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent"
@@ -297,7 +299,7 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 
 	// A trust change bumps the token version: the old token stops working,
 	// a refreshed one works again.
-	_, err := f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "active", Now: f.clk.Now(), FromState: "active", FromVersion: 1})
+	_, err := f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: cairn.DeviceGUID(guid), TrustState: "active", Now: f.clk.Now(), FromState: "active", FromVersion: 1})
 	require.NoError(t, err)
 	r = a.device(t, "GET", hash, nil)
 	require.Equal(t, 401, r.Status)
@@ -307,7 +309,7 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 
 	// Quarantine blocks device routes and refresh, keeping the tokens valid
 	// for later.
-	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "quarantined", Now: f.clk.Now(), FromState: "active", FromVersion: 2})
+	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: cairn.DeviceGUID(guid), TrustState: "quarantined", Now: f.clk.Now(), FromState: "active", FromVersion: 2})
 	require.NoError(t, err)
 	r = a.doRefresh(t)
 	require.Equal(t, 409, r.Status, r.Raw)
@@ -315,10 +317,10 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 
 	// Purge: refresh answers device_purged; re-approval recreates the GUID
 	// with a higher token version.
-	dev, err := f.store.DeviceGetByGUID(ctx, guid)
+	dev, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
-	require.NoError(t, f.store.DevicePurgeInsert(ctx, db.DevicePurgeInsertParams{Guid: guid, Jkt: dev.Jkt, Hostname: dev.Hostname, TokenVersion: dev.TokenVersion, PurgedBy: "test"}))
-	_, err = f.store.DeviceDelete(ctx, guid)
+	require.NoError(t, f.store.DevicePurgeInsert(ctx, db.DevicePurgeInsertParams{Guid: cairn.DeviceGUID(guid), Jkt: dev.Jkt, Hostname: dev.Hostname, TokenVersion: dev.TokenVersion, PurgedBy: "test"}))
+	_, err = f.store.DeviceDelete(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	r = a.doRefresh(t)
 	require.Equal(t, 401, r.Status, r.Raw)
@@ -336,14 +338,14 @@ func TestAutoApprovalTrustAndPurge(t *testing.T) {
 	require.Equal(t, 200, d.Status, d.Raw)
 	require.Equal(t, proto.ApprovalEnrolled, a.poll(t).Body["status"])
 	require.Equal(t, guid, a.guid, "the purged GUID is recreated")
-	back, err := f.store.DeviceGetByGUID(ctx, guid)
+	back, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	require.Greater(t, back.TokenVersion, dev.TokenVersion)
 	require.Equal(t, 200, a.device(t, "GET", hash, nil).Status)
 
 	// A blank Engine: the device's tokens are unknown, which the agent
 	// treats as recoverable.
-	_, err = f.store.DeviceDelete(ctx, guid)
+	_, err = f.store.DeviceDelete(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	r = a.doRefresh(t)
 	require.Equal(t, 401, r.Status)
@@ -428,7 +430,7 @@ func TestReadmissionNeedsAnAdministrator(t *testing.T) {
 
 func (f *fixture) trustState(t *testing.T, guid string) string {
 	t.Helper()
-	d, err := f.store.DeviceGetByGUID(context.Background(), guid)
+	d, err := f.store.DeviceGetByGUID(context.Background(), cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	return d.TrustState
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent"
@@ -147,9 +149,9 @@ func TestDroppedRefreshAnswerLeavesTheAgentWorking(t *testing.T) {
 	proxy.mu.Lock()
 	proxy.armed = true
 	proxy.mu.Unlock()
-	d, err := f.store.DeviceGetByGUID(ctx, guid)
+	d, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
-	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: "active", Now: f.clk.Now(),
+	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: cairn.DeviceGUID(guid), TrustState: "active", Now: f.clk.Now(),
 		FromState: d.TrustState, FromVersion: d.TokenVersion})
 	require.NoError(t, err)
 

@@ -77,7 +77,7 @@ func (q *maintenanceReq) validate() error {
 }
 
 type updateOpJSON struct {
-	GUID        string            `json:"guid"`
+	GUID        cairn.DeviceGUID  `json:"guid"`
 	OperationID cairn.OperationID `json:"operation_id"`
 }
 
@@ -110,7 +110,7 @@ func (s *agentUpdatesAPI) updateAgent(r *http.Request, _ struct{}) (updateStarte
 	if err != nil {
 		return updateStartedJSON{}, err
 	}
-	res, err := s.requestUpdates(ctx, []string{t.GUID})
+	res, err := s.requestUpdates(ctx, []string{string(t.GUID)})
 	if err != nil {
 		return updateStartedJSON{}, err
 	}
@@ -147,7 +147,7 @@ func (s *agentUpdatesAPI) agentUpdates(r *http.Request) (agentupdates.History, e
 		return agentupdates.History{}, cairn.Invalid("operation_id", "must be at most 100 characters")
 	}
 	ctx := r.Context()
-	return s.Updates.History(ctx, principal(ctx).SiteScope(), pathParam(r, "guid"), cairn.OperationID(opID), limit)
+	return s.Updates.History(ctx, principal(ctx).SiteScope(), cairn.DeviceGUID(pathParam(r, "guid")), cairn.OperationID(opID), limit)
 }
 
 func (s *agentUpdatesAPI) agentUpdateProgress(r *http.Request, req proto.UpdateProgress) (proto.UpdateProgressResponse, error) {
@@ -160,7 +160,7 @@ func (s *agentUpdatesAPI) agentUpdateProgress(r *http.Request, req proto.UpdateP
 	if op.Reason == agentupdates.ReasonOperator {
 		// The record is written: a lost signal only delays the workflow
 		// until its next look at the record.
-		if err := s.UpdateStarter.Progress(ctx, d.GUID, string(op.ID), op.Status); err != nil {
+		if err := s.UpdateStarter.Progress(ctx, string(d.GUID), string(op.ID), op.Status); err != nil {
 			s.ctxLog(ctx).Warn("signal agent update", "operation", op.ID, "err", err)
 		}
 	}

@@ -112,7 +112,7 @@ type countsJSON struct {
 }
 
 type resultJSON struct {
-	GUID            string            `json:"guid"`
+	GUID            cairn.DeviceGUID  `json:"guid"`
 	Hostname        string            `json:"hostname"`
 	Status          string            `json:"status"`
 	ExitCode        *int32            `json:"exit_code"`

@@ -198,7 +198,7 @@ func (s *Server) deviceRows(ctx context.Context, page devicefilters.Page) ([]dev
 	out := make([]deviceJSON, len(list))
 	guids := make([]string, len(list))
 	for i, d := range list {
-		out[i], guids[i] = newDeviceJSON(d), d.GUID
+		out[i], guids[i] = newDeviceJSON(d), string(d.GUID)
 	}
 	// Bare test servers run without the metadata service.
 	values := map[string]map[string]string{}
@@ -209,7 +209,7 @@ func (s *Server) deviceRows(ctx context.Context, page devicefilters.Page) ([]dev
 		}
 	}
 	for i := range out {
-		if m := values[out[i].GUID]; m != nil {
+		if m := values[string(out[i].GUID)]; m != nil {
 			out[i].MetadataFields = m
 		}
 	}

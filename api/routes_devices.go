@@ -31,7 +31,7 @@ func (s *Server) deviceRoutes() []Route {
 		{"GET", "/api/devices", AuthToken, getAction(s, s.deviceList).Query(queryInteger("site_id", "only this site's devices"), queryInteger("site", "the console's spelling of site_id"), queryString("status", "connected, disconnected or offline"), queryInteger("limit", "rows per page"), queryInteger("offset", "rows to skip"), queryString("sort", "a column, - first for descending"), queryInteger("filter_id", "a saved device filter"), queryString("filter", "a draft filter tree (JSON)")), "List devices"},
 		{"GET", "/api/devices/search", AuthToken, getAction(s, s.deviceSearch).Query(queryInteger("limit", "devices to return"), queryString("hostname", "a hostname or part of one")), "Search devices"},
 		{"GET", "/api/devices/{guid}", AuthToken, getAction(s, func(r *http.Request) (deviceSummaryJSON, error) {
-			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
+			d, err := s.Devices.Get(r.Context(), principal(r.Context()).SiteScope(), cairn.DeviceGUID(pathParam(r, "guid")))
 			return newDeviceSummaryJSON(d), err
 		}).Errors(cairn.ECodeNotFound, cairn.ECodeNotFound), "Get a device"},
 		{"GET", "/api/device/details/{hostname}", AuthToken, getAction(s, s.deviceDetails).Errors(cairn.ECodeNotFound), "Get a device's details"},
@@ -52,17 +52,17 @@ func pathParam(r *http.Request, name string) string {
 }
 
 type deviceJSON struct {
-	GUID               string     `json:"guid"`
-	AgentID            string     `json:"agent_id"`
-	Hostname           string     `json:"hostname"`
-	Description        string     `json:"description"`
-	SiteID             int64      `json:"site_id"`
-	SiteName           string     `json:"site_name"`
-	LastSeen           *time.Time `json:"last_seen"`
-	AgentSocket        bool       `json:"agent_socket"`
-	ConnectivityStatus string     `json:"connectivity_status"`
-	OperatingSystem    string     `json:"operating_system"`
-	AgentVersion       string     `json:"agent_version"`
+	GUID               cairn.DeviceGUID `json:"guid"`
+	AgentID            string           `json:"agent_id"`
+	Hostname           string           `json:"hostname"`
+	Description        string           `json:"description"`
+	SiteID             int64            `json:"site_id"`
+	SiteName           string           `json:"site_name"`
+	LastSeen           *time.Time       `json:"last_seen"`
+	AgentSocket        bool             `json:"agent_socket"`
+	ConnectivityStatus string           `json:"connectivity_status"`
+	OperatingSystem    string           `json:"operating_system"`
+	AgentVersion       string           `json:"agent_version"`
 	// AgentBuildID is the build the agent last reported in a status post.
 	AgentBuildID string `json:"agent_build_id"`
 	TrustState   string `json:"trust_state"`

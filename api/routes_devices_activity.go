@@ -29,17 +29,17 @@ func (s *Server) activityRoutes() []Route {
 }
 
 type activityJSON struct {
-	ID         int64           `json:"id"`
-	GUID       *string         `json:"guid"`
-	Hostname   string          `json:"hostname"`
-	SiteID     *int64          `json:"site_id"`
-	Kind       string          `json:"kind"`
-	Summary    string          `json:"summary"`
-	Actor      string          `json:"actor"`
-	Status     string          `json:"status"`
-	Metadata   json.RawMessage `json:"metadata" openapi:"types=object"`
-	CreatedAt  time.Time       `json:"created_at"`
-	FinishedAt *time.Time      `json:"finished_at"`
+	ID         int64             `json:"id"`
+	GUID       *cairn.DeviceGUID `json:"guid"`
+	Hostname   string            `json:"hostname"`
+	SiteID     *int64            `json:"site_id"`
+	Kind       string            `json:"kind"`
+	Summary    string            `json:"summary"`
+	Actor      string            `json:"actor"`
+	Status     string            `json:"status"`
+	Metadata   json.RawMessage   `json:"metadata" openapi:"types=object"`
+	CreatedAt  time.Time         `json:"created_at"`
+	FinishedAt *time.Time        `json:"finished_at"`
 }
 
 func newActivityJSON(a devices.Activity) activityJSON {

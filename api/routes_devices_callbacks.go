@@ -51,7 +51,7 @@ func (s *Server) enrolled(ctx context.Context, e enrollment.Enrolled) {
 	s.activity(ctx, devices.NewActivity{GUID: e.Device.Guid, Hostname: e.Device.Hostname, SiteID: e.Device.SiteID,
 		Kind: "device_enrolled", Summary: summary, Metadata: map[string]any{"token_version": e.Device.TokenVersion}})
 	data := map[string]any{"guid": e.Device.Guid, "hostname": e.Device.Hostname, "site_id": e.Device.SiteID, "phase": "enrolled"}
-	if err := s.Bus.Publish(ctx, events.Event{ID: e.Device.Guid + ":enrolled", Type: events.TypeAgentStatusChanged,
+	if err := s.Bus.Publish(ctx, events.Event{ID: string(e.Device.Guid + ":enrolled"), Type: events.TypeAgentStatusChanged,
 		SiteID: e.Device.SiteID, Data: mustJSON(data)}); err != nil {
 		s.ctxLog(ctx).Warn("publish enrollment", "err", err)
 	}

@@ -40,11 +40,11 @@ func (s *deviceTrustAPI) deviceTrustRoutes() []Route {
 }
 
 type trustJSON struct {
-	GUID         string `json:"guid"`
-	Hostname     string `json:"hostname"`
-	SiteID       int64  `json:"site_id"`
-	TrustState   string `json:"trust_state"`
-	TokenVersion int32  `json:"token_version"`
+	GUID         cairn.DeviceGUID `json:"guid"`
+	Hostname     string           `json:"hostname"`
+	SiteID       int64            `json:"site_id"`
+	TrustState   string           `json:"trust_state"`
+	TokenVersion int32            `json:"token_version"`
 }
 
 // trustAction applies a trust action and answers with the device's new

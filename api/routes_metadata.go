@@ -31,7 +31,7 @@ func (s *Server) metadataRoutes() []Route {
 			return newMetadataDefinitionJSON(d), err
 		}).Errors(metadata.ECodeReservedField), "Label a metadata field"},
 		{"GET", "/api/devices/{guid}/metadata_fields", AuthToken, getAction(s, func(r *http.Request) (metadataValueListJSON, error) {
-			vals, err := s.Metadata.DeviceValues(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"))
+			vals, err := s.Metadata.DeviceValues(r.Context(), principal(r.Context()).SiteScope(), cairn.DeviceGUID(pathParam(r, "guid")))
 			out := make([]metadataValueJSON, len(vals))
 			for i, v := range vals {
 				out[i] = newMetadataValueJSON(v)
@@ -44,7 +44,7 @@ func (s *Server) metadataRoutes() []Route {
 				return metadataValueJSON{}, err
 			}
 			p := principal(r.Context())
-			v, err := s.Metadata.SetDeviceValue(r.Context(), p.SiteScope(), p.Username, pathParam(r, "guid"), n, *req.Value)
+			v, err := s.Metadata.SetDeviceValue(r.Context(), p.SiteScope(), p.Username, cairn.DeviceGUID(pathParam(r, "guid")), n, *req.Value)
 			return newMetadataValueJSON(v), err
 		}).Errors(cairn.ECodeNotFound), "Set a device's metadata value"},
 		{"GET", proto.PathAgentMetadataPrefix + "{field_number}", AuthDevice, getAction(s, func(r *http.Request) (proto.MetadataFieldValue, error) {
@@ -67,7 +67,7 @@ func (s *Server) metadataRoutes() []Route {
 // writes it carried and, when operators changed the device's metadata
 // since the agent's revision, the revision and the changed fields. A beat
 // with nothing to do answers from memory (the flush's cached revision).
-func (s *Server) metadataSync(ctx context.Context, guid string, hb proto.Heartbeat, resp proto.HeartbeatResponse) (proto.HeartbeatResponse, error) {
+func (s *Server) metadataSync(ctx context.Context, guid cairn.DeviceGUID, hb proto.Heartbeat, resp proto.HeartbeatResponse) (proto.HeartbeatResponse, error) {
 	cached := resp.MetadataRevision
 	resp.MetadataRevision = 0
 	if s.Metadata == nil || !metadata.NeedsSync(hb, cached) {

@@ -134,7 +134,7 @@ func (s *Server) scheduledJobRoutes() []Route {
 			if err != nil {
 				return deviceRunsJSON{}, err
 			}
-			runs, err := s.Jobs.DeviceRuns(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "guid"), limit)
+			runs, err := s.Jobs.DeviceRuns(r.Context(), principal(r.Context()).SiteScope(), cairn.DeviceGUID(pathParam(r, "guid")), limit)
 			if runs == nil {
 				runs = []scheduledjobs.DeviceRun{}
 			}

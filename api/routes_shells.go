@@ -78,7 +78,7 @@ func (s *Server) shellRoutes(svc *shells.Service) []Route {
 
 // deviceRef names a device by exactly one of its fields.
 type deviceRef struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 }
 
@@ -106,7 +106,7 @@ func (d deviceRef) check(v *cairn.Validation, others map[string]bool) {
 			v.Add(f, "give exactly one of "+names)
 		}
 	}
-	if d.GUID != "" && (len(d.GUID) > 128 || strings.ContainsFunc(d.GUID, unicode.IsControl)) {
+	if d.GUID != "" && (len(d.GUID) > 128 || strings.ContainsFunc(string(d.GUID), unicode.IsControl)) {
 		v.Add("guid", "must be at most 128 characters without control characters")
 	}
 	if d.Hostname != "" {
@@ -119,12 +119,12 @@ func (d deviceRef) check(v *cairn.Validation, others map[string]bool) {
 // Requests list guid and hostname themselves rather than embedding
 // deviceRef: decoding errors name the field as the JSON path.
 type shellEstablishReq struct {
-	GUID               string `json:"guid"`
-	Hostname           string `json:"hostname"`
-	OperationToken     string `json:"operation_token"`
-	Cols               int    `json:"cols"`
-	Rows               int    `json:"rows"`
-	IdleTimeoutSeconds int    `json:"idle_timeout_seconds"`
+	GUID               cairn.DeviceGUID `json:"guid"`
+	Hostname           string           `json:"hostname"`
+	OperationToken     string           `json:"operation_token"`
+	Cols               int              `json:"cols"`
+	Rows               int              `json:"rows"`
+	IdleTimeoutSeconds int              `json:"idle_timeout_seconds"`
 }
 
 func (q *shellEstablishReq) ref() deviceRef { return deviceRef{GUID: q.GUID, Hostname: q.Hostname} }
@@ -148,13 +148,13 @@ func (q *shellEstablishReq) validate() error {
 }
 
 type shellEstablishResp struct {
-	SessionID          string    `json:"session_id"`
-	WSURL              string    `json:"ws_url"`
-	AgentSocket        bool      `json:"agent_socket"`
-	ExpiresAt          time.Time `json:"expires_at"`
-	GUID               string    `json:"guid"`
-	Hostname           string    `json:"hostname"`
-	IdleTimeoutSeconds int       `json:"idle_timeout_seconds"`
+	SessionID          string           `json:"session_id"`
+	WSURL              string           `json:"ws_url"`
+	AgentSocket        bool             `json:"agent_socket"`
+	ExpiresAt          time.Time        `json:"expires_at"`
+	GUID               cairn.DeviceGUID `json:"guid"`
+	Hostname           string           `json:"hostname"`
+	IdleTimeoutSeconds int              `json:"idle_timeout_seconds"`
 }
 
 // target finds the device of ref (or of a redeemed operation token)
@@ -167,7 +167,7 @@ func (h *shellAPI) target(ctx context.Context, p *auth.Principal, ref deviceRef,
 		if err != nil {
 			return devices.OperationTarget{}, err
 		}
-		return h.s.Devices.OperationTargetByGUID(ctx, scope, guid)
+		return h.s.Devices.OperationTargetByGUID(ctx, scope, cairn.DeviceGUID(guid))
 	case ref.GUID != "":
 		return h.s.Devices.OperationTargetByGUID(ctx, scope, ref.GUID)
 	default:
@@ -279,23 +279,23 @@ func (h *shellAPI) disconnect(r *http.Request, req shellDisconnectReq) (shellSes
 }
 
 type shellSessionJSON struct {
-	SessionID           string     `json:"session_id"`
-	GUID                *string    `json:"guid"`
-	Hostname            string     `json:"hostname"`
-	Operator            string     `json:"operator"`
-	State               string     `json:"state"`
-	Cols                int        `json:"cols"`
-	Rows                int        `json:"rows"`
-	IdleTimeoutSeconds  int        `json:"idle_timeout_seconds"`
-	CreatedAt           time.Time  `json:"created_at"`
-	StartedAt           *time.Time `json:"started_at"`
-	EndedAt             *time.Time `json:"ended_at"`
-	DurationSeconds     float64    `json:"duration_seconds"`
-	ExitCode            *int       `json:"exit_code"`
-	CloseReason         string     `json:"close_reason"`
-	ActivityID          *int64     `json:"activity_id"`
-	TranscriptBytes     int64      `json:"transcript_bytes"`
-	TranscriptTruncated bool       `json:"transcript_truncated"`
+	SessionID           string            `json:"session_id"`
+	GUID                *cairn.DeviceGUID `json:"guid"`
+	Hostname            string            `json:"hostname"`
+	Operator            string            `json:"operator"`
+	State               string            `json:"state"`
+	Cols                int               `json:"cols"`
+	Rows                int               `json:"rows"`
+	IdleTimeoutSeconds  int               `json:"idle_timeout_seconds"`
+	CreatedAt           time.Time         `json:"created_at"`
+	StartedAt           *time.Time        `json:"started_at"`
+	EndedAt             *time.Time        `json:"ended_at"`
+	DurationSeconds     float64           `json:"duration_seconds"`
+	ExitCode            *int              `json:"exit_code"`
+	CloseReason         string            `json:"close_reason"`
+	ActivityID          *int64            `json:"activity_id"`
+	TranscriptBytes     int64             `json:"transcript_bytes"`
+	TranscriptTruncated bool              `json:"transcript_truncated"`
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -365,9 +365,9 @@ func (h *shellAPI) transcript(w http.ResponseWriter, r *http.Request) {
 // ---- scoped operation tokens ----
 
 type remoteOpsReq struct {
-	GUID       string `json:"guid"`
-	Hostname   string `json:"hostname"`
-	Capability string `json:"capability"`
+	GUID       cairn.DeviceGUID `json:"guid"`
+	Hostname   string           `json:"hostname"`
+	Capability string           `json:"capability"`
 }
 
 func (q *remoteOpsReq) ref() deviceRef { return deviceRef{GUID: q.GUID, Hostname: q.Hostname} }
@@ -384,10 +384,10 @@ func (q *remoteOpsReq) validate() error {
 }
 
 type remoteOpsResp struct {
-	Token      string    `json:"token"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	Capability string    `json:"capability"`
-	GUID       string    `json:"guid"`
+	Token      string           `json:"token"`
+	ExpiresAt  time.Time        `json:"expires_at"`
+	Capability string           `json:"capability"`
+	GUID       cairn.DeviceGUID `json:"guid"`
 }
 
 func (h *shellAPI) remoteOpsSession(r *http.Request, req remoteOpsReq) (remoteOpsResp, error) {

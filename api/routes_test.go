@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
-	"github.com/cairn-rmm/cairn"
 	"net/http"
 	"regexp"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-rmm/cairn"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -210,9 +211,9 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	require.Equal(t, 201, hidden.Status)
 	hiddenSite := int64(hidden.Body["site_id"].(float64))
 	guid := uuid.NewString()
-	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: "hidden-host", SiteID: hiddenSite})
+	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "hidden-host", SiteID: hiddenSite})
 	require.NoError(t, err)
-	activity, err := f.store.DeviceActivityInsert(ctx, db.DeviceActivityInsertParams{DeviceGuid: &guid, Hostname: "hidden-host",
+	activity, err := f.store.DeviceActivityInsert(ctx, db.DeviceActivityInsertParams{DeviceGuid: (*cairn.DeviceGUID)(&guid), Hostname: "hidden-host",
 		SiteID: &hiddenSite, Kind: "script", Summary: "hidden-host work", Actor: "admin", Status: "succeeded", Metadata: []byte(`{}`)})
 	require.NoError(t, err)
 	runID := uuid.NewString()
@@ -349,7 +350,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	}
 
 	// Nothing hidden changed through the writes.
-	dev, err := f.store.DeviceGetByGUID(ctx, guid)
+	dev, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	require.Equal(t, hiddenSite, dev.SiteID)
 	after, err := f.store.ApprovalGet(ctx, approval.ID)

@@ -144,7 +144,7 @@ func TestDuplicateFireRunsOnce(t *testing.T) {
 
 	runs := f.jobRuns(t, admin, id)
 	require.Len(t, runs, 1, "one run per fire time")
-	require.Equal(t, got[0].RunID, runs[0]["run_id"])
+	require.Equal(t, string(got[0].RunID), runs[0]["run_id"])
 	require.Equal(t, "succeeded", runs[0]["status"])
 	require.Equal(t, fire.Format(time.RFC3339), runs[0]["scheduled_for"])
 	executed := 0

@@ -111,7 +111,7 @@ func TestShellGuardRechecksTheDeviceOnEachTick(t *testing.T) {
 			require.NoError(t, err)
 		}, "the device was quarantined"},
 		{"site changed", func(t *testing.T, d db.DeviceGetByGUIDRow) {
-			_, err := f.store.DeviceSiteAssign(ctx, db.DeviceSiteAssignParams{SiteID: other, Guids: []string{d.Guid}})
+			_, err := f.store.DeviceSiteAssign(ctx, db.DeviceSiteAssignParams{SiteID: other, Guids: []string{string(d.Guid)}})
 			require.NoError(t, err)
 		}, "the device moved to another site"},
 	} {
@@ -124,7 +124,7 @@ func TestShellGuardRechecksTheDeviceOnEachTick(t *testing.T) {
 			readFrame(t, agentSide)
 			bf, af := watch(browser), watch(agentSide)
 
-			d, err := f.store.DeviceGetByGUID(ctx, a.guid)
+			d, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(a.guid))
 			require.NoError(t, err)
 			tc.change(t, d)
 			bf.wait(t)

@@ -231,7 +231,7 @@ func (h *shellAPI) guard(ctx context.Context, p *auth.Principal, sess shells.Ses
 
 // aboutDevice passes the agent_status_changed events that may be about
 // the device guid (a false positive costs one re-check).
-func aboutDevice(guid string) func(events.Event) bool {
+func aboutDevice(guid cairn.DeviceGUID) func(events.Event) bool {
 	needle, _ := json.Marshal(guid)
 	needle = append([]byte(`"guid":`), needle...)
 	return func(e events.Event) bool {
@@ -245,7 +245,7 @@ func (h *shellAPI) deviceEnds(ctx context.Context, p *auth.Principal, sess shell
 	if sess.GUID == "" {
 		return devicetrust.EndedBy(devicetrust.ActionPurge)
 	}
-	rows, err := h.s.Store.ShellDeviceCheck(ctx, sess.GUID)
+	rows, err := h.s.Store.ShellDeviceCheck(ctx, string(sess.GUID))
 	if err != nil {
 		// A database hiccup is not the device's end; the next tick asks again.
 		h.s.Log.Warn("shell session: re-check the device", "err", err)
@@ -324,7 +324,7 @@ func (h *shellAPI) agentSocket(w http.ResponseWriter, r *http.Request) {
 // notWaiting explains an agent's socket for a session that does not wait
 // here: its browser is on another Engine process (421, as for the
 // realtime socket), or there is nothing for this device to join.
-func (h *shellAPI) notWaiting(ctx context.Context, id, guid string) error {
+func (h *shellAPI) notWaiting(ctx context.Context, id string, guid cairn.DeviceGUID) error {
 	sess, err := h.svc.Get(ctx, cairn.AllSites, id)
 	if err == nil && sess.GUID == guid && sess.State == shells.StateConnecting && sess.Replica != h.replica {
 		return cairn.Errorf(cairn.ECodeWrongWorker, "the operator's side of this shell session is on another Engine process")

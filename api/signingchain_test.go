@@ -36,7 +36,7 @@ func TestScheduledContentIsBoundAtEachFire(t *testing.T) {
 		"body": "echo operator"})
 	require.Equal(t, 201, r.Status, r.Raw)
 	assembly := int64(r.Body["id"].(float64))
-	targets := []devices.OperationTarget{{GUID: a.guid, Hostname: "bound-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}
+	targets := []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "bound-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}
 
 	content, version, err := svc.SignContent(ctx, automation.RunSpec{AssemblyID: &assembly})
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func TestScheduledContentIsBoundAtEachFire(t *testing.T) {
 	require.NoError(t, err)
 	var sent *proto.Signed
 	for _, row := range rows {
-		if row.RunID == run.ID && row.DeviceGuid == a.guid {
+		if row.RunID == run.ID && row.DeviceGuid == cairn.DeviceGUID(a.guid) {
 			sent = new(proto.Signed)
 			require.NoError(t, json.Unmarshal(row.Signed, sent))
 		}
@@ -62,7 +62,7 @@ func TestScheduledContentIsBoundAtEachFire(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, proto.PurposeScript, job.Purpose)
 	require.Equal(t, a.guid, job.DeviceGUID)
-	require.Equal(t, run.ID, job.RunID)
+	require.Equal(t, string(run.ID), job.RunID)
 	require.NotNil(t, job.ExpiresAt)
 	require.Equal(t, "echo operator", job.Body)
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"github.com/cairn-rmm/cairn"
 	"context"
 	"encoding/json"
 	"os"
@@ -38,7 +39,7 @@ func TestOperationStartedThroughTemporalReachesNoAgent(t *testing.T) {
 	site := int64(r.Body["site_id"].(float64))
 	a := f.opsAgent(t, admin, site, "trust-01")
 	dir := t.TempDir()
-	target := devices.OperationTarget{GUID: a.guid, Hostname: "trust-01", SiteID: site, SiteSlug: slug}
+	target := devices.OperationTarget{GUID: cairn.DeviceGUID(a.guid), Hostname: "trust-01", SiteID: site, SiteSlug: slug}
 	write := func(path string) json.RawMessage {
 		raw, err := json.Marshal(proto.FileRequest{Action: proto.FileActionWriteText, Path: path, Content: "* * * * * root id\n"})
 		require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestOperationStartedThroughTemporalReachesNoAgent(t *testing.T) {
 	}
 
 	// A grant the Engine made for a harmless write, replayed for another.
-	grant, err := f.engine.core.Grants.Sign(context.Background(), grants.Operation{GUID: a.guid, OperationID: "granted",
+	grant, err := f.engine.core.Grants.Sign(context.Background(), grants.Operation{GUID: cairn.DeviceGUID(a.guid), OperationID: "granted",
 		Type: proto.EventFileManagement, Payload: write(filepath.Join(dir, "harmless"))}, time.Hour)
 	require.NoError(t, err)
 

@@ -131,7 +131,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 
 type AgentRequestInsertParams struct {
 	ID          string
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	OperationID cairn.OperationID
 	Type        string
 	Payload     []byte
@@ -251,7 +251,7 @@ ORDER BY created_at
 
 type AgentRequestUnclaimedRow struct {
 	ID         string
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 // Requests stored for these devices that no holder has claimed: their
@@ -325,7 +325,7 @@ type DeviceOperationTargetParams struct {
 }
 
 type DeviceOperationTargetRow struct {
-	Guid                 string
+	Guid                 cairn.DeviceGUID
 	Hostname             string
 	SiteID               int64
 	SiteSlug             string
@@ -380,7 +380,7 @@ type DeviceOperationTargetByGUIDParams struct {
 }
 
 type DeviceOperationTargetByGUIDRow struct {
-	Guid         string
+	Guid         cairn.DeviceGUID
 	Hostname     string
 	SiteID       int64
 	SiteSlug     string

@@ -39,13 +39,13 @@ WHERE d.guid = $1 AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
 
 type AgentUpdateDeviceInScopeParams struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	AllSites bool
 	SiteIds  []int64
 }
 
 type AgentUpdateDeviceInScopeRow struct {
-	Guid            string
+	Guid            cairn.DeviceGUID
 	Hostname        string
 	SiteID          int64
 	AgentBuildID    string
@@ -144,7 +144,7 @@ const agentUpdateOperationActive = `-- name: AgentUpdateOperationActive :one
 SELECT id, device_guid, hostname, site_id, status, reason, force, requested_by, from_build_id, to_build_id, artifact_id, run_id, scheduled_job_id, activity_id, last_phase, failure_summary, created_at, started_at, finished_at FROM agent_update_operations WHERE device_guid = $1 AND status IN ('queued', 'running')
 `
 
-func (q *Queries) AgentUpdateOperationActive(ctx context.Context, deviceGuid string) (AgentUpdateOperation, error) {
+func (q *Queries) AgentUpdateOperationActive(ctx context.Context, deviceGuid cairn.DeviceGUID) (AgentUpdateOperation, error) {
 	row := q.db.QueryRow(ctx, agentUpdateOperationActive, deviceGuid)
 	var i AgentUpdateOperation
 	err := row.Scan(
@@ -259,7 +259,7 @@ SELECT id, device_guid, hostname, site_id, status, reason, force, requested_by, 
 
 type AgentUpdateOperationGetForDeviceParams struct {
 	ID         cairn.OperationID
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 func (q *Queries) AgentUpdateOperationGetForDevice(ctx context.Context, arg AgentUpdateOperationGetForDeviceParams) (AgentUpdateOperation, error) {
@@ -300,7 +300,7 @@ RETURNING id, device_guid, hostname, site_id, status, reason, force, requested_b
 
 type AgentUpdateOperationInsertParams struct {
 	ID             cairn.OperationID
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	Hostname       string
 	SiteID         *int64
 	Status         string
@@ -445,7 +445,7 @@ LIMIT $3::int
 `
 
 type AgentUpdateOperationsByDeviceParams struct {
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	OperationID string
 	MaxRows     int32
 }
@@ -497,7 +497,7 @@ VALUES ($1, $2, $3, $4, 'pending', $5)
 
 type AgentUpdateResultInsertParams struct {
 	RunID       cairn.RunID
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	Hostname    string
 	SiteID      *int64
 	OperationID cairn.OperationID
@@ -531,7 +531,7 @@ type AgentUpdateResultSetParams struct {
 	ErrorMessage string
 	ActivityID   *int64
 	RunID        cairn.RunID
-	DeviceGuid   string
+	DeviceGuid   cairn.DeviceGUID
 }
 
 func (q *Queries) AgentUpdateResultSet(ctx context.Context, arg AgentUpdateResultSetParams) error {
@@ -557,7 +557,7 @@ WHERE run_id = $2 AND device_guid = $3
 type AgentUpdateResultStartParams struct {
 	ActivityID *int64
 	RunID      cairn.RunID
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 // A pending result starts; one that already has its outcome keeps it (the

@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const agentArtifactSetSignature = `-- name: AgentArtifactSetSignature :exec
@@ -83,7 +85,7 @@ type DevicePlatformFactsRow struct {
 
 // What the device reported about its system, to pick its artifact when
 // the agent does not name its platform.
-func (q *Queries) DevicePlatformFacts(ctx context.Context, guid string) (DevicePlatformFactsRow, error) {
+func (q *Queries) DevicePlatformFacts(ctx context.Context, guid cairn.DeviceGUID) (DevicePlatformFactsRow, error) {
 	row := q.db.QueryRow(ctx, devicePlatformFacts, guid)
 	var i DevicePlatformFactsRow
 	err := row.Scan(&i.OperatingSystem, &i.OsFamily, &i.OsArch)

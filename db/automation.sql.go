@@ -509,7 +509,7 @@ WHERE r.run_id = $2 AND r.device_guid = $3
 type JobRunDispatchInfoParams struct {
 	FreshSeconds float64
 	RunID        cairn.RunID
-	DeviceGuid   string
+	DeviceGuid   cairn.DeviceGUID
 }
 
 type JobRunDispatchInfoRow struct {
@@ -743,7 +743,7 @@ type JobRunPendingBatchParams struct {
 }
 
 type JobRunPendingBatchRow struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Hostname   string
 	SiteID     *int64
 	SiteSlug   string
@@ -790,7 +790,7 @@ type JobRunQueuedForDeviceRow struct {
 
 // Work queued for a device that was offline, handed out once: the results
 // become running until the agent posts them.
-func (q *Queries) JobRunQueuedForDevice(ctx context.Context, deviceGuid string) ([]JobRunQueuedForDeviceRow, error) {
+func (q *Queries) JobRunQueuedForDevice(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]JobRunQueuedForDeviceRow, error) {
 	rows, err := q.db.Query(ctx, jobRunQueuedForDevice, deviceGuid)
 	if err != nil {
 		return nil, err
@@ -822,7 +822,7 @@ type JobRunResultDispatchParams struct {
 	OperationID cairn.OperationID
 	ActivityID  *int64
 	RunID       cairn.RunID
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 }
 
 type JobRunResultDispatchRow struct {
@@ -871,7 +871,7 @@ type JobRunResultFinishParams struct {
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	RunID           cairn.RunID
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 }
 
 type JobRunResultFinishRow struct {
@@ -927,7 +927,7 @@ type JobRunResultListParams struct {
 }
 
 type JobRunResultListRow struct {
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 	Hostname        string
 	SiteID          *int64
 	Status          string
@@ -993,7 +993,7 @@ type JobRunResultOutputParams struct {
 	StdoutTruncated bool
 	StderrTruncated bool
 	RunID           cairn.RunID
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 }
 
 // Live output of a running script (the whole output so far).
@@ -1020,7 +1020,7 @@ WHERE run_id = $1 AND device_guid = $2 AND status IN ('pending', 'running')
 
 type JobRunResultQueueParams struct {
 	RunID      cairn.RunID
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 // An offline device of a run that allows it keeps its work until it asks.
@@ -1091,7 +1091,7 @@ type JobTargetsByGUIDParams struct {
 }
 
 type JobTargetsByGUIDRow struct {
-	Guid            string
+	Guid            cairn.DeviceGUID
 	Hostname        string
 	SiteID          int64
 	SiteSlug        string

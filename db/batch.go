@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	cairn "github.com/cairn-rmm/cairn"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -40,7 +41,7 @@ type DeviceRoleUpsertBatchResults struct {
 }
 
 type DeviceRoleUpsertParams struct {
-	DeviceGuid       string
+	DeviceGuid       cairn.DeviceGUID
 	Key              string
 	Desired          string
 	Observed         string

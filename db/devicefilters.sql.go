@@ -8,19 +8,21 @@ package db
 import (
 	"context"
 	"net/netip"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceAddressDelete = `-- name: DeviceAddressDelete :exec
 DELETE FROM device_addresses WHERE device_guid = $1
 `
 
-func (q *Queries) DeviceAddressDelete(ctx context.Context, deviceGuid string) error {
+func (q *Queries) DeviceAddressDelete(ctx context.Context, deviceGuid cairn.DeviceGUID) error {
 	_, err := q.db.Exec(ctx, deviceAddressDelete, deviceGuid)
 	return err
 }
 
 type DeviceAddressInsertParams struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Address    netip.Addr
 }
 

@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceInsert = `-- name: DeviceInsert :one
@@ -15,7 +17,7 @@ INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid
 `
 
 type DeviceInsertParams struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }
@@ -70,7 +72,7 @@ type DeviceSocketAttachParams struct {
 }
 
 type DeviceSocketAttachRow struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }
@@ -103,7 +105,7 @@ FROM devices WHERE guid = ANY ($1::text[])
 `
 
 type DeviceSocketCheckManyRow struct {
-	Guid             string
+	Guid             cairn.DeviceGUID
 	TrustState       string
 	TokenVersion     int32
 	SocketReplica    string
@@ -176,7 +178,7 @@ type DeviceSocketGetParams struct {
 }
 
 type DeviceSocketGetRow struct {
-	Guid           string
+	Guid           cairn.DeviceGUID
 	Hostname       string
 	SiteID         int64
 	HelperContexts []string

@@ -76,7 +76,7 @@ RETURNING id, device_guid, hostname, site_id, kind, summary, actor, status, meta
 `
 
 type DeviceActivityInsertParams struct {
-	DeviceGuid  *string
+	DeviceGuid  *cairn.DeviceGUID
 	Hostname    string
 	SiteID      *int64
 	Kind        string

@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceHeartbeatApply = `-- name: DeviceHeartbeatApply :many
@@ -38,7 +40,7 @@ type DeviceHeartbeatApplyParams struct {
 }
 
 type DeviceHeartbeatApplyRow struct {
-	Guid             string
+	Guid             cairn.DeviceGUID
 	DetailsWanted    bool
 	MetadataRevision int64
 }
@@ -82,7 +84,7 @@ const deviceInventoryHashes = `-- name: DeviceInventoryHashes :one
 SELECT part_hashes FROM device_inventory WHERE device_guid = $1
 `
 
-func (q *Queries) DeviceInventoryHashes(ctx context.Context, deviceGuid string) ([]byte, error) {
+func (q *Queries) DeviceInventoryHashes(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]byte, error) {
 	row := q.db.QueryRow(ctx, deviceInventoryHashes, deviceGuid)
 	var part_hashes []byte
 	err := row.Scan(&part_hashes)
@@ -113,7 +115,7 @@ ON CONFLICT (device_guid) DO UPDATE SET
 `
 
 type DeviceInventoryUpsertParams struct {
-	DeviceGuid   string
+	DeviceGuid   cairn.DeviceGUID
 	Hash         string
 	Hardware     []byte
 	Os           []byte
@@ -153,13 +155,13 @@ SELECT guid, hostname, site_id FROM devices WHERE guid = $1 FOR UPDATE
 `
 
 type DeviceLockForInventoryRow struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }
 
 // Serializes details posts of one device (and gives the event its names).
-func (q *Queries) DeviceLockForInventory(ctx context.Context, guid string) (DeviceLockForInventoryRow, error) {
+func (q *Queries) DeviceLockForInventory(ctx context.Context, guid cairn.DeviceGUID) (DeviceLockForInventoryRow, error) {
 	row := q.db.QueryRow(ctx, deviceLockForInventory, guid)
 	var i DeviceLockForInventoryRow
 	err := row.Scan(&i.Guid, &i.Hostname, &i.SiteID)
@@ -172,7 +174,7 @@ UPDATE devices SET operating_system = $1, updated_at = now() WHERE guid = $2
 
 type DeviceOperatingSystemSetParams struct {
 	OperatingSystem string
-	Guid            string
+	Guid            cairn.DeviceGUID
 }
 
 func (q *Queries) DeviceOperatingSystemSet(ctx context.Context, arg DeviceOperatingSystemSetParams) error {
@@ -184,13 +186,13 @@ const devicePatchDelete = `-- name: DevicePatchDelete :exec
 DELETE FROM device_patches WHERE device_guid = $1
 `
 
-func (q *Queries) DevicePatchDelete(ctx context.Context, deviceGuid string) error {
+func (q *Queries) DevicePatchDelete(ctx context.Context, deviceGuid cairn.DeviceGUID) error {
 	_, err := q.db.Exec(ctx, devicePatchDelete, deviceGuid)
 	return err
 }
 
 type DevicePatchInsertParams struct {
-	DeviceGuid       string
+	DeviceGuid       cairn.DeviceGUID
 	PatchKey         string
 	Kb               string
 	Title            string
@@ -209,13 +211,13 @@ const deviceSoftwareDelete = `-- name: DeviceSoftwareDelete :exec
 DELETE FROM device_software WHERE device_guid = $1
 `
 
-func (q *Queries) DeviceSoftwareDelete(ctx context.Context, deviceGuid string) error {
+func (q *Queries) DeviceSoftwareDelete(ctx context.Context, deviceGuid cairn.DeviceGUID) error {
 	_, err := q.db.Exec(ctx, deviceSoftwareDelete, deviceGuid)
 	return err
 }
 
 type DeviceSoftwareInsertParams struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	SiteID     int64
 	NameKey    string
 	Name       string
@@ -241,11 +243,11 @@ type DeviceStatusApplyParams struct {
 	AgentVersion string
 	AgentBuildID string
 	BootID       string
-	Guid         string
+	Guid         cairn.DeviceGUID
 }
 
 type DeviceStatusApplyRow struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }

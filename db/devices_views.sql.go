@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceDescriptionSet = `-- name: DeviceDescriptionSet :one
@@ -23,14 +25,14 @@ type DeviceDescriptionSetParams struct {
 	SiteIds     []int64
 }
 
-func (q *Queries) DeviceDescriptionSet(ctx context.Context, arg DeviceDescriptionSetParams) (string, error) {
+func (q *Queries) DeviceDescriptionSet(ctx context.Context, arg DeviceDescriptionSetParams) (cairn.DeviceGUID, error) {
 	row := q.db.QueryRow(ctx, deviceDescriptionSet,
 		arg.Description,
 		arg.Hostname,
 		arg.AllSites,
 		arg.SiteIds,
 	)
-	var guid string
+	var guid cairn.DeviceGUID
 	err := row.Scan(&guid)
 	return guid, err
 }
@@ -55,7 +57,7 @@ type DeviceFixtureUpdateParams struct {
 	SocketReplica   *string
 	SocketSeenAt    *time.Time
 	HelperContexts  []string
-	Guid            string
+	Guid            cairn.DeviceGUID
 }
 
 // Tests only: what enrollment, heartbeats and the socket runtime set.
@@ -133,7 +135,7 @@ WHERE d.guid = $1 AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
 
 type DeviceGetInScopeParams struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	AllSites bool
 	SiteIds  []int64
 }
@@ -183,7 +185,7 @@ const deviceInventoryGet = `-- name: DeviceInventoryGet :one
 SELECT device_guid, hash, hardware, os, network, sessions, uptime, software, services, processes, services_hash, part_hashes, collected_at, updated_at, os_version_key FROM device_inventory WHERE device_guid = $1
 `
 
-func (q *Queries) DeviceInventoryGet(ctx context.Context, deviceGuid string) (DeviceInventory, error) {
+func (q *Queries) DeviceInventoryGet(ctx context.Context, deviceGuid cairn.DeviceGUID) (DeviceInventory, error) {
 	row := q.db.QueryRow(ctx, deviceInventoryGet, deviceGuid)
 	var i DeviceInventory
 	err := row.Scan(
@@ -290,7 +292,7 @@ const devicePatchList = `-- name: DevicePatchList :many
 SELECT device_guid, patch_key, kb, title, update_id, revision, state, source, package, installed_version, candidate_version, severity, installed_at, updated_at FROM device_patches WHERE device_guid = $1 ORDER BY state, patch_key
 `
 
-func (q *Queries) DevicePatchList(ctx context.Context, deviceGuid string) ([]DevicePatch, error) {
+func (q *Queries) DevicePatchList(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]DevicePatch, error) {
 	rows, err := q.db.Query(ctx, devicePatchList, deviceGuid)
 	if err != nil {
 		return nil, err
@@ -329,7 +331,7 @@ const deviceRoleList = `-- name: DeviceRoleList :many
 SELECT device_guid, key, desired, observed, last_checked_at, last_healthy_at, last_error, recovery_attempts, context, updated_at FROM device_roles WHERE device_guid = $1 ORDER BY key
 `
 
-func (q *Queries) DeviceRoleList(ctx context.Context, deviceGuid string) ([]DeviceRole, error) {
+func (q *Queries) DeviceRoleList(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]DeviceRole, error) {
 	rows, err := q.db.Query(ctx, deviceRoleList, deviceGuid)
 	if err != nil {
 		return nil, err
@@ -453,7 +455,7 @@ type DeviceSiteAssignParams struct {
 }
 
 type DeviceSiteAssignRow struct {
-	Guid           string
+	Guid           cairn.DeviceGUID
 	Hostname       string
 	PreviousSiteID int64
 }
@@ -484,7 +486,7 @@ const deviceSoftwareList = `-- name: DeviceSoftwareList :many
 SELECT device_guid, name_key, name, version, publisher, version_key, site_id FROM device_software WHERE device_guid = $1 ORDER BY name_key, version
 `
 
-func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid string) ([]DeviceSoftware, error) {
+func (q *Queries) DeviceSoftwareList(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]DeviceSoftware, error) {
 	rows, err := q.db.Query(ctx, deviceSoftwareList, deviceGuid)
 	if err != nil {
 		return nil, err

@@ -8,13 +8,15 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceDelete = `-- name: DeviceDelete :execrows
 DELETE FROM devices WHERE guid = $1
 `
 
-func (q *Queries) DeviceDelete(ctx context.Context, guid string) (int64, error) {
+func (q *Queries) DeviceDelete(ctx context.Context, guid cairn.DeviceGUID) (int64, error) {
 	result, err := q.db.Exec(ctx, deviceDelete, guid)
 	if err != nil {
 		return 0, err
@@ -27,7 +29,7 @@ DELETE FROM devices WHERE guid = $1 AND trust_state = $2 AND token_version = $3
 `
 
 type DevicePurgeIfUnchangedParams struct {
-	Guid        string
+	Guid        cairn.DeviceGUID
 	FromState   string
 	FromVersion int32
 }
@@ -50,7 +52,7 @@ ON CONFLICT (guid) DO UPDATE SET jkt = EXCLUDED.jkt, hostname = EXCLUDED.hostnam
 `
 
 type DevicePurgeInsertParams struct {
-	Guid         string
+	Guid         cairn.DeviceGUID
 	Jkt          string
 	Hostname     string
 	TokenVersion int32
@@ -78,7 +80,7 @@ RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_
 type DeviceTrustSetParams struct {
 	TrustState  string
 	Now         time.Time
-	Guid        string
+	Guid        cairn.DeviceGUID
 	FromState   string
 	FromVersion int32
 }
@@ -189,7 +191,7 @@ VALUES ($1, $2, $3, $4, $5)
 
 type RefreshTokenInsertParams struct {
 	TokenHash  []byte
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	FamilyID   string
 	ExpiresAt  time.Time
 	ParentHash []byte
@@ -249,7 +251,7 @@ UPDATE refresh_tokens SET revoked_at = $1 WHERE device_guid = $2 AND revoked_at 
 
 type RefreshTokenRevokeDeviceParams struct {
 	Now        *time.Time
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 func (q *Queries) RefreshTokenRevokeDevice(ctx context.Context, arg RefreshTokenRevokeDeviceParams) error {
@@ -277,7 +279,7 @@ SELECT count(*) FROM refresh_tokens WHERE device_guid = $1 AND revoked_at IS NOT
 
 // Revoked refresh tokens of a device (the fault suite checks that a
 // restart or reconnect storm revokes no family).
-func (q *Queries) RefreshTokenRevokedCount(ctx context.Context, deviceGuid string) (int64, error) {
+func (q *Queries) RefreshTokenRevokedCount(ctx context.Context, deviceGuid cairn.DeviceGUID) (int64, error) {
 	row := q.db.QueryRow(ctx, refreshTokenRevokedCount, deviceGuid)
 	var count int64
 	err := row.Scan(&count)

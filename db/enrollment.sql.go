@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	cairn "github.com/cairn-rmm/cairn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -210,7 +211,7 @@ type ApprovalListRow struct {
 	ExpiresAt        time.Time
 	DecidedAt        *time.Time
 	DecidedBy        *string
-	DeviceGuid       *string
+	DeviceGuid       *cairn.DeviceGUID
 	Readmission      bool
 	AdminApproved    bool
 	SiteName         string
@@ -262,7 +263,7 @@ UPDATE device_approvals SET status = 'enrolled', device_guid = $1 WHERE id = $2
 `
 
 type ApprovalMarkEnrolledParams struct {
-	DeviceGuid *string
+	DeviceGuid *cairn.DeviceGUID
 	ID         string
 }
 
@@ -320,7 +321,7 @@ RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_
 `
 
 type DeviceEnrollInsertParams struct {
-	Guid            string
+	Guid            cairn.DeviceGUID
 	Hostname        string
 	SiteID          int64
 	AgentID         string
@@ -385,7 +386,7 @@ WHERE d.guid = $1
 `
 
 type DeviceGetByGUIDRow struct {
-	Guid            string
+	Guid            cairn.DeviceGUID
 	Hostname        string
 	SiteID          int64
 	CreatedAt       time.Time
@@ -414,7 +415,7 @@ type DeviceGetByGUIDRow struct {
 	SiteName        string
 }
 
-func (q *Queries) DeviceGetByGUID(ctx context.Context, guid string) (DeviceGetByGUIDRow, error) {
+func (q *Queries) DeviceGetByGUID(ctx context.Context, guid cairn.DeviceGUID) (DeviceGetByGUIDRow, error) {
 	row := q.db.QueryRow(ctx, deviceGetByGUID, guid)
 	var i DeviceGetByGUIDRow
 	err := row.Scan(
@@ -491,7 +492,7 @@ SELECT guid, jkt FROM devices WHERE lower(hostname) = lower($1)
 `
 
 type DeviceHostnameOwnerRow struct {
-	Guid string
+	Guid cairn.DeviceGUID
 	Jkt  string
 }
 
@@ -507,7 +508,7 @@ DELETE FROM device_purges WHERE guid = $1
 `
 
 // No row when a concurrent enrollment already lifted the barrier.
-func (q *Queries) DevicePurgeDelete(ctx context.Context, guid string) (int64, error) {
+func (q *Queries) DevicePurgeDelete(ctx context.Context, guid cairn.DeviceGUID) (int64, error) {
 	result, err := q.db.Exec(ctx, devicePurgeDelete, guid)
 	if err != nil {
 		return 0, err
@@ -519,7 +520,7 @@ const devicePurgeGet = `-- name: DevicePurgeGet :one
 SELECT guid, jkt, hostname, token_version, purged_by, purged_at FROM device_purges WHERE guid = $1
 `
 
-func (q *Queries) DevicePurgeGet(ctx context.Context, guid string) (DevicePurge, error) {
+func (q *Queries) DevicePurgeGet(ctx context.Context, guid cairn.DeviceGUID) (DevicePurge, error) {
 	row := q.db.QueryRow(ctx, devicePurgeGet, guid)
 	var i DevicePurge
 	err := row.Scan(
@@ -567,7 +568,7 @@ type DeviceReenrollParams struct {
 	Fingerprint     string
 	AgentVersion    string
 	Now             time.Time
-	Guid            string
+	Guid            cairn.DeviceGUID
 	FromState       string
 	FromVersion     int32
 }

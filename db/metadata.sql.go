@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const assemblyBundledIDs = `-- name: AssemblyBundledIDs :many
@@ -109,7 +111,7 @@ ORDER BY field_number
 `
 
 type MetadataChangedSinceParams struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Revision   int64
 }
 
@@ -211,13 +213,13 @@ WHERE guid = $1 AND ($2::boolean OR site_id = ANY ($3::bigint[]))
 `
 
 type MetadataDeviceInScopeParams struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	AllSites bool
 	SiteIds  []int64
 }
 
 type MetadataDeviceInScopeRow struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }
@@ -236,9 +238,9 @@ SELECT guid FROM devices WHERE guid = $1 FOR NO KEY UPDATE
 
 // Serializes the metadata writes of one device (agent and operators): the
 // device row is locked, and a purged device is "not found".
-func (q *Queries) MetadataDeviceLock(ctx context.Context, guid string) (string, error) {
+func (q *Queries) MetadataDeviceLock(ctx context.Context, guid cairn.DeviceGUID) (cairn.DeviceGUID, error) {
 	row := q.db.QueryRow(ctx, metadataDeviceLock, guid)
-	var guid_2 string
+	var guid_2 cairn.DeviceGUID
 	err := row.Scan(&guid_2)
 	return guid_2, err
 }
@@ -251,7 +253,7 @@ RETURNING revision
 
 // Revisions come from one sequence, so a device purged and enrolled again
 // under its GUID never repeats a revision its agent already holds.
-func (q *Queries) MetadataRevisionBump(ctx context.Context, deviceGuid string) (int64, error) {
+func (q *Queries) MetadataRevisionBump(ctx context.Context, deviceGuid cairn.DeviceGUID) (int64, error) {
 	row := q.db.QueryRow(ctx, metadataRevisionBump, deviceGuid)
 	var revision int64
 	err := row.Scan(&revision)
@@ -265,7 +267,7 @@ ORDER BY device_guid, field_number
 `
 
 type MetadataSparseValuesRow struct {
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	FieldNumber int32
 	ValueB64    string
 }
@@ -297,7 +299,7 @@ WHERE device_guid = $1 AND field_number = $2
 `
 
 type MetadataValueGetParams struct {
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	FieldNumber int32
 }
 
@@ -327,7 +329,7 @@ FOR UPDATE
 `
 
 type MetadataValueGetForUpdateParams struct {
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	FieldNumber int32
 }
 
@@ -362,7 +364,7 @@ type MetadataValueListRow struct {
 	Source      string
 }
 
-func (q *Queries) MetadataValueList(ctx context.Context, deviceGuid string) ([]MetadataValueListRow, error) {
+func (q *Queries) MetadataValueList(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]MetadataValueListRow, error) {
 	rows, err := q.db.Query(ctx, metadataValueList, deviceGuid)
 	if err != nil {
 		return nil, err
@@ -396,7 +398,7 @@ SET value_b64 = EXCLUDED.value_b64, modified_at = EXCLUDED.modified_at, source =
 `
 
 type MetadataValuePutParams struct {
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	FieldNumber int32
 	ValueB64    string
 	ModifiedAt  time.Time

@@ -61,7 +61,7 @@ type AgentInstallLink struct {
 
 type AgentRequest struct {
 	ID          string
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	OperationID cairn.OperationID
 	Type        string
 	Payload     []byte
@@ -84,7 +84,7 @@ type AgentUpdateEvent struct {
 
 type AgentUpdateOperation struct {
 	ID             cairn.OperationID
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	Hostname       string
 	SiteID         *int64
 	Status         string
@@ -194,7 +194,7 @@ type AutomationWorkflowRun struct {
 }
 
 type Device struct {
-	Guid            string
+	Guid            cairn.DeviceGUID
 	Hostname        string
 	SiteID          int64
 	CreatedAt       time.Time
@@ -223,7 +223,7 @@ type Device struct {
 
 type DeviceActivity struct {
 	ID          int64
-	DeviceGuid  *string
+	DeviceGuid  *cairn.DeviceGUID
 	Hostname    string
 	SiteID      *int64
 	Kind        string
@@ -237,7 +237,7 @@ type DeviceActivity struct {
 }
 
 type DeviceAddress struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Address    netip.Addr
 }
 
@@ -258,7 +258,7 @@ type DeviceApproval struct {
 	ExpiresAt        time.Time
 	DecidedAt        *time.Time
 	DecidedBy        *string
-	DeviceGuid       *string
+	DeviceGuid       *cairn.DeviceGUID
 	Readmission      bool
 	AdminApproved    bool
 }
@@ -277,7 +277,7 @@ type DeviceFilter struct {
 }
 
 type DeviceFilterRow struct {
-	Guid                 string
+	Guid                 cairn.DeviceGUID
 	SiteID               int64
 	HostnameLower        string
 	DescriptionLower     string
@@ -291,7 +291,7 @@ type DeviceFilterRow struct {
 }
 
 type DeviceInventory struct {
-	DeviceGuid   string
+	DeviceGuid   cairn.DeviceGUID
 	Hash         string
 	Hardware     []byte
 	Os           []byte
@@ -323,12 +323,12 @@ type DeviceListView struct {
 }
 
 type DeviceMetadataSync struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Revision   int64
 }
 
 type DeviceMetadataValue struct {
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	FieldNumber int32
 	ValueB64    string
 	ModifiedAt  time.Time
@@ -337,7 +337,7 @@ type DeviceMetadataValue struct {
 }
 
 type DevicePatch struct {
-	DeviceGuid       string
+	DeviceGuid       cairn.DeviceGUID
 	PatchKey         string
 	Kb               string
 	Title            string
@@ -354,7 +354,7 @@ type DevicePatch struct {
 }
 
 type DevicePurge struct {
-	Guid         string
+	Guid         cairn.DeviceGUID
 	Jkt          string
 	Hostname     string
 	TokenVersion int32
@@ -363,7 +363,7 @@ type DevicePurge struct {
 }
 
 type DeviceRole struct {
-	DeviceGuid       string
+	DeviceGuid       cairn.DeviceGUID
 	Key              string
 	Desired          string
 	Observed         string
@@ -376,13 +376,13 @@ type DeviceRole struct {
 }
 
 type DeviceScriptTrust struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	KeyIds     []string
 	ReportedAt time.Time
 }
 
 type DeviceSoftware struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	NameKey    string
 	Name       string
 	Version    string
@@ -437,7 +437,7 @@ type EnrollmentCode struct {
 
 type FileTransfer struct {
 	ID              cairn.TransferID
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 	Hostname        string
 	SiteID          int64
 	Direction       string
@@ -501,7 +501,7 @@ type JobRun struct {
 
 type JobRunResult struct {
 	RunID           cairn.RunID
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 	Hostname        string
 	SiteID          *int64
 	Status          string
@@ -560,7 +560,7 @@ type RateLimit struct {
 
 type RefreshToken struct {
 	TokenHash  []byte
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	FamilyID   string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
@@ -572,7 +572,7 @@ type RefreshToken struct {
 type RemoteOpToken struct {
 	TokenHash  []byte
 	Capability string
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Operator   string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
@@ -656,7 +656,7 @@ type SetupCode struct {
 
 type ShellSession struct {
 	ID                  string
-	DeviceGuid          *string
+	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
 	SiteID              *int64
 	Operator            string

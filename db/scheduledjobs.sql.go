@@ -41,7 +41,7 @@ SELECT guid, site_id FROM devices WHERE guid = ANY($1::text[])
 `
 
 type DeviceSitesByGUIDsRow struct {
-	Guid   string
+	Guid   cairn.DeviceGUID
 	SiteID int64
 }
 
@@ -122,7 +122,7 @@ LIMIT $4::int
 `
 
 type ScheduledJobDeviceRunsParams struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	AllSites bool
 	SiteIds  []int64
 	MaxRows  int32
@@ -640,7 +640,7 @@ type ScheduledJobTargetDevicesParams struct {
 }
 
 type ScheduledJobTargetDevicesRow struct {
-	Guid       string
+	Guid       cairn.DeviceGUID
 	Hostname   string
 	SiteID     int64
 	SiteSlug   string

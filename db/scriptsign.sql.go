@@ -20,7 +20,7 @@ ORDER BY run_id, device_guid
 
 type JobRunResultSignedStaleRow struct {
 	RunID      cairn.RunID
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Signed     []byte
 }
 
@@ -53,7 +53,7 @@ UPDATE job_run_results SET signed = $1 WHERE run_id = $2 AND device_guid = $3
 type JobRunResultSignedUpdateParams struct {
 	Signed     []byte
 	RunID      cairn.RunID
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 func (q *Queries) JobRunResultSignedUpdate(ctx context.Context, arg JobRunResultSignedUpdateParams) error {
@@ -292,7 +292,7 @@ ON CONFLICT (device_guid) DO UPDATE SET key_ids = EXCLUDED.key_ids, reported_at 
 `
 
 type ScriptTrustReportParams struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	KeyIds     []string
 }
 

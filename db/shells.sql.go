@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const remoteOpTokenInsert = `-- name: RemoteOpTokenInsert :one
@@ -19,7 +21,7 @@ RETURNING expires_at
 type RemoteOpTokenInsertParams struct {
 	TokenHash  []byte
 	Capability string
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Operator   string
 	TtlSeconds float64
 }
@@ -52,9 +54,9 @@ type RemoteOpTokenRedeemParams struct {
 }
 
 // Single use: the first redemption inside the lifetime wins.
-func (q *Queries) RemoteOpTokenRedeem(ctx context.Context, arg RemoteOpTokenRedeemParams) (string, error) {
+func (q *Queries) RemoteOpTokenRedeem(ctx context.Context, arg RemoteOpTokenRedeemParams) (cairn.DeviceGUID, error) {
 	row := q.db.QueryRow(ctx, remoteOpTokenRedeem, arg.TokenHash, arg.Capability, arg.Operator)
-	var device_guid string
+	var device_guid cairn.DeviceGUID
 	err := row.Scan(&device_guid)
 	return device_guid, err
 }
@@ -124,12 +126,12 @@ RETURNING id, device_guid, hostname, site_id, operator, state, cols, rows, idle_
 type ShellSessionClaimAgentParams struct {
 	ID             string
 	AgentTokenHash []byte
-	DeviceGuid     *string
+	DeviceGuid     *cairn.DeviceGUID
 }
 
 type ShellSessionClaimAgentRow struct {
 	ID                  string
-	DeviceGuid          *string
+	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
 	SiteID              *int64
 	Operator            string
@@ -195,7 +197,7 @@ type ShellSessionClaimBrowserParams struct {
 
 type ShellSessionClaimBrowserRow struct {
 	ID                  string
-	DeviceGuid          *string
+	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
 	SiteID              *int64
 	Operator            string
@@ -264,7 +266,7 @@ type ShellSessionFinishParams struct {
 
 type ShellSessionFinishRow struct {
 	ID                  string
-	DeviceGuid          *string
+	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
 	SiteID              *int64
 	Operator            string
@@ -328,7 +330,7 @@ type ShellSessionGetParams struct {
 
 type ShellSessionGetRow struct {
 	ID                  string
-	DeviceGuid          *string
+	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
 	SiteID              *int64
 	Operator            string
@@ -388,7 +390,7 @@ RETURNING id, expires_at
 
 type ShellSessionInsertParams struct {
 	ID                 string
-	DeviceGuid         *string
+	DeviceGuid         *cairn.DeviceGUID
 	Hostname           string
 	SiteID             *int64
 	Operator           string
@@ -448,7 +450,7 @@ type ShellSessionListParams struct {
 
 type ShellSessionListRow struct {
 	ID                  string
-	DeviceGuid          *string
+	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
 	SiteID              *int64
 	Operator            string

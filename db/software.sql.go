@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const softwareAuditAllByCount = `-- name: SoftwareAuditAllByCount :many
@@ -292,7 +294,7 @@ type SoftwareDeviceFindParams struct {
 }
 
 type SoftwareDeviceFindRow struct {
-	Guid     string
+	Guid     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }
@@ -313,7 +315,7 @@ ORDER BY s.version
 `
 
 type SoftwareDeviceRowsParams struct {
-	Guid    string
+	Guid    cairn.DeviceGUID
 	NameKey string
 }
 

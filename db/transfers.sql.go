@@ -134,7 +134,7 @@ SELECT id, device_guid, hostname, site_id, direction, state, destination, confli
 
 type FileTransferGetForDeviceParams struct {
 	ID         cairn.TransferID
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 // An agent's view: only its own device's transfers.
@@ -231,7 +231,7 @@ RETURNING id, device_guid, hostname, site_id, direction, state, destination, con
 
 type FileTransferInsertParams struct {
 	ID          cairn.TransferID
-	DeviceGuid  string
+	DeviceGuid  cairn.DeviceGUID
 	Hostname    string
 	SiteID      int64
 	Direction   string

@@ -3,8 +3,9 @@ package workflowclient
 import (
 	"context"
 	"encoding/json"
-	"github.com/cairn-rmm/cairn"
 	"time"
+
+	"github.com/cairn-rmm/cairn"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -48,7 +49,7 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 		TaskQueue:                workflows.SiteTaskQueue(p.Target.SiteSlug),
 		WorkflowExecutionTimeout: limit,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    deviceAttrs(p.Target.GUID, p.Target.SiteSlug, workflows.JobKindAgentUpdate),
+		TypedSearchAttributes:    deviceAttrs(string(p.Target.GUID), p.Target.SiteSlug, workflows.JobKindAgentUpdate),
 	}, workflows.AgentUpdate, workflows.AgentUpdateInput{OperationID: p.OperationID, Target: p.Target, ToBuildID: p.Request.BuildID,
 		Payload: raw, Deadline: deadline, RunID: p.RunID, LaneHolder: p.LaneHolder, Grant: grant})
 	return err
@@ -58,6 +59,6 @@ func (s AgentUpdateStarter) Start(ctx context.Context, p agentupdates.Planned) e
 // status the route recorded. An update that no longer runs (or an hourly
 // one, which has no workflow) is fine.
 func (s AgentUpdateStarter) Progress(ctx context.Context, guid, operationID, status string) error {
-	return Signal(ctx, s.Client, workflows.AgentUpdateWorkflowID(guid, cairn.OperationID(operationID)), workflows.SignalAgentUpdateProgress,
+	return Signal(ctx, s.Client, workflows.AgentUpdateWorkflowID(cairn.DeviceGUID(guid), cairn.OperationID(operationID)), workflows.SignalAgentUpdateProgress,
 		workflows.AgentUpdateProgress{Status: status})
 }

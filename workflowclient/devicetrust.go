@@ -22,14 +22,14 @@ type TrustStarter struct {
 // the same action is not an error.
 func (s TrustStarter) Start(ctx context.Context, in workflows.TrustActionInput) error {
 	attrs := []temporal.SearchAttributeUpdate{
-		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrDeviceGUID).ValueSet(in.GUID),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrDeviceGUID).ValueSet(string(in.GUID)),
 		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrJobKind).ValueSet(workflows.JobKindTrust(in.Action)),
 	}
 	if in.SiteSlug != "" {
 		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSiteSlug).ValueSet(in.SiteSlug))
 	}
 	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
-		ID:                    workflows.DeviceTrustWorkflowID(in.GUID, in.Action, in.TokenVersion),
+		ID:                    workflows.DeviceTrustWorkflowID(string(in.GUID), in.Action, in.TokenVersion),
 		TaskQueue:             cmp.Or(s.TaskQueue, workflows.EngineTaskQueue),
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),

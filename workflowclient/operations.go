@@ -71,7 +71,7 @@ func (r OperationRunner) Start(ctx context.Context, in workflows.OperationInput)
 		TaskQueue:                workflows.SiteTaskQueue(in.Target.SiteSlug),
 		WorkflowExecutionTimeout: life,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    deviceAttrs(in.Target.GUID, in.Target.SiteSlug, in.Kind),
+		TypedSearchAttributes:    deviceAttrs(string(in.Target.GUID), in.Target.SiteSlug, in.Kind),
 	}, workflows.DeviceOperation, in)
 }
 

@@ -246,7 +246,7 @@ func TestUnavailableIsOnlyBusyOrAway(t *testing.T) {
 func TestStartersTakeAlreadyStartedAsSuccess(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	target := devices.OperationTarget{GUID: "guid-" + uuid.NewString()[:8], Hostname: "h", SiteID: 1, SiteSlug: "nowhere-" + uuid.NewString()[:8]}
+	target := devices.OperationTarget{GUID: cairn.DeviceGUID("guid-" + uuid.NewString()[:8]), Hostname: "h", SiteID: 1, SiteSlug: "nowhere-" + uuid.NewString()[:8]}
 	terminate := func(id string) {
 		require.NoError(t, temporalClient.TerminateWorkflow(ctx, id, "", "test"))
 	}

@@ -63,7 +63,7 @@ func (s TransferStarter) Start(ctx context.Context, in workflows.FileTransferInp
 		TaskQueue:                workflows.SiteTaskQueue(in.Target.SiteSlug),
 		WorkflowExecutionTimeout: workflows.MaxTransferLife + max(s.Retention, transfers.DefaultRetention),
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    deviceAttrs(in.Target.GUID, in.Target.SiteSlug, workflows.JobKindFileTransfer),
+		TypedSearchAttributes:    deviceAttrs(string(in.Target.GUID), in.Target.SiteSlug, workflows.JobKindFileTransfer),
 	}, workflows.FileTransfer, in)
 	return err
 }

@@ -37,8 +37,8 @@ const (
 )
 
 // AgentUpdateWorkflowID names the update of one device's agent.
-func AgentUpdateWorkflowID(guid string, operationID cairn.OperationID) string {
-	return "agent-update:" + guid + ":" + string(operationID)
+func AgentUpdateWorkflowID(guid cairn.DeviceGUID, operationID cairn.OperationID) string {
+	return "agent-update:" + string(guid) + ":" + string(operationID)
 }
 
 // AgentUpdateInput is one requested update.

@@ -114,7 +114,7 @@ func runOnDevice(ctx workflow.Context, runID cairn.RunID, it automation.Item, ti
 	// The operation ID is derived, not random: deterministic on replay and
 	// stable across the dispatch's retries (the agent answers a repeat
 	// from its cache instead of running the script twice).
-	opID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:job-run:"+string(runID)+":"+it.GUID)).String()
+	opID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:job-run:"+string(runID)+":"+string(it.GUID))).String()
 	var reply agentgateway.Reply
 	err := workflow.ExecuteActivity(send, runs.SendScript, activities.SendScriptInput{RunID: runID, GUID: it.GUID, OperationID: cairn.OperationID(opID)}).Get(ctx, &reply)
 	out := automation.Outcome{RunID: runID, GUID: it.GUID, Reply: reply.Payload}

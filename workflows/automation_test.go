@@ -41,7 +41,7 @@ func (e *jobRunEnv) register(env *testsuite.TestWorkflowEnvironment) {
 	}, activity.RegisterOptions{Name: "NextItems"})
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.SendScriptInput) (agentgateway.Reply, error) {
 		e.mu.Lock()
-		e.sent = append(e.sent, in.GUID)
+		e.sent = append(e.sent, string(in.GUID))
 		e.mu.Unlock()
 		return agentgateway.Reply{Payload: json.RawMessage(`{"exit_code":0}`)}, nil
 	}, activity.RegisterOptions{Name: "SendScript"})
@@ -62,7 +62,7 @@ func (e *jobRunEnv) register(env *testsuite.TestWorkflowEnvironment) {
 func pendingDevices(n int) []automation.Item {
 	out := make([]automation.Item, n)
 	for i := range out {
-		out[i] = automation.Item{GUID: fmt.Sprintf("guid-%03d", i), Hostname: fmt.Sprintf("host-%03d", i), SiteID: 1, SiteSlug: "s"}
+		out[i] = automation.Item{GUID: cairn.DeviceGUID(fmt.Sprintf("guid-%03d", i)), Hostname: fmt.Sprintf("host-%03d", i), SiteID: 1, SiteSlug: "s"}
 	}
 	return out
 }

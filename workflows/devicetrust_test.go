@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
@@ -89,7 +91,7 @@ func TestDeviceTrustActionRetriesEachStepUntilDone(t *testing.T) {
 			require.Equal(t, tc.drops, deps.drops)
 			require.Len(t, deps.rows, 1)
 			row := deps.rows[0]
-			require.Equal(t, devices.NewActivity{GUID: tc.rowGUID, Hostname: "host-1", SiteID: 4, Kind: "device_" + tc.action,
+			require.Equal(t, devices.NewActivity{GUID: cairn.DeviceGUID(tc.rowGUID), Hostname: "host-1", SiteID: 4, Kind: "device_" + tc.action,
 				Summary: tc.summary, Actor: "alice", Metadata: map[string]any{"trust_state": tc.state, "token_version": int32(3)}}, row)
 			require.Len(t, deps.events, 1)
 			require.Equal(t, events.TypeAgentStatusChanged, deps.events[0].Type)

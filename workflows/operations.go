@@ -16,8 +16,8 @@ import (
 )
 
 // OperationWorkflowID names one operation on one device.
-func OperationWorkflowID(guid string, operationID cairn.OperationID) string {
-	return "device-op:" + guid + ":" + string(operationID)
+func OperationWorkflowID(guid cairn.DeviceGUID, operationID cairn.OperationID) string {
+	return "device-op:" + string(guid) + ":" + string(operationID)
 }
 
 // Operation timing. An operation waits for its agent at most Timeout

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/db"
@@ -143,7 +145,7 @@ func TestEngineKillWithConnectedAgents(t *testing.T) {
 	for guid, host := range after {
 		require.False(t, hosts[host], "two devices named %s", host)
 		hosts[host] = true
-		n, err := store.RefreshTokenRevokedCount(context.Background(), guid)
+		n, err := store.RefreshTokenRevokedCount(context.Background(), cairn.DeviceGUID(guid))
 		require.NoError(t, err)
 		require.Zero(t, n, "%s: a refresh token was revoked", host)
 	}

@@ -73,7 +73,7 @@ func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identit
 // agent.
 const MaxRepliesInFlight = 8
 
-func socketClosed(guid string) error {
+func socketClosed(guid cairn.DeviceGUID) error {
 	return cairn.Errorf(cairn.ECodeAgentSocketMissing, "the realtime socket of device %s closed", guid)
 }
 

@@ -13,11 +13,11 @@ import (
 // delivery travels on events.ChannelAgents to the replica holding a
 // socket. Every replica receives it; only the addressee acts.
 type delivery struct {
-	Replica  string          `json:"replica"`
-	GUID     string          `json:"guid"`
-	Op       string          `json:"op"`
-	Envelope *proto.Envelope `json:"envelope,omitempty"`
-	Reason   string          `json:"reason,omitempty"`
+	Replica  string           `json:"replica"`
+	GUID     cairn.DeviceGUID `json:"guid"`
+	Op       string           `json:"op"`
+	Envelope *proto.Envelope  `json:"envelope,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
 	// RequestID names a stored request (opDispatch).
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -33,7 +33,7 @@ const (
 // it unless the socket closes meanwhile (at most once, unconfirmed), and
 // the encoded delivery must fit one notification (events.MaxPayload).
 // Without a live socket anywhere it answers agent_socket_missing.
-func (h *Hub) Send(ctx context.Context, guid string, env proto.Envelope) error {
+func (h *Hub) Send(ctx context.Context, guid cairn.DeviceGUID, env proto.Envelope) error {
 	if c := h.local(guid); c != nil {
 		return c.send(ctx, env)
 	}
@@ -50,21 +50,21 @@ func (h *Hub) Send(ctx context.Context, guid string, env proto.Envelope) error {
 // in the background; one on another replica is closed by its holder after
 // Drop returns. No socket anywhere is not an error.
 func (h *Hub) Drop(ctx context.Context, guid, reason string) error {
-	if c := h.local(guid); c != nil {
+	if c := h.local(cairn.DeviceGUID(guid)); c != nil {
 		c.stop(closePolicy, reason)
 		if h.detach(c) {
 			h.publishStatus(c, false)
 		}
 		return nil
 	}
-	replica, err := h.locate(ctx, guid)
+	replica, err := h.locate(ctx, cairn.DeviceGUID(guid))
 	if cairn.IsCode(err, cairn.ECodeAgentSocketMissing) || cairn.IsCode(err, cairn.ECodeNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return h.notify(ctx, delivery{Replica: replica, GUID: guid, Op: opDrop, Reason: reason})
+	return h.notify(ctx, delivery{Replica: replica, GUID: cairn.DeviceGUID(guid), Op: opDrop, Reason: reason})
 }
 
 // DropSite closes this replica's sockets of a site whose worker this
@@ -82,8 +82,8 @@ func (h *Hub) DropSite(slug string) {
 }
 
 // locate returns the other replica holding a live socket of guid.
-func (h *Hub) locate(ctx context.Context, guid string) (string, error) {
-	row, err := h.store.DeviceSocketGet(ctx, db.DeviceSocketGetParams{Guid: guid, FreshSeconds: SocketFreshFor.Seconds()})
+func (h *Hub) locate(ctx context.Context, guid cairn.DeviceGUID) (string, error) {
+	row, err := h.store.DeviceSocketGet(ctx, db.DeviceSocketGetParams{Guid: string(guid), FreshSeconds: SocketFreshFor.Seconds()})
 	if err != nil {
 		return "", db.NotFound(err, "device %s not found", guid)
 	}

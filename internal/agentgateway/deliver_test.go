@@ -53,12 +53,12 @@ func TestSendWithoutALiveSocket(t *testing.T) {
 	for _, tc := range []struct {
 		name, guid, code string
 	}{
-		{"device without a socket", offline.GUID, cairn.ECodeAgentSocketMissing},
+		{"device without a socket", string(offline.GUID), cairn.ECodeAgentSocketMissing},
 		{"unknown device", "no-such-guid", cairn.ECodeNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := r.hub.Send(context.Background(), tc.guid, proto.Envelope{Type: "vnc_start"})
+			err := r.hub.Send(context.Background(), cairn.DeviceGUID(tc.guid), proto.Envelope{Type: "vnc_start"})
 			require.Equal(t, tc.code, cairn.ErrorCode(err), "%v", err)
 			err = r.hub.Dispatch(context.Background(), request(tc.guid, proto.EventProcessManagement, nil))
 			require.Equal(t, tc.code, cairn.ErrorCode(err), "%v", err)
@@ -97,21 +97,21 @@ func TestDropClosesTheSocketWhereverItIs(t *testing.T) {
 			t.Parallel()
 			dev := f.device(t, "alpha")
 			ag := connect(t, tc.holder, dev)
-			require.NoError(t, a.hub.Drop(context.Background(), dev.GUID, "device quarantined"))
+			require.NoError(t, a.hub.Drop(context.Background(), string(dev.GUID), "device quarantined"))
 			if tc.holder == a {
-				require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica,
+				require.Empty(t, f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica,
 					"a local drop clears the record before it returns")
 			}
 			ce := ag.closed(10 * time.Second)
 			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
 			require.Equal(t, "device quarantined", ce.Reason)
-			eventually(t, func() bool { return f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
+			eventually(t, func() bool { return f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica == "" },
 				"a dropped socket's record is cleared")
 		})
 	}
 	t.Run("no socket anywhere", func(t *testing.T) {
 		t.Parallel()
-		require.NoError(t, a.hub.Drop(context.Background(), f.device(t, "alpha").GUID, "device revoked"))
+		require.NoError(t, a.hub.Drop(context.Background(), string(f.device(t, "alpha").GUID), "device revoked"))
 		require.NoError(t, a.hub.Drop(context.Background(), "purged-guid", "device purged"))
 	})
 }

@@ -43,7 +43,7 @@ type Request struct {
 	// OperationID is the same for every attempt of one operation, so the
 	// agent answers a repeat without acting twice.
 	OperationID cairn.OperationID
-	GUID        string
+	GUID        cairn.DeviceGUID
 	Type        string
 	Payload     json.RawMessage
 	TaskToken   []byte
@@ -107,7 +107,7 @@ func (h *Hub) Dispatch(ctx context.Context, req Request) error {
 		return nil
 	}
 	if err := h.notify(ctx, delivery{Replica: replica, GUID: req.GUID, Op: opDispatch, RequestID: req.ID}); err != nil {
-		_, _ = h.store.AgentRequestTake(ctx, db.AgentRequestTakeParams{ID: req.ID, DeviceGuid: req.GUID})
+		_, _ = h.store.AgentRequestTake(ctx, db.AgentRequestTakeParams{ID: req.ID, DeviceGuid: string(req.GUID)})
 		return err
 	}
 	return nil
@@ -118,13 +118,13 @@ func (h *Hub) Dispatch(ctx context.Context, req Request) error {
 func (h *Hub) deliver(c *conn, id string) {
 	ctx, cancel := dbContext()
 	defer cancel()
-	row, err := h.store.AgentRequestMarkDelivered(ctx, db.AgentRequestMarkDeliveredParams{Replica: h.replica, ID: id, DeviceGuid: c.dev.GUID})
+	row, err := h.store.AgentRequestMarkDelivered(ctx, db.AgentRequestMarkDeliveredParams{Replica: h.replica, ID: id, DeviceGuid: string(c.dev.GUID)})
 	if db.IsNoRows(err) {
 		return // already answered or failed
 	}
 	if err != nil {
 		h.log.Error("claim agent request", "guid", c.dev.GUID, "id", id, "err", err)
-		h.failRequest(c.dev.GUID, id, FailureSocketClosed, "the site worker could not claim the request")
+		h.failRequest(string(c.dev.GUID), id, FailureSocketClosed, "the site worker could not claim the request")
 		return
 	}
 	c.track(id, row.TaskToken)
@@ -137,7 +137,7 @@ func (h *Hub) deliver(c *conn, id string) {
 	}
 	if !c.enqueue(env) || c.ctx.Err() != nil {
 		if c.untrack(id) != nil {
-			h.failRequest(c.dev.GUID, id, FailureSocketClosed, "the agent's socket could not take the request")
+			h.failRequest(string(c.dev.GUID), id, FailureSocketClosed, "the agent's socket could not take the request")
 		}
 	}
 }
@@ -149,7 +149,7 @@ func (h *Hub) handleDispatch(d delivery) {
 		h.deliver(c, d.RequestID)
 		return
 	}
-	h.failRequest(d.GUID, d.RequestID, FailureSocketClosed, "the agent's socket moved before the request reached it")
+	h.failRequest(string(d.GUID), d.RequestID, FailureSocketClosed, "the agent's socket moved before the request reached it")
 }
 
 // onReply completes the activity waiting for env (a reply on c's socket).
@@ -159,7 +159,7 @@ func (h *Hub) onReply(c *conn, env proto.Envelope) {
 	c.untrack(env.ID)
 	ctx, cancel := dbContext()
 	defer cancel()
-	token, err := h.store.AgentRequestTake(ctx, db.AgentRequestTakeParams{ID: env.ID, DeviceGuid: c.dev.GUID})
+	token, err := h.store.AgentRequestTake(ctx, db.AgentRequestTakeParams{ID: env.ID, DeviceGuid: string(c.dev.GUID)})
 	if db.IsNoRows(err) {
 		h.log.Debug("reply nobody waits for", "guid", c.dev.GUID, "id", env.ID)
 		return
@@ -199,7 +199,7 @@ func (h *Hub) onReply(c *conn, env proto.Envelope) {
 // failPending fails every request still waiting on c, which closed.
 func (h *Hub) failPending(c *conn) {
 	for _, id := range c.drainPending() {
-		h.failRequest(c.dev.GUID, id, FailureSocketClosed, "the agent's socket closed before it answered")
+		h.failRequest(string(c.dev.GUID), id, FailureSocketClosed, "the agent's socket closed before it answered")
 	}
 }
 

@@ -83,7 +83,7 @@ func (c *completions) beatsOf(token string) int {
 
 func request(dev string, typ string, payload json.RawMessage) agentgateway.Request {
 	id := uuid.NewString()
-	return agentgateway.Request{ID: id, OperationID: cairn.OperationID("op-" + id), GUID: dev, Type: typ, Payload: payload,
+	return agentgateway.Request{ID: id, OperationID: cairn.OperationID("op-" + id), GUID: cairn.DeviceGUID(dev), Type: typ, Payload: payload,
 		TaskToken: []byte("token-" + id), ExpiresAt: time.Now().Add(time.Hour)}
 }
 
@@ -109,7 +109,7 @@ func TestDispatchCompletesWhereverTheSocketIs(t *testing.T) {
 			t.Parallel()
 			dev := f.device(t, "alpha")
 			ag := connect(t, tc.holder, dev)
-			req := request(dev.GUID, proto.EventProcessManagement, payload(t, map[string]string{"action": "list", "pad": big}))
+			req := request(string(dev.GUID), proto.EventProcessManagement, payload(t, map[string]string{"action": "list", "pad": big}))
 			require.NoError(t, a.hub.Dispatch(context.Background(), req))
 			got := ag.next()
 			require.Equal(t, proto.EventProcessManagement, got.Type)
@@ -151,7 +151,7 @@ func TestDispatchFailures(t *testing.T) {
 			{proto.CodeOpNotFound, proto.CodeOpNotFound},
 			{"unauthorized", proto.CodeOpFailed},
 		} {
-			req := request(dev.GUID, proto.EventProcessManagement, nil)
+			req := request(string(dev.GUID), proto.EventProcessManagement, nil)
 			require.NoError(t, r.hub.Dispatch(ctx, req))
 			ag.send(proto.MsgReply, ag.next().ID, proto.Error{Code: tc.sent, Message: "no"})
 			c := done.wait(t, string(req.TaskToken))
@@ -164,7 +164,7 @@ func TestDispatchFailures(t *testing.T) {
 		t.Parallel()
 		dev := f.device(t, "alpha")
 		ag := connect(t, r, dev)
-		req := request(dev.GUID, proto.EventServiceControl, nil)
+		req := request(string(dev.GUID), proto.EventServiceControl, nil)
 		require.NoError(t, r.hub.Dispatch(ctx, req))
 		ag.next()
 		eventually(t, func() bool { return done.beatsOf(string(req.TaskToken)) >= 2 }, "the holder heartbeats the activity")
@@ -177,7 +177,7 @@ func TestDispatchFailures(t *testing.T) {
 	t.Run("no socket stores nothing", func(t *testing.T) {
 		t.Parallel()
 		dev := f.device(t, "alpha")
-		err := r.hub.Dispatch(ctx, request(dev.GUID, proto.EventSoftwareRefresh, nil))
+		err := r.hub.Dispatch(ctx, request(string(dev.GUID), proto.EventSoftwareRefresh, nil))
 		require.True(t, cairn.IsCode(err, cairn.ECodeAgentSocketMissing), "%v", err)
 	})
 
@@ -185,7 +185,7 @@ func TestDispatchFailures(t *testing.T) {
 		t.Parallel()
 		dev := f.device(t, "alpha")
 		ag := connect(t, r, dev)
-		req := request(dev.GUID, proto.EventSoftwareRefresh, nil)
+		req := request(string(dev.GUID), proto.EventSoftwareRefresh, nil)
 		require.NoError(t, r.hub.Dispatch(ctx, req))
 		ag.send(proto.MsgReply, ag.next().ID, map[string]string{"pad": strings.Repeat("y", agentgateway.MaxReplyBytes)})
 		c := done.wait(t, string(req.TaskToken))

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 )
@@ -26,7 +27,7 @@ func FuzzSocketFrames(f *testing.F) {
 		b, _ := json.Marshal(proto.Envelope{Type: typ, ID: id, Payload: p})
 		return b
 	}
-	hello := frame(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, AgentVersion: "1.0.0", Protocol: proto.Version, BootID: "boot-1"})
+	hello := frame(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: string(dev.GUID), AgentVersion: "1.0.0", Protocol: proto.Version, BootID: "boot-1"})
 	for _, second := range [][]byte{
 		frame(proto.MsgPong, "", nil),
 		frame(proto.MsgReply, "no-such-request", map[string]any{"code": "op_failed", "message": "x"}),
@@ -38,7 +39,7 @@ func FuzzSocketFrames(f *testing.F) {
 	}
 	for _, first := range [][]byte{
 		frame(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: "someone-else", Protocol: proto.Version}),
-		frame(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, Protocol: 1 << 62}),
+		frame(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: string(dev.GUID), Protocol: 1 << 62}),
 		frame(proto.MsgConnectAgent, "", []string{"not", "an", "object"}),
 		frame(proto.MsgPing, "1", nil),
 		[]byte(`{"type":"connect_agent","payload":{"guid":"` + dev.GUID + `","protocol":2,"helper_contexts":[null,1]}}`),
@@ -50,7 +51,7 @@ func FuzzSocketFrames(f *testing.F) {
 		// A hang guard, not a timing assertion: each step is local.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		ws, res, err := websocket.Dial(ctx, r.url+"?guid="+dev.GUID, nil)
+		ws, res, err := websocket.Dial(ctx, r.url+"?guid="+string(dev.GUID), nil)
 		if err != nil {
 			t.Fatalf("the hub stopped serving: %v", err)
 		}
@@ -78,7 +79,7 @@ func FuzzSocketFrames(f *testing.F) {
 		var sent proto.Envelope
 		var hello proto.ConnectAgent
 		ok := json.Unmarshal(first, &sent) == nil && sent.Type == proto.MsgConnectAgent &&
-			json.Unmarshal(sent.Payload, &hello) == nil && hello.GUID == dev.GUID && proto.Supported(hello.Protocol)
+			json.Unmarshal(sent.Payload, &hello) == nil && cairn.DeviceGUID(hello.GUID) == dev.GUID && proto.Supported(hello.Protocol)
 		if ack.Accepted != ok {
 			t.Fatalf("connect_agent %s: accepted=%v (%s)", first, ack.Accepted, ack.Reason)
 		}

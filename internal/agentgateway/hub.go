@@ -257,13 +257,13 @@ func (h *Hub) ConnectedBySite() map[string]int {
 }
 
 // local returns this replica's socket of guid, or nil.
-func (h *Hub) local(guid string) *conn {
+func (h *Hub) local(guid cairn.DeviceGUID) *conn {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.conns[guid]
+	return h.conns[string(guid)]
 }
 
-func (h *Hub) stripe(guid string) *sync.Mutex {
+func (h *Hub) stripe(guid cairn.DeviceGUID) *sync.Mutex {
 	f := fnv.New32a()
 	_, _ = f.Write([]byte(guid))
 	return &h.stripes[f.Sum32()%uint32(len(h.stripes))]
@@ -271,10 +271,10 @@ func (h *Hub) stripe(guid string) *sync.Mutex {
 
 // statusData is agent_status_changed's data for a socket change.
 type statusData struct {
-	GUID        string `json:"guid"`
-	Hostname    string `json:"hostname"`
-	SiteID      int64  `json:"site_id"`
-	AgentSocket bool   `json:"agent_socket"`
+	GUID        cairn.DeviceGUID `json:"guid"`
+	Hostname    string           `json:"hostname"`
+	SiteID      int64            `json:"site_id"`
+	AgentSocket bool             `json:"agent_socket"`
 }
 
 // publishStatus tells the consoles that may see the device (its site's

@@ -111,7 +111,7 @@ func (h *Hub) handshake(c *conn) (proto.ConnectAgent, error) {
 		return hello, refusal("the first message must be connect_agent")
 	case json.Unmarshal(env.Payload, &hello) != nil:
 		return hello, refusal("connect_agent payload is malformed")
-	case hello.GUID != c.dev.GUID:
+	case cairn.DeviceGUID(hello.GUID) != c.dev.GUID:
 		return hello, refusal("connect_agent guid is not the authenticated device")
 	case !proto.Supported(hello.Protocol):
 		return hello, refusal(fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", hello.Protocol, proto.MinVersion, proto.Version))
@@ -180,7 +180,7 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 	ctx, cancel := dbContext()
 	defer cancel()
 	row, err := h.store.DeviceSocketAttach(ctx, db.DeviceSocketAttachParams{Replica: h.replica, HelperContexts: contexts,
-		Capabilities: storedCapabilities(hello), Guid: c.dev.GUID, TokenVersion: c.dev.TokenVersion})
+		Capabilities: storedCapabilities(hello), Guid: string(c.dev.GUID), TokenVersion: c.dev.TokenVersion})
 	if db.IsNoRows(err) {
 		return h.whyNotAttached(ctx, c)
 	}
@@ -191,11 +191,11 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
-		_, err := h.store.DeviceSocketDetach(ctx, db.DeviceSocketDetachParams{Guid: c.dev.GUID, Replica: h.replica})
+		_, err := h.store.DeviceSocketDetach(ctx, db.DeviceSocketDetachParams{Guid: string(c.dev.GUID), Replica: h.replica})
 		return errors.Join(errHubStopped, err)
 	}
-	old := h.conns[c.dev.GUID]
-	h.conns[c.dev.GUID] = c
+	old := h.conns[string(c.dev.GUID)]
+	h.conns[string(c.dev.GUID)] = c
 	h.mu.Unlock()
 	if old != nil {
 		old.stop(closeNormal, "replaced by a newer socket of this device")
@@ -206,7 +206,7 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 // whyNotAttached explains an attach that matched no row: the device is
 // gone, or a trust action came between the upgrade and the attach.
 func (h *Hub) whyNotAttached(ctx context.Context, c *conn) error {
-	rows, err := h.store.DeviceSocketCheckMany(ctx, []string{c.dev.GUID})
+	rows, err := h.store.DeviceSocketCheckMany(ctx, []string{string(c.dev.GUID)})
 	if err != nil {
 		return err
 	}
@@ -227,9 +227,9 @@ func (h *Hub) detach(c *conn) bool {
 	mu.Lock()
 	defer mu.Unlock()
 	h.mu.Lock()
-	current := h.conns[c.dev.GUID] == c
+	current := h.conns[string(c.dev.GUID)] == c
 	if current {
-		delete(h.conns, c.dev.GUID)
+		delete(h.conns, string(c.dev.GUID))
 	}
 	h.mu.Unlock()
 	if !current {
@@ -237,7 +237,7 @@ func (h *Hub) detach(c *conn) bool {
 	}
 	ctx, cancel := dbContext()
 	defer cancel()
-	n, err := h.store.DeviceSocketDetach(ctx, db.DeviceSocketDetachParams{Guid: c.dev.GUID, Replica: h.replica})
+	n, err := h.store.DeviceSocketDetach(ctx, db.DeviceSocketDetachParams{Guid: string(c.dev.GUID), Replica: h.replica})
 	if err != nil {
 		// The record goes stale on its own within SocketFreshFor.
 		h.log.Error("clear agent socket", "guid", c.dev.GUID, "err", err)

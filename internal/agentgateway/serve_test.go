@@ -27,11 +27,11 @@ func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
 	r := f.replica(t, "replica-a", nil, agentgateway.Options{})
 
 	a := dial(t, r, dev)
-	a.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, Protocol: proto.Version, HelperContexts: []string{"currentuser"}})
+	a.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: string(dev.GUID), Protocol: proto.Version, HelperContexts: []string{"currentuser"}})
 	ack := a.ack()
 	require.Equal(t, proto.ConnectAgentAck{Accepted: true, Worker: "site:alpha", PingIntervalSeconds: 20}, ack)
 
-	rec := f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
+	rec := f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor)
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-a", rec.SocketReplica)
 	require.Equal(t, []string{"currentuser"}, rec.HelperContexts)
@@ -40,7 +40,7 @@ func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
 	// The agent goes away: the record is cleared and consoles hear of it.
 	require.NoError(t, a.ws.Close(websocket.StatusNormalClosure, "bye"))
 	require.Equal(t, map[string]any{"guid": dev.GUID, "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": false}, r.status(t))
-	rec = f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
+	rec = f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor)
 	require.False(t, rec.SocketLive)
 	require.Empty(t, rec.SocketReplica)
 }
@@ -61,27 +61,31 @@ func TestBadConnectAgentIsRefused(t *testing.T) {
 			},
 			"connect_agent guid is not the authenticated device"},
 		{"newer protocol", proto.MsgConnectAgent,
-			func(d devicetrust.Identity) any { return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version + 1} },
+			func(d devicetrust.Identity) any {
+				return proto.ConnectAgent{GUID: string(d.GUID), Protocol: proto.Version + 1}
+			},
 			fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", proto.Version+1, proto.MinVersion, proto.Version)},
 		{"older than served", proto.MsgConnectAgent,
 			func(d devicetrust.Identity) any {
-				return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.MinVersion - 1}
+				return proto.ConnectAgent{GUID: string(d.GUID), Protocol: proto.MinVersion - 1}
 			},
 			fmt.Sprintf("protocol %d is not supported; this worker speaks %d to %d", proto.MinVersion-1, proto.MinVersion, proto.Version)},
 		{"another message first", proto.MsgPong,
-			func(d devicetrust.Identity) any { return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version} },
+			func(d devicetrust.Identity) any {
+				return proto.ConnectAgent{GUID: string(d.GUID), Protocol: proto.Version}
+			},
 			"the first message must be connect_agent"},
 		{"malformed payload", proto.MsgConnectAgent,
 			func(devicetrust.Identity) any { return []string{"not", "an", "object"} },
 			"connect_agent payload is malformed"},
 		{"too many capabilities", proto.MsgConnectAgent,
 			func(d devicetrust.Identity) any {
-				return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version, Capabilities: make([]proto.Capability, proto.MaxCapabilities+1)}
+				return proto.ConnectAgent{GUID: string(d.GUID), Protocol: proto.Version, Capabilities: make([]proto.Capability, proto.MaxCapabilities+1)}
 			},
 			fmt.Sprintf("connect_agent lists more than %d capabilities", proto.MaxCapabilities)},
 		{"a capability that is no name", proto.MsgConnectAgent,
 			func(d devicetrust.Identity) any {
-				return proto.ConnectAgent{GUID: d.GUID, Protocol: proto.Version, Capabilities: []proto.Capability{"files", "Bad Name"}}
+				return proto.ConnectAgent{GUID: string(d.GUID), Protocol: proto.Version, Capabilities: []proto.Capability{"files", "Bad Name"}}
 			},
 			`connect_agent capability "Bad Name" is not a capability name (a-z, 0-9, _; at most 64)`},
 	} {
@@ -95,7 +99,7 @@ func TestBadConnectAgentIsRefused(t *testing.T) {
 			require.Equal(t, tc.reason, ack.Reason)
 			ce := a.closed(10 * time.Second)
 			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
-			require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica)
+			require.Empty(t, f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica)
 		})
 	}
 }
@@ -111,7 +115,7 @@ func TestSocketWithoutConnectAgentIsClosed(t *testing.T) {
 	a := dial(t, r, dev)
 	a.closed(10 * time.Second)
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
-	require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica)
+	require.Empty(t, f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica)
 }
 
 func TestSocketForASiteThisProcessDoesNotRunIsMisdirected(t *testing.T) {
@@ -122,7 +126,7 @@ func TestSocketForASiteThisProcessDoesNotRunIsMisdirected(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, res, err := websocket.Dial(ctx, r.url+"?guid="+dev.GUID, nil)
+	_, res, err := websocket.Dial(ctx, r.url+"?guid="+string(dev.GUID), nil)
 	require.Error(t, err)
 	defer res.Body.Close()
 	require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode)
@@ -158,7 +162,7 @@ func TestPingsKeepSocketsAliveAndSilentAgentsAreDropped(t *testing.T) {
 	}
 	elapsed := time.Since(first)
 	require.GreaterOrEqual(t, elapsed, time.Duration(pings-2)*ping, "pings come every interval, not faster")
-	require.True(t, f.socket(t, talker.GUID, agentgateway.SocketFreshFor).SocketLive)
+	require.True(t, f.socket(t, string(talker.GUID), agentgateway.SocketFreshFor).SocketLive)
 
 	// The silent agent sends nothing after connect_agent and is dropped.
 	// Taken before connecting, so the idle timer cannot start earlier.
@@ -166,7 +170,7 @@ func TestPingsKeepSocketsAliveAndSilentAgentsAreDropped(t *testing.T) {
 	s := connect(t, r, silent)
 	s.closed(10 * time.Second)
 	require.GreaterOrEqual(t, time.Since(start), idle)
-	eventually(t, func() bool { return f.socket(t, silent.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
+	eventually(t, func() bool { return f.socket(t, string(silent.GUID), agentgateway.SocketFreshFor).SocketReplica == "" },
 		"a dropped socket's record is cleared")
 }
 
@@ -179,7 +183,7 @@ func TestOversizedMessageEndsTheSocket(t *testing.T) {
 
 	a.send(proto.MsgReply, "big", strings.Repeat("x", 2048))
 	require.Equal(t, websocket.StatusMessageTooBig, a.closed(10*time.Second).Code)
-	eventually(t, func() bool { return f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
+	eventually(t, func() bool { return f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica == "" },
 		"the record of a socket ended for a too large message is cleared")
 }
 
@@ -197,7 +201,7 @@ func TestSecondSocketOfADeviceReplacesTheFirst(t *testing.T) {
 
 	// The replaced socket's cleanup leaves its successor's record alone.
 	eventually(t, func() bool { return r.ended.Load() == 1 }, "the replaced socket's handler returned")
-	rec := f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
+	rec := f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor)
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-a", rec.SocketReplica)
 	require.NoError(t, r.hub.Send(context.Background(), dev.GUID, proto.Envelope{Type: "vnc_refresh"}))
@@ -214,12 +218,12 @@ func TestCloseLeavesANewerSocketOnAnotherReplica(t *testing.T) {
 	old := connect(t, a, dev)
 	a.status(t)
 	connect(t, b, dev)
-	require.Equal(t, "replica-b", f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica)
+	require.Equal(t, "replica-b", f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica)
 
 	// The old socket on replica A ends after the agent moved to B.
 	require.NoError(t, old.ws.Close(websocket.StatusNormalClosure, "moved"))
 	eventually(t, func() bool { return a.ended.Load() == 1 }, "replica A's handler of the old socket returned")
-	rec := f.socket(t, dev.GUID, agentgateway.SocketFreshFor)
+	rec := f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor)
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-b", rec.SocketReplica)
 	// Events cross replicas: A hears B's connect, but nobody says false.
@@ -251,15 +255,15 @@ func TestSeenAtOfAllSocketsIsRefreshedTogether(t *testing.T) {
 	// RefreshSeen a wide margin on a loaded machine.
 	const fresh = 2 * time.Second
 	for _, d := range devs {
-		eventually(t, func() bool { return !f.socket(t, d.GUID, fresh).SocketLive }, "not refreshed: stale, as if replica A had died")
+		eventually(t, func() bool { return !f.socket(t, string(d.GUID), fresh).SocketLive }, "not refreshed: stale, as if replica A had died")
 	}
-	eventually(t, func() bool { return f.socket(t, onB.GUID, fresh).SocketLive }, "replica B's loop refreshes")
+	eventually(t, func() bool { return f.socket(t, string(onB.GUID), fresh).SocketLive }, "replica B's loop refreshes")
 
 	n, err := agentgateway.RefreshSeen(context.Background(), a.hub)
 	require.NoError(t, err)
 	require.EqualValues(t, len(devs), n, "one statement confirms every socket of the replica")
 	for _, d := range devs {
-		require.True(t, f.socket(t, d.GUID, fresh).SocketLive)
+		require.True(t, f.socket(t, string(d.GUID), fresh).SocketLive)
 	}
 }
 
@@ -272,11 +276,11 @@ func TestStoppedHubClosesItsSocketsAndRefusesNewOnes(t *testing.T) {
 
 	r.stop()
 	require.Equal(t, websocket.StatusGoingAway, a.closed(10*time.Second).Code)
-	eventually(t, func() bool { return f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica == "" },
+	eventually(t, func() bool { return f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica == "" },
 		"shutdown clears the record")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, res, err := websocket.Dial(ctx, r.url+"?guid="+dev.GUID, nil)
+	_, res, err := websocket.Dial(ctx, r.url+"?guid="+string(dev.GUID), nil)
 	require.Error(t, err)
 	defer res.Body.Close()
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
@@ -356,7 +360,7 @@ func TestConnectStoresCapabilities(t *testing.T) {
 			dev := f.device(t, "alpha")
 			a := dial(t, r, dev)
 			hello := tc.hello
-			hello.GUID = dev.GUID
+			hello.GUID = string(dev.GUID)
 			a.send(proto.MsgConnectAgent, "", hello)
 			require.True(t, a.ack().Accepted)
 			row, err := f.store.DeviceGetByGUID(context.Background(), dev.GUID)

@@ -58,9 +58,9 @@ func (f *fixture) device(t testing.TB, slug string) devicetrust.Identity {
 	}
 	require.NoError(t, err)
 	guid := uuid.NewString()
-	row, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: "host-" + guid[:8], SiteID: site.ID})
+	row, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "host-" + guid[:8], SiteID: site.ID})
 	require.NoError(t, err)
-	dev := devicetrust.Identity{GUID: guid, AgentID: "agent-" + guid[:8], Hostname: row.Hostname, SiteID: site.ID, SiteSlug: slug,
+	dev := devicetrust.Identity{GUID: cairn.DeviceGUID(guid), AgentID: "agent-" + guid[:8], Hostname: row.Hostname, SiteID: site.ID, SiteSlug: slug,
 		TokenVersion: row.TokenVersion}
 	f.mu.Lock()
 	f.devices[guid] = dev
@@ -177,7 +177,7 @@ func dial(t *testing.T, r *replica, dev devicetrust.Identity) *agent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ws, res, err := websocket.Dial(ctx, r.url+"?guid="+dev.GUID, nil)
+	ws, res, err := websocket.Dial(ctx, r.url+"?guid="+string(dev.GUID), nil)
 	require.NoError(t, err)
 	if res.Body != nil {
 		_ = res.Body.Close()
@@ -191,7 +191,7 @@ func dial(t *testing.T, r *replica, dev devicetrust.Identity) *agent {
 func connect(t *testing.T, r *replica, dev devicetrust.Identity, helpers ...string) *agent {
 	t.Helper()
 	a := dial(t, r, dev)
-	a.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, AgentVersion: "1.0.0", Protocol: proto.Version,
+	a.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: string(dev.GUID), AgentVersion: "1.0.0", Protocol: proto.Version,
 		BootID: "boot-1", HelperContexts: helpers})
 	ack := a.ack()
 	require.True(t, ack.Accepted, ack.Reason)

@@ -57,7 +57,7 @@ func (h *Hub) sweep(ctx context.Context) {
 	}
 	found := make(map[string]db.DeviceSocketCheckManyRow, len(rows))
 	for _, r := range rows {
-		found[r.Guid] = r
+		found[string(r.Guid)] = r
 	}
 	for guid, c := range conns {
 		row, ok := found[guid]

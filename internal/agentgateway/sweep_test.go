@@ -1,6 +1,7 @@
 package agentgateway_test
 
 import (
+	"github.com/cairn-rmm/cairn"
 	"context"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestRefreshClosesSocketsOfDevicesNoLongerTrusted(t *testing.T) {
 			t.Parallel()
 			dev := f.device(t, "alpha")
 			ag := connect(t, r, dev)
-			tc.change(t, dev.GUID)
+			tc.change(t, string(dev.GUID))
 			ce := ag.closed(30 * time.Second)
 			require.Equal(t, websocket.StatusPolicyViolation, ce.Code)
 			require.Equal(t, tc.reason, ce.Reason)
@@ -91,13 +92,13 @@ func TestSocketOfAnUntrustedDeviceIsRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := f.device(t, "alpha")
-			f.setTrust(t, dev.GUID, tc.state)
+			f.setTrust(t, string(dev.GUID), tc.state)
 			ag := dial(t, r, dev)
-			ag.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: dev.GUID, AgentVersion: "1.0.0", Protocol: proto.Version})
+			ag.send(proto.MsgConnectAgent, "", proto.ConnectAgent{GUID: string(dev.GUID), AgentVersion: "1.0.0", Protocol: proto.Version})
 			ack := ag.ack()
 			require.False(t, ack.Accepted)
 			require.Equal(t, tc.reason, ack.Reason)
-			require.Empty(t, f.socket(t, dev.GUID, agentgateway.SocketFreshFor).SocketReplica, "nothing is recorded")
+			require.Empty(t, f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor).SocketReplica, "nothing is recorded")
 		})
 	}
 }
@@ -116,8 +117,8 @@ func TestHandoversSurviveAListenerReconnect(t *testing.T) {
 
 	// Another replica quarantined one device and stored a request for the
 	// other; both notifications went out while the holder was not listening.
-	f.setTrust(t, dropped.GUID, "quarantined")
-	req := request(dispatched.GUID, proto.EventProcessManagement, payload(t, map[string]string{"action": "list"}))
+	f.setTrust(t, string(dropped.GUID), "quarantined")
+	req := request(string(dispatched.GUID), proto.EventProcessManagement, payload(t, map[string]string{"action": "list"}))
 	require.NoError(t, f.store.AgentRequestInsert(context.Background(), db.AgentRequestInsertParams{ID: req.ID,
 		DeviceGuid: req.GUID, OperationID: req.OperationID, Type: req.Type, Payload: req.Payload, TaskToken: req.TaskToken,
 		ExpiresAt: req.ExpiresAt}))
@@ -141,7 +142,7 @@ func (f *fixture) refreshed(t *testing.T, guid string, at time.Time, revoked boo
 	t.Helper()
 	ctx := context.Background()
 	hash := []byte(uuid.NewString())
-	require.NoError(t, f.store.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: hash, DeviceGuid: guid,
+	require.NoError(t, f.store.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: hash, DeviceGuid: cairn.DeviceGUID(guid),
 		FamilyID: "family-" + guid, ExpiresAt: at.Add(devicetrust.RefreshTokenTTL)}))
 	if revoked {
 		require.NoError(t, f.store.RefreshTokenRevokeFamily(ctx, db.RefreshTokenRevokeFamilyParams{FamilyID: "family-" + guid, Now: &at}))
@@ -163,7 +164,7 @@ func TestSocketEndsWhenItsAccessTokenLapses(t *testing.T) {
 		dev := f.device(t, "alpha")
 		dev.ExpiresAt = opened.Add(devicetrust.AccessTokenTTL)
 		f.mu.Lock()
-		f.devices[dev.GUID] = dev
+		f.devices[string(dev.GUID)] = dev
 		f.mu.Unlock()
 		return dev, connect(t, r, dev)
 	}
@@ -186,8 +187,8 @@ func TestSocketEndsWhenItsAccessTokenLapses(t *testing.T) {
 	// Ten minutes in, one device refreshes; another's refresh family is
 	// revoked (a reused token), which leaves it no newer token.
 	clk.Advance(10 * time.Minute)
-	f.refreshed(t, refreshing.GUID, clk.Now(), false)
-	f.refreshed(t, stolen.GUID, clk.Now(), true)
+	f.refreshed(t, string(refreshing.GUID), clk.Now(), false)
+	f.refreshed(t, string(stolen.GUID), clk.Now(), true)
 	agentgateway.Sweep(ctx, r.hub)
 	alive(stopped, b) // its token is still valid
 

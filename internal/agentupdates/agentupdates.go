@@ -164,8 +164,8 @@ type Job struct {
 
 // OperationIDFor is the operation of device guid in run runID: derived, so
 // a fire's request retried finds the operation it made.
-func OperationIDFor(runID, guid string) string {
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:agent-update:"+runID+":"+guid)).String()
+func OperationIDFor(runID cairn.RunID, guid cairn.DeviceGUID) cairn.OperationID {
+	return cairn.OperationID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("cairn:agent-update:"+string(runID)+":"+string(guid))).String())
 }
 
 // RequestFor is Request with the run recorded under job.
@@ -182,17 +182,17 @@ func (s *Service) RequestFor(ctx context.Context, scope cairn.SiteScope, actor s
 	}
 	var devs []dev
 	for _, g := range guids {
-		t, err := s.devices.OperationTargetByGUID(ctx, scope, g)
+		t, err := s.devices.OperationTargetByGUID(ctx, scope, cairn.DeviceGUID(g))
 		if err != nil {
 			return out, err
 		}
 		if err := t.Require(proto.CapAgentUpdate); err != nil {
 			return out, err // agent_too_old, before anything is recorded
 		}
-		if err := s.expireStale(ctx, g); err != nil {
+		if err := s.expireStale(ctx, cairn.DeviceGUID(g)); err != nil {
 			return out, err
 		}
-		row, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: g, AllSites: scope.All, SiteIds: scope.SiteIDs})
+		row, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: cairn.DeviceGUID(g), AllSites: scope.All, SiteIds: scope.SiteIDs})
 		if err != nil {
 			return out, db.NotFound(err, "device not found")
 		}
@@ -274,7 +274,7 @@ func inProgress(err error, hostname string) error {
 
 // expireStale ends the device's active update when the agent started it
 // itself and it has reported no outcome within hourlyDeadline.
-func (s *Service) expireStale(ctx context.Context, guid string) error {
+func (s *Service) expireStale(ctx context.Context, guid cairn.DeviceGUID) error {
 	op, err := s.store.AgentUpdateOperationActive(ctx, guid)
 	if db.IsNoRows(err) {
 		return nil
@@ -455,7 +455,7 @@ func bound(s string, n int) string {
 // publish tells consoles of the device's site; a failure is logged (the
 // console polls too).
 func (s *Service) publish(ctx context.Context, op db.AgentUpdateOperation, status, phase string) {
-	data, _ := json.Marshal(map[string]string{"guid": op.DeviceGuid, "operation_id": string(op.ID), "status": status, "phase": phase})
+	data, _ := json.Marshal(map[string]string{"guid": string(op.DeviceGuid), "operation_id": string(op.ID), "status": status, "phase": phase})
 	err := s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: TypeProgressChanged, SiteID: deref(op.SiteID), Data: data})
 	if err != nil {
 		s.log.WarnContext(ctx, "publish agent update progress", "operation", op.ID, "err", err)
@@ -524,7 +524,7 @@ func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgre
 
 // Device is the agent posting progress.
 type Device struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }

@@ -42,7 +42,7 @@ func setup(t *testing.T) fixture {
 	require.NoError(t, err)
 	bus := events.NewBus(store, nil)
 	devs := devices.NewService(store, bus, devices.Config{})
-	return fixture{store: store, svc: New(store, devs, bus, oneBuild{}, nil), guid: d.Guid}
+	return fixture{store: store, svc: New(store, devs, bus, oneBuild{}, nil), guid: string(d.Guid)}
 }
 
 // The agent can report its outcome at any moment after the request,
@@ -122,7 +122,7 @@ func TestStartOfAPurgedDevice(t *testing.T) {
 					WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE agent_update_operations%')`).Scan(&waiting))
 				return waiting
 			}, time.Minute, 20*time.Millisecond)
-			n, err := f.store.WithTx(tx).DeviceDelete(t.Context(), f.guid)
+			n, err := f.store.WithTx(tx).DeviceDelete(t.Context(), cairn.DeviceGUID(f.guid))
 			require.NoError(t, err)
 			require.EqualValues(t, 1, n)
 			require.NoError(t, tx.Commit(t.Context()))
@@ -137,7 +137,7 @@ func TestStartOfAPurgedDevice(t *testing.T) {
 			read, err := f.store.AgentUpdateOperationGet(ctx, cairn.OperationID(opID))
 			require.NoError(t, err)
 			purge := func() {
-				n, err := f.store.DeviceDelete(ctx, f.guid)
+				n, err := f.store.DeviceDelete(ctx, cairn.DeviceGUID(f.guid))
 				require.NoError(t, err)
 				require.EqualValues(t, 1, n)
 			}
@@ -161,7 +161,7 @@ func TestResultStartKeepsAnOutcome(t *testing.T) {
 	ctx := t.Context()
 	runID, opID := f.requestUpdate(t)
 	f.finish(t, opID)
-	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: cairn.RunID(runID), DeviceGuid: f.guid}))
+	require.NoError(t, f.store.AgentUpdateResultStart(ctx, db.AgentUpdateResultStartParams{RunID: cairn.RunID(runID), DeviceGuid: cairn.DeviceGUID(f.guid)}))
 	var result string
 	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT status FROM job_run_results WHERE run_id = $1`, runID).Scan(&result))
 	require.Equal(t, "succeeded", result)

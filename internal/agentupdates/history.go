@@ -44,7 +44,7 @@ type History struct {
 
 // History returns the device's active update (nil when none) and its
 // newest limit updates (or only operationID's, when given), inside scope.
-func (s *Service) History(ctx context.Context, scope cairn.SiteScope, guid string, operationID cairn.OperationID, limit int) (History, error) {
+func (s *Service) History(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID, operationID cairn.OperationID, limit int) (History, error) {
 	out := History{History: []Operation{}}
 	if _, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: guid, AllSites: scope.All, SiteIds: scope.SiteIDs}); err != nil {
 		return out, db.NotFound(err, "device not found")

@@ -53,18 +53,18 @@ func (s *Service) requestRun(ctx context.Context, scope cairn.SiteScope, actor s
 // requestDevice records device g's part of a scheduled request; ok says
 // an update is (still) to be started.
 func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, actor, g string, job Job) (Planned, bool, error) {
-	opID := OperationIDFor(string(job.RunID), g)
-	t, err := s.devices.OperationTargetByGUID(ctx, scope, g)
+	opID := OperationIDFor(cairn.RunID(string(job.RunID)), cairn.DeviceGUID(g))
+	t, err := s.devices.OperationTargetByGUID(ctx, scope, cairn.DeviceGUID(g))
 	if cairn.ErrorCode(err) == cairn.ECodeNotFound {
 		return Planned{}, false, nil // purged since the fire resolved it
 	}
 	if err != nil {
 		return Planned{}, false, err
 	}
-	if err := s.expireStale(ctx, g); err != nil {
+	if err := s.expireStale(ctx, cairn.DeviceGUID(g)); err != nil {
 		return Planned{}, false, err
 	}
-	row, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: g, AllSites: scope.All, SiteIds: scope.SiteIDs})
+	row, err := s.store.AgentUpdateDeviceInScope(ctx, db.AgentUpdateDeviceInScopeParams{Guid: cairn.DeviceGUID(g), AllSites: scope.All, SiteIds: scope.SiteIDs})
 	if db.IsNoRows(err) {
 		return Planned{}, false, nil
 	}
@@ -76,11 +76,11 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 	// result and records nothing again.
 	outcome := func(status string, cause error) (Planned, bool, error) {
 		err := s.store.InTx(ctx, func(q *db.Queries) error {
-			if err := q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: job.RunID, DeviceGuid: g,
+			if err := q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: job.RunID, DeviceGuid: cairn.DeviceGUID(g),
 				Hostname: t.Hostname, SiteID: &siteID}); err != nil {
 				return err
 			}
-			return q.AgentUpdateResultSet(ctx, db.AgentUpdateResultSetParams{RunID: job.RunID, DeviceGuid: g, Status: status,
+			return q.AgentUpdateResultSet(ctx, db.AgentUpdateResultSetParams{RunID: job.RunID, DeviceGuid: cairn.DeviceGUID(g), Status: status,
 				ErrorCode: cairn.ErrorCode(cause), ErrorMessage: bound(message(cause), maxMessage)})
 		})
 		if isDuplicate(err) {
@@ -102,15 +102,15 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 	if err != nil {
 		return Planned{}, false, err
 	}
-	plan := Planned{OperationID: cairn.OperationID(opID), Target: t, Actor: actor, Request: s.request(cairn.OperationID(opID), art)}
-	if op, err := s.store.AgentUpdateOperationGet(ctx, cairn.OperationID(opID)); err == nil {
+	plan := Planned{OperationID: opID, Target: t, Actor: actor, Request: s.request(opID, art)}
+	if op, err := s.store.AgentUpdateOperationGet(ctx, opID); err == nil {
 		// Requested by an earlier try of this fire: start it unless it
 		// ended or the artifact moved on since (then it ends here).
 		if Terminal(op.Status) {
 			return Planned{}, false, nil
 		}
 		if op.ArtifactID != art.ID {
-			_, err := s.Finish(ctx, opID, StatusFailed, "the agent artifact changed before the update started", "")
+			_, err := s.Finish(ctx, string(opID), StatusFailed, "the agent artifact changed before the update started", "")
 			return Planned{}, false, err
 		}
 		return plan, true, nil
@@ -118,15 +118,15 @@ func (s *Service) requestDevice(ctx context.Context, scope cairn.SiteScope, acto
 		return Planned{}, false, err
 	}
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
-		_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: cairn.OperationID(opID), DeviceGuid: g,
+		_, err := q.AgentUpdateOperationInsert(ctx, db.AgentUpdateOperationInsertParams{ID: opID, DeviceGuid: cairn.DeviceGUID(g),
 			Hostname: t.Hostname, SiteID: &siteID, Status: StatusQueued, Reason: ReasonOperator, Force: true,
 			RequestedBy: actor, FromBuildID: row.AgentBuildID, ToBuildID: art.BuildID, ArtifactID: art.ID,
 			RunID: &job.RunID, ScheduledJobID: &job.ScheduledJobID})
 		if err != nil {
 			return inProgress(err, t.Hostname)
 		}
-		return q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: job.RunID, DeviceGuid: g,
-			Hostname: t.Hostname, SiteID: &siteID, OperationID: cairn.OperationID(opID)})
+		return q.AgentUpdateResultInsert(ctx, db.AgentUpdateResultInsertParams{RunID: job.RunID, DeviceGuid: cairn.DeviceGUID(g),
+			Hostname: t.Hostname, SiteID: &siteID, OperationID: opID})
 	})
 	switch {
 	case cairn.ErrorCode(err) == ECodeUpdateInProgress:

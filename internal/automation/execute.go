@@ -20,7 +20,7 @@ import (
 
 // Item is one pending result to execute.
 type Item struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 	SiteSlug string
@@ -63,7 +63,7 @@ func (s *Service) NextItems(ctx context.Context, runID cairn.RunID, max int) (Ba
 // device quarantined since the run was created gets nothing. A result
 // that finished meanwhile (an answer that came in before a retry) is
 // not_found.
-func (s *Service) Dispatch(ctx context.Context, runID cairn.RunID, guid string, operationID cairn.OperationID) (json.RawMessage, error) {
+func (s *Service) Dispatch(ctx context.Context, runID cairn.RunID, guid cairn.DeviceGUID, operationID cairn.OperationID) (json.RawMessage, error) {
 	info, err := s.store.JobRunDispatchInfo(ctx, db.JobRunDispatchInfoParams{RunID: runID, DeviceGuid: guid,
 		FreshSeconds: devices.SocketWindow.Seconds()})
 	if err != nil {
@@ -130,7 +130,7 @@ const ECodeQueuedOffline = "queued_offline"
 // failure code from the command path or the agent.
 type Outcome struct {
 	RunID cairn.RunID
-	GUID  string
+	GUID  cairn.DeviceGUID
 	// Reply is the agent's ScriptResult (nil on failure).
 	Reply        json.RawMessage
 	ErrorCode    string
@@ -222,7 +222,7 @@ func (s *Service) DiscardRun(ctx context.Context, runID cairn.RunID) error {
 }
 
 // RecordOutput stores a running script's output so far (live output).
-func (s *Service) RecordOutput(ctx context.Context, guid string, out proto.ScriptOutput) error {
+func (s *Service) RecordOutput(ctx context.Context, guid cairn.DeviceGUID, out proto.ScriptOutput) error {
 	var v cairn.Validation
 	if out.RunID == "" {
 		v.Add("run_id", "is required")
@@ -243,7 +243,7 @@ func (s *Service) RecordOutput(ctx context.Context, guid string, out proto.Scrip
 
 // QueuedWork returns work kept for a device that was offline (runs with
 // run_when_online), as signed payloads.
-func (s *Service) QueuedWork(ctx context.Context, guid string) ([]proto.QueuedJob, error) {
+func (s *Service) QueuedWork(ctx context.Context, guid cairn.DeviceGUID) ([]proto.QueuedJob, error) {
 	rows, err := s.store.JobRunQueuedForDevice(ctx, guid)
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func clean(s string) string {
 // RecordQueuedResult stores the result of queued work an agent ran after
 // asking for it (POST /api/agent/script/result), then closes the run when
 // that was its last open result.
-func (s *Service) RecordQueuedResult(ctx context.Context, guid string, post proto.ScriptResultPost) error {
+func (s *Service) RecordQueuedResult(ctx context.Context, guid cairn.DeviceGUID, post proto.ScriptResultPost) error {
 	if post.RunID == "" {
 		return cairn.Invalid("run_id", "is required")
 	}

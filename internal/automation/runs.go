@@ -105,7 +105,7 @@ type Counts struct {
 
 // Result is what a run did on one device.
 type Result struct {
-	GUID            string
+	GUID            cairn.DeviceGUID
 	Hostname        string
 	SiteID          *int64
 	Status          string
@@ -216,7 +216,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 	}
 	ins := db.JobRunResultsInsertParams{RunID: spec.ID}
 	for _, t := range spec.Targets {
-		st := states[t.GUID]
+		st := states[string(t.GUID)]
 		status, code, msg, signed := StatusPending, "", "", ""
 		capErr := st.caps.Require(t.Hostname, proto.CapScripts)
 		switch {
@@ -231,7 +231,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 				fmt.Sprintf("%s cannot run %s (%s)", t.Hostname, spec.Language, cmpOr(st.os, "unknown operating system"))
 		default:
 			exp := now.Add(payloadTTL)
-			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: string(spec.ID), DeviceGUID: t.GUID, Language: spec.Language,
+			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: string(spec.ID), DeviceGUID: string(t.GUID), Language: spec.Language,
 				Body: spec.Body, Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: now, ExpiresAt: &exp}
 			raw, err := json.Marshal(job)
 			if err != nil {
@@ -247,7 +247,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 			signed = string(raw)
 		}
 		site := t.SiteID
-		ins.Guids, ins.Hostnames, ins.SiteIds = append(ins.Guids, t.GUID), append(ins.Hostnames, t.Hostname), append(ins.SiteIds, site)
+		ins.Guids, ins.Hostnames, ins.SiteIds = append(ins.Guids, string(t.GUID)), append(ins.Hostnames, t.Hostname), append(ins.SiteIds, site)
 		ins.Statuses, ins.ErrorCodes, ins.ErrorMessages = append(ins.Statuses, status), append(ins.ErrorCodes, code), append(ins.ErrorMessages, msg)
 		ins.Signed = append(ins.Signed, signed)
 	}
@@ -300,7 +300,7 @@ type targetState struct {
 func (s *Service) targetStates(ctx context.Context, targets []devices.OperationTarget) (map[string]targetState, error) {
 	guids := make([]string, len(targets))
 	for i, t := range targets {
-		guids[i] = t.GUID
+		guids[i] = string(t.GUID)
 	}
 	rows, err := s.store.JobTargetsByGUID(ctx, db.JobTargetsByGUIDParams{Guids: guids, AllSites: true, SiteIds: []int64{}})
 	if err != nil {
@@ -308,7 +308,7 @@ func (s *Service) targetStates(ctx context.Context, targets []devices.OperationT
 	}
 	out := make(map[string]targetState, len(rows))
 	for _, r := range rows {
-		out[r.Guid] = targetState{trust: r.TrustState, os: r.OperatingSystem, caps: devices.CapabilitiesFrom(r.Capabilities)}
+		out[string(r.Guid)] = targetState{trust: r.TrustState, os: r.OperatingSystem, caps: devices.CapabilitiesFrom(r.Capabilities)}
 	}
 	return out, nil
 }
@@ -333,7 +333,7 @@ func (s *Service) ResolveTargets(ctx context.Context, scope cairn.SiteScope, gui
 	}
 	found := make(map[string]db.JobTargetsByGUIDRow, len(rows))
 	for _, r := range rows {
-		found[r.Guid] = r
+		found[string(r.Guid)] = r
 	}
 	out := make([]devices.OperationTarget, 0, len(guids))
 	seen := map[string]bool{}

@@ -129,7 +129,7 @@ type PageQuery struct {
 // Row is a device as the paged query reads it; internal/devices turns it
 // into devices.Device (devices.Service.FromFilterRows).
 type Row struct {
-	GUID            string
+	GUID            cairn.DeviceGUID
 	AgentID         string
 	Hostname        string
 	Description     string
@@ -159,7 +159,7 @@ type Page struct {
 
 // DeviceRef names a matching device.
 type DeviceRef struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }
@@ -303,12 +303,12 @@ func (s *Service) MatchSaved(ctx context.Context, scope cairn.SiteScope, ids []i
 			return nil, err
 		}
 		for _, r := range refs {
-			if !seen[r.GUID] {
-				seen[r.GUID] = true
+			if !seen[string(r.GUID)] {
+				seen[string(r.GUID)] = true
 				out = append(out, r)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b DeviceRef) int { return strings.Compare(a.GUID, b.GUID) })
+	slices.SortFunc(out, func(a, b DeviceRef) int { return strings.Compare(string(a.GUID), string(b.GUID)) })
 	return out, nil
 }

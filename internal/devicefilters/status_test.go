@@ -32,7 +32,7 @@ func TestStatusMatchesDevicesRuleAtBoundaries(t *testing.T) {
 			for _, rep := range replicas {
 				n++
 				guid := fmt.Sprintf("g%03d", n)
-				_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: "h-" + guid, SiteID: f.sites["alpha"]})
+				_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "h-" + guid, SiteID: f.sites["alpha"]})
 				require.NoError(t, err)
 				var ls, ss *time.Time
 				if seen != 1 {
@@ -52,7 +52,7 @@ func TestStatusMatchesDevicesRuleAtBoundaries(t *testing.T) {
 	counts := map[string]int{}
 	for _, r := range all.Rows {
 		st := devices.Status(r.LastSeen, r.SocketReplica, r.SocketSeenAt, now, window)
-		want[r.GUID] = st
+		want[string(r.GUID)] = st
 		counts[st]++
 	}
 	for _, st := range []string{devices.Connected, devices.Disconnected, devices.Offline} {
@@ -74,8 +74,8 @@ func TestStatusMatchesDevicesRuleAtBoundaries(t *testing.T) {
 	rank := map[string]int{devices.Connected: 0, devices.Disconnected: 1, devices.Offline: 2}
 	for i := 1; i < len(sorted.Rows); i++ {
 		a, b := sorted.Rows[i-1], sorted.Rows[i]
-		require.LessOrEqual(t, rank[want[a.GUID]], rank[want[b.GUID]])
-		if want[a.GUID] == want[b.GUID] {
+		require.LessOrEqual(t, rank[want[string(a.GUID)]], rank[want[string(b.GUID)]])
+		if want[string(a.GUID)] == want[string(b.GUID)] {
 			require.Less(t, a.GUID, b.GUID, "ties break by guid")
 		}
 	}
@@ -87,7 +87,7 @@ func statusGUIDs(t *testing.T, f *fixture, q devicefilters.PageQuery) map[string
 	require.NoError(t, err)
 	out := map[string]bool{}
 	for _, r := range page.Rows {
-		out[r.GUID] = true
+		out[string(r.GUID)] = true
 	}
 	return out
 }

@@ -35,7 +35,7 @@ var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // Activity is one row of a device's activity history.
 type Activity struct {
 	ID       int64
-	GUID     string // "" once the device was purged, or when never linked
+	GUID     cairn.DeviceGUID // "" once the device was purged, or when never linked
 	Hostname string
 	SiteID   int64 // 0 when none
 	Kind     string
@@ -50,10 +50,10 @@ type Activity struct {
 
 // NewActivity is what RecordActivity records.
 type NewActivity struct {
-	GUID     string // optional link to the device
-	Hostname string // required: history is kept by hostname
-	SiteID   int64  // optional
-	Kind     string // e.g. "device_quarantined", "enrollment_approved"
+	GUID     cairn.DeviceGUID // optional link to the device
+	Hostname string           // required: history is kept by hostname
+	SiteID   int64            // optional
+	Kind     string           // e.g. "device_quarantined", "enrollment_approved"
 	Summary  string
 	Actor    string // operator username, or "" for the system
 	Status   string // default completed

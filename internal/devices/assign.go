@@ -103,8 +103,8 @@ type Assigned struct {
 // siteMoveEvent is agent_status_changed for a device that changed site,
 // sent to operators of both sites.
 type siteMoveEvent struct {
-	GUID           string `json:"guid"`
-	Hostname       string `json:"hostname"`
-	SiteID         int64  `json:"site_id"`
-	PreviousSiteID int64  `json:"previous_site_id"`
+	GUID           cairn.DeviceGUID `json:"guid"`
+	Hostname       string           `json:"hostname"`
+	SiteID         int64            `json:"site_id"`
+	PreviousSiteID int64            `json:"previous_site_id"`
 }

@@ -47,7 +47,7 @@ func fullInventory(boot time.Time) proto.Inventory {
 
 func (f *fixture) software(t *testing.T, guid string) []db.DeviceSoftware {
 	t.Helper()
-	rows, err := f.store.DeviceSoftwareList(context.Background(), guid)
+	rows, err := f.store.DeviceSoftwareList(context.Background(), cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	return rows
 }

@@ -5,6 +5,7 @@
 package devices
 
 import (
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 
 	"context"
@@ -79,7 +80,7 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 
 // Device is a device as operators see it.
 type Device struct {
-	GUID            string
+	GUID            cairn.DeviceGUID
 	AgentID         string
 	Hostname        string
 	Description     string
@@ -142,9 +143,9 @@ func (s *Service) publish(ctx context.Context, typ string, siteID int64, data an
 
 // deviceEvent is the payload of the device events.
 type deviceEvent struct {
-	GUID     string   `json:"guid"`
-	Hostname string   `json:"hostname"`
-	SiteID   int64    `json:"site_id"`
-	Phase    string   `json:"phase,omitempty"`
-	Parts    []string `json:"parts,omitempty"`
+	GUID     cairn.DeviceGUID `json:"guid"`
+	Hostname string           `json:"hostname"`
+	SiteID   int64            `json:"site_id"`
+	Phase    string           `json:"phase,omitempty"`
+	Parts    []string         `json:"parts,omitempty"`
 }

@@ -100,8 +100,8 @@ func (s *Service) Heartbeat(ctx context.Context, id devicetrust.Identity, hb pro
 	now := s.now()
 	b := s.beats
 	b.mu.Lock()
-	b.pending[id.GUID] = beat{seenAt: now, metrics: metrics, agentVersion: hb.AgentVersion, bootID: hb.BootID}
-	queued, want, rev := len(b.pending), b.wantDetails[id.GUID], b.metadataRev[id.GUID]
+	b.pending[string(id.GUID)] = beat{seenAt: now, metrics: metrics, agentVersion: hb.AgentVersion, bootID: hb.BootID}
+	queued, want, rev := len(b.pending), b.wantDetails[string(id.GUID)], b.metadataRev[string(id.GUID)]
 	b.mu.Unlock()
 	s.cfg.Metrics.Heartbeat()
 	if queued >= s.cfg.FlushSize {
@@ -179,16 +179,16 @@ func (s *Service) Flush(ctx context.Context) error {
 	}
 	for _, r := range rows {
 		if r.DetailsWanted {
-			b.wantDetails[r.Guid] = true
+			b.wantDetails[string(r.Guid)] = true
 		} else {
-			delete(b.wantDetails, r.Guid)
+			delete(b.wantDetails, string(r.Guid))
 		}
 		if r.MetadataRevision > 0 {
-			b.metadataRev[r.Guid] = r.MetadataRevision
+			b.metadataRev[string(r.Guid)] = r.MetadataRevision
 		} else {
-			delete(b.metadataRev, r.Guid)
+			delete(b.metadataRev, string(r.Guid))
 		}
-		delete(batch, r.Guid)
+		delete(batch, string(r.Guid))
 	}
 	// What is left are devices that no longer exist (purged): forget them.
 	for guid := range batch {
@@ -201,17 +201,17 @@ func (s *Service) Flush(ctx context.Context) error {
 // MetadataChanged raises the cached metadata revision of a device after an
 // operator edit in this process, so its next heartbeat answer names the
 // edit without waiting for a flush (other replicas learn it from theirs).
-func (s *Service) MetadataChanged(guid string, revision int64) {
+func (s *Service) MetadataChanged(guid cairn.DeviceGUID, revision int64) {
 	s.beats.mu.Lock()
-	if revision > s.beats.metadataRev[guid] {
-		s.beats.metadataRev[guid] = revision
+	if revision > s.beats.metadataRev[string(guid)] {
+		s.beats.metadataRev[string(guid)] = revision
 	}
 	s.beats.mu.Unlock()
 }
 
 // detailsStored forgets a pending details request once details arrived.
-func (s *Service) detailsStored(guid string) {
+func (s *Service) detailsStored(guid cairn.DeviceGUID) {
 	s.beats.mu.Lock()
-	delete(s.beats.wantDetails, guid)
+	delete(s.beats.wantDetails, string(guid))
 	s.beats.mu.Unlock()
 }

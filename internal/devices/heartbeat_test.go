@@ -48,7 +48,7 @@ func TestHeartbeatsAreCoalescedIntoOneStatement(t *testing.T) {
 	require.NoError(t, f.svc.Flush(ctx))
 	require.Equal(t, 1, f.stmts.count("DeviceHeartbeatApply"))
 	for i, id := range ids {
-		d := f.row(t, id.GUID)
+		d := f.row(t, string(id.GUID))
 		require.NotNil(t, d.LastSeen)
 		// The Engine's clock of the last beat, not the agent's sent_at.
 		require.Equal(t, f.clock.Now().Add(-time.Second), d.LastSeen.UTC())

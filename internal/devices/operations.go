@@ -22,7 +22,7 @@ import (
 
 // OperationTarget is a device an operator may act on.
 type OperationTarget struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 	SiteSlug string
@@ -68,8 +68,8 @@ func (s *Service) OperationTarget(ctx context.Context, scope cairn.SiteScope, ho
 }
 
 // OperationTargetByGUID is OperationTarget by GUID.
-func (s *Service) OperationTargetByGUID(ctx context.Context, scope cairn.SiteScope, guid string) (OperationTarget, error) {
-	row, err := s.store.DeviceOperationTargetByGUID(ctx, db.DeviceOperationTargetByGUIDParams{Guid: guid,
+func (s *Service) OperationTargetByGUID(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID) (OperationTarget, error) {
+	row, err := s.store.DeviceOperationTargetByGUID(ctx, db.DeviceOperationTargetByGUIDParams{Guid: string(guid),
 		FreshSeconds: SocketWindow.Seconds(), AllSites: scope.All, SiteIds: scope.SiteIDs})
 	if err != nil {
 		return OperationTarget{}, notFound(err)
@@ -83,7 +83,7 @@ func (s *Service) OperationTargetByGUID(ctx context.Context, scope cairn.SiteSco
 
 // CheckOperable re-checks trust right before a request goes out, so an
 // operation queued before a quarantine sends nothing after it.
-func (s *Service) CheckOperable(ctx context.Context, guid string) error {
+func (s *Service) CheckOperable(ctx context.Context, guid cairn.DeviceGUID) error {
 	d, err := s.store.DeviceGetByGUID(ctx, guid)
 	if err != nil {
 		return db.NotFound(err, "the device was purged")
@@ -152,7 +152,7 @@ func (s *Service) ApplyReply(ctx context.Context, guid, kind string, payload jso
 	default:
 		return "", nil
 	}
-	d, err := s.store.DeviceGetByGUID(ctx, guid)
+	d, err := s.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	if err != nil {
 		return "", db.NotFound(err, "the device was purged")
 	}

@@ -75,7 +75,7 @@ func timePtr(t time.Time) *time.Time {
 
 // roleRows turns reported roles into upsert rows. last_checked_at falls
 // back to the Engine's receipt time when the agent left it out.
-func roleRows(guid string, roles []proto.RoleHealth, now time.Time) ([]db.DeviceRoleUpsertParams, error) {
+func roleRows(guid cairn.DeviceGUID, roles []proto.RoleHealth, now time.Time) ([]db.DeviceRoleUpsertParams, error) {
 	out := make([]db.DeviceRoleUpsertParams, 0, len(roles))
 	for _, r := range roles {
 		ctx := r.Context

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -117,14 +119,14 @@ func setup(t *testing.T) *fixture {
 // device enrolls a device row and returns its identity.
 func (f *fixture) device(t *testing.T, guid, hostname string) devicetrust.Identity {
 	t.Helper()
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: guid, Hostname: hostname, SiteID: f.siteID})
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: f.siteID})
 	require.NoError(t, err)
-	return devicetrust.Identity{GUID: guid, Hostname: hostname, SiteID: f.siteID, SiteSlug: "main"}
+	return devicetrust.Identity{GUID: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: f.siteID, SiteSlug: "main"}
 }
 
 func (f *fixture) row(t *testing.T, guid string) db.Device {
 	t.Helper()
-	r, err := f.store.DeviceGetInScope(context.Background(), db.DeviceGetInScopeParams{Guid: guid, AllSites: true, SiteIds: []int64{}})
+	r, err := f.store.DeviceGetInScope(context.Background(), db.DeviceGetInScopeParams{Guid: cairn.DeviceGUID(guid), AllSites: true, SiteIds: []int64{}})
 	require.NoError(t, err)
 	return r.Device
 }

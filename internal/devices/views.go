@@ -109,7 +109,7 @@ func (s *Service) Search(ctx context.Context, scope cairn.SiteScope, query strin
 }
 
 // Get returns one device inside scope by GUID.
-func (s *Service) Get(ctx context.Context, scope cairn.SiteScope, guid string) (Device, error) {
+func (s *Service) Get(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID) (Device, error) {
 	if guid == "" || len(guid) > MaxGUID {
 		return Device{}, cairn.Invalid("guid", fmt.Sprintf("must be 1 to %d characters", MaxGUID))
 	}

@@ -1,12 +1,16 @@
 package devicetrust
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+)
 
 // Identity is an authenticated device: what the Device middleware puts on
 // a request after checking its access token and DPoP proof, and what the
 // site worker runtime registers a socket under.
 type Identity struct {
-	GUID         string
+	GUID         cairn.DeviceGUID
 	AgentID      string
 	Hostname     string
 	SiteID       int64

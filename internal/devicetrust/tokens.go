@@ -188,7 +188,7 @@ func (t *Tokens) newRefresh(ctx context.Context, q *db.Queries, guid, family str
 	}
 	tok := guid + "." + randomToken(32)
 	err := q.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{
-		TokenHash: hashToken(tok), DeviceGuid: guid, FamilyID: family, ExpiresAt: t.now().Add(RefreshTokenTTL),
+		TokenHash: hashToken(tok), DeviceGuid: cairn.DeviceGUID(guid), FamilyID: family, ExpiresAt: t.now().Add(RefreshTokenTTL),
 		ParentHash: parent,
 	})
 	return tok, err
@@ -197,11 +197,11 @@ func (t *Tokens) newRefresh(ctx context.Context, q *db.Queries, guid, family str
 // Issue mints a token pair for an enrolled device, starting a new refresh
 // family (enrollment, re-enrollment).
 func (t *Tokens) Issue(ctx context.Context, q *db.Queries, d db.Device) (Issued, error) {
-	access, exp, err := t.Access(ctx, d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
+	access, exp, err := t.Access(ctx, string(d.Guid), d.Jkt, d.TokenVersion, d.SiteID)
 	if err != nil {
 		return Issued{}, err
 	}
-	refresh, err := t.NewRefresh(ctx, q, d.Guid, "")
+	refresh, err := t.NewRefresh(ctx, q, string(d.Guid), "")
 	if err != nil {
 		return Issued{}, err
 	}
@@ -236,7 +236,7 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 	err := t.store.InTx(ctx, func(q *db.Queries) error {
 		row, err := q.RefreshTokenGetForUpdate(ctx, hashToken(token))
 		if db.IsNoRows(err) {
-			return t.unknownRefresh(ctx, q, guid)
+			return t.unknownRefresh(ctx, q, cairn.DeviceGUID(guid))
 		}
 		if err != nil {
 			return err
@@ -293,11 +293,11 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 				return cairn.Errorf(ECodeTokenRevoked, "the refresh token was used concurrently")
 			}
 		}
-		access, exp, err := t.Access(ctx, d.Guid, d.Jkt, d.TokenVersion, d.SiteID)
+		access, exp, err := t.Access(ctx, string(d.Guid), d.Jkt, d.TokenVersion, d.SiteID)
 		if err != nil {
 			return err
 		}
-		refresh, err := t.newRefresh(ctx, q, d.Guid, row.FamilyID, row.TokenHash)
+		refresh, err := t.newRefresh(ctx, q, string(d.Guid), row.FamilyID, row.TokenHash)
 		if err != nil {
 			return err
 		}
@@ -325,7 +325,7 @@ func (reuseError) Error() string { return "refresh token reused" }
 // unknownRefresh explains a token the Engine does not hold: the device was
 // purged (final), or the Engine does not know the device or the token
 // (recoverable: a restored or blank Engine).
-func (t *Tokens) unknownRefresh(ctx context.Context, q *db.Queries, guid string) error {
+func (t *Tokens) unknownRefresh(ctx context.Context, q *db.Queries, guid cairn.DeviceGUID) error {
 	if _, err := q.DevicePurgeGet(ctx, guid); err == nil {
 		return cairn.Errorf(ECodeDevicePurged, "the device was purged; it must enroll again")
 	} else if !db.IsNoRows(err) {

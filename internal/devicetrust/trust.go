@@ -26,7 +26,7 @@ const (
 
 // TrustResult is a device after an action.
 type TrustResult struct {
-	GUID         string
+	GUID         cairn.DeviceGUID
 	Hostname     string
 	SiteID       int64
 	TrustState   string // "purged" after a purge
@@ -53,7 +53,7 @@ func EndedBy(action string) string { return endedBy[action] }
 func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, guid, action, actor string, now time.Time) (TrustResult, error) {
 	var out TrustResult
 	err := store.InTx(ctx, func(q *db.Queries) error {
-		d, err := q.DeviceGetByGUID(ctx, guid)
+		d, err := q.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 		if err == nil && !scope.Allows(d.SiteID) {
 			return cairn.Errorf(cairn.ECodeNotFound, "device %s not found", guid)
 		}
@@ -66,7 +66,7 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 		// device through them, whatever becomes of the follow-up.
 		if msg := endedBy[action]; msg != "" {
 			if out.EndedTransfers, err = q.FileTransferEndForDevices(ctx, db.FileTransferEndForDevicesParams{
-				Guids: []string{d.Guid}, ErrorMessage: msg}); err != nil {
+				Guids: []string{string(d.Guid)}, ErrorMessage: msg}); err != nil {
 				return err
 			}
 		}
@@ -103,7 +103,7 @@ func ApplyTrust(ctx context.Context, store *db.Store, scope cairn.SiteScope, gui
 			}
 			// SPEC trust table: scheduled-job targets that named the
 			// device are rewritten without it.
-			if _, err := q.ScheduledJobTargetsRemoveDevice(ctx, d.Guid); err != nil {
+			if _, err := q.ScheduledJobTargetsRemoveDevice(ctx, string(d.Guid)); err != nil {
 				return err
 			}
 			out.TrustState, out.TokenVersion = "purged", d.TokenVersion

@@ -25,7 +25,7 @@ func setupDevice(t *testing.T) (*db.Store, string, int64) {
 		AgentID: "agt", PublicKey: []byte("k"), Jkt: "jkt-1", Fingerprint: "fp", TokenVersion: 1, Now: time.Now()})
 	require.NoError(t, err)
 	require.NoError(t, store.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: []byte("h"), DeviceGuid: d.Guid, FamilyID: "f", ExpiresAt: time.Now().Add(time.Hour)}))
-	return store, d.Guid, site.ID
+	return store, string(d.Guid), site.ID
 }
 
 func TestTrustTransitions(t *testing.T) {
@@ -86,9 +86,9 @@ func TestPurgeLeavesABarrier(t *testing.T) {
 	res, err := devicetrust.ApplyTrust(ctx, store, cairn.AllSites, guid, "purge", "alice", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, "purged", res.TrustState)
-	_, err = store.DeviceGetByGUID(ctx, guid)
+	_, err = store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	require.True(t, db.IsNoRows(err), "the device row is gone")
-	b, err := store.DevicePurgeGet(ctx, guid)
+	b, err := store.DevicePurgeGet(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
 	require.Equal(t, "jkt-1", b.Jkt)
 	require.Equal(t, "alice", b.PurgedBy)
@@ -114,7 +114,7 @@ func holdTransition(t *testing.T, store *db.Store, guid, state string) (commit f
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
 	q := store.WithTx(tx)
-	_, err = q.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: guid, TrustState: state, Now: time.Now(), FromState: "active", FromVersion: 1})
+	_, err = q.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: cairn.DeviceGUID(guid), TrustState: state, Now: time.Now(), FromState: "active", FromVersion: 1})
 	require.NoError(t, err)
 	pid, err := q.BackendPID(ctx)
 	require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestTrustActionsRaceToConflict(t *testing.T) {
 			commit()
 			err := <-done
 			require.Equal(t, cairn.ECodeConflict, cairn.ErrorCode(err), "%v", err)
-			d, err := store.DeviceGetByGUID(ctx, guid)
+			d, err := store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 			require.NoError(t, err, "the device is still there")
 			require.Equal(t, tc.held, d.TrustState, "the committed action stands")
 			require.EqualValues(t, 2, d.TokenVersion)

@@ -79,7 +79,7 @@ func (s *Service) Poll(ctx context.Context, tokens *devicetrust.Tokens, approval
 		done.Device, done.SiteSlug = d, site.Slug
 		out = proto.EnrollPollResponse{
 			Status: proto.ApprovalEnrolled,
-			Device: &proto.EnrolledDevice{GUID: d.Guid, AgentID: d.AgentID, SiteID: d.SiteID, SiteSlug: site.Slug, Hostname: d.Hostname},
+			Device: &proto.EnrolledDevice{GUID: string(d.Guid), AgentID: d.AgentID, SiteID: d.SiteID, SiteSlug: site.Slug, Hostname: d.Hostname},
 			Tokens: ptr(tokens.Wire(issued)),
 		}
 		return nil
@@ -131,7 +131,7 @@ func (s *Service) enroll(ctx context.Context, q *db.Queries, a db.DeviceApproval
 		return db.Device{}, false, err
 	}
 	p := db.DeviceEnrollInsertParams{
-		Guid: uuid.NewString(), Hostname: a.Hostname, SiteID: a.SiteID, AgentID: newAgentID(),
+		Guid: cairn.DeviceGUID(uuid.NewString()), Hostname: a.Hostname, SiteID: a.SiteID, AgentID: newAgentID(),
 		OperatingSystem: a.OperatingSystem, PublicKey: a.PublicKey, Jkt: a.Jkt, Fingerprint: a.Fingerprint,
 		TokenVersion: 1, AgentVersion: a.AgentVersion, Now: now,
 	}

@@ -206,12 +206,12 @@ type Approval struct {
 	AutoApproved    bool   `json:"auto_approved"`
 	// Readmission: the key belongs to a revoked, quarantined or purged
 	// device, so only an administrator may approve it.
-	Readmission bool       `json:"readmission"`
-	RequestedAt time.Time  `json:"requested_at"`
-	ExpiresAt   time.Time  `json:"expires_at"`
-	DecidedAt   *time.Time `json:"decided_at"`
-	DecidedBy   *string    `json:"decided_by"`
-	DeviceGUID  *string    `json:"device_guid"`
+	Readmission bool              `json:"readmission"`
+	RequestedAt time.Time         `json:"requested_at"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	DecidedAt   *time.Time        `json:"decided_at"`
+	DecidedBy   *string           `json:"decided_by"`
+	DeviceGUID  *cairn.DeviceGUID `json:"device_guid"`
 }
 
 // ApprovalView converts a row.

@@ -256,7 +256,7 @@ func (s *Service) Start(ctx context.Context, scope cairn.SiteScope, actor string
 	}
 	known := map[string]bool{}
 	for _, r := range rows {
-		known[r.Guid] = scope.Allows(r.SiteID)
+		known[string(r.Guid)] = scope.Allows(r.SiteID)
 	}
 	for _, g := range guids {
 		if !known[g] {

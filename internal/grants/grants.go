@@ -37,7 +37,7 @@ const Purpose = "cairn/operation-grant/v1"
 // Operation is what a grant authorises: one event of one type with one
 // payload to one device, under an operation ID.
 type Operation struct {
-	GUID        string
+	GUID        cairn.DeviceGUID
 	OperationID cairn.OperationID
 	// Type is the agent event (proto.Event*).
 	Type    string
@@ -81,7 +81,7 @@ func New(store *db.Store, cipher *aegis.Cipher, signer ScriptSigner, now func() 
 // authorised; a request planted in agent_requests has none the agent
 // trusts.
 func (s *Service) AgentGrant(ctx context.Context, op Operation, expires time.Time) (*proto.Signed, error) {
-	doc, err := json.Marshal(proto.Grant{Purpose: proto.PurposeOperation, DeviceGUID: op.GUID, OperationID: string(op.OperationID),
+	doc, err := json.Marshal(proto.Grant{Purpose: proto.PurposeOperation, DeviceGUID: string(op.GUID), OperationID: string(op.OperationID),
 		Type: op.Type, PayloadSHA256: proto.GrantDigest(op.Payload), ExpiresAt: expires.UTC()})
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (s *Service) Sign(ctx context.Context, op Operation, ttl time.Duration) (st
 	now := s.now()
 	c := claims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Subject: op.GUID, ID: string(op.OperationID), Audience: jwt.ClaimStrings{Purpose},
+			Subject: string(op.GUID), ID: string(op.OperationID), Audience: jwt.ClaimStrings{Purpose},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},
 		Type: op.Type, PayloadHash: PayloadHash(op.Payload), Actor: op.Actor,
@@ -142,7 +142,7 @@ func (s *Service) Verify(ctx context.Context, grant string, op Operation) error 
 		return cairn.Errorf(ECodeNotGranted, "the operation's grant has expired")
 	case err != nil:
 		return cairn.Errorf(ECodeNotGranted, "the operation's grant does not verify")
-	case c.Subject != op.GUID:
+	case cairn.DeviceGUID(c.Subject) != op.GUID:
 		return cairn.Errorf(ECodeNotGranted, "the operation's grant is for another device")
 	case cairn.OperationID(c.ID) != op.OperationID && !strings.HasPrefix(string(op.OperationID), c.ID+":"):
 		return cairn.Errorf(ECodeNotGranted, "the operation's grant is for another operation")

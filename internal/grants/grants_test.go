@@ -141,16 +141,16 @@ func TestAgentGrantVerifiesOnlyForItsRequest(t *testing.T) {
 	g, err := f.grants.AgentGrant(ctx, granted, now.Add(time.Minute))
 	require.NoError(t, err)
 	env := proto.Envelope{Type: granted.Type, ID: "r1", OperationID: string(granted.OperationID), Payload: granted.Payload}
-	require.NoError(t, proto.VerifyGrant(g, trusted, granted.GUID, env, now))
+	require.NoError(t, proto.VerifyGrant(g, trusted, string(granted.GUID), env, now))
 
 	other := env
 	other.Payload = []byte(`{"action":"write_text","path":"/etc/cron.d/x"}`)
-	require.ErrorIs(t, proto.VerifyGrant(g, trusted, granted.GUID, other, now), proto.ErrGrantMismatch)
+	require.ErrorIs(t, proto.VerifyGrant(g, trusted, string(granted.GUID), other, now), proto.ErrGrantMismatch)
 	require.ErrorIs(t, proto.VerifyGrant(g, trusted, "guid-2", env, now), proto.ErrGrantMismatch)
-	require.ErrorIs(t, proto.VerifyGrant(nil, trusted, granted.GUID, env, now), proto.ErrGrantMissing)
-	require.ErrorIs(t, proto.VerifyGrant(g, trusted, granted.GUID, env, now.Add(2*time.Minute)), proto.ErrGrantExpired)
+	require.ErrorIs(t, proto.VerifyGrant(nil, trusted, string(granted.GUID), env, now), proto.ErrGrantMissing)
+	require.ErrorIs(t, proto.VerifyGrant(g, trusted, string(granted.GUID), env, now.Add(2*time.Minute)), proto.ErrGrantExpired)
 	forged := *g
 	forged.Signature = append([]byte(nil), g.Signature...)
 	forged.Signature[0] ^= 1
-	require.ErrorIs(t, proto.VerifyGrant(&forged, trusted, granted.GUID, env, now), proto.ErrGrantInvalid)
+	require.ErrorIs(t, proto.VerifyGrant(&forged, trusted, string(granted.GUID), env, now), proto.ErrGrantInvalid)
 }

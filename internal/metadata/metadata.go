@@ -191,7 +191,7 @@ func decode(b64 string) string {
 }
 
 // DeviceValues returns the 500 rows of a device inside scope.
-func (s *Service) DeviceValues(ctx context.Context, scope cairn.SiteScope, guid string) ([]Value, error) {
+func (s *Service) DeviceValues(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID) ([]Value, error) {
 	if _, err := s.deviceInScope(ctx, scope, guid); err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Service) DeviceValues(ctx context.Context, scope cairn.SiteScope, guid 
 	return out, nil
 }
 
-func (s *Service) deviceInScope(ctx context.Context, scope cairn.SiteScope, guid string) (db.MetadataDeviceInScopeRow, error) {
+func (s *Service) deviceInScope(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID) (db.MetadataDeviceInScopeRow, error) {
 	if guid == "" || len(guid) > devices.MaxGUID {
 		return db.MetadataDeviceInScopeRow{}, cairn.Invalid("guid", fmt.Sprintf("must be 1 to %d characters", devices.MaxGUID))
 	}
@@ -229,7 +229,7 @@ func (s *Service) deviceInScope(ctx context.Context, scope cairn.SiteScope, guid
 // operator's write is stamped just after it, so the edit always takes
 // effect and an older agent write still loses against it. It bumps the
 // device's metadata revision, records an activity row and tells consoles.
-func (s *Service) SetDeviceValue(ctx context.Context, scope cairn.SiteScope, actor, guid string, n int, value string) (Value, error) {
+func (s *Service) SetDeviceValue(ctx context.Context, scope cairn.SiteScope, actor string, guid cairn.DeviceGUID, n int, value string) (Value, error) {
 	value, p := proto.NormalizeMetadataValue(value)
 	if p != "" {
 		return Value{}, cairn.Invalid("value", p)
@@ -301,7 +301,7 @@ func (s *Service) publish(ctx context.Context, dev db.MetadataDeviceInScopeRow) 
 }
 
 // AgentValue is the Engine's value of field n of the calling device.
-func (s *Service) AgentValue(ctx context.Context, guid string, n int) (Value, error) {
+func (s *Service) AgentValue(ctx context.Context, guid cairn.DeviceGUID, n int) (Value, error) {
 	r, err := s.store.MetadataValueGet(ctx, db.MetadataValueGetParams{DeviceGuid: guid, FieldNumber: int32(n)})
 	if db.IsNoRows(err) {
 		return Value{FieldNumber: n}, nil
@@ -326,10 +326,10 @@ func (s *Service) SparseValues(ctx context.Context, guids []string) (map[string]
 		return nil, err
 	}
 	for _, r := range rows {
-		m := out[r.DeviceGuid]
+		m := out[string(r.DeviceGuid)]
 		if m == nil {
 			m = map[string]string{}
-			out[r.DeviceGuid] = m
+			out[string(r.DeviceGuid)] = m
 		}
 		m[strconv.Itoa(int(r.FieldNumber))] = decode(r.ValueB64)
 	}

@@ -59,7 +59,7 @@ func NeedsSync(hb proto.Heartbeat, cachedRevision int64) bool {
 // acked, so a write the Engine will never take cannot wedge the agent's
 // queue), then names the fields operators changed after the agent's
 // revision. Acks echo the agent's modified_at.
-func (s *Service) AgentSync(ctx context.Context, guid string, hb proto.Heartbeat, cachedRevision int64) (SyncResult, error) {
+func (s *Service) AgentSync(ctx context.Context, guid cairn.DeviceGUID, hb proto.Heartbeat, cachedRevision int64) (SyncResult, error) {
 	res := SyncResult{Acks: []proto.MetadataAck{}}
 	if len(hb.MetadataFields) > 0 {
 		changed, err := s.applyAgentWrites(ctx, guid, hb.MetadataFields, &res)
@@ -92,7 +92,7 @@ func (s *Service) AgentSync(ctx context.Context, guid string, hb proto.Heartbeat
 // maxWrites bounds one heartbeat's writes (one per field at most).
 const maxWrites = FieldMax
 
-func (s *Service) applyAgentWrites(ctx context.Context, guid string, writes []proto.MetadataWrite, res *SyncResult) (changed bool, err error) {
+func (s *Service) applyAgentWrites(ctx context.Context, guid cairn.DeviceGUID, writes []proto.MetadataWrite, res *SyncResult) (changed bool, err error) {
 	if len(writes) > maxWrites {
 		return false, cairn.Invalid("metadata_fields", fmt.Sprintf("must have at most %d entries", maxWrites))
 	}

@@ -75,7 +75,7 @@ func (s *Service) Resolve(ctx context.Context, job Job) (Resolved, error) {
 	sites := map[int64]bool{}
 	for _, r := range rows {
 		if r.TrustState != devicetrust.TrustActive {
-			out.Skipped = append(out.Skipped, r.Guid)
+			out.Skipped = append(out.Skipped, string(r.Guid))
 			continue
 		}
 		out.Targets = append(out.Targets, devices.OperationTarget{GUID: r.Guid, Hostname: r.Hostname, SiteID: r.SiteID, SiteSlug: r.SiteSlug})
@@ -153,7 +153,7 @@ func (s *Service) FilterDevices(ctx context.Context, scope cairn.SiteScope, id i
 func guidsOf(refs []devicefilters.DeviceRef) []string {
 	out := make([]string, len(refs))
 	for i, r := range refs {
-		out[i] = r.GUID
+		out[i] = string(r.GUID)
 	}
 	return out
 }

@@ -555,7 +555,7 @@ func (s *Service) checkTargets(ctx context.Context, scope cairn.SiteScope, t Tar
 		known := map[string]bool{}
 		for _, r := range rows {
 			if scope.Allows(r.SiteID) {
-				known[r.Guid] = true
+				known[string(r.Guid)] = true
 			}
 		}
 		for _, g := range out.Devices {
@@ -600,7 +600,7 @@ func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, jobs []Job
 			return nil, err
 		}
 		for _, r := range rows {
-			siteOf[r.Guid] = r.SiteID
+			siteOf[string(r.Guid)] = r.SiteID
 		}
 	}
 	for i, j := range jobs {

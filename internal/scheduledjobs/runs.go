@@ -82,11 +82,11 @@ type DeviceRun struct {
 }
 
 // DeviceRuns lists a device's runs inside scope, newest first.
-func (s *Service) DeviceRuns(ctx context.Context, scope cairn.SiteScope, guid string, limit int) ([]DeviceRun, error) {
+func (s *Service) DeviceRuns(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID, limit int) ([]DeviceRun, error) {
 	if limit <= 0 || limit > MaxRunPage {
 		limit = DefaultRunPage
 	}
-	sites, err := s.store.DeviceSitesByGUIDs(ctx, []string{guid})
+	sites, err := s.store.DeviceSitesByGUIDs(ctx, []string{string(guid)})
 	if err != nil {
 		return nil, err
 	}

@@ -457,7 +457,7 @@ func (s *Signer) Status(ctx context.Context) (Status, error) {
 // Report records the key IDs a device says it trusts (from its
 // heartbeat), writing only when they changed since this process last saw
 // them.
-func (s *Signer) Report(ctx context.Context, guid string, keyIDs []string) error {
+func (s *Signer) Report(ctx context.Context, guid cairn.DeviceGUID, keyIDs []string) error {
 	if len(keyIDs) == 0 {
 		return nil
 	}

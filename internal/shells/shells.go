@@ -119,7 +119,7 @@ func (s *Service) Recorder(id string, cols, rows int, title string, start time.T
 // Session is a shell session as stored (without its transcript).
 type Session struct {
 	ID                  string
-	GUID                string // "" once the device was purged
+	GUID                cairn.DeviceGUID // "" once the device was purged
 	Hostname            string
 	SiteID              int64
 	Operator            string
@@ -281,7 +281,7 @@ func (s *Service) ClaimBrowser(ctx context.Context, id, token, operator, replica
 // ClaimAgent takes the agent's single-use token for the device guid: only
 // a connecting session of that device moves to open. A wrong device or
 // token leaves the session as it was.
-func (s *Service) ClaimAgent(ctx context.Context, id, token, guid string) (Session, error) {
+func (s *Service) ClaimAgent(ctx context.Context, id, token string, guid cairn.DeviceGUID) (Session, error) {
 	if id == "" || token == "" {
 		return Session{}, tokenInvalid()
 	}
@@ -457,5 +457,5 @@ func (s *Service) RedeemOpToken(ctx context.Context, capability, token, operator
 	if db.IsNoRows(err) {
 		return "", cairn.Invalid("operation_token", "is unknown, expired, already used, or not yours")
 	}
-	return guid, err
+	return string(guid), err
 }

@@ -46,7 +46,7 @@ func setup(t *testing.T) *fixture {
 
 func (f *fixture) device(t *testing.T, guid, site string) {
 	t.Helper()
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: guid, Hostname: guid, SiteID: f.sites[site]})
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: guid, SiteID: f.sites[site]})
 	require.NoError(t, err)
 }
 
@@ -61,7 +61,7 @@ func (f *fixture) ingestErr(guid string, sw ...proto.Software) error {
 	if sw == nil {
 		sw = []proto.Software{}
 	}
-	_, err := f.devices.Details(context.Background(), devicetrust.Identity{GUID: guid}, proto.Details{Inventory: proto.Inventory{Software: sw}})
+	_, err := f.devices.Details(context.Background(), devicetrust.Identity{GUID: cairn.DeviceGUID(guid)}, proto.Details{Inventory: proto.Inventory{Software: sw}})
 	return err
 }
 

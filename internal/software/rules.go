@@ -47,7 +47,7 @@ type Target struct {
 
 // Device is the device a rule was made from.
 type Device struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 	SiteID   int64
 }

@@ -299,7 +299,7 @@ func (s *Service) InScope(ctx context.Context, scope cairn.SiteScope, hostname s
 
 // ForDevice returns a transfer of the device guid: an agent never sees
 // another device's transfers (they answer transfer_not_found).
-func (s *Service) ForDevice(ctx context.Context, guid string, id cairn.TransferID) (Snapshot, error) {
+func (s *Service) ForDevice(ctx context.Context, guid cairn.DeviceGUID, id cairn.TransferID) (Snapshot, error) {
 	t, err := s.store.FileTransferGetForDevice(ctx, db.FileTransferGetForDeviceParams{ID: id, DeviceGuid: guid})
 	if err != nil {
 		return Snapshot{}, notFound(err)
@@ -367,7 +367,7 @@ type Progress struct {
 // the report finishes it: an upload whose items are all done (failed when
 // any failed), a download that failed. It reports whether the transfer
 // ended with this report.
-func (s *Service) ReportProgress(ctx context.Context, guid string, id cairn.TransferID, p Progress) (bool, error) {
+func (s *Service) ReportProgress(ctx context.Context, guid cairn.DeviceGUID, id cairn.TransferID, p Progress) (bool, error) {
 	snap, err := s.ForDevice(ctx, guid, id)
 	if err != nil {
 		return false, err
@@ -443,7 +443,7 @@ func endedError(t db.FileTransfer) error {
 // dropped). A transfer cancelled meanwhile drops what arrived. wantSHA
 // is called once the body was read: a zip built while it streams has its
 // sum in a trailer.
-func (s *Service) ReceiveContent(ctx context.Context, guid string, id cairn.TransferID, name string, wantSHA func() string, r io.Reader) error {
+func (s *Service) ReceiveContent(ctx context.Context, guid cairn.DeviceGUID, id cairn.TransferID, name string, wantSHA func() string, r io.Reader) error {
 	snap, err := s.ForDevice(ctx, guid, id)
 	if err != nil {
 		return err

@@ -273,7 +273,7 @@ func fileTransfer(ctx context.Context, c client.Client, id, action string) (stri
 	in := workflows.FileTransferInput{TransferID: cairn.TransferID(id), Kind: "file_" + action, Summary: action, Actor: "admin",
 		Request:   json.RawMessage(`{"action":"` + action + `","transfer_id":"` + id + `","paths":["/etc/hosts"]}`),
 		Retention: 2 * time.Second,
-		Target:    devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+		Target:    devices.OperationTarget{GUID: cairn.DeviceGUID(unique("guid")), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
 	run, err := start(ctx, c, workflows.FileTransferWorkflowID(cairn.TransferID(id)), workflows.FileTransfer, in)
 	if err != nil {
 		return "", err
@@ -303,7 +303,7 @@ func fileTransfer(ctx context.Context, c client.Client, id, action string) (stri
 func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.Duration, want string) (string, error) {
 	in := workflows.AgentUpdateInput{OperationID: cairn.OperationID(op), ToBuildID: "build-b", Deadline: deadline,
 		Payload: json.RawMessage(`{"operation_id":"` + op + `","build_id":"build-b","force":true}`),
-		Target:  devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+		Target:  devices.OperationTarget{GUID: cairn.DeviceGUID(unique("guid")), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
 	if strings.HasPrefix(op, "lane-") {
 		in.RunID = cairn.RunID(unique("run"))
 		in.LaneHolder = string("agent-maintenance:" + in.RunID)
@@ -335,7 +335,7 @@ func agentUpdate(ctx context.Context, c client.Client, op string, deadline time.
 // operation runs one DeviceOperation; wantErr says the agent refuses it.
 func operation(ctx context.Context, c client.Client, typ, kind, payload string, wantErr bool) (string, error) {
 	in := workflows.OperationInput{OperationID: cairn.OperationID(unique("op")), Type: typ, Payload: json.RawMessage(payload), Kind: kind,
-		Summary: kind, Actor: "admin", Target: devices.OperationTarget{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+		Summary: kind, Actor: "admin", Target: devices.OperationTarget{GUID: cairn.DeviceGUID(unique("guid")), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
 	run, err := start(ctx, c, workflows.OperationWorkflowID(in.Target.GUID, in.OperationID), workflows.DeviceOperation, in)
 	if err != nil {
 		return "", err
@@ -348,8 +348,8 @@ func operation(ctx context.Context, c client.Client, typ, kind, payload string, 
 }
 
 func trustAction(ctx context.Context, c client.Client, action, state string) (string, error) {
-	in := workflows.TrustActionInput{GUID: unique("guid"), Hostname: "host-1", SiteID: 1, SiteSlug: "hq",
+	in := workflows.TrustActionInput{GUID: cairn.DeviceGUID(unique("guid")), Hostname: "host-1", SiteID: 1, SiteSlug: "hq",
 		Action: action, TrustState: state, TokenVersion: 2, Actor: "admin"}
-	run, err := start(ctx, c, workflows.DeviceTrustWorkflowID(in.GUID, action, in.TokenVersion), workflows.DeviceTrustAction, in)
+	run, err := start(ctx, c, workflows.DeviceTrustWorkflowID(string(in.GUID), action, in.TokenVersion), workflows.DeviceTrustAction, in)
 	return wait(ctx, run, err)
 }

@@ -16,7 +16,7 @@ type SiteScope struct {
 var AllSites = SiteScope{All: true}
 
 // Allows reports whether site is inside the scope.
-func (s SiteScope) Allows(site int64) bool { return s.All || slices.Contains(s.SiteIDs, site) }
+func (s SiteScope) Allows(site SiteID) bool { return s.All || slices.Contains(s.SiteIDs, int64(site)) }
 
 // IDs returns the site IDs for a query parameter (never nil, so the SQL
 // array is empty rather than NULL).
@@ -53,7 +53,7 @@ func (s SiteScope) Covers(o SiteScope) bool {
 		return false
 	}
 	for _, id := range o.SiteIDs {
-		if !s.Allows(id) {
+		if !s.Allows(SiteID(id)) {
 			return false
 		}
 	}
@@ -73,4 +73,14 @@ func (s SiteScope) Union(o SiteScope) SiteScope {
 	}
 	slices.Sort(out)
 	return SiteScope{SiteIDs: out}
+}
+
+// SiteIDInts turns typed site IDs into the plain integers a scope and a
+// SQL array parameter hold.
+func SiteIDInts(ids []SiteID) []int64 {
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = int64(id)
+	}
+	return out
 }

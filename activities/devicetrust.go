@@ -51,7 +51,7 @@ type EventPublisher interface {
 type TrustActionInput struct {
 	GUID         cairn.DeviceGUID
 	Hostname     string
-	SiteID       int64
+	SiteID       cairn.SiteID
 	SiteSlug     string
 	Action       string // devicetrust.Action*
 	TrustState   string // after the action; "purged" after a purge

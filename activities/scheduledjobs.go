@@ -171,7 +171,7 @@ func (a *ScheduledJobs) createFlowRun(ctx context.Context, job scheduledjobs.Job
 
 // SlotInput asks for one lane slot.
 type SlotInput struct {
-	SiteID int64
+	SiteID cairn.SiteID
 	Holder string
 	Kind   string
 	Lease  time.Duration
@@ -184,7 +184,7 @@ const ErrTypeLaneFull = "lane_full"
 // AcquireSlot takes a slot of the site's scheduled lane, or fails with a
 // retryable lane_full error while the lane is full.
 func (a *ScheduledJobs) AcquireSlot(ctx context.Context, in SlotInput) error {
-	ok, err := a.Slots.Acquire(ctx, in.SiteID, in.Holder, in.Kind, in.Lease)
+	ok, err := a.Slots.Acquire(ctx, int64(in.SiteID), in.Holder, in.Kind, in.Lease)
 	if err != nil {
 		return err
 	}

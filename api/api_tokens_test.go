@@ -155,7 +155,7 @@ func TestAPITokenScopeFollowsItsOperator(t *testing.T) {
 	}
 	north, south := site("North"), site("South")
 	for i, s := range []int64{north, south} {
-		_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(fmt.Sprint("g", i)), Hostname: fmt.Sprint("host-", i), SiteID: s})
+		_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(fmt.Sprint("g", i)), Hostname: fmt.Sprint("host-", i), SiteID: cairn.SiteID(s)})
 		require.NoError(t, err)
 	}
 	operator := f.operator(t, "scoped")

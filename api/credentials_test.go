@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/internal/credentials"
@@ -82,13 +84,13 @@ func TestCredentialLifecycleNeverShowsThePassword(t *testing.T) {
 	require.Equal(t, "Renamed", kept.Body["name"])
 	require.Nil(t, kept.Body["site_id"])
 	require.Nil(t, kept.Body["domain"])
-	sec, err := f.engine.core.Credentials.Reveal(context.Background(), id, site)
+	sec, err := f.engine.core.Credentials.Reveal(context.Background(), id, cairn.SiteID(site))
 	require.NoError(t, err)
 	require.Equal(t, firstPassword, sec.Password)
 	replaced := f.do(t, "PUT", path, admin, map[string]any{"name": "Renamed", "connection_type": "Windows",
 		"credential_type": "Machine", "username": "Administrator", "password": secondPassword})
 	require.Equal(t, 200, replaced.Status, replaced.Raw)
-	sec, err = f.engine.core.Credentials.Reveal(context.Background(), id, site)
+	sec, err = f.engine.core.Credentials.Reveal(context.Background(), id, cairn.SiteID(site))
 	require.NoError(t, err)
 	require.Equal(t, secondPassword, sec.Password)
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -30,9 +32,9 @@ func TestDeviceRoutesEnforceSiteScope(t *testing.T) {
 	fl := f.fleet(t)
 	op := f.scopedOperator(t, fl, "scoped-op")
 	ctx := context.Background()
-	row, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-off", Hostname: "off-host", SiteID: fl.siteB, Kind: "k", Summary: "b"})
+	row, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-off", Hostname: "off-host", SiteID: cairn.SiteID(fl.siteB), Kind: "k", Summary: "b"})
 	require.NoError(t, err)
-	mine, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-conn", Hostname: "conn-host", SiteID: fl.siteA, Kind: "k", Summary: "a"})
+	mine, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-conn", Hostname: "conn-host", SiteID: cairn.SiteID(fl.siteA), Kind: "k", Summary: "a"})
 	require.NoError(t, err)
 
 	require.Equal(t, []string{"conn-host", "disc-host"}, hostnames(t, f.do(t, "GET", "/api/devices", op, nil), "devices"))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -136,7 +138,7 @@ func TestDeviceActivityRoutes(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for i := range 3 {
-		a, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-conn", Hostname: "conn-host", SiteID: fl.siteA,
+		a, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-conn", Hostname: "conn-host", SiteID: cairn.SiteID(fl.siteA),
 			Kind: "device_quarantined", Summary: "step " + strconv.Itoa(i), Actor: "admin", Metadata: map[string]any{"step": i}})
 		require.NoError(t, err)
 		ids = append(ids, a.ID)

@@ -32,7 +32,7 @@ func ago(d time.Duration) *time.Duration { return &d }
 func (f *fixture) addDevice(t *testing.T, guid, hostname string, siteID int64, st deviceState) devicetrust.Identity {
 	t.Helper()
 	ctx := context.Background()
-	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: siteID})
+	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: cairn.SiteID(siteID)})
 	require.NoError(t, err)
 	now := time.Now()
 	p := db.DeviceFixtureUpdateParams{Guid: cairn.DeviceGUID(guid), AgentID: "agent-" + guid, OperatingSystem: st.os, AgentVersion: st.version,
@@ -49,7 +49,7 @@ func (f *fixture) addDevice(t *testing.T, guid, hostname string, siteID int64, s
 		p.SocketSeenAt, p.SocketReplica = &at, &replica
 	}
 	require.NoError(t, f.store.DeviceFixtureUpdate(ctx, p))
-	return devicetrust.Identity{GUID: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: siteID}
+	return devicetrust.Identity{GUID: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: cairn.SiteID(siteID)}
 }
 
 // fleet is two sites with one device of each connection status.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/slapdtest"
 )
 
@@ -67,7 +68,7 @@ func (f *fixture) siteIDs(t *testing.T, username string) []int64 {
 	require.NoError(t, err)
 	ids, err := f.store.UserSiteIDs(context.Background(), u.ID)
 	require.NoError(t, err)
-	return ids
+	return cairn.SiteIDInts(ids)
 }
 
 func TestDirectoryProviderValidation(t *testing.T) {

@@ -38,7 +38,7 @@ func TestQueuedWorkRunsWhenTheAgentAsks(t *testing.T) {
 	svc := automation.NewService(f.store, scriptsign.New(f.store, f.engine.cipher), f.engine.devices)
 	run, err := svc.CreateRun(ctx, automation.RunSpec{Kind: automation.RunScheduledJob, Language: "sh", Body: "echo back online",
 		RequestedBy: "admin", RunWhenOnline: true,
-		Targets: []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "queued-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}})
+		Targets: []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "queued-01", SiteID: cairn.SiteID(site), SiteSlug: siteSlug(t, f, admin, site)}}})
 	require.NoError(t, err)
 	starter := workflowclient.JobRunStarter{Client: temporalClient, TaskQueue: f.engineQueue}
 	require.NoError(t, starter.Start(ctx, workflows.JobRunInput{RunID: run.ID}))
@@ -89,7 +89,7 @@ func TestDiscardRunKeepsOnlyStartedRuns(t *testing.T) {
 	svc := automation.NewService(f.store, scriptsign.New(f.store, f.engine.cipher), f.engine.devices)
 	newRun := func() automation.Run {
 		run, err := svc.CreateRun(ctx, automation.RunSpec{Kind: automation.RunQuick, Language: "sh", Body: "true", RequestedBy: "admin",
-			Targets: []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "discard-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}})
+			Targets: []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "discard-01", SiteID: cairn.SiteID(site), SiteSlug: siteSlug(t, f, admin, site)}}})
 		require.NoError(t, err)
 		return run
 	}

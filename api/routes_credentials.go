@@ -92,17 +92,17 @@ func credentialID(r *http.Request) (int64, error) {
 // credentialJSON never carries the password: has_password and
 // secret_status say what an operator needs to know about it.
 type credentialJSON struct {
-	CredentialID   int64     `json:"credential_id"`
-	Name           string    `json:"name"`
-	ConnectionType string    `json:"connection_type" openapi:"enum=Windows|WinRM"`
-	CredentialType string    `json:"credential_type" openapi:"enum=Machine|Domain"`
-	Username       string    `json:"username"`
-	Domain         *string   `json:"domain"`
-	SiteID         *int64    `json:"site_id"`
-	HasPassword    bool      `json:"has_password"`
-	SecretStatus   string    `json:"secret_status"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	CredentialID   int64         `json:"credential_id"`
+	Name           string        `json:"name"`
+	ConnectionType string        `json:"connection_type" openapi:"enum=Windows|WinRM"`
+	CredentialType string        `json:"credential_type" openapi:"enum=Machine|Domain"`
+	Username       string        `json:"username"`
+	Domain         *string       `json:"domain"`
+	SiteID         *cairn.SiteID `json:"site_id"`
+	HasPassword    bool          `json:"has_password"`
+	SecretStatus   string        `json:"secret_status"`
+	CreatedAt      time.Time     `json:"created_at"`
+	UpdatedAt      time.Time     `json:"updated_at"`
 }
 
 func toCredentialJSON(c credentials.Credential) credentialJSON {
@@ -118,13 +118,13 @@ func toCredentialJSON(c credentials.Credential) credentialJSON {
 // credentialRequest is the body of create and update; a missing or null
 // password on update keeps the stored one.
 type credentialRequest struct {
-	Name           string  `json:"name" limit:"max=100"`
-	ConnectionType string  `json:"connection_type"`
-	CredentialType string  `json:"credential_type"`
-	Username       string  `json:"username" limit:"max=256"`
-	Domain         *string `json:"domain" limit:"max=255"`
-	Password       *string `json:"password" limit:"max=256"`
-	SiteID         *int64  `json:"site_id"`
+	Name           string        `json:"name" limit:"max=100"`
+	ConnectionType string        `json:"connection_type"`
+	CredentialType string        `json:"credential_type"`
+	Username       string        `json:"username" limit:"max=256"`
+	Domain         *string       `json:"domain" limit:"max=255"`
+	Password       *string       `json:"password" limit:"max=256"`
+	SiteID         *cairn.SiteID `json:"site_id"`
 }
 
 func (req credentialRequest) input() credentials.Input {

@@ -56,7 +56,7 @@ type deviceJSON struct {
 	AgentID            string           `json:"agent_id"`
 	Hostname           string           `json:"hostname"`
 	Description        string           `json:"description"`
-	SiteID             int64            `json:"site_id"`
+	SiteID             cairn.SiteID     `json:"site_id"`
 	SiteName           string           `json:"site_name"`
 	LastSeen           *time.Time       `json:"last_seen"`
 	AgentSocket        bool             `json:"agent_socket"`
@@ -124,7 +124,7 @@ func (s *Server) deviceList(r *http.Request) (devicePageJSON, error) {
 		if err != nil || id <= 0 {
 			v.Add("site_id", "must be a positive integer")
 		}
-		pq.SiteID = id
+		pq.SiteID = cairn.SiteID(id)
 	}
 	if raw := q.Get("status"); raw != "" {
 		st, ok := devices.ParseStatus(raw)

@@ -32,7 +32,7 @@ type activityJSON struct {
 	ID         int64             `json:"id"`
 	GUID       *cairn.DeviceGUID `json:"guid"`
 	Hostname   string            `json:"hostname"`
-	SiteID     *int64            `json:"site_id"`
+	SiteID     *cairn.SiteID     `json:"site_id"`
 	Kind       string            `json:"kind"`
 	Summary    string            `json:"summary"`
 	Actor      string            `json:"actor"`

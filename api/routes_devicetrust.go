@@ -42,7 +42,7 @@ func (s *deviceTrustAPI) deviceTrustRoutes() []Route {
 type trustJSON struct {
 	GUID         cairn.DeviceGUID `json:"guid"`
 	Hostname     string           `json:"hostname"`
-	SiteID       int64            `json:"site_id"`
+	SiteID       cairn.SiteID     `json:"site_id"`
 	TrustState   string           `json:"trust_state"`
 	TokenVersion int32            `json:"token_version"`
 }

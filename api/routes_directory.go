@@ -97,7 +97,7 @@ func (s *directoryAPI) directoryRoutes() []Route {
 			list, err := s.Sites.List(r.Context(), principal(r.Context()).SiteScope())
 			out := make([]directorySiteJSON, len(list))
 			for i, st := range list {
-				out[i] = directorySiteJSON{ID: st.ID, Name: st.Name, Slug: st.Slug}
+				out[i] = directorySiteJSON{ID: int64(st.ID), Name: st.Name, Slug: st.Slug}
 			}
 			return directorySiteListJSON{Sites: out}, err
 		}), "List the sites a directory mapping may target"},

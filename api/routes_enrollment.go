@@ -87,9 +87,9 @@ func (s *enrollmentAPI) enrollmentRoutes() []Route {
 }
 
 type codeCreateRequest struct {
-	SiteID           int64  `json:"site_id"`
-	ExpiresInSeconds *int64 `json:"expires_in_seconds"`
-	MaxUses          *int64 `json:"max_uses"`
+	SiteID           cairn.SiteID `json:"site_id"`
+	ExpiresInSeconds *int64       `json:"expires_in_seconds"`
+	MaxUses          *int64       `json:"max_uses"`
 }
 
 // decideApproval hands the decision to the request's approval workflow

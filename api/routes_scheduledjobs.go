@@ -277,9 +277,9 @@ type siteWorkerSettingsJSON struct {
 }
 
 type siteLaneJSON struct {
-	SiteID             int64  `json:"site_id"`
-	Slug               string `json:"site_worker_slug"`
-	ScheduledCapacity  int    `json:"scheduled_capacity"`
-	ActiveItems        int    `json:"active_items"`
-	OnboardingCapacity int    `json:"onboarding_capacity"`
+	SiteID             cairn.SiteID `json:"site_id"`
+	Slug               string       `json:"site_worker_slug"`
+	ScheduledCapacity  int          `json:"scheduled_capacity"`
+	ActiveItems        int          `json:"active_items"`
+	OnboardingCapacity int          `json:"onboarding_capacity"`
 }

@@ -23,16 +23,16 @@ type pollerJSON struct {
 }
 
 type workerJSON struct {
-	SiteID          *int64       `json:"site_id,omitempty"`
-	Name            string       `json:"name"`
-	Slug            string       `json:"site_worker_slug,omitempty"`
-	TaskQueue       string       `json:"task_queue"`
-	State           string       `json:"state"`
-	Local           bool         `json:"local"`
-	Error           string       `json:"error,omitempty"`
-	Pollers         []pollerJSON `json:"pollers"`
-	TotalDevices    *int64       `json:"total_devices,omitempty"`
-	RecentWorkflows *int64       `json:"recent_workflows"`
+	SiteID          *cairn.SiteID `json:"site_id,omitempty"`
+	Name            string        `json:"name"`
+	Slug            string        `json:"site_worker_slug,omitempty"`
+	TaskQueue       string        `json:"task_queue"`
+	State           string        `json:"state"`
+	Local           bool          `json:"local"`
+	Error           string        `json:"error,omitempty"`
+	Pollers         []pollerJSON  `json:"pollers"`
+	TotalDevices    *int64        `json:"total_devices,omitempty"`
+	RecentWorkflows *int64        `json:"recent_workflows"`
 }
 
 // serverWorkers reports every worker queue: what this process runs, and

@@ -62,13 +62,13 @@ type siteListJSON struct {
 }
 
 type siteAssignRequest struct {
-	GUIDs  []string `json:"guids"`
-	SiteID int64    `json:"site_id"`
+	GUIDs  []string     `json:"guids"`
+	SiteID cairn.SiteID `json:"site_id"`
 }
 
 type siteAssignJSON struct {
-	SiteID   int64    `json:"site_id"`
-	Assigned []string `json:"assigned"`
+	SiteID   cairn.SiteID `json:"site_id"`
+	Assigned []string     `json:"assigned"`
 }
 
 type autoApprovalRequest struct {
@@ -84,9 +84,9 @@ func (req *autoApprovalRequest) validate() error {
 }
 
 type autoApprovalJSON struct {
-	SiteID           int64      `json:"site_id"`
-	Enabled          bool       `json:"enabled"`
-	AutoApproveUntil *time.Time `json:"auto_approve_until"`
+	SiteID           cairn.SiteID `json:"site_id"`
+	Enabled          bool         `json:"enabled"`
+	AutoApproveUntil *time.Time   `json:"auto_approve_until"`
 }
 
 // siteAutoApproval sets or clears temporary auto-approval; without
@@ -108,7 +108,7 @@ func (s *Server) siteAutoApproval(r *http.Request, req autoApprovalRequest) (aut
 		d = time.Duration(*n) * time.Second
 	}
 	now := s.Now()
-	st, err := s.Sites.SetAutoApproval(r.Context(), id, *req.Enabled, d, now)
+	st, err := s.Sites.SetAutoApproval(r.Context(), cairn.SiteID(id), *req.Enabled, d, now)
 	if err != nil {
 		return autoApprovalJSON{}, err
 	}
@@ -120,13 +120,13 @@ func (s *Server) siteAutoApproval(r *http.Request, req autoApprovalRequest) (aut
 }
 
 type siteJSON struct {
-	SiteID         int64  `json:"site_id"`
-	Name           string `json:"name"`
-	Slug           string `json:"site_worker_slug"`
-	WorkerName     string `json:"site_worker_name"`
-	PublicBaseURL  string `json:"public_base_url"`
-	PublicHostname string `json:"public_hostname"`
-	DeviceCount    int64  `json:"device_count"`
+	SiteID         cairn.SiteID `json:"site_id"`
+	Name           string       `json:"name"`
+	Slug           string       `json:"site_worker_slug"`
+	WorkerName     string       `json:"site_worker_name"`
+	PublicBaseURL  string       `json:"public_base_url"`
+	PublicHostname string       `json:"public_hostname"`
+	DeviceCount    int64        `json:"device_count"`
 	// AutoApproveUntil is set while temporary auto-approval is on.
 	AutoApproveUntil *time.Time `json:"auto_approve_until"`
 	CreatedAt        time.Time  `json:"created_at"`
@@ -143,7 +143,7 @@ type siteJSON struct {
 func (s *Server) sitesJSON(ctx context.Context, list ...sites.Site) ([]siteJSON, error) {
 	ids := make([]int64, len(list))
 	for i, st := range list {
-		ids[i] = st.ID
+		ids[i] = int64(st.ID)
 	}
 	links, err := s.InstallLinks.ForSites(ctx, s.PublicURL, ids)
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Server) sitesJSON(ctx context.Context, list ...sites.Site) ([]siteJSON,
 		out[i] = s.siteJSON(st)
 		out[i].AgentBinarySource = "engine"
 		out[i].InstallLinks = map[string]installLinkJSON{}
-		for p, l := range links[st.ID] {
+		for p, l := range links[int64(st.ID)] {
 			out[i].InstallLinks[p] = newInstallLinkJSON(l)
 		}
 	}
@@ -184,8 +184,8 @@ func (s *Server) siteJSON(st sites.Site) siteJSON {
 }
 
 type deviceSiteJSON struct {
-	SiteID   int64  `json:"site_id"`
-	SiteName string `json:"site_name"`
+	SiteID   cairn.SiteID `json:"site_id"`
+	SiteName string       `json:"site_name"`
 }
 
 type siteCreateRequest struct {
@@ -194,9 +194,9 @@ type siteCreateRequest struct {
 }
 
 type siteRenameRequest struct {
-	SiteID int64  `json:"site_id"`
-	Name   string `json:"name" limit:"max=100"`
-	Slug   string `json:"site_worker_slug" limit:"max=51"`
+	SiteID cairn.SiteID `json:"site_id"`
+	Name   string       `json:"name" limit:"max=100"`
+	Slug   string       `json:"site_worker_slug" limit:"max=51"`
 }
 
 type siteDeleteRequest struct {

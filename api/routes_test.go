@@ -211,7 +211,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	require.Equal(t, 201, hidden.Status)
 	hiddenSite := int64(hidden.Body["site_id"].(float64))
 	guid := uuid.NewString()
-	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "hidden-host", SiteID: hiddenSite})
+	_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "hidden-host", SiteID: cairn.SiteID(hiddenSite)})
 	require.NoError(t, err)
 	activity, err := f.store.DeviceActivityInsert(ctx, db.DeviceActivityInsertParams{DeviceGuid: (*cairn.DeviceGUID)(&guid), Hostname: "hidden-host",
 		SiteID: &hiddenSite, Kind: "script", Summary: "hidden-host work", Actor: "admin", Status: "succeeded", Metadata: []byte(`{}`)})
@@ -227,7 +227,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	require.Equal(t, 201, code.Status, code.Raw)
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	approval, err := f.store.ApprovalInsert(ctx, db.ApprovalInsertParams{ID: uuid.NewString(), SiteID: hiddenSite, Hostname: "hidden-host",
+	approval, err := f.store.ApprovalInsert(ctx, db.ApprovalInsertParams{ID: uuid.NewString(), SiteID: cairn.SiteID(hiddenSite), Hostname: "hidden-host",
 		Fingerprint: "hidden-fp", PublicKey: pub, Jkt: devicetrust.Thumbprint(pub), RemoteAddr: "192.0.2.1",
 		Status: proto.ApprovalPending, ExpiresAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)

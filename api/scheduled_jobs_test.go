@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-rmm/cairn"
 	"strings"
 	"testing"
 	"time"
@@ -347,7 +348,7 @@ func TestScheduledJobActivityLinks(t *testing.T) {
 	}
 	deleted, cleared, kept := newJob("to delete"), newJob("to clear"), newJob("kept")
 	for _, id := range []int64{deleted, cleared, kept} {
-		_, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-conn", Hostname: "conn-host", SiteID: fl.siteA,
+		_, err := f.engine.devices.RecordActivity(ctx, devices.NewActivity{GUID: "guid-conn", Hostname: "conn-host", SiteID: cairn.SiteID(fl.siteA),
 			Kind: "script_run", Summary: "ran", Metadata: map[string]any{"scheduled_job_id": id, "run_id": fmt.Sprint("run-", id)}})
 		require.NoError(t, err)
 	}

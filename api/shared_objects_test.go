@@ -214,6 +214,6 @@ func TestScheduledFlowRunsPinnedVersion(t *testing.T) {
 	// refused before anything is signed or sent.
 	_, err := f.engine.core.Automation.CreateRun(ctx, automation.RunSpec{AssemblyID: &asm, AssemblyVersion: 1,
 		AssemblySHA256: strings.Repeat("0", 64), RequestedBy: "admin",
-		Targets: []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "pinned-01", SiteID: site}}})
+		Targets: []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "pinned-01", SiteID: cairn.SiteID(site)}}})
 	require.Equal(t, cairn.ECodeAssemblyChanged, cairn.ErrorCode(err), err)
 }

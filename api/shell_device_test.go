@@ -111,7 +111,7 @@ func TestShellGuardRechecksTheDeviceOnEachTick(t *testing.T) {
 			require.NoError(t, err)
 		}, "the device was quarantined"},
 		{"site changed", func(t *testing.T, d db.DeviceGetByGUIDRow) {
-			_, err := f.store.DeviceSiteAssign(ctx, db.DeviceSiteAssignParams{SiteID: other, Guids: []string{string(d.Guid)}})
+			_, err := f.store.DeviceSiteAssign(ctx, db.DeviceSiteAssignParams{SiteID: cairn.SiteID(other), Guids: []string{string(d.Guid)}})
 			require.NoError(t, err)
 		}, "the device moved to another site"},
 	} {

@@ -36,7 +36,7 @@ func TestScheduledContentIsBoundAtEachFire(t *testing.T) {
 		"body": "echo operator"})
 	require.Equal(t, 201, r.Status, r.Raw)
 	assembly := int64(r.Body["id"].(float64))
-	targets := []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "bound-01", SiteID: site, SiteSlug: siteSlug(t, f, admin, site)}}
+	targets := []devices.OperationTarget{{GUID: cairn.DeviceGUID(a.guid), Hostname: "bound-01", SiteID: cairn.SiteID(site), SiteSlug: siteSlug(t, f, admin, site)}}
 
 	content, version, err := svc.SignContent(ctx, automation.RunSpec{AssemblyID: &assembly})
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"github.com/cairn-rmm/cairn"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,7 +141,7 @@ func TestSiteDeleteIsAllOrNothing(t *testing.T) {
 	b := f.do(t, "POST", "/api/sites", token, map[string]any{"name": "B", "site_worker_slug": uniqueSlug("b")})
 	require.Equal(t, 201, a.Status)
 	require.Equal(t, 201, b.Status)
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: "guid-1", Hostname: "pc-1", SiteID: int64(b.Body["site_id"].(float64))})
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: "guid-1", Hostname: "pc-1", SiteID: cairn.SiteID(int64(b.Body["site_id"].(float64)))})
 	require.NoError(t, err)
 
 	r := f.do(t, "POST", "/api/sites/delete", token, map[string]any{"site_ids": []any{a.Body["site_id"], b.Body["site_id"]}})

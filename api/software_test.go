@@ -297,7 +297,7 @@ func TestSoftwareAgentOverridesAndRefresh(t *testing.T) {
 	admin := f.admin(t)
 	site := f.createSite(t, admin, "agov")
 	o := f.opsAgent(t, admin, site, "override-host")
-	f.postSoftware(t, devicetrust.Identity{GUID: cairn.DeviceGUID(o.guid), SiteID: site}, swRow("Contoso Agent", "1.0"))
+	f.postSoftware(t, devicetrust.Identity{GUID: cairn.DeviceGUID(o.guid), SiteID: cairn.SiteID(site)}, swRow("Contoso Agent", "1.0"))
 
 	r := o.device(t, "GET", "/api/agent/software-management/overrides", nil)
 	require.Equal(t, 200, r.Status, r.Raw)

@@ -1,9 +1,9 @@
 package api_test
 
 import (
-	"github.com/cairn-rmm/cairn"
 	"context"
 	"encoding/json"
+	"github.com/cairn-rmm/cairn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +39,7 @@ func TestOperationStartedThroughTemporalReachesNoAgent(t *testing.T) {
 	site := int64(r.Body["site_id"].(float64))
 	a := f.opsAgent(t, admin, site, "trust-01")
 	dir := t.TempDir()
-	target := devices.OperationTarget{GUID: cairn.DeviceGUID(a.guid), Hostname: "trust-01", SiteID: site, SiteSlug: slug}
+	target := devices.OperationTarget{GUID: cairn.DeviceGUID(a.guid), Hostname: "trust-01", SiteID: cairn.SiteID(site), SiteSlug: slug}
 	write := func(path string) json.RawMessage {
 		raw, err := json.Marshal(proto.FileRequest{Action: proto.FileActionWriteText, Path: path, Content: "* * * * * root id\n"})
 		require.NoError(t, err)

@@ -1,9 +1,9 @@
 package api_test
 
 import (
-	"github.com/cairn-rmm/cairn"
 	"context"
 	"fmt"
+	"github.com/cairn-rmm/cairn"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +111,7 @@ func TestOperatorsSeeOnlyTheirSites(t *testing.T) {
 	}
 	north, south := site("North"), site("South")
 	for i, s := range []int64{north, south} {
-		_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(fmt.Sprint("g", i)), Hostname: fmt.Sprint("host-", i), SiteID: s})
+		_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(fmt.Sprint("g", i)), Hostname: fmt.Sprint("host-", i), SiteID: cairn.SiteID(s)})
 		require.NoError(t, err)
 	}
 	operator := f.operator(t, "scoped")

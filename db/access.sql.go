@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const auditInsert = `-- name: AuditInsert :exec
@@ -280,7 +282,7 @@ ORDER BY u.username, a.site_id
 
 type UserSiteAssignmentsByUsersRow struct {
 	Username string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 func (q *Queries) UserSiteAssignmentsByUsers(ctx context.Context, usernames []string) ([]UserSiteAssignmentsByUsersRow, error) {
@@ -307,15 +309,15 @@ const userSiteIDs = `-- name: UserSiteIDs :many
 SELECT site_id FROM user_site_assignments WHERE user_id = $1 ORDER BY site_id
 `
 
-func (q *Queries) UserSiteIDs(ctx context.Context, userID int64) ([]int64, error) {
+func (q *Queries) UserSiteIDs(ctx context.Context, userID int64) ([]cairn.SiteID, error) {
 	rows, err := q.db.Query(ctx, userSiteIDs, userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []cairn.SiteID
 	for rows.Next() {
-		var site_id int64
+		var site_id cairn.SiteID
 		if err := rows.Scan(&site_id); err != nil {
 			return nil, err
 		}

@@ -327,7 +327,7 @@ type DeviceOperationTargetParams struct {
 type DeviceOperationTargetRow struct {
 	Guid                 cairn.DeviceGUID
 	Hostname             string
-	SiteID               int64
+	SiteID               cairn.SiteID
 	SiteSlug             string
 	TrustState           string
 	SocketLive           bool
@@ -382,7 +382,7 @@ type DeviceOperationTargetByGUIDParams struct {
 type DeviceOperationTargetByGUIDRow struct {
 	Guid         cairn.DeviceGUID
 	Hostname     string
-	SiteID       int64
+	SiteID       cairn.SiteID
 	SiteSlug     string
 	TrustState   string
 	SocketLive   bool

@@ -47,7 +47,7 @@ type AgentUpdateDeviceInScopeParams struct {
 type AgentUpdateDeviceInScopeRow struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	AgentBuildID    string
 	OperatingSystem string
 	OsFamily        string
@@ -302,7 +302,7 @@ type AgentUpdateOperationInsertParams struct {
 	ID             cairn.OperationID
 	DeviceGuid     cairn.DeviceGUID
 	Hostname       string
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 	Status         string
 	Reason         string
 	Force          bool
@@ -499,7 +499,7 @@ type AgentUpdateResultInsertParams struct {
 	RunID       cairn.RunID
 	DeviceGuid  cairn.DeviceGUID
 	Hostname    string
-	SiteID      *int64
+	SiteID      *cairn.SiteID
 	OperationID cairn.OperationID
 }
 

@@ -99,7 +99,7 @@ ORDER BY site_id, id
 `
 
 type EnrollmentCodeHashesBySitesRow struct {
-	SiteID   int64
+	SiteID   cairn.SiteID
 	ID       int64
 	CodeHash []byte
 }
@@ -133,7 +133,7 @@ RETURNING download_count
 `
 
 type InstallLinkCountDownloadParams struct {
-	SiteID   int64
+	SiteID   cairn.SiteID
 	Platform string
 	Nonce    []byte
 }
@@ -161,7 +161,7 @@ LIMIT 1
 `
 
 type InstallLinkEnsureParams struct {
-	SiteID    int64
+	SiteID    cairn.SiteID
 	Platform  string
 	Nonce     []byte
 	ExpiresAt time.Time
@@ -207,7 +207,7 @@ RETURNING site_id, platform, nonce, expires_at, download_count, created_by, crea
 
 type InstallLinkExtendParams struct {
 	ExpiresAt time.Time
-	SiteID    int64
+	SiteID    cairn.SiteID
 	Platform  string
 	Nonce     []byte
 	DueBefore time.Time
@@ -241,7 +241,7 @@ SELECT site_id, platform, nonce, expires_at, download_count, created_by, created
 `
 
 type InstallLinkGetParams struct {
-	SiteID   int64
+	SiteID   cairn.SiteID
 	Platform string
 }
 
@@ -271,7 +271,7 @@ type InstallLinkReplaceParams struct {
 	Nonce     []byte
 	ExpiresAt time.Time
 	CreatedBy string
-	SiteID    int64
+	SiteID    cairn.SiteID
 	Platform  string
 }
 

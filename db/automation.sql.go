@@ -521,7 +521,7 @@ type JobRunDispatchInfoRow struct {
 	ScheduledJobID *int64
 	AssemblyName   string
 	Hostname       string
-	SiteID         int64
+	SiteID         cairn.SiteID
 	SiteSlug       string
 	TrustState     string
 	SocketLive     bool
@@ -745,7 +745,7 @@ type JobRunPendingBatchParams struct {
 type JobRunPendingBatchRow struct {
 	DeviceGuid cairn.DeviceGUID
 	Hostname   string
-	SiteID     *int64
+	SiteID     *cairn.SiteID
 	SiteSlug   string
 }
 
@@ -929,7 +929,7 @@ type JobRunResultListParams struct {
 type JobRunResultListRow struct {
 	DeviceGuid      cairn.DeviceGUID
 	Hostname        string
-	SiteID          *int64
+	SiteID          *cairn.SiteID
 	Status          string
 	ExitCode        *int32
 	Stdout          string
@@ -1093,7 +1093,7 @@ type JobTargetsByGUIDParams struct {
 type JobTargetsByGUIDRow struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	SiteSlug        string
 	TrustState      string
 	OperatingSystem string

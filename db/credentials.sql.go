@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const credentialDelete = `-- name: CredentialDelete :execrows
@@ -65,7 +67,7 @@ type CredentialInsertParams struct {
 	CredentialType string
 	Username       string
 	Domain         string
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 }
 
 // The row is inserted with an empty seal first: the seal's associated data
@@ -166,7 +168,7 @@ const credentialSiteExists = `-- name: CredentialSiteExists :one
 SELECT EXISTS (SELECT 1 FROM sites WHERE id = $1)
 `
 
-func (q *Queries) CredentialSiteExists(ctx context.Context, id int64) (bool, error) {
+func (q *Queries) CredentialSiteExists(ctx context.Context, id cairn.SiteID) (bool, error) {
 	row := q.db.QueryRow(ctx, credentialSiteExists, id)
 	var exists bool
 	err := row.Scan(&exists)
@@ -187,7 +189,7 @@ type CredentialUpdateParams struct {
 	CredentialType string
 	Username       string
 	Domain         string
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 	ID             int64
 }
 

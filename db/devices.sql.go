@@ -19,7 +19,7 @@ INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid
 type DeviceInsertParams struct {
 	Guid     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 func (q *Queries) DeviceInsert(ctx context.Context, arg DeviceInsertParams) (Device, error) {
@@ -74,7 +74,7 @@ type DeviceSocketAttachParams struct {
 type DeviceSocketAttachRow struct {
 	Guid     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 // The agent's socket is now held by this replica (workers/agentsocket),
@@ -180,7 +180,7 @@ type DeviceSocketGetParams struct {
 type DeviceSocketGetRow struct {
 	Guid           cairn.DeviceGUID
 	Hostname       string
-	SiteID         int64
+	SiteID         cairn.SiteID
 	HelperContexts []string
 	SocketReplica  string
 	SocketLive     bool

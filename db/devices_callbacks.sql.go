@@ -157,7 +157,7 @@ SELECT guid, hostname, site_id FROM devices WHERE guid = $1 FOR UPDATE
 type DeviceLockForInventoryRow struct {
 	Guid     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 // Serializes details posts of one device (and gives the event its names).
@@ -218,7 +218,7 @@ func (q *Queries) DeviceSoftwareDelete(ctx context.Context, deviceGuid cairn.Dev
 
 type DeviceSoftwareInsertParams struct {
 	DeviceGuid cairn.DeviceGUID
-	SiteID     int64
+	SiteID     cairn.SiteID
 	NameKey    string
 	Name       string
 	Version    string
@@ -249,7 +249,7 @@ type DeviceStatusApplyParams struct {
 type DeviceStatusApplyRow struct {
 	Guid     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 func (q *Queries) DeviceStatusApply(ctx context.Context, arg DeviceStatusApplyParams) (DeviceStatusApplyRow, error) {

@@ -450,7 +450,7 @@ RETURNING d.guid, d.hostname, b.site_id AS previous_site_id
 `
 
 type DeviceSiteAssignParams struct {
-	SiteID int64
+	SiteID cairn.SiteID
 	Guids  []string
 }
 

@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const directoryProviderDelete = `-- name: DirectoryProviderDelete :execrows
@@ -313,7 +315,7 @@ SELECT id, name, slug FROM sites ORDER BY lower(name), id
 `
 
 type DirectorySiteListRow struct {
-	ID   int64
+	ID   cairn.SiteID
 	Name string
 	Slug string
 }

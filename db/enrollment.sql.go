@@ -118,7 +118,7 @@ RETURNING id, site_id, enrollment_code_id, hostname, operating_system, agent_ver
 
 type ApprovalInsertParams struct {
 	ID               string
-	SiteID           int64
+	SiteID           cairn.SiteID
 	EnrollmentCodeID *int64
 	Hostname         string
 	OperatingSystem  string
@@ -196,7 +196,7 @@ type ApprovalListParams struct {
 
 type ApprovalListRow struct {
 	ID               string
-	SiteID           int64
+	SiteID           cairn.SiteID
 	EnrollmentCodeID *int64
 	Hostname         string
 	OperatingSystem  string
@@ -323,7 +323,7 @@ RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_
 type DeviceEnrollInsertParams struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	AgentID         string
 	OperatingSystem string
 	PublicKey       []byte
@@ -388,7 +388,7 @@ WHERE d.guid = $1
 type DeviceGetByGUIDRow struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	CreatedAt       time.Time
 	AgentID         string
 	Description     string
@@ -563,7 +563,7 @@ RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_
 
 type DeviceReenrollParams struct {
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	OperatingSystem string
 	Fingerprint     string
 	AgentVersion    string
@@ -692,7 +692,7 @@ RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, creat
 `
 
 type EnrollmentCodeInsertParams struct {
-	SiteID     int64
+	SiteID     cairn.SiteID
 	CodeHash   []byte
 	CodeSealed []byte
 	ExpiresAt  time.Time
@@ -741,7 +741,7 @@ type EnrollmentCodeListParams struct {
 
 type EnrollmentCodeListRow struct {
 	ID         int64
-	SiteID     int64
+	SiteID     cairn.SiteID
 	CodeHash   []byte
 	CodeSealed []byte
 	ExpiresAt  time.Time

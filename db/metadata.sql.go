@@ -221,7 +221,7 @@ type MetadataDeviceInScopeParams struct {
 type MetadataDeviceInScopeRow struct {
 	Guid     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 // The device's GUID, hostname and site inside the caller's scope.

@@ -50,7 +50,7 @@ type AgentEndpoint struct {
 }
 
 type AgentInstallLink struct {
-	SiteID        int64
+	SiteID        cairn.SiteID
 	Platform      string
 	Nonce         []byte
 	ExpiresAt     time.Time
@@ -86,7 +86,7 @@ type AgentUpdateOperation struct {
 	ID             cairn.OperationID
 	DeviceGuid     cairn.DeviceGUID
 	Hostname       string
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 	Status         string
 	Reason         string
 	Force          bool
@@ -196,7 +196,7 @@ type AutomationWorkflowRun struct {
 type Device struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	CreatedAt       time.Time
 	AgentID         string
 	Description     string
@@ -225,7 +225,7 @@ type DeviceActivity struct {
 	ID          int64
 	DeviceGuid  *cairn.DeviceGUID
 	Hostname    string
-	SiteID      *int64
+	SiteID      *cairn.SiteID
 	Kind        string
 	Summary     string
 	Actor       string
@@ -243,7 +243,7 @@ type DeviceAddress struct {
 
 type DeviceApproval struct {
 	ID               string
-	SiteID           int64
+	SiteID           cairn.SiteID
 	EnrollmentCodeID *int64
 	Hostname         string
 	OperatingSystem  string
@@ -278,7 +278,7 @@ type DeviceFilter struct {
 
 type DeviceFilterRow struct {
 	Guid                 cairn.DeviceGUID
-	SiteID               int64
+	SiteID               cairn.SiteID
 	HostnameLower        string
 	DescriptionLower     string
 	OperatingSystemLower string
@@ -388,7 +388,7 @@ type DeviceSoftware struct {
 	Version    string
 	Publisher  string
 	VersionKey []pgtype.Numeric
-	SiteID     int64
+	SiteID     cairn.SiteID
 }
 
 type DirectoryProvider struct {
@@ -424,7 +424,7 @@ type DpopJti struct {
 
 type EnrollmentCode struct {
 	ID         int64
-	SiteID     int64
+	SiteID     cairn.SiteID
 	CodeHash   []byte
 	CodeSealed []byte
 	ExpiresAt  time.Time
@@ -439,7 +439,7 @@ type FileTransfer struct {
 	ID              cairn.TransferID
 	DeviceGuid      cairn.DeviceGUID
 	Hostname        string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	Direction       string
 	State           string
 	Destination     string
@@ -503,7 +503,7 @@ type JobRunResult struct {
 	RunID           cairn.RunID
 	DeviceGuid      cairn.DeviceGUID
 	Hostname        string
-	SiteID          *int64
+	SiteID          *cairn.SiteID
 	Status          string
 	ExitCode        *int32
 	Stdout          string
@@ -658,7 +658,7 @@ type ShellSession struct {
 	ID                  string
 	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
-	SiteID              *int64
+	SiteID              *cairn.SiteID
 	Operator            string
 	TokenHash           []byte
 	AgentTokenHash      []byte
@@ -687,7 +687,7 @@ type ShellTranscriptChunk struct {
 }
 
 type Site struct {
-	ID               int64
+	ID               cairn.SiteID
 	Name             string
 	Slug             string
 	CreatedAt        time.Time
@@ -696,7 +696,7 @@ type Site struct {
 }
 
 type SiteWorkSlot struct {
-	SiteID     int64
+	SiteID     cairn.SiteID
 	Holder     string
 	Kind       string
 	AcquiredAt time.Time
@@ -704,7 +704,7 @@ type SiteWorkSlot struct {
 }
 
 type SoftwareAuditCount struct {
-	SiteID      int64
+	SiteID      cairn.SiteID
 	NameKey     string
 	Version     string
 	Name        string
@@ -714,7 +714,7 @@ type SoftwareAuditCount struct {
 
 type SoftwareAuditDelta struct {
 	Xid       pgtype.Uint64
-	SiteID    int64
+	SiteID    cairn.SiteID
 	NameKey   string
 	Version   string
 	Name      string
@@ -795,7 +795,7 @@ type StoredCredential struct {
 	Domain         string
 	PasswordSealed []byte
 	PasswordKeyID  []byte
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
@@ -830,7 +830,7 @@ type User struct {
 
 type UserSiteAssignment struct {
 	UserID    int64
-	SiteID    int64
+	SiteID    cairn.SiteID
 	CreatedAt time.Time
 }
 

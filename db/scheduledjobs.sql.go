@@ -42,7 +42,7 @@ SELECT guid, site_id FROM devices WHERE guid = ANY($1::text[])
 
 type DeviceSitesByGUIDsRow struct {
 	Guid   cairn.DeviceGUID
-	SiteID int64
+	SiteID cairn.SiteID
 }
 
 func (q *Queries) DeviceSitesByGUIDs(ctx context.Context, guids []string) ([]DeviceSitesByGUIDsRow, error) {
@@ -642,7 +642,7 @@ type ScheduledJobTargetDevicesParams struct {
 type ScheduledJobTargetDevicesRow struct {
 	Guid       cairn.DeviceGUID
 	Hostname   string
-	SiteID     int64
+	SiteID     cairn.SiteID
 	SiteSlug   string
 	TrustState string
 }
@@ -816,15 +816,15 @@ const siteIDsExisting = `-- name: SiteIDsExisting :many
 SELECT id FROM sites WHERE id = ANY($1::bigint[])
 `
 
-func (q *Queries) SiteIDsExisting(ctx context.Context, ids []int64) ([]int64, error) {
+func (q *Queries) SiteIDsExisting(ctx context.Context, ids []int64) ([]cairn.SiteID, error) {
 	rows, err := q.db.Query(ctx, siteIDsExisting, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []cairn.SiteID
 	for rows.Next() {
-		var id int64
+		var id cairn.SiteID
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
@@ -840,7 +840,7 @@ const siteSlotCount = `-- name: SiteSlotCount :one
 SELECT count(*)::int FROM site_work_slots WHERE site_id = $1
 `
 
-func (q *Queries) SiteSlotCount(ctx context.Context, siteID int64) (int32, error) {
+func (q *Queries) SiteSlotCount(ctx context.Context, siteID cairn.SiteID) (int32, error) {
 	row := q.db.QueryRow(ctx, siteSlotCount, siteID)
 	var column_1 int32
 	err := row.Scan(&column_1)
@@ -854,7 +854,7 @@ FROM sites s ORDER BY s.id
 `
 
 type SiteSlotCountsRow struct {
-	SiteID      int64
+	SiteID      cairn.SiteID
 	Slug        string
 	ActiveItems int32
 }
@@ -883,7 +883,7 @@ const siteSlotDeleteExpired = `-- name: SiteSlotDeleteExpired :exec
 DELETE FROM site_work_slots WHERE site_id = $1 AND expires_at <= now()
 `
 
-func (q *Queries) SiteSlotDeleteExpired(ctx context.Context, siteID int64) error {
+func (q *Queries) SiteSlotDeleteExpired(ctx context.Context, siteID cairn.SiteID) error {
 	_, err := q.db.Exec(ctx, siteSlotDeleteExpired, siteID)
 	return err
 }
@@ -893,7 +893,7 @@ SELECT EXISTS (SELECT 1 FROM site_work_slots WHERE site_id = $1 AND holder = $2)
 `
 
 type SiteSlotHeldParams struct {
-	SiteID int64
+	SiteID cairn.SiteID
 	Holder string
 }
 
@@ -911,7 +911,7 @@ ON CONFLICT (site_id, holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
 `
 
 type SiteSlotInsertParams struct {
-	SiteID       int64
+	SiteID       cairn.SiteID
 	Holder       string
 	Kind         string
 	LeaseSeconds float64
@@ -933,9 +933,9 @@ SELECT id FROM sites WHERE id = $1 FOR UPDATE
 `
 
 // Site-worker scheduled lane slots.
-func (q *Queries) SiteSlotLockSite(ctx context.Context, id int64) (int64, error) {
+func (q *Queries) SiteSlotLockSite(ctx context.Context, id cairn.SiteID) (cairn.SiteID, error) {
 	row := q.db.QueryRow(ctx, siteSlotLockSite, id)
-	var id_2 int64
+	var id_2 cairn.SiteID
 	err := row.Scan(&id_2)
 	return id_2, err
 }

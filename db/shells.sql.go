@@ -81,7 +81,7 @@ FROM devices WHERE guid = $1::text
 type ShellDeviceCheckRow struct {
 	TrustState       string
 	TokenVersion     int32
-	SiteID           int64
+	SiteID           cairn.SiteID
 	RefreshExpiresAt time.Time
 }
 
@@ -133,7 +133,7 @@ type ShellSessionClaimAgentRow struct {
 	ID                  string
 	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
-	SiteID              *int64
+	SiteID              *cairn.SiteID
 	Operator            string
 	State               string
 	Cols                int32
@@ -199,7 +199,7 @@ type ShellSessionClaimBrowserRow struct {
 	ID                  string
 	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
-	SiteID              *int64
+	SiteID              *cairn.SiteID
 	Operator            string
 	State               string
 	Cols                int32
@@ -268,7 +268,7 @@ type ShellSessionFinishRow struct {
 	ID                  string
 	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
-	SiteID              *int64
+	SiteID              *cairn.SiteID
 	Operator            string
 	State               string
 	Cols                int32
@@ -332,7 +332,7 @@ type ShellSessionGetRow struct {
 	ID                  string
 	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
-	SiteID              *int64
+	SiteID              *cairn.SiteID
 	Operator            string
 	State               string
 	Cols                int32
@@ -392,7 +392,7 @@ type ShellSessionInsertParams struct {
 	ID                 string
 	DeviceGuid         *cairn.DeviceGUID
 	Hostname           string
-	SiteID             *int64
+	SiteID             *cairn.SiteID
 	Operator           string
 	TokenHash          []byte
 	Cols               int32
@@ -452,7 +452,7 @@ type ShellSessionListRow struct {
 	ID                  string
 	DeviceGuid          *cairn.DeviceGUID
 	Hostname            string
-	SiteID              *int64
+	SiteID              *cairn.SiteID
 	Operator            string
 	State               string
 	Cols                int32

@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	cairn "github.com/cairn-rmm/cairn"
 )
 
 const deviceSiteMap = `-- name: DeviceSiteMap :many
@@ -24,7 +26,7 @@ type DeviceSiteMapParams struct {
 
 type DeviceSiteMapRow struct {
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 	SiteName string
 }
 
@@ -54,7 +56,7 @@ UPDATE sites SET auto_approve_until = $1, updated_at = now() WHERE id = $2 RETUR
 
 type SiteAutoApprovalSetParams struct {
 	Until *time.Time
-	ID    int64
+	ID    cairn.SiteID
 }
 
 func (q *Queries) SiteAutoApprovalSet(ctx context.Context, arg SiteAutoApprovalSetParams) (Site, error) {
@@ -91,7 +93,7 @@ GROUP BY s.id
 `
 
 type SiteDeviceCountsRow struct {
-	ID          int64
+	ID          cairn.SiteID
 	DeviceCount int64
 }
 
@@ -121,7 +123,7 @@ FROM sites s WHERE s.id = $1
 `
 
 type SiteGetRow struct {
-	ID               int64
+	ID               cairn.SiteID
 	Name             string
 	Slug             string
 	CreatedAt        time.Time
@@ -130,7 +132,7 @@ type SiteGetRow struct {
 	DeviceCount      int64
 }
 
-func (q *Queries) SiteGet(ctx context.Context, id int64) (SiteGetRow, error) {
+func (q *Queries) SiteGet(ctx context.Context, id cairn.SiteID) (SiteGetRow, error) {
 	row := q.db.QueryRow(ctx, siteGet, id)
 	var i SiteGetRow
 	err := row.Scan(
@@ -199,7 +201,7 @@ type SiteListParams struct {
 }
 
 type SiteListRow struct {
-	ID               int64
+	ID               cairn.SiteID
 	Name             string
 	Slug             string
 	CreatedAt        time.Time
@@ -244,7 +246,7 @@ UPDATE sites SET name = $1, slug = $2, updated_at = now() WHERE id = $3 RETURNIN
 type SiteUpdateParams struct {
 	Name string
 	Slug string
-	ID   int64
+	ID   cairn.SiteID
 }
 
 func (q *Queries) SiteUpdate(ctx context.Context, arg SiteUpdateParams) (Site, error) {

@@ -296,7 +296,7 @@ type SoftwareDeviceFindParams struct {
 type SoftwareDeviceFindRow struct {
 	Guid     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 // A device by hostname inside the caller's scope.

@@ -233,7 +233,7 @@ type FileTransferInsertParams struct {
 	ID          cairn.TransferID
 	DeviceGuid  cairn.DeviceGUID
 	Hostname    string
-	SiteID      int64
+	SiteID      cairn.SiteID
 	Direction   string
 	Destination string
 	Conflict    string

@@ -90,7 +90,7 @@ func AgentUpdate(ctx workflow.Context, in AgentUpdateInput) (string, error) {
 		// The operation stays queued while the lane is full; its deadline
 		// runs from when it has a slot.
 		defer releaseLaneWhenRunEnds(ctx, string(in.RunID), in.LaneHolder)
-		if err := acquireSlots(ctx, []int64{in.Target.SiteID}, in.LaneHolder, scheduledjobs.SlotAgentMaintenance); err != nil {
+		if err := acquireSlots(ctx, []int64{int64(in.Target.SiteID)}, in.LaneHolder, scheduledjobs.SlotAgentMaintenance); err != nil {
 			return "", err
 		}
 		started = workflow.Now(ctx)

@@ -110,7 +110,7 @@ func acquireSlots(ctx workflow.Context, sites []int64, holder, kind string) erro
 	sorted := slices.Clone(sites)
 	slices.Sort(sorted)
 	for _, site := range sorted {
-		in := activities.SlotInput{SiteID: site, Holder: holder, Kind: kind, Lease: SlotLease}
+		in := activities.SlotInput{SiteID: cairn.SiteID(site), Holder: holder, Kind: kind, Lease: SlotLease}
 		if err := workflow.ExecuteActivity(wait, a.AcquireSlot, in).Get(ctx, nil); err != nil {
 			return err
 		}

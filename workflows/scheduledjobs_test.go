@@ -40,7 +40,7 @@ func TestHoldSiteSlotsWaitsForAFullLane(t *testing.T) {
 			full--
 			return temporal.NewApplicationError("full", activities.ErrTypeLaneFull)
 		}
-		order = append(order, in.SiteID)
+		order = append(order, int64(in.SiteID))
 		require.Equal(t, scheduledjobs.SlotAgentMaintenance, in.Kind)
 		return nil
 	}, activity.RegisterOptions{Name: "AcquireSlot"})

@@ -273,17 +273,17 @@ func (h *Hub) stripe(guid cairn.DeviceGUID) *sync.Mutex {
 type statusData struct {
 	GUID        cairn.DeviceGUID `json:"guid"`
 	Hostname    string           `json:"hostname"`
-	SiteID      int64            `json:"site_id"`
+	SiteID      cairn.SiteID     `json:"site_id"`
 	AgentSocket bool             `json:"agent_socket"`
 }
 
 // publishStatus tells the consoles that may see the device (its site's
 // operators and admins) that its socket changed.
 func (h *Hub) publishStatus(c *conn, connected bool) {
-	data, _ := json.Marshal(statusData{GUID: c.dev.GUID, Hostname: c.hostname, SiteID: c.siteID, AgentSocket: connected})
+	data, _ := json.Marshal(statusData{GUID: c.dev.GUID, Hostname: c.hostname, SiteID: cairn.SiteID(c.siteID), AgentSocket: connected})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := h.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: events.TypeAgentStatusChanged, SiteID: c.siteID, Data: data})
+	err := h.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: events.TypeAgentStatusChanged, SiteID: cairn.SiteID(c.siteID), Data: data})
 	if err != nil {
 		h.log.Warn("publish agent status", "guid", c.dev.GUID, "err", err)
 	}

@@ -187,7 +187,7 @@ func (h *Hub) attach(c *conn, hello proto.ConnectAgent) error {
 	if err != nil {
 		return err
 	}
-	c.hostname, c.siteID = row.Hostname, row.SiteID
+	c.hostname, c.siteID = row.Hostname, int64(row.SiteID)
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()

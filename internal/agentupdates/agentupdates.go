@@ -526,7 +526,7 @@ func (s *Service) Progress(ctx context.Context, dev Device, p proto.UpdateProgre
 type Device struct {
 	GUID     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 func validateProgress(p proto.UpdateProgress) error {

@@ -43,7 +43,7 @@ func (s *Service) Account(ctx context.Context, username string) (AccountEntry, e
 	if err != nil {
 		return AccountEntry{}, err
 	}
-	return AccountEntry{Account: accountOf(u), SiteIDs: ids, LastLoginAt: u.LastLoginAt}, nil
+	return AccountEntry{Account: accountOf(u), SiteIDs: cairn.SiteIDInts(ids), LastLoginAt: u.LastLoginAt}, nil
 }
 
 // DeleteAccount removes an account and its sessions; the last active
@@ -182,7 +182,7 @@ func (s *Service) SiteAssignments(ctx context.Context, usernames []string) (map[
 		return nil, err
 	}
 	for _, r := range rows {
-		out[r.Username] = append(out[r.Username], r.SiteID)
+		out[r.Username] = append(out[r.Username], int64(r.SiteID))
 	}
 	return out, nil
 }

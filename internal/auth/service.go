@@ -369,10 +369,11 @@ func (s *Service) ended(ctx context.Context, id int64, lastSeen, expires time.Ti
 func (s *Service) principal(ctx context.Context, sessionID, userID int64, username, role string, csrfHash []byte) (*Principal, error) {
 	p := &Principal{SessionID: sessionID, UserID: userID, Username: username, Role: role, CSRFHash: csrfHash}
 	if !p.IsAdmin() {
-		var err error
-		if p.siteIDs, err = s.store.UserSiteIDs(ctx, userID); err != nil {
+		ids, err := s.store.UserSiteIDs(ctx, userID)
+		if err != nil {
 			return nil, err
 		}
+		p.siteIDs = cairn.SiteIDInts(ids)
 	}
 	return p, nil
 }

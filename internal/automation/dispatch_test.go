@@ -65,7 +65,7 @@ func TestDispatchOfAFinishedResultLeavesNoActivityRow(t *testing.T) {
 		RequestedBy: "admin", TargetCount: 1, Parameters: []byte("{}"), TimeoutSeconds: 60})
 	require.NoError(t, err)
 	require.NoError(t, plain.JobRunResultsInsert(ctx, db.JobRunResultsInsertParams{RunID: "run-1", Guids: []string{"guid-1"},
-		Hostnames: []string{"ALPHA"}, SiteIds: []int64{site.ID}, Statuses: []string{automation.StatusPending},
+		Hostnames: []string{"ALPHA"}, SiteIds: []int64{int64(site.ID)}, Statuses: []string{automation.StatusPending},
 		ErrorCodes: []string{""}, ErrorMessages: []string{""}, Signed: []string{`{"payload":"signed"}`}}))
 	race.hook = func() {
 		_, err := plain.JobRunResultFinish(ctx, db.JobRunResultFinishParams{RunID: "run-1", DeviceGuid: "guid-1",

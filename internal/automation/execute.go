@@ -22,7 +22,7 @@ import (
 type Item struct {
 	GUID     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 	SiteSlug string
 }
 
@@ -50,9 +50,9 @@ func (s *Service) NextItems(ctx context.Context, runID cairn.RunID, max int) (Ba
 	for i, r := range rows {
 		site := int64(0)
 		if r.SiteID != nil {
-			site = *r.SiteID
+			site = int64(*r.SiteID)
 		}
-		out[i] = Item{GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: site, SiteSlug: r.SiteSlug}
+		out[i] = Item{GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: cairn.SiteID(site), SiteSlug: r.SiteSlug}
 	}
 	return Batch{Items: out, TimeoutSeconds: int(run.TimeoutSeconds)}, nil
 }

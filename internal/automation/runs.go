@@ -107,7 +107,7 @@ type Counts struct {
 type Result struct {
 	GUID            cairn.DeviceGUID
 	Hostname        string
-	SiteID          *int64
+	SiteID          *cairn.SiteID
 	Status          string
 	ExitCode        *int32
 	Stdout          string
@@ -247,7 +247,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 			signed = string(raw)
 		}
 		site := t.SiteID
-		ins.Guids, ins.Hostnames, ins.SiteIds = append(ins.Guids, string(t.GUID)), append(ins.Hostnames, t.Hostname), append(ins.SiteIds, site)
+		ins.Guids, ins.Hostnames, ins.SiteIds = append(ins.Guids, string(t.GUID)), append(ins.Hostnames, t.Hostname), append(ins.SiteIds, int64(site))
 		ins.Statuses, ins.ErrorCodes, ins.ErrorMessages = append(ins.Statuses, status), append(ins.ErrorCodes, code), append(ins.ErrorMessages, msg)
 		ins.Signed = append(ins.Signed, signed)
 	}

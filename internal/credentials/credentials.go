@@ -48,7 +48,7 @@ type Credential struct {
 	CredentialType string
 	Username       string
 	Domain         string
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 	HasPassword    bool
 	SecretStatus   string
 	CreatedAt      time.Time
@@ -64,7 +64,7 @@ type Input struct {
 	Username       string
 	Domain         string
 	Password       *string
-	SiteID         *int64
+	SiteID         *cairn.SiteID
 }
 
 // Scope is who is asking: an administrator sees every credential, anyone
@@ -182,7 +182,7 @@ func (s *Service) Delete(ctx context.Context, id int64) error {
 // re-checks everything a row could have lost since it was written (site,
 // types, content) before decrypting, so a caller never gets a half-valid
 // secret.
-func (s *Service) Reveal(ctx context.Context, id, siteID int64) (Secret, error) {
+func (s *Service) Reveal(ctx context.Context, id int64, siteID cairn.SiteID) (Secret, error) {
 	r, err := s.store.CredentialGet(ctx, db.CredentialGetParams{ID: id, AllSites: true})
 	if err != nil {
 		return Secret{}, notFound(err, id)

@@ -36,7 +36,7 @@ func (f *fixture) site(t *testing.T, slug string) int64 {
 	t.Helper()
 	s, err := f.store.SiteInsert(context.Background(), db.SiteInsertParams{Name: slug, Slug: slug})
 	require.NoError(t, err)
-	return s.ID
+	return int64(s.ID)
 }
 
 // forceReset does what POST /api/aegis/force_reset does to the cipher: the
@@ -66,20 +66,20 @@ func TestRevealDecryptsOnlyForTheRightSite(t *testing.T) {
 		Username: "svc-winrm", Domain: "corp.example", Password: ptr("global secret pw")})
 	require.NoError(t, err)
 	scoped, err := f.svc.Create(ctx, credentials.Input{Name: "site a", ConnectionType: "Windows", CredentialType: "Machine",
-		Username: "Administrator", Password: ptr("site a secret pw"), SiteID: &siteA})
+		Username: "Administrator", Password: ptr("site a secret pw"), SiteID: (*cairn.SiteID)(&siteA)})
 	require.NoError(t, err)
 
-	sec, err := f.svc.Reveal(ctx, global.ID, siteB)
+	sec, err := f.svc.Reveal(ctx, global.ID, cairn.SiteID(siteB))
 	require.NoError(t, err)
 	require.Equal(t, credentials.Secret{ConnectionType: "WinRM", CredentialType: "Domain", Username: "svc-winrm",
 		Domain: "corp.example", Password: "global secret pw"}, sec)
-	sec, err = f.svc.Reveal(ctx, scoped.ID, siteA)
+	sec, err = f.svc.Reveal(ctx, scoped.ID, cairn.SiteID(siteA))
 	require.NoError(t, err)
 	require.Equal(t, "site a secret pw", sec.Password)
 
-	_, err = f.svc.Reveal(ctx, scoped.ID, siteB)
+	_, err = f.svc.Reveal(ctx, scoped.ID, cairn.SiteID(siteB))
 	requireCode(t, err, cairn.ECodeForbidden)
-	_, err = f.svc.Reveal(ctx, 999999, siteA)
+	_, err = f.svc.Reveal(ctx, 999999, cairn.SiteID(siteA))
 	requireCode(t, err, cairn.ECodeNotFound)
 
 	// The stored value is sealed: neither the password nor the plain text
@@ -98,18 +98,18 @@ func TestUpdateWithoutPasswordKeepsIt(t *testing.T) {
 		Username: "u", Password: ptr("first password")})
 	require.NoError(t, err)
 	c, err = f.svc.Update(ctx, c.ID, credentials.Input{Name: "renamed", ConnectionType: "Windows", CredentialType: "Machine",
-		Username: "u2", SiteID: &site})
+		Username: "u2", SiteID: (*cairn.SiteID)(&site)})
 	require.NoError(t, err)
 	require.Equal(t, "renamed", c.Name)
-	sec, err := f.svc.Reveal(ctx, c.ID, site)
+	sec, err := f.svc.Reveal(ctx, c.ID, cairn.SiteID(site))
 	require.NoError(t, err)
 	require.Equal(t, "first password", sec.Password)
 	require.Equal(t, "u2", sec.Username)
 
 	_, err = f.svc.Update(ctx, c.ID, credentials.Input{Name: "renamed", ConnectionType: "Windows", CredentialType: "Machine",
-		Username: "u2", SiteID: &site, Password: ptr("second password")})
+		Username: "u2", SiteID: (*cairn.SiteID)(&site), Password: ptr("second password")})
 	require.NoError(t, err)
-	sec, err = f.svc.Reveal(ctx, c.ID, site)
+	sec, err = f.svc.Reveal(ctx, c.ID, cairn.SiteID(site))
 	require.NoError(t, err)
 	require.Equal(t, "second password", sec.Password)
 }
@@ -148,7 +148,7 @@ func TestValidationNamesEveryBadField(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	_, err := f.svc.Create(ctx, credentials.Input{Name: " ", ConnectionType: "rdp", CredentialType: "local",
-		Username: strings.Repeat("u", 257), Domain: "bad domain", Password: nil, SiteID: ptr(int64(424242))})
+		Username: strings.Repeat("u", 257), Domain: "bad domain", Password: nil, SiteID: (*cairn.SiteID)(ptr(int64(424242)))})
 	requireCode(t, err, cairn.ECodeValidation)
 	fields := err.(*cairn.Error).Fields
 	for _, name := range []string{"name", "connection_type", "credential_type", "username", "password", "site_id"} {
@@ -159,7 +159,7 @@ func TestValidationNamesEveryBadField(t *testing.T) {
 		"domain":   {Name: "n", ConnectionType: "WinRM", CredentialType: "Domain", Username: "u", Password: ptr("p")},
 		"password": {Name: "n", ConnectionType: "WinRM", CredentialType: "Machine", Username: "u", Password: ptr("")},
 		"username": {Name: "n", ConnectionType: "WinRM", CredentialType: "Machine", Username: "a\nb", Password: ptr("p")},
-		"site_id":  {Name: "n", ConnectionType: "WinRM", CredentialType: "Machine", Username: "u", Password: ptr("p"), SiteID: ptr(int64(0))},
+		"site_id":  {Name: "n", ConnectionType: "WinRM", CredentialType: "Machine", Username: "u", Password: ptr("p"), SiteID: (*cairn.SiteID)(ptr(int64(0)))},
 	}
 	for field, in := range cases {
 		_, err := f.svc.Create(ctx, in)
@@ -189,7 +189,7 @@ func TestNamesAreUniquePerScope(t *testing.T) {
 	_, err = f.svc.Create(ctx, dup)
 	requireCode(t, err, cairn.ECodeConflict)
 	require.Contains(t, err.(*cairn.Error).Fields, "name")
-	dup.SiteID = &site
+	dup.SiteID = (*cairn.SiteID)(&site)
 	_, err = f.svc.Create(ctx, dup)
 	require.NoError(t, err, "the same name in another scope is fine")
 	list, err := f.svc.List(ctx, credentials.Scope{AllSites: true}, nil)

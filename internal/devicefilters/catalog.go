@@ -23,8 +23,8 @@ type FieldInfo struct {
 
 // Site is a site the caller may filter on.
 type Site struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
+	ID   cairn.SiteID `json:"id"`
+	Name string       `json:"name"`
 }
 
 // Catalog is the filter builder's metadata.

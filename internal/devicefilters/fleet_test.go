@@ -71,7 +71,7 @@ func (f *fixture) fleet(t *testing.T) {
 			}, pending: 5},
 		{guid: "g-never-1", hostname: "never-1", site: "beta", trust: "revoked"},
 	} {
-		_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(d.guid), Hostname: d.hostname, SiteID: f.sites[d.site]})
+		_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(d.guid), Hostname: d.hostname, SiteID: cairn.SiteID(f.sites[d.site])})
 		require.NoError(t, err)
 		f.exec(t, `UPDATE devices SET description = $2, operating_system = $3, agent_version = $4, trust_state = $5 WHERE guid = $1`,
 			d.guid, d.description, d.os, d.agentVersion, d.trust)
@@ -84,7 +84,7 @@ func (f *fixture) fleet(t *testing.T) {
 		}
 		if d.inventory != nil {
 			svc := devices.NewService(f.store, quiet{}, devices.Config{})
-			_, err := svc.Details(ctx, devicetrust.Identity{GUID: cairn.DeviceGUID(d.guid), Hostname: d.hostname, SiteID: f.sites[d.site]},
+			_, err := svc.Details(ctx, devicetrust.Identity{GUID: cairn.DeviceGUID(d.guid), Hostname: d.hostname, SiteID: cairn.SiteID(f.sites[d.site])},
 				proto.Details{Inventory: *d.inventory})
 			require.NoError(t, err)
 		}

@@ -26,7 +26,7 @@ func (f *fixture) setMetadata(t *testing.T, guid string, field int, value string
 func (f *fixture) fleetWithTies(t *testing.T) {
 	t.Helper()
 	f.fleet(t)
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: "g-app-1", Hostname: "app-1", SiteID: f.sites["alpha"]})
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: "g-app-1", Hostname: "app-1", SiteID: cairn.SiteID(f.sites["alpha"])})
 	require.NoError(t, err)
 	f.exec(t, `UPDATE devices SET operating_system = 'ubuntu 22.04.3 lts', agent_version = '1.4.2', last_seen = $1 WHERE guid = 'g-app-1'`,
 		now.Add(-10*time.Second))
@@ -121,9 +121,9 @@ func TestScopeBoundsEveryEvaluation(t *testing.T) {
 	require.Empty(t, refs)
 	refs, err = f.svc.MatchGUIDs(ctx, cairn.AllSites, betaTree)
 	require.NoError(t, err)
-	require.Equal(t, []devicefilters.DeviceRef{{GUID: "g-db-1", Hostname: "db-1", SiteID: f.sites["beta"]},
-		{GUID: "g-never-1", Hostname: "never-1", SiteID: f.sites["beta"]}}, refs)
-	page, err := f.svc.Page(ctx, alpha, devicefilters.PageQuery{SiteID: f.sites["beta"]})
+	require.Equal(t, []devicefilters.DeviceRef{{GUID: "g-db-1", Hostname: "db-1", SiteID: cairn.SiteID(f.sites["beta"])},
+		{GUID: "g-never-1", Hostname: "never-1", SiteID: cairn.SiteID(f.sites["beta"])}}, refs)
+	page, err := f.svc.Page(ctx, alpha, devicefilters.PageQuery{SiteID: cairn.SiteID(f.sites["beta"])})
 	require.NoError(t, err)
 	require.Empty(t, page.Rows)
 	require.Zero(t, page.Total)

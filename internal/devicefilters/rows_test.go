@@ -57,7 +57,7 @@ func TestFilterRowsFollowDevices(t *testing.T) {
 	require.NoError(t, err)
 	requireRowsInStep(t, f, "after a trust change")
 
-	moved, err := f.store.DeviceSiteAssign(ctx, db.DeviceSiteAssignParams{SiteID: f.sites["beta"], Guids: []string{"g-web-1", "g-web-2"}})
+	moved, err := f.store.DeviceSiteAssign(ctx, db.DeviceSiteAssignParams{SiteID: cairn.SiteID(f.sites["beta"]), Guids: []string{"g-web-1", "g-web-2"}})
 	require.NoError(t, err)
 	require.Len(t, moved, 2)
 	requireRowsInStep(t, f, "after a site move")

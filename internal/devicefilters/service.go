@@ -119,7 +119,7 @@ func ParseColumn(raw string) (Sort, error) {
 // together.
 type PageQuery struct {
 	Filters []Node
-	SiteID  int64
+	SiteID  cairn.SiteID
 	Status  string
 	Sort    Sort
 	Limit   int
@@ -133,7 +133,7 @@ type Row struct {
 	AgentID         string
 	Hostname        string
 	Description     string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	SiteName        string
 	SiteSlug        string
 	LastSeen        *time.Time
@@ -161,12 +161,12 @@ type Page struct {
 type DeviceRef struct {
 	GUID     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 // selection compiles scope, drilldowns and trees into one WHERE clause
 // over devices d, or with rows over device_filter_rows d (for a total).
-func (s *Service) selection(scope cairn.SiteScope, now time.Time, filters []Node, siteID int64, status string, rows bool) (*selection, error) {
+func (s *Service) selection(scope cairn.SiteScope, now time.Time, filters []Node, siteID cairn.SiteID, status string, rows bool) (*selection, error) {
 	q := &query{now: now, rows: rows, cutoffs: [2]time.Time{ceilMicro(now.Add(-s.cfg.OnlineWindow)), ceilMicro(now.Add(-s.cfg.SocketWindow))}}
 	sel := &selection{q: q}
 	if scope.All {

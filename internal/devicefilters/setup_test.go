@@ -33,7 +33,7 @@ func setup(t *testing.T) *fixture {
 	for _, name := range []string{"alpha", "beta"} {
 		s, err := store.SiteInsert(context.Background(), db.SiteInsertParams{Name: name, Slug: name})
 		require.NoError(t, err)
-		f.sites[name] = s.ID
+		f.sites[name] = int64(s.ID)
 	}
 	return f
 }

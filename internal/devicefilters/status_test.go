@@ -32,7 +32,7 @@ func TestStatusMatchesDevicesRuleAtBoundaries(t *testing.T) {
 			for _, rep := range replicas {
 				n++
 				guid := fmt.Sprintf("g%03d", n)
-				_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "h-" + guid, SiteID: f.sites["alpha"]})
+				_, err := f.store.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "h-" + guid, SiteID: cairn.SiteID(f.sites["alpha"])})
 				require.NoError(t, err)
 				var ls, ss *time.Time
 				if seen != 1 {

@@ -37,7 +37,7 @@ type Activity struct {
 	ID       int64
 	GUID     cairn.DeviceGUID // "" once the device was purged, or when never linked
 	Hostname string
-	SiteID   int64 // 0 when none
+	SiteID   cairn.SiteID // 0 when none
 	Kind     string
 	Summary  string
 	Actor    string
@@ -52,7 +52,7 @@ type Activity struct {
 type NewActivity struct {
 	GUID     cairn.DeviceGUID // optional link to the device
 	Hostname string           // required: history is kept by hostname
-	SiteID   int64            // optional
+	SiteID   cairn.SiteID     // optional
 	Kind     string           // e.g. "device_quarantined", "enrollment_approved"
 	Summary  string
 	Actor    string // operator username, or "" for the system
@@ -104,7 +104,7 @@ func (s *Service) recordActivity(ctx context.Context, q *db.Queries, a NewActivi
 		p.DeviceGuid = &a.GUID
 	}
 	if a.SiteID != 0 {
-		p.SiteID = &a.SiteID
+		p.SiteID = (*int64)(&a.SiteID)
 	}
 	if a.OperationID != "" {
 		p.OperationID = &a.OperationID

@@ -20,7 +20,7 @@ func TestActivityPages(t *testing.T) {
 	ctx := context.Background()
 	id := f.device(t, "g1", "alpha")
 	for i := range 5 {
-		a, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", SiteID: f.siteID,
+		a, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", SiteID: cairn.SiteID(f.siteID),
 			Kind: "test_action", Summary: fmt.Sprintf("step %d", i), Actor: "admin", Metadata: map[string]any{"n": i}})
 		require.NoError(t, err)
 		require.Equal(t, devices.ActivityCompleted, a.Status)
@@ -63,9 +63,9 @@ func TestActivityScopeIsEachRowsOwnSite(t *testing.T) {
 	other, err := f.store.SiteInsert(ctx, db.SiteInsertParams{Name: "Other", Slug: "other"})
 	require.NoError(t, err)
 	id := f.device(t, "g1", "alpha")
-	a, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", SiteID: f.siteID, Kind: "k", Summary: "in main"})
+	a, err := f.svc.RecordActivity(ctx, devices.NewActivity{GUID: id.GUID, Hostname: "alpha", SiteID: cairn.SiteID(f.siteID), Kind: "k", Summary: "in main"})
 	require.NoError(t, err)
-	mainScope, otherScope := cairn.SiteScope{SiteIDs: []int64{f.siteID}}, cairn.SiteScope{SiteIDs: []int64{other.ID}}
+	mainScope, otherScope := cairn.SiteScope{SiteIDs: []int64{f.siteID}}, cairn.SiteScope{SiteIDs: []int64{int64(other.ID)}}
 
 	rows, _, err := f.svc.ListActivity(ctx, mainScope, "alpha", 0, 10)
 	require.NoError(t, err)
@@ -115,9 +115,9 @@ func TestActivityOfAReusedHostnameStaysWithItsSite(t *testing.T) {
 	ctx := context.Background()
 	other, err := f.store.SiteInsert(ctx, db.SiteInsertParams{Name: "Other", Slug: "other"})
 	require.NoError(t, err)
-	mainScope, otherScope := cairn.SiteScope{SiteIDs: []int64{f.siteID}}, cairn.SiteScope{SiteIDs: []int64{other.ID}}
+	mainScope, otherScope := cairn.SiteScope{SiteIDs: []int64{f.siteID}}, cairn.SiteScope{SiteIDs: []int64{int64(other.ID)}}
 	f.device(t, "old", "beta")
-	_, err = f.svc.RecordActivity(ctx, devices.NewActivity{GUID: "old", Hostname: "beta", SiteID: f.siteID, Kind: "k", Summary: "old device"})
+	_, err = f.svc.RecordActivity(ctx, devices.NewActivity{GUID: "old", Hostname: "beta", SiteID: cairn.SiteID(f.siteID), Kind: "k", Summary: "old device"})
 	require.NoError(t, err)
 	n, err := f.store.DeviceDelete(ctx, "old")
 	require.NoError(t, err)

@@ -24,7 +24,7 @@ const ActivitySiteAssigned = "site_assigned"
 // site's queue, under a scope checked against the old site) and, after
 // the commit, emits agent_status_changed, on which its live shells
 // re-check it at once (issue 21 item 6).
-func (s *Service) AssignSite(ctx context.Context, guids []string, siteID int64, actor string) (Assigned, error) {
+func (s *Service) AssignSite(ctx context.Context, guids []string, siteID cairn.SiteID, actor string) (Assigned, error) {
 	var v cairn.Validation
 	if siteID <= 0 {
 		v.Add("site_id", "must be a positive site ID")
@@ -70,19 +70,19 @@ func (s *Service) AssignSite(ctx context.Context, guids []string, siteID int64, 
 			return err
 		}
 		out.EndedTransfers, err = q.FileTransferEndForDevices(ctx, db.FileTransferEndForDevicesParams{Guids: unique,
-			KeepSiteID: siteID, ErrorMessage: ReasonSiteMoved})
+			KeepSiteID: int64(siteID), ErrorMessage: ReasonSiteMoved})
 		return err
 	})
 	if err != nil {
 		return Assigned{}, err
 	}
 	for _, d := range moved {
-		if d.PreviousSiteID == siteID {
+		if cairn.SiteID(d.PreviousSiteID) == siteID {
 			continue
 		}
 		ev := siteMoveEvent{GUID: d.Guid, Hostname: d.Hostname, SiteID: siteID, PreviousSiteID: d.PreviousSiteID}
 		s.publish(ctx, events.TypeAgentStatusChanged, siteID, ev)
-		s.publish(ctx, events.TypeAgentStatusChanged, d.PreviousSiteID, ev)
+		s.publish(ctx, events.TypeAgentStatusChanged, cairn.SiteID(d.PreviousSiteID), ev)
 	}
 	return out, nil
 }
@@ -105,6 +105,6 @@ type Assigned struct {
 type siteMoveEvent struct {
 	GUID           cairn.DeviceGUID `json:"guid"`
 	Hostname       string           `json:"hostname"`
-	SiteID         int64            `json:"site_id"`
+	SiteID         cairn.SiteID     `json:"site_id"`
 	PreviousSiteID int64            `json:"previous_site_id"`
 }

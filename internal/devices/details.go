@@ -131,7 +131,7 @@ func setColumn(up *db.DeviceInventoryUpsertParams, p inventory.Part) {
 // device's site, which the software audit's aggregate is kept per) and IP
 // addresses in the form filters match on, and patch rows, each replaced
 // whole with COPY.
-func storeRows(ctx context.Context, q *db.Queries, guid cairn.DeviceGUID, siteID int64, inv inventory.Normalized, changed []string) error {
+func storeRows(ctx context.Context, q *db.Queries, guid cairn.DeviceGUID, siteID cairn.SiteID, inv inventory.Normalized, changed []string) error {
 	if slices.Contains(changed, inventory.PartOS) {
 		name := cmp.Or(inv.OS.Name, strings.TrimSpace(inv.OS.Family+" "+inv.OS.Version))
 		if err := q.DeviceOperatingSystemSet(ctx, db.DeviceOperatingSystemSetParams{Guid: guid, OperatingSystem: name}); err != nil {

@@ -84,7 +84,7 @@ type Device struct {
 	AgentID         string
 	Hostname        string
 	Description     string
-	SiteID          int64
+	SiteID          cairn.SiteID
 	SiteName        string
 	SiteSlug        string
 	LastSeen        *time.Time
@@ -131,7 +131,7 @@ func (s *Service) device(d db.Device, siteName, siteSlug string, now time.Time) 
 // publish sends an operator event limited to the device's site. The change
 // it reports is committed already, so a failure is logged, not returned:
 // the console also polls.
-func (s *Service) publish(ctx context.Context, typ string, siteID int64, data any) {
+func (s *Service) publish(ctx context.Context, typ string, siteID cairn.SiteID, data any) {
 	b, err := json.Marshal(data)
 	if err == nil {
 		err = s.bus.Publish(ctx, events.Event{ID: uuid.NewString(), Type: typ, SiteID: siteID, Data: b})
@@ -145,7 +145,7 @@ func (s *Service) publish(ctx context.Context, typ string, siteID int64, data an
 type deviceEvent struct {
 	GUID     cairn.DeviceGUID `json:"guid"`
 	Hostname string           `json:"hostname"`
-	SiteID   int64            `json:"site_id"`
+	SiteID   cairn.SiteID     `json:"site_id"`
 	Phase    string           `json:"phase,omitempty"`
 	Parts    []string         `json:"parts,omitempty"`
 }

@@ -24,7 +24,7 @@ import (
 type OperationTarget struct {
 	GUID     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 	SiteSlug string
 	// SocketLive says whether some process holds the agent's socket now.
 	SocketLive bool

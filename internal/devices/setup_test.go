@@ -111,7 +111,7 @@ func setup(t *testing.T) *fixture {
 	store := db.FromPool(pool)
 	site, err := store.SiteInsert(context.Background(), db.SiteInsertParams{Name: "Main", Slug: "main"})
 	require.NoError(t, err)
-	f := &fixture{store: store, events: &recorder{}, stmts: stmts, clock: &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, siteID: site.ID}
+	f := &fixture{store: store, events: &recorder{}, stmts: stmts, clock: &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, siteID: int64(site.ID)}
 	f.svc = devices.NewService(store, f.events, devices.Config{Now: f.clock.Now})
 	return f
 }
@@ -119,9 +119,9 @@ func setup(t *testing.T) *fixture {
 // device enrolls a device row and returns its identity.
 func (f *fixture) device(t *testing.T, guid, hostname string) devicetrust.Identity {
 	t.Helper()
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: f.siteID})
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: cairn.SiteID(f.siteID)})
 	require.NoError(t, err)
-	return devicetrust.Identity{GUID: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: f.siteID, SiteSlug: "main"}
+	return devicetrust.Identity{GUID: cairn.DeviceGUID(guid), Hostname: hostname, SiteID: cairn.SiteID(f.siteID), SiteSlug: "main"}
 }
 
 func (f *fixture) row(t *testing.T, guid string) db.Device {

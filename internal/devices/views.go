@@ -42,7 +42,7 @@ func CheckHostname(field, hostname string) error {
 // ListFilter narrows List: a site and a connection status (canonical, see
 // ParseStatus); zero values do not filter.
 type ListFilter struct {
-	SiteID int64
+	SiteID cairn.SiteID
 	Status string
 }
 
@@ -50,7 +50,7 @@ type ListFilter struct {
 func (s *Service) List(ctx context.Context, scope cairn.SiteScope, f ListFilter) ([]Device, error) {
 	p := db.DeviceListInScopeParams{AllSites: scope.All, SiteIds: scope.IDs()}
 	if f.SiteID != 0 {
-		p.SiteID = &f.SiteID
+		p.SiteID = (*int64)(&f.SiteID)
 	}
 	return s.list(ctx, p, f.Status)
 }

@@ -13,7 +13,7 @@ type Identity struct {
 	GUID         cairn.DeviceGUID
 	AgentID      string
 	Hostname     string
-	SiteID       int64
+	SiteID       cairn.SiteID
 	SiteSlug     string
 	TokenVersion int32
 	// JKT is the RFC 7638 thumbprint of the device key (cnf.jkt).

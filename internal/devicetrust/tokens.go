@@ -61,8 +61,8 @@ type AccessClaims struct {
 	CNF struct {
 		JKT string `json:"jkt"`
 	} `json:"cnf"`
-	TokenVersion int32 `json:"tv"`
-	SiteID       int64 `json:"site_id"`
+	TokenVersion int32        `json:"tv"`
+	SiteID       cairn.SiteID `json:"site_id"`
 	jwt.RegisteredClaims
 }
 
@@ -115,7 +115,7 @@ func AccessValidUntil(refreshExpiresAt time.Time) time.Time {
 }
 
 // Access mints an access token for the device.
-func (t *Tokens) Access(ctx context.Context, guid, jkt string, version int32, siteID int64) (string, time.Time, error) {
+func (t *Tokens) Access(ctx context.Context, guid, jkt string, version int32, siteID cairn.SiteID) (string, time.Time, error) {
 	priv, err := t.key.Signer(ctx)
 	if err != nil {
 		return "", time.Time{}, err

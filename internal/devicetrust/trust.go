@@ -28,7 +28,7 @@ const (
 type TrustResult struct {
 	GUID         cairn.DeviceGUID
 	Hostname     string
-	SiteID       int64
+	SiteID       cairn.SiteID
 	TrustState   string // "purged" after a purge
 	TokenVersion int32
 	// EndedTransfers are the device's live file transfers the action

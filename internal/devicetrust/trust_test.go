@@ -25,7 +25,7 @@ func setupDevice(t *testing.T) (*db.Store, string, int64) {
 		AgentID: "agt", PublicKey: []byte("k"), Jkt: "jkt-1", Fingerprint: "fp", TokenVersion: 1, Now: time.Now()})
 	require.NoError(t, err)
 	require.NoError(t, store.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: []byte("h"), DeviceGuid: d.Guid, FamilyID: "f", ExpiresAt: time.Now().Add(time.Hour)}))
-	return store, string(d.Guid), site.ID
+	return store, string(d.Guid), int64(site.ID)
 }
 
 func TestTrustTransitions(t *testing.T) {

@@ -244,7 +244,7 @@ func (s *Service) Sites(ctx context.Context) ([]Site, error) {
 	}
 	out := make([]Site, len(rows))
 	for i, r := range rows {
-		out[i] = Site{ID: r.ID, Name: r.Name, Slug: r.Slug}
+		out[i] = Site{ID: int64(r.ID), Name: r.Name, Slug: r.Slug}
 	}
 	return out, nil
 }

@@ -31,13 +31,13 @@ const (
 
 // Code is an enrollment code as operators see it.
 type Code struct {
-	ID       int64     `json:"id"`
-	Code     *string   `json:"code"`
-	SiteID   int64     `json:"site_id"`
-	SiteName string    `json:"site_name,omitempty"`
-	Expires  time.Time `json:"expires_at"`
-	MaxUses  int32     `json:"max_uses"`
-	Uses     int32     `json:"uses"`
+	ID       int64        `json:"id"`
+	Code     *string      `json:"code"`
+	SiteID   cairn.SiteID `json:"site_id"`
+	SiteName string       `json:"site_name,omitempty"`
+	Expires  time.Time    `json:"expires_at"`
+	MaxUses  int32        `json:"max_uses"`
+	Uses     int32        `json:"uses"`
 	// Status is active, expired or used_up.
 	Status     string     `json:"status"`
 	CreatedBy  string     `json:"created_by"`
@@ -48,7 +48,7 @@ type Code struct {
 
 // CodeInput creates a code; zero values take the defaults.
 type CodeInput struct {
-	SiteID           int64
+	SiteID           cairn.SiteID
 	ExpiresInSeconds *int64
 	MaxUses          *int64
 }
@@ -205,7 +205,7 @@ func (s *Service) codeInScope(ctx context.Context, scope cairn.SiteScope, id int
 	return row, nil
 }
 
-func (s *Service) siteInScope(ctx context.Context, scope cairn.SiteScope, siteID int64) error {
+func (s *Service) siteInScope(ctx context.Context, scope cairn.SiteScope, siteID cairn.SiteID) error {
 	if !scope.Allows(siteID) {
 		return cairn.Invalid("site_id", "no such site")
 	}

@@ -79,7 +79,7 @@ func (s *Service) Poll(ctx context.Context, tokens *devicetrust.Tokens, approval
 		done.Device, done.SiteSlug = d, site.Slug
 		out = proto.EnrollPollResponse{
 			Status: proto.ApprovalEnrolled,
-			Device: &proto.EnrolledDevice{GUID: string(d.Guid), AgentID: d.AgentID, SiteID: d.SiteID, SiteSlug: site.Slug, Hostname: d.Hostname},
+			Device: &proto.EnrolledDevice{GUID: string(d.Guid), AgentID: d.AgentID, SiteID: int64(d.SiteID), SiteSlug: site.Slug, Hostname: d.Hostname},
 			Tokens: ptr(tokens.Wire(issued)),
 		}
 		return nil

@@ -193,17 +193,17 @@ func (s *Service) Decide(ctx context.Context, approvalID, status, actor string, 
 
 // Approval is a request as operators see it.
 type Approval struct {
-	ID              string `json:"id"`
-	Hostname        string `json:"hostname"`
-	SiteID          int64  `json:"site_id"`
-	SiteName        string `json:"site_name,omitempty"`
-	Status          string `json:"status"`
-	Fingerprint     string `json:"fingerprint"`
-	KeyThumbprint   string `json:"key_thumbprint"`
-	OperatingSystem string `json:"operating_system"`
-	AgentVersion    string `json:"agent_version"`
-	RemoteAddr      string `json:"remote_addr"`
-	AutoApproved    bool   `json:"auto_approved"`
+	ID              string       `json:"id"`
+	Hostname        string       `json:"hostname"`
+	SiteID          cairn.SiteID `json:"site_id"`
+	SiteName        string       `json:"site_name,omitempty"`
+	Status          string       `json:"status"`
+	Fingerprint     string       `json:"fingerprint"`
+	KeyThumbprint   string       `json:"key_thumbprint"`
+	OperatingSystem string       `json:"operating_system"`
+	AgentVersion    string       `json:"agent_version"`
+	RemoteAddr      string       `json:"remote_addr"`
+	AutoApproved    bool         `json:"auto_approved"`
 	// Readmission: the key belongs to a revoked, quarantined or purged
 	// device, so only an administrator may approve it.
 	Readmission bool              `json:"readmission"`

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -63,7 +65,7 @@ type Event struct {
 	// SiteID, when set, limits delivery to operators whose site scope
 	// includes that site: a device event must not reveal a device to an
 	// operator who may not see it.
-	SiteID int64           `json:"site_id,omitempty"`
+	SiteID cairn.SiteID    `json:"site_id,omitempty"`
 	Data   json.RawMessage `json:"data"`
 }
 

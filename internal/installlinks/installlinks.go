@@ -59,7 +59,7 @@ var ErrInvalid = cairn.Errorf(ECodeInvalid, "this install link is not valid (exp
 
 // Link is one site's active link for a platform.
 type Link struct {
-	SiteID   int64
+	SiteID   cairn.SiteID
 	Platform string
 	// URL is the query form, TokenURL the token form of the same link.
 	URL           string
@@ -115,7 +115,7 @@ func (s *Service) ForSites(ctx context.Context, baseURL string, siteIDs []int64)
 	}
 	have := map[[2]string]db.AgentInstallLink{}
 	for _, r := range rows {
-		have[[2]string{strconv.FormatInt(r.SiteID, 10), r.Platform}] = r
+		have[[2]string{strconv.FormatInt(int64(r.SiteID), 10), r.Platform}] = r
 	}
 	digests, err := s.digests(ctx, siteIDs)
 	if err != nil {
@@ -155,11 +155,13 @@ func (s *Service) ensure(ctx context.Context, site int64, platform string, now t
 	if err != nil {
 		return db.AgentInstallLink{}, err
 	}
-	r, err := s.store.InstallLinkEnsure(ctx, db.InstallLinkEnsureParams{SiteID: site, Platform: platform, Nonce: nonce, ExpiresAt: expiry(now)})
+	r, err := s.store.InstallLinkEnsure(ctx, db.InstallLinkEnsureParams{SiteID: cairn.SiteID(site), Platform: platform, Nonce: nonce, ExpiresAt: expiry(now)})
 	if err != nil {
 		return db.AgentInstallLink{}, err
 	}
-	return db.AgentInstallLink(r), nil
+	// The CTE's row is the table's, but sqlc types its site ID as int64.
+	return db.AgentInstallLink{SiteID: cairn.SiteID(r.SiteID), Platform: r.Platform, Nonce: r.Nonce, ExpiresAt: r.ExpiresAt,
+		DownloadCount: r.DownloadCount, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}, nil
 }
 
 func (s *Service) extend(ctx context.Context, row db.AgentInstallLink, now time.Time) (db.AgentInstallLink, error) {
@@ -181,7 +183,7 @@ func (s *Service) Revoke(ctx context.Context, baseURL string, site int64, platfo
 	if !agentartifacts.ValidPlatform(platform) {
 		return Link{}, cairn.Invalid("platform", "must be "+strings.Join(agentartifacts.Platforms, " or "))
 	}
-	if _, err := s.store.SiteGet(ctx, site); err != nil {
+	if _, err := s.store.SiteGet(ctx, cairn.SiteID(site)); err != nil {
 		return Link{}, db.NotFound(err, "no such site")
 	}
 	a, err := s.catalog.Current(platform)
@@ -196,7 +198,7 @@ func (s *Service) Revoke(ctx context.Context, baseURL string, site int64, platfo
 	if err != nil {
 		return Link{}, err
 	}
-	row, err := s.store.InstallLinkReplace(ctx, db.InstallLinkReplaceParams{SiteID: site, Platform: platform, Nonce: nonce,
+	row, err := s.store.InstallLinkReplace(ctx, db.InstallLinkReplaceParams{SiteID: cairn.SiteID(site), Platform: platform, Nonce: nonce,
 		ExpiresAt: expiry(now), CreatedBy: by})
 	if err != nil {
 		return Link{}, err
@@ -215,16 +217,16 @@ func (s *Service) Revoke(ctx context.Context, baseURL string, site int64, platfo
 func (s *Service) link(key []byte, baseURL string, row db.AgentInstallLink, a agentartifacts.Artifact, digest []byte) Link {
 	base := strings.TrimRight(baseURL, "/")
 	exp := row.ExpiresAt.UTC().Truncate(time.Second)
-	sig := sign(key, a.ID, row.Platform, row.SiteID, exp, row.Nonce, digest)
+	sig := sign(key, a.ID, row.Platform, int64(row.SiteID), exp, row.Nonce, digest)
 	q := url.Values{}
-	q.Set("site_id", strconv.FormatInt(row.SiteID, 10))
+	q.Set("site_id", strconv.FormatInt(int64(row.SiteID), 10))
 	q.Set("artifact", a.ID)
 	q.Set("expires", exp.Format(time.RFC3339))
 	q.Set("download_signature", sig)
 	l := Link{SiteID: row.SiteID, Platform: row.Platform, ExpiresAt: exp, DownloadCount: row.DownloadCount,
 		ArtifactID: a.ID, BuildID: a.BuildID, CreatedAt: row.CreatedAt,
 		URL:      base + PathPrefix + row.Platform + "?" + q.Encode(),
-		TokenURL: base + PathPrefix + Token(row.SiteID, exp, a.ID, sig) + "/" + row.Platform,
+		TokenURL: base + PathPrefix + Token(int64(row.SiteID), exp, a.ID, sig) + "/" + row.Platform,
 	}
 	l.InstallCommand = Command(row.Platform, l.URL, base, CodePlaceholder)
 	return l
@@ -251,7 +253,7 @@ func (s *Service) digests(ctx context.Context, siteIDs []int64) (map[int64][]byt
 		acc[id] = &strings.Builder{}
 	}
 	for _, r := range rows {
-		if b := acc[r.SiteID]; b != nil {
+		if b := acc[int64(r.SiteID)]; b != nil {
 			fmt.Fprintf(b, "%d:%x\n", r.ID, r.CodeHash)
 		}
 	}
@@ -280,7 +282,7 @@ type Request struct {
 
 // Grant is a verified link: what to serve and which link to count.
 type Grant struct {
-	SiteID   int64
+	SiteID   cairn.SiteID
 	Platform string
 	Artifact agentartifacts.Artifact
 	nonce    []byte
@@ -316,7 +318,7 @@ func (s *Service) verify(ctx context.Context, req Request) (Grant, string, error
 	if err != nil || len(sig) != sha256.Size {
 		return Grant{}, "signature format", nil
 	}
-	row, err := s.store.InstallLinkGet(ctx, db.InstallLinkGetParams{SiteID: site, Platform: req.Platform})
+	row, err := s.store.InstallLinkGet(ctx, db.InstallLinkGetParams{SiteID: cairn.SiteID(site), Platform: req.Platform})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Grant{}, "no link", nil
 	} else if err != nil {
@@ -342,7 +344,7 @@ func (s *Service) verify(ctx context.Context, req Request) (Grant, string, error
 		// Signed for an artifact the Engine no longer serves.
 		return Grant{}, "artifact", nil
 	}
-	return Grant{SiteID: site, Platform: req.Platform, Artifact: a, nonce: row.Nonce}, "", nil
+	return Grant{SiteID: cairn.SiteID(site), Platform: req.Platform, Artifact: a, nonce: row.Nonce}, "", nil
 }
 
 // Counted records one complete download through the granted link (not

@@ -79,9 +79,9 @@ func (s *Service) Resolve(ctx context.Context, job Job) (Resolved, error) {
 			continue
 		}
 		out.Targets = append(out.Targets, devices.OperationTarget{GUID: r.Guid, Hostname: r.Hostname, SiteID: r.SiteID, SiteSlug: r.SiteSlug})
-		if !sites[r.SiteID] {
-			sites[r.SiteID] = true
-			out.SiteIDs = append(out.SiteIDs, r.SiteID)
+		if !sites[int64(r.SiteID)] {
+			sites[int64(r.SiteID)] = true
+			out.SiteIDs = append(out.SiteIDs, int64(r.SiteID))
 		}
 	}
 	return out, nil

@@ -571,7 +571,7 @@ func (s *Service) checkTargets(ctx context.Context, scope cairn.SiteScope, t Tar
 			return out, err
 		}
 		for _, id := range out.Sites {
-			if !slices.Contains(ids, id) || !scope.Allows(id) {
+			if !slices.Contains(ids, cairn.SiteID(id)) || !scope.Allows(cairn.SiteID(id)) {
 				v.Add("targets.sites", fmt.Sprintf("unknown site %d", id))
 				break
 			}
@@ -600,7 +600,7 @@ func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, jobs []Job
 			return nil, err
 		}
 		for _, r := range rows {
-			siteOf[string(r.Guid)] = r.SiteID
+			siteOf[string(r.Guid)] = int64(r.SiteID)
 		}
 	}
 	for i, j := range jobs {
@@ -611,17 +611,17 @@ func (s *Service) inScope(ctx context.Context, scope cairn.SiteScope, jobs []Job
 		if len(j.Targets.Filters) > 0 {
 			ok[i] = !j.FilterScope.All
 			for _, id := range j.FilterScope.SiteIDs {
-				ok[i] = ok[i] && scope.Allows(id)
+				ok[i] = ok[i] && scope.Allows(cairn.SiteID(id))
 			}
 		}
 		for _, id := range j.Targets.Sites {
-			ok[i] = ok[i] && scope.Allows(id)
+			ok[i] = ok[i] && scope.Allows(cairn.SiteID(id))
 		}
 		for _, g := range j.Targets.Devices {
 			// A device that went away (purge rewrites targets) is no
 			// reason to hide the job.
 			if site, known := siteOf[g]; known {
-				ok[i] = ok[i] && scope.Allows(site)
+				ok[i] = ok[i] && scope.Allows(cairn.SiteID(site))
 			}
 		}
 	}

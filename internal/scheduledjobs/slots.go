@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -54,22 +56,22 @@ func NewSlots(store *db.Store, capacity int) *Slots {
 func (l *Slots) Acquire(ctx context.Context, site int64, holder, kind string, lease time.Duration) (bool, error) {
 	got := false
 	err := l.store.InTx(ctx, func(q *db.Queries) error {
-		if _, err := q.SiteSlotLockSite(ctx, site); err != nil {
+		if _, err := q.SiteSlotLockSite(ctx, cairn.SiteID(site)); err != nil {
 			if db.IsNoRows(err) {
 				got = true // the site went away: nothing to hold
 				return nil
 			}
 			return err
 		}
-		if err := q.SiteSlotDeleteExpired(ctx, site); err != nil {
+		if err := q.SiteSlotDeleteExpired(ctx, cairn.SiteID(site)); err != nil {
 			return err
 		}
-		held, err := q.SiteSlotHeld(ctx, db.SiteSlotHeldParams{SiteID: site, Holder: holder})
+		held, err := q.SiteSlotHeld(ctx, db.SiteSlotHeldParams{SiteID: cairn.SiteID(site), Holder: holder})
 		if err != nil {
 			return err
 		}
 		if !held {
-			n, err := q.SiteSlotCount(ctx, site)
+			n, err := q.SiteSlotCount(ctx, cairn.SiteID(site))
 			if err != nil {
 				return err
 			}
@@ -78,7 +80,7 @@ func (l *Slots) Acquire(ctx context.Context, site int64, holder, kind string, le
 			}
 		}
 		got = true
-		return q.SiteSlotInsert(ctx, db.SiteSlotInsertParams{SiteID: site, Holder: holder, Kind: kind,
+		return q.SiteSlotInsert(ctx, db.SiteSlotInsertParams{SiteID: cairn.SiteID(site), Holder: holder, Kind: kind,
 			LeaseSeconds: lease.Seconds()})
 	})
 	return got, err
@@ -91,7 +93,7 @@ func (l *Slots) Release(ctx context.Context, holder string) error {
 
 // SiteLoad is one site's lane.
 type SiteLoad struct {
-	SiteID      int64
+	SiteID      cairn.SiteID
 	Slug        string
 	Capacity    int
 	ActiveItems int

@@ -121,7 +121,7 @@ type Session struct {
 	ID                  string
 	GUID                cairn.DeviceGUID // "" once the device was purged
 	Hostname            string
-	SiteID              int64
+	SiteID              cairn.SiteID
 	Operator            string
 	State               string
 	Cols, Rows          int

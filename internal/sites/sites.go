@@ -24,7 +24,7 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // Site is a site as the API shows it.
 type Site struct {
-	ID          int64
+	ID          cairn.SiteID
 	Name        string
 	Slug        string
 	DeviceCount int64
@@ -103,7 +103,7 @@ func (s *Service) Slugs(ctx context.Context) ([]string, error) {
 }
 
 // Get returns one site.
-func (s *Service) Get(ctx context.Context, id int64) (Site, error) {
+func (s *Service) Get(ctx context.Context, id cairn.SiteID) (Site, error) {
 	r, err := s.store.SiteGet(ctx, id)
 	if err != nil {
 		return Site{}, db.NotFound(err, "site %d not found", id)
@@ -134,7 +134,7 @@ func (s *Service) Create(ctx context.Context, name, slug string) (Site, error) {
 }
 
 // Rename changes name and, when slug is not empty, the slug.
-func (s *Service) Rename(ctx context.Context, id int64, name, slug string) (Site, error) {
+func (s *Service) Rename(ctx context.Context, id cairn.SiteID, name, slug string) (Site, error) {
 	name = strings.TrimSpace(name)
 	var v cairn.Validation
 	if id <= 0 {
@@ -179,7 +179,7 @@ const (
 
 // SetAutoApproval turns temporary auto-approval on for duration from now
 // (MinAutoApproval to MaxAutoApproval), or off.
-func (s *Service) SetAutoApproval(ctx context.Context, id int64, enabled bool, duration time.Duration, now time.Time) (Site, error) {
+func (s *Service) SetAutoApproval(ctx context.Context, id cairn.SiteID, enabled bool, duration time.Duration, now time.Time) (Site, error) {
 	if id <= 0 {
 		return Site{}, cairn.Invalid("site_id", "must be a positive site ID")
 	}
@@ -242,7 +242,7 @@ func (s *Service) Delete(ctx context.Context, ids []int64) error {
 
 // DeviceSite is one entry of the device map.
 type DeviceSite struct {
-	SiteID   int64
+	SiteID   cairn.SiteID
 	SiteName string
 }
 

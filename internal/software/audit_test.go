@@ -39,14 +39,14 @@ func setup(t *testing.T) *fixture {
 	for _, name := range []string{"a", "b"} {
 		s, err := store.SiteInsert(context.Background(), db.SiteInsertParams{Name: "Site " + name, Slug: "site-" + name})
 		require.NoError(t, err)
-		f.sites[name] = s.ID
+		f.sites[name] = int64(s.ID)
 	}
 	return f
 }
 
 func (f *fixture) device(t *testing.T, guid, site string) {
 	t.Helper()
-	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: guid, SiteID: f.sites[site]})
+	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: guid, SiteID: cairn.SiteID(f.sites[site])})
 	require.NoError(t, err)
 }
 
@@ -128,7 +128,7 @@ func TestAggregateFollowsIngestMovesAndPurge(t *testing.T) {
 
 	// Site reassignment moves the per-site counts in the same transaction.
 	require.NoError(t, f.ingestErr("d2", pkg("Zoom", "5.1", "Zoom")))
-	_, err := f.devices.AssignSite(ctx, []string{"d1", "d2"}, f.sites["b"], "admin")
+	_, err := f.devices.AssignSite(ctx, []string{"d1", "d2"}, cairn.SiteID(f.sites["b"]), "admin")
 	require.NoError(t, err)
 	f.requireExact(t)
 

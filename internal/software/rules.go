@@ -49,7 +49,7 @@ type Target struct {
 type Device struct {
 	GUID     cairn.DeviceGUID
 	Hostname string
-	SiteID   int64
+	SiteID   cairn.SiteID
 }
 
 // resolved is a target checked against the device's rows.

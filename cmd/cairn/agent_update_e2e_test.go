@@ -155,7 +155,10 @@ func TestAgentUpdatesEndToEnd(t *testing.T) {
 	publish(t, e.artifacts, binB, "e2e-b")
 
 	ag, exe := e.agent(t, "upd-alpha")
-	e.run(t, ag, exe, "--update-check-interval", "2s")
+	// The operator path first, with the hourly check at its default: at
+	// every 2 s it would find B current and race the operator's request
+	// for the agent (already_running) on a loaded machine.
+	e.run(t, ag, exe)
 	pid := ag.cmd.Process.Pid
 
 	r := e.eng.post(t, "/api/device/update-agent/"+ag.hostname, e.token, nil)
@@ -176,6 +179,11 @@ func TestAgentUpdatesEndToEnd(t *testing.T) {
 	require.Equal(t, ag.cfg.Agent.GUID, cfg.Agent.GUID, "identity is kept")
 	require.Equal(t, ag.cfg.Ed25519PrivateKey, cfg.Ed25519PrivateKey)
 	e.eng.waitStatus(t, e.token, ag, "Connected", 120*time.Second)
+
+	// From here the hourly check runs every 2 s, on a matching build.
+	require.NoError(t, ag.cmd.Process.Signal(syscall.SIGTERM))
+	_ = ag.cmd.Wait()
+	e.run(t, ag, exe, "--update-check-interval", "2s")
 
 	// update_now on the build it runs: an install-equivalent repair.
 	m := e.eng.post(t, "/api/devices/agent-maintenance", e.token, map[string]any{"action": "update_now", "guids": []string{ag.cfg.Agent.GUID}})

@@ -342,6 +342,8 @@ var apiAreas = []apiArea{
 		[]string{"/api/directory", "/api/users/{username}/directory-cache"}},
 	{"Sites", "Sites, the devices they hold and their enrollment auto-approval.", []string{"/api/sites"}},
 	{"Server", "The Engine itself: its workers and the audit log.", []string{"/api/server"}},
+	{"Backup", "Encrypted export, analysis and restore of the Engine's configuration and trust (SPEC backup rules).",
+		[]string{"/api/server/backup", "/api/bootstrap/backup"}},
 	{"Events", "The operator's realtime event stream and notifications.", []string{"/api/realtime", "/api/notifications"}},
 	{"Credentials", "Stored remote-session credentials.", []string{"/api/credentials"}},
 	{"Source hosting", "The GitHub token and branch heads scripts are fetched from.", []string{"/api/github", "/api/repo"}},

@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/backup"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -208,6 +209,7 @@ type Engine struct {
 	Automation  *automation.Service
 	Metadata    *metadata.Service
 	Transfers   *transfers.Service
+	Backups     *backup.Service
 	Workers     *workers.Manager
 	API         *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
@@ -514,6 +516,13 @@ func (e *Engine) startDurable(ctx context.Context) error {
 	}
 	return e.ensureSchedules(ctx)
 }
+
+// reconcileSchedules is ensureSchedules for activities (restore).
+var reconcileSchedulesHook func(e *Engine, ctx context.Context) error
+
+func (e *Engine) reconcileSchedules(ctx context.Context) error { return reconcileSchedulesHook(e, ctx) }
+
+func init() { reconcileSchedulesHook = (*Engine).ensureSchedules }
 
 // ensureSchedules makes the maintenance schedules and the scheduled jobs'
 // schedules what this Engine wants.

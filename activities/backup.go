@@ -2,6 +2,9 @@ package activities
 
 import (
 	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/cairn-rmm/cairn/internal/backup"
 )
@@ -21,7 +24,26 @@ type Backup struct {
 
 // ApplyRestore applies the staged backup id. A retry after the commit
 // finds nothing staged and answers Applied false: the data is in.
+// It heartbeats while the transaction runs, so an attempt lost with its
+// process (kill -9) is retried within the heartbeat timeout rather than
+// after the whole StartToClose timeout.
 func (a *Backup) ApplyRestore(ctx context.Context, id string) (backup.Result, error) {
+	done := make(chan struct{})
+	defer close(done)
+	if activity.IsActivity(ctx) {
+		go func() {
+			tick := time.NewTicker(5 * time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					activity.RecordHeartbeat(ctx)
+				}
+			}
+		}()
+	}
 	res, err := a.Restores.Apply(ctx, id)
 	return res, ApplicationError(err)
 }

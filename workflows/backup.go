@@ -40,6 +40,7 @@ type BackupRestoreResult struct {
 func BackupRestore(ctx workflow.Context, in BackupRestoreInput) (BackupRestoreResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
 	var a *activities.Backup

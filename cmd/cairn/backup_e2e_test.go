@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -175,21 +174,34 @@ func download(t *testing.T, p *proc, path, token string) []byte {
 
 func upload(t *testing.T, p *proc, path string, fields map[string]string, file []byte) (int, string) {
 	t.Helper()
+	status, body, err := uploadRaw(p, path, "", fields, file)
+	require.NoError(t, err)
+	return status, body
+}
+
+// uploadRaw posts a multipart backup form (token "": none).
+func uploadRaw(p *proc, path, token string, fields map[string]string, file []byte) (int, string, error) {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	for k, v := range fields {
-		require.NoError(t, mw.WriteField(k, v))
+		_ = mw.WriteField(k, v)
 	}
-	fw, err := mw.CreateFormFile("file", "backup.json")
-	require.NoError(t, err)
+	fw, _ := mw.CreateFormFile("file", "backup.json")
 	_, _ = fw.Write(file)
-	require.NoError(t, mw.Close())
+	_ = mw.Close()
 	req, err := http.NewRequest("POST", p.base+path, &buf)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, "", err
+	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, "", err
+	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, fmt.Sprintf("%s", b)
+	return res.StatusCode, string(b), nil
 }

@@ -328,7 +328,7 @@ type apiArea struct {
 
 var apiAreas = []apiArea{
 	{"Probes", "Liveness, readiness and startup probes for load balancers and orchestrators.",
-		[]string{"/health", "/healthz", "/live", "/ready", "/startup", "/engine-status"}},
+		[]string{"/health", "/healthz", "/live", "/ready", "/startup", "/engine-status", "/api/system"}},
 	{"Bootstrap", "First start: set up or unlock the Aegis cipher and create or recover the first administrator.",
 		[]string{"/api/bootstrap"}},
 	{"Authentication", "Operator sign-in, MFA, sign-out, re-authentication and the signed-in account.",

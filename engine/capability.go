@@ -69,6 +69,7 @@ var Capabilities = []Capability{
 	metadataCapability,
 	transfersCapability,
 	backupCapability,
+	serverAdminCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

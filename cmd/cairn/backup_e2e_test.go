@@ -48,8 +48,10 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 		"credential_type": "Machine", "username": "Administrator", "password": "backup credential secret", "site_id": site["site_id"]})
 	src.post(t, "/api/device_filters", token, map[string]any{"name": "Backup hosts", "filter": map[string]any{"match": "all",
 		"conditions": []any{map[string]any{"field": "hostname", "op": "starts_with", "value": "backup"}}}})
+	src.call(t, "PUT", "/api/metadata_fields/11", token, map[string]any{"description": "Asset tag"})
+	src.post(t, "/api/device_list_views", token, map[string]any{"name": "My grid", "columns": []string{"hostname"}})
 	want := map[string]any{}
-	for _, path := range []string{"/api/sites", "/api/credentials", "/api/device_filters"} {
+	for _, path := range []string{"/api/sites", "/api/credentials", "/api/device_filters", "/api/metadata_fields"} {
 		want[path] = src.call(t, "GET", path, token, nil)
 	}
 	device := src.call(t, "GET", "/api/devices/"+ag.cfg.Agent.GUID, token, nil)
@@ -131,6 +133,11 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 		require.Equal(t, device[k], got[k], k)
 	}
 	require.Empty(t, dst.call(t, "GET", "/api/admin/device-approvals?status=pending", token2, nil)["approvals"])
+	// Excluded: saved views, the audit trail of the source.
+	require.Empty(t, dst.call(t, "GET", "/api/device_list_views", token2, nil)["views"])
+	for _, e := range dst.call(t, "GET", "/api/server/audit", token2, nil)["entries"].([]any) {
+		require.NotEqual(t, "POST /api/sites", e.(map[string]any)["action"], "the source's audit trail is not restored")
+	}
 
 	// The same agent process reconnects, without enrolling again, and
 	// answers an operation.

@@ -2750,6 +2750,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/server/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the server overview
+         * @description Administrators only.
+         */
+        get: operations["getServerOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/server/script-signing": {
         parameters: {
             query?: never;
@@ -2802,6 +2822,46 @@ export interface paths {
          * @description Administrators only.
          */
         get: operations["getServerSiteWorkerSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the server's clock
+         * @description Administrators only.
+         */
+        get: operations["getServerTime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/timezones": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the time zones the server knows
+         * @description Administrators only.
+         */
+        get: operations["getServerTimezones"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3082,6 +3142,23 @@ export interface paths {
         };
         /** List software rules */
         get: operations["getSoftwareRules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/system/go-backend/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get the Engine's runtime status */
+        get: operations["getSystemGoBackendStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3563,6 +3640,14 @@ export interface components {
             recovery_code?: string;
             username?: string;
         };
+        AdminService: {
+            detail?: string;
+            key: string;
+            name: string;
+            /** @enum {string} */
+            state: "running" | "starting" | "stopped" | "failed" | "unreachable";
+            version: string;
+        };
         AdminSetupRequest: {
             password?: string;
             setup_code?: string;
@@ -3837,6 +3922,16 @@ export interface components {
             duration_seconds?: number | null;
             enabled?: boolean | null;
         };
+        BackendStatus: {
+            build: components["schemas"]["Build"];
+            cipher_unlocked: boolean;
+            replica_id: string;
+            /** Format: date-time */
+            started_at: string;
+            status: string;
+            /** Format: int64 */
+            uptime_seconds: number;
+        };
         BlockRule: {
             /** Format: date-time */
             created_at: string;
@@ -3847,6 +3942,11 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+            version: string;
+        };
+        Build: {
+            go_version: string;
+            revision: string;
             version: string;
         };
         Ceremony: {
@@ -3873,6 +3973,15 @@ export interface components {
             } | null;
             /** Format: int64 */
             port?: number;
+        };
+        Clock: {
+            /** Format: date-time */
+            now: string;
+            timezone: string;
+            /** Format: int64 */
+            unix_ms: number;
+            /** Format: int64 */
+            utc_offset_seconds: number;
         };
         Code: {
             code: string | null;
@@ -4141,6 +4250,21 @@ export interface components {
             size_bytes?: number;
             /** Format: int64 */
             used_bytes?: number;
+        };
+        EdgeCertificate: {
+            certificate_mode: string;
+            domains: string[];
+            /** Format: date-time */
+            expires_at: string;
+            fingerprint: string;
+            local_ca: components["schemas"]["EdgeLocalCA"] | null;
+            profile: string;
+            /** @enum {string} */
+            severity: "ok" | "warning" | "critical";
+            source: string;
+        };
+        EdgeLocalCA: {
+            fingerprint: string;
         };
         EnrollNonce: {
             /** Format: date-time */
@@ -4489,6 +4613,10 @@ export interface components {
         History: {
             active: components["schemas"]["Operation"] | null;
             history: components["schemas"]["Operation"][];
+        };
+        HostRuntime: {
+            webui_traffic_owner: string;
+            webui_upstream: string;
         };
         IconOverride: {
             refresh: components["schemas"]["ApiRefreshRequest"];
@@ -4873,6 +5001,13 @@ export interface components {
             status: string;
             to_build_id: string;
         };
+        OperatorPresence: {
+            /** Format: date-time */
+            since: string;
+            /** Format: int64 */
+            streams: number;
+            username: string;
+        };
         Options: {
             run_when_online: boolean;
             stop_on_first_failure: boolean;
@@ -4884,6 +5019,14 @@ export interface components {
             stop_on_first_failure?: boolean;
             /** Format: int64 */
             timeout_seconds?: number;
+        };
+        Overview: {
+            build: components["schemas"]["Build"];
+            certificate: components["schemas"]["EdgeCertificate"] | null;
+            host_runtime: components["schemas"]["HostRuntime"];
+            presence: components["schemas"]["Snapshot"];
+            services: components["schemas"]["AdminService"][];
+            tunnel: components["schemas"]["TunnelStatus"];
         };
         Parameter: {
             default: string | number | boolean | null;
@@ -5650,6 +5793,11 @@ export interface components {
         SiteWorkerSettings: {
             sites: components["schemas"]["SiteLane"][];
         };
+        Snapshot: {
+            operators: components["schemas"]["OperatorPresence"][];
+            /** Format: int64 */
+            stream_count: number;
+        };
         Software: {
             arch?: string;
             /** Format: date-time */
@@ -5797,6 +5945,11 @@ export interface components {
             /** Format: date-time */
             tested_at: string;
         };
+        Timezones: {
+            changeable: boolean;
+            current: string;
+            timezones: components["schemas"]["Zone"][];
+        };
         Toast: {
             /** Format: date-time */
             created_at: string;
@@ -5864,6 +6017,11 @@ export interface components {
             /** Format: int32 */
             token_version: number;
             trust_state: string;
+        };
+        TunnelStatus: {
+            /** Format: int64 */
+            active_tunnels: number;
+            status: string;
         };
         UninstallBlock: {
             rule: components["schemas"]["BlockRule"];
@@ -6024,6 +6182,12 @@ export interface components {
             task_queue: string;
             /** Format: int64 */
             total_devices?: number | null;
+        };
+        Zone: {
+            abbreviation: string;
+            name: string;
+            /** Format: int64 */
+            utc_offset_seconds: number;
         };
     };
     responses: never;
@@ -24449,6 +24613,80 @@ export interface operations {
             };
         };
     };
+    getServerOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getServerScriptSigning: {
         parameters: {
             query?: never;
@@ -24644,6 +24882,154 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SiteWorkerSettings"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Clock"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerTimezones: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Timezones"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -26148,6 +26534,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Rules"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSystemGoBackendStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackendStatus"];
                 };
             };
             /** @description Bad Request: validation_failed */

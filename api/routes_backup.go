@@ -200,6 +200,9 @@ func (s *backupAPI) analyze(bootstrap bool) http.HandlerFunc {
 type restoreJSON struct {
 	RestoreID string           `json:"restore_id"`
 	Rows      map[string]int64 `json:"rows"`
+	// Files are the files written back (the local CA; empty when this
+	// Engine uses a provided certificate or the backup has none).
+	Files []string `json:"files"`
 	// RestartRequired: no orchestrator refreshes Cairn's processes; the
 	// operator restarts every Engine and worker (same network mode), then
 	// unlocks the restored cipher with the source passphrase.
@@ -236,6 +239,13 @@ func (s *backupAPI) doRestore(w http.ResponseWriter, r *http.Request, bootstrap 
 	if err != nil {
 		return restoreJSON{}, err
 	}
+	// The local CA goes first: files are not part of the transaction, and
+	// a CA written for a restore that then fails is harmless on a fresh
+	// Engine and the same CA on a running one restoring its own backup.
+	written, err := s.Backups.RestoreFiles(o, f.passphrase)
+	if err != nil {
+		return restoreJSON{}, err
+	}
 	var rows map[string]int64
 	if bootstrap {
 		// A fresh Engine has no master cipher, so it cannot seal Temporal
@@ -269,5 +279,5 @@ func (s *backupAPI) doRestore(w http.ResponseWriter, r *http.Request, bootstrap 
 		http.SetCookie(w, &http.Cookie{Name: cookieName(name, secure), Value: "", Path: "/", MaxAge: -1, HttpOnly: name == cookieSession,
 			Secure: secure, SameSite: http.SameSiteStrictMode})
 	}
-	return restoreJSON{RestoreID: id, Rows: rows, RestartRequired: true, Phase: phase}, nil
+	return restoreJSON{RestoreID: id, Rows: rows, Files: written, RestartRequired: true, Phase: phase}, nil
 }

@@ -24,6 +24,8 @@ var backupCapability = Capability{
 	},
 	Wire: func(_ context.Context, e *Engine) error {
 		e.Backups = backup.New(e.Store, e.Cipher, e.cfg.Now)
+		// Agents pin the local CA: backups carry it (nil TLS: none).
+		e.Backups.SetLocalCA(e.cfg.TLS.LocalCADir())
 		return nil
 	},
 	API: func(e *Engine) api.Area {

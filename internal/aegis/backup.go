@@ -67,3 +67,20 @@ func BackupKeyFromPassphrase(passphrase string, st State) ([]byte, error) {
 	}
 	return deriveBackupKey(dataKey)
 }
+
+// OpenWithPassphrase opens a value sealed by the cipher st describes (a
+// backup's), unwrapping its data key with passphrase.
+func OpenWithPassphrase(passphrase string, st State, sealed, aad []byte) ([]byte, error) {
+	if err := st.KDF.Check(); err != nil {
+		return nil, err
+	}
+	dataKey, err := unwrap(deriveKEK(passphrase, st.Salt, st.KDF), st.WrappedKey)
+	if err != nil {
+		return nil, cairn.Errorf(cairn.ECodeInvalidPassphrase, "the passphrase does not open this backup's master cipher")
+	}
+	aead, err := newAEAD(dataKey)
+	if err != nil {
+		return nil, err
+	}
+	return open(aead, st.KeyID, sealed, aad)
+}

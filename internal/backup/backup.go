@@ -10,6 +10,8 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,7 +19,9 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +59,52 @@ type Service struct {
 	store  *db.Store
 	cipher *aegis.Cipher
 	now    func() time.Time
+	// tlsDir holds the local CA's files ("" : none to carry).
+	tlsDir string
+}
+
+// SetLocalCA makes backups carry the local CA of dir (tlsca's directory),
+// and restores write it back there.
+func (s *Service) SetLocalCA(dir string) { s.tlsDir = dir }
+
+// Files a backup may carry: the local CA, whose agents pin it (SPEC
+// "Authentication" rule 6). Their content is sealed by the master cipher
+// inside the payload, like every secret column.
+var files = map[string]struct {
+	name string
+	mode os.FileMode
+}{
+	"tls/ca.pem":     {"ca.pem", 0o644},
+	"tls/ca-key.pem": {"ca-key.pem", 0o600},
+}
+
+func fileAAD(id string) []byte { return []byte("cairn:backup-file:" + id) }
+
+type payloadFile struct {
+	ID        string `json:"id"`
+	SealedB64 string `json:"sealed_b64"`
+}
+
+// exportFiles reads and seals the local CA's files.
+func (s *Service) exportFiles() ([]payloadFile, error) {
+	if s.tlsDir == "" {
+		return []payloadFile{}, nil
+	}
+	out := []payloadFile{}
+	for _, id := range slices.Sorted(maps.Keys(files)) {
+		b, err := os.ReadFile(filepath.Join(s.tlsDir, files[id].name))
+		if errors.Is(err, os.ErrNotExist) {
+			return []payloadFile{}, nil
+		} else if err != nil {
+			return nil, err
+		}
+		sealed, err := s.cipher.Seal(b, fileAAD(id))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, payloadFile{ID: id, SealedB64: base64.StdEncoding.EncodeToString(sealed)})
+	}
+	return out, nil
 }
 
 // New returns the backup service.
@@ -176,6 +226,10 @@ func (s *Service) Export(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	carried, err := s.exportFiles()
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	created := s.now().UTC().Truncate(time.Microsecond)
@@ -189,8 +243,8 @@ func (s *Service) Export(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		head, _ := json.Marshal(map[string]any{"kind": PayloadKind, "schema_version": version, "created_at": created})
-		if _, err := zw.Write(append(head[:len(head)-1], []byte(`,"files":[],"tables":[`)...)); err != nil {
+		head, _ := json.Marshal(map[string]any{"kind": PayloadKind, "schema_version": version, "created_at": created, "files": carried})
+		if _, err := zw.Write(append(head[:len(head)-1], []byte(`,"tables":[`)...)); err != nil {
 			return err
 		}
 		for i, t := range order {
@@ -240,6 +294,8 @@ type Opened struct {
 	SchemaVersion int64
 	CreatedAt     time.Time
 	payload       []byte
+	// state is the cipher that wrote the file.
+	state aegis.State
 }
 
 // Open reads and decrypts a backup file. With a passphrase it unwraps the
@@ -269,7 +325,7 @@ func (s *Service) Open(r io.Reader, passphrase string) (*Opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Opened{SchemaVersion: env.SchemaVersion, CreatedAt: env.CreatedAt, payload: plain}, nil
+	return &Opened{SchemaVersion: env.SchemaVersion, CreatedAt: env.CreatedAt, payload: plain, state: st}, nil
 }
 
 // TableReport is one table of an analysis.
@@ -291,8 +347,10 @@ type Report struct {
 	RunningSchemaVersion int64         `json:"running_schema_version"`
 	CreatedAt            time.Time     `json:"created_at"`
 	Tables               []TableReport `json:"tables"`
-	UnknownTables        []string      `json:"unknown_tables"`
-	UnknownFiles         []string      `json:"unknown_files"`
+	// Files are the files the backup carries (the local CA).
+	Files         []string `json:"files"`
+	UnknownTables []string `json:"unknown_tables"`
+	UnknownFiles  []string `json:"unknown_files"`
 	// Restorable: nothing above stops a restore; Problems says what does.
 	Restorable bool     `json:"restorable"`
 	Problems   []string `json:"problems"`
@@ -306,7 +364,7 @@ type payloadTable struct {
 
 // walk reads the payload, calling table for each table header and row for
 // each of its rows (fn's slice is reused). It checks the structure only.
-func (o *Opened) walk(table func(payloadTable) error, row func(payloadTable, json.RawMessage) error, file func(string) error) error {
+func (o *Opened) walk(table func(payloadTable) error, row func(payloadTable, json.RawMessage) error, file func(id string, sealed []byte) error) error {
 	zr, err := gzip.NewReader(bytes.NewReader(o.payload))
 	if err != nil {
 		return malformed("the payload is not gzip")
@@ -360,14 +418,16 @@ func (o *Opened) walk(table func(payloadTable) error, row func(payloadTable, jso
 				return malformed("the payload's created_at is not a time")
 			}
 		case "files":
-			var files []struct {
-				ID string `json:"id"`
-			}
-			if err := dec.Decode(&files); err != nil {
+			var list []payloadFile
+			if err := dec.Decode(&list); err != nil {
 				return malformed("files is not a list of files")
 			}
-			for _, f := range files {
-				if err := file(f.ID); err != nil {
+			for _, f := range list {
+				sealed, err := base64.StdEncoding.DecodeString(f.SealedB64)
+				if err != nil || f.ID == "" {
+					return malformed("a file without an id or with bad sealed_b64")
+				}
+				if err := file(f.ID, sealed); err != nil {
 					return err
 				}
 			}
@@ -476,7 +536,7 @@ func (s *Service) Analyze(ctx context.Context, o *Opened) (*Report, error) {
 func analyze(o *Opened, sc *schema) (*Report, error) {
 	decl := declared()
 	rep := &Report{SchemaVersion: o.SchemaVersion, RunningSchemaVersion: SchemaVersion(), CreatedAt: o.CreatedAt,
-		Tables: []TableReport{}, UnknownTables: []string{}, UnknownFiles: []string{}, Problems: []string{}}
+		Tables: []TableReport{}, Files: []string{}, UnknownTables: []string{}, UnknownFiles: []string{}, Problems: []string{}}
 	index := map[string]int{}
 	restored := map[string]bool{}
 	err := o.walk(func(t payloadTable) error {
@@ -516,7 +576,11 @@ func analyze(o *Opened, sc *schema) (*Report, error) {
 			rep.Tables[i].Rows++
 		}
 		return nil
-	}, func(id string) error {
+	}, func(id string, _ []byte) error {
+		if _, ok := files[id]; ok {
+			rep.Files = append(rep.Files, id)
+			return nil
+		}
 		rep.UnknownFiles = append(rep.UnknownFiles, id)
 		rep.Problems = append(rep.Problems, "file "+strconv.Quote(id)+" is not one this Engine restores")
 		return nil
@@ -645,7 +709,7 @@ func (s *Service) Apply(ctx context.Context, id string) (Result, error) {
 				return flush()
 			}
 			return nil
-		}, func(string) error { return nil })
+		}, func(string, []byte) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -679,4 +743,85 @@ func newID() string {
 		panic("backup: crypto/rand failed: " + err.Error())
 	}
 	return hex.EncodeToString(b)
+}
+
+// RestoreFiles writes the files o carries (the local CA) into this
+// Engine's TLS directory, and removes the server certificate so the next
+// start issues one from the restored CA. passphrase opens them as it
+// opened the file ("": this Engine's held cipher). It answers the files
+// written; none when this Engine keeps no local CA (a provided
+// certificate) or the backup carries none.
+func (s *Service) RestoreFiles(o *Opened, passphrase string) ([]string, error) {
+	if s.tlsDir == "" {
+		return []string{}, nil
+	}
+	contents := map[string][]byte{}
+	err := o.walk(func(payloadTable) error { return nil }, func(payloadTable, json.RawMessage) error { return nil },
+		func(id string, sealed []byte) error {
+			if _, ok := files[id]; !ok {
+				return cairn.Errorf(ECodeUnsupported, "file %q is not one this Engine restores", id)
+			}
+			var plain []byte
+			var err error
+			if passphrase != "" {
+				plain, err = aegis.OpenWithPassphrase(passphrase, o.state, sealed, fileAAD(id))
+			} else {
+				plain, err = s.cipher.Open(sealed, fileAAD(id))
+			}
+			if err != nil {
+				return malformed("file " + id + " does not open")
+			}
+			contents[id] = plain
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(contents) == 0 {
+		return []string{}, nil
+	}
+	if _, err := tls.X509KeyPair(contents["tls/ca.pem"], contents["tls/ca-key.pem"]); err != nil {
+		return nil, malformed("the backup's local CA is not a certificate and its key")
+	}
+	if err := os.MkdirAll(s.tlsDir, 0o700); err != nil {
+		return nil, err
+	}
+	written := []string{}
+	for _, id := range slices.Sorted(maps.Keys(contents)) {
+		f := files[id]
+		if err := writeAtomic(filepath.Join(s.tlsDir, f.name), contents[id], f.mode); err != nil {
+			return nil, err
+		}
+		written = append(written, id)
+	}
+	for _, name := range []string{"server.pem", "server-key.pem"} {
+		if err := os.Remove(filepath.Join(s.tlsDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return written, nil
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".restore-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

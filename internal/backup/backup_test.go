@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/aegis"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/internal/tlsca"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -373,9 +375,9 @@ func TestRefusals(t *testing.T) {
 			file: rewrite(t, f.src, key, file, func(p map[string]any) {
 				p["tables"] = append(p["tables"].([]any), map[string]any{"name": "sessions", "columns": []string{"token_hash"}, "rows": []any{}})
 			})},
-		{name: "unknown file", eng: other, passphrase: passphrase, code: ECodeUnsupported, problem: `file "tls/ca-key.pem" is not one this Engine restores`,
+		{name: "unknown file", eng: other, passphrase: passphrase, code: ECodeUnsupported, problem: `file "etc/shadow" is not one this Engine restores`,
 			file: rewrite(t, f.src, key, file, func(p map[string]any) {
-				p["files"] = []any{map[string]any{"id": "tls/ca-key.pem"}}
+				p["files"] = []any{map[string]any{"id": "etc/shadow", "sealed_b64": ""}}
 			})},
 		{name: "column absent from the running schema", eng: other, passphrase: passphrase, code: ECodeUnsupported,
 			problem: "column sites.region is not in the running schema",
@@ -442,4 +444,50 @@ func TestAnalyzeReportsANewerSchema(t *testing.T) {
 		}
 	}
 	require.True(t, strings.Contains(strings.Join(rep.Problems, ";"), "devices.tpm_attestation"))
+}
+
+// The local CA travels sealed inside the payload and is written back into
+// the restoring Engine's TLS directory, whose next start issues a server
+// certificate from it (agents pin the CA).
+func TestLocalCATravelsWithTheBackup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	srcDir := filepath.Join(t.TempDir(), "tls")
+	srcCA, err := tlsca.Load(tlsca.Options{Dir: srcDir})
+	require.NoError(t, err)
+	f.src.svc.SetLocalCA(srcCA.LocalCADir())
+	file := export(t, f.src)
+	key, err := os.ReadFile(filepath.Join(srcDir, "ca-key.pem"))
+	require.NoError(t, err)
+	require.NotContains(t, string(file), "PRIVATE KEY")
+
+	dstDir := filepath.Join(t.TempDir(), "tls")
+	dstCA, err := tlsca.Load(tlsca.Options{Dir: dstDir})
+	require.NoError(t, err)
+	require.NotEqual(t, srcCA.CAPEM(), dstCA.CAPEM())
+	fresh := newEngine(t, false)
+	fresh.svc.SetLocalCA(dstCA.LocalCADir())
+	o, err := fresh.svc.Open(bytes.NewReader(file), passphrase)
+	require.NoError(t, err)
+	rep, err := fresh.svc.Analyze(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, []string{"tls/ca-key.pem", "tls/ca.pem"}, rep.Files)
+	written, err := fresh.svc.RestoreFiles(o, passphrase)
+	require.NoError(t, err)
+	require.Equal(t, []string{"tls/ca-key.pem", "tls/ca.pem"}, written)
+	got, err := os.ReadFile(filepath.Join(dstDir, "ca-key.pem"))
+	require.NoError(t, err)
+	require.Equal(t, key, got)
+	st, err := os.Stat(filepath.Join(dstDir, "ca-key.pem"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	require.NoFileExists(t, filepath.Join(dstDir, "server.pem"))
+	again, err := tlsca.Load(tlsca.Options{Dir: dstDir})
+	require.NoError(t, err)
+	require.Equal(t, srcCA.CAPEM(), again.CAPEM(), "the next start serves from the restored CA")
+
+	// A provided certificate: nothing to carry.
+	var none *tlsca.Manager
+	require.Empty(t, none.LocalCADir())
 }

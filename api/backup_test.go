@@ -6,6 +6,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -133,4 +134,51 @@ func TestServerBackupRefusals(t *testing.T) {
 	f.engine.cipher.Lock()
 	r = f.do(t, "GET", "/api/server/backup/export", admin, nil)
 	require.Equal(t, 423, r.Status, r.Raw)
+}
+
+// Disaster recovery onto a fresh Engine (its own database): the bootstrap
+// routes need the setup code and the source passphrase, restore the
+// source's operators and cipher, and close once the restore is done.
+func TestBootstrapBackupRestore(t *testing.T) {
+	t.Parallel()
+	src := setup(t)
+	admin := src.admin(t)
+	src.createSite(t, admin, "dr")
+	sites := src.do(t, "GET", "/api/sites", admin, nil)
+	file := src.exportBackup(t, admin)
+	secret := src.secretOf(t, admin)
+
+	f := setup(t)
+	code := f.setupCode(t)
+	form := func(more map[string]string) map[string]string {
+		m := map[string]string{"passphrase": passphrase, "setup_code": code}
+		for k, v := range more {
+			m[k] = v
+		}
+		return m
+	}
+	r := f.uploadBackup(t, "/api/bootstrap/backup/analyze", "", form(map[string]string{"setup_code": "AAAAA-BBBBB-CCCCC-DDDDD"}), file)
+	require.Equal(t, 403, r.Status, r.Raw)
+	r = f.uploadBackup(t, "/api/bootstrap/backup/analyze", "", form(map[string]string{"passphrase": ""}), file)
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("passphrase"))
+	r = f.uploadBackup(t, "/api/bootstrap/backup/analyze", "", form(nil), file)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, true, r.Body["restorable"], r.Raw)
+	r = f.do(t, "GET", "/api/bootstrap/state", "", nil)
+	require.Equal(t, "aegis_setup_required", r.Body["phase"], "analyze changed nothing")
+
+	r = f.uploadBackup(t, "/api/bootstrap/backup/restore", "", form(map[string]string{"confirmation": "RESTORE ENGINE CONFIG BACKUP"}), file)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "aegis_unlock_required", r.Body["phase"])
+	require.Equal(t, true, r.Body["restart_required"])
+	r = f.uploadBackup(t, "/api/bootstrap/backup/restore", "", form(map[string]string{"confirmation": "RESTORE ENGINE CONFIG BACKUP"}), file)
+	require.Equal(t, 409, r.Status, "a restored Engine is no longer fresh: %s", r.Raw)
+
+	r = f.do(t, "POST", "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": passphrase})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "login_required", r.Body["phase"])
+	f.clk.Advance(10 * time.Minute) // past the codes the source spent
+	token := f.login(t, f.url, "admin", adminPassword, secret).Body["token"].(string)
+	require.Equal(t, sites.Body, f.do(t, "GET", "/api/sites", token, nil).Body)
 }

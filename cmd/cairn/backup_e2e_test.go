@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,7 +35,11 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 
 	site := src.post(t, "/api/sites", token, map[string]any{"name": "Backup", "site_worker_slug": "backup"})
 	code := src.post(t, "/api/admin/enrollment-codes", token, map[string]any{"site_id": site["site_id"]})["code"].(string)
-	ag := startAgent(t, agentBin, tmp, "backup-agent", "enroll", "--server", src.base, "--code", code)
+	// Over HTTPS with the source's local CA pinned: the restored Engine
+	// must serve from the same CA.
+	caFile := filepath.Join(tmp, "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, src.checkHTTPS(t), 0o644))
+	ag := startAgent(t, agentBin, tmp, "backup-agent", "enroll", "--server", src.httpsBase, "--code", code, "--ca-file", caFile)
 	id := src.waitApproval(t, token, ag.hostname)
 	r := src.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
 	require.Contains(t, []any{proto.ApprovalApproved, proto.ApprovalEnrolled}, r["status"])
@@ -103,10 +108,12 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 	status, body = upload(t, dst, "/api/bootstrap/backup/restore", form, file)
 	require.Equal(t, 200, status, body)
 	var restored struct {
-		RestartRequired bool   `json:"restart_required"`
-		Phase           string `json:"phase"`
+		RestartRequired bool     `json:"restart_required"`
+		Phase           string   `json:"phase"`
+		Files           []string `json:"files"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &restored))
+	require.Equal(t, []string{"tls/ca-key.pem", "tls/ca.pem"}, restored.Files)
 	require.True(t, restored.RestartRequired)
 	require.Equal(t, "aegis_unlock_required", restored.Phase)
 	// The bootstrap routes are closed to a second restore.
@@ -117,6 +124,7 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 	// source's operator (password and TOTP).
 	dst.stop(t)
 	dst = startServeAt(t, dataB, httpPort, httpsPort, "CAIRN_DEVICE_ONLINE_WINDOW=30s")
+	require.Equal(t, string(must(os.ReadFile(caFile))), string(dst.checkHTTPS(t)), "the restored Engine serves from the source's CA")
 	require.Equal(t, "login_required", dst.post(t, "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "e2e test passphrase"})["phase"])
 	login := dst.post(t, "/api/auth/login", "", map[string]any{"username": "admin", "password": "e2e test password"})
 	sess := dst.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"],

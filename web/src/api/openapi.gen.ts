@@ -5352,6 +5352,7 @@ export interface components {
         Report: {
             /** Format: date-time */
             created_at: string;
+            files: string[];
             problems: string[];
             restorable: boolean;
             /** Format: int64 */
@@ -5363,6 +5364,7 @@ export interface components {
             unknown_tables: string[];
         };
         Restore: {
+            files: string[];
             phase: string;
             restart_required: boolean;
             restore_id: string;

@@ -159,6 +159,22 @@ func TestBootstrapBackupRestore(t *testing.T) {
 	}
 	r := f.uploadBackup(t, "/api/bootstrap/backup/analyze", "", form(map[string]string{"setup_code": "AAAAA-BBBBB-CCCCC-DDDDD"}), file)
 	require.Equal(t, 403, r.Status, r.Raw)
+	// The setup code must come before the file: without it the upload is
+	// not read.
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreateFormFile("file", "backup.json")
+	require.NoError(t, err)
+	_, _ = fw.Write(file)
+	require.NoError(t, mw.WriteField("passphrase", passphrase))
+	require.NoError(t, mw.WriteField("setup_code", code))
+	require.NoError(t, mw.Close())
+	req, err := http.NewRequest("POST", f.url+"/api/bootstrap/backup/analyze", &buf)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	r = do(t, req)
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("passphrase"))
 	r = f.uploadBackup(t, "/api/bootstrap/backup/analyze", "", form(map[string]string{"passphrase": ""}), file)
 	require.Equal(t, 400, r.Status, r.Raw)
 	require.NotEmpty(t, r.field("passphrase"))

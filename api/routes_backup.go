@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"time"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/auth"
@@ -36,7 +38,7 @@ var backupErrors = []string{backup.ECodeMalformed, backup.ECodeWrongCipher, back
 
 func (d BackupArea) routes(s *Server) []Route {
 	a := &backupAPI{Server: s, BackupArea: d}
-	const form = "multipart/form-data: a `file` part (the backup), `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file)"
+	const form = "multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup)"
 	return []Route{
 		{"GET", "/api/server/backup/export", AuthAdmin, raw(a.export).Stream(http.StatusOK, "application/json").
 			Summary("The encrypted backup file as an attachment; needs the master cipher unlocked").
@@ -99,8 +101,11 @@ type backupForm struct {
 }
 
 // readBackupForm reads the multipart form; the file is held in memory
-// (AES-GCM authenticates it whole before anything is used).
-func readBackupForm(w http.ResponseWriter, r *http.Request) (*backupForm, error) {
+// (AES-GCM authenticates it whole before anything is used). beforeFile
+// runs when the file part begins, with the fields sent before it: the
+// bootstrap routes check the setup code there, so nobody without it makes
+// a fresh Engine read a large upload.
+func readBackupForm(w http.ResponseWriter, r *http.Request, beforeFile func(*backupForm) error) (*backupForm, error) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 		return nil, cairn.Invalid("body", "must be multipart/form-data")
 	}
@@ -130,6 +135,9 @@ func readBackupForm(w http.ResponseWriter, r *http.Request) (*backupForm, error)
 		seen[name] = true
 		switch name {
 		case "file":
+			if err := beforeFile(f); err != nil {
+				return nil, err
+			}
 			var buf bytes.Buffer
 			if _, err := io.Copy(&buf, p); err != nil {
 				if errors.As(err, &tooBig) {
@@ -164,17 +172,17 @@ func readBackupForm(w http.ResponseWriter, r *http.Request) (*backupForm, error)
 // open reads the form and decrypts the file. bootstrap: a fresh Engine,
 // which needs the setup code and the source passphrase.
 func (s *backupAPI) open(w http.ResponseWriter, r *http.Request, bootstrap bool) (*backupForm, *backup.Opened, error) {
-	f, err := readBackupForm(w, r)
+	f, err := readBackupForm(w, r, func(f *backupForm) error {
+		if !bootstrap {
+			return nil
+		}
+		if f.passphrase == "" {
+			return cairn.Invalid("passphrase", "is required, before the file part: the source Engine's master-cipher passphrase")
+		}
+		return s.Auth.BootstrapRestoreCheck(r.Context(), f.setupCode)
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if bootstrap {
-		if f.passphrase == "" {
-			return nil, nil, cairn.Invalid("passphrase", "is required: the source Engine's master-cipher passphrase")
-		}
-		if err := s.Auth.BootstrapRestoreCheck(r.Context(), f.setupCode); err != nil {
-			return nil, nil, err
-		}
 	}
 	o, err := s.Backups.Open(bytes.NewReader(f.file), f.passphrase)
 	f.file = nil
@@ -258,7 +266,11 @@ func (s *backupAPI) doRestore(w http.ResponseWriter, r *http.Request, bootstrap 
 		rows = res.Rows
 		s.setupFinished(r)
 	} else {
-		res, err := s.Restores.Run(ctx, workflows.BackupRestoreInput{ID: id, Actor: actor})
+		// Waited for past a client that goes away, so this replica still
+		// locks its cipher when the workflow ends.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 45*time.Minute)
+		defer cancel()
+		res, err := s.Restores.Run(wctx, workflows.BackupRestoreInput{ID: id, Actor: actor})
 		if err != nil {
 			return restoreJSON{}, err
 		}

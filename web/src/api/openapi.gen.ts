@@ -1095,7 +1095,7 @@ export interface paths {
         put?: never;
         /**
          * Bootstrap: analyze a backup
-         * @description On a fresh Engine (phase aegis_setup_required): multipart/form-data: a `file` part (the backup), `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file) (required), `setup_code`
+         * @description On a fresh Engine (phase aegis_setup_required): multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup) (required), `setup_code`
          */
         post: operations["postBootstrapBackupAnalyze"];
         delete?: never;
@@ -1115,7 +1115,7 @@ export interface paths {
         put?: never;
         /**
          * Bootstrap: restore a backup
-         * @description Disaster recovery onto a fresh Engine (phase aegis_setup_required): multipart/form-data: a `file` part (the backup), `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file) (required), `setup_code`, `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`)
+         * @description Disaster recovery onto a fresh Engine (phase aegis_setup_required): multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup) (required), `setup_code`, `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`)
          */
         post: operations["postBootstrapBackupRestore"];
         delete?: never;
@@ -2701,7 +2701,7 @@ export interface paths {
         put?: never;
         /**
          * Analyze a backup
-         * @description Administrators only. multipart/form-data: a `file` part (the backup), `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file). Decrypts and validates the file, compares its columns with the running schema and counts the rows a restore imports; changes nothing
+         * @description Administrators only. multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup). Decrypts and validates the file, compares its columns with the running schema and counts the rows a restore imports; changes nothing
          */
         post: operations["postServerBackupAnalyze"];
         delete?: never;
@@ -2741,7 +2741,7 @@ export interface paths {
         put?: never;
         /**
          * Restore a backup
-         * @description Administrators only. multipart/form-data: a `file` part (the backup), `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`). Replaces configuration and trust with the backup's (no merge) through the restore:<id> workflow; signs every operator out and locks the master cipher
+         * @description Administrators only. multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup), `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`). Replaces configuration and trust with the backup's (no merge) through the restore:<id> workflow; signs every operator out and locks the master cipher
          */
         post: operations["postServerBackupRestore"];
         delete?: never;

@@ -36,7 +36,9 @@ type engine struct {
 }
 
 // newEngine is a database with a cipher (set up when configured).
-func newEngine(t *testing.T, configured bool) *engine {
+func newEngine(t *testing.T, configured bool) *engine { return newEngineTB(t, configured) }
+
+func newEngineTB(t testing.TB, configured bool) *engine {
 	t.Helper()
 	store := pgtest.NewDB(t)
 	c := aegis.New(aegis.PGStore{Q: store.Queries, S: store}, cheap)

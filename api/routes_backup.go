@@ -243,6 +243,7 @@ func (s *backupAPI) doRestore(w http.ResponseWriter, r *http.Request, bootstrap 
 	if !bootstrap {
 		actor = principal(ctx).Username
 	}
+	own := s.Backups.WrittenByHeldCipher(o)
 	id, _, err := s.Backups.Stage(ctx, o, actor)
 	if err != nil {
 		return restoreJSON{}, err
@@ -270,7 +271,7 @@ func (s *backupAPI) doRestore(w http.ResponseWriter, r *http.Request, bootstrap 
 		// locks its cipher when the workflow ends.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 45*time.Minute)
 		defer cancel()
-		res, err := s.Restores.Run(wctx, workflows.BackupRestoreInput{ID: id, Actor: actor})
+		res, err := s.Restores.Run(wctx, workflows.BackupRestoreInput{ID: id, Actor: actor, ForeignCipher: !own})
 		if err != nil {
 			return restoreJSON{}, err
 		}

@@ -21,6 +21,11 @@ const JobKindRestore = "restore"
 type BackupRestoreInput struct {
 	ID    string `json:"id"`
 	Actor string `json:"actor"`
+	// ForeignCipher: another cipher wrote the backup. This process's
+	// payload key is then not in the restored database, so Schedules it
+	// encoded would not decode after the restart: they are left to the
+	// reconciliation at the next unlock.
+	ForeignCipher bool `json:"foreign_cipher,omitempty"`
 }
 
 // BackupRestoreResult is what the restore did.
@@ -47,6 +52,9 @@ func BackupRestore(ctx workflow.Context, in BackupRestoreInput) (BackupRestoreRe
 	var res backup.Result
 	if err := workflow.ExecuteActivity(ctx, a.ApplyRestore, in.ID).Get(ctx, &res); err != nil {
 		return BackupRestoreResult{}, err
+	}
+	if in.ForeignCipher {
+		return BackupRestoreResult{Rows: res.Rows, Applied: res.Applied}, nil
 	}
 	sched := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,

@@ -49,10 +49,15 @@ func (d *restoreDeps) reconcile(context.Context) error {
 
 func runRestore(t *testing.T, d *restoreDeps) (workflows.BackupRestoreResult, error) {
 	t.Helper()
+	return runRestoreIn(t, d, workflows.BackupRestoreInput{ID: "r-1", Actor: "alice"})
+}
+
+func runRestoreIn(t *testing.T, d *restoreDeps, in workflows.BackupRestoreInput) (workflows.BackupRestoreResult, error) {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Backup{Restores: d, Schedules: d.reconcile})
-	env.ExecuteWorkflow(workflows.BackupRestore, workflows.BackupRestoreInput{ID: "r-1", Actor: "alice"})
+	env.ExecuteWorkflow(workflows.BackupRestore, in)
 	require.True(t, env.IsWorkflowCompleted())
 	var res workflows.BackupRestoreResult
 	if err := env.GetWorkflowError(); err != nil {
@@ -96,4 +101,16 @@ func TestBackupRestoreSurvivesScheduleFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Applied)
 	require.Equal(t, 10, d.schedules)
+}
+
+// Another cipher's backup: the Schedules wait for the unlock after the
+// restart (this process's payload key is not in the restored database).
+func TestBackupRestoreOfAForeignCipherLeavesSchedules(t *testing.T) {
+	t.Parallel()
+	d := &restoreDeps{}
+	res, err := runRestoreIn(t, d, workflows.BackupRestoreInput{ID: "r-2", Actor: "alice", ForeignCipher: true})
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	require.Equal(t, 1, d.applies)
+	require.Zero(t, d.schedules)
 }

@@ -328,6 +328,13 @@ func (s *Service) Open(r io.Reader, passphrase string) (*Opened, error) {
 	return &Opened{SchemaVersion: env.SchemaVersion, CreatedAt: env.CreatedAt, payload: plain, state: st}, nil
 }
 
+// WrittenByHeldCipher reports whether o was written by the cipher this
+// process holds (a restore of its own backup).
+func (s *Service) WrittenByHeldCipher(o *Opened) bool {
+	held := s.cipher.KeyID()
+	return held != nil && bytes.Equal(held, o.state.KeyID)
+}
+
 // TableReport is one table of an analysis.
 type TableReport struct {
 	Name string `json:"name"`

@@ -33,8 +33,6 @@ var backupCapability = Capability{
 	},
 	Workflows: []any{workflows.BackupRestore},
 	Activities: func(e *Engine) []any {
-		// A method value through a closure: a direct reference would make
-		// Capabilities refer to itself (ensureSchedules reads it).
-		return []any{&activities.Backup{Restores: e.Backups, Schedules: func(ctx context.Context) error { return e.reconcileSchedules(ctx) }}}
+		return []any{&activities.Backup{Restores: e.Backups, Schedules: e.reconcileSchedules}}
 	},
 }

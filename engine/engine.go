@@ -230,6 +230,10 @@ type Engine struct {
 	gate *temporalGate
 	// siteChanges asks the site-worker loop to sync again.
 	siteChanges chan struct{}
+	// reconcileSchedules is ensureSchedules, for capabilities' activities
+	// (a restore): a field, since a capability naming the method would make
+	// Capabilities refer to itself through MaintenanceJobs.
+	reconcileSchedules func(context.Context) error
 }
 
 // New builds an Engine over an open database. topts say how to reach
@@ -253,6 +257,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	cfg.Log = slog.New(logs.Redact(cfg.Log.Handler()))
 	log := cfg.Log
 	e := &Engine{cfg: cfg, Store: store, Log: log, Metrics: metrics.New()}
+	e.reconcileSchedules = e.ensureSchedules
 	e.Metrics.WatchPool(store.Pool.Stat)
 
 	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)
@@ -516,13 +521,6 @@ func (e *Engine) startDurable(ctx context.Context) error {
 	}
 	return e.ensureSchedules(ctx)
 }
-
-// reconcileSchedules is ensureSchedules for activities (restore).
-var reconcileSchedulesHook func(e *Engine, ctx context.Context) error
-
-func (e *Engine) reconcileSchedules(ctx context.Context) error { return reconcileSchedulesHook(e, ctx) }
-
-func init() { reconcileSchedulesHook = (*Engine).ensureSchedules }
 
 // ensureSchedules makes the maintenance schedules and the scheduled jobs'
 // schedules what this Engine wants.

@@ -328,7 +328,7 @@ type apiArea struct {
 
 var apiAreas = []apiArea{
 	{"Probes", "Liveness, readiness and startup probes for load balancers and orchestrators.",
-		[]string{"/health", "/healthz", "/live", "/ready", "/startup", "/engine-status"}},
+		[]string{"/health", "/healthz", "/live", "/ready", "/startup", "/engine-status", "/api/system"}},
 	{"Bootstrap", "First start: set up or unlock the Aegis cipher and create or recover the first administrator.",
 		[]string{"/api/bootstrap"}},
 	{"Authentication", "Operator sign-in, MFA, sign-out, re-authentication and the signed-in account.",
@@ -342,6 +342,8 @@ var apiAreas = []apiArea{
 		[]string{"/api/directory", "/api/users/{username}/directory-cache"}},
 	{"Sites", "Sites, the devices they hold and their enrollment auto-approval.", []string{"/api/sites"}},
 	{"Server", "The Engine itself: its workers and the audit log.", []string{"/api/server"}},
+	{"Backup", "Encrypted export, analysis and restore of the Engine's configuration and trust (SPEC backup rules).",
+		[]string{"/api/server/backup", "/api/bootstrap/backup"}},
 	{"Events", "The operator's realtime event stream and notifications.", []string{"/api/realtime", "/api/notifications"}},
 	{"Credentials", "Stored remote-session credentials.", []string{"/api/credentials"}},
 	{"Source hosting", "The GitHub token and branch heads scripts are fetched from.", []string{"/api/github", "/api/repo"}},

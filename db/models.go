@@ -193,6 +193,14 @@ type AutomationWorkflowRun struct {
 	FinishedAt     *time.Time
 }
 
+type BackupRestore struct {
+	ID            string
+	SchemaVersion int32
+	Payload       []byte
+	CreatedBy     string
+	CreatedAt     time.Time
+}
+
 type Device struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string

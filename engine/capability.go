@@ -68,6 +68,8 @@ var Capabilities = []Capability{
 	deviceFiltersCapability,
 	metadataCapability,
 	transfersCapability,
+	backupCapability,
+	serverAdminCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

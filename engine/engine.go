@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/agentupdates"
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/backup"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -208,6 +209,7 @@ type Engine struct {
 	Automation  *automation.Service
 	Metadata    *metadata.Service
 	Transfers   *transfers.Service
+	Backups     *backup.Service
 	Workers     *workers.Manager
 	API         *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
@@ -228,6 +230,10 @@ type Engine struct {
 	gate *temporalGate
 	// siteChanges asks the site-worker loop to sync again.
 	siteChanges chan struct{}
+	// reconcileSchedules is ensureSchedules, for capabilities' activities
+	// (a restore): a field, since a capability naming the method would make
+	// Capabilities refer to itself through MaintenanceJobs.
+	reconcileSchedules func(context.Context) error
 }
 
 // New builds an Engine over an open database. topts say how to reach
@@ -251,6 +257,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	cfg.Log = slog.New(logs.Redact(cfg.Log.Handler()))
 	log := cfg.Log
 	e := &Engine{cfg: cfg, Store: store, Log: log, Metrics: metrics.New()}
+	e.reconcileSchedules = e.ensureSchedules
 	e.Metrics.WatchPool(store.Pool.Stat)
 
 	e.Cipher = aegis.New(aegis.PGStore{Q: store.Queries, S: store}, kdf)

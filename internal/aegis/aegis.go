@@ -117,6 +117,8 @@ type Cipher struct {
 	aead    cipher.AEAD
 	keyID   []byte
 	columns []Column
+	// backupKey seals backups (backup.go), derived from the data key.
+	backupKey []byte
 	// rotating is set during a data-key rotation: Seal refuses (conflict)
 	// rather than seal a value with the key being replaced. It does not
 	// wait, since the caller may hold a row lock the rotation needs.
@@ -175,7 +177,7 @@ func (c *Cipher) Unlocked() bool {
 func (c *Cipher) Lock() {
 	c.mu.Lock()
 	held := c.aead != nil
-	c.aead, c.keyID = nil, nil
+	c.aead, c.keyID, c.backupKey = nil, nil, nil
 	hooks := slices.Clone(c.onLock)
 	c.mu.Unlock()
 	if held {
@@ -391,9 +393,13 @@ func (c *Cipher) hold(dataKey, keyID []byte) error {
 	if err != nil {
 		return err
 	}
+	backupKey, err := deriveBackupKey(dataKey)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.aead, c.keyID = aead, bytes.Clone(keyID)
+	c.aead, c.keyID, c.backupKey = aead, bytes.Clone(keyID), backupKey
 	return nil
 }
 

@@ -334,3 +334,14 @@ func setupFromSecret(username, secret string) (MFASetup, error) {
 	}
 	return MFASetup{Secret: secret, OTPAuthURL: u.String()}, nil
 }
+
+// BootstrapRestoreCheck allows a backup to be analysed or restored through
+// the bootstrap routes (issue 26): only onto a fresh deployment (phase
+// aegis_setup_required, nothing to lose) and only by whoever holds a
+// setup code, like the cipher's setup.
+func (s *Service) BootstrapRestoreCheck(ctx context.Context, setupCode string) error {
+	if _, err := s.inPhase(ctx, PhaseAegisSetup); err != nil {
+		return err
+	}
+	return s.checkSetupCode(ctx, setupCode)
+}

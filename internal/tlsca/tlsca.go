@@ -416,3 +416,13 @@ func Fingerprint(der []byte) string {
 	}
 	return b.String()
 }
+
+// LocalCADir is the directory holding the local CA's files (ca.pem and
+// ca-key.pem), which backups carry (issue 26); "" for a provided
+// certificate, which the operator keeps.
+func (m *Manager) LocalCADir() string {
+	if m == nil || m.opts.CertFile != "" {
+		return ""
+	}
+	return m.opts.Dir
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/backup"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -35,9 +36,13 @@ var standIns = map[string]any{
 	"SweepPresence":         func(context.Context) (int64, error) { return 1, nil },
 	"ReconcileJobSchedules": func(context.Context) (int64, error) { return 0, nil },
 	"DropSocket":            func(context.Context, workflows.TrustActionInput) error { return nil },
-	"RecordTrustActivity":   func(context.Context, workflows.TrustActionInput) error { return nil },
-	"PublishTrustChange":    func(context.Context, workflows.TrustActionInput) error { return nil },
-	"BeginOperation":        func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"ApplyRestore": func(context.Context, string) (backup.Result, error) {
+		return backup.Result{Applied: true, Rows: map[string]int64{"sites": 1, "devices": 2}}, nil
+	},
+	"ReconcileRestoredSchedules": func(context.Context) error { return nil },
+	"RecordTrustActivity":        func(context.Context, workflows.TrustActionInput) error { return nil },
+	"PublishTrustChange":         func(context.Context, workflows.TrustActionInput) error { return nil },
+	"BeginOperation":             func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
@@ -186,6 +191,12 @@ var scenarios = []scenario{
 	{"maintenance_job_schedules.json", func(ctx context.Context, c client.Client) (string, error) {
 		run, err := start(ctx, c, workflows.MaintenanceScheduleID(workflows.JobJobSchedules)+"-"+unique("run"), workflows.Maintenance,
 			workflows.MaintenanceInput{Job: workflows.JobJobSchedules})
+		return wait(ctx, run, err)
+	}, false},
+	// A staged backup applied in one transaction, then the Schedules.
+	{"backup_restore.json", func(ctx context.Context, c client.Client) (string, error) {
+		in := workflows.BackupRestoreInput{ID: unique("restore"), Actor: "admin"}
+		run, err := start(ctx, c, workflows.BackupRestoreWorkflowID(in.ID), workflows.BackupRestore, in)
 		return wait(ctx, run, err)
 	}, false},
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {

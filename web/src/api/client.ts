@@ -173,3 +173,25 @@ function statusCode(status: number): string {
       return status >= 500 ? 'internal' : 'http_error';
   }
 }
+
+/**
+ * POST a multipart form (a file upload) with the session's CSRF token;
+ * errors as api() answers them.
+ */
+export async function apiForm<T>(path: string, form: FormData): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  const csrf = csrfToken();
+  if (csrf) headers[CSRF_HEADER] = csrf;
+  let res: Response;
+  try {
+    res = await fetch(path, { method: 'POST', headers, credentials: 'same-origin', body: form });
+  } catch {
+    throw new ApiError({
+      status: 0,
+      code: 'network_error',
+      message: 'The Engine cannot be reached. Check that it is running and try again.',
+    });
+  }
+  if (res.ok) return (await res.json()) as T;
+  throw await toApiError(res);
+}

@@ -1,4 +1,4 @@
-import { api, ApiError } from './client';
+import { api, apiForm, ApiError } from './client';
 import type { ReauthProof } from '../passkeys/api';
 import { withSudo } from './sudo';
 import { call, type ResponseOf } from './typed';
@@ -85,6 +85,29 @@ export const sites = {
 
 export const server = {
   workers: (historySeconds: number) => call('get', '/api/server/workers', { query: { history_seconds: historySeconds } }),
+};
+
+/** The phrase a restore is sent with (SPEC Limits). */
+export const RESTORE_PHRASE = 'RESTORE ENGINE CONFIG BACKUP';
+export const BACKUP_EXPORT_URL = '/api/server/backup/export';
+
+export type BackupReport = ResponseOf<'/api/server/backup/analyze', 'post'>;
+export type RestoreResult = ResponseOf<'/api/server/backup/restore', 'post'>;
+
+function backupForm(file: File, passphrase: string, confirmation?: string): FormData {
+  // Fields first: the Engine checks them when the file part begins.
+  const form = new FormData();
+  if (passphrase) form.append('passphrase', passphrase);
+  if (confirmation !== undefined) form.append('confirmation', confirmation);
+  form.append('file', file);
+  return form;
+}
+
+/** Backups (docs/api.md "Backup and restore"). */
+export const backups = {
+  analyze: (file: File, passphrase: string) => apiForm<BackupReport>('/api/server/backup/analyze', backupForm(file, passphrase)),
+  restore: (file: File, passphrase: string, confirmation: string) =>
+    apiForm<RestoreResult>('/api/server/backup/restore', backupForm(file, passphrase, confirmation)),
 };
 
 /** The master cipher (docs/api.md "Master cipher"); rotate and reset carry a fresh proof of identity. */

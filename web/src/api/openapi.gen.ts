@@ -1084,6 +1084,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/bootstrap/backup/analyze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Bootstrap: analyze a backup
+         * @description On a fresh Engine (phase aegis_setup_required): multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup) (required), `setup_code`
+         */
+        post: operations["postBootstrapBackupAnalyze"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/bootstrap/backup/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Bootstrap: restore a backup
+         * @description Disaster recovery onto a fresh Engine (phase aegis_setup_required): multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup) (required), `setup_code`, `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`)
+         */
+        post: operations["postBootstrapBackupRestore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/bootstrap/state": {
         parameters: {
             query?: never;
@@ -2650,6 +2690,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/server/backup/analyze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Analyze a backup
+         * @description Administrators only. multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup). Decrypts and validates the file, compares its columns with the running schema and counts the rows a restore imports; changes nothing
+         */
+        post: operations["postServerBackupAnalyze"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/backup/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export an encrypted backup
+         * @description Administrators only. The encrypted backup file as an attachment; needs the master cipher unlocked
+         */
+        get: operations["getServerBackupExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/backup/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a backup
+         * @description Administrators only. multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup), `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`). Replaces configuration and trust with the backup's (no merge) through the restore:<id> workflow; signs every operator out and locks the master cipher
+         */
+        post: operations["postServerBackupRestore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the server overview
+         * @description Administrators only.
+         */
+        get: operations["getServerOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/server/script-signing": {
         parameters: {
             query?: never;
@@ -2702,6 +2822,46 @@ export interface paths {
          * @description Administrators only.
          */
         get: operations["getServerSiteWorkerSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the server's clock
+         * @description Administrators only.
+         */
+        get: operations["getServerTime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/timezones": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the time zones the server knows
+         * @description Administrators only.
+         */
+        get: operations["getServerTimezones"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2982,6 +3142,23 @@ export interface paths {
         };
         /** List software rules */
         get: operations["getSoftwareRules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/system/go-backend/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get the Engine's runtime status */
+        get: operations["getSystemGoBackendStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3463,6 +3640,14 @@ export interface components {
             recovery_code?: string;
             username?: string;
         };
+        AdminService: {
+            detail?: string;
+            key: string;
+            name: string;
+            /** @enum {string} */
+            state: "running" | "starting" | "stopped" | "failed" | "unreachable";
+            version: string;
+        };
         AdminSetupRequest: {
             password?: string;
             setup_code?: string;
@@ -3737,6 +3922,16 @@ export interface components {
             duration_seconds?: number | null;
             enabled?: boolean | null;
         };
+        BackendStatus: {
+            build: components["schemas"]["Build"];
+            cipher_unlocked: boolean;
+            replica_id: string;
+            /** Format: date-time */
+            started_at: string;
+            status: string;
+            /** Format: int64 */
+            uptime_seconds: number;
+        };
         BlockRule: {
             /** Format: date-time */
             created_at: string;
@@ -3747,6 +3942,11 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             updated_by: string;
+            version: string;
+        };
+        Build: {
+            go_version: string;
+            revision: string;
             version: string;
         };
         Ceremony: {
@@ -3773,6 +3973,15 @@ export interface components {
             } | null;
             /** Format: int64 */
             port?: number;
+        };
+        Clock: {
+            /** Format: date-time */
+            now: string;
+            timezone: string;
+            /** Format: int64 */
+            unix_ms: number;
+            /** Format: int64 */
+            utc_offset_seconds: number;
         };
         Code: {
             code: string | null;
@@ -4041,6 +4250,21 @@ export interface components {
             size_bytes?: number;
             /** Format: int64 */
             used_bytes?: number;
+        };
+        EdgeCertificate: {
+            certificate_mode: string;
+            domains: string[];
+            /** Format: date-time */
+            expires_at: string;
+            fingerprint: string;
+            local_ca: components["schemas"]["EdgeLocalCA"] | null;
+            profile: string;
+            /** @enum {string} */
+            severity: "ok" | "warning" | "critical";
+            source: string;
+        };
+        EdgeLocalCA: {
+            fingerprint: string;
         };
         EnrollNonce: {
             /** Format: date-time */
@@ -4389,6 +4613,10 @@ export interface components {
         History: {
             active: components["schemas"]["Operation"] | null;
             history: components["schemas"]["Operation"][];
+        };
+        HostRuntime: {
+            webui_traffic_owner: string;
+            webui_upstream: string;
         };
         IconOverride: {
             refresh: components["schemas"]["ApiRefreshRequest"];
@@ -4773,6 +5001,13 @@ export interface components {
             status: string;
             to_build_id: string;
         };
+        OperatorPresence: {
+            /** Format: date-time */
+            since: string;
+            /** Format: int64 */
+            streams: number;
+            username: string;
+        };
         Options: {
             run_when_online: boolean;
             stop_on_first_failure: boolean;
@@ -4784,6 +5019,14 @@ export interface components {
             stop_on_first_failure?: boolean;
             /** Format: int64 */
             timeout_seconds?: number;
+        };
+        Overview: {
+            build: components["schemas"]["Build"];
+            certificate: components["schemas"]["EdgeCertificate"] | null;
+            host_runtime: components["schemas"]["HostRuntime"];
+            presence: components["schemas"]["Snapshot"];
+            services: components["schemas"]["AdminService"][];
+            tunnel: components["schemas"]["TunnelStatus"];
         };
         Parameter: {
             default: string | number | boolean | null;
@@ -5105,6 +5348,29 @@ export interface components {
             expires_at: string;
             guid: string;
             token: string;
+        };
+        Report: {
+            /** Format: date-time */
+            created_at: string;
+            files: string[];
+            problems: string[];
+            restorable: boolean;
+            /** Format: int64 */
+            running_schema_version: number;
+            /** Format: int64 */
+            schema_version: number;
+            tables: components["schemas"]["TableReport"][];
+            unknown_files: string[];
+            unknown_tables: string[];
+        };
+        Restore: {
+            files: string[];
+            phase: string;
+            restart_required: boolean;
+            restore_id: string;
+            rows: {
+                [key: string]: number;
+            };
         };
         Result: {
             /** Format: int64 */
@@ -5529,6 +5795,11 @@ export interface components {
         SiteWorkerSettings: {
             sites: components["schemas"]["SiteLane"][];
         };
+        Snapshot: {
+            operators: components["schemas"]["OperatorPresence"][];
+            /** Format: int64 */
+            stream_count: number;
+        };
         Software: {
             arch?: string;
             /** Format: date-time */
@@ -5633,6 +5904,13 @@ export interface components {
             checked: number;
             disabled: string[];
         };
+        TableReport: {
+            missing_columns: string[];
+            name: string;
+            new_columns: string[];
+            /** Format: int64 */
+            rows: number;
+        };
         Targets: {
             devices: string[];
             filters: number[];
@@ -5668,6 +5946,11 @@ export interface components {
             ok: boolean;
             /** Format: date-time */
             tested_at: string;
+        };
+        Timezones: {
+            changeable: boolean;
+            current: string;
+            timezones: components["schemas"]["Zone"][];
         };
         Toast: {
             /** Format: date-time */
@@ -5736,6 +6019,11 @@ export interface components {
             /** Format: int32 */
             token_version: number;
             trust_state: string;
+        };
+        TunnelStatus: {
+            /** Format: int64 */
+            active_tunnels: number;
+            status: string;
         };
         UninstallBlock: {
             rule: components["schemas"]["BlockRule"];
@@ -5896,6 +6184,12 @@ export interface components {
             task_queue: string;
             /** Format: int64 */
             total_devices?: number | null;
+        };
+        Zone: {
+            abbreviation: string;
+            name: string;
+            /** Format: int64 */
+            utc_offset_seconds: number;
         };
     };
     responses: never;
@@ -12759,6 +13053,154 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postBootstrapBackupAnalyze: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Report"];
+                };
+            };
+            /** @description Bad Request: backup_malformed, backup_unsupported, backup_wrong_cipher, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: bootstrap_finished, setup_code_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postBootstrapBackupRestore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restore"];
+                };
+            };
+            /** @description Bad Request: backup_malformed, backup_unsupported, backup_wrong_cipher, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: bootstrap_finished, setup_code_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: wrong_phase */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23924,6 +24366,329 @@ export interface operations {
             };
         };
     };
+    postServerBackupAnalyze: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Report"];
+                };
+            };
+            /** @description Bad Request: backup_malformed, backup_unsupported, backup_wrong_cipher, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerBackupExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postServerBackupRestore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restore"];
+                };
+            };
+            /** @description Bad Request: backup_malformed, backup_unsupported, backup_wrong_cipher, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getServerScriptSigning: {
         parameters: {
             query?: never;
@@ -24119,6 +24884,154 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SiteWorkerSettings"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Clock"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerTimezones: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Timezones"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -25623,6 +26536,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Rules"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSystemGoBackendStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackendStatus"];
                 };
             };
             /** @description Bad Request: validation_failed */

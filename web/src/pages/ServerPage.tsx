@@ -20,6 +20,7 @@ import { ErrorAlert } from '../components/ErrorAlert';
 import { formatDateTime } from '../components/format';
 import { gridTheme } from '../components/grid';
 import { MasterCipherSection } from './server/MasterCipherSection';
+import { BackupsSection } from './server/BackupsSection';
 
 export interface WorkerRow extends WorkerState {
   kind: 'engine' | 'site';
@@ -168,6 +169,7 @@ export default function ServerPage() {
         }
       />
       {user.role === 'admin' && <MasterCipherSection />}
+      {user.role === 'admin' && <BackupsSection />}
       {query.isError && <ErrorAlert error={query.error} />}
       <Box sx={{ '& .mono': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', fontSize: 12.5 } }}>
         <AgGridReact<WorkerRow>

@@ -1,0 +1,68 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/internal/backup"
+)
+
+// BackupRestoreWorkflowID names the restore of one staged backup.
+func BackupRestoreWorkflowID(id string) string { return "restore:" + id }
+
+// JobKindRestore is the JobKind search attribute of a restore.
+const JobKindRestore = "restore"
+
+// BackupRestoreInput names the staged backup (backup_restores.id); the
+// data never travels through Temporal.
+type BackupRestoreInput struct {
+	ID    string `json:"id"`
+	Actor string `json:"actor"`
+	// ForeignCipher: another cipher wrote the backup. This process's
+	// payload key is then not in the restored database, so Schedules it
+	// encoded would not decode after the restart: they are left to the
+	// reconciliation at the next unlock.
+	ForeignCipher bool `json:"foreign_cipher,omitempty"`
+}
+
+// BackupRestoreResult is what the restore did.
+type BackupRestoreResult struct {
+	Rows map[string]int64 `json:"rows"`
+	// Applied is false when a previous attempt had already committed.
+	Applied bool `json:"applied"`
+}
+
+// BackupRestore restores a staged backup (SPEC "Backup and restore rules"
+// 3): the data in one PostgreSQL transaction (ApplyRestore, retried until
+// it commits or is refused: a crash before the commit leaves the previous
+// state and the staged backup, which the retry applies; one after it
+// finds nothing staged), then the Schedules reconciled from the restored
+// rows. What lives in the Engine's memory (the cipher key, caches) is the
+// caller's, which answers restart_required.
+func BackupRestore(ctx workflow.Context, in BackupRestoreInput) (BackupRestoreResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	var a *activities.Backup
+	var res backup.Result
+	if err := workflow.ExecuteActivity(ctx, a.ApplyRestore, in.ID).Get(ctx, &res); err != nil {
+		return BackupRestoreResult{}, err
+	}
+	if in.ForeignCipher {
+		return BackupRestoreResult{Rows: res.Rows, Applied: res.Applied}, nil
+	}
+	sched := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10},
+	})
+	if err := workflow.ExecuteActivity(sched, a.ReconcileRestoredSchedules).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("schedules after restore", "err", err)
+		// The data is restored; the next start or unlock reconciles them.
+	}
+	return BackupRestoreResult{Rows: res.Rows, Applied: res.Applied}, nil
+}

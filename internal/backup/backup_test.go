@@ -74,10 +74,10 @@ func setup(t *testing.T) *fixture {
 	_, err = q.DeviceListViewInsert(ctx, db.DeviceListViewInsertParams{OwnerID: user.ID, Name: "mine", Columns: []string{"hostname"}, Tree: []byte(`{}`)})
 	require.NoError(t, err)
 	guid := "11111111-2222-3333-4444-555555555555"
-	_, err = q.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: "backup-host", SiteID: site.ID})
+	_, err = q.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "backup-host", SiteID: site.ID})
 	require.NoError(t, err)
 	for _, tok := range []string{"used", "older", "newest"} {
-		require.NoError(t, q.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: hash(tok), DeviceGuid: guid, FamilyID: "f",
+		require.NoError(t, q.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: hash(tok), DeviceGuid: cairn.DeviceGUID(guid), FamilyID: "f",
 			ExpiresAt: time.Now().Add(24 * time.Hour)}))
 		time.Sleep(2 * time.Millisecond) // distinct created_at (now() is per transaction)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-rmm/cairn"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/db"
@@ -99,14 +101,14 @@ func populate(b *testing.B, e *engine, devices, software int) {
 		`{"name":"last","version":"1","publisher":"x"}]`)
 	for i := range devices {
 		guid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		_, err := q.DeviceInsert(ctx, db.DeviceInsertParams{Guid: guid, Hostname: fmt.Sprintf("bench-%05d", i), SiteID: site.ID})
+		_, err := q.DeviceInsert(ctx, db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: fmt.Sprintf("bench-%05d", i), SiteID: site.ID})
 		require.NoError(b, err)
-		require.NoError(b, q.DeviceInventoryUpsert(ctx, db.DeviceInventoryUpsertParams{DeviceGuid: guid, Hash: "h",
+		require.NoError(b, q.DeviceInventoryUpsert(ctx, db.DeviceInventoryUpsertParams{DeviceGuid: cairn.DeviceGUID(guid), Hash: "h",
 			Hardware: []byte(`{"cpu":"Example CPU @ 3.0GHz","memory_bytes":17179869184}`), Os: []byte(`{"name":"Debian GNU/Linux","version":"13"}`),
 			Software: doc, PartHashes: []byte(`{}`)}))
 		rows := make([]db.DeviceSoftwareInsertParams, software)
 		for j := range rows {
-			rows[j] = db.DeviceSoftwareInsertParams{DeviceGuid: guid, SiteID: site.ID, NameKey: fmt.Sprintf("package-%03d", j),
+			rows[j] = db.DeviceSoftwareInsertParams{DeviceGuid: cairn.DeviceGUID(guid), SiteID: site.ID, NameKey: fmt.Sprintf("package-%03d", j),
 				Name: fmt.Sprintf("Package %03d", j), Version: "1.2.3", Publisher: "Example Corporation"}
 		}
 		_, err = q.DeviceSoftwareInsert(ctx, rows)

@@ -89,7 +89,7 @@ func TestAgentMaintenanceJobFires(t *testing.T) {
 	hist := h.Body["history"].([]any)
 	require.Len(t, hist, 1, "one update requested for the fire")
 	require.Equal(t, float64(id), hist[0].(map[string]any)["scheduled_job_id"])
-	require.Equal(t, got[0].RunID, hist[0].(map[string]any)["run_id"])
+	require.Equal(t, string(got[0].RunID), hist[0].(map[string]any)["run_id"])
 	var n int
 	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM agent_update_operations WHERE run_id = $1`,
 		got[0].RunID).Scan(&n))

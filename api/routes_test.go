@@ -352,7 +352,7 @@ func TestNoRouteLeaksOutOfScopeSites(t *testing.T) {
 	// Nothing hidden changed through the writes.
 	dev, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
 	require.NoError(t, err)
-	require.Equal(t, hiddenSite, dev.SiteID)
+	require.Equal(t, cairn.SiteID(hiddenSite), dev.SiteID)
 	after, err := f.store.ApprovalGet(ctx, approval.ID)
 	require.NoError(t, err)
 	require.Equal(t, proto.ApprovalPending, after.Status)

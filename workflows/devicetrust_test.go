@@ -95,7 +95,7 @@ func TestDeviceTrustActionRetriesEachStepUntilDone(t *testing.T) {
 				Summary: tc.summary, Actor: "alice", Metadata: map[string]any{"trust_state": tc.state, "token_version": int32(3)}}, row)
 			require.Len(t, deps.events, 1)
 			require.Equal(t, events.TypeAgentStatusChanged, deps.events[0].Type)
-			require.Equal(t, int64(4), deps.events[0].SiteID)
+			require.Equal(t, cairn.SiteID(int64(4)), deps.events[0].SiteID)
 			require.JSONEq(t, `{"guid":"g-1","hostname":"host-1","site_id":4,"trust_state":"`+tc.state+`"}`, string(deps.events[0].Data))
 		})
 	}

@@ -220,7 +220,7 @@ func TestRestoreOntoAFreshDatabase(t *testing.T) {
 	require.Equal(t, want, dump(t, fresh.store, Export))
 	tok, err := fresh.store.Queries.RefreshTokenGet(ctx, f.latest)
 	require.NoError(t, err)
-	require.Equal(t, f.guid, tok.DeviceGuid)
+	require.Equal(t, cairn.DeviceGUID(f.guid), tok.DeviceGuid)
 
 	// Applying again is a no-op (a retried activity after its commit).
 	again, err := fresh.svc.Apply(ctx, id)

@@ -106,7 +106,7 @@ func TestDetailsStoresNormalizedInventory(t *testing.T) {
 	evs := f.events.take()
 	require.Len(t, evs, 2)
 	require.Equal(t, events.TypeDeviceInventoryChanged, evs[0].Type)
-	require.Equal(t, f.siteID, evs[0].SiteID)
+	require.Equal(t, cairn.SiteID(f.siteID), evs[0].SiteID)
 	require.Contains(t, string(evs[0].Data), `"parts":["hardware","os","network","sessions","uptime","software","services","processes","patches"]`)
 	require.Equal(t, events.TypeDeviceServicesChanged, evs[1].Type)
 }

@@ -90,7 +90,7 @@ func TestStatusUpsertsTheTimelineAndEmits(t *testing.T) {
 	evs := f.events.take()
 	require.Len(t, evs, 1)
 	require.Equal(t, events.TypeAgentStatusChanged, evs[0].Type)
-	require.Equal(t, f.siteID, evs[0].SiteID)
+	require.Equal(t, cairn.SiteID(f.siteID), evs[0].SiteID)
 	require.JSONEq(t, `{"guid":"g1","hostname":"alpha","site_id":`+jsonInt(f.siteID)+`,"phase":"starting"}`, string(evs[0].Data))
 
 	// The next post replaces the rows; a role without a healthy time keeps

@@ -843,6 +843,7 @@ type Watchdog struct {
 	SiteIds     []int64
 	Policy      []byte
 	Revision    int64
+	EvaluatedAt *time.Time
 	CreatedBy   string
 	CreatedAt   time.Time
 	UpdatedBy   string
@@ -861,7 +862,7 @@ type WatchdogDeviceState struct {
 	WatchdogID     int64
 	DeviceGuid     string
 	Consecutive    int32
-	RuleSince      []byte
+	Memo           []byte
 	ClearSince     *time.Time
 	LastResolvedAt *time.Time
 	EvaluatedAt    time.Time

@@ -19,6 +19,17 @@ func (q *Queries) WatchdogDelete(ctx context.Context, id int64) error {
 	return err
 }
 
+const watchdogDeviceSite = `-- name: WatchdogDeviceSite :one
+SELECT site_id FROM devices WHERE guid = $1
+`
+
+func (q *Queries) WatchdogDeviceSite(ctx context.Context, guid string) (int64, error) {
+	row := q.db.QueryRow(ctx, watchdogDeviceSite, guid)
+	var site_id int64
+	err := row.Scan(&site_id)
+	return site_id, err
+}
+
 const watchdogDeviceSnapshots = `-- name: WatchdogDeviceSnapshots :many
 SELECT d.guid, d.site_id, d.hostname, d.last_seen, d.metrics, d.agent_version, d.boot_id, d.trust_state,
     i.hardware, i.services, i.processes, i.collected_at,
@@ -87,7 +98,7 @@ func (q *Queries) WatchdogDeviceSnapshots(ctx context.Context, guids []string) (
 }
 
 const watchdogGet = `-- name: WatchdogGet :one
-SELECT id, name, description, severity, enabled, site_ids, policy, revision, created_by, created_at, updated_by, updated_at FROM watchdogs WHERE id = $1
+SELECT id, name, description, severity, enabled, site_ids, policy, revision, evaluated_at, created_by, created_at, updated_by, updated_at FROM watchdogs WHERE id = $1
 `
 
 func (q *Queries) WatchdogGet(ctx context.Context, id int64) (Watchdog, error) {
@@ -102,6 +113,7 @@ func (q *Queries) WatchdogGet(ctx context.Context, id int64) (Watchdog, error) {
 		&i.SiteIds,
 		&i.Policy,
 		&i.Revision,
+		&i.EvaluatedAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedBy,
@@ -111,7 +123,7 @@ func (q *Queries) WatchdogGet(ctx context.Context, id int64) (Watchdog, error) {
 }
 
 const watchdogGetForUpdate = `-- name: WatchdogGetForUpdate :one
-SELECT id, name, description, severity, enabled, site_ids, policy, revision, created_by, created_at, updated_by, updated_at FROM watchdogs WHERE id = $1 FOR UPDATE
+SELECT id, name, description, severity, enabled, site_ids, policy, revision, evaluated_at, created_by, created_at, updated_by, updated_at FROM watchdogs WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) WatchdogGetForUpdate(ctx context.Context, id int64) (Watchdog, error) {
@@ -126,6 +138,7 @@ func (q *Queries) WatchdogGetForUpdate(ctx context.Context, id int64) (Watchdog,
 		&i.SiteIds,
 		&i.Policy,
 		&i.Revision,
+		&i.EvaluatedAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedBy,
@@ -135,14 +148,14 @@ func (q *Queries) WatchdogGetForUpdate(ctx context.Context, id int64) (Watchdog,
 }
 
 const watchdogIncidentAcknowledge = `-- name: WatchdogIncidentAcknowledge :one
-UPDATE watchdog_incidents SET state = 'Acknowledged', acknowledged_by = $1, acknowledged_at = $2, updated_at = $2
+UPDATE watchdog_incidents SET state = 'Acknowledged', acknowledged_by = $1::text, acknowledged_at = $2::timestamptz, updated_at = $2::timestamptz
 WHERE id = $3 AND state = 'Open'
 RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at
 `
 
 type WatchdogIncidentAcknowledgeParams struct {
-	Actor *string
-	Now   *time.Time
+	Actor string
+	Now   time.Time
 	ID    int64
 }
 
@@ -432,7 +445,7 @@ func (q *Queries) WatchdogIncidentList(ctx context.Context, arg WatchdogIncident
 
 const watchdogIncidentOpen = `-- name: WatchdogIncidentOpen :one
 INSERT INTO watchdog_incidents (watchdog_id, device_guid, site_id, severity, title, sampled, offline_only, opened_at, last_matched_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $8::timestamptz, $8::timestamptz)
 ON CONFLICT (watchdog_id, device_guid) WHERE state <> 'Resolved' DO NOTHING
 RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at
 `
@@ -535,7 +548,7 @@ func (q *Queries) WatchdogIncidentQueueCounts(ctx context.Context, scope []int64
 
 const watchdogIncidentReopen = `-- name: WatchdogIncidentReopen :one
 UPDATE watchdog_incidents SET state = 'Open', suppressed_by = NULL, suppressed_at = NULL, suppress_reason = NULL,
-    updated_at = $1
+    updated_at = $1::timestamptz
 WHERE id = $2 AND state = 'Suppressed'
 RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at
 `
@@ -574,14 +587,14 @@ func (q *Queries) WatchdogIncidentReopen(ctx context.Context, arg WatchdogIncide
 }
 
 const watchdogIncidentResolve = `-- name: WatchdogIncidentResolve :one
-UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = $1, resolve_reason = $2, updated_at = $1
+UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = $1::timestamptz, resolve_reason = $2::text, updated_at = $1::timestamptz
 WHERE id = $3 AND state <> 'Resolved'
 RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at
 `
 
 type WatchdogIncidentResolveParams struct {
-	Now    *time.Time
-	Reason *string
+	Now    time.Time
+	Reason string
 	ID     int64
 }
 
@@ -614,16 +627,16 @@ func (q *Queries) WatchdogIncidentResolve(ctx context.Context, arg WatchdogIncid
 }
 
 const watchdogIncidentSuppress = `-- name: WatchdogIncidentSuppress :one
-UPDATE watchdog_incidents SET state = 'Suppressed', suppressed_by = $1, suppressed_at = $2,
-    suppress_reason = $3, updated_at = $2
+UPDATE watchdog_incidents SET state = 'Suppressed', suppressed_by = $1::text, suppressed_at = $2::timestamptz,
+    suppress_reason = $3::text, updated_at = $2::timestamptz
 WHERE id = $4 AND state IN ('Open', 'Acknowledged')
 RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at
 `
 
 type WatchdogIncidentSuppressParams struct {
-	Actor  *string
-	Now    *time.Time
-	Reason *string
+	Actor  string
+	Now    time.Time
+	Reason string
 	ID     int64
 }
 
@@ -661,7 +674,7 @@ func (q *Queries) WatchdogIncidentSuppress(ctx context.Context, arg WatchdogInci
 }
 
 const watchdogIncidentTouch = `-- name: WatchdogIncidentTouch :exec
-UPDATE watchdog_incidents SET sampled = $1, last_matched_at = $2
+UPDATE watchdog_incidents SET sampled = $1, last_matched_at = $2::timestamptz
 WHERE id = $3 AND state <> 'Resolved'
 `
 
@@ -686,6 +699,51 @@ FOR UPDATE
 // The active incidents of a watchdog, locked for the evaluation.
 func (q *Queries) WatchdogIncidentsActiveOf(ctx context.Context, watchdogID int64) ([]WatchdogIncident, error) {
 	rows, err := q.db.Query(ctx, watchdogIncidentsActiveOf, watchdogID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WatchdogIncident
+	for rows.Next() {
+		var i WatchdogIncident
+		if err := rows.Scan(
+			&i.ID,
+			&i.WatchdogID,
+			&i.DeviceGuid,
+			&i.SiteID,
+			&i.Severity,
+			&i.Title,
+			&i.State,
+			&i.Sampled,
+			&i.OfflineOnly,
+			&i.OpenedAt,
+			&i.LastMatchedAt,
+			&i.AcknowledgedBy,
+			&i.AcknowledgedAt,
+			&i.SuppressedBy,
+			&i.SuppressedAt,
+			&i.SuppressReason,
+			&i.ResolvedAt,
+			&i.ResolveReason,
+			&i.Outcomes,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const watchdogIncidentsActiveOfUnlocked = `-- name: WatchdogIncidentsActiveOfUnlocked :many
+SELECT id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at FROM watchdog_incidents WHERE watchdog_id = $1 AND state <> 'Resolved' ORDER BY device_guid
+`
+
+func (q *Queries) WatchdogIncidentsActiveOfUnlocked(ctx context.Context, watchdogID int64) ([]WatchdogIncident, error) {
+	rows, err := q.db.Query(ctx, watchdogIncidentsActiveOfUnlocked, watchdogID)
 	if err != nil {
 		return nil, err
 	}
@@ -771,14 +829,14 @@ func (q *Queries) WatchdogIncidentsOfDevice(ctx context.Context, deviceGuid stri
 }
 
 const watchdogIncidentsResolveOf = `-- name: WatchdogIncidentsResolveOf :many
-UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = $1, resolve_reason = $2, updated_at = $1
+UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = $1::timestamptz, resolve_reason = $2::text, updated_at = $1::timestamptz
 WHERE watchdog_id = $3 AND state <> 'Resolved'
 RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at
 `
 
 type WatchdogIncidentsResolveOfParams struct {
-	Now        *time.Time
-	Reason     *string
+	Now        time.Time
+	Reason     string
 	WatchdogID int64
 }
 
@@ -827,8 +885,8 @@ func (q *Queries) WatchdogIncidentsResolveOf(ctx context.Context, arg WatchdogIn
 const watchdogInsert = `-- name: WatchdogInsert :one
 
 INSERT INTO watchdogs (name, description, severity, enabled, site_ids, policy, created_by, updated_by)
-VALUES ($1, $2, $3, $4, $5::bigint[], $6, $7, $7)
-RETURNING id, name, description, severity, enabled, site_ids, policy, revision, created_by, created_at, updated_by, updated_at
+VALUES ($1, $2, $3, $4, $5::bigint[], $6, $7::text, $7::text)
+RETURNING id, name, description, severity, enabled, site_ids, policy, revision, evaluated_at, created_by, created_at, updated_by, updated_at
 `
 
 type WatchdogInsertParams struct {
@@ -863,6 +921,7 @@ func (q *Queries) WatchdogInsert(ctx context.Context, arg WatchdogInsertParams) 
 		&i.SiteIds,
 		&i.Policy,
 		&i.Revision,
+		&i.EvaluatedAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedBy,
@@ -872,7 +931,7 @@ func (q *Queries) WatchdogInsert(ctx context.Context, arg WatchdogInsertParams) 
 }
 
 const watchdogList = `-- name: WatchdogList :many
-SELECT id, name, description, severity, enabled, site_ids, policy, revision, created_by, created_at, updated_by, updated_at FROM watchdogs ORDER BY lower(name), id
+SELECT id, name, description, severity, enabled, site_ids, policy, revision, evaluated_at, created_by, created_at, updated_by, updated_at FROM watchdogs ORDER BY lower(name), id
 `
 
 func (q *Queries) WatchdogList(ctx context.Context) ([]Watchdog, error) {
@@ -893,6 +952,7 @@ func (q *Queries) WatchdogList(ctx context.Context) ([]Watchdog, error) {
 			&i.SiteIds,
 			&i.Policy,
 			&i.Revision,
+			&i.EvaluatedAt,
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedBy,
@@ -908,12 +968,16 @@ func (q *Queries) WatchdogList(ctx context.Context) ([]Watchdog, error) {
 	return items, nil
 }
 
-const watchdogListEnabled = `-- name: WatchdogListEnabled :many
-SELECT id, name, description, severity, enabled, site_ids, policy, revision, created_by, created_at, updated_by, updated_at FROM watchdogs WHERE enabled ORDER BY id
+const watchdogListDue = `-- name: WatchdogListDue :many
+SELECT id, name, description, severity, enabled, site_ids, policy, revision, evaluated_at, created_by, created_at, updated_by, updated_at FROM watchdogs
+WHERE enabled AND (evaluated_at IS NULL
+    OR evaluated_at + make_interval(secs => (policy->'noise'->>'interval_seconds')::int) <= $1::timestamptz)
+ORDER BY id
 `
 
-func (q *Queries) WatchdogListEnabled(ctx context.Context) ([]Watchdog, error) {
-	rows, err := q.db.Query(ctx, watchdogListEnabled)
+// Enabled watchdogs whose interval has passed since their last evaluation.
+func (q *Queries) WatchdogListDue(ctx context.Context, now time.Time) ([]Watchdog, error) {
+	rows, err := q.db.Query(ctx, watchdogListDue, now)
 	if err != nil {
 		return nil, err
 	}
@@ -930,6 +994,7 @@ func (q *Queries) WatchdogListEnabled(ctx context.Context) ([]Watchdog, error) {
 			&i.SiteIds,
 			&i.Policy,
 			&i.Revision,
+			&i.EvaluatedAt,
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedBy,
@@ -943,6 +1008,21 @@ func (q *Queries) WatchdogListEnabled(ctx context.Context) ([]Watchdog, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const watchdogMarkEvaluated = `-- name: WatchdogMarkEvaluated :exec
+UPDATE watchdogs SET evaluated_at = $1::timestamptz WHERE id = $2 AND revision = $3
+`
+
+type WatchdogMarkEvaluatedParams struct {
+	Now      time.Time
+	ID       int64
+	Revision int64
+}
+
+func (q *Queries) WatchdogMarkEvaluated(ctx context.Context, arg WatchdogMarkEvaluatedParams) error {
+	_, err := q.db.Exec(ctx, watchdogMarkEvaluated, arg.Now, arg.ID, arg.Revision)
+	return err
 }
 
 const watchdogOverrideDelete = `-- name: WatchdogOverrideDelete :execrows
@@ -964,7 +1044,7 @@ func (q *Queries) WatchdogOverrideDelete(ctx context.Context, arg WatchdogOverri
 
 const watchdogOverrideUpsert = `-- name: WatchdogOverrideUpsert :one
 INSERT INTO watchdog_device_overrides (watchdog_id, device_guid, reason, created_by)
-VALUES ($1, $2, $3, $4)
+VALUES ($1, $2, $3::text, $4::text)
 ON CONFLICT (watchdog_id, device_guid) DO UPDATE SET reason = EXCLUDED.reason, created_by = EXCLUDED.created_by,
     created_at = now()
 RETURNING watchdog_id, device_guid, reason, created_by, created_at
@@ -1056,10 +1136,10 @@ func (q *Queries) WatchdogOverridesOfDevice(ctx context.Context, deviceGuid stri
 }
 
 const watchdogStateUpsert = `-- name: WatchdogStateUpsert :exec
-INSERT INTO watchdog_device_state (watchdog_id, device_guid, consecutive, rule_since, clear_since, last_resolved_at, evaluated_at)
+INSERT INTO watchdog_device_state (watchdog_id, device_guid, consecutive, memo, clear_since, last_resolved_at, evaluated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (watchdog_id, device_guid) DO UPDATE SET consecutive = EXCLUDED.consecutive,
-    rule_since = EXCLUDED.rule_since, clear_since = EXCLUDED.clear_since,
+    memo = EXCLUDED.memo, clear_since = EXCLUDED.clear_since,
     last_resolved_at = EXCLUDED.last_resolved_at, evaluated_at = EXCLUDED.evaluated_at
 `
 
@@ -1067,7 +1147,7 @@ type WatchdogStateUpsertParams struct {
 	WatchdogID     int64
 	DeviceGuid     string
 	Consecutive    int32
-	RuleSince      []byte
+	Memo           []byte
 	ClearSince     *time.Time
 	LastResolvedAt *time.Time
 	EvaluatedAt    time.Time
@@ -1078,7 +1158,7 @@ func (q *Queries) WatchdogStateUpsert(ctx context.Context, arg WatchdogStateUpse
 		arg.WatchdogID,
 		arg.DeviceGuid,
 		arg.Consecutive,
-		arg.RuleSince,
+		arg.Memo,
 		arg.ClearSince,
 		arg.LastResolvedAt,
 		arg.EvaluatedAt,
@@ -1097,7 +1177,7 @@ func (q *Queries) WatchdogStatesClear(ctx context.Context, watchdogID int64) err
 }
 
 const watchdogStatesGet = `-- name: WatchdogStatesGet :many
-SELECT watchdog_id, device_guid, consecutive, rule_since, clear_since, last_resolved_at, evaluated_at FROM watchdog_device_state
+SELECT watchdog_id, device_guid, consecutive, memo, clear_since, last_resolved_at, evaluated_at FROM watchdog_device_state
 WHERE watchdog_id = $1 AND device_guid = ANY($2::text[])
 FOR UPDATE
 `
@@ -1120,7 +1200,7 @@ func (q *Queries) WatchdogStatesGet(ctx context.Context, arg WatchdogStatesGetPa
 			&i.WatchdogID,
 			&i.DeviceGuid,
 			&i.Consecutive,
-			&i.RuleSince,
+			&i.Memo,
 			&i.ClearSince,
 			&i.LastResolvedAt,
 			&i.EvaluatedAt,
@@ -1218,9 +1298,9 @@ func (q *Queries) WatchdogTargetsExplicit(ctx context.Context, arg WatchdogTarge
 const watchdogUpdate = `-- name: WatchdogUpdate :one
 UPDATE watchdogs SET name = $1, description = $2, severity = $3, enabled = $4,
     site_ids = $5::bigint[], policy = $6, revision = revision + 1,
-    updated_by = $7, updated_at = now()
+    updated_by = $7::text, updated_at = now()
 WHERE id = $8
-RETURNING id, name, description, severity, enabled, site_ids, policy, revision, created_by, created_at, updated_by, updated_at
+RETURNING id, name, description, severity, enabled, site_ids, policy, revision, evaluated_at, created_by, created_at, updated_by, updated_at
 `
 
 type WatchdogUpdateParams struct {
@@ -1255,6 +1335,7 @@ func (q *Queries) WatchdogUpdate(ctx context.Context, arg WatchdogUpdateParams) 
 		&i.SiteIds,
 		&i.Policy,
 		&i.Revision,
+		&i.EvaluatedAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedBy,

@@ -16,6 +16,9 @@ CREATE TABLE watchdogs (
     -- revision grows with each save, so an evaluation started before a
     -- save does not write what the older policy decided.
     revision    bigint      NOT NULL DEFAULT 1,
+    -- evaluated_at is when the evaluator last went through the policy
+    -- (NULL: never); the maintenance job evaluates it again an interval on.
+    evaluated_at timestamptz,
     created_by  text        NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_by  text        NOT NULL,
@@ -24,14 +27,15 @@ CREATE TABLE watchdogs (
 CREATE UNIQUE INDEX watchdogs_name_idx ON watchdogs (lower(name));
 
 -- What the evaluator remembers between evaluations of one watchdog on one
--- device: consecutive matches, since when each rule's raw condition has
--- held (per-rule windows), since when the whole condition has been clear
--- (auto-resolve delay), and the last resolution (cooldown).
+-- device: consecutive matches, memo (since when each rule's raw condition
+-- has held, for per-rule windows, and the boot ID last seen, for reboot
+-- detection), since when the whole condition has been clear (auto-resolve
+-- delay), and the last resolution (cooldown).
 CREATE TABLE watchdog_device_state (
     watchdog_id       bigint      NOT NULL REFERENCES watchdogs (id) ON DELETE CASCADE,
     device_guid       text        NOT NULL REFERENCES devices (guid) ON DELETE CASCADE,
     consecutive       integer     NOT NULL DEFAULT 0 CHECK (consecutive >= 0),
-    rule_since        jsonb       NOT NULL DEFAULT '[]',
+    memo              jsonb       NOT NULL DEFAULT '{}',
     clear_since       timestamptz,
     last_resolved_at  timestamptz,
     evaluated_at      timestamptz NOT NULL,

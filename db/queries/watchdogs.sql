@@ -3,13 +3,13 @@
 
 -- name: WatchdogInsert :one
 INSERT INTO watchdogs (name, description, severity, enabled, site_ids, policy, created_by, updated_by)
-VALUES (@name, @description, @severity, @enabled, sqlc.narg(site_ids)::bigint[], @policy, @actor, @actor)
+VALUES (@name, @description, @severity, @enabled, sqlc.narg(site_ids)::bigint[], @policy, @actor::text, @actor::text)
 RETURNING *;
 
 -- name: WatchdogUpdate :one
 UPDATE watchdogs SET name = @name, description = @description, severity = @severity, enabled = @enabled,
     site_ids = sqlc.narg(site_ids)::bigint[], policy = @policy, revision = revision + 1,
-    updated_by = @actor, updated_at = now()
+    updated_by = @actor::text, updated_at = now()
 WHERE id = @id
 RETURNING *;
 
@@ -22,8 +22,15 @@ SELECT * FROM watchdogs WHERE id = @id FOR UPDATE;
 -- name: WatchdogList :many
 SELECT * FROM watchdogs ORDER BY lower(name), id;
 
--- name: WatchdogListEnabled :many
-SELECT * FROM watchdogs WHERE enabled ORDER BY id;
+-- name: WatchdogListDue :many
+-- Enabled watchdogs whose interval has passed since their last evaluation.
+SELECT * FROM watchdogs
+WHERE enabled AND (evaluated_at IS NULL
+    OR evaluated_at + make_interval(secs => (policy->'noise'->>'interval_seconds')::int) <= @now::timestamptz)
+ORDER BY id;
+
+-- name: WatchdogMarkEvaluated :exec
+UPDATE watchdogs SET evaluated_at = @now::timestamptz WHERE id = @id AND revision = @revision;
 
 -- name: WatchdogDelete :exec
 DELETE FROM watchdogs WHERE id = @id;
@@ -65,10 +72,10 @@ WHERE watchdog_id = @watchdog_id AND device_guid = ANY(@guids::text[])
 FOR UPDATE;
 
 -- name: WatchdogStateUpsert :exec
-INSERT INTO watchdog_device_state (watchdog_id, device_guid, consecutive, rule_since, clear_since, last_resolved_at, evaluated_at)
-VALUES (@watchdog_id, @device_guid, @consecutive, @rule_since, sqlc.narg(clear_since), sqlc.narg(last_resolved_at), @evaluated_at)
+INSERT INTO watchdog_device_state (watchdog_id, device_guid, consecutive, memo, clear_since, last_resolved_at, evaluated_at)
+VALUES (@watchdog_id, @device_guid, @consecutive, @memo, sqlc.narg(clear_since), sqlc.narg(last_resolved_at), @evaluated_at)
 ON CONFLICT (watchdog_id, device_guid) DO UPDATE SET consecutive = EXCLUDED.consecutive,
-    rule_since = EXCLUDED.rule_since, clear_since = EXCLUDED.clear_since,
+    memo = EXCLUDED.memo, clear_since = EXCLUDED.clear_since,
     last_resolved_at = EXCLUDED.last_resolved_at, evaluated_at = EXCLUDED.evaluated_at;
 
 -- name: WatchdogStatesClear :exec
@@ -86,16 +93,16 @@ FOR UPDATE;
 -- Opens an incident unless one is active for the pair: the partial unique
 -- index decides, so a racing evaluator gets no row.
 INSERT INTO watchdog_incidents (watchdog_id, device_guid, site_id, severity, title, sampled, offline_only, opened_at, last_matched_at, updated_at)
-VALUES (@watchdog_id, @device_guid, @site_id, @severity, @title, @sampled, @offline_only, @now, @now, @now)
+VALUES (@watchdog_id, @device_guid, @site_id, @severity, @title, @sampled, @offline_only, @now::timestamptz, @now::timestamptz, @now::timestamptz)
 ON CONFLICT (watchdog_id, device_guid) WHERE state <> 'Resolved' DO NOTHING
 RETURNING *;
 
 -- name: WatchdogIncidentTouch :exec
-UPDATE watchdog_incidents SET sampled = @sampled, last_matched_at = @now
+UPDATE watchdog_incidents SET sampled = @sampled, last_matched_at = @now::timestamptz
 WHERE id = @id AND state <> 'Resolved';
 
 -- name: WatchdogIncidentResolve :one
-UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = @now, resolve_reason = @reason, updated_at = @now
+UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = @now::timestamptz, resolve_reason = @reason::text, updated_at = @now::timestamptz
 WHERE id = @id AND state <> 'Resolved'
 RETURNING *;
 
@@ -104,7 +111,7 @@ DELETE FROM watchdog_incidents WHERE id = @id AND state <> 'Resolved';
 
 -- name: WatchdogIncidentsResolveOf :many
 -- Every active incident of a watchdog (policy disabled).
-UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = @now, resolve_reason = @reason, updated_at = @now
+UPDATE watchdog_incidents SET state = 'Resolved', resolved_at = @now::timestamptz, resolve_reason = @reason::text, updated_at = @now::timestamptz
 WHERE watchdog_id = @watchdog_id AND state <> 'Resolved'
 RETURNING *;
 
@@ -115,19 +122,19 @@ SELECT * FROM watchdog_incidents WHERE id = @id;
 SELECT * FROM watchdog_incidents WHERE id = @id FOR UPDATE;
 
 -- name: WatchdogIncidentAcknowledge :one
-UPDATE watchdog_incidents SET state = 'Acknowledged', acknowledged_by = @actor, acknowledged_at = @now, updated_at = @now
+UPDATE watchdog_incidents SET state = 'Acknowledged', acknowledged_by = @actor::text, acknowledged_at = @now::timestamptz, updated_at = @now::timestamptz
 WHERE id = @id AND state = 'Open'
 RETURNING *;
 
 -- name: WatchdogIncidentSuppress :one
-UPDATE watchdog_incidents SET state = 'Suppressed', suppressed_by = @actor, suppressed_at = @now,
-    suppress_reason = @reason, updated_at = @now
+UPDATE watchdog_incidents SET state = 'Suppressed', suppressed_by = @actor::text, suppressed_at = @now::timestamptz,
+    suppress_reason = @reason::text, updated_at = @now::timestamptz
 WHERE id = @id AND state IN ('Open', 'Acknowledged')
 RETURNING *;
 
 -- name: WatchdogIncidentReopen :one
 UPDATE watchdog_incidents SET state = 'Open', suppressed_by = NULL, suppressed_at = NULL, suppress_reason = NULL,
-    updated_at = @now
+    updated_at = @now::timestamptz
 WHERE id = @id AND state = 'Suppressed'
 RETURNING *;
 
@@ -177,7 +184,7 @@ SELECT * FROM watchdog_incidents WHERE device_guid = @device_guid AND state <> '
 
 -- name: WatchdogOverrideUpsert :one
 INSERT INTO watchdog_device_overrides (watchdog_id, device_guid, reason, created_by)
-VALUES (@watchdog_id, @device_guid, @reason, @actor)
+VALUES (@watchdog_id, @device_guid, @reason::text, @actor::text)
 ON CONFLICT (watchdog_id, device_guid) DO UPDATE SET reason = EXCLUDED.reason, created_by = EXCLUDED.created_by,
     created_at = now()
 RETURNING *;
@@ -191,3 +198,9 @@ SELECT * FROM watchdog_device_overrides WHERE device_guid = @device_guid ORDER B
 -- name: WatchdogOverridesOf :many
 SELECT device_guid FROM watchdog_device_overrides
 WHERE watchdog_id = @watchdog_id AND device_guid = ANY(@guids::text[]);
+
+-- name: WatchdogIncidentsActiveOfUnlocked :many
+SELECT * FROM watchdog_incidents WHERE watchdog_id = @watchdog_id AND state <> 'Resolved' ORDER BY device_guid;
+
+-- name: WatchdogDeviceSite :one
+SELECT site_id FROM devices WHERE guid = @guid;

@@ -882,6 +882,36 @@ func (q *Queries) WatchdogIncidentsResolveOf(ctx context.Context, arg WatchdogIn
 	return items, nil
 }
 
+const watchdogIncidentsWithoutOutcomes = `-- name: WatchdogIncidentsWithoutOutcomes :many
+SELECT i.id FROM watchdog_incidents i JOIN watchdogs w ON w.id = i.watchdog_id
+WHERE i.state <> 'Resolved' AND i.outcomes = '[]'::jsonb AND i.opened_at < $1::timestamptz
+  AND jsonb_array_length(w.policy->'actions') > 0
+ORDER BY i.id
+LIMIT 1000
+`
+
+// Active incidents opened before @before whose watchdog has actions and
+// that recorded none: their workflow may never have started.
+func (q *Queries) WatchdogIncidentsWithoutOutcomes(ctx context.Context, before time.Time) ([]int64, error) {
+	rows, err := q.db.Query(ctx, watchdogIncidentsWithoutOutcomes, before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const watchdogInsert = `-- name: WatchdogInsert :one
 
 INSERT INTO watchdogs (name, description, severity, enabled, site_ids, policy, created_by, updated_by)

@@ -204,3 +204,12 @@ SELECT * FROM watchdog_incidents WHERE watchdog_id = @watchdog_id AND state <> '
 
 -- name: WatchdogDeviceSite :one
 SELECT site_id FROM devices WHERE guid = @guid;
+
+-- name: WatchdogIncidentsWithoutOutcomes :many
+-- Active incidents opened before @before whose watchdog has actions and
+-- that recorded none: their workflow may never have started.
+SELECT i.id FROM watchdog_incidents i JOIN watchdogs w ON w.id = i.watchdog_id
+WHERE i.state <> 'Resolved' AND i.outcomes = '[]'::jsonb AND i.opened_at < @before::timestamptz
+  AND jsonb_array_length(w.policy->'actions') > 0
+ORDER BY i.id
+LIMIT 1000;

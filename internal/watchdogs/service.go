@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/events"
+	"github.com/cairn-rmm/cairn/internal/notify"
 )
 
 // Error codes (declared in engine/capability_watchdogs.go).
@@ -30,6 +31,8 @@ const (
 const (
 	TypeIncidentsChanged       = "watchdog_incidents_changed"
 	TypeDeviceWatchdogsChanged = "device_watchdogs_changed"
+	// TypeNotification is the toast (api.TypeNotification).
+	TypeNotification = "service_notification"
 )
 
 // BatchSize is how many devices one evaluation transaction covers.
@@ -845,16 +848,16 @@ func orNoRows(err error) error {
 // SetOverride mutes (reason non-empty) or unmutes a watchdog on a device.
 // Muting suppresses the active incident at once, with the same reason.
 func (s *Service) SetOverride(ctx context.Context, scope cairn.SiteScope, actor, guid string, watchdogID int64, muted bool, reason string) error {
+	site, err := s.store.WatchdogDeviceSite(ctx, guid)
+	if err != nil || !scope.Allows(site) {
+		return db.NotFound(orNoRows(err), "device not found")
+	}
 	reason = strings.TrimSpace(reason)
 	if muted && reason == "" {
 		return cairn.Invalid("reason", "is required to mute a watchdog on a device")
 	}
 	if len(reason) > MaxDescription {
 		return cairn.Invalid("reason", fmt.Sprintf("must be at most %d characters", MaxDescription))
-	}
-	site, err := s.store.WatchdogDeviceSite(ctx, guid)
-	if err != nil || !scope.Allows(site) {
-		return db.NotFound(orNoRows(err), "device not found")
 	}
 	if _, err := s.Get(ctx, scope, watchdogID); err != nil {
 		if cairn.IsCode(err, cairn.ECodeNotFound) {
@@ -915,4 +918,84 @@ func (s *Service) publish(ctx context.Context, typ string, siteID int64, data an
 	if err != nil {
 		s.cfg.Log.WarnContext(ctx, "publish watchdog event", "type", typ, "err", err)
 	}
+}
+
+// IncidentsWithoutOutcomes are active incidents older than age whose
+// watchdog has actions and that recorded none.
+func (s *Service) IncidentsWithoutOutcomes(ctx context.Context, age time.Duration) ([]int64, error) {
+	return s.store.WatchdogIncidentsWithoutOutcomes(ctx, s.cfg.Now().Add(-age))
+}
+
+// Plan is an incident with its watchdog's actions.
+type Plan struct {
+	Incident     db.WatchdogIncident
+	WatchdogName string
+	Severity     string
+	Actions      []Action
+}
+
+// IncidentPlan reads an incident and its watchdog's actions.
+func (s *Service) IncidentPlan(ctx context.Context, id int64) (Plan, error) {
+	inc, err := s.GetIncident(ctx, id)
+	if err != nil {
+		return Plan{}, err
+	}
+	r, err := s.store.WatchdogGet(ctx, inc.WatchdogID)
+	if err != nil {
+		return Plan{}, notFound(err)
+	}
+	w, err := watchdogFrom(r)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Incident: inc, WatchdogName: w.Name, Severity: w.Severity, Actions: w.Actions}, nil
+}
+
+// toastVariant is a severity's toast colour.
+var toastVariant = map[string]string{SeverityInfo: "info", SeverityWarning: "warning", SeverityCritical: "error"}
+
+// Toast sends an incident's toast (SPEC "Operator event stream":
+// service_notification) to the operators who may see its device.
+func (s *Service) Toast(ctx context.Context, id int64) error {
+	inc, err := s.GetIncident(ctx, id)
+	if err != nil {
+		return err
+	}
+	title, message, variant := "Watchdog incident", inc.Title, toastVariant[inc.Severity]
+	toast, err := notify.Build(notify.Input{Title: &title, Message: &message, Variant: &variant}, "watchdog", "system", s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(toast)
+	if err != nil {
+		return err
+	}
+	return s.bus.Publish(ctx, events.Event{ID: toast.ID, Type: TypeNotification, SiteID: inc.SiteID, Data: data})
+}
+
+// CheckChange refuses an operator's incident change before it reaches the
+// incident's workflow: an incident outside scope is not found, a state
+// other than Open or Suppressed and a blank suppression reason are
+// invalid (the incident stays as it is).
+func (s *Service) CheckChange(ctx context.Context, scope cairn.SiteScope, id int64, state, reason string, acknowledge bool) error {
+	inc, err := s.store.WatchdogIncidentGet(ctx, id)
+	if err != nil || !scope.Allows(inc.SiteID) {
+		return db.NotFound(orNoRows(err), "incident not found")
+	}
+	if acknowledge {
+		return nil
+	}
+	switch state {
+	case StateSuppressed:
+		if strings.TrimSpace(reason) == "" {
+			return cairn.Invalid("reason", "is required to suppress an incident")
+		}
+		if len(reason) > MaxDescription {
+			return cairn.Invalid("reason", fmt.Sprintf("must be at most %d characters", MaxDescription))
+		}
+	case StateOpen:
+	default:
+		return cairn.Invalid("state", "must be Open or Suppressed")
+	}
+	return nil
 }

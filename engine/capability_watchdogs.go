@@ -44,7 +44,14 @@ var watchdogsCapability = Capability{
 }
 
 // watchdogStarter starts watchdog evaluations and incident workflows on
-// the Engine queue.
+// the Engine queue. Their IDs are incident:<id> and the like; an Engine on
+// a queue of its own (tests sharing one Temporal server, one database
+// each) prefixes them with its queue, since incident IDs repeat across
+// databases.
 func (e *Engine) watchdogStarter() workflowclient.WatchdogStarter {
-	return workflowclient.WatchdogStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue, Watchdogs: e.Watchdogs}
+	prefix := ""
+	if e.cfg.EngineQueue != "" && e.cfg.EngineQueue != workflows.EngineTaskQueue {
+		prefix = e.cfg.EngineQueue + "/"
+	}
+	return workflowclient.WatchdogStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue, Prefix: prefix, Watchdogs: e.Watchdogs}
 }

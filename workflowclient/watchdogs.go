@@ -21,6 +21,9 @@ import (
 type WatchdogStarter struct {
 	Client    client.Client
 	TaskQueue string
+	// Prefix prefixes the workflow IDs ("" in a deployment: incident:<id>);
+	// tests sharing one Temporal server give each database its own.
+	Prefix string
 	// Watchdogs applies a change itself when no incident workflow runs
 	// (the incident's watchdog has no actions pending, or it ended).
 	Watchdogs *watchdogs.Service
@@ -29,7 +32,7 @@ type WatchdogStarter struct {
 // Evaluate starts the evaluation a save of w asks for (one per revision).
 func (s WatchdogStarter) Evaluate(ctx context.Context, w watchdogs.Watchdog) error {
 	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
-		ID: workflows.WatchdogEvaluateWorkflowID(w.ID, w.Revision), TaskQueue: s.TaskQueue,
+		ID: s.Prefix + workflows.WatchdogEvaluateWorkflowID(w.ID, w.Revision), TaskQueue: s.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, workflows.WatchdogEvaluate, workflows.WatchdogEvaluateInput{WatchdogID: w.ID})
 	return err
@@ -39,7 +42,7 @@ func (s WatchdogStarter) Evaluate(ctx context.Context, w watchdogs.Watchdog) err
 // the same incident (even after the first ended) does nothing.
 func (s WatchdogStarter) StartIncident(ctx context.Context, incidentID int64) error {
 	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
-		ID: workflows.IncidentWorkflowID(incidentID), TaskQueue: s.TaskQueue,
+		ID: s.Prefix + workflows.IncidentWorkflowID(incidentID), TaskQueue: s.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, workflows.WatchdogIncident, workflows.IncidentInput{IncidentID: incidentID})
 	return err
@@ -48,7 +51,7 @@ func (s WatchdogStarter) StartIncident(ctx context.Context, incidentID int64) er
 // EndIncident tells an incident's workflow its incident was resolved or
 // purged.
 func (s WatchdogStarter) EndIncident(ctx context.Context, incidentID int64) error {
-	return Signal(ctx, s.Client, workflows.IncidentWorkflowID(incidentID), workflows.SignalIncidentEnded, nil)
+	return Signal(ctx, s.Client, s.Prefix+workflows.IncidentWorkflowID(incidentID), workflows.SignalIncidentEnded, nil)
 }
 
 // Acknowledge records an operator's ownership of an incident: through its
@@ -72,7 +75,7 @@ func (s WatchdogStarter) change(ctx context.Context, update string, c activities
 	var view activities.IncidentView
 	err := retry(ctx, func(actx context.Context) error {
 		h, err := s.Client.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
-			WorkflowID: workflows.IncidentWorkflowID(c.IncidentID), UpdateName: update,
+			WorkflowID: s.Prefix + workflows.IncidentWorkflowID(c.IncidentID), UpdateName: update,
 			Args: []any{c}, WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
 		if err != nil {

@@ -185,6 +185,10 @@ func (s *Service) Create(ctx context.Context, by Editor, in Policy) (Watchdog, e
 // Update saves a watchdog's new policy. The evaluator's memory of it is
 // dropped (rules may have changed); disabling it resolves its incidents.
 func (s *Service) Update(ctx context.Context, by Editor, id int64, in Policy) (Watchdog, error) {
+	// A watchdog outside the editor's sites is not found, whatever the body.
+	if _, err := s.Get(ctx, by.Scope, id); err != nil {
+		return Watchdog{}, err
+	}
 	p, err := s.checkFor(ctx, by, in)
 	if err != nil {
 		return Watchdog{}, err

@@ -197,10 +197,11 @@ func (a *watchdogsAPI) update(r *http.Request, req watchdogRequest) (watchdogJSO
 	if err != nil {
 		return watchdogJSON{}, err
 	}
-	w, err := a.Watchdogs.Update(r.Context(), a.editor(r), id, req.policy())
+	w, ended, err := a.Watchdogs.Update(r.Context(), a.editor(r), id, req.policy())
 	if err != nil {
 		return watchdogJSON{}, err
 	}
+	a.endIncidents(r, ended)
 	a.evaluateNow(r, w)
 	return toWatchdogJSON(w), nil
 }
@@ -210,7 +211,24 @@ func (a *watchdogsAPI) remove(r *http.Request, _ struct{}) (struct{}, error) {
 	if err != nil {
 		return struct{}{}, err
 	}
-	return struct{}{}, a.Watchdogs.Delete(r.Context(), a.editor(r), id)
+	ended, err := a.Watchdogs.Delete(r.Context(), a.editor(r), id)
+	if err != nil {
+		return struct{}{}, err
+	}
+	a.endIncidents(r, ended)
+	return struct{}{}, nil
+}
+
+// endIncidents tells the workflows of incidents a save resolved or a
+// delete removed that they ended. A signal that fails is logged: the
+// workflow finds out at its next look.
+func (a *watchdogsAPI) endIncidents(r *http.Request, ids []int64) {
+	for _, id := range ids {
+		if err := a.Starter.EndIncident(r.Context(), id); err != nil {
+			a.Log.WarnContext(r.Context(), "end incident workflow", "incident_id", id, "err", err)
+			return
+		}
+	}
 }
 
 // watchdogMetadataJSON is what the editor offers.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/workflowclient"
 )
 
 // reportHeartbeat posts a heartbeat with cpu and flushes it.
@@ -69,6 +70,7 @@ func TestWatchdogRoutes(t *testing.T) {
 	reportServices(t, a, "h1", proto.Service{Name: "nginx", State: "running"})
 	other := f.scopedOperatorOf(t, admin, "wd-b-op", siteB)
 	stream := openStream(t, f.url, admin)
+	otherStream := openStream(t, f.url, other)
 
 	t.Run("validation", func(t *testing.T) {
 		for _, c := range []struct {
@@ -234,6 +236,26 @@ func TestWatchdogRoutes(t *testing.T) {
 		d, err := temporalClient.DescribeWorkflowExecution(context.Background(), f.engineQueue+fmt.Sprintf("/incident:%d", incID), "")
 		return err == nil && d.WorkflowExecutionInfo.CloseTime != nil
 	}, time.Minute, 100*time.Millisecond, "the incident's workflow ends on resolve")
+
+	// A second start of the incident's workflow (a maintenance run after
+	// a kill between commit and start) runs no action again.
+	st := workflowclient.WatchdogStarter{Client: temporalClient, TaskQueue: f.engineQueue, Prefix: f.engineQueue + "/"}
+	require.NoError(t, st.StartIncident(context.Background(), incID))
+	none(t, stream, "service_notification", 2*time.Second)
+	resolved := incidentsOf(f.queue(t, admin, ""))
+	require.Len(t, resolved[0]["outcomes"], 1)
+
+	// The operator of the other site heard of none of it.
+	drain := time.After(time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-otherStream:
+			require.NotContains(t, []string{"device_watchdogs_changed", "service_notification"}, e.Type, "%v", e.Data)
+			require.Nil(t, e.Data["incident_id"], "%s %v", e.Type, e.Data)
+		case <-drain:
+			done = true
+		}
+	}
 
 	del := f.do(t, "DELETE", fmt.Sprintf("/api/watchdogs/%d", id), admin, nil)
 	require.Equal(t, 204, del.Status, del.Raw)

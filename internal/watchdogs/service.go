@@ -183,19 +183,20 @@ func (s *Service) Create(ctx context.Context, by Editor, in Policy) (Watchdog, e
 }
 
 // Update saves a watchdog's new policy. The evaluator's memory of it is
-// dropped (rules may have changed); disabling it resolves its incidents.
-func (s *Service) Update(ctx context.Context, by Editor, id int64, in Policy) (Watchdog, error) {
+// dropped (rules may have changed); disabling it resolves its incidents,
+// whose IDs are returned (their workflows are to end).
+func (s *Service) Update(ctx context.Context, by Editor, id int64, in Policy) (Watchdog, []int64, error) {
 	// A watchdog outside the editor's sites is not found, whatever the body.
 	if _, err := s.Get(ctx, by.Scope, id); err != nil {
-		return Watchdog{}, err
+		return Watchdog{}, nil, err
 	}
 	p, err := s.checkFor(ctx, by, in)
 	if err != nil {
-		return Watchdog{}, err
+		return Watchdog{}, nil, err
 	}
 	doc, err := p.document()
 	if err != nil {
-		return Watchdog{}, err
+		return Watchdog{}, nil, err
 	}
 	var out db.Watchdog
 	var resolved []db.WatchdogIncident
@@ -221,13 +222,16 @@ func (s *Service) Update(ctx context.Context, by Editor, id int64, in Policy) (W
 		return err
 	})
 	if err != nil {
-		return Watchdog{}, err
+		return Watchdog{}, nil, err
 	}
 	s.publish(ctx, TypeIncidentsChanged, 0, map[string]any{"watchdog_id": id, "change": "saved"})
+	ended := make([]int64, 0, len(resolved))
 	for _, r := range resolved {
 		s.incidentChanged(ctx, r, "resolved")
+		ended = append(ended, r.ID)
 	}
-	return watchdogFrom(out)
+	w, err := watchdogFrom(out)
+	return w, ended, err
 }
 
 // Get is a watchdog the caller's sites cover.
@@ -263,16 +267,29 @@ func (s *Service) List(ctx context.Context, scope cairn.SiteScope) ([]Watchdog, 
 }
 
 // Delete removes a watchdog with its runtime state: evaluation memory,
-// incidents and overrides go with it.
-func (s *Service) Delete(ctx context.Context, by Editor, id int64) error {
+// incidents and overrides go with it. The IDs of the incidents that were
+// active are returned (their workflows are to end).
+func (s *Service) Delete(ctx context.Context, by Editor, id int64) ([]int64, error) {
 	if _, err := s.Get(ctx, by.Scope, id); err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.store.WatchdogDelete(ctx, id); err != nil {
-		return err
+	var ended []int64
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		actives, err := q.WatchdogIncidentsActiveOf(ctx, id)
+		if err != nil {
+			return err
+		}
+		ended = ended[:0]
+		for _, a := range actives {
+			ended = append(ended, a.ID)
+		}
+		return q.WatchdogDelete(ctx, id)
+	})
+	if err != nil {
+		return nil, err
 	}
 	s.publish(ctx, TypeIncidentsChanged, 0, map[string]any{"watchdog_id": id, "change": "deleted"})
-	return nil
+	return ended, nil
 }
 
 // targets are the devices a watchdog applies to now, in GUID order.

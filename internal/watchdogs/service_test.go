@@ -314,7 +314,7 @@ func TestTargetsAndDisable(t *testing.T) {
 	// Explicit targets: b1 only; a1's incident resolves as target_gone.
 	p.SiteIDs = nil
 	p.Targets = watchdogs.Targets{Kind: watchdogs.TargetDevices, DeviceGUIDs: []string{"b1"}}
-	_, err = f.svc.Update(ctx, admin, w.ID, p)
+	_, _, err = f.svc.Update(ctx, admin, w.ID, p)
 	require.NoError(t, err)
 	res, err = f.svc.Evaluate(ctx, w.ID)
 	require.NoError(t, err)
@@ -324,13 +324,13 @@ func TestTargetsAndDisable(t *testing.T) {
 
 	// Disabling resolves every active incident.
 	p.Targets = watchdogs.Targets{Kind: watchdogs.TargetAll}
-	_, err = f.svc.Update(ctx, admin, w.ID, p)
+	_, _, err = f.svc.Update(ctx, admin, w.ID, p)
 	require.NoError(t, err)
 	res, err = f.svc.Evaluate(ctx, w.ID)
 	require.NoError(t, err)
 	require.Len(t, res.Opened, 1)
 	p.Enabled = false
-	_, err = f.svc.Update(ctx, admin, w.ID, p)
+	_, _, err = f.svc.Update(ctx, admin, w.ID, p)
 	require.NoError(t, err)
 	require.Empty(t, f.incidents(t, cairn.AllSites, watchdogs.StateOpen))
 	disabled := f.incidents(t, cairn.AllSites, watchdogs.StateResolved)
@@ -341,7 +341,9 @@ func TestTargetsAndDisable(t *testing.T) {
 	require.Equal(t, []watchdogs.QueueCount{{State: "Resolved", Severity: "critical", Count: 2}}, q.Counts)
 
 	// Deleting removes its runtime state.
-	require.NoError(t, f.svc.Delete(ctx, admin, w.ID))
+	ended, err := f.svc.Delete(ctx, admin, w.ID)
+	require.NoError(t, err)
+	require.Empty(t, ended, "its incidents were resolved already")
 	require.Empty(t, f.incidents(t, cairn.AllSites))
 }
 
@@ -364,4 +366,31 @@ func TestOfflineIncidentPurgedOnCheckIn(t *testing.T) {
 	require.Equal(t, res.Opened[:0], res.Opened)
 	require.Len(t, res.Purged, 1)
 	require.Empty(t, f.incidents(t, cairn.AllSites), "purged, not resolved")
+}
+
+func TestEvaluateDueFollowsTheInterval(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	f.device(t, "d", "alpha", 5, `[]`)
+	_, err := f.svc.Create(ctx, admin, cpuPolicy("every minute"))
+	require.NoError(t, err)
+	slow := cpuPolicy("every five minutes")
+	slow.Noise.IntervalSeconds = 300
+	_, err = f.svc.Create(ctx, admin, slow)
+	require.NoError(t, err)
+	off := cpuPolicy("off")
+	off.Enabled = false
+	_, err = f.svc.Create(ctx, admin, off)
+	require.NoError(t, err)
+
+	for _, step := range []struct {
+		after time.Duration
+		want  int
+	}{{0, 2}, {30 * time.Second, 0}, {31 * time.Second, 1}, {4 * time.Minute, 2}} {
+		f.clk.Add(step.after)
+		res, err := f.svc.EvaluateDue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, step.want, res.Evaluated, "after %s", step.after)
+	}
 }

@@ -54,10 +54,33 @@ func (a *Watchdogs) EvaluateWatchdog(ctx context.Context, watchdogID int64) (Eva
 	return a.follow(ctx, res)
 }
 
-// EvaluateDueWatchdogs is the maintenance job: every watchdog whose
-// interval has passed, then incident workflows an earlier run opened but
-// could not start (the process died between the commit and the start).
-func (a *Watchdogs) EvaluateDueWatchdogs(ctx context.Context) (int64, error) {
+// WatchdogMaintenance is the watchdogs maintenance job's activity.
+type WatchdogMaintenance struct {
+	// Due evaluates what is due (WatchdogDue).
+	Due interface {
+		Sweep(ctx context.Context) (int64, error)
+	}
+}
+
+// EvaluateDueWatchdogs is the watchdogs maintenance job: it answers how
+// many device evaluations it made.
+func (a *WatchdogMaintenance) EvaluateDueWatchdogs(ctx context.Context) (int64, error) {
+	if a.Due == nil {
+		return 0, notWired("watchdogs")
+	}
+	return a.Due.Sweep(ctx)
+}
+
+// WatchdogDue evaluates every watchdog whose interval has passed, then
+// starts the incident workflows an earlier run opened but could not start
+// (the process died between the commit and the start).
+type WatchdogDue struct {
+	W *Watchdogs
+}
+
+// Sweep does one maintenance run.
+func (d WatchdogDue) Sweep(ctx context.Context) (int64, error) {
+	a := d.W
 	res, err := a.Svc.EvaluateDue(ctx)
 	if err != nil {
 		return 0, err

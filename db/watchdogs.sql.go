@@ -20,14 +20,19 @@ func (q *Queries) WatchdogDelete(ctx context.Context, id int64) error {
 }
 
 const watchdogDeviceSite = `-- name: WatchdogDeviceSite :one
-SELECT site_id FROM devices WHERE guid = $1
+SELECT site_id, trust_state FROM devices WHERE guid = $1
 `
 
-func (q *Queries) WatchdogDeviceSite(ctx context.Context, guid string) (int64, error) {
+type WatchdogDeviceSiteRow struct {
+	SiteID     int64
+	TrustState string
+}
+
+func (q *Queries) WatchdogDeviceSite(ctx context.Context, guid string) (WatchdogDeviceSiteRow, error) {
 	row := q.db.QueryRow(ctx, watchdogDeviceSite, guid)
-	var site_id int64
-	err := row.Scan(&site_id)
-	return site_id, err
+	var i WatchdogDeviceSiteRow
+	err := row.Scan(&i.SiteID, &i.TrustState)
+	return i, err
 }
 
 const watchdogDeviceSnapshots = `-- name: WatchdogDeviceSnapshots :many

@@ -33,8 +33,8 @@ var watchdogsCapability = Capability{
 	},
 	Workflows: []any{workflows.WatchdogEvaluate, workflows.WatchdogIncident},
 	Activities: func(e *Engine) []any {
-		return []any{&activities.Watchdogs{Svc: e.Watchdogs, Incidents: e.watchdogStarter(), Devices: e.Devices, Grants: e.Grants,
-			Log: e.Log}}
+		w := &activities.Watchdogs{Svc: e.Watchdogs, Incidents: e.watchdogStarter(), Devices: e.Devices, Grants: e.Grants, Log: e.Log}
+		return []any{w, &activities.WatchdogMaintenance{Due: activities.WatchdogDue{W: w}}}
 	},
 	Maintenance: []workflows.MaintenanceJob{
 		// Every enabled watchdog whose evaluation interval has passed, in

@@ -203,7 +203,7 @@ WHERE watchdog_id = @watchdog_id AND device_guid = ANY(@guids::text[]);
 SELECT * FROM watchdog_incidents WHERE watchdog_id = @watchdog_id AND state <> 'Resolved' ORDER BY device_guid;
 
 -- name: WatchdogDeviceSite :one
-SELECT site_id FROM devices WHERE guid = @guid;
+SELECT site_id, trust_state FROM devices WHERE guid = @guid;
 
 -- name: WatchdogIncidentsWithoutOutcomes :many
 -- Active incidents opened before @before whose watchdog has actions and

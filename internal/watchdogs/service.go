@@ -816,10 +816,11 @@ type DeviceWatchdog struct {
 // DeviceTab is a device's watchdogs: those targeting it, or with an
 // override or an active incident on it.
 func (s *Service) DeviceTab(ctx context.Context, scope cairn.SiteScope, guid string) ([]DeviceWatchdog, error) {
-	site, err := s.store.WatchdogDeviceSite(ctx, guid)
-	if err != nil || !scope.Allows(site) {
+	dev, err := s.store.WatchdogDeviceSite(ctx, guid)
+	if err != nil || !scope.Allows(dev.SiteID) {
 		return nil, db.NotFound(orNoRows(err), "device not found")
 	}
+	site, revoked := dev.SiteID, dev.TrustState == "revoked"
 	all, err := s.List(ctx, cairn.AllSites)
 	if err != nil {
 		return nil, err
@@ -836,11 +837,21 @@ func (s *Service) DeviceTab(ctx context.Context, scope cairn.SiteScope, guid str
 	for _, w := range all {
 		dw := DeviceWatchdog{Watchdog: w}
 		if w.Scope().Allows(site) {
-			guids, err := s.targets(ctx, w)
-			if err != nil {
-				return nil, err
+			switch w.Targets.Kind {
+			case TargetAll:
+				// Every device of the scope but a revoked one: no need to
+				// list them all.
+				dw.Targeted = !revoked
+			case TargetDevices:
+				_, dw.Targeted = slices.BinarySearch(w.Targets.DeviceGUIDs, guid)
+				dw.Targeted = dw.Targeted && !revoked
+			default:
+				guids, err := s.targets(ctx, w)
+				if err != nil {
+					return nil, err
+				}
+				_, dw.Targeted = slices.BinarySearch(guids, guid)
 			}
-			_, dw.Targeted = slices.BinarySearch(guids, guid)
 		}
 		for i := range overrides {
 			if overrides[i].WatchdogID == w.ID {
@@ -869,10 +880,11 @@ func orNoRows(err error) error {
 // SetOverride mutes (reason non-empty) or unmutes a watchdog on a device.
 // Muting suppresses the active incident at once, with the same reason.
 func (s *Service) SetOverride(ctx context.Context, scope cairn.SiteScope, actor, guid string, watchdogID int64, muted bool, reason string) error {
-	site, err := s.store.WatchdogDeviceSite(ctx, guid)
-	if err != nil || !scope.Allows(site) {
+	dev, err := s.store.WatchdogDeviceSite(ctx, guid)
+	if err != nil || !scope.Allows(dev.SiteID) {
 		return db.NotFound(orNoRows(err), "device not found")
 	}
+	site := dev.SiteID
 	reason = strings.TrimSpace(reason)
 	if muted && reason == "" {
 		return cairn.Invalid("reason", "is required to mute a watchdog on a device")

@@ -486,3 +486,13 @@ export const incidents = {
   setState: (id: number, state: 'Open' | 'Suppressed', reason = '') =>
     call('post', '/api/watchdogs/incidents/{incident_id}/state', { path: { incident_id: String(id) }, body: { state, reason } }),
 };
+
+/** A device's Watchdogs tab and its overrides (docs/api.md "Watchdogs"). */
+export const deviceWatchdogs = {
+  list: (guid: string) => call('get', '/api/devices/{guid}/watchdogs', { path: { guid } }).then((r) => r.watchdogs ?? []),
+  /** Muting needs a non-blank reason and suppresses the watchdog's active incident on the device. */
+  setOverride: (guid: string, watchdogId: number, muted: boolean, reason = '') =>
+    call('post', '/api/devices/{guid}/watchdogs/overrides', { path: { guid }, body: { watchdog_id: watchdogId, muted, reason } }).then(
+      (r) => r.watchdogs ?? [],
+    ),
+};

@@ -420,3 +420,4 @@ export type SoftwareAuditPage = Schema<'SoftwareAuditPage'>;
 // Watchdogs and the alert queue (docs/api.md "Watchdogs").
 export type Incident = Schema<'Incident'>;
 export type IncidentQueue = Schema<'IncidentQueue'>;
+export type DeviceWatchdog = Schema<'DeviceWatchdog'>;

@@ -36,8 +36,13 @@ const (
 )
 
 // incidentCheck is how often a running incident workflow asks whether its
-// incident is still active, should an ended signal have been lost.
-const incidentCheck = time.Hour
+// incident is still active, should an ended signal have been lost; after
+// incidentChecks looks it continues as new (its actions done), so a
+// long-open incident's history stays short.
+const (
+	incidentCheck  = time.Hour
+	incidentChecks = 24 * 30
+)
 
 // WatchdogEvaluateInput names the watchdog to evaluate now.
 type WatchdogEvaluateInput struct {
@@ -59,9 +64,11 @@ func WatchdogEvaluate(ctx workflow.Context, in WatchdogEvaluateInput) (activitie
 	return res, err
 }
 
-// IncidentInput names the incident.
+// IncidentInput names the incident. Acted: its actions ran already (a
+// run continued as new only waits for the end).
 type IncidentInput struct {
 	IncidentID int64
+	Acted      bool `json:",omitempty"`
 }
 
 // IncidentResult is how the workflow ended.
@@ -121,7 +128,7 @@ func WatchdogIncident(ctx workflow.Context, in IncidentInput) (IncidentResult, e
 	}
 	var res IncidentResult
 	for i, a := range plan.Actions {
-		if ended || !plan.Active {
+		if ended || !plan.Active || in.Acted {
 			break
 		}
 		o := watchdogs.Outcome{Action: i, Type: a.Type, Status: "succeeded"}
@@ -143,7 +150,13 @@ func WatchdogIncident(ctx workflow.Context, in IncidentInput) (IncidentResult, e
 		res.Outcomes = append(res.Outcomes, o)
 	}
 
-	for !ended && plan.Active {
+	for checks := 0; !ended && plan.Active; checks++ {
+		if checks == incidentChecks {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return res, err
+			}
+			return res, workflow.NewContinueAsNewError(ctx, WatchdogIncident, IncidentInput{IncidentID: in.IncidentID, Acted: true})
+		}
 		ok, err := workflow.AwaitWithTimeout(ctx, incidentCheck, func() bool { return ended })
 		if err != nil {
 			return res, err

@@ -382,6 +382,8 @@ var apiAreas = []apiArea{
 	{"Device views", "Saved device list views.", []string{"/api/device_list_views"}},
 	{"Metadata", "Device metadata fields and values.",
 		[]string{"/api/metadata_fields", "/api/devices/{guid}/metadata_fields", "/api/agent/metadata"}},
+	{"Watchdogs", "Watchdog policies, the alert queue of their incidents and device overrides.",
+		[]string{"/api/watchdogs", "/api/devices/{guid}/watchdogs"}},
 	{"Temporal codec", "The payload codec server the Temporal UI decodes workflow data with.", []string{"/api/temporal/codec"}},
 	{"API document", "This document and its reference page.", []string{"/api/openapi.json", "/api/docs"}},
 }

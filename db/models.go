@@ -842,6 +842,63 @@ type UserSiteAssignment struct {
 	CreatedAt time.Time
 }
 
+type Watchdog struct {
+	ID          int64
+	Name        string
+	Description string
+	Severity    string
+	Enabled     bool
+	SiteIds     []int64
+	Policy      []byte
+	Revision    int64
+	EvaluatedAt *time.Time
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedBy   string
+	UpdatedAt   time.Time
+}
+
+type WatchdogDeviceOverride struct {
+	WatchdogID int64
+	DeviceGuid string
+	Reason     string
+	CreatedBy  string
+	CreatedAt  time.Time
+}
+
+type WatchdogDeviceState struct {
+	WatchdogID     int64
+	DeviceGuid     string
+	Consecutive    int32
+	Memo           []byte
+	ClearSince     *time.Time
+	LastResolvedAt *time.Time
+	EvaluatedAt    time.Time
+}
+
+type WatchdogIncident struct {
+	ID             int64
+	WatchdogID     int64
+	DeviceGuid     string
+	SiteID         int64
+	Severity       string
+	Title          string
+	State          string
+	Sampled        []byte
+	OfflineOnly    bool
+	OpenedAt       time.Time
+	LastMatchedAt  time.Time
+	AcknowledgedBy *string
+	AcknowledgedAt *time.Time
+	SuppressedBy   *string
+	SuppressedAt   *time.Time
+	SuppressReason *string
+	ResolvedAt     *time.Time
+	ResolveReason  *string
+	Outcomes       []byte
+	UpdatedAt      time.Time
+}
+
 type WebauthnCeremony struct {
 	IDHash    []byte
 	Kind      string

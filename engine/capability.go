@@ -70,6 +70,7 @@ var Capabilities = []Capability{
 	transfersCapability,
 	backupCapability,
 	serverAdminCapability,
+	watchdogsCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

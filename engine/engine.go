@@ -57,6 +57,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/internal/transfers"
+	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -210,6 +211,7 @@ type Engine struct {
 	Metadata    *metadata.Service
 	Transfers   *transfers.Service
 	Backups     *backup.Service
+	Watchdogs   *watchdogs.Service
 	Workers     *workers.Manager
 	API         *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.

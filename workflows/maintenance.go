@@ -69,6 +69,7 @@ var legacyJobActivities = map[string]string{
 	JobShellSessions: "SweepShellSessions",
 	JobFileTransfers: "SweepFileTransfers",
 	JobJobSchedules:  "ReconcileJobSchedules",
+	JobWatchdogs:     "EvaluateDueWatchdogs",
 }
 
 // MaintenanceResult is what a run did.

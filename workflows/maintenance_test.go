@@ -66,6 +66,7 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 				env.RegisterActivity(&activities.ShellMaintenance{Shells: f})
 				env.RegisterActivity(&activities.TransferMaintenance{Transfers: f})
 				env.RegisterActivity(&activities.ScheduledJobs{Schedules: f})
+				env.RegisterActivity(&activities.WatchdogMaintenance{Due: f})
 				env.ExecuteWorkflow(workflows.Maintenance, in)
 				require.True(t, env.IsWorkflowCompleted())
 				require.NoError(t, env.GetWorkflowError())

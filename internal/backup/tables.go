@@ -72,6 +72,10 @@ var Tables = []Table{
 	{Name: "device_filters", Policy: Export},
 	{Name: "metadata_field_definitions", Policy: Export},
 	{Name: "device_metadata_values", Policy: Export},
+	// Watchdog definitions and their per-device mutes (configuration);
+	// their evaluation state and incidents are runtime, excluded below.
+	{Name: "watchdogs", Policy: Export},
+	{Name: "watchdog_device_overrides", Policy: Export},
 
 	// Rebuilt by triggers from the rows above.
 	{Name: "device_filter_rows", Policy: Derived},
@@ -113,6 +117,8 @@ var Tables = []Table{
 	{Name: "file_transfers", Policy: Exclude},
 	{Name: "file_transfer_items", Policy: Exclude},
 	{Name: "file_transfer_chunks", Policy: Exclude},
+	{Name: "watchdog_device_state", Policy: Exclude},
+	{Name: "watchdog_incidents", Policy: Exclude},
 
 	{Name: "goose_db_version", Policy: Internal},
 	{Name: "backup_restores", Policy: Internal},

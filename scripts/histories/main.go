@@ -94,8 +94,12 @@ func run(out string, force bool, only []string) error {
 		return err
 	}
 	defer w.Stop()
-	// Job runs send each device's activity to its site's queue.
+	// Job runs send each device's activity to its site's queue; an
+	// incident's service control runs its DeviceOperation child there.
 	sw := worker.New(c, workflows.SiteTaskQueue(siteSlug), worker.Options{})
+	for _, wf := range engine.Workflows() {
+		sw.RegisterWorkflow(wf)
+	}
 	for name, fn := range standIns {
 		sw.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -15,12 +15,14 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/backup"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -117,7 +119,39 @@ var standIns = map[string]any{
 	"StartFileTransfer":  func(context.Context, string) error { return nil },
 	"FinishFileTransfer": func(context.Context, activities.FinishTransferInput) error { return nil },
 	"PurgeFileTransfer":  func(context.Context, string) error { return nil },
+	// Watchdogs: an evaluation opens incident 41; the incident's actions
+	// are a toast, a service restart and tracking.
+	"EvaluateWatchdog": func(context.Context, int64) (activities.EvaluateResult, error) {
+		return activities.EvaluateResult{Evaluated: 3, Opened: []int64{41}}, nil
+	},
+	"EvaluateDueWatchdogs": func(context.Context) (int64, error) { return 3, nil },
+	"PlanIncident": func(context.Context, int64) (activities.IncidentPlan, error) {
+		return activities.IncidentPlan{Active: true, Actions: []watchdogs.Action{{Type: watchdogs.ActionToast},
+			{Type: watchdogs.ActionServiceControl, Service: "cron", ServiceAction: "restart"}, {Type: watchdogs.ActionTrack}}}, nil
+	},
+	"ToastIncident": func(context.Context, int64) error { return nil },
+	"GrantIncidentOperation": func(_ context.Context, ref activities.IncidentActionRef) (activities.IncidentOperation, error) {
+		return activities.IncidentOperation{OperationID: fmt.Sprintf("watchdog-incident-%d-%d", ref.IncidentID, ref.Action),
+			Target: devices.OperationTarget{GUID: cairn.DeviceGUID(unique("guid")), Hostname: "host-1", SiteID: 1, SiteSlug: siteSlug, SocketLive: true},
+			Type:   proto.EventServiceControl, Payload: json.RawMessage(`{"name":"cron","action":"restart"}`), Kind: "service_restart",
+			Summary: "Watchdog: restart cron", Actor: "watchdog", Grant: "grant"}, nil
+	},
+	"RecordIncidentOutcome": func(_ context.Context, in activities.OutcomeInput) error {
+		if in.Outcome.Action == 2 {
+			incidentActed <- in.IncidentID
+		}
+		return nil
+	},
+	"AcknowledgeIncident": func(_ context.Context, c activities.IncidentChange) (activities.IncidentView, error) {
+		return activities.IncidentView{Incident: db.WatchdogIncident{ID: c.IncidentID, State: watchdogs.StateAcknowledged, AcknowledgedBy: &c.Actor}}, nil
+	},
+	"SetIncidentState": func(_ context.Context, c activities.IncidentChange) (activities.IncidentView, error) {
+		return activities.IncidentView{Incident: db.WatchdogIncident{ID: c.IncidentID, State: c.State, SuppressReason: &c.Reason}}, nil
+	},
 }
+
+// incidentActed carries the incidents whose last action was recorded.
+var incidentActed = make(chan int64, 1)
 
 // transferLooks remembers which transfers FileTransferState answered once.
 var transferLooks sync.Map
@@ -276,6 +310,58 @@ var scenarios = []scenario{
 	{"file_transfer_cancelled.json", func(ctx context.Context, c client.Client) (string, error) {
 		return fileTransfer(ctx, c, unique("cancel-upload"), "upload")
 	}, false},
+	// A save's evaluation of watchdog 5, and the maintenance job's.
+	{"watchdog_evaluate.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.WatchdogEvaluateWorkflowID(5, 1)+"-"+unique("run"), workflows.WatchdogEvaluate,
+			workflows.WatchdogEvaluateInput{WatchdogID: 5})
+		return wait(ctx, run, err)
+	}, false},
+	{"maintenance_watchdogs.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.MaintenanceScheduleID(workflows.JobWatchdogs)+"-"+unique("run"), workflows.Maintenance,
+			workflows.MaintenanceInput{Job: workflows.JobWatchdogs, Activity: "EvaluateDueWatchdogs"})
+		return wait(ctx, run, err)
+	}, false},
+	// An incident: toast, service restart (a DeviceOperation child on the
+	// site's queue), tracking; then the operator acknowledges it and
+	// suppresses it with a reason (Updates), and the evaluator resolves it.
+	{"watchdog_incident_remediation.json", func(ctx context.Context, c client.Client) (string, error) {
+		return incident(ctx, c)
+	}, false},
+}
+
+func incident(ctx context.Context, c client.Client) (string, error) {
+	prefix := unique("histories") + "/"
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: prefix + workflows.IncidentWorkflowID(41), TaskQueue: queue},
+		workflows.WatchdogIncident, workflows.IncidentInput{IncidentID: 41})
+	if err != nil {
+		return "", err
+	}
+	select {
+	case <-incidentActed:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	st := workflowclient.WatchdogStarter{Client: c, TaskQueue: queue, Prefix: prefix}
+	ack, err := st.Acknowledge(ctx, activities.IncidentChange{IncidentID: 41, Actor: "alice", Scope: cairn.AllSites})
+	if err != nil || ack.State != watchdogs.StateAcknowledged {
+		return "", fmt.Errorf("acknowledge answered %+v, %v", ack, err)
+	}
+	sup, err := st.SetState(ctx, activities.IncidentChange{IncidentID: 41, Actor: "alice", Scope: cairn.AllSites,
+		State: watchdogs.StateSuppressed, Reason: "maintenance"})
+	if err != nil || sup.State != watchdogs.StateSuppressed {
+		return "", fmt.Errorf("suppress answered %+v, %v", sup, err)
+	}
+	if err := st.EndIncident(ctx, 41); err != nil {
+		return "", err
+	}
+	var res workflows.IncidentResult
+	if err := run.Get(ctx, &res); err != nil {
+		return "", err
+	}
+	if len(res.Outcomes) != 3 || res.Outcomes[1].Status != "succeeded" {
+		return "", fmt.Errorf("outcomes %+v", res.Outcomes)
+	}
+	return run.GetID(), nil
 }
 
 // fileTransfer runs one FileTransfer, signalling a change once, and

@@ -16,7 +16,8 @@ import { SudoGate } from './auth/SudoGate';
 import { ME_QUERY, SessionContext, type Session } from './auth/session';
 import { describeError } from './components/errors';
 import { AppFrame } from './layout/AppFrame';
-import { AlertsPage, NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { NotFoundPage, PatchesPage } from './pages/ComingSoonPages';
+import { INCIDENTS_QUERY } from './pages/alerts/queries';
 import { invalidateForDeviceEvent } from './pages/devices/queries';
 import { ProfilePage } from './pages/ProfilePage';
 import { ToastContext } from './toasts/notify';
@@ -32,6 +33,7 @@ const DevicePage = lazy(() => import('./pages/devices/DevicePage'));
 const AutomationPage = lazy(() => import('./pages/automation/AutomationPage'));
 const SoftwarePage = lazy(() => import('./pages/software/SoftwarePage'));
 const MetadataFieldsPage = lazy(() => import('./pages/metadata/MetadataFieldsPage'));
+const AlertsPage = lazy(() => import('./pages/alerts/AlertsPage'));
 
 /**
  * Drops everything read with the old session. The session query itself is
@@ -161,7 +163,16 @@ function Console({ user, cipherReset }: { user: User; cipherReset: (r: ForceRese
   // When the stream gives up, check the session: a 401 there returns to sign-in.
   const checkSession = useCallback(() => void queryClient.invalidateQueries({ queryKey: ME_QUERY }), [queryClient]);
   // Device events mark the matching lists and device pages stale, so what is on screen refetches.
-  const onDeviceEvent = useCallback((_: string, data: unknown) => invalidateForDeviceEvent(queryClient, data), [queryClient]);
+  // Watchdog events refresh the alert queue too.
+  const onDeviceEvent = useCallback(
+    (name: string, data: unknown) => {
+      if (name === 'watchdog_incidents_changed' || name === 'device_watchdogs_changed') {
+        void queryClient.invalidateQueries({ queryKey: INCIDENTS_QUERY });
+      }
+      invalidateForDeviceEvent(queryClient, data);
+    },
+    [queryClient],
+  );
   const streamStatus = useOperatorEvents(user.username, push, checkSession, onDeviceEvent);
 
   const session = useMemo<Session>(

@@ -496,3 +496,26 @@ export const software = {
   unblock: (hostname: string, row: SoftwareRowRef) =>
     call('post', '/api/device/software/{hostname}/uninstall-unblock', { path: host(hostname), body: row }),
 };
+
+/** The alert queue (docs/api.md "Watchdogs"): incidents inside the caller's sites. */
+export const incidents = {
+  /** `states`: Open, Acknowledged, Suppressed, Resolved (none: every state). */
+  queue: (states: string[]) =>
+    call('get', '/api/watchdogs/incidents', { query: { state: states.length ? states.join(',') : undefined, limit: 500 } }).then(
+      (r) => ({ ...r, incidents: r.incidents ?? [], counts: r.counts ?? [] }),
+    ),
+  acknowledge: (id: number) => call('post', '/api/watchdogs/incidents/{incident_id}/acknowledge', { path: { incident_id: String(id) } }),
+  /** Suppressing needs a non-blank reason: without one the Engine answers validation_failed and the incident stays Open. */
+  setState: (id: number, state: 'Open' | 'Suppressed', reason = '') =>
+    call('post', '/api/watchdogs/incidents/{incident_id}/state', { path: { incident_id: String(id) }, body: { state, reason } }),
+};
+
+/** A device's Watchdogs tab and its overrides (docs/api.md "Watchdogs"). */
+export const deviceWatchdogs = {
+  list: (guid: string) => call('get', '/api/devices/{guid}/watchdogs', { path: { guid } }).then((r) => r.watchdogs ?? []),
+  /** Muting needs a non-blank reason and suppresses the watchdog's active incident on the device. */
+  setOverride: (guid: string, watchdogId: number, muted: boolean, reason = '') =>
+    call('post', '/api/devices/{guid}/watchdogs/overrides', { path: { guid }, body: { watchdog_id: watchdogId, muted, reason } }).then(
+      (r) => r.watchdogs ?? [],
+    ),
+};

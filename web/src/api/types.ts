@@ -416,3 +416,8 @@ export type SoftwareAuditSort = 'name' | '-name' | 'device_count' | '-device_cou
 export type SoftwareAuditRow = Schema<'AuditRow'>;
 
 export type SoftwareAuditPage = Schema<'SoftwareAuditPage'>;
+
+// Watchdogs and the alert queue (docs/api.md "Watchdogs").
+export type Incident = Schema<'Incident'>;
+export type IncidentQueue = Schema<'IncidentQueue'>;
+export type DeviceWatchdog = Schema<'DeviceWatchdog'>;

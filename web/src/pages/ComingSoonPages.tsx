@@ -6,20 +6,6 @@ import { ComingSoon, PageHeader } from '../components/ComingSoon';
 // Pages whose Engine routes are not built yet. They say what they will do and
 // show no data: the console never invents devices, alerts or jobs.
 
-export function AlertsPage() {
-  return (
-    <ComingSoon
-      title="Alerts"
-      summary="Watchdogs and the alert queue are not built yet."
-      items={[
-        'define reusable watchdog policies that evaluate device data and can remediate automatically',
-        'list open incidents and let operators acknowledge them or suppress them with a reason',
-        'set per-device watchdog overrides that immediately suppress an active incident',
-      ]}
-    />
-  );
-}
-
 export function PatchesPage() {
   return (
     <ComingSoon

@@ -103,13 +103,15 @@ describe('useOperatorEvents', () => {
       es.emit('device_inventory_changed', JSON.stringify({ hostname: 'db-1' }));
       es.emit('device_services_changed', 'not json');
       es.emit('agent_update_progress_changed', JSON.stringify({ guid: 'g1', operation_id: 'op-1', status: 'running', phase: 'downloading' }));
-      es.emit('watchdog_incidents_changed', JSON.stringify({}));
+      es.emit('watchdog_incidents_changed', JSON.stringify({ incident_id: 7, guid: 'g1' }));
+      es.emit('server_operator_presence_changed', JSON.stringify({}));
     });
     expect(seen).toEqual([
       ['agent_status_changed', { guid: 'g1', hostname: 'web-1' }],
       ['device_inventory_changed', { hostname: 'db-1' }],
       ['device_services_changed', null],
       ['agent_update_progress_changed', { guid: 'g1', operation_id: 'op-1', status: 'running', phase: 'downloading' }],
+      ['watchdog_incidents_changed', { incident_id: 7, guid: 'g1' }],
     ]);
     expect(toasts).toHaveLength(0);
   });

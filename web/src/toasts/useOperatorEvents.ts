@@ -11,6 +11,9 @@ export const DEVICE_EVENTS = [
   'device_inventory_changed',
   'device_services_changed',
   'agent_update_progress_changed',
+  // Watchdogs (issue 25): the alert queue and a device's watchdogs.
+  'watchdog_incidents_changed',
+  'device_watchdogs_changed',
 ] as const;
 export type DeviceEventName = (typeof DEVICE_EVENTS)[number];
 

@@ -32,6 +32,7 @@ import {
   SummaryTab,
 } from './InventoryTabs';
 import { MetadataTab } from './MetadataTab';
+import { WatchdogsTab } from './WatchdogsTab';
 import { ProcessesTab } from './ProcessesTab';
 import { DEVICE_POLL_MS, deviceDetailsKey, devicePath } from './queries';
 import { FilesTab } from './files/FilesTab';
@@ -56,6 +57,7 @@ type TabKey =
   | 'registry'
   | 'activity'
   | 'metadata'
+  | 'watchdogs'
   | 'agent'
   | 'agent-health';
 
@@ -83,6 +85,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: hasRegistry },
   { key: 'activity', label: 'Activity', render: (_, hostname) => <ActivityTab hostname={hostname} /> },
   { key: 'metadata', label: 'Metadata', render: (d, hostname) => <MetadataTab guid={d.device.guid} hostname={hostname} /> },
+  { key: 'watchdogs', label: 'Watchdogs', render: (d) => <WatchdogsTab guid={d.device.guid} /> },
   { key: 'agent', label: 'Agent', render: (d) => <AgentTab device={d.device} /> },
   { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
 ];

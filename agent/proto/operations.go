@@ -104,6 +104,8 @@ type SoftwareRefreshResult struct {
 type PatchRefreshResult struct {
 	CollectedAt time.Time    `json:"collected_at"`
 	Patches     []PatchEntry `json:"patches"`
+	// Status is the scan's machine-wide result (nil from older agents).
+	Status *PatchStatus `json:"status,omitempty"`
 }
 
 // ShellOpen is the payload of EventShellOpen. The agent dials URL (a

@@ -16,3 +16,15 @@ func Detect() Provider {
 	}
 	return nil
 }
+
+// DetectInstaller picks the installer of the system's package manager:
+// apt on dpkg systems, else dnf, else nil (no installs on this machine).
+func DetectInstaller() Installer {
+	if _, err := os.Stat("/var/lib/dpkg/status"); err == nil && hasTool("apt-get") {
+		return &AptInstaller{}
+	}
+	if hasTool("dnf") {
+		return &DnfInstaller{}
+	}
+	return nil
+}

@@ -330,3 +330,7 @@ func (ComWUA) RebootRequired(context.Context) (bool, error) {
 
 // Detect is the Windows provider over COM.
 func Detect() Provider { return &Windows{WUA: ComWUA{}} }
+
+// DetectInstaller: installs through the Windows Update Agent are not
+// built yet (issue 24); Windows agents do not offer patch_install.
+func DetectInstaller() Installer { return nil }

@@ -47,6 +47,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/payloadkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -208,6 +209,7 @@ type Engine struct {
 	Automation  *automation.Service
 	Metadata    *metadata.Service
 	Transfers   *transfers.Service
+	Patches     *patches.Service
 	Workers     *workers.Manager
 	API         *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.

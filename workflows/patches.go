@@ -42,6 +42,9 @@ const (
 type PatchLaneInput struct {
 	GUID    string
 	Pending []PatchInstallOrder
+	// Idle is how long the lane waits for another order before it ends
+	// (0: PatchLaneIdle).
+	Idle time.Duration
 }
 
 // PatchInstallOrder is one install for the lane: the request and its
@@ -82,7 +85,11 @@ func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 			queue = append(queue, o)
 		}
 		if len(queue) == 0 {
-			o, signalled := awaitChange[PatchInstallOrder](ctx, orders, PatchLaneIdle)
+			idle := in.Idle
+			if idle <= 0 {
+				idle = PatchLaneIdle
+			}
+			o, signalled := awaitChange[PatchInstallOrder](ctx, orders, idle)
 			if !signalled {
 				return nil
 			}
@@ -90,7 +97,7 @@ func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 			continue
 		}
 		if done >= patchLaneRunsPerHistory {
-			return workflow.NewContinueAsNewError(ctx, PatchLane, PatchLaneInput{GUID: in.GUID, Pending: queue})
+			return workflow.NewContinueAsNewError(ctx, PatchLane, PatchLaneInput{GUID: in.GUID, Pending: queue, Idle: in.Idle})
 		}
 		o := queue[0]
 		queue = queue[1:]

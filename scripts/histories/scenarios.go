@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -39,6 +40,12 @@ var standIns = map[string]any{
 	"PublishTrustChange":    func(context.Context, workflows.TrustActionInput) error { return nil },
 	"BeginOperation":        func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
+		switch in.Type {
+		case proto.EventPatchInstall:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":false}`)}, nil
+		case proto.EventPatchRefresh:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
+		}
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
 		}
@@ -112,7 +119,19 @@ var standIns = map[string]any{
 	"StartFileTransfer":  func(context.Context, string) error { return nil },
 	"FinishFileTransfer": func(context.Context, activities.FinishTransferInput) error { return nil },
 	"PurgeFileTransfer":  func(context.Context, string) error { return nil },
+	// Patch installs: the first order runs, a repeat of it finds it
+	// finished.
+	"BeginPatchInstall": func(_ context.Context, id string) (activities.PatchInstallBegun, error) {
+		_, seen := patchBegins.LoadOrStore(id, true)
+		return activities.PatchInstallBegun{Install: patches.Install{ID: id, State: patches.StateRunning}, Run: !seen}, nil
+	},
+	"ConcludePatchInstall": func(context.Context, activities.ConcludePatchInput) (string, error) {
+		return patches.StateInstalled, nil
+	},
 }
+
+// patchBegins remembers which installs BeginPatchInstall started.
+var patchBegins sync.Map
 
 // transferLooks remembers which transfers FileTransferState answered once.
 var transferLooks sync.Map
@@ -243,6 +262,27 @@ var scenarios = []scenario{
 	{"scheduled_job_fire_skipped.json", func(ctx context.Context, c client.Client) (string, error) {
 		run, err := start(ctx, c, "scheduled-job:0-"+unique("fire"), workflows.ScheduledJobFire, workflows.ScheduledJobFireInput{})
 		return wait(ctx, run, err)
+	}, false},
+	// A device's patch lane: two installs handed over by signal-with-start
+	// (the second order repeats the first's install, which has finished),
+	// each install followed by a re-scan; the idle lane ends.
+	{"patch_lane_two_orders.json", func(ctx context.Context, c client.Client) (string, error) {
+		guid := unique("guid")
+		id := workflows.PatchLaneWorkflowID(guid)
+		in := workflows.PatchLaneInput{GUID: guid, Idle: 2 * time.Second}
+		var run client.WorkflowRun
+		inst := unique("install")
+		for range 2 {
+			o := workflows.PatchInstallOrder{InstallID: inst, Request: json.RawMessage(`{"install_id":"` + inst + `","package":"openssl"}`),
+				InstallGrant: "grant", RefreshGrant: "grant"}
+			r, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalPatchInstall, o,
+				client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PatchLane, in)
+			if err != nil {
+				return "", err
+			}
+			run = r
+		}
+		return wait(ctx, run, nil)
 	}, false},
 	// A three-step flow whose first step fails.
 	{"flow_run_three_steps.json", func(ctx context.Context, c client.Client) (string, error) {

@@ -98,7 +98,7 @@ func (s *Service) RequestInstall(ctx context.Context, scope cairn.SiteScope, req
 	p, err := s.store.PatchDeviceTarget(ctx, db.PatchDeviceTargetParams{DeviceGuid: req.DeviceGUID, PatchKey: req.PatchKey,
 		AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
-		return Install{}, Target{}, db.NotFound(err, "the device has no patch %q", req.PatchKey)
+		return Install{}, Target{}, db.NotFound(err, "patch not found")
 	}
 	row, err := s.store.PatchInstallInsert(ctx, db.PatchInstallInsertParams{ID: uuid.NewString(), DeviceGuid: p.Guid,
 		PatchKey: p.PatchKey, Kb: p.Kb, UpdateID: p.UpdateID, Revision: p.Revision, Package: p.Package, Version: p.CandidateVersion,

@@ -63,8 +63,8 @@ type Row struct {
 	// rules match it. Null: no patch policy applies (policies are not
 	// built yet, so they are always null).
 	PatchPolicySource         *PolicySource  `json:"patch_policy_source"`
-	PatchPolicyHierarchy      []PolicySource `json:"patch_policy_hierarchy"`
-	PatchPolicyLinkedPolicies []PolicySource `json:"patch_policy_linked_policies"`
+	PatchPolicyHierarchy      []PolicySource `json:"patch_policy_hierarchy" openapi:"nullable"`
+	PatchPolicyLinkedPolicies []PolicySource `json:"patch_policy_linked_policies" openapi:"nullable"`
 }
 
 // PolicySource names a policy and its layer (global, site, device_filter).
@@ -115,7 +115,8 @@ const MaxDeviceInstalls = 50
 func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname string) (DeviceView, error) {
 	d, err := s.store.PatchDeviceByHostname(ctx, db.PatchDeviceByHostnameParams{Hostname: hostname, AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
-		return DeviceView{}, db.NotFound(err, "no device named %q", hostname)
+		// Outside the scope reads as missing, with the same message.
+		return DeviceView{}, db.NotFound(err, "device not found")
 	}
 	out := DeviceView{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID, CollectedAt: d.CollectedAt,
 		Provider: d.Provider, RebootRequired: d.RebootRequired, RebootPackages: nonNilStrings(d.RebootPackages)}

@@ -5019,8 +5019,8 @@ export interface components {
             origin: string;
             package: string;
             patch_key: string;
-            patch_policy_hierarchy: components["schemas"]["PolicySource"][];
-            patch_policy_linked_policies: components["schemas"]["PolicySource"][];
+            patch_policy_hierarchy: components["schemas"]["PolicySource"][] | null;
+            patch_policy_linked_policies: components["schemas"]["PolicySource"][] | null;
             patch_policy_source: components["schemas"]["PolicySource"] | null;
             reboot_behavior: string;
             reboot_required: boolean;
@@ -5358,8 +5358,8 @@ export interface components {
             origin: string;
             package: string;
             patch_key: string;
-            patch_policy_hierarchy: components["schemas"]["PolicySource"][];
-            patch_policy_linked_policies: components["schemas"]["PolicySource"][];
+            patch_policy_hierarchy: components["schemas"]["PolicySource"][] | null;
+            patch_policy_linked_policies: components["schemas"]["PolicySource"][] | null;
             patch_policy_source: components["schemas"]["PolicySource"] | null;
             reboot_behavior: string;
             /** Format: date-time */

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent/patches"
@@ -32,6 +33,9 @@ func platformParts() []part {
 // and whether Windows waits for a reboot.
 func collectPatches(ctx context.Context, _ *Collector, inv *proto.Inventory) error {
 	s, err := patches.Detect().Scan(ctx)
+	if errors.Is(err, patches.ErrNoWUA) {
+		return roles.Unsupported("%s", err.Error())
+	}
 	if err != nil {
 		return err
 	}

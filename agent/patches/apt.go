@@ -32,6 +32,8 @@ type Apt struct {
 	Arch string
 	// Location is the time zone of the history's timestamps (local time).
 	Location *time.Location
+	// Extra are further apt -o options (a private root in tests).
+	Extra []string
 }
 
 // Name is "apt".
@@ -42,7 +44,11 @@ func (a *Apt) Name() string { return proto.PatchProviderApt }
 func (a *Apt) Scan(ctx context.Context) (Scan, error) {
 	// -s changes nothing, and Debug::NoLocking keeps it from taking
 	// dpkg's lock, so it neither waits for nor blocks a running apt.
-	out, _, err := command(ctx, nil, "apt-get", "-s", "-o", "Debug::NoLocking=1", "dist-upgrade")
+	args := []string{"-s", "-o", "Debug::NoLocking=1"}
+	for _, e := range a.Extra {
+		args = append(args, "-o", e)
+	}
+	out, _, err := command(ctx, nil, "apt-get", append(args, "dist-upgrade")...)
 	if err != nil {
 		return Scan{}, err
 	}

@@ -43,8 +43,10 @@ type AptInstaller struct {
 	DpkgQuery string // dpkg-query
 	// RebootFile is /var/run/reboot-required.
 	RebootFile string
-	// Extra are further -o options (tests point apt at a private root).
-	Extra []string
+	// Extra are further -o options (tests point apt at a private root);
+	// AdminDir is dpkg's database then (/var/lib/dpkg).
+	Extra    []string
+	AdminDir string
 }
 
 // AptInstallArgs are apt-get's arguments for upgrading pkg: only an
@@ -121,7 +123,11 @@ func (a *AptInstaller) already(pkg, version string) proto.PatchInstallResult {
 // installedVersion is dpkg's installed version of pkg ("" when it is not
 // installed).
 func (a *AptInstaller) installedVersion(ctx context.Context, pkg string) (string, error) {
-	out, code, err := command(ctx, []int{1}, cmpOr(a.DpkgQuery, "dpkg-query"), "-W", "-f", "${db:Status-Status} ${Version}", "--", pkg)
+	args := []string{"-W", "-f", "${db:Status-Status} ${Version}"}
+	if a.AdminDir != "" {
+		args = append(args, "--admindir="+a.AdminDir)
+	}
+	out, code, err := command(ctx, []int{1}, cmpOr(a.DpkgQuery, "dpkg-query"), append(args, "--", pkg)...)
 	if err != nil {
 		return "", err
 	}

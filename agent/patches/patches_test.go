@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/testdir"
 )
 
 func fixture(t testing.TB, name string) string {
@@ -73,7 +74,7 @@ func TestParseAptHistoryReadsUpgrades(t *testing.T) {
 
 func TestAptHistoryReadsRotatedLogs(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "history.log"), []byte(fixture(t, "apt-history.log")), 0o600))
 	a := &Apt{HistoryDir: dir, Location: time.UTC}
 	rows, err := a.history("amd64")
@@ -84,7 +85,7 @@ func TestAptHistoryReadsRotatedLogs(t *testing.T) {
 
 func TestRebootRequiredFile(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	flag := filepath.Join(dir, "reboot-required")
 	got, pkgs := RebootRequiredFile(flag)
 	require.False(t, got)

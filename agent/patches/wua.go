@@ -2,6 +2,7 @@ package patches
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -24,6 +25,10 @@ type WUA interface {
 	// RebootRequired is ISystemInformation.RebootRequired.
 	RebootRequired(ctx context.Context) (bool, error)
 }
+
+// ErrNoWUA: this machine has no Windows Update Agent to ask (its COM
+// classes are not registered: Wine, stripped images). Retrying cannot help.
+var ErrNoWUA = errors.New("the Windows Update Agent is not available")
 
 // PendingCriteria is the search for updates to offer: not installed and
 // not hidden by an administrator.

@@ -4,6 +4,7 @@ package patches
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -18,6 +19,27 @@ import (
 // need not care which goroutine they are on. Only real Windows exercises
 // it: Wine has no WUA.
 type ComWUA struct{}
+
+// HRESULTs of a Windows Update Agent this machine does not have:
+// CO_E_CLASSSTRING (no such ProgID), REGDB_E_CLASSNOTREG, and E_NOTIMPL
+// (Wine's wuapi stub, whose CreateUpdateSearcher is not implemented).
+const (
+	coClassString    = 0x800401F3
+	regdbClassNotReg = 0x80040154
+	eNotImpl         = 0x80004001
+)
+
+// absent marks an error that says the WUA is missing as ErrNoWUA.
+func absent(what string, err error) error {
+	var oe *ole.OleError
+	if errors.As(err, &oe) {
+		switch oe.Code() {
+		case coClassString, regdbClassNotReg, eNotImpl:
+			return fmt.Errorf("%w: %s: %v", ErrNoWUA, what, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
 
 // withCOM runs fn on a locked thread with COM initialised.
 func withCOM(fn func() error) error {
@@ -42,7 +64,7 @@ func withCOM(fn func() error) error {
 func create(progID string) (*ole.IDispatch, error) {
 	unk, err := oleutil.CreateObject(progID)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", progID, err)
+		return nil, absent("create "+progID, err)
 	}
 	defer unk.Release()
 	d, err := unk.QueryInterface(ole.IID_IDispatch)
@@ -179,7 +201,7 @@ func searcher() (session, s *ole.IDispatch, err error) {
 	v, err := oleutil.CallMethod(session, "CreateUpdateSearcher")
 	if err != nil {
 		session.Release()
-		return nil, nil, fmt.Errorf("CreateUpdateSearcher: %w", err)
+		return nil, nil, absent("CreateUpdateSearcher", err)
 	}
 	return session, v.ToIDispatch(), nil
 }

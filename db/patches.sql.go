@@ -95,8 +95,11 @@ WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
   AND ($7::text = '' OR lower(p.severity) = lower($7::text))
   AND (NOT $8::bool OR p.security)
   AND (NOT $9::bool OR st.reboot_required)
-  AND ($10::text = '' OR p.kb = $10::text OR $10::text = ANY(p.kbs))
+  AND ($10::text = '' OR p.kbs @> ARRAY[$10::text])
   AND ($11::text = '' OR strpos(lower(p.title), $11::text) > 0)
+  -- The first comparison lets the index seek to the cursor's device; the
+  -- second orders within it.
+  AND (lower(d.hostname), d.guid) >= ($12::text, $13::text)
   AND (lower(d.hostname), d.guid, p.patch_key) > ($12::text, $13::text, $14::text)
 ORDER BY lower(d.hostname), d.guid, p.patch_key
 LIMIT $15

@@ -17,7 +17,8 @@ ALTER TABLE device_patches
 -- The audit pages devices by hostname and walks each one's rows by
 -- primary key; these serve its filters across the fleet.
 CREATE INDEX device_patches_key_idx ON device_patches (patch_key, device_guid);
-CREATE INDEX device_patches_kb_idx ON device_patches (kb, device_guid) WHERE kb <> '';
+-- kbs holds every KB of a row, kb among them (the ingest keeps it so).
+CREATE INDEX device_patches_kbs_idx ON device_patches USING gin (kbs);
 CREATE INDEX device_patches_security_idx ON device_patches (device_guid) WHERE state = 'pending' AND security;
 CREATE INDEX devices_hostname_guid_idx ON devices (lower(hostname), guid);
 
@@ -35,7 +36,7 @@ CREATE INDEX device_patch_status_reboot_idx ON device_patch_status (device_guid)
 DROP TABLE device_patch_status;
 DROP INDEX devices_hostname_guid_idx;
 DROP INDEX device_patches_security_idx;
-DROP INDEX device_patches_kb_idx;
+DROP INDEX device_patches_kbs_idx;
 DROP INDEX device_patches_key_idx;
 ALTER TABLE device_patches
     DROP COLUMN security, DROP COLUMN origin, DROP COLUMN kbs, DROP COLUMN categories,

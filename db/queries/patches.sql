@@ -51,8 +51,11 @@ WHERE (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]))
   AND (@severity::text = '' OR lower(p.severity) = lower(@severity::text))
   AND (NOT @security_only::bool OR p.security)
   AND (NOT @reboot_only::bool OR st.reboot_required)
-  AND (@kb::text = '' OR p.kb = @kb::text OR @kb::text = ANY(p.kbs))
+  AND (@kb::text = '' OR p.kbs @> ARRAY[@kb::text])
   AND (@q::text = '' OR strpos(lower(p.title), @q::text) > 0)
+  -- The first comparison lets the index seek to the cursor's device; the
+  -- second orders within it.
+  AND (lower(d.hostname), d.guid) >= (@after_hostname::text, @after_guid::text)
   AND (lower(d.hostname), d.guid, p.patch_key) > (@after_hostname::text, @after_guid::text, @after_key::text)
 ORDER BY lower(d.hostname), d.guid, p.patch_key
 LIMIT @max_rows;

@@ -75,7 +75,9 @@ func normalizePatches(in []proto.PatchEntry) ([]Patch, error) {
 		p.Origin = clip(strings.TrimSpace(p.Origin), MaxPatchText)
 		p.Severity = clip(strings.TrimSpace(p.Severity), MaxPatchText)
 		p.RebootBehavior = strings.TrimSpace(p.RebootBehavior)
-		p.KBs = normalizeKBs(p.KBs)
+		// kbs holds every KB of the row, its kb first (the audit's KB
+		// filter reads kbs alone).
+		p.KBs = normalizeKBs(append([]string{p.KB}, p.KBs...))
 		p.Categories = cleanList(p.Categories)
 		key := PatchKey(p)
 		switch {

@@ -267,10 +267,11 @@ func (s *Service) Audit(ctx context.Context, scope cairn.SiteScope, q AuditQuery
 	if kb != "" {
 		kb = inventory.NormalizeKB(kb)
 	}
-	rows, err := s.store.PatchAuditPage(ctx, db.PatchAuditPageParams{AllSites: scope.All, SiteIds: scope.IDs(), SiteID: q.SiteID,
+	params := db.PatchAuditPageParams{AllSites: scope.All, SiteIds: scope.IDs(), SiteID: q.SiteID,
 		Hostname: strings.TrimSpace(q.Hostname), State: q.State, Source: strings.TrimSpace(q.Source), Severity: strings.TrimSpace(q.Severity),
 		SecurityOnly: q.SecurityOnly, RebootOnly: q.RebootRequired, Kb: kb, Q: strings.ToLower(strings.TrimSpace(q.Q)),
-		AfterHostname: after.Hostname, AfterGuid: after.GUID, AfterKey: after.Key, MaxRows: int32(q.Limit + 1)})
+		AfterHostname: after.Hostname, AfterGuid: after.GUID, AfterKey: after.Key, MaxRows: int32(q.Limit + 1)}
+	rows, err := s.store.PatchAuditPage(ctx, params)
 	if err != nil {
 		return AuditPage{}, err
 	}

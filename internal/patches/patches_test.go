@@ -31,7 +31,7 @@ type fixture struct {
 	sites   map[string]int64
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t testing.TB) *fixture {
 	t.Helper()
 	store := pgtest.NewDB(t)
 	f := &fixture{store: store, devices: devices.NewService(store, nopBus{}, devices.Config{}), svc: patches.New(store),

@@ -376,6 +376,8 @@ var apiAreas = []apiArea{
 	{"Scheduled jobs", "Scheduled jobs, their runs and the site workers' settings.",
 		[]string{"/api/scheduled_jobs", "/api/devices/{guid}/job_runs", "/api/server/site-worker-settings"}},
 	{"Workflows", "Workflows (flows of steps) and their runs.", []string{"/api/workflows"}},
+	{"Patches", "Patch inventory per device, the fleet patch audit, and the agent's install progress.",
+		[]string{"/api/patches", "/api/agent/patches"}},
 	{"Software", "Software inventory audit, rules and overrides.",
 		[]string{"/api/software", "/api/device/software", "/api/agent/software-management"}},
 	{"Device filters", "Saved device filters and their previews.", []string{"/api/device_filters"}},

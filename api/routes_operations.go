@@ -27,7 +27,6 @@ func (s *Server) deviceOpRoutes() []Route {
 		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList).Errors(cairn.ECodeNotFound), "List a device's services"},
 		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...), "Start, stop or restart a service"},
 		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh).Errors(operationErrors...), "Refresh a device's software inventory"},
-		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, s.patchList).Errors(cairn.ECodeNotFound), "List a device's patches"},
 		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh).Errors(operationErrors...), "Refresh a device's patch list"},
 	}
 }
@@ -243,22 +242,6 @@ func (s *Server) softwareRefresh(r *http.Request, _ struct{}) (softwareRefreshJS
 		return softwareRefreshJSON{}, fmt.Errorf("decode software refresh: %w", err)
 	}
 	return softwareRefreshJSON{SoftwareCount: len(out.Software), CollectedAt: out.CollectedAt.UTC()}, nil
-}
-
-// patchListJSON is the patches of the last inventory.
-type patchListJSON struct {
-	// Patches is null when the device never reported patches.
-	Patches []patchJSON `json:"patches" openapi:"nullable"`
-	// CollectedAt is when the inventory was taken (null: never).
-	CollectedAt *time.Time `json:"collected_at"`
-}
-
-func (s *Server) patchList(r *http.Request) (patchListJSON, error) {
-	d, err := s.Devices.DetailsByHostname(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "hostname"))
-	if err != nil {
-		return patchListJSON{}, err
-	}
-	return patchListJSON{Patches: newPatchesJSON(d.Patches), CollectedAt: d.CollectedAt}, nil
 }
 
 // patchRefreshJSON is what a fresh patch inventory counted.

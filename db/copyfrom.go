@@ -75,6 +75,13 @@ func (r iteratorForDevicePatchInsert) Values() ([]interface{}, error) {
 		r.rows[0].CandidateVersion,
 		r.rows[0].Severity,
 		r.rows[0].InstalledAt,
+		r.rows[0].Security,
+		r.rows[0].Origin,
+		r.rows[0].Kbs,
+		r.rows[0].Categories,
+		r.rows[0].RebootBehavior,
+		r.rows[0].SizeBytes,
+		r.rows[0].ReleasedAt,
 	}, nil
 }
 
@@ -83,7 +90,7 @@ func (r iteratorForDevicePatchInsert) Err() error {
 }
 
 func (q *Queries) DevicePatchInsert(ctx context.Context, arg []DevicePatchInsertParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"device_patches"}, []string{"device_guid", "patch_key", "kb", "title", "update_id", "revision", "state", "source", "package", "installed_version", "candidate_version", "severity", "installed_at"}, &iteratorForDevicePatchInsert{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"device_patches"}, []string{"device_guid", "patch_key", "kb", "title", "update_id", "revision", "state", "source", "package", "installed_version", "candidate_version", "severity", "installed_at", "security", "origin", "kbs", "categories", "reboot_behavior", "size_bytes", "released_at"}, &iteratorForDevicePatchInsert{rows: arg})
 }
 
 // iteratorForDeviceSoftwareInsert implements pgx.CopyFromSource.

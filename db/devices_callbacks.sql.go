@@ -205,6 +205,13 @@ type DevicePatchInsertParams struct {
 	CandidateVersion string
 	Severity         string
 	InstalledAt      *time.Time
+	Security         bool
+	Origin           string
+	Kbs              []string
+	Categories       []string
+	RebootBehavior   string
+	SizeBytes        int64
+	ReleasedAt       *time.Time
 }
 
 const deviceSoftwareDelete = `-- name: DeviceSoftwareDelete :exec

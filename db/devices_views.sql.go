@@ -289,7 +289,7 @@ func (q *Queries) DeviceListInScope(ctx context.Context, arg DeviceListInScopePa
 }
 
 const devicePatchList = `-- name: DevicePatchList :many
-SELECT device_guid, patch_key, kb, title, update_id, revision, state, source, package, installed_version, candidate_version, severity, installed_at, updated_at FROM device_patches WHERE device_guid = $1 ORDER BY state, patch_key
+SELECT device_guid, patch_key, kb, title, update_id, revision, state, source, package, installed_version, candidate_version, severity, installed_at, updated_at, security, origin, kbs, categories, reboot_behavior, size_bytes, released_at FROM device_patches WHERE device_guid = $1 ORDER BY state, patch_key
 `
 
 func (q *Queries) DevicePatchList(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]DevicePatch, error) {
@@ -316,6 +316,13 @@ func (q *Queries) DevicePatchList(ctx context.Context, deviceGuid cairn.DeviceGU
 			&i.Severity,
 			&i.InstalledAt,
 			&i.UpdatedAt,
+			&i.Security,
+			&i.Origin,
+			&i.Kbs,
+			&i.Categories,
+			&i.RebootBehavior,
+			&i.SizeBytes,
+			&i.ReleasedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -359,6 +359,21 @@ type DevicePatch struct {
 	Severity         string
 	InstalledAt      *time.Time
 	UpdatedAt        time.Time
+	Security         bool
+	Origin           string
+	Kbs              []string
+	Categories       []string
+	RebootBehavior   string
+	SizeBytes        int64
+	ReleasedAt       *time.Time
+}
+
+type DevicePatchStatus struct {
+	DeviceGuid     string
+	Provider       string
+	RebootRequired bool
+	RebootPackages []string
+	UpdatedAt      time.Time
 }
 
 type DevicePurge struct {
@@ -553,6 +568,31 @@ type Passkey struct {
 	Label        string
 	CreatedAt    time.Time
 	LastUsedAt   *time.Time
+}
+
+type PatchInstall struct {
+	ID             string
+	DeviceGuid     string
+	PatchKey       string
+	Kb             string
+	UpdateID       string
+	Revision       int32
+	Package        string
+	Version        string
+	Title          string
+	State          string
+	Phase          string
+	Percent        int32
+	Message        string
+	ExitCode       *int32
+	LogExcerpt     string
+	ScheduledJobID *int64
+	RunID          string
+	RequestedBy    string
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	ProgressAt     *time.Time
+	FinishedAt     *time.Time
 }
 
 type PendingTokenUse struct {

@@ -71,6 +71,7 @@ var Capabilities = []Capability{
 	backupCapability,
 	serverAdminCapability,
 	watchdogsCapability,
+	patchesCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

@@ -48,6 +48,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
+	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/payloadkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
@@ -212,6 +213,7 @@ type Engine struct {
 	Transfers   *transfers.Service
 	Backups     *backup.Service
 	Watchdogs   *watchdogs.Service
+	Patches     *patches.Service
 	Workers     *workers.Manager
 	API         *api.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.

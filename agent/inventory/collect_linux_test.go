@@ -150,7 +150,9 @@ func TestCollectThisMachine(t *testing.T) {
 			native := sh(t, "dpkg --print-architecture")
 			script := "dpkg-query -W -f '${Package}\\t${Architecture}\\t${Version}\\n'"
 			for _, p := range inv.Patches {
-				script += " '" + p.Package + "'"
+				if p.State == proto.PatchPending {
+					script += " '" + p.Package + "'"
+				}
 			}
 			for line := range strings.Lines(sh(t, script)) {
 				f := strings.Split(strings.TrimSpace(line), "\t")
@@ -161,10 +163,20 @@ func TestCollectThisMachine(t *testing.T) {
 				installed[f[0]] = f[2]
 			}
 		}
+		if isDpkgSystem() {
+			require.NotNil(t, inv.PatchStatus)
+			require.Equal(t, proto.PatchProviderApt, inv.PatchStatus.Provider)
+		}
 		for _, p := range inv.Patches {
+			require.Empty(t, p.KB)
+			if p.State == proto.PatchInstalled {
+				// The package manager's history: an upgrade it logged.
+				require.Equal(t, p.Package+" "+p.InstalledVersion, p.Title)
+				require.Contains(t, []string{proto.PatchSourceAptHistory, proto.PatchSourceDnfHistory}, p.Source)
+				continue
+			}
 			require.Equal(t, proto.PatchPending, p.State)
 			require.Equal(t, p.Package+" "+p.CandidateVersion, p.Title)
-			require.Empty(t, p.KB)
 			if isDpkgSystem() {
 				require.Equal(t, SourceApt, p.Source)
 				require.Equal(t, installed[p.Package], p.InstalledVersion, "%s: installed version as dpkg says", p.Package)

@@ -116,7 +116,7 @@ func TestCollectWindowsMachine(t *testing.T) {
 			require.Equal(t, "Healthy", health["system:"+r].Observed, "%s: %s", r, health["system:"+r].LastError)
 		}
 		p := health["system:"+roles.PatchManagement]
-		require.Equal(t, "Unhealthy", p.Observed)
+		require.Equal(t, "Unhealthy", p.Observed, p.LastError)
 		require.Contains(t, p.LastError, "Windows Update")
 		require.Nil(t, inv.Patches)
 	})

@@ -250,4 +250,7 @@ func merge(dst, src *proto.Inventory) {
 	if src.Patches != nil {
 		dst.Patches = src.Patches
 	}
+	if src.PatchStatus != nil {
+		dst.PatchStatus = src.PatchStatus
+	}
 }

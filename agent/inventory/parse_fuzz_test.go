@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-rmm/cairn/agent/patches"
 )
 
 // The parsers read the output of package managers, systemd and loginctl,
@@ -17,15 +20,18 @@ import (
 var inventoryParsers = []func(string) any{
 	func(s string) any { return parseDpkg(s) },
 	func(s string) any { return parseRPM(s) },
-	func(s string) any { return parseAptSimulate(s) },
+	func(s string) any { return patches.ParseAptSimulate(s) },
 	func(s string) any {
-		return parseCheckUpdate(s, "dnf", map[string]string{"bash.x86_64": "5.1.8-9.el9", "kernel": "5.14.0-427.el9"})
+		return patches.ParseCheckUpdate(s, "dnf", map[string]string{"bash.x86_64": "5.1.8-9.el9", "kernel": "5.14.0-427.el9"})
 	},
 	func(s string) any { return parseZypperUpdates(s) },
 	func(s string) any { return parseOSRelease(s) },
 	func(s string) any { return mergeServices(parseSystemctlUnits(s), parseSystemctlUnitFiles(s)) },
 	func(s string) any { return parseLoginctlSession(s, time.FixedZone("CET", 3600)).Session },
 	func(s string) any { return parseLoginctlList(s) },
+	func(s string) any { return patches.ParseAptHistory(strings.NewReader(s), "amd64", time.UTC) },
+	func(s string) any { return patches.ParseDnfRPMLog(strings.NewReader(s)) },
+	func(s string) any { return patches.ParseUpdateInfo(s) },
 }
 
 func FuzzInventoryParsers(f *testing.F) {

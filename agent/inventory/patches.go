@@ -17,6 +17,17 @@ type patchCache struct {
 	signature string
 	at        time.Time
 	rows      []proto.PatchEntry
+	status    *proto.PatchStatus
+}
+
+// cloneStatus copies a scan's status so callers never share it.
+func cloneStatus(s *proto.PatchStatus) *proto.PatchStatus {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.RebootPackages = slices.Clone(s.RebootPackages)
+	return &c
 }
 
 // fresh says whether the cached rows still describe the system: same

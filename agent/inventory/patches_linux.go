@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cairn-rmm/cairn/agent/patches"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 )
@@ -15,44 +16,60 @@ type updateSource struct {
 	// state is what stateSignature watches: the installed database and
 	// the cached repository metadata the listing is computed from.
 	state []string
-	read  func(ctx context.Context) ([]proto.PatchEntry, error)
+	read  func(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error)
+}
+
+// fromProvider reads through an agent/patches provider: pending rows,
+// the installed history and the reboot flag.
+func fromProvider(p patches.Provider) func(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error) {
+	return func(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error) {
+		s, err := p.Scan(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		st := s.Status
+		return s.Rows(), &st, nil
+	}
+}
+
+// plain reads a pending listing of a package manager without a provider.
+func plain(read func(ctx context.Context) ([]proto.PatchEntry, error)) func(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error) {
+	return func(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error) {
+		rows, err := read(ctx)
+		return rows, nil, err
+	}
 }
 
 var rpmState = []string{"/var/lib/rpm", "/var/lib/rpm/rpmdb.sqlite", "/var/lib/rpm/Packages",
 	"/usr/lib/sysimage/rpm", "/usr/lib/sysimage/rpm/rpmdb.sqlite"}
 
 // detectUpdateSource picks the system's package manager: apt on dpkg
-// systems, else the first of dnf, yum, zypper found.
+// systems and dnf through their agent/patches providers (pending rows with
+// their source, the installed history, the reboot flag), else yum or
+// zypper's pending listing.
 func detectUpdateSource() *updateSource {
 	switch {
 	case isDpkgSystem() && hasTool("apt-get"):
 		return &updateSource{
-			name:  SourceApt,
-			state: []string{dpkgStatus, "/var/lib/apt/lists", "/var/cache/apt/pkgcache.bin"},
-			read:  readApt,
+			name: SourceApt,
+			// The history log and the reboot flag change without the
+			// package database when an upgrade is only logged or a reboot
+			// is only asked for.
+			state: []string{dpkgStatus, "/var/lib/apt/lists", "/var/cache/apt/pkgcache.bin",
+				"/var/log/apt/history.log", "/var/run/reboot-required"},
+			read: fromProvider(&patches.Apt{}),
 		}
 	case hasTool("dnf"):
-		return &updateSource{name: SourceDnf, state: append([]string{"/var/cache/dnf", "/var/cache/libdnf5"}, rpmState...),
-			read: func(ctx context.Context) ([]proto.PatchEntry, error) { return readCheckUpdate(ctx, "dnf") }}
+		return &updateSource{name: SourceDnf,
+			state: append([]string{"/var/cache/dnf", "/var/cache/libdnf5", "/var/log/dnf.rpm.log"}, rpmState...),
+			read:  fromProvider(&patches.Dnf{})}
 	case hasTool("yum"):
 		return &updateSource{name: SourceYum, state: append([]string{"/var/cache/yum"}, rpmState...),
-			read: func(ctx context.Context) ([]proto.PatchEntry, error) { return readCheckUpdate(ctx, "yum") }}
+			read: plain(func(ctx context.Context) ([]proto.PatchEntry, error) { return readCheckUpdate(ctx, "yum") })}
 	case hasTool("zypper"):
-		return &updateSource{name: SourceZypper, state: append([]string{"/var/cache/zypp/solv"}, rpmState...), read: readZypper}
+		return &updateSource{name: SourceZypper, state: append([]string{"/var/cache/zypp/solv"}, rpmState...), read: plain(readZypper)}
 	}
 	return nil
-}
-
-// readApt simulates a dist-upgrade against the package lists already on
-// disk: -s changes nothing, and Debug::NoLocking keeps it from taking
-// dpkg's lock, so it neither waits for nor blocks a running apt. It never
-// runs apt update: the lists are as fresh as the system keeps them.
-func readApt(ctx context.Context) ([]proto.PatchEntry, error) {
-	out, _, err := command(ctx, nil, "apt-get", "-s", "-o", "Debug::NoLocking=1", "dist-upgrade")
-	if err != nil {
-		return nil, err
-	}
-	return parseAptSimulate(out), nil
 }
 
 // readCheckUpdate runs dnf or yum check-update from the metadata cache
@@ -73,7 +90,7 @@ func readCheckUpdate(ctx context.Context, tool string) ([]proto.PatchEntry, erro
 		versions[s.Name+"."+s.Arch] = s.Version
 		versions[s.Name] = s.Version
 	}
-	return parseCheckUpdate(out, tool, versions), nil
+	return patches.ParseCheckUpdate(out, tool, versions), nil
 }
 
 // readZypper lists updates from the repositories' cached metadata
@@ -101,17 +118,17 @@ func collectPatches(ctx context.Context, c *Collector, inv *proto.Inventory) err
 	cached := c.patches
 	c.mu.Unlock()
 	if cached.fresh(src.name, sig, now, c.opts.PatchMaxAge) {
-		inv.Patches = patchRows(cached.rows)
+		inv.Patches, inv.PatchStatus = patchRows(cached.rows), cloneStatus(cached.status)
 		return nil
 	}
-	rows, err := src.read(ctx)
+	rows, status, err := src.read(ctx)
 	if err != nil {
 		return err
 	}
 	rows = orEmpty(rows)
 	c.mu.Lock()
-	c.patches = patchCache{source: src.name, signature: sig, at: now, rows: rows}
+	c.patches = patchCache{source: src.name, signature: sig, at: now, rows: rows, status: status}
 	c.mu.Unlock()
-	inv.Patches = patchRows(rows)
+	inv.Patches, inv.PatchStatus = patchRows(rows), cloneStatus(status)
 	return nil
 }

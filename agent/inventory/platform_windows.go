@@ -2,8 +2,10 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/cairn-rmm/cairn/agent/patches"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 )
@@ -26,10 +28,18 @@ func platformParts() []part {
 	}
 }
 
-// collectPatches: pending Windows updates come from the Windows Update
-// Agent, a COM API this agent does not drive yet (and Wine does not
-// implement). Saying so keeps the patch rows the Engine has instead of
-// replacing them with an empty list.
-func collectPatches(context.Context, *Collector, *proto.Inventory) error {
-	return roles.Unsupported("pending Windows updates are not collected yet (Windows Update Agent)")
+// collectPatches reads the Windows Update Agent over COM (agent/patches):
+// pending updates, the update history and QFE, de-duplicated KB first,
+// and whether Windows waits for a reboot.
+func collectPatches(ctx context.Context, _ *Collector, inv *proto.Inventory) error {
+	s, err := patches.Detect().Scan(ctx)
+	if errors.Is(err, patches.ErrNoWUA) {
+		return roles.Unsupported("%s", err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	st := s.Status
+	inv.Patches, inv.PatchStatus = orEmpty(s.Rows()), &st
+	return nil
 }

@@ -38,12 +38,12 @@ func (c *Collector) Software(ctx context.Context) ([]proto.Software, error) {
 // Patches lists the pending updates, read afresh: whoever asks for a
 // refresh wants the package manager asked now, not the cached reading
 // Collect reuses while the package state looks unchanged.
-func (c *Collector) Patches(ctx context.Context) ([]proto.PatchEntry, error) {
+func (c *Collector) Patches(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error) {
 	c.mu.Lock()
 	c.patches = patchCache{}
 	c.mu.Unlock()
 	inv, err := c.refresh(ctx, roles.PatchManagement)
-	return inv.Patches, err
+	return inv.Patches, inv.PatchStatus, err
 }
 
 // InitDir is the directory of SysV init scripts this collector lists.

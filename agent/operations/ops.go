@@ -30,7 +30,9 @@ type Inventory interface {
 	Processes(ctx context.Context) ([]proto.Process, error)
 	Services(ctx context.Context) ([]proto.Service, error)
 	Software(ctx context.Context) ([]proto.Software, error)
-	Patches(ctx context.Context) ([]proto.PatchEntry, error)
+	// Patches are the patch rows and the scan's status (nil where the
+	// package manager has no provider).
+	Patches(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error)
 	// InitDir is where the SysV init scripts listed as services live, so
 	// service control acts on the same scripts the list shows.
 	InitDir() string
@@ -100,11 +102,11 @@ func (s *server) software(ctx context.Context, _ runtime.Caller, _ json.RawMessa
 }
 
 func (s *server) patches(ctx context.Context, _ runtime.Caller, _ json.RawMessage) (any, error) {
-	rows, err := s.opts.Inventory.Patches(ctx)
+	rows, status, err := s.opts.Inventory.Patches(ctx)
 	if err != nil {
 		return nil, collectionError("pending updates", err)
 	}
-	return proto.PatchRefreshResult{CollectedAt: time.Now().UTC(), Patches: rows}, nil
+	return proto.PatchRefreshResult{CollectedAt: time.Now().UTC(), Patches: rows, Status: status}, nil
 }
 
 // decode reads a request payload. Unknown fields are accepted: a newer

@@ -171,7 +171,15 @@ func TestRefreshSoftwareAndPatches(t *testing.T) {
 	var patches proto.PatchRefreshResult
 	require.Nil(t, e.call(t, proto.EventPatchRefresh, struct{}{}, &patches))
 	require.NotNil(t, patches.Patches, "collected (an up-to-date machine has an empty list, not none)")
+	require.NotNil(t, patches.Status, "the scan's status comes with the rows")
+	require.Equal(t, proto.PatchProviderApt, patches.Status.Provider)
 	for _, p := range patches.Patches {
+		if p.State == proto.PatchInstalled {
+			// apt's history log: an upgrade it recorded.
+			require.Equal(t, proto.PatchSourceAptHistory, p.Source)
+			require.NotEmpty(t, p.InstalledVersion, p.Package)
+			continue
+		}
 		require.Equal(t, inventory.SourceApt, p.Source)
 		require.NotEmpty(t, p.CandidateVersion, p.Package)
 	}

@@ -37,11 +37,14 @@ const (
 	CapTransfers Capability = "transfers"
 	// CapRegistry: registry_management_request (Windows agents only).
 	CapRegistry Capability = "registry"
+	// CapPatchInstall: patch_install_request (Linux agents with apt or
+	// dnf; the Windows install path is not built yet).
+	CapPatchInstall Capability = "patch_install"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -58,6 +61,7 @@ var CapabilityVersion = map[Capability]int{
 	CapFiles:            CapabilitiesVersion,
 	CapTransfers:        CapabilitiesVersion,
 	CapRegistry:         CapabilitiesVersion,
+	CapPatchInstall:     CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -87,7 +91,7 @@ const (
 
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows"}
+var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux"}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
@@ -116,6 +120,7 @@ var EventCapability = map[string]Capability{
 	EventQuickJobRun:        CapScripts,
 	EventFileManagement:     CapFiles,
 	EventRegistryManagement: CapRegistry,
+	EventPatchInstall:       CapPatchInstall,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

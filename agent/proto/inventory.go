@@ -16,6 +16,26 @@ type Inventory struct {
 	Services  []Service    `json:"services" limit:"max=10000"`
 	Processes []Process    `json:"processes" limit:"max=20000"`
 	Patches   []PatchEntry `json:"patches" limit:"max=20000"`
+	// PatchStatus is what the patch scan saw besides the rows: the
+	// provider and whether the machine waits for a reboot. Nil: not
+	// collected (agents before it, or a scan that failed).
+	PatchStatus *PatchStatus `json:"patch_status,omitempty"`
+}
+
+// Patch providers (PatchStatus.Provider).
+const (
+	PatchProviderApt = "apt"
+	PatchProviderDnf = "dnf"
+	PatchProviderWUA = "wua"
+)
+
+// PatchStatus is the machine-wide result of a patch scan.
+type PatchStatus struct {
+	Provider       string `json:"provider"`
+	RebootRequired bool   `json:"reboot_required"`
+	// RebootPackages are the packages that asked for the reboot, where the
+	// system says (/var/run/reboot-required.pkgs).
+	RebootPackages []string `json:"reboot_packages,omitempty" limit:"max=512"`
 }
 
 // Hardware is CPU, memory, disks and board.
@@ -131,10 +151,17 @@ type Process struct {
 }
 
 // Patch row states and sources (SPEC "Patch inventory row"); Linux package
-// updates use the package manager's name as their source.
+// updates use the package manager's name as their source, and rows read
+// from its history log "<manager>_history".
 const (
 	PatchPending   = "pending"
 	PatchInstalled = "installed"
+
+	PatchSourceWUAPending = "wua_pending"
+	PatchSourceWUAHistory = "wua_history"
+	PatchSourceQFE        = "quick_fix_engineering"
+	PatchSourceAptHistory = "apt_history"
+	PatchSourceDnfHistory = "dnf_history"
 )
 
 // PatchEntry is one patch row as the agent reports it.
@@ -151,4 +178,23 @@ type PatchEntry struct {
 	CandidateVersion string     `json:"candidate_version,omitempty"`
 	Severity         string     `json:"severity,omitempty"`
 	InstalledAt      *time.Time `json:"installed_at,omitempty"`
+	// Security says the update comes from a security source: an apt
+	// archive of a -security suite, a dnf advisory of type security, a
+	// Windows update in the Security Updates category.
+	Security bool `json:"security,omitempty"`
+	// Origin is where the update comes from: the apt archives
+	// ("Debian-Security:12/oldstable-security"), the dnf advisory.
+	Origin string `json:"origin,omitempty"`
+	// KBs are every KB number of a Windows update (KB is the first).
+	KBs []string `json:"kbs,omitempty" limit:"max=32"`
+	// Categories are the Windows update's categories (WUA names).
+	Categories []string `json:"categories,omitempty" limit:"max=32"`
+	// RebootBehavior is WUA's InstallationBehavior.RebootBehavior:
+	// never_reboots, always_requires_reboot, can_request_reboot.
+	RebootBehavior string `json:"reboot_behavior,omitempty"`
+	// SizeBytes is the download size where the provider knows it.
+	SizeBytes int64 `json:"size_bytes,omitempty"`
+	// ReleasedAt is the update's release (WUA LastDeploymentChangeTime,
+	// dnf advisory issued date).
+	ReleasedAt *time.Time `json:"released_at,omitempty"`
 }

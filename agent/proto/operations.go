@@ -104,6 +104,8 @@ type SoftwareRefreshResult struct {
 type PatchRefreshResult struct {
 	CollectedAt time.Time    `json:"collected_at"`
 	Patches     []PatchEntry `json:"patches"`
+	// Status is the scan's machine-wide result (nil from older agents).
+	Status *PatchStatus `json:"status,omitempty"`
 }
 
 // ShellOpen is the payload of EventShellOpen. The agent dials URL (a
@@ -158,3 +160,79 @@ const (
 	PathShellSocket  = "/api/agent/shell"
 	HeaderShellToken = "X-Cairn-Shell-Token"
 )
+
+// ---- Patch installs (SPEC agent behaviour 10) ----------------------------
+
+// EventPatchInstall asks the agent to install one patch (PatchInstallRequest)
+// and answers PatchInstallResult once the attempt ended. The Engine's patch
+// lane sends one at a time per device and re-scans after each.
+const EventPatchInstall = "patch_install_request"
+
+// PathPatchInstallProgress is where the agent posts PatchInstallProgress
+// while an install runs (Device auth).
+const PathPatchInstallProgress = "/api/agent/patches/install-progress"
+
+// PatchInstallRequest names the patch to install: by update identity and
+// revision first (Windows), then KB or title; on Linux by package (and
+// the candidate version the Engine saw, which is not pinned: the
+// package manager installs the newest it has).
+type PatchInstallRequest struct {
+	InstallID      string `json:"install_id"`
+	ScheduledJobID *int64 `json:"scheduled_job_id,omitempty"`
+	RunID          string `json:"run_id,omitempty"`
+	PatchKey       string `json:"patch_key"`
+	KB             string `json:"kb,omitempty"`
+	UpdateID       string `json:"update_id,omitempty"`
+	Revision       int    `json:"revision,omitempty"`
+	Title          string `json:"title,omitempty"`
+	Package        string `json:"package,omitempty"`
+	Version        string `json:"version,omitempty"`
+}
+
+// Patch install outcomes (PatchInstallResult.Status).
+const (
+	PatchInstallDone    = "installed"
+	PatchInstallAlready = "already_installed"
+	PatchInstallFailed  = "failed"
+)
+
+// PatchInstallResult answers EventPatchInstall. Installed means the
+// package manager reported success; the Engine says "installed" only
+// after the re-scan that follows shows it.
+type PatchInstallResult struct {
+	Status           string `json:"status"`
+	AlreadyInstalled bool   `json:"already_installed"`
+	ExitCode         *int   `json:"exit_code,omitempty"`
+	Message          string `json:"message,omitempty"`
+	// LogExcerpt is the end of the package manager's output on failure
+	// (at most MaxPatchLogExcerpt bytes).
+	LogExcerpt     string `json:"log_excerpt,omitempty"`
+	RebootRequired bool   `json:"reboot_required"`
+}
+
+// MaxPatchLogExcerpt bounds PatchInstallResult.LogExcerpt.
+const MaxPatchLogExcerpt = 4096
+
+// Patch install phases (PatchInstallProgress.Phase).
+const (
+	PatchPhaseStarting    = "starting"
+	PatchPhaseDownloading = "downloading"
+	PatchPhaseInstalling  = "installing"
+	PatchPhaseFinished    = "finished"
+)
+
+// PatchInstallProgress is one progress report (SPEC "Agent update
+// operation": scheduled job and run IDs, KB or update identity, phase,
+// percent, message, captured timestamp).
+type PatchInstallProgress struct {
+	InstallID      string    `json:"install_id"`
+	ScheduledJobID *int64    `json:"scheduled_job_id,omitempty"`
+	RunID          string    `json:"run_id,omitempty"`
+	KB             string    `json:"kb,omitempty"`
+	UpdateID       string    `json:"update_id,omitempty"`
+	Package        string    `json:"package,omitempty"`
+	Phase          string    `json:"phase"`
+	Percent        int       `json:"percent"`
+	Message        string    `json:"message,omitempty"`
+	CapturedAt     time.Time `json:"captured_at"`
+}

@@ -18,6 +18,8 @@ import (
 	agentautomation "github.com/cairn-rmm/cairn/agent/automation"
 	agentfiles "github.com/cairn-rmm/cairn/agent/files"
 	agentoperations "github.com/cairn-rmm/cairn/agent/operations"
+	"github.com/cairn-rmm/cairn/agent/patches"
+	patchops "github.com/cairn-rmm/cairn/agent/patches/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/registry"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
@@ -102,6 +104,9 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		return err
 	}
 	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
+		return err
+	}
+	if err := patchops.Register(handlers, patchops.Options{Installer: patches.DetectInstaller(), Logger: log}); err != nil {
 		return err
 	}
 	regStore := registry.System()

@@ -97,6 +97,8 @@ DELETE FROM device_patches WHERE device_guid = @device_guid;
 
 -- name: DevicePatchInsert :copyfrom
 INSERT INTO device_patches (device_guid, patch_key, kb, title, update_id, revision, state, source, package,
-                            installed_version, candidate_version, severity, installed_at)
+                            installed_version, candidate_version, severity, installed_at, security, origin, kbs,
+                            categories, reboot_behavior, size_bytes, released_at)
 VALUES (@device_guid, @patch_key, @kb, @title, @update_id, @revision, @state, @source, @package,
-        @installed_version, @candidate_version, @severity, @installed_at);
+        @installed_version, @candidate_version, @severity, @installed_at, @security, @origin, @kbs,
+        @categories, @reboot_behavior, @size_bytes, @released_at);

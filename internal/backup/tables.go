@@ -59,6 +59,7 @@ var Tables = []Table{
 	{Name: "device_inventory", Policy: Export},
 	{Name: "device_software", Policy: Export},
 	{Name: "device_patches", Policy: Export},
+	{Name: "device_patch_status", Policy: Export},
 	{Name: "software_icons", Policy: Export},
 	{Name: "software_icon_overrides", Policy: Export},
 	{Name: "software_uninstall_overrides", Policy: Export},
@@ -119,6 +120,7 @@ var Tables = []Table{
 	{Name: "file_transfer_chunks", Policy: Exclude},
 	{Name: "watchdog_device_state", Policy: Exclude},
 	{Name: "watchdog_incidents", Policy: Exclude},
+	{Name: "patch_installs", Policy: Exclude},
 
 	{Name: "goose_db_version", Policy: Internal},
 	{Name: "backup_restores", Policy: Internal},

@@ -173,9 +173,18 @@ func storeRows(ctx context.Context, q *db.Queries, guid cairn.DeviceGUID, siteID
 			rows[i] = db.DevicePatchInsertParams{DeviceGuid: guid, PatchKey: p.Key, Kb: p.KB, Title: p.Title,
 				UpdateID: p.UpdateID, Revision: int32(p.Revision), State: p.State, Source: p.Source, Package: p.Package,
 				InstalledVersion: p.InstalledVersion, CandidateVersion: p.CandidateVersion, Severity: p.Severity,
-				InstalledAt: p.InstalledAt}
+				InstalledAt: p.InstalledAt, Security: p.Security, Origin: p.Origin, Kbs: nonNil(p.KBs),
+				Categories: nonNil(p.Categories), RebootBehavior: p.RebootBehavior, SizeBytes: p.SizeBytes,
+				ReleasedAt: p.ReleasedAt}
 		}
 		if _, err := q.DevicePatchInsert(ctx, rows); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(changed, inventory.PartPatchStatus) {
+		st := inv.PatchStatus
+		if err := q.DevicePatchStatusUpsert(ctx, db.DevicePatchStatusUpsertParams{DeviceGuid: string(guid), Provider: st.Provider,
+			RebootRequired: st.RebootRequired, RebootPackages: nonNil(st.RebootPackages)}); err != nil {
 			return err
 		}
 	}

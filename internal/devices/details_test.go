@@ -100,7 +100,7 @@ func TestDetailsStoresNormalizedInventory(t *testing.T) {
 	require.Equal(t, proto.PatchInstalled, kb.State, "an installed report of a KB wins over pending ones")
 	require.Equal(t, "wua_history", kb.Source)
 	require.Equal(t, int32(200), keys["update:abc-def"].Revision)
-	require.Equal(t, "openssl", keys["pkg:openssl"].Title, "a package row without a title is titled by its package")
+	require.Equal(t, "openssl", keys["pkg:openssl=3.0.13"].Title, "a package row without a title is titled by its package")
 	require.Contains(t, keys, "title:some driver")
 
 	evs := f.events.take()

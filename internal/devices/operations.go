@@ -147,7 +147,7 @@ func (s *Service) ApplyReply(ctx context.Context, guid, kind string, payload jso
 		if err := json.Unmarshal(payload, &r); err != nil {
 			return "", malformed(kind, err)
 		}
-		inv.Patches, collected = nonNil(r.Patches), r.CollectedAt
+		inv.Patches, inv.PatchStatus, collected = nonNil(r.Patches), r.Status, r.CollectedAt
 		summary = fmt.Sprintf("%d patch rows", len(r.Patches))
 	default:
 		return "", nil

@@ -32,6 +32,9 @@ const (
 	PartServices  = "services"
 	PartProcesses = "processes"
 	PartPatches   = "patches"
+	// PartPatchStatus is the patch scan's machine-wide result (provider,
+	// reboot required); it lives in device_patch_status.
+	PartPatchStatus = "patch_status"
 )
 
 // Bounds on one details post; beyond them the post is refused rather than
@@ -74,6 +77,8 @@ type Normalized struct {
 	Services  []proto.Service
 	Processes []proto.Process
 	Patches   []Patch
+	// PatchStatus is the patch scan's status (nil: not reported).
+	PatchStatus *proto.PatchStatus
 	// Parts are the reported collections, in a fixed order.
 	Parts []Part
 }
@@ -113,6 +118,7 @@ func Normalize(inv proto.Inventory) (Normalized, error) {
 	if err != nil {
 		return Normalized{}, err
 	}
+	patchStatus := normalizePatchStatus(inv.PatchStatus, &v)
 	if err := v.Err(); err != nil {
 		return Normalized{}, err
 	}
@@ -121,7 +127,7 @@ func Normalize(inv proto.Inventory) (Normalized, error) {
 		Hardware: normalizeHardware(inv.Hardware), OS: normalizeOS(inv.OS),
 		Network: normalizeNetwork(inv.Network), Sessions: normalizeSessions(inv.Sessions),
 		Software: normalizeSoftware(inv.Software), Services: normalizeServices(inv.Services),
-		Processes: normalizeProcesses(inv.Processes), Patches: patches,
+		Processes: normalizeProcesses(inv.Processes), Patches: patches, PatchStatus: patchStatus,
 	}
 	if inv.Uptime != nil {
 		n.Uptime = &Uptime{BootTime: inv.Uptime.BootTime.UTC().Truncate(time.Second), BootID: strings.TrimSpace(inv.Uptime.BootID)}
@@ -140,6 +146,7 @@ func Normalize(inv proto.Inventory) (Normalized, error) {
 		{PartServices, n.Services != nil, n.Services},
 		{PartProcesses, n.Processes != nil, n.Processes},
 		{PartPatches, n.Patches != nil, n.Patches},
+		{PartPatchStatus, n.PatchStatus != nil, n.PatchStatus},
 	} {
 		if !p.present {
 			continue

@@ -24,6 +24,8 @@ func TestPatchKey(t *testing.T) {
 		{proto.PatchEntry{KB: "ms-17"}, "kb:MS-17"},
 		{proto.PatchEntry{KB: "  ", UpdateID: " 6B5C-AAAA ", Title: "t"}, "update:6b5c-aaaa"},
 		{proto.PatchEntry{Package: " openssl ", Title: "t"}, "pkg:openssl"},
+		{proto.PatchEntry{Package: "openssl", InstalledVersion: "3.0.1", CandidateVersion: "3.0.2"}, "pkg:openssl=3.0.2"},
+		{proto.PatchEntry{Package: "openssl", InstalledVersion: "3.0.2", State: "installed"}, "pkg:openssl=3.0.2"},
 		{proto.PatchEntry{Title: "  Cumulative   Update "}, "title:cumulative update"},
 		{proto.PatchEntry{}, ""},
 	} {

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/backup"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workflowclient"
@@ -46,6 +47,12 @@ var standIns = map[string]any{
 	"PublishTrustChange":         func(context.Context, workflows.TrustActionInput) error { return nil },
 	"BeginOperation":             func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
+		switch in.Type {
+		case proto.EventPatchInstall:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":false}`)}, nil
+		case proto.EventPatchRefresh:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
+		}
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
 		}
@@ -148,10 +155,22 @@ var standIns = map[string]any{
 	"SetIncidentState": func(_ context.Context, c activities.IncidentChange) (activities.IncidentView, error) {
 		return activities.IncidentView{Incident: db.WatchdogIncident{ID: c.IncidentID, State: c.State, SuppressReason: &c.Reason}}, nil
 	},
+	// Patch installs: the first order runs, a repeat of it finds it
+	// finished.
+	"BeginPatchInstall": func(_ context.Context, id string) (activities.PatchInstallBegun, error) {
+		_, seen := patchBegins.LoadOrStore(id, true)
+		return activities.PatchInstallBegun{Install: patches.Install{ID: id, State: patches.StateRunning}, Run: !seen}, nil
+	},
+	"ConcludePatchInstall": func(context.Context, activities.ConcludePatchInput) (string, error) {
+		return patches.StateInstalled, nil
+	},
 }
 
 // incidentActed carries the incidents whose last action was recorded.
 var incidentActed = make(chan int64, 1)
+
+// patchBegins remembers which installs BeginPatchInstall started.
+var patchBegins sync.Map
 
 // transferLooks remembers which transfers FileTransferState answered once.
 var transferLooks sync.Map
@@ -288,6 +307,27 @@ var scenarios = []scenario{
 	{"scheduled_job_fire_skipped.json", func(ctx context.Context, c client.Client) (string, error) {
 		run, err := start(ctx, c, "scheduled-job:0-"+unique("fire"), workflows.ScheduledJobFire, workflows.ScheduledJobFireInput{})
 		return wait(ctx, run, err)
+	}, false},
+	// A device's patch lane: two installs handed over by signal-with-start
+	// (the second order repeats the first's install, which has finished),
+	// each install followed by a re-scan; the idle lane ends.
+	{"patch_lane_two_orders.json", func(ctx context.Context, c client.Client) (string, error) {
+		guid := unique("guid")
+		id := workflows.PatchLaneWorkflowID(guid)
+		in := workflows.PatchLaneInput{GUID: guid, Idle: 2 * time.Second}
+		var run client.WorkflowRun
+		inst := unique("install")
+		for range 2 {
+			o := workflows.PatchInstallOrder{InstallID: inst, Request: json.RawMessage(`{"install_id":"` + inst + `","package":"openssl"}`),
+				InstallGrant: "grant", RefreshGrant: "grant"}
+			r, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalPatchInstall, o,
+				client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PatchLane, in)
+			if err != nil {
+				return "", err
+			}
+			run = r
+		}
+		return wait(ctx, run, nil)
 	}, false},
 	// A three-step flow whose first step fails.
 	{"flow_run_three_steps.json", func(ctx context.Context, c client.Client) (string, error) {

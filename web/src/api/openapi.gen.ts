@@ -433,6 +433,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/patches/install-progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Agent: report patch install progress */
+        post: operations["postAgentPatchesInstallProgress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/realtime/route": {
         parameters: {
             query?: never;
@@ -2499,6 +2516,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/patches/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Audit patches across devices */
+        get: operations["getPatchesAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/realtime/events": {
         parameters: {
             query?: never;
@@ -3792,6 +3826,10 @@ export interface components {
             service_action?: string;
             type?: string;
         };
+        ActiveInstall: {
+            install_id: string;
+            state: string;
+        };
         Activity: {
             actor: string;
             /** Format: date-time */
@@ -4392,6 +4430,23 @@ export interface components {
             site_worker_slug: string;
             trust_state: string;
         };
+        DeviceView: {
+            /** Format: date-time */
+            collected_at: string | null;
+            guid: string;
+            hostname: string;
+            installs: components["schemas"]["Install"][];
+            patches: components["schemas"]["Row"][] | null;
+            /** Format: int64 */
+            pending_count: number;
+            provider: string | null;
+            reboot_packages: string[];
+            reboot_required: boolean | null;
+            /** Format: int64 */
+            security_pending_count: number;
+            /** Format: int64 */
+            site_id: number;
+        };
         DeviceWatchdog: {
             incident: components["schemas"]["Incident"] | null;
             override: components["schemas"]["DeviceOverride"] | null;
@@ -4899,6 +4954,39 @@ export interface components {
             username?: string | null;
             variant?: string | null;
         };
+        Install: {
+            already_installed: boolean;
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            /** Format: int32 */
+            exit_code: number | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            install_id: string;
+            kb: string;
+            log_excerpt: string;
+            message: string;
+            package: string;
+            patch_key: string;
+            /** Format: int32 */
+            percent: number;
+            phase: string;
+            /** Format: date-time */
+            progress_at: string | null;
+            requested_by: string;
+            /** Format: int32 */
+            revision: number;
+            run_id: string;
+            /** Format: int64 */
+            scheduled_job_id: number | null;
+            /** Format: date-time */
+            started_at: string | null;
+            state: string;
+            title: string;
+            update_id: string;
+            version: string;
+        };
         InstallLink: {
             artifact_id: string;
             build_id: string;
@@ -4912,10 +5000,14 @@ export interface components {
             token_url: string;
             url: string;
         };
+        InstallProgress: {
+            recorded: boolean;
+        };
         InventoryInput: {
             hardware?: components["schemas"]["HardwareInput"] | null;
             network?: components["schemas"]["NetIfaceInput"][] | null;
             os?: components["schemas"]["OSInfoInput"] | null;
+            patch_status?: components["schemas"]["PatchStatusInput"] | null;
             patches?: components["schemas"]["PatchEntryInput"][] | null;
             processes?: components["schemas"]["ProcessInput"][] | null;
             services?: components["schemas"]["ServiceInput"][] | null;
@@ -5391,23 +5483,42 @@ export interface components {
         };
         PatchEntryInput: {
             candidate_version?: string;
+            categories?: string[] | null;
             /** Format: date-time */
             installed_at?: string | null;
             installed_version?: string;
             kb?: string;
+            kbs?: string[] | null;
+            origin?: string;
             package?: string;
+            reboot_behavior?: string;
+            /** Format: date-time */
+            released_at?: string | null;
             /** Format: int64 */
             revision?: number;
+            security?: boolean;
             severity?: string;
+            /** Format: int64 */
+            size_bytes?: number;
             source?: string;
             state?: string;
             title?: string;
             update_id?: string;
         };
-        PatchList: {
+        PatchInstallProgressInput: {
             /** Format: date-time */
-            collected_at: string | null;
-            patches: components["schemas"]["Patch"][] | null;
+            captured_at?: string;
+            install_id?: string;
+            kb?: string;
+            message?: string;
+            package?: string;
+            /** Format: int64 */
+            percent?: number;
+            phase?: string;
+            run_id?: string;
+            /** Format: int64 */
+            scheduled_job_id?: number | null;
+            update_id?: string;
         };
         PatchRefresh: {
             /** Format: date-time */
@@ -5415,9 +5526,62 @@ export interface components {
             /** Format: int64 */
             patch_count: number;
         };
+        PatchStatusInput: {
+            provider?: string;
+            reboot_packages?: string[] | null;
+            reboot_required?: boolean;
+        };
+        PatchesAuditPage: {
+            next_cursor: string | null;
+            rows: components["schemas"]["PatchesAuditRow"][];
+        };
+        PatchesAuditRow: {
+            active_install_job: components["schemas"]["ActiveInstall"] | null;
+            candidate_version: string;
+            categories: string[];
+            device_guid: string;
+            hostname: string;
+            /** Format: date-time */
+            installed_at: string | null;
+            installed_version: string;
+            kb: string;
+            kbs: string[];
+            operating_system: string;
+            origin: string;
+            package: string;
+            patch_key: string;
+            patch_policy_hierarchy: components["schemas"]["PolicySource"][] | null;
+            patch_policy_linked_policies: components["schemas"]["PolicySource"][] | null;
+            patch_policy_source: components["schemas"]["PolicySource"] | null;
+            reboot_behavior: string;
+            reboot_required: boolean;
+            /** Format: date-time */
+            released_at: string | null;
+            /** Format: int32 */
+            revision: number;
+            security: boolean;
+            severity: string;
+            /** Format: int64 */
+            site_id: number;
+            site_name: string;
+            /** Format: int64 */
+            size_bytes: number;
+            source: string;
+            state: string;
+            title: string;
+            update_id: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
         PhaseResponse: {
             /** @enum {string} */
             phase: "aegis_setup_required" | "aegis_unlock_required" | "admin_setup_required" | "admin_recovery_required" | "login_required";
+        };
+        PolicySource: {
+            layer: string;
+            name: string;
+            /** Format: int64 */
+            policy_id: number;
         };
         Poller: {
             identity: string;
@@ -5749,6 +5913,37 @@ export interface components {
             site_slug: string;
             url: string;
             worker: string;
+        };
+        Row: {
+            active_install_job: components["schemas"]["ActiveInstall"] | null;
+            candidate_version: string;
+            categories: string[];
+            /** Format: date-time */
+            installed_at: string | null;
+            installed_version: string;
+            kb: string;
+            kbs: string[];
+            origin: string;
+            package: string;
+            patch_key: string;
+            patch_policy_hierarchy: components["schemas"]["PolicySource"][] | null;
+            patch_policy_linked_policies: components["schemas"]["PolicySource"][] | null;
+            patch_policy_source: components["schemas"]["PolicySource"] | null;
+            reboot_behavior: string;
+            /** Format: date-time */
+            released_at: string | null;
+            /** Format: int32 */
+            revision: number;
+            security: boolean;
+            severity: string;
+            /** Format: int64 */
+            size_bytes: number;
+            source: string;
+            state: string;
+            title: string;
+            update_id: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         Rule: {
             /** Format: int64 */
@@ -9174,6 +9369,111 @@ export interface operations {
             };
             /** @description Conflict: device_quarantined, device_revoked */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAgentPatchesInstallProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchInstallProgressInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallProgress"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16584,7 +16884,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PatchList"];
+                    "application/json": components["schemas"]["DeviceView"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -23291,6 +23591,103 @@ export interface operations {
             };
             /** @description Bad Request: validation_failed */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPatchesAudit: {
+        parameters: {
+            query?: {
+                /** @description only this site's devices */
+                site_id?: number;
+                /** @description only this device */
+                hostname?: string;
+                /** @description pending or installed */
+                state?: string;
+                /** @description apt, dnf, wua_pending, wua_history, quick_fix_engineering, apt_history, dnf_history, ... */
+                source?: string;
+                /** @description the provider's severity (Critical, Important, ...), case-insensitive */
+                severity?: string;
+                /** @description a KB number (KB5034441, 5034441) */
+                kb?: string;
+                /** @description a case-insensitive substring of the title */
+                q?: string;
+                /** @description only updates from a security source */
+                security?: boolean;
+                /** @description only devices waiting for a reboot */
+                reboot_required?: boolean;
+                /** @description rows per page (1 to 1000, default 200) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatchesAuditPage"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,118 @@
+-- Patch inventory, the fleet audit and installs (docs/api.md "Patches").
+
+-- name: DevicePatchStatusUpsert :exec
+INSERT INTO device_patch_status (device_guid, provider, reboot_required, reboot_packages, updated_at)
+VALUES (@device_guid, @provider, @reboot_required, @reboot_packages, now())
+ON CONFLICT (device_guid) DO UPDATE SET provider = EXCLUDED.provider, reboot_required = EXCLUDED.reboot_required,
+    reboot_packages = EXCLUDED.reboot_packages, updated_at = now();
+
+-- name: PatchDeviceByHostname :one
+-- The in-scope device of a hostname with its patch status (NULLs: never
+-- reported one).
+SELECT d.guid, d.hostname, d.site_id, s.name AS site_name, d.operating_system,
+       st.provider, st.reboot_required, st.reboot_packages, st.updated_at AS status_updated_at,
+       i.collected_at
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+LEFT JOIN device_patch_status st ON st.device_guid = d.guid
+LEFT JOIN device_inventory i ON i.device_guid = d.guid
+WHERE lower(d.hostname) = lower(@hostname::text) AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]));
+
+-- name: PatchDeviceRows :many
+-- One device's rows with the open install that owns each, if any.
+SELECT p.*, a.id AS active_install_id, a.state AS active_install_state
+FROM device_patches p
+LEFT JOIN patch_installs a ON a.device_guid = p.device_guid AND a.patch_key = p.patch_key
+    AND a.state IN ('queued', 'running')
+WHERE p.device_guid = @device_guid
+ORDER BY p.state DESC, p.patch_key;
+
+-- name: PatchAuditPage :many
+-- A page of the fleet audit in (hostname, guid, patch_key) order after the
+-- cursor: devices are walked by devices_hostname_guid_idx and each one's
+-- rows by device_patches' primary key.
+SELECT d.guid, d.hostname, lower(d.hostname)::text AS hostname_key, d.site_id, s.name AS site_name, d.operating_system,
+       p.patch_key, p.kb, p.kbs, p.title, p.update_id, p.revision, p.state, p.source, p.package,
+       p.installed_version, p.candidate_version, p.severity, p.security, p.origin, p.categories,
+       p.reboot_behavior, p.size_bytes, p.released_at, p.installed_at, p.updated_at,
+       COALESCE(st.reboot_required, false)::bool AS reboot_required,
+       a.id AS active_install_id, a.state AS active_install_state
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+JOIN device_patches p ON p.device_guid = d.guid
+LEFT JOIN device_patch_status st ON st.device_guid = d.guid
+LEFT JOIN patch_installs a ON a.device_guid = p.device_guid AND a.patch_key = p.patch_key
+    AND a.state IN ('queued', 'running')
+WHERE (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]))
+  AND (@site_id::bigint = 0 OR d.site_id = @site_id::bigint)
+  AND (@hostname::text = '' OR lower(d.hostname) = lower(@hostname::text))
+  AND (@state::text = '' OR p.state = @state::text)
+  AND (@source::text = '' OR p.source = @source::text)
+  AND (@severity::text = '' OR lower(p.severity) = lower(@severity::text))
+  AND (NOT @security_only::bool OR p.security)
+  AND (NOT @reboot_only::bool OR st.reboot_required)
+  AND (@kb::text = '' OR p.kbs @> ARRAY[@kb::text])
+  AND (@q::text = '' OR strpos(lower(p.title), @q::text) > 0)
+  -- The first comparison lets the index seek to the cursor's device; the
+  -- second orders within it.
+  AND (lower(d.hostname), d.guid) >= (@after_hostname::text, @after_guid::text)
+  AND (lower(d.hostname), d.guid, p.patch_key) > (@after_hostname::text, @after_guid::text, @after_key::text)
+ORDER BY lower(d.hostname), d.guid, p.patch_key
+LIMIT @max_rows;
+
+-- name: PatchInstallInsert :one
+-- A new queued install, or the open one of the same patch (the same
+-- install: asking twice never installs twice).
+INSERT INTO patch_installs (id, device_guid, patch_key, kb, update_id, revision, package, version, title,
+                            scheduled_job_id, run_id, requested_by)
+VALUES (@id, @device_guid, @patch_key, @kb, @update_id, @revision, @package, @version, @title,
+        @scheduled_job_id, @run_id, @requested_by)
+ON CONFLICT (device_guid, patch_key) WHERE state IN ('queued', 'running') DO UPDATE SET patch_key = EXCLUDED.patch_key
+RETURNING *;
+
+-- name: PatchInstallGet :one
+SELECT * FROM patch_installs WHERE id = @id;
+
+-- name: PatchInstallStart :one
+-- Running, once the lane reaches it (a retried activity changes nothing).
+UPDATE patch_installs SET state = 'running', started_at = COALESCE(started_at, now()), phase = 'starting'
+WHERE id = @id AND state IN ('queued', 'running')
+RETURNING *;
+
+-- name: PatchInstallProgress :one
+-- Progress the agent posts while the install runs; an older report
+-- (captured before the last one) is ignored.
+UPDATE patch_installs SET phase = @phase, percent = @percent, message = @message, progress_at = @captured_at
+WHERE id = @id AND device_guid = @device_guid AND state = 'running'
+  AND (progress_at IS NULL OR progress_at <= @captured_at)
+RETURNING *;
+
+-- name: PatchInstallFinish :one
+-- The outcome after the re-scan. A finished install keeps its outcome.
+UPDATE patch_installs SET state = @state, phase = 'finished', percent = CASE WHEN @state IN ('installed', 'already_installed') THEN 100 ELSE percent END,
+    message = @message, exit_code = @exit_code, log_excerpt = @log_excerpt, finished_at = now()
+WHERE id = @id AND state IN ('queued', 'running')
+RETURNING *;
+
+-- name: PatchInstallListByDevice :many
+SELECT * FROM patch_installs WHERE device_guid = @device_guid ORDER BY created_at DESC, id LIMIT @max_rows;
+
+-- name: DevicePatchGet :one
+SELECT * FROM device_patches WHERE device_guid = @device_guid AND patch_key = @patch_key;
+
+-- name: PatchPendingCount :one
+-- Whether a patch is still pending on a device after a re-scan: its own
+-- key, or any pending update of the same package (a newer candidate has
+-- another key but is the same unfinished upgrade).
+SELECT count(*) FROM device_patches
+WHERE device_guid = @device_guid AND state = 'pending'
+  AND (patch_key = @patch_key OR (@package::text <> '' AND package = @package::text));
+
+-- name: PatchDeviceTarget :one
+-- The patch row an install is requested for, with its device.
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, p.patch_key, p.kb, p.update_id, p.revision, p.package,
+       p.candidate_version, p.title, p.state
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+JOIN device_patches p ON p.device_guid = d.guid
+WHERE d.guid = @device_guid AND p.patch_key = @patch_key AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]));

@@ -1,0 +1,166 @@
+package workflows
+
+import (
+	"github.com/cairn-rmm/cairn"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/patches"
+)
+
+// PatchLaneWorkflowID names a device's patch lane: one per device, so its
+// installs run one after another (SPEC agent behaviour 10).
+func PatchLaneWorkflowID(guid string) string { return "patch-lane:" + guid }
+
+// SignalPatchInstall hands an install to a lane (PatchInstallOrder);
+// starters use signal-with-start, so the lane exists once an install
+// waits for it.
+const SignalPatchInstall = "patch-install"
+
+// JobKindPatchInstall is the JobKind search attribute of patch lanes.
+const JobKindPatchInstall = "patch_install"
+
+// Patch lane timing. An install may take long (a kernel, a cumulative
+// update); the socket holder heartbeats it. An idle lane ends and the
+// next install starts a new one; a lane continues as new after
+// patchLaneRunsPerHistory installs to keep its history short.
+const (
+	PatchInstallTimeout     = 2 * time.Hour
+	PatchRescanTimeout      = 10 * time.Minute
+	PatchLaneIdle           = time.Hour
+	patchLaneRunsPerHistory = 50
+)
+
+// PatchLaneInput is the lane's device and the orders a previous run
+// handed over (continue-as-new).
+type PatchLaneInput struct {
+	GUID    string
+	Pending []PatchInstallOrder
+	// Idle is how long the lane waits for another order before it ends
+	// (0: PatchLaneIdle).
+	Idle time.Duration
+}
+
+// PatchInstallOrder is one install for the lane: the request and its
+// re-scan, each granted by the API that authorised the install.
+type PatchInstallOrder struct {
+	InstallID string
+	// Request is the patch_install_request payload; InstallGrant signs it
+	// under operation ID "patch-install:<install_id>".
+	Request      json.RawMessage
+	InstallGrant string
+	// RefreshGrant signs the patch_inventory_refresh_request that follows
+	// under operation ID "patch-rescan:<install_id>".
+	RefreshGrant string
+}
+
+// PatchInstallOperationID and PatchRescanOperationID are the command
+// path's operation IDs of an install's request and its re-scan.
+func PatchInstallOperationID(installID string) string { return "patch-install:" + installID }
+
+// PatchRescanOperationID is the re-scan's operation ID.
+func PatchRescanOperationID(installID string) string { return "patch-rescan:" + installID }
+
+// PatchLane runs a device's installs in the order they arrive: each is
+// marked running, sent to the agent, followed by a fresh patch scan
+// stored like any refresh, and concluded from that scan ("installed" only
+// when the scan shows it). An order for an install that already finished
+// is skipped, so a redelivered order installs nothing twice.
+func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
+	orders := workflow.GetSignalChannel(ctx, SignalPatchInstall)
+	queue := append([]PatchInstallOrder(nil), in.Pending...)
+	done := 0
+	for {
+		for {
+			var o PatchInstallOrder
+			if !orders.ReceiveAsync(&o) {
+				break
+			}
+			queue = append(queue, o)
+		}
+		if len(queue) == 0 {
+			idle := in.Idle
+			if idle <= 0 {
+				idle = PatchLaneIdle
+			}
+			o, signalled := awaitChange[PatchInstallOrder](ctx, orders, idle)
+			if !signalled {
+				return nil
+			}
+			queue = append(queue, o)
+			continue
+		}
+		if done >= patchLaneRunsPerHistory {
+			return workflow.NewContinueAsNewError(ctx, PatchLane, PatchLaneInput{GUID: in.GUID, Pending: queue, Idle: in.Idle})
+		}
+		o := queue[0]
+		queue = queue[1:]
+		if err := runPatchInstall(ctx, in.GUID, o); err != nil {
+			return err
+		}
+		done++
+	}
+}
+
+// runPatchInstall runs one order.
+func runPatchInstall(ctx workflow.Context, guid string, o PatchInstallOrder) error {
+	local := withRecording(ctx)
+	var acts *activities.PatchInstalls
+	var cmds *activities.AgentCommands
+	var ops *activities.Operations
+	var begun activities.PatchInstallBegun
+	if err := workflow.ExecuteLocalActivity(local, acts.BeginPatchInstall, o.InstallID).Get(ctx, &begun); err != nil {
+		return err
+	}
+	if !begun.Run {
+		return nil
+	}
+	var out patches.Outcome
+	var reply agentgateway.Reply
+	err := workflow.ExecuteActivity(withSending(ctx, PatchInstallTimeout, ""), cmds.SendToAgent, activities.CommandInput{
+		OperationID: cairn.OperationID(PatchInstallOperationID(o.InstallID)), GUID: cairn.DeviceGUID(guid), Type: proto.EventPatchInstall,
+		Payload: o.Request, Grant: o.InstallGrant,
+	}).Get(ctx, &reply)
+	if err == nil {
+		var res proto.PatchInstallResult
+		if jerr := json.Unmarshal(reply.Payload, &res); jerr != nil {
+			out.ErrCode, out.ErrMessage = proto.CodeOpFailed, "the agent's answer is malformed: "+jerr.Error()
+		} else {
+			out.Result = &res
+		}
+	} else {
+		out.ErrCode, out.ErrMessage = operationFailure(err, PatchInstallTimeout)
+	}
+	// Inventory refreshes after each attempt, whatever it did.
+	var scan agentgateway.Reply
+	err = workflow.ExecuteActivity(withSending(ctx, PatchRescanTimeout, ""), cmds.SendToAgent, activities.CommandInput{
+		OperationID: cairn.OperationID(PatchRescanOperationID(o.InstallID)), GUID: cairn.DeviceGUID(guid), Type: proto.EventPatchRefresh,
+		Payload: json.RawMessage(`{}`), Grant: o.RefreshGrant,
+	}).Get(ctx, &scan)
+	if err == nil {
+		err = workflow.ExecuteLocalActivity(local, ops.ApplyAgentAnswer, activities.ApplyInput{
+			GUID: cairn.DeviceGUID(guid), Type: proto.EventPatchRefresh, Payload: scan.Payload,
+		}).Get(ctx, nil)
+	}
+	if err == nil {
+		out.Rescanned = true
+	} else {
+		_, out.RescanErr = operationFailure(err, PatchRescanTimeout)
+	}
+	var state string
+	err = workflow.ExecuteLocalActivity(local, acts.ConcludePatchInstall, activities.ConcludePatchInput{
+		InstallID: o.InstallID, Outcome: out}).Get(ctx, &state)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		// The install is gone (its device was purged): the lane goes on.
+		return nil
+	}
+	return err
+}

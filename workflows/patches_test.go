@@ -1,0 +1,134 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/agentgateway"
+	"github.com/cairn-rmm/cairn/internal/patches"
+	"github.com/cairn-rmm/cairn/workflows"
+)
+
+// laneEnv runs a PatchLane over recorded activities: every install is
+// answered installed except "i-refused" (the agent refuses it) and
+// "i-done" (already finished: its order comes twice).
+type laneEnv struct {
+	env *testsuite.TestWorkflowEnvironment
+	mu  sync.Mutex
+	log []string
+	out map[string]patches.Outcome
+}
+
+func newLaneEnv(t *testing.T) *laneEnv {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	l := &laneEnv{env: suite.NewTestWorkflowEnvironment(), out: map[string]patches.Outcome{}}
+	var acts *activities.PatchInstalls
+	var cmds *activities.AgentCommands
+	var ops *activities.Operations
+	l.env.RegisterActivity(acts)
+	l.env.RegisterActivity(cmds)
+	l.env.RegisterActivity(ops)
+	l.env.OnActivity(acts.BeginPatchInstall, mock.Anything, mock.Anything).Return(func(_ context.Context, id string) (activities.PatchInstallBegun, error) {
+		l.add("begin " + id)
+		return activities.PatchInstallBegun{Install: patches.Install{ID: id}, Run: id != "i-done"}, nil
+	})
+	l.env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
+		l.add("send " + string(in.Type) + " " + string(in.OperationID) + " grant=" + in.Grant)
+		switch {
+		case in.Type == proto.EventPatchRefresh:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
+		case in.OperationID == cairn.OperationID(workflows.PatchInstallOperationID("i-refused")):
+			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("no installer here", proto.CodeOpUnsupported, nil)
+		}
+		return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":true}`)}, nil
+	})
+	l.env.OnActivity(ops.ApplyAgentAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApplyInput) (string, error) {
+		l.add("apply " + in.Type)
+		return "0 patch rows", nil
+	})
+	l.env.OnActivity(acts.ConcludePatchInstall, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludePatchInput) (string, error) {
+		l.mu.Lock()
+		l.out[in.InstallID] = in.Outcome
+		l.mu.Unlock()
+		l.add("conclude " + in.InstallID)
+		return patches.StateInstalled, nil
+	})
+	return l
+}
+
+func (l *laneEnv) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = append(l.log, s)
+}
+
+func order(id string) workflows.PatchInstallOrder {
+	return workflows.PatchInstallOrder{InstallID: id, Request: json.RawMessage(`{"install_id":"` + id + `","package":"p"}`),
+		InstallGrant: "g-" + id, RefreshGrant: "r-" + id}
+}
+
+// Installs run one after another in arrival order, each followed by a
+// re-scan that is stored before the install is concluded; a refused
+// install is still re-scanned; a finished install's order runs nothing;
+// an idle lane ends.
+func TestPatchLaneSerialisesInstallsAndRescansEach(t *testing.T) {
+	t.Parallel()
+	l := newLaneEnv(t)
+	l.env.RegisterDelayedCallback(func() {
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, order("i-1"))
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, order("i-refused"))
+	}, time.Second)
+	l.env.RegisterDelayedCallback(func() { l.env.SignalWorkflow(workflows.SignalPatchInstall, order("i-done")) }, time.Minute)
+	l.env.ExecuteWorkflow(workflows.PatchLane, workflows.PatchLaneInput{GUID: "g1", Pending: []workflows.PatchInstallOrder{order("i-0")}})
+	require.True(t, l.env.IsWorkflowCompleted())
+	require.NoError(t, l.env.GetWorkflowError())
+	var want []string
+	for _, id := range []string{"i-0", "i-1", "i-refused"} {
+		want = append(want, "begin "+id,
+			"send patch_install_request patch-install:"+id+" grant=g-"+id,
+			"send patch_inventory_refresh_request patch-rescan:"+id+" grant=r-"+id,
+			"apply patch_inventory_refresh_request",
+			"conclude "+id)
+	}
+	want = append(want, "begin i-done")
+	require.Equal(t, want, l.log)
+	require.Equal(t, patches.Outcome{Result: &proto.PatchInstallResult{Status: "installed", ExitCode: ptr(0), RebootRequired: true},
+		Rescanned: true}, l.out["i-1"])
+	require.Equal(t, patches.Outcome{ErrCode: proto.CodeOpUnsupported, ErrMessage: "no installer here", Rescanned: true}, l.out["i-refused"])
+}
+
+// A lane that ran its share of installs continues as new with the orders
+// still waiting.
+func TestPatchLaneContinuesAsNew(t *testing.T) {
+	t.Parallel()
+	l := newLaneEnv(t)
+	var pending []workflows.PatchInstallOrder
+	for i := range 52 {
+		pending = append(pending, order("i-"+string(rune('A'+i%26))+string(rune('a'+i/26))))
+	}
+	l.env.ExecuteWorkflow(workflows.PatchLane, workflows.PatchLaneInput{GUID: "g1", Pending: pending})
+	require.True(t, l.env.IsWorkflowCompleted())
+	err := l.env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, err, &can)
+	var next workflows.PatchLaneInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, "g1", next.GUID)
+	require.Equal(t, pending[50:], next.Pending)
+}
+
+func ptr[T any](v T) *T { return &v }

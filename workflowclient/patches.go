@@ -1,9 +1,9 @@
 package workflowclient
 
 import (
-	"github.com/cairn-rmm/cairn"
 	"context"
 	"encoding/json"
+	"github.com/cairn-rmm/cairn"
 	"time"
 
 	"go.temporal.io/api/enums/v1"

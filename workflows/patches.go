@@ -1,9 +1,9 @@
 package workflows
 
 import (
-	"github.com/cairn-rmm/cairn"
 	"encoding/json"
 	"errors"
+	"github.com/cairn-rmm/cairn"
 	"time"
 
 	"go.temporal.io/sdk/temporal"

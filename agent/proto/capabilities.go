@@ -37,11 +37,13 @@ const (
 	CapTransfers Capability = "transfers"
 	// CapRegistry: registry_management_request (Windows agents only).
 	CapRegistry Capability = "registry"
+	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
+	CapTunnel Capability = "tunnel"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapTunnel}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -58,6 +60,7 @@ var CapabilityVersion = map[Capability]int{
 	CapFiles:            CapabilitiesVersion,
 	CapTransfers:        CapabilitiesVersion,
 	CapRegistry:         CapabilitiesVersion,
+	CapTunnel:           CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -116,6 +119,7 @@ var EventCapability = map[string]Capability{
 	EventQuickJobRun:        CapScripts,
 	EventFileManagement:     CapFiles,
 	EventRegistryManagement: CapRegistry,
+	EventVPNTunnelStart:     CapTunnel,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

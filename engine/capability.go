@@ -68,6 +68,7 @@ var Capabilities = []Capability{
 	deviceFiltersCapability,
 	metadataCapability,
 	transfersCapability,
+	tunnelsCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

@@ -88,4 +88,24 @@ type VPNReadyRequest struct {
 	LastHandshakeAt *time.Time `json:"last_handshake_at,omitempty"`
 	Mode            string     `json:"mode,omitempty"`
 	Error           string     `json:"error,omitempty"`
+	// Role is the agent's system:vpn_tunnel row (context: virtual_ip,
+	// tunnel_id, agent_id), stored at once rather than at the next
+	// status or details post.
+	Role *RoleHealth `json:"role,omitempty"`
 }
+
+// Tunnel role context keys (SPEC "Agent role health snapshot": tunnel
+// detail carries virtual IP, tunnel ID and agent ID).
+const (
+	TunnelContextVirtualIP = "virtual_ip"
+	TunnelContextTunnelID  = "tunnel_id"
+	TunnelContextAgentID   = "agent_id"
+	TunnelContextEndpoint  = "endpoint"
+	TunnelContextMode      = "mode"
+)
+
+// Tunnel callback paths (Device auth).
+const (
+	PathVPNEnsure = "/api/agent/vpn/ensure"
+	PathVPNReady  = "/api/agent/vpn/ready"
+)

@@ -37,8 +37,28 @@ var standIns = map[string]any{
 	"DropSocket":            func(context.Context, workflows.TrustActionInput) error { return nil },
 	"RecordTrustActivity":   func(context.Context, workflows.TrustActionInput) error { return nil },
 	"PublishTrustChange":    func(context.Context, workflows.TrustActionInput) error { return nil },
+	"TearDownTunnel":        func(context.Context, workflows.TrustActionInput) error { return nil },
+	"CheckTunnelReady": func(_ context.Context, guid string) (activities.TunnelState, error) {
+		// Ready at the second look.
+		if _, seen := tunnelLooks.LoadOrStore(guid, true); !seen {
+			return activities.TunnelState{}, temporal.NewApplicationError("not ready yet", "tunnel_not_ready")
+		}
+		at := time.Unix(0, 0).UTC()
+		return activities.TunnelState{TunnelID: "t-1", VirtualIP: "10.213.0.2", Endpoint: "192.0.2.1:51820", LastHandshakeAt: &at}, nil
+	},
 	"BeginOperation":        func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
+		if in.Type == proto.EventVPNTunnelStart {
+			// The first attempt sees no handshake; a "quarantined-" device
+			// is refused for good.
+			switch {
+			case strings.HasPrefix(in.GUID, "quarantined-"):
+				return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("the device is quarantined", "device_quarantined", nil)
+			case strings.HasSuffix(in.OperationID, ":1"):
+				return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("no handshake on either endpoint", proto.CodeTunnelNoHandshake, nil)
+			}
+			return agentgateway.Reply{Payload: json.RawMessage(`{"tunnel_id":"t-1","virtual_ip":"10.213.0.2","endpoint":"192.0.2.1:51820","mode":"wireguard-go"}`)}, nil
+		}
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
 		}
@@ -114,6 +134,9 @@ var standIns = map[string]any{
 	"PurgeFileTransfer":  func(context.Context, string) error { return nil },
 }
 
+// tunnelLooks remembers which tunnels CheckTunnelReady answered once.
+var tunnelLooks sync.Map
+
 // transferLooks remembers which transfers FileTransferState answered once.
 var transferLooks sync.Map
 
@@ -188,8 +211,22 @@ var scenarios = []scenario{
 			workflows.MaintenanceInput{Job: workflows.JobJobSchedules})
 		return wait(ctx, run, err)
 	}, false},
+	// Recorded before the tunnel teardown (GetVersion tunnel-teardown).
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "quarantine", "quarantined")
+	}, true},
+	// Issue 23: the socket goes, then the tunnel.
+	{"device_trust_revoke_tunnel.json", func(ctx context.Context, c client.Client) (string, error) {
+		return trustAction(ctx, c, "revoke", "revoked")
+	}, false},
+	// The first vpn_tunnel_start sees no handshake; the second brings the
+	// tunnel up and the ready report follows.
+	{"tunnel_establish_retry.json", func(ctx context.Context, c client.Client) (string, error) {
+		return tunnelEstablish(ctx, c, unique("guid"), false)
+	}, false},
+	// A quarantined device is refused at once: no further attempt.
+	{"tunnel_establish_refused.json", func(ctx context.Context, c client.Client) (string, error) {
+		return tunnelEstablish(ctx, c, unique("quarantined-guid"), true)
 	}, false},
 	{"device_trust_unquarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "unquarantine", "active")
@@ -352,4 +389,18 @@ func trustAction(ctx context.Context, c client.Client, action, state string) (st
 		Action: action, TrustState: state, TokenVersion: 2, Actor: "admin"}
 	run, err := start(ctx, c, workflows.DeviceTrustWorkflowID(in.GUID, action, in.TokenVersion), workflows.DeviceTrustAction, in)
 	return wait(ctx, run, err)
+}
+
+func tunnelEstablish(ctx context.Context, c client.Client, guid string, wantErr bool) (string, error) {
+	in := workflows.TunnelInput{OperationID: unique("op"), Actor: "admin", Reason: "recover",
+		Target: devices.OperationTarget{GUID: guid, Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	run, err := start(ctx, c, workflows.TunnelWorkflowID(guid), workflows.TunnelEstablish, in)
+	if err != nil {
+		return "", err
+	}
+	err = run.Get(ctx, nil)
+	if wantErr != (err != nil) {
+		return "", fmt.Errorf("establishment ended with %v", err)
+	}
+	return run.GetID(), nil
 }

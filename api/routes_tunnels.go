@@ -76,7 +76,6 @@ type tunnelJSON struct {
 	Role *roleJSON `json:"role"`
 }
 
-
 func (a *tunnelsAPI) tunnelJSON(ctx context.Context, t tunnels.Tunnel) (tunnelJSON, error) {
 	out := tunnelJSON{Tunnel: t, Healthy: t.Ready && tunnels.Fresh(t, time.Now())}
 	role, err := a.Devices.RoleOf(ctx, t.DeviceGUID, proto.RoleKeyVPNTunnel)

@@ -46,7 +46,7 @@ var standIns = map[string]any{
 		at := time.Unix(0, 0).UTC()
 		return activities.TunnelState{TunnelID: "t-1", VirtualIP: "10.213.0.2", Endpoint: "192.0.2.1:51820", LastHandshakeAt: &at}, nil
 	},
-	"BeginOperation":        func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"BeginOperation": func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
 		if in.Type == proto.EventVPNTunnelStart {
 			// The first attempt sees no handshake; a "quarantined-" device

@@ -263,3 +263,14 @@ func (d *Device) DialTCP(ctx context.Context, addr netip.AddrPort) (net.Conn, er
 func (d *Device) ListenTCP(port int) (net.Listener, error) {
 	return d.net.ListenTCPAddrPort(netip.AddrPortFrom(d.addr, uint16(port)))
 }
+
+// Nudge sends one UDP packet to addr's discard port through the tunnel,
+// which makes WireGuard start a handshake if it has none.
+func (d *Device) Nudge(addr netip.Addr) {
+	c, err := d.net.DialUDPAddrPort(netip.AddrPort{}, netip.AddrPortFrom(addr, 9))
+	if err != nil {
+		return
+	}
+	_, _ = c.Write([]byte{0})
+	_ = c.Close()
+}

@@ -125,6 +125,9 @@ type engineTunnelJSON struct {
 	OwnerLive     bool   `json:"owner_live"`
 	ThisReplica   bool   `json:"this_replica"`
 	ActiveTunnels int    `json:"active_tunnels"`
+	// Peers is how many peers this replica's WireGuard serves (0 on a
+	// replica that is not the owner).
+	Peers int `json:"peers"`
 }
 
 type tunnelStatusJSON struct {
@@ -137,7 +140,10 @@ func (a *tunnelsAPI) status(r *http.Request) (tunnelStatusJSON, error) {
 	var out tunnelStatusJSON
 	cfg := a.Tunnels.Config()
 	out.Engine = engineTunnelJSON{EngineIP: a.Tunnels.EngineIP().String(), Network: cfg.Network.String(), Endpoint: cfg.Endpoint,
-		Port: cfg.Port, ThisReplica: a.TunnelsArea.Server != nil && a.TunnelsArea.Server.Owner()}
+		Port: cfg.Port}
+	if srv := a.TunnelsArea.Server; srv != nil {
+		out.Engine.ThisReplica, out.Engine.Peers = srv.Owner(), len(srv.Peers())
+	}
 	if cfg.FallbackIP.IsValid() {
 		out.Engine.FallbackEndpoint = cfg.FallbackIP.String()
 	}

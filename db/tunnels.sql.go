@@ -68,14 +68,15 @@ func (q *Queries) TunnelFreeOffset(ctx context.Context, maxOffset int32) (int32,
 }
 
 const tunnelGet = `-- name: TunnelGet :one
-SELECT t.device_guid, t.tunnel_id, t.ip_offset, t.agent_public_key, t.endpoint_used, t.created_at, t.ensured_at, t.ready_at, t.last_handshake_at, t.last_error, d.site_id, d.hostname FROM tunnels t JOIN devices d ON d.guid = t.device_guid
+SELECT t.device_guid, t.tunnel_id, t.ip_offset, t.agent_public_key, t.endpoint_used, t.created_at, t.ensured_at, t.ready_at, t.last_handshake_at, t.last_error, d.site_id, d.hostname, d.trust_state FROM tunnels t JOIN devices d ON d.guid = t.device_guid
 WHERE t.device_guid = $1
 `
 
 type TunnelGetRow struct {
-	Tunnel   Tunnel
-	SiteID   int64
-	Hostname string
+	Tunnel     Tunnel
+	SiteID     int64
+	Hostname   string
+	TrustState string
 }
 
 func (q *Queries) TunnelGet(ctx context.Context, deviceGuid string) (TunnelGetRow, error) {
@@ -94,6 +95,7 @@ func (q *Queries) TunnelGet(ctx context.Context, deviceGuid string) (TunnelGetRo
 		&i.Tunnel.LastError,
 		&i.SiteID,
 		&i.Hostname,
+		&i.TrustState,
 	)
 	return i, err
 }

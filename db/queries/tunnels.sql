@@ -35,7 +35,7 @@ SELECT replica, expires_at, acquired_at, expires_at > now() AS live FROM wiregua
 DELETE FROM wireguard_owner WHERE id = 1 AND replica = @replica;
 
 -- name: TunnelGet :one
-SELECT sqlc.embed(t), d.site_id, d.hostname FROM tunnels t JOIN devices d ON d.guid = t.device_guid
+SELECT sqlc.embed(t), d.site_id, d.hostname, d.trust_state FROM tunnels t JOIN devices d ON d.guid = t.device_guid
 WHERE t.device_guid = @device_guid;
 
 -- name: TunnelFreeOffset :one

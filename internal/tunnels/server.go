@@ -207,6 +207,9 @@ func (s *Server) Probe(ctx context.Context, guid string, port int, wait time.Dur
 	if err != nil {
 		return Probe{}, err
 	}
+	if t.TrustState != "active" {
+		return Probe{}, cairn.Errorf(ECodeNoTunnel, "the device is %s: its tunnel is torn down", t.TrustState)
+	}
 	dev, err := s.running()
 	if err != nil {
 		return Probe{}, err
@@ -238,3 +241,19 @@ func Fresh(t Tunnel, now time.Time) bool {
 
 // Close stops the device (the lease lapses on its own).
 func (s *Server) Close() { s.stop() }
+
+// Peers are the public keys this replica's device serves (none when it
+// runs no device).
+func (s *Server) Peers() []string {
+	s.mu.Lock()
+	dev := s.dev
+	s.mu.Unlock()
+	if dev == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range dev.Peers() {
+		out = append(out, k.String())
+	}
+	return out
+}

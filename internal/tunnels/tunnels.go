@@ -149,6 +149,9 @@ type Tunnel struct {
 	LastError       string     `json:"last_error,omitempty"`
 	// Ready: the agent reported it ready after its last ensure.
 	Ready bool `json:"ready"`
+	// TrustState is the device's; only an active device's tunnel has a
+	// peer on the Engine.
+	TrustState string `json:"trust_state"`
 }
 
 func (s *Service) tunnel(t db.Tunnel, siteID int64, hostname string) Tunnel {
@@ -319,7 +322,9 @@ func (s *Service) Get(ctx context.Context, guid string) (Tunnel, error) {
 	if err != nil {
 		return Tunnel{}, notFound(err)
 	}
-	return s.tunnel(r.Tunnel, r.SiteID, r.Hostname), nil
+	t := s.tunnel(r.Tunnel, r.SiteID, r.Hostname)
+	t.TrustState = r.TrustState
+	return t, nil
 }
 
 func notFound(err error) error {
@@ -337,7 +342,9 @@ func (s *Service) Active(ctx context.Context, scope cairn.SiteScope) ([]Tunnel, 
 	}
 	out := make([]Tunnel, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, s.tunnel(r.Tunnel, r.SiteID, r.Hostname))
+		t := s.tunnel(r.Tunnel, r.SiteID, r.Hostname)
+		t.TrustState = "active"
+		out = append(out, t)
 	}
 	return out, nil
 }

@@ -186,9 +186,12 @@ func TestQuarantinedDeviceHasNoPeer(t *testing.T) {
 	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{TrustState: "quarantined", Now: time.Now(), Guid: id.GUID,
 		FromState: "active", FromVersion: 1})
 	require.NoError(t, err)
-	require.NoError(t, srv.Reconcile(ctx))
 	_, err = srv.Probe(ctx, id.GUID, 22, 2*time.Second)
-	require.Equal(t, tunnels.ECodeUnreachable, cairn.ErrorCode(err), "%v", err)
+	require.Equal(t, tunnels.ECodeNoTunnel, cairn.ErrorCode(err), "refused at once: %v", err)
+	require.Contains(t, srv.Peers(), key.Public().String())
+	require.NoError(t, srv.Reconcile(ctx))
+	require.NotContains(t, srv.Peers(), key.Public().String(), "the peer is dropped at the next reconcile")
+	require.Contains(t, srv.Peers(), other.Public().String())
 	srv.Close()
 }
 

@@ -274,3 +274,14 @@ func (d *Device) Nudge(addr netip.Addr) {
 	_, _ = c.Write([]byte{0})
 	_ = c.Close()
 }
+
+// Peers are the configured peers' public keys.
+func (d *Device) Peers() []Key {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Key, 0, len(d.peers))
+	for k := range d.peers {
+		out = append(out, k)
+	}
+	return out
+}

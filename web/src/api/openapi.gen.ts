@@ -4175,6 +4175,8 @@ export interface components {
             owner: string;
             owner_live: boolean;
             /** Format: int64 */
+            peers: number;
+            /** Format: int64 */
             port: number;
             public_key: string;
             this_replica: boolean;
@@ -5910,6 +5912,7 @@ export interface components {
             role: components["schemas"]["Role"] | null;
             /** Format: int64 */
             site_id: number;
+            trust_state: string;
             tunnel_id: string;
             virtual_ip: string;
         };

@@ -34,8 +34,8 @@ func TestTunnelRoutes(t *testing.T) {
 
 	bad := []struct {
 		name, path string
-		body  any
-		field string
+		body       any
+		field      string
 	}{
 		{"ensure without a key", proto.PathVPNEnsure, map[string]any{}, "public_key"},
 		{"ensure with a short key", proto.PathVPNEnsure, map[string]any{"public_key": "AAAA"}, "public_key"},

@@ -22,7 +22,9 @@ import (
 // then reports ready ends ready with the tunnel's address.
 func TestTunnelEstablishBranches(t *testing.T) {
 	t.Parallel()
-	fail := func(code string) error { return temporal.NewNonRetryableApplicationError("agent said "+code, code, nil) }
+	fail := func(code string) error {
+		return temporal.NewNonRetryableApplicationError("agent said "+code, code, nil)
+	}
 	ready := activities.TunnelState{TunnelID: "t-1", VirtualIP: "10.213.0.2", Endpoint: "192.0.2.1:51820"}
 	for _, c := range []struct {
 		name     string

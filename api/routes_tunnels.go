@@ -41,7 +41,7 @@ func (d TunnelsArea) routes(s *Server) []Route {
 	guid := queryString("guid", "the device's GUID")
 	guid.Required = true
 	startErrors := []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
-		ECodeTemporalUnavailable, cairn.ECodeUnavailable}
+		cairn.ECodeAgentTooOld, ECodeTemporalUnavailable, cairn.ECodeUnavailable}
 	return []Route{
 		{"POST", proto.PathVPNEnsure, AuthDevice, jsonAction(s, http.StatusOK, false, a.ensure).
 			Summary("The device's persistent tunnel, made on first call: its address, the Engine's key and endpoint, and fallback_endpoint when the Engine has one. The agent's private key never leaves it.").
@@ -289,9 +289,12 @@ func (a *tunnelsAPI) recover(r *http.Request, req recoverRequest) (recoverJSON, 
 	}
 	for _, guid := range guids {
 		target, err := a.Devices.OperationTargetByGUID(ctx, p.SiteScope(), guid)
+		if err == nil {
+			err = target.Require(proto.CapTunnel)
+		}
 		if err != nil {
 			if req.GUID == "" {
-				continue // moved or quarantined meanwhile: nothing to recover
+				continue // moved, quarantined or too old meanwhile: nothing to recover
 			}
 			return out, err
 		}

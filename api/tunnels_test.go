@@ -94,6 +94,12 @@ func TestTunnelRoutes(t *testing.T) {
 	require.Equal(t, 403, f.do(t, "POST", "/api/server/wireguard/recover", op, map[string]any{"guid": a.guid}).Status)
 	r := f.do(t, "POST", "/api/server/wireguard/recover", admin, map[string]any{"guid": "no-such-device"})
 	require.Equal(t, 404, r.Status, r.Raw)
+	// An agent that does not report the tunnel capability is not asked.
+	old := f.capsAgent(t, admin, site, "tun-old", proto.CapabilitiesVersion, []proto.Capability{proto.CapProcesses})
+	r = f.do(t, "POST", "/api/server/wireguard/recover", admin, map[string]any{"guid": old.guid})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "agent_too_old", r.Body["error"])
+	require.Contains(t, r.Body["message"], `"tunnel"`)
 
 	// Quarantine: recover is refused, the agent's calls are refused, and
 	// the tunnel is torn down by the trust action's workflow.

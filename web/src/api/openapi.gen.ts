@@ -24674,7 +24674,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: device_quarantined, device_revoked */
+            /** @description Conflict: agent_too_old, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -81,6 +81,9 @@ type Options struct {
 // Tunnel is the agent's tunnel.
 type Tunnel struct {
 	opts Options
+	// auto: the mode was not forced, so a host where wg-quick cannot
+	// create an interface falls back to the in-process tunnel.
+	auto bool
 	log  *slog.Logger
 
 	cycle   sync.Mutex // one ensure cycle at a time
@@ -97,6 +100,7 @@ type Tunnel struct {
 func New(ctx context.Context, opts Options) *Tunnel {
 	opts.Interface = cmp.Or(opts.Interface, os.Getenv(EnvInterface), DefaultInterface)
 	opts.Mode = cmp.Or(opts.Mode, os.Getenv(EnvMode))
+	auto := opts.Mode == ""
 	if opts.Mode == "" {
 		opts.Mode = "wg-quick"
 		if runtime.GOOS == "windows" {
@@ -116,7 +120,7 @@ func New(ctx context.Context, opts Options) *Tunnel {
 	if opts.Tools == nil {
 		opts.Tools = &Tools{}
 	}
-	return &Tunnel{opts: opts, log: opts.Logger.With("component", "tunnel"), bg: ctx}
+	return &Tunnel{opts: opts, auto: auto, log: opts.Logger.With("component", "tunnel"), bg: ctx}
 }
 
 // Register adds the vpn_tunnel_start handler.
@@ -272,6 +276,14 @@ func (t *Tunnel) ensure(ctx context.Context, call agentruntime.Caller) (*proto.V
 	t.ens = &ens
 	t.mu.Unlock()
 	mode, err := b.up(ctx, upConfig{Key: key, Ensure: ens})
+	if err != nil && t.auto && !b.inProcess() {
+		// The tools are there but no interface can be made (no
+		// /dev/net/tun, no CAP_NET_ADMIN, a container): the tunnel runs
+		// inside the agent instead.
+		t.log.Warn("wg-quick could not bring the interface up; running the tunnel inside the agent", "err", err)
+		b = &netstackBackend{}
+		mode, err = b.up(ctx, upConfig{Key: key, Ensure: ens})
+	}
 	if err != nil {
 		return nil, err
 	}

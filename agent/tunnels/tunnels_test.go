@@ -253,3 +253,32 @@ func TestNetstackTunnelFallsBackAndRecovers(t *testing.T) {
 	require.Contains(t, h.LastError, "no WireGuard handshake")
 	require.False(t, eng.ready[len(eng.ready)-1].Ready)
 }
+
+// Where wg-quick cannot make an interface, an agent whose mode was not
+// forced runs the tunnel inside its own process instead.
+func TestWgQuickFailureFallsBackToNetstack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bin := t.TempDir()
+	for name, body := range map[string]string{
+		"wg":       "#!/bin/sh\nexit 0\n",
+		"ip":       "#!/bin/sh\nexit 1\n", // no interface yet
+		"wg-quick": "#!/bin/sh\necho 'RTNETLINK answers: Operation not permitted' >&2\nexit 1\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755))
+	}
+	eng := newEngine(t)
+	eng.primary = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(eng.port)).String()
+	tun := New(ctx, Options{Dir: t.TempDir(), Tools: &Tools{Path: bin}, FallbackWait: 5 * time.Second})
+	require.True(t, tun.auto)
+	tun.opts.Mode = "wg-quick" // as on Linux, whatever the test host
+	defer tun.Close()
+	st, err := tun.Ensure(ctx, eng)
+	require.NoError(t, err)
+	require.Equal(t, ModeNetstack, st.Mode)
+
+	// A forced mode does not fall back.
+	forced := New(ctx, Options{Dir: t.TempDir(), Mode: "wg-quick", Tools: &Tools{Path: bin}})
+	_, err = forced.Ensure(ctx, eng)
+	require.ErrorContains(t, err, "Operation not permitted")
+}

@@ -366,6 +366,8 @@ var apiAreas = []apiArea{
 			"/api/device/files/{hostname}/transfer", "/api/agent/files/transfers"}},
 	{"Registry", "A Windows device's registry editor.", []string{"/api/device/registry"}},
 	{"Shell", "Remote shells and remote operations sessions.", []string{"/api/shell", "/api/remote-ops", "/api/agent/shell"}},
+	{"Tunnel", "The managed WireGuard tunnel between the Engine and each device.",
+		[]string{"/api/tunnel", "/api/agent/vpn", "/api/server/wireguard"}},
 	{"Agent artifacts", "Agent builds, their hashes, update manifests and install links.",
 		[]string{"/api/agent/update", "/api/agent/hash", "/api/agent/hash_list", "/api/agent/install", "/api/sites/{site_id}/agent-install-links"}},
 	{"Agent updates", "Agent updates and maintenance on devices.", []string{"/api/devices/agent-maintenance",

@@ -82,9 +82,14 @@ type hostRuntimeJSON struct {
 	WebUIUpstream     string `json:"webui_upstream"`
 }
 
-type tunnelStatusJSON struct {
-	// Status is not_installed: Cairn has no tunnel service yet.
+// overviewTunnelJSON is the WireGuard tunnel service as the overview
+// shows it (the whole picture is GET /api/tunnel/status).
+type overviewTunnelJSON struct {
+	// Status is running (a replica holds the Engine's WireGuard under a
+	// live lease), stopped (its lease lapsed) or idle (no tunnel asked for
+	// yet, so no replica has taken the key and port).
 	Status        string `json:"status"`
+	Owner         string `json:"owner,omitempty"`
 	ActiveTunnels int    `json:"active_tunnels"`
 }
 
@@ -106,7 +111,7 @@ type edgeCertificateJSON struct {
 type overviewJSON struct {
 	Services    []adminServiceJSON   `json:"services"`
 	HostRuntime hostRuntimeJSON      `json:"host_runtime"`
-	Tunnel      tunnelStatusJSON     `json:"tunnel"`
+	Tunnel      overviewTunnelJSON   `json:"tunnel"`
 	Certificate *edgeCertificateJSON `json:"certificate"`
 	Presence    events.Snapshot      `json:"presence"`
 	Build       serveradmin.Build    `json:"build"`
@@ -121,7 +126,16 @@ func (s *serverAdminAPI) overview(r *http.Request) (overviewJSON, error) {
 	out := overviewJSON{Build: build, Services: []adminServiceJSON{{Key: "engine", Name: "Engine", State: "running", Version: build.Version,
 		Detail: "replica " + s.Presence.ReplicaID}},
 		HostRuntime: hostRuntimeJSON{WebUITrafficOwner: "engine", WebUIUpstream: s.PublicURL},
-		Tunnel:      tunnelStatusJSON{Status: "not_installed"}}
+		Tunnel:      overviewTunnelJSON{Status: "idle"}}
+	if owner, err := s.Store.WireguardOwnerGet(ctx); err == nil {
+		out.Tunnel.Owner, out.Tunnel.Status = owner.Replica, "stopped"
+		if owner.Live {
+			out.Tunnel.Status = "running"
+		}
+	}
+	if active, err := s.Store.TunnelListActive(ctx); err == nil {
+		out.Tunnel.ActiveTunnels = len(active)
+	}
 	pg := adminServiceJSON{Key: "postgresql", Name: "PostgreSQL", State: "running"}
 	if v, err := s.Store.Queries.ServerPostgresVersion(ctx); err != nil {
 		pg.State, pg.Detail = "unreachable", "the database did not answer"

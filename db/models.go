@@ -855,6 +855,19 @@ type TemporalPayloadKey struct {
 	CreatedAt time.Time
 }
 
+type Tunnel struct {
+	DeviceGuid      string
+	TunnelID        string
+	IpOffset        int32
+	AgentPublicKey  string
+	EndpointUsed    string
+	CreatedAt       time.Time
+	EnsuredAt       time.Time
+	ReadyAt         *time.Time
+	LastHandshakeAt *time.Time
+	LastError       string
+}
+
 type User struct {
 	ID                  int64
 	Username            string
@@ -945,4 +958,19 @@ type WebauthnCeremony struct {
 	UserID    *int64
 	Session   []byte
 	ExpiresAt time.Time
+}
+
+type WireguardOwner struct {
+	ID         int16
+	Replica    string
+	ExpiresAt  time.Time
+	AcquiredAt time.Time
+}
+
+type WireguardServer struct {
+	ID            int16
+	PrivateSealed []byte
+	SealedKeyID   []byte
+	PublicKey     string
+	CreatedAt     time.Time
 }

@@ -72,6 +72,7 @@ var Capabilities = []Capability{
 	serverAdminCapability,
 	watchdogsCapability,
 	patchesCapability,
+	tunnelsCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

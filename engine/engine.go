@@ -58,6 +58,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/sourcehost"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/internal/transfers"
+	"github.com/cairn-rmm/cairn/internal/tunnels"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflowclient"
@@ -161,6 +162,10 @@ type Config struct {
 	// transcripts (CAIRN_SHELL_RECORD_INPUT=0).
 	ShellTranscriptMax    int64
 	ShellNoInputRecording bool
+	// Tunnels configure the managed WireGuard tunnel: its UDP port,
+	// endpoint, fallback IP and network (CAIRN_WIREGUARD_*; zero values:
+	// the tunnels defaults).
+	Tunnels tunnels.Config
 }
 
 // NoSites runs no site workers.
@@ -216,6 +221,10 @@ type Engine struct {
 	Patches     *patches.Service
 	Workers     *workers.Manager
 	API         *api.Server
+	// Tunnels are the WireGuard tunnels; TunnelServer this serve
+	// replica's end of them (nil in a site worker).
+	Tunnels      *tunnels.Service
+	TunnelServer *tunnels.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
 	Artifacts    *agentartifacts.Catalog
 	InstallLinks *installlinks.Service
@@ -388,7 +397,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 func SealedColumns() []aegis.Column {
 	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
 		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns(),
-		payloadkeys.SealedColumns())
+		payloadkeys.SealedColumns(), tunnels.SealedColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.
@@ -428,6 +437,11 @@ func (e *Engine) Start() error {
 		e.goBG(e.Devices.Run)
 	}
 	e.goBG(e.API.Run)
+	if e.TunnelServer != nil {
+		// The Engine's WireGuard: on the replica holding the owner lease,
+		// once a tunnel exists (internal/tunnels).
+		e.goBG(e.TunnelServer.Run)
+	}
 
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	e.stopHub, e.hubDone = stopHub, make(chan struct{})

@@ -3,7 +3,8 @@
 #   scripts/deps.sh run   what `make run` needs (PostgreSQL server binaries)
 #   scripts/deps.sh test  plus oathtool (TOTP checks), Chromium (browser tests) and
 #                         slapd + ldap-utils (a private OpenLDAP for directory sign-in tests),
-#                         wine64 + the mingw-w64 C compiler (the Windows agent's tests under Wine)
+#                         wine64 + the mingw-w64 C compiler (the Windows agent's tests under Wine),
+#                         wireguard-tools + wireguard-go (the agent's WireGuard tunnel, agent/tunnels)
 # As root it uses apt-get; otherwise it prints the command to run.
 set -euo pipefail
 mode=${1:-test}
@@ -20,6 +21,9 @@ if [ "$mode" = test ]; then
   [ -x /usr/sbin/slapd ] || missing+=(slapd ldap-utils)
   command -v wine64 >/dev/null 2>&1 || [ -x /usr/lib/wine/wine64 ] || missing+=(wine64)
   command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || missing+=(gcc-mingw-w64-x86-64)
+  command -v wg >/dev/null 2>&1 || missing+=(wireguard-tools)
+  command -v wireguard-go >/dev/null 2>&1 || missing+=(wireguard-go)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 fi
 for tool in go node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then

@@ -26,7 +26,8 @@ type TrustActionInput = activities.TrustActionInput
 func JobKindTrust(action string) string { return "trust_" + action }
 
 // DeviceTrustAction carries out what follows a committed trust action:
-// drop the agent's socket (not for unquarantine), then tell consoles;
+// drop the agent's socket and tear down its tunnel (not for
+// unquarantine), then tell consoles;
 // record the operator's action in the device's history alongside. Each
 // step is retried until it is done: the state change already happened,
 // and its consequences must not be lost to a replica restart.
@@ -40,6 +41,13 @@ func DeviceTrustAction(ctx workflow.Context, in TrustActionInput) error {
 	if in.Action != devicetrust.ActionUnquarantine {
 		if err := workflow.ExecuteActivity(ctx, a.DropSocket, in).Get(ctx, nil); err != nil {
 			return err
+		}
+		// Issue 23: the device's WireGuard tunnel goes with its trust.
+		if workflow.GetVersion(ctx, "tunnel-teardown", workflow.DefaultVersion, 1) == 1 {
+			var t *activities.Tunnels
+			if err := workflow.ExecuteActivity(ctx, t.TearDownTunnel, in).Get(ctx, nil); err != nil {
+				return err
+			}
 		}
 	}
 	if err := workflow.ExecuteActivity(ctx, a.PublishTrustChange, in).Get(ctx, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
@@ -83,12 +84,26 @@ func TestDeviceTrustActionRetriesEachStepUntilDone(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterActivity(&activities.DeviceTrust{Sockets: deps, Activity: deps, Events: deps})
+			// Issue 23: the device's tunnel goes with its trust, after
+			// the socket (not on unquarantine).
+			var torn []string
+			tun := &activities.Tunnels{}
+			env.RegisterActivity(tun)
+			env.OnActivity(tun.TearDownTunnel, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.TrustActionInput) error {
+				torn = append(torn, string(in.GUID))
+				return nil
+			})
 			env.ExecuteWorkflow(workflows.DeviceTrustAction, workflows.TrustActionInput{GUID: "g-1", Hostname: "host-1", SiteID: 4,
 				SiteSlug: "hq", Action: tc.action, TrustState: tc.state, TokenVersion: 3, Actor: "alice"})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
 
 			require.Equal(t, tc.drops, deps.drops)
+			if tc.drops == nil {
+				require.Empty(t, torn)
+			} else {
+				require.Equal(t, []string{"g-1"}, torn)
+			}
 			require.Len(t, deps.rows, 1)
 			row := deps.rows[0]
 			require.Equal(t, devices.NewActivity{GUID: cairn.DeviceGUID(tc.rowGUID), Hostname: "host-1", SiteID: 4, Kind: "device_" + tc.action,
@@ -111,6 +126,7 @@ func TestDeviceTrustActionWithoutSocketHub(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.DeviceTrust{Sockets: none, Activity: deps, Events: deps})
+	env.RegisterActivity(&activities.Tunnels{}) // no tunnels service: nothing to tear down
 	env.ExecuteWorkflow(workflows.DeviceTrustAction, workflows.TrustActionInput{GUID: "g-2", Hostname: "h", Action: "revoke", TrustState: "revoked", Actor: "bob"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())

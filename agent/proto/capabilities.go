@@ -40,11 +40,13 @@ const (
 	// CapPatchInstall: patch_install_request (Linux agents with apt or
 	// dnf; the Windows install path is not built yet).
 	CapPatchInstall Capability = "patch_install"
+	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
+	CapTunnel Capability = "tunnel"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -62,6 +64,7 @@ var CapabilityVersion = map[Capability]int{
 	CapTransfers:        CapabilitiesVersion,
 	CapRegistry:         CapabilitiesVersion,
 	CapPatchInstall:     CapabilitiesVersion,
+	CapTunnel:           CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -121,6 +124,7 @@ var EventCapability = map[string]Capability{
 	EventFileManagement:     CapFiles,
 	EventRegistryManagement: CapRegistry,
 	EventPatchInstall:       CapPatchInstall,
+	EventVPNTunnelStart:     CapTunnel,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

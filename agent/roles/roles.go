@@ -181,3 +181,11 @@ func copyHealth(h proto.RoleHealth) proto.RoleHealth {
 	h.Context = maps.Clone(h.Context)
 	return h
 }
+
+// SetContext replaces the context pairs the role's row carries (the
+// tunnel's virtual IP, tunnel ID and agent ID); nil clears them.
+func (r *Role) SetContext(ctx map[string]string) {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	r.health.Context = maps.Clone(ctx)
+}

@@ -21,8 +21,11 @@ import (
 
 // host is what the agent commands need from the machine.
 type host struct {
-	collector   agentruntime.Collector
-	roles       agentruntime.Roles // nil: no role reports yet
+	collector agentruntime.Collector
+	roles     agentruntime.Roles // nil: no role reports yet
+	// tracker is roles' tracker, for roles registered at run time (the
+	// VPN tunnel); nil: those report nothing.
+	tracker     *roles.Tracker
 	fingerprint func() (string, error)
 	hash        func(proto.Inventory) string
 	// ops is what remote operations read (agent/ops): the same collector,
@@ -43,6 +46,7 @@ func defaultHost() host {
 	return host{
 		collector:   inventoryCollector{c: inv, log: slog.Default()},
 		roles:       tracker,
+		tracker:     tracker,
 		ops:         inv,
 		fingerprint: inventory.Fingerprint,
 		hash:        inventory.Hash,

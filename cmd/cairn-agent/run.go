@@ -22,10 +22,12 @@ import (
 	patchops "github.com/cairn-rmm/cairn/agent/patches/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/registry"
+	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/service"
 	"github.com/cairn-rmm/cairn/agent/shells"
 	"github.com/cairn-rmm/cairn/agent/transport"
+	"github.com/cairn-rmm/cairn/agent/tunnels"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
@@ -128,6 +130,23 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err != nil {
 		return err
 	}
+	// The managed WireGuard tunnel (behaviour 9): persistent, so it is
+	// brought back at start once the Engine asked for it.
+	var tunnelRole *roles.Role
+	if h.tracker != nil {
+		tunnelRole = h.tracker.Register(roles.VPNTunnel)
+	}
+	tunnel := tunnels.New(runCtx, tunnels.Options{Dir: filepath.Join(filepath.Dir(absConfig), "wireguard"), Role: tunnelRole,
+		AgentID: func() string {
+			if c, err := store.Load(); err == nil {
+				return c.Agent.AgentID
+			}
+			return ""
+		}, Logger: log})
+	if err := tunnel.Register(handlers); err != nil {
+		return err
+	}
+	defer tunnel.Close()
 	shells, err := shells.Register(ctx, handlers, shells.Options{Logger: log})
 	if err != nil {
 		return err
@@ -156,7 +175,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		Handlers:    handlers,
 		Timing:      h.timing,
 		Logger:      log,
-		Hooks:       agentruntime.Hooks{Session: updater.Session, Heartbeat: updater.Heartbeat},
+		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call) },
+			Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {
 		return err

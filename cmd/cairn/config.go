@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/transfers"
+	"github.com/cairn-rmm/cairn/internal/tunnels"
 )
 
 // config is the Engine's configuration: environment variables, overridable
@@ -107,6 +108,9 @@ type config struct {
 	// keystrokes out of transcripts.
 	ShellTranscriptMax    int64
 	ShellNoInputRecording bool
+	// Tunnels are the managed WireGuard tunnel's port, endpoint, fallback
+	// IP and network (CAIRN_WIREGUARD_*, parseTunnels).
+	Tunnels tunnels.Config
 }
 
 func env(name, def string) string {
@@ -232,6 +236,14 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"bytes one shell session's transcript may take; reaching it ends the session")
 	shellRecordInput := fs.String("shell-record-input", env("CAIRN_SHELL_RECORD_INPUT", "1"),
 		"1 records operators' keystrokes in shell transcripts (passwords typed at prompts included), 0 leaves them out")
+	wgPort := fs.String("wireguard-port", env("CAIRN_WIREGUARD_PORT", strconv.Itoa(tunnels.DefaultPort)),
+		"the UDP port of the Engine's WireGuard (device tunnels), bound by the replica that owns it once a tunnel exists")
+	wgEndpoint := fs.String("wireguard-endpoint", env("CAIRN_WIREGUARD_ENDPOINT", ""),
+		"host:port agents dial for their tunnel (default: the public URL's host and the WireGuard port)")
+	wgFallback := fs.String("wireguard-fallback-ip", env("CAIRN_WIREGUARD_FALLBACK_IP", ""),
+		"a non-loopback IP agents try, on the same port, when the endpoint gives no handshake within 8 s")
+	wgNetwork := fs.String("wireguard-network", env("CAIRN_WIREGUARD_NETWORK", tunnels.DefaultNetwork),
+		"the IPv4 network of tunnel addresses; the Engine's is its first")
 	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
 		"comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For names the client address")
 	if err := fs.Parse(args); err != nil {
@@ -250,6 +262,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	if c.ShellTranscriptMax, c.ShellNoInputRecording, err = parseShellTranscripts(*shellTranscriptMax, *shellRecordInput); err != nil {
+		return c, err
+	}
+	if c.Tunnels, err = parseTunnels(*wgPort, *wgEndpoint, *wgFallback, *wgNetwork); err != nil {
 		return c, err
 	}
 	if err := checkPool(c.DBPool); err != nil {
@@ -735,4 +750,31 @@ func defaultPublicURL(httpAddr string) string {
 		}
 	}
 	return "http://" + httpAddr
+}
+
+// parseTunnels checks the CAIRN_WIREGUARD_* settings.
+func parseTunnels(port, endpoint, fallback, network string) (tunnels.Config, error) {
+	var c tunnels.Config
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return c, fmt.Errorf("wireguard-port (CAIRN_WIREGUARD_PORT) must be a UDP port from 1 to 65535, got %q", port)
+	}
+	c.Port = p
+	if endpoint != "" {
+		if _, ep, err := net.SplitHostPort(endpoint); err != nil || ep == "" {
+			return c, fmt.Errorf("wireguard-endpoint (CAIRN_WIREGUARD_ENDPOINT) must be host:port, got %q", endpoint)
+		}
+		c.Endpoint = endpoint
+	}
+	if fallback != "" {
+		a, err := netip.ParseAddr(fallback)
+		if err != nil || a.IsLoopback() || a.IsUnspecified() {
+			return c, fmt.Errorf("wireguard-fallback-ip (CAIRN_WIREGUARD_FALLBACK_IP) must be a non-loopback IP address, got %q", fallback)
+		}
+		c.FallbackIP = a
+	}
+	if c.Network, err = netip.ParsePrefix(network); err != nil || !c.Network.Addr().Is4() || c.Network.Bits() < 8 || c.Network.Bits() > 30 {
+		return c, fmt.Errorf("wireguard-network (CAIRN_WIREGUARD_NETWORK) must be an IPv4 prefix of /8 to /30, got %q", network)
+	}
+	return c, nil
 }

@@ -383,3 +383,45 @@ func TestShellTranscriptSettings(t *testing.T) {
 		require.ErrorContains(t, err, bad.name)
 	}
 }
+
+// The managed WireGuard tunnel's settings (issue 23): defaults, values,
+// and every bad one refused naming its variable.
+func TestWireGuardSettings(t *testing.T) {
+	for _, k := range []string{"CAIRN_WIREGUARD_PORT", "CAIRN_WIREGUARD_ENDPOINT", "CAIRN_WIREGUARD_FALLBACK_IP", "CAIRN_WIREGUARD_NETWORK"} {
+		t.Setenv(k, "")
+	}
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 51820, c.Tunnels.Port)
+	require.Equal(t, "10.213.0.0/16", c.Tunnels.Network.String())
+	require.False(t, c.Tunnels.FallbackIP.IsValid())
+
+	t.Setenv("CAIRN_WIREGUARD_PORT", "51999")
+	t.Setenv("CAIRN_WIREGUARD_ENDPOINT", "vpn.example.com:443")
+	t.Setenv("CAIRN_WIREGUARD_FALLBACK_IP", "192.0.2.7")
+	t.Setenv("CAIRN_WIREGUARD_NETWORK", "10.50.0.0/20")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 51999, c.Tunnels.Port)
+	require.Equal(t, "vpn.example.com:443", c.Tunnels.Endpoint)
+	require.Equal(t, "192.0.2.7", c.Tunnels.FallbackIP.String())
+	require.Equal(t, "10.50.0.0/20", c.Tunnels.Network.String())
+
+	for _, bad := range []struct{ name, value string }{
+		{"CAIRN_WIREGUARD_PORT", "0"},
+		{"CAIRN_WIREGUARD_PORT", "udp"},
+		{"CAIRN_WIREGUARD_ENDPOINT", "vpn.example.com"},
+		{"CAIRN_WIREGUARD_FALLBACK_IP", "127.0.0.1"},
+		{"CAIRN_WIREGUARD_FALLBACK_IP", "vpn.example.com"},
+		{"CAIRN_WIREGUARD_NETWORK", "fd00::/64"},
+		{"CAIRN_WIREGUARD_NETWORK", "10.0.0.0/31"},
+	} {
+		t.Setenv("CAIRN_WIREGUARD_PORT", "51999")
+		t.Setenv("CAIRN_WIREGUARD_ENDPOINT", "")
+		t.Setenv("CAIRN_WIREGUARD_FALLBACK_IP", "")
+		t.Setenv("CAIRN_WIREGUARD_NETWORK", "")
+		t.Setenv(bad.name, bad.value)
+		_, err := loadTestConfig(t)
+		require.ErrorContains(t, err, bad.name, bad.value)
+	}
+}

@@ -71,7 +71,8 @@ func serve(ctx context.Context, args []string) error {
 		SessionIdle:    c.SessionIdle, SessionMax: c.SessionMax,
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention, TransferQuotas: c.TransferQuotas,
 		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
-		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording}
+		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording,
+		Tunnels: c.Tunnels}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

@@ -48,6 +48,8 @@ var Tables = []Table{
 	{Name: "enrollment_codes", Policy: Export},
 	{Name: "script_signing_keys", Policy: Export},
 	{Name: "script_key_links", Policy: Export},
+	// The Engine's WireGuard key (sealed by the master cipher).
+	{Name: "wireguard_server", Policy: Export},
 	// Agents: the device row holds its one current key; of its refresh
 	// tokens only the newest active one.
 	{Name: "devices", Policy: Export},
@@ -55,6 +57,9 @@ var Tables = []Table{
 	{Name: "device_purges", Policy: Export},
 	{Name: "device_script_trust", Policy: Export},
 	{Name: "device_addresses", Policy: Export},
+	// Each device's tunnel address and key, so restored agents keep their
+	// tunnel.
+	{Name: "tunnels", Policy: Export},
 	// Current inventory.
 	{Name: "device_inventory", Policy: Export},
 	{Name: "device_software", Policy: Export},
@@ -121,6 +126,7 @@ var Tables = []Table{
 	{Name: "watchdog_device_state", Policy: Exclude},
 	{Name: "watchdog_incidents", Policy: Exclude},
 	{Name: "patch_installs", Policy: Exclude},
+	{Name: "wireguard_owner", Policy: Exclude},
 
 	{Name: "goose_db_version", Policy: Internal},
 	{Name: "backup_restores", Policy: Internal},

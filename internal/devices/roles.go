@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -161,4 +162,54 @@ func groupRoles(rows []db.DeviceRole) AgentHealth {
 		}
 	}
 	return h
+}
+
+// ReportRole stores one role row an agent reports outside its status and
+// details posts (the tunnel's ready call carries system:vpn_tunnel), under
+// the same rules; field is the row's JSON path for validation errors.
+func (s *Service) ReportRole(ctx context.Context, guid, field string, r proto.RoleHealth) error {
+	if err := CheckRole(field, r); err != nil {
+		return err
+	}
+	rows, err := roleRows(cairn.DeviceGUID(guid), []proto.RoleHealth{r}, time.Now())
+	if err != nil {
+		return err
+	}
+	return upsertRoles(ctx, s.store.Queries, rows)
+}
+
+// RoleOf is one stored role row of a device, or nil.
+func (s *Service) RoleOf(ctx context.Context, guid, key string) (*Role, error) {
+	rows, err := s.store.DeviceRoleList(ctx, cairn.DeviceGUID(guid))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range groupRoles(rows).AgentConnection {
+		if r.Key == key {
+			return &r, nil
+		}
+	}
+	for _, r := range groupRoles(rows).Roles {
+		if r.Key == key {
+			return &r, nil
+		}
+	}
+	return nil, nil
+}
+
+// CheckRole validates one role row as a status post would; field is its
+// JSON path.
+func CheckRole(field string, r proto.RoleHealth) error {
+	var v cairn.Validation
+	checkRoles(&v, field, []proto.RoleHealth{r})
+	err := v.Err()
+	var ce *cairn.Error
+	if errors.As(err, &ce) {
+		fields := map[string]string{}
+		for k, p := range ce.Fields {
+			fields[strings.Replace(k, field+"[0]", field, 1)] = p
+		}
+		ce.Fields = fields
+	}
+	return err
 }

@@ -45,8 +45,28 @@ var standIns = map[string]any{
 	"ReconcileRestoredSchedules": func(context.Context) error { return nil },
 	"RecordTrustActivity":        func(context.Context, workflows.TrustActionInput) error { return nil },
 	"PublishTrustChange":         func(context.Context, workflows.TrustActionInput) error { return nil },
-	"BeginOperation":             func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"TearDownTunnel":             func(context.Context, workflows.TrustActionInput) error { return nil },
+	"CheckTunnelReady": func(_ context.Context, guid string) (activities.TunnelState, error) {
+		// Ready at the second look.
+		if _, seen := tunnelLooks.LoadOrStore(guid, true); !seen {
+			return activities.TunnelState{}, temporal.NewApplicationError("not ready yet", "tunnel_not_ready")
+		}
+		at := time.Unix(0, 0).UTC()
+		return activities.TunnelState{TunnelID: "t-1", VirtualIP: "10.213.0.2", Endpoint: "192.0.2.1:51820", LastHandshakeAt: &at}, nil
+	},
+	"BeginOperation": func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
+		if in.Type == proto.EventVPNTunnelStart {
+			// The first attempt sees no handshake; a "quarantined-" device
+			// is refused for good.
+			switch {
+			case strings.HasPrefix(string(in.GUID), "quarantined-"):
+				return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("the device is quarantined", "device_quarantined", nil)
+			case strings.HasSuffix(string(in.OperationID), ":1"):
+				return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("no handshake on either endpoint", proto.CodeTunnelNoHandshake, nil)
+			}
+			return agentgateway.Reply{Payload: json.RawMessage(`{"tunnel_id":"t-1","virtual_ip":"10.213.0.2","endpoint":"192.0.2.1:51820","mode":"wireguard-go"}`)}, nil
+		}
 		switch in.Type {
 		case proto.EventPatchInstall:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":false}`)}, nil
@@ -172,6 +192,9 @@ var incidentActed = make(chan int64, 1)
 // patchBegins remembers which installs BeginPatchInstall started.
 var patchBegins sync.Map
 
+// tunnelLooks remembers which tunnels CheckTunnelReady answered once.
+var tunnelLooks sync.Map
+
 // transferLooks remembers which transfers FileTransferState answered once.
 var transferLooks sync.Map
 
@@ -252,8 +275,22 @@ var scenarios = []scenario{
 		run, err := start(ctx, c, workflows.BackupRestoreWorkflowID(in.ID), workflows.BackupRestore, in)
 		return wait(ctx, run, err)
 	}, false},
+	// Recorded before the tunnel teardown (GetVersion tunnel-teardown).
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "quarantine", "quarantined")
+	}, true},
+	// Issue 23: the socket goes, then the tunnel.
+	{"device_trust_revoke_tunnel.json", func(ctx context.Context, c client.Client) (string, error) {
+		return trustAction(ctx, c, "revoke", "revoked")
+	}, false},
+	// The first vpn_tunnel_start sees no handshake; the second brings the
+	// tunnel up and the ready report follows.
+	{"tunnel_establish_retry.json", func(ctx context.Context, c client.Client) (string, error) {
+		return tunnelEstablish(ctx, c, unique("guid"), false)
+	}, false},
+	// A quarantined device is refused at once: no further attempt.
+	{"tunnel_establish_refused.json", func(ctx context.Context, c client.Client) (string, error) {
+		return tunnelEstablish(ctx, c, unique("quarantined-guid"), true)
 	}, false},
 	{"device_trust_unquarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "unquarantine", "active")
@@ -489,4 +526,18 @@ func trustAction(ctx context.Context, c client.Client, action, state string) (st
 		Action: action, TrustState: state, TokenVersion: 2, Actor: "admin"}
 	run, err := start(ctx, c, workflows.DeviceTrustWorkflowID(string(in.GUID), action, in.TokenVersion), workflows.DeviceTrustAction, in)
 	return wait(ctx, run, err)
+}
+
+func tunnelEstablish(ctx context.Context, c client.Client, guid string, wantErr bool) (string, error) {
+	in := workflows.TunnelInput{OperationID: unique("op"), Actor: "admin", Reason: "recover",
+		Target: devices.OperationTarget{GUID: cairn.DeviceGUID(guid), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	run, err := start(ctx, c, workflows.TunnelWorkflowID(guid), workflows.TunnelEstablish, in)
+	if err != nil {
+		return "", err
+	}
+	err = run.Get(ctx, nil)
+	if wantErr != (err != nil) {
+		return "", fmt.Errorf("establishment ended with %v", err)
+	}
+	return run.GetID(), nil
 }

@@ -654,6 +654,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/vpn/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Agent: ensure the VPN tunnel
+         * @description The device's persistent tunnel, made on first call: its address, the Engine's key and endpoint, and fallback_endpoint when the Engine has one. The agent's private key never leaves it.
+         */
+        post: operations["postAgentVpnEnsure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/vpn/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Agent: report VPN tunnel readiness
+         * @description Report the tunnel's readiness (on Linux a fresh peer handshake) and the system:vpn_tunnel role row.
+         */
+        post: operations["postAgentVpnReady"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents": {
         parameters: {
             query?: never;
@@ -2941,6 +2981,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/server/wireguard/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recover WireGuard tunnels
+         * @description Administrators only. Reconcile the Engine's WireGuard and re-establish tunnels: the device's (guid), or every active tunnel's. Each runs the TunnelEstablish workflow on the device's site queue.
+         */
+        post: operations["postServerWireguardRecover"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/server/workers": {
         parameters: {
             query?: never;
@@ -3295,6 +3355,60 @@ export interface paths {
         };
         /** Get the Engine's CA certificate */
         get: operations["getTlsCaPem"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tunnel/active": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List active tunnels */
+        get: operations["getTunnelActive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tunnel/connect/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a tunnel's connection status
+         * @description The device's tunnel, its latest establishment (the TunnelEstablish workflow's state) and, with port, a TCP probe through the tunnel that reads the service's first bytes (at most 12).
+         */
+        get: operations["getTunnelConnectStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tunnel/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get tunnel status */
+        get: operations["getTunnelStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3830,6 +3944,9 @@ export interface components {
             install_id: string;
             state: string;
         };
+        ActiveTunnels: {
+            tunnels: components["schemas"]["Tunnel"][];
+        };
         Activity: {
             actor: string;
             /** Format: date-time */
@@ -4234,6 +4351,12 @@ export interface components {
             /** Format: int64 */
             site_id?: number;
         };
+        ConnectStatus: {
+            establishment: components["schemas"]["WorkflowsTunnelStatus"] | null;
+            guid: string;
+            probe: components["schemas"]["Probe"] | null;
+            tunnel: components["schemas"]["Tunnel"] | null;
+        };
         Counts: {
             /** Format: int64 */
             failed: number;
@@ -4519,6 +4642,22 @@ export interface components {
         };
         EdgeLocalCA: {
             fingerprint: string;
+        };
+        EngineTunnel: {
+            /** Format: int64 */
+            active_tunnels: number;
+            endpoint: string;
+            engine_ip: string;
+            fallback_endpoint: string;
+            network: string;
+            owner: string;
+            owner_live: boolean;
+            /** Format: int64 */
+            peers: number;
+            /** Format: int64 */
+            port: number;
+            public_key: string;
+            this_replica: boolean;
         };
         EnrollNonce: {
             /** Format: date-time */
@@ -5406,7 +5545,13 @@ export interface components {
             host_runtime: components["schemas"]["HostRuntime"];
             presence: components["schemas"]["Snapshot"];
             services: components["schemas"]["AdminService"][];
-            tunnel: components["schemas"]["TunnelStatus"];
+            tunnel: components["schemas"]["OverviewTunnel"];
+        };
+        OverviewTunnel: {
+            /** Format: int64 */
+            active_tunnels: number;
+            owner?: string;
+            status: string;
         };
         Parameter: {
             default: string | number | boolean | null;
@@ -5602,6 +5747,16 @@ export interface components {
         PreviewRequest: {
             schedule?: components["schemas"]["ScheduleInput"] | null;
         };
+        Probe: {
+            banner: string;
+            banner_read: boolean;
+            /** Format: int64 */
+            elapsed_ms: number;
+            /** Format: int64 */
+            port: number;
+            reachable: boolean;
+            virtual_ip: string;
+        };
         Process: {
             command?: string;
             cpu_percent: number;
@@ -5744,6 +5899,12 @@ export interface components {
         ReauthResponse: {
             /** Format: date-time */
             reauthenticated_until: string;
+        };
+        Recover: {
+            queued: string[];
+        };
+        RecoverRequest: {
+            guid?: string;
         };
         RefreshRequest: {
             fingerprint?: string;
@@ -6556,10 +6717,33 @@ export interface components {
             token_version: number;
             trust_state: string;
         };
-        TunnelStatus: {
+        Tunnel: {
+            agent_public_key: string;
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            endpoint?: string;
+            engine_ip: string;
+            /** Format: date-time */
+            ensured_at: string;
+            healthy: boolean;
+            hostname: string;
+            last_error?: string;
+            /** Format: date-time */
+            last_handshake_at: string | null;
+            ready: boolean;
+            /** Format: date-time */
+            ready_at: string | null;
+            role: components["schemas"]["Role"] | null;
             /** Format: int64 */
-            active_tunnels: number;
-            status: string;
+            site_id: number;
+            trust_state: string;
+            tunnel_id: string;
+            virtual_ip: string;
+        };
+        TunnelStatus: {
+            engine: components["schemas"]["EngineTunnel"];
+            tunnel: components["schemas"]["Tunnel"] | null;
         };
         UninstallBlock: {
             rule: components["schemas"]["BlockRule"];
@@ -6653,6 +6837,31 @@ export interface components {
             password?: string;
             role?: string;
             username?: string;
+        };
+        VPNEnsureRequest: {
+            public_key?: string;
+        };
+        VPNEnsureResponse: {
+            endpoint: string;
+            engine_ip: string;
+            fallback_endpoint?: string;
+            /** Format: int64 */
+            mtu: number;
+            /** Format: int64 */
+            persistent_keepalive: number;
+            server_public_key: string;
+            tunnel_id: string;
+            virtual_ip: string;
+        };
+        VPNReadyRequest: {
+            endpoint?: string;
+            error?: string;
+            /** Format: date-time */
+            last_handshake_at?: string | null;
+            mode?: string;
+            ready?: boolean;
+            role?: components["schemas"]["RoleHealthInput"] | null;
+            tunnel_id?: string;
         };
         Version: {
             body_sha256: string;
@@ -6791,6 +7000,18 @@ export interface components {
             task_queue: string;
             /** Format: int64 */
             total_devices?: number | null;
+        };
+        WorkflowsTunnelStatus: {
+            /** Format: int64 */
+            attempt: number;
+            endpoint?: string;
+            error?: string;
+            error_code?: string;
+            phase: string;
+            /** Format: date-time */
+            ready_at?: string | null;
+            tunnel_id?: string;
+            virtual_ip?: string;
         };
         Zone: {
             abbreviation: string;
@@ -10706,6 +10927,225 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAgentVpnEnsure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VPNEnsureRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VPNEnsureResponse"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked, tunnel_addresses_exhausted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, tunnel_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAgentVpnReady: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VPNReadyRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tunnel"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found, tunnel_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26091,6 +26531,120 @@ export interface operations {
             };
         };
     };
+    postServerWireguardRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RecoverRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recover"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_too_old, device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getServerWorkers: {
         parameters: {
             query?: {
@@ -27918,6 +28472,263 @@ export interface operations {
             };
             /** @description Not Found: not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTunnelActive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActiveTunnels"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTunnelConnectStatus: {
+        parameters: {
+            query: {
+                /** @description the device's GUID */
+                guid: string;
+                /** @description a TCP port on the device's tunnel address to probe through the tunnel (1-65535) */
+                port?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectStatus"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found, tunnel_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: tunnel_unreachable */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, tunnel_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTunnelStatus: {
+        parameters: {
+            query?: {
+                /** @description a device's GUID; without it, the Engine's side */
+                guid?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TunnelStatus"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found, tunnel_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,5 @@
+package tunnels
+
+import "log/slog"
+
+func testLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/cairn-rmm/cairn/agent/proto"
+)
+
+// netns is a network namespace joined to this one by a veth pair: the
+// host end has hostIP, the namespace's end nsIP (a /30).
+type netns struct {
+	name, hostIf, hostIP, nsIP string
+}
+
+// ipCmd runs ip (or another tool) and fails the test on error.
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	require.NoError(t, err, "ip %s: %s", strings.Join(args, " "), out)
+}
+
+// newNetns makes the namespace and the veth pair, and removes both (and
+// whatever the test's agent left running in the namespace) at the end.
+// Creating namespaces needs root: without it the test fails, it is never
+// skipped.
+func newNetns(t *testing.T, wgIface string) *netns {
+	t.Helper()
+	require.Zero(t, os.Geteuid(), "the tunnel test creates network namespaces (ip netns) and needs root")
+	for _, tool := range []string{"ip", "wg", "wg-quick", "wireguard-go"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "%s is missing: run scripts/deps.sh test (make deps-test)", tool)
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	n := &netns{name: "cairn-wg-" + id, hostIf: "cwh" + id, hostIP: fmt.Sprintf("10.231.%d.1", b[0]), nsIP: fmt.Sprintf("10.231.%d.2", b[0])}
+	ipCmd(t, "netns", "add", n.name)
+	t.Cleanup(func() {
+		// The agent's interface first (wireguard-go exits with it), then
+		// any process of the test's agent still in the namespace, by PID.
+		_ = exec.Command("ip", "-n", n.name, "link", "del", wgIface).Run()
+		if out, err := exec.Command("ip", "netns", "pids", n.name).Output(); err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+		}
+		_ = exec.Command("ip", "link", "del", n.hostIf).Run()
+		_ = exec.Command("ip", "netns", "del", n.name).Run()
+	})
+	ipCmd(t, "link", "add", n.hostIf, "type", "veth", "peer", "name", "cwa"+id)
+	ipCmd(t, "link", "set", "cwa"+id, "netns", n.name)
+	ipCmd(t, "addr", "add", n.hostIP+"/30", "dev", n.hostIf)
+	ipCmd(t, "link", "set", n.hostIf, "up")
+	ipCmd(t, "-n", n.name, "addr", "add", n.nsIP+"/30", "dev", "cwa"+id)
+	ipCmd(t, "-n", n.name, "link", "set", "cwa"+id, "up")
+	ipCmd(t, "-n", n.name, "link", "set", "lo", "up")
+	return n
+}
+
+// listen opens a TCP listener inside the namespace: a thread enters it,
+// makes the socket (which stays in the namespace) and ends with its
+// goroutine, so no other goroutine ever runs there.
+func (n *netns) listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	type result struct {
+		l   net.Listener
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		f, err := os.Open("/var/run/netns/" + n.name)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		l, err := net.Listen("tcp", addr)
+		ch <- result{l, err}
+	}()
+	r := <-ch
+	require.NoError(t, r.err)
+	t.Cleanup(func() { _ = r.l.Close() })
+	return r.l
+}
+
+// freeUDPPort is a UDP port nothing here is bound to now.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{})
+	require.NoError(t, err)
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// Issue 23, the test that matters: a real cairn-agent in its own network
+// namespace, which reaches the Engine only over a veth pair, establishes
+// its WireGuard tunnel with the Engine (wg-quick over wireguard-go: these
+// machines have no WireGuard module) through the TunnelEstablish
+// workflow. The primary endpoint (the public URL's host, loopback inside
+// the namespace) never answers, so the agent falls back to
+// fallback_endpoint after 8 s. The Engine's user-space WireGuard then
+// reaches a TCP service on the agent's tunnel address, the role carries
+// virtual IP, tunnel ID and agent ID, and a quarantine tears it down.
+func TestTunnelEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	wgIface := "cwg" + hex.EncodeToString(b)
+	ns := newNetns(t, wgIface)
+	tmp, agentBin := agentWorkspace(t, "cairn-tunnel-e2e-")
+	httpPort, httpsPort, udpPort := freePort(t), freePort(t), freeUDPPort(t)
+	eng := startServeAt(t, filepath.Join(tmp, "data"), httpPort, httpsPort,
+		fmt.Sprintf("CAIRN_HTTPS_ADDR=0.0.0.0:%d", httpsPort), fmt.Sprintf("CAIRN_WIREGUARD_PORT=%d", udpPort),
+		"CAIRN_WIREGUARD_FALLBACK_IP="+ns.hostIP, "CAIRN_WIREGUARD_NETWORK=10.232.0.0/24")
+	token := eng.signIn(t)
+	site := eng.post(t, "/api/sites", token, map[string]any{"name": "Tunnel E2E", "site_worker_slug": "tunnel-e2e"})
+	code := eng.post(t, "/api/admin/enrollment-codes", token, map[string]any{"site_id": site["site_id"]})["code"].(string)
+	caFile := filepath.Join(tmp, "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, eng.checkHTTPS(t), 0o644))
+
+	// Inside the namespace, localhost is the namespace's own: every call
+	// falls back to the host's veth address (behaviour 6).
+	a := &agentProc{hostname: "e2e-tunnel", dir: filepath.Join(tmp, "e2e-tunnel")}
+	require.NoError(t, os.MkdirAll(a.dir, 0o700))
+	a.env = []string{"CAIRN_AGENT_WG_INTERFACE=" + wgIface}
+	a.start(t, "ip", "netns", "exec", ns.name, agentBin, "enroll", "--server", eng.httpsBase, "--code", code, "--ca-file", caFile,
+		"--server-ip-fallback", ns.hostIP, "--hostname", a.hostname)
+	id := eng.waitApproval(t, token, a.hostname)
+	eng.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
+	a.waitExit(t, 60*time.Second)
+	a.cfg = loadAgentConfig(t, a.dir)
+	guid := a.cfg.Agent.GUID
+	a.start(t, "ip", "netns", "exec", ns.name, agentBin, "run", "--hostname", a.hostname)
+	eng.waitStatus(t, token, a, "Connected", 90*time.Second)
+
+	// Establishment: the workflow asks the agent (vpn_tunnel_start).
+	rec := eng.post(t, "/api/server/wireguard/recover", token, map[string]any{"guid": guid})
+	require.Equal(t, []any{"tunnel:" + guid}, rec["queued"])
+	var st map[string]any
+	ok := assertEventually(3*time.Minute, func() bool {
+		st = eng.call(t, "GET", "/api/tunnel/connect/status?guid="+guid, token, nil)
+		est, _ := st["establishment"].(map[string]any)
+		return est != nil && (est["phase"] == "ready" || est["phase"] == "failed")
+	})
+	require.True(t, ok, "establishment: %v; agent:\n%s", st, a.output())
+	est := st["establishment"].(map[string]any)
+	require.Equal(t, "ready", est["phase"], "%v; agent:\n%s", est, a.output())
+	tun := st["tunnel"].(map[string]any)
+	vip := tun["virtual_ip"].(string)
+	require.Equal(t, "10.232.0.2", vip)
+	fallback := net.JoinHostPort(ns.hostIP, strconv.Itoa(udpPort))
+	require.Equal(t, fallback, tun["endpoint"], "the primary gave no handshake; the fallback did")
+	require.Equal(t, true, tun["healthy"])
+	role := tun["role"].(map[string]any)
+	require.Equal(t, proto.RoleHealthy, role["observed"])
+	require.Equal(t, map[string]any{"virtual_ip": vip, "tunnel_id": tun["tunnel_id"], "agent_id": a.cfg.Agent.AgentID,
+		"endpoint": fallback, "mode": "wireguard-go"}, role["context"])
+
+	// The interface is real WireGuard (wg shows the Engine as its peer),
+	// and the agent's side allows only the Engine's /32.
+	out, err := exec.Command("ip", "netns", "exec", ns.name, "wg", "show", wgIface, "allowed-ips").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "10.232.0.1/32")
+
+	// The Engine reaches a TCP service on the agent's tunnel address
+	// through its user-space WireGuard: the service's banner comes back.
+	l := ns.listen(t, net.JoinHostPort(vip, "5901"))
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("RFB 003.008\n"))
+			_ = c.Close()
+		}
+	}()
+	probe := eng.call(t, "GET", "/api/tunnel/connect/status?guid="+guid+"&port=5901", token, nil)["probe"].(map[string]any)
+	require.Equal(t, true, probe["reachable"])
+	require.Equal(t, "RFB 003.008\n", probe["banner"])
+	// Only through the tunnel: the host's routing table has no route to
+	// the address over the veth (the Engine's stack is its own).
+	out, err = exec.Command("ip", "route", "get", vip).CombinedOutput()
+	require.NotContains(t, string(out), ns.hostIf, "%s", out)
+
+	active := eng.call(t, "GET", "/api/tunnel/active", token, nil)["tunnels"].([]any)
+	require.Len(t, active, 1)
+	require.Equal(t, guid, active[0].(map[string]any)["device_guid"])
+
+	// Quarantine tears the tunnel down: the Engine drops the peer.
+	eng.post(t, "/api/devices/"+guid+"/quarantine", token, nil)
+	require.True(t, assertEventually(time.Minute, func() bool {
+		return len(eng.call(t, "GET", "/api/tunnel/active", token, nil)["tunnels"].([]any)) == 0
+	}), "the quarantined device's tunnel is gone")
+	// At once the Engine refuses to reach the device; the trust action's
+	// workflow then removes the tunnel itself.
+	r := eng.rawCall(t, "GET", "/api/tunnel/connect/status?guid="+guid+"&port=5901", token, nil)
+	require.Equal(t, 404, r.status, r.body)
+	require.Contains(t, r.body, "tunnel_not_found")
+	require.True(t, assertEventually(time.Minute, func() bool {
+		r = eng.rawCall(t, "GET", "/api/tunnel/status?guid="+guid, token, nil)
+		return r.status == 404
+	}), "the tunnel row is removed: %s", r.body)
+	require.Contains(t, r.body, "tunnel_not_found")
+}

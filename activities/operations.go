@@ -40,11 +40,26 @@ func (o *Operations) BeginOperation(ctx context.Context, in OperationRecord) (in
 // did before the key existed, so runs started by older code are keyed
 // alike.
 func OperationKey(meta map[string]any) string {
-	if id, ok := meta["operation_id"].(string); ok && id != "" {
+	if id := metaString(meta["operation_id"]); id != "" {
 		return id
 	}
-	if id, ok := meta["transfer_id"].(string); ok && id != "" {
+	if id := metaString(meta["transfer_id"]); id != "" {
 		return "transfer:" + id
+	}
+	return ""
+}
+
+// metaString reads an ID from operation metadata: a string once the
+// metadata crossed a Temporal payload, the typed ID when built in this
+// process.
+func metaString(v any) string {
+	switch id := v.(type) {
+	case string:
+		return id
+	case cairn.OperationID:
+		return string(id)
+	case cairn.TransferID:
+		return string(id)
 	}
 	return ""
 }

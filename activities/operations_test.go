@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -87,5 +88,25 @@ func TestBeginOperationRetriedLeavesOneRow(t *testing.T) {
 			require.Equal(t, id, rows[0].ID)
 			require.Equal(t, devices.ActivityRunning, rows[0].Status)
 		})
+	}
+}
+
+// The activity row's key reads an operation or transfer ID whether the
+// metadata crossed a Temporal payload (strings) or was built in process
+// with the typed IDs.
+func TestOperationKeyReadsTypedAndPlainIDs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		meta map[string]any
+		want string
+	}{
+		{map[string]any{"operation_id": "op-1"}, "op-1"},
+		{map[string]any{"operation_id": cairn.OperationID("op-2")}, "op-2"},
+		{map[string]any{"transfer_id": "t-1"}, "transfer:t-1"},
+		{map[string]any{"transfer_id": cairn.TransferID("t-2")}, "transfer:t-2"},
+		{map[string]any{"operation_id": 7}, ""},
+		{map[string]any{}, ""},
+	} {
+		require.Equal(t, tc.want, activities.OperationKey(tc.meta), "%v", tc.meta)
 	}
 }

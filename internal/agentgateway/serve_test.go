@@ -35,11 +35,11 @@ func TestAcceptedSocketIsRecordedAndAnnounced(t *testing.T) {
 	require.True(t, rec.SocketLive)
 	require.Equal(t, "replica-a", rec.SocketReplica)
 	require.Equal(t, []string{"currentuser"}, rec.HelperContexts)
-	require.Equal(t, map[string]any{"guid": dev.GUID, "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": true}, r.status(t))
+	require.Equal(t, map[string]any{"guid": string(dev.GUID), "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": true}, r.status(t))
 
 	// The agent goes away: the record is cleared and consoles hear of it.
 	require.NoError(t, a.ws.Close(websocket.StatusNormalClosure, "bye"))
-	require.Equal(t, map[string]any{"guid": dev.GUID, "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": false}, r.status(t))
+	require.Equal(t, map[string]any{"guid": string(dev.GUID), "hostname": dev.Hostname, "site_id": float64(dev.SiteID), "agent_socket": false}, r.status(t))
 	rec = f.socket(t, string(dev.GUID), agentgateway.SocketFreshFor)
 	require.False(t, rec.SocketLive)
 	require.Empty(t, rec.SocketReplica)

@@ -9,18 +9,14 @@
 package patches
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/toolexec"
 )
 
 // Scan is one reading of a machine's patch state.
@@ -110,53 +106,11 @@ func newestHistory(rows []proto.PatchEntry, limit int) []proto.PatchEntry {
 	return out
 }
 
-// command runs a tool with the C locale and returns stdout and the exit
-// code. Exit codes in ok are successes (zero always is); any other exit
-// is an error carrying the tool's first error line.
-func command(ctx context.Context, ok []int, name string, args ...string) (string, int, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C", "LANGUAGE=")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), 0, nil
-	case ctx.Err() != nil:
-		return "", -1, fmt.Errorf("%s: %w", name, ctx.Err())
-	case errors.As(err, &exit) && slices.Contains(ok, exit.ExitCode()):
-		return stdout.String(), exit.ExitCode(), nil
-	case errors.As(err, &exit):
-		return "", exit.ExitCode(), fmt.Errorf("%s: %w: %s", name, err, firstError(stderr.String()))
-	default:
-		return "", -1, fmt.Errorf("%s: %w", name, err)
-	}
-}
-
-// firstError picks the line of a tool's output that says what went
-// wrong: the first "E: " (apt) or "Error" (dnf) line, else the first
-// non-empty one.
-func firstError(out string) string {
-	first := ""
-	for line := range strings.Lines(out) {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		if strings.HasPrefix(line, "E: ") || strings.HasPrefix(line, "Error") {
-			return line
-		}
-		if first == "" {
-			first = line
-		}
-	}
-	if first == "" {
-		return "no error output"
-	}
-	return first
-}
+// command and firstError are the agent's one way to run a system tool.
+var (
+	command    = toolexec.Run
+	firstError = toolexec.Explain
+)
 
 func hasTool(name string) bool {
 	_, err := exec.LookPath(name)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/tunnels/wgnet"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // The tunnel routes (issue 23): an agent's ensure and ready, the

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairn-rmm/cairn/agent/tunnels/wgnet"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // netstackBackend runs the agent's end inside the agent process (wgnet):

@@ -32,7 +32,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
-	"github.com/cairn-rmm/cairn/agent/tunnels/wgnet"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // Environment overrides (tests, unusual hosts).

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
-	"github.com/cairn-rmm/cairn/agent/tunnels/wgnet"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // fakePM writes a package manager script named name into dir that logs

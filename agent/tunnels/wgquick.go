@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-rmm/cairn/agent/tunnels/wgnet"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // wgQuickBackend is a host interface brought up by wg-quick: kernel

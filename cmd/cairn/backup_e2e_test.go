@@ -31,7 +31,7 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 	tmp, agentBin := agentWorkspace(t, "cairn-backup-e2e-")
 	httpPort, httpsPort := freePort(t), freePort(t)
 	src := startServeAt(t, filepath.Join(tmp, "source"), httpPort, httpsPort, "CAIRN_DEVICE_ONLINE_WINDOW=30s")
-	token, secret := signInSecret(t, src)
+	token, secret, used := signInSecret(t, src)
 
 	site := src.post(t, "/api/sites", token, map[string]any{"name": "Backup", "site_worker_slug": "backup"})
 	code := src.post(t, "/api/admin/enrollment-codes", token, map[string]any{"site_id": site["site_id"]})["code"].(string)
@@ -127,8 +127,14 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 	require.Equal(t, string(must(os.ReadFile(caFile))), string(dst.checkHTTPS(t)), "the restored Engine serves from the source's CA")
 	require.Equal(t, "login_required", dst.post(t, "/api/bootstrap/aegis/unlock", "", map[string]any{"passphrase": "e2e test passphrase"})["phase"])
 	login := dst.post(t, "/api/auth/login", "", map[string]any{"username": "admin", "password": "e2e test password"})
+	// The restored account keeps its last accepted TOTP step (replay
+	// protection survives a restore), and the source signed in with the
+	// next step, taken early: a code is accepted only for a newer step,
+	// within one step of the clock, so the clock must have reached the
+	// step the source used.
+	require.Eventually(t, func() bool { return time.Now().Unix()/30 >= used.Unix()/30 }, time.Minute, 100*time.Millisecond)
 	sess := dst.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"],
-		"code": authtest.TOTP(t, secret, time.Now().Add(30*time.Second))})
+		"code": totpAfter(t, secret, used)})
 	token2 := sess["token"].(string)
 	// The source's session is not a session here.
 	require.Equal(t, 401, dst.rawCall(t, "GET", "/api/sites", token, nil).status)
@@ -159,7 +165,7 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 }
 
 // signInSecret is signIn that also returns the administrator's TOTP secret.
-func signInSecret(t *testing.T, p *proc) (token, secret string) {
+func signInSecret(t *testing.T, p *proc) (token, secret string, used time.Time) {
 	t.Helper()
 	code := p.setupCode(t)
 	p.post(t, "/api/bootstrap/aegis/setup", "", map[string]any{"passphrase": "e2e test passphrase", "setup_code": code})
@@ -168,8 +174,9 @@ func signInSecret(t *testing.T, p *proc) (token, secret string) {
 	now := time.Now()
 	p.post(t, "/api/bootstrap/admin/mfa/verify", "", map[string]any{"pending_token": setup["pending_token"], "code": authtest.TOTP(t, secret, now)})
 	login := p.post(t, "/api/auth/login", "", map[string]any{"username": "admin", "password": "e2e test password"})
-	sess := p.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": authtest.TOTP(t, secret, now.Add(30*time.Second))})
-	return sess["token"].(string), secret
+	used = now.Add(30 * time.Second)
+	sess := p.post(t, "/api/auth/mfa/verify", "", map[string]any{"pending_token": login["pending_token"], "code": authtest.TOTP(t, secret, used)})
+	return sess["token"].(string), secret, used
 }
 
 func download(t *testing.T, p *proc, path, token string) []byte {

@@ -31,7 +31,7 @@ func TestRestoreKilledMidwayLeavesOldOrNew(t *testing.T) {
 	httpPort, httpsPort := freePort(t), freePort(t)
 	env := []string{"DATABASE_URL=" + dbURL, fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", freePort(t))}
 	eng := startServeAt(t, dataDir, httpPort, httpsPort, env...)
-	token, _ := signInSecret(t, eng)
+	token, _, _ := signInSecret(t, eng)
 	store, err := db.Open(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(store.Close)

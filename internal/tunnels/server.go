@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/tunnels/wgnet"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -23,7 +23,7 @@ const (
 )
 
 // Server is the Engine's end of every tunnel: one user-space WireGuard
-// device (agent/tunnels/wgnet) on the replica holding the owner lease.
+// device (agent/proto/wgnet) on the replica holding the owner lease.
 // Each replica runs one; only the owner binds the UDP port, and only
 // once a tunnel exists. Its peers follow the tunnels table: every
 // trusted device's tunnel, its agent's key allowed exactly its /32.

@@ -3,7 +3,9 @@
 // module, no interface on the host. The Engine runs its end of every
 // device tunnel on one such device (internal/tunnels); an agent that
 // cannot create an interface may run its end on one too. Keys are the
-// WireGuard tools' base64 form.
+// WireGuard tools' base64 form. It lives under agent/proto because it
+// is shared by both binaries, and agent/proto is the one subtree they share
+// (TestEngineImportsOnlyAgentProto).
 package wgnet
 
 import (

@@ -9,9 +9,18 @@ export default defineConfig({
   testDir: './e2e',
   outputDir: './test-results',
   globalSetup: './e2e/global-setup.ts',
-  // One deployment, one walk through it: the steps depend on each other.
+  // A spec file's tests run in order in one worker: they walk one
+  // deployment and the steps depend on each other. Files run side by side:
+  // each spec but console and apidocs starts an Engine of its own (engine.ts:
+  // its own data directory, PostgreSQL cluster and free ports), its agents
+  // use their own config directories, host names and temporary work
+  // directories; console walks the global Engine through setup and apidocs
+  // only reads that Engine's public /api/docs. Two workers: the specs mostly
+  // wait on their Engines and agents, so a second one nearly halves the
+  // stage on two cores (docs/benchmarks.md "Test suite time").
+  // CAIRN_E2E_WORKERS overrides it (1 to debug one walk at a time).
   fullyParallel: false,
-  workers: 1,
+  workers: Number(process.env.CAIRN_E2E_WORKERS ?? 2),
   retries: 0,
   forbidOnly: Boolean(process.env.CI),
   timeout: 300_000,

@@ -2,9 +2,13 @@ import '@testing-library/jest-dom/vitest';
 import { cleanup, configure } from '@testing-library/react';
 import { afterEach } from 'vitest';
 
-// The first AG Grid render in a jsdom worker can take a few seconds, more on a
-// loaded machine.
-configure({ asyncUtilTimeout: 15_000 });
+// findBy*/waitFor wait on a condition; this is only when they give up. The
+// first AG Grid render in a jsdom worker can take a few seconds, and make test
+// runs these files beside the Go tests on two cores (docs/benchmarks.md "Test
+// suite time"): on a shared machine at load 20 one query waited more than
+// 15 s. Below the 120 s test timeout, so a query that never matches still
+// fails with its own message.
+configure({ asyncUtilTimeout: 60_000 });
 
 afterEach(() => {
   cleanup();

@@ -1,8 +1,8 @@
 package workflows
 
 import (
-	"github.com/cairn-rmm/cairn"
 	"fmt"
+	"github.com/cairn-rmm/cairn"
 	"time"
 
 	"go.temporal.io/api/enums/v1"

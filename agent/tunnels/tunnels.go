@@ -30,9 +30,9 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
-	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // Environment overrides (tests, unusual hosts).

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/roles"
 	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
+	"github.com/cairn-rmm/cairn/agent/roles"
 )
 
 // fakePM writes a package manager script named name into dir that logs

@@ -1,8 +1,8 @@
 package agentgateway_test
 
 import (
-	"github.com/cairn-rmm/cairn"
 	"context"
+	"github.com/cairn-rmm/cairn"
 	"testing"
 	"time"
 

@@ -195,7 +195,7 @@ export type ProcessSnapshot = Schema<'Processes'>;
 
 export type SoftwareRefreshResult = Schema<'SoftwareRefresh'>;
 
-export type PatchInventory = Schema<'PatchList'>;
+export type PatchInventory = Schema<'DeviceView'>;
 
 export type PatchRefreshResult = Schema<'PatchRefresh'>;
 

@@ -79,7 +79,11 @@ func setup(t *testing.T) *fixture {
 	for _, tok := range []string{"used", "older", "newest"} {
 		require.NoError(t, q.RefreshTokenInsert(ctx, db.RefreshTokenInsertParams{TokenHash: hash(tok), DeviceGuid: cairn.DeviceGUID(guid), FamilyID: "f",
 			ExpiresAt: time.Now().Add(24 * time.Hour)}))
-		time.Sleep(2 * time.Millisecond) // distinct created_at (now() is per transaction)
+		// The next token must be newer (created_at is now() of its own
+		// transaction): wait until the clock has passed this one's.
+		row, err := q.RefreshTokenGet(ctx, hash(tok))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return time.Now().After(row.CreatedAt) }, time.Minute, time.Millisecond)
 	}
 	n, err := q.RefreshTokenMarkUsed(ctx, db.RefreshTokenMarkUsedParams{TokenHash: hash("used"), Now: new(time.Now())})
 	require.NoError(t, err)

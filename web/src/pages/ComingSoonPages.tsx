@@ -10,9 +10,9 @@ export function PatchesPage() {
   return (
     <ComingSoon
       title="Patches"
-      summary="Patch management is not built yet."
+      summary="This page is not built yet. The Engine already keeps every device's pending and installed patches (GET /api/device/patches/<hostname> and the fleet audit GET /api/patches/audit); patch policies and installs an operator can start come next."
       items={[
-        'show the pending and installed patches of every device',
+        'show the fleet audit of pending and installed patches, with counts by severity per site',
         'manage patch policies at global, site and device-filter level, including conflicts between layers',
         'schedule patch installs and reboots as durable jobs with their history',
       ]}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,13 +53,8 @@ func TestWorkerServesMetricsOnItsOwnListener(t *testing.T) {
 	require.Equal(t, 404, r.status, "the agents' listener serves no metrics")
 
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGINT))
-	done := make(chan error, 1)
-	go func() { done <- w.cmd.Wait() }()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "output:\n%s", w.out)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("worker did not stop within 60s; output:\n%s", w.out)
-	}
+	// No bound on how long the stop takes (a loaded CI machine): the
+	// test's own timeout is the bound; a hang shows up there with the stack.
+	require.NoError(t, w.cmd.Wait(), "output:\n%s", w.out)
 	require.NotContains(t, w.out.String(), metricsToken, "the token is never logged")
 }

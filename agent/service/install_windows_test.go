@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,6 +96,7 @@ func TestWindowsInstallUninstall(t *testing.T) {
 	require.NoError(t, err)
 	// Registered first, so it runs after the clean-up below.
 	t.Cleanup(func() { _ = m.Disconnect() })
+	removeLeftoverTestServices(t, m)
 	t.Cleanup(func() {
 		if s, err := m.OpenService(name); err == nil {
 			_, _ = s.Control(svc.Stop)
@@ -159,6 +161,25 @@ func TestWindowsInstallUninstall(t *testing.T) {
 	ures, err = Uninstall(t.Context(), UninstallOptions{ConfigPath: cfgPath, Out: &out, serviceName: name})
 	require.NoError(t, err)
 	require.False(t, ures.Removed, "nothing left to remove")
+}
+
+// removeLeftoverTestServices deletes the services an earlier, killed run
+// left in a reused prefix: they hold the display name every install sets,
+// so CreateService would refuse with "Duplicate service name" forever.
+func removeLeftoverTestServices(t *testing.T, m *mgr.Mgr) {
+	t.Helper()
+	names, err := m.ListServices()
+	require.NoError(t, err)
+	for _, n := range names {
+		if !strings.HasPrefix(n, "CairnInstallTest") {
+			continue
+		}
+		if s, err := m.OpenService(n); err == nil {
+			_, _ = s.Control(svc.Stop)
+			_ = s.Delete()
+			_ = s.Close()
+		}
+	}
 }
 
 func TestWindowsInstallRefusals(t *testing.T) {

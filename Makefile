@@ -58,7 +58,8 @@ BENCH_COUNTS   ?= 1000,5000
 BENCH_DURATION ?= 3m
 BENCH_FLAGS    ?=
 bench: deps-run build
-	$(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
+	@mkdir -p .data
+	set -o pipefail; $(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
 
 test-go: api/testdata/dpopjs/node_modules
 	$(GO) test -count=1 -timeout 20m ./...

@@ -2556,6 +2556,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/operations/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read an operation's status */
+        get: operations["getOperationsOperationId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/patches/audit": {
         parameters: {
             query?: never;
@@ -4064,6 +4081,27 @@ export interface components {
             icon_overrides: components["schemas"]["AgentIconRule"][];
             revision: string;
         };
+        AgentupdatesOperation: {
+            artifact_id: string;
+            /** Format: date-time */
+            created_at: string;
+            events: components["schemas"]["Event"][];
+            failure_summary: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            from_build_id: string;
+            operation_id: string;
+            phase: string;
+            reason: string;
+            requested_by: string;
+            run_id: string | null;
+            /** Format: int64 */
+            scheduled_job_id: number | null;
+            /** Format: date-time */
+            started_at: string | null;
+            status: string;
+            to_build_id: string;
+        };
         ApiProcess: {
             command_line: string;
             cpu_percent: number;
@@ -5004,8 +5042,8 @@ export interface components {
             server_time: string;
         };
         History: {
-            active: components["schemas"]["Operation"] | null;
-            history: components["schemas"]["Operation"][];
+            active: components["schemas"]["AgentupdatesOperation"] | null;
+            history: components["schemas"]["AgentupdatesOperation"][];
         };
         HostRuntime: {
             webui_traffic_owner: string;
@@ -5485,25 +5523,27 @@ export interface components {
             version?: string;
         };
         Operation: {
-            artifact_id: string;
-            /** Format: date-time */
-            created_at: string;
-            events: components["schemas"]["Event"][];
-            failure_summary: string;
+            /** Format: int64 */
+            activity_id: number;
+            actor: string;
+            device_guid: string;
+            error?: string;
             /** Format: date-time */
             finished_at: string | null;
-            from_build_id: string;
+            hostname: string;
+            kind: string;
             operation_id: string;
-            phase: string;
-            reason: string;
-            requested_by: string;
-            run_id: string | null;
-            /** Format: int64 */
-            scheduled_job_id: number | null;
+            phase?: string;
             /** Format: date-time */
-            started_at: string | null;
+            started_at: string;
             status: string;
-            to_build_id: string;
+            summary: string;
+            url: string;
+        };
+        OperationAccepted: {
+            operation_id: string;
+            status: string;
+            url: string;
         };
         OperatorPresence: {
             /** Format: date-time */
@@ -15380,6 +15420,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileChildren"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -15503,6 +15552,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileEntries"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -15782,6 +15840,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -15923,6 +15990,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileEntries"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -16068,6 +16144,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -16211,6 +16296,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -16350,6 +16444,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileRoots"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -16472,6 +16575,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileText"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -16615,6 +16727,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileWritten"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -17188,6 +17309,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileConflicts"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -17416,6 +17546,15 @@ export interface operations {
                     "application/json": components["schemas"]["PatchRefresh"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -17558,6 +17697,15 @@ export interface operations {
                     "application/json": components["schemas"]["Processes"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -17681,6 +17829,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Terminated"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, validation_failed */
@@ -17825,6 +17982,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryChildrenResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -17957,6 +18123,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryKeyResult"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
@@ -18111,6 +18286,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
@@ -18263,6 +18447,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
@@ -18411,6 +18604,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryRootsResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -18543,6 +18745,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryValueResult"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
@@ -18697,6 +18908,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryValueResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
@@ -18847,6 +19067,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryValueResult"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
@@ -19084,6 +19313,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServiceState"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, validation_failed */
@@ -19426,6 +19664,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SoftwareRefresh"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, validation_failed */
@@ -24031,6 +24278,91 @@ export interface operations {
             };
             /** @description Bad Request: validation_failed */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOperationsOperationId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                operation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

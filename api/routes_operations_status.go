@@ -109,8 +109,8 @@ func writeOperationPending(w http.ResponseWriter, p *workflowclient.OperationPen
 	writeJSON(w, http.StatusAccepted, operationAcceptedJSON{OperationID: string(p.OperationID), Status: devices.ActivityRunning, URL: u})
 }
 
-// operationJSON is an operation's status.
-type operationJSON struct {
+// operationStatusJSON is an operation's status.
+type operationStatusJSON struct {
 	OperationID string `json:"operation_id"`
 	// Status is running, completed or failed.
 	Status string `json:"status"`
@@ -135,21 +135,21 @@ type operationJSON struct {
 
 // operationStatus answers an operation inside the caller's sites: from the
 // workflow (a Query) while it runs, from PostgreSQL once it ended.
-func (s *Server) operationStatus(r *http.Request) (operationJSON, error) {
+func (s *Server) operationStatus(r *http.Request) (operationStatusJSON, error) {
 	raw := pathParam(r, "operation_id")
 	if _, err := uuid.Parse(raw); err != nil {
-		return operationJSON{}, cairn.Invalid("operation_id", "must be an operation ID (a UUID)")
+		return operationStatusJSON{}, cairn.Invalid("operation_id", "must be an operation ID (a UUID)")
 	}
 	ctx, id := r.Context(), cairn.OperationID(raw)
 	a, err := s.Devices.OperationByID(ctx, principal(ctx).SiteScope(), id)
 	if err != nil {
-		return operationJSON{}, err
+		return operationStatusJSON{}, err
 	}
 	var meta struct {
 		Error string `json:"error"`
 	}
 	_ = json.Unmarshal(a.Metadata, &meta)
-	out := operationJSON{OperationID: raw, Status: a.Status, Kind: a.Kind, Summary: a.Summary, Actor: a.Actor,
+	out := operationStatusJSON{OperationID: raw, Status: a.Status, Kind: a.Kind, Summary: a.Summary, Actor: a.Actor,
 		Hostname: a.Hostname, DeviceGUID: string(a.GUID), StartedAt: a.CreatedAt.UTC(), FinishedAt: a.FinishedAt,
 		ActivityID: a.ID, URL: operationURL(id)}
 	if a.Status == devices.ActivityFailed {

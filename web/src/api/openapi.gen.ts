@@ -1847,6 +1847,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/software/{hostname}/uninstall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Uninstall software from a device */
+        post: operations["postDeviceSoftwareHostnameUninstall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/software/{hostname}/uninstall-block": {
         parameters: {
             query?: never;
@@ -4081,27 +4098,6 @@ export interface components {
             icon_overrides: components["schemas"]["AgentIconRule"][];
             revision: string;
         };
-        AgentupdatesOperation: {
-            artifact_id: string;
-            /** Format: date-time */
-            created_at: string;
-            events: components["schemas"]["Event"][];
-            failure_summary: string;
-            /** Format: date-time */
-            finished_at: string | null;
-            from_build_id: string;
-            operation_id: string;
-            phase: string;
-            reason: string;
-            requested_by: string;
-            run_id: string | null;
-            /** Format: int64 */
-            scheduled_job_id: number | null;
-            /** Format: date-time */
-            started_at: string | null;
-            status: string;
-            to_build_id: string;
-        };
         ApiProcess: {
             command_line: string;
             cpu_percent: number;
@@ -5042,8 +5038,8 @@ export interface components {
             server_time: string;
         };
         History: {
-            active: components["schemas"]["AgentupdatesOperation"] | null;
-            history: components["schemas"]["AgentupdatesOperation"][];
+            active: components["schemas"]["Operation"] | null;
+            history: components["schemas"]["Operation"][];
         };
         HostRuntime: {
             webui_traffic_owner: string;
@@ -5523,6 +5519,32 @@ export interface components {
             version?: string;
         };
         Operation: {
+            artifact_id: string;
+            /** Format: date-time */
+            created_at: string;
+            events: components["schemas"]["Event"][];
+            failure_summary: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            from_build_id: string;
+            operation_id: string;
+            phase: string;
+            reason: string;
+            requested_by: string;
+            run_id: string | null;
+            /** Format: int64 */
+            scheduled_job_id: number | null;
+            /** Format: date-time */
+            started_at: string | null;
+            status: string;
+            to_build_id: string;
+        };
+        OperationAccepted: {
+            operation_id: string;
+            status: string;
+            url: string;
+        };
+        OperationStatus: {
             /** Format: int64 */
             activity_id: number;
             actor: string;
@@ -5538,11 +5560,6 @@ export interface components {
             started_at: string;
             status: string;
             summary: string;
-            url: string;
-        };
-        OperationAccepted: {
-            operation_id: string;
-            status: string;
             url: string;
         };
         OperatorPresence: {
@@ -6784,6 +6801,14 @@ export interface components {
         TunnelStatus: {
             engine: components["schemas"]["EngineTunnel"];
             tunnel: components["schemas"]["Tunnel"] | null;
+        };
+        Uninstall: {
+            language: string;
+            name: string;
+            override: boolean;
+            run_id: string;
+            url: string;
+            version: string;
         };
         UninstallBlock: {
             rule: components["schemas"]["BlockRule"];
@@ -19794,6 +19819,122 @@ export interface operations {
             };
         };
     };
+    postDeviceSoftwareHostnameUninstall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SoftwareRowRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Uninstall"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, uninstall_blocked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postDeviceSoftwareHostnameUninstallBlock: {
         parameters: {
             query?: never;
@@ -24313,7 +24454,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Operation"];
+                    "application/json": components["schemas"]["OperationStatus"];
                 };
             };
             /** @description Bad Request: validation_failed */

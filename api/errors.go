@@ -49,6 +49,14 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	} else {
 		log = log.With("method", r.Method, "route", metrics.RoutePattern(r), "request_id", middleware.GetReqID(r.Context()))
 	}
+	if p, ok := errors.AsType[*workflowclient.OperationPending](err); ok {
+		// Not a failure: the operation goes on after its request.
+		if entry := auditFrom(r); entry != nil {
+			entry.Outcome = "accepted"
+		}
+		writeOperationPending(w, p)
+		return
+	}
 	var e *cairn.Error
 	if !errors.As(err, &e) && db.Transient(err) {
 		log.Warn("database unavailable", "err", err)

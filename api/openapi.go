@@ -360,6 +360,7 @@ var apiAreas = []apiArea{
 	{"Device activity", "A device's activity log.", []string{"/api/device/activity"}},
 	{"Device operations", "Processes, services, software and patch inventories on a device.",
 		[]string{"/api/device/processes", "/api/device/services", "/api/device/patches", "/api/device/software/{hostname}/refresh"}},
+	{"Operations", "The status of an operation that outlived its request (answered 202 with its URL).", []string{"/api/operations"}},
 	{"Files", "A device's file system: browse, read, write, rename, move, copy and delete.", []string{"/api/device/files"}},
 	{"File transfers", "Uploads to and downloads from a device, and the agent's side of them.",
 		[]string{"/api/device/files/{hostname}/upload", "/api/device/files/{hostname}/download",

@@ -20,7 +20,7 @@ func (s *Server) fileRoutes() []Route {
 	// Each is an operation (operationErrors) the agent may refuse.
 	refusals := append([]string{proto.CodeFilePathNotAbsolute, proto.CodeFilePathInvalid, proto.CodeFilePathNotFound,
 		proto.CodeFilePathExists, proto.CodeFileNotDirectory, proto.CodeFileNotFile}, operationErrors...)
-	return []Route{
+	return pendableRoutes([]Route{
 		{"GET", base + "/roots", AuthToken, getAction(s, s.fileRoots).Errors(operationErrors...), "List a device's file system roots"},
 		{"GET", base + "/children", AuthToken, getAction(s, s.fileChildren).Query(queryPath()).Errors(refusals...), "List a folder on a device"},
 		{"GET", base + "/text", AuthToken, s.deviceContent(getAction(s, s.fileReadText).Query(queryPath()).Errors(append(refusals, proto.CodeFileTooLarge, proto.CodeFileBinary)...)), "Read a text file on a device"},
@@ -31,7 +31,7 @@ func (s *Server) fileRoutes() []Route {
 		{"POST", base + "/paste", AuthToken, jsonAction(s, http.StatusOK, false, s.filePaste).Errors(refusals...), "Copy files on a device"},
 		{"POST", base + "/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.fileDelete).Errors(refusals...), "Delete files on a device"},
 		{"POST", base + "/upload/conflicts", AuthToken, jsonAction(s, http.StatusOK, false, s.fileConflicts).Errors(refusals...), "Check an upload for name conflicts"},
-	}
+	})
 }
 
 func queryPath() QueryParam {

@@ -22,12 +22,13 @@ import (
 // queue, answered synchronously when it ends within the request.
 func (s *Server) deviceOpRoutes() []Route {
 	return []Route{
-		{"GET", "/api/device/processes/{hostname}", AuthToken, getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old")).Errors(operationErrors...), "List a device's processes"},
-		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, jsonAction(s, http.StatusOK, false, s.processTerminate).Errors(operationErrors...), "Terminate a process"},
+		{"GET", "/api/device/processes/{hostname}", AuthToken, pendable(getAction(s, s.processList).Query(queryInteger("max_age_seconds", "accept a cached process list this old")).Errors(operationErrors...)), "List a device's processes"},
+		{"POST", "/api/device/processes/{hostname}/terminate", AuthToken, pendable(jsonAction(s, http.StatusOK, false, s.processTerminate).Errors(operationErrors...)), "Terminate a process"},
 		{"GET", "/api/device/services/{hostname}", AuthToken, getAction(s, s.serviceList).Errors(cairn.ECodeNotFound), "List a device's services"},
-		{"POST", "/api/device/services/{hostname}/action", AuthToken, jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...), "Start, stop or restart a service"},
-		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.softwareRefresh).Errors(operationErrors...), "Refresh a device's software inventory"},
-		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, jsonAction(s, http.StatusOK, true, s.patchRefresh).Errors(operationErrors...), "Refresh a device's patch list"},
+		{"POST", "/api/device/services/{hostname}/action", AuthToken, pendable(jsonAction(s, http.StatusOK, false, s.serviceAction).Errors(operationErrors...)), "Start, stop or restart a service"},
+		{"POST", "/api/device/software/{hostname}/refresh", AuthToken, pendable(jsonAction(s, http.StatusOK, true, s.softwareRefresh).Errors(operationErrors...)), "Refresh a device's software inventory"},
+		{"GET", "/api/operations/{operation_id}", AuthToken, getAction(s, s.operationStatus).Errors(cairn.ECodeNotFound), "Read an operation's status"},
+		{"POST", "/api/device/patches/{hostname}/refresh", AuthToken, pendable(jsonAction(s, http.StatusOK, true, s.patchRefresh).Errors(operationErrors...)), "Refresh a device's patch list"},
 	}
 }
 
@@ -37,7 +38,9 @@ const maxProcessAge = 86400
 // operate runs one operation on the device named by the path, inside the
 // operator's scope, refusing untrusted devices, agents without a socket and
 // agents without the capability typ needs (agent_too_old) before anything
-// is started.
+// is started. It waits for the outcome as long as the route's wait
+// (pendable); an operation still running then is an
+// *workflowclient.OperationPending, answered 202 by writeError.
 func (s *Server) operate(ctx context.Context, hostname, typ string, payload any, kind, summary string) (workflows.OperationResult, error) {
 	p := principal(ctx)
 	t, err := s.Devices.OperationTarget(ctx, p.SiteScope(), hostname)
@@ -59,8 +62,8 @@ func (s *Server) operate(ctx context.Context, hostname, typ string, payload any,
 	if err != nil {
 		return workflows.OperationResult{}, err
 	}
-	return s.Operations.Run(ctx, workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()), Target: t, Type: typ,
-		Payload: raw, Kind: kind, Summary: summary, Actor: p.Username})
+	return s.Operations.RunWithin(ctx, workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()), Target: t, Type: typ,
+		Payload: raw, Kind: kind, Summary: summary, Actor: p.Username}, operationWait(ctx))
 }
 
 type processJSON struct {

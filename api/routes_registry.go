@@ -24,7 +24,7 @@ func (s *Server) registryRoutes() []Route {
 	roots := append([]string{proto.CodeUnsupportedPlatform}, operationErrors...) // agent_too_old is in operationErrors
 	codes := append(slices.Clone(roots), proto.CodeRegistryKeyNotFound)
 	mutation := append(slices.Clone(codes), proto.CodePathExists, proto.CodeRegistryTypeInvalid, proto.CodeRegistryValueNotFound)
-	return []Route{
+	return pendableRoutes([]Route{
 		{"GET", base + "/roots", AuthToken, getAction(s, s.registryRoots).Errors(roots...), "List a device's registry hives"},
 		// A key's children carry its values' data: device content.
 		{"GET", base + "/children", AuthToken, s.deviceContent(getAction(s, s.registryChildren).
@@ -36,7 +36,7 @@ func (s *Server) registryRoutes() []Route {
 		{"POST", base + "/value/create", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueCreate).Errors(mutation...), "Create a registry value"},
 		{"POST", base + "/value/update", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueUpdate).Errors(mutation...), "Update a registry value"},
 		{"POST", base + "/value/delete", AuthToken, jsonAction(s, http.StatusOK, false, s.registryValueDelete).Errors(mutation...), "Delete a registry value"},
-	}
+	})
 }
 
 type registryKeyReq struct {

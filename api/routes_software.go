@@ -1,13 +1,18 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/software"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -66,10 +71,80 @@ func (s *Server) softwareRoutes() []Route {
 				}
 				return uninstallUnblockJSON{Removed: removed}, nil
 			}).Errors(cairn.ECodeNotFound, cairn.ECodeForbidden), "Unblock uninstalling software"},
+		{"POST", "/api/device/software/{hostname}/uninstall", AuthToken, jsonAction(s, http.StatusAccepted, false,
+			func(r *http.Request, req softwareRowReq) (uninstallJSON, error) {
+				return s.softwareUninstall(r, svc, req)
+			}).
+			Errors(cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
+				cairn.ECodeAgentTooOld, software.ECodeUninstallBlocked, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Uninstall software from a device"},
 		{"GET", "/api/agent/software-management/overrides", AuthDevice, getAction(s, func(r *http.Request) (software.AgentOverrides, error) {
 			return svc.AgentRules(r.Context())
 		}), "Agent: get the software overrides"},
 	}
+}
+
+// uninstallJSON is an uninstall on its way: a job run (follow it at URL,
+// GET /api/scripts/quick_run/<run_id>), after which the device's software
+// is read again.
+type uninstallJSON struct {
+	RunID   cairn.RunID `json:"run_id"`
+	URL     string      `json:"url"`
+	Name    string      `json:"name"`
+	Version string      `json:"version"`
+	// Override: an uninstall override's command runs instead of the
+	// endpoint's own uninstaller.
+	Override bool   `json:"override"`
+	Language string `json:"language"`
+}
+
+// uninstallRefreshWait is how long the refresh after an uninstall stays
+// authorised: the uninstall's own bound, the job run's grace for reaching
+// the agent, and the refresh's.
+const uninstallRefreshWait = software.UninstallTimeoutSeconds*time.Second + 2*time.Minute +
+	workflows.DefaultOperationTimeout + 15*time.Minute
+
+// softwareUninstall checks the device (in scope, trusted, connected, able
+// to run scripts) and the row (reported by the device, not blocked), signs
+// the uninstall as a quick job for this device (software.PlanUninstall:
+// an override's command or the platform's uninstall script) and starts
+// the workflow that runs it and then refreshes the device's software.
+func (s *Server) softwareUninstall(r *http.Request, svc *software.Service, req softwareRowReq) (uninstallJSON, error) {
+	ctx, p := r.Context(), principal(r.Context())
+	t, err := s.Devices.OperationTarget(ctx, p.SiteScope(), pathParam(r, "hostname"))
+	if err != nil {
+		return uninstallJSON{}, err
+	}
+	job, err := svc.PlanUninstall(ctx, softwareActor(r), req.target(r))
+	if err != nil {
+		return uninstallJSON{}, err
+	}
+	if !t.SocketLive {
+		return uninstallJSON{}, cairn.Errorf(cairn.ECodeAgentSocketMissing, "the agent of %s has no realtime connection", t.Hostname)
+	}
+	if err := t.Require(proto.CapScripts); err != nil {
+		return uninstallJSON{}, err
+	}
+	run, err := s.Automation.CreateRun(ctx, automation.RunSpec{Kind: automation.RunSoftwareUninstall, Trigger: automation.TriggerManual,
+		Language: job.Language, Body: job.Body, Parameters: job.Parameters, TimeoutSeconds: job.TimeoutSeconds,
+		RequestedBy: p.Username, Targets: []devices.OperationTarget{t}})
+	if err != nil {
+		return uninstallJSON{}, err
+	}
+	refresh, err := s.Operations.Granted(ctx, workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()), Target: t,
+		Type: proto.EventSoftwareRefresh, Payload: []byte("{}"), Kind: "software_refresh",
+		Summary: "Refresh software inventory (after " + job.Summary() + ")", Actor: p.Username}, uninstallRefreshWait)
+	if err == nil {
+		err = s.Runs.StartUninstall(ctx, workflows.SoftwareUninstallInput{RunID: run.ID, Refresh: refresh})
+	}
+	if err != nil {
+		// Keep no run that would stay pending with nothing to execute it.
+		if derr := s.Automation.DiscardRun(context.WithoutCancel(ctx), run.ID); derr != nil {
+			s.reqLog(r).Error("discard an uninstall run that did not start", "run_id", run.ID, "err", derr)
+		}
+		return uninstallJSON{}, err
+	}
+	return uninstallJSON{RunID: run.ID, URL: "/api/scripts/quick_run/" + string(run.ID), Name: job.Name, Version: job.Version,
+		Override: job.Command != "", Language: job.Language}, nil
 }
 
 // softwareRowReq names the software row of the device in the path.

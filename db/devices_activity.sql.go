@@ -64,6 +64,40 @@ func (q *Queries) DeviceActivityGet(ctx context.Context, arg DeviceActivityGetPa
 	return i, err
 }
 
+const deviceActivityGetByOperation = `-- name: DeviceActivityGetByOperation :one
+SELECT a.id, a.device_guid, a.hostname, a.site_id, a.kind, a.summary, a.actor, a.status, a.metadata, a.created_at, a.finished_at, a.operation_id FROM device_activity a
+WHERE a.operation_id = $1::text
+  AND ($2::bool OR a.site_id = ANY($3::bigint[]))
+`
+
+type DeviceActivityGetByOperationParams struct {
+	OperationID string
+	AllSites    bool
+	SiteIds     []int64
+}
+
+// An operation's row (GET /api/operations/<operation_id>), inside the
+// reader's sites.
+func (q *Queries) DeviceActivityGetByOperation(ctx context.Context, arg DeviceActivityGetByOperationParams) (DeviceActivity, error) {
+	row := q.db.QueryRow(ctx, deviceActivityGetByOperation, arg.OperationID, arg.AllSites, arg.SiteIds)
+	var i DeviceActivity
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.Hostname,
+		&i.SiteID,
+		&i.Kind,
+		&i.Summary,
+		&i.Actor,
+		&i.Status,
+		&i.Metadata,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.OperationID,
+	)
+	return i, err
+}
+
 const deviceActivityInsert = `-- name: DeviceActivityInsert :one
 
 INSERT INTO device_activity (device_guid, hostname, site_id, kind, summary, actor, status, metadata, finished_at, operation_id)

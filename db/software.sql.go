@@ -283,7 +283,7 @@ func (q *Queries) SoftwareAuditScopedCount(ctx context.Context, arg SoftwareAudi
 }
 
 const softwareDeviceFind = `-- name: SoftwareDeviceFind :one
-SELECT guid, hostname, site_id FROM devices d
+SELECT guid, hostname, site_id, operating_system FROM devices d
 WHERE lower(d.hostname) = lower($1::text) AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
 
@@ -294,16 +294,22 @@ type SoftwareDeviceFindParams struct {
 }
 
 type SoftwareDeviceFindRow struct {
-	Guid     cairn.DeviceGUID
-	Hostname string
-	SiteID   cairn.SiteID
+	Guid            cairn.DeviceGUID
+	Hostname        string
+	SiteID          cairn.SiteID
+	OperatingSystem string
 }
 
 // A device by hostname inside the caller's scope.
 func (q *Queries) SoftwareDeviceFind(ctx context.Context, arg SoftwareDeviceFindParams) (SoftwareDeviceFindRow, error) {
 	row := q.db.QueryRow(ctx, softwareDeviceFind, arg.Hostname, arg.AllSites, arg.SiteIds)
 	var i SoftwareDeviceFindRow
-	err := row.Scan(&i.Guid, &i.Hostname, &i.SiteID)
+	err := row.Scan(
+		&i.Guid,
+		&i.Hostname,
+		&i.SiteID,
+		&i.OperatingSystem,
+	)
 	return i, err
 }
 

@@ -377,7 +377,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		Console: cfg.Console, PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, Log: log, Started: cfg.Started, TLS: cfg.TLS,
 		Sockets: e.Gateway, DeviceTokens: e.Tokens, DPoP: e.DPoP,
 		AgentURLs: cfg.AgentURLs, ProofsPerAddress: ratelimit.Rule{Limit: cfg.ProofRateLimit, Window: api.DefaultProofsPerAddress.Window},
-		Devices: e.Devices, Operations: workflowclient.OperationRunner{Client: tc, Grants: e.Grants}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
+		Devices: e.Devices, Operations: workflowclient.OperationRunner{Client: tc, Grants: e.Grants, Record: e.Devices}, PayloadCodec: e.Codec, TemporalUIOrigins: cfg.TemporalUIOrigins,
 		AgentOnly: cfg.Role == RoleSiteWorker, Signer: e.Signer, InstallLinks: e.InstallLinks,
 		Automation: e.Automation, Runs: workflowclient.JobRunStarter{Client: tc, TaskQueue: cfg.EngineQueue},
 		Jobs: e.Jobs, Slots: e.Slots,

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -25,6 +26,17 @@ type Granter interface {
 type OperationRunner struct {
 	Client client.Client
 	Grants Granter
+	// Record, when set, records an operation as running before it is
+	// started (so GET /api/operations/<operation_id> finds it from the
+	// moment its ID is handed out) and closes the record when the start
+	// fails (devices.Service).
+	Record OperationRecorder
+}
+
+// OperationRecorder records operations in the device's activity.
+type OperationRecorder interface {
+	OperationAccepted(ctx context.Context, t devices.OperationTarget, operationID cairn.OperationID, kind, summary, actor string, meta map[string]any) (int64, error)
+	OperationFinished(ctx context.Context, id int64, status, summary string, meta map[string]any) error
 }
 
 // Run starts in on the device's site queue and waits until it ends or ctx
@@ -32,23 +44,83 @@ type OperationRunner struct {
 // activity). A failure is returned as a *cairn.Error with the operation's
 // code.
 func (r OperationRunner) Run(ctx context.Context, in workflows.OperationInput) (workflows.OperationResult, error) {
+	res, err := r.RunWithin(ctx, in, -1)
+	if _, pending := errors.AsType[*OperationPending](err); pending {
+		return res, cairn.Errorf(cairn.ECodeUnavailable, "the operation is still running; its outcome will be in the device's activity")
+	}
+	return res, err
+}
+
+// OperationPending is RunWithin's answer for an operation that was
+// started and has not ended within the wait: the API answers it 202 with
+// the operation's URL (GET /api/operations/<operation_id>).
+type OperationPending struct {
+	OperationID cairn.OperationID
+}
+
+func (p *OperationPending) Error() string {
+	return "operation " + string(p.OperationID) + " is still running"
+}
+
+// RunWithin is Run that waits at most wait (negative: until ctx ends).
+// Once the operation is started, an outcome it cannot wait for (the wait
+// or ctx ran out, Temporal went away while it waited) is an
+// *OperationPending, never a failure: the operation goes on and its
+// status is read with Progress and the device's activity row.
+func (r OperationRunner) RunWithin(ctx context.Context, in workflows.OperationInput, wait time.Duration) (workflows.OperationResult, error) {
+	var recorded int64
+	if r.Record != nil {
+		id, err := r.Record.OperationAccepted(ctx, in.Target, in.OperationID, in.Kind, in.Summary, in.Actor, workflows.OperationMeta(in))
+		if err != nil {
+			return workflows.OperationResult{}, err
+		}
+		recorded = id
+	}
 	run, err := r.Start(ctx, in)
 	if err != nil {
+		if recorded != 0 {
+			meta := workflows.OperationMeta(in)
+			meta["error"] = cairn.ErrorCode(err)
+			if u := Unavailable(err); u != nil {
+				meta["error"] = u.Code
+			}
+			// The request fails whatever this write does; its own error
+			// would hide why.
+			_ = r.Record.OperationFinished(context.WithoutCancel(ctx), recorded, devices.ActivityFailed,
+				in.Summary+": the operation could not be started", meta)
+		}
 		return workflows.OperationResult{}, err
 	}
+	wctx := ctx
+	if wait >= 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
 	var res workflows.OperationResult
-	err = run.Get(ctx, &res)
+	err = run.Get(wctx, &res)
 	if err == nil {
 		return res, nil
 	}
-	if ctx.Err() != nil || Unavailable(err) != nil {
-		return res, cairn.Errorf(cairn.ECodeUnavailable, "the operation is still running; its outcome will be in the device's activity")
+	if wctx.Err() != nil || Unavailable(err) != nil {
+		return res, &OperationPending{OperationID: in.OperationID}
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.Type() != "" {
 		return res, cairn.Errorf(app.Type(), "%s", app.Message())
 	}
 	return res, err
+}
+
+// Progress asks a device's operation workflow where it is
+// (workflows.QueryOperationStatus).
+func (r OperationRunner) Progress(ctx context.Context, guid cairn.DeviceGUID, id cairn.OperationID) (workflows.OperationProgress, error) {
+	var p workflows.OperationProgress
+	v, err := r.Client.QueryWorkflow(ctx, workflows.OperationWorkflowID(guid, id), "", workflows.QueryOperationStatus)
+	if err != nil {
+		return p, err
+	}
+	return p, v.Get(&p)
 }
 
 // Start starts in without waiting for its outcome (the workflow records

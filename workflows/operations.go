@@ -52,6 +52,39 @@ type OperationInput struct {
 	Grant string
 }
 
+// QueryOperationStatus is the Query that reads a running operation's
+// phase (GET /api/operations/<operation_id>): the workflow's own answer
+// while it runs, before anything is written to PostgreSQL.
+const QueryOperationStatus = "operation_status"
+
+// Phases of a DeviceOperation, as QueryOperationStatus answers them.
+const (
+	OperationPhaseRecording = "recording"
+	OperationPhaseSending   = "waiting_for_agent"
+	OperationPhaseApplying  = "applying"
+	OperationPhaseFinishing = "finishing"
+	OperationPhaseDone      = "done"
+)
+
+// OperationProgress is what QueryOperationStatus answers.
+type OperationProgress struct {
+	Phase string `json:"phase"`
+	// Error is the failure's code once the operation failed.
+	Error string `json:"error,omitempty"`
+}
+
+// OperationMeta is the activity metadata an operation is recorded with:
+// the workflow's BeginOperation and the API that records the operation
+// before starting it (so its status is readable from the first moment)
+// write the same row, keyed by the operation ID.
+func OperationMeta(in OperationInput) map[string]any {
+	meta := map[string]any{"operation_id": in.OperationID, "type": in.Type}
+	for k, v := range in.Meta {
+		meta[k] = v
+	}
+	return meta
+}
+
 // OperationResult is the agent's answer and what it changed.
 type OperationResult struct {
 	Payload    json.RawMessage
@@ -76,10 +109,12 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 	var ops *activities.Operations
 	var cmds *activities.AgentCommands
 
-	meta := map[string]any{"operation_id": in.OperationID, "type": in.Type}
-	for k, v := range in.Meta {
-		meta[k] = v
+	progress := OperationProgress{Phase: OperationPhaseRecording}
+	// A Query handler adds no command: histories saved before it replay.
+	if err := workflow.SetQueryHandler(ctx, QueryOperationStatus, func() (OperationProgress, error) { return progress, nil }); err != nil {
+		return OperationResult{}, err
 	}
+	meta := OperationMeta(in)
 	var result OperationResult
 	err := workflow.ExecuteLocalActivity(local, ops.BeginOperation, activities.OperationRecord{
 		Target: in.Target, Kind: in.Kind, Summary: in.Summary, Actor: in.Actor, Meta: meta,
@@ -88,12 +123,14 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		return result, err
 	}
 
+	progress.Phase = OperationPhaseSending
 	send := withSending(ctx, timeout, "")
 	var reply agentgateway.Reply
 	opErr := workflow.ExecuteActivity(send, cmds.SendToAgent, activities.CommandInput{
 		OperationID: in.OperationID, GUID: in.Target.GUID, Type: in.Type, Payload: in.Payload, Grant: in.Grant,
 	}).Get(ctx, &reply)
 	if opErr == nil {
+		progress.Phase = OperationPhaseApplying
 		result.Payload = reply.Payload
 		opErr = workflow.ExecuteLocalActivity(local, ops.ApplyAgentAnswer, activities.ApplyInput{
 			GUID: in.Target.GUID, Type: in.Type, Payload: reply.Payload,
@@ -110,10 +147,12 @@ func DeviceOperation(ctx workflow.Context, in OperationInput) (OperationResult, 
 		status, summary = devices.ActivityFailed, in.Summary+": "+message
 		meta["error"] = code
 	}
+	progress.Phase, progress.Error = OperationPhaseFinishing, code
 	meta["duration_ms"] = workflow.Now(ctx).Sub(started).Milliseconds()
 	finishErr := workflow.ExecuteLocalActivity(local, ops.FinishOperation, activities.FinishInput{
 		ActivityID: result.ActivityID, Status: status, Summary: summary, Meta: meta,
 	}).Get(ctx, nil)
+	progress.Phase = OperationPhaseDone
 	if opErr != nil {
 		return result, temporal.NewNonRetryableApplicationError(message, code, nil)
 	}

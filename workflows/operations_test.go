@@ -85,3 +85,37 @@ func TestDeviceOperationOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// A running operation answers where it is by Query (GET
+// /api/operations/<operation_id> reads it before PostgreSQL has the outcome).
+func TestDeviceOperationAnswersItsPhase(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	var cmds *activities.AgentCommands
+	var ops *activities.Operations
+	env.RegisterActivity(cmds)
+	env.RegisterActivity(ops)
+	env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).After(time.Minute).
+		Return(agentgateway.Reply{Payload: json.RawMessage(`{}`)}, nil)
+	env.OnActivity(ops.BeginOperation, mock.Anything, mock.Anything).Return(int64(41), nil)
+	env.OnActivity(ops.ApplyAgentAnswer, mock.Anything, mock.Anything).Return("", nil)
+	env.OnActivity(ops.FinishOperation, mock.Anything, mock.Anything).Return(nil)
+	var during workflows.OperationProgress
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.QueryOperationStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, 30*time.Second)
+	env.ExecuteWorkflow(workflows.DeviceOperation, workflows.OperationInput{OperationID: "op-1", Type: proto.EventSoftwareRefresh,
+		Kind: "software_refresh", Summary: "Refresh", Timeout: 2 * time.Minute,
+		Target: devices.OperationTarget{GUID: "g", Hostname: "h", SiteID: 1, SiteSlug: "s"}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, workflows.OperationPhaseSending, during.Phase)
+	v, err := env.QueryWorkflow(workflows.QueryOperationStatus)
+	require.NoError(t, err)
+	var after workflows.OperationProgress
+	require.NoError(t, v.Get(&after))
+	require.Equal(t, workflows.OperationProgress{Phase: workflows.OperationPhaseDone}, after)
+}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,8 +50,12 @@ type Options struct {
 	// not set.
 	AgentBinary string
 	ConfigPath  string
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// Path, when set, is the PATH scripts run with instead of the agent's
+	// own (a service manager often starts the agent with a minimal one;
+	// tests put stand-in package managers first).
+	Path   string
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Register adds the quick_job_run handler.
@@ -241,6 +246,10 @@ const (
 // refused is refused here too.
 func (r *runner) environment(job proto.ScriptJob) ([]string, error) {
 	env := os.Environ()
+	if r.opts.Path != "" {
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(strings.ToUpper(kv), "PATH=") })
+		env = append(env, "PATH="+r.opts.Path)
+	}
 	env = append(env, EnvRunID+"="+job.RunID)
 	if r.opts.AgentBinary != "" {
 		env = append(env, EnvAgentBinary+"="+r.opts.AgentBinary)

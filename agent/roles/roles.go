@@ -41,6 +41,9 @@ const (
 	RemoteShell        = "remote_shell"
 	VNC                = "vnc"
 	RDP                = "rdp"
+	// APIWebSocket is the agent's realtime socket to the Engine (issue 27:
+	// system:api_websocket), published beside the roles.
+	APIWebSocket = "api_websocket"
 )
 
 // Names lists every role the spec knows, in the spec's order.
@@ -49,6 +52,11 @@ var Names = []string{
 	ProcessManagement, RegistryManagement, ServiceManagement, SoftwareManagement,
 	VPNTunnel, RemoteShell, VNC, RDP,
 }
+
+// Connection lists the health rows published beside the roles: the
+// agent's connection to the Engine, which the console shows apart from
+// them (Agent Connection).
+var Connection = []string{APIWebSocket}
 
 // KeyPrefix starts every role health key.
 const KeyPrefix = "system:"
@@ -102,7 +110,7 @@ type Role struct {
 // again returns the same handle. An unknown name is a programming error and
 // panics, so a typo cannot publish a row the Engine does not know.
 func (t *Tracker) Register(name string) *Role {
-	if !slices.Contains(Names, name) {
+	if !slices.Contains(Names, name) && !slices.Contains(Connection, name) {
 		panic(fmt.Sprintf("roles: unknown role %q", name))
 	}
 	t.mu.Lock()

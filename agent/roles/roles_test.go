@@ -39,6 +39,8 @@ func TestKeys(t *testing.T) {
 	require.Equal(t, "system:vpn_tunnel", roles.Key(roles.VPNTunnel))
 	require.Equal(t, "system:rdp", roles.Key(roles.RDP))
 	require.Len(t, roles.Names, 13, "the spec names 13 roles")
+	require.Equal(t, "system:api_websocket", roles.Key(roles.APIWebSocket))
+	require.NotPanics(t, func() { roles.New(nil).Register(roles.APIWebSocket) })
 }
 
 func TestTransitions(t *testing.T) {

@@ -200,7 +200,8 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 	rt := &realtime{
 		tokens: tokens, client: client, store: a.opts.Store, handlers: a.opts.Handlers, tracker: a.socket,
 		timing: a.timing, log: a.log, hooks: a.opts.Hooks, connected: connected, onConnected: a.opts.OnConnected,
-		ops: &opRunner{ctx: parent, wg: &a.opsRunning, cache: a.ops},
+		role: a.opts.SocketRole,
+		ops:  &opRunner{ctx: parent, wg: &a.opsRunning, cache: a.ops},
 		hello: proto.ConnectAgent{
 			GUID: cfg.Agent.GUID, AgentVersion: a.opts.Version, Protocol: proto.Version,
 			BootID: a.opts.Identity.BootID, HelperContexts: []string{}, Capabilities: a.capabilities(),

@@ -179,6 +179,10 @@ type Options struct {
 	Collector Collector
 	// Roles may be nil: no role health is reported.
 	Roles Roles
+	// SocketRole, when set, is told how each realtime socket attempt went
+	// (system:api_websocket): nil at every accepted connect_agent ack, the
+	// error when a socket could not be opened or ended.
+	SocketRole interface{ Report(error) }
 	// Hash names an inventory for change detection (inventory.Hash when nil).
 	Hash func(proto.Inventory) string
 	// Handlers are the realtime event handlers (none when nil).

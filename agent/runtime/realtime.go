@@ -45,6 +45,8 @@ type realtime struct {
 	connected chan<- struct{}
 	// onConnected runs (in its own goroutine) after every accepted ack.
 	onConnected func(ctx context.Context, call Caller)
+	// role (may be nil) is told each attempt's outcome.
+	role interface{ Report(error) }
 }
 
 // run keeps the socket up until ctx ends or the tokens are cleared.
@@ -69,6 +71,12 @@ func (r *realtime) run(ctx context.Context) error {
 			return err
 		}
 		r.hooks.error("socket", err)
+		if r.role != nil {
+			if err == nil {
+				err = errors.New("the Engine closed the realtime socket")
+			}
+			r.role.Report(err)
+		}
 		r.log.Warn("realtime socket ended; refreshing the route and reconnecting", "err", err)
 		// Whatever ended the socket, the next attempt asks where to go.
 		route = nil
@@ -161,6 +169,9 @@ func (r *realtime) connect(ctx context.Context, route proto.Route) (accepted boo
 	r.tracker.set(SocketConnected, ack.Worker)
 	r.tracker.traffic()
 	r.log.Info("realtime socket connected", "worker", ack.Worker)
+	if r.role != nil {
+		r.role.Report(nil)
+	}
 	select {
 	case r.connected <- struct{}{}:
 	default:

@@ -283,3 +283,39 @@ func TestSocketRequestsNeedAGrant(t *testing.T) {
 	require.JSONEq(t, `{"done":true}`, string(env.Payload))
 	require.Equal(t, int64(1), ran.Load())
 }
+
+// reportLog records what the socket told its role (system:api_websocket).
+type reportLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (r *reportLog) Report(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err)
+}
+
+func (r *reportLog) all() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.errs...)
+}
+
+func TestSocketReportsItsRole(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	e.engine.SetSocketModes(fakeengine.Reject, fakeengine.Reject)
+	var reports reportLog
+	opts := e.options()
+	opts.Timing.AckTimeout = 100 * time.Millisecond
+	opts.SocketRole = &reports
+	a := start(t, opts)
+	nextConn(t, e.engine)
+	require.Eventually(t, func() bool { return a.Socket().State == SocketConnected && len(reports.all()) == 3 }, wait, tick)
+	got := reports.all()
+	require.Error(t, got[0], "a refused registration is a failed attempt")
+	require.Error(t, got[1])
+	require.NoError(t, got[2], "the accepted ack is a success")
+}

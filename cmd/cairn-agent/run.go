@@ -157,6 +157,11 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	// What connect_agent reports: every handler registered here, but the
 	// registry editor only where there is a registry (Windows); the
 	// Engine refuses the rest before asking (agent_too_old).
+	var socketRole interface{ Report(error) }
+	if h.tracker != nil {
+		publishRoles(h.tracker, regStore != nil)
+		socketRole = h.tracker.Register(roles.APIWebSocket)
+	}
 	caps := proto.HandlerCapabilities(handlers.Types())
 	if regStore == nil {
 		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapRegistry })
@@ -171,6 +176,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		BuildID:     build,
 		Collector:   h.collector,
 		Roles:       h.roles,
+		SocketRole:  socketRole,
 		Hash:        h.hash,
 		Handlers:    handlers,
 		Timing:      h.timing,

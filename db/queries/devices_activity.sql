@@ -37,3 +37,10 @@ WHERE lower(a.hostname) = lower(@hostname::text)
 SELECT a.* FROM device_activity a
 WHERE a.id = @id
   AND (@all_sites::bool OR a.site_id = ANY(@site_ids::bigint[]));
+
+-- name: DeviceActivityGetByOperation :one
+-- An operation's row (GET /api/operations/<operation_id>), inside the
+-- reader's sites.
+SELECT a.* FROM device_activity a
+WHERE a.operation_id = @operation_id::text
+  AND (@all_sites::bool OR a.site_id = ANY(@site_ids::bigint[]));

@@ -149,5 +149,5 @@ ORDER BY 1, 2 DESC;
 
 -- name: SoftwareDeviceFind :one
 -- A device by hostname inside the caller's scope.
-SELECT guid, hostname, site_id FROM devices d
+SELECT guid, hostname, site_id, operating_system FROM devices d
 WHERE lower(d.hostname) = lower(@hostname::text) AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]));

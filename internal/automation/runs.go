@@ -23,6 +23,8 @@ const (
 	RunScheduledJob     = "scheduled_job"
 	RunAgentMaintenance = "agent_maintenance"
 	RunWorkflow         = "workflow"
+	// RunSoftwareUninstall: POST /api/device/software/<hostname>/uninstall.
+	RunSoftwareUninstall = "software_uninstall"
 
 	TriggerManual   = "manual"
 	TriggerSchedule = "schedule"

@@ -58,6 +58,8 @@ type resolved struct {
 	name    string // as the device reports it
 	nameKey string
 	version string // "" = every version
+	// os is the device's operating system as its agent reports it.
+	os string
 }
 
 func (s *Service) resolve(ctx context.Context, a Actor, t Target) (resolved, error) {
@@ -81,7 +83,7 @@ func (s *Service) resolve(ctx context.Context, a Actor, t Target) (resolved, err
 	if err != nil {
 		return resolved{}, err
 	}
-	out := resolved{device: Device{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID}, nameKey: key}
+	out := resolved{device: Device{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID}, nameKey: key, os: d.OperatingSystem}
 	for _, r := range rows {
 		if t.Version == nil || r.Version == strings.TrimSpace(*t.Version) {
 			out.name = r.Name

@@ -101,7 +101,7 @@ var standIns = map[string]any{
 		return agentgateway.Reply{Payload: json.RawMessage(`{"exit_code":0,"stdout":"hi\n","stderr":"","duration_ms":3}`)}, nil
 	},
 	"RecordOutcomes": func(context.Context, []automation.Outcome) error { return nil },
-	"FinishRun":      func(context.Context, string) error { return nil },
+	"FinishRun":      func(context.Context, cairn.RunID) error { return nil },
 	// Scheduled jobs and flows: job 0 was deleted since (the fire skips),
 	// any other job runs as the run its fire names; every flow step's job
 	// run fails, so on_failure steps run and on_success ones are skipped.
@@ -324,6 +324,17 @@ var scenarios = []scenario{
 	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
 		run, err := start(ctx, c, automation.JobRunWorkflowID(cairn.RunID(id)), workflows.JobRun, workflows.JobRunInput{RunID: cairn.RunID(id)})
+		return wait(ctx, run, err)
+	}, false},
+	// A software uninstall: its JobRun child (two devices answer as in
+	// job_run_two_devices), then the software refresh, a DeviceOperation
+	// child on the device's site queue.
+	{"software_uninstall.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := cairn.RunID(unique("run"))
+		in := workflows.SoftwareUninstallInput{RunID: id, Refresh: workflows.OperationInput{OperationID: cairn.OperationID(unique("op")),
+			Type: proto.EventSoftwareRefresh, Payload: json.RawMessage(`{}`), Kind: "software_refresh", Summary: "Refresh software inventory", Actor: "admin",
+			Target: devices.OperationTarget{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug, SocketLive: true}}}
+		run, err := start(ctx, c, workflows.SoftwareUninstallWorkflowID(id), workflows.SoftwareUninstall, in)
 		return wait(ctx, run, err)
 	}, false},
 	// A scheduled job's rerun: slots for two sites, the JobRun child.

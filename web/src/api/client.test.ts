@@ -160,3 +160,76 @@ describe('flattenAgentHealth', () => {
     ]);
   });
 });
+
+describe('operations that outlive their request', () => {
+  const accepted = (id: string) =>
+    jsonResponse(202, { operation_id: id, status: 'running', url: `/api/operations/${id}` }, { Location: `/api/operations/${id}` });
+  const status = (id: string, s: string, extra: Record<string, unknown> = {}) =>
+    jsonResponse(200, { operation_id: id, status: s, summary: 'Refresh software inventory', url: `/api/operations/${id}`, ...extra });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('follows the operation and answers an action once it completed', async () => {
+    vi.useFakeTimers();
+    const fetchMock = vi
+      .fn()
+      .mockResolvedValueOnce(accepted('op-1'))
+      .mockResolvedValueOnce(status('op-1', 'running', { phase: 'waiting_for_agent' }))
+      .mockResolvedValueOnce(status('op-1', 'completed'));
+    vi.stubGlobal('fetch', fetchMock);
+
+    const done = api('/api/device/software/h/refresh', { method: 'POST' });
+    await vi.runAllTimersAsync();
+    await expect(done).resolves.toBeUndefined();
+    expect(fetchMock.mock.calls.map((c) => c[0])).toEqual([
+      '/api/device/software/h/refresh',
+      '/api/operations/op-1',
+      '/api/operations/op-1',
+    ]);
+  });
+
+  it("throws a failed operation's code and message", async () => {
+    vi.useFakeTimers();
+    const fetchMock = vi
+      .fn()
+      .mockResolvedValueOnce(accepted('op-2'))
+      .mockResolvedValueOnce(status('op-2', 'failed', { error: 'not_found', summary: 'Start cron: no such service' }));
+    vi.stubGlobal('fetch', fetchMock);
+
+    const done = api('/api/device/services/h/action', { body: { name: 'cron', action: 'start' } });
+    const caught = done.catch((e: unknown) => e);
+    await vi.runAllTimersAsync();
+    const err = (await caught) as ApiError;
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.code).toBe('not_found');
+    expect(err.message).toBe('Start cron: no such service');
+  });
+
+  it('reads again once after a read whose operation completed, and no more', async () => {
+    vi.useFakeTimers();
+    const fetchMock = vi
+      .fn()
+      .mockResolvedValueOnce(accepted('op-3'))
+      .mockResolvedValueOnce(status('op-3', 'completed'))
+      .mockResolvedValueOnce(jsonResponse(200, { processes: [] }));
+    vi.stubGlobal('fetch', fetchMock);
+    const read = api('/api/device/processes/h?max_age_seconds=0');
+    await vi.runAllTimersAsync();
+    await expect(read).resolves.toEqual({ processes: [] });
+
+    fetchMock
+      .mockResolvedValueOnce(accepted('op-4'))
+      .mockResolvedValueOnce(status('op-4', 'completed'))
+      .mockResolvedValueOnce(accepted('op-5'));
+    const again = api('/api/device/processes/h?max_age_seconds=0').catch((e: unknown) => e);
+    await vi.runAllTimersAsync();
+    expect(((await again) as ApiError).code).toBe('operation_pending');
+  });
+
+  it('leaves a 202 without an operation as it is', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => jsonResponse(202, { id: 'x', status: 'pending' })));
+    await expect(api('/api/admin/device-approvals/x/approve', { body: {} })).resolves.toEqual({ id: 'x', status: 'pending' });
+  });
+});

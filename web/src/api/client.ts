@@ -90,6 +90,78 @@ export interface RequestOptions {
   method?: string;
   body?: unknown;
   signal?: AbortSignal;
+  /** Set on the one repeat of a read whose operation was followed. */
+  followed?: boolean;
+}
+
+/**
+ * The status of an operation that outlived its request: the Engine answered
+ * 202 with its URL in Location (docs/api.md "Operations").
+ */
+export interface OperationStatus {
+  operation_id: string;
+  status: 'running' | 'completed' | 'failed' | string;
+  phase?: string;
+  error?: string;
+  summary: string;
+  url: string;
+}
+
+const OPERATION_PATH = '/api/operations/';
+
+/** How often a followed operation is asked again: from firstMs, doubling up to maxMs. */
+export const operationPolling = { firstMs: 500, maxMs: 3000 };
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new DOMException('Aborted', 'AbortError'));
+      return;
+    }
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(new DOMException('Aborted', 'AbortError'));
+      },
+      { once: true },
+    );
+  });
+}
+
+/** Asks an operation's URL until it is no longer running. */
+export async function followOperation(url: string, signal?: AbortSignal): Promise<OperationStatus> {
+  let delay = operationPolling.firstMs;
+  for (;;) {
+    await pause(delay, signal);
+    const op = await api<OperationStatus>(url, { signal });
+    if (op.status !== 'running') return op;
+    delay = Math.min(delay * 2, operationPolling.maxMs);
+  }
+}
+
+/**
+ * An operation's outcome as the caller of the route that started it sees it:
+ * a failure throws the operation's code and message; a read is asked again
+ * (once) for what the operation stored; an action answers nothing more (its
+ * callers read `result?.field`).
+ */
+async function operationOutcome<T>(location: string, path: string, method: string, opts: RequestOptions): Promise<T> {
+  if (opts.followed) {
+    // The repeat of a read started another slow operation: stop here.
+    throw new ApiError({
+      status: 202,
+      code: 'operation_pending',
+      message: 'The device is still working on it; its outcome will be in the device activity.',
+    });
+  }
+  const op = await followOperation(location, opts.signal);
+  if (op.status === 'failed') {
+    throw new ApiError({ status: 0, code: op.error || 'internal', message: op.summary });
+  }
+  if (method !== 'GET') return undefined as T;
+  return api<T>(path, { ...opts, followed: true });
 }
 
 export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T> {
@@ -121,6 +193,10 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
 
   if (res.ok) {
     if (res.status === 204) return undefined as T;
+    const location = res.headers.get('Location');
+    if (res.status === 202 && location?.startsWith(OPERATION_PATH)) {
+      return operationOutcome<T>(location, path, method, opts);
+    }
     const text = await res.text();
     return (text ? JSON.parse(text) : undefined) as T;
   }

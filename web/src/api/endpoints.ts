@@ -492,6 +492,12 @@ export const software = {
     call('post', '/api/device/software/{hostname}/uninstall-override', { path: host(hostname), body: { ...row, ...input } }),
   block: (hostname: string, row: SoftwareRowRef, reason: string) =>
     call('post', '/api/device/software/{hostname}/uninstall-block', { path: host(hostname), body: { ...row, reason } }),
+  /**
+   * Queues the row's silent uninstall (a signed quick job); the answer names
+   * the job run to follow, after which the device's software is read again.
+   */
+  uninstall: (hostname: string, row: SoftwareRowRef) =>
+    call('post', '/api/device/software/{hostname}/uninstall', { path: host(hostname), body: row }),
   /** Admin only. */
   unblock: (hostname: string, row: SoftwareRowRef) =>
     call('post', '/api/device/software/{hostname}/uninstall-unblock', { path: host(hostname), body: row }),

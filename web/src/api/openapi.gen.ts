@@ -1847,6 +1847,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/software/{hostname}/uninstall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Uninstall software from a device */
+        post: operations["postDeviceSoftwareHostnameUninstall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/software/{hostname}/uninstall-block": {
         parameters: {
             query?: never;
@@ -2548,6 +2565,23 @@ export interface paths {
          * @description This document
          */
         get: operations["getOpenapiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/operations/{operation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read an operation's status */
+        get: operations["getOperationsOperationId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5505,6 +5539,29 @@ export interface components {
             status: string;
             to_build_id: string;
         };
+        OperationAccepted: {
+            operation_id: string;
+            status: string;
+            url: string;
+        };
+        OperationStatus: {
+            /** Format: int64 */
+            activity_id: number;
+            actor: string;
+            device_guid: string;
+            error?: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            hostname: string;
+            kind: string;
+            operation_id: string;
+            phase?: string;
+            /** Format: date-time */
+            started_at: string;
+            status: string;
+            summary: string;
+            url: string;
+        };
         OperatorPresence: {
             /** Format: date-time */
             since: string;
@@ -6744,6 +6801,14 @@ export interface components {
         TunnelStatus: {
             engine: components["schemas"]["EngineTunnel"];
             tunnel: components["schemas"]["Tunnel"] | null;
+        };
+        Uninstall: {
+            language: string;
+            name: string;
+            override: boolean;
+            run_id: string;
+            url: string;
+            version: string;
         };
         UninstallBlock: {
             rule: components["schemas"]["BlockRule"];
@@ -15380,6 +15445,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileChildren"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -15503,6 +15577,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileEntries"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -15782,6 +15865,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -15923,6 +16015,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileEntries"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -16068,6 +16169,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -16211,6 +16321,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileEntries"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -16350,6 +16469,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileRoots"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -16472,6 +16600,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileText"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -16615,6 +16752,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FileWritten"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
@@ -17188,6 +17334,15 @@ export interface operations {
                     "application/json": components["schemas"]["FileConflicts"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, path_invalid, path_not_absolute, validation_failed */
             400: {
                 headers: {
@@ -17416,6 +17571,15 @@ export interface operations {
                     "application/json": components["schemas"]["PatchRefresh"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -17558,6 +17722,15 @@ export interface operations {
                     "application/json": components["schemas"]["Processes"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -17681,6 +17854,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Terminated"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, validation_failed */
@@ -17825,6 +18007,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryChildrenResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -17957,6 +18148,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryKeyResult"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
@@ -18111,6 +18311,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
@@ -18263,6 +18472,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryKeyResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
@@ -18411,6 +18629,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryRootsResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -18543,6 +18770,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryValueResult"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
@@ -18697,6 +18933,15 @@ export interface operations {
                     "application/json": components["schemas"]["RegistryValueResult"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
             400: {
                 headers: {
@@ -18847,6 +19092,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryValueResult"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, registry_type_invalid, validation_failed */
@@ -19084,6 +19338,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServiceState"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
                 };
             };
             /** @description Bad Request: invalid_request, validation_failed */
@@ -19428,6 +19691,15 @@ export interface operations {
                     "application/json": components["schemas"]["SoftwareRefresh"];
                 };
             };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
             /** @description Bad Request: invalid_request, validation_failed */
             400: {
                 headers: {
@@ -19529,6 +19801,122 @@ export interface operations {
             };
             /** @description Gateway Timeout: operation_timed_out, timed_out */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDeviceSoftwareHostnameUninstall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SoftwareRowRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Uninstall"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, uninstall_blocked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -24031,6 +24419,91 @@ export interface operations {
             };
             /** @description Bad Request: validation_failed */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOperationsOperationId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                operation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationStatus"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -26,11 +26,17 @@ type Operation<P extends keyof paths, M extends Method> = paths[P][M] extends in
 type JsonContent<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
 type Success = 200 | 201 | 202 | 204;
 
+/**
+ * An operation's 202 (docs/api.md "Operation status") never reaches a caller:
+ * api() follows the operation, then reads again (GET) or answers undefined.
+ */
+type Followed<T, M extends Method> = T extends Schemas['OperationAccepted'] ? (M extends 'get' ? never : undefined) : T;
+
 /** The JSON answer of a successful call (undefined for 204). */
 export type ResponseOf<P extends keyof paths, M extends Method> = Operation<P, M> extends {
   responses: infer R;
 }
-  ? { [S in keyof R & Success]: JsonContent<R[S]> }[keyof R & Success]
+  ? Followed<{ [S in keyof R & Success]: JsonContent<R[S]> }[keyof R & Success], M>
   : never;
 
 /** The JSON request body of an operation (never: it takes none). */

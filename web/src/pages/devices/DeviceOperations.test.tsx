@@ -236,3 +236,44 @@ describe('Software and patch refresh', () => {
     expect(engine.callsTo('POST', '/api/device/patches/web-1/refresh')).toHaveLength(2);
   });
 });
+
+describe('Software uninstall', () => {
+  it('uninstalls a row only after a confirmation, follows the run, then tells how it ended', async () => {
+    const user = userEvent.setup({ delay: null });
+    const run = (status: string, extra: Record<string, unknown> = {}) => ({
+      body: { run_id: 'run-1', kind: 'software_uninstall', status, results: [{ guid: 'g', hostname: 'web-1', status, ...extra }] },
+    });
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'POST /api/device/software/web-1/uninstall': [
+        { status: 202, body: { run_id: 'run-1', url: '/api/scripts/quick_run/run-1', name: 'nginx', version: '1.22.1-9', override: false, language: 'sh' } },
+        { status: 409, body: { error: 'uninstall_blocked', message: 'uninstalling nginx is blocked: the site needs it' } },
+      ],
+      'GET /api/scripts/quick_run/run-1': [run('running'), run('succeeded')],
+    });
+    renderPage('/devices/web-1/software');
+    const button = await within(await screen.findByRole('tabpanel')).findByRole('button', { name: 'Uninstall nginx 1.22.1-9' });
+
+    await user.click(button);
+    let dialog = await screen.findByRole('dialog', { name: 'Uninstall nginx?' });
+    expect(dialog).toHaveTextContent('nginx 1.22.1-9 will be removed from web-1');
+    await user.click(within(dialog).getByRole('button', { name: 'Cancel' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(engine.callsTo('POST', '/api/device/software/web-1/uninstall')).toHaveLength(0);
+
+    await user.click(within(panel()).getByRole('button', { name: 'Uninstall nginx 1.22.1-9' }));
+    dialog = await screen.findByRole('dialog', { name: 'Uninstall nginx?' });
+    await user.click(within(dialog).getByRole('button', { name: 'Uninstall' }));
+    await waitFor(() => expect(engine.callsTo('POST', '/api/device/software/web-1/uninstall')).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/device/software/web-1/uninstall')[0].body).toEqual({ name: 'nginx', version: '1.22.1-9' });
+    expect(within(panel()).getByRole('button', { name: 'Uninstall nginx 1.22.1-9' })).toHaveTextContent('Uninstalling…');
+    const done = await toast('nginx uninstalled');
+    expect(done).toHaveTextContent('Removed from web-1');
+    expect(engine.callsTo('GET', '/api/scripts/quick_run/run-1').length).toBeGreaterThanOrEqual(2);
+
+    await user.click(within(panel()).getByRole('button', { name: 'Uninstall nginx 1.22.1-9' }));
+    dialog = await screen.findByRole('dialog', { name: 'Uninstall nginx?' });
+    await user.click(within(dialog).getByRole('button', { name: 'Uninstall' }));
+    expect(await toast('Uninstall nginx failed')).toHaveTextContent('blocked: the site needs it');
+  });
+});

@@ -22,6 +22,7 @@ import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } fr
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
 import { InventoryGrid } from './InventoryGrid';
 import { InventoryRefreshButton } from './InventoryRefresh';
+import { SoftwareUninstall, UninstallCell } from './SoftwareUninstall';
 import { Facts, mono, NoneReported, NotCollected, OperationBar, Section } from './parts';
 
 const yesNo = (v: boolean | undefined) => (v ? 'Yes' : 'No');
@@ -264,6 +265,7 @@ const softwareColumns: ColDef<SoftwareItem>[] = [
     filter: false,
     valueFormatter: (p) => (p.value ? formatBytes(p.value) : '—'),
   },
+  { colId: 'actions', headerName: '', width: 140, sortable: false, filter: false, cellRenderer: UninstallCell },
 ];
 
 export function SoftwareTab({ hostname, software }: { hostname: string; software: SoftwareItem[] | null | undefined }) {
@@ -271,13 +273,15 @@ export function SoftwareTab({ hostname, software }: { hostname: string; software
     <Box>
       <OperationBar actions={<InventoryRefreshButton hostname={hostname} kind="software" />} />
       {software ? (
-        <InventoryGrid<SoftwareItem>
-          noun="packages"
-          rows={software}
-          columnDefs={softwareColumns}
-          getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
-          emptyText="The agent reported no installed software."
-        />
+        <SoftwareUninstall hostname={hostname}>
+          <InventoryGrid<SoftwareItem>
+            noun="packages"
+            rows={software}
+            columnDefs={softwareColumns}
+            getRowId={(p) => `${p.data.source}:${p.data.name}:${p.data.arch ?? ''}:${p.data.version}`}
+            emptyText="The agent reported no installed software."
+          />
+        </SoftwareUninstall>
       ) : (
         <NotCollected what="Software inventory" />
       )}

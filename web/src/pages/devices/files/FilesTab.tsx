@@ -266,6 +266,11 @@ export function FilesTab({ hostname }: { hostname: string }) {
         path: { hostname },
         body: { destination: dir, names: topLevelNames(files, directories) },
       });
+      if (!res) {
+        // The check outlived its request: its answer is not kept.
+        notify({ title: 'Upload', message: 'The device took long to check the names; try the upload again.', variant: 'warning', icon: 'warning' });
+        return;
+      }
       if (res.conflicts.length > 0) setDialog({ kind: 'conflicts', files, directories, conflicts: res.conflicts });
       else upload(files, directories, 'rename');
     } catch (e) {

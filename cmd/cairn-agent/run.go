@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/shells"
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/tunnels"
+	"github.com/cairn-rmm/cairn/agent/vnc"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
 )
 
@@ -147,6 +148,26 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		return err
 	}
 	defer tunnel.Close()
+	// The VNC role (behaviour 13): x11vnc on the tunnel address, started
+	// by vnc_start.
+	var vncRole *roles.Role
+	if h.tracker != nil {
+		vncRole = h.tracker.Register(roles.VNC)
+	}
+	desktop, err := vnc.New(vnc.Options{Role: vncRole, RuntimeDir: filepath.Join(filepath.Dir(absConfig), "vnc"), Logger: log,
+		VirtualIP: func() string {
+			if st := tunnel.State(); st != nil && st.Mode != tunnels.ModeNetstack {
+				return st.VirtualIP
+			}
+			return ""
+		}})
+	if err != nil {
+		return err
+	}
+	if err := desktop.Register(handlers); err != nil {
+		return err
+	}
+	defer desktop.Close()
 	shells, err := shells.Register(ctx, handlers, shells.Options{Logger: log})
 	if err != nil {
 		return err
@@ -175,7 +196,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		Handlers:    handlers,
 		Timing:      h.timing,
 		Logger:      log,
-		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call) },
+		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call); desktop.Session(call) },
 			Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {

@@ -1,0 +1,45 @@
+-- Remote desktop (VNC) sessions.
+
+-- name: VNCSessionInsert :one
+INSERT INTO vnc_sessions (id, device_guid, site_id, hostname, operator, protocol, quality)
+VALUES (@id, @device_guid, @site_id, @hostname, @operator, @protocol, @quality)
+RETURNING *;
+
+-- name: VNCSessionGet :one
+SELECT * FROM vnc_sessions
+WHERE id = @id AND (@all_sites::bool OR site_id = ANY(@site_ids::bigint[]));
+
+-- name: VNCSessionIssueToken :one
+-- The establishment is ready: the browser's one-time token, once.
+UPDATE vnc_sessions SET status = 'ready', ready_at = now(), token_hash = @token_hash,
+    token_expires_at = now() + make_interval(secs => @ttl_seconds::float8)
+WHERE id = @id AND status = 'establishing'
+RETURNING *;
+
+-- name: VNCSessionRedeem :one
+-- The browser attaches: the token is spent whatever happens next.
+UPDATE vnc_sessions SET status = 'live', attached_at = now(), token_hash = NULL
+WHERE token_hash = @token_hash AND id = @id AND operator = @operator AND status = 'ready'
+  AND token_expires_at > now()
+RETURNING *;
+
+-- name: VNCSessionFirstFrame :exec
+UPDATE vnc_sessions SET first_frame_at = COALESCE(first_frame_at, @at::timestamptz) WHERE id = @id;
+
+-- name: VNCSessionEnd :one
+-- Ends a session once; ending an ended one returns no row.
+UPDATE vnc_sessions SET status = 'ended', ended_at = now(), token_hash = NULL, end_reason = @end_reason,
+    error_code = @error_code, error_message = @error_message
+WHERE id = @id AND status <> 'ended'
+RETURNING *;
+
+-- name: VNCSessionListActive :many
+SELECT * FROM vnc_sessions
+WHERE status <> 'ended' AND (@all_sites::bool OR site_id = ANY(@site_ids::bigint[]))
+ORDER BY created_at DESC
+LIMIT @max_rows::int;
+
+-- name: VNCSessionCountActiveByOperator :many
+SELECT operator, count(*)::bigint AS sessions FROM vnc_sessions
+WHERE status = 'live' AND (@all_sites::bool OR site_id = ANY(@site_ids::bigint[]))
+GROUP BY operator ORDER BY operator;

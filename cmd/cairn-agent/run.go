@@ -28,8 +28,8 @@ import (
 	"github.com/cairn-rmm/cairn/agent/shells"
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/tunnels"
-	"github.com/cairn-rmm/cairn/agent/vnc"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
+	"github.com/cairn-rmm/cairn/agent/vnc"
 )
 
 // runAgent: cairn-agent run [--config PATH] [--hostname NAME]. It runs

@@ -368,6 +368,8 @@ var apiAreas = []apiArea{
 	{"Shell", "Remote shells and remote operations sessions.", []string{"/api/shell", "/api/remote-ops", "/api/agent/shell"}},
 	{"Tunnel", "The managed WireGuard tunnel between the Engine and each device.",
 		[]string{"/api/tunnel", "/api/agent/vpn", "/api/server/wireguard"}},
+	{"Remote desktop", "Remote desktop (VNC) sessions through the managed tunnel, and the agent's VNC role.",
+		[]string{"/api/vnc", "/api/agent/vnc"}},
 	{"Agent artifacts", "Agent builds, their hashes, update manifests and install links.",
 		[]string{"/api/agent/update", "/api/agent/hash", "/api/agent/hash_list", "/api/agent/install", "/api/sites/{site_id}/agent-install-links"}},
 	{"Agent updates", "Agent updates and maintenance on devices.", []string{"/api/devices/agent-maintenance",

@@ -392,14 +392,15 @@ type remoteOpsResp struct {
 
 func (h *shellAPI) remoteOpsSession(r *http.Request, req remoteOpsReq) (remoteOpsResp, error) {
 	ctx, p := r.Context(), principal(r.Context())
-	if req.Capability != shells.CapShell {
-		return remoteOpsResp{}, cairn.Errorf(shells.ECodeNotImplemented, "the %s capability is not available yet; only shell is", req.Capability)
+	need := map[string]proto.Capability{shells.CapShell: proto.CapShell, shells.CapDesktop: proto.CapVNC}
+	if _, ok := need[req.Capability]; !ok {
+		return remoteOpsResp{}, cairn.Errorf(shells.ECodeNotImplemented, "the %s capability is not available yet; shell and desktop are", req.Capability)
 	}
 	t, err := h.target(ctx, p, req.ref(), "")
 	if err != nil {
 		return remoteOpsResp{}, err
 	}
-	if err := t.Require(proto.CapShell); err != nil {
+	if err := t.Require(need[req.Capability]); err != nil {
 		return remoteOpsResp{}, err
 	}
 	tok, exp, err := h.svc.IssueOpToken(ctx, req.Capability, t, p.Username)

@@ -353,7 +353,9 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	var reason string
 	if err == nil {
 		g := &vnc.Gateway{Config: a.VNC.Config(),
-			Dial: func(ctx context.Context) (net.Conn, error) { return a.VNCArea.Server.Dial(ctx, string(sess.GUID), proto.VNCPort) },
+			Dial: func(ctx context.Context) (net.Conn, error) {
+				return a.VNCArea.Server.Dial(ctx, string(sess.GUID), proto.VNCPort)
+			},
 			Credential: func(ctx context.Context, pub string) (string, error) {
 				return a.credential(ctx, t, p.Username, sess.ID, pub)
 			},

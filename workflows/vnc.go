@@ -117,9 +117,6 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	detachCh := workflow.GetSignalChannel(ctx, SignalDesktopDetached)
 
 	deadline := workflow.Now(ctx).Add(in.Config.EstablishDeadline)
-	remaining := func(step time.Duration) time.Duration {
-		return min(step, deadline.Sub(workflow.Now(ctx)))
-	}
 	end := func(reason, code, msg string) (DesktopStatus, error) {
 		st.EndReason = reason
 		if st.Phase == DesktopPhaseReady || st.Phase == DesktopPhaseLive {
@@ -138,7 +135,12 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 		st.Phase = DesktopPhaseEnded
 		return st, nil
 	}
-	fail := func(err error, step time.Duration, fallback string) (DesktopStatus, error) {
+	// fail ends the establishment after a step failed. A step whose wait
+	// the deadline cut short and that failed with what waiting longer
+	// might have fixed failed on the deadline (vnc_establish_timeout);
+	// otherwise the step's own code, a timeout or a retryable wait
+	// becoming fallback.
+	fail := func(err error, step time.Duration, clipped bool, fallback string) (DesktopStatus, error) {
 		code, msg := operationFailure(err, step)
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() {
@@ -147,16 +149,25 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 				st.Probe = &p
 			}
 		}
-		if !deadline.After(workflow.Now(ctx)) {
+		waiting := code == ECodeOperationTimedOut || code == tunnels.ECodeNotReady || code == tunnels.ECodeUnavailable ||
+			code == vnc.ECodeNoRFBBanner || code == proto.CodeVNCNotReady
+		switch {
+		case waiting && clipped:
 			code, msg = vnc.ECodeEstablishTimeout, "the remote desktop was not ready within the establish deadline ("+in.Config.EstablishDeadline.String()+"): "+msg
-		} else if code == ECodeOperationTimedOut && fallback != "" {
+		case waiting && fallback != "" && code != vnc.ECodeNoRFBBanner && code != proto.CodeVNCNotReady:
 			code = fallback
 		}
 		return end("failed", code, msg)
 	}
+	// step is a step's wait, cut to what is left of the deadline, and
+	// whether the deadline cut it.
+	step := func(d time.Duration) (time.Duration, bool) {
+		left := deadline.Sub(workflow.Now(ctx))
+		return min(d, left), left <= d
+	}
 
 	// 1. The tunnel (readiness wait).
-	wait := remaining(in.Config.ReadyWait)
+	wait, clipped := step(in.Config.ReadyWait)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second,
 		ScheduleToCloseTimeout: wait,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 3 * time.Second,
@@ -164,13 +175,13 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	var v *activities.VNC
 	var tun activities.TunnelState
 	if err := workflow.ExecuteActivity(actx, v.CheckDesktopTunnel, string(in.Target.GUID)).Get(ctx, &tun); err != nil {
-		return fail(err, wait, vnc.ECodeBackendNotReady)
+		return fail(err, wait, clipped, vnc.ECodeBackendNotReady)
 	}
 	st.VirtualIP = tun.VirtualIP
 
 	// 2. vnc_start (rule 2: before the token).
 	st.Phase = DesktopPhaseStarting
-	wait = remaining(in.Config.StartReadyWait)
+	wait, clipped = step(in.Config.StartReadyWait)
 	opID := cairn.OperationID(in.SessionID + ":start")
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: OperationWorkflowID(in.Target.GUID, opID)})
 	var res OperationResult
@@ -178,7 +189,7 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 		Type: proto.EventVNCStart, Payload: DesktopStartPayload(in.SessionID), Kind: JobKindRemoteDesktop,
 		Summary: "Start the VNC server", Actor: in.Actor, Meta: map[string]any{"session_id": in.SessionID}, Timeout: wait,
 		Grant: in.StartGrant}).Get(ctx, &res); err != nil {
-		return fail(err, wait, vnc.ECodeBackendNotReady)
+		return fail(err, wait, clipped, vnc.ECodeBackendNotReady)
 	}
 	var started proto.VNCStarted
 	if json.Unmarshal(res.Payload, &started) == nil {
@@ -187,14 +198,14 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 
 	// 3. The banner probe and security preflight through the tunnel.
 	st.Phase = DesktopPhaseProbing
-	wait = remaining(in.Config.RFBReadyWait)
+	wait, clipped = step(in.Config.RFBReadyWait)
 	pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: wait, ScheduleToCloseTimeout: wait,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 1.5, MaximumInterval: 3 * time.Second,
 			NonRetryableErrorTypes: []string{vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout}}})
 	if err := workflow.ExecuteActivity(pctx, v.ProbeDesktop, activities.DesktopProbeInput{GUID: string(in.Target.GUID), Attempts: 1,
 		Wait: min(wait, in.Config.PreflightTimeout), Preflight: in.Config.Preflight}).Get(ctx, nil); err != nil {
 		st.Phase = DesktopPhaseReady // the server was started: stop it
-		return fail(err, wait, vnc.ECodeNoRFBBanner)
+		return fail(err, wait, clipped, vnc.ECodeNoRFBBanner)
 	}
 	now := workflow.Now(ctx)
 	st.Phase, st.ReadyAt = DesktopPhaseReady, &now

@@ -41,7 +41,7 @@ type vncAPI struct {
 
 // desktopTargetErrors are what naming a session's device may answer.
 var desktopTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
-	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, shells.ECodeTokenInvalid, shells.ECodeNotImplemented,
+	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, proto.CodeUnsupportedPlatform, shells.ECodeTokenInvalid, shells.ECodeNotImplemented,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable, vnc.ECodeNoRFBBanner, vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout,
 	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
 	proto.CodeVNCNotReady}

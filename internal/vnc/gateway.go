@@ -160,8 +160,10 @@ func (g *Gateway) relay(ctx context.Context, browser, agent net.Conn) string {
 	}
 }
 
-// watchFirstFrame passes ServerInit on, then the server's next message:
-// when it is a FramebufferUpdate (type 0) the first frame arrived.
+// watchFirstFrame passes ServerInit on, then the server's messages until
+// the first FramebufferUpdate (type 0), which is the first frame; the
+// messages x11vnc may send before it (SetColourMapEntries, Bell,
+// ServerCutText) are passed on whole.
 func (g *Gateway) watchFirstFrame(browser, agent net.Conn) error {
 	head := make([]byte, 24)
 	if _, err := io.ReadFull(agent, head); err != nil {
@@ -175,13 +177,49 @@ func (g *Gateway) watchFirstFrame(browser, agent net.Conn) error {
 	if _, err := browser.Write(append(head, name...)); err != nil {
 		return err
 	}
-	var typ [1]byte
-	if _, err := io.ReadFull(agent, typ[:]); err != nil {
-		return err
+	for {
+		var typ [1]byte
+		if _, err := io.ReadFull(agent, typ[:]); err != nil {
+			return err
+		}
+		var rest int64
+		switch typ[0] {
+		case 0:
+			if g.FirstFrame != nil {
+				g.FirstFrame(time.Now())
+			}
+			_, err := browser.Write(typ[:])
+			return err
+		case 1: // padding, first colour, count, count × 6 bytes
+			hdr := make([]byte, 5)
+			if _, err := io.ReadFull(agent, hdr); err != nil {
+				return err
+			}
+			if _, err := browser.Write(append(typ[:], hdr...)); err != nil {
+				return err
+			}
+			rest = int64(binary.BigEndian.Uint16(hdr[3:5])) * 6
+		case 2: // Bell
+			if _, err := browser.Write(typ[:]); err != nil {
+				return err
+			}
+		case 3: // padding, length, text
+			hdr := make([]byte, 7)
+			if _, err := io.ReadFull(agent, hdr); err != nil {
+				return err
+			}
+			if _, err := browser.Write(append(typ[:], hdr...)); err != nil {
+				return err
+			}
+			rest = int64(binary.BigEndian.Uint32(hdr[3:7]))
+		default:
+			// An extension message the gateway cannot size: relay the
+			// rest unwatched.
+			_, err := browser.Write(typ[:])
+			return err
+		}
+		if _, err := io.CopyN(browser, agent, rest); err != nil {
+			return err
+		}
 	}
-	if typ[0] == 0 && g.FirstFrame != nil {
-		g.FirstFrame(time.Now())
-	}
-	_, err := browser.Write(typ[:])
-	return err
 }

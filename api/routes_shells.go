@@ -69,7 +69,7 @@ func (s *Server) shellRoutes(svc *shells.Service) []Route {
 		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions")), "List shell sessions"},
 		// What a shell showed is device content.
 		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, s.deviceContent(raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict)), "Get a shell session's transcript"},
-		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented)...), "Open a remote operations session"},
+		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented, proto.CodeUnsupportedPlatform)...), "Open a remote operations session"},
 		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "").Errors(shells.ECodeTokenInvalid, cairn.ECodeWrongWorker), "Agent: attach to a shell (WebSocket)"},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -181,6 +182,11 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	caps := proto.HandlerCapabilities(handlers.Types())
 	if regStore == nil {
 		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapRegistry })
+	}
+	// The VNC role serves X11 desktops only (agent/vnc): elsewhere its
+	// handlers answer unsupported and the capability is not offered.
+	if p, only := proto.CapabilityPlatform[proto.CapVNC]; only && p != goruntime.GOOS {
+		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapVNC })
 	}
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:        store,

@@ -74,6 +74,8 @@ type VNC struct {
 	started   *proto.VNCStarted
 	lastReady time.Time
 	call      agentruntime.Caller
+	// port is proto.VNCPort (tests use a free one).
+	port int
 }
 
 // server is the platform's VNC server.
@@ -116,7 +118,7 @@ func New(opts Options) (*VNC, error) {
 	if opts.RuntimeDir == "" {
 		opts.RuntimeDir = os.TempDir()
 	}
-	v := &VNC{opts: opts, log: opts.Logger.With("component", "vnc"), srv: newServer()}
+	v := &VNC{opts: opts, log: opts.Logger.With("component", "vnc"), srv: newServer(), port: proto.VNCPort}
 	if err := v.rotate(); err != nil {
 		return nil, err
 	}
@@ -256,11 +258,11 @@ func (v *VNC) start(ctx context.Context) (*proto.VNCStarted, error) {
 		return nil, fmt.Errorf("the Engine's firewall scope %q is not an address", scope.EngineIP)
 	}
 	v.srv.stop()
-	if err := v.srv.start(ctx, serverConfig{Display: v.opts.Display, Addr: vip, Port: proto.VNCPort, Allow: scope.EngineIP,
+	if err := v.srv.start(ctx, serverConfig{Display: v.opts.Display, Addr: vip, Port: v.port, Allow: scope.EngineIP,
 		Password: v.password, RuntimeDir: v.opts.RuntimeDir}); err != nil {
 		return nil, err
 	}
-	if err := awaitListener(ctx, net.JoinHostPort(vip, strconv.Itoa(proto.VNCPort)), v.srv); err != nil {
+	if err := awaitListener(ctx, net.JoinHostPort(vip, strconv.Itoa(v.port)), v.srv); err != nil {
 		v.srv.stop()
 		return nil, err
 	}
@@ -268,7 +270,7 @@ func (v *VNC) start(ctx context.Context) (*proto.VNCStarted, error) {
 	if err != nil {
 		v.log.Warn("display topology unknown", "err", err)
 	}
-	st := &proto.VNCStarted{ListenAddress: vip, Port: proto.VNCPort, DisplayTopology: mons, DisplayVirtualBounds: VirtualBounds(mons)}
+	st := &proto.VNCStarted{ListenAddress: vip, Port: v.port, DisplayTopology: mons, DisplayVirtualBounds: VirtualBounds(mons)}
 	v.started = st
 	v.lastReady = v.opts.Now().UTC()
 	v.log.Info("VNC server up", "listen", vip, "display", v.opts.Display, "server", v.srv.name())

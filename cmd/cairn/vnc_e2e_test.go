@@ -21,7 +21,8 @@ import (
 )
 
 // startXvfb runs Xvfb inside the namespace on a free display (-displayfd)
-// and paints its root window with colour (xsetroot): the desktop the VNC
+// and paints its root window with colour (xsetroot; -noreset keeps it
+// when xsetroot, the only client, leaves): the desktop the VNC
 // test expects to see. It returns ":N".
 func startXvfb(t *testing.T, ns *netns, colour string) string {
 	t.Helper()
@@ -31,7 +32,7 @@ func startXvfb(t *testing.T, ns *netns, colour string) string {
 	}
 	pr, pw, err := os.Pipe()
 	require.NoError(t, err)
-	cmd := exec.Command("ip", "netns", "exec", ns.name, "Xvfb", "-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "160x120x24")
+	cmd := exec.Command("ip", "netns", "exec", ns.name, "Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", "160x120x24")
 	cmd.ExtraFiles = []*os.File{pw}
 	require.NoError(t, cmd.Start())
 	_ = pw.Close()

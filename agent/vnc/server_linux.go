@@ -47,7 +47,9 @@ func (x *x11vnc) start(ctx context.Context, c serverConfig) error {
 		_ = os.RemoveAll(dir)
 		return err
 	}
-	args := []string{"-display", c.Display, "-rfbport", strconv.Itoa(c.Port), "-listen", c.Addr, "-noipv6",
+	// -rfbportv6 -1: libvncserver would also listen on [::] whatever
+	// -noipv6 says (the end-to-end test saw it).
+	args := []string{"-display", c.Display, "-rfbport", strconv.Itoa(c.Port), "-rfbportv6", "-1", "-listen", c.Addr, "-noipv6",
 		"-allow", c.Allow, "-passwdfile", "rm:" + pwFile, "-forever", "-shared", "-norc", "-nolookup",
 		"-noxdamage", "-xrandr", "-quiet"}
 	cmd := exec.Command(bin, args...)

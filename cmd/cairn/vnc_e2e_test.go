@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,8 +60,12 @@ func startXvfb(t *testing.T, ns *netns, colour string) string {
 // records the session's end in the device's activity.
 func TestVNCEndToEnd(t *testing.T) {
 	t.Parallel()
+	var display string
 	rig := newTunnelRig(t, rigOptions{hostname: "e2e-vnc", slug: "vnc-e2e", network: "10.233.0.0/24",
-		agentEnv: func(t *testing.T, ns *netns) []string { return []string{"DISPLAY=" + startXvfb(t, ns, "#ff8000")} }})
+		agentEnv: func(t *testing.T, ns *netns) []string {
+			display = startXvfb(t, ns, "#ff8000")
+			return []string{"DISPLAY=" + display}
+		}})
 	eng, token, a, guid := rig.eng, rig.token, rig.a, rig.guid
 
 	est := eng.post(t, "/api/vnc/establish", token, map[string]any{"guid": guid})
@@ -151,7 +155,7 @@ func TestVNCEndToEnd(t *testing.T) {
 		}
 		return n
 	}
-	for incremental := byte(0); painted() < len(screen); incremental = 1 {
+	for incremental := byte(0); painted() < len(screen)*95/100 || screen[0] != [3]uint32{0xff, 0x80, 0}; incremental = 1 {
 		req := []byte{3, incremental, 0, 0, 0, 0, 0, 0, 0, 0}
 		binary.BigEndian.PutUint16(req[6:], w)
 		binary.BigEndian.PutUint16(req[8:], h)
@@ -197,10 +201,19 @@ func TestVNCEndToEnd(t *testing.T) {
 		}
 	}
 
-	// A key event goes through the gateway to the server (KeyEvent down
-	// and up, 'a'): the session stays up.
-	_, err = c.Write([]byte{4, 1, 0, 0, 0, 0, 0, 'a', 4, 0, 0, 0, 0, 0, 0, 'a'})
+	// A key event reaches the display: Caps Lock pressed and released
+	// through the gateway turns the X server's Caps Lock indicator on
+	// (xset q reads it).
+	capsLock := func() string {
+		out, err := exec.Command("ip", "netns", "exec", rig.ns.name, "env", "DISPLAY="+display, "xset", "q").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	require.Regexp(t, `Caps Lock:\s+off`, capsLock())
+	_, err = c.Write([]byte{4, 1, 0, 0, 0, 0, 0xff, 0xe5, 4, 0, 0, 0, 0, 0, 0xff, 0xe5})
 	require.NoError(t, err)
+	require.True(t, assertEventually(30*time.Second, func() bool { return regexp.MustCompile(`Caps Lock:\s+on`).MatchString(capsLock()) }),
+		"the key reached the display: %s", capsLock())
 
 	// first_frame_at is recorded; the session is live and listed.
 	require.True(t, assertEventually(time.Minute, func() bool {
@@ -219,6 +232,16 @@ func TestVNCEndToEnd(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, 403, res.StatusCode)
 
+	// x11vnc listens on the tunnel address only, and its password file
+	// was removed once read (the password is on no command line).
+	require.Equal(t, []string{net.JoinHostPort(rig.vip, "5900")}, listeners5900(t, rig.ns))
+	cmdline := x11vncCmdline(t, rig.ns)
+	require.Contains(t, cmdline, "-allow 10.233.0.1", "only the Engine's tunnel address is admitted")
+	m := regexp.MustCompile(`-passwdfile rm:(\S+)`).FindStringSubmatch(cmdline)
+	require.NotNil(t, m, cmdline)
+	_, err = os.Stat(m[1])
+	require.ErrorIs(t, err, os.ErrNotExist, "x11vnc removed the password file")
+
 	// Disconnect: the workflow stops the server and records the end.
 	eng.post(t, "/api/vnc/disconnect", token, map[string]any{"session_id": sessionID})
 	require.True(t, assertEventually(time.Minute, func() bool {
@@ -228,10 +251,40 @@ func TestVNCEndToEnd(t *testing.T) {
 		r := role()
 		return r != nil && r["context"].(map[string]any)["service_state"] == "stopped"
 	}), "vnc_stop stopped x11vnc")
-	_, err = (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", net.JoinHostPort(rig.vip, strconv.Itoa(5900)))
-	require.Error(t, err, "the host cannot reach the agent's tunnel address except through the Engine's tunnel")
+	require.Empty(t, listeners5900(t, rig.ns), "nothing listens on 5900 once stopped")
 	acts, err := json.Marshal(eng.call(t, "GET", "/api/device/activity/"+a.hostname, token, nil))
 	require.NoError(t, err)
 	require.Contains(t, string(acts), `"kind":"remote_desktop"`)
 	require.Contains(t, string(acts), "Remote desktop session (stopped)")
+}
+
+// listeners5900 are the addresses listening on TCP 5900 in the namespace.
+func listeners5900(t *testing.T, ns *netns) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns.name, "ss", "-Hltn", "sport", "=", ":5900").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var addrs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			addrs = append(addrs, f[3])
+		}
+	}
+	return addrs
+}
+
+// x11vncCmdline is the command line of the x11vnc in the namespace.
+func x11vncCmdline(t *testing.T, ns *netns) string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "pids", ns.name).Output()
+	require.NoError(t, err)
+	for _, pid := range strings.Fields(string(out)) {
+		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+		if strings.TrimSpace(string(comm)) == "x11vnc" {
+			b, err := os.ReadFile("/proc/" + pid + "/cmdline")
+			require.NoError(t, err)
+			return strings.ReplaceAll(string(b), "\x00", " ")
+		}
+	}
+	t.Fatal("no x11vnc in the agent's namespace")
+	return ""
 }

@@ -259,6 +259,15 @@ export const shell = {
   disconnect: (session_id: string) => call('post', '/api/shell/disconnect', { body: { session_id } }),
 };
 
+// Remote desktop (docs/api.md "Remote desktop"): establish runs the
+// Engine's RemoteDesktop workflow and hands out a one-time WebSocket path
+// that speaks RFB; the VNC password never reaches the browser.
+export type DesktopQuality = 'speed' | 'quality';
+export const vnc = {
+  establish: (guid: string, quality: DesktopQuality) => call('post', '/api/vnc/establish', { body: { guid, quality } }),
+  disconnect: (session_id: string) => call('post', '/api/vnc/disconnect', { body: { session_id } }),
+};
+
 // Enrollment codes and approvals (docs/api.md "Enrollment").
 export const enrollment = {
   codes: (siteId?: number | null) =>

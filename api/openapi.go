@@ -132,6 +132,14 @@ type errorSchemaBody struct {
 	// Dependants lists the saved work (scheduled jobs, workflows) that
 	// keeps a shared object from being changed (dependants_exist).
 	Dependants []cairn.Dependant `json:"dependants,omitempty"`
+	// RetryAfterSeconds repeats Retry-After (rate_limited,
+	// vnc_auth_retry_in_progress, vnc_auth_retry_settling).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
+	// ProbeStage, Attempt and ElapsedMS say where an RFB banner probe
+	// failed (vnc_backend_no_rfb_banner).
+	ProbeStage string `json:"probe_stage,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	ElapsedMS  int64  `json:"elapsed_ms,omitempty"`
 }
 
 // document builds the API document of routes.

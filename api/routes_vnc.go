@@ -43,7 +43,7 @@ type vncAPI struct {
 var desktopTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
 	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, proto.CodeUnsupportedPlatform, shells.ECodeTokenInvalid, shells.ECodeNotImplemented,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable, vnc.ECodeNoRFBBanner, vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout,
-	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
+	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, vnc.ECodeAuthRetryInProgress, vnc.ECodeAuthRetrySettling, vnc.ECodeSessionEnded, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
 	proto.CodeVNCNotReady}
 
 func (d VNCArea) routes(s *Server) []Route {
@@ -113,6 +113,9 @@ type vncEstablishReq struct {
 	Protocol string `json:"protocol"`
 	// Quality is speed (default) or quality (rule 4).
 	Quality string `json:"quality"`
+	// Reason vnc_auth_retry follows an explicit auth failure: the agent
+	// rotates its credential first (rule 7; single-flight per device).
+	Reason string `json:"reason"`
 }
 
 func (q *vncEstablishReq) validate() error {
@@ -130,6 +133,9 @@ func (q *vncEstablishReq) validate() error {
 	case "", vnc.QualitySpeed, vnc.QualityQuality:
 	default:
 		v.Add("quality", "must be speed or quality")
+	}
+	if q.Reason != "" && q.Reason != vnc.ReasonAuthRetry {
+		v.Add("reason", "must be vnc_auth_retry or absent")
 	}
 	return v.Err()
 }
@@ -185,7 +191,7 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 	if quality == "" {
 		quality = vnc.QualitySpeed
 	}
-	sess, err := a.VNC.Create(ctx, t, p.Username, quality)
+	sess, err := a.VNC.Create(ctx, t, p.Username, quality, req.Reason)
 	if err != nil {
 		return vncEstablishResp{}, err
 	}
@@ -204,7 +210,7 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 		return vncEstablishResp{}, err
 	}
 	if st.Phase != workflows.DesktopPhaseReady {
-		ce := cairn.Errorf(cairn.ECodeInternal, "the remote desktop could not be established")
+		ce := cairn.Errorf(vnc.ECodeSessionEnded, "the session was closed (%s) before it was established", st.EndReason)
 		if st.ErrorCode != "" {
 			ce = cairn.Errorf(st.ErrorCode, "%s", st.Error)
 			ce.Probe = st.Probe
@@ -352,12 +358,12 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	var reason string
 	if err == nil {
-		g := &vnc.Gateway{Config: a.VNC.Config(),
+		g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: sess.Reason == vnc.ReasonAuthRetry,
 			Dial: func(ctx context.Context) (net.Conn, error) {
 				return a.VNCArea.Server.Dial(ctx, string(sess.GUID), proto.VNCPort)
 			},
 			Credential: func(ctx context.Context, pub string) (string, error) {
-				return a.credential(ctx, t, p.Username, sess.ID, pub)
+				return a.credential(ctx, t, p.Username, sess.ID, pub, sess.Reason == vnc.ReasonAuthRetry)
 			},
 			FirstFrame: func(at time.Time) {
 				if ferr := a.VNC.FirstFrame(bg, sess.ID, at); ferr != nil {
@@ -395,8 +401,8 @@ func closeText(s string) string {
 // credential asks the agent for its password sealed to pub
 // (vnc_credential_request through the command path): only for this live
 // session, and only the gateway's private key opens the answer.
-func (a *vncAPI) credential(ctx context.Context, t devices.OperationTarget, operator, sessionID, pub string) (string, error) {
-	payload, err := json.Marshal(proto.VNCCredentialRequest{SessionID: sessionID, PublicKey: pub})
+func (a *vncAPI) credential(ctx context.Context, t devices.OperationTarget, operator, sessionID, pub string, rotate bool) (string, error) {
+	payload, err := json.Marshal(proto.VNCCredentialRequest{SessionID: sessionID, PublicKey: pub, Rotate: rotate})
 	if err != nil {
 		return "", err
 	}

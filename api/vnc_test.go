@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/proto/wgnet"
 )
 
 // The remote desktop routes (issue 23, VNC): validation with the field,
@@ -124,4 +125,59 @@ func TestVNCRoutes(t *testing.T) {
 	r = f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid})
 	require.Equal(t, 409, r.Status, r.Raw)
 	require.Equal(t, "device_quarantined", r.Body["error"])
+}
+
+// Rule 7: vnc_auth_retry is single-flight per device. While one
+// establishes, another is refused vnc_auth_retry_in_progress; once it
+// ended (here: disconnected while waiting for the tunnel), another is
+// refused vnc_auth_retry_settling for the cooldown; both carry
+// retry_after_seconds. A plain establish is never refused by it.
+func TestVNCAuthRetrySingleFlight(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "vnc-retry")
+	a := f.capsAgent(t, admin, site, "retry-01", proto.CapabilitiesVersion, []proto.Capability{proto.CapTunnel, proto.CapVNC})
+	key, err := wgnet.GenerateKey()
+	require.NoError(t, err)
+	// A tunnel that never reports ready: the establishment waits.
+	require.Equal(t, 200, a.device(t, "POST", proto.PathVPNEnsure, proto.VPNEnsureRequest{PublicKey: key.Public().String()}).Status)
+
+	r := f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid, "reason": "rotate"})
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("reason"), r.Raw)
+
+	first := make(chan response, 1)
+	go func() {
+		first <- f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid, "reason": "vnc_auth_retry"})
+	}()
+	var sessionID string
+	require.Eventually(t, func() bool {
+		list, _ := f.do(t, "GET", "/api/vnc/sessions", admin, nil).Body["sessions"].([]any)
+		if len(list) == 1 {
+			sessionID = list[0].(map[string]any)["session_id"].(string)
+		}
+		return sessionID != ""
+	}, time.Minute, 50*time.Millisecond)
+
+	r = f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid, "reason": "vnc_auth_retry"})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "vnc_auth_retry_in_progress", r.Body["error"])
+	after := r.Body["retry_after_seconds"].(float64)
+	require.True(t, after >= 1 && after <= 75, "%v", after)
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	// The operator gives up: the waiting establishment ends at once.
+	d := f.do(t, "POST", "/api/vnc/disconnect", admin, map[string]any{"session_id": sessionID})
+	require.Equal(t, 200, d.Status, d.Raw)
+	one := <-first
+	require.Equal(t, 410, one.Status, one.Raw)
+	require.Equal(t, "vnc_session_ended", one.Body["error"])
+
+	r = f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid, "reason": "vnc_auth_retry"})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "vnc_auth_retry_settling", r.Body["error"])
+	after = r.Body["retry_after_seconds"].(float64)
+	require.True(t, after >= 1 && after <= 30, "the cooldown (30 s) is what is left: %v", after)
+	require.Len(t, f.do(t, "GET", "/api/vnc/sessions", admin, nil).Body["sessions"], 0, "a refused retry leaves no session")
 }

@@ -895,6 +895,13 @@ type UserSiteAssignment struct {
 	CreatedAt time.Time
 }
 
+type VncAuthRetry struct {
+	DeviceGuid   cairn.DeviceGUID
+	SessionID    string
+	StartedAt    time.Time
+	SettledUntil time.Time
+}
+
 type VncSession struct {
 	ID             string
 	DeviceGuid     cairn.DeviceGUID
@@ -914,6 +921,7 @@ type VncSession struct {
 	EndReason      string
 	ErrorCode      string
 	ErrorMessage   string
+	Reason         string
 }
 
 type Watchdog struct {

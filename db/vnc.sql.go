@@ -12,6 +12,73 @@ import (
 	cairn "github.com/cairn-rmm/cairn"
 )
 
+const vNCAuthRetryClaim = `-- name: VNCAuthRetryClaim :one
+INSERT INTO vnc_auth_retries (device_guid, session_id, settled_until)
+VALUES ($1, $2, now() + make_interval(secs => $3::float8))
+ON CONFLICT (device_guid) DO UPDATE SET session_id = EXCLUDED.session_id, started_at = now(),
+    settled_until = EXCLUDED.settled_until
+    WHERE vnc_auth_retries.settled_until <= now()
+RETURNING device_guid, session_id, started_at, settled_until
+`
+
+type VNCAuthRetryClaimParams struct {
+	DeviceGuid    cairn.DeviceGUID
+	SessionID     string
+	SettleSeconds float64
+}
+
+// Claims the device's auth retry for session unless another holds it
+// (settled_until not passed); no row when refused.
+func (q *Queries) VNCAuthRetryClaim(ctx context.Context, arg VNCAuthRetryClaimParams) (VncAuthRetry, error) {
+	row := q.db.QueryRow(ctx, vNCAuthRetryClaim, arg.DeviceGuid, arg.SessionID, arg.SettleSeconds)
+	var i VncAuthRetry
+	err := row.Scan(
+		&i.DeviceGuid,
+		&i.SessionID,
+		&i.StartedAt,
+		&i.SettledUntil,
+	)
+	return i, err
+}
+
+const vNCAuthRetryHolder = `-- name: VNCAuthRetryHolder :one
+SELECT r.session_id, COALESCE(s.status, 'ended')::text AS status,
+    GREATEST(0, EXTRACT(EPOCH FROM r.settled_until - now()))::float8 AS settles_in
+FROM vnc_auth_retries r LEFT JOIN vnc_sessions s ON s.id = r.session_id
+WHERE r.device_guid = $1
+`
+
+type VNCAuthRetryHolderRow struct {
+	SessionID string
+	Status    string
+	SettlesIn float64
+}
+
+// The retry holding the device, with its session's status and how long
+// until it settles.
+func (q *Queries) VNCAuthRetryHolder(ctx context.Context, deviceGuid cairn.DeviceGUID) (VNCAuthRetryHolderRow, error) {
+	row := q.db.QueryRow(ctx, vNCAuthRetryHolder, deviceGuid)
+	var i VNCAuthRetryHolderRow
+	err := row.Scan(&i.SessionID, &i.Status, &i.SettlesIn)
+	return i, err
+}
+
+const vNCAuthRetryRelease = `-- name: VNCAuthRetryRelease :exec
+UPDATE vnc_auth_retries SET settled_until = LEAST(settled_until, now() + make_interval(secs => $1::float8))
+WHERE session_id = $2
+`
+
+type VNCAuthRetryReleaseParams struct {
+	SettleSeconds float64
+	SessionID     string
+}
+
+// The retry's session ended: what is left is the settle time after it.
+func (q *Queries) VNCAuthRetryRelease(ctx context.Context, arg VNCAuthRetryReleaseParams) error {
+	_, err := q.db.Exec(ctx, vNCAuthRetryRelease, arg.SettleSeconds, arg.SessionID)
+	return err
+}
+
 const vNCSessionCountActiveByOperator = `-- name: VNCSessionCountActiveByOperator :many
 SELECT operator, count(*)::bigint AS sessions FROM vnc_sessions
 WHERE status = 'live' AND ($1::bool OR site_id = ANY($2::bigint[]))
@@ -52,7 +119,7 @@ const vNCSessionEnd = `-- name: VNCSessionEnd :one
 UPDATE vnc_sessions SET status = 'ended', ended_at = now(), token_hash = NULL, end_reason = $1,
     error_code = $2, error_message = $3
 WHERE id = $4 AND status <> 'ended'
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
 `
 
 type VNCSessionEndParams struct {
@@ -90,6 +157,7 @@ func (q *Queries) VNCSessionEnd(ctx context.Context, arg VNCSessionEndParams) (V
 		&i.EndReason,
 		&i.ErrorCode,
 		&i.ErrorMessage,
+		&i.Reason,
 	)
 	return i, err
 }
@@ -109,7 +177,7 @@ func (q *Queries) VNCSessionFirstFrame(ctx context.Context, arg VNCSessionFirstF
 }
 
 const vNCSessionGet = `-- name: VNCSessionGet :one
-SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message FROM vnc_sessions
+SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason FROM vnc_sessions
 WHERE id = $1 AND ($2::bool OR site_id = ANY($3::bigint[]))
 `
 
@@ -141,15 +209,16 @@ func (q *Queries) VNCSessionGet(ctx context.Context, arg VNCSessionGetParams) (V
 		&i.EndReason,
 		&i.ErrorCode,
 		&i.ErrorMessage,
+		&i.Reason,
 	)
 	return i, err
 }
 
 const vNCSessionInsert = `-- name: VNCSessionInsert :one
 
-INSERT INTO vnc_sessions (id, device_guid, site_id, hostname, operator, protocol, quality)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message
+INSERT INTO vnc_sessions (id, device_guid, site_id, hostname, operator, protocol, quality, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
 `
 
 type VNCSessionInsertParams struct {
@@ -160,6 +229,7 @@ type VNCSessionInsertParams struct {
 	Operator   string
 	Protocol   string
 	Quality    string
+	Reason     string
 }
 
 // Remote desktop (VNC) sessions.
@@ -172,6 +242,7 @@ func (q *Queries) VNCSessionInsert(ctx context.Context, arg VNCSessionInsertPara
 		arg.Operator,
 		arg.Protocol,
 		arg.Quality,
+		arg.Reason,
 	)
 	var i VncSession
 	err := row.Scan(
@@ -193,6 +264,7 @@ func (q *Queries) VNCSessionInsert(ctx context.Context, arg VNCSessionInsertPara
 		&i.EndReason,
 		&i.ErrorCode,
 		&i.ErrorMessage,
+		&i.Reason,
 	)
 	return i, err
 }
@@ -201,7 +273,7 @@ const vNCSessionIssueToken = `-- name: VNCSessionIssueToken :one
 UPDATE vnc_sessions SET status = 'ready', ready_at = now(), token_hash = $1,
     token_expires_at = now() + make_interval(secs => $2::float8)
 WHERE id = $3 AND status = 'establishing'
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
 `
 
 type VNCSessionIssueTokenParams struct {
@@ -233,12 +305,13 @@ func (q *Queries) VNCSessionIssueToken(ctx context.Context, arg VNCSessionIssueT
 		&i.EndReason,
 		&i.ErrorCode,
 		&i.ErrorMessage,
+		&i.Reason,
 	)
 	return i, err
 }
 
 const vNCSessionListActive = `-- name: VNCSessionListActive :many
-SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message FROM vnc_sessions
+SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason FROM vnc_sessions
 WHERE status <> 'ended' AND ($1::bool OR site_id = ANY($2::bigint[]))
 ORDER BY created_at DESC
 LIMIT $3::int
@@ -278,6 +351,7 @@ func (q *Queries) VNCSessionListActive(ctx context.Context, arg VNCSessionListAc
 			&i.EndReason,
 			&i.ErrorCode,
 			&i.ErrorMessage,
+			&i.Reason,
 		); err != nil {
 			return nil, err
 		}
@@ -293,7 +367,7 @@ const vNCSessionRedeem = `-- name: VNCSessionRedeem :one
 UPDATE vnc_sessions SET status = 'live', attached_at = now(), token_hash = NULL
 WHERE token_hash = $1 AND id = $2 AND operator = $3 AND status = 'ready'
   AND token_expires_at > now()
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
 `
 
 type VNCSessionRedeemParams struct {
@@ -325,6 +399,7 @@ func (q *Queries) VNCSessionRedeem(ctx context.Context, arg VNCSessionRedeemPara
 		&i.EndReason,
 		&i.ErrorCode,
 		&i.ErrorMessage,
+		&i.Reason,
 	)
 	return i, err
 }

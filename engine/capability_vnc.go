@@ -29,6 +29,8 @@ var vncCapability = Capability{
 		{ID: vnc.ECodeEstablishTimeout, Status: http.StatusGatewayTimeout, Retryable: true},
 		{ID: vnc.ECodeTokenInvalid, Status: http.StatusForbidden},
 		{ID: vnc.ECodeSessionEnded, Status: http.StatusGone},
+		{ID: vnc.ECodeAuthRetryInProgress, Status: http.StatusConflict, Retryable: true},
+		{ID: vnc.ECodeAuthRetrySettling, Status: http.StatusConflict, Retryable: true},
 		{ID: proto.CodeVNCNotReady, Status: http.StatusConflict, Retryable: true, Agent: true},
 	},
 	Wire: func(_ context.Context, e *Engine) error {

@@ -117,9 +117,30 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	detachCh := workflow.GetSignalChannel(ctx, SignalDesktopDetached)
 
 	deadline := workflow.Now(ctx).Add(in.Config.EstablishDeadline)
+	// A stop while establishing cancels the step under way (ectx); the
+	// watcher gives up once establishment settled, and the session's life
+	// then reads stops itself.
+	ectx, cancelEst := workflow.WithCancel(ctx)
+	defer cancelEst()
+	stopped := ""
+	establishing := workflow.NewBufferedChannel(ctx, 1)
+	workflow.Go(ctx, func(g workflow.Context) {
+		sel := workflow.NewSelector(g)
+		sel.AddReceive(stopCh, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(g, &stopped)
+			if stopped == "" {
+				stopped = "stopped"
+			}
+			cancelEst()
+		})
+		sel.AddReceive(establishing, func(c workflow.ReceiveChannel, _ bool) { c.Receive(g, nil) })
+		sel.Select(g)
+	})
+	serverStarted := false
 	end := func(reason, code, msg string) (DesktopStatus, error) {
+		establishing.SendAsync(true)
 		st.EndReason = reason
-		if st.Phase == DesktopPhaseReady || st.Phase == DesktopPhaseLive {
+		if serverStarted {
 			stopServer(ctx, in)
 		}
 		rec := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
@@ -141,6 +162,9 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	// otherwise the step's own code, a timeout or a retryable wait
 	// becoming fallback.
 	fail := func(err error, step time.Duration, clipped bool, fallback string) (DesktopStatus, error) {
+		if stopped != "" {
+			return end(stopped, "", "")
+		}
 		code, msg := operationFailure(err, step)
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() {
@@ -168,7 +192,7 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 
 	// 1. The tunnel (readiness wait).
 	wait, clipped := step(in.Config.ReadyWait)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second,
+	actx := workflow.WithActivityOptions(ectx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second,
 		ScheduleToCloseTimeout: wait,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 3 * time.Second,
 			NonRetryableErrorTypes: []string{tunnels.ECodeNoTunnel}}})
@@ -183,7 +207,7 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	st.Phase = DesktopPhaseStarting
 	wait, clipped = step(in.Config.StartReadyWait)
 	opID := cairn.OperationID(in.SessionID + ":start")
-	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: OperationWorkflowID(in.Target.GUID, opID)})
+	child := workflow.WithChildOptions(ectx, workflow.ChildWorkflowOptions{WorkflowID: OperationWorkflowID(in.Target.GUID, opID)})
 	var res OperationResult
 	if err := workflow.ExecuteChildWorkflow(child, DeviceOperation, OperationInput{OperationID: opID, Target: in.Target,
 		Type: proto.EventVNCStart, Payload: DesktopStartPayload(in.SessionID), Kind: JobKindRemoteDesktop,
@@ -191,6 +215,7 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 		Grant: in.StartGrant}).Get(ctx, &res); err != nil {
 		return fail(err, wait, clipped, vnc.ECodeBackendNotReady)
 	}
+	serverStarted = true
 	var started proto.VNCStarted
 	if json.Unmarshal(res.Payload, &started) == nil {
 		st.Started = &started
@@ -199,13 +224,16 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	// 3. The banner probe and security preflight through the tunnel.
 	st.Phase = DesktopPhaseProbing
 	wait, clipped = step(in.Config.RFBReadyWait)
-	pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: wait, ScheduleToCloseTimeout: wait,
+	pctx := workflow.WithActivityOptions(ectx, workflow.ActivityOptions{StartToCloseTimeout: wait, ScheduleToCloseTimeout: wait,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 1.5, MaximumInterval: 3 * time.Second,
 			NonRetryableErrorTypes: []string{vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout}}})
 	if err := workflow.ExecuteActivity(pctx, v.ProbeDesktop, activities.DesktopProbeInput{GUID: string(in.Target.GUID), Attempts: 1,
 		Wait: min(wait, in.Config.PreflightTimeout), Preflight: in.Config.Preflight}).Get(ctx, nil); err != nil {
-		st.Phase = DesktopPhaseReady // the server was started: stop it
 		return fail(err, wait, clipped, vnc.ECodeNoRFBBanner)
+	}
+	establishing.SendAsync(true)
+	if stopped != "" {
+		return end(stopped, "", "")
 	}
 	now := workflow.Now(ctx)
 	st.Phase, st.ReadyAt = DesktopPhaseReady, &now

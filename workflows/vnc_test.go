@@ -115,3 +115,38 @@ func TestRemoteDesktopBranches(t *testing.T) {
 		})
 	}
 }
+
+// A disconnect while the establishment waits cancels the wait: the
+// session ends "stopped" without an error, and the Update says so.
+func TestRemoteDesktopStoppedWhileEstablishing(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.DeviceOperation)
+	v := &activities.VNC{}
+	env.RegisterActivity(v)
+	env.OnActivity(v.CheckDesktopTunnel, mock.Anything, mock.Anything).Return(activities.TunnelState{},
+		temporal.NewApplicationError("not yet", "tunnel_not_ready"))
+	var ended activities.DesktopEnd
+	env.OnActivity(v.EndDesktopSession, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DesktopEnd) error {
+		ended = in
+		return nil
+	})
+	var answered workflows.DesktopStatus
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateDesktopAwaitReady, "u1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				require.NoError(t, err)
+				answered = v.(workflows.DesktopStatus)
+			}})
+	}, 0)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalDesktopStop, "stopped") }, 5*time.Second)
+	env.ExecuteWorkflow(workflows.RemoteDesktop, workflows.DesktopInput{SessionID: "s-1", Actor: "admin", Config: vnc.DefaultConfig(),
+		Target: devices.OperationTarget{GUID: "g-1", Hostname: "h", SiteID: 1, SiteSlug: "hq"}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, "stopped", ended.Reason)
+	require.Empty(t, ended.Code)
+	require.Equal(t, workflows.DesktopPhaseEnded, answered.Phase)
+}

@@ -1,8 +1,8 @@
 -- Remote desktop (VNC) sessions.
 
 -- name: VNCSessionInsert :one
-INSERT INTO vnc_sessions (id, device_guid, site_id, hostname, operator, protocol, quality)
-VALUES (@id, @device_guid, @site_id, @hostname, @operator, @protocol, @quality)
+INSERT INTO vnc_sessions (id, device_guid, site_id, hostname, operator, protocol, quality, reason)
+VALUES (@id, @device_guid, @site_id, @hostname, @operator, @protocol, @quality, @reason)
 RETURNING *;
 
 -- name: VNCSessionGet :one
@@ -43,3 +43,26 @@ LIMIT @max_rows::int;
 SELECT operator, count(*)::bigint AS sessions FROM vnc_sessions
 WHERE status = 'live' AND (@all_sites::bool OR site_id = ANY(@site_ids::bigint[]))
 GROUP BY operator ORDER BY operator;
+
+-- name: VNCAuthRetryClaim :one
+-- Claims the device's auth retry for session unless another holds it
+-- (settled_until not passed); no row when refused.
+INSERT INTO vnc_auth_retries (device_guid, session_id, settled_until)
+VALUES (@device_guid, @session_id, now() + make_interval(secs => @settle_seconds::float8))
+ON CONFLICT (device_guid) DO UPDATE SET session_id = EXCLUDED.session_id, started_at = now(),
+    settled_until = EXCLUDED.settled_until
+    WHERE vnc_auth_retries.settled_until <= now()
+RETURNING *;
+
+-- name: VNCAuthRetryHolder :one
+-- The retry holding the device, with its session's status and how long
+-- until it settles.
+SELECT r.session_id, COALESCE(s.status, 'ended')::text AS status,
+    GREATEST(0, EXTRACT(EPOCH FROM r.settled_until - now()))::float8 AS settles_in
+FROM vnc_auth_retries r LEFT JOIN vnc_sessions s ON s.id = r.session_id
+WHERE r.device_guid = @device_guid;
+
+-- name: VNCAuthRetryRelease :exec
+-- The retry's session ended: what is left is the settle time after it.
+UPDATE vnc_auth_retries SET settled_until = LEAST(settled_until, now() + make_interval(secs => @settle_seconds::float8))
+WHERE session_id = @session_id;

@@ -128,6 +128,7 @@ var Tables = []Table{
 	{Name: "patch_installs", Policy: Exclude},
 	{Name: "wireguard_owner", Policy: Exclude},
 	{Name: "vnc_sessions", Policy: Exclude},
+	{Name: "vnc_auth_retries", Policy: Exclude},
 
 	{Name: "goose_db_version", Policy: Internal},
 	{Name: "backup_restores", Policy: Internal},

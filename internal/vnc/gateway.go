@@ -27,7 +27,11 @@ type Gateway struct {
 	Credential func(ctx context.Context, publicKey string) (string, error)
 	// FirstFrame is called once with the first FramebufferUpdate's time.
 	FirstFrame func(at time.Time)
-	Config     Config
+	// Rotate: the credential is a vnc_auth_retry's, which makes the agent
+	// restart its server with a new password, so it is asked for before
+	// dialing (a connection made first would be cut by the restart).
+	Rotate bool
+	Config Config
 }
 
 // Preflight dials, reads the banner and checks the security types offered
@@ -74,6 +78,14 @@ func (g *Gateway) password(ctx context.Context) (string, error) {
 // returns why the session ended.
 func (g *Gateway) Serve(ctx context.Context, browser net.Conn) (string, error) {
 	wait := max(g.Config.PreflightTimeout, g.Config.RFBReadyWait, 5*time.Second)
+	password := func() (string, error) { return g.password(ctx) }
+	if g.Rotate {
+		pw, err := g.password(ctx)
+		if err != nil {
+			return "", err
+		}
+		password = func() (string, error) { return pw, nil }
+	}
 	dctx, cancel := context.WithTimeout(ctx, wait)
 	agent, err := g.Dial(dctx)
 	cancel()
@@ -82,7 +94,7 @@ func (g *Gateway) Serve(ctx context.Context, browser net.Conn) (string, error) {
 	}
 	defer agent.Close()
 	// The credential wait comes on top of the handshake's own.
-	_, err = clientHandshake(agent, wait+g.Config.CredentialWait, func() (string, error) { return g.password(ctx) })
+	_, err = clientHandshake(agent, wait+g.Config.CredentialWait, password)
 	if err != nil {
 		var be *BannerError
 		if errors.As(err, &be) {

@@ -132,3 +132,33 @@ func TestGatewayServe(t *testing.T) {
 		})
 	}
 }
+
+// A vnc_auth_retry's credential makes the agent restart its server with
+// the new password, so the gateway asks for it before dialing.
+func TestGatewayRotateAsksFirst(t *testing.T) {
+	t.Parallel()
+	dial := fakeServer(t, authServer("new-pw", 0, ""))
+	asked, askedAtDial := 0, -1
+	g := &vnc.Gateway{Config: vnc.DefaultConfig(), Rotate: true,
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			askedAtDial = asked
+			return dial(ctx)
+		},
+		Credential: func(_ context.Context, pub string) (string, error) {
+			asked++
+			return proto.SealVNCCredential(pub, "new-pw")
+		}}
+	browser, gw := net.Pipe()
+	defer browser.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Serve(context.Background(), gw)
+		done <- err
+	}()
+	b := make([]byte, 12)
+	_, err := io.ReadFull(browser, b)
+	require.NoError(t, err, "the gateway authenticated and greets the browser")
+	require.Equal(t, 1, askedAtDial, "the credential came before the dial")
+	_ = browser.Close()
+	<-done
+}

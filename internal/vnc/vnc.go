@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -41,7 +42,16 @@ const (
 	ECodeTokenInvalid = "vnc_token_invalid"
 	// ECodeSessionEnded: the session is over (stop, deadline, failure).
 	ECodeSessionEnded = "vnc_session_ended"
+	// ECodeAuthRetryInProgress, ECodeAuthRetrySettling: another
+	// vnc_auth_retry of the device is establishing (or live), or has just
+	// ended and settles (rule 7); both carry retry_after_seconds.
+	ECodeAuthRetryInProgress = "vnc_auth_retry_in_progress"
+	ECodeAuthRetrySettling   = "vnc_auth_retry_settling"
 )
+
+// ReasonAuthRetry is establish's reason after an explicit auth failure:
+// the agent rotates its credential before handing it over (rule 7).
+const ReasonAuthRetry = "vnc_auth_retry"
 
 // Session statuses.
 const (
@@ -84,13 +94,17 @@ type Config struct {
 	StopDebounce time.Duration
 	// TokenTTL is how long the browser's one-time token is good for.
 	TokenTTL time.Duration
+	// AuthRetryCooldown is how long a vnc_auth_retry settles after its
+	// session ended before another may rotate the credential
+	// (SERVICE_VNC_AUTH_RETRY_COOLDOWN_SECONDS; capped by the deadline).
+	AuthRetryCooldown time.Duration
 }
 
 // DefaultConfig are the defaults.
 func DefaultConfig() Config {
 	return Config{EstablishDeadline: MaxEstablishDeadline, ReadyWait: 60 * time.Second, StartReadyWait: 30 * time.Second,
 		RFBReadyWait: 10 * time.Second, Preflight: true, PreflightTimeout: 5 * time.Second, CredentialWait: 20 * time.Second,
-		StopDebounce: 15 * time.Second, TokenTTL: 60 * time.Second}
+		StopDebounce: 15 * time.Second, TokenTTL: 60 * time.Second, AuthRetryCooldown: 30 * time.Second}
 }
 
 // ConfigFromEnv reads the SERVICE_VNC_* settings; per-step waits are
@@ -120,6 +134,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{"SERVICE_VNC_SECURITY_PREFLIGHT_TIMEOUT_SECONDS", &c.PreflightTimeout, 1, 75},
 		{"SERVICE_VNC_LIVE_CREDENTIAL_WAIT_SECONDS", &c.CredentialWait, 1, 75},
 		{"SERVICE_VNC_STOP_DEBOUNCE_SECONDS", &c.StopDebounce, 0, 3600},
+		{"SERVICE_VNC_AUTH_RETRY_COOLDOWN_SECONDS", &c.AuthRetryCooldown, 0, 75},
 	} {
 		if err := secs(s.name, s.dst, s.lo, s.hi); err != nil {
 			return c, err
@@ -132,7 +147,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("SERVICE_VNC_SECURITY_PREFLIGHT must be 0 or 1")
 	}
-	for _, d := range []*time.Duration{&c.ReadyWait, &c.StartReadyWait, &c.RFBReadyWait, &c.PreflightTimeout, &c.CredentialWait} {
+	for _, d := range []*time.Duration{&c.ReadyWait, &c.StartReadyWait, &c.RFBReadyWait, &c.PreflightTimeout, &c.CredentialWait, &c.AuthRetryCooldown} {
 		*d = min(*d, c.EstablishDeadline)
 	}
 	return c, nil
@@ -157,39 +172,67 @@ func (s *Service) Config() Config { return s.cfg }
 
 // Session is one remote desktop session.
 type Session struct {
-	ID           string           `json:"session_id"`
-	GUID         cairn.DeviceGUID `json:"guid"`
-	Hostname     string           `json:"hostname"`
-	SiteID       cairn.SiteID     `json:"site_id"`
-	Operator     string           `json:"operator"`
-	Protocol     string           `json:"protocol"`
-	Quality      string           `json:"quality"`
-	Status       string           `json:"status"`
-	CreatedAt    time.Time        `json:"created_at"`
-	ReadyAt      *time.Time       `json:"ready_at"`
-	AttachedAt   *time.Time       `json:"attached_at"`
-	FirstFrameAt *time.Time       `json:"first_frame_at"`
-	EndedAt      *time.Time       `json:"ended_at"`
-	EndReason    string           `json:"end_reason,omitempty"`
-	ErrorCode    string           `json:"error_code,omitempty"`
-	ErrorMessage string           `json:"error_message,omitempty"`
+	ID       string           `json:"session_id"`
+	GUID     cairn.DeviceGUID `json:"guid"`
+	Hostname string           `json:"hostname"`
+	SiteID   cairn.SiteID     `json:"site_id"`
+	Operator string           `json:"operator"`
+	Protocol string           `json:"protocol"`
+	Quality  string           `json:"quality"`
+	// Reason is establish's (vnc_auth_retry, or empty).
+	Reason       string     `json:"reason,omitempty"`
+	Status       string     `json:"status"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ReadyAt      *time.Time `json:"ready_at"`
+	AttachedAt   *time.Time `json:"attached_at"`
+	FirstFrameAt *time.Time `json:"first_frame_at"`
+	EndedAt      *time.Time `json:"ended_at"`
+	EndReason    string     `json:"end_reason,omitempty"`
+	ErrorCode    string     `json:"error_code,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
 }
 
 func fromRow(r db.VncSession) Session {
 	return Session{ID: r.ID, GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: r.SiteID, Operator: r.Operator,
-		Protocol: r.Protocol, Quality: r.Quality, Status: r.Status, CreatedAt: r.CreatedAt, ReadyAt: r.ReadyAt,
+		Protocol: r.Protocol, Quality: r.Quality, Reason: r.Reason, Status: r.Status, CreatedAt: r.CreatedAt, ReadyAt: r.ReadyAt,
 		AttachedAt: r.AttachedAt, FirstFrameAt: r.FirstFrameAt, EndedAt: r.EndedAt, EndReason: r.EndReason,
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage}
 }
 
-// Create records an establishing session on t for operator.
-func (s *Service) Create(ctx context.Context, t devices.OperationTarget, operator, quality string) (Session, error) {
-	r, err := s.store.VNCSessionInsert(ctx, db.VNCSessionInsertParams{ID: uuid.NewString(), DeviceGuid: t.GUID,
-		SiteID: t.SiteID, Hostname: t.Hostname, Operator: operator, Protocol: ProtocolVNC, Quality: quality})
-	if err != nil {
-		return Session{}, err
-	}
-	return fromRow(r), nil
+// Create records an establishing session on t for operator. A
+// vnc_auth_retry claims the device's single retry in the same
+// transaction, or is refused without a session.
+func (s *Service) Create(ctx context.Context, t devices.OperationTarget, operator, quality, reason string) (Session, error) {
+	var out Session
+	err := s.store.InTx(ctx, func(q *db.Queries) error {
+		r, err := q.VNCSessionInsert(ctx, db.VNCSessionInsertParams{ID: uuid.NewString(), DeviceGuid: t.GUID,
+			SiteID: t.SiteID, Hostname: t.Hostname, Operator: operator, Protocol: ProtocolVNC, Quality: quality, Reason: reason})
+		if err != nil {
+			return err
+		}
+		out = fromRow(r)
+		if reason != ReasonAuthRetry {
+			return nil
+		}
+		_, err = q.VNCAuthRetryClaim(ctx, db.VNCAuthRetryClaimParams{DeviceGuid: t.GUID, SessionID: r.ID,
+			SettleSeconds: (s.cfg.EstablishDeadline + s.cfg.AuthRetryCooldown).Seconds()})
+		if !db.IsNoRows(err) {
+			return err
+		}
+		h, err := q.VNCAuthRetryHolder(ctx, t.GUID)
+		if err != nil {
+			return err
+		}
+		after := int(math.Ceil(min(h.SettlesIn, s.cfg.EstablishDeadline.Seconds())))
+		e := cairn.Errorf(ECodeAuthRetrySettling, "a credential rotation of %s has just ended; try again in %d s", t.Hostname, max(after, 1))
+		switch h.Status {
+		case StatusEstablishing, StatusReady, StatusLive:
+			e = cairn.Errorf(ECodeAuthRetryInProgress, "a credential rotation of %s is under way; try again in %d s", t.Hostname, max(after, 1))
+		}
+		e.RetryAfterSeconds = max(after, 1)
+		return e
+	})
+	return out, err
 }
 
 // Get is a session inside scope.
@@ -263,6 +306,12 @@ func (s *Service) End(ctx context.Context, q *db.Queries, id, reason, code, mess
 	}
 	if err != nil {
 		return Session{}, false, err
+	}
+	if r.Reason == ReasonAuthRetry {
+		// What is left of the retry is its settle time.
+		if err := q.VNCAuthRetryRelease(ctx, db.VNCAuthRetryReleaseParams{SessionID: id, SettleSeconds: s.cfg.AuthRetryCooldown.Seconds()}); err != nil {
+			return Session{}, false, err
+		}
 	}
 	return fromRow(r), true, nil
 }

@@ -4287,6 +4287,7 @@ export interface components {
             quality: string;
             /** Format: date-time */
             ready_at: string | null;
+            reason?: string;
             session_id: string;
             /** Format: int64 */
             site_id: number;
@@ -4889,12 +4890,19 @@ export interface components {
             phase: string;
         };
         Error: {
+            /** Format: int64 */
+            attempt?: number;
             dependants?: components["schemas"]["Dependant"][];
+            /** Format: int64 */
+            elapsed_ms?: number;
             error: string;
             fields?: {
                 [key: string]: string;
             };
             message: string;
+            probe_stage?: string;
+            /** Format: int64 */
+            retry_after_seconds?: number;
         };
         ErrorInput: {
             error?: string;
@@ -7139,6 +7147,7 @@ export interface components {
             operation_token?: string;
             protocol?: string;
             quality?: string;
+            reason?: string;
         };
         VncEstablishResp: {
             display_topology: components["schemas"]["Monitor"][];
@@ -7172,6 +7181,7 @@ export interface components {
             quality: string;
             /** Format: date-time */
             ready_at: string | null;
+            reason?: string;
             session_id: string;
             /** Format: int64 */
             site_id: number;
@@ -30207,8 +30217,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, tunnel_not_ready, vnc_auth_lockout, vnc_backend_not_ready, vnc_not_ready */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, tunnel_not_ready, vnc_auth_lockout, vnc_auth_retry_in_progress, vnc_auth_retry_settling, vnc_backend_not_ready, vnc_not_ready */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: vnc_session_ended */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -264,7 +264,9 @@ export const shell = {
 // that speaks RFB; the VNC password never reaches the browser.
 export type DesktopQuality = 'speed' | 'quality';
 export const vnc = {
-  establish: (guid: string, quality: DesktopQuality) => call('post', '/api/vnc/establish', { body: { guid, quality } }),
+  /** reason vnc_auth_retry (after a failed open) rotates the agent's credential first. */
+  establish: (guid: string, quality: DesktopQuality, reason?: 'vnc_auth_retry') =>
+    call('post', '/api/vnc/establish', { body: reason ? { guid, quality, reason } : { guid, quality } }),
   disconnect: (session_id: string) => call('post', '/api/vnc/disconnect', { body: { session_id } }),
 };
 

@@ -168,6 +168,27 @@ describe('Remote Desktop tab', () => {
     expect(rfbs).toHaveLength(0);
   });
 
+  it('asks for vnc_auth_retry on the attempt after a failed open (rule 7)', async () => {
+    let n = 0;
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': () => ({ body: SESSION(`s-${++n}`) }),
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    rfbs[0].serverDisconnect(false); // closed before it connected: the gateway refused
+    expect(status()).toHaveTextContent('Closed');
+    await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
+    await waitFor(() => expect(rfbs).toHaveLength(2));
+    expect(engine.callsTo('POST', '/api/vnc/establish')[1].body).toEqual({ guid: 'guid-web-1', quality: 'speed', reason: 'vnc_auth_retry' });
+    rfbs[1].serverConnect();
+    rfbs[1].serverDisconnect(true);
+    await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
+    await waitFor(() => expect(rfbs).toHaveLength(3));
+    expect(engine.callsTo('POST', '/api/vnc/establish')[2].body).toEqual({ guid: 'guid-web-1', quality: 'speed' });
+  });
+
   it('is offered only to devices whose agent has the vnc capability', async () => {
     fakeEngine({ 'GET /api/device/details/web-1': { body: details(['shell']) } });
     renderPage('/devices/web-1/summary');

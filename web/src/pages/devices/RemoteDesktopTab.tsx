@@ -45,7 +45,14 @@ type Scale = 'fit' | 'scaled';
 export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: string }) {
   const notify = useNotify();
   const screenRef = useRef<HTMLDivElement>(null);
-  const conn = useRef<{ gen: number; rfb: RFB | null; sessionId: string | null }>({ gen: 0, rfb: null, sessionId: null });
+  // failedOpen: the last attempt closed before it connected (an auth
+  // failure among the reasons), so the next asks for vnc_auth_retry (rule 7).
+  const conn = useRef<{ gen: number; rfb: RFB | null; sessionId: string | null; failedOpen: boolean }>({
+    gen: 0,
+    rfb: null,
+    sessionId: null,
+    failedOpen: false,
+  });
   const [status, setStatus] = useState<DesktopStatus>('connecting');
   const [quality, setQuality] = useState<DesktopQuality>('speed');
   const [scale, setScale] = useState<Scale>('fit');
@@ -70,8 +77,10 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
       const gen = c.gen;
       setStatus('connecting');
       let session;
+      const retry = c.failedOpen;
+      c.failedOpen = false;
       try {
-        session = await vncApi.establish(guid, q);
+        session = await vncApi.establish(guid, q, retry ? 'vnc_auth_retry' : undefined);
       } catch (error) {
         if (gen !== c.gen) return;
         setStatus('closed');
@@ -101,7 +110,9 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
       rfb.compressionLevel = QUALITY[q].compressionLevel;
       rfb.scaleViewport = true;
       rfb.focusOnClick = true;
+      let opened = false;
       rfb.addEventListener('connect', () => {
+        opened = true;
         if (c.rfb === rfb) setStatus('connected');
       });
       rfb.addEventListener('disconnect', (ev: Event) => {
@@ -109,6 +120,7 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
         c.rfb = null;
         setStatus('closed');
         const clean = (ev as CustomEvent<{ clean: boolean }>).detail?.clean;
+        if (!opened) c.failedOpen = true;
         if (!clean) {
           notify({ title: 'Remote desktop closed', message: `The connection to ${hostname} ended unexpectedly. Press Reconnect to open it again.`, variant: 'warning', icon: 'warning' });
         }

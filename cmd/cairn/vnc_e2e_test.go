@@ -256,7 +256,41 @@ func TestVNCEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(acts), `"kind":"remote_desktop"`)
 	require.Contains(t, string(acts), "Remote desktop session (stopped)")
+
+	// Rule 7: after an auth failure the browser asks for vnc_auth_retry;
+	// the agent rotates its password and restarts x11vnc with it, and
+	// the gateway authenticates with the new one (it asked for it before
+	// dialing). A second retry meanwhile is refused.
+	retry := eng.post(t, "/api/vnc/establish", token, map[string]any{"guid": guid, "reason": "vnc_auth_retry"})
+	require.NotEmpty(t, retry["session_id"], "%v; agent:\n%s", retry, a.output())
+	before := x11vncPID(t, rig.ns)
+	again := eng.rawCall(t, "POST", "/api/vnc/establish", token, map[string]any{"guid": guid, "reason": "vnc_auth_retry"})
+	require.Equal(t, 409, again.status, again.body)
+	require.Contains(t, again.body, "vnc_auth_retry_in_progress")
+	ws2, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(eng.httpsBase, "https")+retry["ws_url"].(string),
+		&websocket.DialOptions{HTTPClient: eng.httpsClient(t), HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	require.NoError(t, err)
+	defer ws2.CloseNow()
+	c2 := websocket.NetConn(ctx, ws2, websocket.MessageBinary)
+	_, err = io.ReadFull(c2, banner)
+	require.NoError(t, err, "the gateway authenticated with the rotated password; agent:\n%s", a.output())
+	_, err = c2.Write(banner)
+	require.NoError(t, err)
+	_, err = io.ReadFull(c2, types)
+	require.NoError(t, err)
+	_, err = c2.Write([]byte{1})
+	require.NoError(t, err)
+	_, err = io.ReadFull(c2, result)
+	require.NoError(t, err)
+	_, err = c2.Write([]byte{1})
+	require.NoError(t, err)
+	_, err = io.ReadFull(c2, init)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 160, 0, 120}, init[:4], "ServerInit through the rotated credential")
+	require.NotEqual(t, before, x11vncPID(t, rig.ns), "x11vnc restarted with the new password")
+	eng.post(t, "/api/vnc/disconnect", token, map[string]any{"session_id": retry["session_id"]})
 }
+
 
 // listeners5900 are the addresses listening on TCP 5900 in the namespace.
 func listeners5900(t *testing.T, ns *netns) []string {
@@ -272,19 +306,25 @@ func listeners5900(t *testing.T, ns *netns) []string {
 	return addrs
 }
 
-// x11vncCmdline is the command line of the x11vnc in the namespace.
-func x11vncCmdline(t *testing.T, ns *netns) string {
+// x11vncPID is the PID of the x11vnc in the namespace.
+func x11vncPID(t *testing.T, ns *netns) string {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "pids", ns.name).Output()
 	require.NoError(t, err)
 	for _, pid := range strings.Fields(string(out)) {
 		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
 		if strings.TrimSpace(string(comm)) == "x11vnc" {
-			b, err := os.ReadFile("/proc/" + pid + "/cmdline")
-			require.NoError(t, err)
-			return strings.ReplaceAll(string(b), "\x00", " ")
+			return pid
 		}
 	}
 	t.Fatal("no x11vnc in the agent's namespace")
 	return ""
+}
+
+// x11vncCmdline is the command line of the x11vnc in the namespace.
+func x11vncCmdline(t *testing.T, ns *netns) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + x11vncPID(t, ns) + "/cmdline")
+	require.NoError(t, err)
+	return strings.ReplaceAll(string(b), "\x00", " ")
 }

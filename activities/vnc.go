@@ -85,6 +85,14 @@ func probeError(err error) error {
 	return ApplicationError(err)
 }
 
+// OtherDesktopSessions counts the device's other sessions not ended: the
+// agent's server is shared, so a session's end stops it only when none
+// is left.
+func (v *VNC) OtherDesktopSessions(ctx context.Context, guid, sessionID string) (int64, error) {
+	n, err := v.Store.VNCSessionCountOthersActive(ctx, db.VNCSessionCountOthersActiveParams{DeviceGuid: cairn.DeviceGUID(guid), ID: sessionID})
+	return n, ApplicationError(err)
+}
+
 // DesktopEnd is how a session ended.
 type DesktopEnd struct {
 	SessionID string

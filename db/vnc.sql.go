@@ -115,6 +115,24 @@ func (q *Queries) VNCSessionCountActiveByOperator(ctx context.Context, arg VNCSe
 	return items, nil
 }
 
+const vNCSessionCountOthersActive = `-- name: VNCSessionCountOthersActive :one
+SELECT count(*)::bigint FROM vnc_sessions
+WHERE device_guid = $1 AND id <> $2 AND status <> 'ended'
+`
+
+type VNCSessionCountOthersActiveParams struct {
+	DeviceGuid cairn.DeviceGUID
+	ID         string
+}
+
+// Sessions of the device other than id that still need its server.
+func (q *Queries) VNCSessionCountOthersActive(ctx context.Context, arg VNCSessionCountOthersActiveParams) (int64, error) {
+	row := q.db.QueryRow(ctx, vNCSessionCountOthersActive, arg.DeviceGuid, arg.ID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const vNCSessionEnd = `-- name: VNCSessionEnd :one
 UPDATE vnc_sessions SET status = 'ended', ended_at = now(), token_hash = NULL, end_reason = $1,
     error_code = $2, error_message = $3

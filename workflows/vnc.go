@@ -141,7 +141,15 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 		establishing.SendAsync(true)
 		st.EndReason = reason
 		if serverStarted {
-			stopServer(ctx, in)
+			// The agent's server is shared by the device's sessions: the
+			// last one to end stops it.
+			var others int64
+			octx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second,
+				ScheduleToCloseTimeout: time.Minute})
+			var v *activities.VNC
+			if err := workflow.ExecuteActivity(octx, v.OtherDesktopSessions, string(in.Target.GUID), in.SessionID).Get(ctx, &others); err != nil || others == 0 {
+				stopServer(ctx, in)
+			}
 		}
 		rec := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
 			ScheduleToCloseTimeout: 5 * time.Minute})

@@ -35,15 +35,17 @@ func TestRemoteDesktopBranches(t *testing.T) {
 		tunnelErr error
 		probeErr  error
 		rfbWait   time.Duration
+		others    int64
 		code      string
 		reason    string
 		ops       []string
 	}{
-		{"ready, attached, left", nil, nil, 10 * time.Second, "", "browser_gone", []string{proto.EventVNCStart, proto.EventVNCStop}},
-		{"tunnel never ready", temporal.NewApplicationError("not yet", "tunnel_not_ready"), nil, 10 * time.Second,
+		{"ready, attached, left", nil, nil, 10 * time.Second, 0, "", "browser_gone", []string{proto.EventVNCStart, proto.EventVNCStop}},
+		{"another session still uses the server", nil, nil, 10 * time.Second, 1, "", "browser_gone", []string{proto.EventVNCStart}},
+		{"tunnel never ready", temporal.NewApplicationError("not yet", "tunnel_not_ready"), nil, 10 * time.Second, 0,
 			vnc.ECodeBackendNotReady, "failed", nil},
-		{"no banner", nil, noBanner, 10 * time.Second, vnc.ECodeNoRFBBanner, "failed", []string{proto.EventVNCStart, proto.EventVNCStop}},
-		{"no banner past the deadline", nil, noBanner, 75 * time.Second, vnc.ECodeEstablishTimeout, "failed",
+		{"no banner", nil, noBanner, 10 * time.Second, 0, vnc.ECodeNoRFBBanner, "failed", []string{proto.EventVNCStart, proto.EventVNCStop}},
+		{"no banner past the deadline", nil, noBanner, 75 * time.Second, 0, vnc.ECodeEstablishTimeout, "failed",
 			[]string{proto.EventVNCStart, proto.EventVNCStop}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,6 +67,7 @@ func TestRemoteDesktopBranches(t *testing.T) {
 			env.RegisterActivity(v)
 			env.OnActivity(v.CheckDesktopTunnel, mock.Anything, mock.Anything).Return(activities.TunnelState{VirtualIP: "10.213.0.2"}, c.tunnelErr)
 			env.OnActivity(v.ProbeDesktop, mock.Anything, mock.Anything).Return(c.probeErr)
+			env.OnActivity(v.OtherDesktopSessions, mock.Anything, mock.Anything, mock.Anything).Return(c.others, nil)
 			var ended activities.DesktopEnd
 			env.OnActivity(v.EndDesktopSession, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DesktopEnd) error {
 				ended = in

@@ -66,3 +66,8 @@ WHERE r.device_guid = @device_guid;
 -- The retry's session ended: what is left is the settle time after it.
 UPDATE vnc_auth_retries SET settled_until = LEAST(settled_until, now() + make_interval(secs => @settle_seconds::float8))
 WHERE session_id = @session_id;
+
+-- name: VNCSessionCountOthersActive :one
+-- Sessions of the device other than id that still need its server.
+SELECT count(*)::bigint FROM vnc_sessions
+WHERE device_guid = @device_guid AND id <> @id AND status <> 'ended';

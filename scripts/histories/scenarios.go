@@ -67,8 +67,9 @@ var standIns = map[string]any{
 		}
 		return nil
 	},
-	"EndDesktopSession": func(context.Context, activities.DesktopEnd) error { return nil },
-	"BeginOperation":    func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"EndDesktopSession":    func(context.Context, activities.DesktopEnd) error { return nil },
+	"OtherDesktopSessions": func(context.Context, string, string) (int64, error) { return 0, nil },
+	"BeginOperation":       func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
 		if in.Type == proto.EventVPNTunnelStart {
 			// The first attempt sees no handshake; a "quarantined-" device

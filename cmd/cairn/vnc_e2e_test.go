@@ -291,7 +291,6 @@ func TestVNCEndToEnd(t *testing.T) {
 	eng.post(t, "/api/vnc/disconnect", token, map[string]any{"session_id": retry["session_id"]})
 }
 
-
 // listeners5900 are the addresses listening on TCP 5900 in the namespace.
 func listeners5900(t *testing.T, ns *netns) []string {
 	t.Helper()

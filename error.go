@@ -107,6 +107,9 @@ type Error struct {
 	RetryAfterSeconds int
 	// Dependants is set for dependants_exist.
 	Dependants []Dependant
+	// Probe is set for vnc_backend_no_rfb_banner: where the RFB banner
+	// read failed (SPEC "Remote desktop rules" 6).
+	Probe *Probe
 	// Cause is what led to the error, for the logs only: the API logs it
 	// and never sends it, and Error() leaves it out (so a message built
 	// from err.Error() shows no more than the client sees). errors.Is and
@@ -128,6 +131,13 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s: %s %v", e.Code, e.Message, e.Fields)
 	}
 	return e.Code + ": " + e.Message
+}
+
+// Probe is where a remote-desktop readiness probe failed.
+type Probe struct {
+	Stage     string `json:"probe_stage"`
+	Attempt   int    `json:"attempt"`
+	ElapsedMS int64  `json:"elapsed_ms"`
 }
 
 // Errorf returns a domain error with code and a formatted client message.

@@ -22,6 +22,11 @@ type errorBody struct {
 	Fields  map[string]string `json:"fields,omitempty"`
 	// Dependants: the saved work a dependants_exist refusal names.
 	Dependants []cairn.Dependant `json:"dependants,omitempty"`
+	// RetryAfterSeconds repeats the Retry-After header in the body (SPEC:
+	// vnc_auth_retry_in_progress and _settling carry retry_after_seconds).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
+	// Probe: vnc_backend_no_rfb_banner's probe_stage, attempt, elapsed_ms.
+	*cairn.Probe
 }
 
 // Codes are the codes the API layer itself answers with; the Engine's core
@@ -88,7 +93,8 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if e.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
-	writeJSON(w, status, errorBody{Error: e.Code, Message: e.Message, Fields: e.Fields, Dependants: e.Dependants})
+	writeJSON(w, status, errorBody{Error: e.Code, Message: e.Message, Fields: e.Fields, Dependants: e.Dependants,
+		RetryAfterSeconds: e.RetryAfterSeconds, Probe: e.Probe})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -132,6 +132,14 @@ type errorSchemaBody struct {
 	// Dependants lists the saved work (scheduled jobs, workflows) that
 	// keeps a shared object from being changed (dependants_exist).
 	Dependants []cairn.Dependant `json:"dependants,omitempty"`
+	// RetryAfterSeconds repeats Retry-After (rate_limited,
+	// vnc_auth_retry_in_progress, vnc_auth_retry_settling).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
+	// ProbeStage, Attempt and ElapsedMS say where an RFB banner probe
+	// failed (vnc_backend_no_rfb_banner).
+	ProbeStage string `json:"probe_stage,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	ElapsedMS  int64  `json:"elapsed_ms,omitempty"`
 }
 
 // document builds the API document of routes.
@@ -369,6 +377,8 @@ var apiAreas = []apiArea{
 	{"Shell", "Remote shells and remote operations sessions.", []string{"/api/shell", "/api/remote-ops", "/api/agent/shell"}},
 	{"Tunnel", "The managed WireGuard tunnel between the Engine and each device.",
 		[]string{"/api/tunnel", "/api/agent/vpn", "/api/server/wireguard"}},
+	{"Remote desktop", "Remote desktop (VNC) sessions through the managed tunnel, and the agent's VNC role.",
+		[]string{"/api/vnc", "/api/agent/vnc"}},
 	{"Agent artifacts", "Agent builds, their hashes, update manifests and install links.",
 		[]string{"/api/agent/update", "/api/agent/hash", "/api/agent/hash_list", "/api/agent/install", "/api/sites/{site_id}/agent-install-links"}},
 	{"Agent updates", "Agent updates and maintenance on devices.", []string{"/api/devices/agent-maintenance",

@@ -69,7 +69,7 @@ func (s *Server) shellRoutes(svc *shells.Service) []Route {
 		{"GET", "/api/shell/sessions", AuthToken, getAction(s, h.list).Query(queryInteger("limit", "sessions to return"), queryString("hostname", "only this device's sessions")), "List shell sessions"},
 		// What a shell showed is device content.
 		{"GET", "/api/shell/sessions/{id}/transcript", AuthAdmin, s.deviceContent(raw(h.transcript).Stream(http.StatusOK, "application/x-asciicast").Errors(cairn.ECodeNotFound, cairn.ECodeConflict)), "Get a shell session's transcript"},
-		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented)...), "Open a remote operations session"},
+		{"POST", "/api/remote-ops/session", AuthToken, jsonAction(s, http.StatusOK, false, h.remoteOpsSession).Errors(append(shellTargetErrors, shells.ECodeNotImplemented, proto.CodeUnsupportedPlatform)...), "Open a remote operations session"},
 		{"GET", proto.PathShellSocket + "/{id}", AuthDevice, raw(h.agentSocket).Stream(http.StatusSwitchingProtocols, "").Errors(shells.ECodeTokenInvalid, cairn.ECodeWrongWorker), "Agent: attach to a shell (WebSocket)"},
 	}
 }
@@ -392,14 +392,15 @@ type remoteOpsResp struct {
 
 func (h *shellAPI) remoteOpsSession(r *http.Request, req remoteOpsReq) (remoteOpsResp, error) {
 	ctx, p := r.Context(), principal(r.Context())
-	if req.Capability != shells.CapShell {
-		return remoteOpsResp{}, cairn.Errorf(shells.ECodeNotImplemented, "the %s capability is not available yet; only shell is", req.Capability)
+	need := map[string]proto.Capability{shells.CapShell: proto.CapShell, shells.CapDesktop: proto.CapVNC}
+	if _, ok := need[req.Capability]; !ok {
+		return remoteOpsResp{}, cairn.Errorf(shells.ECodeNotImplemented, "the %s capability is not available yet; shell and desktop are", req.Capability)
 	}
 	t, err := h.target(ctx, p, req.ref(), "")
 	if err != nil {
 		return remoteOpsResp{}, err
 	}
-	if err := t.Require(proto.CapShell); err != nil {
+	if err := t.Require(need[req.Capability]); err != nil {
 		return remoteOpsResp{}, err
 	}
 	tok, exp, err := h.svc.IssueOpToken(ctx, req.Capability, t, p.Username)

@@ -895,6 +895,35 @@ type UserSiteAssignment struct {
 	CreatedAt time.Time
 }
 
+type VncAuthRetry struct {
+	DeviceGuid   cairn.DeviceGUID
+	SessionID    string
+	StartedAt    time.Time
+	SettledUntil time.Time
+}
+
+type VncSession struct {
+	ID             string
+	DeviceGuid     cairn.DeviceGUID
+	SiteID         cairn.SiteID
+	Hostname       string
+	Operator       string
+	Protocol       string
+	Quality        string
+	Status         string
+	TokenHash      []byte
+	TokenExpiresAt *time.Time
+	CreatedAt      time.Time
+	ReadyAt        *time.Time
+	AttachedAt     *time.Time
+	FirstFrameAt   *time.Time
+	EndedAt        *time.Time
+	EndReason      string
+	ErrorCode      string
+	ErrorMessage   string
+	Reason         string
+}
+
 type Watchdog struct {
 	ID          int64
 	Name        string

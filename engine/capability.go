@@ -73,6 +73,7 @@ var Capabilities = []Capability{
 	watchdogsCapability,
 	patchesCapability,
 	tunnelsCapability,
+	vncCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

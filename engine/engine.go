@@ -59,6 +59,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
+	"github.com/cairn-rmm/cairn/internal/vnc"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflowclient"
@@ -223,7 +224,9 @@ type Engine struct {
 	API         *api.Server
 	// Tunnels are the WireGuard tunnels; TunnelServer this serve
 	// replica's end of them (nil in a site worker).
-	Tunnels      *tunnels.Service
+	Tunnels *tunnels.Service
+	// VNC keeps remote desktop sessions (vncCapability).
+	VNC          *vnc.Service
 	TunnelServer *tunnels.Server
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
 	Artifacts    *agentartifacts.Catalog

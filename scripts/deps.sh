@@ -4,7 +4,9 @@
 #   scripts/deps.sh test  plus oathtool (TOTP checks), Chromium (browser tests) and
 #                         slapd + ldap-utils (a private OpenLDAP for directory sign-in tests),
 #                         wine64 + the mingw-w64 C compiler (the Windows agent's tests under Wine),
-#                         wireguard-tools + wireguard-go (the agent's WireGuard tunnel, agent/tunnels)
+#                         wireguard-tools + wireguard-go (the agent's WireGuard tunnel, agent/tunnels),
+#                         xvfb + x11vnc + x11-xserver-utils (the VNC role's server, agent/vnc, and the
+#                         remote desktop test's display and the colour it paints with xsetroot)
 # As root it uses apt-get; otherwise it prints the command to run.
 set -euo pipefail
 mode=${1:-test}
@@ -24,6 +26,9 @@ if [ "$mode" = test ]; then
   command -v wg >/dev/null 2>&1 || missing+=(wireguard-tools)
   command -v wireguard-go >/dev/null 2>&1 || missing+=(wireguard-go)
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
+  command -v x11vnc >/dev/null 2>&1 || missing+=(x11vnc)
+  command -v xsetroot >/dev/null 2>&1 || missing+=(x11-xserver-utils)
 fi
 for tool in go node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then

@@ -42,11 +42,14 @@ const (
 	CapPatchInstall Capability = "patch_install"
 	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
 	CapTunnel Capability = "tunnel"
+	// CapVNC: vnc_start, vnc_stop, vnc_credential_request (Linux agents
+	// with X11 and x11vnc; the Windows role is not built yet).
+	CapVNC Capability = "vnc"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -65,6 +68,7 @@ var CapabilityVersion = map[Capability]int{
 	CapRegistry:         CapabilitiesVersion,
 	CapPatchInstall:     CapabilitiesVersion,
 	CapTunnel:           CapabilitiesVersion,
+	CapVNC:              CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -94,7 +98,7 @@ const (
 
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux"}
+var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux", CapVNC: "linux"}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
@@ -113,18 +117,21 @@ func AgentCapabilities(goos string) []Capability {
 // file_management_request of action upload or download needs CapTransfers
 // instead (TransferActions).
 var EventCapability = map[string]Capability{
-	EventProcessManagement:  CapProcesses,
-	EventServiceControl:     CapServices,
-	EventSoftwareRefresh:    CapInventoryRefresh,
-	EventPatchRefresh:       CapInventoryRefresh,
-	EventShellOpen:          CapShell,
-	EventShellClose:         CapShell,
-	EventAgentUpdate:        CapAgentUpdate,
-	EventQuickJobRun:        CapScripts,
-	EventFileManagement:     CapFiles,
-	EventRegistryManagement: CapRegistry,
-	EventPatchInstall:       CapPatchInstall,
-	EventVPNTunnelStart:     CapTunnel,
+	EventProcessManagement:    CapProcesses,
+	EventServiceControl:       CapServices,
+	EventSoftwareRefresh:      CapInventoryRefresh,
+	EventPatchRefresh:         CapInventoryRefresh,
+	EventShellOpen:            CapShell,
+	EventShellClose:           CapShell,
+	EventAgentUpdate:          CapAgentUpdate,
+	EventQuickJobRun:          CapScripts,
+	EventFileManagement:       CapFiles,
+	EventRegistryManagement:   CapRegistry,
+	EventPatchInstall:         CapPatchInstall,
+	EventVPNTunnelStart:       CapTunnel,
+	EventVNCStart:             CapVNC,
+	EventVNCStop:              CapVNC,
+	EventVNCCredentialRequest: CapVNC,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

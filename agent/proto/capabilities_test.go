@@ -34,7 +34,8 @@ func TestReportedCapabilities(t *testing.T) {
 func TestAgentCapabilities(t *testing.T) {
 	t.Parallel()
 	require.NotContains(t, AgentCapabilities("windows"), CapPatchInstall, "the Windows install path is not built")
-	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-1)
+	require.NotContains(t, AgentCapabilities("windows"), CapVNC, "the Windows VNC role is not built")
+	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-2)
 	require.NotContains(t, AgentCapabilities("linux"), CapRegistry)
 	require.Contains(t, AgentCapabilities("linux"), CapPatchInstall)
 	require.Len(t, AgentCapabilities("linux"), len(AllCapabilities)-1)

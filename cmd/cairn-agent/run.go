@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/tunnels"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
+	"github.com/cairn-rmm/cairn/agent/vnc"
 )
 
 // runAgent: cairn-agent run [--config PATH] [--hostname NAME]. It runs
@@ -147,6 +149,26 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		return err
 	}
 	defer tunnel.Close()
+	// The VNC role (behaviour 13): x11vnc on the tunnel address, started
+	// by vnc_start.
+	var vncRole *roles.Role
+	if h.tracker != nil {
+		vncRole = h.tracker.Register(roles.VNC)
+	}
+	desktop, err := vnc.New(vnc.Options{Role: vncRole, RuntimeDir: filepath.Join(filepath.Dir(absConfig), "vnc"), Logger: log,
+		VirtualIP: func() string {
+			if st := tunnel.State(); st != nil && st.Mode != tunnels.ModeNetstack {
+				return st.VirtualIP
+			}
+			return ""
+		}})
+	if err != nil {
+		return err
+	}
+	if err := desktop.Register(handlers); err != nil {
+		return err
+	}
+	defer desktop.Close()
 	shells, err := shells.Register(ctx, handlers, shells.Options{Logger: log})
 	if err != nil {
 		return err
@@ -166,6 +188,11 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if regStore == nil {
 		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapRegistry })
 	}
+	// The VNC role serves X11 desktops only (agent/vnc): elsewhere its
+	// handlers answer unsupported and the capability is not offered.
+	if p, only := proto.CapabilityPlatform[proto.CapVNC]; only && p != goruntime.GOOS {
+		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapVNC })
+	}
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:        store,
 		Capabilities: caps,
@@ -181,7 +208,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		Handlers:    handlers,
 		Timing:      h.timing,
 		Logger:      log,
-		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call) },
+		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call); desktop.Session(call) },
 			Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {

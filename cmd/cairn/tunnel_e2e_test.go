@@ -116,6 +116,89 @@ func freeUDPPort(t *testing.T) int {
 	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
+// tunnelRig is an Engine and a real cairn-agent in its own network
+// namespace, joined only by a veth pair, whose tunnel the TunnelEstablish
+// workflow brought up: the setup issue 23's end-to-end tests share.
+type tunnelRig struct {
+	ns       *netns
+	eng      *proc
+	token    string
+	a        *agentProc
+	guid     string
+	udpPort  int
+	wgIface  string
+	agentBin string
+	// est and tun are /api/tunnel/connect/status's establishment and
+	// tunnel once ready; vip the agent's tunnel address.
+	est, tun map[string]any
+	vip      string
+}
+
+// rigOptions vary the rig: the agent's hostname, its site's slug, the
+// tunnel network, and agentEnv, called with the namespace before the
+// agent runs, for what the agent's environment needs (a display).
+type rigOptions struct {
+	hostname, slug, network string
+	agentEnv                func(t *testing.T, ns *netns) []string
+}
+
+func newTunnelRig(t *testing.T, o rigOptions) *tunnelRig {
+	t.Helper()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	r := &tunnelRig{wgIface: "cwg" + hex.EncodeToString(b)}
+	r.ns = newNetns(t, r.wgIface)
+	tmp, agentBin := agentWorkspace(t, "cairn-"+o.slug+"-")
+	r.agentBin = agentBin
+	httpPort, httpsPort := freePort(t), freePort(t)
+	r.udpPort = freeUDPPort(t)
+	r.eng = startServeAt(t, filepath.Join(tmp, "data"), httpPort, httpsPort,
+		fmt.Sprintf("CAIRN_HTTPS_ADDR=0.0.0.0:%d", httpsPort), fmt.Sprintf("CAIRN_WIREGUARD_PORT=%d", r.udpPort),
+		"CAIRN_WIREGUARD_FALLBACK_IP="+r.ns.hostIP, "CAIRN_WIREGUARD_NETWORK="+o.network)
+	eng := r.eng
+	r.token = eng.signIn(t)
+	token := r.token
+	site := eng.post(t, "/api/sites", token, map[string]any{"name": o.slug, "site_worker_slug": o.slug})
+	code := eng.post(t, "/api/admin/enrollment-codes", token, map[string]any{"site_id": site["site_id"]})["code"].(string)
+	caFile := filepath.Join(tmp, "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, eng.checkHTTPS(t), 0o644))
+
+	// Inside the namespace, localhost is the namespace's own: every call
+	// falls back to the host's veth address (behaviour 6).
+	a := &agentProc{hostname: o.hostname, dir: filepath.Join(tmp, o.hostname)}
+	r.a = a
+	require.NoError(t, os.MkdirAll(a.dir, 0o700))
+	a.env = []string{"CAIRN_AGENT_WG_INTERFACE=" + r.wgIface}
+	if o.agentEnv != nil {
+		a.env = append(a.env, o.agentEnv(t, r.ns)...)
+	}
+	a.start(t, "ip", "netns", "exec", r.ns.name, agentBin, "enroll", "--server", eng.httpsBase, "--code", code, "--ca-file", caFile,
+		"--server-ip-fallback", r.ns.hostIP, "--hostname", a.hostname)
+	id := eng.waitApproval(t, token, a.hostname)
+	eng.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
+	a.waitExit(t, 60*time.Second)
+	a.cfg = loadAgentConfig(t, a.dir)
+	r.guid = a.cfg.Agent.GUID
+	a.start(t, "ip", "netns", "exec", r.ns.name, agentBin, "run", "--hostname", a.hostname)
+	eng.waitStatus(t, token, a, "Connected", 90*time.Second)
+
+	// Establishment: the workflow asks the agent (vpn_tunnel_start).
+	rec := eng.post(t, "/api/server/wireguard/recover", token, map[string]any{"guid": r.guid})
+	require.Equal(t, []any{"tunnel:" + r.guid}, rec["queued"])
+	var st map[string]any
+	ok := assertEventually(3*time.Minute, func() bool {
+		st = eng.call(t, "GET", "/api/tunnel/connect/status?guid="+r.guid, token, nil)
+		est, _ := st["establishment"].(map[string]any)
+		return est != nil && (est["phase"] == "ready" || est["phase"] == "failed")
+	})
+	require.True(t, ok, "establishment: %v; agent:\n%s", st, a.output())
+	r.est = st["establishment"].(map[string]any)
+	require.Equal(t, "ready", r.est["phase"], "%v; agent:\n%s", r.est, a.output())
+	r.tun = st["tunnel"].(map[string]any)
+	r.vip = r.tun["virtual_ip"].(string)
+	return r
+}
+
 // Issue 23, the test that matters: a real cairn-agent in its own network
 // namespace, which reaches the Engine only over a veth pair, establishes
 // its WireGuard tunnel with the Engine (wg-quick over wireguard-go: these
@@ -127,50 +210,9 @@ func freeUDPPort(t *testing.T) int {
 // virtual IP, tunnel ID and agent ID, and a quarantine tears it down.
 func TestTunnelEndToEnd(t *testing.T) {
 	t.Parallel()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	wgIface := "cwg" + hex.EncodeToString(b)
-	ns := newNetns(t, wgIface)
-	tmp, agentBin := agentWorkspace(t, "cairn-tunnel-e2e-")
-	httpPort, httpsPort, udpPort := freePort(t), freePort(t), freeUDPPort(t)
-	eng := startServeAt(t, filepath.Join(tmp, "data"), httpPort, httpsPort,
-		fmt.Sprintf("CAIRN_HTTPS_ADDR=0.0.0.0:%d", httpsPort), fmt.Sprintf("CAIRN_WIREGUARD_PORT=%d", udpPort),
-		"CAIRN_WIREGUARD_FALLBACK_IP="+ns.hostIP, "CAIRN_WIREGUARD_NETWORK=10.232.0.0/24")
-	token := eng.signIn(t)
-	site := eng.post(t, "/api/sites", token, map[string]any{"name": "Tunnel E2E", "site_worker_slug": "tunnel-e2e"})
-	code := eng.post(t, "/api/admin/enrollment-codes", token, map[string]any{"site_id": site["site_id"]})["code"].(string)
-	caFile := filepath.Join(tmp, "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, eng.checkHTTPS(t), 0o644))
-
-	// Inside the namespace, localhost is the namespace's own: every call
-	// falls back to the host's veth address (behaviour 6).
-	a := &agentProc{hostname: "e2e-tunnel", dir: filepath.Join(tmp, "e2e-tunnel")}
-	require.NoError(t, os.MkdirAll(a.dir, 0o700))
-	a.env = []string{"CAIRN_AGENT_WG_INTERFACE=" + wgIface}
-	a.start(t, "ip", "netns", "exec", ns.name, agentBin, "enroll", "--server", eng.httpsBase, "--code", code, "--ca-file", caFile,
-		"--server-ip-fallback", ns.hostIP, "--hostname", a.hostname)
-	id := eng.waitApproval(t, token, a.hostname)
-	eng.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
-	a.waitExit(t, 60*time.Second)
-	a.cfg = loadAgentConfig(t, a.dir)
-	guid := a.cfg.Agent.GUID
-	a.start(t, "ip", "netns", "exec", ns.name, agentBin, "run", "--hostname", a.hostname)
-	eng.waitStatus(t, token, a, "Connected", 90*time.Second)
-
-	// Establishment: the workflow asks the agent (vpn_tunnel_start).
-	rec := eng.post(t, "/api/server/wireguard/recover", token, map[string]any{"guid": guid})
-	require.Equal(t, []any{"tunnel:" + guid}, rec["queued"])
-	var st map[string]any
-	ok := assertEventually(3*time.Minute, func() bool {
-		st = eng.call(t, "GET", "/api/tunnel/connect/status?guid="+guid, token, nil)
-		est, _ := st["establishment"].(map[string]any)
-		return est != nil && (est["phase"] == "ready" || est["phase"] == "failed")
-	})
-	require.True(t, ok, "establishment: %v; agent:\n%s", st, a.output())
-	est := st["establishment"].(map[string]any)
-	require.Equal(t, "ready", est["phase"], "%v; agent:\n%s", est, a.output())
-	tun := st["tunnel"].(map[string]any)
-	vip := tun["virtual_ip"].(string)
+	rig := newTunnelRig(t, rigOptions{hostname: "e2e-tunnel", slug: "tunnel-e2e", network: "10.232.0.0/24"})
+	ns, eng, token, a, guid, udpPort, wgIface := rig.ns, rig.eng, rig.token, rig.a, rig.guid, rig.udpPort, rig.wgIface
+	tun, vip := rig.tun, rig.vip
 	require.Equal(t, "10.232.0.2", vip)
 	fallback := net.JoinHostPort(ns.hostIP, strconv.Itoa(udpPort))
 	require.Equal(t, fallback, tun["endpoint"], "the primary gave no handshake; the fallback did")

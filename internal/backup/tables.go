@@ -127,6 +127,8 @@ var Tables = []Table{
 	{Name: "watchdog_incidents", Policy: Exclude},
 	{Name: "patch_installs", Policy: Exclude},
 	{Name: "wireguard_owner", Policy: Exclude},
+	{Name: "vnc_sessions", Policy: Exclude},
+	{Name: "vnc_auth_retries", Policy: Exclude},
 
 	{Name: "goose_db_version", Policy: Internal},
 	{Name: "backup_restores", Policy: Internal},

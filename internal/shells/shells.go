@@ -432,8 +432,8 @@ func (s *Service) WriteTranscript(ctx context.Context, id string, w io.Writer) e
 // IssueOpToken returns a scoped operation token for capability on t,
 // usable once by operator within OpTokenTTL.
 func (s *Service) IssueOpToken(ctx context.Context, capability string, t devices.OperationTarget, operator string) (string, time.Time, error) {
-	if capability != CapShell {
-		return "", time.Time{}, cairn.Errorf(ECodeNotImplemented, "the %s capability is not available yet; only shell is", capability)
+	if capability != CapShell && capability != CapDesktop {
+		return "", time.Time{}, cairn.Errorf(ECodeNotImplemented, "the %s capability is not available yet; shell and desktop are", capability)
 	}
 	if err := s.store.RemoteOpTokenSweep(ctx); err != nil {
 		s.log.Warn("sweep expired operation tokens", "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -232,6 +233,29 @@ func (s *Server) Probe(ctx context.Context, guid string, port int, wait time.Dur
 	p.BannerRead = err == nil || (n > 0 && errors.Is(err, io.ErrUnexpectedEOF))
 	p.ElapsedMS = time.Since(started).Milliseconds()
 	return p, nil
+}
+
+// Dial opens a TCP connection to port on guid's tunnel address, through
+// this replica's WireGuard (the remote desktop gateway's path to the
+// agent's VNC server). Only the owner replica can: elsewhere it answers
+// tunnel_unavailable.
+func (s *Server) Dial(ctx context.Context, guid string, port int) (net.Conn, error) {
+	t, err := s.svc.Get(ctx, guid)
+	if err != nil {
+		return nil, err
+	}
+	if t.TrustState != "active" {
+		return nil, cairn.Errorf(ECodeNoTunnel, "the device is %s: its tunnel is torn down", t.TrustState)
+	}
+	dev, err := s.running()
+	if err != nil {
+		return nil, err
+	}
+	c, err := dev.DialTCP(ctx, netip.AddrPortFrom(netip.MustParseAddr(t.VirtualIP), uint16(port)))
+	if err != nil {
+		return nil, cairn.Errorf(ECodeUnreachable, "TCP %s:%d through the tunnel: %v", t.VirtualIP, port, err)
+	}
+	return c, nil
 }
 
 // Fresh reports whether t's last handshake is recent enough to count.

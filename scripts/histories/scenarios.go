@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/vnc"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -54,7 +55,21 @@ var standIns = map[string]any{
 		at := time.Unix(0, 0).UTC()
 		return activities.TunnelState{TunnelID: "t-1", VirtualIP: "10.213.0.2", Endpoint: "192.0.2.1:51820", LastHandshakeAt: &at}, nil
 	},
-	"BeginOperation": func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
+	"CheckDesktopTunnel": func(context.Context, string) (activities.TunnelState, error) {
+		at := time.Unix(0, 0).UTC()
+		return activities.TunnelState{TunnelID: "t-1", VirtualIP: "10.213.0.2", Endpoint: "192.0.2.1:51820", LastHandshakeAt: &at}, nil
+	},
+	// A "nobanner-" device's server never sends its banner.
+	"ProbeDesktop": func(_ context.Context, in activities.DesktopProbeInput) error {
+		if strings.HasPrefix(in.GUID, "nobanner-") {
+			return temporal.NewApplicationErrorWithOptions("the agent's VNC server sent no RFB banner (banner_read_timeout)",
+				"vnc_backend_no_rfb_banner", temporal.ApplicationErrorOptions{Details: []any{cairn.Probe{Stage: "banner_read_timeout", Attempt: 1, ElapsedMS: 1000}}})
+		}
+		return nil
+	},
+	"EndDesktopSession":    func(context.Context, activities.DesktopEnd) error { return nil },
+	"OtherDesktopSessions": func(context.Context, string, string) (int64, error) { return 0, nil },
+	"BeginOperation":       func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
 	"SendToAgent": func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
 		if in.Type == proto.EventVPNTunnelStart {
 			// The first attempt sees no handshake; a "quarantined-" device
@@ -68,6 +83,10 @@ var standIns = map[string]any{
 			return agentgateway.Reply{Payload: json.RawMessage(`{"tunnel_id":"t-1","virtual_ip":"10.213.0.2","endpoint":"192.0.2.1:51820","mode":"wireguard-go"}`)}, nil
 		}
 		switch in.Type {
+		case proto.EventVNCStart:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"listen_address":"10.213.0.2","port":5900,"display_topology":[{"name":"screen","x":0,"y":0,"width":1280,"height":800,"primary":true}],"display_virtual_bounds":"1280x800+0+0"}`)}, nil
+		case proto.EventVNCStop:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"stopped":true}`)}, nil
 		case proto.EventPatchInstall:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":false}`)}, nil
 		case proto.EventPatchRefresh:
@@ -291,6 +310,16 @@ var scenarios = []scenario{
 	// A quarantined device is refused at once: no further attempt.
 	{"tunnel_establish_refused.json", func(ctx context.Context, c client.Client) (string, error) {
 		return tunnelEstablish(ctx, c, unique("quarantined-guid"), true)
+	}, false},
+	// Issue 23, VNC: ready, the browser attaches and leaves, the
+	// reconnect window passes, vnc_stop and the end are recorded.
+	{"remote_desktop_session.json", func(ctx context.Context, c client.Client) (string, error) {
+		return remoteDesktop(ctx, c, unique("guid"), false)
+	}, false},
+	// The server never sends its banner: past the (5 s) deadline the
+	// establishment fails with vnc_establish_timeout.
+	{"remote_desktop_deadline.json", func(ctx context.Context, c client.Client) (string, error) {
+		return remoteDesktop(ctx, c, unique("nobanner-guid"), true)
 	}, false},
 	{"device_trust_unquarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "unquarantine", "active")
@@ -549,6 +578,43 @@ func tunnelEstablish(ctx context.Context, c client.Client, guid string, wantErr 
 	err = run.Get(ctx, nil)
 	if wantErr != (err != nil) {
 		return "", fmt.Errorf("establishment ended with %v", err)
+	}
+	return run.GetID(), nil
+}
+
+func remoteDesktop(ctx context.Context, c client.Client, guid string, wantErr bool) (string, error) {
+	cfg := vnc.DefaultConfig()
+	cfg.EstablishDeadline, cfg.ReadyWait, cfg.StartReadyWait, cfg.RFBReadyWait = 5*time.Second, 5*time.Second, 5*time.Second, 5*time.Second
+	cfg.PreflightTimeout, cfg.StopDebounce, cfg.TokenTTL = time.Second, time.Second, 30*time.Second
+	in := workflows.DesktopInput{SessionID: unique("session"), Actor: "admin", Config: cfg,
+		Target: devices.OperationTarget{GUID: cairn.DeviceGUID(guid), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	run, err := start(ctx, c, workflows.RemoteDesktopWorkflowID(in.SessionID), workflows.RemoteDesktop, in)
+	if err != nil {
+		return "", err
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: workflows.UpdateDesktopAwaitReady,
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return "", err
+	}
+	var st workflows.DesktopStatus
+	if err := h.Get(ctx, &st); err != nil {
+		return "", err
+	}
+	if !wantErr {
+		if st.Phase != workflows.DesktopPhaseReady {
+			return "", fmt.Errorf("establishment answered %+v", st)
+		}
+		if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalDesktopAttached, nil); err != nil {
+			return "", err
+		}
+		if err := c.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalDesktopDetached, nil); err != nil {
+			return "", err
+		}
+	}
+	err = run.Get(ctx, nil)
+	if wantErr != (err != nil) {
+		return "", fmt.Errorf("session ended with %v", err)
 	}
 	return run.GetID(), nil
 }

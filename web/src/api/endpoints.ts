@@ -259,6 +259,17 @@ export const shell = {
   disconnect: (session_id: string) => call('post', '/api/shell/disconnect', { body: { session_id } }),
 };
 
+// Remote desktop (docs/api.md "Remote desktop"): establish runs the
+// Engine's RemoteDesktop workflow and hands out a one-time WebSocket path
+// that speaks RFB; the VNC password never reaches the browser.
+export type DesktopQuality = 'speed' | 'quality';
+export const vnc = {
+  /** reason vnc_auth_retry (after a failed open) rotates the agent's credential first. */
+  establish: (guid: string, quality: DesktopQuality, reason?: 'vnc_auth_retry') =>
+    call('post', '/api/vnc/establish', { body: reason ? { guid, quality, reason } : { guid, quality } }),
+  disconnect: (session_id: string) => call('post', '/api/vnc/disconnect', { body: { session_id } }),
+};
+
 // Enrollment codes and approvals (docs/api.md "Enrollment").
 export const enrollment = {
   codes: (siteId?: number | null) =>

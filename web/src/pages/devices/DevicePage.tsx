@@ -42,6 +42,8 @@ import { TrustButtons, TrustDialog } from './TrustActions';
 
 // xterm.js is loaded only when a terminal is opened.
 const TerminalTab = lazy(() => import('./TerminalTab').then((m) => ({ default: m.TerminalTab })));
+// noVNC likewise, only when the desktop is opened.
+const RemoteDesktopTab = lazy(() => import('./RemoteDesktopTab').then((m) => ({ default: m.RemoteDesktopTab })));
 
 type TabKey =
   | 'summary'
@@ -53,6 +55,7 @@ type TabKey =
   | 'sessions'
   | 'patches'
   | 'terminal'
+  | 'desktop'
   | 'files'
   | 'registry'
   | 'activity'
@@ -80,6 +83,17 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
         <TerminalTab guid={d.device.guid} hostname={d.device.hostname} />
       </Suspense>
     ),
+  },
+  {
+    key: 'desktop',
+    label: 'Remote Desktop',
+    render: (d) => (
+      <Suspense fallback={<Box role="status">Loading the remote desktop…</Box>}>
+        <RemoteDesktopTab guid={d.device.guid} hostname={d.device.hostname} />
+      </Suspense>
+    ),
+    // The agent reports the vnc capability (Linux agents with X11).
+    when: (d) => (d.device.capabilities ?? []).includes('vnc'),
   },
   { key: 'files', label: 'Files', render: (_, hostname) => <FilesTab hostname={hostname} /> },
   { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: hasRegistry },

@@ -1,0 +1,198 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act, screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { Route, Routes } from 'react-router';
+import { SessionContext } from '../../auth/session';
+import { ADMIN, fakeEngine } from '../../test/fakeEngine';
+import { renderWithProviders } from '../../test/render';
+import { WithToasts } from '../../test/toasts';
+import DevicePage from './DevicePage';
+import { fullDetails } from './fixtures';
+
+// jsdom has no canvas or WebSocket RFB; a stand-in for noVNC records what
+// the tab asks of it and lets the test play the connection.
+const { FakeRFB, rfbs } = vi.hoisted(() => {
+  const rfbs: InstanceType<typeof FakeRFB>[] = [];
+  class FakeRFB extends EventTarget {
+    viewOnly = false;
+    scaleViewport = false;
+    clipViewport = false;
+    resizeSession = false;
+    focusOnClick = false;
+    showDotCursor = false;
+    qualityLevel = 6;
+    compressionLevel = 2;
+    background = '';
+    disconnected = false;
+    ctrlAltDel = 0;
+    pasted: string[] = [];
+    constructor(
+      readonly target: HTMLElement,
+      readonly url: string,
+      readonly options: Record<string, unknown> = {},
+    ) {
+      super();
+      rfbs.push(this);
+    }
+    disconnect() {
+      this.disconnected = true;
+    }
+    sendCtrlAltDel() {
+      this.ctrlAltDel++;
+    }
+    clipboardPasteFrom(text: string) {
+      this.pasted.push(text);
+    }
+    focus() {}
+    // What the gateway does:
+    serverConnect() {
+      act(() => {
+        this.dispatchEvent(new Event('connect'));
+      });
+    }
+    serverDisconnect(clean: boolean) {
+      act(() => {
+        this.dispatchEvent(new CustomEvent('disconnect', { detail: { clean } }));
+      });
+    }
+  }
+  return { FakeRFB, rfbs };
+});
+vi.mock('@novnc/novnc', () => ({ default: FakeRFB }));
+
+function details(caps: string[] = ['vnc', 'shell']) {
+  const d = fullDetails();
+  d.device.capabilities = caps;
+  return d;
+}
+
+const SESSION = (id: string, monitors = 1) => ({
+  session_id: id,
+  token: 'one-time',
+  ws_url: `/api/vnc/ws/${id}?token=one-time`,
+  expires_at: '2026-11-29T07:00:00Z',
+  guid: 'guid-web-1',
+  hostname: 'web-1',
+  protocol: 'vnc',
+  quality: 'speed',
+  display_topology: Array.from({ length: monitors }, (_, i) => ({ name: `m${i}`, x: i * 1280, y: 0, width: 1280, height: 800, primary: i === 0 })),
+  display_virtual_bounds: `${monitors * 1280}x800+0+0`,
+});
+
+function renderPage(route = '/devices/web-1/desktop') {
+  return renderWithProviders(
+    <SessionContext.Provider value={{ user: ADMIN, signOut: async () => {} }}>
+      <WithToasts>
+        <Routes>
+          <Route path="/devices/:hostname/:tab?" element={<DevicePage />} />
+        </Routes>
+      </WithToasts>
+    </SessionContext.Provider>,
+    { route },
+  );
+}
+
+const status = () => screen.getByTestId('desktop-status');
+
+beforeEach(() => {
+  rfbs.length = 0;
+});
+afterEach(() => vi.unstubAllGlobals());
+
+describe('Remote Desktop tab', () => {
+  it('establishes a session and opens noVNC on the one-time socket, with Prefer Speed, fitted', async () => {
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': { body: SESSION('s-1') },
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/vnc/establish')[0].body).toEqual({ guid: 'guid-web-1', quality: 'speed' });
+    const rfb = rfbs[0];
+    expect(rfb.url).toBe(`ws://${window.location.host}/api/vnc/ws/s-1?token=one-time`);
+    expect(rfb.options).toEqual({ shared: true, wsProtocols: ['binary'] });
+    expect(rfb.target).toBe(screen.getByTestId('desktop-screen'));
+    expect([rfb.qualityLevel, rfb.compressionLevel]).toEqual([2, 9]);
+    expect(rfb.scaleViewport).toBe(true);
+    expect(status()).toHaveTextContent('Connecting…');
+    // A single display: Scaled is not offered (rule 9).
+    expect(screen.getByRole('button', { name: 'Scaled' })).toBeDisabled();
+
+    rfb.serverConnect();
+    expect(status()).toHaveTextContent('Connected');
+    await userEvent.click(screen.getByRole('button', { name: /Ctrl-Alt-Del/ }));
+    expect(rfb.ctrlAltDel).toBe(1);
+
+    // Disconnect ends noVNC and the Engine's session.
+    await userEvent.click(screen.getByRole('button', { name: /Disconnect/ }));
+    expect(rfb.disconnected).toBe(true);
+    await waitFor(() => expect(engine.callsTo('POST', '/api/vnc/disconnect')[0]?.body).toEqual({ session_id: 's-1' }));
+    expect(status()).toHaveTextContent('Closed');
+  });
+
+  it('reconnects with the other quality when the preference changes (rule 4)', async () => {
+    let n = 0;
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': () => ({ body: SESSION(`s-${++n}`, 2) }),
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    rfbs[0].serverConnect();
+    // Two displays: Display All may be Scaled 1:1.
+    await userEvent.click(screen.getByRole('button', { name: 'Scaled' }));
+    expect(rfbs[0].scaleViewport).toBe(false);
+
+    await userEvent.click(screen.getByTestId('desktop-quality').parentElement!.querySelector('[role="combobox"]')!);
+    await userEvent.click(within(screen.getByRole('listbox')).getByText('Prefer Quality'));
+    await waitFor(() => expect(rfbs).toHaveLength(2));
+    expect(rfbs[0].disconnected).toBe(true);
+    expect(engine.callsTo('POST', '/api/vnc/establish')[1].body).toEqual({ guid: 'guid-web-1', quality: 'quality' });
+    expect([rfbs[1].qualityLevel, rfbs[1].compressionLevel]).toEqual([9, 2]);
+    await waitFor(() => expect(engine.callsTo('POST', '/api/vnc/disconnect')[0]?.body).toEqual({ session_id: 's-1' }));
+  });
+
+  it('tells the operator why establish failed, and an unclean close', async () => {
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': {
+        status: 502,
+        body: { error: 'vnc_backend_no_rfb_banner', message: "the agent's VNC server sent no RFB banner (banner_read_timeout)", probe_stage: 'banner_read_timeout' },
+      },
+    });
+    renderPage();
+    expect(await screen.findByText(/sent no RFB banner/)).toBeInTheDocument();
+    expect(status()).toHaveTextContent('Closed');
+    expect(rfbs).toHaveLength(0);
+  });
+
+  it('asks for vnc_auth_retry on the attempt after a failed open (rule 7)', async () => {
+    let n = 0;
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': () => ({ body: SESSION(`s-${++n}`) }),
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    rfbs[0].serverDisconnect(false); // closed before it connected: the gateway refused
+    expect(status()).toHaveTextContent('Closed');
+    await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
+    await waitFor(() => expect(rfbs).toHaveLength(2));
+    expect(engine.callsTo('POST', '/api/vnc/establish')[1].body).toEqual({ guid: 'guid-web-1', quality: 'speed', reason: 'vnc_auth_retry' });
+    rfbs[1].serverConnect();
+    rfbs[1].serverDisconnect(true);
+    await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
+    await waitFor(() => expect(rfbs).toHaveLength(3));
+    expect(engine.callsTo('POST', '/api/vnc/establish')[2].body).toEqual({ guid: 'guid-web-1', quality: 'speed' });
+  });
+
+  it('is offered only to devices whose agent has the vnc capability', async () => {
+    fakeEngine({ 'GET /api/device/details/web-1': { body: details(['shell']) } });
+    renderPage('/devices/web-1/summary');
+    expect(await screen.findByRole('tab', { name: 'Terminal' })).toBeInTheDocument();
+    expect(screen.queryByRole('tab', { name: 'Remote Desktop' })).toBeNull();
+  });
+});

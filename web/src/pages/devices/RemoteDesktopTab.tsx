@@ -1,0 +1,234 @@
+// The Remote Desktop tab: the device's desktop in noVNC, through the Engine's
+// gateway (docs/api.md "Remote desktop"). Each connect is a fresh establish:
+// the Engine runs the establishment, then hands out a one-time WebSocket
+// path that speaks RFB with no password (the Engine authenticated to the
+// agent's server itself). Rule 4: Prefer Speed / Prefer Quality set noVNC's
+// JPEG quality and compression, and a change reconnects. Rule 9: one full
+// framebuffer; Display All offers Fit and Scaled, a single display is always
+// fitted. Leaving the tab ends the session.
+import { useCallback, useEffect, useRef, useState } from 'react';
+import RFB from '@novnc/novnc';
+import Box from '@mui/material/Box';
+import Button from '@mui/material/Button';
+import Chip from '@mui/material/Chip';
+import MenuItem from '@mui/material/MenuItem';
+import TextField from '@mui/material/TextField';
+import ToggleButton from '@mui/material/ToggleButton';
+import ToggleButtonGroup from '@mui/material/ToggleButtonGroup';
+import ContentPasteIcon from '@mui/icons-material/ContentPaste';
+import FullscreenIcon from '@mui/icons-material/Fullscreen';
+import KeyboardIcon from '@mui/icons-material/Keyboard';
+import LinkOffIcon from '@mui/icons-material/LinkOff';
+import ReplayIcon from '@mui/icons-material/Replay';
+import { vnc as vncApi, type DesktopQuality } from '../../api/endpoints';
+import { errorCode } from '../../components/errors';
+import { useNotify } from '../../toasts/notify';
+import { operationErrorToast } from './operationErrors';
+import { ONBOARDING_TITLE, shellSocketUrl } from './TerminalTab';
+
+export type DesktopStatus = 'connecting' | 'connected' | 'closed';
+
+const STATUS_CHIP: Record<DesktopStatus, { label: string; color: 'default' | 'info' | 'success' }> = {
+  connecting: { label: 'Connecting…', color: 'info' },
+  connected: { label: 'Connected', color: 'success' },
+  closed: { label: 'Closed', color: 'default' },
+};
+
+/** Rule 4: noVNC's JPEG quality (0-9) and compression (0-9) per preference. */
+export const QUALITY: Record<DesktopQuality, { qualityLevel: number; compressionLevel: number; label: string }> = {
+  speed: { qualityLevel: 2, compressionLevel: 9, label: 'Prefer Speed' },
+  quality: { qualityLevel: 9, compressionLevel: 2, label: 'Prefer Quality' },
+};
+
+type Scale = 'fit' | 'scaled';
+
+export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: string }) {
+  const notify = useNotify();
+  const screenRef = useRef<HTMLDivElement>(null);
+  // failedOpen: the last attempt closed before it connected (an auth
+  // failure among the reasons), so the next asks for vnc_auth_retry (rule 7).
+  const conn = useRef<{ gen: number; rfb: RFB | null; sessionId: string | null; failedOpen: boolean }>({
+    gen: 0,
+    rfb: null,
+    sessionId: null,
+    failedOpen: false,
+  });
+  const [status, setStatus] = useState<DesktopStatus>('connecting');
+  const [quality, setQuality] = useState<DesktopQuality>('speed');
+  const [scale, setScale] = useState<Scale>('fit');
+  const [displays, setDisplays] = useState(1);
+  const [clipboard, setClipboard] = useState('');
+
+  /** Ends the current attempt: closes noVNC and tells the Engine. */
+  const teardown = useCallback(() => {
+    const c = conn.current;
+    c.gen += 1;
+    const rfb = c.rfb;
+    c.rfb = null;
+    if (rfb) rfb.disconnect();
+    if (c.sessionId) void vncApi.disconnect(c.sessionId).catch(() => {});
+    c.sessionId = null;
+  }, []);
+
+  const connect = useCallback(
+    async (q: DesktopQuality) => {
+      teardown();
+      const c = conn.current;
+      const gen = c.gen;
+      setStatus('connecting');
+      let session;
+      const retry = c.failedOpen;
+      c.failedOpen = false;
+      try {
+        session = await vncApi.establish(guid, q, retry ? 'vnc_auth_retry' : undefined);
+      } catch (error) {
+        if (gen !== c.gen) return;
+        setStatus('closed');
+        if (errorCode(error) === 'agent_socket_missing') {
+          notify({
+            title: ONBOARDING_TITLE,
+            message: `The agent on ${hostname} is not connected to the Engine yet. Wait about 1 minute for onboarding to finish, then press Reconnect.`,
+            variant: 'warning',
+            icon: 'warning',
+            ttlMs: 10_000,
+          });
+        } else {
+          notify(operationErrorToast(error, 'Open the remote desktop'));
+        }
+        return;
+      }
+      if (gen !== c.gen || !screenRef.current) {
+        void vncApi.disconnect(session.session_id).catch(() => {});
+        return;
+      }
+      c.sessionId = session.session_id;
+      const monitors = session.display_topology?.length ?? 1;
+      setDisplays(Math.max(1, monitors));
+      const rfb = new RFB(screenRef.current, shellSocketUrl(session.ws_url), { shared: true, wsProtocols: ['binary'] });
+      c.rfb = rfb;
+      rfb.qualityLevel = QUALITY[q].qualityLevel;
+      rfb.compressionLevel = QUALITY[q].compressionLevel;
+      rfb.scaleViewport = true;
+      rfb.focusOnClick = true;
+      let opened = false;
+      rfb.addEventListener('connect', () => {
+        opened = true;
+        if (c.rfb === rfb) setStatus('connected');
+      });
+      rfb.addEventListener('disconnect', (ev: Event) => {
+        if (c.rfb !== rfb) return;
+        c.rfb = null;
+        setStatus('closed');
+        const clean = (ev as CustomEvent<{ clean: boolean }>).detail?.clean;
+        if (!opened) c.failedOpen = true;
+        if (!clean) {
+          notify({ title: 'Remote desktop closed', message: `The connection to ${hostname} ended unexpectedly. Press Reconnect to open it again.`, variant: 'warning', icon: 'warning' });
+        }
+      });
+      rfb.addEventListener('clipboard', (ev: Event) => {
+        const text = (ev as CustomEvent<{ text: string }>).detail?.text ?? '';
+        setClipboard(text);
+        void navigator.clipboard?.writeText(text).catch(() => {});
+      });
+    },
+    [guid, hostname, notify, teardown],
+  );
+
+  useEffect(() => {
+    void connect(quality);
+    return teardown;
+    // A quality change reconnects (rule 4) through changeQuality, not here.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [connect, teardown]);
+
+  // Rule 9: a single display is always fitted; Display All may be scaled 1:1.
+  useEffect(() => {
+    const rfb = conn.current.rfb;
+    if (rfb) rfb.scaleViewport = displays <= 1 || scale === 'fit';
+  }, [scale, displays, status]);
+
+  const changeQuality = (q: DesktopQuality) => {
+    setQuality(q);
+    void connect(q);
+  };
+
+  const chip = STATUS_CHIP[status];
+  const connected = status === 'connected';
+  return (
+    <Box>
+      <Box sx={{ display: 'flex', alignItems: 'center', gap: 1.5, mb: 1.25, flexWrap: 'wrap' }}>
+        <Chip size="small" variant="outlined" label={chip.label} color={chip.color} data-testid="desktop-status" data-status={status} />
+        <TextField
+          select
+          size="small"
+          label="Quality"
+          value={quality}
+          onChange={(e) => changeQuality(e.target.value as DesktopQuality)}
+          sx={{ minWidth: 160 }}
+          slotProps={{ select: { inputProps: { 'data-testid': 'desktop-quality' } } }}
+        >
+          {(Object.keys(QUALITY) as DesktopQuality[]).map((k) => (
+            <MenuItem key={k} value={k}>
+              {QUALITY[k].label}
+            </MenuItem>
+          ))}
+        </TextField>
+        <ToggleButtonGroup
+          size="small"
+          exclusive
+          value={displays <= 1 ? 'fit' : scale}
+          onChange={(_, v: Scale | null) => v && setScale(v)}
+          aria-label="Display All"
+        >
+          <ToggleButton value="fit" aria-label="Fit">
+            Fit
+          </ToggleButton>
+          <ToggleButton value="scaled" aria-label="Scaled" disabled={displays <= 1}>
+            Scaled
+          </ToggleButton>
+        </ToggleButtonGroup>
+        <Box sx={{ flex: 1 }} />
+        <Button size="small" variant="outlined" startIcon={<KeyboardIcon />} disabled={!connected} onClick={() => conn.current.rfb?.sendCtrlAltDel()}>
+          Ctrl-Alt-Del
+        </Button>
+        <Button
+          size="small"
+          variant="outlined"
+          startIcon={<ContentPasteIcon />}
+          disabled={!connected}
+          onClick={async () => {
+            const text = (await navigator.clipboard?.readText().catch(() => '')) ?? '';
+            if (text) conn.current.rfb?.clipboardPasteFrom(text);
+          }}
+        >
+          Paste
+        </Button>
+        <Button size="small" variant="outlined" startIcon={<FullscreenIcon />} disabled={!connected} onClick={() => void screenRef.current?.requestFullscreen?.()}>
+          Full screen
+        </Button>
+        <Button size="small" variant="outlined" startIcon={<ReplayIcon />} onClick={() => void connect(quality)} disabled={status === 'connecting'}>
+          Reconnect
+        </Button>
+        <Button
+          size="small"
+          variant="outlined"
+          color="error"
+          startIcon={<LinkOffIcon />}
+          disabled={status === 'closed'}
+          onClick={() => {
+            teardown();
+            setStatus('closed');
+          }}
+        >
+          Disconnect
+        </Button>
+      </Box>
+      <Box ref={screenRef} data-testid="desktop-screen" sx={{ height: 600, width: '100%', bgcolor: '#0b1020', borderRadius: 1, overflow: 'hidden' }} />
+      {clipboard && (
+        <Box data-testid="desktop-clipboard" sx={{ mt: 1, typography: 'caption', color: 'text.secondary' }}>
+          Remote clipboard: {clipboard.length > 80 ? `${clipboard.slice(0, 80)}…` : clipboard}
+        </Box>
+      )}
+    </Box>
+  );
+}

@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/smtp"
 	"strconv"
 	"strings"
@@ -325,7 +326,11 @@ func sendEmail(ctx context.Context, cfg EmailConfig, password string, p Payload)
 			return cairn.Errorf(ECodeDeliveryRefused, "smtp auth as %s refused: %v", cfg.Username, err)
 		}
 	}
-	if err := c.Mail(cfg.From); err != nil {
+	from, err := mail.ParseAddress(cfg.From)
+	if err != nil {
+		return cairn.Errorf(ECodeDeliveryRefused, "smtp: the sender is not an address")
+	}
+	if err := c.Mail(from.Address); err != nil {
 		return fmt.Errorf("smtp mail: %w", err)
 	}
 	for _, to := range cfg.To {

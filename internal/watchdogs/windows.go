@@ -78,7 +78,7 @@ func (in WindowInput) check() (WindowInput, *time.Location, error) {
 		}
 	}
 	if n != 1 {
-		v.Add("site_id", "exactly one of site_id, device_guid and watchdog_id names what the window covers")
+		v.Add("site_id", "exactly one of site_id, guid and watchdog_id names what the window covers")
 	}
 	switch {
 	case len(in.Weekdays) == 0:
@@ -123,7 +123,7 @@ func (s *Service) SaveWindow(ctx context.Context, actor string, id int64, in Win
 	if in.DeviceGUID != nil {
 		if _, err := s.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(*in.DeviceGUID)); err != nil {
 			if db.IsNoRows(err) {
-				return Window{}, cairn.Invalid("device_guid", "names no device")
+				return Window{}, cairn.Invalid("guid", "names no device")
 			}
 			return Window{}, err
 		}

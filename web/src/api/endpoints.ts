@@ -21,6 +21,7 @@ import type {
   EnrollmentCodeInput,
   LoginResponse,
   MfaAction,
+  NotificationChannelInput,
   Role,
   ServiceAction,
   TrustAction,
@@ -508,6 +509,13 @@ export const incidents = {
   /** Suppressing needs a non-blank reason: without one the Engine answers validation_failed and the incident stays Open. */
   setState: (id: number, state: 'Open' | 'Suppressed', reason = '') =>
     call('post', '/api/watchdogs/incidents/{incident_id}/state', { path: { incident_id: String(id) }, body: { state, reason } }),
+};
+
+/** Notification channels (admin; docs/api.md "Watchdog notifications"): the secret is write-only. */
+export const notificationChannels = {
+  list: () => call('get', '/api/watchdogs/channels').then((r) => r.channels ?? []),
+  create: (body: NotificationChannelInput) => call('post', '/api/watchdogs/channels', { body }),
+  remove: (id: number) => call('delete', '/api/watchdogs/channels/{channel_id}', { path: { channel_id: String(id) } }),
 };
 
 /** A device's Watchdogs tab and its overrides (docs/api.md "Watchdogs"). */

@@ -421,3 +421,5 @@ export type SoftwareAuditPage = Schema<'SoftwareAuditPage'>;
 export type Incident = Schema<'Incident'>;
 export type IncidentQueue = Schema<'IncidentQueue'>;
 export type DeviceWatchdog = Schema<'DeviceWatchdog'>;
+export type NotificationChannel = Schema<'Channel'>;
+export type NotificationChannelInput = Schema<'ChannelRequest'>;

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"github.com/cairn-rmm/cairn"
 	"time"
@@ -197,10 +198,11 @@ func WatchdogIncident(ctx workflow.Context, in IncidentInput) (IncidentResult, e
 		}
 		if notifying && !notifyAt.IsZero() && !workflow.Now(ctx).Before(notifyAt) {
 			np, err := notifyStep(ctx, in.IncidentID, step)
-			if err != nil {
+			if err == nil {
+				step++
+			} else if err != errPlanFailed {
 				return res, err
 			}
-			step++
 			notifyAt = time.Time{}
 			if np.Next > 0 {
 				notifyAt = workflow.Now(ctx).Add(np.Next)
@@ -291,6 +293,12 @@ func runAssembly(ctx, actx workflow.Context, incidentID int64, action int) (stat
 	return o.Status, o.Message, string(run.RunID)
 }
 
+// notifyRetryPlan is how long after a failed plan its step is tried again.
+const notifyRetryPlan = time.Minute
+
+// errPlanFailed: a notification step's plan failed (its retries spent).
+var errPlanFailed = errors.New("notification plan failed")
+
 // notifyStep runs one notification step: the plan (routing, repetition,
 // maintenance windows), then one send per due channel, in parallel, each
 // with its retries. A channel that still fails is left failed (its
@@ -302,7 +310,9 @@ func notifyStep(ctx workflow.Context, incidentID int64, step int) (watchdogs.Not
 	var np watchdogs.NotifyPlan
 	if err := workflow.ExecuteActivity(pctx, w.PlanIncidentNotifications, activities.NotifyStepInput{IncidentID: incidentID,
 		Step: step}).Get(ctx, &np); err != nil {
-		return np, err
+		// Notifications never fail the incident: the step is tried again
+		// (under the same number) a minute on.
+		return watchdogs.NotifyPlan{Active: true, Next: notifyRetryPlan, Channels: nil}, errPlanFailed
 	}
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute, RetryPolicy: notifyRetry})
 	futures := make([]workflow.Future, 0, len(np.Channels))

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -167,4 +169,28 @@ func TestIncidentRunsItsAssemblyOnceAsAJobRun(t *testing.T) {
 	require.Len(t, acts.recorded, 1)
 	require.Equal(t, "succeeded", acts.recorded[0].Status)
 	require.Equal(t, "watchdog-g-9-0", acts.recorded[0].RunID)
+}
+
+func TestIncidentNotificationPlanFailureDoesNotFailTheIncident(t *testing.T) {
+	t.Parallel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	acts := &incidentActs{active: true}
+	acts.register(env)
+	failures := 0
+	env.OnActivity("PlanIncidentNotifications", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.NotifyStepInput) (watchdogs.NotifyPlan, error) {
+			acts.steps = append(acts.steps, in.Step)
+			if failures < 1 {
+				failures++
+				return watchdogs.NotifyPlan{}, temporal.NewNonRetryableApplicationError("database away", "unavailable", nil)
+			}
+			return watchdogs.NotifyPlan{Active: true, Channels: []int64{4}}, nil
+		})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalIncidentEnded, nil) }, 10*time.Minute)
+	env.ExecuteWorkflow(workflows.WatchdogIncident, workflows.IncidentInput{IncidentID: 9})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []int{0, 0}, acts.steps, "the failed step is tried again under its number")
+	require.Equal(t, []watchdogs.Delivery{{IncidentID: 9, Step: 0, ChannelID: 4}}, acts.delivered)
 }

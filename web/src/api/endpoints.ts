@@ -22,6 +22,7 @@ import type {
   LoginResponse,
   MfaAction,
   NotificationChannelInput,
+  WatchdogInput,
   Role,
   ServiceAction,
   TrustAction,
@@ -509,6 +510,16 @@ export const incidents = {
   /** Suppressing needs a non-blank reason: without one the Engine answers validation_failed and the incident stays Open. */
   setState: (id: number, state: 'Open' | 'Suppressed', reason = '') =>
     call('post', '/api/watchdogs/incidents/{incident_id}/state', { path: { incident_id: String(id) }, body: { state, reason } }),
+};
+
+/** Watchdog policies (docs/api.md "Watchdogs"): saving makes one live and evaluates it at once. */
+export const watchdogsApi = {
+  list: () => call('get', '/api/watchdogs').then((r) => r.watchdogs ?? []),
+  metadata: () => call('get', '/api/watchdogs/metadata'),
+  create: (body: WatchdogInput) => call('post', '/api/watchdogs', { body }),
+  update: (id: number, body: WatchdogInput) => call('put', '/api/watchdogs/{watchdog_id}', { path: { watchdog_id: String(id) }, body }),
+  /** The draft's targets and what its rules say of each now; no incident opens. */
+  preview: (body: WatchdogInput) => call('post', '/api/watchdogs/preview', { body }),
 };
 
 /** Notification channels (admin; docs/api.md "Watchdog notifications"): the secret is write-only. */

@@ -111,6 +111,9 @@ export default function AlertsPage() {
         >
           Acknowledge selected ({chosen.length})
         </Button>
+        <Button size="small" component={RouterLink} to="/alerts/watchdogs">
+          Watchdogs
+        </Button>
         {isAdmin && (
           <Button size="small" component={RouterLink} to="/alerts/channels">
             Notification channels

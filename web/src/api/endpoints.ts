@@ -22,6 +22,7 @@ import type {
   LoginResponse,
   MfaAction,
   NotificationChannelInput,
+  MaintenanceWindowInput,
   WatchdogInput,
   Role,
   ServiceAction,
@@ -527,6 +528,14 @@ export const notificationChannels = {
   list: () => call('get', '/api/watchdogs/channels').then((r) => r.channels ?? []),
   create: (body: NotificationChannelInput) => call('post', '/api/watchdogs/channels', { body }),
   remove: (id: number) => call('delete', '/api/watchdogs/channels/{channel_id}', { path: { channel_id: String(id) } }),
+};
+
+/** Maintenance windows (admin): notifications of the covered incidents are held back; evaluation goes on. */
+export const maintenanceWindows = {
+  list: () => call('get', '/api/watchdogs/maintenance-windows').then((r) => r.windows ?? []),
+  create: (body: MaintenanceWindowInput) => call('post', '/api/watchdogs/maintenance-windows', { body }),
+  remove: (id: number) =>
+    call('delete', '/api/watchdogs/maintenance-windows/{window_id}', { path: { window_id: String(id) } }),
 };
 
 /** A device's Watchdogs tab and its overrides (docs/api.md "Watchdogs"). */

@@ -31,6 +31,7 @@ describe('ChannelsPage', () => {
     const user = userEvent.setup({ delay: null });
     let rows = [channel()];
     const fake = fakeEngine({
+      'GET /api/watchdogs/maintenance-windows': { body: { windows: [] } },
       'GET /api/watchdogs/channels': () => ({ body: { channels: rows } }),
       'POST /api/watchdogs/channels': (call: RecordedCall) => {
         const body = call.body as { webhook: { url: string }; name: string };
@@ -59,5 +60,33 @@ describe('ChannelsPage', () => {
     expect(await screen.findByTestId('channel-2')).toHaveTextContent('once');
     const posted = fake.callsTo('POST', '/api/watchdogs/channels');
     expect(posted[1].body).toMatchObject({ name: 'pager', kind: 'webhook', webhook: { url: 'https://pager.example.test/in' }, secret: 'k3y', email: null });
+  });
+
+  it('adds a maintenance window for a site', async () => {
+    const user = userEvent.setup({ delay: null });
+    let windows: unknown[] = [];
+    const fake = fakeEngine({
+      'GET /api/watchdogs/channels': { body: { channels: [] } },
+      'GET /api/watchdogs/maintenance-windows': () => ({ body: { windows } }),
+      'POST /api/watchdogs/maintenance-windows': (call: RecordedCall) => {
+        windows = [{ id: 3, guid: null, watchdog_id: null, active: false, created_by: 'admin', created_at: '2026-11-29T03:00:00Z', ...(call.body as object) }];
+        return { status: 201, body: windows[0] };
+      },
+    });
+    renderWithProviders(<ChannelsPage />, { route: '/alerts/channels' });
+    await user.type(await screen.findByLabelText('Window name'), 'patch night');
+    await user.type(screen.getByLabelText('Site ID'), '4');
+    await user.click(screen.getByRole('button', { name: 'Add window' }));
+    expect(await screen.findByTestId('window-3')).toHaveTextContent('Sun, Sat 02:00 for 120 min (UTC)');
+    expect(fake.callsTo('POST', '/api/watchdogs/maintenance-windows')[0].body).toEqual({
+      name: 'patch night',
+      site_id: 4,
+      guid: null,
+      watchdog_id: null,
+      weekdays: [0, 6],
+      start_minute: 120,
+      duration_minutes: 120,
+      time_zone: 'UTC',
+    });
   });
 });

@@ -2,7 +2,7 @@
 // notifications go (a webhook signed with HMAC-SHA256, or email over SMTP
 // with STARTTLS), routed by minimum severity, repeated every N minutes
 // while unacknowledged. Secrets are write-only: the list says whether one
-// is set, never what it is.
+// is set, never what it is. Below them, the maintenance windows.
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Box from '@mui/material/Box';
@@ -20,7 +20,7 @@ import TableHead from '@mui/material/TableHead';
 import TableRow from '@mui/material/TableRow';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
-import { notificationChannels } from '../../api/endpoints';
+import { maintenanceWindows, notificationChannels } from '../../api/endpoints';
 import type { NotificationChannel, NotificationChannelInput } from '../../api/types';
 import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
@@ -94,7 +94,101 @@ export default function ChannelsPage() {
         </Table>
       </Paper>
       {creating && <ChannelDialog onClose={() => setCreating(false)} />}
+      <MaintenanceWindows />
     </>
+  );
+}
+
+export const WINDOWS_QUERY = ['maintenance-windows'] as const;
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const hhmm = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+
+/** Maintenance windows: weekly periods holding one site's notifications back (evaluation goes on). */
+function MaintenanceWindows() {
+  const queryClient = useQueryClient();
+  const query = useQuery({ queryKey: WINDOWS_QUERY, queryFn: maintenanceWindows.list });
+  const [name, setName] = useState('');
+  const [site, setSite] = useState('');
+  const [days, setDays] = useState('0,6');
+  const [start, setStart] = useState('02:00');
+  const [minutes, setMinutes] = useState('120');
+  const [zone, setZone] = useState('UTC');
+  const done = () => void queryClient.invalidateQueries({ queryKey: WINDOWS_QUERY });
+  const create = useMutation({
+    mutationFn: () => {
+      const [h, m] = start.split(':').map(Number);
+      return maintenanceWindows.create({
+        name,
+        site_id: Number(site) || null,
+        guid: null,
+        watchdog_id: null,
+        weekdays: days.split(',').filter((d) => d.trim() !== '').map(Number),
+        start_minute: (h || 0) * 60 + (m || 0),
+        duration_minutes: Number(minutes) || 0,
+        time_zone: zone,
+      });
+    },
+    onSuccess: () => {
+      setName('');
+      done();
+    },
+  });
+  const remove = useMutation({ mutationFn: (id: number) => maintenanceWindows.remove(id), onSuccess: done });
+  const err = (f: string) => fieldError(create.error, f);
+  return (
+    <Box sx={{ mt: 3 }}>
+      <Typography variant="h6">Maintenance windows</Typography>
+      <Typography variant="body2" color="text.secondary" sx={{ mb: 1 }}>
+        Notifications of a site&apos;s incidents wait for the window to end; watchdogs keep evaluating.
+      </Typography>
+      <ErrorAlert error={create.error ?? remove.error} fields={['name', 'site_id', 'weekdays', 'duration_minutes', 'time_zone']} />
+      <Box
+        component="form"
+        sx={{ display: 'flex', gap: 1, mb: 1, flexWrap: 'wrap' }}
+        onSubmit={(e) => {
+          e.preventDefault();
+          create.mutate();
+        }}
+      >
+        <TextField size="small" label="Window name" value={name} onChange={(e) => setName(e.target.value)} error={Boolean(err('name'))} helperText={err('name')} />
+        <TextField size="small" label="Site ID" value={site} onChange={(e) => setSite(e.target.value)} error={Boolean(err('site_id'))} helperText={err('site_id')} />
+        <TextField size="small" label="Days (0 = Sun)" value={days} onChange={(e) => setDays(e.target.value)} error={Boolean(err('weekdays'))} helperText={err('weekdays')} />
+        <TextField size="small" label="Starts (HH:MM)" value={start} onChange={(e) => setStart(e.target.value)} />
+        <TextField
+          size="small"
+          label="Minutes"
+          value={minutes}
+          onChange={(e) => setMinutes(e.target.value)}
+          error={Boolean(err('duration_minutes'))}
+          helperText={err('duration_minutes')}
+        />
+        <TextField size="small" label="Time zone" value={zone} onChange={(e) => setZone(e.target.value)} error={Boolean(err('time_zone'))} helperText={err('time_zone')} />
+        <Button type="submit" variant="outlined" size="small" disabled={create.isPending}>
+          Add window
+        </Button>
+      </Box>
+      <Paper variant="outlined">
+        <Table size="small" aria-label="Maintenance windows">
+          <TableBody>
+            {(query.data ?? []).map((w) => (
+              <TableRow key={w.id} data-testid={`window-${w.id}`}>
+                <TableCell>{w.name}</TableCell>
+                <TableCell>{w.site_id != null ? `site ${w.site_id}` : w.guid ? `device ${w.guid}` : `watchdog ${w.watchdog_id}`}</TableCell>
+                <TableCell>
+                  {(w.weekdays ?? []).map((d) => DAYS[d]).join(', ')} {hhmm(w.start_minute)} for {w.duration_minutes} min ({w.time_zone})
+                </TableCell>
+                <TableCell>{w.active ? 'active now' : ''}</TableCell>
+                <TableCell align="right">
+                  <Button size="small" color="error" onClick={() => remove.mutate(w.id)} disabled={remove.isPending}>
+                    Delete
+                  </Button>
+                </TableCell>
+              </TableRow>
+            ))}
+          </TableBody>
+        </Table>
+      </Paper>
+    </Box>
   );
 }
 

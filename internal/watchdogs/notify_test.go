@@ -374,3 +374,32 @@ func TestEmailIsSentOverSTARTTLS(t *testing.T) {
 	require.False(t, strings.Contains(err.Error(), "smtp-pass"))
 	require.Empty(t, plain.Messages())
 }
+
+// TestIncidentsToNotifyAreRestarted: the maintenance sweep restarts the
+// workflow of an incident a channel is routed to and that notified no
+// one (its workflow may never have started), even without actions.
+func TestIncidentsToNotifyAreRestarted(t *testing.T) {
+	t.Parallel()
+	f, inc := notifySetup(t) // a warning incident on alpha, no actions
+	ctx := context.Background()
+	f.clk.Add(2 * time.Minute)
+	pending, err := f.svc.IncidentsWithoutOutcomes(ctx, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, pending, "no channel: nothing to notify")
+
+	f.webhook(t, "beta only", "https://example.test/h", func(in *watchdogs.ChannelInput) { in.SiteIDs = []int64{f.sites["beta"]} })
+	pending, err = f.svc.IncidentsWithoutOutcomes(ctx, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, pending, "no channel routed to it")
+
+	c := f.webhook(t, "all", "https://example.test/h", nil)
+	pending, err = f.svc.IncidentsWithoutOutcomes(ctx, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int64{inc}, pending)
+
+	_, err = f.store.NotificationDeliveryClaim(ctx, db.NotificationDeliveryClaimParams{IncidentID: inc, Step: 0, ChannelID: c.ID})
+	require.NoError(t, err)
+	pending, err = f.svc.IncidentsWithoutOutcomes(ctx, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, pending, "its workflow notified")
+}

@@ -204,6 +204,17 @@ export function WatchdogEditor({
               </MenuItem>
             ))}
           </TextField>
+          <TextField
+            label="Sites (IDs; empty: every site)"
+            value={(draft.site_ids ?? []).join(', ')}
+            onChange={(e) => {
+              const ids = list(e.target.value).map(Number);
+              set({ site_ids: ids.length ? ids : null });
+            }}
+            error={Boolean(err('site_ids'))}
+            helperText={err('site_ids')}
+            sx={{ flex: 1 }}
+          />
           <FormControlLabel control={<Switch checked={draft.enabled ?? true} onChange={(e) => set({ enabled: e.target.checked })} />} label="Enabled" />
         </Box>
 

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
@@ -30,7 +31,9 @@ type Watchdogs struct {
 	Incidents IncidentWorkflows
 	Devices   *devices.Service
 	Grants    *grants.Service
-	Log       *slog.Logger
+	// Runs creates the job runs of run_assembly actions.
+	Runs *automation.Service
+	Log  *slog.Logger
 }
 
 // EvaluateResult is what an evaluation changed.
@@ -242,4 +245,105 @@ func (a *Watchdogs) AcknowledgeIncident(ctx context.Context, c IncidentChange) (
 func (a *Watchdogs) SetIncidentState(ctx context.Context, c IncidentChange) (IncidentView, error) {
 	inc, err := a.Svc.SetState(ctx, c.Scope, c.Actor, c.IncidentID, c.State, c.Reason)
 	return IncidentView{Incident: inc}, ApplicationError(err)
+}
+
+// IncidentRunID names the job run of an incident's run_assembly action:
+// fixed by the device, the incident and the action, so a retried or
+// replayed step finds the run it made rather than make another (the
+// device's GUID keeps it unique across databases sharing one Temporal
+// server, as incident IDs are not).
+func IncidentRunID(guid string, incidentID int64, action int) cairn.RunID {
+	return cairn.RunID(fmt.Sprintf("watchdog-%s-%d-%d", guid, incidentID, action))
+}
+
+// IncidentRun is a run_assembly action's job run.
+type IncidentRun struct {
+	RunID cairn.RunID
+	// Finished: the run was made finished (its one device was skipped or
+	// could not run the script); nothing is to execute.
+	Finished bool
+}
+
+// CreateIncidentRun makes the job run of a run_assembly action: the
+// watchdog's assembly version, signed for the incident's device alone,
+// refused (assembly_changed) when its body changed since the watchdog was
+// saved. Idempotent: a second call finds the run the first made.
+func (a *Watchdogs) CreateIncidentRun(ctx context.Context, ref IncidentActionRef) (IncidentRun, error) {
+	p, err := a.Svc.IncidentPlan(ctx, ref.IncidentID)
+	if err != nil {
+		return IncidentRun{}, ApplicationError(err)
+	}
+	if ref.Action < 0 || ref.Action >= len(p.Actions) || p.Actions[ref.Action].Type != watchdogs.ActionRunAssembly {
+		return IncidentRun{}, ApplicationError(cairn.Errorf(cairn.ECodeValidation, "action %d is not a run_assembly", ref.Action))
+	}
+	if a.Runs == nil {
+		return IncidentRun{}, notWired("automation")
+	}
+	act := p.Actions[ref.Action]
+	id := IncidentRunID(p.Incident.DeviceGuid, ref.IncidentID, ref.Action)
+	if run, err := a.Runs.GetRun(ctx, cairn.AllSites, string(id), false); err == nil {
+		return IncidentRun{RunID: run.ID, Finished: run.FinishedAt != nil}, nil
+	} else if !cairn.IsCode(err, cairn.ECodeNotFound) {
+		return IncidentRun{}, err
+	}
+	targets, err := a.Runs.ResolveTargets(ctx, cairn.AllSites, []string{p.Incident.DeviceGuid})
+	if err != nil {
+		return IncidentRun{}, ApplicationError(err)
+	}
+	asm := act.AssemblyID
+	run, err := a.Runs.CreateRun(ctx, automation.RunSpec{ID: id, Kind: automation.RunQuick, Trigger: automation.TriggerManual,
+		AssemblyID: &asm, AssemblyVersion: act.AssemblyVersion, AssemblySHA256: act.AssemblySHA256, Parameters: act.Parameters,
+		RequestedBy: "watchdog:" + p.WatchdogName, Targets: targets})
+	if err != nil {
+		return IncidentRun{}, ApplicationError(err)
+	}
+	return IncidentRun{RunID: run.ID, Finished: run.FinishedAt != nil}, nil
+}
+
+// IncidentRunOutcome reads what a run_assembly action's run did on the
+// device: succeeded, or failed with the exit code or error.
+func (a *Watchdogs) IncidentRunOutcome(ctx context.Context, runID cairn.RunID) (watchdogs.Outcome, error) {
+	run, err := a.Runs.GetRun(ctx, cairn.AllSites, string(runID), true)
+	if err != nil {
+		return watchdogs.Outcome{}, ApplicationError(err)
+	}
+	o := watchdogs.Outcome{Status: "failed", RunID: string(runID)}
+	if len(run.Results) == 0 {
+		o.Message = "the run has no result"
+		return o, nil
+	}
+	r := run.Results[0]
+	switch {
+	case r.Status == automation.StatusSucceeded:
+		o.Status, o.Message = "succeeded", fmt.Sprintf("%s exited 0", run.AssemblyName)
+	case r.ErrorMessage != "":
+		o.Message = fmt.Sprintf("%s: %s", r.Status, r.ErrorMessage)
+	case r.ExitCode != nil:
+		o.Message = fmt.Sprintf("%s exited %d", run.AssemblyName, *r.ExitCode)
+	default:
+		o.Message = r.Status
+	}
+	return o, nil
+}
+
+// NotifyStepInput names a notification step of an incident.
+type NotifyStepInput struct {
+	IncidentID int64
+	Step       int
+}
+
+// PlanIncidentNotifications decides which channels a notification step
+// sends to (routing, repetition, maintenance windows).
+func (a *Watchdogs) PlanIncidentNotifications(ctx context.Context, in NotifyStepInput) (watchdogs.NotifyPlan, error) {
+	p, err := a.Svc.PlanNotifications(ctx, in.IncidentID, in.Step)
+	return p, ApplicationError(err)
+}
+
+// DeliverIncidentNotification sends one (incident, step, channel) at most
+// once (the delivery row is claimed before sending); a clean failure is
+// returned for the activity's retry policy to retry, a refusal (4xx, no
+// STARTTLS, bad credentials) is not retried.
+func (a *Watchdogs) DeliverIncidentNotification(ctx context.Context, d watchdogs.Delivery) (string, error) {
+	status, err := a.Svc.Deliver(ctx, d)
+	return status, ApplicationError(err)
 }

@@ -32,6 +32,8 @@ func (d WatchdogsArea) routes(s *Server) []Route {
 	a := &watchdogsAPI{Server: s, WatchdogsArea: d}
 	const one = "/api/watchdogs/{watchdog_id}"
 	const incident = "/api/watchdogs/incidents/{incident_id}"
+	const channel = "/api/watchdogs/channels/{channel_id}"
+	const window = "/api/watchdogs/maintenance-windows/{window_id}"
 	return []Route{
 		{"GET", "/api/watchdogs", AuthToken, getAction(s, a.list), "List watchdogs"},
 		{"POST", "/api/watchdogs", AuthToken, jsonAction(s, http.StatusCreated, false, a.create).
@@ -50,6 +52,25 @@ func (d WatchdogsArea) routes(s *Server) []Route {
 		{"POST", incident + "/state", AuthToken, jsonAction(s, http.StatusOK, false, a.setState).
 			Summary("Suppressing needs a non-empty reason; without one the incident is left as it is").
 			Errors(cairn.ECodeNotFound, watchdogs.ECodeIncidentState), "Move an incident between Open and Suppressed"},
+		{"GET", "/api/watchdogs/channels", AuthAdmin, getAction(s, a.listChannels), "List notification channels"},
+		{"POST", "/api/watchdogs/channels", AuthAdmin, jsonAction(s, http.StatusCreated, false, a.createChannel).
+			Summary("A webhook (HMAC-SHA256 signed) or an SMTP (STARTTLS) channel; its secret is sealed and never returned"),
+			"Create a notification channel"},
+		{"GET", channel, AuthAdmin, getAction(s, a.getChannel).Errors(cairn.ECodeNotFound), "Get a notification channel"},
+		{"PUT", channel, AuthAdmin, jsonAction(s, http.StatusOK, false, a.updateChannel).
+			Summary("A secret left out (null) keeps the saved one").Errors(cairn.ECodeNotFound), "Update a notification channel"},
+		{"DELETE", channel, AuthAdmin, jsonAction(s, http.StatusNoContent, true, a.removeChannel).Errors(cairn.ECodeNotFound),
+			"Delete a notification channel"},
+		{"GET", "/api/watchdogs/maintenance-windows", AuthAdmin, getAction(s, a.listWindows), "List maintenance windows"},
+		{"POST", "/api/watchdogs/maintenance-windows", AuthAdmin, jsonAction(s, http.StatusCreated, false, a.createWindow).
+			Summary("Notifications of the covered incidents are held back during the window; evaluation goes on"),
+			"Create a maintenance window"},
+		{"PUT", window, AuthAdmin, jsonAction(s, http.StatusOK, false, a.updateWindow).Errors(cairn.ECodeNotFound),
+			"Update a maintenance window"},
+		{"DELETE", window, AuthAdmin, jsonAction(s, http.StatusNoContent, true, a.removeWindow).Errors(cairn.ECodeNotFound),
+			"Delete a maintenance window"},
+		{"GET", incident + "/deliveries", AuthToken, getAction(s, a.deliveries).Errors(cairn.ECodeNotFound),
+			"List an incident's notification deliveries"},
 		{"GET", one, AuthToken, getAction(s, a.get).Errors(cairn.ECodeNotFound), "Get a watchdog"},
 		{"PUT", one, AuthToken, jsonAction(s, http.StatusOK, false, a.update).
 			Summary("Saving makes the change live and evaluates it at once; disabling resolves its incidents").
@@ -249,7 +270,7 @@ type watchdogMetadataJSON struct {
 func (a *watchdogsAPI) metadata(*http.Request) (watchdogMetadataJSON, error) {
 	return watchdogMetadataJSON{Subjects: watchdogs.Subjects, Severities: watchdogs.Severities,
 		Matches: []string{watchdogs.MatchAll, watchdogs.MatchAny}, TargetKinds: []string{watchdogs.TargetAll, watchdogs.TargetDevices, watchdogs.TargetFilters},
-		Actions:        []string{watchdogs.ActionTrack, watchdogs.ActionToast, watchdogs.ActionServiceControl},
+		Actions:        []string{watchdogs.ActionTrack, watchdogs.ActionToast, watchdogs.ActionServiceControl, watchdogs.ActionRunAssembly},
 		ServiceActions: []string{"start", "stop", "restart"}, States: watchdogs.States,
 		MinIntervalSeconds: watchdogs.MinInterval, DefaultIntervalSeconds: watchdogs.DefaultInterval, MaxSeconds: watchdogs.MaxSeconds}, nil
 }

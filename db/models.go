@@ -543,11 +543,53 @@ type JobRunResult struct {
 	DurationMs      *int64
 }
 
+type MaintenanceWindow struct {
+	ID              int64
+	Name            string
+	SiteID          *cairn.SiteID
+	DeviceGuid      *cairn.DeviceGUID
+	WatchdogID      *int64
+	Weekdays        []int32
+	StartMinute     int32
+	DurationMinutes int32
+	TimeZone        string
+	CreatedBy       string
+	CreatedAt       time.Time
+}
+
 type MetadataFieldDefinition struct {
 	FieldNumber int32
 	Description string
 	UpdatedAt   time.Time
 	UpdatedBy   string
+}
+
+type NotificationChannel struct {
+	ID            int64
+	Name          string
+	Kind          string
+	Enabled       bool
+	MinSeverity   string
+	SiteIds       []int64
+	RepeatMinutes int32
+	Config        []byte
+	SecretSealed  []byte
+	SecretKeyID   []byte
+	CreatedBy     string
+	CreatedAt     time.Time
+	UpdatedBy     string
+	UpdatedAt     time.Time
+}
+
+type NotificationDelivery struct {
+	IncidentID int64
+	Step       int32
+	ChannelID  int64
+	Status     string
+	Attempts   int32
+	Error      string
+	ClaimedAt  time.Time
+	SentAt     *time.Time
 }
 
 type OperatorStream struct {

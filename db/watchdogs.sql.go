@@ -891,14 +891,20 @@ func (q *Queries) WatchdogIncidentsResolveOf(ctx context.Context, arg WatchdogIn
 
 const watchdogIncidentsWithoutOutcomes = `-- name: WatchdogIncidentsWithoutOutcomes :many
 SELECT i.id FROM watchdog_incidents i JOIN watchdogs w ON w.id = i.watchdog_id
-WHERE i.state <> 'Resolved' AND i.outcomes = '[]'::jsonb AND i.opened_at < $1::timestamptz
-  AND jsonb_array_length(w.policy->'actions') > 0
+WHERE i.state <> 'Resolved' AND i.opened_at < $1::timestamptz
+  AND ((i.outcomes = '[]'::jsonb AND jsonb_array_length(w.policy->'actions') > 0)
+    OR (NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE d.incident_id = i.id)
+      AND EXISTS (SELECT 1 FROM notification_channels c
+        WHERE c.enabled AND (c.site_ids IS NULL OR i.site_id = ANY(c.site_ids))
+          AND array_position(ARRAY['info', 'warning', 'critical'], c.min_severity)
+            <= array_position(ARRAY['info', 'warning', 'critical'], i.severity))))
 ORDER BY i.id
 LIMIT 1000
 `
 
 // Active incidents opened before @before whose watchdog has actions and
-// that recorded none: their workflow may never have started.
+// that recorded none, or that a notification channel is routed to and
+// that notified none: their workflow may never have started.
 func (q *Queries) WatchdogIncidentsWithoutOutcomes(ctx context.Context, before time.Time) ([]int64, error) {
 	rows, err := q.db.Query(ctx, watchdogIncidentsWithoutOutcomes, before)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -22,10 +23,13 @@ var watchdogsCapability = Capability{
 	Name: "watchdogs",
 	Codes: []cairn.Code{
 		{ID: watchdogs.ECodeIncidentState, Status: http.StatusConflict},
+		// A notification channel's receiver refused a delivery for good
+		// (recorded on the delivery, never an API answer of its own).
+		{ID: watchdogs.ECodeDeliveryRefused, Status: http.StatusBadGateway},
 	},
 	Wire: func(_ context.Context, e *Engine) error {
 		e.Watchdogs = watchdogs.New(e.Store, e.Filters, e.Bus, watchdogs.Config{OnlineWindow: e.Devices.OnlineWindow(),
-			Log: e.Log.With("component", "watchdogs")})
+			Log: e.Log.With("component", "watchdogs"), Assemblies: watchdogAssemblies{e.Automation}, Cipher: e.Cipher})
 		return nil
 	},
 	API: func(e *Engine) api.Area {
@@ -33,7 +37,8 @@ var watchdogsCapability = Capability{
 	},
 	Workflows: []any{workflows.WatchdogEvaluate, workflows.WatchdogIncident},
 	Activities: func(e *Engine) []any {
-		w := &activities.Watchdogs{Svc: e.Watchdogs, Incidents: e.watchdogStarter(), Devices: e.Devices, Grants: e.Grants, Log: e.Log}
+		w := &activities.Watchdogs{Svc: e.Watchdogs, Incidents: e.watchdogStarter(), Devices: e.Devices, Grants: e.Grants,
+			Runs: e.Automation, Log: e.Log}
 		return []any{w, &activities.WatchdogMaintenance{Due: activities.WatchdogDue{W: w}}}
 	},
 	Maintenance: []workflows.MaintenanceJob{
@@ -54,4 +59,18 @@ func (e *Engine) watchdogStarter() workflowclient.WatchdogStarter {
 		prefix = e.cfg.EngineQueue + "/"
 	}
 	return workflowclient.WatchdogStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue, Prefix: prefix, Watchdogs: e.Watchdogs}
+}
+
+// watchdogAssemblies checks a run_assembly action's assembly at save.
+type watchdogAssemblies struct{ a *automation.Service }
+
+func (w watchdogAssemblies) ScriptSHA256(ctx context.Context, id int64, version int) (string, error) {
+	asm, err := w.a.GetAssembly(ctx, id, version)
+	if err != nil {
+		return "", err
+	}
+	if asm.Kind != automation.KindScript {
+		return "", cairn.Invalid("assembly_id", "is not a script")
+	}
+	return asm.BodySHA256, nil
 }

@@ -400,7 +400,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 func SealedColumns() []aegis.Column {
 	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
 		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns(),
-		payloadkeys.SealedColumns(), tunnels.SealedColumns())
+		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.

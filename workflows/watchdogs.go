@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"github.com/cairn-rmm/cairn"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 )
 
@@ -70,7 +72,20 @@ func WatchdogEvaluate(ctx workflow.Context, in WatchdogEvaluateInput) (activitie
 type IncidentInput struct {
 	IncidentID int64
 	Acted      bool `json:",omitempty"`
+	// NotifyStep is the next notification step and NotifyAt when it is
+	// due (nil: none), carried across a continue-as-new.
+	NotifyStep int        `json:",omitempty"`
+	NotifyAt   *time.Time `json:",omitempty"`
 }
+
+// versionIncidentNotifications marks the incident workflow's notification
+// steps (issue 25): histories recorded before them replay without.
+const versionIncidentNotifications = "incident-notifications"
+
+// notifyRetry is a notification send's retry policy: backoff from 5 s to
+// 5 minutes, 8 attempts (about 15 minutes); a refusal is not retried.
+var notifyRetry = &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute,
+	MaximumAttempts: 8, NonRetryableErrorTypes: []string{watchdogs.ECodeDeliveryRefused}}
 
 // IncidentResult is how the workflow ended.
 type IncidentResult struct {
@@ -142,6 +157,8 @@ func WatchdogIncident(ctx workflow.Context, in IncidentInput) (IncidentResult, e
 			}
 		case watchdogs.ActionServiceControl:
 			o.Status, o.Message = serviceControl(ctx, actx, in.IncidentID, i)
+		case watchdogs.ActionRunAssembly:
+			o.Status, o.Message, o.RunID = runAssembly(ctx, actx, in.IncidentID, i)
 		}
 		o.At = workflow.Now(ctx)
 		if err := workflow.ExecuteActivity(actx, w.RecordIncidentOutcome, activities.OutcomeInput{IncidentID: in.IncidentID,
@@ -151,16 +168,60 @@ func WatchdogIncident(ctx workflow.Context, in IncidentInput) (IncidentResult, e
 		res.Outcomes = append(res.Outcomes, o)
 	}
 
+	// Notifications (version 1): a first step at once, then one whenever
+	// the previous step said another may be due (a channel's repetition,
+	// the end of a maintenance window). Histories recorded before them
+	// replay without.
+	notifying := workflow.GetVersion(ctx, versionIncidentNotifications, workflow.DefaultVersion, 1) == 1
+	step := in.NotifyStep
+	var notifyAt time.Time
+	if notifying && plan.Active && !ended {
+		if !in.Acted {
+			notifyAt = workflow.Now(ctx)
+		} else if in.NotifyAt != nil {
+			notifyAt = *in.NotifyAt
+		}
+	}
 	for checks := 0; !ended && plan.Active; checks++ {
 		if checks == incidentChecks {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return res, err
 			}
-			return res, workflow.NewContinueAsNewError(ctx, WatchdogIncident, IncidentInput{IncidentID: in.IncidentID, Acted: true})
+			next := IncidentInput{IncidentID: in.IncidentID, Acted: true}
+			if notifying {
+				next.NotifyStep = step
+				if !notifyAt.IsZero() {
+					next.NotifyAt = &notifyAt
+				}
+			}
+			return res, workflow.NewContinueAsNewError(ctx, WatchdogIncident, next)
 		}
-		ok, err := workflow.AwaitWithTimeout(ctx, incidentCheck, func() bool { return ended })
+		if notifying && !notifyAt.IsZero() && !workflow.Now(ctx).Before(notifyAt) {
+			np, err := notifyStep(ctx, in.IncidentID, step)
+			if err == nil {
+				step++
+			} else if err != errPlanFailed {
+				return res, err
+			}
+			notifyAt = time.Time{}
+			if np.Next > 0 {
+				notifyAt = workflow.Now(ctx).Add(np.Next)
+			}
+			if !np.Active {
+				plan.Active = false
+				continue
+			}
+		}
+		wait := incidentCheck
+		if notifying && !notifyAt.IsZero() {
+			wait = min(wait, max(notifyAt.Sub(workflow.Now(ctx)), time.Second))
+		}
+		ok, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return ended })
 		if err != nil {
 			return res, err
+		}
+		if notifying && !ok && wait < incidentCheck {
+			continue // a notification step is due
 		}
 		if !ok {
 			var p activities.IncidentPlan
@@ -201,4 +262,66 @@ func serviceControl(ctx, actx workflow.Context, incidentID int64, action int) (s
 		return "failed", err.Error()
 	}
 	return "succeeded", res.Summary
+}
+
+// runAssembly runs a run_assembly action: an activity makes the job run
+// (one device, the watchdog's assembly version signed for it) under an ID
+// fixed by the device, incident and action, and the JobRun workflow
+// executes it as a child under the run's own workflow ID, so a retried
+// step or a replay after a kill finds the run rather than start another.
+func runAssembly(ctx, actx workflow.Context, incidentID int64, action int) (status, message, runID string) {
+	var w *activities.Watchdogs
+	var run activities.IncidentRun
+	if err := workflow.ExecuteActivity(actx, w.CreateIncidentRun, activities.IncidentActionRef{IncidentID: incidentID,
+		Action: action}).Get(ctx, &run); err != nil {
+		return "failed", err.Error(), ""
+	}
+	if !run.Finished {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            automation.JobRunWorkflowID(run.RunID),
+			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+		})
+		if err := workflow.ExecuteChildWorkflow(cctx, JobRun, JobRunInput{RunID: run.RunID}).Get(ctx, nil); err != nil {
+			return "failed", err.Error(), string(run.RunID)
+		}
+	}
+	var o watchdogs.Outcome
+	if err := workflow.ExecuteActivity(actx, w.IncidentRunOutcome, run.RunID).Get(ctx, &o); err != nil {
+		return "failed", err.Error(), string(run.RunID)
+	}
+	return o.Status, o.Message, string(run.RunID)
+}
+
+// notifyRetryPlan is how long after a failed plan its step is tried again.
+const notifyRetryPlan = time.Minute
+
+// errPlanFailed: a notification step's plan failed (its retries spent).
+var errPlanFailed = errors.New("notification plan failed")
+
+// notifyStep runs one notification step: the plan (routing, repetition,
+// maintenance windows), then one send per due channel, in parallel, each
+// with its retries. A channel that still fails is left failed (its
+// delivery row says why); the step goes on.
+func notifyStep(ctx workflow.Context, incidentID int64, step int) (watchdogs.NotifyPlan, error) {
+	var w *activities.Watchdogs
+	pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 20}})
+	var np watchdogs.NotifyPlan
+	if err := workflow.ExecuteActivity(pctx, w.PlanIncidentNotifications, activities.NotifyStepInput{IncidentID: incidentID,
+		Step: step}).Get(ctx, &np); err != nil {
+		// Notifications never fail the incident: the step is tried again
+		// (under the same number) a minute on.
+		return watchdogs.NotifyPlan{Active: true, Next: notifyRetryPlan, Channels: nil}, errPlanFailed
+	}
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute, RetryPolicy: notifyRetry})
+	futures := make([]workflow.Future, 0, len(np.Channels))
+	for _, ch := range np.Channels {
+		futures = append(futures, workflow.ExecuteActivity(sctx, w.DeliverIncidentNotification,
+			watchdogs.Delivery{IncidentID: incidentID, Step: step, ChannelID: ch}))
+	}
+	for _, f := range futures {
+		_ = f.Get(ctx, nil) // recorded on the delivery row
+	}
+	return np, nil
 }

@@ -82,6 +82,10 @@ var Tables = []Table{
 	// their evaluation state and incidents are runtime, excluded below.
 	{Name: "watchdogs", Policy: Export},
 	{Name: "watchdog_device_overrides", Policy: Export},
+	// Notification channels (secrets sealed like stored credentials) and
+	// maintenance windows are configuration.
+	{Name: "notification_channels", Policy: Export},
+	{Name: "maintenance_windows", Policy: Export},
 
 	// Rebuilt by triggers from the rows above.
 	{Name: "device_filter_rows", Policy: Derived},
@@ -125,6 +129,8 @@ var Tables = []Table{
 	{Name: "file_transfer_chunks", Policy: Exclude},
 	{Name: "watchdog_device_state", Policy: Exclude},
 	{Name: "watchdog_incidents", Policy: Exclude},
+	// What was sent for which incident: runtime, like the incidents.
+	{Name: "notification_deliveries", Policy: Exclude},
 	{Name: "patch_installs", Policy: Exclude},
 	{Name: "wireguard_owner", Policy: Exclude},
 	{Name: "vnc_sessions", Policy: Exclude},

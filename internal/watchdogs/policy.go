@@ -90,6 +90,9 @@ const (
 	ActionTrack          = "track"
 	ActionToast          = "toast"
 	ActionServiceControl = "service_control"
+	// ActionRunAssembly runs a script assembly on the device through the
+	// command path (a one-device job run, signed per device).
+	ActionRunAssembly = "run_assembly"
 )
 
 // Service control actions an action may ask for.
@@ -199,6 +202,14 @@ type Action struct {
 	// Service and ServiceAction for service_control.
 	Service       string `json:"service,omitempty"`
 	ServiceAction string `json:"service_action,omitempty"`
+	// AssemblyID (and AssemblyVersion, 0: the current one when saved)
+	// for run_assembly, with its Parameters. AssemblySHA256 is the body's
+	// hash when the watchdog was saved (set by the Engine): a body changed
+	// since refuses the run (assembly_changed) rather than run other code.
+	AssemblyID      int64          `json:"assembly_id,omitempty"`
+	AssemblyVersion int            `json:"assembly_version,omitempty"`
+	AssemblySHA256  string         `json:"assembly_sha256,omitempty"`
+	Parameters      map[string]any `json:"parameters,omitempty"`
 }
 
 // Policy is the watchdog policy record.
@@ -326,8 +337,17 @@ func (p Policy) check() (Policy, error) {
 		field := fmt.Sprintf("actions[%d]", i)
 		switch a.Type {
 		case ActionTrack, ActionToast:
-			p.Actions[i].Service, p.Actions[i].ServiceAction = "", ""
+			p.Actions[i] = Action{Type: a.Type}
+		case ActionRunAssembly:
+			p.Actions[i] = Action{Type: a.Type, AssemblyID: a.AssemblyID, AssemblyVersion: a.AssemblyVersion, Parameters: a.Parameters}
+			if a.AssemblyID <= 0 {
+				v.Add(field+".assembly_id", "is required")
+			}
+			if a.AssemblyVersion < 0 {
+				v.Add(field+".assembly_version", "must be 0 (the current version) or a version number")
+			}
 		case ActionServiceControl:
+			p.Actions[i] = Action{Type: a.Type, Service: a.Service, ServiceAction: a.ServiceAction}
 			if strings.TrimSpace(a.Service) == "" || len(a.Service) > MaxTargetName {
 				v.Add(field+".service", "is required (at most 256 characters)")
 			}
@@ -335,7 +355,7 @@ func (p Policy) check() (Policy, error) {
 				v.Add(field+".service_action", "must be start, stop or restart")
 			}
 		default:
-			v.Add(field+".type", "must be track, toast or service_control")
+			v.Add(field+".type", "must be track, toast, service_control or run_assembly")
 		}
 	}
 	return p, v.Err()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +55,20 @@ type Config struct {
 	OnlineWindow time.Duration
 	Now          func() time.Time
 	Log          *slog.Logger
+	// Assemblies checks a run_assembly action's assembly when a watchdog
+	// is saved (automation.Service); nil refuses such actions.
+	Assemblies Assemblies
+	// Cipher seals notification channels' secrets; Client sends webhooks
+	// (nil: a client with a 10 s timeout).
+	Cipher Cipher
+	Client *http.Client
+}
+
+// Assemblies resolves an assembly version for a run_assembly action.
+type Assemblies interface {
+	// ScriptSHA256 is the body hash of the script assembly's version
+	// (0: current), or not_found / validation_failed.
+	ScriptSHA256(ctx context.Context, id int64, version int) (string, error)
 }
 
 // Service is watchdogs, their evaluation, incidents and overrides.
@@ -138,6 +153,22 @@ func (s *Service) checkFor(ctx context.Context, by Editor, p Policy) (Policy, er
 		if int(n) != len(p.SiteIDs) {
 			return p, cairn.Invalid("site_ids", "names a site that does not exist")
 		}
+	}
+	for i, a := range p.Actions {
+		if a.Type != ActionRunAssembly {
+			continue
+		}
+		field := fmt.Sprintf("actions[%d].assembly_id", i)
+		if s.cfg.Assemblies == nil {
+			return p, cairn.Invalid(field, "assemblies are not available")
+		}
+		sum, err := s.cfg.Assemblies.ScriptSHA256(ctx, a.AssemblyID, a.AssemblyVersion)
+		if cairn.IsCode(err, cairn.ECodeNotFound) || cairn.IsCode(err, cairn.ECodeValidation) {
+			return p, cairn.Invalid(field, "names no script assembly (or version) that exists")
+		} else if err != nil {
+			return p, err
+		}
+		p.Actions[i].AssemblySHA256 = sum
 	}
 	switch p.Targets.Kind {
 	case TargetDevices:
@@ -774,11 +805,13 @@ func (s *Service) GetIncident(ctx context.Context, id int64) (db.WatchdogInciden
 
 // Outcome is what one action of an incident did.
 type Outcome struct {
-	Action  int       `json:"action"`
-	Type    string    `json:"type"`
-	Status  string    `json:"status"` // succeeded, failed, skipped
-	Message string    `json:"message,omitempty"`
-	At      time.Time `json:"at"`
+	Action  int    `json:"action"`
+	Type    string `json:"type"`
+	Status  string `json:"status"` // succeeded, failed, skipped
+	Message string `json:"message,omitempty"`
+	// RunID is a run_assembly action's job run (GET /api/automation/runs/<id>).
+	RunID string    `json:"run_id,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // RecordOutcome appends an action's outcome to its incident, once: a

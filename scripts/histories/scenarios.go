@@ -110,6 +110,10 @@ var standIns = map[string]any{
 	},
 	"FinishAgentUpdate": func(_ context.Context, in activities.FinishAgentUpdateInput) (string, error) { return in.Status, nil },
 	"NextItems": func(_ context.Context, in activities.NextInput) (automation.Batch, error) {
+		if strings.HasPrefix(string(in.RunID), "watchdog-") {
+			// An incident's run: its one device was done in an earlier batch.
+			return automation.Batch{TimeoutSeconds: 60}, nil
+		}
 		return automation.Batch{TimeoutSeconds: 60, Items: []automation.Item{{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
 			{GUID: "guid-fail", Hostname: "host-fail", SiteID: 1, SiteSlug: siteSlug}}}, nil
 	},
@@ -171,11 +175,42 @@ var standIns = map[string]any{
 		return activities.EvaluateResult{Evaluated: 3, Opened: []int64{41}}, nil
 	},
 	"EvaluateDueWatchdogs": func(context.Context) (int64, error) { return 3, nil },
-	"PlanIncident": func(context.Context, int64) (activities.IncidentPlan, error) {
+	"PlanIncident": func(_ context.Context, id int64) (activities.IncidentPlan, error) {
+		if id == 42 {
+			return activities.IncidentPlan{Active: true, Actions: []watchdogs.Action{{Type: watchdogs.ActionRunAssembly, AssemblyID: 3,
+				AssemblySHA256: "ab"}}}, nil
+		}
 		return activities.IncidentPlan{Active: true, Actions: []watchdogs.Action{{Type: watchdogs.ActionToast},
 			{Type: watchdogs.ActionServiceControl, Service: "cron", ServiceAction: "restart"}, {Type: watchdogs.ActionTrack}}}, nil
 	},
 	"ToastIncident": func(context.Context, int64) error { return nil },
+	// Incident 42: a run_assembly action (a JobRun child), then a
+	// notification step to channels 1 and 2, a repetition to channel 2
+	// a second later, then nothing more is due.
+	"CreateIncidentRun": func(_ context.Context, ref activities.IncidentActionRef) (activities.IncidentRun, error) {
+		return activities.IncidentRun{RunID: activities.IncidentRunID(unique("guid"), ref.IncidentID, ref.Action)}, nil
+	},
+	"IncidentRunOutcome": func(_ context.Context, id cairn.RunID) (watchdogs.Outcome, error) {
+		return watchdogs.Outcome{Status: "succeeded", Message: "restart exited 0", RunID: string(id)}, nil
+	},
+	"PlanIncidentNotifications": func(_ context.Context, in activities.NotifyStepInput) (watchdogs.NotifyPlan, error) {
+		if in.IncidentID != 42 {
+			return watchdogs.NotifyPlan{Active: true}, nil
+		}
+		switch in.Step {
+		case 0:
+			return watchdogs.NotifyPlan{Active: true, Channels: []int64{1, 2}, Next: time.Second}, nil
+		case 1:
+			return watchdogs.NotifyPlan{Active: true, Channels: []int64{2}}, nil
+		}
+		return watchdogs.NotifyPlan{Active: true}, nil
+	},
+	"DeliverIncidentNotification": func(_ context.Context, d watchdogs.Delivery) (string, error) {
+		if d.IncidentID == 42 && d.Step == 1 {
+			incidentNotified <- d.IncidentID
+		}
+		return watchdogs.DeliverySent, nil
+	},
 	"GrantIncidentOperation": func(_ context.Context, ref activities.IncidentActionRef) (activities.IncidentOperation, error) {
 		return activities.IncidentOperation{OperationID: fmt.Sprintf("watchdog-incident-%d-%d", ref.IncidentID, ref.Action),
 			Target: devices.OperationTarget{GUID: cairn.DeviceGUID(unique("guid")), Hostname: "host-1", SiteID: 1, SiteSlug: siteSlug, SocketLive: true},
@@ -207,6 +242,9 @@ var standIns = map[string]any{
 
 // incidentActed carries the incidents whose last action was recorded.
 var incidentActed = make(chan int64, 1)
+
+// incidentNotified carries the incidents whose repetition was sent.
+var incidentNotified = make(chan int64, 1)
 
 // patchBegins remembers which installs BeginPatchInstall started.
 var patchBegins sync.Map
@@ -443,6 +481,33 @@ var scenarios = []scenario{
 	// suppresses it with a reason (Updates), and the evaluator resolves it.
 	{"watchdog_incident_remediation.json", func(ctx context.Context, c client.Client) (string, error) {
 		return incident(ctx, c)
+	}, false},
+	// An incident whose action runs an assembly (a JobRun child) and
+	// whose notifications go to two channels, then repeat to one
+	// (workflow version incident-notifications 1); the evaluator resolves it.
+	{"watchdog_incident_notifications.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("histories") + "/" + workflows.IncidentWorkflowID(42)
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue},
+			workflows.WatchdogIncident, workflows.IncidentInput{IncidentID: 42})
+		if err != nil {
+			return "", err
+		}
+		select {
+		case <-incidentNotified:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if err := c.SignalWorkflow(ctx, id, "", workflows.SignalIncidentEnded, nil); err != nil {
+			return "", err
+		}
+		var res workflows.IncidentResult
+		if err := run.Get(ctx, &res); err != nil {
+			return "", err
+		}
+		if len(res.Outcomes) != 1 || res.Outcomes[0].Status != "succeeded" || res.Outcomes[0].RunID == "" {
+			return "", fmt.Errorf("outcomes %+v", res.Outcomes)
+		}
+		return id, nil
 	}, false},
 }
 

@@ -34,6 +34,8 @@ const AutomationPage = lazy(() => import('./pages/automation/AutomationPage'));
 const SoftwarePage = lazy(() => import('./pages/software/SoftwarePage'));
 const MetadataFieldsPage = lazy(() => import('./pages/metadata/MetadataFieldsPage'));
 const AlertsPage = lazy(() => import('./pages/alerts/AlertsPage'));
+const ChannelsPage = lazy(() => import('./pages/alerts/ChannelsPage'));
+const WatchdogsPage = lazy(() => import('./pages/alerts/WatchdogsPage'));
 
 /**
  * Drops everything read with the old session. The session query itself is
@@ -204,6 +206,8 @@ function Console({ user, cipherReset }: { user: User; cipherReset: (r: ForceRese
               <Route path="/metadata" element={<MetadataFieldsPage />} />
               <Route path="/sites" element={<SitesPage />} />
               <Route path="/alerts" element={<AlertsPage />} />
+              <Route path="/alerts/channels" element={<ChannelsPage />} />
+              <Route path="/alerts/watchdogs" element={<WatchdogsPage />} />
               <Route path="/patches" element={<PatchesPage />} />
               <Route path="/automation/:tab?" element={<AutomationPage />} />
               <Route path="/access/:tab?" element={<AccessPage />} />

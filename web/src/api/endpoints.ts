@@ -21,6 +21,9 @@ import type {
   EnrollmentCodeInput,
   LoginResponse,
   MfaAction,
+  NotificationChannelInput,
+  MaintenanceWindowInput,
+  WatchdogInput,
   Role,
   ServiceAction,
   TrustAction,
@@ -525,6 +528,31 @@ export const incidents = {
   /** Suppressing needs a non-blank reason: without one the Engine answers validation_failed and the incident stays Open. */
   setState: (id: number, state: 'Open' | 'Suppressed', reason = '') =>
     call('post', '/api/watchdogs/incidents/{incident_id}/state', { path: { incident_id: String(id) }, body: { state, reason } }),
+};
+
+/** Watchdog policies (docs/api.md "Watchdogs"): saving makes one live and evaluates it at once. */
+export const watchdogsApi = {
+  list: () => call('get', '/api/watchdogs').then((r) => r.watchdogs ?? []),
+  metadata: () => call('get', '/api/watchdogs/metadata'),
+  create: (body: WatchdogInput) => call('post', '/api/watchdogs', { body }),
+  update: (id: number, body: WatchdogInput) => call('put', '/api/watchdogs/{watchdog_id}', { path: { watchdog_id: String(id) }, body }),
+  /** The draft's targets and what its rules say of each now; no incident opens. */
+  preview: (body: WatchdogInput) => call('post', '/api/watchdogs/preview', { body }),
+};
+
+/** Notification channels (admin; docs/api.md "Watchdog notifications"): the secret is write-only. */
+export const notificationChannels = {
+  list: () => call('get', '/api/watchdogs/channels').then((r) => r.channels ?? []),
+  create: (body: NotificationChannelInput) => call('post', '/api/watchdogs/channels', { body }),
+  remove: (id: number) => call('delete', '/api/watchdogs/channels/{channel_id}', { path: { channel_id: String(id) } }),
+};
+
+/** Maintenance windows (admin): notifications of the covered incidents are held back; evaluation goes on. */
+export const maintenanceWindows = {
+  list: () => call('get', '/api/watchdogs/maintenance-windows').then((r) => r.windows ?? []),
+  create: (body: MaintenanceWindowInput) => call('post', '/api/watchdogs/maintenance-windows', { body }),
+  remove: (id: number) =>
+    call('delete', '/api/watchdogs/maintenance-windows/{window_id}', { path: { window_id: String(id) } }),
 };
 
 /** A device's Watchdogs tab and its overrides (docs/api.md "Watchdogs"). */

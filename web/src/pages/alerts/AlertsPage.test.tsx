@@ -93,4 +93,33 @@ describe('AlertsPage', () => {
     await user.click(within(screen.getByTestId('incident-7')).getByRole('button', { name: 'Open again' }));
     await waitFor(() => expect(screen.getByTestId('incident-7')).toHaveTextContent('Open'));
   });
+
+  it('acknowledges the selected open incidents at once', async () => {
+    const user = userEvent.setup({ delay: null });
+    let rows = [incident({ id: 7 }), incident({ id: 8, title: 'Disk full on db-01' }), incident({ id: 9, state: 'Acknowledged', acknowledged_by: 'bob' })];
+    const ack = (id: number) => () => {
+      rows = rows.map((r) => (r.id === id ? { ...r, state: 'Acknowledged', acknowledged_by: 'admin' } : r));
+      return { body: rows.find((r) => r.id === id) };
+    };
+    const fake = fakeEngine({
+      'GET /api/watchdogs/incidents': () => ({
+        body: { incidents: rows, total: rows.length, counts: [], by_state: { Open: rows.filter((r) => r.state === 'Open').length } },
+      }),
+      'POST /api/watchdogs/incidents/7/acknowledge': ack(7),
+      'POST /api/watchdogs/incidents/8/acknowledge': ack(8),
+    });
+    renderWithProviders(<AlertsPage />, { route: '/alerts' });
+    await screen.findByTestId('incident-8');
+    const bulk = screen.getByTestId('bulk-acknowledge');
+    expect(bulk).toBeDisabled();
+    expect(within(screen.getByTestId('incident-9')).queryByRole('checkbox')).toBeNull();
+    await user.click(screen.getByRole('checkbox', { name: 'Select every open incident' }));
+    expect(bulk).toHaveTextContent('Acknowledge selected (2)');
+    await user.click(bulk);
+    await waitFor(() => expect(screen.getByTestId('incident-8')).toHaveTextContent('Acknowledged'));
+    expect(screen.getByTestId('incident-7')).toHaveTextContent('Acknowledged');
+    expect(fake.callsTo('POST', '/api/watchdogs/incidents/7/acknowledge')).toHaveLength(1);
+    expect(fake.callsTo('POST', '/api/watchdogs/incidents/8/acknowledge')).toHaveLength(1);
+    expect(screen.getByTestId('bulk-acknowledge')).toHaveTextContent('Acknowledge selected (0)');
+  });
 });

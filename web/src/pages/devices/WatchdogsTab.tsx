@@ -7,22 +7,17 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import Chip from '@mui/material/Chip';
-import Dialog from '@mui/material/Dialog';
-import DialogActions from '@mui/material/DialogActions';
-import DialogContent from '@mui/material/DialogContent';
-import DialogTitle from '@mui/material/DialogTitle';
 import Table from '@mui/material/Table';
 import TableBody from '@mui/material/TableBody';
 import TableCell from '@mui/material/TableCell';
 import TableHead from '@mui/material/TableHead';
 import TableRow from '@mui/material/TableRow';
-import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
 import { deviceWatchdogs } from '../../api/endpoints';
 import type { DeviceWatchdog } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { fieldError } from '../../components/errors';
 import { INCIDENTS_QUERY } from '../alerts/queries';
+import { ReasonDialog } from '../alerts/ReasonDialog';
 
 /** Watchdog events refresh it with the alert queue (App.tsx). */
 export const deviceWatchdogsKey = (guid: string) => [...INCIDENTS_QUERY, 'device', guid] as const;
@@ -91,48 +86,17 @@ export function WatchdogsTab({ guid }: { guid: string }) {
 
 function MuteDialog({ guid, row, onClose }: { guid: string; row: DeviceWatchdog; onClose: () => void }) {
   const queryClient = useQueryClient();
-  const [reason, setReason] = useState('');
-  const mutation = useMutation({
-    mutationFn: (r: string) => deviceWatchdogs.setOverride(guid, row.watchdog.id, true, r),
-    onSuccess: (rows) => {
-      queryClient.setQueryData(deviceWatchdogsKey(guid), rows);
-      void queryClient.invalidateQueries({ queryKey: INCIDENTS_QUERY });
-      onClose();
-    },
-  });
-  const blank = reason.trim() === '';
   return (
-    <Dialog open onClose={mutation.isPending ? undefined : onClose} fullWidth maxWidth="sm" aria-labelledby="mute-title">
-      <DialogTitle id="mute-title">Mute “{row.watchdog.name}” on this device</DialogTitle>
-      <Box
-        component="form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (!blank) mutation.mutate(reason.trim());
-        }}
-      >
-        <DialogContent>
-          <ErrorAlert error={mutation.error} fields={['reason']} />
-          <TextField
-            autoFocus
-            fullWidth
-            label="Reason"
-            value={reason}
-            onChange={(e) => setReason(e.target.value)}
-            error={Boolean(fieldError(mutation.error, 'reason'))}
-            helperText={fieldError(mutation.error, 'reason') ?? 'Required. Its active incident here is suppressed with this reason.'}
-            sx={{ mt: 1 }}
-          />
-        </DialogContent>
-        <DialogActions>
-          <Button onClick={onClose} disabled={mutation.isPending}>
-            Cancel
-          </Button>
-          <Button type="submit" variant="contained" disabled={blank || mutation.isPending}>
-            Mute
-          </Button>
-        </DialogActions>
-      </Box>
-    </Dialog>
+    <ReasonDialog
+      title={`Mute “${row.watchdog.name}” on this device`}
+      action="Mute"
+      helperText="Required. Its active incident here is suppressed with this reason."
+      submit={(r) => deviceWatchdogs.setOverride(guid, row.watchdog.id, true, r)}
+      onDone={(rows) => {
+        queryClient.setQueryData(deviceWatchdogsKey(guid), rows);
+        void queryClient.invalidateQueries({ queryKey: INCIDENTS_QUERY });
+      }}
+      onClose={onClose}
+    />
   );
 }

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import type { NotificationChannel } from '../../api/types';
+import { fakeEngine, validationFailed, type RecordedCall } from '../../test/fakeEngine';
+import { renderWithProviders } from '../../test/render';
+import ChannelsPage from './ChannelsPage';
+
+function channel(extra: Partial<NotificationChannel> = {}): NotificationChannel {
+  return {
+    id: 1,
+    name: 'ops hook',
+    kind: 'webhook',
+    enabled: true,
+    min_severity: 'warning',
+    site_ids: null,
+    repeat_minutes: 15,
+    webhook: { url: 'https://hooks.example.test/cairn' },
+    email: null,
+    has_secret: true,
+    created_by: 'admin',
+    created_at: '2026-11-29T03:00:00Z',
+    updated_by: 'admin',
+    updated_at: '2026-11-29T03:00:00Z',
+    ...extra,
+  };
+}
+
+describe('ChannelsPage', () => {
+  it('lists channels without their secrets and adds a webhook, showing the field the Engine refuses', async () => {
+    const user = userEvent.setup({ delay: null });
+    let rows = [channel()];
+    const fake = fakeEngine({
+      'GET /api/watchdogs/maintenance-windows': { body: { windows: [] } },
+      'GET /api/watchdogs/channels': () => ({ body: { channels: rows } }),
+      'POST /api/watchdogs/channels': (call: RecordedCall) => {
+        const body = call.body as { webhook: { url: string }; name: string };
+        if (!body.webhook.url.startsWith('https://')) return validationFailed({ 'webhook.url': 'must be an absolute http or https URL' });
+        rows = [...rows, channel({ id: 2, name: body.name, webhook: body.webhook, repeat_minutes: 0 })];
+        return { status: 201, body: rows[1] };
+      },
+    });
+    renderWithProviders(<ChannelsPage />, { route: '/alerts/channels' });
+    const row = await screen.findByTestId('channel-1');
+    expect(row).toHaveTextContent('https://hooks.example.test/cairn');
+    expect(row).toHaveTextContent('every 15 min while open');
+    expect(row).toHaveTextContent('set');
+
+    await user.click(screen.getByRole('button', { name: 'Add channel' }));
+    const dialog = await screen.findByRole('dialog');
+    await user.type(within(dialog).getByLabelText('Name'), 'pager');
+    await user.type(within(dialog).getByLabelText('URL'), 'ftp://nope');
+    await user.type(within(dialog).getByLabelText('Signing secret'), 'k3y');
+    await user.click(within(dialog).getByRole('button', { name: 'Add' }));
+    expect(await within(dialog).findByText('must be an absolute http or https URL')).toBeInTheDocument();
+    await user.clear(within(dialog).getByLabelText('URL'));
+    await user.type(within(dialog).getByLabelText('URL'), 'https://pager.example.test/in');
+    await user.click(within(dialog).getByRole('button', { name: 'Add' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(await screen.findByTestId('channel-2')).toHaveTextContent('once');
+    const posted = fake.callsTo('POST', '/api/watchdogs/channels');
+    expect(posted[1].body).toMatchObject({ name: 'pager', kind: 'webhook', webhook: { url: 'https://pager.example.test/in' }, secret: 'k3y', email: null });
+  });
+
+  it('adds a maintenance window for a site', async () => {
+    const user = userEvent.setup({ delay: null });
+    let windows: unknown[] = [];
+    const fake = fakeEngine({
+      'GET /api/watchdogs/channels': { body: { channels: [] } },
+      'GET /api/watchdogs/maintenance-windows': () => ({ body: { windows } }),
+      'POST /api/watchdogs/maintenance-windows': (call: RecordedCall) => {
+        windows = [{ id: 3, guid: null, watchdog_id: null, active: false, created_by: 'admin', created_at: '2026-11-29T03:00:00Z', ...(call.body as object) }];
+        return { status: 201, body: windows[0] };
+      },
+    });
+    renderWithProviders(<ChannelsPage />, { route: '/alerts/channels' });
+    await user.type(await screen.findByLabelText('Window name'), 'patch night');
+    await user.type(screen.getByLabelText('Site ID'), '4');
+    await user.click(screen.getByRole('button', { name: 'Add window' }));
+    expect(await screen.findByTestId('window-3')).toHaveTextContent('Sun, Sat 02:00 for 120 min (UTC)');
+    expect(fake.callsTo('POST', '/api/watchdogs/maintenance-windows')[0].body).toEqual({
+      name: 'patch night',
+      site_id: 4,
+      guid: null,
+      watchdog_id: null,
+      weekdays: [0, 6],
+      start_minute: 120,
+      duration_minutes: 120,
+      time_zone: 'UTC',
+    });
+  });
+});

@@ -126,6 +126,8 @@ var Tables = []Table{
 	{Name: "watchdog_device_state", Policy: Exclude},
 	{Name: "watchdog_incidents", Policy: Exclude},
 	{Name: "patch_installs", Policy: Exclude},
+	// Patch policies are operators' configuration (the global ones seeded).
+	{Name: "patch_policies", Policy: Export},
 	{Name: "wireguard_owner", Policy: Exclude},
 
 	{Name: "goose_db_version", Policy: Internal},

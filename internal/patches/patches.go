@@ -21,6 +21,9 @@ import (
 type Service struct {
 	store *db.Store
 	now   func() time.Time
+	// Filters resolves device filter policies' filters (set by the
+	// Engine; policies of that type need it).
+	Filters PolicyFilters
 }
 
 // New returns the service over store.

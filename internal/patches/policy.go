@@ -119,19 +119,19 @@ type WindowRange struct {
 // site time zone, so the window carries the one it means).
 type Window struct {
 	TimeZone string        `json:"time_zone"`
-	Ranges   []WindowRange `json:"ranges"`
+	Ranges   []WindowRange `json:"ranges" limit:"max=28"`
 }
 
 // PolicyInput is a policy as created or updated.
 type PolicyInput struct {
-	Name              string        `json:"name"`
+	Name              string        `json:"name" limit:"max=120"`
 	Type              string        `json:"type"`
 	RoleScope         string        `json:"role_scope"`
 	Enabled           *bool         `json:"enabled"`
 	SiteID            *cairn.SiteID `json:"site_id"`
 	DeviceFilterID    *int64        `json:"device_filter_id"`
-	Rules             []Rule        `json:"rules"`
-	Exclusions        []Exclusion   `json:"exclusions"`
+	Rules             []Rule        `json:"rules" limit:"max=200"`
+	Exclusions        []Exclusion   `json:"exclusions" limit:"max=500"`
 	Defaults          Defaults      `json:"defaults"`
 	MaintenanceWindow *Window       `json:"maintenance_window"`
 	// ConfirmParentOverride accepts approvals of what a parent layer

@@ -1,0 +1,228 @@
+package api_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	ipatches "github.com/cairn-rmm/cairn/internal/patches"
+)
+
+// policyRows are the list route's rows by name.
+func policyRows(t *testing.T, r response) map[string]map[string]any {
+	t.Helper()
+	require.Equal(t, 200, r.Status, r.Raw)
+	out := map[string]map[string]any{}
+	for _, x := range r.Body["policies"].([]any) {
+		m := x.(map[string]any)
+		out[m["name"].(string)] = m
+	}
+	return out
+}
+
+func sitePolicy(name string, site int64, rules ...map[string]any) map[string]any {
+	if rules == nil {
+		rules = []map[string]any{}
+	}
+	return map[string]any{"name": name, "type": "site", "role_scope": "Server", "site_id": site, "rules": rules}
+}
+
+func pkgRule(pkg, action string) map[string]any {
+	return map[string]any{"rule_type": "package", "match_type": "equals", "value": pkg, "action": action}
+}
+
+// Patch policies: the seeded global layer, site policies with counts,
+// conflicts, locked global refusals, the effective hierarchy, preview,
+// scope, and an evaluation that installs an approved update through the
+// device's patch lane only inside the maintenance window.
+func TestPatchPolicyRoutes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.sudo(t, f.admin(t))
+	siteA := f.createSite(t, admin, "pola")
+	siteB := f.createSite(t, admin, "polb")
+	m := &patchMachine{installed: map[string]bool{}}
+	a := f.patchAgent(t, admin, siteA, "pol-a1", m)
+	f.patchAgent(t, admin, siteB, "pol-b1", &patchMachine{installed: map[string]bool{}})
+	for _, h := range []string{"pol-a1", "pol-b1"} {
+		r := f.do(t, "POST", "/api/device/patches/"+h+"/refresh", admin, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+	}
+	list := func(token, query string) map[string]map[string]any {
+		return policyRows(t, f.do(t, "GET", "/api/patches/policies"+query, token, nil))
+	}
+
+	// The global layer is seeded, one locked policy per role scope.
+	rows := list(admin, "?type=global")
+	require.Len(t, rows, 2)
+	server := rows["Global (Server)"]
+	require.Equal(t, true, server["locked"])
+	require.Equal(t, "Server", server["role_scope"])
+	require.Equal(t, float64(2), server["raw_device_count"])
+	require.Equal(t, float64(2), server["eligible_device_count"], "Linux devices are of the Server role scope")
+	require.Equal(t, float64(0), rows["Global (Workstation)"]["eligible_device_count"])
+	require.Equal(t, float64(0), server["pending_update_count"])
+	globalID := int64(server["policy_id"].(float64))
+
+	meta := f.do(t, "GET", "/api/patches/policies/metadata", admin, nil)
+	require.Equal(t, 200, meta.Status, meta.Raw)
+	require.Contains(t, meta.Raw, `{"rule_type":"title","match_types":["equals","title_contains"]}`)
+	require.Contains(t, meta.Raw, `"role_scopes":["Server","Workstation"]`)
+	require.Contains(t, meta.Raw, `"reboot_policies":["never","when_required","always"]`)
+
+	// Validation: the field says what is wrong, nothing is saved.
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"name": "x", "type": "site", "role_scope": "Server"}, "site_id"},
+		{map[string]any{"name": "x", "type": "site", "role_scope": "Desktop", "site_id": siteA}, "role_scope"},
+		{map[string]any{"name": "x", "type": "device_filter", "role_scope": "Server"}, "device_filter_id"},
+		{map[string]any{"name": "x", "type": "site", "role_scope": "Server", "site_id": siteA,
+			"exclusions": []map[string]any{{"hostname": "pol-a1"}}}, "exclusions[0].site_id"},
+		{map[string]any{"name": "x", "type": "site", "role_scope": "Server", "site_id": siteA,
+			"rules": []map[string]any{{"rule_type": "kb", "match_type": "title_contains", "value": "1", "action": "approve"}}}, "rules[0].match_type"},
+		{map[string]any{"name": "x", "type": "site", "role_scope": "Server", "site_id": siteA,
+			"maintenance_window": map[string]any{"time_zone": "Nowhere/Else", "ranges": []map[string]any{{"weekday": "monday", "start": "01:00", "end": "02:00"}}}},
+			"maintenance_window.time_zone"},
+		{map[string]any{"name": "x", "type": "device_filter", "role_scope": "Server", "device_filter_id": 999999}, "device_filter_id"},
+	} {
+		r := f.do(t, "POST", "/api/patches/policies", admin, c.body)
+		require.Equal(t, 400, r.Status, r.Raw)
+		require.Equal(t, "validation_failed", r.Body["error"])
+		require.NotEmpty(t, r.field(c.field), "%s: %s", c.field, r.Raw)
+	}
+	require.Len(t, list(admin, "?type=site"), 0)
+	r := f.do(t, "GET", "/api/patches/policies?type=fleet", admin, nil)
+	require.Equal(t, 400, r.Status)
+	require.NotEmpty(t, r.field("type"))
+	require.Equal(t, 404, f.do(t, "POST", "/api/patches/policies", admin, sitePolicy("ghost", 999999)).Status)
+
+	// Global policies are seeded and locked.
+	r = f.do(t, "POST", "/api/patches/policies", admin, map[string]any{"name": "g", "type": "global", "role_scope": "Server"})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "conflict", r.Body["error"])
+	r = f.do(t, "DELETE", fmt.Sprintf("/api/patches/policies/%d", globalID), admin, nil)
+	require.Equal(t, 409, r.Status, r.Raw)
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", globalID), admin,
+		map[string]any{"name": "Global (Server)", "type": "global", "role_scope": "Workstation"})
+	require.Equal(t, 409, r.Status, r.Raw)
+	// Its rules can change: the global layer blocks bash.
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", globalID), admin,
+		map[string]any{"name": "Global (Server)", "type": "global", "role_scope": "Server", "rules": []map[string]any{pkgRule("bash", "block")}})
+	require.Equal(t, 200, r.Status, r.Raw)
+
+	// A site policy approving hello: its row counts the approved update.
+	r = f.do(t, "POST", "/api/patches/policies", admin, sitePolicy("A servers", siteA, pkgRule("hello", "approve")))
+	require.Equal(t, 201, r.Status, r.Raw)
+	siteID := int64(r.Body["policy_id"].(float64))
+	row := list(admin, "")["A servers"]
+	require.Equal(t, float64(1), row["raw_device_count"])
+	require.Equal(t, float64(1), row["eligible_device_count"])
+	require.Equal(t, []any{float64(siteA)}, row["target_sites"])
+	require.Equal(t, float64(1), row["pending_update_count"])
+	require.Equal(t, float64(1), row["pending_update_device_count"])
+	require.Equal(t, []any{map[string]any{"layer": "site", "count": float64(1), "device_count": float64(1)}}, row["pending_update_breakdown"])
+
+	// Same layer, same site, contradicting rule: policy_conflict, and the
+	// conflicts route says so without saving.
+	blocker := sitePolicy("A blocker", siteA, pkgRule("HELLO", "block"))
+	r = f.do(t, "POST", "/api/patches/policies", admin, blocker)
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "policy_conflict", r.Body["error"])
+	r = f.do(t, "POST", "/api/patches/policies/conflicts", admin, blocker)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, true, r.Body["conflict"])
+	require.Len(t, r.Body["same_layer_conflicts"], 1)
+	// Another site's policy does not share the layer's devices.
+	r = f.do(t, "POST", "/api/patches/policies", admin, sitePolicy("B blocker", siteB, pkgRule("hello", "block")))
+	require.Equal(t, 201, r.Status, r.Raw)
+
+	// Approving what the global layer blocks needs confirmation.
+	override := sitePolicy("A servers", siteA, pkgRule("hello", "approve"), pkgRule("bash", "approve"))
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, override)
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "policy_conflict", r.Body["error"])
+	require.Contains(t, r.Raw, "confirm_parent_override")
+	override["confirm_parent_override"] = true
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, override)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, float64(2), r.Body["pending_update_count"])
+
+	// The effective hierarchy of the device.
+	eff := f.do(t, "GET", "/api/patches/policies/effective?hostname=POL-A1", admin, nil)
+	require.Equal(t, 200, eff.Status, eff.Raw)
+	require.Len(t, eff.Body["layers"], 2)
+	decisions := map[string]map[string]any{}
+	for _, d := range eff.Body["decisions"].([]any) {
+		m := d.(map[string]any)
+		decisions[m["patch_key"].(string)] = m
+	}
+	require.Equal(t, "approved", decisions["pkg:hello=1.1"]["patch_policy_status"])
+	require.Equal(t, "site", decisions["pkg:bash=1.1"]["patch_policy_source_layer"])
+	require.Equal(t, true, decisions["pkg:bash=1.1"]["patch_policy_overrides_parent"])
+	require.Equal(t, 400, f.do(t, "GET", "/api/patches/policies/effective", admin, nil).Status)
+	require.Equal(t, 404, f.do(t, "GET", "/api/patches/policies/effective?hostname=nobody", admin, nil).Status)
+
+	r = f.do(t, "POST", fmt.Sprintf("/api/patches/policies/%d/preview", siteID), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Len(t, r.Body["targets"], 1)
+	require.Len(t, r.Body["parent_overrides"], 1)
+	require.Equal(t, false, r.Body["conflict"])
+	require.Equal(t, 404, f.do(t, "POST", "/api/patches/policies/999999/preview", admin, nil).Status)
+	require.Equal(t, 404, f.do(t, "GET", "/api/patches/policies/nope", admin, nil).Status)
+
+	// Scope: an operator of site B sees neither site A's policy nor its
+	// device; they may not write policies.
+	op := f.scopedOperatorOf(t, admin, "policy-operator", siteB)
+	opRows := list(op, "")
+	require.NotContains(t, opRows, "A servers")
+	require.Contains(t, opRows, "B blocker")
+	require.Equal(t, float64(1), opRows["Global (Server)"]["eligible_device_count"], "counts cover visible devices")
+	require.Equal(t, 404, f.do(t, "GET", fmt.Sprintf("/api/patches/policies/%d", siteID), op, nil).Status)
+	require.Equal(t, 404, f.do(t, "GET", "/api/patches/policies/effective?hostname=pol-a1", op, nil).Status)
+	require.Equal(t, 403, f.do(t, "POST", "/api/patches/policies", op, sitePolicy("mine", siteB)).Status)
+
+	// Evaluation outside the maintenance window installs nothing.
+	tomorrow := ipatches.Weekdays[(int(time.Now().UTC().Weekday())+1)%7]
+	closed := sitePolicy("A servers", siteA, pkgRule("hello", "approve"))
+	closed["maintenance_window"] = map[string]any{"time_zone": "UTC", "ranges": []map[string]any{{"weekday": tomorrow, "start": "00:00", "end": "24:00"}}}
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, closed)
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/patches/policies/evaluate", admin, map[string]any{"policy_id": siteID})
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, float64(1), r.Body["outside_window_device_count"])
+	require.Len(t, r.Body["installs"], 0)
+
+	// Inside it (no window: always), the approved update is installed
+	// through the device's lane and confirmed by the re-scan; bash, which
+	// the global layer blocks, is not.
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, sitePolicy("A servers", siteA, pkgRule("hello", "approve")))
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/patches/policies/evaluate", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	installs := r.Body["installs"].([]any)
+	require.Len(t, installs, 1, r.Raw)
+	inst := installs[0].(map[string]any)
+	require.Equal(t, "pkg:hello=1.1", inst["patch_key"])
+	require.Equal(t, float64(siteID), inst["policy_id"])
+	require.Equal(t, a.guid, inst["device_guid"])
+	id := inst["install_id"].(string)
+	require.Eventually(t, func() bool {
+		i := installState(f.do(t, "GET", "/api/device/patches/pol-a1", admin, nil), id)
+		return i != nil && i["state"] == ipatches.StateInstalled
+	}, time.Minute, 100*time.Millisecond)
+	// Evaluating again asks for nothing more: hello is installed.
+	r = f.do(t, "POST", "/api/patches/policies/evaluate", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Len(t, r.Body["installs"], 0, r.Raw)
+	require.Equal(t, 400, f.do(t, "POST", "/api/patches/policies/evaluate", admin, map[string]any{"policy_id": -1}).Status)
+
+	r = f.do(t, "DELETE", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, nil)
+	require.Equal(t, 204, r.Status, r.Raw)
+	require.Equal(t, 404, f.do(t, "GET", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, nil).Status)
+	require.False(t, strings.Contains(f.do(t, "GET", "/api/patches/policies", admin, nil).Raw, "A servers"))
+}

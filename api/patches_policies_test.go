@@ -164,6 +164,18 @@ func TestPatchPolicyRoutes(t *testing.T) {
 	require.Equal(t, "approved", decisions["pkg:hello=1.1"]["patch_policy_status"])
 	require.Equal(t, "site", decisions["pkg:bash=1.1"]["patch_policy_source_layer"])
 	require.Equal(t, true, decisions["pkg:bash=1.1"]["patch_policy_overrides_parent"])
+	// The device's rows carry the same sources.
+	dev := f.do(t, "GET", "/api/device/patches/pol-a1", admin, nil)
+	require.Equal(t, 200, dev.Status, dev.Raw)
+	for _, p := range dev.Body["patches"].([]any) {
+		row := p.(map[string]any)
+		if row["patch_key"] != "pkg:bash=1.1" {
+			continue
+		}
+		require.Equal(t, map[string]any{"policy_id": float64(siteID), "name": "A servers", "layer": "site"}, row["patch_policy_source"])
+		require.Len(t, row["patch_policy_hierarchy"], 2)
+		require.Len(t, row["patch_policy_linked_policies"], 2, "the global block and the site approval both match bash")
+	}
 	require.Equal(t, 400, f.do(t, "GET", "/api/patches/policies/effective", admin, nil).Status)
 	require.Equal(t, 404, f.do(t, "GET", "/api/patches/policies/effective?hostname=nobody", admin, nil).Status)
 

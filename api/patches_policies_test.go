@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/workflowclient"
+
 	ipatches "github.com/cairn-rmm/cairn/internal/patches"
 )
 
@@ -237,4 +240,39 @@ func TestPatchPolicyRoutes(t *testing.T) {
 	require.Equal(t, 204, r.Status, r.Raw)
 	require.Equal(t, 404, f.do(t, "GET", fmt.Sprintf("/api/patches/policies/%d", siteID), admin, nil).Status)
 	require.False(t, strings.Contains(f.do(t, "GET", "/api/patches/policies", admin, nil).Raw, "A servers"))
+}
+
+// The Schedule's activity (maintenance job patch_policies) evaluates every
+// policy and hands what it approves to the devices' lanes, like the route.
+func TestPatchPolicyScheduledEvaluation(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.sudo(t, f.admin(t))
+	site := f.createSite(t, admin, "polsched")
+	a := f.patchAgent(t, admin, site, "sched-a1", &patchMachine{installed: map[string]bool{}})
+	r := f.do(t, "POST", "/api/device/patches/sched-a1/refresh", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "POST", "/api/patches/policies", admin, map[string]any{"name": "security", "type": "site", "role_scope": "Server",
+		"site_id": site, "rules": []map[string]any{{"rule_type": "category", "match_type": "equals", "value": "security", "action": "approve"}}})
+	require.Equal(t, 201, r.Status, r.Raw)
+
+	core := f.engine.core
+	act := &activities.PatchPolicies{Patches: core.Patches, Lanes: workflowclient.PatchLaneStarter{Client: core.Temporal, Grants: core.Grants}}
+	n, err := act.EvaluatePatchPolicies(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "hello comes from a security archive; bash does not")
+	require.Eventually(t, func() bool {
+		v := f.do(t, "GET", "/api/device/patches/sched-a1", admin, nil)
+		for _, i := range v.Body["installs"].([]any) {
+			m := i.(map[string]any)
+			if m["patch_key"] == "pkg:hello=1.1" && m["state"] == ipatches.StateInstalled && m["requested_by"] == activities.PatchPolicyActor {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond)
+	n, err = act.EvaluatePatchPolicies(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing approved is pending any more")
+	require.NotEmpty(t, a.guid)
 }

@@ -421,3 +421,11 @@ export type SoftwareAuditPage = Schema<'SoftwareAuditPage'>;
 export type Incident = Schema<'Incident'>;
 export type IncidentQueue = Schema<'IncidentQueue'>;
 export type DeviceWatchdog = Schema<'DeviceWatchdog'>;
+
+// Patch policies (docs/api.md "Patch policies").
+export type PatchPolicyRow = Schema<'PolicyRow'>;
+export type PatchPolicyInput = Schema<'PolicyInput'>;
+export type PatchPolicyRule = Schema<'PatchesRuleInput'>;
+export type PatchPolicyReport = Schema<'ConflictReport'>;
+export type PatchPolicyMetadata = Schema<'Metadata'>;
+export type PatchAuditRow = Schema<'PatchesAuditRow'>;

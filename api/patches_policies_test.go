@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/activities"
+	"github.com/cairn-rmm/cairn/agent/patches"
+	"github.com/cairn-rmm/cairn/agent/patches/apttest"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/workflowclient"
 
 	ipatches "github.com/cairn-rmm/cairn/internal/patches"
@@ -275,4 +280,80 @@ func TestPatchPolicyScheduledEvaluation(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing approved is pending any more")
 	require.NotEmpty(t, a.guid)
+}
+
+// aptMachine is a device whose patches are a real private dpkg/apt root
+// (apttest): the agent's apt provider scans it and its apt installer
+// upgrades packages in it.
+type aptMachine struct {
+	*patchMachine
+	scan *patches.Apt
+	inst *patches.AptInstaller
+}
+
+func (m aptMachine) Patches(ctx context.Context) ([]proto.PatchEntry, *proto.PatchStatus, error) {
+	s, err := m.scan.Scan(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := s.Status
+	return s.Rows(), &st, nil
+}
+
+func (m aptMachine) Install(ctx context.Context, req proto.PatchInstallRequest, progress func(patches.Progress)) (proto.PatchInstallResult, error) {
+	return m.inst.Install(ctx, req, progress)
+}
+
+// A policy-approved update installed for real: a site policy approves
+// cairn-hello, the evaluation creates the install, the device's lane
+// sends it to an agent whose installer runs apt-get and dpkg against a
+// local repository the test builds, and the re-scan shows 1.1 installed.
+func TestPatchPolicyInstallsForRealWithApt(t *testing.T) {
+	t.Parallel()
+	root := apttest.New(t)
+	f := setup(t)
+	admin := f.sudo(t, f.admin(t))
+	site := f.createSite(t, admin, "polapt")
+	m := aptMachine{patchMachine: &patchMachine{},
+		scan: &patches.Apt{Extra: root.Opts, HistoryDir: root.Path("var/log/apt"), RebootFile: root.Path("run/reboot-required")},
+		inst: &patches.AptInstaller{Extra: root.Opts, AdminDir: root.Path("var/lib/dpkg"), RebootFile: root.Path("run/reboot-required")}}
+	f.patchAgent(t, admin, site, "apt-01", m)
+	r := f.do(t, "POST", "/api/device/patches/apt-01/refresh", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	key := ""
+	for _, p := range f.do(t, "GET", "/api/device/patches/apt-01", admin, nil).Body["patches"].([]any) {
+		row := p.(map[string]any)
+		if row["package"] == apttest.Package && row["state"] == "pending" {
+			key = row["patch_key"].(string)
+		}
+	}
+	require.NotEmpty(t, key, "the scan lists the upgrade the repository offers")
+
+	r = f.do(t, "POST", "/api/patches/policies", admin, sitePolicy("apt servers", site, pkgRule(apttest.Package, "approve")))
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Equal(t, float64(1), r.Body["pending_update_count"])
+	r = f.do(t, "POST", "/api/patches/policies/evaluate", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Len(t, r.Body["installs"], 1, r.Raw)
+	id := r.Body["installs"].([]any)[0].(map[string]any)["install_id"].(string)
+	require.Eventually(t, func() bool {
+		i := installState(f.do(t, "GET", "/api/device/patches/apt-01", admin, nil), id)
+		return i != nil && (i["state"] == ipatches.StateInstalled || i["state"] == ipatches.StateFailed || i["state"] == ipatches.StateNotConfirmed)
+	}, 2*time.Minute, 200*time.Millisecond)
+	view := f.do(t, "GET", "/api/device/patches/apt-01", admin, nil)
+	i := installState(view, id)
+	require.Equal(t, ipatches.StateInstalled, i["state"], "%v", i)
+	require.Equal(t, float64(0), i["exit_code"])
+	b, err := os.ReadFile(root.Path("usr/share/cairn-hello/version"))
+	require.NoError(t, err)
+	require.Equal(t, "1.1\n", string(b), "dpkg unpacked the new version")
+	for _, p := range view.Body["patches"].([]any) {
+		row := p.(map[string]any)
+		if row["package"] == apttest.Package {
+			require.Equal(t, "installed", row["state"], "the re-scan's history row replaces the pending one")
+			require.Equal(t, "1.1", row["installed_version"])
+		}
+	}
+	row := policyRows(t, f.do(t, "GET", "/api/patches/policies?type=site", admin, nil))["apt servers"]
+	require.Equal(t, float64(0), row["pending_update_count"], "nothing approved is pending any more")
 }

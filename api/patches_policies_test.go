@@ -357,3 +357,52 @@ func TestPatchPolicyInstallsForRealWithApt(t *testing.T) {
 	row := policyRows(t, f.do(t, "GET", "/api/patches/policies?type=site", admin, nil))["apt servers"]
 	require.Equal(t, float64(0), row["pending_update_count"], "nothing approved is pending any more")
 }
+
+// Device filter policies: the layer below site; targets and target_sites
+// come from the filter's devices; overlapping filters share the layer
+// (policy_conflict), disjoint ones do not; a filter policy's approval
+// propagates its devices' counts into the site row above it.
+func TestPatchPolicyDeviceFilterLayer(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.sudo(t, f.admin(t))
+	siteA := f.createSite(t, admin, "dfa")
+	siteB := f.createSite(t, admin, "dfb")
+	for _, h := range []struct {
+		host string
+		site int64
+	}{{"web-a1", siteA}, {"web-b1", siteB}, {"db-a1", siteA}} {
+		f.patchAgent(t, admin, h.site, h.host, &patchMachine{installed: map[string]bool{}})
+		r := f.do(t, "POST", "/api/device/patches/"+h.host+"/refresh", admin, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+	}
+	web := f.saveFilter(t, admin, "web servers", "web-")
+	webA := f.saveFilter(t, admin, "web a", "web-a")
+	db := f.saveFilter(t, admin, "db servers", "db-")
+	filterPolicy := func(name string, filter int64, rules ...map[string]any) map[string]any {
+		return map[string]any{"name": name, "type": "device_filter", "role_scope": "Server", "device_filter_id": filter, "rules": rules}
+	}
+	r := f.do(t, "POST", "/api/patches/policies", admin, filterPolicy("web", web, pkgRule("hello", "approve")))
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Equal(t, float64(2), r.Body["eligible_device_count"])
+	require.ElementsMatch(t, []any{float64(siteA), float64(siteB)}, r.Body["target_sites"])
+	require.Equal(t, []any{map[string]any{"layer": "device_filter", "count": float64(1), "device_count": float64(2)}}, r.Body["pending_update_breakdown"])
+
+	// web-a overlaps web: a contradicting rule conflicts; db does not overlap.
+	r = f.do(t, "POST", "/api/patches/policies", admin, filterPolicy("web a", webA, pkgRule("hello", "block")))
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "policy_conflict", r.Body["error"])
+	r = f.do(t, "POST", "/api/patches/policies", admin, filterPolicy("db", db, pkgRule("hello", "block")))
+	require.Equal(t, 201, r.Status, r.Raw)
+
+	// The site row above counts what its devices' filter policy approves.
+	r = f.do(t, "POST", "/api/patches/policies", admin, sitePolicy("site a", siteA))
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Equal(t, float64(2), r.Body["eligible_device_count"])
+	require.Equal(t, float64(1), r.Body["pending_update_device_count"], "web-a1 only: db-a1's filter policy blocks hello")
+	require.Equal(t, []any{map[string]any{"layer": "device_filter", "count": float64(1), "device_count": float64(1)}}, r.Body["pending_update_breakdown"])
+
+	eff := f.do(t, "GET", "/api/patches/policies/effective?hostname=db-a1", admin, nil)
+	require.Equal(t, 200, eff.Status, eff.Raw)
+	require.Len(t, eff.Body["layers"], 3, "global, site a, db")
+}

@@ -118,6 +118,14 @@ func TestPatchPolicyRoutes(t *testing.T) {
 	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", globalID), admin,
 		map[string]any{"name": "Global (Server)", "type": "global", "role_scope": "Workstation"})
 	require.Equal(t, 409, r.Status, r.Raw)
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", globalID), admin,
+		map[string]any{"name": "Global (Server)", "type": "global", "role_scope": "Server", "site_id": siteA})
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("site_id"))
+	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", globalID), admin,
+		map[string]any{"name": "Global (Server)", "type": "site", "role_scope": "Server", "site_id": siteA})
+	require.Equal(t, 400, r.Status, r.Raw)
+	require.NotEmpty(t, r.field("type"))
 	// Its rules can change: the global layer blocks bash.
 	r = f.do(t, "PUT", fmt.Sprintf("/api/patches/policies/%d", globalID), admin,
 		map[string]any{"name": "Global (Server)", "type": "global", "role_scope": "Server", "rules": []map[string]any{pkgRule("bash", "block")}})

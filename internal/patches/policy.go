@@ -221,6 +221,12 @@ func (in PolicyInput) Check() (PolicyInput, error) {
 	case TypeGlobal:
 		// Updates of the seeded global policies; creation refuses it
 		// before Check.
+		if in.SiteID != nil {
+			v.Add("site_id", "is only for site policies")
+		}
+		if in.DeviceFilterID != nil {
+			v.Add("device_filter_id", "is only for device_filter policies")
+		}
 	default:
 		v.Add("type", "must be site or device_filter")
 	}

@@ -34,6 +34,8 @@ func TestPolicyCheck(t *testing.T) {
 		{"site without site", func(p *patches.PolicyInput) { p.SiteID = nil }, "site_id"},
 		{"filter without filter", func(p *patches.PolicyInput) { p.Type, p.SiteID = patches.TypeDeviceFilter, nil }, "device_filter_id"},
 		{"role", func(p *patches.PolicyInput) { p.RoleScope = "Laptop" }, "role_scope"},
+		{"global with a site", func(p *patches.PolicyInput) { p.Type = patches.TypeGlobal }, "site_id"},
+		{"site with a filter", func(p *patches.PolicyInput) { p.DeviceFilterID = new(int64) }, "device_filter_id"},
 		{"rule type", func(p *patches.PolicyInput) { p.Rules = []patches.Rule{rule("vendor", "equals", "x", "approve")} }, "rules[0].rule_type"},
 		{"match type of rule type", func(p *patches.PolicyInput) {
 			p.Rules = []patches.Rule{rule("kb", "title_contains", "KB1", "approve")}

@@ -65,16 +65,15 @@ const PatchPolicyActor = "system:patch-policy"
 
 // EvaluatePatchPolicies evaluates every enabled policy over the fleet and
 // hands the installs it creates to their lanes; it returns how many it
-// created. A retry after a partial failure re-reads the fleet: an install
-// already open is not created again, and one created but not yet handed
-// over is handed over by the next evaluation only when re-created, so the
-// lane order is sent before the activity answers.
+// created. An install its lane did not take is finished as failed
+// (Patches.EnqueueAll), so the retry re-reads the fleet and asks for it
+// afresh; an install already open is not asked for again.
 func (a *PatchPolicies) EvaluatePatchPolicies(ctx context.Context) (int64, error) {
 	res, queued, err := a.Patches.Evaluate(ctx, cairn.AllSites, PatchPolicyActor, 0)
-	for _, q := range queued {
-		if qerr := a.Lanes.Enqueue(ctx, q.Install, q.Target, PatchPolicyActor); qerr != nil {
-			return 0, qerr
-		}
+	if qerr := a.Patches.EnqueueAll(ctx, queued, func(ctx context.Context, q patches.Queued) error {
+		return a.Lanes.Enqueue(ctx, q.Install, q.Target, PatchPolicyActor)
+	}); qerr != nil {
+		return 0, qerr
 	}
 	if err != nil {
 		return 0, ApplicationError(err)

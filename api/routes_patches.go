@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -171,12 +172,10 @@ func (a *patchesAPI) evaluatePolicies(r *http.Request, req evaluateRequest) (pat
 	if err != nil {
 		return res, err
 	}
-	for _, q := range queued {
-		if err := a.Lanes.Enqueue(r.Context(), q.Install, q.Target, actor); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	err = a.Patches.EnqueueAll(r.Context(), queued, func(ctx context.Context, q patches.Queued) error {
+		return a.Lanes.Enqueue(ctx, q.Install, q.Target, actor)
+	})
+	return res, err
 }
 
 func (a *patchesAPI) effectivePolicy(r *http.Request) (patches.Effective, error) {

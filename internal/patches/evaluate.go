@@ -2,10 +2,12 @@ package patches
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
 )
 
 // EvaluatedInstall is an install a policy evaluation asked for.
@@ -110,3 +112,32 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 
 // newInstallID is the ID of an install about to be recorded.
 func newInstallID() string { return uuid.NewString() }
+
+// Abandon finishes installs that could not be handed to their lanes
+// (Temporal did not take the order) as failed, so the next evaluation
+// asks for them afresh instead of finding them open forever. A lane that
+// got an order after all skips it: the install is no longer open.
+func (s *Service) Abandon(ctx context.Context, queued []Queued, cause error) error {
+	for _, q := range queued {
+		_, err := s.store.PatchInstallFinish(ctx, db.PatchInstallFinishParams{ID: q.Install.ID, State: StateFailed,
+			Message: "not handed to the device's patch lane: " + cause.Error()})
+		if err != nil && !db.IsNoRows(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnqueueAll hands queued installs to their lanes with enqueue; when one
+// fails, it and the ones after it are abandoned and the error returned.
+func (s *Service) EnqueueAll(ctx context.Context, queued []Queued, enqueue func(context.Context, Queued) error) error {
+	for i, q := range queued {
+		if err := enqueue(ctx, q); err != nil {
+			if aerr := s.Abandon(context.WithoutCancel(ctx), queued[i:], err); aerr != nil {
+				return errors.Join(err, aerr)
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 
+	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/patches"
 )
 
@@ -43,4 +44,39 @@ func (a *PatchInstalls) ConcludePatchInstall(ctx context.Context, in ConcludePat
 		return "", ApplicationError(err)
 	}
 	return inst.State, nil
+}
+
+// PatchLaneEnqueuer hands an install to its device's patch lane
+// (workflowclient.PatchLaneStarter).
+type PatchLaneEnqueuer interface {
+	Enqueue(ctx context.Context, inst patches.Install, target patches.Target, actor string) error
+}
+
+// PatchPolicies evaluates patch policies on their Schedule (maintenance
+// job workflows.JobPatchPolicies).
+type PatchPolicies struct {
+	Patches *patches.Service
+	Lanes   PatchLaneEnqueuer
+}
+
+// PatchPolicyActor is who the scheduled evaluation's installs are
+// requested by (their grants' actor).
+const PatchPolicyActor = "system:patch-policy"
+
+// EvaluatePatchPolicies evaluates every enabled policy over the fleet and
+// hands the installs it creates to their lanes; it returns how many it
+// created. An install its lane did not take is finished as failed
+// (Patches.EnqueueAll), so the retry re-reads the fleet and asks for it
+// afresh; an install already open is not asked for again.
+func (a *PatchPolicies) EvaluatePatchPolicies(ctx context.Context) (int64, error) {
+	res, queued, err := a.Patches.Evaluate(ctx, cairn.AllSites, PatchPolicyActor, 0)
+	if qerr := a.Patches.EnqueueAll(ctx, queued, func(ctx context.Context, q patches.Queued) error {
+		return a.Lanes.Enqueue(ctx, q.Install, q.Target, PatchPolicyActor)
+	}); qerr != nil {
+		return 0, qerr
+	}
+	if err != nil {
+		return 0, ApplicationError(err)
+	}
+	return int64(len(res.Installs)), nil
 }

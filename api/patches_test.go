@@ -73,7 +73,14 @@ func (m *patchMachine) Install(_ context.Context, req proto.PatchInstallRequest,
 
 // patchAgent enrolls hostname and serves the real operation and patch
 // install handlers over m on its socket.
-func (f *fixture) patchAgent(t *testing.T, admin string, site int64, hostname string, m *patchMachine) *testAgent {
+// patchHost is a device's machine as the agent's operation and patch
+// install handlers see it.
+type patchHost interface {
+	operations.Inventory
+	patches.Installer
+}
+
+func (f *fixture) patchAgent(t *testing.T, admin string, site int64, hostname string, m patchHost) *testAgent {
 	t.Helper()
 	a := f.enrolled(t, admin, site, hostname)
 	handlers := runtime.NewHandlers()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -27,7 +28,7 @@ type patchesAPI struct {
 
 func (d PatchesArea) routes(s *Server) []Route {
 	a := &patchesAPI{Server: s, PatchesArea: d}
-	return []Route{
+	return append([]Route{
 		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, a.devicePatches).Errors(cairn.ECodeNotFound),
 			"List a device's patches"},
 		{"GET", "/api/patches/audit", AuthToken, getAction(s, a.audit).Query(
@@ -45,7 +46,7 @@ func (d PatchesArea) routes(s *Server) []Route {
 		), "Audit patches across devices"},
 		{"POST", "/api/agent/patches/install-progress", AuthDevice, jsonAction(s, http.StatusOK, false, a.installProgress),
 			"Agent: report patch install progress"},
-	}
+	}, a.policyRoutes(s)...)
 }
 
 func (a *patchesAPI) devicePatches(r *http.Request) (patches.DeviceView, error) {
@@ -95,4 +96,124 @@ type installProgressJSON struct {
 func (a *patchesAPI) installProgress(r *http.Request, req proto.PatchInstallProgress) (installProgressJSON, error) {
 	ok, err := a.Patches.Progress(r.Context(), string(deviceFrom(r.Context()).GUID), req)
 	return installProgressJSON{Recorded: ok}, err
+}
+
+// policyID is the {policy_id} of a policy route (not_found when not a
+// number, like a missing policy).
+func policyID(r *http.Request) (int64, error) {
+	id, err := pathID(r, "policy_id")
+	if err != nil {
+		return 0, cairn.Errorf(cairn.ECodeNotFound, "patch policy not found")
+	}
+	return id, nil
+}
+
+// policyRoutes are the patch policy routes (SPEC "Patch management").
+func (a *patchesAPI) policyRoutes(s *Server) []Route {
+	const one = "/api/patches/policies/{policy_id}"
+	return []Route{
+		{"GET", "/api/patches/policies", AuthToken, getAction(s, a.listPolicies).
+			Query(queryString("type", "global, site or device_filter")), "List patch policies with their counts"},
+		{"POST", "/api/patches/policies", AuthAdmin, jsonAction(s, http.StatusCreated, false, a.createPolicy).
+			Summary("Only site and device_filter policies: global ones are seeded and locked (409 conflict)").
+			Errors(cairn.ECodeNotFound, cairn.ECodeConflict, patches.ECodePolicyConflict), "Create a patch policy"},
+		{"GET", "/api/patches/policies/metadata", AuthToken, getAction(s, a.policyMetadata),
+			"Patch policy editor metadata"},
+		{"POST", "/api/patches/policies/evaluate", AuthAdmin, jsonAction(s, http.StatusOK, true, a.evaluatePolicies).
+			Summary("Approved pending updates of devices inside their maintenance window become installs in each device's patch lane").
+			Errors(cairn.ECodeNotFound), "Evaluate patch policies now"},
+		{"GET", "/api/patches/policies/effective", AuthToken, getAction(s, a.effectivePolicy).
+			Query(queryString("hostname", "the device (required)")).Errors(cairn.ECodeNotFound),
+			"A device's effective patch policy hierarchy"},
+		{"POST", "/api/patches/policies/conflicts", AuthToken, jsonAction(s, http.StatusOK, false, a.policyConflicts).
+			Errors(cairn.ECodeNotFound), "Preview a draft patch policy's coverage and conflicts"},
+		{"GET", one, AuthToken, getAction(s, a.getPolicy).Errors(cairn.ECodeNotFound), "Get a patch policy"},
+		{"PUT", one, AuthAdmin, jsonAction(s, http.StatusOK, false, a.updatePolicy).
+			Summary("Same-layer conflicts answer policy_conflict, as do approvals of what a parent blocks without confirm_parent_override").
+			Errors(cairn.ECodeNotFound, cairn.ECodeConflict, patches.ECodePolicyConflict), "Update a patch policy"},
+		{"DELETE", one, AuthAdmin, jsonAction(s, http.StatusNoContent, true, a.deletePolicy).
+			Errors(cairn.ECodeNotFound, cairn.ECodeConflict), "Delete an unlocked patch policy"},
+		{"POST", one + "/preview", AuthToken, jsonAction(s, http.StatusOK, true, a.previewPolicy).
+			Errors(cairn.ECodeNotFound), "Preview a patch policy's targets, counts and conflicts"},
+	}
+}
+
+func scopeOf(r *http.Request) cairn.SiteScope { return principal(r.Context()).SiteScope() }
+
+// policyListJSON is the policy list.
+type policyListJSON struct {
+	Policies []patches.PolicyRow `json:"policies"`
+}
+
+func (a *patchesAPI) listPolicies(r *http.Request) (policyListJSON, error) {
+	rows, err := a.Patches.ListPolicies(r.Context(), scopeOf(r), r.URL.Query().Get("type"))
+	return policyListJSON{Policies: rows}, err
+}
+
+func (a *patchesAPI) createPolicy(r *http.Request, in patches.PolicyInput) (patches.PolicyRow, error) {
+	return a.Patches.CreatePolicy(r.Context(), scopeOf(r), principal(r.Context()).Username, in)
+}
+
+func (a *patchesAPI) policyMetadata(r *http.Request) (patches.Metadata, error) {
+	return a.Patches.PolicyMetadata(r.Context(), scopeOf(r))
+}
+
+// evaluateRequest names one policy to evaluate (0 or absent: all).
+type evaluateRequest struct {
+	PolicyID int64 `json:"policy_id"`
+}
+
+func (a *patchesAPI) evaluatePolicies(r *http.Request, req evaluateRequest) (patches.EvaluateResult, error) {
+	if req.PolicyID < 0 {
+		return patches.EvaluateResult{}, cairn.Invalid("policy_id", "must be a policy ID")
+	}
+	actor := principal(r.Context()).Username
+	res, queued, err := a.Patches.Evaluate(r.Context(), scopeOf(r), actor, req.PolicyID)
+	if err != nil {
+		return res, err
+	}
+	err = a.Patches.EnqueueAll(r.Context(), queued, func(ctx context.Context, q patches.Queued) error {
+		return a.Lanes.Enqueue(ctx, q.Install, q.Target, actor)
+	})
+	return res, err
+}
+
+func (a *patchesAPI) effectivePolicy(r *http.Request) (patches.Effective, error) {
+	return a.Patches.EffectiveFor(r.Context(), scopeOf(r), r.URL.Query().Get("hostname"))
+}
+
+func (a *patchesAPI) policyConflicts(r *http.Request, in patches.PolicyInput) (patches.ConflictReport, error) {
+	return a.Patches.Conflicts(r.Context(), scopeOf(r), in, 0)
+}
+
+func (a *patchesAPI) getPolicy(r *http.Request) (patches.PolicyRow, error) {
+	id, err := policyID(r)
+	if err != nil {
+		return patches.PolicyRow{}, err
+	}
+	return a.Patches.GetPolicy(r.Context(), scopeOf(r), id)
+}
+
+func (a *patchesAPI) updatePolicy(r *http.Request, in patches.PolicyInput) (patches.PolicyRow, error) {
+	id, err := policyID(r)
+	if err != nil {
+		return patches.PolicyRow{}, err
+	}
+	return a.Patches.UpdatePolicy(r.Context(), scopeOf(r), id, in)
+}
+
+func (a *patchesAPI) deletePolicy(r *http.Request, _ struct{}) (struct{}, error) {
+	id, err := policyID(r)
+	if err != nil {
+		return struct{}{}, err
+	}
+	return struct{}{}, a.Patches.DeletePolicy(r.Context(), scopeOf(r), id)
+}
+
+func (a *patchesAPI) previewPolicy(r *http.Request, _ struct{}) (patches.ConflictReport, error) {
+	id, err := policyID(r)
+	if err != nil {
+		return patches.ConflictReport{}, err
+	}
+	return a.Patches.Preview(r.Context(), scopeOf(r), id)
 }

@@ -637,6 +637,25 @@ type PatchInstall struct {
 	FinishedAt     *time.Time
 }
 
+type PatchPolicy struct {
+	ID                int64
+	Name              string
+	Type              string
+	RoleScope         string
+	Locked            bool
+	Enabled           bool
+	SiteID            *cairn.SiteID
+	DeviceFilterID    *int64
+	Rules             []byte
+	Exclusions        []byte
+	Defaults          []byte
+	MaintenanceWindow []byte
+	CreatedBy         string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	LastEvaluatedAt   *time.Time
+}
+
 type PendingTokenUse struct {
 	Jti       string
 	ExpiresAt time.Time

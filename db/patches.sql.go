@@ -733,3 +733,313 @@ func (q *Queries) PatchPendingCount(ctx context.Context, arg PatchPendingCountPa
 	err := row.Scan(&count)
 	return count, err
 }
+
+const patchPolicyDelete = `-- name: PatchPolicyDelete :execrows
+DELETE FROM patch_policies WHERE id = $1 AND NOT locked
+`
+
+func (q *Queries) PatchPolicyDelete(ctx context.Context, id int64) (int64, error) {
+	result, err := q.db.Exec(ctx, patchPolicyDelete, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const patchPolicyDevices = `-- name: PatchPolicyDevices :many
+SELECT d.guid, d.hostname, d.site_id, d.operating_system
+FROM devices d
+WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
+  AND ($3::bigint = 0 OR d.site_id = $3::bigint)
+ORDER BY lower(d.hostname), d.guid
+`
+
+type PatchPolicyDevicesParams struct {
+	AllSites bool
+	SiteIds  []int64
+	SiteID   int64
+}
+
+type PatchPolicyDevicesRow struct {
+	Guid            cairn.DeviceGUID
+	Hostname        string
+	SiteID          cairn.SiteID
+	OperatingSystem string
+}
+
+// Devices inside scope (optionally one site) with what decides their role
+// scope.
+func (q *Queries) PatchPolicyDevices(ctx context.Context, arg PatchPolicyDevicesParams) ([]PatchPolicyDevicesRow, error) {
+	rows, err := q.db.Query(ctx, patchPolicyDevices, arg.AllSites, arg.SiteIds, arg.SiteID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchPolicyDevicesRow
+	for rows.Next() {
+		var i PatchPolicyDevicesRow
+		if err := rows.Scan(
+			&i.Guid,
+			&i.Hostname,
+			&i.SiteID,
+			&i.OperatingSystem,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchPolicyEvaluated = `-- name: PatchPolicyEvaluated :exec
+UPDATE patch_policies SET last_evaluated_at = now() WHERE id = ANY($1::bigint[])
+`
+
+func (q *Queries) PatchPolicyEvaluated(ctx context.Context, ids []int64) error {
+	_, err := q.db.Exec(ctx, patchPolicyEvaluated, ids)
+	return err
+}
+
+const patchPolicyGet = `-- name: PatchPolicyGet :one
+SELECT id, name, type, role_scope, locked, enabled, site_id, device_filter_id, rules, exclusions, defaults, maintenance_window, created_by, created_at, updated_at, last_evaluated_at FROM patch_policies WHERE id = $1
+`
+
+func (q *Queries) PatchPolicyGet(ctx context.Context, id int64) (PatchPolicy, error) {
+	row := q.db.QueryRow(ctx, patchPolicyGet, id)
+	var i PatchPolicy
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Type,
+		&i.RoleScope,
+		&i.Locked,
+		&i.Enabled,
+		&i.SiteID,
+		&i.DeviceFilterID,
+		&i.Rules,
+		&i.Exclusions,
+		&i.Defaults,
+		&i.MaintenanceWindow,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LastEvaluatedAt,
+	)
+	return i, err
+}
+
+const patchPolicyInsert = `-- name: PatchPolicyInsert :one
+INSERT INTO patch_policies (name, type, role_scope, enabled, site_id, device_filter_id, rules, exclusions, defaults,
+                            maintenance_window, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10, $11)
+RETURNING id, name, type, role_scope, locked, enabled, site_id, device_filter_id, rules, exclusions, defaults, maintenance_window, created_by, created_at, updated_at, last_evaluated_at
+`
+
+type PatchPolicyInsertParams struct {
+	Name              string
+	Type              string
+	RoleScope         string
+	Enabled           bool
+	SiteID            *cairn.SiteID
+	DeviceFilterID    *int64
+	Rules             []byte
+	Exclusions        []byte
+	Defaults          []byte
+	MaintenanceWindow []byte
+	CreatedBy         string
+}
+
+func (q *Queries) PatchPolicyInsert(ctx context.Context, arg PatchPolicyInsertParams) (PatchPolicy, error) {
+	row := q.db.QueryRow(ctx, patchPolicyInsert,
+		arg.Name,
+		arg.Type,
+		arg.RoleScope,
+		arg.Enabled,
+		arg.SiteID,
+		arg.DeviceFilterID,
+		arg.Rules,
+		arg.Exclusions,
+		arg.Defaults,
+		arg.MaintenanceWindow,
+		arg.CreatedBy,
+	)
+	var i PatchPolicy
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Type,
+		&i.RoleScope,
+		&i.Locked,
+		&i.Enabled,
+		&i.SiteID,
+		&i.DeviceFilterID,
+		&i.Rules,
+		&i.Exclusions,
+		&i.Defaults,
+		&i.MaintenanceWindow,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LastEvaluatedAt,
+	)
+	return i, err
+}
+
+const patchPolicyList = `-- name: PatchPolicyList :many
+
+SELECT id, name, type, role_scope, locked, enabled, site_id, device_filter_id, rules, exclusions, defaults, maintenance_window, created_by, created_at, updated_at, last_evaluated_at FROM patch_policies
+WHERE ($1::text = '' OR type = $1::text)
+ORDER BY CASE type WHEN 'global' THEN 0 WHEN 'site' THEN 1 ELSE 2 END, role_scope, id
+`
+
+// Patch policies (docs/api.md "Patch policies").
+func (q *Queries) PatchPolicyList(ctx context.Context, type_ string) ([]PatchPolicy, error) {
+	rows, err := q.db.Query(ctx, patchPolicyList, type_)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchPolicy
+	for rows.Next() {
+		var i PatchPolicy
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Type,
+			&i.RoleScope,
+			&i.Locked,
+			&i.Enabled,
+			&i.SiteID,
+			&i.DeviceFilterID,
+			&i.Rules,
+			&i.Exclusions,
+			&i.Defaults,
+			&i.MaintenanceWindow,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.LastEvaluatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchPolicyPendingRows = `-- name: PatchPolicyPendingRows :many
+SELECT p.device_guid, p.patch_key, p.kb, p.kbs, p.title, p.severity, p.categories, p.package, p.security, p.released_at
+FROM device_patches p
+WHERE p.device_guid = ANY($1::text[]) AND p.state = 'pending'
+ORDER BY p.device_guid, p.patch_key
+`
+
+type PatchPolicyPendingRowsRow struct {
+	DeviceGuid cairn.DeviceGUID
+	PatchKey   string
+	Kb         string
+	Kbs        []string
+	Title      string
+	Severity   string
+	Categories []string
+	Package    string
+	Security   bool
+	ReleasedAt *time.Time
+}
+
+// The pending rows of some devices: the candidates policies judge.
+func (q *Queries) PatchPolicyPendingRows(ctx context.Context, guids []string) ([]PatchPolicyPendingRowsRow, error) {
+	rows, err := q.db.Query(ctx, patchPolicyPendingRows, guids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchPolicyPendingRowsRow
+	for rows.Next() {
+		var i PatchPolicyPendingRowsRow
+		if err := rows.Scan(
+			&i.DeviceGuid,
+			&i.PatchKey,
+			&i.Kb,
+			&i.Kbs,
+			&i.Title,
+			&i.Severity,
+			&i.Categories,
+			&i.Package,
+			&i.Security,
+			&i.ReleasedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchPolicyUpdate = `-- name: PatchPolicyUpdate :one
+UPDATE patch_policies SET name = $1, enabled = $2, site_id = $3, device_filter_id = $4,
+    rules = $5, exclusions = $6, defaults = $7, maintenance_window = $8,
+    role_scope = CASE WHEN locked THEN role_scope ELSE $9 END, updated_at = now()
+WHERE id = $10
+RETURNING id, name, type, role_scope, locked, enabled, site_id, device_filter_id, rules, exclusions, defaults, maintenance_window, created_by, created_at, updated_at, last_evaluated_at
+`
+
+type PatchPolicyUpdateParams struct {
+	Name              string
+	Enabled           bool
+	SiteID            *cairn.SiteID
+	DeviceFilterID    *int64
+	Rules             []byte
+	Exclusions        []byte
+	Defaults          []byte
+	MaintenanceWindow []byte
+	RoleScope         string
+	ID                int64
+}
+
+// A global policy keeps its type and role scope (the caller refuses a
+// change); a site or filter policy keeps its type.
+func (q *Queries) PatchPolicyUpdate(ctx context.Context, arg PatchPolicyUpdateParams) (PatchPolicy, error) {
+	row := q.db.QueryRow(ctx, patchPolicyUpdate,
+		arg.Name,
+		arg.Enabled,
+		arg.SiteID,
+		arg.DeviceFilterID,
+		arg.Rules,
+		arg.Exclusions,
+		arg.Defaults,
+		arg.MaintenanceWindow,
+		arg.RoleScope,
+		arg.ID,
+	)
+	var i PatchPolicy
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Type,
+		&i.RoleScope,
+		&i.Locked,
+		&i.Enabled,
+		&i.SiteID,
+		&i.DeviceFilterID,
+		&i.Rules,
+		&i.Exclusions,
+		&i.Defaults,
+		&i.MaintenanceWindow,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LastEvaluatedAt,
+	)
+	return i, err
+}

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"net/http"
+
+	"github.com/cairn-rmm/cairn"
 
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
@@ -18,12 +21,24 @@ var patchesCapability = Capability{
 	Name: "patches",
 	Wire: func(_ context.Context, e *Engine) error {
 		e.Patches = patches.New(e.Store)
+		e.Patches.Filters = e.Filters
 		return nil
 	},
 	API: func(e *Engine) api.Area {
 		return api.PatchesArea{Patches: e.Patches, Lanes: workflowclient.PatchLaneStarter{Client: e.client(), Grants: e.Grants}}
 	},
-	Workflows:  []any{workflows.PatchLane},
-	Activities: func(e *Engine) []any { return []any{&activities.PatchInstalls{Patches: e.Patches}} },
-	AgentOps:   []string{proto.EventPatchInstall},
+	Codes: []cairn.Code{
+		{ID: patches.ECodePolicyConflict, Status: http.StatusConflict},
+	},
+	Workflows: []any{workflows.PatchLane},
+	Activities: func(e *Engine) []any {
+		return []any{&activities.PatchInstalls{Patches: e.Patches},
+			&activities.PatchPolicies{Patches: e.Patches, Lanes: workflowclient.PatchLaneStarter{Client: e.client(), Grants: e.Grants}}}
+	},
+	Maintenance: []workflows.MaintenanceJob{
+		// Patch policies' evaluation: approved updates inside maintenance
+		// windows become installs in the devices' patch lanes.
+		{Name: workflows.JobPatchPolicies, Every: workflows.PatchPolicyEvery, Activity: "EvaluatePatchPolicies"},
+	},
+	AgentOps: []string{proto.EventPatchInstall},
 }

@@ -164,3 +164,13 @@ func runPatchInstall(ctx workflow.Context, guid string, o PatchInstallOrder) err
 	}
 	return err
 }
+
+// JobPatchPolicies is the maintenance job that evaluates patch policies:
+// approved updates of devices inside their maintenance window become
+// installs in each device's lane. An offline device's installs wait in
+// its lane; a window that closes stops new installs (the next evaluation
+// outside it creates none), never one in flight.
+const JobPatchPolicies = "patch_policies"
+
+// PatchPolicyEvery is how often the Schedule evaluates patch policies.
+const PatchPolicyEvery = 15 * time.Minute

@@ -3,104 +3,27 @@
 package patches
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent/patches/apttest"
 	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
-// aptRoot is a private dpkg/apt root with a local repository: a package
-// cairn-hello is installed at 1.0 and the repository offers 1.1. Nothing
-// of the machine's own dpkg database, lists or locks is touched: apt's
-// directories, dpkg's --root and the history log all point inside it.
-type aptRoot struct {
-	dir, root string
-	opts      []string
-}
+// aptRoot is apttest's private root with the agent's provider and
+// installer over it.
+type aptRoot struct{ *apttest.Root }
 
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
-	return string(out)
-}
-
-// buildDeb makes cairn-hello_<version>_all.deb in dir (no maintainer
-// scripts).
-func buildDeb(t *testing.T, dir, version string) string {
-	t.Helper()
-	src := filepath.Join(dir, "src-"+version)
-	require.NoError(t, os.MkdirAll(filepath.Join(src, "DEBIAN"), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(src, "usr/share/cairn-hello"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(src, "usr/share/cairn-hello/version"), []byte(version+"\n"), 0o644))
-	control := "Package: cairn-hello\nVersion: " + version + "\nArchitecture: all\nMaintainer: Cairn Tests <tests@example.invalid>\n" +
-		"Description: a package the patch tests upgrade\n"
-	require.NoError(t, os.WriteFile(filepath.Join(src, "DEBIAN/control"), []byte(control), 0o644))
-	deb := filepath.Join(dir, "cairn-hello_"+version+"_all.deb")
-	run(t, "dpkg-deb", "--root-owner-group", "-b", src, deb)
-	return deb
-}
-
-func newAptRoot(t *testing.T) *aptRoot {
-	t.Helper()
-	for _, tool := range []string{"dpkg", "dpkg-deb", "apt-get", "dpkg-query"} {
-		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "the real install test needs %s (a Debian machine)", tool)
-	}
-	dir := t.TempDir()
-	r := &aptRoot{dir: dir, root: filepath.Join(dir, "root")}
-	for _, d := range []string{"var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/apt/lists/partial", "var/cache/apt/archives/partial",
-		"etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/apt.conf.d", "etc/apt/trusted.gpg.d", "var/log/apt", "run"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(r.root, d), 0o755))
-	}
-	for _, f := range []string{"var/lib/dpkg/status", "var/lib/dpkg/available"} {
-		require.NoError(t, os.WriteFile(filepath.Join(r.root, f), nil, 0o644))
-	}
-	old := buildDeb(t, dir, "1.0")
-	run(t, "dpkg", "--root="+r.root, "--force-not-root", "--force-script-chrootless", "-i", old)
-
-	// The repository: 1.1 and a Packages index written the way
-	// dpkg-scanpackages writes it.
-	repo := filepath.Join(dir, "repo")
-	require.NoError(t, os.MkdirAll(repo, 0o755))
-	deb := buildDeb(t, repo, "1.1")
-	b, err := os.ReadFile(deb)
-	require.NoError(t, err)
-	sum := sha256.Sum256(b)
-	fields := strings.TrimSpace(run(t, "dpkg-deb", "-f", deb))
-	index := fmt.Sprintf("%s\nFilename: ./%s\nSize: %d\nSHA256: %s\n\n", fields, filepath.Base(deb), len(b), hex.EncodeToString(sum[:]))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "Packages"), []byte(index), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(r.root, "etc/apt/sources.list"), []byte("deb [trusted=yes] file:"+repo+" ./\n"), 0o644))
-
-	r.opts = []string{"Dir=" + r.root, "Dir::State::status=" + r.root + "/var/lib/dpkg/status",
-		"Dir::Etc::trusted=" + r.root + "/etc/apt/trusted.gpg", "Dir::Etc::trustedparts=" + r.root + "/etc/apt/trusted.gpg.d",
-		"Dir::Log=" + r.root + "/var/log/apt", "APT::Sandbox::User=root",
-		"DPkg::Options::=--root=" + r.root, "DPkg::Options::=--force-not-root", "DPkg::Options::=--force-script-chrootless"}
-	// apt update from the local file: repository (no network).
-	args := []string{}
-	for _, o := range r.opts {
-		args = append(args, "-o", o)
-	}
-	run(t, "apt-get", append(args, "update")...)
-	return r
-}
+func newAptRoot(t *testing.T) *aptRoot { return &aptRoot{apttest.New(t)} }
 
 func (r *aptRoot) provider() *Apt {
-	return &Apt{Extra: r.opts, HistoryDir: filepath.Join(r.root, "var/log/apt"), RebootFile: filepath.Join(r.root, "run/reboot-required")}
+	return &Apt{Extra: r.Opts, HistoryDir: r.Path("var/log/apt"), RebootFile: r.Path("run/reboot-required")}
 }
 
 func (r *aptRoot) installer() *AptInstaller {
-	return &AptInstaller{Extra: r.opts, AdminDir: filepath.Join(r.root, "var/lib/dpkg"), RebootFile: filepath.Join(r.root, "run/reboot-required")}
+	return &AptInstaller{Extra: r.Opts, AdminDir: r.Path("var/lib/dpkg"), RebootFile: r.Path("run/reboot-required")}
 }
 
 func hello(rows []proto.PatchEntry) []proto.PatchEntry {
@@ -142,13 +65,13 @@ func TestAptInstallForRealInAPrivateRoot(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"starting": true, "downloading": true, "installing": true, "finished": true}, phases,
 		"progress from APT::Status-Fd")
-	b, err := os.ReadFile(filepath.Join(r.root, "usr/share/cairn-hello/version"))
+	b, err := os.ReadFile(r.Path("usr/share/cairn-hello/version"))
 	require.NoError(t, err)
 	require.Equal(t, "1.1\n", string(b), "dpkg unpacked the new version inside the private root")
 
 	// The re-scan: no longer pending, in the history under the same key.
-	require.NoError(t, os.WriteFile(filepath.Join(r.root, "run/reboot-required"), []byte("*** System restart required ***\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(r.root, "run/reboot-required.pkgs"), []byte("cairn-hello\n"), 0o644))
+	require.NoError(t, os.WriteFile(r.Path("run/reboot-required"), []byte("*** System restart required ***\n"), 0o644))
+	require.NoError(t, os.WriteFile(r.Path("run/reboot-required.pkgs"), []byte("cairn-hello\n"), 0o644))
 	after, err := r.provider().Scan(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, hello(after.Pending))

@@ -116,3 +116,51 @@ FROM devices d
 JOIN sites s ON s.id = d.site_id
 JOIN device_patches p ON p.device_guid = d.guid
 WHERE d.guid = @device_guid AND p.patch_key = @patch_key AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]));
+
+-- Patch policies (docs/api.md "Patch policies").
+
+-- name: PatchPolicyList :many
+SELECT * FROM patch_policies
+WHERE (@type::text = '' OR type = @type::text)
+ORDER BY CASE type WHEN 'global' THEN 0 WHEN 'site' THEN 1 ELSE 2 END, role_scope, id;
+
+-- name: PatchPolicyGet :one
+SELECT * FROM patch_policies WHERE id = @id;
+
+-- name: PatchPolicyInsert :one
+INSERT INTO patch_policies (name, type, role_scope, enabled, site_id, device_filter_id, rules, exclusions, defaults,
+                            maintenance_window, created_by)
+VALUES (@name, @type, @role_scope, @enabled, @site_id, @device_filter_id, @rules, @exclusions, @defaults,
+        @maintenance_window, @created_by)
+RETURNING *;
+
+-- name: PatchPolicyUpdate :one
+-- A global policy keeps its type and role scope (the caller refuses a
+-- change); a site or filter policy keeps its type.
+UPDATE patch_policies SET name = @name, enabled = @enabled, site_id = @site_id, device_filter_id = @device_filter_id,
+    rules = @rules, exclusions = @exclusions, defaults = @defaults, maintenance_window = @maintenance_window,
+    role_scope = CASE WHEN locked THEN role_scope ELSE @role_scope END, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: PatchPolicyDelete :execrows
+DELETE FROM patch_policies WHERE id = @id AND NOT locked;
+
+-- name: PatchPolicyEvaluated :exec
+UPDATE patch_policies SET last_evaluated_at = now() WHERE id = ANY(@ids::bigint[]);
+
+-- name: PatchPolicyDevices :many
+-- Devices inside scope (optionally one site) with what decides their role
+-- scope.
+SELECT d.guid, d.hostname, d.site_id, d.operating_system
+FROM devices d
+WHERE (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]))
+  AND (@site_id::bigint = 0 OR d.site_id = @site_id::bigint)
+ORDER BY lower(d.hostname), d.guid;
+
+-- name: PatchPolicyPendingRows :many
+-- The pending rows of some devices: the candidates policies judge.
+SELECT p.device_guid, p.patch_key, p.kb, p.kbs, p.title, p.severity, p.categories, p.package, p.security, p.released_at
+FROM device_patches p
+WHERE p.device_guid = ANY(@guids::text[]) AND p.state = 'pending'
+ORDER BY p.device_guid, p.patch_key;

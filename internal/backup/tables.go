@@ -132,6 +132,8 @@ var Tables = []Table{
 	// What was sent for which incident: runtime, like the incidents.
 	{Name: "notification_deliveries", Policy: Exclude},
 	{Name: "patch_installs", Policy: Exclude},
+	// Patch policies are operators' configuration (the global ones seeded).
+	{Name: "patch_policies", Policy: Export},
 	{Name: "wireguard_owner", Policy: Exclude},
 	{Name: "vnc_sessions", Policy: Exclude},
 	{Name: "vnc_auth_retries", Policy: Exclude},

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
@@ -82,6 +80,13 @@ type Target struct {
 // scope: a new queued install, or the open one of the same patch (asking
 // twice installs once). The caller hands it to the device's lane.
 func (s *Service) RequestInstall(ctx context.Context, scope cairn.SiteScope, req Request) (Install, Target, error) {
+	i, t, _, err := s.requestInstall(ctx, scope, req)
+	return i, t, err
+}
+
+// requestInstall is RequestInstall that also says whether the install is
+// new (false: the open install of the same patch).
+func (s *Service) requestInstall(ctx context.Context, scope cairn.SiteScope, req Request) (Install, Target, bool, error) {
 	var v cairn.Validation
 	if strings.TrimSpace(req.DeviceGUID) == "" {
 		v.Add("device_guid", "is required")
@@ -93,20 +98,21 @@ func (s *Service) RequestInstall(ctx context.Context, scope cairn.SiteScope, req
 		v.Add("actor", "is required")
 	}
 	if err := v.Err(); err != nil {
-		return Install{}, Target{}, err
+		return Install{}, Target{}, false, err
 	}
 	p, err := s.store.PatchDeviceTarget(ctx, db.PatchDeviceTargetParams{DeviceGuid: cairn.DeviceGUID(req.DeviceGUID), PatchKey: req.PatchKey,
 		AllSites: scope.All, SiteIds: scope.IDs()})
 	if err != nil {
-		return Install{}, Target{}, db.NotFound(err, "patch not found")
+		return Install{}, Target{}, false, db.NotFound(err, "patch not found")
 	}
-	row, err := s.store.PatchInstallInsert(ctx, db.PatchInstallInsertParams{ID: uuid.NewString(), DeviceGuid: string(p.Guid),
+	id := newInstallID()
+	row, err := s.store.PatchInstallInsert(ctx, db.PatchInstallInsertParams{ID: id, DeviceGuid: string(p.Guid),
 		PatchKey: p.PatchKey, Kb: p.Kb, UpdateID: p.UpdateID, Revision: p.Revision, Package: p.Package, Version: p.CandidateVersion,
 		Title: p.Title, ScheduledJobID: req.ScheduledJobID, RunID: req.RunID, RequestedBy: req.Actor})
 	if err != nil {
-		return Install{}, Target{}, err
+		return Install{}, Target{}, false, err
 	}
-	return installOf(row), Target{GUID: string(p.Guid), Hostname: p.Hostname, SiteSlug: p.SiteSlug}, nil
+	return installOf(row), Target{GUID: string(p.Guid), Hostname: p.Hostname, SiteSlug: p.SiteSlug}, row.ID == id, nil
 }
 
 // AgentRequest is the patch_install_request of an install.

@@ -21,6 +21,9 @@ import (
 type Service struct {
 	store *db.Store
 	now   func() time.Time
+	// Filters resolves device filter policies' filters (set by the
+	// Engine; policies of that type need it).
+	Filters PolicyFilters
 }
 
 // New returns the service over store.
@@ -144,9 +147,58 @@ func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname st
 				}
 			}
 		}
+		if err := s.policySources(ctx, scope, d.SiteID, d.Guid, out.Patches); err != nil {
+			return DeviceView{}, err
+		}
 	}
 	out.Installs, err = s.deviceInstalls(ctx, string(d.Guid))
 	return out, err
+}
+
+// policySources fills pending rows' patch_policy_* fields from the
+// device's effective hierarchy: the approving (or blocking) policy, the
+// hierarchy, and the policies whose direct rules match the row.
+func (s *Service) policySources(ctx context.Context, scope cairn.SiteScope, site cairn.SiteID, guid cairn.DeviceGUID, rows []Row) error {
+	f, err := s.loadFleet(ctx, scope, site, nil)
+	if err != nil {
+		return err
+	}
+	var eff *Effective
+	for _, d := range f.devices {
+		if d.GUID == guid {
+			e := f.effective(d)
+			eff = &e
+		}
+	}
+	if eff == nil {
+		return nil
+	}
+	names := map[int64]PolicySource{}
+	hierarchy := []PolicySource{}
+	for _, l := range eff.Layers {
+		names[l.PolicyID] = PolicySource{PolicyID: l.PolicyID, Name: l.Name, Layer: l.Type}
+		hierarchy = append(hierarchy, names[l.PolicyID])
+	}
+	decisions := map[string]Decision{}
+	for _, dec := range eff.Decisions {
+		decisions[dec.PatchKey] = dec
+	}
+	for i := range rows {
+		dec, ok := decisions[rows[i].PatchKey]
+		if !ok || rows[i].State != "pending" {
+			continue
+		}
+		rows[i].PatchPolicyHierarchy = hierarchy
+		if dec.SourcePolicyID != 0 {
+			src := names[dec.SourcePolicyID]
+			rows[i].PatchPolicySource = &src
+		}
+		rows[i].PatchPolicyLinkedPolicies = []PolicySource{}
+		for _, id := range dec.LinkedPolicies {
+			rows[i].PatchPolicyLinkedPolicies = append(rows[i].PatchPolicyLinkedPolicies, names[id])
+		}
+	}
+	return nil
 }
 
 // patchesReported says whether the device's inventory ever held patches.

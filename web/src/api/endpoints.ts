@@ -17,6 +17,7 @@ import type {
   DevicePage,
   FilterGroup,
   DeviceDetails,
+  PatchPolicyInput,
   DirectoryProviderInput,
   EnrollmentCodeInput,
   LoginResponse,
@@ -563,4 +564,21 @@ export const deviceWatchdogs = {
     call('post', '/api/devices/{guid}/watchdogs/overrides', { path: { guid }, body: { watchdog_id: watchdogId, muted, reason } }).then(
       (r) => r.watchdogs ?? [],
     ),
+};
+
+// Issue 24, patches page: the fleet audit and patch policies (docs/api.md
+// "Patches", "Patch policies"). Policy changes are Admin routes
+// (withSudo).
+export const patchPolicies = {
+  audit: (limit: number, cursor?: string) =>
+    call('get', '/api/patches/audit', { query: { state: 'pending', limit, cursor } }),
+  list: () => call('get', '/api/patches/policies'),
+  metadata: () => call('get', '/api/patches/policies/metadata'),
+  conflicts: (draft: PatchPolicyInput) => call('post', '/api/patches/policies/conflicts', { body: draft }),
+  create: (draft: PatchPolicyInput) => withSudo(() => call('post', '/api/patches/policies', { body: draft })),
+  update: (id: number, draft: PatchPolicyInput) =>
+    withSudo(() => call('put', '/api/patches/policies/{policy_id}', { path: { policy_id: String(id) }, body: draft })),
+  remove: (id: number) =>
+    withSudo(() => call('delete', '/api/patches/policies/{policy_id}', { path: { policy_id: String(id) } })),
+  evaluate: () => withSudo(() => call('post', '/api/patches/policies/evaluate', { body: {} })),
 };

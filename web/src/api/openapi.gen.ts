@@ -2627,6 +2627,140 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/patches/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List patch policies with their counts */
+        get: operations["getPatchesPolicies"];
+        put?: never;
+        /**
+         * Create a patch policy
+         * @description Administrators only. Only site and device_filter policies: global ones are seeded and locked (409 conflict)
+         */
+        post: operations["postPatchesPolicies"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/patches/policies/conflicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Preview a draft patch policy's coverage and conflicts */
+        post: operations["postPatchesPoliciesConflicts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/patches/policies/effective": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A device's effective patch policy hierarchy */
+        get: operations["getPatchesPoliciesEffective"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/patches/policies/evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate patch policies now
+         * @description Administrators only. Approved pending updates of devices inside their maintenance window become installs in each device's patch lane
+         */
+        post: operations["postPatchesPoliciesEvaluate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/patches/policies/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Patch policy editor metadata */
+        get: operations["getPatchesPoliciesMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/patches/policies/{policy_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a patch policy */
+        get: operations["getPatchesPoliciesPolicyId"];
+        /**
+         * Update a patch policy
+         * @description Administrators only. Same-layer conflicts answer policy_conflict, as do approvals of what a parent blocks without confirm_parent_override
+         */
+        put: operations["putPatchesPoliciesPolicyId"];
+        post?: never;
+        /**
+         * Delete an unlocked patch policy
+         * @description Administrators only.
+         */
+        delete: operations["deletePatchesPoliciesPolicyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/patches/policies/{policy_id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Preview a patch policy's targets, counts and conflicts */
+        post: operations["postPatchesPoliciesPolicyIdPreview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/realtime/events": {
         parameters: {
             query?: never;
@@ -4613,6 +4747,13 @@ export interface components {
             updated_by: string;
             version: string;
         };
+        Breakdown: {
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            device_count: number;
+            layer: string;
+        };
         Build: {
             go_version: string;
             revision: string;
@@ -4723,6 +4864,52 @@ export interface components {
             /** Format: int64 */
             site_id?: number;
         };
+        Conflict: {
+            name: string;
+            other_rule: components["schemas"]["PatchesRule"];
+            /** Format: int64 */
+            policy_id: number;
+            rule: components["schemas"]["PatchesRule"];
+            type: string;
+        };
+        ConflictReport: {
+            conflict: boolean;
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            defaults: components["schemas"]["Defaults"];
+            /** Format: int64 */
+            device_filter_id: number | null;
+            /** Format: int64 */
+            eligible_device_count: number;
+            enabled: boolean;
+            exclusions: components["schemas"]["Exclusion"][];
+            /** Format: date-time */
+            last_evaluated_at: string | null;
+            locked: boolean;
+            maintenance_window: components["schemas"]["PatchesWindow"] | null;
+            name: string;
+            parent_overrides: components["schemas"]["Conflict"][];
+            pending_update_breakdown: components["schemas"]["Breakdown"][];
+            /** Format: int64 */
+            pending_update_count: number;
+            /** Format: int64 */
+            pending_update_device_count: number;
+            /** Format: int64 */
+            policy_id: number;
+            /** Format: int64 */
+            raw_device_count: number;
+            role_scope: string;
+            rules: components["schemas"]["PatchesRule"][];
+            same_layer_conflicts: components["schemas"]["Conflict"][];
+            /** Format: int64 */
+            site_id: number | null;
+            target_sites: number[];
+            targets: components["schemas"]["PatchesDevice"][];
+            type: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
         ConnectStatus: {
             establishment: components["schemas"]["WorkflowsTunnelStatus"] | null;
             guid: string;
@@ -4782,6 +4969,29 @@ export interface components {
             fetched_at: string;
             hash: string;
             repo: string;
+        };
+        Decision: {
+            kb: string;
+            patch_key: string;
+            /** Format: date-time */
+            patch_policy_approve_after: string | null;
+            patch_policy_linked_policies: number[];
+            patch_policy_overrides_parent: boolean;
+            patch_policy_source_layer: string;
+            /** Format: int64 */
+            patch_policy_source_policy_id: number;
+            patch_policy_status: string;
+            title: string;
+        };
+        Defaults: {
+            /** Format: int64 */
+            deferral_days: number | null;
+            reboot_policy: string;
+        };
+        DefaultsInput: {
+            /** Format: int64 */
+            deferral_days?: number | null;
+            reboot_policy?: string;
         };
         DeletedCount: {
             /** Format: int64 */
@@ -5044,6 +5254,28 @@ export interface components {
         EdgeLocalCA: {
             fingerprint: string;
         };
+        Effective: {
+            decisions: components["schemas"]["Decision"][];
+            /** Format: int64 */
+            deferral_days: number;
+            device: components["schemas"]["PatchesDevice"];
+            /** Format: int64 */
+            excluded_by_policy_id: number;
+            layers: components["schemas"]["EffectiveLayer"][];
+            maintenance_window: components["schemas"]["PatchesWindow"] | null;
+            /** Format: int64 */
+            maintenance_window_source_policy_id: number;
+            reboot_policy: string;
+            /** Format: int64 */
+            reboot_policy_source_policy_id: number;
+        };
+        EffectiveLayer: {
+            excluded: boolean;
+            name: string;
+            /** Format: int64 */
+            policy_id: number;
+            type: string;
+        };
         EmailConfig: {
             ca_pem: string;
             from: string;
@@ -5148,6 +5380,56 @@ export interface components {
             } | null;
             message?: string;
         };
+        EvaluateRequest: {
+            /** Format: int64 */
+            policy_id?: number;
+        };
+        EvaluateResult: {
+            /** Format: int64 */
+            deferred_count: number;
+            /** Format: int64 */
+            device_count: number;
+            evaluated_policy_ids: number[];
+            installs: components["schemas"]["EvaluatedInstall"][];
+            /** Format: int64 */
+            outside_window_device_count: number;
+        };
+        EvaluatedInstall: {
+            already_installed: boolean;
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            /** Format: int32 */
+            exit_code: number | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            hostname: string;
+            install_id: string;
+            kb: string;
+            log_excerpt: string;
+            message: string;
+            package: string;
+            patch_key: string;
+            /** Format: int32 */
+            percent: number;
+            phase: string;
+            /** Format: int64 */
+            policy_id: number;
+            /** Format: date-time */
+            progress_at: string | null;
+            requested_by: string;
+            /** Format: int32 */
+            revision: number;
+            run_id: string;
+            /** Format: int64 */
+            scheduled_job_id: number | null;
+            /** Format: date-time */
+            started_at: string | null;
+            state: string;
+            title: string;
+            update_id: string;
+            version: string;
+        };
         Event: {
             /** Format: date-time */
             captured_at: string;
@@ -5157,6 +5439,18 @@ export interface components {
             phase: string;
             /** Format: date-time */
             received_at: string;
+        };
+        Exclusion: {
+            device_guid?: string;
+            hostname?: string;
+            /** Format: int64 */
+            site_id?: number | null;
+        };
+        ExclusionInput: {
+            device_guid?: string;
+            hostname?: string;
+            /** Format: int64 */
+            site_id?: number | null;
         };
         FieldInfo: {
             field: string;
@@ -5715,6 +6009,26 @@ export interface components {
             /** Format: int64 */
             size: number;
         };
+        Metadata: {
+            actions: string[];
+            decisions: string[];
+            defaults: components["schemas"]["Defaults"];
+            exclusions: string[];
+            filters: components["schemas"]["MetadataFilter"][];
+            layers: {
+                [key: string]: components["schemas"]["MetadataLy"];
+            };
+            limits: {
+                [key: string]: number;
+            };
+            match_types: string[];
+            reboot_policies: string[];
+            role_scopes: string[];
+            rule_types: components["schemas"]["MetadataRuleType"][];
+            sites: components["schemas"]["MetadataSite"][];
+            types: string[];
+            weekdays: string[];
+        };
         MetadataAck: {
             /** Format: int64 */
             field_number: number;
@@ -5746,8 +6060,28 @@ export interface components {
             source: string;
             value: string;
         };
+        MetadataFilter: {
+            /** Format: int64 */
+            device_filter_id: number;
+            name: string;
+        };
         MetadataLabelRequest: {
             description?: string | null;
+        };
+        MetadataLy: {
+            creatable: boolean;
+            deletable: boolean;
+            /** Format: int64 */
+            rank: number;
+        };
+        MetadataRuleType: {
+            match_types: string[];
+            rule_type: string;
+        };
+        MetadataSite: {
+            name: string;
+            /** Format: int64 */
+            site_id: number;
         };
         MetadataValue: {
             description: string;
@@ -6180,9 +6514,84 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        PatchesDevice: {
+            device_guid: string;
+            hostname: string;
+            role_scope: string;
+            /** Format: int64 */
+            site_id: number;
+        };
+        PatchesRule: {
+            action: string;
+            match_type: string;
+            rule_type: string;
+            value: string;
+        };
+        PatchesRuleInput: {
+            action?: string;
+            match_type?: string;
+            rule_type?: string;
+            value?: string;
+        };
+        PatchesWindow: {
+            ranges: components["schemas"]["WindowRange"][];
+            time_zone: string;
+        };
         PhaseResponse: {
             /** @enum {string} */
             phase: "aegis_setup_required" | "aegis_unlock_required" | "admin_setup_required" | "admin_recovery_required" | "login_required";
+        };
+        PolicyInput: {
+            confirm_parent_override?: boolean;
+            defaults?: components["schemas"]["DefaultsInput"];
+            /** Format: int64 */
+            device_filter_id?: number | null;
+            enabled?: boolean | null;
+            exclusions?: components["schemas"]["ExclusionInput"][] | null;
+            maintenance_window?: components["schemas"]["WindowInput"] | null;
+            name?: string;
+            role_scope?: string;
+            rules?: components["schemas"]["PatchesRuleInput"][] | null;
+            /** Format: int64 */
+            site_id?: number | null;
+            type?: string;
+        };
+        PolicyList: {
+            policies: components["schemas"]["PolicyRow"][];
+        };
+        PolicyRow: {
+            /** Format: date-time */
+            created_at: string;
+            created_by: string;
+            defaults: components["schemas"]["Defaults"];
+            /** Format: int64 */
+            device_filter_id: number | null;
+            /** Format: int64 */
+            eligible_device_count: number;
+            enabled: boolean;
+            exclusions: components["schemas"]["Exclusion"][];
+            /** Format: date-time */
+            last_evaluated_at: string | null;
+            locked: boolean;
+            maintenance_window: components["schemas"]["PatchesWindow"] | null;
+            name: string;
+            pending_update_breakdown: components["schemas"]["Breakdown"][];
+            /** Format: int64 */
+            pending_update_count: number;
+            /** Format: int64 */
+            pending_update_device_count: number;
+            /** Format: int64 */
+            policy_id: number;
+            /** Format: int64 */
+            raw_device_count: number;
+            role_scope: string;
+            rules: components["schemas"]["PatchesRule"][];
+            /** Format: int64 */
+            site_id: number | null;
+            target_sites: number[];
+            type: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         PolicySource: {
             layer: string;
@@ -7564,6 +7973,24 @@ export interface components {
             /** Format: int64 */
             watchdog_id: number | null;
             weekdays: number[];
+        };
+        WindowInput: {
+            ranges?: components["schemas"]["WindowRangeInput"][] | null;
+            time_zone?: string;
+        };
+        WindowRange: {
+            end: string;
+            start: string;
+            /** Format: int64 */
+            week_of_month: number;
+            weekday: string;
+        };
+        WindowRangeInput: {
+            end?: string;
+            start?: string;
+            /** Format: int64 */
+            week_of_month?: number;
+            weekday?: string;
         };
         WindowRequest: {
             /** Format: int64 */
@@ -25219,6 +25646,989 @@ export interface operations {
             };
             /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPatchesPolicies: {
+        parameters: {
+            query?: {
+                /** @description global, site or device_filter */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyList"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postPatchesPolicies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyRow"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict, policy_conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postPatchesPoliciesConflicts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictReport"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPatchesPoliciesEffective: {
+        parameters: {
+            query?: {
+                /** @description the device (required) */
+                hostname?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Effective"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postPatchesPoliciesEvaluate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EvaluateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluateResult"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPatchesPoliciesMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Metadata"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPatchesPoliciesPolicyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyRow"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putPatchesPoliciesPolicyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyRow"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict, policy_conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePatchesPoliciesPolicyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postPatchesPoliciesPolicyIdPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictReport"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

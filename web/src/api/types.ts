@@ -429,3 +429,11 @@ export type WatchdogInput = Schema<'WatchdogRequest'>;
 export type WatchdogMetadata = Schema<'WatchdogMetadata'>;
 export type WatchdogPreview = Schema<'WatchdogPreview'>;
 export type NotificationChannelInput = Schema<'ChannelRequest'>;
+
+// Patch policies (docs/api.md "Patch policies").
+export type PatchPolicyRow = Schema<'PolicyRow'>;
+export type PatchPolicyInput = Schema<'PolicyInput'>;
+export type PatchPolicyRule = Schema<'PatchesRuleInput'>;
+export type PatchPolicyReport = Schema<'ConflictReport'>;
+export type PatchPolicyMetadata = Schema<'Metadata'>;
+export type PatchAuditRow = Schema<'PatchesAuditRow'>;

@@ -1,0 +1,143 @@
+package patches
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+)
+
+// EvaluatedInstall is an install a policy evaluation asked for.
+type EvaluatedInstall struct {
+	Install
+	Hostname string `json:"hostname"`
+	// PolicyID is the policy whose rule approves the update.
+	PolicyID int64 `json:"policy_id"`
+}
+
+// EvaluateResult is what one evaluation did.
+type EvaluateResult struct {
+	EvaluatedPolicyIDs []int64 `json:"evaluated_policy_ids"`
+	// DeviceCount counts the devices judged.
+	DeviceCount int `json:"device_count"`
+	// OutsideWindowDeviceCount counts devices with approved updates whose
+	// maintenance window is closed now: a later evaluation inside it
+	// installs them (an offline device catches up the same way).
+	OutsideWindowDeviceCount int `json:"outside_window_device_count"`
+	DeferredCount            int `json:"deferred_count"`
+	// Installs are the installs created; an update with an open install
+	// already is not asked for again.
+	Installs []EvaluatedInstall `json:"installs"`
+}
+
+// Queued is an install to hand to its device's patch lane.
+type Queued struct {
+	Install Install
+	Target  Target
+}
+
+// Evaluate judges the visible devices (policyID 0) or one policy's
+// eligible devices through their effective hierarchies and records an
+// install of every approved pending update on a device whose maintenance
+// window is open now. The caller hands the returned installs to their
+// lanes (workflowclient.PatchLaneStarter).
+func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor string, policyID int64) (EvaluateResult, []Queued, error) {
+	res := EvaluateResult{EvaluatedPolicyIDs: []int64{}, Installs: []EvaluatedInstall{}}
+	var only *Policy
+	if policyID != 0 {
+		p, err := s.policy(ctx, scope, policyID)
+		if err != nil {
+			return res, nil, err
+		}
+		only = &p
+	}
+	f, err := s.loadFleet(ctx, scope, 0, nil)
+	if err != nil {
+		return res, nil, err
+	}
+	devices := f.devices
+	if only != nil {
+		devices = f.eligible(*only)
+		res.EvaluatedPolicyIDs = append(res.EvaluatedPolicyIDs, only.ID)
+	} else {
+		for _, p := range f.policies {
+			if p.Enabled && visible(scope, p) {
+				res.EvaluatedPolicyIDs = append(res.EvaluatedPolicyIDs, p.ID)
+			}
+		}
+	}
+	var queued []Queued
+	for _, d := range devices {
+		res.DeviceCount++
+		eff := f.effective(d)
+		var approved []Decision
+		for _, dec := range eff.Decisions {
+			switch dec.Status {
+			case DecisionApproved:
+				approved = append(approved, dec)
+			case DecisionDeferred:
+				res.DeferredCount++
+			}
+		}
+		if len(approved) == 0 {
+			continue
+		}
+		if !eff.Window.Open(f.now) {
+			res.OutsideWindowDeviceCount++
+			continue
+		}
+		for _, dec := range approved {
+			inst, target, created, err := s.requestInstall(ctx, scope, Request{DeviceGUID: string(d.GUID), PatchKey: dec.PatchKey, Actor: actor})
+			if cairn.IsCode(err, cairn.ECodeNotFound) {
+				continue // the row went away since the fleet was read
+			}
+			if err != nil {
+				return res, queued, err
+			}
+			if !created {
+				continue
+			}
+			res.Installs = append(res.Installs, EvaluatedInstall{Install: inst, Hostname: d.Hostname, PolicyID: dec.SourcePolicyID})
+			queued = append(queued, Queued{Install: inst, Target: target})
+		}
+	}
+	if err := s.store.PatchPolicyEvaluated(ctx, res.EvaluatedPolicyIDs); err != nil {
+		return res, queued, err
+	}
+	return res, queued, nil
+}
+
+// newInstallID is the ID of an install about to be recorded.
+func newInstallID() string { return uuid.NewString() }
+
+// Abandon finishes installs that could not be handed to their lanes
+// (Temporal did not take the order) as failed, so the next evaluation
+// asks for them afresh instead of finding them open forever. A lane that
+// got an order after all skips it: the install is no longer open.
+func (s *Service) Abandon(ctx context.Context, queued []Queued, cause error) error {
+	for _, q := range queued {
+		_, err := s.store.PatchInstallFinish(ctx, db.PatchInstallFinishParams{ID: q.Install.ID, State: StateFailed,
+			Message: "not handed to the device's patch lane: " + cause.Error()})
+		if err != nil && !db.IsNoRows(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnqueueAll hands queued installs to their lanes with enqueue; when one
+// fails, it and the ones after it are abandoned and the error returned.
+func (s *Service) EnqueueAll(ctx context.Context, queued []Queued, enqueue func(context.Context, Queued) error) error {
+	for i, q := range queued {
+		if err := enqueue(ctx, q); err != nil {
+			if aerr := s.Abandon(context.WithoutCancel(ctx), queued[i:], err); aerr != nil {
+				return errors.Join(err, aerr)
+			}
+			return err
+		}
+	}
+	return nil
+}

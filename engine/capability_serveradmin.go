@@ -13,5 +13,5 @@ var started = time.Now()
 // 26: the clock, time zones, the backend's status and the overview.
 var serverAdminCapability = Capability{
 	Name: "serveradmin",
-	API:  func(*Engine) api.Area { return api.ServerAdminArea{Started: started} },
+	API:  func(e *Engine) api.Area { return api.ServerAdminArea{Started: started, LogDir: e.cfg.LogDir} },
 }

@@ -162,6 +162,9 @@ type Config struct {
 	// transcripts (CAIRN_SHELL_RECORD_INPUT=0).
 	ShellTranscriptMax    int64
 	ShellNoInputRecording bool
+	// LogDir holds the processes' rotating JSON log files the logs route
+	// reads ("" when the file sink is off).
+	LogDir string
 	// Tunnels configure the managed WireGuard tunnel: its UDP port,
 	// endpoint, fallback IP and network (CAIRN_WIREGUARD_*; zero values:
 	// the tunnels defaults).

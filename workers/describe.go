@@ -19,6 +19,9 @@ type QueueInfo struct {
 	// RecentWorkflows counts workflows started on the queue since the
 	// asked time (nil when visibility could not answer).
 	RecentWorkflows *int64
+	// RunningWorkflows counts the queue's workflows running now (nil
+	// when visibility could not answer).
+	RunningWorkflows *int64
 }
 
 // Poller is one worker seen polling.
@@ -52,6 +55,14 @@ func Describe(ctx context.Context, c client.Client, namespace, queue string, sin
 	if err == nil {
 		n := count.GetCount()
 		info.RecentWorkflows = &n
+	}
+	running, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: namespace,
+		Query:     fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue),
+	})
+	if err == nil {
+		n := running.GetCount()
+		info.RunningWorkflows = &n
 	}
 	return info, nil
 }

@@ -40,7 +40,11 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	log := newLogger(c.LogFormat, c.LogLevel)
+	log, closeLog, err := newProcessLogger(c, "engine")
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	rt := &runtime{log: log}
 	defer rt.close()
 	if err := rt.temporalConnection(c); err != nil {
@@ -72,7 +76,7 @@ func serve(ctx context.Context, args []string) error {
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention, TransferQuotas: c.TransferQuotas,
 		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
 		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording,
-		Tunnels: c.Tunnels}
+		Tunnels: c.Tunnels, LogDir: c.logDir()}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

@@ -65,7 +65,11 @@ func runWorker(ctx context.Context, args []string) error {
 		}
 	}
 
-	log := newLogger(c.LogFormat, c.LogLevel)
+	log, closeLog, err := newProcessLogger(c, "worker")
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	rt := &runtime{log: log}
 	defer rt.close()
 	if err := rt.temporalConnection(c); err != nil {

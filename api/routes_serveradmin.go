@@ -21,6 +21,12 @@ type ServerAdminArea struct {
 	// LogDir holds the processes' JSON log files ("" when none are
 	// written).
 	LogDir string
+	// Actions queues the service actions (workflowclient.ServiceActions).
+	Actions ServiceActionRunner
+	// Supervisor names what restarts this process ("" for none);
+	// RestartEngine stops the process gracefully (nil: it cannot).
+	Supervisor    string
+	RestartEngine func()
 }
 
 type serverAdminAPI struct {
@@ -30,7 +36,7 @@ type serverAdminAPI struct {
 
 func (d ServerAdminArea) routes(s *Server) []Route {
 	a := &serverAdminAPI{Server: s, ServerAdminArea: d}
-	return append(a.logRoutes(), []Route{
+	return append(append(a.logRoutes(), a.serviceRoutes()...), []Route{
 		{"GET", "/api/server/time", AuthAdmin, getAction(s, func(*http.Request) (serveradmin.Clock, error) {
 			// The machine's wall clock, whatever clock the API is given.
 			return serveradmin.ClockAt(time.Now(), time.Local), nil

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cairn-rmm/cairn/engine"
@@ -76,7 +77,10 @@ func serve(ctx context.Context, args []string) error {
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention, TransferQuotas: c.TransferQuotas,
 		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
 		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording,
-		Tunnels: c.Tunnels, LogDir: c.logDir()}
+		Tunnels: c.Tunnels, LogDir: c.logDir(),
+		// A restart asked from the Server page is a graceful stop, as
+		// SIGTERM from systemd is; the supervisor starts the Engine again.
+		Restart: func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

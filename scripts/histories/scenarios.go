@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/serveradmin"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -43,9 +44,20 @@ var standIns = map[string]any{
 		return backup.Result{Applied: true, Rows: map[string]int64{"sites": 1, "devices": 2}}, nil
 	},
 	"ReconcileRestoredSchedules": func(context.Context) error { return nil },
-	"RecordTrustActivity":        func(context.Context, workflows.TrustActionInput) error { return nil },
-	"PublishTrustChange":         func(context.Context, workflows.TrustActionInput) error { return nil },
-	"TearDownTunnel":             func(context.Context, workflows.TrustActionInput) error { return nil },
+	"RestartSiteWorker": func(context.Context, string, string) (activities.WorkerRestart, error) {
+		return activities.WorkerRestart{Process: "cairn@histories:1"}, nil
+	},
+	"SiteWorkerServing": func(context.Context, string) (activities.WorkerServing, error) {
+		return activities.WorkerServing{Process: "cairn@histories:1", StartedAt: time.Unix(60, 0).UTC()}, nil
+	},
+	"ReloadCertificate": func(context.Context) (activities.CertificateReload, error) {
+		return activities.CertificateReload{Process: "cairn@histories:1", Before: activities.CertificateState{Fingerprint: "aa"},
+			After: activities.CertificateState{Fingerprint: "bb"}, Replaced: true}, nil
+	},
+	"ReconcileTunnels":    func(context.Context, string) ([]string, error) { return []string{"tunnel:g-1"}, nil },
+	"RecordTrustActivity": func(context.Context, workflows.TrustActionInput) error { return nil },
+	"PublishTrustChange":  func(context.Context, workflows.TrustActionInput) error { return nil },
+	"TearDownTunnel":      func(context.Context, workflows.TrustActionInput) error { return nil },
 	"CheckTunnelReady": func(_ context.Context, guid string) (activities.TunnelState, error) {
 		// Ready at the second look.
 		if _, seen := tunnelLooks.LoadOrStore(guid, true); !seen {
@@ -274,6 +286,18 @@ var scenarios = []scenario{
 		in := workflows.BackupRestoreInput{ID: unique("restore"), Actor: "admin"}
 		run, err := start(ctx, c, workflows.BackupRestoreWorkflowID(in.ID), workflows.BackupRestore, in)
 		return wait(ctx, run, err)
+	}, false},
+	// Service actions (issue 26): a site worker restarted on its own
+	// queue then serving again; the edge certificate reloaded; tunnels
+	// reconciled.
+	{"service_action_restart.json", func(ctx context.Context, c client.Client) (string, error) {
+		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "worker:site:" + siteSlug, Action: serveradmin.ActionRestart, SiteSlug: siteSlug})
+	}, false},
+	{"service_action_reload_certificate.json", func(ctx context.Context, c client.Client) (string, error) {
+		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "edge", Action: serveradmin.ActionReloadCertificate})
+	}, false},
+	{"service_action_reconcile_tunnels.json", func(ctx context.Context, c client.Client) (string, error) {
+		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "tunnels", Action: serveradmin.ActionReconcileTunnels})
 	}, false},
 	// Recorded before the tunnel teardown (GetVersion tunnel-teardown).
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -540,4 +564,11 @@ func tunnelEstablish(ctx context.Context, c client.Client, guid string, wantErr 
 		return "", fmt.Errorf("establishment ended with %v", err)
 	}
 	return run.GetID(), nil
+}
+
+// serviceAction runs one service action on the generator's queue.
+func serviceAction(ctx context.Context, c client.Client, a serveradmin.ServiceAction) (string, error) {
+	in := workflows.ServiceActionInput{ID: unique("action"), Action: a, Actor: "admin"}
+	run, err := start(ctx, c, workflows.ServiceActionWorkflowID(a, in.ID), workflows.ServiceAction, in)
+	return wait(ctx, run, err)
 }

@@ -25,10 +25,10 @@ type ServiceActionRunner interface {
 // /restart (SPEC "Server administration") and the actions' outcomes.
 func (s *serverAdminAPI) serviceRoutes() []Route {
 	return []Route{
-		{"POST", "/api/server/services/{service_key}/action", AuthAdmin, jsonAction(s.Server, http.StatusAccepted, false, s.serviceAction),
-			"Queue a service action"},
+		{"POST", "/api/server/services/{service_key}/action", AuthAdmin, jsonAction(s.Server, http.StatusAccepted, false, s.serviceAction).
+			Errors(ECodeTemporalUnavailable), "Queue a service action"},
 		{"POST", "/api/server/services/{service_key}/restart", AuthAdmin, raw(s.serviceRestart).In(serviceRestartRequest{}, true).
-			Out(http.StatusAccepted, serviceRestartJSON{}).Errors(serveradmin.ECodeNoSupervisor), "Queue a safe detached restart"},
+			Out(http.StatusAccepted, serviceRestartJSON{}).Errors(serveradmin.ECodeNoSupervisor, ECodeTemporalUnavailable), "Queue a safe detached restart"},
 		{"GET", "/api/server/services/actions", AuthAdmin, getAction(s.Server, s.serviceActions), "List recent service actions"},
 		{"GET", "/api/server/services/actions/{workflow_id}", AuthAdmin, getAction(s.Server, func(r *http.Request) (workflowclient.ServiceActionView, error) {
 			return s.Actions.Get(r.Context(), chi.URLParam(r, "workflow_id"))

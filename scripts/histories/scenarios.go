@@ -44,6 +44,10 @@ var standIns = map[string]any{
 		return backup.Result{Applied: true, Rows: map[string]int64{"sites": 1, "devices": 2}}, nil
 	},
 	"ReconcileRestoredSchedules": func(context.Context) error { return nil },
+	"WriteScheduledBackup": func(_ context.Context, id string) (backup.Run, error) {
+		return backup.Run{ID: id, Status: "succeeded", File: "cairn-backup-19700101-000000.json", SizeBytes: 1024, Pruned: []string{}}, nil
+	},
+	"StartDueBackup": func(context.Context) (int64, error) { return 1, nil },
 	"RestartSiteWorker": func(context.Context, string, string) (activities.WorkerRestart, error) {
 		return activities.WorkerRestart{Process: "cairn@histories:1"}, nil
 	},
@@ -285,6 +289,11 @@ var scenarios = []scenario{
 	{"backup_restore.json", func(ctx context.Context, c client.Client) (string, error) {
 		in := workflows.BackupRestoreInput{ID: unique("restore"), Actor: "admin"}
 		run, err := start(ctx, c, workflows.BackupRestoreWorkflowID(in.ID), workflows.BackupRestore, in)
+		return wait(ctx, run, err)
+	}, false},
+	// A scheduled backup written and pruned in one activity.
+	{"scheduled_backup.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.ScheduledBackupWorkflowID+"-"+unique("h"), workflows.ScheduledBackup, workflows.ScheduledBackupInput{ID: unique("run")})
 		return wait(ctx, run, err)
 	}, false},
 	// Service actions (issue 26): a site worker restarted on its own

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
@@ -31,7 +30,7 @@ func (s *serverAdminAPI) serviceRoutes() []Route {
 			Out(http.StatusAccepted, serviceRestartJSON{}).Errors(serveradmin.ECodeNoSupervisor, ECodeTemporalUnavailable), "Queue a safe detached restart"},
 		{"GET", "/api/server/services/actions", AuthAdmin, getAction(s.Server, s.serviceActions), "List recent service actions"},
 		{"GET", "/api/server/services/actions/{workflow_id}", AuthAdmin, getAction(s.Server, func(r *http.Request) (workflowclient.ServiceActionView, error) {
-			return s.Actions.Get(r.Context(), chi.URLParam(r, "workflow_id"))
+			return s.Actions.Get(r.Context(), pathParam(r, "workflow_id"))
 		}).Errors(cairn.ECodeNotFound), "Get a service action's outcome"},
 	}
 }
@@ -48,7 +47,7 @@ func (s *serverAdminAPI) parseAction(r *http.Request, action string) (serveradmi
 	if err != nil {
 		return serveradmin.ServiceAction{}, err
 	}
-	return serveradmin.ParseServiceAction(chi.URLParam(r, "service_key"), action, func(slug string) bool {
+	return serveradmin.ParseServiceAction(pathParam(r, "service_key"), action, func(slug string) bool {
 		for _, st := range list {
 			if st.Slug == slug {
 				return true
@@ -87,7 +86,7 @@ func (s *serverAdminAPI) serviceRestart(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, s.Log, err)
 		return
 	}
-	key := chi.URLParam(r, "service_key")
+	key := pathParam(r, "service_key")
 	if key != serveradmin.ServiceEngine {
 		a, err := s.parseAction(r, serveradmin.ActionRestart)
 		if err != nil {

@@ -48,8 +48,9 @@ func TestServerServiceActions(t *testing.T) {
 	require.True(t, after.Since.After(before.Since), "the worker started again")
 	require.Equal(t, "running", after.State)
 
-	// /restart of a site worker is the same action.
-	r = f.do(t, "POST", "/api/server/services/worker:site:"+slug+"/restart", admin, nil)
+	// /restart of a site worker is the same action (the key's colons
+	// percent-encoded, as the console sends them).
+	r = f.do(t, "POST", "/api/server/services/worker%3Asite%3A"+slug+"/restart", admin, nil)
 	require.Equal(t, 202, r.Status, r.Raw)
 	require.Equal(t, "succeeded", outcome(r.Body["action"].(map[string]any)["workflow_id"].(string))["status"])
 

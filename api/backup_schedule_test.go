@@ -60,6 +60,27 @@ func TestServerBackupSchedule(t *testing.T) {
 	require.Equal(t, dir, r.Body["settings"].(map[string]any)["directory"])
 	require.NotNil(t, r.Body["next_due_at"])
 
+	// A drill before any backup: it fails, and says why.
+	drill := func() map[string]any {
+		t.Helper()
+		before := len(f.do(t, "GET", "/api/server/backup/schedule", admin, nil).Body["drills"].([]any))
+		r := f.do(t, "POST", "/api/server/backup/drill/run", admin, nil)
+		require.Equal(t, 202, r.Status, r.Raw)
+		var d map[string]any
+		require.Eventually(t, func() bool {
+			drills := f.do(t, "GET", "/api/server/backup/schedule", admin, nil).Body["drills"].([]any)
+			if len(drills) <= before {
+				return false
+			}
+			d = drills[0].(map[string]any)
+			return d["status"] != "running"
+		}, 120*time.Second, 100*time.Millisecond)
+		return d
+	}
+	d := drill()
+	require.Equal(t, "failed", d["status"], d)
+	require.Contains(t, d["detail"], "no scheduled backup")
+
 	r = f.do(t, "POST", "/api/server/backup/schedule/run", admin, nil)
 	require.Equal(t, 202, r.Status, r.Raw)
 	var run map[string]any
@@ -84,8 +105,14 @@ func TestServerBackupSchedule(t *testing.T) {
 	require.Equal(t, true, a.Body["restorable"], a.Raw)
 	require.NotNil(t, f.do(t, "GET", "/api/server/backup/schedule", admin, nil).Body["last_success_at"])
 
+	// The drill restores that file into a scratch database: it passes.
+	d = drill()
+	require.Equal(t, "succeeded", d["status"], d)
+	require.Contains(t, d["detail"], "passed: "+run["file"].(string))
+
 	for _, c := range []struct{ method, path string }{
 		{"GET", "/api/server/backup/schedule"}, {"PUT", "/api/server/backup/schedule"}, {"POST", "/api/server/backup/schedule/run"},
+		{"POST", "/api/server/backup/drill/run"},
 	} {
 		require.Equal(t, 403, f.do(t, c.method, c.path, op, valid).Status, c.path)
 	}

@@ -24,8 +24,9 @@ type BackupArea struct {
 	Backups *backup.Service
 	// Restores runs the restore:<id> workflow.
 	Restores workflowclient.RestoreStarter
-	// Scheduled starts a scheduled backup.
+	// Scheduled starts a scheduled backup; Drills a restore drill.
 	Scheduled ScheduledBackupRunner
+	Drills    ScheduledBackupRunner
 }
 
 type backupAPI struct {

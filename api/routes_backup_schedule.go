@@ -22,6 +22,8 @@ func (a *backupAPI) scheduleRoutes() []Route {
 		{"PUT", "/api/server/backup/schedule", AuthAdmin, jsonAction(a.Server, http.StatusOK, false, a.setSchedule), "Set the backup schedule"},
 		{"POST", "/api/server/backup/schedule/run", AuthAdmin, jsonAction(a.Server, http.StatusAccepted, true, a.runSchedule).
 			Errors(ECodeTemporalUnavailable), "Write a scheduled backup now"},
+		{"POST", "/api/server/backup/drill/run", AuthAdmin, jsonAction(a.Server, http.StatusAccepted, true, a.runDrill).
+			Errors(ECodeTemporalUnavailable), "Run a restore drill now"},
 	}
 }
 
@@ -32,6 +34,8 @@ type backupScheduleJSON struct {
 	LastSuccessAt *time.Time   `json:"last_success_at,omitempty"`
 	NextDueAt     *time.Time   `json:"next_due_at,omitempty"`
 	Runs          []backup.Run `json:"runs"`
+	// Drills are the newest restore drills: succeeded is a pass.
+	Drills []backup.Run `json:"drills"`
 }
 
 func (a *backupAPI) schedule(r *http.Request) (backupScheduleJSON, error) {
@@ -40,7 +44,7 @@ func (a *backupAPI) schedule(r *http.Request) (backupScheduleJSON, error) {
 	if err != nil {
 		return backupScheduleJSON{}, err
 	}
-	runs, err := a.Backups.Runs(ctx, 10)
+	runs, err := a.Backups.Runs(ctx, backup.RunScheduled, 10)
 	if err != nil {
 		return backupScheduleJSON{}, err
 	}
@@ -48,7 +52,11 @@ func (a *backupAPI) schedule(r *http.Request) (backupScheduleJSON, error) {
 	if err != nil {
 		return backupScheduleJSON{}, err
 	}
-	out := backupScheduleJSON{Settings: s, Runs: runs}
+	drills, err := a.Backups.Runs(ctx, backup.RunDrill, 5)
+	if err != nil {
+		return backupScheduleJSON{}, err
+	}
+	out := backupScheduleJSON{Settings: s, Runs: runs, Drills: drills}
 	if !last.IsZero() {
 		out.LastSuccessAt = &last
 	}
@@ -89,6 +97,13 @@ type backupRunJSON struct {
 
 func (a *backupAPI) runSchedule(r *http.Request, _ backupRunRequest) (backupRunJSON, error) {
 	if err := a.Scheduled.Start(r.Context()); err != nil {
+		return backupRunJSON{}, err
+	}
+	return backupRunJSON{Status: "queued"}, nil
+}
+
+func (a *backupAPI) runDrill(r *http.Request, _ backupRunRequest) (backupRunJSON, error) {
+	if err := a.Drills.Start(r.Context()); err != nil {
 		return backupRunJSON{}, err
 	}
 	return backupRunJSON{Status: "queued"}, nil

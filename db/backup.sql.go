@@ -157,6 +157,18 @@ func (q *Queries) BackupRunFinish(ctx context.Context, arg BackupRunFinishParams
 	return err
 }
 
+const backupRunLastStarted = `-- name: BackupRunLastStarted :one
+SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = $1
+`
+
+// When the last run of kind started, whatever its outcome (the epoch: never).
+func (q *Queries) BackupRunLastStarted(ctx context.Context, kind string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, backupRunLastStarted, kind)
+	var started_at time.Time
+	err := row.Scan(&started_at)
+	return started_at, err
+}
+
 const backupRunLastSuccess = `-- name: BackupRunLastSuccess :one
 SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = $1 AND status = 'succeeded'
 `

@@ -68,3 +68,26 @@ func (s ScheduledBackupStarter) Start(ctx context.Context) error {
 	}, workflows.ScheduledBackup, workflows.ScheduledBackupInput{ID: uuid.NewString()})
 	return err
 }
+
+// RestoreDrillStarter starts the RestoreDrill workflow.
+type RestoreDrillStarter struct {
+	Client client.Client
+	// TaskQueue is EngineTaskQueue when empty.
+	TaskQueue string
+}
+
+// Start starts a restore drill, or joins the one running.
+func (s RestoreDrillStarter) Start(ctx context.Context) error {
+	id := workflows.RestoreDrillWorkflowID
+	if s.TaskQueue != "" && s.TaskQueue != workflows.EngineTaskQueue {
+		id += ":" + s.TaskQueue
+	}
+	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                cmp.Or(s.TaskQueue, workflows.EngineTaskQueue),
+		WorkflowExecutionTimeout: 6 * time.Hour,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    jobKindAttr(workflows.JobKindRestoreDrill),
+	}, workflows.RestoreDrill, workflows.ScheduledBackupInput{ID: uuid.NewString()})
+	return err
+}

@@ -65,3 +65,7 @@ SELECT * FROM backup_runs WHERE kind = @kind ORDER BY started_at DESC LIMIT @max
 -- name: BackupRunLastSuccess :one
 -- When the last run of kind succeeded (the epoch: never).
 SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = @kind AND status = 'succeeded';
+
+-- name: BackupRunLastStarted :one
+-- When the last run of kind started, whatever its outcome (the epoch: never).
+SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = @kind;

@@ -261,9 +261,9 @@ type Run struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-// Runs lists the newest scheduled backups.
-func (s *Service) Runs(ctx context.Context, limit int) ([]Run, error) {
-	rows, err := s.store.BackupRunList(ctx, db.BackupRunListParams{Kind: RunScheduled, MaxRows: int32(limit)})
+// Runs lists the newest runs of kind (RunScheduled, RunDrill).
+func (s *Service) Runs(ctx context.Context, kind string, limit int) ([]Run, error) {
+	rows, err := s.store.BackupRunList(ctx, db.BackupRunListParams{Kind: kind, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -287,9 +287,23 @@ func (s *Service) LastSuccess(ctx context.Context) (time.Time, error) {
 	return t, nil
 }
 
-// BeginRun records a run starting (idempotent).
+// BeginRun records a scheduled backup starting (idempotent).
 func (s *Service) BeginRun(ctx context.Context, id string) error {
 	return s.store.BackupRunBegin(ctx, db.BackupRunBeginParams{ID: id, Kind: RunScheduled})
+}
+
+// BeginDrill records a restore drill starting (idempotent).
+func (s *Service) BeginDrill(ctx context.Context, id string) error {
+	return s.store.BackupRunBegin(ctx, db.BackupRunBeginParams{ID: id, Kind: RunDrill})
+}
+
+// LastDrill is when the last restore drill started (zero: never).
+func (s *Service) LastDrill(ctx context.Context) (time.Time, error) {
+	t, err := s.store.BackupRunLastStarted(ctx, RunDrill)
+	if err != nil || t.Unix() == 0 {
+		return time.Time{}, err
+	}
+	return t, nil
 }
 
 // FinishRun records a run's outcome.

@@ -48,6 +48,11 @@ var standIns = map[string]any{
 		return backup.Run{ID: id, Status: "succeeded", File: "cairn-backup-19700101-000000.json", SizeBytes: 1024, Pruned: []string{}}, nil
 	},
 	"StartDueBackup": func(context.Context) (int64, error) { return 1, nil },
+	"RunRestoreDrill": func(_ context.Context, id string) (backup.Run, error) {
+		return backup.Run{ID: id, Status: "succeeded", File: "cairn-backup-19700101-000000.json", Pruned: []string{},
+			Detail: "passed: cairn-backup-19700101-000000.json restored into a scratch database, 40 tables, 12 rows, counts and foreign keys hold"}, nil
+	},
+	"StartDueDrill": func(context.Context) (int64, error) { return 1, nil },
 	"RestartSiteWorker": func(context.Context, string, string) (activities.WorkerRestart, error) {
 		return activities.WorkerRestart{Process: "cairn@histories:1"}, nil
 	},
@@ -294,6 +299,11 @@ var scenarios = []scenario{
 	// A scheduled backup written and pruned in one activity.
 	{"scheduled_backup.json", func(ctx context.Context, c client.Client) (string, error) {
 		run, err := start(ctx, c, workflows.ScheduledBackupWorkflowID+"-"+unique("h"), workflows.ScheduledBackup, workflows.ScheduledBackupInput{ID: unique("run")})
+		return wait(ctx, run, err)
+	}, false},
+	// The weekly restore drill: one activity, passed.
+	{"restore_drill.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.RestoreDrillWorkflowID+"-"+unique("h"), workflows.RestoreDrill, workflows.ScheduledBackupInput{ID: unique("drill")})
 		return wait(ctx, run, err)
 	}, false},
 	// Service actions (issue 26): a site worker restarted on its own

@@ -139,6 +139,7 @@ export const backupSchedule = {
   get: () => call('get', '/api/server/backup/schedule'),
   set: (body: BackupScheduleInput) => call('put', '/api/server/backup/schedule', { body }),
   runNow: () => call('post', '/api/server/backup/schedule/run', { body: {} }),
+  drillNow: () => call('post', '/api/server/backup/drill/run', { body: {} }),
 };
 
 /** The phrase a restore is sent with (SPEC Limits). */

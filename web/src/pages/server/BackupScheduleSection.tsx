@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import FormControlLabel from '@mui/material/FormControlLabel';
@@ -52,7 +53,13 @@ export function BackupScheduleSection() {
     mutationFn: backupSchedule.runNow,
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['backup-schedule'] }),
   });
+  const drillNow = useMutation({
+    mutationFn: backupSchedule.drillNow,
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['backup-schedule'] }),
+  });
   const runs = query.data?.runs ?? [];
+  const drills = query.data?.drills ?? [];
+  const lastDrill = drills.find((d) => d.status !== 'running');
 
   return (
     <Paper variant="outlined" sx={{ p: 2.5, mb: 2, maxWidth: 760 }} data-testid="backup-schedule">
@@ -104,9 +111,13 @@ export function BackupScheduleSection() {
             <Button variant="outlined" disabled={runNow.isPending || !query.data?.settings.directory} onClick={() => runNow.mutate()}>
               Back up now
             </Button>
+            <Button variant="outlined" disabled={drillNow.isPending || !query.data?.settings.directory} onClick={() => drillNow.mutate()}>
+              Run restore drill
+            </Button>
           </Box>
           {save.isError && <ErrorAlert error={save.error} />}
           {runNow.isError && <ErrorAlert error={runNow.error} />}
+          {drillNow.isError && <ErrorAlert error={drillNow.error} />}
         </Box>
       )}
       {query.data?.last_success_at && (
@@ -114,6 +125,11 @@ export function BackupScheduleSection() {
           Last backup {formatDateTime(query.data.last_success_at)}
           {query.data.next_due_at ? `; next due ${formatDateTime(query.data.next_due_at)}` : ''}.
         </Typography>
+      )}
+      {lastDrill && (
+        <Alert severity={lastDrill.status === 'succeeded' ? 'success' : 'error'} sx={{ mt: 1.5 }} data-testid="restore-drill">
+          Restore drill {lastDrill.status === 'succeeded' ? 'passed' : 'failed'} ({formatDateTime(lastDrill.started_at)}): {lastDrill.detail}
+        </Alert>
       )}
       {runs.length > 0 && (
         <Table size="small" sx={{ mt: 1.5 }} aria-label="Backup runs">

@@ -103,6 +103,9 @@ describe('BackupScheduleSection', () => {
     settings: { enabled: false, directory: '', interval_hours: 24, keep_daily: 7, keep_weekly: 4, keep_monthly: 12, updated_by: '', updated_at: '1970-01-01T00:00:00Z' },
     runs: [{ id: 'r1', status: 'succeeded', file: 'cairn-backup-20261129-030000.json', size_bytes: 10, pruned: [], detail: 'wrote cairn-backup-20261129-030000.json; pruned 0', started_at: '2026-11-29T03:00:00Z' }],
     last_success_at: '2026-11-29T03:00:00Z',
+    drills: [
+      { id: 'd1', status: 'failed', file: 'x.json', size_bytes: 0, pruned: [], detail: 'failed: x.json: devices.devices_site_id_fkey: 2 rows break it', started_at: '2026-11-29T04:00:00Z' },
+    ],
   };
 
   it('saves the schedule and shows the runs and the Engine\'s refusal', async () => {
@@ -116,6 +119,8 @@ describe('BackupScheduleSection', () => {
     });
     renderWithProviders(<BackupScheduleSection />);
     expect(await screen.findByText('wrote cairn-backup-20261129-030000.json; pruned 0')).toBeInTheDocument();
+    expect(screen.getByTestId('restore-drill')).toHaveTextContent('Restore drill failed');
+    expect(screen.getByTestId('restore-drill')).toHaveTextContent('devices.devices_site_id_fkey: 2 rows break it');
     await user.click(screen.getByLabelText('Enabled'));
     await user.type(screen.getByLabelText('Directory'), 'relative');
     await user.click(screen.getByRole('button', { name: 'Save schedule' }));

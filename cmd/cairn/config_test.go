@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,6 +283,11 @@ func TestLogFileSettings(t *testing.T) {
 	t.Setenv("CAIRN_LOG_MAX_MB", "0")
 	_, err = loadTestConfig(t)
 	require.ErrorContains(t, err, "CAIRN_LOG_MAX_MB")
+
+	// A worker's file is named by its sites.
+	require.Equal(t, "worker-branch-hq", workerLogSource([]string{"hq", "branch"}))
+	long := workerLogSource([]string{strings.Repeat("a", 51), strings.Repeat("b", 51)})
+	require.Regexp(t, `^worker-[0-9a-f]{12}$`, long)
 }
 
 // File transfer limits default to 4 GiB and 24 hours, come from the

@@ -51,6 +51,18 @@ type workerJSON struct {
 	// TemporalUIURL lists the queue's workflows in the Temporal UI (absent
 	// when no Temporal UI is configured).
 	TemporalUIURL string `json:"temporal_ui_url,omitempty"`
+	// RecentWorkflowRuns are the queue's newest workflows (at most 5).
+	RecentWorkflowRuns []recentWorkflowJSON `json:"recent_workflow_runs"`
+}
+
+// recentWorkflowJSON is one of a queue's newest workflows.
+type recentWorkflowJSON struct {
+	WorkflowID string    `json:"workflow_id"`
+	Type       string    `json:"type"`
+	Status     string    `json:"status" openapi:"enum=running|completed|failed|canceled|terminated|continued_as_new|timed_out|unspecified"`
+	StartTime  time.Time `json:"start_time"`
+	// TemporalUIURL opens the run in the Temporal UI (absent without one).
+	TemporalUIURL string `json:"temporal_ui_url,omitempty"`
 }
 
 // assignedWorkJSON is a site's work: agent operations sent and awaiting
@@ -116,7 +128,8 @@ type serverWorkersJSON struct {
 }
 
 func (s *Server) describeWorker(ctx context.Context, queue string, since time.Time) workerJSON {
-	wj := workerJSON{TaskQueue: queue, State: workers.StateStopped, Pollers: []pollerJSON{}, TemporalUIURL: s.temporalUIQueueURL(queue)}
+	wj := workerJSON{TaskQueue: queue, State: workers.StateStopped, Pollers: []pollerJSON{}, TemporalUIURL: s.temporalUIQueueURL(queue),
+		RecentWorkflowRuns: []recentWorkflowJSON{}}
 	if s.Workers != nil {
 		for _, st := range s.Workers.Statuses() {
 			if st.TaskQueue == queue {
@@ -138,12 +151,29 @@ func (s *Server) describeWorker(ctx context.Context, queue string, since time.Ti
 		wj.State = workers.StateRunning
 	}
 	wj.RecentWorkflows, wj.RunningWorkflows = info.RecentWorkflows, info.RunningWorkflows
+	for _, w := range info.Recent {
+		rw := recentWorkflowJSON{WorkflowID: w.WorkflowID, Type: w.Type, Status: w.Status, StartTime: w.StartTime}
+		if base := s.temporalUIBase(); base != "" {
+			rw.TemporalUIURL = base + "/workflows/" + url.PathEscape(w.WorkflowID) + "/" + url.PathEscape(w.RunID)
+		}
+		wj.RecentWorkflowRuns = append(wj.RecentWorkflowRuns, rw)
+	}
 	return wj
 }
 
 // temporalUIQueueURL is the Temporal UI's list of queue's workflows, in
 // the first Temporal UI the Engine knows ("" when none is).
 func (s *Server) temporalUIQueueURL(queue string) string {
+	base := s.temporalUIBase()
+	if base == "" {
+		return ""
+	}
+	return base + "/workflows?query=" + url.QueryEscape(fmt.Sprintf("TaskQueue=%q", queue))
+}
+
+// temporalUIBase is the namespace's page in the first Temporal UI the
+// Engine knows ("" when none is).
+func (s *Server) temporalUIBase() string {
 	if len(s.TemporalUIOrigins) == 0 {
 		return ""
 	}
@@ -151,6 +181,5 @@ func (s *Server) temporalUIQueueURL(queue string) string {
 	if ns == "" {
 		ns = "default"
 	}
-	return strings.TrimRight(s.TemporalUIOrigins[0], "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows?query=" +
-		url.QueryEscape(fmt.Sprintf("TaskQueue=%q", queue))
+	return strings.TrimRight(s.TemporalUIOrigins[0], "/") + "/namespaces/" + url.PathEscape(ns)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,21 @@ func TestServerAdministrationEndToEnd(t *testing.T) {
 	cert := got["result"].(map[string]any)["certificate"].(map[string]any)
 	require.Equal(t, cert["before"].(map[string]any)["fingerprint"], cert["after"].(map[string]any)["fingerprint"])
 	require.NotEmpty(t, cert["after"].(map[string]any)["fingerprint"])
+
+	// The Engine queue's newest workflows list it, with a link into the
+	// Temporal UI.
+	var recent []any
+	require.True(t, assertEventually(60*time.Second, func() bool {
+		engine := eng.call(t, "GET", "/api/server/workers", token, nil)["engine"].(map[string]any)
+		recent = engine["recent_workflow_runs"].([]any)
+		for _, w := range recent {
+			m := w.(map[string]any)
+			if m["type"] == "ServiceAction" && m["workflow_id"] == r["workflow_id"] {
+				return strings.HasPrefix(m["temporal_ui_url"].(string), "http://temporal-ui.test:8233/namespaces/default/workflows/service-action")
+			}
+		}
+		return false
+	}), "recent workflows: %v", recent)
 
 	r = eng.post(t, "/api/server/services/worker:site:admin-e2e/action", token, map[string]any{"action": "restart"})
 	got = outcome(r["workflow_id"].(string))

@@ -6192,6 +6192,15 @@ export interface components {
             /** Format: date-time */
             reauthenticated_until: string;
         };
+        RecentWorkflow: {
+            /** Format: date-time */
+            start_time: string;
+            /** @enum {string} */
+            status: "running" | "completed" | "failed" | "canceled" | "terminated" | "continued_as_new" | "timed_out" | "unspecified";
+            temporal_ui_url?: string;
+            type: string;
+            workflow_id: string;
+        };
         Recover: {
             queued: string[];
         };
@@ -7345,6 +7354,7 @@ export interface components {
             /** Format: int64 */
             online_devices?: number | null;
             pollers: components["schemas"]["Poller"][];
+            recent_workflow_runs: components["schemas"]["RecentWorkflow"][];
             /** Format: int64 */
             recent_workflows: number | null;
             /** Format: int64 */

@@ -15,6 +15,7 @@ const engineWorker = {
   pollers: [],
   recent_workflows: 2,
   running_workflows: 1,
+  recent_workflow_runs: [],
 };
 const siteWorker = {
   site_id: 1,
@@ -32,6 +33,15 @@ const siteWorker = {
   recent_workflows: null,
   running_workflows: 4,
   temporal_ui_url: 'http://temporal.test/namespaces/default/workflows?query=x',
+  recent_workflow_runs: [
+    {
+      workflow_id: 'tunnel:g-1',
+      type: 'TunnelEstablish',
+      status: 'completed' as const,
+      start_time: '2026-11-29T06:00:00Z',
+      temporal_ui_url: 'http://temporal.test/namespaces/default/workflows/tunnel:g-1/run-1',
+    },
+  ],
 };
 
 describe('workerRows', () => {
@@ -62,6 +72,10 @@ describe('ServerPage', () => {
     expect(siteRow.querySelector('[col-id="assigned_work"]')).toHaveTextContent('ops 1 running, 2 queued · jobs 0 running, 1 queued');
     expect(siteRow.querySelector('[col-id="running_workflows"]')).toHaveTextContent('4');
     expect(within(siteRow).getByRole('link', { name: 'Open' })).toHaveAttribute('href', siteWorker.temporal_ui_url);
+    expect(within(siteRow).getByRole('link', { name: 'TunnelEstablish (completed)' })).toHaveAttribute(
+      'href',
+      'http://temporal.test/namespaces/default/workflows/tunnel:g-1/run-1',
+    );
     expect(siteRow.querySelector('[col-id="recent_workflows"]')).toHaveTextContent('—');
     expect(siteRow.querySelector('[col-id="pollers"]')).toHaveTextContent('1');
     expect(screen.getByText('engine')).toBeInTheDocument();

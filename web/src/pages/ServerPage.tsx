@@ -88,6 +88,34 @@ export function workSummary(w: WorkerRow['assigned_work']): string {
   return `ops ${w.operations_running} running, ${w.operations_queued} queued · jobs ${w.jobs_running} running, ${w.jobs_queued} queued`;
 }
 
+function NewestRunCell({ data }: CustomCellRendererProps<WorkerRow>) {
+  const runs = data?.recent_workflow_runs ?? [];
+  if (runs.length === 0) return <span>—</span>;
+  const newest = runs[0];
+  const label = `${newest.type} (${newest.status})`;
+  return (
+    <Tooltip
+      title={
+        <Box component="ul" sx={{ m: 0, pl: 2 }}>
+          {runs.map((r) => (
+            <li key={r.workflow_id}>
+              {r.type} {r.status} {formatDateTime(r.start_time)}
+            </li>
+          ))}
+        </Box>
+      }
+    >
+      {newest.temporal_ui_url ? (
+        <a href={newest.temporal_ui_url} target="_blank" rel="noreferrer noopener">
+          {label}
+        </a>
+      ) : (
+        <span>{label}</span>
+      )}
+    </Tooltip>
+  );
+}
+
 function TemporalLinkCell({ data }: CustomCellRendererProps<WorkerRow>) {
   if (!data?.temporal_ui_url) return <span>—</span>;
   return (
@@ -187,6 +215,7 @@ export default function ServerPage() {
         type: 'numericColumn',
         valueFormatter: (p) => num(p.value),
       },
+      { colId: 'newest_run', headerName: 'Newest workflow', flex: 1.5, minWidth: 170, cellRenderer: NewestRunCell },
       { colId: 'temporal_ui', headerName: 'Temporal UI', width: 115, cellRenderer: TemporalLinkCell },
     ],
     [],

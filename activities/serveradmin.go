@@ -38,6 +38,8 @@ type CertificateState struct {
 type WorkerRestart struct {
 	// Process is the process whose worker restarts (cairn@host:pid).
 	Process string `json:"process"`
+	// RequestedAt is when that process took the request.
+	RequestedAt time.Time `json:"requested_at"`
 	// Repeated: a retry found the restart already done here.
 	Repeated bool `json:"repeated,omitempty"`
 }
@@ -52,7 +54,7 @@ func (a *ServiceAdmin) RestartSiteWorker(ctx context.Context, queue, request str
 	if !ok {
 		return WorkerRestart{}, temporal.NewNonRetryableApplicationError("this process runs no worker of "+queue, "NoWorker", nil)
 	}
-	return WorkerRestart{Process: a.Workers.Identity(), Repeated: !done}, nil
+	return WorkerRestart{Process: a.Workers.Identity(), RequestedAt: time.Now().UTC(), Repeated: !done}, nil
 }
 
 // WorkerServing is a site queue's worker answering after a restart.
@@ -62,10 +64,16 @@ type WorkerServing struct {
 }
 
 // SiteWorkerServing answers from a worker of queue (it runs on it): the
-// queue is served again. It names the process and when its worker
+// queue is served again. In the process that restarted, only the new
+// worker may answer: the old one, still stopping, fails the attempt
+// (retried, so the new worker takes it); another process serving the
+// queue answers at once. It names the process and when its worker
 // started.
-func (a *ServiceAdmin) SiteWorkerServing(_ context.Context, queue string) (WorkerServing, error) {
-	at, _ := a.Started(queue)
+func (a *ServiceAdmin) SiteWorkerServing(_ context.Context, queue string, restart WorkerRestart) (WorkerServing, error) {
+	at, ok := a.Started(queue)
+	if a.Workers.Identity() == restart.Process && (!ok || !at.After(restart.RequestedAt)) {
+		return WorkerServing{}, temporal.NewApplicationError("the worker of "+queue+" has not started again yet", "NotRestartedYet")
+	}
 	return WorkerServing{Process: a.Workers.Identity(), StartedAt: at}, nil
 }
 

@@ -43,10 +43,12 @@ func TestServerServiceActions(t *testing.T) {
 	require.Equal(t, "succeeded", got["status"], got)
 	res := got["result"].(map[string]any)
 	require.Contains(t, res["detail"], "restarted in")
+	// The new worker answered the workflow's last step: it runs.
 	after, ok := f.engine.mgr.Status(queue)
-	require.True(t, ok)
+	require.True(t, ok, "the worker is running again once the action succeeded")
 	require.True(t, after.Since.After(before.Since), "the worker started again")
 	require.Equal(t, "running", after.State)
+	require.Equal(t, after.Since.UTC().Format(time.RFC3339Nano), res["serving"].(map[string]any)["started_at"])
 
 	// /restart of a site worker is the same action (the key's colons
 	// percent-encoded, as the console sends them).

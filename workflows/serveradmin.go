@@ -81,7 +81,7 @@ func ServiceAction(ctx workflow.Context, in ServiceActionInput) (ServiceActionRe
 			return out, err
 		}
 		var s activities.WorkerServing
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, site), a.SiteWorkerServing, queue).Get(ctx, &s); err != nil {
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, site), a.SiteWorkerServing, queue, r).Get(ctx, &s); err != nil {
 			return out, err
 		}
 		out.Restart, out.Serving = &r, &s

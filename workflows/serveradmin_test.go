@@ -45,7 +45,7 @@ func TestServiceActionRestartsASiteWorkerOnItsQueue(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	w := &fakeWorkers{restarts: map[string]int{}}
-	started := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	started := time.Now().Add(time.Hour).UTC().Round(0) // after the restart was asked
 	acts := &activities.ServiceAdmin{Workers: w, Started: func(string) (time.Time, bool) { return started, true }}
 	env.RegisterActivity(acts)
 	var queues []string
@@ -94,4 +94,32 @@ func TestServiceActionCertificateAndTunnels(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, "NoCertificate", app.Type())
+}
+
+// After a restart, the old worker of the restarting process (still
+// stopping) may not confirm it; the new one, or another process serving
+// the queue, does.
+func TestSiteWorkerServingOnlyFromAWorkerThatStartedAgain(t *testing.T) {
+	t.Parallel()
+	asked := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name    string
+		process string
+		started time.Time
+		running bool
+		ok      bool
+	}{
+		{"the old worker", "cairn@test:1", asked.Add(-time.Hour), true, false},
+		{"none yet", "cairn@test:1", time.Time{}, false, false},
+		{"the new worker", "cairn@test:1", asked.Add(time.Second), true, true},
+		{"another process", "cairn@other:2", asked.Add(-time.Hour), true, true},
+	} {
+		a := &activities.ServiceAdmin{Workers: &fakeWorkers{}, Started: func(string) (time.Time, bool) { return c.started, c.running }}
+		_, err := a.SiteWorkerServing(context.Background(), "site:hq", activities.WorkerRestart{Process: c.process, RequestedAt: asked})
+		if c.ok {
+			require.NoError(t, err, c.name)
+		} else {
+			require.Error(t, err, c.name)
+		}
+	}
 }

@@ -56,7 +56,7 @@ var standIns = map[string]any{
 	"RestartSiteWorker": func(context.Context, string, string) (activities.WorkerRestart, error) {
 		return activities.WorkerRestart{Process: "cairn@histories:1"}, nil
 	},
-	"SiteWorkerServing": func(context.Context, string) (activities.WorkerServing, error) {
+	"SiteWorkerServing": func(context.Context, string, activities.WorkerRestart) (activities.WorkerServing, error) {
 		return activities.WorkerServing{Process: "cairn@histories:1", StartedAt: time.Unix(60, 0).UTC()}, nil
 	},
 	"ReloadCertificate": func(context.Context) (activities.CertificateReload, error) {

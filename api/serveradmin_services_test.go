@@ -69,13 +69,16 @@ func TestServerServiceActions(t *testing.T) {
 	require.Equal(t, "succeeded", got["status"])
 	require.Equal(t, "no active tunnel to reconcile", got["result"].(map[string]any)["detail"])
 
-	list := f.do(t, "GET", "/api/server/services/actions", admin, nil)
-	require.Equal(t, 200, list.Status, list.Raw)
-	seen := map[string]bool{}
-	for _, a := range list.Body["actions"].([]any) {
-		seen[a.(map[string]any)["workflow_id"].(string)] = true
-	}
-	require.True(t, seen[wid], "the restart is listed")
+	require.Eventually(t, func() bool { // visibility is eventually consistent
+		list := f.do(t, "GET", "/api/server/services/actions", admin, nil)
+		require.Equal(t, 200, list.Status, list.Raw)
+		for _, a := range list.Body["actions"].([]any) {
+			if a.(map[string]any)["workflow_id"] == wid {
+				return a.(map[string]any)["status"] == "succeeded"
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond, "the restart is listed with its outcome")
 
 	// The Engine itself: no supervisor runs it here.
 	r = f.do(t, "POST", "/api/server/services/engine/restart", admin, nil)

@@ -33,6 +33,8 @@ require (
 	google.golang.org/protobuf v1.36.11
 )
 
+require gopkg.in/natefinch/lumberjack.v2 v2.2.1
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	cloud.google.com/go v0.120.0 // indirect

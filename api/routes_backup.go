@@ -24,6 +24,9 @@ type BackupArea struct {
 	Backups *backup.Service
 	// Restores runs the restore:<id> workflow.
 	Restores workflowclient.RestoreStarter
+	// Scheduled starts a scheduled backup; Drills a restore drill.
+	Scheduled ScheduledBackupRunner
+	Drills    ScheduledBackupRunner
 }
 
 type backupAPI struct {
@@ -39,7 +42,7 @@ var backupErrors = []string{backup.ECodeMalformed, backup.ECodeWrongCipher, back
 func (d BackupArea) routes(s *Server) []Route {
 	a := &backupAPI{Server: s, BackupArea: d}
 	const form = "multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup)"
-	return []Route{
+	return append(a.scheduleRoutes(), []Route{
 		{"GET", "/api/server/backup/export", AuthAdmin, raw(a.export).Stream(http.StatusOK, "application/json").
 			Summary("The encrypted backup file as an attachment; needs the master cipher unlocked").
 			Errors(cairn.ECodeAegisLocked, cairn.ECodeConflict), "Export an encrypted backup"},
@@ -55,7 +58,7 @@ func (d BackupArea) routes(s *Server) []Route {
 		{"POST", "/api/bootstrap/backup/restore", AuthBootstrap, raw(a.restore(true)).Out(http.StatusOK, restoreJSON{}).
 			Summary("Disaster recovery onto a fresh Engine (phase aegis_setup_required): " + form + " (required), `setup_code`, `confirmation` (exactly `" + backup.Confirmation + "`)").
 			Errors(append(backupErrors, cairn.ECodeWrongPhase, auth.ECodeSetupCodeRequired)...), "Bootstrap: restore a backup"},
-	}
+	}...)
 }
 
 func (s *backupAPI) export(w http.ResponseWriter, r *http.Request) {

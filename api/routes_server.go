@@ -2,10 +2,15 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/workers"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -33,6 +38,42 @@ type workerJSON struct {
 	Pollers         []pollerJSON  `json:"pollers"`
 	TotalDevices    *int64        `json:"total_devices,omitempty"`
 	RecentWorkflows *int64        `json:"recent_workflows"`
+	// RunningWorkflows are the queue's workflows running now (null when
+	// Temporal's visibility did not answer).
+	RunningWorkflows *int64 `json:"running_workflows"`
+	// OnlineDevices heartbeated within the online window; ConnectedAgents
+	// hold a live management socket on some site worker (sites only).
+	OnlineDevices   *int64 `json:"online_devices,omitempty"`
+	ConnectedAgents *int64 `json:"connected_agents,omitempty"`
+	// AssignedWork is what the site's worker is doing or has waiting
+	// (sites only).
+	AssignedWork *assignedWorkJSON `json:"assigned_work,omitempty"`
+	// TemporalUIURL lists the queue's workflows in the Temporal UI (absent
+	// when no Temporal UI is configured).
+	TemporalUIURL string `json:"temporal_ui_url,omitempty"`
+	// RecentWorkflowRuns are the queue's newest workflows (at most 5).
+	RecentWorkflowRuns []recentWorkflowJSON `json:"recent_workflow_runs"`
+}
+
+// recentWorkflowJSON is one of a queue's newest workflows.
+type recentWorkflowJSON struct {
+	WorkflowID string    `json:"workflow_id"`
+	Type       string    `json:"type"`
+	Status     string    `json:"status" openapi:"enum=running|completed|failed|canceled|terminated|continued_as_new|timed_out|unspecified"`
+	StartTime  time.Time `json:"start_time"`
+	// TemporalUIURL opens the run in the Temporal UI (absent without one).
+	TemporalUIURL string `json:"temporal_ui_url,omitempty"`
+}
+
+// assignedWorkJSON is a site's work: agent operations sent and awaiting
+// the agent's reply (running) or not yet written to its socket (queued),
+// and job runs with one of the site's devices running (running) or only
+// pending ones (queued).
+type assignedWorkJSON struct {
+	OperationsRunning int64 `json:"operations_running"`
+	OperationsQueued  int64 `json:"operations_queued"`
+	JobsRunning       int64 `json:"jobs_running"`
+	JobsQueued        int64 `json:"jobs_queued"`
 }
 
 // serverWorkers reports every worker queue: what this process runs, and
@@ -53,11 +94,28 @@ func (s *Server) serverWorkers(w http.ResponseWriter, r *http.Request) {
 	since := s.Now().Add(-time.Duration(history) * time.Second)
 	engine := s.describeWorker(ctx, workflows.EngineTaskQueue, since)
 	engine.Name = "Engine"
+	online := devices.DefaultOnlineWindow
+	if s.Devices != nil {
+		online = s.Devices.OnlineWindow()
+	}
+	load, err := s.Store.ServerSiteWorkload(ctx, db.ServerSiteWorkloadParams{OnlineSeconds: online.Seconds(), SocketSeconds: devices.SocketWindow.Seconds()})
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	bySite := make(map[cairn.SiteID]db.ServerSiteWorkloadRow, len(load))
+	for _, l := range load {
+		bySite[l.SiteID] = l
+	}
 	out := make([]workerJSON, len(list))
 	for i, st := range list {
 		wj := s.describeWorker(ctx, workflows.SiteTaskQueue(st.Slug), since)
-		id, devices := st.ID, st.DeviceCount
-		wj.SiteID, wj.Name, wj.Slug, wj.TotalDevices = &id, st.Name, st.Slug, &devices
+		id, total := st.ID, st.DeviceCount
+		wj.SiteID, wj.Name, wj.Slug, wj.TotalDevices = &id, st.Name, st.Slug, &total
+		l := bySite[st.ID]
+		wj.OnlineDevices, wj.ConnectedAgents = &l.OnlineDevices, &l.ConnectedAgents
+		wj.AssignedWork = &assignedWorkJSON{OperationsRunning: l.OperationsRunning, OperationsQueued: l.OperationsQueued,
+			JobsRunning: l.JobsRunning, JobsQueued: l.JobsQueued}
 		out[i] = wj
 	}
 	writeJSON(w, http.StatusOK, serverWorkersJSON{Engine: engine, Sites: out, HistorySeconds: history})
@@ -70,7 +128,8 @@ type serverWorkersJSON struct {
 }
 
 func (s *Server) describeWorker(ctx context.Context, queue string, since time.Time) workerJSON {
-	wj := workerJSON{TaskQueue: queue, State: workers.StateStopped, Pollers: []pollerJSON{}}
+	wj := workerJSON{TaskQueue: queue, State: workers.StateStopped, Pollers: []pollerJSON{}, TemporalUIURL: s.temporalUIQueueURL(queue),
+		RecentWorkflowRuns: []recentWorkflowJSON{}}
 	if s.Workers != nil {
 		for _, st := range s.Workers.Statuses() {
 			if st.TaskQueue == queue {
@@ -91,6 +150,36 @@ func (s *Server) describeWorker(ctx context.Context, queue string, since time.Ti
 	if info.Live && wj.State != workers.StateFailed {
 		wj.State = workers.StateRunning
 	}
-	wj.RecentWorkflows = info.RecentWorkflows
+	wj.RecentWorkflows, wj.RunningWorkflows = info.RecentWorkflows, info.RunningWorkflows
+	for _, w := range info.Recent {
+		rw := recentWorkflowJSON{WorkflowID: w.WorkflowID, Type: w.Type, Status: w.Status, StartTime: w.StartTime}
+		if base := s.temporalUIBase(); base != "" {
+			rw.TemporalUIURL = base + "/workflows/" + url.PathEscape(w.WorkflowID) + "/" + url.PathEscape(w.RunID)
+		}
+		wj.RecentWorkflowRuns = append(wj.RecentWorkflowRuns, rw)
+	}
 	return wj
+}
+
+// temporalUIQueueURL is the Temporal UI's list of queue's workflows, in
+// the first Temporal UI the Engine knows ("" when none is).
+func (s *Server) temporalUIQueueURL(queue string) string {
+	base := s.temporalUIBase()
+	if base == "" {
+		return ""
+	}
+	return base + "/workflows?query=" + url.QueryEscape(fmt.Sprintf("TaskQueue=%q", queue))
+}
+
+// temporalUIBase is the namespace's page in the first Temporal UI the
+// Engine knows ("" when none is).
+func (s *Server) temporalUIBase() string {
+	if len(s.TemporalUIOrigins) == 0 {
+		return ""
+	}
+	ns := s.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return strings.TrimRight(s.TemporalUIOrigins[0], "/") + "/namespaces/" + url.PathEscape(ns)
 }

@@ -18,6 +18,15 @@ import (
 type ServerAdminArea struct {
 	// Started is when this process started.
 	Started time.Time
+	// LogDir holds the processes' JSON log files ("" when none are
+	// written).
+	LogDir string
+	// Actions queues the service actions (workflowclient.ServiceActions).
+	Actions ServiceActionRunner
+	// Supervisor names what restarts this process ("" for none);
+	// RestartEngine stops the process gracefully (nil: it cannot).
+	Supervisor    string
+	RestartEngine func()
 }
 
 type serverAdminAPI struct {
@@ -27,7 +36,7 @@ type serverAdminAPI struct {
 
 func (d ServerAdminArea) routes(s *Server) []Route {
 	a := &serverAdminAPI{Server: s, ServerAdminArea: d}
-	return []Route{
+	return append(append(a.logRoutes(), a.serviceRoutes()...), []Route{
 		{"GET", "/api/server/time", AuthAdmin, getAction(s, func(*http.Request) (serveradmin.Clock, error) {
 			// The machine's wall clock, whatever clock the API is given.
 			return serveradmin.ClockAt(time.Now(), time.Local), nil
@@ -39,7 +48,7 @@ func (d ServerAdminArea) routes(s *Server) []Route {
 		}), "List the time zones the server knows"},
 		{"GET", "/api/system/go-backend/status", AuthToken, getAction(s, a.backendStatus), "Get the Engine's runtime status"},
 		{"GET", "/api/server/overview", AuthAdmin, getAction(s, a.overview), "Get the server overview"},
-	}
+	}...)
 }
 
 type timezonesJSON struct {

@@ -140,6 +140,8 @@ type fixture struct {
 	// shellNoInput leaves keystrokes out of them.
 	shellTranscriptMax int64
 	shellNoInput       bool
+	// logDir is the replicas' log file directory ("": none).
+	logDir string
 	// creds are the password and TOTP secret behind each session token
 	// from login, for the re-authentication of sensitive actions.
 	credsMu sync.Mutex
@@ -212,7 +214,7 @@ func (f *fixture) newEngine(t *testing.T) *engine {
 		// Event streams re-check their session on each keep-alive: tests
 		// see a stream close soon after its session ends.
 		EventKeepAlive:     keepAlive,
-		ShellTranscriptMax: f.shellTranscriptMax, ShellNoInputRecording: f.shellNoInput,
+		ShellTranscriptMax: f.shellTranscriptMax, ShellNoInputRecording: f.shellNoInput, LogDir: f.logDir,
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start())

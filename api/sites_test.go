@@ -115,6 +115,10 @@ func TestSiteLifecycleDrivesItsWorker(t *testing.T) {
 	require.Equal(t, "running", entry["state"])
 	require.Equal(t, true, entry["local"])
 	require.NotEmpty(t, entry["pollers"])
+	require.EqualValues(t, 0, entry["online_devices"])
+	require.EqualValues(t, 0, entry["connected_agents"])
+	require.Equal(t, map[string]any{"operations_running": 0.0, "operations_queued": 0.0, "jobs_running": 0.0, "jobs_queued": 0.0}, entry["assigned_work"])
+	require.NotNil(t, entry["running_workflows"])
 	require.Equal(t, 400, f.do(t, "GET", "/api/server/workers?history_seconds=-1", token, nil).Status)
 
 	renamed := uniqueSlug("main")

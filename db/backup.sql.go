@@ -115,6 +115,177 @@ func (q *Queries) BackupRestoreTake(ctx context.Context, id string) (BackupResto
 	return i, err
 }
 
+const backupRunBegin = `-- name: BackupRunBegin :exec
+INSERT INTO backup_runs (id, kind) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING
+`
+
+type BackupRunBeginParams struct {
+	ID   string
+	Kind string
+}
+
+// A run starts; a retried start of the same run is a no-op.
+func (q *Queries) BackupRunBegin(ctx context.Context, arg BackupRunBeginParams) error {
+	_, err := q.db.Exec(ctx, backupRunBegin, arg.ID, arg.Kind)
+	return err
+}
+
+const backupRunFinish = `-- name: BackupRunFinish :exec
+UPDATE backup_runs SET status = $1, file = $2, size_bytes = $3, pruned = $4::text[],
+    detail = $5, finished_at = now()
+WHERE id = $6
+`
+
+type BackupRunFinishParams struct {
+	Status    string
+	File      string
+	SizeBytes int64
+	Pruned    []string
+	Detail    string
+	ID        string
+}
+
+func (q *Queries) BackupRunFinish(ctx context.Context, arg BackupRunFinishParams) error {
+	_, err := q.db.Exec(ctx, backupRunFinish,
+		arg.Status,
+		arg.File,
+		arg.SizeBytes,
+		arg.Pruned,
+		arg.Detail,
+		arg.ID,
+	)
+	return err
+}
+
+const backupRunLastStarted = `-- name: BackupRunLastStarted :one
+SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = $1
+`
+
+// When the last run of kind started, whatever its outcome (the epoch: never).
+func (q *Queries) BackupRunLastStarted(ctx context.Context, kind string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, backupRunLastStarted, kind)
+	var started_at time.Time
+	err := row.Scan(&started_at)
+	return started_at, err
+}
+
+const backupRunLastSuccess = `-- name: BackupRunLastSuccess :one
+SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = $1 AND status = 'succeeded'
+`
+
+// When the last run of kind succeeded (the epoch: never).
+func (q *Queries) BackupRunLastSuccess(ctx context.Context, kind string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, backupRunLastSuccess, kind)
+	var started_at time.Time
+	err := row.Scan(&started_at)
+	return started_at, err
+}
+
+const backupRunList = `-- name: BackupRunList :many
+SELECT id, kind, status, file, size_bytes, pruned, detail, started_at, finished_at FROM backup_runs WHERE kind = $1 ORDER BY started_at DESC LIMIT $2
+`
+
+type BackupRunListParams struct {
+	Kind    string
+	MaxRows int32
+}
+
+func (q *Queries) BackupRunList(ctx context.Context, arg BackupRunListParams) ([]BackupRun, error) {
+	rows, err := q.db.Query(ctx, backupRunList, arg.Kind, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BackupRun
+	for rows.Next() {
+		var i BackupRun
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.Status,
+			&i.File,
+			&i.SizeBytes,
+			&i.Pruned,
+			&i.Detail,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const backupScheduleGet = `-- name: BackupScheduleGet :one
+SELECT enabled, directory, interval_hours, keep_daily, keep_weekly, keep_monthly, updated_by, updated_at
+FROM (SELECT id, enabled, directory, interval_hours, keep_daily, keep_weekly, keep_monthly, updated_by, updated_at FROM backup_schedule UNION ALL
+      SELECT true, false, '', 24, 7, 4, 12, '', 'epoch'::timestamptz WHERE NOT EXISTS (SELECT 1 FROM backup_schedule)) s
+LIMIT 1
+`
+
+type BackupScheduleGetRow struct {
+	Enabled       bool
+	Directory     string
+	IntervalHours int32
+	KeepDaily     int32
+	KeepWeekly    int32
+	KeepMonthly   int32
+	UpdatedBy     string
+	UpdatedAt     time.Time
+}
+
+// The scheduled-backup settings (defaults when never saved).
+func (q *Queries) BackupScheduleGet(ctx context.Context) (BackupScheduleGetRow, error) {
+	row := q.db.QueryRow(ctx, backupScheduleGet)
+	var i BackupScheduleGetRow
+	err := row.Scan(
+		&i.Enabled,
+		&i.Directory,
+		&i.IntervalHours,
+		&i.KeepDaily,
+		&i.KeepWeekly,
+		&i.KeepMonthly,
+		&i.UpdatedBy,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const backupScheduleSet = `-- name: BackupScheduleSet :exec
+INSERT INTO backup_schedule (id, enabled, directory, interval_hours, keep_daily, keep_weekly, keep_monthly, updated_by, updated_at)
+VALUES (true, $1, $2, $3, $4, $5, $6, $7, now())
+ON CONFLICT (id) DO UPDATE SET enabled = EXCLUDED.enabled, directory = EXCLUDED.directory,
+    interval_hours = EXCLUDED.interval_hours, keep_daily = EXCLUDED.keep_daily, keep_weekly = EXCLUDED.keep_weekly,
+    keep_monthly = EXCLUDED.keep_monthly, updated_by = EXCLUDED.updated_by, updated_at = now()
+`
+
+type BackupScheduleSetParams struct {
+	Enabled       bool
+	Directory     string
+	IntervalHours int32
+	KeepDaily     int32
+	KeepWeekly    int32
+	KeepMonthly   int32
+	UpdatedBy     string
+}
+
+func (q *Queries) BackupScheduleSet(ctx context.Context, arg BackupScheduleSetParams) error {
+	_, err := q.db.Exec(ctx, backupScheduleSet,
+		arg.Enabled,
+		arg.Directory,
+		arg.IntervalHours,
+		arg.KeepDaily,
+		arg.KeepWeekly,
+		arg.KeepMonthly,
+		arg.UpdatedBy,
+	)
+	return err
+}
+
 const backupSchemaColumns = `-- name: BackupSchemaColumns :many
 SELECT c.table_name::text AS table_name, c.column_name::text AS column_name,
        c.data_type::text AS data_type, (c.is_generated = 'ALWAYS')::boolean AS generated,

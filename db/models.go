@@ -201,6 +201,30 @@ type BackupRestore struct {
 	CreatedAt     time.Time
 }
 
+type BackupRun struct {
+	ID         string
+	Kind       string
+	Status     string
+	File       string
+	SizeBytes  int64
+	Pruned     []string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt *time.Time
+}
+
+type BackupSchedule struct {
+	ID            bool
+	Enabled       bool
+	Directory     string
+	IntervalHours int32
+	KeepDaily     int32
+	KeepWeekly    int32
+	KeepMonthly   int32
+	UpdatedBy     string
+	UpdatedAt     time.Time
+}
+
 type Device struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string

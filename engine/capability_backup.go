@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
@@ -29,10 +30,23 @@ var backupCapability = Capability{
 		return nil
 	},
 	API: func(e *Engine) api.Area {
-		return api.BackupArea{Backups: e.Backups, Restores: workflowclient.RestoreStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}}
+		return api.BackupArea{Backups: e.Backups, Restores: workflowclient.RestoreStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue},
+			Scheduled: workflowclient.ScheduledBackupStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue},
+			Drills:    workflowclient.RestoreDrillStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}}
 	},
-	Workflows: []any{workflows.BackupRestore},
+	Workflows: []any{workflows.BackupRestore, workflows.ScheduledBackup, workflows.RestoreDrill},
 	Activities: func(e *Engine) []any {
-		return []any{&activities.Backup{Restores: e.Backups, Schedules: e.reconcileSchedules}}
+		starter := workflowclient.ScheduledBackupStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}
+		drills := workflowclient.RestoreDrillStarter{Client: e.client(), TaskQueue: e.cfg.EngineQueue}
+		return []any{&activities.Backup{Restores: e.Backups, Schedules: e.reconcileSchedules},
+			&activities.ScheduledBackups{Backups: e.Backups, Start: starter.Start, Now: e.cfg.Now},
+			&activities.RestoreDrills{Backups: e.Backups, Start: drills.Start, Now: e.cfg.Now}}
+	},
+	// Scheduled automatic backups: a cheap due check, which starts the
+	// ScheduledBackup workflow when the interval has passed.
+	Maintenance: []workflows.MaintenanceJob{
+		{Name: workflows.JobScheduledBackups, Every: 15 * time.Minute, Activity: "StartDueBackup"},
+		// The weekly restore drill while scheduled backups are enabled.
+		{Name: workflows.JobRestoreDrill, Every: time.Hour, Activity: "StartDueDrill"},
 	},
 }

@@ -163,6 +163,14 @@ type Config struct {
 	// transcripts (CAIRN_SHELL_RECORD_INPUT=0).
 	ShellTranscriptMax    int64
 	ShellNoInputRecording bool
+	// LogDir holds the processes' rotating JSON log files the logs route
+	// reads ("" when the file sink is off).
+	LogDir string
+	// Restart stops this process gracefully so that its supervisor
+	// (systemd) starts it again (nil: the Engine cannot restart itself;
+	// POST /api/server/services/engine/restart then answers
+	// no_supervisor, as it does when no supervisor runs the process).
+	Restart func()
 	// Tunnels configure the managed WireGuard tunnel: its UDP port,
 	// endpoint, fallback IP and network (CAIRN_WIREGUARD_*; zero values:
 	// the tunnels defaults).

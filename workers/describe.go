@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -19,6 +20,23 @@ type QueueInfo struct {
 	// RecentWorkflows counts workflows started on the queue since the
 	// asked time (nil when visibility could not answer).
 	RecentWorkflows *int64
+	// RunningWorkflows counts the queue's workflows running now (nil
+	// when visibility could not answer).
+	RunningWorkflows *int64
+	// Recent are the queue's newest workflows (at most RecentLimit).
+	Recent []WorkflowSummary
+}
+
+// RecentLimit bounds QueueInfo.Recent.
+const RecentLimit = 5
+
+// WorkflowSummary is one workflow of a queue, as visibility lists it.
+type WorkflowSummary struct {
+	WorkflowID string
+	RunID      string
+	Type       string
+	Status     string
+	StartTime  time.Time
 }
 
 // Poller is one worker seen polling.
@@ -52,6 +70,28 @@ func Describe(ctx context.Context, c client.Client, namespace, queue string, sin
 	if err == nil {
 		n := count.GetCount()
 		info.RecentWorkflows = &n
+	}
+	running, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: namespace,
+		Query:     fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue),
+	})
+	if err == nil {
+		n := running.GetCount()
+		info.RunningWorkflows = &n
+	}
+	list, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: namespace, PageSize: RecentLimit,
+		Query: fmt.Sprintf("TaskQueue = '%s'", queue),
+	})
+	if err == nil {
+		for _, e := range list.GetExecutions() {
+			if len(info.Recent) == RecentLimit {
+				break
+			}
+			info.Recent = append(info.Recent, WorkflowSummary{WorkflowID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(),
+				Type: e.GetType().GetName(), Status: strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")),
+				StartTime: e.GetStartTime().AsTime().UTC()})
+		}
 	}
 	return info, nil
 }

@@ -52,7 +52,10 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*managed // task queue -> worker
-	onStop  []func(slug string)
+	// restarts are the restart requests this process carried out, by
+	// task queue: a retried request restarts nothing twice.
+	restarts map[string]string
+	onStop   []func(slug string)
 	// ready says whether workers may run here now (nil: always): a
 	// process whose master cipher is locked can neither open nor seal
 	// workflow payloads, so it polls no task queue.
@@ -94,7 +97,48 @@ func NewManager(c client.Client, log *slog.Logger, serves func(slug string) bool
 		identity: fmt.Sprintf("cairn@%s:%d", host, os.Getpid()),
 		serves:   serves,
 		running:  map[string]*managed{},
+		restarts: map[string]string{},
 	}
+}
+
+// Identity names this process to Temporal (cairn@host:pid).
+func (m *Manager) Identity() string { return m.identity }
+
+// Status returns the status of this process's worker of queue.
+func (m *Manager) Status(queue string) (Status, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.running[queue]
+	if !ok {
+		return Status{}, false
+	}
+	return r.status, true
+}
+
+// RestartAfter restarts this process's worker of queue (stopped, what it
+// held let go, started again) once after closes: an activity running on
+// that very worker asks, and the worker's stop must not wait on it. A
+// request already carried out here is not carried out again (a retried
+// activity): done is false then. ok is false when this process runs no
+// worker of queue.
+func (m *Manager) RestartAfter(queue, request string, after <-chan struct{}) (done, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, running := m.running[queue]; !running {
+		return false, false
+	}
+	if m.restarts[queue] == request {
+		return false, true
+	}
+	m.restarts[queue] = request
+	go func() {
+		<-after
+		m.stopQueue(queue)
+		if err := m.start(queue); err != nil {
+			m.log.Error("restart worker", "task_queue", queue, "err", err)
+		}
+	}()
+	return true, true
 }
 
 // Register adds activity structs every worker of this process registers;

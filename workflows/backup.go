@@ -66,3 +66,61 @@ func BackupRestore(ctx workflow.Context, in BackupRestoreInput) (BackupRestoreRe
 	}
 	return BackupRestoreResult{Rows: res.Rows, Applied: res.Applied}, nil
 }
+
+// ScheduledBackupWorkflowID is the one scheduled backup running at a
+// time: a due check while one runs joins it.
+const ScheduledBackupWorkflowID = "scheduled-backup"
+
+// JobScheduledBackups is the maintenance job that starts a scheduled
+// backup when one is due.
+const JobScheduledBackups = "scheduled-backups"
+
+// JobKindScheduledBackup is the JobKind search attribute of a scheduled
+// backup.
+const JobKindScheduledBackup = "scheduled_backup"
+
+// ScheduledBackupInput names the run (backup_runs.id).
+type ScheduledBackupInput struct {
+	ID string `json:"id"`
+}
+
+// ScheduledBackup writes one encrypted export into the configured
+// directory and applies the retention (docs/architecture.md "Scheduled
+// backups"). One activity: the export streams to a file that is renamed
+// into place only when complete, so a retry after a crash starts over.
+func ScheduledBackup(ctx workflow.Context, in ScheduledBackupInput) (backup.Run, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5},
+	})
+	var a *activities.ScheduledBackups
+	var run backup.Run
+	err := workflow.ExecuteActivity(ctx, a.WriteScheduledBackup, in.ID).Get(ctx, &run)
+	return run, err
+}
+
+// RestoreDrillWorkflowID is the one restore drill running at a time.
+const RestoreDrillWorkflowID = "restore-drill"
+
+// JobRestoreDrill is the maintenance job that starts the weekly drill.
+const JobRestoreDrill = "restore-drill"
+
+// JobKindRestoreDrill is the JobKind search attribute of a drill.
+const JobKindRestoreDrill = "restore_drill"
+
+// RestoreDrill restores the newest scheduled backup into a scratch
+// database, checks row counts and foreign keys, and records pass or fail
+// (docs/architecture.md "Scheduled backups"). One activity: the scratch
+// database is made and dropped within it, so a retry starts clean.
+func RestoreDrill(ctx workflow.Context, in ScheduledBackupInput) (backup.Run, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 3},
+	})
+	var a *activities.RestoreDrills
+	var run backup.Run
+	err := workflow.ExecuteActivity(ctx, a.RunRestoreDrill, in.ID).Get(ctx, &run)
+	return run, err
+}

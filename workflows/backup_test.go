@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -113,4 +114,82 @@ func TestBackupRestoreOfAForeignCipherLeavesSchedules(t *testing.T) {
 	require.True(t, res.Applied)
 	require.Equal(t, 1, d.applies)
 	require.Zero(t, d.schedules)
+}
+
+type scheduledDeps struct {
+	settings backup.ScheduleSettings
+	last     time.Time
+	written  []string
+	finished []backup.Run
+	started  int
+	writeErr error
+}
+
+func (d *scheduledDeps) Schedule(context.Context) (backup.ScheduleSettings, error) {
+	return d.settings, nil
+}
+func (d *scheduledDeps) LastSuccess(context.Context) (time.Time, error) { return d.last, nil }
+func (d *scheduledDeps) BeginRun(context.Context, string) error         { return nil }
+func (d *scheduledDeps) FinishRun(_ context.Context, _ string, r backup.Run) error {
+	d.finished = append(d.finished, r)
+	return nil
+}
+
+func (d *scheduledDeps) WriteScheduled(_ context.Context, dir string, now time.Time) (string, int64, error) {
+	if d.writeErr != nil {
+		return "", 0, d.writeErr
+	}
+	d.written = append(d.written, dir)
+	return backup.FileName(now), 42, nil
+}
+
+// A scheduled backup writes into the configured directory and records
+// the run; a failing write is the run's recorded outcome, not a retry
+// loop.
+func TestScheduledBackupWritesAndRecords(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name     string
+		writeErr error
+		status   string
+	}{{"written", nil, "succeeded"}, {"disk full", errors.New("no space left on device"), "failed"}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := &scheduledDeps{settings: backup.ScheduleSettings{Enabled: true, Directory: t.TempDir(), IntervalHours: 24, KeepDaily: 7}, writeErr: c.writeErr}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.RegisterActivity(&activities.ScheduledBackups{Backups: d, Now: func() time.Time { return now }})
+			env.ExecuteWorkflow(workflows.ScheduledBackup, workflows.ScheduledBackupInput{ID: "run-1"})
+			require.NoError(t, env.GetWorkflowError())
+			var run backup.Run
+			require.NoError(t, env.GetWorkflowResult(&run))
+			require.Equal(t, c.status, run.Status)
+			require.Len(t, d.finished, 1)
+			require.Equal(t, c.status, d.finished[0].Status)
+			if c.writeErr == nil {
+				require.Equal(t, backup.FileName(now), run.File)
+			} else {
+				require.Contains(t, run.Detail, "no space left")
+			}
+		})
+	}
+}
+
+// The due check starts a backup only when enabled and due.
+func TestStartDueBackup(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		enabled bool
+		last    time.Time
+		want    int64
+	}{{false, time.Time{}, 0}, {true, time.Time{}, 1}, {true, now.Add(-time.Hour), 0}, {true, now.Add(-25 * time.Hour), 1}} {
+		d := &scheduledDeps{settings: backup.ScheduleSettings{Enabled: c.enabled, Directory: "/x", IntervalHours: 24}, last: c.last}
+		a := &activities.ScheduledBackups{Backups: d, Now: func() time.Time { return now }, Start: func(context.Context) error { d.started++; return nil }}
+		n, err := a.StartDueBackup(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, c.want, n)
+		require.EqualValues(t, c.want, d.started)
+	}
 }

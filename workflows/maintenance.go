@@ -72,6 +72,13 @@ var legacyJobActivities = map[string]string{
 	JobWatchdogs:     "EvaluateDueWatchdogs",
 }
 
+// LegacyJob reports whether job existed before MaintenanceInput named its
+// activity (its old schedules name only the job).
+func LegacyJob(job string) bool {
+	_, ok := legacyJobActivities[job]
+	return ok
+}
+
 // MaintenanceResult is what a run did.
 type MaintenanceResult struct {
 	Job     string

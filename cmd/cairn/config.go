@@ -68,6 +68,12 @@ type config struct {
 	LogLevel          slog.Level
 	// LogFormat is json (the default, for log shippers) or text.
 	LogFormat string
+	// LogDir holds the rotating JSON log files GET /api/server/logs reads
+	// (CAIRN_LOG_DIR, default <data-dir>/logs; "off": stderr only), each
+	// at most LogMaxMB, LogMaxFiles rotated ones kept.
+	LogDir      string
+	LogMaxMB    int
+	LogMaxFiles int
 	// MetricsAddr is the listener that alone serves /metrics ("" when
 	// off); MetricsToken, read from CAIRN_METRICS_TOKEN_FILE, is the
 	// bearer token a scrape must carry there ("" for none).
@@ -170,6 +176,15 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	if err != nil {
 		return c, err
 	}
+	if c.LogMaxMB, err = envInt("CAIRN_LOG_MAX_MB", logs.DefaultMaxMB); err != nil {
+		return c, err
+	}
+	if c.LogMaxFiles, err = envInt("CAIRN_LOG_MAX_FILES", logs.DefaultMaxFiles); err != nil {
+		return c, err
+	}
+	fs.StringVar(&c.LogDir, "log-dir", env("CAIRN_LOG_DIR", ""), "directory of the rotating JSON log files the Server page reads (default <data-dir>/logs; off: stderr only)")
+	fs.IntVar(&c.LogMaxMB, "log-max-mb", c.LogMaxMB, "size of one log file before it is rotated, in MiB")
+	fs.IntVar(&c.LogMaxFiles, "log-max-files", c.LogMaxFiles, "rotated log files kept besides the current one")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", ""), "PostgreSQL URL; empty starts a private cluster under the data directory")
 	fs.StringVar(&c.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", ""), "Temporal frontend host:port; empty embeds Temporal's dev server")
 	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
@@ -325,6 +340,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		c.PublicURL = defaultPublicURL(c.HTTPAddr)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.LogMaxMB < 1 || c.LogMaxFiles < 1 {
+		return c, fmt.Errorf("log-max-mb (CAIRN_LOG_MAX_MB) and log-max-files (CAIRN_LOG_MAX_FILES) must be at least 1")
+	}
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return c, err
 	}
@@ -737,6 +755,32 @@ func (c config) httpsURL() string {
 // with secrets redacted.
 func newLogger(format string, level slog.Level) *slog.Logger {
 	return logs.New(os.Stderr, format, level)
+}
+
+// logDir is where the process's log files go ("" when off).
+func (c config) logDir() string {
+	switch c.LogDir {
+	case "off":
+		return ""
+	case "":
+		return filepath.Join(c.DataDir, "logs")
+	}
+	return c.LogDir
+}
+
+// newProcessLogger is newLogger also writing JSON lines to the rotating
+// file <log-dir>/<source>.log, which the logs route reads; close closes
+// that file. Without a log directory it is newLogger.
+func newProcessLogger(c config, source string) (log *slog.Logger, close func(), err error) {
+	dir := c.logDir()
+	if dir == "" {
+		return newLogger(c.LogFormat, c.LogLevel), func() {}, nil
+	}
+	f, err := logs.OpenFile(logs.FileOptions{Dir: dir, Source: source, MaxMB: c.LogMaxMB, MaxFiles: c.LogMaxFiles})
+	if err != nil {
+		return nil, nil, err
+	}
+	return logs.NewTee(os.Stderr, c.LogFormat, c.LogLevel, f), func() { f.Close() }, nil
 }
 
 // defaultPublicURL is http://<http-addr>, except that a loopback address is

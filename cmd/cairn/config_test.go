@@ -3,7 +3,9 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,6 +243,51 @@ func TestLogAndMetricsSettings(t *testing.T) {
 	c, err = loadTestConfig(t)
 	require.NoError(t, err)
 	require.Equal(t, "text", c.LogFormat)
+}
+
+// The log file sink: <data-dir>/logs by default, a directory of choice,
+// or off; its rotation bounds come from the environment and are checked.
+func TestLogFileSettings(t *testing.T) {
+	for _, k := range []string{"CAIRN_LOG_DIR", "CAIRN_LOG_MAX_MB", "CAIRN_LOG_MAX_FILES"} {
+		t.Setenv(k, "")
+	}
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(c.DataDir, "logs"), c.logDir())
+	require.Equal(t, 50, c.LogMaxMB)
+	require.Equal(t, 5, c.LogMaxFiles)
+
+	dir := t.TempDir()
+	t.Setenv("CAIRN_LOG_DIR", dir)
+	t.Setenv("CAIRN_LOG_MAX_MB", "10")
+	t.Setenv("CAIRN_LOG_MAX_FILES", "2")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, dir, c.logDir())
+	require.Equal(t, 10, c.LogMaxMB)
+	require.Equal(t, 2, c.LogMaxFiles)
+	log, closeLog, err := newProcessLogger(c, "engine")
+	require.NoError(t, err)
+	log.Info("to the file", "password", "hunter2-config")
+	closeLog()
+	raw, err := os.ReadFile(filepath.Join(dir, "engine.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"msg":"to the file"`)
+	require.NotContains(t, string(raw), "hunter2-config")
+
+	t.Setenv("CAIRN_LOG_DIR", "off")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Empty(t, c.logDir())
+
+	t.Setenv("CAIRN_LOG_MAX_MB", "0")
+	_, err = loadTestConfig(t)
+	require.ErrorContains(t, err, "CAIRN_LOG_MAX_MB")
+
+	// A worker's file is named by its sites.
+	require.Equal(t, "worker-branch-hq", workerLogSource([]string{"hq", "branch"}))
+	long := workerLogSource([]string{strings.Repeat("a", 51), strings.Repeat("b", 51)})
+	require.Regexp(t, `^worker-[0-9a-f]{12}$`, long)
 }
 
 // File transfer limits default to 4 GiB and 24 hours, come from the

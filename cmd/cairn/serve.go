@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cairn-rmm/cairn/engine"
@@ -40,7 +41,11 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	log := newLogger(c.LogFormat, c.LogLevel)
+	log, closeLog, err := newProcessLogger(c, "engine")
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	rt := &runtime{log: log}
 	defer rt.close()
 	if err := rt.temporalConnection(c); err != nil {
@@ -72,7 +77,10 @@ func serve(ctx context.Context, args []string) error {
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention, TransferQuotas: c.TransferQuotas,
 		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
 		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording,
-		Tunnels: c.Tunnels}
+		Tunnels: c.Tunnels, LogDir: c.logDir(),
+		// A restart asked from the Server page is a graceful stop, as
+		// SIGTERM from systemd is; the supervisor starts the Engine again.
+		Restart: func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }}
 	if c.SiteWorkers == "none" {
 		cfg.Sites = engine.NoSites
 	}

@@ -61,6 +61,16 @@ func TestStandaloneWorkersTakeAgentsAndSurviveAKill(t *testing.T) {
 	ag.run(t, agentBin)
 	eng.waitStatus(t, token, ag, "Connected", 120*time.Second)
 
+	// The standalone workers share the Engine's data directory (one
+	// host): their log file is readable through the Engine's logs route.
+	sources := map[string]bool{}
+	for _, src := range eng.call(t, "GET", "/api/server/logs", token, nil)["sources"].([]any) {
+		sources[src.(map[string]any)["name"].(string)] = true
+	}
+	require.True(t, sources["engine"] && sources["worker-"+slug], "log sources: %v", sources)
+	started := eng.call(t, "GET", "/api/server/logs/worker-"+slug+"?q=worker+started", token, nil)["entries"].([]any)
+	require.NotEmpty(t, started, "the workers' start lines")
+
 	store, err := db.Open(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(store.Close)

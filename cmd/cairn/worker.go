@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,9 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairn-rmm/cairn/engine"
+	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/tlsca"
 )
 
@@ -65,7 +70,11 @@ func runWorker(ctx context.Context, args []string) error {
 		}
 	}
 
-	log := newLogger(c.LogFormat, c.LogLevel)
+	log, closeLog, err := newProcessLogger(c, workerLogSource(slugs))
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	rt := &runtime{log: log}
 	defer rt.close()
 	if err := rt.temporalConnection(c); err != nil {
@@ -142,4 +151,17 @@ func runWorker(ctx context.Context, args []string) error {
 		_ = metricsSrv.Shutdown(shutdown)
 	}
 	return nil
+}
+
+// workerLogSource names a worker's log file: worker-<its sites>, so
+// workers of different sites sharing a log directory (one host) keep
+// their own files; a name too long for a source is a hash of the sites.
+func workerLogSource(slugs []string) string {
+	sorted := slices.Sorted(slices.Values(slugs))
+	name := "worker-" + strings.Join(sorted, "-")
+	if logs.ValidSource(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
+	return "worker-" + hex.EncodeToString(sum[:6])
 }

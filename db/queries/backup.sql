@@ -35,3 +35,37 @@ JOIN information_schema.constraint_table_usage ctu
 WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = current_schema()
   AND ctu.table_name <> tc.table_name
 ORDER BY 1, 2;
+
+-- name: BackupScheduleGet :one
+-- The scheduled-backup settings (defaults when never saved).
+SELECT enabled, directory, interval_hours, keep_daily, keep_weekly, keep_monthly, updated_by, updated_at
+FROM (SELECT * FROM backup_schedule UNION ALL
+      SELECT true, false, '', 24, 7, 4, 12, '', 'epoch'::timestamptz WHERE NOT EXISTS (SELECT 1 FROM backup_schedule)) s
+LIMIT 1;
+
+-- name: BackupScheduleSet :exec
+INSERT INTO backup_schedule (id, enabled, directory, interval_hours, keep_daily, keep_weekly, keep_monthly, updated_by, updated_at)
+VALUES (true, @enabled, @directory, @interval_hours, @keep_daily, @keep_weekly, @keep_monthly, @updated_by, now())
+ON CONFLICT (id) DO UPDATE SET enabled = EXCLUDED.enabled, directory = EXCLUDED.directory,
+    interval_hours = EXCLUDED.interval_hours, keep_daily = EXCLUDED.keep_daily, keep_weekly = EXCLUDED.keep_weekly,
+    keep_monthly = EXCLUDED.keep_monthly, updated_by = EXCLUDED.updated_by, updated_at = now();
+
+-- name: BackupRunBegin :exec
+-- A run starts; a retried start of the same run is a no-op.
+INSERT INTO backup_runs (id, kind) VALUES (@id, @kind) ON CONFLICT (id) DO NOTHING;
+
+-- name: BackupRunFinish :exec
+UPDATE backup_runs SET status = @status, file = @file, size_bytes = @size_bytes, pruned = @pruned::text[],
+    detail = @detail, finished_at = now()
+WHERE id = @id;
+
+-- name: BackupRunList :many
+SELECT * FROM backup_runs WHERE kind = @kind ORDER BY started_at DESC LIMIT @max_rows;
+
+-- name: BackupRunLastSuccess :one
+-- When the last run of kind succeeded (the epoch: never).
+SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = @kind AND status = 'succeeded';
+
+-- name: BackupRunLastStarted :one
+-- When the last run of kind started, whatever its outcome (the epoch: never).
+SELECT coalesce(max(started_at), 'epoch')::timestamptz AS started_at FROM backup_runs WHERE kind = @kind;

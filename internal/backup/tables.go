@@ -140,6 +140,10 @@ var Tables = []Table{
 
 	{Name: "goose_db_version", Policy: Internal},
 	{Name: "backup_restores", Policy: Internal},
+	// Scheduled backups: the settings are configuration; what the runs
+	// did is history.
+	{Name: "backup_schedule", Policy: Export},
+	{Name: "backup_runs", Policy: Exclude},
 }
 
 func declared() map[string]Table {

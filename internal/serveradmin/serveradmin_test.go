@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-rmm/cairn"
 )
 
 func TestTimezonesFromTheSystemTables(t *testing.T) {
@@ -56,4 +58,45 @@ func TestClockAndCertificateSeverity(t *testing.T) {
 		require.Equal(t, tc.want, CertificateSeverity(now, now.Add(tc.left)), tc.left)
 	}
 	require.NotEmpty(t, BuildInfo().GoVersion)
+}
+
+func TestParseServiceAction(t *testing.T) {
+	t.Parallel()
+	sites := func(slug string) bool { return slug == "hq" }
+	cases := []struct {
+		key, action string
+		want        ServiceAction
+		field       string
+	}{
+		{"worker:site:hq", "restart", ServiceAction{Service: "worker:site:hq", Action: "restart", SiteSlug: "hq"}, ""},
+		{"edge", "reload_certificate", ServiceAction{Service: "edge", Action: "reload_certificate"}, ""},
+		{"tunnels", "reconcile_tunnels", ServiceAction{Service: "tunnels", Action: "reconcile_tunnels"}, ""},
+		{"worker:site:gone", "restart", ServiceAction{}, "service_key"},
+		{"worker:site:", "restart", ServiceAction{}, "service_key"},
+		{"postgresql", "restart", ServiceAction{}, "service_key"},
+		{"engine", "restart", ServiceAction{}, "service_key"},
+		{"edge", "restart", ServiceAction{}, "action"},
+		{"worker:site:hq", "reload_certificate", ServiceAction{}, "action"},
+		{"tunnels", "", ServiceAction{}, "action"},
+	}
+	for _, c := range cases {
+		got, err := ParseServiceAction(c.key, c.action, sites)
+		if c.field == "" {
+			require.NoError(t, err, c.key)
+			require.Equal(t, c.want, got)
+			continue
+		}
+		var e *cairn.Error
+		require.ErrorAs(t, err, &e, c.key)
+		require.Equal(t, cairn.ECodeValidation, e.Code, c.key)
+		require.Contains(t, e.Fields, c.field, c.key)
+	}
+}
+
+func TestSupervisor(t *testing.T) {
+	t.Parallel()
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	require.Equal(t, "systemd", Supervisor(env(map[string]string{"INVOCATION_ID": "abc"})))
+	require.Equal(t, "systemd", Supervisor(env(map[string]string{"NOTIFY_SOCKET": "/run/systemd/notify"})))
+	require.Equal(t, "", Supervisor(env(nil)))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
+	"github.com/cairn-rmm/cairn/internal/serveradmin"
 	"github.com/cairn-rmm/cairn/internal/vnc"
 	"github.com/cairn-rmm/cairn/internal/watchdogs"
 	"github.com/cairn-rmm/cairn/workflowclient"
@@ -44,9 +45,29 @@ var standIns = map[string]any{
 		return backup.Result{Applied: true, Rows: map[string]int64{"sites": 1, "devices": 2}}, nil
 	},
 	"ReconcileRestoredSchedules": func(context.Context) error { return nil },
-	"RecordTrustActivity":        func(context.Context, workflows.TrustActionInput) error { return nil },
-	"PublishTrustChange":         func(context.Context, workflows.TrustActionInput) error { return nil },
-	"TearDownTunnel":             func(context.Context, workflows.TrustActionInput) error { return nil },
+	"WriteScheduledBackup": func(_ context.Context, id string) (backup.Run, error) {
+		return backup.Run{ID: id, Status: "succeeded", File: "cairn-backup-19700101-000000.json", SizeBytes: 1024, Pruned: []string{}}, nil
+	},
+	"StartDueBackup": func(context.Context) (int64, error) { return 1, nil },
+	"RunRestoreDrill": func(_ context.Context, id string) (backup.Run, error) {
+		return backup.Run{ID: id, Status: "succeeded", File: "cairn-backup-19700101-000000.json", Pruned: []string{},
+			Detail: "passed: cairn-backup-19700101-000000.json restored into a scratch database, 40 tables, 12 rows, counts and foreign keys hold"}, nil
+	},
+	"StartDueDrill": func(context.Context) (int64, error) { return 1, nil },
+	"RestartSiteWorker": func(context.Context, string, string) (activities.WorkerRestart, error) {
+		return activities.WorkerRestart{Process: "cairn@histories:1"}, nil
+	},
+	"SiteWorkerServing": func(context.Context, string, activities.WorkerRestart) (activities.WorkerServing, error) {
+		return activities.WorkerServing{Process: "cairn@histories:1", StartedAt: time.Unix(60, 0).UTC()}, nil
+	},
+	"ReloadCertificate": func(context.Context) (activities.CertificateReload, error) {
+		return activities.CertificateReload{Process: "cairn@histories:1", Before: activities.CertificateState{Fingerprint: "aa"},
+			After: activities.CertificateState{Fingerprint: "bb"}, Replaced: true}, nil
+	},
+	"ReconcileTunnels":    func(context.Context, string) ([]string, error) { return []string{"tunnel:g-1"}, nil },
+	"RecordTrustActivity": func(context.Context, workflows.TrustActionInput) error { return nil },
+	"PublishTrustChange":  func(context.Context, workflows.TrustActionInput) error { return nil },
+	"TearDownTunnel":      func(context.Context, workflows.TrustActionInput) error { return nil },
 	"CheckTunnelReady": func(_ context.Context, guid string) (activities.TunnelState, error) {
 		// Ready at the second look.
 		if _, seen := tunnelLooks.LoadOrStore(guid, true); !seen {
@@ -331,6 +352,28 @@ var scenarios = []scenario{
 		in := workflows.BackupRestoreInput{ID: unique("restore"), Actor: "admin"}
 		run, err := start(ctx, c, workflows.BackupRestoreWorkflowID(in.ID), workflows.BackupRestore, in)
 		return wait(ctx, run, err)
+	}, false},
+	// A scheduled backup written and pruned in one activity.
+	{"scheduled_backup.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.ScheduledBackupWorkflowID+"-"+unique("h"), workflows.ScheduledBackup, workflows.ScheduledBackupInput{ID: unique("run")})
+		return wait(ctx, run, err)
+	}, false},
+	// The weekly restore drill: one activity, passed.
+	{"restore_drill.json", func(ctx context.Context, c client.Client) (string, error) {
+		run, err := start(ctx, c, workflows.RestoreDrillWorkflowID+"-"+unique("h"), workflows.RestoreDrill, workflows.ScheduledBackupInput{ID: unique("drill")})
+		return wait(ctx, run, err)
+	}, false},
+	// Service actions (issue 26): a site worker restarted on its own
+	// queue then serving again; the edge certificate reloaded; tunnels
+	// reconciled.
+	{"service_action_restart.json", func(ctx context.Context, c client.Client) (string, error) {
+		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "worker:site:" + siteSlug, Action: serveradmin.ActionRestart, SiteSlug: siteSlug})
+	}, false},
+	{"service_action_reload_certificate.json", func(ctx context.Context, c client.Client) (string, error) {
+		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "edge", Action: serveradmin.ActionReloadCertificate})
+	}, false},
+	{"service_action_reconcile_tunnels.json", func(ctx context.Context, c client.Client) (string, error) {
+		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "tunnels", Action: serveradmin.ActionReconcileTunnels})
 	}, false},
 	// Recorded before the tunnel teardown (GetVersion tunnel-teardown).
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -682,4 +725,11 @@ func remoteDesktop(ctx context.Context, c client.Client, guid string, wantErr bo
 		return "", fmt.Errorf("session ended with %v", err)
 	}
 	return run.GetID(), nil
+}
+
+// serviceAction runs one service action on the generator's queue.
+func serviceAction(ctx context.Context, c client.Client, a serveradmin.ServiceAction) (string, error) {
+	in := workflows.ServiceActionInput{ID: unique("action"), Action: a, Actor: "admin"}
+	run, err := start(ctx, c, workflows.ServiceActionWorkflowID(a, in.ID), workflows.ServiceAction, in)
+	return wait(ctx, run, err)
 }

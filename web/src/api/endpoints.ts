@@ -91,6 +91,61 @@ export const server = {
   workers: (historySeconds: number) => call('get', '/api/server/workers', { query: { history_seconds: historySeconds } }),
 };
 
+export type LogQuery = { level?: string; since?: string; until?: string; q?: string; limit?: number };
+export type LogEntry = ResponseOf<'/api/server/logs/{source}', 'get'>['entries'][number];
+
+/** The Engine's and workers' log files (docs/api.md "Logs"). */
+export const serverLogs = {
+  sources: () => call('get', '/api/server/logs'),
+  read: (source: string, q: LogQuery) =>
+    call('get', '/api/server/logs/{source}', {
+      path: { source },
+      query: {
+        level: q.level || undefined,
+        since: q.since || undefined,
+        until: q.until || undefined,
+        q: q.q || undefined,
+        limit: q.limit,
+      },
+    }),
+  /** The live tail's URL (server-sent events). */
+  streamURL: (source: string, q: LogQuery) => {
+    const params = new URLSearchParams();
+    if (q.level) params.set('level', q.level);
+    if (q.q) params.set('q', q.q);
+    const qs = params.toString();
+    return `/api/server/logs/${encodeURIComponent(source)}/stream${qs ? `?${qs}` : ''}`;
+  },
+};
+
+export type ServiceActionName = 'restart' | 'reload_certificate' | 'reconcile_tunnels';
+
+/** Service actions (docs/api.md "Service actions"). */
+export const services = {
+  action: (service_key: string, action: ServiceActionName) =>
+    call('post', '/api/server/services/{service_key}/action', { path: { service_key }, body: { action } }),
+  restart: (service_key: string) =>
+    call('post', '/api/server/services/{service_key}/restart', { path: { service_key }, body: {} }),
+  actions: () => call('get', '/api/server/services/actions').then((r) => r.actions ?? []),
+};
+
+export type BackupScheduleInput = {
+  enabled: boolean;
+  directory: string;
+  interval_hours: number;
+  keep_daily: number;
+  keep_weekly: number;
+  keep_monthly: number;
+};
+
+/** Scheduled automatic backups (docs/api.md "Scheduled backups"). */
+export const backupSchedule = {
+  get: () => call('get', '/api/server/backup/schedule'),
+  set: (body: BackupScheduleInput) => call('put', '/api/server/backup/schedule', { body }),
+  runNow: () => call('post', '/api/server/backup/schedule/run', { body: {} }),
+  drillNow: () => call('post', '/api/server/backup/drill/run', { body: {} }),
+};
+
 /** The phrase a restore is sent with (SPEC Limits). */
 export const RESTORE_PHRASE = 'RESTORE ENGINE CONFIG BACKUP';
 export const BACKUP_EXPORT_URL = '/api/server/backup/export';

@@ -3009,6 +3009,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/server/backup/drill/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a restore drill now
+         * @description Administrators only.
+         */
+        post: operations["postServerBackupDrillRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/server/backup/export": {
         parameters: {
             query?: never;
@@ -3043,6 +3063,110 @@ export interface paths {
          * @description Administrators only. multipart/form-data, fields before the file: `passphrase` (the source Engine's master-cipher passphrase; optional when this Engine's unlocked cipher wrote the file), then a `file` part (the backup), `confirmation` (exactly `RESTORE ENGINE CONFIG BACKUP`). Replaces configuration and trust with the backup's (no merge) through the restore:<id> workflow; signs every operator out and locks the master cipher
          */
         post: operations["postServerBackupRestore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/backup/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the backup schedule and its recent runs
+         * @description Administrators only.
+         */
+        get: operations["getServerBackupSchedule"];
+        /**
+         * Set the backup schedule
+         * @description Administrators only.
+         */
+        put: operations["putServerBackupSchedule"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/backup/schedule/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write a scheduled backup now
+         * @description Administrators only.
+         */
+        post: operations["postServerBackupScheduleRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the log sources
+         * @description Administrators only.
+         */
+        get: operations["getServerLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/logs/{source}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a log source
+         * @description Administrators only.
+         */
+        get: operations["getServerLogsSource"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/logs/{source}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a log source live
+         * @description Administrators only.
+         */
+        get: operations["getServerLogsSourceStream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3103,6 +3227,86 @@ export interface paths {
          * @description Administrators only.
          */
         post: operations["postServerScriptSigningRotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/services/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recent service actions
+         * @description Administrators only.
+         */
+        get: operations["getServerServicesActions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/services/actions/{workflow_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a service action's outcome
+         * @description Administrators only.
+         */
+        get: operations["getServerServicesActionsWorkflowId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/services/{service_key}/action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a service action
+         * @description Administrators only.
+         */
+        post: operations["postServerServicesServiceKeyAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/server/services/{service_key}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a safe detached restart
+         * @description Administrators only.
+         */
+        post: operations["postServerServicesServiceKeyRestart"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4502,6 +4706,10 @@ export interface components {
             icon_overrides: components["schemas"]["AgentIconRule"][];
             revision: string;
         };
+        ApiBackupRun: {
+            /** @enum {string} */
+            status: "queued";
+        };
         ApiProcess: {
             command_line: string;
             cpu_percent: number;
@@ -4524,6 +4732,10 @@ export interface components {
             name: string;
             start_mode: string;
             state: string;
+        };
+        ApiServiceActionRequest: {
+            /** @enum {string} */
+            action?: "restart" | "reload_certificate" | "reconcile_tunnels";
         };
         ApiToken: {
             /** @enum {string} */
@@ -4673,6 +4885,16 @@ export interface components {
             site_ids?: number[] | null;
             usernames?: string[] | null;
         };
+        AssignedWork: {
+            /** Format: int64 */
+            jobs_queued: number;
+            /** Format: int64 */
+            jobs_running: number;
+            /** Format: int64 */
+            operations_queued: number;
+            /** Format: int64 */
+            operations_running: number;
+        };
         AssignmentSelectionRequest: {
             usernames?: string[] | null;
         };
@@ -4735,6 +4957,42 @@ export interface components {
             /** Format: int64 */
             uptime_seconds: number;
         };
+        BackupRun: {
+            detail: string;
+            file: string;
+            /** Format: date-time */
+            finished_at?: string | null;
+            id: string;
+            pruned: string[];
+            /** Format: int64 */
+            size_bytes: number;
+            /** Format: date-time */
+            started_at: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed";
+        };
+        BackupRunRequest: Record<string, never>;
+        BackupSchedule: {
+            drills: components["schemas"]["BackupRun"][];
+            /** Format: date-time */
+            last_success_at?: string | null;
+            /** Format: date-time */
+            next_due_at?: string | null;
+            runs: components["schemas"]["BackupRun"][];
+            settings: components["schemas"]["ScheduleSettings"];
+        };
+        BackupScheduleRequest: {
+            directory?: string;
+            enabled?: boolean;
+            /** Format: int64 */
+            interval_hours?: number;
+            /** Format: int64 */
+            keep_daily?: number;
+            /** Format: int64 */
+            keep_monthly?: number;
+            /** Format: int64 */
+            keep_weekly?: number;
+        };
         BlockRule: {
             /** Format: date-time */
             created_at: string;
@@ -4783,6 +5041,12 @@ export interface components {
             sha256_fingerprint: string;
             subject: string;
         };
+        CertificateReload: {
+            after: components["schemas"]["CertificateState"];
+            before: components["schemas"]["CertificateState"];
+            process: string;
+            replaced: boolean;
+        };
         CertificateRequest: {
             host?: string;
             host_overrides?: {
@@ -4790,6 +5054,11 @@ export interface components {
             } | null;
             /** Format: int64 */
             port?: number;
+        };
+        CertificateState: {
+            fingerprint: string;
+            /** Format: date-time */
+            not_after: string;
         };
         Channel: {
             /** Format: date-time */
@@ -5357,6 +5626,15 @@ export interface components {
             mfa: components["schemas"]["MfaSetup"];
             pending_token: string;
             phase: string;
+        };
+        Entry: {
+            attrs: {
+                [key: string]: unknown | null;
+            };
+            level: string;
+            msg: string;
+            /** Format: date-time */
+            time: string;
         };
         Error: {
             /** Format: int64 */
@@ -5960,6 +6238,14 @@ export interface components {
             started_at: string | null;
             status: string;
         };
+        LogSources: {
+            enabled: boolean;
+            /** Format: int64 */
+            max_limit: number;
+            /** Format: int64 */
+            max_scan_bytes: number;
+            sources: components["schemas"]["Source"][];
+        };
         LoginRequest: {
             password?: string;
             username?: string;
@@ -5974,6 +6260,12 @@ export interface components {
         };
         LogoutRequest: {
             all?: boolean;
+        };
+        LogsResult: {
+            entries: components["schemas"]["Entry"][];
+            /** Format: int64 */
+            scanned_bytes: number;
+            truncated: boolean;
         };
         Lookup: {
             attributes: {
@@ -6771,6 +7063,15 @@ export interface components {
             /** Format: date-time */
             reauthenticated_until: string;
         };
+        RecentWorkflow: {
+            /** Format: date-time */
+            start_time: string;
+            /** @enum {string} */
+            status: "running" | "completed" | "failed" | "canceled" | "terminated" | "continued_as_new" | "timed_out" | "unspecified";
+            temporal_ui_url?: string;
+            type: string;
+            workflow_id: string;
+        };
         Recover: {
             queued: string[];
         };
@@ -7060,6 +7361,21 @@ export interface components {
             timezone?: string;
             type?: string;
         };
+        ScheduleSettings: {
+            directory: string;
+            enabled: boolean;
+            /** Format: int64 */
+            interval_hours: number;
+            /** Format: int64 */
+            keep_daily: number;
+            /** Format: int64 */
+            keep_monthly: number;
+            /** Format: int64 */
+            keep_weekly: number;
+            /** Format: date-time */
+            updated_at: string;
+            updated_by: string;
+        };
         ScheduledjobsCounts: {
             /** Format: int64 */
             failed: number;
@@ -7174,6 +7490,30 @@ export interface components {
             action?: string;
             name?: string;
         };
+        ServiceActionResult: {
+            certificate?: components["schemas"]["CertificateReload"] | null;
+            detail: string;
+            restart?: components["schemas"]["WorkerRestart"] | null;
+            serving?: components["schemas"]["WorkerServing"] | null;
+            tunnels?: string[];
+        };
+        ServiceActionView: {
+            action: string;
+            action_id: string;
+            /** Format: date-time */
+            closed_at?: string | null;
+            error?: string;
+            result?: components["schemas"]["ServiceActionResult"] | null;
+            service_key: string;
+            /** Format: date-time */
+            started_at: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed";
+            workflow_id: string;
+        };
+        ServiceActions: {
+            actions: components["schemas"]["ServiceActionView"][];
+        };
         ServiceInput: {
             active_state?: string;
             description?: string;
@@ -7189,6 +7529,15 @@ export interface components {
             collected_at: string | null;
             services: components["schemas"]["ApiService"][];
         };
+        ServiceRestart: {
+            action?: components["schemas"]["ServiceActionView"] | null;
+            detail: string;
+            service_key: string;
+            /** @enum {string} */
+            status: "queued";
+            supervisor?: string;
+        };
+        ServiceRestartRequest: Record<string, never>;
         ServiceState: {
             name: string;
             state: string;
@@ -7394,6 +7743,15 @@ export interface components {
         SoftwareRowRequest: {
             name?: string;
             version?: string | null;
+        };
+        Source: {
+            /** Format: int64 */
+            files: number;
+            /** Format: date-time */
+            modified_at: string;
+            name: string;
+            /** Format: int64 */
+            size_bytes: number;
         };
         Status: {
             status: string;
@@ -8010,19 +8368,39 @@ export interface components {
             windows: components["schemas"]["Window"][];
         };
         Worker: {
+            assigned_work?: components["schemas"]["AssignedWork"] | null;
+            /** Format: int64 */
+            connected_agents?: number | null;
             error?: string;
             local: boolean;
             name: string;
+            /** Format: int64 */
+            online_devices?: number | null;
             pollers: components["schemas"]["Poller"][];
+            recent_workflow_runs: components["schemas"]["RecentWorkflow"][];
             /** Format: int64 */
             recent_workflows: number | null;
+            /** Format: int64 */
+            running_workflows: number | null;
             /** Format: int64 */
             site_id?: number | null;
             site_worker_slug?: string;
             state: string;
             task_queue: string;
+            temporal_ui_url?: string;
             /** Format: int64 */
             total_devices?: number | null;
+        };
+        WorkerRestart: {
+            process: string;
+            repeated?: boolean;
+            /** Format: date-time */
+            requested_at: string;
+        };
+        WorkerServing: {
+            process: string;
+            /** Format: date-time */
+            started_at: string;
         };
         WorkflowsTunnelStatus: {
             /** Format: int64 */
@@ -28418,6 +28796,102 @@ export interface operations {
             };
         };
     };
+    postServerBackupDrillRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BackupRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiBackupRun"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getServerBackupExport: {
         parameters: {
             query?: never;
@@ -28565,6 +29039,532 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerBackupSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupSchedule"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putServerBackupSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackupScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupSchedule"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postServerBackupScheduleRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BackupRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiBackupRun"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogSources"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerLogsSource: {
+        parameters: {
+            query?: {
+                /** @description lowest level shown: debug, info, warn or error */
+                level?: string;
+                /** @description only entries at or after this time (RFC 3339) */
+                since?: string;
+                /** @description only entries at or before this time (RFC 3339) */
+                until?: string;
+                /** @description only entries whose redacted text contains this, case-insensitively */
+                q?: string;
+                /** @description newest matching entries answered, 1 to 1000 (default 200) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                source: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogsResult"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerLogsSourceStream: {
+        parameters: {
+            query?: {
+                /** @description lowest level shown: debug, info, warn or error */
+                level?: string;
+                /** @description only entries whose redacted text contains this, case-insensitively */
+                q?: string;
+            };
+            header?: never;
+            path: {
+                source: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28818,6 +29818,370 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerServicesActions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceActions"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerServicesActionsWorkflowId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceActionView"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postServerServicesServiceKeyAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                service_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiServiceActionRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceActionView"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postServerServicesServiceKeyRestart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                service_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ServiceRestartRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceRestart"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: no_supervisor */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -7,7 +7,16 @@ import ServerPage, { workerRows } from './ServerPage';
 
 afterEach(() => vi.unstubAllGlobals());
 
-const engineWorker = { name: 'Engine', task_queue: 'engine', state: 'running', local: true, pollers: [], recent_workflows: 2 };
+const engineWorker = {
+  name: 'Engine',
+  task_queue: 'engine',
+  state: 'running',
+  local: true,
+  pollers: [],
+  recent_workflows: 2,
+  running_workflows: 1,
+  recent_workflow_runs: [],
+};
 const siteWorker = {
   site_id: 1,
   name: 'Head office',
@@ -18,7 +27,21 @@ const siteWorker = {
   error: 'poller crashed',
   pollers: [{ identity: '42@host', last_access_time: '2026-11-21T08:00:00Z' }],
   total_devices: 3,
+  online_devices: 2,
+  connected_agents: 1,
+  assigned_work: { operations_running: 1, operations_queued: 2, jobs_running: 0, jobs_queued: 1 },
   recent_workflows: null,
+  running_workflows: 4,
+  temporal_ui_url: 'http://temporal.test/namespaces/default/workflows?query=x',
+  recent_workflow_runs: [
+    {
+      workflow_id: 'tunnel:g-1',
+      type: 'TunnelEstablish',
+      status: 'completed' as const,
+      start_time: '2026-11-29T06:00:00Z',
+      temporal_ui_url: 'http://temporal.test/namespaces/default/workflows/tunnel:g-1/run-1',
+    },
+  ],
 };
 
 describe('workerRows', () => {
@@ -44,8 +67,15 @@ describe('ServerPage', () => {
     const siteRow = (await screen.findByText('site:head-office')).closest('.ag-row') as HTMLElement;
     expect(within(siteRow).getByText('failed')).toBeInTheDocument();
     expect(siteRow.querySelector('[col-id="total_devices"]')).toHaveTextContent('3');
-    // The Engine reports no online or connected counts per worker: no such columns.
-    expect(siteRow.querySelector('[col-id="online_devices"]')).toBeNull();
+    expect(siteRow.querySelector('[col-id="online_devices"]')).toHaveTextContent('2');
+    expect(siteRow.querySelector('[col-id="connected_agents"]')).toHaveTextContent('1');
+    expect(siteRow.querySelector('[col-id="assigned_work"]')).toHaveTextContent('ops 1 running, 2 queued · jobs 0 running, 1 queued');
+    expect(siteRow.querySelector('[col-id="running_workflows"]')).toHaveTextContent('4');
+    expect(within(siteRow).getByRole('link', { name: 'Open' })).toHaveAttribute('href', siteWorker.temporal_ui_url);
+    expect(within(siteRow).getByRole('link', { name: 'TunnelEstablish (completed)' })).toHaveAttribute(
+      'href',
+      'http://temporal.test/namespaces/default/workflows/tunnel:g-1/run-1',
+    );
     expect(siteRow.querySelector('[col-id="recent_workflows"]')).toHaveTextContent('—');
     expect(siteRow.querySelector('[col-id="pollers"]')).toHaveTextContent('1');
     expect(screen.getByText('engine')).toBeInTheDocument();

@@ -21,6 +21,9 @@ import { formatDateTime } from '../components/format';
 import { gridTheme } from '../components/grid';
 import { MasterCipherSection } from './server/MasterCipherSection';
 import { BackupsSection } from './server/BackupsSection';
+import { BackupScheduleSection } from './server/BackupScheduleSection';
+import { LogsSection } from './server/LogsSection';
+import { ServicesSection } from './server/ServicesSection';
 
 export interface WorkerRow extends WorkerState {
   kind: 'engine' | 'site';
@@ -79,6 +82,49 @@ function PollersCell({ data }: CustomCellRendererProps<WorkerRow>) {
 
 const num = (v: number | null | undefined) => (typeof v === 'number' ? String(v) : '—');
 
+/** A site's assigned work in a few words ("—" for the Engine's queue). */
+export function workSummary(w: WorkerRow['assigned_work']): string {
+  if (!w) return '—';
+  return `ops ${w.operations_running} running, ${w.operations_queued} queued · jobs ${w.jobs_running} running, ${w.jobs_queued} queued`;
+}
+
+function NewestRunCell({ data }: CustomCellRendererProps<WorkerRow>) {
+  const runs = data?.recent_workflow_runs ?? [];
+  if (runs.length === 0) return <span>—</span>;
+  const newest = runs[0];
+  const label = `${newest.type} (${newest.status})`;
+  return (
+    <Tooltip
+      title={
+        <Box component="ul" sx={{ m: 0, pl: 2 }}>
+          {runs.map((r) => (
+            <li key={r.workflow_id}>
+              {r.type} {r.status} {formatDateTime(r.start_time)}
+            </li>
+          ))}
+        </Box>
+      }
+    >
+      {newest.temporal_ui_url ? (
+        <a href={newest.temporal_ui_url} target="_blank" rel="noreferrer noopener">
+          {label}
+        </a>
+      ) : (
+        <span>{label}</span>
+      )}
+    </Tooltip>
+  );
+}
+
+function TemporalLinkCell({ data }: CustomCellRendererProps<WorkerRow>) {
+  if (!data?.temporal_ui_url) return <span>—</span>;
+  return (
+    <a href={data.temporal_ui_url} target="_blank" rel="noreferrer noopener">
+      Open
+    </a>
+  );
+}
+
 const HISTORY_OPTIONS = [
   { seconds: 900, label: 'Last 15 minutes' },
   { seconds: 3600, label: 'Last hour' },
@@ -130,6 +176,38 @@ export default function ServerPage() {
         valueFormatter: (p) => num(p.value),
       },
       {
+        field: 'online_devices',
+        headerName: 'Online',
+        headerTooltip: 'Devices heard from within the online window',
+        width: 95,
+        type: 'numericColumn',
+        valueFormatter: (p) => num(p.value),
+      },
+      {
+        field: 'connected_agents',
+        headerName: 'Connected',
+        headerTooltip: 'Agents whose management socket a site worker holds (any replica)',
+        width: 115,
+        type: 'numericColumn',
+        valueFormatter: (p) => num(p.value),
+      },
+      {
+        colId: 'assigned_work',
+        headerName: 'Assigned work',
+        headerTooltip: 'Agent operations sent (running) or waiting for a socket (queued); job runs running or pending on the site',
+        flex: 2,
+        minWidth: 220,
+        valueGetter: (p) => workSummary(p.data?.assigned_work),
+      },
+      {
+        field: 'running_workflows',
+        headerName: 'Running',
+        headerTooltip: 'Workflows of this queue running now',
+        width: 100,
+        type: 'numericColumn',
+        valueFormatter: (p) => num(p.value),
+      },
+      {
         field: 'recent_workflows',
         headerName: 'Workflows',
         headerTooltip: 'Workflows started on this queue in the chosen window',
@@ -137,6 +215,8 @@ export default function ServerPage() {
         type: 'numericColumn',
         valueFormatter: (p) => num(p.value),
       },
+      { colId: 'newest_run', headerName: 'Newest workflow', flex: 1.5, minWidth: 170, cellRenderer: NewestRunCell },
+      { colId: 'temporal_ui', headerName: 'Temporal UI', width: 115, cellRenderer: TemporalLinkCell },
     ],
     [],
   );
@@ -170,6 +250,7 @@ export default function ServerPage() {
       />
       {user.role === 'admin' && <MasterCipherSection />}
       {user.role === 'admin' && <BackupsSection />}
+      {user.role === 'admin' && <BackupScheduleSection />}
       {query.isError && <ErrorAlert error={query.error} />}
       <Box sx={{ '& .mono': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', fontSize: 12.5 } }}>
         <AgGridReact<WorkerRow>
@@ -190,6 +271,8 @@ export default function ServerPage() {
           Updated {new Date(query.dataUpdatedAt).toLocaleTimeString()}; refreshes every 15 seconds.
         </Typography>
       )}
+      {user.role === 'admin' && <ServicesSection sites={rows.filter((r) => r.kind === 'site')} />}
+      {user.role === 'admin' && <LogsSection />}
     </Box>
   );
 }

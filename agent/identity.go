@@ -26,14 +26,25 @@ func (c *Config) dropIdentity() {
 func (c *Config) BecomeClone(ticket string) error {
 	c.dropIdentity()
 	c.CloneTicket = ticket
-	_, err := c.EnsureKey()
-	return err
+	return c.NewKey()
 }
 
 // Generalize clears the identity before a disk image is captured
-// (cairn-agent generalize): no key, GUID or tokens. The next run makes a
-// key and enrolls with the enrollment code, as a new device.
-func (c *Config) Generalize() { c.dropIdentity() }
+// (cairn-agent generalize): no key, GUID or tokens, and no key written
+// until NewKey. The next run makes a key and enrolls with the enrollment
+// code, as a new device.
+func (c *Config) Generalize() {
+	c.dropIdentity()
+	c.Generalized = true
+}
+
+// NewKey makes this machine's own key when it has none (after BecomeClone
+// or on the first run of a generalized image).
+func (c *Config) NewKey() error {
+	c.Generalized = false
+	_, err := c.EnsureKey()
+	return err
+}
 
 // CanEnroll reports whether the agent can enroll on its own: with an
 // enrollment code or a clone ticket.

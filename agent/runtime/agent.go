@@ -130,12 +130,14 @@ func (a *Agent) enroll(ctx context.Context, cfg *agent.Config, client *transport
 	if !cfg.CanEnroll() {
 		return ErrNotEnrollable
 	}
-	if cfg.Ed25519PrivateKey == "" {
+	if cfg.Ed25519PrivateKey == "" || cfg.Generalized {
 		// A generalized image (cairn-agent generalize): this machine makes
-		// its own key.
-		if _, err := a.opts.Store.Update(func(c *agent.Config) error { _, err := c.EnsureKey(); return err }); err != nil {
+		// its own key; Run builds the client that signs with it.
+		if _, err := a.opts.Store.Update(func(c *agent.Config) error { return c.NewKey() }); err != nil {
 			return fmt.Errorf("make the device key: %w", err)
 		}
+		a.log.Info("made this machine's device key (generalized image)")
+		return nil
 	}
 	if cfg.CloneTicket != "" {
 		a.log.Warn("enrolling as a new device with a clone ticket: this agent was a copy of an enrolled device")

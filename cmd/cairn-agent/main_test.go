@@ -174,6 +174,7 @@ func TestGeneralize(t *testing.T) {
 	require.Equal(t, "192.0.2.10", c.ServerIPFallback)
 	require.Equal(t, "code-1", c.EnrollmentCode)
 	require.True(t, c.CanEnroll())
+	require.True(t, c.Generalized)
 
 	code, _, _ = runCLI("--config", path, "generalize", "extra")
 	require.Equal(t, 2, code)

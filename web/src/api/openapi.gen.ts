@@ -4533,6 +4533,7 @@ export interface components {
             agent_version: string;
             boot_id: string;
             capabilities: string[];
+            cloned_from: string | null;
             connectivity_status: string;
             description: string;
             /** Format: date-time */
@@ -4677,6 +4678,7 @@ export interface components {
         };
         EnrollRequest: {
             agent_version?: string;
+            clone_ticket?: string;
             code?: string;
             fingerprint?: string;
             hostname?: string;
@@ -5907,6 +5909,7 @@ export interface components {
             guid?: string;
         };
         RefreshRequest: {
+            boot_id?: string;
             fingerprint?: string;
             refresh_token?: string;
         };
@@ -10542,7 +10545,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: device_quarantined, device_revoked */
+            /** @description Conflict: device_cloned, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;

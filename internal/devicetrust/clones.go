@@ -72,6 +72,11 @@ func IssueClone(ctx context.Context, store *db.Store, c Clone, now time.Time) er
 	}
 	ticket := CloneTicketPrefix + randomToken(24)
 	err := store.InTx(ctx, func(q *db.Queries) error {
+		// Tickets never spent go once expired; issuing is rare enough to
+		// carry that sweep.
+		if _, err := q.CloneTicketDeleteExpired(ctx, now); err != nil {
+			return err
+		}
 		if err := q.CloneTicketInsert(ctx, db.CloneTicketInsertParams{
 			TicketHash: HashCloneTicket(ticket), DeviceGuid: c.Device, SiteID: c.SiteID, BootID: c.BootID, Reason: c.Reason,
 			ExpiresAt: now.Add(CloneTicketTTL),

@@ -48,7 +48,15 @@ type Config struct {
 	Ed25519PrivateKey string `json:"ed25519_private_key"`
 	AccessToken       string `json:"access_token,omitempty"`
 	RefreshToken      string `json:"refresh_token,omitempty"`
-	InternalCAPEM     string `json:"internal_ca_pem,omitempty"`
+	// CloneTicket is the one-time ticket of a device_cloned answer: this
+	// agent turned out to be a copy of an enrolled device, made a new key
+	// and enrolls with the ticket (identity.go). Cleared once enrolled.
+	CloneTicket string `json:"clone_ticket,omitempty"`
+	// Generalized: the identity was cleared for a disk image (cairn-agent
+	// generalize); writes leave the key absent until the agent makes its
+	// own on the machine built from the image.
+	Generalized   bool   `json:"generalized,omitempty"`
+	InternalCAPEM string `json:"internal_ca_pem,omitempty"`
 	// TrustPublicCAs also accepts a certificate from a public CA of the
 	// system when InternalCAPEM pins the Engine's CA (off: pinned only).
 	TrustPublicCAs bool          `json:"trust_public_cas,omitempty"`
@@ -324,8 +332,10 @@ func (c *Config) write(path, writer string, now time.Time) error {
 		return errors.New("config write needs a writer name")
 	}
 	c.SchemaVersion = SchemaVersion
-	if _, err := c.EnsureKey(); err != nil {
-		return err
+	if !c.Generalized {
+		if _, err := c.EnsureKey(); err != nil {
+			return err
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return err

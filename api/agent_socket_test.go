@@ -24,6 +24,14 @@ import (
 // while the site's worker is still starting (421 wrong_worker).
 func (a *testAgent) connect(t *testing.T) *websocket.Conn {
 	t.Helper()
+	c, ack := a.connectAck(t)
+	require.True(t, ack.Accepted, ack.Reason)
+	return c
+}
+
+// connectAck is connect returning the ack, accepted or not.
+func (a *testAgent) connectAck(t *testing.T) (*websocket.Conn, proto.ConnectAgentAck) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	wsURL := "ws" + strings.TrimPrefix(a.f.url, "http") + proto.PathRealtimeWS
@@ -42,8 +50,7 @@ func (a *testAgent) connect(t *testing.T) *websocket.Conn {
 			require.Equal(t, proto.MsgConnectAgentAck, env.Type)
 			var ack proto.ConnectAgentAck
 			require.NoError(t, json.Unmarshal(env.Payload, &ack))
-			require.True(t, ack.Accepted, ack.Reason)
-			return c
+			return c, ack
 		}
 		require.NotNil(t, res, "dial failed without an answer: %v", err)
 		require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode, "only a starting worker may refuse: %v", err)
@@ -58,7 +65,8 @@ func (a *testAgent) connect(t *testing.T) *websocket.Conn {
 // hello is the agent's connect_agent: every capability unless the test
 // chose a set or an older protocol (which reports none).
 func (a *testAgent) hello() proto.ConnectAgent {
-	h := proto.ConnectAgent{GUID: a.guid, AgentVersion: "test", Protocol: proto.Version, Capabilities: proto.AllCapabilities}
+	h := proto.ConnectAgent{GUID: a.guid, AgentVersion: "test", Protocol: proto.Version, Capabilities: proto.AllCapabilities,
+		BootID: a.bootID, Fingerprint: a.fingerprint}
 	if a.caps != nil {
 		h.Capabilities = a.caps
 	}

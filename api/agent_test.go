@@ -42,6 +42,10 @@ type testAgent struct {
 	// reports none).
 	caps     []proto.Capability
 	protocol int
+	// addr is the client address a trusted proxy forwards ("": none);
+	// bootID the boot ID refreshes and connect_agent report;
+	// cloneTicket, when set, enrolls with it instead of a code.
+	addr, bootID, cloneTicket string
 }
 
 func (f *fixture) newAgent(t *testing.T, hostname string) *testAgent {
@@ -77,6 +81,9 @@ func (a *testAgent) sendOnce(t *testing.T, method, path string, body any, proof 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set(proto.HeaderAgentContext, proto.AgentContextValue(proto.ContextPrivileged))
+	if a.addr != "" {
+		req.Header.Set("X-Forwarded-For", a.addr)
+	}
 	if proof {
 		p, err := agent.NewProof(a.key, method, testPublicURL+path, token, a.f.clk.Now())
 		require.NoError(t, err)
@@ -107,8 +114,11 @@ func (a *testAgent) requestOnce(t *testing.T, code string) response {
 	}
 	req := proto.EnrollRequest{Code: code, PublicKey: a.publicKey(), Hostname: a.hostname, OS: osName,
 		Fingerprint: a.fingerprint, AgentVersion: "test", Nonce: nonce}
+	if a.cloneTicket != "" {
+		req.Code, req.CloneTicket = "", a.cloneTicket
+	}
 	req.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(a.key,
-		proto.EnrollSigningMessage(req.Nonce, req.Code, req.Hostname, req.Fingerprint, req.PublicKey)))
+		proto.EnrollSigningMessage(req.Nonce, req.Code+req.CloneTicket, req.Hostname, req.Fingerprint, req.PublicKey)))
 	r := a.sendOnce(t, "POST", proto.PathEnrollRequest, req, false, "")
 	if r.Status == 202 {
 		a.approvalID = r.Body["approval_id"].(string)
@@ -149,7 +159,7 @@ func trustedKeys(body map[string]any) []string {
 // doRefresh rotates the refresh token; on success it keeps the new pair.
 func (a *testAgent) doRefresh(t *testing.T) response {
 	t.Helper()
-	r := a.send(t, "POST", proto.PathTokenRefresh, proto.RefreshRequest{RefreshToken: a.refresh, Fingerprint: a.fingerprint}, true, "")
+	r := a.send(t, "POST", proto.PathTokenRefresh, proto.RefreshRequest{RefreshToken: a.refresh, Fingerprint: a.fingerprint, BootID: a.bootID}, true, "")
 	if r.Status == 200 {
 		tok := r.Body["tokens"].(map[string]any)
 		a.access, a.refresh = tok["access_token"].(string), tok["refresh_token"].(string)

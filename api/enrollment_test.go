@@ -264,21 +264,6 @@ func TestEnrollmentDenyAndBadRequests(t *testing.T) {
 	require.Contains(t, r.field("code"), "used up")
 }
 
-func TestEnrollmentRateLimitPerFingerprint(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	admin := f.admin(t)
-	code := f.enrollmentCode(t, admin, f.createSite(t, admin, "ratelimit"))
-	var last response
-	for i := 0; i < 11; i++ {
-		a := f.newAgent(t, "clone-"+itoa(float64(i)))
-		a.fingerprint = "same-machine"
-		last = a.request(t, code)
-	}
-	require.Equal(t, 429, last.Status, last.Raw)
-	require.NotEmpty(t, last.Header.Get("Retry-After"))
-}
-
 func TestAutoApprovalTrustAndPurge(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

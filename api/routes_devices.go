@@ -94,6 +94,9 @@ type deviceSummaryJSON struct {
 	HelperContexts []string       `json:"helper_contexts"`
 	Metrics        *proto.Metrics `json:"metrics"`
 	EnrolledAt     time.Time      `json:"enrolled_at"`
+	// ClonedFrom is the device this one was copied from: a cloned agent
+	// that enrolled with its clone ticket (docs/api.md "Cloned agents").
+	ClonedFrom *cairn.DeviceGUID `json:"cloned_from"`
 	// Capabilities are what the agent can be asked to do (docs/api.md
 	// "Agent capabilities"): as reported at its last connect, or the
 	// legacy set when it reported none.
@@ -102,7 +105,8 @@ type deviceSummaryJSON struct {
 
 func newDeviceSummaryJSON(d devices.Device) deviceSummaryJSON {
 	return deviceSummaryJSON{deviceJSON: newDeviceJSON(d), SiteSlug: d.SiteSlug, BootID: d.BootID,
-		HelperContexts: d.HelperContexts, Metrics: d.Metrics, EnrolledAt: d.EnrolledAt, Capabilities: d.Capabilities.Names()}
+		HelperContexts: d.HelperContexts, Metrics: d.Metrics, EnrolledAt: d.EnrolledAt, Capabilities: d.Capabilities.Names(),
+		ClonedFrom: d.ClonedFrom}
 }
 
 // deviceList is the paged device list: limit, offset, sort, a saved

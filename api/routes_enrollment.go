@@ -143,7 +143,7 @@ var enrollPollErrors = []string{cairn.ECodeInvalidDPoPProof, cairn.ECodeRateLimi
 // and the cipher locked (the signing key is sealed).
 var refreshErrors = []string{devicetrust.ECodeInvalidRefreshToken, devicetrust.ECodeTokenRevoked, devicetrust.ECodeTokenExpired,
 	devicetrust.ECodeFingerprint, devicetrust.ECodeDeviceRevoked, devicetrust.ECodeDeviceQuarantined,
-	devicetrust.ECodeDevicePurged, devicetrust.ECodeDeviceNotFound, cairn.ECodeAegisLocked}
+	devicetrust.ECodeDevicePurged, devicetrust.ECodeDeviceNotFound, devicetrust.ECodeDeviceCloned, cairn.ECodeRateLimited, cairn.ECodeAegisLocked}
 
 // agentEnrollRoutes are the agent side: nonce, request, poll and refresh.
 func (s *enrollmentAPI) agentEnrollRoutes() []Route {
@@ -181,7 +181,7 @@ func (s *enrollmentAPI) agentEnrollRoutes() []Route {
 			if req.RefreshToken == "" {
 				return proto.RefreshResponse{}, cairn.Invalid("refresh_token", "is required")
 			}
-			guid, issued, err := s.DeviceTokens.Refresh(r.Context(), req.RefreshToken, req.Fingerprint, proofJKT(r.Context()))
+			guid, issued, err := s.DeviceTokens.Refresh(r.Context(), req.RefreshToken, req.Fingerprint, req.BootID, proofJKT(r.Context()))
 			if err != nil {
 				return proto.RefreshResponse{}, err
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 const deviceInsert = `-- name: DeviceInsert :one
-INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities
+INSERT INTO devices (guid, hostname, site_id) VALUES ($1, $2, $3) RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities, cloned_from
 `
 
 type DeviceInsertParams struct {
@@ -51,6 +51,7 @@ func (q *Queries) DeviceInsert(ctx context.Context, arg DeviceInsertParams) (Dev
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
 		&i.Capabilities,
+		&i.ClonedFrom,
 	)
 	return i, err
 }

@@ -76,7 +76,7 @@ func (q *Queries) DeviceFixtureUpdate(ctx context.Context, arg DeviceFixtureUpda
 }
 
 const deviceGetByHostnameInScope = `-- name: DeviceGetByHostnameInScope :one
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, d.cloned_from, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE lower(d.hostname) = lower($1::text) AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
@@ -122,6 +122,7 @@ func (q *Queries) DeviceGetByHostnameInScope(ctx context.Context, arg DeviceGetB
 		&i.Device.AgentBuildID,
 		&i.Device.AgentVersionKey,
 		&i.Device.Capabilities,
+		&i.Device.ClonedFrom,
 		&i.SiteName,
 		&i.SiteSlug,
 	)
@@ -129,7 +130,7 @@ func (q *Queries) DeviceGetByHostnameInScope(ctx context.Context, arg DeviceGetB
 }
 
 const deviceGetInScope = `-- name: DeviceGetInScope :one
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, d.cloned_from, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = $1 AND ($2::bool OR d.site_id = ANY($3::bigint[]))
 `
@@ -175,6 +176,7 @@ func (q *Queries) DeviceGetInScope(ctx context.Context, arg DeviceGetInScopePara
 		&i.Device.AgentBuildID,
 		&i.Device.AgentVersionKey,
 		&i.Device.Capabilities,
+		&i.Device.ClonedFrom,
 		&i.SiteName,
 		&i.SiteSlug,
 	)
@@ -210,7 +212,7 @@ func (q *Queries) DeviceInventoryGet(ctx context.Context, deviceGuid cairn.Devic
 
 const deviceListInScope = `-- name: DeviceListInScope :many
 
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, d.cloned_from, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
   AND ($3::bigint IS NULL OR d.site_id = $3::bigint)
@@ -275,6 +277,7 @@ func (q *Queries) DeviceListInScope(ctx context.Context, arg DeviceListInScopePa
 			&i.Device.AgentBuildID,
 			&i.Device.AgentVersionKey,
 			&i.Device.Capabilities,
+			&i.Device.ClonedFrom,
 			&i.SiteName,
 			&i.SiteSlug,
 		); err != nil {
@@ -370,7 +373,7 @@ func (q *Queries) DeviceRoleList(ctx context.Context, deviceGuid cairn.DeviceGUI
 }
 
 const deviceSearchInScope = `-- name: DeviceSearchInScope :many
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, s.name AS site_name, s.slug AS site_slug
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, d.cloned_from, s.name AS site_name, s.slug AS site_slug
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
   AND strpos(lower(d.hostname), lower($3::text)) > 0
@@ -433,6 +436,7 @@ func (q *Queries) DeviceSearchInScope(ctx context.Context, arg DeviceSearchInSco
 			&i.Device.AgentBuildID,
 			&i.Device.AgentVersionKey,
 			&i.Device.Capabilities,
+			&i.Device.ClonedFrom,
 			&i.SiteName,
 			&i.SiteSlug,
 		); err != nil {

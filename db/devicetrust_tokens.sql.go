@@ -74,7 +74,7 @@ const deviceTrustSet = `-- name: DeviceTrustSet :one
 UPDATE devices
 SET trust_state = $1, token_version = token_version + 1, updated_at = $2
 WHERE guid = $3 AND trust_state = $4 AND token_version = $5
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities, cloned_from
 `
 
 type DeviceTrustSetParams struct {
@@ -124,6 +124,7 @@ func (q *Queries) DeviceTrustSet(ctx context.Context, arg DeviceTrustSetParams) 
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
 		&i.Capabilities,
+		&i.ClonedFrom,
 	)
 	return i, err
 }
@@ -143,7 +144,7 @@ func (q *Queries) RefreshTokenDeleteExpired(ctx context.Context, now time.Time) 
 }
 
 const refreshTokenGet = `-- name: RefreshTokenGet :one
-SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at, parent_hash FROM refresh_tokens WHERE token_hash = $1
+SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at, parent_hash, used_boot_id FROM refresh_tokens WHERE token_hash = $1
 `
 
 func (q *Queries) RefreshTokenGet(ctx context.Context, tokenHash []byte) (RefreshToken, error) {
@@ -158,12 +159,13 @@ func (q *Queries) RefreshTokenGet(ctx context.Context, tokenHash []byte) (Refres
 		&i.UsedAt,
 		&i.RevokedAt,
 		&i.ParentHash,
+		&i.UsedBootID,
 	)
 	return i, err
 }
 
 const refreshTokenGetForUpdate = `-- name: RefreshTokenGetForUpdate :one
-SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at, parent_hash FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE
+SELECT token_hash, device_guid, family_id, created_at, expires_at, used_at, revoked_at, parent_hash, used_boot_id FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE
 `
 
 // Refresh locks the presented token, so a retry and the request it retries
@@ -180,6 +182,7 @@ func (q *Queries) RefreshTokenGetForUpdate(ctx context.Context, tokenHash []byte
 		&i.UsedAt,
 		&i.RevokedAt,
 		&i.ParentHash,
+		&i.UsedBootID,
 	)
 	return i, err
 }
@@ -210,18 +213,19 @@ func (q *Queries) RefreshTokenInsert(ctx context.Context, arg RefreshTokenInsert
 }
 
 const refreshTokenMarkUsed = `-- name: RefreshTokenMarkUsed :execrows
-UPDATE refresh_tokens SET used_at = $1
-WHERE token_hash = $2 AND used_at IS NULL AND revoked_at IS NULL
+UPDATE refresh_tokens SET used_at = $1, used_boot_id = $2
+WHERE token_hash = $3 AND used_at IS NULL AND revoked_at IS NULL
 `
 
 type RefreshTokenMarkUsedParams struct {
-	Now       *time.Time
-	TokenHash []byte
+	Now        *time.Time
+	UsedBootID string
+	TokenHash  []byte
 }
 
 // Only one concurrent refresh with the same token wins.
 func (q *Queries) RefreshTokenMarkUsed(ctx context.Context, arg RefreshTokenMarkUsedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, refreshTokenMarkUsed, arg.Now, arg.TokenHash)
+	result, err := q.db.Exec(ctx, refreshTokenMarkUsed, arg.Now, arg.UsedBootID, arg.TokenHash)
 	if err != nil {
 		return 0, err
 	}

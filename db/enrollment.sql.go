@@ -317,7 +317,7 @@ INSERT INTO devices (guid, hostname, site_id, agent_id, operating_system, public
     token_version, agent_version, enrolled_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11)
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities, cloned_from
 `
 
 type DeviceEnrollInsertParams struct {
@@ -375,12 +375,13 @@ func (q *Queries) DeviceEnrollInsert(ctx context.Context, arg DeviceEnrollInsert
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
 		&i.Capabilities,
+		&i.ClonedFrom,
 	)
 	return i, err
 }
 
 const deviceGetByGUID = `-- name: DeviceGetByGUID :one
-SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, s.slug AS site_slug, s.name AS site_name
+SELECT d.guid, d.hostname, d.site_id, d.created_at, d.agent_id, d.description, d.operating_system, d.public_key, d.jkt, d.fingerprint, d.trust_state, d.token_version, d.agent_version, d.boot_id, d.last_seen, d.metrics, d.last_status, d.socket_replica, d.socket_seen_at, d.helper_contexts, d.enrolled_at, d.updated_at, d.agent_build_id, d.agent_version_key, d.capabilities, d.cloned_from, s.slug AS site_slug, s.name AS site_name
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = $1
 `
@@ -411,6 +412,7 @@ type DeviceGetByGUIDRow struct {
 	AgentBuildID    string
 	AgentVersionKey []pgtype.Numeric
 	Capabilities    []string
+	ClonedFrom      *cairn.DeviceGUID
 	SiteSlug        string
 	SiteName        string
 }
@@ -444,6 +446,7 @@ func (q *Queries) DeviceGetByGUID(ctx context.Context, guid cairn.DeviceGUID) (D
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
 		&i.Capabilities,
+		&i.ClonedFrom,
 		&i.SiteSlug,
 		&i.SiteName,
 	)
@@ -451,7 +454,7 @@ func (q *Queries) DeviceGetByGUID(ctx context.Context, guid cairn.DeviceGUID) (D
 }
 
 const deviceGetByJKT = `-- name: DeviceGetByJKT :one
-SELECT guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities FROM devices WHERE jkt = $1
+SELECT guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities, cloned_from FROM devices WHERE jkt = $1
 `
 
 func (q *Queries) DeviceGetByJKT(ctx context.Context, jkt string) (Device, error) {
@@ -483,6 +486,7 @@ func (q *Queries) DeviceGetByJKT(ctx context.Context, jkt string) (Device, error
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
 		&i.Capabilities,
+		&i.ClonedFrom,
 	)
 	return i, err
 }
@@ -558,7 +562,7 @@ SET hostname = $1, site_id = $2, operating_system = $3, fingerprint = $4,
     agent_version = $5, trust_state = 'active', token_version = token_version + 1,
     enrolled_at = $6, updated_at = $6
 WHERE guid = $7 AND trust_state = $8 AND token_version = $9
-RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities
+RETURNING guid, hostname, site_id, created_at, agent_id, description, operating_system, public_key, jkt, fingerprint, trust_state, token_version, agent_version, boot_id, last_seen, metrics, last_status, socket_replica, socket_seen_at, helper_contexts, enrolled_at, updated_at, agent_build_id, agent_version_key, capabilities, cloned_from
 `
 
 type DeviceReenrollParams struct {
@@ -616,6 +620,7 @@ func (q *Queries) DeviceReenroll(ctx context.Context, arg DeviceReenrollParams) 
 		&i.AgentBuildID,
 		&i.AgentVersionKey,
 		&i.Capabilities,
+		&i.ClonedFrom,
 	)
 	return i, err
 }

@@ -251,6 +251,7 @@ type Device struct {
 	AgentBuildID    string
 	AgentVersionKey []pgtype.Numeric
 	Capabilities    []string
+	ClonedFrom      *cairn.DeviceGUID
 }
 
 type DeviceActivity struct {
@@ -293,6 +294,18 @@ type DeviceApproval struct {
 	DeviceGuid       *cairn.DeviceGUID
 	Readmission      bool
 	AdminApproved    bool
+}
+
+type DeviceCloneTicket struct {
+	TicketHash []byte
+	DeviceGuid cairn.DeviceGUID
+	SiteID     cairn.SiteID
+	BootID     string
+	Reason     string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	UsedAt     *time.Time
+	ApprovalID *string
 }
 
 type DeviceFilter struct {
@@ -700,6 +713,7 @@ type RefreshToken struct {
 	UsedAt     *time.Time
 	RevokedAt  *time.Time
 	ParentHash []byte
+	UsedBootID string
 }
 
 type RemoteOpToken struct {

@@ -179,14 +179,22 @@ const (
 	MsgPing            = "ping"
 	MsgPong            = "pong"
 	MsgReply           = "reply"
+	// MsgDeviceCloned tells a connected agent that it is the copy of its
+	// device (payload DeviceCloned); the agent enrolls again with the
+	// ticket.
+	MsgDeviceCloned = "device_cloned"
 )
 
 // ConnectAgent is the first message the agent sends.
 type ConnectAgent struct {
-	GUID           string   `json:"guid"`
-	AgentVersion   string   `json:"agent_version"`
-	Protocol       int      `json:"protocol"`
-	BootID         string   `json:"boot_id"`
+	GUID         string `json:"guid"`
+	AgentVersion string `json:"agent_version"`
+	Protocol     int    `json:"protocol"`
+	BootID       string `json:"boot_id"`
+	// Fingerprint is the agent's hashed hardware fingerprint (as in
+	// enrollment): when two live sockets of one device disagree, the one
+	// that does not match the enrolled fingerprint is the copy.
+	Fingerprint    string   `json:"fingerprint,omitempty"`
 	HelperContexts []string `json:"helper_contexts"`
 	// Capabilities is what this agent can be asked to do (protocol 4 and
 	// later; capabilities.go). The Engine reads it through
@@ -212,8 +220,17 @@ func (c ConnectAgent) ReportedCapabilities() []Capability {
 type ConnectAgentAck struct {
 	Accepted bool   `json:"accepted"`
 	Reason   string `json:"reason,omitempty"`
-	Worker   string `json:"worker"`
+	// Code says why a registration was refused, when the agent must act
+	// on it: CodeDeviceCloned, with CloneTicket.
+	Code        string `json:"code,omitempty"`
+	CloneTicket string `json:"clone_ticket,omitempty"`
+	Worker      string `json:"worker"`
 	// PingIntervalSeconds is how often the worker sends ping; it stays well
 	// under the agent's 60 s read-idle deadline.
 	PingIntervalSeconds int `json:"ping_interval_seconds"`
+}
+
+// DeviceCloned is the payload of MsgDeviceCloned.
+type DeviceCloned struct {
+	CloneTicket string `json:"clone_ticket"`
 }

@@ -73,6 +73,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// FieldCloneTicket is the Error field a device_cloned refusal carries its
+// clone ticket in.
+const FieldCloneTicket = "clone_ticket"
+
 // Error codes the agent acts on.
 const (
 	CodeInvalidRefreshToken = "invalid_refresh_token" // recoverable
@@ -87,6 +91,12 @@ const (
 	CodeInvalidAccessToken  = "invalid_access_token"
 	CodeInvalidDPoPProof    = "invalid_dpop_proof"
 	CodeWrongWorker         = "wrong_worker"
+	// CodeDeviceCloned: this agent is a copy of an enrolled device (the
+	// same key and GUID run elsewhere). The answer carries a one-time
+	// ticket in Fields[FieldCloneTicket] (a refusal) or
+	// ConnectAgentAck.CloneTicket; the agent makes a new key, drops its
+	// GUID and tokens, and enrolls with the ticket (EnrollRequest.CloneTicket).
+	CodeDeviceCloned = "device_cloned"
 )
 
 // Agent-facing paths.
@@ -113,7 +123,12 @@ type EnrollNonce struct {
 
 // EnrollRequest is the body of PathEnrollRequest.
 type EnrollRequest struct {
+	// Code is the enrollment code; empty when CloneTicket is set.
 	Code string `json:"code"`
+	// CloneTicket is the one-time ticket a device_cloned answer carried:
+	// it enrolls the new key into the original device's site without an
+	// administrator. The signature covers it in the code's place.
+	CloneTicket string `json:"clone_ticket,omitempty"`
 	// PublicKey is the standard base64 of the 32-byte Ed25519 public key.
 	PublicKey    string `json:"public_key"`
 	Hostname     string `json:"hostname"`
@@ -197,6 +212,10 @@ type Tokens struct {
 type RefreshRequest struct {
 	RefreshToken string `json:"refresh_token"`
 	Fingerprint  string `json:"fingerprint"`
+	// BootID is the agent's boot ID ("" when unknown): a used refresh
+	// token presented again from another boot than the one that used it
+	// is a copy of the agent, answered CodeDeviceCloned.
+	BootID string `json:"boot_id,omitempty"`
 }
 
 // RefreshResponse answers PathTokenRefresh.

@@ -127,10 +127,21 @@ func (a *Agent) Run(ctx context.Context) error {
 // enroll enrolls again with the same key. It returns an error only when
 // enrollment is impossible; other failures wait and let Run try again.
 func (a *Agent) enroll(ctx context.Context, cfg *agent.Config, client *transport.Client, retry *backoff) error {
-	if cfg.EnrollmentCode == "" {
+	if !cfg.CanEnroll() {
 		return ErrNotEnrollable
 	}
-	if cfg.Agent.GUID != "" {
+	if cfg.Ed25519PrivateKey == "" || cfg.Generalized {
+		// A generalized image (cairn-agent generalize): this machine makes
+		// its own key; Run builds the client that signs with it.
+		if _, err := a.opts.Store.Update(func(c *agent.Config) error { return c.NewKey() }); err != nil {
+			return fmt.Errorf("make the device key: %w", err)
+		}
+		a.log.Info("made this machine's device key (generalized image)")
+		return nil
+	}
+	if cfg.CloneTicket != "" {
+		a.log.Warn("enrolling as a new device with a clone ticket: this agent was a copy of an enrolled device")
+	} else if cfg.Agent.GUID != "" {
 		a.log.Warn("the device has no tokens; requesting enrollment again with the same key: an administrator must approve it again",
 			"guid", cfg.Agent.GUID)
 	}
@@ -185,7 +196,7 @@ func (a *Agent) capabilities() []proto.Capability {
 func (a *Agent) session(parent context.Context, cfg *agent.Config, client *transport.Client) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	tokens := newTokens(cfg, a.opts.Store, client, a.opts.Identity.Fingerprint, a.timing, a.now, a.log, a.opts.Hooks,
+	tokens := newTokens(cfg, a.opts.Store, client, a.opts.Identity, a.timing, a.now, a.log, a.opts.Hooks,
 		func(err error) { cancel(err) })
 	a.socket.restart()
 	a.timeline.mark(MilestoneLoopStarted, true, "")
@@ -204,14 +215,19 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 		ops:  &opRunner{ctx: parent, wg: &a.opsRunning, cache: a.ops},
 		hello: proto.ConnectAgent{
 			GUID: cfg.Agent.GUID, AgentVersion: a.opts.Version, Protocol: proto.Version,
-			BootID: a.opts.Identity.BootID, HelperContexts: []string{}, Capabilities: a.capabilities(),
+			BootID: a.opts.Identity.BootID, Fingerprint: a.opts.Identity.Fingerprint, HelperContexts: []string{},
+			Capabilities: a.capabilities(),
 		},
+		tried: make(chan struct{}),
 	}
 	wanted := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for _, loop := range []func() error{
-		func() error { a.detailsLoop(ctx, tokens, wanted); return nil },
-		func() error { a.heartbeatLoop(ctx, tokens, wanted); return nil },
+		// Inventory and heartbeats wait for the first socket attempt: a
+		// copy of the device (a cloned disk) learns it is one there, and
+		// nothing of its own may land on the original's record.
+		func() error { waitTried(ctx, rt.tried); a.detailsLoop(ctx, tokens, wanted); return nil },
+		func() error { waitTried(ctx, rt.tried); a.heartbeatLoop(ctx, tokens, wanted); return nil },
 		func() error { a.runningStatus(ctx, tokens, connected); return nil },
 		func() error { return rt.run(ctx) },
 		func() error { return a.watch(ctx) },

@@ -56,7 +56,7 @@ func Enroll(ctx context.Context, store Store, client *transport.Client, opts Enr
 	if err != nil {
 		return EnrollResult{}, err
 	}
-	if cfg.EnrollmentCode == "" {
+	if !cfg.CanEnroll() {
 		return EnrollResult{}, errors.New("no enrollment code in the config")
 	}
 	key, err := cfg.PrivateKey()
@@ -65,7 +65,7 @@ func Enroll(ctx context.Context, store Store, client *transport.Client, opts Enr
 	}
 	e := &enroller{
 		store: store, client: client, opts: opts, timing: opts.Timing.withDefaults(), key: key,
-		code: cfg.EnrollmentCode, log: opts.Logger,
+		code: cfg.EnrollmentCode, ticket: cfg.CloneTicket, log: opts.Logger,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -99,6 +99,8 @@ type enroller struct {
 	timing Timing
 	key    ed25519.PrivateKey
 	code   string
+	// ticket is the clone ticket to enroll with instead of code.
+	ticket string
 	log    *slog.Logger
 	retry  *backoff
 }
@@ -121,7 +123,10 @@ func (e *enroller) request(ctx context.Context) (proto.EnrollResponse, error) {
 			Code: e.code, PublicKey: pub, Hostname: id.Hostname, OS: id.OS,
 			Fingerprint: id.Fingerprint, AgentVersion: e.opts.Version, Nonce: n.Nonce,
 		}
-		sig := ed25519.Sign(e.key, proto.EnrollSigningMessage(req.Nonce, req.Code, req.Hostname, req.Fingerprint, req.PublicKey))
+		if e.ticket != "" {
+			req.Code, req.CloneTicket = "", e.ticket
+		}
+		sig := ed25519.Sign(e.key, proto.EnrollSigningMessage(req.Nonce, req.Code+req.CloneTicket, req.Hostname, req.Fingerprint, req.PublicKey))
 		req.Signature = base64.StdEncoding.EncodeToString(sig)
 		var resp proto.EnrollResponse
 		// The proof lets the Engine refuse a server_url it does not serve
@@ -135,6 +140,18 @@ func (e *enroller) request(ctx context.Context) (proto.EnrollResponse, error) {
 		if errors.As(err, &pe) && pe.Code == "validation_failed" && pe.Fields["nonce"] != "" && staleNonces < 3 {
 			staleNonces++
 			continue
+		}
+		if errors.As(err, &pe) && pe.Code == "validation_failed" && pe.Fields["clone_ticket"] != "" && e.ticket != "" {
+			// A spent or expired ticket: drop it, and enroll with the code
+			// when there is one.
+			e.log.Warn("the clone ticket was refused; dropping it", "reason", pe.Fields["clone_ticket"])
+			e.ticket = ""
+			if _, uerr := e.store.Update(func(c *agent.Config) error { c.CloneTicket = ""; return nil }); uerr != nil {
+				return proto.EnrollResponse{}, uerr
+			}
+			if e.code != "" {
+				continue
+			}
 		}
 		if err := e.wait(ctx, "request", err); err != nil {
 			return proto.EnrollResponse{}, fmt.Errorf("enrollment request refused: %w", err)
@@ -196,6 +213,7 @@ func (e *enroller) save(dev proto.EnrolledDevice, tok proto.Tokens, trust *proto
 		}
 		c.Agent.GUID, c.Agent.AgentID = dev.GUID, dev.AgentID
 		c.AccessToken, c.RefreshToken = tok.AccessToken, tok.RefreshToken
+		c.CloneTicket = ""
 		c.PinTrust(trust)
 		return nil
 	})

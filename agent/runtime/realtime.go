@@ -47,6 +47,25 @@ type realtime struct {
 	onConnected func(ctx context.Context, call Caller)
 	// role (may be nil) is told each attempt's outcome.
 	role interface{ Report(error) }
+	// tried closes once the first connection attempt has ended or been
+	// accepted (a copy of the device is told so there).
+	tried     chan struct{}
+	triedOnce sync.Once
+}
+
+// markTried closes tried once.
+func (r *realtime) markTried() {
+	if r.tried != nil {
+		r.triedOnce.Do(func() { close(r.tried) })
+	}
+}
+
+// waitTried waits for tried (or ctx).
+func waitTried(ctx context.Context, tried <-chan struct{}) {
+	select {
+	case <-tried:
+	case <-ctx.Done():
+	}
 }
 
 // run keeps the socket up until ctx ends or the tokens are cleared.
@@ -70,6 +89,7 @@ func (r *realtime) run(ctx context.Context) error {
 		if errors.Is(err, ErrTokensCleared) {
 			return err
 		}
+		r.markTried()
 		r.hooks.error("socket", err)
 		if r.role != nil {
 			if err == nil {
@@ -164,9 +184,14 @@ func (r *realtime) connect(ctx context.Context, route proto.Route) (accepted boo
 	}
 	if !ack.Accepted {
 		_ = conn.Close(websocket.StatusNormalClosure, "registration rejected")
-		return false, fmt.Errorf("connect_agent rejected by worker %q: %s", ack.Worker, ack.Reason)
+		err := fmt.Errorf("connect_agent rejected by worker %q: %s", ack.Worker, ack.Reason)
+		if ack.Code == proto.CodeDeviceCloned && ack.CloneTicket != "" {
+			return false, r.tokens.BecomeClone(ack.CloneTicket, err)
+		}
+		return false, err
 	}
 	r.tracker.set(SocketConnected, ack.Worker)
+	r.markTried()
 	r.tracker.traffic()
 	r.log.Info("realtime socket connected", "worker", ack.Worker)
 	if r.role != nil {
@@ -276,6 +301,13 @@ func (s *socket) dispatch(ctx context.Context, env proto.Envelope) error {
 		return s.send(ctx, proto.Envelope{Type: proto.MsgPong, ID: env.ID})
 	case proto.MsgPong, proto.MsgReply, proto.MsgConnectAgentAck:
 		return nil
+	case proto.MsgDeviceCloned:
+		var dc proto.DeviceCloned
+		if err := json.Unmarshal(env.Payload, &dc); err != nil || dc.CloneTicket == "" {
+			s.r.log.Warn("ignoring a device_cloned message without a ticket")
+			return nil
+		}
+		return s.r.tokens.BecomeClone(dc.CloneTicket, errors.New("the Engine says this agent is a copy of its device"))
 	}
 	h := s.r.handlers.lookup(env.Type)
 	if h == nil {

@@ -65,7 +65,7 @@ func TestConnectAgentHello(t *testing.T) {
 			start(t, opts)
 			conn := nextConn(t, e.engine)
 			require.Equal(t, proto.ConnectAgent{
-				GUID: res.Device.GUID, AgentVersion: "test", Protocol: proto.Version, BootID: "boot-1", HelperContexts: []string{},
+				GUID: res.Device.GUID, AgentVersion: "test", Protocol: proto.Version, BootID: "boot-1", Fingerprint: "fp-1", HelperContexts: []string{},
 				Capabilities: tc.want,
 			}, conn.Hello)
 			// The route was cached for the next start.

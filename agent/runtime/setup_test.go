@@ -130,7 +130,7 @@ func (e *env) enroll(t *testing.T) EnrollResult {
 func (e *env) tokens(t *testing.T) *Tokens {
 	t.Helper()
 	timing := testTiming().withDefaults()
-	return newTokens(e.config(t), e.store, e.client(t), e.identity.Fingerprint, timing, time.Now,
+	return newTokens(e.config(t), e.store, e.client(t), e.identity, timing, time.Now,
 		slog.New(slog.DiscardHandler), Hooks{}, nil)
 }
 

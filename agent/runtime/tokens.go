@@ -78,6 +78,7 @@ type Tokens struct {
 	store       Store
 	client      *transport.Client
 	fingerprint string
+	bootID      string
 	timing      Timing
 	now         func() time.Time
 	log         *slog.Logger
@@ -97,10 +98,10 @@ type Tokens struct {
 	lastErr error
 }
 
-func newTokens(cfg *agent.Config, store Store, client *transport.Client, fingerprint string, timing Timing,
+func newTokens(cfg *agent.Config, store Store, client *transport.Client, id Identity, timing Timing,
 	now func() time.Time, log *slog.Logger, hooks Hooks, onClear func(error)) *Tokens {
 	return &Tokens{
-		store: store, client: client, fingerprint: fingerprint, timing: timing, now: now, log: log,
+		store: store, client: client, fingerprint: id.Fingerprint, bootID: id.BootID, timing: timing, now: now, log: log,
 		hooks: hooks, onClear: onClear, retry: newBackoff(timing.RetryMin, timing.RetryMax),
 		access: cfg.AccessToken, refresh: cfg.RefreshToken, expires: accessExpiry(cfg.AccessToken),
 	}
@@ -263,7 +264,7 @@ func (t *Tokens) Refresh(ctx context.Context, stale string) error {
 	var resp proto.RefreshResponse
 	rctx, cancel := context.WithTimeout(ctx, t.timing.RequestTimeout)
 	err := t.client.Do(rctx, http.MethodPost, proto.PathTokenRefresh,
-		proto.RefreshRequest{RefreshToken: refresh, Fingerprint: t.fingerprint}, &resp, transport.AuthProof)
+		proto.RefreshRequest{RefreshToken: refresh, Fingerprint: t.fingerprint, BootID: t.bootID}, &resp, transport.AuthProof)
 	cancel()
 	if err == nil {
 		t.retry.reset()
@@ -284,6 +285,12 @@ func (t *Tokens) Refresh(ctx context.Context, stale string) error {
 	if ctx.Err() != nil {
 		return err
 	}
+	if code == proto.CodeDeviceCloned {
+		var pe *proto.Error
+		if errors.As(err, &pe) && pe.Fields[proto.FieldCloneTicket] != "" {
+			return t.becomeCloneLocked(pe.Fields[proto.FieldCloneTicket], err)
+		}
+	}
 	if keepOnRefresh[code] || agent.ClassifyRefreshError(code) == agent.RefreshRetry {
 		wait := t.retry.next()
 		t.log.Warn("token refresh failed; keeping the tokens and retrying", "code", code, "in", wait, "err", err)
@@ -293,6 +300,43 @@ func (t *Tokens) Refresh(ctx context.Context, stale string) error {
 		return err
 	}
 	return t.clear(code, refresh, err)
+}
+
+// BecomeClone acts on a device_cloned answer (a refresh refusal, a
+// refused connect_agent or a message on the socket): this agent is a copy
+// of an enrolled device, so it makes a new key, drops the GUID and tokens
+// and keeps the clone ticket to enroll with (agent.Config.BecomeClone).
+// It returns the *TokensClearedError that ends the session; Run then
+// enrolls.
+func (t *Tokens) BecomeClone(ticket string, cause error) error {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	return t.becomeCloneLocked(ticket, cause)
+}
+
+// becomeCloneLocked is BecomeClone; the caller holds refreshMu.
+func (t *Tokens) becomeCloneLocked(ticket string, cause error) error {
+	t.mu.Lock()
+	if t.cleared != nil {
+		defer t.mu.Unlock()
+		return t.cleared
+	}
+	t.mu.Unlock()
+	if _, err := t.store.Update(func(c *agent.Config) error { return c.BecomeClone(ticket) }); err != nil {
+		// Without the new key saved the copy cannot enroll: keep going as
+		// is; the Engine tells it again.
+		t.log.Error("could not save the new identity of a cloned agent", "err", err)
+		return fmt.Errorf("become a clone: %w", err)
+	}
+	cleared := &TokensClearedError{Code: proto.CodeDeviceCloned, Err: cause}
+	t.mu.Lock()
+	t.access, t.refresh, t.expires, t.unsaved, t.cleared = "", "", time.Time{}, false, cleared
+	t.mu.Unlock()
+	t.log.Warn("this agent is a copy of an enrolled device: made a new key; enrolling as a new device with the clone ticket")
+	if t.onClear != nil {
+		t.onClear(cleared)
+	}
+	return cleared
 }
 
 // errStoreMoved: the stored refresh token is not the one refused (a new

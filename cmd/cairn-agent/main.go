@@ -41,6 +41,7 @@ const usage = `usage:
   cairn-agent install [--config PATH] [--binary PATH] [--unit-dir DIR] [--no-start] [--hostname NAME]
                       [--server URL --code CODE [--ca-file PEM [--trust-public-cas]] [--server-ip-fallback IP]]
   cairn-agent uninstall [--config PATH] [--unit-dir DIR] [--purge]
+  cairn-agent [--config PATH] generalize
   cairn-agent version
 
   <field> is a metadata field number from 1 to 500; <value> is at most 1024
@@ -62,6 +63,10 @@ const usage = `usage:
   enroll requests enrollment with the site's code, signed with this device's
   key, and waits until an administrator approves (or denies) it. run is the
   agent itself (the service runs it); pass the same --hostname as to enroll.
+  generalize clears this agent's identity (key, GUID, tokens) and keeps the
+  server URL and enrollment code: run it, with the service stopped, before
+  capturing a disk image (sysprep, VM template), so every machine made from
+  the image enrolls as a device of its own.
   simulate runs N agents with synthetic data in this process through the real
   enrollment, token, heartbeat and socket code, and prints a JSON summary.
 `
@@ -147,6 +152,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, h ho
 		return install(ctx, path, rest[1:], stdout, stderr, h)
 	case "uninstall":
 		return uninstall(path, rest[1:], stdout)
+	case "generalize":
+		return generalize(path, rest[1:], stdout)
 	case "version", "--version":
 		if len(rest) != 1 {
 			return usagef("version takes no arguments")

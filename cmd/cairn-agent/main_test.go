@@ -146,3 +146,36 @@ func TestHelp(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "--metadata set <field> <value>")
 }
+
+// generalize clears the identity and keeps what a new machine needs to
+// enroll on its own.
+func TestGeneralize(t *testing.T) {
+	t.Parallel()
+	path := setup(t)
+	_, err := agent.Update(path, "test", func(c *agent.Config) error {
+		_, err := c.EnsureKey()
+		c.Agent.AgentID = "agt_1"
+		c.CloneTicket = "clt_x"
+		return err
+	})
+	require.NoError(t, err)
+	code, out, errOut := runCLI("--config", path, "generalize")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "identity cleared")
+	c, err := agent.Load(path)
+	require.NoError(t, err)
+	require.Empty(t, c.Ed25519PrivateKey)
+	require.Empty(t, c.Agent.GUID)
+	require.Empty(t, c.Agent.AgentID)
+	require.Empty(t, c.AccessToken)
+	require.Empty(t, c.RefreshToken)
+	require.Empty(t, c.CloneTicket)
+	require.Equal(t, "https://engine.example.test", c.ServerURL)
+	require.Equal(t, "192.0.2.10", c.ServerIPFallback)
+	require.Equal(t, "code-1", c.EnrollmentCode)
+	require.True(t, c.CanEnroll())
+	require.True(t, c.Generalized)
+
+	code, _, _ = runCLI("--config", path, "generalize", "extra")
+	require.Equal(t, 2, code)
+}

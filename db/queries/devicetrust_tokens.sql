@@ -24,7 +24,7 @@ WHERE parent_hash = @token_hash AND used_at IS NULL AND revoked_at IS NULL;
 
 -- name: RefreshTokenMarkUsed :execrows
 -- Only one concurrent refresh with the same token wins.
-UPDATE refresh_tokens SET used_at = @now
+UPDATE refresh_tokens SET used_at = @now, used_boot_id = @used_boot_id
 WHERE token_hash = @token_hash AND used_at IS NULL AND revoked_at IS NULL;
 
 -- name: RefreshTokenRevokeFamily :exec

@@ -31,6 +31,9 @@ type conn struct {
 	log      *slog.Logger
 	hostname string // from the devices row at attach
 	siteID   int64
+	// bootID and fingerprint are what connect_agent reported: two live
+	// sockets of one device from different boots are two machines.
+	bootID, fingerprint string
 
 	// ctx ends when the socket is finished with; done closes once its
 	// record is cleared too.

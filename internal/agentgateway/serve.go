@@ -59,6 +59,20 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 		}
 		return
 	}
+	c.bootID, c.fingerprint = hello.BootID, hello.Fingerprint
+	if ticket, err := h.checkClone(c); err != nil || ticket != "" {
+		reason := "this agent is a copy of an enrolled device running elsewhere; enroll again with the clone ticket"
+		if err != nil {
+			reason = "the site worker could not check the socket"
+			if cairn.IsCode(err, cairn.ECodeRateLimited) {
+				reason = "this device was copied too often; try again later"
+			} else {
+				h.log.Error("check agent socket for a clone", "guid", dev.GUID, "err", err)
+			}
+		}
+		h.rejectClone(c, reason, ticket)
+		return
+	}
 	if err := h.attach(c, hello); err != nil {
 		reason := "the site worker could not register the socket"
 		var refused refusal
@@ -157,9 +171,16 @@ func storedCapabilities(hello proto.ConnectAgent) []string {
 }
 
 // reject answers connect_agent with accepted=false and closes the socket.
-func (h *Hub) reject(c *conn, reason string) {
+func (h *Hub) reject(c *conn, reason string) { h.rejectClone(c, reason, "") }
+
+// rejectClone is reject telling a copy of the device its clone ticket
+// (none: an ordinary refusal).
+func (h *Hub) rejectClone(c *conn, reason, ticket string) {
 	h.log.Info("agent socket refused", "guid", c.dev.GUID, "reason", reason)
 	ack := proto.ConnectAgentAck{Accepted: false, Reason: reason, Worker: h.opts.QueueOf(c.dev.SiteSlug)}
+	if ticket != "" {
+		ack.Code, ack.CloneTicket = proto.CodeDeviceCloned, ticket
+	}
 	if err := c.writeNow(envelope(proto.MsgConnectAgentAck, ack), h.opts.WriteTimeout); err != nil {
 		_ = c.ws.CloseNow()
 		return

@@ -107,6 +107,9 @@ var Tables = []Table{
 	{Name: "dpop_jtis", Policy: Exclude},
 	{Name: "repo_hash_cache", Policy: Exclude},
 	{Name: "device_approvals", Policy: Exclude},
+	// One-time tickets of cloned agents, valid a day: a restored Engine
+	// answers the copy again when it shows up.
+	{Name: "device_clone_tickets", Policy: Exclude},
 	{Name: "device_list_views", Policy: Exclude},
 	{Name: "device_activity", Policy: Exclude},
 	{Name: "device_roles", Policy: Exclude},

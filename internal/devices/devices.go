@@ -102,6 +102,9 @@ type Device struct {
 	// Metrics are the last heartbeat's, nil before the first.
 	Metrics    *proto.Metrics
 	EnrolledAt time.Time
+	// ClonedFrom is the device this one was copied from (a cloned agent
+	// that enrolled with its clone ticket), nil otherwise.
+	ClonedFrom *cairn.DeviceGUID
 }
 
 func (s *Service) device(d db.Device, siteName, siteSlug string, now time.Time) Device {
@@ -112,7 +115,7 @@ func (s *Service) device(d db.Device, siteName, siteSlug string, now time.Time) 
 		Connectivity:    Status(d.LastSeen, d.SocketReplica, d.SocketSeenAt, now, s.cfg.OnlineWindow),
 		OperatingSystem: d.OperatingSystem, AgentVersion: d.AgentVersion, AgentBuildID: d.AgentBuildID, TrustState: d.TrustState,
 		BootID: d.BootID, HelperContexts: d.HelperContexts, EnrolledAt: d.EnrolledAt,
-		Capabilities: CapabilitiesFrom(d.Capabilities),
+		Capabilities: CapabilitiesFrom(d.Capabilities), ClonedFrom: d.ClonedFrom,
 	}
 	if out.HelperContexts == nil {
 		out.HelperContexts = []string{}

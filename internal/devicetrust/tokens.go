@@ -15,6 +15,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -225,8 +226,13 @@ const RefreshRetryGrace = 5 * time.Minute
 // revoke the device's family. A used token presented again by the key
 // holder within RefreshRetryGrace, while its successor is still unused, is
 // a retry after a lost answer: the unused successor is retired and a new
-// pair issued. Any other reuse revokes the whole family.
-func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (string, Issued, error) {
+// pair issued. A used token presented again by the key holder from another boot
+// than the one that used it, or with another fingerprint than the
+// device's, is a copy of the agent (a cloned disk): the copy is answered
+// device_cloned with a clone ticket and the family stays with the holder
+// that used the token (docs/architecture.md "Device identity and
+// clones"). Any other reuse revokes the whole family.
+func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, bootID, jkt string) (string, Issued, error) {
 	guid, _, ok := strings.Cut(token, ".")
 	if !ok || guid == "" {
 		return "", Issued{}, cairn.Errorf(ECodeInvalidRefreshToken, "the refresh token is not known")
@@ -260,6 +266,10 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 			if err != nil {
 				return err
 			}
+			if forked(row, d, fingerprint, bootID) {
+				return cloneError{guid: d.Guid, siteID: d.SiteID, bootID: bootID, usedBy: row.UsedBootID,
+					fingerprint: d.Fingerprint != "" && fingerprint != d.Fingerprint}
+			}
 			if later || now.Sub(*row.UsedAt) > RefreshRetryGrace {
 				// A used token again, by the key holder, after its answer
 				// was evidently received (or long after): two holders of
@@ -285,7 +295,7 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 				return err
 			}
 		} else {
-			n, err := q.RefreshTokenMarkUsed(ctx, db.RefreshTokenMarkUsedParams{Now: &now, TokenHash: row.TokenHash})
+			n, err := q.RefreshTokenMarkUsed(ctx, db.RefreshTokenMarkUsedParams{Now: &now, UsedBootID: bootID, TokenHash: row.TokenHash})
 			if err != nil {
 				return err
 			}
@@ -304,6 +314,12 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 		out = Issued{AccessToken: access, ExpiresAt: exp, RefreshToken: refresh}
 		return nil
 	})
+	var clone cloneError
+	if errors.As(err, &clone) {
+		detail := fmt.Sprintf("used_by_boot_id=%s fingerprint_differs=%t", clone.usedBy, clone.fingerprint)
+		return guid, Issued{}, IssueClone(ctx, t.store, Clone{Device: clone.guid, SiteID: clone.siteID,
+			BootID: clone.bootID, Reason: CloneReasonRefresh, Detail: detail}, now)
+	}
 	var reuse reuseError
 	if errors.As(err, &reuse) {
 		if err := t.store.RefreshTokenRevokeFamily(ctx, db.RefreshTokenRevokeFamilyParams{Now: &now, FamilyID: reuse.family}); err != nil {
@@ -316,6 +332,27 @@ func (t *Tokens) Refresh(ctx context.Context, token, fingerprint, jkt string) (s
 	}
 	return guid, out, nil
 }
+
+// forked reports a used token presented again by a copy of the agent: a
+// boot other than the one that used it (both known), or a fingerprint
+// other than the enrolled one.
+func forked(row db.RefreshToken, d db.DeviceGetByGUIDRow, fingerprint, bootID string) bool {
+	if d.Fingerprint != "" && fingerprint != d.Fingerprint {
+		return true
+	}
+	return bootID != "" && row.UsedBootID != "" && bootID != row.UsedBootID
+}
+
+// cloneError reports a used refresh token presented by a copy.
+type cloneError struct {
+	guid        cairn.DeviceGUID
+	siteID      cairn.SiteID
+	bootID      string
+	usedBy      string
+	fingerprint bool
+}
+
+func (cloneError) Error() string { return "refresh token presented by a copy of the device" }
 
 // reuseError reports a used refresh token presented again.
 type reuseError struct{ family string }

@@ -106,6 +106,13 @@ var errNeedsAdmin = errors.New("enrollment: readmission needs an administrator's
 // device enrolling again (same key: revoked or re-homed), or a purged one
 // coming back under its old GUID with a token version above the purged one.
 func (s *Service) enroll(ctx context.Context, q *db.Queries, a db.DeviceApproval, now time.Time) (db.Device, bool, error) {
+	ticket, err := q.CloneTicketByApproval(ctx, &a.ID)
+	if err != nil && !db.IsNoRows(err) {
+		return db.Device{}, false, err
+	}
+	if err == nil {
+		return s.enrollClone(ctx, q, a, ticket, now)
+	}
 	if owner, err := q.DeviceHostnameOwner(ctx, a.Hostname); err == nil && owner.Jkt != a.Jkt {
 		return db.Device{}, false, cairn.Errorf(cairn.ECodeConflict,
 			"another device is enrolled as %q; purge it or enroll this one under another hostname", a.Hostname)

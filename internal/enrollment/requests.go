@@ -21,6 +21,12 @@ import (
 )
 
 // Rate limits of enrollment requests (docs/api.md "Enrollment").
+// RequestsPerFingerprint counts per fingerprint AND key: machines made
+// from one image share every hardware value (machine-id, SMBIOS UUID), so
+// a fingerprint alone would stop a VDI pool at its tenth machine, while
+// one agent (one key) retrying in a loop is still stopped. A script that
+// makes a new key per request is bounded by RequestsPerAddress and by the
+// enrollment code's own use limit (max_uses, 25 by default).
 var (
 	RequestsPerAddress     = ratelimit.Rule{Limit: 30, Window: 10 * time.Minute}
 	RequestsPerFingerprint = ratelimit.Rule{Limit: 10, Window: 10 * time.Minute}
@@ -52,11 +58,11 @@ func (s *Service) Request(ctx context.Context, req proto.EnrollRequest, remoteAd
 	if err := limiter.Hit(ctx, "enroll-addr:"+remoteAddr, s.cfg.RequestsPerAddress); err != nil {
 		return proto.EnrollResponse{}, err
 	}
-	if err := limiter.Hit(ctx, "enroll-fp:"+req.Fingerprint, RequestsPerFingerprint); err != nil {
+	if err := limiter.Hit(ctx, "enroll-fp:"+req.Fingerprint+":"+devicetrust.Thumbprint(pub), RequestsPerFingerprint); err != nil {
 		return proto.EnrollResponse{}, err
 	}
 	sig, _ := base64.StdEncoding.DecodeString(req.Signature)
-	if !ed25519.Verify(pub, proto.EnrollSigningMessage(req.Nonce, req.Code, req.Hostname, req.Fingerprint, req.PublicKey), sig) {
+	if !ed25519.Verify(pub, proto.EnrollSigningMessage(req.Nonce, req.Code+req.CloneTicket, req.Hostname, req.Fingerprint, req.PublicKey), sig) {
 		return proto.EnrollResponse{}, cairn.Invalid("signature", "does not verify with public_key over the nonce")
 	}
 	if err := s.nonces.Use(ctx, req.Nonce); err != nil {
@@ -75,6 +81,13 @@ func (s *Service) Request(ctx context.Context, req proto.EnrollRequest, remoteAd
 		return proto.EnrollResponse{}, err
 	}
 	var row db.DeviceApproval
+	if req.CloneTicket != "" {
+		row, err = s.requestClone(ctx, req, pub, jkt, remoteAddr, readmission, now)
+		if err != nil {
+			return proto.EnrollResponse{}, err
+		}
+		return s.response(row), nil
+	}
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		code, err := q.EnrollmentCodeConsume(ctx, db.EnrollmentCodeConsumeParams{CodeHash: hashCode(req.Code), Now: now})
 		if db.IsNoRows(err) {
@@ -127,7 +140,12 @@ func validateRequest(req proto.EnrollRequest) (ed25519.PublicKey, error) {
 	if err != nil || len(pub) != ed25519.PublicKeySize {
 		v.Add("public_key", "must be a base64 Ed25519 public key")
 	}
-	if NormalizeCode(req.Code) == "" {
+	switch {
+	case req.CloneTicket != "" && req.Code != "":
+		v.Add("clone_ticket", "must not come with a code")
+	case req.CloneTicket != "" && (!strings.HasPrefix(req.CloneTicket, devicetrust.CloneTicketPrefix) || len(req.CloneTicket) > maxShortField):
+		v.Add("clone_ticket", "is not a clone ticket")
+	case req.CloneTicket == "" && NormalizeCode(req.Code) == "":
 		v.Add("code", "is required")
 	}
 	checkText(&v, "hostname", req.Hostname, maxHostname, true)

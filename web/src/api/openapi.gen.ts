@@ -5413,6 +5413,7 @@ export interface components {
             agent_version: string;
             boot_id: string;
             capabilities: string[];
+            cloned_from: string | null;
             connectivity_status: string;
             description: string;
             /** Format: date-time */
@@ -5597,6 +5598,7 @@ export interface components {
         };
         EnrollRequest: {
             agent_version?: string;
+            clone_ticket?: string;
             code?: string;
             fingerprint?: string;
             hostname?: string;
@@ -7079,6 +7081,7 @@ export interface components {
             guid?: string;
         };
         RefreshRequest: {
+            boot_id?: string;
             fingerprint?: string;
             refresh_token?: string;
         };
@@ -11943,7 +11946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: device_quarantined, device_revoked */
+            /** @description Conflict: device_cloned, device_quarantined, device_revoked */
             409: {
                 headers: {
                     [name: string]: unknown;

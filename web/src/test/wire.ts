@@ -29,6 +29,7 @@ export function wireSummary(d: Device, extra: Partial<DeviceSummary> = {}): Devi
     metrics: null,
     capabilities: [],
     enrolled_at: '2026-11-21T08:00:00Z',
+    cloned_from: null,
     ...extra,
   };
 }

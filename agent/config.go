@@ -26,7 +26,7 @@ import (
 // change to the format bumps it: an older file is migrated on load, a newer
 // one is refused because rewriting it would silently drop what this build
 // does not understand.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the config file's base name; temp and lock files derive from it.
 const FileName = "agent.json"
@@ -230,6 +230,11 @@ func Parse(data []byte) (*Config, error) {
 // migrations[v] turns a version-v document into version v+1.
 var migrations = []func(doc map[string]any) error{
 	// 0 -> 1: unversioned files differ only by lacking schema_version.
+	func(doc map[string]any) error { return nil },
+	// 1 -> 2: clone_ticket and generalized (cloned agents, images) are new
+	// optional fields; a version-1 file has neither. The bump makes an
+	// older agent refuse a file with them as written by a newer agent,
+	// instead of failing on an unknown field.
 	func(doc map[string]any) error { return nil },
 }
 

@@ -28,8 +28,8 @@ func (s *serverAdminAPI) serviceRoutes() []Route {
 			Errors(ECodeTemporalUnavailable), "Queue a service action"},
 		{"POST", "/api/server/services/{service_key}/restart", AuthAdmin, raw(s.serviceRestart).In(serviceRestartRequest{}, true).
 			Out(http.StatusAccepted, serviceRestartJSON{}).Errors(serveradmin.ECodeNoSupervisor, ECodeTemporalUnavailable), "Queue a safe detached restart"},
-		{"GET", "/api/server/services/actions", AuthAdmin, getAction(s.Server, s.serviceActions), "List recent service actions"},
-		{"GET", "/api/server/services/actions/{workflow_id}", AuthAdmin, getAction(s.Server, func(r *http.Request) (workflowclient.ServiceActionView, error) {
+		{"GET", "/api/server/service-actions", AuthAdmin, getAction(s.Server, s.serviceActions), "List recent service actions"},
+		{"GET", "/api/server/service-actions/{workflow_id}", AuthAdmin, getAction(s.Server, func(r *http.Request) (workflowclient.ServiceActionView, error) {
 			return s.Actions.Get(r.Context(), pathParam(r, "workflow_id"))
 		}).Errors(cairn.ECodeNotFound), "Get a service action's outcome"},
 	}

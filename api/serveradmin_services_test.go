@@ -26,7 +26,7 @@ func TestServerServiceActions(t *testing.T) {
 	outcome := func(wid string) map[string]any {
 		var last map[string]any
 		require.Eventually(t, func() bool {
-			r := f.do(t, "GET", "/api/server/services/actions/"+wid, admin, nil)
+			r := f.do(t, "GET", "/api/server/service-actions/"+wid, admin, nil)
 			require.Equal(t, 200, r.Status, r.Raw)
 			last = r.Body
 			return r.Body["status"] != "running"
@@ -70,7 +70,7 @@ func TestServerServiceActions(t *testing.T) {
 	require.Equal(t, "no active tunnel to reconcile", got["result"].(map[string]any)["detail"])
 
 	require.Eventually(t, func() bool { // visibility is eventually consistent
-		list := f.do(t, "GET", "/api/server/services/actions", admin, nil)
+		list := f.do(t, "GET", "/api/server/service-actions", admin, nil)
 		require.Equal(t, 200, list.Status, list.Raw)
 		for _, a := range list.Body["actions"].([]any) {
 			if a.(map[string]any)["workflow_id"] == wid {
@@ -102,8 +102,8 @@ func TestServerServiceActions(t *testing.T) {
 		require.Equal(t, c.status, r.Status, c.path+" "+r.Raw)
 		require.NotEmpty(t, r.field(c.field), c.path+" "+r.Raw)
 	}
-	require.Equal(t, 404, f.do(t, "GET", "/api/server/services/actions/not-an-action", admin, nil).Status)
+	require.Equal(t, 404, f.do(t, "GET", "/api/server/service-actions/not-an-action", admin, nil).Status)
 	require.Equal(t, 403, f.do(t, "POST", "/api/server/services/tunnels/action", op, map[string]any{"action": "reconcile_tunnels"}).Status)
 	require.Equal(t, 403, f.do(t, "POST", "/api/server/services/engine/restart", op, nil).Status)
-	require.Equal(t, 403, f.do(t, "GET", "/api/server/services/actions", op, nil).Status)
+	require.Equal(t, 403, f.do(t, "GET", "/api/server/service-actions", op, nil).Status)
 }

@@ -87,7 +87,7 @@ func TestServerAdministrationEndToEnd(t *testing.T) {
 	outcome := func(wid string) map[string]any {
 		var last map[string]any
 		require.True(t, assertEventually(90*time.Second, func() bool {
-			last = eng.call(t, "GET", "/api/server/services/actions/"+wid, token, nil)
+			last = eng.call(t, "GET", "/api/server/service-actions/"+wid, token, nil)
 			return last["status"] != "running"
 		}), "action %s still running", wid)
 		return last

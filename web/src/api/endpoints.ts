@@ -126,7 +126,7 @@ export const services = {
     call('post', '/api/server/services/{service_key}/action', { path: { service_key }, body: { action } }),
   restart: (service_key: string) =>
     call('post', '/api/server/services/{service_key}/restart', { path: { service_key }, body: {} }),
-  actions: () => call('get', '/api/server/services/actions').then((r) => r.actions ?? []),
+  actions: () => call('get', '/api/server/service-actions').then((r) => r.actions ?? []),
 };
 
 export type BackupScheduleInput = {

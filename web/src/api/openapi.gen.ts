@@ -3233,7 +3233,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/server/services/actions": {
+    "/api/server/service-actions": {
         parameters: {
             query?: never;
             header?: never;
@@ -3244,7 +3244,7 @@ export interface paths {
          * List recent service actions
          * @description Administrators only.
          */
-        get: operations["getServerServicesActions"];
+        get: operations["getServerServiceActions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3253,7 +3253,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/server/services/actions/{workflow_id}": {
+    "/api/server/service-actions/{workflow_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -3264,7 +3264,7 @@ export interface paths {
          * Get a service action's outcome
          * @description Administrators only.
          */
-        get: operations["getServerServicesActionsWorkflowId"];
+        get: operations["getServerServiceActionsWorkflowId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29840,7 +29840,7 @@ export interface operations {
             };
         };
     };
-    getServerServicesActions: {
+    getServerServiceActions: {
         parameters: {
             query?: never;
             header?: never;
@@ -29914,7 +29914,7 @@ export interface operations {
             };
         };
     };
-    getServerServicesActionsWorkflowId: {
+    getServerServiceActionsWorkflowId: {
         parameters: {
             query?: never;
             header?: never;

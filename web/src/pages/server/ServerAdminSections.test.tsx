@@ -68,7 +68,7 @@ describe('ServicesSection', () => {
         status: 202,
         body: { action_id: 'b', workflow_id: 'w', service_key: 'worker:site:hq', action: 'restart', status: 'running', started_at: '2026-11-29T06:00:00Z' },
       },
-      'GET /api/server/services/actions': {
+      'GET /api/server/service-actions': {
         body: {
           actions: [
             { action_id: 'a', workflow_id: 'wa', service_key: 'edge', action: 'reload_certificate', status: 'failed', started_at: '2026-11-29T06:00:00Z', error: 'HTTPS is off on this Engine' },

@@ -40,8 +40,12 @@ func newTestHook(t *testing.T) *testHook {
 
 func (h *testHook) count() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.bodies) }
 
+// webhookChannel is a webhook channel allowed to reach the test
+// receivers on 127.0.0.1 (by default a webhook reaches no loopback or
+// private address).
 func webhookChannel(name, url string) map[string]any {
-	return map[string]any{"name": name, "kind": "webhook", "webhook": map[string]any{"url": url}, "secret": "hook-secret-1"}
+	return map[string]any{"name": name, "kind": "webhook", "webhook": map[string]any{"url": url,
+		"allow_private_cidrs": []string{"127.0.0.1/32"}}, "secret": "hook-secret-1"}
 }
 
 func TestWatchdogNotificationRoutes(t *testing.T) {

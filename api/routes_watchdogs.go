@@ -61,6 +61,10 @@ func (d WatchdogsArea) routes(s *Server) []Route {
 			Summary("A secret left out (null) keeps the saved one").Errors(cairn.ECodeNotFound), "Update a notification channel"},
 		{"DELETE", channel, AuthAdmin, jsonAction(s, http.StatusNoContent, true, a.removeChannel).Errors(cairn.ECodeNotFound),
 			"Delete a notification channel"},
+		{"POST", channel + "/test", AuthAdmin, jsonAction(s, http.StatusOK, true, a.testChannel).
+			Summary("Sends a made-up incident marked as a test the way an incident's notification goes and answers its outcome " +
+				"(delivered, refused or failed) within 20 s; no delivery is recorded").Errors(cairn.ECodeNotFound),
+			"Send a test notification"},
 		{"GET", "/api/watchdogs/maintenance-windows", AuthAdmin, getAction(s, a.listWindows), "List maintenance windows"},
 		{"POST", "/api/watchdogs/maintenance-windows", AuthAdmin, jsonAction(s, http.StatusCreated, false, a.createWindow).
 			Summary("Notifications of the covered incidents are held back during the window; evaluation goes on"),

@@ -118,6 +118,31 @@ func (a *watchdogsAPI) removeChannel(r *http.Request, _ struct{}) (struct{}, err
 	return struct{}{}, a.Watchdogs.DeleteChannel(r.Context(), id)
 }
 
+// channelTestJSON is a test notification's outcome.
+type channelTestJSON struct {
+	// Outcome is delivered, refused (for good: the receiver, the SMTP
+	// server or the private-address guard said no) or failed (a
+	// transient error, a timeout).
+	Outcome string `json:"outcome"`
+	// Code is notification_refused for a refusal, else empty.
+	Code string `json:"code"`
+	// Error says why it was not delivered (never the secret).
+	Error string `json:"error"`
+	// Delivery is the X-Cairn-Delivery the test carried (test-<channel>-<n>).
+	Delivery   string `json:"delivery"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+func (a *watchdogsAPI) testChannel(r *http.Request, _ struct{}) (channelTestJSON, error) {
+	id, err := channelID(r)
+	if err != nil {
+		return channelTestJSON{}, err
+	}
+	res, err := a.Watchdogs.TestChannel(r.Context(), principal(r.Context()).Username, id)
+	return channelTestJSON{Outcome: res.Outcome, Code: res.Code, Error: res.Error, Delivery: res.Delivery,
+		DurationMS: res.Duration.Milliseconds()}, err
+}
+
 // windowRequest is a maintenance window to save: exactly one of site_id,
 // guid and watchdog_id.
 type windowRequest struct {

@@ -40,8 +40,12 @@ func newTestHook(t *testing.T) *testHook {
 
 func (h *testHook) count() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.bodies) }
 
+// webhookChannel is a webhook channel allowed to reach the test
+// receivers on 127.0.0.1 (by default a webhook reaches no loopback or
+// private address).
 func webhookChannel(name, url string) map[string]any {
-	return map[string]any{"name": name, "kind": "webhook", "webhook": map[string]any{"url": url}, "secret": "hook-secret-1"}
+	return map[string]any{"name": name, "kind": "webhook", "webhook": map[string]any{"url": url,
+		"allow_private_cidrs": []string{"127.0.0.1/32"}}, "secret": "hook-secret-1"}
 }
 
 func TestWatchdogNotificationRoutes(t *testing.T) {
@@ -243,4 +247,63 @@ func TestWatchdogRunsAnAssemblyToStartAService(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond)
 	list := incidentsOf(f.queue(t, admin, "?state=Resolved"))
 	require.Len(t, list[0]["outcomes"].([]any), 1, "the assembly ran once")
+}
+
+// TestWatchdogChannelTestRoute: an admin's test notification goes out
+// the way an incident's does and answers its outcome; a webhook to a
+// loopback address without the channel's opt-in is refused.
+func TestWatchdogChannelTestRoute(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.sudo(t, f.admin(t))
+	op := f.operator(t, "wdt-op")
+	hook := newTestHook(t)
+	mail := smtptest.Start(t, smtptest.Options{})
+
+	hc := f.do(t, "POST", "/api/watchdogs/channels", admin, webhookChannel("hook", hook.srv.URL))
+	require.Equal(t, 201, hc.Status, hc.Raw)
+	hid := int64(hc.Body["id"].(float64))
+	require.Equal(t, 403, f.do(t, "POST", fmt.Sprintf("/api/watchdogs/channels/%d/test", hid), op, nil).Status, "admins only")
+	require.Equal(t, 404, f.do(t, "POST", "/api/watchdogs/channels/987654/test", admin, nil).Status)
+
+	r := f.do(t, "POST", fmt.Sprintf("/api/watchdogs/channels/%d/test", hid), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "delivered", r.Body["outcome"], r.Raw)
+	require.Equal(t, 1, hook.count())
+	hook.mu.Lock()
+	head, body := hook.heads[0], hook.bodies[0]
+	hook.mu.Unlock()
+	require.Equal(t, "watchdog.test", head.Get(watchdogs.HeaderEvent))
+	require.Equal(t, r.Body["delivery"], head.Get(watchdogs.HeaderDelivery))
+	require.Equal(t, watchdogs.Sign("hook-secret-1", head.Get(watchdogs.HeaderTimestamp), []byte(body)), head.Get(watchdogs.HeaderSignature))
+	require.Contains(t, body, `"test":true`)
+
+	// Without the opt-in, loopback is refused: the outcome says so.
+	nc := f.do(t, "POST", "/api/watchdogs/channels", admin, map[string]any{"name": "no opt-in", "kind": "webhook",
+		"webhook": map[string]any{"url": hook.srv.URL}, "secret": "hook-secret-1"})
+	require.Equal(t, 201, nc.Status, nc.Raw)
+	r = f.do(t, "POST", fmt.Sprintf("/api/watchdogs/channels/%d/test", int64(nc.Body["id"].(float64))), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "refused", r.Body["outcome"], r.Raw)
+	require.Equal(t, "notification_refused", r.Body["code"])
+	require.Contains(t, r.Body["error"], "127.0.0.1")
+	require.NotContains(t, r.Raw, "hook-secret-1")
+	require.Equal(t, 1, hook.count())
+	bad := f.do(t, "POST", "/api/watchdogs/channels", admin, with(webhookChannel("bad", hook.srv.URL),
+		map[string]any{"webhook": map[string]any{"url": hook.srv.URL, "allow_private_cidrs": []string{"localhost"}}}))
+	require.Equal(t, 400, bad.Status, bad.Raw)
+	require.NotEmpty(t, bad.field("webhook.allow_private_cidrs[0]"), bad.Raw)
+
+	mc := f.do(t, "POST", "/api/watchdogs/channels", admin, map[string]any{"name": "mail", "kind": "email",
+		"email": map[string]any{"host": mail.Host, "port": mail.Port, "username": "relay", "from": "cairn@example.test",
+			"to": []string{"ops@example.test"}, "ca_pem": mail.CAPEM}, "secret": "relay-password"})
+	require.Equal(t, 201, mc.Status, mc.Raw)
+	r = f.do(t, "POST", fmt.Sprintf("/api/watchdogs/channels/%d/test", int64(mc.Body["id"].(float64))), admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, "delivered", r.Body["outcome"], r.Raw)
+	msgs := mail.Messages()
+	require.Len(t, msgs, 1)
+	require.True(t, msgs[0].TLS)
+	require.Contains(t, msgs[0].Data, "[Cairn, test]")
+	require.NotContains(t, r.Raw, "relay-password")
 }

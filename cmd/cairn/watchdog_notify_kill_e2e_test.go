@@ -71,7 +71,8 @@ func TestWatchdogNotificationSentOnceThroughKill(t *testing.T) {
 	_, err = store.Pool.Exec(ctx, `INSERT INTO device_inventory (device_guid, services) VALUES ('hot-device', '[]')`)
 	require.NoError(t, err)
 	eng.post(t, "/api/watchdogs/channels", token, map[string]any{"name": "hook", "kind": "webhook",
-		"webhook": map[string]any{"url": hook.URL}, "secret": "kill-test-secret"})
+		// The receiver is on loopback: allowed explicitly.
+		"webhook": map[string]any{"url": hook.URL, "allow_private_cidrs": []string{"127.0.0.1/32"}}, "secret": "kill-test-secret"})
 	eng.post(t, "/api/watchdogs", token, map[string]any{"name": "CPU hot", "severity": "critical", "targets": map[string]any{"kind": "all"},
 		"rules": []map[string]any{{"subject": "cpu_percent", "operator": "gt", "threshold": 90}}, "actions": []map[string]any{}})
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -58,6 +59,11 @@ type Cipher interface {
 // WebhookConfig is a webhook channel's settings.
 type WebhookConfig struct {
 	URL string `json:"url"`
+	// AllowPrivateCIDRs are loopback, private, link-local or otherwise
+	// reserved networks this webhook may reach all the same (a receiver
+	// on the Engine's own network); by default it may reach none
+	// (ssrf.go).
+	AllowPrivateCIDRs []string `json:"allow_private_cidrs,omitempty"`
 }
 
 // EmailConfig is an email channel's settings. The password is the
@@ -204,6 +210,17 @@ func (in ChannelInput) check(creating, hadSecret bool) (ChannelInput, error) {
 			v.Add("webhook.url", "must be an absolute http or https URL")
 		case u.User != nil:
 			v.Add("webhook.url", "must not hold credentials (the signature authenticates the Engine)")
+		}
+		if len(in.Webhook.AllowPrivateCIDRs) > MaxAllowCIDRs {
+			v.Add("webhook.allow_private_cidrs", fmt.Sprintf("must name at most %d networks", MaxAllowCIDRs))
+		}
+		for i, c := range in.Webhook.AllowPrivateCIDRs {
+			p, err := netip.ParsePrefix(strings.TrimSpace(c))
+			if err != nil {
+				v.Add(fmt.Sprintf("webhook.allow_private_cidrs[%d]", i), "must be a network in CIDR notation (10.1.2.0/24, 127.0.0.1/32)")
+				continue
+			}
+			in.Webhook.AllowPrivateCIDRs[i] = p.Masked().String()
 		}
 		if !hasSecret {
 			v.Add("secret", "is required: the HMAC-SHA256 key the webhook's signature is made with")

@@ -78,10 +78,15 @@ func cipherSetup(t *testing.T) *fixture {
 
 func secret(s string) *string { return &s }
 
+// loopback opts a webhook into the test receivers on 127.0.0.1: a
+// webhook may reach no loopback or private address unless its channel
+// allows it.
+var loopback = []string{"127.0.0.1/32"}
+
 func (f *fixture) webhook(t *testing.T, name, url string, mod func(*watchdogs.ChannelInput)) watchdogs.Channel {
 	t.Helper()
 	in := watchdogs.ChannelInput{Name: name, Kind: watchdogs.ChannelWebhook, Enabled: true,
-		Webhook: &watchdogs.WebhookConfig{URL: url}, Secret: secret("s3cret-hmac-key")}
+		Webhook: &watchdogs.WebhookConfig{URL: url, AllowPrivateCIDRs: loopback}, Secret: secret("s3cret-hmac-key")}
 	if mod != nil {
 		mod(&in)
 	}

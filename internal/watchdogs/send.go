@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/mail"
 	"net/smtp"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +38,12 @@ const (
 	HeaderEvent    = "X-Cairn-Event"
 )
 
-// EventIncident is the notification payload's type.
-const EventIncident = "watchdog.incident"
+// EventIncident is the notification payload's type; EventTest a test's
+// (POST /api/watchdogs/channels/<id>/test), whose incident is made up.
+const (
+	EventIncident = "watchdog.incident"
+	EventTest     = "watchdog.test"
+)
 
 // ECodeDeliveryRefused: the receiver refused the notification for good
 // (a 4xx other than 408 and 429); retrying will not change that.
@@ -145,10 +150,12 @@ type IncidentPayload struct {
 
 // Payload is a webhook's body (docs/api.md "Watchdog notifications").
 type Payload struct {
-	Type     string          `json:"type"`
-	Delivery string          `json:"delivery"`
-	Step     int             `json:"step"`
-	Repeat   bool            `json:"repeat"`
+	Type     string `json:"type"`
+	Delivery string `json:"delivery"`
+	Step     int    `json:"step"`
+	Repeat   bool   `json:"repeat"`
+	// Test marks a test notification: no incident, nothing to page for.
+	Test     bool            `json:"test,omitempty"`
 	SentAt   time.Time       `json:"sent_at"`
 	Incident IncidentPayload `json:"incident"`
 }
@@ -220,6 +227,16 @@ func (s *Service) payload(ctx context.Context, inc db.WatchdogIncident, d Delive
 }
 
 func (s *Service) send(ctx context.Context, ch db.NotificationChannel, inc db.WatchdogIncident, d Delivery) error {
+	p, err := s.payload(ctx, inc, d)
+	if err != nil {
+		return err
+	}
+	return s.sendPayload(ctx, ch, p)
+}
+
+// sendPayload sends p on channel ch: an incident's delivery and a test
+// take this one path. Its error never holds the channel's secret.
+func (s *Service) sendPayload(ctx context.Context, ch db.NotificationChannel, p Payload) error {
 	c, err := channelFrom(ch)
 	if err != nil {
 		return err
@@ -228,17 +245,29 @@ func (s *Service) send(ctx context.Context, ch db.NotificationChannel, inc db.Wa
 	if err != nil {
 		return err
 	}
-	p, err := s.payload(ctx, inc, d)
-	if err != nil {
-		return err
-	}
 	switch {
 	case c.Kind == ChannelWebhook && c.Webhook != nil:
-		return s.sendWebhook(ctx, *c.Webhook, secret, p)
+		err = s.sendWebhook(ctx, *c.Webhook, secret, p)
 	case c.Kind == ChannelEmail && c.Email != nil:
-		return sendEmail(ctx, *c.Email, secret, p)
+		err = sendEmail(ctx, *c.Email, secret, p)
+	default:
+		err = fmt.Errorf("notification channel %d has no %s settings", c.ID, c.Kind)
 	}
-	return fmt.Errorf("notification channel %d has no %s settings", c.ID, c.Kind)
+	return redact(err, secret)
+}
+
+// redact keeps a secret out of an error a server's answer may have
+// echoed it into.
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), secret, "[redacted]")
+	var ce *cairn.Error
+	if errors.As(err, &ce) {
+		return cairn.Errorf(ce.Code, "%s", msg)
+	}
+	return errors.New(msg)
 }
 
 // Sign is a webhook's signature header value for body sent at ts.
@@ -264,16 +293,25 @@ func (s *Service) sendWebhook(ctx context.Context, cfg WebhookConfig, secret str
 	ts := strconv.FormatInt(p.SentAt.Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Cairn-Engine")
-	req.Header.Set(HeaderEvent, EventIncident)
+	req.Header.Set(HeaderEvent, p.Type)
 	req.Header.Set(HeaderDelivery, p.Delivery)
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderSignature, Sign(secret, ts, body))
-	client := s.cfg.Client
-	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
-	}
-	res, err := client.Do(req)
+	guard, err := newAddrGuard(cfg.AllowPrivateCIDRs)
 	if err != nil {
+		return cairn.Errorf(ECodeDeliveryRefused, "%s", err.Error())
+	}
+	res, err := guard.client(30 * time.Second).Do(req)
+	if err != nil {
+		if refused := refusedDial(err); refused != nil {
+			return refused
+		}
+		// The transport's error without the URL (a receiver's URL may
+		// carry a token of its own; deliveries are shown to operators).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("webhook: %w", err)
 	}
 	defer res.Body.Close()
@@ -297,7 +335,11 @@ func sendEmail(ctx context.Context, cfg EmailConfig, password string, p Payload)
 	if err != nil {
 		return fmt.Errorf("smtp: %w", err)
 	}
-	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	deadline := time.Now().Add(time.Minute)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
 	c, err := smtp.NewClient(conn, cfg.Host)
 	if err != nil {
 		conn.Close()
@@ -358,7 +400,10 @@ func sendEmail(ctx context.Context, cfg EmailConfig, password string, p Payload)
 func emailMessage(cfg EmailConfig, p Payload) []byte {
 	inc := p.Incident
 	prefix := "[Cairn]"
-	if p.Repeat {
+	switch {
+	case p.Test:
+		prefix = "[Cairn, test]"
+	case p.Repeat:
 		prefix = "[Cairn, reminder]"
 	}
 	subject := fmt.Sprintf("%s %s: %s", prefix, strings.ToUpper(inc.Severity), inc.Title)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -58,10 +57,8 @@ type Config struct {
 	// Assemblies checks a run_assembly action's assembly when a watchdog
 	// is saved (automation.Service); nil refuses such actions.
 	Assemblies Assemblies
-	// Cipher seals notification channels' secrets; Client sends webhooks
-	// (nil: a client with a 10 s timeout).
+	// Cipher seals notification channels' secrets.
 	Cipher Cipher
-	Client *http.Client
 }
 
 // Assemblies resolves an assembly version for a run_assembly action.

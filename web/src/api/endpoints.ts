@@ -601,6 +601,8 @@ export const notificationChannels = {
   list: () => call('get', '/api/watchdogs/channels').then((r) => r.channels ?? []),
   create: (body: NotificationChannelInput) => call('post', '/api/watchdogs/channels', { body }),
   remove: (id: number) => call('delete', '/api/watchdogs/channels/{channel_id}', { path: { channel_id: String(id) } }),
+  /** Sends a test notification and answers its outcome (delivered, refused or failed); nothing is recorded. */
+  test: (id: number) => call('post', '/api/watchdogs/channels/{channel_id}/test', { path: { channel_id: String(id) } }),
 };
 
 /** Maintenance windows (admin): notifications of the covered incidents are held back; evaluation goes on. */

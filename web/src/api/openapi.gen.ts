@@ -4163,6 +4163,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/watchdogs/channels/{channel_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test notification
+         * @description Administrators only. Sends a made-up incident marked as a test the way an incident's notification goes and answers its outcome (delivered, refused or failed) within 20 s; no delivery is recorded
+         */
+        post: operations["postWatchdogsChannelsChannelIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/watchdogs/incidents": {
         parameters: {
             query?: never;
@@ -5091,6 +5111,14 @@ export interface components {
             secret?: string | null;
             site_ids?: number[] | null;
             webhook?: components["schemas"]["WebhookConfigInput"] | null;
+        };
+        ChannelTest: {
+            code: string;
+            delivery: string;
+            /** Format: int64 */
+            duration_ms: number;
+            error: string;
+            outcome: string;
         };
         Channels: {
             channels: components["schemas"]["Channel"][];
@@ -8310,9 +8338,11 @@ export interface components {
             kind?: string;
         };
         WebhookConfig: {
+            allow_private_cidrs?: string[];
             url: string;
         };
         WebhookConfigInput: {
+            allow_private_cidrs?: string[] | null;
             url?: string;
         };
         Window: {
@@ -34678,6 +34708,113 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postWatchdogsChannelsChannelIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelTest"];
+                };
             };
             /** @description Bad Request: validation_failed */
             400: {

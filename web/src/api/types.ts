@@ -429,6 +429,7 @@ export type WatchdogInput = Schema<'WatchdogRequest'>;
 export type WatchdogMetadata = Schema<'WatchdogMetadata'>;
 export type WatchdogPreview = Schema<'WatchdogPreview'>;
 export type NotificationChannelInput = Schema<'ChannelRequest'>;
+export type NotificationChannelTest = Schema<'ChannelTest'>;
 
 // Patch policies (docs/api.md "Patch policies").
 export type PatchPolicyRow = Schema<'PolicyRow'>;

@@ -62,6 +62,36 @@ describe('ChannelsPage', () => {
     expect(posted[1].body).toMatchObject({ name: 'pager', kind: 'webhook', webhook: { url: 'https://pager.example.test/in' }, secret: 'k3y', email: null });
   });
 
+  it('sends a test notification and shows what the Engine answered', async () => {
+    const user = userEvent.setup({ delay: null });
+    const fake = fakeEngine({
+      'GET /api/watchdogs/maintenance-windows': { body: { windows: [] } },
+      'GET /api/watchdogs/channels': { body: { channels: [channel(), channel({ id: 2, name: 'lan hook', webhook: { url: 'http://10.0.0.5/h' } })] } },
+      'POST /api/watchdogs/channels/1/test': { body: { outcome: 'delivered', code: '', error: '', delivery: 'test-1-1', duration_ms: 42 } },
+      'POST /api/watchdogs/channels/2/test': {
+        body: {
+          outcome: 'refused',
+          code: 'notification_refused',
+          error: 'webhook: 10.0.0.5 is a loopback, link-local, private or reserved address',
+          delivery: 'test-2-1',
+          duration_ms: 1,
+        },
+      },
+    });
+    renderWithProviders(<ChannelsPage />, { route: '/alerts/channels' });
+    await user.click(within(await screen.findByTestId('channel-1')).getByRole('button', { name: 'Send test' }));
+    expect(await screen.findByTestId('test-outcome')).toHaveTextContent('Test notification delivered to ops hook (42 ms).');
+    expect(fake.callsTo('POST', '/api/watchdogs/channels/1/test')).toHaveLength(1);
+
+    await user.click(within(screen.getByTestId('channel-2')).getByRole('button', { name: 'Send test' }));
+    await waitFor(() =>
+      expect(screen.getByTestId('test-outcome')).toHaveTextContent(
+        'Test notification to lan hook refused: webhook: 10.0.0.5 is a loopback, link-local, private or reserved address',
+      ),
+    );
+    expect(fake.callsTo('POST', '/api/watchdogs/channels/2/test')).toHaveLength(1);
+  });
+
   it('adds a maintenance window for a site', async () => {
     const user = userEvent.setup({ delay: null });
     let windows: unknown[] = [];

@@ -20,8 +20,9 @@ import TableHead from '@mui/material/TableHead';
 import TableRow from '@mui/material/TableRow';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
+import Alert from '@mui/material/Alert';
 import { maintenanceWindows, notificationChannels } from '../../api/endpoints';
-import type { NotificationChannel, NotificationChannelInput } from '../../api/types';
+import type { NotificationChannel, NotificationChannelInput, NotificationChannelTest } from '../../api/types';
 import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { fieldError } from '../../components/errors';
@@ -41,6 +42,14 @@ export default function ChannelsPage() {
     mutationFn: (id: number) => notificationChannels.remove(id),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: CHANNELS_QUERY }),
   });
+  // The last test's outcome, per channel: the Engine answers it within
+  // about 20 s (delivered, refused for good, or failed).
+  const [tested, setTested] = useState<{ id: number; result: NotificationChannelTest } | null>(null);
+  const test = useMutation({
+    mutationFn: (id: number) => notificationChannels.test(id).then((result) => ({ id, result })),
+    onMutate: () => setTested(null),
+    onSuccess: setTested,
+  });
   const rows = query.data ?? [];
   return (
     <>
@@ -51,7 +60,8 @@ export default function ChannelsPage() {
         </Button>
       </Box>
       {query.isError && <ErrorAlert error={query.error} />}
-      <ErrorAlert error={remove.error} />
+      <ErrorAlert error={remove.error ?? test.error} />
+      {tested && <TestOutcome name={rows.find((c) => c.id === tested.id)?.name ?? `channel ${tested.id}`} result={tested.result} />}
       <Paper variant="outlined">
         <Table size="small" aria-label="Notification channels">
           <TableHead>
@@ -75,6 +85,9 @@ export default function ChannelsPage() {
                 <TableCell>{c.repeat_minutes ? `every ${c.repeat_minutes} min while open` : 'once'}</TableCell>
                 <TableCell>{c.has_secret ? 'set' : '—'}</TableCell>
                 <TableCell align="right">
+                  <Button size="small" onClick={() => test.mutate(c.id)} disabled={test.isPending}>
+                    {test.isPending && test.variables === c.id ? 'Sending…' : 'Send test'}
+                  </Button>
                   <Button size="small" color="error" onClick={() => remove.mutate(c.id)} disabled={remove.isPending}>
                     Delete
                   </Button>
@@ -96,6 +109,22 @@ export default function ChannelsPage() {
       {creating && <ChannelDialog onClose={() => setCreating(false)} />}
       <MaintenanceWindows />
     </>
+  );
+}
+
+/** A test notification's outcome, as the Engine answered it. */
+function TestOutcome({ name, result }: { name: string; result: NotificationChannelTest }) {
+  if (result.outcome === 'delivered') {
+    return (
+      <Alert severity="success" sx={{ mb: 1.5 }} data-testid="test-outcome">
+        Test notification delivered to {name} ({result.duration_ms} ms).
+      </Alert>
+    );
+  }
+  return (
+    <Alert severity={result.outcome === 'refused' ? 'error' : 'warning'} sx={{ mb: 1.5 }} data-testid="test-outcome">
+      Test notification to {name} {result.outcome === 'refused' ? 'refused' : 'failed'}: {result.error}
+    </Alert>
   );
 }
 
@@ -199,6 +228,7 @@ function ChannelDialog({ onClose }: { onClose: () => void }) {
   const [minSeverity, setMinSeverity] = useState('info');
   const [repeat, setRepeat] = useState('0');
   const [url, setUrl] = useState('');
+  const [allow, setAllow] = useState('');
   const [host, setHost] = useState('');
   const [port, setPort] = useState('587');
   const [username, setUsername] = useState('');
@@ -220,7 +250,16 @@ function ChannelDialog({ onClose }: { onClose: () => void }) {
       min_severity: minSeverity,
       site_ids: null,
       repeat_minutes: Number(repeat) || 0,
-      webhook: kind === 'webhook' ? { url } : null,
+      webhook:
+        kind === 'webhook'
+          ? {
+              url,
+              allow_private_cidrs: allow
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean),
+            }
+          : null,
       email:
         kind === 'email'
           ? {
@@ -265,7 +304,7 @@ function ChannelDialog({ onClose }: { onClose: () => void }) {
         <DialogContent>
           <ErrorAlert
             error={mutation.error}
-            fields={['name', 'kind', 'min_severity', 'repeat_minutes', 'webhook.url', 'email.host', 'email.port', 'email.from', 'email.to', 'secret']}
+            fields={['name', 'kind', 'min_severity', 'repeat_minutes', 'webhook.url', 'webhook.allow_private_cidrs[0]', 'email.host', 'email.port', 'email.from', 'email.to', 'secret']}
           />
           {text('Name', 'name', name, setName)}
           <TextField select fullWidth margin="dense" label="Kind" value={kind} onChange={(e) => setKind(e.target.value as 'webhook' | 'email')}>
@@ -283,6 +322,7 @@ function ChannelDialog({ onClose }: { onClose: () => void }) {
           {kind === 'webhook' ? (
             <>
               {text('URL', 'webhook.url', url, setUrl)}
+              {text('Private networks it may reach (CIDRs, comma-separated; none by default)', 'webhook.allow_private_cidrs[0]', allow, setAllow)}
               {text('Signing secret', 'secret', secret, setSecret, { type: 'password', autoComplete: 'new-password' })}
             </>
           ) : (

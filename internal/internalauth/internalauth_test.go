@@ -105,8 +105,12 @@ func TestVerifyRefuses(t *testing.T) {
 		{"unknown key ID", func(s *signed) { *s = sign("POST", path, body, "ik_0000000000000000", secret, now) }, internalauth.ECodeSignatureInvalid},
 		{"no signature", func(s *signed) { s.header.Del(internalauth.HeaderSignature) }, internalauth.ECodeSignatureInvalid},
 		{"garbled signature", func(s *signed) { s.header.Set(internalauth.HeaderSignature, "not base64!") }, internalauth.ECodeSignatureInvalid},
-		{"stale timestamp", func(s *signed) { *s = sign("POST", path, body, k.KeyID, secret, now.Add(-internalauth.Window-time.Second)) }, internalauth.ECodeSignatureStale},
-		{"future timestamp", func(s *signed) { *s = sign("POST", path, body, k.KeyID, secret, now.Add(internalauth.Window+time.Second)) }, internalauth.ECodeSignatureStale},
+		{"stale timestamp", func(s *signed) {
+			*s = sign("POST", path, body, k.KeyID, secret, now.Add(-internalauth.Window-time.Second))
+		}, internalauth.ECodeSignatureStale},
+		{"future timestamp", func(s *signed) {
+			*s = sign("POST", path, body, k.KeyID, secret, now.Add(internalauth.Window+time.Second))
+		}, internalauth.ECodeSignatureStale},
 	}
 	for _, c := range cases {
 		s := good()

@@ -26,6 +26,20 @@ type ServiceAdmin struct {
 	// Tunnels asks each active tunnel to be established again and returns
 	// the workflows it started.
 	Tunnels func(ctx context.Context, actor string) ([]string, error)
+	// Internal is the Internal auth class, whose seen signatures
+	// SweepInternalSignatures deletes past their window.
+	Internal interface {
+		DeleteExpired(ctx context.Context) (int64, error)
+	}
+}
+
+// SweepInternalSignatures deletes seen Internal signatures past their
+// window (maintenance job internal-signatures).
+func (a *ServiceAdmin) SweepInternalSignatures(ctx context.Context) (int64, error) {
+	if a.Internal == nil {
+		return 0, notWired("internal signatures")
+	}
+	return a.Internal.DeleteExpired(ctx)
 }
 
 // CertificateState is the edge certificate as a reload saw it.

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/internalauth"
 )
 
 // The API document is generated from the route table: each route's
@@ -43,6 +44,7 @@ const (
 	secDevice    = "deviceDPoP"
 	secProof     = "dpopProof"
 	secSignedURL = "signedURL"
+	secInternal  = "internalHMAC"
 )
 
 func securityFor(class AuthClass) *openapi3.SecurityRequirements {
@@ -66,6 +68,8 @@ func securityFor(class AuthClass) *openapi3.SecurityRequirements {
 		out = append(openapi3.SecurityRequirements{req(secDevice, secProof)}, session...)
 	case AuthSignedURL:
 		out = openapi3.SecurityRequirements{req(secSignedURL)}
+	case AuthInternal:
+		out = openapi3.SecurityRequirements{req(secInternal)}
 	default:
 		// None, Bootstrap and MFA pending: nothing in the request's
 		// headers (the pending token is in the body).
@@ -86,6 +90,8 @@ func securitySchemes() openapi3.SecuritySchemes {
 			Description: "A DPoP proof (RFC 9449) signed by the device key."}},
 		secSignedURL: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "query", Name: "signature",
 			Description: "The install link's path and query carry its own signature; nothing else authenticates the download."}},
+		secInternal: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "header", Name: internalauth.HeaderSignature,
+			Description: "A service component's HMAC-SHA256 (base64) over `CAIRN-HMAC-SHA256`, the method, the path with its query, the body's SHA-256 (hex), `X-Cairn-Timestamp` (Unix seconds, within 5 minutes), `X-Cairn-Nonce` and `X-Cairn-Key-Id`, one per line, under an active internal key. Each signature is accepted once (docs/api.md \"Internal requests\")."}},
 	}
 }
 
@@ -118,6 +124,11 @@ func errorsByClass(class AuthClass) []string {
 		return append(agentContext, cairn.ECodeRateLimited)
 	case AuthBootstrap:
 		return []string{cairn.ECodeBootstrapFinished, db.ECodeServiceUnavailable}
+	case AuthInternal:
+		// requireInternal: the signature, its window and replay, the key
+		// opened through the cipher, the body read within its limit.
+		return []string{internalauth.ECodeSignatureInvalid, internalauth.ECodeSignatureStale, internalauth.ECodeSignatureReplayed,
+			cairn.ECodeAegisLocked, cairn.ECodeTooLarge, cairn.ECodeValidation, db.ECodeServiceUnavailable}
 	}
 	return nil
 }
@@ -378,7 +389,7 @@ var apiAreas = []apiArea{
 	{"Tunnel", "The managed WireGuard tunnel between the Engine and each device.",
 		[]string{"/api/tunnel", "/api/agent/vpn", "/api/server/wireguard"}},
 	{"Remote desktop", "Remote desktop (VNC) sessions through the managed tunnel, and the agent's VNC role.",
-		[]string{"/api/vnc", "/api/agent/vnc"}},
+		[]string{"/api/vnc", "/api/agent/vnc", "/api/internal/vnc"}},
 	{"Agent artifacts", "Agent builds, their hashes, update manifests and install links.",
 		[]string{"/api/agent/update", "/api/agent/hash", "/api/agent/hash_list", "/api/agent/install", "/api/sites/{site_id}/agent-install-links"}},
 	{"Agent updates", "Agent updates and maintenance on devices.", []string{"/api/devices/agent-maintenance",

@@ -36,7 +36,7 @@ type serverAdminAPI struct {
 
 func (d ServerAdminArea) routes(s *Server) []Route {
 	a := &serverAdminAPI{Server: s, ServerAdminArea: d}
-	return append(append(a.logRoutes(), a.serviceRoutes()...), []Route{
+	return append(append(append(a.logRoutes(), a.serviceRoutes()...), a.internalKeyRoutes()...), []Route{
 		{"GET", "/api/server/time", AuthAdmin, getAction(s, func(*http.Request) (serveradmin.Clock, error) {
 			// The machine's wall clock, whatever clock the API is given.
 			return serveradmin.ClockAt(time.Now(), time.Local), nil

@@ -65,6 +65,9 @@ func (d VNCArea) routes(s *Server) []Route {
 		{"GET", "/api/vnc/viewers", AuthToken, getAction(s, a.viewers).
 			Summary("Remote desktop gateway availability (this replica holds the Engine's WireGuard) and the operators with live sessions."),
 			"Get remote desktop gateway availability"},
+		{"POST", "/api/internal/vnc/session-event", AuthInternal, jsonAction(s, http.StatusOK, false, a.sessionEvent).
+			Summary("A remote desktop gateway reports a session event (HMAC-signed, Internal class): first_frame records first_frame_at (once); attached and detached signal the session's RemoteDesktop workflow as the in-process gateway does (detached starts the reconnect window before vnc_stop).").
+			Errors(cairn.ECodeNotFound, vnc.ECodeSessionEnded, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Report a remote desktop session event"},
 		// Once the socket is open, failures close it with a reason.
 		{"GET", "/api/vnc/ws/{id}", AuthToken, raw(a.browserSocket).Stream(http.StatusSwitchingProtocols, "").
 			Query(queryString("token", "the one-time browser token from establishing the session")).
@@ -269,6 +272,66 @@ func (a *vncAPI) disconnect(r *http.Request, req vncSessionReq) (vnc.Session, er
 		return vnc.Session{}, err
 	}
 	return sess, nil
+}
+
+// Session events a gateway reports (SPEC "Remote desktop rules" 8).
+const (
+	vncEventFirstFrame = "first_frame"
+	vncEventAttached   = "attached"
+	vncEventDetached   = "detached"
+)
+
+type vncSessionEventReq struct {
+	SessionID string `json:"session_id"`
+	// Event is first_frame, attached or detached.
+	Event string `json:"event"`
+	// At is when it happened (first_frame; default: now).
+	At *time.Time `json:"at,omitempty"`
+}
+
+func (q *vncSessionEventReq) validate() error {
+	if _, err := uuid.Parse(q.SessionID); err != nil {
+		return cairn.Invalid("session_id", "must be a remote desktop session ID")
+	}
+	switch q.Event {
+	case vncEventFirstFrame, vncEventAttached, vncEventDetached:
+		return nil
+	}
+	return cairn.Invalid("event", "must be first_frame, attached or detached")
+}
+
+// sessionEvent records what a gateway saw of a session; the signing
+// key's ID is the audit trail's actor.
+func (a *vncAPI) sessionEvent(r *http.Request, req vncSessionEventReq) (vnc.Session, error) {
+	ctx := r.Context()
+	sess, err := a.VNC.Get(ctx, cairn.AllSites, req.SessionID)
+	if err != nil {
+		return vnc.Session{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + sess.Hostname + " session=" + sess.ID + " event=" + req.Event
+	}
+	if sess.Status == vnc.StatusEnded {
+		return vnc.Session{}, cairn.Errorf(vnc.ECodeSessionEnded, "the remote desktop session has ended")
+	}
+	switch req.Event {
+	case vncEventFirstFrame:
+		at := a.Now()
+		if req.At != nil {
+			at = *req.At
+		}
+		if err := a.VNC.FirstFrame(ctx, sess.ID, at); err != nil {
+			return vnc.Session{}, err
+		}
+	case vncEventAttached:
+		err = a.Starter.Signal(ctx, sess.ID, workflows.SignalDesktopAttached, nil)
+	case vncEventDetached:
+		err = a.Starter.Signal(ctx, sess.ID, workflows.SignalDesktopDetached, nil)
+	}
+	if err != nil {
+		return vnc.Session{}, err
+	}
+	return a.VNC.Get(ctx, cairn.AllSites, sess.ID)
 }
 
 func (a *vncAPI) session(r *http.Request) (vncSessionJSON, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/internalauth"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
@@ -62,6 +63,9 @@ const (
 	// AuthSignedURL: the URL itself carries a signature the handler checks
 	// (install links).
 	AuthSignedURL AuthClass = "Signed URL"
+	// AuthInternal: a service component's HMAC-signed request
+	// (internal/internalauth): /api/internal/* and /v1/command.
+	AuthInternal AuthClass = "Internal"
 )
 
 // Route is one row of a route table.
@@ -151,6 +155,9 @@ type Deps struct {
 	// Metrics counts requests, event streams and Temporal errors (nil:
 	// nothing is counted).
 	Metrics *metrics.Metrics
+	// Internal verifies the Internal class's HMAC-signed requests (nil:
+	// Internal routes answer internal_signature_invalid).
+	Internal *internalauth.Service
 	// Codes are every capability's declared error codes: the status each
 	// is answered with (nil: the core codes alone).
 	Codes *cairn.CodeBook
@@ -267,6 +274,8 @@ func (s *Server) authFor(class AuthClass, csrfExempt bool) func(http.Handler) ht
 		return s.requireProof
 	case AuthDeviceOrToken:
 		return s.requireDeviceOrSession
+	case AuthInternal:
+		return s.requireInternal
 	case AuthNone, AuthMFAPending, AuthSignedURL:
 		// MFA-pending routes carry their signed token in the body, signed
 		// URLs their signature in the URL.

@@ -537,6 +537,18 @@ type FileTransferItem struct {
 	BytesDone  int64
 }
 
+type InternalHmacKey struct {
+	KeyID        string
+	SecretSealed []byte
+	CreatedAt    time.Time
+	RetiredAt    *time.Time
+}
+
+type InternalHmacSeen struct {
+	SignatureHash []byte
+	ExpiresAt     time.Time
+}
+
 type JobRun struct {
 	ID              cairn.RunID
 	ScheduledJobID  *int64

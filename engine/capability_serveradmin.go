@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/internalauth"
 	"github.com/cairn-rmm/cairn/internal/serveradmin"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -27,6 +28,16 @@ var serverAdminCapability = Capability{
 	Name: "serveradmin",
 	Codes: []cairn.Code{
 		{ID: serveradmin.ECodeNoSupervisor, Status: http.StatusConflict},
+		// The Internal auth class (internal/internalauth).
+		{ID: internalauth.ECodeSignatureInvalid, Status: http.StatusUnauthorized},
+		{ID: internalauth.ECodeSignatureStale, Status: http.StatusUnauthorized},
+		{ID: internalauth.ECodeSignatureReplayed, Status: http.StatusUnauthorized},
+		{ID: internalauth.ECodeKeyLimit, Status: http.StatusConflict},
+	},
+	// Seen Internal signatures are written per internal request and kept
+	// only for twice the timestamp window.
+	Maintenance: []workflows.MaintenanceJob{
+		{Name: "internal-signatures", Every: time.Minute, Activity: "SweepInternalSignatures"},
 	},
 	API: func(e *Engine) api.Area {
 		area := api.ServerAdminArea{Started: started, LogDir: e.cfg.LogDir,
@@ -43,7 +54,7 @@ var serverAdminCapability = Capability{
 				st, ok := e.Workers.Status(queue)
 				return st.Since, ok
 			},
-			Tunnels: e.reconcileTunnels}
+			Tunnels: e.reconcileTunnels, Internal: e.Internal}
 		if certs := e.cfg.TLS; certs != nil {
 			a.Certificate = func() (before, after activities.CertificateState, err error) {
 				b := certs.Info()

@@ -44,6 +44,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
+	"github.com/cairn-rmm/cairn/internal/internalauth"
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
@@ -207,10 +208,12 @@ type Engine struct {
 	Approvals   workflowclient.EnrollmentStarter
 	Tokens      *devicetrust.Tokens
 	DPoP        *devicetrust.Verifier
-	Devices     *devices.Service
-	Filters     *devicefilters.Service
-	Gateway     *agentgateway.Hub
-	Shells      *shells.Service
+	// Internal verifies service components' HMAC-signed requests.
+	Internal *internalauth.Service
+	Devices  *devices.Service
+	Filters  *devicefilters.Service
+	Gateway  *agentgateway.Hub
+	Shells   *shells.Service
 	// Credentials are the stored remote-session credentials; SourceHost
 	// the source-hosting token.
 	Credentials *credentials.Service
@@ -316,6 +319,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 	}
 	e.Tokens = devicetrust.NewTokens(store, e.Cipher, cfg.PublicURL, cfg.Now)
 	e.DPoP = devicetrust.NewVerifier(store, devicetrust.Options{Now: cfg.Now})
+	e.Internal = internalauth.New(store.Queries, e.Cipher, cfg.Now)
 	e.Devices = devices.NewService(store, e.Bus, devices.Config{OnlineWindow: cfg.OnlineWindow, Log: log.With("component", "devices"),
 		Metrics: e.Metrics})
 	// Filters judge connection status on the same clock the device service
@@ -396,6 +400,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 		Metadata:      e.Metadata,
 		Metrics:       e.Metrics,
 		Codes:         book,
+		Internal:      e.Internal,
 	}
 	e.API = api.New(deps, areas(e)...)
 	return e, nil
@@ -408,7 +413,7 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 func SealedColumns() []aegis.Column {
 	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
 		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns(),
-		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns())
+		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns(), internalauth.SealedColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.

@@ -35,6 +35,9 @@ var Tables = []Table{
 	// Configuration, identities, master-cipher state, trust and key material.
 	{Name: "aegis_state", Policy: Export},
 	{Name: "server_keys", Policy: Export},
+	// The Internal class's HMAC keys (sealed): a restored Engine keeps
+	// accepting its service components' signatures.
+	{Name: "internal_hmac_keys", Policy: Export},
 	{Name: "temporal_payload_keys", Policy: Export},
 	{Name: "admin_recovery", Policy: Export},
 	{Name: "users", Policy: Export},
@@ -105,6 +108,8 @@ var Tables = []Table{
 	{Name: "operator_streams", Policy: Exclude},
 	{Name: "audit_log", Policy: Exclude},
 	{Name: "dpop_jtis", Policy: Exclude},
+	// Seen Internal signatures, valid for minutes: a replay cache.
+	{Name: "internal_hmac_seen", Policy: Exclude},
 	{Name: "repo_hash_cache", Policy: Exclude},
 	{Name: "device_approvals", Policy: Exclude},
 	// One-time tickets of cloned agents, valid a day: a restored Engine

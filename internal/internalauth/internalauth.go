@@ -1,0 +1,260 @@
+// Package internalauth is the Internal auth class (SPEC "Authentication";
+// issue 26): service components sign requests on /api/internal/* and
+// /v1/command with HMAC-SHA256 over the method, the path with its query,
+// the body's SHA-256, a timestamp and a nonce. The Engine accepts a
+// signature once (a seen-cache in PostgreSQL that every replica shares),
+// within a timestamp window, under an active key. Keys are sealed by the
+// master cipher; two may be active while callers move to a new one.
+package internalauth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/aegis"
+)
+
+// Request headers of a signed request.
+const (
+	HeaderKeyID     = "X-Cairn-Key-Id"
+	HeaderTimestamp = "X-Cairn-Timestamp"
+	HeaderNonce     = "X-Cairn-Nonce"
+	HeaderSignature = "X-Cairn-Signature"
+	// Scheme opens the canonical string, so a signature made for another
+	// purpose under the same key never verifies here.
+	Scheme = "CAIRN-HMAC-SHA256"
+)
+
+// Error codes (declared in the serveradmin capability's Codes). None says
+// which key exists or what the expected signature was.
+const (
+	// ECodeSignatureInvalid: headers missing or malformed, unknown or
+	// retired key, or a signature that does not match the request.
+	ECodeSignatureInvalid = "internal_signature_invalid"
+	// ECodeSignatureStale: the timestamp is outside the window.
+	ECodeSignatureStale = "internal_signature_stale"
+	// ECodeSignatureReplayed: this signature was accepted before.
+	ECodeSignatureReplayed = "internal_signature_replayed"
+	// ECodeKeyLimit: two keys are active already; retire one first.
+	ECodeKeyLimit = "internal_key_limit"
+)
+
+// Window is how far a request's timestamp may be from the Engine's clock,
+// either way. A seen signature is kept twice as long, past any timestamp
+// the window would still accept.
+const Window = 5 * time.Minute
+
+// MaxActiveKeys is how many keys verify at once: the current one and the
+// one callers are moving to.
+const MaxActiveKeys = 2
+
+const (
+	keyBytes   = 32
+	maxNonce   = 128
+	maxKeyID   = 64
+	keyIDBytes = 8
+)
+
+// Service keeps the keys and verifies requests.
+type Service struct {
+	q      *db.Queries
+	cipher *aegis.Cipher
+	now    func() time.Time
+}
+
+// New returns the service; now is the clock (nil: time.Now).
+func New(q *db.Queries, cipher *aegis.Cipher, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{q: q, cipher: cipher, now: now}
+}
+
+// Key is a stored key, without its secret.
+type Key struct {
+	KeyID     string     `json:"key_id"`
+	CreatedAt time.Time  `json:"created_at"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
+}
+
+func aad(keyID string) []byte { return []byte("cairn:internal-hmac:" + keyID) }
+
+// Create makes a new active key and returns its secret, which is shown
+// this once (the caller's configuration holds it). It refuses while
+// MaxActiveKeys are active.
+func (s *Service) Create(ctx context.Context) (Key, []byte, error) {
+	n, err := s.q.InternalHMACKeyCountActive(ctx)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	if n >= MaxActiveKeys {
+		return Key{}, nil, cairn.Errorf(ECodeKeyLimit, "%d internal keys are active; retire one before creating another", n)
+	}
+	id := make([]byte, keyIDBytes)
+	secret := make([]byte, keyBytes)
+	_, _ = rand.Read(id)
+	_, _ = rand.Read(secret)
+	keyID := "ik_" + hex.EncodeToString(id)
+	sealed, err := s.cipher.Seal(secret, aad(keyID))
+	if err != nil {
+		return Key{}, nil, err
+	}
+	row, err := s.q.InternalHMACKeyInsert(ctx, db.InternalHMACKeyInsertParams{KeyID: keyID, SecretSealed: sealed})
+	if err != nil {
+		return Key{}, nil, err
+	}
+	return Key{KeyID: row.KeyID, CreatedAt: row.CreatedAt}, secret, nil
+}
+
+// Retire stops a key from verifying; not_found when no active key has
+// that ID.
+func (s *Service) Retire(ctx context.Context, keyID string) error {
+	at := s.now()
+	n, err := s.q.InternalHMACKeyRetire(ctx, db.InternalHMACKeyRetireParams{At: &at, KeyID: keyID})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return cairn.Errorf(cairn.ECodeNotFound, "no active internal key has this ID")
+	}
+	return nil
+}
+
+// List returns the keys, oldest first, without secrets.
+func (s *Service) List(ctx context.Context) ([]Key, error) {
+	rows, err := s.q.InternalHMACKeyList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Key, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Key{KeyID: r.KeyID, CreatedAt: r.CreatedAt, RetiredAt: r.RetiredAt})
+	}
+	return out, nil
+}
+
+// Canonical is the string a request's signature covers, one field a line:
+// the scheme, the method, the path with its raw query, the body's SHA-256
+// in hex, the timestamp (Unix seconds), the nonce and the key ID.
+func Canonical(method, pathAndQuery string, body []byte, timestamp, nonce, keyID string) string {
+	sum := sha256.Sum256(body)
+	return strings.Join([]string{Scheme, strings.ToUpper(method), pathAndQuery, hex.EncodeToString(sum[:]),
+		timestamp, nonce, keyID}, "\n")
+}
+
+func mac(secret []byte, canonical string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(canonical))
+	return m.Sum(nil)
+}
+
+// Sign sets the signing headers on r for body (the bytes r sends), under
+// the key keyID with secret, at now, with a fresh random nonce.
+func Sign(r *http.Request, body []byte, keyID string, secret []byte, now time.Time) {
+	n := make([]byte, 16)
+	_, _ = rand.Read(n)
+	nonce := base64.RawURLEncoding.EncodeToString(n)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	sig := mac(secret, Canonical(r.Method, r.URL.RequestURI(), body, ts, nonce, keyID))
+	r.Header.Set(HeaderKeyID, keyID)
+	r.Header.Set(HeaderTimestamp, ts)
+	r.Header.Set(HeaderNonce, nonce)
+	r.Header.Set(HeaderSignature, base64.StdEncoding.EncodeToString(sig))
+}
+
+func invalid(format string, args ...any) error {
+	return cairn.Errorf(ECodeSignatureInvalid, format, args...)
+}
+
+// Verify checks a request's signature over method, pathAndQuery and body
+// and records it as seen; it returns the key ID that signed it. The
+// checks run cheapest first, and the seen-cache is written last so a
+// refused request does not consume its signature.
+func (s *Service) Verify(ctx context.Context, method, pathAndQuery string, body []byte, h http.Header) (string, error) {
+	keyID, ts, nonce, sig64 := h.Get(HeaderKeyID), h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature)
+	if keyID == "" || ts == "" || nonce == "" || sig64 == "" {
+		return "", invalid("a signed request carries %s, %s, %s and %s", HeaderKeyID, HeaderTimestamp, HeaderNonce, HeaderSignature)
+	}
+	if len(keyID) > maxKeyID || len(nonce) > maxNonce {
+		return "", invalid("the key ID or nonce is too long")
+	}
+	sig, err := base64.StdEncoding.DecodeString(sig64)
+	if err != nil || len(sig) != sha256.Size {
+		return "", invalid("%s is not a base64 HMAC-SHA256", HeaderSignature)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", invalid("%s is not Unix seconds", HeaderTimestamp)
+	}
+	now := s.now()
+	if d := now.Sub(time.Unix(sec, 0)); d > Window || d < -Window {
+		return "", cairn.Errorf(ECodeSignatureStale, "the request's timestamp is more than %s from the Engine's clock", Window)
+	}
+	row, err := s.q.InternalHMACKeyGet(ctx, keyID)
+	if db.IsNoRows(err) || (err == nil && row.RetiredAt != nil) {
+		return "", invalid("the request is not signed by an active internal key")
+	}
+	if err != nil {
+		return "", err
+	}
+	secret, err := s.cipher.Open(row.SecretSealed, aad(keyID))
+	if err != nil {
+		if errors.Is(err, aegis.ErrLocked) {
+			return "", err
+		}
+		return "", fmt.Errorf("internalauth: open key %s: %w", keyID, err)
+	}
+	if !hmac.Equal(sig, mac(secret, Canonical(method, pathAndQuery, body, ts, nonce, keyID))) {
+		return "", invalid("the signature does not match the request")
+	}
+	sum := sha256.Sum256(sig)
+	n, err := s.q.InternalHMACSeenInsert(ctx, db.InternalHMACSeenInsertParams{SignatureHash: sum[:], ExpiresAt: now.Add(2 * Window)})
+	if err != nil {
+		return "", fmt.Errorf("internalauth: record signature: %w", err)
+	}
+	if n == 0 {
+		return "", cairn.Errorf(ECodeSignatureReplayed, "this signed request was accepted before")
+	}
+	return keyID, nil
+}
+
+// DeleteExpired removes seen signatures past their window.
+func (s *Service) DeleteExpired(ctx context.Context) (int64, error) {
+	return s.q.InternalHMACSeenDeleteExpired(ctx, s.now())
+}
+
+// SealedColumns is the keys' sealed secret, which a data-key rotation
+// re-seals.
+func SealedColumns() []aegis.Column {
+	return []aegis.Column{{Names: []string{"internal_hmac_keys.secret_sealed"},
+		Reseal: func(ctx context.Context, q *db.Queries, r *aegis.Resealer) error {
+			rows, err := q.InternalHMACKeyList(ctx)
+			if err != nil {
+				return err
+			}
+			for _, k := range rows {
+				v, changed, err := r.Reseal(k.SecretSealed, aad(k.KeyID))
+				if err != nil {
+					return err
+				}
+				if changed {
+					if err := q.InternalHMACKeySealedUpdate(ctx, db.InternalHMACKeySealedUpdateParams{KeyID: k.KeyID, SecretSealed: v}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}}}
+}

@@ -89,7 +89,7 @@ test('an enrolled agent shows in the devices grid and its page holds this machin
     await expect(panel).toBeVisible();
 
     await tab('Agent Health').click();
-    await expect(panel.getByRole('table', { name: 'Roles' })).toContainText('device_audit');
+    await expect(panel.getByRole('table', { name: 'Roles', exact: true })).toContainText('device_audit');
 
     await tab('Activity').click();
     await expect(panel).toContainText(/enrolled/i);

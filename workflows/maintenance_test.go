@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -93,6 +94,12 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 				env.RegisterActivity(&activities.WatchdogMaintenance{Due: f})
 				env.RegisterActivity(&activities.ScheduledBackups{Backups: f, Now: time.Now})
 				env.RegisterActivity(&activities.RestoreDrills{Backups: f, Now: time.Now})
+				env.RegisterActivity(&activities.ServiceAdmin{Internal: f})
+				// The policy evaluation needs the whole patches service; the
+				// workflow's retries are what this test is about, so its
+				// activity is a stand-in under the same name.
+				env.RegisterActivityWithOptions(func(context.Context) (int64, error) { return f.sweep() },
+					activity.RegisterOptions{Name: "EvaluatePatchPolicies"})
 				env.ExecuteWorkflow(workflows.Maintenance, in)
 				require.True(t, env.IsWorkflowCompleted())
 				require.NoError(t, env.GetWorkflowError())

@@ -1782,6 +1782,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/roles/{hostname}/desired-state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop or start an agent role */
+        post: operations["postDeviceRolesHostnameDesiredState"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/services/{hostname}": {
         parameters: {
             query?: never;
@@ -7212,6 +7229,10 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        RoleDesiredStateRequest: {
+            desired?: string;
+            role?: string;
+        };
         RoleHealthInput: {
             context?: {
                 [key: string]: string;
@@ -7237,6 +7258,11 @@ export interface components {
         };
         RoleRequest: {
             role?: string;
+        };
+        RoleState: {
+            desired: string;
+            observed: string;
+            role: string;
         };
         RotateRequest: {
             current_passphrase?: string;
@@ -16934,7 +16960,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17068,7 +17094,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17354,7 +17380,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17506,7 +17532,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17658,7 +17684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17810,7 +17836,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17958,7 +17984,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18091,7 +18117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18243,7 +18269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18823,7 +18849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19060,7 +19086,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19211,7 +19237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19345,7 +19371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19496,7 +19522,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19639,7 +19665,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19800,7 +19826,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19961,7 +19987,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20118,7 +20144,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20261,7 +20287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20422,7 +20448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20583,7 +20609,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20612,6 +20638,158 @@ export interface operations {
             };
             /** @description Unprocessable Entity: unsupported_platform */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDeviceRolesHostnameDesiredState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RoleDesiredStateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleState"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
+            /** @description Bad Request: invalid_request, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_not_stoppable, role_stopped */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20829,7 +21007,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21180,7 +21358,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;

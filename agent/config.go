@@ -26,7 +26,7 @@ import (
 // change to the format bumps it: an older file is migrated on load, a newer
 // one is refused because rewriting it would silently drop what this build
 // does not understand.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // FileName is the config file's base name; temp and lock files derive from it.
 const FileName = "agent.json"
@@ -62,6 +62,9 @@ type Config struct {
 	TrustPublicCAs bool          `json:"trust_public_cas,omitempty"`
 	ScriptSigning  ScriptSigning `json:"script_signing"`
 	Metadata       Metadata      `json:"metadata"`
+	// RolesStopped names the roles an operator stopped (role_desired_state),
+	// so they stay stopped across restarts; every other role runs.
+	RolesStopped []string `json:"roles_stopped,omitempty"`
 }
 
 // Agent is the "agent" object: identity and runtime state.
@@ -235,6 +238,9 @@ var migrations = []func(doc map[string]any) error{
 	// optional fields; a version-1 file has neither. The bump makes an
 	// older agent refuse a file with them as written by a newer agent,
 	// instead of failing on an unknown field.
+	func(doc map[string]any) error { return nil },
+	// 2 -> 3: roles_stopped (roles stopped from the console) is a new
+	// optional field; a version-2 file has none, so every role runs.
 	func(doc map[string]any) error { return nil },
 }
 

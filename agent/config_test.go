@@ -109,15 +109,20 @@ func TestGoldenRoundTrip(t *testing.T) {
 
 func TestSchemaVersion(t *testing.T) {
 	t.Parallel()
-	_, err := agent.Parse([]byte(`{"schema_version": 3, "server_url": "https://e.test"}`))
+	_, err := agent.Parse([]byte(`{"schema_version": 4, "server_url": "https://e.test"}`))
 	require.ErrorIs(t, err, agent.ErrNewerSchema)
-	require.Contains(t, err.Error(), "schema_version 3")
+	require.Contains(t, err.Error(), "schema_version 4")
 
 	c, err := agent.Parse([]byte(`{"schema_version": 1, "server_url": "https://e.test", "agent": {"guid": "g1"}}`))
 	require.NoError(t, err, "a version-1 file (before clone_ticket and generalized) migrates")
-	require.Equal(t, 2, c.SchemaVersion)
+	require.Equal(t, agent.SchemaVersion, c.SchemaVersion)
 	require.Empty(t, c.CloneTicket)
 	require.False(t, c.Generalized)
+
+	c, err = agent.Parse([]byte(`{"schema_version": 2, "server_url": "https://e.test", "agent": {"guid": "g1"}}`))
+	require.NoError(t, err, "a version-2 file (before roles_stopped) migrates")
+	require.Equal(t, 3, c.SchemaVersion)
+	require.Empty(t, c.RolesStopped, "every role runs")
 
 	c, err = agent.Parse([]byte(`{"server_url": "https://e.test", "agent": {"guid": "g1"}}`))
 	require.NoError(t, err, "an unversioned (version 0) file migrates")

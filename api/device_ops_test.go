@@ -217,6 +217,8 @@ func TestDeviceOperationsRefused(t *testing.T) {
 		{"pid wrong type", "POST", "/api/device/processes/opsno-01/terminate", map[string]any{"pid": "40", "name": "x"}, "pid"},
 		{"action unknown", "POST", "/api/device/services/opsno-01/action", map[string]any{"name": "cron", "action": "reload"}, "action"},
 		{"service path", "POST", "/api/device/services/opsno-01/action", map[string]any{"name": "../bin/sh", "action": "start"}, "name"},
+		{"role unknown", "POST", "/api/device/roles/opsno-01/desired-state", map[string]any{"role": "no_such_role", "desired": "stopped"}, "role"},
+		{"role desired unknown", "POST", "/api/device/roles/opsno-01/desired-state", map[string]any{"role": "remote_shell", "desired": "paused"}, "desired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.do(t, tc.method, tc.path, admin, tc.body)
@@ -241,6 +243,18 @@ func TestDeviceOperationsRefused(t *testing.T) {
 		}
 		r := f.do(t, "POST", "/api/device/services/opsno-01/action", op, map[string]any{"name": "cron", "action": "start"})
 		require.Equal(t, 404, r.Status, r.Raw)
+		r = f.do(t, "POST", "/api/device/roles/opsno-01/desired-state", op, map[string]any{"role": "remote_shell", "desired": "stopped"})
+		require.Equal(t, 404, r.Status, r.Raw)
+		require.Zero(t, o.count(proto.EventRoleDesiredState), "nothing was sent")
+	})
+
+	t.Run("roles the agent needs cannot be stopped", func(t *testing.T) {
+		for _, role := range []string{"system_context", "api_websocket", "vpn_tunnel"} {
+			r := f.do(t, "POST", "/api/device/roles/opsno-01/desired-state", admin, map[string]any{"role": role, "desired": "stopped"})
+			require.Equal(t, 409, r.Status, r.Raw)
+			require.Equal(t, proto.CodeRoleNotStoppable, r.Body["error"])
+		}
+		require.Zero(t, o.count(proto.EventRoleDesiredState), "nothing was sent")
 	})
 
 	t.Run("quarantined devices get nothing", func(t *testing.T) {
@@ -254,12 +268,14 @@ func TestDeviceOperationsRefused(t *testing.T) {
 			{"POST", "/api/device/services/opsno-01/action", map[string]any{"name": "cron", "action": "start"}},
 			{"POST", "/api/device/processes/opsno-01/terminate", map[string]any{"pid": 4242, "name": "x"}},
 			{"POST", "/api/device/software/opsno-01/refresh", nil},
+			{"POST", "/api/device/roles/opsno-01/desired-state", map[string]any{"role": "remote_shell", "desired": "stopped"}},
 		} {
 			r := f.do(t, c.method, c.path, admin, c.body)
 			require.Equal(t, 409, r.Status, r.Raw)
 			require.Equal(t, "device_quarantined", r.Body["error"])
 		}
 		require.Equal(t, before, o.count(proto.EventServiceControl)+o.count(proto.EventProcessManagement), "nothing was sent")
+		require.Zero(t, o.count(proto.EventRoleDesiredState), "nothing was sent")
 	})
 }
 

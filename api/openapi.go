@@ -380,6 +380,7 @@ var apiAreas = []apiArea{
 	{"Device operations", "Processes, services, software and patch inventories on a device.",
 		[]string{"/api/device/processes", "/api/device/services", "/api/device/patches", "/api/device/software/{hostname}/refresh"}},
 	{"Operations", "The status of an operation that outlived its request (answered 202 with its URL).", []string{"/api/operations"}},
+	{"Agent roles", "Stop and start an agent role on a device (its desired state).", []string{"/api/device/roles"}},
 	{"Files", "A device's file system: browse, read, write, rename, move, copy and delete.", []string{"/api/device/files"}},
 	{"File transfers", "Uploads to and downloads from a device, and the agent's side of them.",
 		[]string{"/api/device/files/{hostname}/upload", "/api/device/files/{hostname}/download",

@@ -276,5 +276,7 @@ var operationErrors = []string{
 	cairn.ECodeNotFound, cairn.ECodeAgentSocketMissing, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
 	cairn.ECodeAgentTooOld, proto.CodeOpMismatch, proto.CodeOpInvalid, proto.CodeOpUnsupported, proto.CodeOpFailed, proto.CodeOpPermission,
 	proto.CodeOpTimedOut, proto.CodeOpAlreadyRunning, workflows.ECodeOperationTimedOut, agentgateway.FailureSocketClosed,
+	// A stopped role refuses its requests (docs/agent.md "Stopping a role").
+	proto.CodeRoleStopped,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable,
 }

@@ -59,6 +59,7 @@ var Capabilities = []Capability{
 	filesCapability,
 	registryCapability,
 	shellsCapability,
+	rolesCapability,
 	scriptSignCapability,
 	agentUpdatesCapability,
 	automationCapability,

@@ -45,11 +45,13 @@ const (
 	// CapVNC: vnc_start, vnc_stop, vnc_credential_request (Linux agents
 	// with X11 and x11vnc; the Windows role is not built yet).
 	CapVNC Capability = "vnc"
+	// CapRoleControl: role_desired_state, stopping and starting roles.
+	CapRoleControl Capability = "role_control"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -69,6 +71,7 @@ var CapabilityVersion = map[Capability]int{
 	CapPatchInstall:     CapabilitiesVersion,
 	CapTunnel:           CapabilitiesVersion,
 	CapVNC:              CapabilitiesVersion,
+	CapRoleControl:      CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -132,6 +135,7 @@ var EventCapability = map[string]Capability{
 	EventVNCStart:             CapVNC,
 	EventVNCStop:              CapVNC,
 	EventVNCCredentialRequest: CapVNC,
+	EventRoleDesiredState:     CapRoleControl,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

@@ -21,3 +21,59 @@ const (
 	RoleKeyVNC                = "system:vnc"
 	RoleKeyRDP                = "system:rdp"
 )
+
+// EventRoleDesiredState asks the agent to stop or start one role
+// (RoleDesiredStateRequest). The agent stores the desired state in
+// agent.json (roles_stopped), so it outlives restarts, and answers
+// RoleDesiredStateResult. A stopped role's requests are refused with
+// CodeRoleStopped.
+const EventRoleDesiredState = "role_desired_state"
+
+// Desired states of a role.
+const (
+	RoleDesiredRunning = "running"
+	RoleDesiredStopped = "stopped"
+)
+
+// RoleStopped is the observed state of a role stopped on purpose.
+const RoleStopped = "Stopped"
+
+// Codes of the role control path.
+const (
+	// CodeRoleStopped: the request belongs to a role an operator stopped.
+	CodeRoleStopped = "role_stopped"
+	// CodeRoleNotStoppable: the role cannot be stopped (the agent's own
+	// process and its connection to the Engine, or a role with nothing
+	// the agent could stop).
+	CodeRoleNotStoppable = "role_not_stoppable"
+)
+
+// StoppableRoles are the roles an operator may stop, each with the
+// request types a stopped role refuses (CodeRoleStopped). Every other
+// role, and system_context, api_websocket and vpn_tunnel in particular,
+// is refused with CodeRoleNotStoppable.
+var StoppableRoles = map[string][]string{
+	"remote_shell":        {EventShellOpen},
+	"file_management":     {EventFileManagement},
+	"process_management":  {EventProcessManagement},
+	"service_management":  {EventServiceControl},
+	"software_management": {EventSoftwareRefresh},
+	"patch_management":    {EventPatchRefresh, EventPatchInstall},
+	"registry_management": {EventRegistryManagement},
+	"vnc":                 {EventVNCStart, EventVNCCredentialRequest},
+}
+
+// RoleDesiredStateRequest is the payload of EventRoleDesiredState: Role
+// without the "system:" prefix, Desired a RoleDesired* value.
+type RoleDesiredStateRequest struct {
+	Role    string `json:"role"`
+	Desired string `json:"desired"`
+}
+
+// RoleDesiredStateResult answers EventRoleDesiredState with the role's
+// row as it is after the change.
+type RoleDesiredStateResult struct {
+	Role     string `json:"role"`
+	Desired  string `json:"desired"`
+	Observed string `json:"observed"`
+}

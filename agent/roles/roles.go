@@ -64,9 +64,16 @@ const KeyPrefix = "system:"
 // Key is the health row key of a role, e.g. "system:device_audit".
 func Key(role string) string { return KeyPrefix + role }
 
-// DesiredRunning is the desired state of every registered role: this build
-// has no way to stop a role yet.
-const DesiredRunning = "running"
+// DesiredRunning and DesiredStopped are a role's desired states; every
+// role starts running unless the operator stopped it (SetDesired).
+const (
+	DesiredRunning = proto.RoleDesiredRunning
+	DesiredStopped = proto.RoleDesiredStopped
+)
+
+// Stoppable reports whether an operator may stop the role
+// (proto.StoppableRoles).
+func Stoppable(name string) bool { _, ok := proto.StoppableRoles[name]; return ok }
 
 // ErrUnsupported marks failures that retrying cannot fix: the platform or
 // the host lacks what the role needs. Errors made by Unsupported match it.
@@ -103,6 +110,7 @@ func New(now func() time.Time) *Tracker {
 type Role struct {
 	t       *Tracker
 	checked bool // a role appears in Snapshot only once it has been checked
+	stopped bool // the operator stopped it (SetDesired)
 	health  proto.RoleHealth
 }
 
@@ -160,7 +168,58 @@ func (r *Role) Report(err error) {
 func (r *Role) Health() (proto.RoleHealth, bool) {
 	r.t.mu.Lock()
 	defer r.t.mu.Unlock()
-	return copyHealth(r.health), r.checked
+	return r.row(), r.checked || r.stopped
+}
+
+// row is the published row: a stopped role shows desired and observed
+// stopped whatever its last check said; its checks still run and their
+// outcome shows again once it is started. Called with the lock held.
+func (r *Role) row() proto.RoleHealth {
+	h := copyHealth(r.health)
+	if r.stopped {
+		h.Desired, h.Observed = DesiredStopped, proto.RoleStopped
+	}
+	return h
+}
+
+// SetDesired stops (DesiredStopped) or starts (DesiredRunning) a
+// stoppable role, registering it if need be. A stopped role refuses its
+// requests (Stopped) and publishes desired and observed stopped.
+func (t *Tracker) SetDesired(name, desired string) error {
+	if !Stoppable(name) {
+		return fmt.Errorf("roles: %q cannot be stopped", name)
+	}
+	if desired != DesiredRunning && desired != DesiredStopped {
+		return fmt.Errorf("roles: unknown desired state %q", desired)
+	}
+	r := t.Register(name)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r.stopped = desired == DesiredStopped
+	if r.stopped && !r.checked {
+		r.health.LastCheckedAt = t.now().UTC()
+	}
+	return nil
+}
+
+// Stopped reports whether the operator stopped the role.
+func (t *Tracker) Stopped(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r, ok := t.roles[name]
+	return ok && r.stopped
+}
+
+// Refusal is the error a request of msgType gets while its role is
+// stopped (proto.CodeRoleStopped), or nil.
+func (t *Tracker) Refusal(msgType string) error {
+	for name, types := range proto.StoppableRoles {
+		if slices.Contains(types, msgType) && t.Stopped(name) {
+			return &proto.Error{Code: proto.CodeRoleStopped,
+				Message: fmt.Sprintf("the %s role is stopped on this device; start it from the device's Roles section", name)}
+		}
+	}
+	return nil
 }
 
 // Snapshot returns the rows of every role checked at least once, sorted by
@@ -171,8 +230,8 @@ func (t *Tracker) Snapshot() []proto.RoleHealth {
 	defer t.mu.Unlock()
 	out := make([]proto.RoleHealth, 0, len(t.roles))
 	for _, r := range t.roles {
-		if r.checked {
-			out = append(out, copyHealth(r.health))
+		if r.checked || r.stopped {
+			out = append(out, r.row())
 		}
 	}
 	slices.SortFunc(out, func(a, b proto.RoleHealth) int { return cmp.Compare(a.Key, b.Key) })

@@ -146,3 +146,53 @@ func TestConcurrentReports(t *testing.T) {
 	wg.Wait()
 	require.Len(t, tr.Snapshot(), len(roles.Names))
 }
+
+// A stopped role publishes desired and observed stopped and refuses its
+// requests with role_stopped; started again its last check shows.
+func TestStopStart(t *testing.T) {
+	t.Parallel()
+	tr, c := setup(t)
+	shell := tr.Register(roles.RemoteShell)
+	shell.Report(nil)
+	require.NoError(t, tr.Refusal(proto.EventShellOpen))
+
+	require.NoError(t, tr.SetDesired(roles.RemoteShell, roles.DesiredStopped))
+	require.True(t, tr.Stopped(roles.RemoteShell))
+	h, ok := shell.Health()
+	require.True(t, ok)
+	require.Equal(t, roles.DesiredStopped, h.Desired)
+	require.Equal(t, proto.RoleStopped, h.Observed)
+	var pe *proto.Error
+	require.ErrorAs(t, tr.Refusal(proto.EventShellOpen), &pe)
+	require.Equal(t, proto.CodeRoleStopped, pe.Code)
+	require.NoError(t, tr.Refusal(proto.EventServiceControl), "other roles still serve")
+
+	// Checks go on while stopped; the row stays stopped.
+	c.Advance(time.Minute)
+	shell.Report(errors.New("no shell"))
+	require.Equal(t, []proto.RoleHealth{{Key: "system:remote_shell", Desired: "stopped", Observed: "Stopped",
+		LastCheckedAt: t0.Add(time.Minute), LastHealthyAt: ptr(t0), LastError: "no shell"}}, tr.Snapshot())
+
+	require.NoError(t, tr.SetDesired(roles.RemoteShell, roles.DesiredRunning))
+	require.NoError(t, tr.Refusal(proto.EventShellOpen))
+	h, _ = shell.Health()
+	require.Equal(t, roles.DesiredRunning, h.Desired)
+	require.Equal(t, proto.RoleUnhealthy, h.Observed)
+
+	// A role stopped before its first check (at start, from agent.json)
+	// is published stopped at once.
+	require.NoError(t, tr.SetDesired(roles.FileManagement, roles.DesiredStopped))
+	require.Len(t, tr.Snapshot(), 2)
+}
+
+func TestSetDesiredRefuses(t *testing.T) {
+	t.Parallel()
+	tr, _ := setup(t)
+	for _, name := range []string{roles.SystemContext, roles.APIWebSocket, roles.VPNTunnel, roles.DeviceAudit} {
+		require.False(t, roles.Stoppable(name), name)
+		require.Error(t, tr.SetDesired(name, roles.DesiredStopped), name)
+	}
+	require.Error(t, tr.SetDesired(roles.RemoteShell, "paused"))
+	require.False(t, tr.Stopped(roles.RemoteShell))
+}
+func ptr(t time.Time) *time.Time { return &t }

@@ -26,8 +26,18 @@ type Handler func(ctx context.Context, call Caller, payload json.RawMessage) (an
 // features (file management, shells, updates) register theirs here before
 // the agent runs.
 type Handlers struct {
-	mu sync.RWMutex
-	m  map[string]Handler
+	mu    sync.RWMutex
+	m     map[string]Handler
+	guard func(msgType string) error
+}
+
+// Guard sets a check every request passes before its handler runs: a
+// non-nil error (a *proto.Error to choose the code) is the reply instead.
+// The agent refuses the requests of a stopped role this way.
+func (h *Handlers) Guard(g func(msgType string) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.guard = g
 }
 
 // NewHandlers returns an empty registry.
@@ -80,8 +90,17 @@ func (h *Handlers) lookup(msgType string) Handler {
 		return nil
 	}
 	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.m[msgType]
+	fn, guard := h.m[msgType], h.guard
+	h.mu.RUnlock()
+	if fn == nil || guard == nil {
+		return fn
+	}
+	return func(ctx context.Context, call Caller, payload json.RawMessage) (any, error) {
+		if err := guard(msgType); err != nil {
+			return nil, err
+		}
+		return fn(ctx, call, payload)
+	}
 }
 
 // replyEnvelope builds the reply to request id: the result, or the error

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"runtime"
+	"slices"
 
+	"github.com/cairn-rmm/cairn/agent"
 	agentfiles "github.com/cairn-rmm/cairn/agent/files"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
+	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 	"github.com/cairn-rmm/cairn/agent/shells"
 )
 
@@ -30,4 +37,49 @@ func publishRoles(t *roles.Tracker, hasRegistry bool) {
 	for _, name := range []string{roles.VNC, roles.RDP} {
 		t.Register(name).Report(roles.Unsupported(remoteDesktopMissing))
 	}
+}
+
+// registerRoleControl makes the operator's stopped roles (agent.json
+// roles_stopped) stopped in t, refuses their requests with role_stopped,
+// and serves role_desired_state: the new desired state is written to
+// agent.json first, so a role stopped stays stopped after a restart.
+func registerRoleControl(handlers *agentruntime.Handlers, t *roles.Tracker, store agentruntime.FileStore, stopped []string) error {
+	for _, name := range stopped {
+		if roles.Stoppable(name) {
+			if err := t.SetDesired(name, roles.DesiredStopped); err != nil {
+				return err
+			}
+		}
+	}
+	handlers.Guard(t.Refusal)
+	return handlers.Register(proto.EventRoleDesiredState, func(_ context.Context, _ agentruntime.Caller, payload json.RawMessage) (any, error) {
+		var req proto.RoleDesiredStateRequest
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "the request is not a role desired state: " + err.Error()}
+		}
+		if !slices.Contains(roles.Names, req.Role) && !slices.Contains(roles.Connection, req.Role) {
+			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("unknown role %q", req.Role), Fields: map[string]string{"role": "unknown role"}}
+		}
+		if !roles.Stoppable(req.Role) {
+			return nil, &proto.Error{Code: proto.CodeRoleNotStoppable, Message: fmt.Sprintf("the %s role cannot be stopped", req.Role)}
+		}
+		if req.Desired != roles.DesiredRunning && req.Desired != roles.DesiredStopped {
+			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "desired must be running or stopped", Fields: map[string]string{"desired": "must be running or stopped"}}
+		}
+		if _, err := store.Update(func(c *agent.Config) error {
+			c.RolesStopped = slices.DeleteFunc(c.RolesStopped, func(n string) bool { return n == req.Role })
+			if req.Desired == roles.DesiredStopped {
+				c.RolesStopped = append(c.RolesStopped, req.Role)
+				slices.Sort(c.RolesStopped)
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("store the desired state: %w", err)
+		}
+		if err := t.SetDesired(req.Role, req.Desired); err != nil {
+			return nil, err
+		}
+		h, _ := t.Register(req.Role).Health()
+		return proto.RoleDesiredStateResult{Role: req.Role, Desired: h.Desired, Observed: h.Observed}, nil
+	})
 }

@@ -183,6 +183,9 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if h.tracker != nil {
 		publishRoles(h.tracker, regStore != nil)
 		socketRole = h.tracker.Register(roles.APIWebSocket)
+		if err := registerRoleControl(handlers, h.tracker, store, cfg.RolesStopped); err != nil {
+			return err
+		}
 	}
 	caps := proto.HandlerCapabilities(handlers.Types())
 	if regStore == nil {

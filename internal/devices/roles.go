@@ -39,9 +39,9 @@ func checkRoles(v *cairn.Validation, field string, roles []proto.RoleHealth) {
 			v.Add(f+".key", "is the startup timeline's row, which only the status post writes")
 		}
 		switch r.Observed {
-		case proto.RoleHealthy, proto.RoleUnhealthy, proto.RoleRecovering:
+		case proto.RoleHealthy, proto.RoleUnhealthy, proto.RoleRecovering, proto.RoleStopped:
 		default:
-			v.Add(f+".observed", "must be Healthy, Unhealthy or Recovering")
+			v.Add(f+".observed", "must be Healthy, Unhealthy, Recovering or Stopped")
 		}
 		if len(r.Desired) > maxRoleText {
 			v.Add(f+".desired", fmt.Sprintf("must be at most %d characters", maxRoleText))

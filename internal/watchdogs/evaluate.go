@@ -305,7 +305,8 @@ func evalRule(r Rule, s Snapshot, memo Memo, active bool, now time.Time, onlineW
 		return VersionLess(s.AgentVersion, r.Value), s.AgentVersion
 	case SubjectRoleHealth:
 		for _, role := range s.Roles {
-			if (r.Target == "" || role.Key == r.Target) && role.Observed != "" && role.Observed != proto.RoleHealthy {
+			if (r.Target == "" || role.Key == r.Target) && role.Observed != "" && role.Observed != proto.RoleHealthy &&
+				role.Observed != proto.RoleStopped { // stopped on purpose is not a fault
 				return true, role.Key + ": " + role.Observed
 			}
 		}

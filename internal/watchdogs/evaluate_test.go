@@ -45,6 +45,8 @@ func TestRuleSubjects(t *testing.T) {
 	base.Processes = []proto.Process{{Name: "sshd"}, {Name: "agent.exe"}}
 	base.Software = []SoftwareRow{{Name: "firefox", Version: "115.2"}}
 	base.Roles = []RoleRow{{Key: "system:rdp", Observed: "Unhealthy"}, {Key: "system:vnc", Observed: "Healthy"}}
+	stopped := base
+	stopped.Roles = []RoleRow{{Key: "system:remote_shell", Observed: "Stopped"}, {Key: "system:vnc", Observed: "Healthy"}}
 	stale := base
 	old := t0.Add(-time.Hour)
 	stale.LastSeen = &old
@@ -85,6 +87,7 @@ func TestRuleSubjects(t *testing.T) {
 		{"agent current", base, Rule{Subject: SubjectAgentVersion, Operator: OpVersionLT, Value: "1.4"}, false},
 		{"role unhealthy", base, Rule{Subject: SubjectRoleHealth, Operator: OpUnhealthy}, true},
 		{"named role healthy", base, Rule{Subject: SubjectRoleHealth, Operator: OpUnhealthy, Target: "system:vnc"}, false},
+		{"role stopped by an operator", stopped, Rule{Subject: SubjectRoleHealth, Operator: OpUnhealthy}, false},
 		{"offline: silent", stale, Rule{Subject: SubjectOffline, Operator: OpIs}, true},
 		{"offline: never seen", never, Rule{Subject: SubjectOffline, Operator: OpIs}, true},
 		{"online", base, Rule{Subject: SubjectOffline, Operator: OpIs}, false},

@@ -26,6 +26,7 @@ import type {
   MaintenanceWindowInput,
   WatchdogInput,
   Role,
+  RoleDesired,
   ServiceAction,
   TrustAction,
   User,
@@ -300,6 +301,9 @@ export const devices = {
     call('get', '/api/device/services/{hostname}', { path: host(hostname) }).then((r) => r.services ?? []),
   serviceAction: (hostname: string, name: string, action: ServiceAction) =>
     call('post', '/api/device/services/{hostname}/action', { path: host(hostname), body: { name, action } }),
+  /** Stop or start an agent role (its desired state); the agent keeps it across restarts. */
+  setRoleDesiredState: (hostname: string, role: string, desired: RoleDesired) =>
+    call('post', '/api/device/roles/{hostname}/desired-state', { path: host(hostname), body: { role, desired } }),
   /** A snapshot at most `maxAgeSeconds` old; 0 asks the agent for a fresh one. */
   processes: (hostname: string, maxAgeSeconds: number) =>
     call('get', '/api/device/processes/{hostname}', { path: host(hostname), query: { max_age_seconds: maxAgeSeconds } }),

@@ -1782,6 +1782,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/roles/{hostname}/desired-state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop or start an agent role */
+        post: operations["postDeviceRolesHostnameDesiredState"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/services/{hostname}": {
         parameters: {
             query?: never;
@@ -7324,6 +7341,10 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        RoleDesiredStateRequest: {
+            desired?: string;
+            role?: string;
+        };
         RoleHealthInput: {
             context?: {
                 [key: string]: string;
@@ -7349,6 +7370,11 @@ export interface components {
         };
         RoleRequest: {
             role?: string;
+        };
+        RoleState: {
+            desired: string;
+            observed: string;
+            role: string;
         };
         RotateRequest: {
             current_passphrase?: string;
@@ -17054,7 +17080,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17188,7 +17214,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17474,7 +17500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17626,7 +17652,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17778,7 +17804,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17930,7 +17956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18078,7 +18104,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18211,7 +18237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18363,7 +18389,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18943,7 +18969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, not_a_directory, not_a_file, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19180,7 +19206,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19331,7 +19357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19465,7 +19491,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19616,7 +19642,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19759,7 +19785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19920,7 +19946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20081,7 +20107,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20238,7 +20264,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20381,7 +20407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20542,7 +20568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20703,7 +20729,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, path_exists, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20732,6 +20758,158 @@ export interface operations {
             };
             /** @description Unprocessable Entity: unsupported_platform */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Implemented: unsupported */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: failed, permission_denied */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: agent_socket_closed, service_unavailable, temporal_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout: operation_timed_out, timed_out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDeviceRolesHostnameDesiredState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RoleDesiredStateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleState"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationAccepted"];
+                };
+            };
+            /** @description Bad Request: invalid_request, validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_not_stoppable, role_stopped */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20949,7 +21127,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21300,7 +21478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch */
+            /** @description Conflict: agent_socket_missing, agent_too_old, already_running, device_quarantined, device_revoked, process_mismatch, role_stopped */
             409: {
                 headers: {
                     [name: string]: unknown;

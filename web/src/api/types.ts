@@ -138,7 +138,10 @@ export type ProcessItem = Schema<'Process'>;
 /** A normalized patch row (SPEC "Patch inventory row"). */
 export type PatchRow = Schema<'Patch'>;
 
-export type RoleObserved = 'Healthy' | 'Unhealthy' | 'Recovering';
+export type RoleObserved = 'Healthy' | 'Unhealthy' | 'Recovering' | 'Stopped';
+
+/** A role's desired state: an operator may stop and start the stoppable ones. */
+export type RoleDesired = 'running' | 'stopped';
 
 /** One `system:<role>` row of the role health snapshot. */
 export type RoleHealth = Schema<'Role'> & {

@@ -1,4 +1,7 @@
+import { useState } from 'react';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import Box from '@mui/material/Box';
+import Button from '@mui/material/Button';
 import Chip from '@mui/material/Chip';
 import Table from '@mui/material/Table';
 import TableBody from '@mui/material/TableBody';
@@ -8,17 +11,85 @@ import TableRow from '@mui/material/TableRow';
 import Typography from '@mui/material/Typography';
 import CheckCircleOutlineIcon from '@mui/icons-material/CheckCircleOutline';
 import ErrorOutlineIcon from '@mui/icons-material/ErrorOutline';
-import type { AgentStatus, RoleHealth } from '../../api/types';
+import { devices as devicesApi } from '../../api/endpoints';
+import type { AgentStatus, DeviceDetails, RoleDesired, RoleHealth } from '../../api/types';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { formatDateTime } from '../../components/format';
+import { useNotify } from '../../toasts/notify';
+import { operationErrorToast } from './operationErrors';
+import { deviceDetailsKey } from './queries';
 import { RelativeTime } from './chips';
 import { Facts, mono, NoneReported, Section } from './parts';
-import { AGENT_CONNECTION, contextEntries, groupRoles, roleContext, roleName, worstObserved } from './roles';
+import { AGENT_CONNECTION, contextEntries, groupRoles, roleContext, roleName, stoppableRole, worstObserved } from './roles';
 
-const OBSERVED_COLOR: Record<string, 'success' | 'warning' | 'error'> = {
+const OBSERVED_COLOR: Record<string, 'success' | 'warning' | 'error' | 'default'> = {
   Healthy: 'success',
   Recovering: 'warning',
   Unhealthy: 'error',
+  Stopped: 'default',
 };
+
+/**
+ * Stop or Start for a stoppable role (its desired state), asked first: the
+ * agent refuses a stopped role's requests (role_stopped) until it is
+ * started again, across restarts.
+ */
+function RoleControl({ hostname, row }: { hostname: string; row: RoleHealth }) {
+  const role = stoppableRole(row.key);
+  const queryClient = useQueryClient();
+  const notify = useNotify();
+  const [asking, setAsking] = useState<RoleDesired | null>(null);
+  const mutation = useMutation({
+    mutationFn: (desired: RoleDesired) => devicesApi.setRoleDesiredState(hostname, role ?? '', desired),
+    onSuccess: (result, desired) => {
+      // Show the answer now; the refetch brings the agent's next report.
+      queryClient.setQueryData<DeviceDetails>(deviceDetailsKey(hostname), (d) =>
+        d?.roles && result
+          ? { ...d, roles: d.roles.map((r) => (r.key === row.key ? { ...r, desired: result.desired, observed: result.observed } : r)) }
+          : d,
+      );
+      void queryClient.invalidateQueries({ queryKey: deviceDetailsKey(hostname) });
+      notify({
+        title: `${roleName(row.key)}: ${desired === 'stopped' ? 'stopped' : 'started'}`,
+        message: `On ${hostname}.`,
+        icon: 'device',
+      });
+    },
+    onError: (error, desired) => notify(operationErrorToast(error, `${desired === 'stopped' ? 'Stop' : 'Start'} ${roleName(row.key)}`)),
+  });
+  if (!role) return null;
+  const next: RoleDesired = row.desired === 'stopped' ? 'running' : 'stopped';
+  const verb = next === 'stopped' ? 'Stop' : 'Start';
+  return (
+    <>
+      <Button
+        size="small"
+        variant="outlined"
+        color={next === 'stopped' ? 'warning' : 'primary'}
+        disabled={mutation.isPending}
+        aria-label={`${verb} ${roleName(row.key)}`}
+        onClick={() => setAsking(next)}
+      >
+        {verb}
+      </Button>
+      {asking && (
+        <ConfirmDialog
+          title={`${verb} ${roleName(row.key)}?`}
+          confirm={verb}
+          danger={asking === 'stopped'}
+          onConfirm={() => mutation.mutate(asking)}
+          onClose={() => setAsking(null)}
+        >
+          {asking === 'stopped' ? (
+            <>The agent on {hostname} refuses every request of the {roleName(row.key)} role until it is started again, also after a restart.</>
+          ) : (
+            <>The agent on {hostname} serves the {roleName(row.key)} role again.</>
+          )}
+        </ConfirmDialog>
+      )}
+    </>
+  );
+}
 
 export function ObservedChip({ value }: { value: string | null | undefined }) {
   if (!value) return <span>—</span>;
@@ -39,7 +110,7 @@ function ContextList({ context }: { context: Record<string, unknown> | null | un
   );
 }
 
-function RolesTable({ rows, label }: { rows: RoleHealth[]; label: string }) {
+function RolesTable({ rows, label, hostname }: { rows: RoleHealth[]; label: string; hostname?: string }) {
   return (
     <Table size="small" aria-label={label}>
       <TableHead>
@@ -51,6 +122,7 @@ function RolesTable({ rows, label }: { rows: RoleHealth[]; label: string }) {
           <TableCell>Last healthy</TableCell>
           <TableCell align="right">Recoveries</TableCell>
           <TableCell>Last error</TableCell>
+          {hostname && <TableCell>Action</TableCell>}
         </TableRow>
       </TableHead>
       <TableBody>
@@ -75,6 +147,11 @@ function RolesTable({ rows, label }: { rows: RoleHealth[]; label: string }) {
             <TableCell sx={{ color: r.last_error ? 'error.main' : undefined, maxWidth: 320, wordBreak: 'break-word' }}>
               {r.last_error || '—'}
             </TableCell>
+            {hostname && (
+              <TableCell>
+                <RoleControl hostname={hostname} row={r} />
+              </TableCell>
+            )}
           </TableRow>
         ))}
       </TableBody>
@@ -129,7 +206,16 @@ function Milestones({ status }: { status: AgentStatus }) {
   );
 }
 
-export function AgentHealthTab({ roles, lastStatus }: { roles: RoleHealth[] | null | undefined; lastStatus: AgentStatus | null | undefined }) {
+export function AgentHealthTab({
+  roles,
+  lastStatus,
+  hostname,
+}: {
+  roles: RoleHealth[] | null | undefined;
+  lastStatus: AgentStatus | null | undefined;
+  /** Shows Stop and Start on the stoppable roles. */
+  hostname?: string;
+}) {
   if (!roles || roles.length === 0) {
     return (
       <Box>
@@ -178,7 +264,7 @@ export function AgentHealthTab({ roles, lastStatus }: { roles: RoleHealth[] | nu
       </Section>
       <Section title="Roles">
         {grouped.roles.length ? (
-          <RolesTable rows={grouped.roles} label="Roles" />
+          <RolesTable rows={grouped.roles} label="Roles" hostname={hostname} />
         ) : (
           <NoneReported>No other roles reported.</NoneReported>
         )}

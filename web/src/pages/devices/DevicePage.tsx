@@ -101,7 +101,7 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
   { key: 'metadata', label: 'Metadata', render: (d, hostname) => <MetadataTab guid={d.device.guid} hostname={hostname} /> },
   { key: 'watchdogs', label: 'Watchdogs', render: (d) => <WatchdogsTab guid={d.device.guid} /> },
   { key: 'agent', label: 'Agent', render: (d) => <AgentTab device={d.device} /> },
-  { key: 'agent-health', label: 'Agent Health', render: (d) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} /> },
+  { key: 'agent-health', label: 'Agent Health', render: (d, hostname) => <AgentHealthTab roles={d.roles} lastStatus={d.last_status} hostname={hostname} /> },
 ];
 
 /**

@@ -13,6 +13,10 @@ const WARNINGS: Record<string, { title: string; message: string }> = {
     title: 'Device revoked',
     message: 'This device is revoked. It must enroll again and be approved before it can be managed.',
   },
+  role_stopped: {
+    title: 'Role stopped',
+    message: 'The agent role that serves this is stopped on the device. Start it from the Roles section of Agent Health.',
+  },
   agent_socket_missing: {
     title: 'Agent not connected',
     message: 'The agent is not connected to the Engine right now. Try again once it is back online.',

@@ -26,6 +26,28 @@ const ROLE_NAMES: Record<string, string> = {
   'system:rdp': 'RDP',
 };
 
+/**
+ * The roles an operator may stop and start (agent/proto StoppableRoles);
+ * the others are the agent's own process, its connection, or have nothing
+ * the agent could stop, and the Engine refuses them (role_not_stoppable).
+ */
+export const STOPPABLE_ROLES = [
+  'remote_shell',
+  'file_management',
+  'process_management',
+  'service_management',
+  'software_management',
+  'patch_management',
+  'registry_management',
+  'vnc',
+] as const;
+
+/** "system:remote_shell" → "remote_shell" when an operator may stop and start it, else null. */
+export function stoppableRole(key: string): string | null {
+  const bare = key.replace(/^system:/, '');
+  return (STOPPABLE_ROLES as readonly string[]).includes(bare) ? bare : null;
+}
+
 /** "system:device_audit" → "Device audit"; unknown roles by their own name. */
 export function roleName(key: string): string {
   if (ROLE_NAMES[key]) return ROLE_NAMES[key];
@@ -70,7 +92,7 @@ export function groupRoles(rows: readonly RoleHealth[] | null | undefined): Grou
   return out;
 }
 
-const SEVERITY: Record<string, number> = { Healthy: 0, Recovering: 1, Unhealthy: 2 };
+const SEVERITY: Record<string, number> = { Healthy: 0, Stopped: 0, Recovering: 1, Unhealthy: 2 };
 
 /** The group's state: its worst row; null for an empty group. */
 export function worstObserved(rows: readonly RoleHealth[]): string | null {

@@ -128,6 +128,7 @@ var EventCapability = map[string]Capability{
 	EventFileManagement:       CapFiles,
 	EventRegistryManagement:   CapRegistry,
 	EventPatchInstall:         CapPatchInstall,
+	EventPatchReboot:          CapPatchInstall,
 	EventVPNTunnelStart:       CapTunnel,
 	EventVNCStart:             CapVNC,
 	EventVNCStop:              CapVNC,

@@ -42,6 +42,8 @@ const (
 	CapPatchInstall Capability = "patch_install"
 	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
 	CapTunnel Capability = "tunnel"
+	// CapPatchReboot: patch_reboot_request (Linux and Windows agents).
+	CapPatchReboot Capability = "patch_reboot"
 	// CapVNC: vnc_start, vnc_stop, vnc_credential_request (Linux agents
 	// with X11 and x11vnc; the Windows role is not built yet).
 	CapVNC Capability = "vnc"
@@ -49,7 +51,7 @@ const (
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapPatchReboot}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -69,6 +71,7 @@ var CapabilityVersion = map[Capability]int{
 	CapPatchInstall:     CapabilitiesVersion,
 	CapTunnel:           CapabilitiesVersion,
 	CapVNC:              CapabilitiesVersion,
+	CapPatchReboot:      CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -128,7 +131,7 @@ var EventCapability = map[string]Capability{
 	EventFileManagement:       CapFiles,
 	EventRegistryManagement:   CapRegistry,
 	EventPatchInstall:         CapPatchInstall,
-	EventPatchReboot:          CapPatchInstall,
+	EventPatchReboot:          CapPatchReboot,
 	EventVPNTunnelStart:       CapTunnel,
 	EventVNCStart:             CapVNC,
 	EventVNCStop:              CapVNC,

@@ -82,6 +82,34 @@ func PatchRebootOperationID(rebootID string) string { return "patch-reboot:" + r
 // install in flight on the machine, then answers at once.
 const PatchRebootTimeout = 10 * time.Minute
 
+// versionPatchLaneKeepsOrders names the workflow.GetVersion change after
+// which an idle lane keeps every order that arrives together.
+const versionPatchLaneKeepsOrders = "patch-lane-keeps-orders"
+
+// awaitOrders waits up to idle for orders and returns every one waiting
+// (none: the lane stayed idle).
+func awaitOrders(ctx workflow.Context, orders workflow.ReceiveChannel, idle time.Duration) []PatchInstallOrder {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	var got []PatchInstallOrder
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(timerCtx, idle), func(workflow.Future) {})
+	sel.AddReceive(orders, func(c workflow.ReceiveChannel, _ bool) {
+		var first PatchInstallOrder
+		c.Receive(ctx, &first)
+		got = append(got, first)
+		for {
+			var o PatchInstallOrder
+			if !c.ReceiveAsync(&o) {
+				break
+			}
+			got = append(got, o)
+		}
+	})
+	sel.Select(ctx)
+	return got
+}
+
 // versionPatchReboot names the workflow.GetVersion change that brought
 // reboot orders to the lane.
 const versionPatchReboot = "patch-reboot"
@@ -100,6 +128,10 @@ func PatchRescanOperationID(installID string) string { return "patch-rescan:" + 
 // is skipped, so a redelivered order installs nothing twice.
 func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 	orders := workflow.GetSignalChannel(ctx, SignalPatchInstall)
+	// Lanes before this change kept only the last of the orders that
+	// reached an idle lane together (an install followed by its reboot
+	// lost the install); they replay as they ran.
+	keepsOrders := workflow.GetVersion(ctx, versionPatchLaneKeepsOrders, workflow.DefaultVersion, 1) >= 1
 	queue := append([]PatchInstallOrder(nil), in.Pending...)
 	done := 0
 	for {
@@ -114,6 +146,14 @@ func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 			idle := in.Idle
 			if idle <= 0 {
 				idle = PatchLaneIdle
+			}
+			if keepsOrders {
+				got := awaitOrders(ctx, orders, idle)
+				if len(got) == 0 {
+					return nil
+				}
+				queue = append(queue, got...)
+				continue
 			}
 			o, signalled := awaitChange[PatchInstallOrder](ctx, orders, idle)
 			if !signalled {

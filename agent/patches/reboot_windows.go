@@ -15,8 +15,11 @@ var rebootKeys = []string{
 }
 
 // RebootRequired says whether Windows waits for a reboot after updates.
-func RebootRequired(context.Context) (bool, error) {
-	for _, path := range rebootKeys {
+func RebootRequired(context.Context) (bool, error) { return anyKeyExists(rebootKeys) }
+
+// anyKeyExists says whether one of the HKLM keys exists.
+func anyKeyExists(keys []string) (bool, error) {
+	for _, path := range keys {
 		k, err := registry.OpenKey(registry.LOCAL_MACHINE, path, registry.QUERY_VALUE)
 		if errors.Is(err, registry.ErrNotExist) {
 			continue

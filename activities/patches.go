@@ -46,10 +46,46 @@ func (a *PatchInstalls) ConcludePatchInstall(ctx context.Context, in ConcludePat
 	return inst.State, nil
 }
 
+// BeginPatchReboot marks a reboot running; false when it already
+// finished (an order delivered twice).
+func (a *PatchInstalls) BeginPatchReboot(ctx context.Context, rebootID string) (bool, error) {
+	_, run, err := a.Patches.BeginReboot(ctx, rebootID)
+	if err != nil {
+		return false, ApplicationError(err)
+	}
+	return run, nil
+}
+
+// ConcludeRebootInput is a reboot's outcome.
+type ConcludeRebootInput struct {
+	RebootID string
+	Outcome  patches.RebootOutcome
+}
+
+// ConcludePatchReboot records the agent's answer to a reboot and returns
+// the reboot's final state.
+func (a *PatchInstalls) ConcludePatchReboot(ctx context.Context, in ConcludeRebootInput) (string, error) {
+	rb, err := a.Patches.ConcludeReboot(ctx, in.RebootID, in.Outcome)
+	if err != nil {
+		return "", ApplicationError(err)
+	}
+	return rb.State, nil
+}
+
 // PatchLaneEnqueuer hands an install to its device's patch lane
 // (workflowclient.PatchLaneStarter).
 type PatchLaneEnqueuer interface {
 	Enqueue(ctx context.Context, inst patches.Install, target patches.Target, actor string) error
+	EnqueueReboot(ctx context.Context, rb patches.Reboot, target patches.Target, actor string) error
+}
+
+// EnqueueQueued hands one install or reboot an evaluation queued to its
+// lane.
+func EnqueueQueued(ctx context.Context, lanes PatchLaneEnqueuer, q patches.Queued, actor string) error {
+	if q.Reboot != nil {
+		return lanes.EnqueueReboot(ctx, *q.Reboot, q.Target, actor)
+	}
+	return lanes.Enqueue(ctx, q.Install, q.Target, actor)
 }
 
 // PatchPolicies evaluates patch policies on their Schedule (maintenance
@@ -71,7 +107,7 @@ const PatchPolicyActor = "system:patch-policy"
 func (a *PatchPolicies) EvaluatePatchPolicies(ctx context.Context) (int64, error) {
 	res, queued, err := a.Patches.Evaluate(ctx, cairn.AllSites, PatchPolicyActor, 0)
 	if qerr := a.Patches.EnqueueAll(ctx, queued, func(ctx context.Context, q patches.Queued) error {
-		return a.Lanes.Enqueue(ctx, q.Install, q.Target, PatchPolicyActor)
+		return EnqueueQueued(ctx, a.Lanes, q, PatchPolicyActor)
 	}); qerr != nil {
 		return 0, qerr
 	}

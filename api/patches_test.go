@@ -26,6 +26,38 @@ type patchMachine struct {
 	mu        sync.Mutex
 	installed map[string]bool
 	lies      map[string]bool
+	// users are signed in; needsReboot says the machine waits for a
+	// reboot; reboots are the reboots the fake rebooter scheduled, each
+	// with how many installs had run before it.
+	users       []string
+	needsReboot bool
+	reboots     []int
+	installs    int
+}
+
+func (m *patchMachine) ScheduleReboot(context.Context, string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reboots = append(m.reboots, m.installs)
+	return nil
+}
+
+func (m *patchMachine) signedIn(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.users, nil
+}
+
+func (m *patchMachine) rebootRequired(context.Context) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.needsReboot, nil
+}
+
+func (m *patchMachine) scheduled() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]int(nil), m.reboots...)
 }
 
 func (m *patchMachine) Processes(context.Context) ([]proto.Process, error) {
@@ -61,6 +93,7 @@ func (m *patchMachine) Install(_ context.Context, req proto.PatchInstallRequest,
 	progress(patches.Progress{Phase: proto.PatchPhaseInstalling, Percent: 50, Message: "Unpacking " + req.Package})
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.installs++
 	if m.installed[req.Package] {
 		return proto.PatchInstallResult{Status: proto.PatchInstallAlready, AlreadyInstalled: true}, nil
 	}
@@ -80,12 +113,23 @@ type patchHost interface {
 	patches.Installer
 }
 
+// rebootHost is a patchHost whose reboots and sessions are faked.
+type rebootHost interface {
+	patches.Rebooter
+	signedIn(context.Context) ([]string, error)
+	rebootRequired(context.Context) (bool, error)
+}
+
 func (f *fixture) patchAgent(t *testing.T, admin string, site int64, hostname string, m patchHost) *testAgent {
 	t.Helper()
 	a := f.enrolled(t, admin, site, hostname)
 	handlers := runtime.NewHandlers()
 	require.NoError(t, operations.Register(handlers, operations.Options{Inventory: m}))
-	require.NoError(t, patchops.Register(handlers, patchops.Options{Installer: m}))
+	opts := patchops.Options{Installer: m}
+	if rb, ok := m.(rebootHost); ok {
+		opts.Rebooter, opts.SignedIn, opts.RebootRequired = rb, rb.signedIn, rb.rebootRequired
+	}
+	require.NoError(t, patchops.Register(handlers, opts))
 	conn := a.connect(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

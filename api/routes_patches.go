@@ -6,7 +6,9 @@ import (
 	"strconv"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/workflowclient"
 )
@@ -31,6 +33,10 @@ func (d PatchesArea) routes(s *Server) []Route {
 	return append([]Route{
 		{"GET", "/api/device/patches/{hostname}", AuthToken, getAction(s, a.devicePatches).Errors(cairn.ECodeNotFound),
 			"List a device's patches"},
+		{"POST", "/api/device/patches/{hostname}/reboot", AuthToken, jsonAction(s, http.StatusAccepted, true, a.reboot).
+			Summary("A patch_reboot_request in the device's patch lane, after the installs queued before it; the agent skips it with skipped_logged_in_user while a user is signed in (only a policy forces)").
+			Errors(cairn.ECodeNotFound, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable),
+			"Reboot a device after patch installs"},
 		{"GET", "/api/patches/audit", AuthToken, getAction(s, a.audit).Query(
 			queryInteger("site_id", "only this site's devices"),
 			queryString("hostname", "only this device"),
@@ -84,6 +90,37 @@ func (a *patchesAPI) audit(r *http.Request) (patches.AuditPage, error) {
 		return patches.AuditPage{}, err
 	}
 	return a.Patches.Audit(r.Context(), principal(r.Context()).SiteScope(), q)
+}
+
+// rebootRequest is an operator's reboot. Forced is refused: only a patch
+// policy forces a reboot while users are signed in.
+type rebootRequest struct {
+	// WhenRequired reboots only if the device says it needs a reboot.
+	WhenRequired bool  `json:"when_required"`
+	Forced       *bool `json:"forced,omitempty"`
+}
+
+func (a *patchesAPI) reboot(r *http.Request, req rebootRequest) (patches.Reboot, error) {
+	if req.Forced != nil && *req.Forced {
+		return patches.Reboot{}, cairn.Invalid("forced", "only a patch policy forces a reboot while users are signed in")
+	}
+	p := principal(r.Context())
+	t, err := a.Devices.OperationTarget(r.Context(), p.SiteScope(), pathParam(r, "hostname"))
+	if err != nil {
+		return patches.Reboot{}, err
+	}
+	if err := t.Require(proto.CapPatchReboot); err != nil {
+		return patches.Reboot{}, err
+	}
+	rb, err := a.Patches.RequestReboot(r.Context(), patches.RebootRequest{DeviceGUID: t.GUID, WhenRequired: req.WhenRequired, Actor: p.Username})
+	if err != nil {
+		return patches.Reboot{}, err
+	}
+	err = a.Patches.EnqueueAll(r.Context(), []patches.Queued{{Reboot: &rb, Target: patches.Target{GUID: string(t.GUID), Hostname: t.Hostname,
+		SiteSlug: t.SiteSlug}}}, func(ctx context.Context, q patches.Queued) error {
+		return a.Lanes.EnqueueReboot(ctx, *q.Reboot, q.Target, p.Username)
+	})
+	return rb, err
 }
 
 // installProgressJSON says whether a progress report was recorded (false:
@@ -173,7 +210,7 @@ func (a *patchesAPI) evaluatePolicies(r *http.Request, req evaluateRequest) (pat
 		return res, err
 	}
 	err = a.Patches.EnqueueAll(r.Context(), queued, func(ctx context.Context, q patches.Queued) error {
-		return a.Lanes.Enqueue(ctx, q.Install, q.Target, actor)
+		return activities.EnqueueQueued(ctx, a.Lanes, q, actor)
 	})
 	return res, err
 }

@@ -705,6 +705,21 @@ type PatchPolicy struct {
 	LastEvaluatedAt   *time.Time
 }
 
+type PatchReboot struct {
+	ID           string
+	DeviceGuid   cairn.DeviceGUID
+	WhenRequired bool
+	Forced       bool
+	PolicyID     *int64
+	State        string
+	Message      string
+	SignedIn     []string
+	RequestedBy  string
+	CreatedAt    time.Time
+	StartedAt    *time.Time
+	FinishedAt   *time.Time
+}
+
 type PendingTokenUse struct {
 	Jti       string
 	ExpiresAt time.Time

@@ -1043,3 +1043,182 @@ func (q *Queries) PatchPolicyUpdate(ctx context.Context, arg PatchPolicyUpdatePa
 	)
 	return i, err
 }
+
+const patchRebootFinish = `-- name: PatchRebootFinish :one
+UPDATE patch_reboots SET state = $1, message = $2, signed_in = $3::text[], finished_at = now()
+WHERE id = $4 AND state IN ('queued', 'running')
+RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at
+`
+
+type PatchRebootFinishParams struct {
+	State    string
+	Message  string
+	SignedIn []string
+	ID       string
+}
+
+// The agent's answer. A finished reboot keeps its outcome.
+func (q *Queries) PatchRebootFinish(ctx context.Context, arg PatchRebootFinishParams) (PatchReboot, error) {
+	row := q.db.QueryRow(ctx, patchRebootFinish,
+		arg.State,
+		arg.Message,
+		arg.SignedIn,
+		arg.ID,
+	)
+	var i PatchReboot
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.WhenRequired,
+		&i.Forced,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.SignedIn,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const patchRebootGet = `-- name: PatchRebootGet :one
+SELECT id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at FROM patch_reboots WHERE id = $1
+`
+
+func (q *Queries) PatchRebootGet(ctx context.Context, id string) (PatchReboot, error) {
+	row := q.db.QueryRow(ctx, patchRebootGet, id)
+	var i PatchReboot
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.WhenRequired,
+		&i.Forced,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.SignedIn,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const patchRebootInsert = `-- name: PatchRebootInsert :one
+INSERT INTO patch_reboots (id, device_guid, when_required, forced, policy_id, requested_by)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (device_guid) WHERE state IN ('queued', 'running') DO UPDATE
+    SET forced = patch_reboots.forced OR EXCLUDED.forced,
+        when_required = patch_reboots.when_required AND EXCLUDED.when_required
+RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at
+`
+
+type PatchRebootInsertParams struct {
+	ID           string
+	DeviceGuid   cairn.DeviceGUID
+	WhenRequired bool
+	Forced       bool
+	PolicyID     *int64
+	RequestedBy  string
+}
+
+// A new queued reboot, or the device's open one (asking twice reboots
+// once; a forced request makes the open one forced).
+func (q *Queries) PatchRebootInsert(ctx context.Context, arg PatchRebootInsertParams) (PatchReboot, error) {
+	row := q.db.QueryRow(ctx, patchRebootInsert,
+		arg.ID,
+		arg.DeviceGuid,
+		arg.WhenRequired,
+		arg.Forced,
+		arg.PolicyID,
+		arg.RequestedBy,
+	)
+	var i PatchReboot
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.WhenRequired,
+		&i.Forced,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.SignedIn,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const patchRebootListByDevice = `-- name: PatchRebootListByDevice :many
+SELECT id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at FROM patch_reboots WHERE device_guid = $1 ORDER BY created_at DESC, id LIMIT $2
+`
+
+type PatchRebootListByDeviceParams struct {
+	DeviceGuid cairn.DeviceGUID
+	MaxRows    int32
+}
+
+func (q *Queries) PatchRebootListByDevice(ctx context.Context, arg PatchRebootListByDeviceParams) ([]PatchReboot, error) {
+	rows, err := q.db.Query(ctx, patchRebootListByDevice, arg.DeviceGuid, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchReboot
+	for rows.Next() {
+		var i PatchReboot
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeviceGuid,
+			&i.WhenRequired,
+			&i.Forced,
+			&i.PolicyID,
+			&i.State,
+			&i.Message,
+			&i.SignedIn,
+			&i.RequestedBy,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchRebootStart = `-- name: PatchRebootStart :one
+UPDATE patch_reboots SET state = 'running', started_at = COALESCE(started_at, now())
+WHERE id = $1 AND state IN ('queued', 'running')
+RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at
+`
+
+// Running, once the lane reaches it (a retried activity changes nothing).
+func (q *Queries) PatchRebootStart(ctx context.Context, id string) (PatchReboot, error) {
+	row := q.db.QueryRow(ctx, patchRebootStart, id)
+	var i PatchReboot
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.WhenRequired,
+		&i.Forced,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.SignedIn,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}

@@ -46,7 +46,27 @@ func (s PatchLaneStarter) Enqueue(ctx context.Context, inst patches.Install, tar
 		return err
 	}
 	order := workflows.PatchInstallOrder{InstallID: inst.ID, Request: req, InstallGrant: installGrant, RefreshGrant: refreshGrant}
-	_, err = SignalWithStart(ctx, s.Client, client.StartWorkflowOptions{
+	return s.signal(ctx, target, order)
+}
+
+// EnqueueReboot sends a reboot to its device's lane, after the installs
+// already in it.
+func (s PatchLaneStarter) EnqueueReboot(ctx context.Context, rb patches.Reboot, target patches.Target, actor string) error {
+	req, err := json.Marshal(rb.AgentRequest())
+	if err != nil {
+		return err
+	}
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: cairn.DeviceGUID(target.GUID), OperationID: cairn.OperationID(workflows.PatchRebootOperationID(rb.ID)),
+		Type: proto.EventPatchReboot, Payload: req, Actor: actor}, PatchGrantLifetime)
+	if err != nil {
+		return err
+	}
+	return s.signal(ctx, target, workflows.PatchInstallOrder{Reboot: &workflows.PatchRebootOrder{RebootID: rb.ID, Request: req, Grant: grant}})
+}
+
+// signal hands an order to the device's lane (signal-with-start).
+func (s PatchLaneStarter) signal(ctx context.Context, target patches.Target, order workflows.PatchInstallOrder) error {
+	_, err := SignalWithStart(ctx, s.Client, client.StartWorkflowOptions{
 		ID:                    workflows.PatchLaneWorkflowID(target.GUID),
 		TaskQueue:             workflows.SiteTaskQueue(target.SiteSlug),
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,

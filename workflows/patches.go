@@ -59,7 +59,60 @@ type PatchInstallOrder struct {
 	// RefreshGrant signs the patch_inventory_refresh_request that follows
 	// under operation ID "patch-rescan:<install_id>".
 	RefreshGrant string
+	// Reboot, when set, makes the order a reboot instead of an install
+	// (InstallID empty): it runs after the orders ahead of it, never
+	// during an install.
+	Reboot *PatchRebootOrder `json:",omitempty"`
 }
+
+// PatchRebootOrder is one patch_reboot_request for the lane, granted by
+// the API or evaluation that asked for it.
+type PatchRebootOrder struct {
+	RebootID string
+	// Request is the patch_reboot_request payload; Grant signs it under
+	// operation ID "patch-reboot:<reboot_id>".
+	Request json.RawMessage
+	Grant   string
+}
+
+// PatchRebootOperationID is a reboot request's operation ID.
+func PatchRebootOperationID(rebootID string) string { return "patch-reboot:" + rebootID }
+
+// PatchRebootTimeout bounds a reboot request: the agent waits for an
+// install in flight on the machine, then answers at once.
+const PatchRebootTimeout = 10 * time.Minute
+
+// versionPatchLaneKeepsOrders names the workflow.GetVersion change after
+// which an idle lane keeps every order that arrives together.
+const versionPatchLaneKeepsOrders = "patch-lane-keeps-orders"
+
+// awaitOrders waits up to idle for orders and returns every one waiting
+// (none: the lane stayed idle).
+func awaitOrders(ctx workflow.Context, orders workflow.ReceiveChannel, idle time.Duration) []PatchInstallOrder {
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	var got []PatchInstallOrder
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(timerCtx, idle), func(workflow.Future) {})
+	sel.AddReceive(orders, func(c workflow.ReceiveChannel, _ bool) {
+		var first PatchInstallOrder
+		c.Receive(ctx, &first)
+		got = append(got, first)
+		for {
+			var o PatchInstallOrder
+			if !c.ReceiveAsync(&o) {
+				break
+			}
+			got = append(got, o)
+		}
+	})
+	sel.Select(ctx)
+	return got
+}
+
+// versionPatchReboot names the workflow.GetVersion change that brought
+// reboot orders to the lane.
+const versionPatchReboot = "patch-reboot"
 
 // PatchInstallOperationID and PatchRescanOperationID are the command
 // path's operation IDs of an install's request and its re-scan.
@@ -75,6 +128,10 @@ func PatchRescanOperationID(installID string) string { return "patch-rescan:" + 
 // is skipped, so a redelivered order installs nothing twice.
 func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 	orders := workflow.GetSignalChannel(ctx, SignalPatchInstall)
+	// Lanes before this change kept only the last of the orders that
+	// reached an idle lane together (an install followed by its reboot
+	// lost the install); they replay as they ran.
+	keepsOrders := workflow.GetVersion(ctx, versionPatchLaneKeepsOrders, workflow.DefaultVersion, 1) >= 1
 	queue := append([]PatchInstallOrder(nil), in.Pending...)
 	done := 0
 	for {
@@ -90,6 +147,14 @@ func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 			if idle <= 0 {
 				idle = PatchLaneIdle
 			}
+			if keepsOrders {
+				got := awaitOrders(ctx, orders, idle)
+				if len(got) == 0 {
+					return nil
+				}
+				queue = append(queue, got...)
+				continue
+			}
 			o, signalled := awaitChange[PatchInstallOrder](ctx, orders, idle)
 			if !signalled {
 				return nil
@@ -102,7 +167,11 @@ func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 		}
 		o := queue[0]
 		queue = queue[1:]
-		if err := runPatchInstall(ctx, in.GUID, o); err != nil {
+		run := runPatchInstall
+		if o.Reboot != nil {
+			run = runPatchReboot
+		}
+		if err := run(ctx, in.GUID, o); err != nil {
 			return err
 		}
 		done++
@@ -161,6 +230,48 @@ func runPatchInstall(ctx workflow.Context, guid string, o PatchInstallOrder) err
 	if errors.As(err, &app) && app.NonRetryable() {
 		// The install is gone (its device was purged): the lane goes on.
 		return nil
+	}
+	return err
+}
+
+// runPatchReboot runs a reboot order: marked running, sent to the agent
+// (which skips it while a user is signed in unless forced), its answer
+// recorded. No re-scan follows: the machine is going down.
+func runPatchReboot(ctx workflow.Context, guid string, o PatchInstallOrder) error {
+	if workflow.GetVersion(ctx, versionPatchReboot, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil // no lane before this change was handed a reboot
+	}
+	local := withRecording(ctx)
+	var acts *activities.PatchInstalls
+	var cmds *activities.AgentCommands
+	var run bool
+	if err := workflow.ExecuteLocalActivity(local, acts.BeginPatchReboot, o.Reboot.RebootID).Get(ctx, &run); err != nil {
+		return err
+	}
+	if !run {
+		return nil
+	}
+	var out patches.RebootOutcome
+	var reply agentgateway.Reply
+	err := workflow.ExecuteActivity(withSending(ctx, PatchRebootTimeout, ""), cmds.SendToAgent, activities.CommandInput{
+		OperationID: cairn.OperationID(PatchRebootOperationID(o.Reboot.RebootID)), GUID: cairn.DeviceGUID(guid), Type: proto.EventPatchReboot,
+		Payload: o.Reboot.Request, Grant: o.Reboot.Grant,
+	}).Get(ctx, &reply)
+	if err == nil {
+		var res proto.PatchRebootResult
+		if jerr := json.Unmarshal(reply.Payload, &res); jerr != nil {
+			out.ErrCode, out.ErrMessage = proto.CodeOpFailed, "the agent's answer is malformed: "+jerr.Error()
+		} else {
+			out.Result = &res
+		}
+	} else {
+		out.ErrCode, out.ErrMessage = operationFailure(err, PatchRebootTimeout)
+	}
+	err = workflow.ExecuteLocalActivity(local, acts.ConcludePatchReboot, activities.ConcludeRebootInput{
+		RebootID: o.Reboot.RebootID, Outcome: out}).Get(ctx, nil)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		return nil // the reboot is gone (its device was purged)
 	}
 	return err
 }

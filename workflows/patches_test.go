@@ -30,12 +30,14 @@ type laneEnv struct {
 	mu  sync.Mutex
 	log []string
 	out map[string]patches.Outcome
+	// reboots are the reboot outcomes concluded.
+	reboots map[string]patches.RebootOutcome
 }
 
 func newLaneEnv(t *testing.T) *laneEnv {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
-	l := &laneEnv{env: suite.NewTestWorkflowEnvironment(), out: map[string]patches.Outcome{}}
+	l := &laneEnv{env: suite.NewTestWorkflowEnvironment(), out: map[string]patches.Outcome{}, reboots: map[string]patches.RebootOutcome{}}
 	var acts *activities.PatchInstalls
 	var cmds *activities.AgentCommands
 	var ops *activities.Operations
@@ -49,6 +51,8 @@ func newLaneEnv(t *testing.T) *laneEnv {
 	l.env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CommandInput) (agentgateway.Reply, error) {
 		l.add("send " + string(in.Type) + " " + string(in.OperationID) + " grant=" + in.Grant)
 		switch {
+		case in.Type == proto.EventPatchReboot:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"skipped_logged_in_user","message":"1 user(s) signed in","signed_in":["alice"]}`)}, nil
 		case in.Type == proto.EventPatchRefresh:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
 		case in.OperationID == cairn.OperationID(workflows.PatchInstallOperationID("i-refused")):
@@ -59,6 +63,17 @@ func newLaneEnv(t *testing.T) *laneEnv {
 	l.env.OnActivity(ops.ApplyAgentAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApplyInput) (string, error) {
 		l.add("apply " + in.Type)
 		return "0 patch rows", nil
+	})
+	l.env.OnActivity(acts.BeginPatchReboot, mock.Anything, mock.Anything).Return(func(_ context.Context, id string) (bool, error) {
+		l.add("begin-reboot " + id)
+		return true, nil
+	})
+	l.env.OnActivity(acts.ConcludePatchReboot, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeRebootInput) (string, error) {
+		l.mu.Lock()
+		l.reboots[in.RebootID] = in.Outcome
+		l.mu.Unlock()
+		l.add("conclude-reboot " + in.RebootID)
+		return patches.RebootSkipped, nil
 	})
 	l.env.OnActivity(acts.ConcludePatchInstall, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludePatchInput) (string, error) {
 		l.mu.Lock()
@@ -129,6 +144,40 @@ func TestPatchLaneContinuesAsNew(t *testing.T) {
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.Equal(t, "g1", next.GUID)
 	require.Equal(t, pending[50:], next.Pending)
+}
+
+func rebootOrder(id string) workflows.PatchInstallOrder {
+	return workflows.PatchInstallOrder{Reboot: &workflows.PatchRebootOrder{RebootID: id,
+		Request: json.RawMessage(`{"reboot_id":"` + id + `","when_required":true,"forced":false}`), Grant: "g-" + id}}
+}
+
+// A reboot order is a step of the lane: it runs after the installs
+// queued before it, never during one, is sent as a patch_reboot_request
+// with its own grant, gets no re-scan, and its answer is concluded; an
+// install queued after it runs after it.
+func TestPatchLaneRebootsAfterInstalls(t *testing.T) {
+	t.Parallel()
+	l := newLaneEnv(t)
+	l.env.RegisterDelayedCallback(func() {
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, rebootOrder("rb-1"))
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, order("i-2"))
+	}, time.Second)
+	l.env.ExecuteWorkflow(workflows.PatchLane, workflows.PatchLaneInput{GUID: "g1", Pending: []workflows.PatchInstallOrder{order("i-1")}})
+	require.True(t, l.env.IsWorkflowCompleted())
+	require.NoError(t, l.env.GetWorkflowError())
+	install := func(id string) []string {
+		return []string{"begin " + id,
+			"send patch_install_request patch-install:" + id + " grant=g-" + id,
+			"send patch_inventory_refresh_request patch-rescan:" + id + " grant=r-" + id,
+			"apply patch_inventory_refresh_request",
+			"conclude " + id}
+	}
+	want := install("i-1")
+	want = append(want, "begin-reboot rb-1", "send patch_reboot_request patch-reboot:rb-1 grant=g-rb-1", "conclude-reboot rb-1")
+	want = append(want, install("i-2")...)
+	require.Equal(t, want, l.log)
+	require.Equal(t, patches.RebootOutcome{Result: &proto.PatchRebootResult{Status: proto.PatchRebootSkippedLoggedIn,
+		Message: "1 user(s) signed in", SignedIn: []string{"alice"}}}, l.reboots["rb-1"])
 }
 
 func ptr[T any](v T) *T { return &v }

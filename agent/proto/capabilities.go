@@ -42,6 +42,8 @@ const (
 	CapPatchInstall Capability = "patch_install"
 	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
 	CapTunnel Capability = "tunnel"
+	// CapPatchReboot: patch_reboot_request (Linux and Windows agents).
+	CapPatchReboot Capability = "patch_reboot"
 	// CapVNC: vnc_start, vnc_stop, vnc_credential_request (Linux agents
 	// with X11 and x11vnc; the Windows role is not built yet).
 	CapVNC Capability = "vnc"
@@ -51,7 +53,7 @@ const (
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -72,6 +74,7 @@ var CapabilityVersion = map[Capability]int{
 	CapTunnel:           CapabilitiesVersion,
 	CapVNC:              CapabilitiesVersion,
 	CapRoleControl:      CapabilitiesVersion,
+	CapPatchReboot:      CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -131,6 +134,7 @@ var EventCapability = map[string]Capability{
 	EventFileManagement:       CapFiles,
 	EventRegistryManagement:   CapRegistry,
 	EventPatchInstall:         CapPatchInstall,
+	EventPatchReboot:          CapPatchReboot,
 	EventVPNTunnelStart:       CapTunnel,
 	EventVNCStart:             CapVNC,
 	EventVNCStop:              CapVNC,

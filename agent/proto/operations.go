@@ -236,3 +236,37 @@ type PatchInstallProgress struct {
 	Message        string    `json:"message,omitempty"`
 	CapturedAt     time.Time `json:"captured_at"`
 }
+
+// ---- Patch reboots (SPEC agent behaviour 10) -----------------------------
+
+// EventPatchReboot asks the agent to reboot the machine after patch
+// installs (PatchRebootRequest); it answers PatchRebootResult. The
+// Engine's patch lane sends it after the installs queued before it, never
+// during one.
+const EventPatchReboot = "patch_reboot_request"
+
+// PatchRebootRequest is one reboot. Forced is set only by a patch policy
+// that forces reboots: it reboots with users signed in. WhenRequired
+// reboots only when the machine says it needs one (/var/run/reboot-required,
+// needs-restarting -r, Windows Update's reboot flag).
+type PatchRebootRequest struct {
+	RebootID     string `json:"reboot_id"`
+	WhenRequired bool   `json:"when_required"`
+	Forced       bool   `json:"forced"`
+}
+
+// Patch reboot outcomes (PatchRebootResult.Status).
+const (
+	PatchRebootScheduled       = "scheduled"
+	PatchRebootSkippedLoggedIn = "skipped_logged_in_user"
+	PatchRebootNotRequired     = "not_required"
+)
+
+// PatchRebootResult answers EventPatchReboot: scheduled (the reboot is
+// handed to the OS, a minute from now), skipped_logged_in_user (with the
+// signed-in users) or not_required.
+type PatchRebootResult struct {
+	Status   string   `json:"status"`
+	Message  string   `json:"message,omitempty"`
+	SignedIn []string `json:"signed_in,omitempty"`
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/agentupdates"
 	agentautomation "github.com/cairn-rmm/cairn/agent/automation"
 	agentfiles "github.com/cairn-rmm/cairn/agent/files"
+	"github.com/cairn-rmm/cairn/agent/inventory"
 	agentoperations "github.com/cairn-rmm/cairn/agent/operations"
 	"github.com/cairn-rmm/cairn/agent/patches"
 	patchops "github.com/cairn-rmm/cairn/agent/patches/ops"
@@ -110,7 +111,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err := agentfiles.Register(handlers, agentfiles.Options{Logger: log}); err != nil {
 		return err
 	}
-	if err := patchops.Register(handlers, patchops.Options{Installer: patches.DetectInstaller(), Logger: log}); err != nil {
+	if err := patchops.Register(handlers, patchops.Options{Installer: patches.DetectInstaller(), Logger: log,
+		Rebooter: patches.SystemRebooter{}, SignedIn: inventory.SignedInUsers, RebootRequired: patches.RebootRequired}); err != nil {
 		return err
 	}
 	regStore := registry.System()

@@ -164,3 +164,31 @@ SELECT p.device_guid, p.patch_key, p.kb, p.kbs, p.title, p.severity, p.categorie
 FROM device_patches p
 WHERE p.device_guid = ANY(@guids::text[]) AND p.state = 'pending'
 ORDER BY p.device_guid, p.patch_key;
+
+-- name: PatchRebootInsert :one
+-- A new queued reboot, or the device's open one (asking twice reboots
+-- once; a forced request makes the open one forced).
+INSERT INTO patch_reboots (id, device_guid, when_required, forced, policy_id, requested_by)
+VALUES (@id, @device_guid, @when_required, @forced, @policy_id, @requested_by)
+ON CONFLICT (device_guid) WHERE state IN ('queued', 'running') DO UPDATE
+    SET forced = patch_reboots.forced OR EXCLUDED.forced,
+        when_required = patch_reboots.when_required AND EXCLUDED.when_required
+RETURNING *;
+
+-- name: PatchRebootGet :one
+SELECT * FROM patch_reboots WHERE id = @id;
+
+-- name: PatchRebootStart :one
+-- Running, once the lane reaches it (a retried activity changes nothing).
+UPDATE patch_reboots SET state = 'running', started_at = COALESCE(started_at, now())
+WHERE id = @id AND state IN ('queued', 'running')
+RETURNING *;
+
+-- name: PatchRebootFinish :one
+-- The agent's answer. A finished reboot keeps its outcome.
+UPDATE patch_reboots SET state = @state, message = @message, signed_in = @signed_in::text[], finished_at = now()
+WHERE id = @id AND state IN ('queued', 'running')
+RETURNING *;
+
+-- name: PatchRebootListByDevice :many
+SELECT * FROM patch_reboots WHERE device_guid = @device_guid ORDER BY created_at DESC, id LIMIT @max_rows;

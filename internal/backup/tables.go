@@ -140,6 +140,8 @@ var Tables = []Table{
 	// What was sent for which incident: runtime, like the incidents.
 	{Name: "notification_deliveries", Policy: Exclude},
 	{Name: "patch_installs", Policy: Exclude},
+	// Patch reboots are a history of requests, like patch installs.
+	{Name: "patch_reboots", Policy: Exclude},
 	// Patch policies are operators' configuration (the global ones seeded).
 	{Name: "patch_policies", Policy: Export},
 	{Name: "wireguard_owner", Policy: Exclude},

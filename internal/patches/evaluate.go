@@ -31,11 +31,23 @@ type EvaluateResult struct {
 	// Installs are the installs created; an update with an open install
 	// already is not asked for again.
 	Installs []EvaluatedInstall `json:"installs"`
+	// Reboots are the reboots requested after those installs, per the
+	// devices' effective reboot_policy (when_required: the agent reboots
+	// only if the device says it needs one; never: none).
+	Reboots []EvaluatedReboot `json:"reboots"`
 }
 
-// Queued is an install to hand to its device's patch lane.
+// EvaluatedReboot is a reboot a policy evaluation asked for.
+type EvaluatedReboot struct {
+	Reboot
+	Hostname string `json:"hostname"`
+}
+
+// Queued is an install, or a reboot (Reboot set), to hand to its
+// device's patch lane; a device's reboot follows its installs.
 type Queued struct {
 	Install Install
+	Reboot  *Reboot
 	Target  Target
 }
 
@@ -45,7 +57,7 @@ type Queued struct {
 // window is open now. The caller hands the returned installs to their
 // lanes (workflowclient.PatchLaneStarter).
 func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor string, policyID int64) (EvaluateResult, []Queued, error) {
-	res := EvaluateResult{EvaluatedPolicyIDs: []int64{}, Installs: []EvaluatedInstall{}}
+	res := EvaluateResult{EvaluatedPolicyIDs: []int64{}, Installs: []EvaluatedInstall{}, Reboots: []EvaluatedReboot{}}
 	var only *Policy
 	if policyID != 0 {
 		p, err := s.policy(ctx, scope, policyID)
@@ -89,6 +101,7 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 			res.OutsideWindowDeviceCount++
 			continue
 		}
+		var last *Target
 		for _, dec := range approved {
 			inst, target, created, err := s.requestInstall(ctx, scope, Request{DeviceGUID: string(d.GUID), PatchKey: dec.PatchKey, Actor: actor})
 			if cairn.IsCode(err, cairn.ECodeNotFound) {
@@ -102,7 +115,21 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 			}
 			res.Installs = append(res.Installs, EvaluatedInstall{Install: inst, Hostname: d.Hostname, PolicyID: dec.SourcePolicyID})
 			queued = append(queued, Queued{Install: inst, Target: target})
+			last = &target
 		}
+		// The reboot goes after the installs just queued, in the same
+		// lane: never during one.
+		if last == nil || eff.RebootPolicy == RebootNever || eff.RebootPolicy == "" {
+			continue
+		}
+		source := eff.RebootSource
+		rb, err := s.RequestReboot(ctx, RebootRequest{DeviceGUID: d.GUID, WhenRequired: eff.RebootPolicy == RebootWhenRequired,
+			Forced: eff.RebootForced, PolicyID: &source, Actor: actor})
+		if err != nil {
+			return res, queued, err
+		}
+		res.Reboots = append(res.Reboots, EvaluatedReboot{Reboot: rb, Hostname: d.Hostname})
+		queued = append(queued, Queued{Reboot: &rb, Target: *last})
 	}
 	if err := s.store.PatchPolicyEvaluated(ctx, res.EvaluatedPolicyIDs); err != nil {
 		return res, queued, err
@@ -119,8 +146,14 @@ func newInstallID() string { return uuid.NewString() }
 // got an order after all skips it: the install is no longer open.
 func (s *Service) Abandon(ctx context.Context, queued []Queued, cause error) error {
 	for _, q := range queued {
-		_, err := s.store.PatchInstallFinish(ctx, db.PatchInstallFinishParams{ID: q.Install.ID, State: StateFailed,
-			Message: "not handed to the device's patch lane: " + cause.Error()})
+		var err error
+		if q.Reboot != nil {
+			_, err = s.store.PatchRebootFinish(ctx, db.PatchRebootFinishParams{ID: q.Reboot.ID, State: RebootFailed,
+				Message: "not handed to the device's patch lane: " + cause.Error(), SignedIn: []string{}})
+		} else {
+			_, err = s.store.PatchInstallFinish(ctx, db.PatchInstallFinishParams{ID: q.Install.ID, State: StateFailed,
+				Message: "not handed to the device's patch lane: " + cause.Error()})
+		}
 		if err != nil && !db.IsNoRows(err) {
 			return err
 		}

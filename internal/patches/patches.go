@@ -109,6 +109,8 @@ type DeviceView struct {
 	SecurityPending int      `json:"security_pending_count"`
 	// Installs are the device's newest installs, newest first.
 	Installs []Install `json:"installs"`
+	// Reboots are the device's newest patch reboots, newest first.
+	Reboots []Reboot `json:"reboots"`
 }
 
 // MaxDeviceInstalls bounds DeviceView.Installs.
@@ -151,7 +153,10 @@ func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname st
 			return DeviceView{}, err
 		}
 	}
-	out.Installs, err = s.deviceInstalls(ctx, string(d.Guid))
+	if out.Installs, err = s.deviceInstalls(ctx, string(d.Guid)); err != nil {
+		return DeviceView{}, err
+	}
+	out.Reboots, err = s.deviceReboots(ctx, d.Guid)
 	return out, err
 }
 

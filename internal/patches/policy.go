@@ -103,6 +103,10 @@ type Defaults struct {
 	DeferralDays *int `json:"deferral_days"`
 	// RebootPolicy is never, when_required or always.
 	RebootPolicy string `json:"reboot_policy"`
+	// RebootForced reboots after installs even while a user is signed in
+	// (only a policy forces a reboot); it goes with the layer's
+	// reboot_policy, when_required or always.
+	RebootForced bool `json:"reboot_forced"`
 }
 
 // WindowRange is one weekday's time range. WeekOfMonth 0 is every week,
@@ -285,6 +289,9 @@ func (in PolicyInput) Check() (PolicyInput, error) {
 	default:
 		v.Add("defaults.reboot_policy", "must be never, when_required or always (empty inherits)")
 	}
+	if in.Defaults.RebootForced && in.Defaults.RebootPolicy != RebootWhenRequired && in.Defaults.RebootPolicy != RebootAlways {
+		v.Add("defaults.reboot_forced", "needs reboot_policy when_required or always in the same policy")
+	}
 	if w := in.MaintenanceWindow; w != nil {
 		if w.TimeZone == "" {
 			w.TimeZone = "UTC"
@@ -430,6 +437,7 @@ type Effective struct {
 	ExcludedBy   int64      `json:"excluded_by_policy_id"`
 	DeferralDays int        `json:"deferral_days"`
 	RebootPolicy string     `json:"reboot_policy"`
+	RebootForced bool       `json:"reboot_forced"`
 	RebootSource int64      `json:"reboot_policy_source_policy_id"`
 	Window       *Window    `json:"maintenance_window"`
 	WindowSource int64      `json:"maintenance_window_source_policy_id"`
@@ -499,7 +507,7 @@ func EvaluateHierarchy(d Device, layers []Policy, cands []Candidate, now time.Ti
 			eff.DeferralDays = *p.Defaults.DeferralDays
 		}
 		if p.Defaults.RebootPolicy != "" {
-			eff.RebootPolicy, eff.RebootSource = p.Defaults.RebootPolicy, p.ID
+			eff.RebootPolicy, eff.RebootForced, eff.RebootSource = p.Defaults.RebootPolicy, p.Defaults.RebootForced, p.ID
 		}
 		if p.MaintenanceWindow != nil {
 			eff.Window, eff.WindowSource = p.MaintenanceWindow, p.ID

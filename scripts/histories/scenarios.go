@@ -112,6 +112,8 @@ var standIns = map[string]any{
 			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":false}`)}, nil
 		case proto.EventPatchRefresh:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
+		case proto.EventPatchReboot:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"skipped_logged_in_user","message":"1 user(s) signed in","signed_in":["alice"]}`)}, nil
 		}
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
@@ -258,6 +260,10 @@ var standIns = map[string]any{
 	},
 	"ConcludePatchInstall": func(context.Context, activities.ConcludePatchInput) (string, error) {
 		return patches.StateInstalled, nil
+	},
+	"BeginPatchReboot": func(context.Context, string) (bool, error) { return true, nil },
+	"ConcludePatchReboot": func(context.Context, activities.ConcludeRebootInput) (string, error) {
+		return patches.RebootSkipped, nil
 	},
 }
 
@@ -478,6 +484,27 @@ var scenarios = []scenario{
 		for range 2 {
 			o := workflows.PatchInstallOrder{InstallID: inst, Request: json.RawMessage(`{"install_id":"` + inst + `","package":"openssl"}`),
 				InstallGrant: "grant", RefreshGrant: "grant"}
+			r, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalPatchInstall, o,
+				client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PatchLane, in)
+			if err != nil {
+				return "", err
+			}
+			run = r
+		}
+		return wait(ctx, run, nil)
+	}, false},
+	// A device's patch lane: an install, then a reboot order after it
+	// (skipped_logged_in_user); the idle lane ends.
+	{"patch_lane_install_then_reboot.json", func(ctx context.Context, c client.Client) (string, error) {
+		guid := unique("guid")
+		id := workflows.PatchLaneWorkflowID(guid)
+		in := workflows.PatchLaneInput{GUID: guid, Idle: 2 * time.Second}
+		inst, rb := unique("install"), unique("reboot")
+		var run client.WorkflowRun
+		for _, o := range []workflows.PatchInstallOrder{
+			{InstallID: inst, Request: json.RawMessage(`{"install_id":"` + inst + `","package":"openssl"}`), InstallGrant: "grant", RefreshGrant: "grant"},
+			{Reboot: &workflows.PatchRebootOrder{RebootID: rb, Request: json.RawMessage(`{"reboot_id":"` + rb + `","when_required":true,"forced":false}`), Grant: "grant"}},
+		} {
 			r, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalPatchInstall, o,
 				client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PatchLane, in)
 			if err != nil {

@@ -32,13 +32,26 @@ type Options struct {
 	// Now is the clock of captured_at (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Rebooter schedules patch reboots; nil registers no
+	// patch_reboot_request handler. SignedIn and RebootRequired must then
+	// be set: SignedIn lists the users signed in (a reboot that is not
+	// forced is skipped while there is one), RebootRequired says whether
+	// the machine waits for a reboot (a "when required" reboot of a machine
+	// that does not is not_required).
+	Rebooter       patches.Rebooter
+	SignedIn       func(context.Context) ([]string, error)
+	RebootRequired func(context.Context) (bool, error)
 }
 
 // Register adds the patch_install_request handler when there is an
-// installer.
+// installer and the patch_reboot_request handler when there is a
+// rebooter.
 func Register(h *runtime.Handlers, opts Options) error {
-	if opts.Installer == nil {
+	if opts.Installer == nil && opts.Rebooter == nil {
 		return nil
+	}
+	if opts.Rebooter != nil && (opts.SignedIn == nil || opts.RebootRequired == nil) {
+		return errors.New("patch reboots need SignedIn and RebootRequired")
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = time.Second
@@ -50,6 +63,14 @@ func Register(h *runtime.Handlers, opts Options) error {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{opts: opts}
+	if opts.Rebooter != nil {
+		if err := h.Register(proto.EventPatchReboot, s.reboot); err != nil {
+			return err
+		}
+	}
+	if opts.Installer == nil {
+		return nil
+	}
 	return h.Register(proto.EventPatchInstall, s.install)
 }
 
@@ -102,4 +123,51 @@ func (s *server) install(ctx context.Context, call runtime.Caller, payload json.
 	}
 	log.Info("patch install ended", "status", res.Status, "message", res.Message)
 	return res, nil
+}
+
+// RebootMessage is what a patch reboot tells signed-in users.
+const RebootMessage = "Cairn: restarting to finish installing updates"
+
+// reboot answers a patch_reboot_request: not_required when asked "when
+// required" of a machine that waits for no reboot; skipped_logged_in_user
+// while a user is signed in unless the request is forced (only a patch
+// policy forces); else the reboot is scheduled a minute from now. It
+// waits for an install in flight on this machine: never during one.
+func (s *server) reboot(ctx context.Context, _ runtime.Caller, payload json.RawMessage) (any, error) {
+	var req proto.PatchRebootRequest
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "the request payload is malformed: " + err.Error()}
+	}
+	if req.RebootID == "" {
+		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "a reboot names its reboot_id"}
+	}
+	s.one.Lock()
+	defer s.one.Unlock()
+	log := s.opts.Logger.With("reboot_id", req.RebootID, "forced", req.Forced, "when_required", req.WhenRequired)
+	if req.WhenRequired {
+		need, err := s.opts.RebootRequired(ctx)
+		if err != nil {
+			return nil, &proto.Error{Code: proto.CodeOpFailed, Message: "cannot tell whether a reboot is required: " + err.Error()}
+		}
+		if !need {
+			log.Info("patch reboot not required")
+			return proto.PatchRebootResult{Status: proto.PatchRebootNotRequired, Message: "no reboot is required"}, nil
+		}
+	}
+	users, err := s.opts.SignedIn(ctx)
+	if err != nil && !req.Forced {
+		// Not knowing who is signed in is not "nobody": no reboot.
+		return nil, &proto.Error{Code: proto.CodeOpFailed, Message: "cannot list the signed-in users: " + err.Error()}
+	}
+	if len(users) > 0 && !req.Forced {
+		log.Info("patch reboot skipped: users signed in", "users", users)
+		return proto.PatchRebootResult{Status: proto.PatchRebootSkippedLoggedIn, SignedIn: users,
+			Message: fmt.Sprintf("%d user(s) signed in", len(users))}, nil
+	}
+	if err := s.opts.Rebooter.ScheduleReboot(ctx, RebootMessage); err != nil {
+		return nil, &proto.Error{Code: proto.CodeOpFailed, Message: "the reboot was not scheduled: " + err.Error()}
+	}
+	log.Warn("patch reboot scheduled", "in", patches.RebootDelay, "users", users)
+	return proto.PatchRebootResult{Status: proto.PatchRebootScheduled, SignedIn: users,
+		Message: "reboot scheduled in " + patches.RebootDelay}, nil
 }

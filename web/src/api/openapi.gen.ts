@@ -1595,6 +1595,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/patches/{hostname}/reboot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reboot a device after patch installs
+         * @description A patch_reboot_request in the device's patch lane, after the installs queued before it; the agent skips it with skipped_logged_in_user while a user is signed in (only a policy forces)
+         */
+        post: operations["postDevicePatchesHostnameReboot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/patches/{hostname}/refresh": {
         parameters: {
             query?: never;
@@ -5364,11 +5384,13 @@ export interface components {
         Defaults: {
             /** Format: int64 */
             deferral_days: number | null;
+            reboot_forced: boolean;
             reboot_policy: string;
         };
         DefaultsInput: {
             /** Format: int64 */
             deferral_days?: number | null;
+            reboot_forced?: boolean;
             reboot_policy?: string;
         };
         DeletedCount: {
@@ -5555,6 +5577,7 @@ export interface components {
             provider: string | null;
             reboot_packages: string[];
             reboot_required: boolean | null;
+            reboots: components["schemas"]["Reboot"][];
             /** Format: int64 */
             security_pending_count: number;
             /** Format: int64 */
@@ -5644,6 +5667,7 @@ export interface components {
             maintenance_window: components["schemas"]["PatchesWindow"] | null;
             /** Format: int64 */
             maintenance_window_source_policy_id: number;
+            reboot_forced: boolean;
             reboot_policy: string;
             /** Format: int64 */
             reboot_policy_source_policy_id: number;
@@ -5782,6 +5806,7 @@ export interface components {
             installs: components["schemas"]["EvaluatedInstall"][];
             /** Format: int64 */
             outside_window_device_count: number;
+            reboots: components["schemas"]["EvaluatedReboot"][];
         };
         EvaluatedInstall: {
             already_installed: boolean;
@@ -5818,6 +5843,25 @@ export interface components {
             title: string;
             update_id: string;
             version: string;
+        };
+        EvaluatedReboot: {
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            forced: boolean;
+            hostname: string;
+            message: string;
+            /** Format: int64 */
+            policy_id: number | null;
+            reboot_id: string;
+            requested_by: string;
+            signed_in: string[];
+            /** Format: date-time */
+            started_at: string | null;
+            state: string;
+            when_required: boolean;
         };
         Event: {
             /** Format: date-time */
@@ -7193,6 +7237,28 @@ export interface components {
         ReauthResponse: {
             /** Format: date-time */
             reauthenticated_until: string;
+        };
+        Reboot: {
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            forced: boolean;
+            message: string;
+            /** Format: int64 */
+            policy_id: number | null;
+            reboot_id: string;
+            requested_by: string;
+            signed_in: string[];
+            /** Format: date-time */
+            started_at: string | null;
+            state: string;
+            when_required: boolean;
+        };
+        RebootRequest: {
+            forced?: boolean | null;
+            when_required?: boolean;
         };
         RecentWorkflow: {
             /** Format: date-time */
@@ -19118,6 +19184,122 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDevicePatchesHostnameReboot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RebootRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reboot"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_too_old, device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

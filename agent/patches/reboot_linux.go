@@ -1,0 +1,16 @@
+package patches
+
+import "context"
+
+// RebootRequired says whether the machine waits for a reboot after
+// updates: Debian's /var/run/reboot-required, else needs-restarting -r
+// where dnf is.
+func RebootRequired(ctx context.Context) (bool, error) {
+	if need, _ := RebootRequiredFile("/var/run/reboot-required"); need {
+		return true, nil
+	}
+	if hasTool("dnf") || hasTool("needs-restarting") {
+		return dnfNeedsReboot(ctx)
+	}
+	return false, nil
+}

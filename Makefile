@@ -75,7 +75,9 @@ WINE_TEST_PKGS := \
 	./agent/registry \
 	./agent/service \
 	./agent/files \
-	./agent/automation
+	./agent/automation \
+	./agent/patches \
+	./agent/patches/ops
 
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
-	"github.com/cairn-rmm/cairn/agent/roles"
 )
 
 // RolesArea stops and starts an agent role on one device (issue 27 item
@@ -33,16 +32,16 @@ type roleDesiredStateReq struct {
 
 func (q *roleDesiredStateReq) validate() error {
 	var v cairn.Validation
-	if !slices.Contains(roles.Names, q.Role) && !slices.Contains(roles.Connection, q.Role) {
+	if !slices.Contains(proto.RoleNames, q.Role) && !slices.Contains(proto.ConnectionRoles, q.Role) {
 		v.Add("role", "must be a role name of the agent, e.g. remote_shell")
 	}
-	if q.Desired != roles.DesiredRunning && q.Desired != roles.DesiredStopped {
+	if q.Desired != proto.RoleDesiredRunning && q.Desired != proto.RoleDesiredStopped {
 		v.Add("desired", "must be running or stopped")
 	}
 	if err := v.Err(); err != nil {
 		return err
 	}
-	if !roles.Stoppable(q.Role) {
+	if !stoppableRole(q.Role) {
 		return cairn.Errorf(proto.CodeRoleNotStoppable,
 			"the %s role cannot be stopped: the agent needs it, or it has nothing an operator could stop", q.Role)
 	}
@@ -58,7 +57,7 @@ type roleStateJSON struct {
 }
 
 func (s *Server) roleDesiredState(r *http.Request, req roleDesiredStateReq) (roleStateJSON, error) {
-	verb := map[string]string{roles.DesiredRunning: "start", roles.DesiredStopped: "stop"}[req.Desired]
+	verb := map[string]string{proto.RoleDesiredRunning: "start", proto.RoleDesiredStopped: "stop"}[req.Desired]
 	res, err := s.operate(r.Context(), pathParam(r, "hostname"), proto.EventRoleDesiredState,
 		proto.RoleDesiredStateRequest{Role: req.Role, Desired: req.Desired}, "role_"+verb,
 		fmt.Sprintf("%s role %s", map[string]string{"start": "Start", "stop": "Stop"}[verb], req.Role))
@@ -71,3 +70,6 @@ func (s *Server) roleDesiredState(r *http.Request, req roleDesiredStateReq) (rol
 	}
 	return roleStateJSON(out), nil
 }
+
+// stoppableRole: an operator may stop the role (proto.StoppableRoles).
+func stoppableRole(name string) bool { _, ok := proto.StoppableRoles[name]; return ok }

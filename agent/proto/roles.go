@@ -77,3 +77,16 @@ type RoleDesiredStateResult struct {
 	Desired  string `json:"desired"`
 	Observed string `json:"observed"`
 }
+
+// RoleNames lists every role the spec knows ("Agent role health
+// snapshot"), in the spec's order; agent/roles names each one. The Engine
+// validates role names against it without importing the agent's roles.
+var RoleNames = []string{
+	"system_context", "current_user", "device_audit", "file_management", "patch_management",
+	"process_management", "registry_management", "service_management", "software_management",
+	"vpn_tunnel", "remote_shell", "vnc", "rdp",
+}
+
+// ConnectionRoles are the health rows published beside the roles: the
+// agent's connection to the Engine (system:api_websocket).
+var ConnectionRoles = []string{"api_websocket"}

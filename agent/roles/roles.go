@@ -46,17 +46,15 @@ const (
 	APIWebSocket = "api_websocket"
 )
 
-// Names lists every role the spec knows, in the spec's order.
-var Names = []string{
-	SystemContext, CurrentUser, DeviceAudit, FileManagement, PatchManagement,
-	ProcessManagement, RegistryManagement, ServiceManagement, SoftwareManagement,
-	VPNTunnel, RemoteShell, VNC, RDP,
-}
+// Names lists every role the spec knows, in the spec's order (the wire
+// package's list, so the Engine shares it; TestNamesAreTheConstants keeps
+// the two in step).
+var Names = proto.RoleNames
 
 // Connection lists the health rows published beside the roles: the
 // agent's connection to the Engine, which the console shows apart from
 // them (Agent Connection).
-var Connection = []string{APIWebSocket}
+var Connection = proto.ConnectionRoles
 
 // KeyPrefix starts every role health key.
 const KeyPrefix = "system:"

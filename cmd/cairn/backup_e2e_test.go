@@ -157,6 +157,13 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 	// answers an operation.
 	dst.waitStatus(t, token2, ag, "Connected", 3*time.Minute)
 	procs := dst.call(t, "GET", "/api/device/processes/"+ag.hostname+"?max_age_seconds=0", token2, nil)
+	if url, ok := procs["url"].(string); ok {
+		// The operation outlived the request's wait on a loaded machine
+		// (202, issue 27): follow it, then read the snapshot it stored.
+		require.Eventually(t, func() bool { return dst.call(t, "GET", url, token2, nil)["status"] != "running" }, 3*time.Minute, time.Second)
+		require.Equal(t, "completed", dst.call(t, "GET", url, token2, nil)["status"])
+		procs = dst.call(t, "GET", "/api/device/processes/"+ag.hostname, token2, nil)
+	}
 	require.NotEmpty(t, procs["processes"], "%v", procs)
 	after := loadAgentConfigFresh(t, ag.dir)
 	require.Equal(t, ag.cfg.Agent.GUID, after.Agent.GUID, "the agent kept its identity")

@@ -30,22 +30,7 @@ type Backup struct {
 // process (kill -9) is retried within the heartbeat timeout rather than
 // after the whole StartToClose timeout.
 func (a *Backup) ApplyRestore(ctx context.Context, id string) (backup.Result, error) {
-	done := make(chan struct{})
-	defer close(done)
-	if activity.IsActivity(ctx) {
-		go func() {
-			tick := time.NewTicker(5 * time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-					activity.RecordHeartbeat(ctx)
-				}
-			}
-		}()
-	}
+	defer heartbeatWhileRunning(ctx)()
 	res, err := a.Restores.Apply(ctx, id)
 	return res, ApplicationError(err)
 }
@@ -97,22 +82,7 @@ func (a *ScheduledBackups) WriteScheduledBackup(ctx context.Context, id string) 
 	if err := a.Backups.BeginRun(ctx, id); err != nil {
 		return backup.Run{}, err
 	}
-	done := make(chan struct{})
-	defer close(done)
-	if activity.IsActivity(ctx) {
-		go func() {
-			tick := time.NewTicker(5 * time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-					activity.RecordHeartbeat(ctx)
-				}
-			}
-		}()
-	}
+	defer heartbeatWhileRunning(ctx)()
 	run := backup.Run{ID: id, Status: "succeeded"}
 	s, err := a.Backups.Schedule(ctx)
 	if err == nil && s.Directory == "" {
@@ -177,22 +147,7 @@ func (a *RestoreDrills) RunRestoreDrill(ctx context.Context, id string) (backup.
 	if err := a.Backups.BeginDrill(ctx, id); err != nil {
 		return backup.Run{}, err
 	}
-	done := make(chan struct{})
-	defer close(done)
-	if activity.IsActivity(ctx) {
-		go func() {
-			tick := time.NewTicker(5 * time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-					activity.RecordHeartbeat(ctx)
-				}
-			}
-		}()
-	}
+	defer heartbeatWhileRunning(ctx)()
 	run := backup.Run{ID: id}
 	s, err := a.Backups.Schedule(ctx)
 	var rep backup.DrillReport
@@ -208,4 +163,28 @@ func (a *RestoreDrills) RunRestoreDrill(ctx context.Context, id string) (backup.
 		return backup.Run{}, err
 	}
 	return run, nil
+}
+
+// heartbeatWhileRunning records a heartbeat every 5 s until the returned
+// stop is called, so an attempt lost with its process (kill -9) is retried
+// within the heartbeat timeout rather than after StartToClose. Outside an
+// activity (a direct call in a test) it does nothing.
+func heartbeatWhileRunning(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -60,6 +59,9 @@ type Options struct {
 	// client certificate; nil serves plain gRPC, as `temporal server
 	// start-dev` does.
 	TLS *TLS
+
+	// memoryName names the in-memory database when DatabaseFile is empty.
+	memoryName string
 }
 
 // TLS is the frontend's TLS. Every file is PEM.
@@ -86,6 +88,7 @@ type TLS struct {
 type Server struct {
 	srv       temporal.Server
 	ui        *uiserver.Server
+	memory    *memoryDatabase // nil with a DatabaseFile
 	Address   string
 	UIAddress string // empty when the UI is off
 	Namespace string
@@ -127,6 +130,23 @@ func Start(o Options) (*Server, error) {
 			return nil, fmt.Errorf("temporal UI port %d: %w (set CAIRN_TEMPORAL_UI_PORT, 0 disables the UI)", o.UIPort, err)
 		}
 	}
+	var memory *memoryDatabase
+	if o.DatabaseFile == "" {
+		o.memoryName = "cairn-temporal-" + uuid.NewString()
+		if memory, err = holdMemoryDatabase(o.memoryName); err != nil {
+			return nil, err
+		}
+	}
+	s, err := o.start(memory)
+	if err != nil {
+		_ = memory.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (o Options) start(memory *memoryDatabase) (*Server, error) {
+	var err error
 	// The other services, and the frontend's HTTP API, take free ports.
 	ports := map[string]int{}
 	for _, name := range []string{"frontend-http", "history", "matching", "worker"} {
@@ -158,7 +178,7 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start embedded Temporal: %w", err)
 	}
-	s := &Server{srv: srv, Address: net.JoinHostPort(o.IP, strconv.Itoa(o.Port)), Namespace: o.Namespace}
+	s := &Server{srv: srv, memory: memory, Address: net.JoinHostPort(o.IP, strconv.Itoa(o.Port)), Namespace: o.Namespace}
 	if o.UIPort != 0 {
 		s.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(o.uiConfig()))
 		s.UIAddress = "http://" + net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
@@ -184,6 +204,7 @@ func (s *Server) Stop() {
 		s.ui.Stop()
 	}
 	_ = s.srv.Stop()
+	_ = s.memory.Close()
 }
 
 // check refuses a TLS setting the server could not serve.
@@ -276,7 +297,7 @@ func (o Options) sqlConfig() (*config.SQL, error) {
 	if o.DatabaseFile == "" {
 		// The plugin sets the schema of an in-memory database up itself.
 		conf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
-		conf.DatabaseName = strconv.Itoa(rand.IntN(9999999))
+		conf.DatabaseName = o.memoryName
 	} else {
 		conf.ConnectAttributes = map[string]string{"mode": "rwc"}
 		conf.DatabaseName = o.DatabaseFile

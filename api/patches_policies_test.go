@@ -192,6 +192,24 @@ func TestPatchPolicyRoutes(t *testing.T) {
 		require.Len(t, row["patch_policy_hierarchy"], 2)
 		require.Len(t, row["patch_policy_linked_policies"], 2, "the global block and the site approval both match bash")
 	}
+	// And so do the fleet audit's rows (pending rows only).
+	audit := f.do(t, "GET", "/api/patches/audit?hostname=pol-a1", admin, nil)
+	require.Equal(t, 200, audit.Status, audit.Raw)
+	sawBash := false
+	for _, p := range audit.Body["rows"].([]any) {
+		row := p.(map[string]any)
+		if row["state"] != "pending" {
+			require.Nil(t, row["patch_policy_source"], row["patch_key"])
+			continue
+		}
+		require.Len(t, row["patch_policy_hierarchy"], 2, row["patch_key"])
+		if row["patch_key"] == "pkg:bash=1.1" {
+			sawBash = true
+			require.Equal(t, map[string]any{"policy_id": float64(siteID), "name": "A servers", "layer": "site"}, row["patch_policy_source"])
+			require.Len(t, row["patch_policy_linked_policies"], 2)
+		}
+	}
+	require.True(t, sawBash, audit.Raw)
 	require.Equal(t, 400, f.do(t, "GET", "/api/patches/policies/effective", admin, nil).Status)
 	require.Equal(t, 404, f.do(t, "GET", "/api/patches/policies/effective?hostname=nobody", admin, nil).Status)
 

@@ -747,17 +747,21 @@ func (q *Queries) PatchPolicyDelete(ctx context.Context, id int64) (int64, error
 }
 
 const patchPolicyDevices = `-- name: PatchPolicyDevices :many
-SELECT d.guid, d.hostname, d.site_id, d.operating_system
+SELECT d.guid, d.hostname, d.site_id, d.operating_system, s.slug AS site_slug,
+       (COALESCE(st.reboot_required, false) AND NOT EXISTS (
+           SELECT 1 FROM patch_reboots r
+           WHERE r.device_guid = d.guid AND r.created_at >= $1::timestamptz))::bool AS reboot_due
 FROM devices d
-WHERE ($1::bool OR d.site_id = ANY($2::bigint[]))
-  AND ($3::bigint = 0 OR d.site_id = $3::bigint)
+JOIN sites s ON s.id = d.site_id
+LEFT JOIN device_patch_status st ON st.device_guid = d.guid
+WHERE ($2::bool OR d.site_id = ANY($3::bigint[]))
 ORDER BY lower(d.hostname), d.guid
 `
 
 type PatchPolicyDevicesParams struct {
-	AllSites bool
-	SiteIds  []int64
-	SiteID   int64
+	RebootAskedSince time.Time
+	AllSites         bool
+	SiteIds          []int64
 }
 
 type PatchPolicyDevicesRow struct {
@@ -765,12 +769,16 @@ type PatchPolicyDevicesRow struct {
 	Hostname        string
 	SiteID          cairn.SiteID
 	OperatingSystem string
+	SiteSlug        string
+	RebootDue       bool
 }
 
-// Devices inside scope (optionally one site) with what decides their role
-// scope.
+// Devices inside scope with what decides their role scope, their site's
+// slug (their lane's queue), and whether a reboot is due on its own: the
+// device says it needs one and no reboot was asked of it since
+// reboot_asked_since.
 func (q *Queries) PatchPolicyDevices(ctx context.Context, arg PatchPolicyDevicesParams) ([]PatchPolicyDevicesRow, error) {
-	rows, err := q.db.Query(ctx, patchPolicyDevices, arg.AllSites, arg.SiteIds, arg.SiteID)
+	rows, err := q.db.Query(ctx, patchPolicyDevices, arg.RebootAskedSince, arg.AllSites, arg.SiteIds)
 	if err != nil {
 		return nil, err
 	}
@@ -783,6 +791,71 @@ func (q *Queries) PatchPolicyDevices(ctx context.Context, arg PatchPolicyDevices
 			&i.Hostname,
 			&i.SiteID,
 			&i.OperatingSystem,
+			&i.SiteSlug,
+			&i.RebootDue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchPolicyDevicesByGUID = `-- name: PatchPolicyDevicesByGUID :many
+SELECT d.guid, d.hostname, d.site_id, d.operating_system, s.slug AS site_slug,
+       (COALESCE(st.reboot_required, false) AND NOT EXISTS (
+           SELECT 1 FROM patch_reboots r
+           WHERE r.device_guid = d.guid AND r.created_at >= $1::timestamptz))::bool AS reboot_due
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+LEFT JOIN device_patch_status st ON st.device_guid = d.guid
+WHERE d.guid = ANY($2::text[])
+  AND ($3::bool OR d.site_id = ANY($4::bigint[]))
+ORDER BY lower(d.hostname), d.guid
+`
+
+type PatchPolicyDevicesByGUIDParams struct {
+	RebootAskedSince time.Time
+	Guids            []string
+	AllSites         bool
+	SiteIds          []int64
+}
+
+type PatchPolicyDevicesByGUIDRow struct {
+	Guid            cairn.DeviceGUID
+	Hostname        string
+	SiteID          cairn.SiteID
+	OperatingSystem string
+	SiteSlug        string
+	RebootDue       bool
+}
+
+// PatchPolicyDevices for some devices only (one device's view, an audit
+// page), by their keys rather than a scan of the fleet.
+func (q *Queries) PatchPolicyDevicesByGUID(ctx context.Context, arg PatchPolicyDevicesByGUIDParams) ([]PatchPolicyDevicesByGUIDRow, error) {
+	rows, err := q.db.Query(ctx, patchPolicyDevicesByGUID,
+		arg.RebootAskedSince,
+		arg.Guids,
+		arg.AllSites,
+		arg.SiteIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchPolicyDevicesByGUIDRow
+	for rows.Next() {
+		var i PatchPolicyDevicesByGUIDRow
+		if err := rows.Scan(
+			&i.Guid,
+			&i.Hostname,
+			&i.SiteID,
+			&i.OperatingSystem,
+			&i.SiteSlug,
+			&i.RebootDue,
 		); err != nil {
 			return nil, err
 		}

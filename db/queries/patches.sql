@@ -150,12 +150,32 @@ DELETE FROM patch_policies WHERE id = @id AND NOT locked;
 UPDATE patch_policies SET last_evaluated_at = now() WHERE id = ANY(@ids::bigint[]);
 
 -- name: PatchPolicyDevices :many
--- Devices inside scope (optionally one site) with what decides their role
--- scope.
-SELECT d.guid, d.hostname, d.site_id, d.operating_system
+-- Devices inside scope with what decides their role scope, their site's
+-- slug (their lane's queue), and whether a reboot is due on its own: the
+-- device says it needs one and no reboot was asked of it since
+-- reboot_asked_since.
+SELECT d.guid, d.hostname, d.site_id, d.operating_system, s.slug AS site_slug,
+       (COALESCE(st.reboot_required, false) AND NOT EXISTS (
+           SELECT 1 FROM patch_reboots r
+           WHERE r.device_guid = d.guid AND r.created_at >= @reboot_asked_since::timestamptz))::bool AS reboot_due
 FROM devices d
+JOIN sites s ON s.id = d.site_id
+LEFT JOIN device_patch_status st ON st.device_guid = d.guid
 WHERE (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]))
-  AND (@site_id::bigint = 0 OR d.site_id = @site_id::bigint)
+ORDER BY lower(d.hostname), d.guid;
+
+-- name: PatchPolicyDevicesByGUID :many
+-- PatchPolicyDevices for some devices only (one device's view, an audit
+-- page), by their keys rather than a scan of the fleet.
+SELECT d.guid, d.hostname, d.site_id, d.operating_system, s.slug AS site_slug,
+       (COALESCE(st.reboot_required, false) AND NOT EXISTS (
+           SELECT 1 FROM patch_reboots r
+           WHERE r.device_guid = d.guid AND r.created_at >= @reboot_asked_since::timestamptz))::bool AS reboot_due
+FROM devices d
+JOIN sites s ON s.id = d.site_id
+LEFT JOIN device_patch_status st ON st.device_guid = d.guid
+WHERE d.guid = ANY(@guids::text[])
+  AND (@all_sites::bool OR d.site_id = ANY(@site_ids::bigint[]))
 ORDER BY lower(d.hostname), d.guid;
 
 -- name: PatchPolicyPendingRows :many

@@ -3,6 +3,7 @@ package patches
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -23,9 +24,10 @@ type EvaluateResult struct {
 	EvaluatedPolicyIDs []int64 `json:"evaluated_policy_ids"`
 	// DeviceCount counts the devices judged.
 	DeviceCount int `json:"device_count"`
-	// OutsideWindowDeviceCount counts devices with approved updates whose
-	// maintenance window is closed now: a later evaluation inside it
-	// installs them (an offline device catches up the same way).
+	// OutsideWindowDeviceCount counts devices with approved updates (or a
+	// reboot due) whose maintenance window is closed now: a later
+	// evaluation inside it installs them (an offline device catches up the
+	// same way).
 	OutsideWindowDeviceCount int `json:"outside_window_device_count"`
 	DeferredCount            int `json:"deferred_count"`
 	// Installs are the installs created; an update with an open install
@@ -33,9 +35,19 @@ type EvaluateResult struct {
 	Installs []EvaluatedInstall `json:"installs"`
 	// Reboots are the reboots requested after those installs, per the
 	// devices' effective reboot_policy (when_required: the agent reboots
-	// only if the device says it needs one; never: none).
+	// only if the device says it needs one; never: none), and those of
+	// devices with nothing to install that say they need one
+	// (when_required or always), at most once per RebootRetryInterval.
 	Reboots []EvaluatedReboot `json:"reboots"`
 }
+
+// RebootRetryInterval is how long an evaluation waits after asking a
+// device for a reboot before asking again on its own account (nothing to
+// install, the device still saying it needs one): a user signed in, who
+// made the agent skip it, may have signed out by then. The agent checks
+// the need itself when the request runs, so a repeat after a reboot the
+// inventory has not yet reported answers not_required.
+const RebootRetryInterval = time.Hour
 
 // EvaluatedReboot is a reboot a policy evaluation asked for.
 type EvaluatedReboot struct {
@@ -66,7 +78,7 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 		}
 		only = &p
 	}
-	f, err := s.loadFleet(ctx, scope, 0, nil)
+	f, err := s.loadFleet(ctx, scope, nil, nil)
 	if err != nil {
 		return res, nil, err
 	}
@@ -94,7 +106,8 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 				res.DeferredCount++
 			}
 		}
-		if len(approved) == 0 {
+		rebootDue := f.rebootDue[d.GUID] && (eff.RebootPolicy == RebootWhenRequired || eff.RebootPolicy == RebootAlways)
+		if len(approved) == 0 && !rebootDue {
 			continue
 		}
 		if !eff.Window.Open(f.now) {
@@ -118,12 +131,22 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 			last = &target
 		}
 		// The reboot goes after the installs just queued, in the same
-		// lane: never during one.
-		if last == nil || eff.RebootPolicy == RebootNever || eff.RebootPolicy == "" {
+		// lane: never during one. With nothing queued, a device that says
+		// it needs a reboot gets one on its own (the lane still runs it
+		// after any install open from before); the agent checks the need
+		// again, whatever the policy's when_required or always.
+		whenRequired := eff.RebootPolicy == RebootWhenRequired
+		switch {
+		case last != nil && (eff.RebootPolicy == RebootNever || eff.RebootPolicy == ""):
 			continue
+		case last == nil && !rebootDue:
+			continue
+		case last == nil:
+			last = &Target{GUID: string(d.GUID), Hostname: d.Hostname, SiteSlug: f.slugs[d.GUID]}
+			whenRequired = true
 		}
 		source := eff.RebootSource
-		rb, err := s.RequestReboot(ctx, RebootRequest{DeviceGUID: d.GUID, WhenRequired: eff.RebootPolicy == RebootWhenRequired,
+		rb, err := s.RequestReboot(ctx, RebootRequest{DeviceGUID: d.GUID, WhenRequired: whenRequired,
 			Forced: eff.RebootForced, PolicyID: &source, Actor: actor})
 		if err != nil {
 			return res, queued, err

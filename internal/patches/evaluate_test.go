@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/patches"
 )
 
@@ -44,4 +45,54 @@ func TestEvaluateAbandonsWhatNoLaneTook(t *testing.T) {
 	res, _, err = f.svc.Evaluate(t.Context(), cairn.AllSites, "system:test", 0)
 	require.NoError(t, err)
 	require.Empty(t, res.Installs, "the open install is not asked for again")
+}
+
+// A device that says it needs a reboot and has nothing to install gets
+// one inside its window when its policy reboots (when_required or
+// always), queued on its site's lane; not again within
+// RebootRetryInterval (a signed-in user skipped it), again after it; never
+// under reboot_policy never or when the device needs none.
+func TestEvaluateRebootsADeviceThatNeedsOneWithNothingToInstall(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.device(t, "web-1", "a") // needs a reboot, site policy when_required
+	f.device(t, "web-2", "a") // needs none
+	f.device(t, "web-3", "b") // needs one, site policy never
+	f.report(t, "web-1", &proto.PatchStatus{Provider: "apt", RebootRequired: true})
+	f.report(t, "web-2", &proto.PatchStatus{Provider: "apt"})
+	f.report(t, "web-3", &proto.PatchStatus{Provider: "apt", RebootRequired: true})
+	for site, reboot := range map[string]string{"a": patches.RebootWhenRequired, "b": patches.RebootNever} {
+		id := cairn.SiteID(f.sites[site])
+		for _, role := range []string{patches.RoleServer, patches.RoleWorkstation} {
+			_, err := f.svc.CreatePolicy(t.Context(), cairn.AllSites, "admin", patches.PolicyInput{Name: site + role, Type: patches.TypeSite,
+				RoleScope: role, SiteID: &id, Rules: []patches.Rule{}, Defaults: patches.Defaults{RebootPolicy: reboot}})
+			require.NoError(t, err)
+		}
+	}
+	evaluate := func() (patches.EvaluateResult, []patches.Queued) {
+		res, queued, err := f.svc.Evaluate(t.Context(), cairn.AllSites, "system:test", 0)
+		require.NoError(t, err)
+		require.Empty(t, res.Installs)
+		return res, queued
+	}
+
+	res, queued := evaluate()
+	require.Len(t, res.Reboots, 1)
+	require.Equal(t, "web-1", res.Reboots[0].Hostname)
+	require.True(t, res.Reboots[0].WhenRequired, "the agent checks the need itself")
+	require.Len(t, queued, 1)
+	require.Equal(t, patches.Target{GUID: "web-1", Hostname: "web-1", SiteSlug: "site-a"}, queued[0].Target)
+	_, err := f.svc.ConcludeReboot(t.Context(), res.Reboots[0].ID, patches.RebootOutcome{Result: &proto.PatchRebootResult{
+		Status: proto.PatchRebootSkippedLoggedIn, SignedIn: []string{"alice"}}})
+	require.NoError(t, err)
+
+	res, _ = evaluate()
+	require.Empty(t, res.Reboots, "not asked again within the retry interval")
+
+	// An hour on, the device still saying so is asked again.
+	_, err = f.store.Pool.Exec(t.Context(), `UPDATE patch_reboots SET created_at = created_at - $1::interval`, "61 minutes")
+	require.NoError(t, err)
+	res, _ = evaluate()
+	require.Len(t, res.Reboots, 1)
+	require.Equal(t, "web-1", res.Reboots[0].Hostname)
 }

@@ -149,7 +149,11 @@ func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname st
 				}
 			}
 		}
-		if err := s.policySources(ctx, scope, d.SiteID, d.Guid, out.Patches); err != nil {
+		own := make([]deviceRow, len(out.Patches))
+		for i := range out.Patches {
+			own[i] = deviceRow{guid: d.Guid, row: &out.Patches[i]}
+		}
+		if err := s.policySources(ctx, scope, own); err != nil {
 			return DeviceView{}, err
 		}
 	}
@@ -160,50 +164,79 @@ func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname st
 	return out, err
 }
 
-// policySources fills pending rows' patch_policy_* fields from the
-// device's effective hierarchy: the approving (or blocking) policy, the
-// hierarchy, and the policies whose direct rules match the row.
-func (s *Service) policySources(ctx context.Context, scope cairn.SiteScope, site cairn.SiteID, guid cairn.DeviceGUID, rows []Row) error {
-	f, err := s.loadFleet(ctx, scope, site, nil)
+// deviceRow is a patch row with the device it belongs to.
+type deviceRow struct {
+	guid cairn.DeviceGUID
+	row  *Row
+}
+
+// policySources fills pending rows' patch_policy_* fields from their
+// devices' effective hierarchies: the approving (or blocking) policy, the
+// hierarchy, and the policies whose direct rules match the row. Only the
+// rows' own devices are read, so an audit page costs its devices, not
+// the fleet.
+func (s *Service) policySources(ctx context.Context, scope cairn.SiteScope, rows []deviceRow) error {
+	var guids []cairn.DeviceGUID
+	seen := map[cairn.DeviceGUID]bool{}
+	for _, r := range rows {
+		if r.row.State == "pending" && !seen[r.guid] {
+			seen[r.guid] = true
+			guids = append(guids, r.guid)
+		}
+	}
+	if len(guids) == 0 {
+		return nil
+	}
+	f, err := s.loadFleet(ctx, scope, guids, nil)
 	if err != nil {
 		return err
 	}
-	var eff *Effective
+	views := make(map[cairn.DeviceGUID]policyView, len(f.devices))
 	for _, d := range f.devices {
-		if d.GUID == guid {
-			e := f.effective(d)
-			eff = &e
-		}
+		views[d.GUID] = newPolicyView(f.effective(d))
 	}
-	if eff == nil {
-		return nil
-	}
-	names := map[int64]PolicySource{}
-	hierarchy := []PolicySource{}
-	for _, l := range eff.Layers {
-		names[l.PolicyID] = PolicySource{PolicyID: l.PolicyID, Name: l.Name, Layer: l.Type}
-		hierarchy = append(hierarchy, names[l.PolicyID])
-	}
-	decisions := map[string]Decision{}
-	for _, dec := range eff.Decisions {
-		decisions[dec.PatchKey] = dec
-	}
-	for i := range rows {
-		dec, ok := decisions[rows[i].PatchKey]
-		if !ok || rows[i].State != "pending" {
-			continue
-		}
-		rows[i].PatchPolicyHierarchy = hierarchy
-		if dec.SourcePolicyID != 0 {
-			src := names[dec.SourcePolicyID]
-			rows[i].PatchPolicySource = &src
-		}
-		rows[i].PatchPolicyLinkedPolicies = []PolicySource{}
-		for _, id := range dec.LinkedPolicies {
-			rows[i].PatchPolicyLinkedPolicies = append(rows[i].PatchPolicyLinkedPolicies, names[id])
+	for _, r := range rows {
+		if v, ok := views[r.guid]; ok && r.row.State == "pending" {
+			v.fill(r.row)
 		}
 	}
 	return nil
+}
+
+// policyView is one device's effective hierarchy, indexed for its rows.
+type policyView struct {
+	hierarchy []PolicySource
+	names     map[int64]PolicySource
+	decisions map[string]Decision
+}
+
+func newPolicyView(e Effective) policyView {
+	v := policyView{hierarchy: []PolicySource{}, names: map[int64]PolicySource{}, decisions: map[string]Decision{}}
+	for _, l := range e.Layers {
+		v.names[l.PolicyID] = PolicySource{PolicyID: l.PolicyID, Name: l.Name, Layer: l.Type}
+		v.hierarchy = append(v.hierarchy, v.names[l.PolicyID])
+	}
+	for _, dec := range e.Decisions {
+		v.decisions[dec.PatchKey] = dec
+	}
+	return v
+}
+
+// fill sets a pending row's sources; a row no layer decides keeps none.
+func (v policyView) fill(r *Row) {
+	dec, ok := v.decisions[r.PatchKey]
+	if !ok {
+		return
+	}
+	r.PatchPolicyHierarchy = v.hierarchy
+	if dec.SourcePolicyID != 0 {
+		src := v.names[dec.SourcePolicyID]
+		r.PatchPolicySource = &src
+	}
+	r.PatchPolicyLinkedPolicies = []PolicySource{}
+	for _, id := range dec.LinkedPolicies {
+		r.PatchPolicyLinkedPolicies = append(r.PatchPolicyLinkedPolicies, v.names[id])
+	}
 }
 
 // patchesReported says whether the device's inventory ever held patches.
@@ -347,6 +380,13 @@ func (s *Service) Audit(ctx context.Context, scope cairn.SiteScope, q AuditQuery
 				Security: p.Security, Origin: p.Origin, Categories: nonNilStrings(p.Categories), RebootBehavior: p.RebootBehavior,
 				SizeBytes: p.SizeBytes, ReleasedAt: p.ReleasedAt, InstalledAt: p.InstalledAt, UpdatedAt: p.UpdatedAt,
 				ActiveInstallJob: active(p.ActiveInstallID, p.ActiveInstallState)}})
+	}
+	rowsOf := make([]deviceRow, len(out.Rows))
+	for i := range out.Rows {
+		rowsOf[i] = deviceRow{guid: cairn.DeviceGUID(out.Rows[i].DeviceGUID), row: &out.Rows[i].Row}
+	}
+	if err := s.policySources(ctx, scope, rowsOf); err != nil {
+		return AuditPage{}, err
 	}
 	return out, nil
 }

@@ -82,6 +82,10 @@ func visible(scope cairn.SiteScope, p Policy) bool {
 // the devices' pending rows.
 type fleet struct {
 	devices  []Device
+	// slugs are the devices' sites' slugs; rebootDue the devices due a
+	// reboot with nothing to install (see RebootRetryInterval).
+	slugs     map[cairn.DeviceGUID]string
+	rebootDue map[cairn.DeviceGUID]bool
 	policies []Policy
 	members  map[int64]map[cairn.DeviceGUID]bool
 	cands    map[cairn.DeviceGUID][]Candidate
@@ -125,11 +129,15 @@ func (s *Service) members(ctx context.Context, scope cairn.SiteScope, filterID i
 	return m, nil
 }
 
-// loadFleet reads the fleet inside scope (site 0: every visible site),
-// with extra (a draft) among the policies when given.
-func (s *Service) loadFleet(ctx context.Context, scope cairn.SiteScope, site cairn.SiteID, extra *Policy) (*fleet, error) {
+// loadFleet reads the fleet inside scope (only: just those devices, nil:
+// every visible one), with extra (a draft) among the policies when given.
+// A device's effective hierarchy needs the policies and the device filter
+// memberships but only its own pending rows, so a view of a few devices
+// (one device, an audit page) does not read the fleet's rows.
+func (s *Service) loadFleet(ctx context.Context, scope cairn.SiteScope, only []cairn.DeviceGUID, extra *Policy) (*fleet, error) {
 	f := &fleet{members: map[int64]map[cairn.DeviceGUID]bool{}, cands: map[cairn.DeviceGUID][]Candidate{},
-		effs: map[cairn.DeviceGUID]Effective{}, now: s.now().UTC()}
+		effs: map[cairn.DeviceGUID]Effective{}, slugs: map[cairn.DeviceGUID]string{}, rebootDue: map[cairn.DeviceGUID]bool{},
+		now: s.now().UTC()}
 	var err error
 	if f.policies, err = s.loadPolicies(ctx); err != nil {
 		return nil, err
@@ -145,13 +153,15 @@ func (s *Service) loadFleet(ctx context.Context, scope cairn.SiteScope, site cai
 			}
 		}
 	}
-	devs, err := s.store.PatchPolicyDevices(ctx, db.PatchPolicyDevicesParams{AllSites: scope.All, SiteIds: scope.IDs(), SiteID: int64(site)})
+	devs, err := s.fleetDevices(ctx, scope, only, f.now.Add(-RebootRetryInterval))
 	if err != nil {
 		return nil, err
 	}
 	guids := make([]string, len(devs))
 	for i, d := range devs {
 		f.devices = append(f.devices, Device{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID, Role: RoleOf(d.OperatingSystem)})
+		f.slugs[d.Guid] = d.SiteSlug
+		f.rebootDue[d.Guid] = d.RebootDue
 		guids[i] = string(d.Guid)
 	}
 	rows, err := s.store.PatchPolicyPendingRows(ctx, guids)
@@ -163,6 +173,25 @@ func (s *Service) loadFleet(ctx context.Context, scope cairn.SiteScope, site cai
 			Severity: r.Severity, Categories: r.Categories, Package: r.Package, Security: r.Security, ReleasedAt: r.ReleasedAt})
 	}
 	return f, nil
+}
+
+// fleetDevices reads every device in scope (only nil) or those of only.
+func (s *Service) fleetDevices(ctx context.Context, scope cairn.SiteScope, only []cairn.DeviceGUID, rebootAskedSince time.Time) ([]db.PatchPolicyDevicesRow, error) {
+	if only == nil {
+		return s.store.PatchPolicyDevices(ctx, db.PatchPolicyDevicesParams{AllSites: scope.All, SiteIds: scope.IDs(),
+			RebootAskedSince: rebootAskedSince})
+	}
+	guids := make([]string, len(only))
+	for i, g := range only {
+		guids[i] = string(g)
+	}
+	rows, err := s.store.PatchPolicyDevicesByGUID(ctx, db.PatchPolicyDevicesByGUIDParams{Guids: guids, AllSites: scope.All,
+		SiteIds: scope.IDs(), RebootAskedSince: rebootAskedSince})
+	out := make([]db.PatchPolicyDevicesRow, len(rows))
+	for i, r := range rows {
+		out[i] = db.PatchPolicyDevicesRow(r)
+	}
+	return out, err
 }
 
 // effective is a device's hierarchy and decisions (cached).
@@ -255,7 +284,7 @@ func (s *Service) ListPolicies(ctx context.Context, scope cairn.SiteScope, typ s
 	default:
 		return nil, cairn.Invalid("type", "must be global, site or device_filter")
 	}
-	f, err := s.loadFleet(ctx, scope, 0, nil)
+	f, err := s.loadFleet(ctx, scope, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +318,7 @@ func (s *Service) GetPolicy(ctx context.Context, scope cairn.SiteScope, id int64
 	if err != nil {
 		return PolicyRow{}, err
 	}
-	f, err := s.loadFleet(ctx, scope, 0, nil)
+	f, err := s.loadFleet(ctx, scope, nil, nil)
 	if err != nil {
 		return PolicyRow{}, err
 	}
@@ -408,7 +437,7 @@ func (s *Service) Conflicts(ctx context.Context, scope cairn.SiteScope, in Polic
 		id = policyID
 	}
 	p := draftOf(in, id)
-	f, err := s.loadFleet(ctx, scope, 0, &p)
+	f, err := s.loadFleet(ctx, scope, nil, &p)
 	if err != nil {
 		return ConflictReport{}, err
 	}
@@ -422,7 +451,7 @@ func (s *Service) Preview(ctx context.Context, scope cairn.SiteScope, id int64) 
 	if err != nil {
 		return ConflictReport{}, err
 	}
-	f, err := s.loadFleet(ctx, scope, 0, nil)
+	f, err := s.loadFleet(ctx, scope, nil, nil)
 	if err != nil {
 		return ConflictReport{}, err
 	}
@@ -532,7 +561,7 @@ func (s *Service) EffectiveFor(ctx context.Context, scope cairn.SiteScope, hostn
 	if err != nil {
 		return Effective{}, db.NotFound(err, "device not found")
 	}
-	f, err := s.loadFleet(ctx, scope, d.SiteID, nil)
+	f, err := s.loadFleet(ctx, scope, []cairn.DeviceGUID{d.Guid}, nil)
 	if err != nil {
 		return Effective{}, err
 	}

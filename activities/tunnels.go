@@ -31,7 +31,7 @@ type TunnelState struct {
 // the retryable tunnel_not_ready, so the activity's retry policy is the
 // wait. A device without a tunnel fails for good.
 func (t *Tunnels) CheckTunnelReady(ctx context.Context, guid string) (TunnelState, error) {
-	tun, err := t.Tunnels.Get(ctx, guid)
+	tun, err := t.Tunnels.Get(ctx, cairn.DeviceGUID(guid))
 	if err != nil {
 		return TunnelState{}, ApplicationError(err)
 	}
@@ -55,7 +55,7 @@ func (t *Tunnels) TearDownTunnel(ctx context.Context, in TrustActionInput) error
 	if t.Tunnels == nil {
 		return nil
 	}
-	_, err := t.Tunnels.TearDown(ctx, string(in.GUID))
+	_, err := t.Tunnels.TearDown(ctx, in.GUID)
 	if cairn.IsCode(err, cairn.ECodeNotFound) {
 		return nil
 	}

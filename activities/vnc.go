@@ -57,7 +57,9 @@ func (v *VNC) ProbeDesktop(ctx context.Context, in DesktopProbeInput) error {
 	if v.Server == nil {
 		return temporal.NewApplicationError("this worker serves no tunnels: the remote desktop gateway runs in cairn serve", tunnels.ECodeUnavailable)
 	}
-	dial := func(ctx context.Context) (net.Conn, error) { return v.Server.Dial(ctx, in.GUID, proto.VNCPort) }
+	dial := func(ctx context.Context) (net.Conn, error) {
+		return v.Server.Dial(ctx, cairn.DeviceGUID(in.GUID), proto.VNCPort)
+	}
 	if _, err := vnc.ProbeBanner(ctx, dial, in.Attempts, in.Wait); err != nil {
 		return probeError(err)
 	}

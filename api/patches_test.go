@@ -144,7 +144,7 @@ func (f *fixture) patchAgent(t *testing.T, admin string, site int64, hostname st
 func (f *fixture) installPatch(t *testing.T, guid, key string) string {
 	t.Helper()
 	core := f.engine.core
-	inst, target, err := core.Patches.RequestInstall(t.Context(), cairn.AllSites, ipatches.Request{DeviceGUID: guid, PatchKey: key, Actor: "admin"})
+	inst, target, err := core.Patches.RequestInstall(t.Context(), cairn.AllSites, ipatches.Request{DeviceGUID: cairn.DeviceGUID(guid), PatchKey: key, Actor: "admin"})
 	require.NoError(t, err)
 	require.NoError(t, workflowclient.PatchLaneStarter{Client: core.Temporal, Grants: core.Grants}.Enqueue(t.Context(), inst, target, "admin"))
 	return inst.ID

@@ -116,7 +116,7 @@ func (a *patchesAPI) reboot(r *http.Request, req rebootRequest) (patches.Reboot,
 	if err != nil {
 		return patches.Reboot{}, err
 	}
-	err = a.Patches.EnqueueAll(r.Context(), []patches.Queued{{Reboot: &rb, Target: patches.Target{GUID: string(t.GUID), Hostname: t.Hostname,
+	err = a.Patches.EnqueueAll(r.Context(), []patches.Queued{{Reboot: &rb, Target: patches.Target{GUID: t.GUID, Hostname: t.Hostname,
 		SiteSlug: t.SiteSlug}}}, func(ctx context.Context, q patches.Queued) error {
 		return a.Lanes.EnqueueReboot(ctx, *q.Reboot, q.Target, p.Username)
 	})
@@ -131,7 +131,7 @@ type installProgressJSON struct {
 }
 
 func (a *patchesAPI) installProgress(r *http.Request, req proto.PatchInstallProgress) (installProgressJSON, error) {
-	ok, err := a.Patches.Progress(r.Context(), string(deviceFrom(r.Context()).GUID), req)
+	ok, err := a.Patches.Progress(r.Context(), deviceFrom(r.Context()).GUID, req)
 	return installProgressJSON{Recorded: ok}, err
 }
 

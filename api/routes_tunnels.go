@@ -78,7 +78,7 @@ type tunnelJSON struct {
 
 func (a *tunnelsAPI) tunnelJSON(ctx context.Context, t tunnels.Tunnel) (tunnelJSON, error) {
 	out := tunnelJSON{Tunnel: t, Healthy: t.Ready && tunnels.Fresh(t, time.Now())}
-	role, err := a.Devices.RoleOf(ctx, t.DeviceGUID, proto.RoleKeyVPNTunnel)
+	role, err := a.Devices.RoleOf(ctx, string(t.DeviceGUID), proto.RoleKeyVPNTunnel)
 	if err != nil || role == nil {
 		return out, err
 	}
@@ -165,7 +165,7 @@ func (a *tunnelsAPI) status(r *http.Request) (tunnelStatusJSON, error) {
 		return out, err
 	}
 	out.Engine.ActiveTunnels = len(active)
-	guid := r.URL.Query().Get("guid")
+	guid := cairn.DeviceGUID(r.URL.Query().Get("guid"))
 	if guid == "" {
 		return out, nil
 	}
@@ -178,8 +178,8 @@ func (a *tunnelsAPI) status(r *http.Request) (tunnelStatusJSON, error) {
 }
 
 // deviceTunnel is an in-scope device's tunnel.
-func (a *tunnelsAPI) deviceTunnel(ctx context.Context, scope cairn.SiteScope, guid string) (tunnelJSON, error) {
-	if _, err := a.Devices.Get(ctx, scope, cairn.DeviceGUID(guid)); err != nil {
+func (a *tunnelsAPI) deviceTunnel(ctx context.Context, scope cairn.SiteScope, guid cairn.DeviceGUID) (tunnelJSON, error) {
+	if _, err := a.Devices.Get(ctx, scope, guid); err != nil {
 		return tunnelJSON{}, err
 	}
 	t, err := a.Tunnels.Get(ctx, guid)
@@ -214,7 +214,7 @@ func (a *tunnelsAPI) connectStatus(r *http.Request) (connectStatusJSON, error) {
 		return connectStatusJSON{}, err
 	}
 	out := connectStatusJSON{GUID: guid}
-	if t, err := a.deviceTunnel(ctx, scope, guid); err == nil {
+	if t, err := a.deviceTunnel(ctx, scope, cairn.DeviceGUID(guid)); err == nil {
 		out.Tunnel = &t
 	} else if !cairn.IsCode(err, tunnels.ECodeNoTunnel) {
 		return out, err
@@ -233,7 +233,7 @@ func (a *tunnelsAPI) connectStatus(r *http.Request) (connectStatusJSON, error) {
 		if a.TunnelsArea.Server == nil {
 			return out, cairn.Errorf(tunnels.ECodeUnavailable, "this process serves no tunnels")
 		}
-		p, err := a.TunnelsArea.Server.Probe(ctx, guid, port, tunnelProbeWait)
+		p, err := a.TunnelsArea.Server.Probe(ctx, cairn.DeviceGUID(guid), port, tunnelProbeWait)
 		if err != nil {
 			return out, err
 		}
@@ -284,7 +284,7 @@ func (a *tunnelsAPI) recover(r *http.Request, req recoverRequest) (recoverJSON, 
 		}
 		guids = guids[:0]
 		for _, t := range active {
-			guids = append(guids, t.DeviceGUID)
+			guids = append(guids, string(t.DeviceGUID))
 		}
 	}
 	for _, guid := range guids {

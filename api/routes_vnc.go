@@ -423,7 +423,7 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: sess.Reason == vnc.ReasonAuthRetry,
 			Dial: func(ctx context.Context) (net.Conn, error) {
-				return a.VNCArea.Server.Dial(ctx, string(sess.GUID), proto.VNCPort)
+				return a.VNCArea.Server.Dial(ctx, sess.GUID, proto.VNCPort)
 			},
 			Credential: func(ctx context.Context, pub string) (string, error) {
 				return a.credential(ctx, t, p.Username, sess.ID, pub, sess.Reason == vnc.ReasonAuthRetry)

@@ -406,7 +406,7 @@ type DevicePatch struct {
 }
 
 type DevicePatchStatus struct {
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	Provider       string
 	RebootRequired bool
 	RebootPackages []string
@@ -663,7 +663,7 @@ type Passkey struct {
 
 type PatchInstall struct {
 	ID             string
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	PatchKey       string
 	Kb             string
 	UpdateID       string
@@ -982,7 +982,7 @@ type TemporalPayloadKey struct {
 }
 
 type Tunnel struct {
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 	TunnelID        string
 	IpOffset        int32
 	AgentPublicKey  string

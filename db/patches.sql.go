@@ -59,7 +59,7 @@ ON CONFLICT (device_guid) DO UPDATE SET provider = EXCLUDED.provider, reboot_req
 `
 
 type DevicePatchStatusUpsertParams struct {
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	Provider       string
 	RebootRequired bool
 	RebootPackages []string
@@ -510,7 +510,7 @@ RETURNING id, device_guid, patch_key, kb, update_id, revision, package, version,
 
 type PatchInstallInsertParams struct {
 	ID             string
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	PatchKey       string
 	Kb             string
 	UpdateID       string
@@ -573,7 +573,7 @@ SELECT id, device_guid, patch_key, kb, update_id, revision, package, version, ti
 `
 
 type PatchInstallListByDeviceParams struct {
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	MaxRows    int32
 }
 
@@ -633,7 +633,7 @@ type PatchInstallProgressParams struct {
 	Message    string
 	CapturedAt *time.Time
 	ID         string
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 // Progress the agent posts while the install runs; an older report

@@ -16,7 +16,7 @@ const tunnelDelete = `-- name: TunnelDelete :execrows
 DELETE FROM tunnels WHERE device_guid = $1
 `
 
-func (q *Queries) TunnelDelete(ctx context.Context, deviceGuid string) (int64, error) {
+func (q *Queries) TunnelDelete(ctx context.Context, deviceGuid cairn.DeviceGUID) (int64, error) {
 	result, err := q.db.Exec(ctx, tunnelDelete, deviceGuid)
 	if err != nil {
 		return 0, err
@@ -32,7 +32,7 @@ RETURNING device_guid, tunnel_id, ip_offset, agent_public_key, endpoint_used, cr
 
 type TunnelEnsuredParams struct {
 	AgentPublicKey string
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 }
 
 // An ensure by the device's agent: its key may have changed; readiness
@@ -81,7 +81,7 @@ type TunnelGetRow struct {
 	TrustState string
 }
 
-func (q *Queries) TunnelGet(ctx context.Context, deviceGuid string) (TunnelGetRow, error) {
+func (q *Queries) TunnelGet(ctx context.Context, deviceGuid cairn.DeviceGUID) (TunnelGetRow, error) {
 	row := q.db.QueryRow(ctx, tunnelGet, deviceGuid)
 	var i TunnelGetRow
 	err := row.Scan(
@@ -127,7 +127,7 @@ RETURNING device_guid, tunnel_id, ip_offset, agent_public_key, endpoint_used, cr
 `
 
 type TunnelInsertParams struct {
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	TunnelID       string
 	IpOffset       int32
 	AgentPublicKey string
@@ -262,7 +262,7 @@ type TunnelReadyParams struct {
 	LastHandshakeAt *time.Time
 	EndpointUsed    string
 	LastError       string
-	DeviceGuid      string
+	DeviceGuid      cairn.DeviceGUID
 }
 
 func (q *Queries) TunnelReady(ctx context.Context, arg TunnelReadyParams) (Tunnel, error) {

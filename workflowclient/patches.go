@@ -67,10 +67,10 @@ func (s PatchLaneStarter) EnqueueReboot(ctx context.Context, rb patches.Reboot, 
 // signal hands an order to the device's lane (signal-with-start).
 func (s PatchLaneStarter) signal(ctx context.Context, target patches.Target, order workflows.PatchInstallOrder) error {
 	_, err := SignalWithStart(ctx, s.Client, client.StartWorkflowOptions{
-		ID:                    workflows.PatchLaneWorkflowID(target.GUID),
+		ID:                    workflows.PatchLaneWorkflowID(string(target.GUID)),
 		TaskQueue:             workflows.SiteTaskQueue(target.SiteSlug),
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: deviceAttrs(target.GUID, target.SiteSlug, workflows.JobKindPatchInstall),
-	}, workflows.SignalPatchInstall, order, workflows.PatchLane, workflows.PatchLaneInput{GUID: target.GUID})
+		TypedSearchAttributes: deviceAttrs(string(target.GUID), target.SiteSlug, workflows.JobKindPatchInstall),
+	}, workflows.SignalPatchInstall, order, workflows.PatchLane, workflows.PatchLaneInput{GUID: string(target.GUID)})
 	return err
 }

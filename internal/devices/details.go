@@ -183,7 +183,7 @@ func storeRows(ctx context.Context, q *db.Queries, guid cairn.DeviceGUID, siteID
 	}
 	if slices.Contains(changed, inventory.PartPatchStatus) {
 		st := inv.PatchStatus
-		if err := q.DevicePatchStatusUpsert(ctx, db.DevicePatchStatusUpsertParams{DeviceGuid: string(guid), Provider: st.Provider,
+		if err := q.DevicePatchStatusUpsert(ctx, db.DevicePatchStatusUpsertParams{DeviceGuid: guid, Provider: st.Provider,
 			RebootRequired: st.RebootRequired, RebootPackages: nonNil(st.RebootPackages)}); err != nil {
 			return err
 		}

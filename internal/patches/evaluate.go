@@ -116,7 +116,7 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 		}
 		var last *Target
 		for _, dec := range approved {
-			inst, target, created, err := s.requestInstall(ctx, scope, Request{DeviceGUID: string(d.GUID), PatchKey: dec.PatchKey, Actor: actor})
+			inst, target, created, err := s.requestInstall(ctx, scope, Request{DeviceGUID: d.GUID, PatchKey: dec.PatchKey, Actor: actor})
 			if cairn.IsCode(err, cairn.ECodeNotFound) {
 				continue // the row went away since the fleet was read
 			}
@@ -142,7 +142,7 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 		case last == nil && !rebootDue:
 			continue
 		case last == nil:
-			last = &Target{GUID: string(d.GUID), Hostname: d.Hostname, SiteSlug: f.slugs[d.GUID]}
+			last = &Target{GUID: d.GUID, Hostname: d.Hostname, SiteSlug: f.slugs[d.GUID]}
 			whenRequired = true
 		}
 		source := eff.RebootSource

@@ -24,29 +24,29 @@ const (
 
 // Install is one requested install of one patch on one device.
 type Install struct {
-	ID               string     `json:"install_id"`
-	DeviceGUID       string     `json:"device_guid"`
-	PatchKey         string     `json:"patch_key"`
-	KB               string     `json:"kb"`
-	UpdateID         string     `json:"update_id"`
-	Revision         int32      `json:"revision"`
-	Package          string     `json:"package"`
-	Version          string     `json:"version"`
-	Title            string     `json:"title"`
-	State            string     `json:"state"`
-	AlreadyInstalled bool       `json:"already_installed"`
-	Phase            string     `json:"phase"`
-	Percent          int32      `json:"percent"`
-	Message          string     `json:"message"`
-	ExitCode         *int32     `json:"exit_code"`
-	LogExcerpt       string     `json:"log_excerpt"`
-	ScheduledJobID   *int64     `json:"scheduled_job_id"`
-	RunID            string     `json:"run_id"`
-	RequestedBy      string     `json:"requested_by"`
-	CreatedAt        time.Time  `json:"created_at"`
-	StartedAt        *time.Time `json:"started_at"`
-	ProgressAt       *time.Time `json:"progress_at"`
-	FinishedAt       *time.Time `json:"finished_at"`
+	ID               string           `json:"install_id"`
+	DeviceGUID       cairn.DeviceGUID `json:"device_guid"`
+	PatchKey         string           `json:"patch_key"`
+	KB               string           `json:"kb"`
+	UpdateID         string           `json:"update_id"`
+	Revision         int32            `json:"revision"`
+	Package          string           `json:"package"`
+	Version          string           `json:"version"`
+	Title            string           `json:"title"`
+	State            string           `json:"state"`
+	AlreadyInstalled bool             `json:"already_installed"`
+	Phase            string           `json:"phase"`
+	Percent          int32            `json:"percent"`
+	Message          string           `json:"message"`
+	ExitCode         *int32           `json:"exit_code"`
+	LogExcerpt       string           `json:"log_excerpt"`
+	ScheduledJobID   *int64           `json:"scheduled_job_id"`
+	RunID            string           `json:"run_id"`
+	RequestedBy      string           `json:"requested_by"`
+	CreatedAt        time.Time        `json:"created_at"`
+	StartedAt        *time.Time       `json:"started_at"`
+	ProgressAt       *time.Time       `json:"progress_at"`
+	FinishedAt       *time.Time       `json:"finished_at"`
 }
 
 func installOf(r db.PatchInstall) Install {
@@ -62,7 +62,7 @@ func (i Install) Open() bool { return i.State == StateQueued || i.State == State
 
 // Request is what asks for an install.
 type Request struct {
-	DeviceGUID     string
+	DeviceGUID     cairn.DeviceGUID
 	PatchKey       string
 	Actor          string
 	ScheduledJobID *int64
@@ -71,7 +71,7 @@ type Request struct {
 
 // Target is the install's device and what its lane needs.
 type Target struct {
-	GUID     string
+	GUID     cairn.DeviceGUID
 	Hostname string
 	SiteSlug string
 }
@@ -88,7 +88,7 @@ func (s *Service) RequestInstall(ctx context.Context, scope cairn.SiteScope, req
 // new (false: the open install of the same patch).
 func (s *Service) requestInstall(ctx context.Context, scope cairn.SiteScope, req Request) (Install, Target, bool, error) {
 	var v cairn.Validation
-	if strings.TrimSpace(req.DeviceGUID) == "" {
+	if strings.TrimSpace(string(req.DeviceGUID)) == "" {
 		v.Add("device_guid", "is required")
 	}
 	if strings.TrimSpace(req.PatchKey) == "" {
@@ -106,13 +106,13 @@ func (s *Service) requestInstall(ctx context.Context, scope cairn.SiteScope, req
 		return Install{}, Target{}, false, db.NotFound(err, "patch not found")
 	}
 	id := newInstallID()
-	row, err := s.store.PatchInstallInsert(ctx, db.PatchInstallInsertParams{ID: id, DeviceGuid: string(p.Guid),
+	row, err := s.store.PatchInstallInsert(ctx, db.PatchInstallInsertParams{ID: id, DeviceGuid: p.Guid,
 		PatchKey: p.PatchKey, Kb: p.Kb, UpdateID: p.UpdateID, Revision: p.Revision, Package: p.Package, Version: p.CandidateVersion,
 		Title: p.Title, ScheduledJobID: req.ScheduledJobID, RunID: req.RunID, RequestedBy: req.Actor})
 	if err != nil {
 		return Install{}, Target{}, false, err
 	}
-	return installOf(row), Target{GUID: string(p.Guid), Hostname: p.Hostname, SiteSlug: p.SiteSlug}, row.ID == id, nil
+	return installOf(row), Target{GUID: p.Guid, Hostname: p.Hostname, SiteSlug: p.SiteSlug}, row.ID == id, nil
 }
 
 // AgentRequest is the patch_install_request of an install.
@@ -157,7 +157,7 @@ var phases = map[string]bool{proto.PatchPhaseStarting: true, proto.PatchPhaseDow
 // a report about another device's install, a finished one or an older
 // report than the last is ignored (false). Bad reports are
 // validation_failed.
-func (s *Service) Progress(ctx context.Context, guid string, p proto.PatchInstallProgress) (bool, error) {
+func (s *Service) Progress(ctx context.Context, guid cairn.DeviceGUID, p proto.PatchInstallProgress) (bool, error) {
 	var v cairn.Validation
 	if p.InstallID == "" {
 		v.Add("install_id", "is required")
@@ -262,7 +262,7 @@ func (s *Service) Conclude(ctx context.Context, id string, o Outcome) (Install, 
 }
 
 // deviceInstalls are a device's newest installs.
-func (s *Service) deviceInstalls(ctx context.Context, guid string) ([]Install, error) {
+func (s *Service) deviceInstalls(ctx context.Context, guid cairn.DeviceGUID) ([]Install, error) {
 	rows, err := s.store.PatchInstallListByDevice(ctx, db.PatchInstallListByDeviceParams{DeviceGuid: guid, MaxRows: MaxDeviceInstalls})
 	if err != nil {
 		return nil, err

@@ -157,7 +157,7 @@ func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname st
 			return DeviceView{}, err
 		}
 	}
-	if out.Installs, err = s.deviceInstalls(ctx, string(d.Guid)); err != nil {
+	if out.Installs, err = s.deviceInstalls(ctx, d.Guid); err != nil {
 		return DeviceView{}, err
 	}
 	out.Reboots, err = s.deviceReboots(ctx, d.Guid)

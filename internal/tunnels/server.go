@@ -203,7 +203,7 @@ type Probe struct {
 const bannerMax = 12
 
 // Probe connects to guid's tunnel address on port.
-func (s *Server) Probe(ctx context.Context, guid string, port int, wait time.Duration) (Probe, error) {
+func (s *Server) Probe(ctx context.Context, guid cairn.DeviceGUID, port int, wait time.Duration) (Probe, error) {
 	t, err := s.svc.Get(ctx, guid)
 	if err != nil {
 		return Probe{}, err
@@ -239,7 +239,7 @@ func (s *Server) Probe(ctx context.Context, guid string, port int, wait time.Dur
 // this replica's WireGuard (the remote desktop gateway's path to the
 // agent's VNC server). Only the owner replica can: elsewhere it answers
 // tunnel_unavailable.
-func (s *Server) Dial(ctx context.Context, guid string, port int) (net.Conn, error) {
+func (s *Server) Dial(ctx context.Context, guid cairn.DeviceGUID, port int) (net.Conn, error) {
 	t, err := s.svc.Get(ctx, guid)
 	if err != nil {
 		return nil, err

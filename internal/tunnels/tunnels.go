@@ -134,19 +134,19 @@ func (s *Service) addrAt(offset int32) netip.Addr {
 
 // Tunnel is one device's tunnel.
 type Tunnel struct {
-	DeviceGUID      string     `json:"device_guid"`
-	Hostname        string     `json:"hostname"`
-	SiteID          int64      `json:"site_id"`
-	TunnelID        string     `json:"tunnel_id"`
-	VirtualIP       string     `json:"virtual_ip"`
-	EngineIP        string     `json:"engine_ip"`
-	AgentPublicKey  string     `json:"agent_public_key"`
-	Endpoint        string     `json:"endpoint,omitempty"`
-	CreatedAt       time.Time  `json:"created_at"`
-	EnsuredAt       time.Time  `json:"ensured_at"`
-	ReadyAt         *time.Time `json:"ready_at"`
-	LastHandshakeAt *time.Time `json:"last_handshake_at"`
-	LastError       string     `json:"last_error,omitempty"`
+	DeviceGUID      cairn.DeviceGUID `json:"device_guid"`
+	Hostname        string           `json:"hostname"`
+	SiteID          int64            `json:"site_id"`
+	TunnelID        string           `json:"tunnel_id"`
+	VirtualIP       string           `json:"virtual_ip"`
+	EngineIP        string           `json:"engine_ip"`
+	AgentPublicKey  string           `json:"agent_public_key"`
+	Endpoint        string           `json:"endpoint,omitempty"`
+	CreatedAt       time.Time        `json:"created_at"`
+	EnsuredAt       time.Time        `json:"ensured_at"`
+	ReadyAt         *time.Time       `json:"ready_at"`
+	LastHandshakeAt *time.Time       `json:"last_handshake_at"`
+	LastError       string           `json:"last_error,omitempty"`
 	// Ready: the agent reported it ready after its last ensure.
 	Ready bool `json:"ready"`
 	// TrustState is the device's; only an active device's tunnel has a
@@ -231,7 +231,7 @@ func (s *Service) Ensure(ctx context.Context, id devicetrust.Identity, req proto
 	if err != nil {
 		return proto.VPNEnsureResponse{}, err
 	}
-	t, err := s.ensureRow(ctx, string(id.GUID), key.String())
+	t, err := s.ensureRow(ctx, id.GUID, key.String())
 	if err != nil {
 		return proto.VPNEnsureResponse{}, err
 	}
@@ -249,7 +249,7 @@ func (s *Service) Ensure(ctx context.Context, id devicetrust.Identity, req proto
 // ensureRow returns the device's tunnel with key, allocating the lowest
 // free address for a new one (a concurrent allocation of the same
 // address is retried).
-func (s *Service) ensureRow(ctx context.Context, guid, key string) (db.Tunnel, error) {
+func (s *Service) ensureRow(ctx context.Context, guid cairn.DeviceGUID, key string) (db.Tunnel, error) {
 	for range 8 {
 		t, err := s.store.TunnelEnsured(ctx, db.TunnelEnsuredParams{DeviceGuid: guid, AgentPublicKey: key})
 		if err == nil {
@@ -296,7 +296,7 @@ func (s *Service) Ready(ctx context.Context, id devicetrust.Identity, req proto.
 	if err := v.Err(); err != nil {
 		return Tunnel{}, err
 	}
-	cur, err := s.store.TunnelGet(ctx, string(id.GUID))
+	cur, err := s.store.TunnelGet(ctx, id.GUID)
 	if err != nil {
 		return Tunnel{}, db.NotFound(err, "this device has no tunnel; call /api/agent/vpn/ensure first")
 	}
@@ -308,7 +308,7 @@ func (s *Service) Ready(ctx context.Context, id devicetrust.Identity, req proto.
 		at := req.LastHandshakeAt.UTC()
 		hs = &at
 	}
-	t, err := s.store.TunnelReady(ctx, db.TunnelReadyParams{DeviceGuid: string(id.GUID), Ready: req.Ready, LastHandshakeAt: hs,
+	t, err := s.store.TunnelReady(ctx, db.TunnelReadyParams{DeviceGuid: id.GUID, Ready: req.Ready, LastHandshakeAt: hs,
 		EndpointUsed: req.Endpoint, LastError: req.Error})
 	if err != nil {
 		return Tunnel{}, db.NotFound(err, "the tunnel was torn down")
@@ -317,7 +317,7 @@ func (s *Service) Ready(ctx context.Context, id devicetrust.Identity, req proto.
 }
 
 // Get is a device's tunnel.
-func (s *Service) Get(ctx context.Context, guid string) (Tunnel, error) {
+func (s *Service) Get(ctx context.Context, guid cairn.DeviceGUID) (Tunnel, error) {
 	r, err := s.store.TunnelGet(ctx, guid)
 	if err != nil {
 		return Tunnel{}, notFound(err)
@@ -352,7 +352,7 @@ func (s *Service) Active(ctx context.Context, scope cairn.SiteScope) ([]Tunnel, 
 // TearDown removes a device's tunnel (quarantine, revoke; a purge removes
 // it with the device): the owner drops the peer at once and the address
 // is free again. It reports whether there was one.
-func (s *Service) TearDown(ctx context.Context, guid string) (bool, error) {
+func (s *Service) TearDown(ctx context.Context, guid cairn.DeviceGUID) (bool, error) {
 	n, err := s.store.TunnelDelete(ctx, guid)
 	if err != nil {
 		return false, err

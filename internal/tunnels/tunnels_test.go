@@ -121,7 +121,7 @@ func TestEngineReachesTheAgentThroughItsTunnel(t *testing.T) {
 	}()
 	var probe tunnels.Probe
 	require.Eventually(t, func() bool {
-		probe, err = srv.Probe(ctx, string(id.GUID), 5900, 2*time.Second)
+		probe, err = srv.Probe(ctx, id.GUID, 5900, 2*time.Second)
 		return err == nil
 	}, time.Minute, 100*time.Millisecond, "last: %v", err)
 	require.Equal(t, "RFB 003.008\n", probe.Banner)
@@ -130,18 +130,18 @@ func TestEngineReachesTheAgentThroughItsTunnel(t *testing.T) {
 	// The Engine's view of the handshake reaches the table.
 	changes <- struct{}{}
 	require.Eventually(t, func() bool {
-		tun, err := f.svc.Get(ctx, string(id.GUID))
+		tun, err := f.svc.Get(ctx, id.GUID)
 		require.NoError(t, err)
 		return tun.LastHandshakeAt != nil
 	}, time.Minute, 100*time.Millisecond)
 
 	// Torn down: the peer is gone from the Engine's device at the next
 	// reconcile; the address is free for the next device.
-	gone, err := f.svc.TearDown(ctx, string(id.GUID))
+	gone, err := f.svc.TearDown(ctx, id.GUID)
 	require.NoError(t, err)
 	require.True(t, gone)
 	require.NoError(t, srv.Reconcile(ctx))
-	_, err = srv.Probe(ctx, string(id.GUID), 5900, time.Second)
+	_, err = srv.Probe(ctx, id.GUID, 5900, time.Second)
 	require.Equal(t, tunnels.ECodeNoTunnel, cairn.ErrorCode(err))
 	other := f.device(t, "guid-2")
 	ens2, err := f.svc.Ensure(ctx, other, proto.VPNEnsureRequest{PublicKey: key.Public().String()})
@@ -180,13 +180,13 @@ func TestQuarantinedDeviceHasNoPeer(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	require.Eventually(t, func() bool { _, err = srv.Probe(ctx, string(id.GUID), 22, time.Second); return err == nil },
+	require.Eventually(t, func() bool { _, err = srv.Probe(ctx, id.GUID, 22, time.Second); return err == nil },
 		time.Minute, 100*time.Millisecond, "last: %v", err)
 
 	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{TrustState: "quarantined", Now: time.Now(), Guid: id.GUID,
 		FromState: "active", FromVersion: 1})
 	require.NoError(t, err)
-	_, err = srv.Probe(ctx, string(id.GUID), 22, 2*time.Second)
+	_, err = srv.Probe(ctx, id.GUID, 22, 2*time.Second)
 	require.Equal(t, tunnels.ECodeNoTunnel, cairn.ErrorCode(err), "refused at once: %v", err)
 	require.Contains(t, srv.Peers(), key.Public().String())
 	require.NoError(t, srv.Reconcile(ctx))
@@ -212,7 +212,7 @@ func TestOneOwnerAcrossReplicas(t *testing.T) {
 	require.NoError(t, b.Reconcile(ctx), "the second replica neither fails nor binds the port")
 	require.True(t, a.Owner())
 	require.False(t, b.Owner())
-	_, err = b.Probe(ctx, string(id.GUID), 22, time.Second)
+	_, err = b.Probe(ctx, id.GUID, 22, time.Second)
 	require.Equal(t, tunnels.ECodeUnavailable, cairn.ErrorCode(err))
 
 	a.Close()

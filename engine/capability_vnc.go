@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"net/http"
-	"os"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
@@ -34,9 +33,9 @@ var vncCapability = Capability{
 		{ID: proto.CodeVNCNotReady, Status: http.StatusConflict, Retryable: true, Agent: true},
 	},
 	Wire: func(_ context.Context, e *Engine) error {
-		cfg, err := vnc.ConfigFromEnv(os.Getenv)
-		if err != nil {
-			return err
+		cfg := vnc.DefaultConfig()
+		if e.cfg.VNC != nil {
+			cfg = *e.cfg.VNC
 		}
 		e.VNC = vnc.New(e.Store, cfg)
 		return nil

@@ -176,6 +176,10 @@ type Config struct {
 	// endpoint, fallback IP and network (CAIRN_WIREGUARD_*; zero values:
 	// the tunnels defaults).
 	Tunnels tunnels.Config
+	// VNC are the remote desktop's SERVICE_VNC_* settings (nil: the
+	// defaults; a site worker needs none, the workflow input carries the
+	// timings).
+	VNC *vnc.Config
 }
 
 // NoSites runs no site workers.

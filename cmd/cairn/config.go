@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/transfers"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
+	"github.com/cairn-rmm/cairn/internal/vnc"
 )
 
 // config is the Engine's configuration: environment variables, overridable
@@ -117,6 +118,10 @@ type config struct {
 	// Tunnels are the managed WireGuard tunnel's port, endpoint, fallback
 	// IP and network (CAIRN_WIREGUARD_*, parseTunnels).
 	Tunnels tunnels.Config
+	// VNC are the remote desktop's SERVICE_VNC_* settings, checked when
+	// the configuration is read (a bad value stops the start with its
+	// name) rather than when the Engine is built.
+	VNC vnc.Config
 }
 
 func env(name, def string) string {
@@ -280,6 +285,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		return c, err
 	}
 	if c.Tunnels, err = parseTunnels(*wgPort, *wgEndpoint, *wgFallback, *wgNetwork); err != nil {
+		return c, err
+	}
+	if c.VNC, err = vnc.ConfigFromEnv(os.Getenv); err != nil {
 		return c, err
 	}
 	if err := checkPool(c.DBPool); err != nil {

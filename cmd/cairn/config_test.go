@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-rmm/cairn/internal/transfers"
+	"github.com/cairn-rmm/cairn/internal/vnc"
 )
 
 func loadTestConfig(t *testing.T, args ...string) (config, error) {
@@ -471,4 +472,25 @@ func TestWireGuardSettings(t *testing.T) {
 		_, err := loadTestConfig(t)
 		require.ErrorContains(t, err, bad.name, bad.value)
 	}
+}
+
+// The SERVICE_VNC_* settings are read with the rest of the configuration:
+// a bad one stops the start with its name.
+func TestVNCSettings(t *testing.T) {
+	t.Setenv("SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS", "")
+	t.Setenv("SERVICE_VNC_SECURITY_PREFLIGHT", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, vnc.DefaultConfig(), c.VNC)
+
+	t.Setenv("SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS", "40")
+	t.Setenv("SERVICE_VNC_SECURITY_PREFLIGHT", "0")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, 40*time.Second, c.VNC.EstablishDeadline)
+	require.False(t, c.VNC.Preflight)
+
+	t.Setenv("SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS", "90")
+	_, err = loadTestConfig(t)
+	require.ErrorContains(t, err, "SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS")
 }

@@ -59,6 +59,22 @@ describe('DevicePage', () => {
     expect(screen.getByRole('region', { name: 'Metadata fields' })).toHaveTextContent('Field 12rack 4');
   });
 
+  it('says which device a cloned machine was copied from, and nothing for others', async () => {
+    const details = fullDetails();
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: { ...details, device: { ...details.device, cloned_from: 'guid-of-the-original' } } },
+    });
+    renderPage();
+    expect(await screen.findByTestId('device-cloned-from')).toHaveTextContent('Cloned from: guid-of-the-original');
+  });
+
+  it('shows no clone origin for a device enrolled from scratch', async () => {
+    fakeEngine({ 'GET /api/device/details/web-1': { body: fullDetails() } });
+    renderPage();
+    expect(await screen.findByRole('heading', { name: 'web-1' })).toBeInTheDocument();
+    expect(screen.queryByTestId('device-cloned-from')).not.toBeInTheDocument();
+  });
+
   it('renders the data of every inventory tab', async () => {
     const user = userEvent.setup({ delay: null });
     fakeEngine({ 'GET /api/device/details/web-1': { body: fullDetails() } });

@@ -215,6 +215,13 @@ export default function DevicePage() {
               Last seen: <RelativeTime value={d.last_seen} />
             </span>
             <span>Agent: {d.agent_version || '—'}</span>
+            {d.cloned_from && (
+              <Tooltip title="This machine ran a copy of another device's agent (a cloned image or VM) and enrolled as a device of its own. The audit trail records device_clone_detected and device_clone_enrolled.">
+                <span data-testid="device-cloned-from">
+                  Cloned from: <code>{d.cloned_from}</code>
+                </span>
+              </Tooltip>
+            )}
           </Box>
           <Box sx={{ mt: 1 }}>
             <DescriptionEditor key={d.description} hostname={d.hostname} description={d.description ?? ''} />

@@ -132,7 +132,7 @@ func TestClusterJoinApproveAndTheOperatorBridge(t *testing.T) {
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
-	require.Equal(t, 401, res.StatusCode)
+	require.Equal(t, 403, res.StatusCode)
 
 	// The admin's view: this Engine as a member, the admission pending
 	// with the joiner's fingerprint, a banner asking for a decision.

@@ -24,7 +24,7 @@ var clusterCapability = Capability{
 	Name: "cluster",
 	Codes: []cairn.Code{
 		{ID: cluster.ECodeJoinCodeInvalid, Status: http.StatusForbidden},
-		{ID: cluster.ECodeJoinTokenInvalid, Status: http.StatusUnauthorized},
+		{ID: cluster.ECodeJoinTokenInvalid, Status: http.StatusForbidden},
 		{ID: cluster.ECodeAdmissionSettled, Status: http.StatusConflict},
 	},
 	Wire: func(_ context.Context, e *Engine) error {

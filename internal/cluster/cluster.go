@@ -380,7 +380,21 @@ func (s *Service) Settle(ctx context.Context, id, decision, actor, engineURL str
 	default:
 		return "", fmt.Errorf("cluster: unknown decision %q", decision)
 	}
-	settled, err := s.q.ClusterAdmissionSettle(ctx, p)
+	// The decision and its event are one change: whoever sees the
+	// state sees why.
+	var settled db.ClusterAdmission
+	err = s.s.InTx(ctx, func(q *db.Queries) error {
+		var err error
+		if settled, err = q.ClusterAdmissionSettle(ctx, p); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("%s %s: %s by %s", settled.Role, settled.Name, settled.State, actor)
+		if settled.State == StateApproved {
+			msg += "; its Internal key and the Engine's URL are sealed to key " + Fingerprint(settled.PublicKey)
+		}
+		_, err = q.ClusterEventInsert(ctx, db.ClusterEventInsertParams{Kind: "admission_" + settled.State, AdmissionID: &id, Actor: actor, Message: msg})
+		return err
+	})
 	if db.IsNoRows(err) {
 		again, err := s.get(ctx, id)
 		return again.State, err
@@ -388,11 +402,6 @@ func (s *Service) Settle(ctx context.Context, id, decision, actor, engineURL str
 	if err != nil {
 		return "", err
 	}
-	msg := fmt.Sprintf("%s %s: %s by %s", settled.Role, settled.Name, settled.State, actor)
-	if settled.State == StateApproved {
-		msg += "; its Internal key and the Engine's URL are sealed to key " + Fingerprint(settled.PublicKey)
-	}
-	s.event(ctx, "admission_"+settled.State, id, actor, msg)
 	return settled.State, nil
 }
 

@@ -14,7 +14,7 @@ type Cluster struct {
 	Sweep func(ctx context.Context) (int64, error)
 }
 
-// SweepClusterMembers forgets members not seen for a week (maintenance).
+// SweepClusterMembers forgets members not seen for a day (maintenance).
 func (a *Cluster) SweepClusterMembers(ctx context.Context) (int64, error) {
 	if a.Sweep == nil {
 		return 0, nil

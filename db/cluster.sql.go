@@ -362,6 +362,15 @@ func (q *Queries) ClusterJoinCodeUse(ctx context.Context, arg ClusterJoinCodeUse
 	return i, err
 }
 
+const clusterMemberDelete = `-- name: ClusterMemberDelete :exec
+DELETE FROM cluster_members WHERE member_id = $1
+`
+
+func (q *Queries) ClusterMemberDelete(ctx context.Context, memberID string) error {
+	_, err := q.db.Exec(ctx, clusterMemberDelete, memberID)
+	return err
+}
+
 const clusterMemberDeleteStale = `-- name: ClusterMemberDeleteStale :execrows
 DELETE FROM cluster_members WHERE seen_at < now() - make_interval(secs => $1::float8)
 `

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/activities"
@@ -32,7 +33,7 @@ var clusterCapability = Capability{
 		return nil
 	},
 	Maintenance: []workflows.MaintenanceJob{
-		{Name: "cluster-members", Every: cluster.MemberKeep / 7, Activity: "SweepClusterMembers"},
+		{Name: "cluster-members", Every: time.Hour, Activity: "SweepClusterMembers"},
 	},
 	API: func(e *Engine) api.Area {
 		area := api.ClusterArea{Cluster: e.Cluster, Artifacts: e.Artifacts, Namespace: e.cfg.Namespace,

@@ -59,3 +59,6 @@ SELECT * FROM cluster_events WHERE admission_id = @admission_id AND id > @after 
 
 -- name: ClusterPostgresRole :one
 SELECT pg_is_in_recovery()::bool AS in_recovery, current_setting('server_version')::text AS version;
+
+-- name: ClusterMemberDelete :exec
+DELETE FROM cluster_members WHERE member_id = @member_id;

@@ -79,10 +79,11 @@ const (
 	AdmissionTTL = 24 * time.Hour
 	// MemberRefresh is how often a running process refreshes its row;
 	// MemberFreshFor how long a row counts as up after its last refresh;
-	// MemberKeep how long a row of a process gone is listed.
+	// MemberKeep how long a row of a process that died (one that stops
+	// gracefully removes its own) is listed, down.
 	MemberRefresh  = 10 * time.Second
 	MemberFreshFor = 35 * time.Second
-	MemberKeep     = 7 * 24 * time.Hour
+	MemberKeep     = 24 * time.Hour
 	// TokenHeader carries the admission's channel token.
 	TokenHeader = "X-Cairn-Join-Token"
 )

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"io"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -198,4 +200,28 @@ func TestMembersAndBanner(t *testing.T) {
 	members[0].State = "down"
 	require.Equal(t, 1, cluster.BannerOf(members, nil).MembersDown)
 	require.Equal(t, "primary", f.svc.Postgres(ctx).Role)
+
+	// A running process keeps its row; stopping gracefully removes it.
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.svc.Run(runCtx, cluster.Self{MemberID: "m-3", Role: cluster.RoleEngine, Name: "c:3", Version: "v1", StartedAt: started},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	has := func(id string) bool {
+		list, err := f.svc.Members(ctx)
+		require.NoError(t, err)
+		for _, m := range list {
+			if m.MemberID == id {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool { return has("m-3") }, time.Minute, 20*time.Millisecond)
+	stop()
+	<-done
+	require.False(t, has("m-3"))
+	require.True(t, has("m-1"), "rows of other processes stay")
 }

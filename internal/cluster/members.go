@@ -42,7 +42,8 @@ func (s *Service) Heartbeat(ctx context.Context, self Self) error {
 }
 
 // Run refreshes self every MemberRefresh until ctx ends, as the
-// operator-presence rows are refreshed.
+// operator-presence rows are refreshed; a process that stops gracefully
+// then removes its row (one that dies is listed down until swept).
 func (s *Service) Run(ctx context.Context, self Self, log *slog.Logger) {
 	tick := time.NewTicker(MemberRefresh)
 	defer tick.Stop()
@@ -52,6 +53,11 @@ func (s *Service) Run(ctx context.Context, self Self, log *slog.Logger) {
 		}
 		select {
 		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.q.ClusterMemberDelete(dctx, self.MemberID); err != nil {
+				log.Warn("cluster: remove member", "err", err)
+			}
 			return
 		case <-tick.C:
 		}

@@ -361,6 +361,8 @@ var apiAreas = []apiArea{
 		[]string{"/api/directory", "/api/users/{username}/directory-cache"}},
 	{"Sites", "Sites, the devices they hold and their enrollment auto-approval.", []string{"/api/sites"}},
 	{"Server", "The Engine itself: its workers and the audit log.", []string{"/api/server"}},
+	{"Cluster", "The Engine's processes (replicas and site workers), their admission with a join code, releases, and the operator bridge.",
+		[]string{"/api/server/cluster", "/api/bootstrap/cluster", "/v1/command", "/api/internal/job-scheduler"}},
 	{"Backup", "Encrypted export, analysis and restore of the Engine's configuration and trust (SPEC backup rules).",
 		[]string{"/api/server/backup", "/api/bootstrap/backup"}},
 	{"Events", "The operator's realtime event stream and notifications.", []string{"/api/realtime", "/api/notifications"}},

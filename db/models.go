@@ -225,6 +225,56 @@ type BackupSchedule struct {
 	UpdatedAt     time.Time
 }
 
+type ClusterAdmission struct {
+	ID            string
+	JoinCodeID    string
+	Role          string
+	Name          string
+	Sites         []string
+	Version       string
+	PublicKey     []byte
+	TokenHash     []byte
+	State         string
+	RequestedAt   time.Time
+	ExpiresAt     time.Time
+	DecidedAt     *time.Time
+	DecidedBy     *string
+	InternalKeyID *string
+	HandoffBox    []byte
+	DeliveredAt   *time.Time
+}
+
+type ClusterEvent struct {
+	ID          int64
+	At          time.Time
+	Kind        string
+	AdmissionID *string
+	Actor       string
+	Message     string
+}
+
+type ClusterJoinCode struct {
+	ID        string
+	CodeHash  []byte
+	Role      string
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+type ClusterMember struct {
+	MemberID    string
+	Role        string
+	Name        string
+	Version     string
+	Sites       []string
+	Url         string
+	AdmissionID *string
+	StartedAt   time.Time
+	SeenAt      time.Time
+}
+
 type Device struct {
 	Guid            cairn.DeviceGUID
 	Hostname        string

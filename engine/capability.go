@@ -71,6 +71,7 @@ var Capabilities = []Capability{
 	transfersCapability,
 	backupCapability,
 	serverAdminCapability,
+	clusterCapability,
 	watchdogsCapability,
 	patchesCapability,
 	tunnelsCapability,

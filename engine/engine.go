@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/auth"
 	"github.com/cairn-rmm/cairn/internal/automation"
 	"github.com/cairn-rmm/cairn/internal/backup"
+	"github.com/cairn-rmm/cairn/internal/cluster"
 	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 	"github.com/cairn-rmm/cairn/internal/devices"
@@ -172,6 +173,9 @@ type Config struct {
 	// POST /api/server/services/engine/restart then answers
 	// no_supervisor, as it does when no supervisor runs the process).
 	Restart func()
+	// ClusterAdmission is the admission this process joined the cluster
+	// through (`cairn cluster join`), "" for one configured by hand.
+	ClusterAdmission string
 	// Tunnels configure the managed WireGuard tunnel: its UDP port,
 	// endpoint, fallback IP and network (CAIRN_WIREGUARD_*; zero values:
 	// the tunnels defaults).
@@ -214,10 +218,12 @@ type Engine struct {
 	DPoP        *devicetrust.Verifier
 	// Internal verifies service components' HMAC-signed requests.
 	Internal *internalauth.Service
-	Devices  *devices.Service
-	Filters  *devicefilters.Service
-	Gateway  *agentgateway.Hub
-	Shells   *shells.Service
+	// Cluster keeps the deployment's members and admissions.
+	Cluster *cluster.Service
+	Devices *devices.Service
+	Filters *devicefilters.Service
+	Gateway *agentgateway.Hub
+	Shells  *shells.Service
 	// Credentials are the stored remote-session credentials; SourceHost
 	// the source-hosting token.
 	Credentials *credentials.Service
@@ -452,6 +458,8 @@ func (e *Engine) MetricsHandler() http.Handler { return e.Metrics.Handler() }
 func (e *Engine) Start() error {
 	e.goBG(e.Bus.Run)
 	e.goBG(e.Presence.Run)
+	self := e.clusterSelf()
+	e.goBG(func(ctx context.Context) { e.Cluster.Run(ctx, self, e.Log) })
 	e.goBG(func(ctx context.Context) { e.Cipher.Watch(ctx, e.Bus.OnControl(events.ControlAegis), e.Log) })
 	if !e.cfg.ManualFlush {
 		e.goBG(e.Devices.Run)

@@ -95,6 +95,7 @@ func TestMaintenanceRetriesEachJobUntilDone(t *testing.T) {
 				env.RegisterActivity(&activities.ScheduledBackups{Backups: f, Now: time.Now})
 				env.RegisterActivity(&activities.RestoreDrills{Backups: f, Now: time.Now})
 				env.RegisterActivity(&activities.ServiceAdmin{Internal: f})
+				env.RegisterActivity(&activities.Cluster{Sweep: func(context.Context) (int64, error) { return f.sweep() }})
 				// The policy evaluation needs the whole patches service; the
 				// workflow's retries are what this test is about, so its
 				// activity is a stand-in under the same name.

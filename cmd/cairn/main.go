@@ -27,6 +27,8 @@ commands:
   serve                  run the Engine (API, console, site workers)
   worker --site SLUG...  run the workers of some sites only (scale-out)
   migrate                apply database migrations and exit
+  cluster join           ask a running Engine to admit this process (join code, then an admin's approval)
+  command CMD            run an operator bridge command (POST /v1/command) under an Internal key
   admin recovery-code    issue a new one-time administrator recovery code
   dev-postgres -- CMD    run CMD with DATABASE_URL pointing at a private cluster
   sign-artifact          make an offline artifact key, or sign an agent binary with it
@@ -48,6 +50,10 @@ func main() {
 		err = runWorker(ctx, args)
 	case "migrate":
 		err = migrate(ctx, args)
+	case "cluster":
+		err = runCluster(ctx, args, os.Stdout)
+	case "command":
+		err = runCommand(ctx, args, os.Stdout)
 	case "admin":
 		err = admin(ctx, args)
 	case "dev-postgres":

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,9 +35,21 @@ func runWorker(ctx context.Context, args []string) error {
 		"http(s) URL agents reach --listen at (default http://<listen>, https:// when the worker serves TLS)")
 	useTLS := fs.Bool("tls", env("CAIRN_WORKER_TLS", "") == "1",
 		"serve HTTPS with the provided certificate (CAIRN_TLS_CERT_FILE) or one from the local CA in the data directory")
+	memberFile := fs.String("member-file", env("CAIRN_CLUSTER_MEMBER_FILE", ""),
+		"the member file `cairn cluster join` wrote (default <data-dir>/"+memberFileName+", when it exists)")
+	engineCA := fs.String("engine-ca-file", env("CAIRN_ENGINE_CA_FILE", ""), "PEM certificate(s) to trust for the Engine's HTTPS (member file calls)")
 	c, err := loadConfig(fs, args)
 	if err != nil {
 		return err
+	}
+	publicSet := os.Getenv("CAIRN_PUBLIC_URL") != ""
+	fs.Visit(func(f *flag.Flag) { publicSet = publicSet || f.Name == "public-url" })
+	admission, askedURL, err := joinedConfig(ctx, *memberFile, *engineCA, c.DataDir, !publicSet)
+	if err != nil {
+		return err
+	}
+	if askedURL != "" {
+		c.PublicURL = askedURL
 	}
 	if len(slugs) == 0 {
 		return errors.New("name at least one --site SLUG")
@@ -97,7 +110,7 @@ func runWorker(ctx context.Context, args []string) error {
 	eng, err := engine.New(ctx, rt.store, rt.temporal, engine.Config{Role: engine.RoleSiteWorker, ArtifactKey: artifactKey,
 		Sites: func(slug string) bool { return want[slug] }, PublicURL: c.PublicURL,
 		AgentURLs: append(c.agentURLs(), *advertise), AgentEndpoint: *advertise, Namespace: c.TemporalNamespace,
-		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log})
+		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log, ClusterAdmission: admission})
 	if err != nil {
 		return err
 	}
@@ -137,7 +150,8 @@ func runWorker(ctx context.Context, args []string) error {
 	} else {
 		go func() { served <- srv.Serve(ln) }()
 	}
-	log.Info("site worker running", "sites", []string(slugs), "agents", *advertise)
+	log.Info("site worker running", "sites", []string(slugs), "agents", *advertise, "public_url", c.PublicURL,
+		"public_url_from_engine", askedURL != "", "cluster_admission", admission)
 	select {
 	case <-ctx.Done():
 	case err := <-served:
@@ -164,4 +178,36 @@ func workerLogSource(slugs []string) string {
 	}
 	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
 	return "worker-" + hex.EncodeToString(sum[:6])
+}
+
+// joinedConfig reads the member file of a worker that joined the cluster
+// (`cairn cluster join`), when there is one: its admission, and, when
+// askURL (no public URL configured here), the Engine's public URL asked
+// over the Internal class (GET /api/internal/job-scheduler/public-base-url)
+// rather than guessed from this host's address.
+func joinedConfig(ctx context.Context, memberFile, caFile, dataDir string, askURL bool) (admission, publicURL string, err error) {
+	if memberFile == "" {
+		memberFile = filepath.Join(dataDir, memberFileName)
+		if _, err := os.Stat(memberFile); errors.Is(err, os.ErrNotExist) {
+			return "", "", nil
+		}
+	}
+	h, _, err := readMemberFile(memberFile)
+	if err != nil {
+		return "", "", err
+	}
+	if !askURL {
+		return h.AdmissionID, "", nil
+	}
+	caller, err := internalCallerFrom(memberFile, caFile)
+	if err != nil {
+		return "", "", err
+	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	u, err := caller.publicBaseURL(actx)
+	if err != nil {
+		return "", "", fmt.Errorf("ask the Engine at %s for its public URL: %w", caller.base, err)
+	}
+	return h.AdmissionID, strings.TrimRight(u, "/"), nil
 }

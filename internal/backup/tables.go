@@ -121,6 +121,13 @@ var Tables = []Table{
 	{Name: "device_metadata_sync", Policy: Exclude},
 	{Name: "agent_requests", Policy: Exclude},
 	{Name: "agent_endpoints", Policy: Exclude},
+	// The cluster (internal/cluster): members are worker runtime state,
+	// rewritten by each running process; join codes and admissions are
+	// pending approvals (rule 3 clears them); its events are history.
+	{Name: "cluster_members", Policy: Exclude},
+	{Name: "cluster_join_codes", Policy: Exclude},
+	{Name: "cluster_admissions", Policy: Exclude},
+	{Name: "cluster_events", Policy: Exclude},
 	{Name: "shell_sessions", Policy: Exclude},
 	{Name: "shell_transcript_chunks", Policy: Exclude},
 	{Name: "remote_op_tokens", Policy: Exclude},

@@ -258,3 +258,25 @@ func SealedColumns() []aegis.Column {
 			return nil
 		}}}
 }
+
+// Newest returns the newest active key with its secret, creating one when
+// none is active: what a process joining the cluster signs with
+// (internal/cluster).
+func (s *Service) Newest(ctx context.Context) (string, []byte, error) {
+	rows, err := s.q.InternalHMACKeyList(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].RetiredAt != nil {
+			continue
+		}
+		secret, err := s.cipher.Open(rows[i].SecretSealed, aad(rows[i].KeyID))
+		if err != nil {
+			return "", nil, err
+		}
+		return rows[i].KeyID, secret, nil
+	}
+	k, secret, err := s.Create(ctx)
+	return k.KeyID, secret, err
+}

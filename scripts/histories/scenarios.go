@@ -36,9 +36,13 @@ var standIns = map[string]any{
 	"Identify": func(context.Context) (activities.WorkerIdentity, error) {
 		return activities.WorkerIdentity{Identity: "histories", TaskQueue: queue, At: time.Unix(0, 0).UTC()}, nil
 	},
-	"DecideApproval":        func(_ context.Context, in activities.DecideInput) (string, error) { return in.Status, nil },
-	"SweepSessions":         func(context.Context) (int64, error) { return 2, nil },
-	"SweepPresence":         func(context.Context) (int64, error) { return 1, nil },
+	"DecideApproval":      func(_ context.Context, in activities.DecideInput) (string, error) { return in.Status, nil },
+	"SweepSessions":       func(context.Context) (int64, error) { return 2, nil },
+	"SweepPresence":       func(context.Context) (int64, error) { return 1, nil },
+	"SweepClusterMembers": func(context.Context) (int64, error) { return 0, nil },
+	"SettleClusterAdmission": func(_ context.Context, in activities.ClusterSettleInput) (string, error) {
+		return map[string]string{"approve": "approved", "cancel": "cancelled", "expire": "expired"}[in.Decision], nil
+	},
 	"ReconcileJobSchedules": func(context.Context) (int64, error) { return 0, nil },
 	"DropSocket":            func(context.Context, workflows.TrustActionInput) error { return nil },
 	"ApplyRestore": func(context.Context, string) (backup.Result, error) {
@@ -380,6 +384,26 @@ var scenarios = []scenario{
 	}, false},
 	{"service_action_reconcile_tunnels.json", func(ctx context.Context, c client.Client) (string, error) {
 		return serviceAction(ctx, c, serveradmin.ServiceAction{Service: "tunnels", Action: serveradmin.ActionReconcileTunnels})
+	}, false},
+	// Cluster admissions (issue 26): an unknown decision ignored, then
+	// an approval; an admission nobody decides expires.
+	{"cluster_admission_approve.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := workflows.ClusterAdmissionWorkflowID(unique("approve"))
+		run, err := start(ctx, c, id, workflows.ClusterAdmission, workflows.ClusterAdmissionInput{AdmissionID: id, ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			return "", err
+		}
+		for _, d := range []workflows.ClusterDecision{{Decision: "maybe", Actor: "eve"}, {Decision: "approve", Actor: "alice"}} {
+			if err := c.SignalWorkflow(ctx, id, "", workflows.SignalClusterDecision, d); err != nil {
+				return "", err
+			}
+		}
+		return wait(ctx, run, nil)
+	}, false},
+	{"cluster_admission_expire.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := workflows.ClusterAdmissionWorkflowID(unique("expire"))
+		run, err := start(ctx, c, id, workflows.ClusterAdmission, workflows.ClusterAdmissionInput{AdmissionID: id, ExpiresAt: time.Now().Add(2 * time.Second)})
+		return wait(ctx, run, err)
 	}, false},
 	// Recorded before the tunnel teardown (GetVersion tunnel-teardown).
 	{"device_trust_quarantine.json", func(ctx context.Context, c client.Client) (string, error) {

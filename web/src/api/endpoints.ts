@@ -130,6 +130,19 @@ export const services = {
   actions: () => call('get', '/api/server/service-actions').then((r) => r.actions ?? []),
 };
 
+// The cluster (docs/api.md "Cluster"): members, admissions and their
+// decisions; a join code and an approval need a recent re-authentication.
+export const cluster = {
+  state: () => call('get', '/api/server/cluster'),
+  releases: () => call('get', '/api/server/cluster/releases'),
+  events: () => call('get', '/api/server/cluster/events', { query: { limit: 20 } }).then((r) => r.events ?? []),
+  joinCode: (role: 'worker' | 'engine') =>
+    withSudo(() => call('post', '/api/server/cluster/join-codes', { body: { role } })),
+  approve: (id: string) =>
+    withSudo(() => call('post', '/api/server/cluster/admissions/{id}/approve', { path: { id }, body: {} })),
+  cancel: (id: string) => call('post', '/api/server/cluster/admissions/{id}/cancel', { path: { id }, body: {} }),
+};
+
 export type BackupScheduleInput = {
   enabled: boolean;
   directory: string;

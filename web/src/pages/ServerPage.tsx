@@ -24,6 +24,7 @@ import { BackupsSection } from './server/BackupsSection';
 import { BackupScheduleSection } from './server/BackupScheduleSection';
 import { LogsSection } from './server/LogsSection';
 import { ServicesSection } from './server/ServicesSection';
+import { ClusterSection } from './server/ClusterSection';
 
 export interface WorkerRow extends WorkerState {
   kind: 'engine' | 'site';
@@ -272,6 +273,7 @@ export default function ServerPage() {
         </Typography>
       )}
       {user.role === 'admin' && <ServicesSection sites={rows.filter((r) => r.kind === 'site')} />}
+      {user.role === 'admin' && <ClusterSection />}
       {user.role === 'admin' && <LogsSection />}
     </Box>
   );

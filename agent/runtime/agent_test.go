@@ -210,6 +210,14 @@ type fakeRoles struct {
 	rows []proto.RoleHealth
 }
 
+// signalledRoles also says when a desired state changed (RoleChanges).
+type signalledRoles struct {
+	fakeRoles
+	changed chan struct{}
+}
+
+func (f *signalledRoles) Changed() <-chan struct{} { return f.changed }
+
 func (f *fakeRoles) Snapshot() []proto.RoleHealth {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -256,6 +264,28 @@ func TestDetailsOnRoleChange(t *testing.T) {
 	roles.set(shell)
 	require.Eventually(t, func() bool { return len(e.engine.Details()) == 3 }, wait, tick)
 	require.Equal(t, "running", e.engine.Details()[2].Roles[0].Desired)
+}
+
+// An operator's stop or start is posted at once, not at the next check.
+func TestDetailsAtOnceOnDesiredChange(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	shell := proto.RoleHealth{Key: "system:remote_shell", Desired: "running", Observed: proto.RoleHealthy}
+	roles := &signalledRoles{changed: make(chan struct{}, 1)}
+	roles.set(shell)
+	opts := e.options()
+	opts.Roles = roles
+	opts.Timing.DetailsCheck = time.Hour
+	opts.Timing.DetailsMaxInterval = time.Hour
+	start(t, opts)
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 1 }, wait, tick)
+
+	shell.Desired, shell.Observed = "stopped", proto.RoleStopped
+	roles.set(shell)
+	roles.changed <- struct{}{}
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 2 }, wait, tick)
+	require.Equal(t, "stopped", e.engine.Details()[1].Roles[0].Desired)
 }
 
 func TestStaleTempCleanupAfterHeartbeat(t *testing.T) {

@@ -198,6 +198,11 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 	check(true)
 	t := time.NewTicker(a.timing.DetailsCheck)
 	defer t.Stop()
+	// An operator's stop or start is posted at once (nil: never).
+	var roleChanged <-chan struct{}
+	if rc, ok := a.opts.Roles.(RoleChanges); ok {
+		roleChanged = rc.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,6 +211,8 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 			check(false)
 		case <-wanted:
 			check(true)
+		case <-roleChanged:
+			check(false)
 		}
 	}
 }

@@ -94,6 +94,8 @@ type Tracker struct {
 	now   func() time.Time
 	mu    sync.Mutex
 	roles map[string]*Role
+	// changed holds a signal when an operator changed a desired state.
+	changed chan struct{}
 }
 
 // New returns an empty tracker. now is the clock (nil: time.Now).
@@ -101,8 +103,13 @@ func New(now func() time.Time) *Tracker {
 	if now == nil {
 		now = time.Now
 	}
-	return &Tracker{now: now, roles: map[string]*Role{}}
+	return &Tracker{now: now, roles: map[string]*Role{}, changed: make(chan struct{}, 1)}
 }
+
+// Changed receives when an operator stopped or started a role
+// (SetDesired), so the run loop can post the new state at once instead of
+// at its next check. Signals coalesce.
+func (t *Tracker) Changed() <-chan struct{} { return t.changed }
 
 // Role is the handle a role's code reports its checks with.
 type Role struct {
@@ -196,6 +203,10 @@ func (t *Tracker) SetDesired(name, desired string) error {
 	r.stopped = desired == DesiredStopped
 	if r.stopped && !r.checked {
 		r.health.LastCheckedAt = t.now().UTC()
+	}
+	select {
+	case t.changed <- struct{}{}:
+	default:
 	}
 	return nil
 }

@@ -156,8 +156,21 @@ func TestStopStart(t *testing.T) {
 	shell.Report(nil)
 	require.NoError(t, tr.Refusal(proto.EventShellOpen))
 
+	select {
+	case <-tr.Changed():
+		t.Fatal("a check is not an operator's change")
+	default:
+	}
 	require.NoError(t, tr.SetDesired(roles.RemoteShell, roles.DesiredStopped))
 	require.True(t, tr.Stopped(roles.RemoteShell))
+	// The run loop hears of the change at once (signals coalesce).
+	require.NoError(t, tr.SetDesired(roles.RemoteShell, roles.DesiredStopped))
+	<-tr.Changed()
+	select {
+	case <-tr.Changed():
+		t.Fatal("two changes before the loop looked are one signal")
+	default:
+	}
 	h, ok := shell.Health()
 	require.True(t, ok)
 	require.Equal(t, roles.DesiredStopped, h.Desired)

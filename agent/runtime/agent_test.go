@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,6 +202,90 @@ func TestDetailsWanted(t *testing.T) {
 	require.Eventually(t, func() bool { return len(e.engine.Details()) >= 3 }, wait, tick)
 	d := e.engine.Details()
 	require.Equal(t, d[0].Hash, d[2].Hash, "posted on request although nothing changed")
+}
+
+// fakeRoles is a role health snapshot the test changes.
+type fakeRoles struct {
+	mu   sync.Mutex
+	rows []proto.RoleHealth
+}
+
+// signalledRoles also says when a desired state changed (RoleChanges).
+type signalledRoles struct {
+	fakeRoles
+	changed chan struct{}
+}
+
+func (f *signalledRoles) Changed() <-chan struct{} { return f.changed }
+
+func (f *fakeRoles) Snapshot() []proto.RoleHealth {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.rows)
+}
+
+func (f *fakeRoles) set(rows ...proto.RoleHealth) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rows = rows
+}
+
+// An operator's stop or start (or a role turning unhealthy) reaches the
+// Engine at the next check, although the inventory did not change; the
+// check times alone, which move on at every check, post nothing.
+func TestDetailsOnRoleChange(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	checked := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	shell := proto.RoleHealth{Key: "system:remote_shell", Desired: "running", Observed: proto.RoleHealthy, LastCheckedAt: checked}
+	roles := &fakeRoles{}
+	roles.set(shell)
+	opts := e.options()
+	opts.Roles = roles
+	opts.Timing.DetailsMaxInterval = time.Hour
+	start(t, opts)
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 1 }, wait, tick)
+
+	shell.LastCheckedAt = checked.Add(time.Minute)
+	roles.set(shell)
+	seen := e.collector.count()
+	require.Eventually(t, func() bool { return e.collector.count() >= seen+5 }, wait, tick)
+	require.Len(t, e.engine.Details(), 1, "a new check time alone is not a change")
+
+	shell.Desired, shell.Observed = "stopped", proto.RoleStopped
+	roles.set(shell)
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 2 }, wait, tick)
+	d := e.engine.Details()
+	require.Equal(t, d[0].Hash, d[1].Hash, "the inventory did not change")
+	require.Equal(t, []proto.RoleHealth{shell}, d[1].Roles)
+
+	shell.Desired, shell.Observed = "running", proto.RoleHealthy
+	roles.set(shell)
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 3 }, wait, tick)
+	require.Equal(t, "running", e.engine.Details()[2].Roles[0].Desired)
+}
+
+// An operator's stop or start is posted at once, not at the next check.
+func TestDetailsAtOnceOnDesiredChange(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.enroll(t)
+	shell := proto.RoleHealth{Key: "system:remote_shell", Desired: "running", Observed: proto.RoleHealthy}
+	roles := &signalledRoles{changed: make(chan struct{}, 1)}
+	roles.set(shell)
+	opts := e.options()
+	opts.Roles = roles
+	opts.Timing.DetailsCheck = time.Hour
+	opts.Timing.DetailsMaxInterval = time.Hour
+	start(t, opts)
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 1 }, wait, tick)
+
+	shell.Desired, shell.Observed = "stopped", proto.RoleStopped
+	roles.set(shell)
+	roles.changed <- struct{}{}
+	require.Eventually(t, func() bool { return len(e.engine.Details()) == 2 }, wait, tick)
+	require.Equal(t, "stopped", e.engine.Details()[1].Roles[0].Desired)
 }
 
 func TestStaleTempCleanupAfterHeartbeat(t *testing.T) {

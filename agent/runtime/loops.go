@@ -3,8 +3,10 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent"
@@ -168,20 +170,21 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 	return resp, nil
 }
 
-// detailsLoop posts the inventory at start, then whenever its hash
-// changes, when the Engine asks (details_wanted) and at least every
-// DetailsMaxInterval. A failed post leaves the last hash unchanged, so
-// the next check posts again.
+// detailsLoop posts the inventory at start, then whenever its hash or a
+// role's state changes, when the Engine asks (details_wanted) and at
+// least every DetailsMaxInterval. A failed post leaves the last hash
+// unchanged, so the next check posts again.
 func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan struct{}) {
-	var lastHash string
+	var lastHash, lastRoles string
 	var lastPost time.Time
 	check := func(force bool) {
 		inv := a.opts.Collector.Collect(ctx)
-		h, now := a.hash(inv), a.now()
-		if !force && h == lastHash && now.Sub(lastPost) < a.timing.DetailsMaxInterval {
+		roles := a.roles()
+		h, rs, now := a.hash(inv), roleStates(roles), a.now()
+		if !force && h == lastHash && rs == lastRoles && now.Sub(lastPost) < a.timing.DetailsMaxInterval {
 			return
 		}
-		d := proto.Details{Hash: h, CollectedAt: now.UTC(), Inventory: inv, Roles: a.roles()}
+		d := proto.Details{Hash: h, CollectedAt: now.UTC(), Inventory: inv, Roles: roles}
 		if err := tokens.Call(ctx, http.MethodPost, proto.PathDetails, d, &proto.DetailsResponse{}); err != nil {
 			if ctx.Err() == nil {
 				a.opts.Hooks.error("details", err)
@@ -190,11 +193,16 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 			}
 			return
 		}
-		lastHash, lastPost = h, now
+		lastHash, lastRoles, lastPost = h, rs, now
 	}
 	check(true)
 	t := time.NewTicker(a.timing.DetailsCheck)
 	defer t.Stop()
+	// An operator's stop or start is posted at once (nil: never).
+	var roleChanged <-chan struct{}
+	if rc, ok := a.opts.Roles.(RoleChanges); ok {
+		roleChanged = rc.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -203,8 +211,22 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 			check(false)
 		case <-wanted:
 			check(true)
+		case <-roleChanged:
+			check(false)
 		}
 	}
+}
+
+// roleStates is what of the role health the Engine hears about at the
+// next check when it changes: each role's desired and observed state,
+// last error and recovery attempts (an operator's stop or start, a role
+// turning unhealthy), not the check times, which move on at every check.
+func roleStates(rows []proto.RoleHealth) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s\x00%d\n", r.Key, r.Desired, r.Observed, r.LastError, r.RecoveryAttempts)
+	}
+	return b.String()
 }
 
 // errTrustUnchanged keeps an unchanged trust list from writing the file.

@@ -32,6 +32,12 @@ type Roles interface {
 	Snapshot() []proto.RoleHealth
 }
 
+// RoleChanges is a Roles that also says when an operator changed a desired
+// state (roles.Tracker): the details loop then posts at once.
+type RoleChanges interface {
+	Changed() <-chan struct{}
+}
+
 // Identity is what the agent says about itself when enrolling and in its
 // status posts.
 type Identity struct {

@@ -100,6 +100,18 @@ export interface EngineOptions {
    * 127.0.0.1). Passkeys need a name: browsers refuse IP relying parties.
    */
   publicHost?: string;
+  /**
+   * Listen on these ports instead of free ones: a fresh Engine that takes
+   * over another's address (a restore onto a new deployment, whose agents
+   * know only that address). The other Engine must be stopped first.
+   */
+  ports?: EnginePorts;
+}
+
+export interface EnginePorts {
+  http: number;
+  https: number;
+  temporal: number;
 }
 
 export interface Engine {
@@ -111,8 +123,16 @@ export interface Engine {
   setupCode: () => Promise<string>;
   /** Where the setup code is, for specs in other workers. */
   setupCodeFile: string;
+  /** The ports it listens on (for a successor at the same address). */
+  ports: EnginePorts;
   /** SIGTERM, wait (then kill its process group), remove the data directory. */
   stop: () => Promise<void>;
+  /**
+   * Restarts `cairn serve` on the same data directory and ports (what an
+   * operator does when an answer says restart_required); resolves once
+   * /ready answers again.
+   */
+  restart: () => Promise<void>;
 }
 
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
@@ -128,7 +148,9 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   // the data directory; otherwise the Engine puts the cluster in a fallback
   // directory outside it, which this teardown would not remove.
   await chmod(dataDir, 0o755);
-  const [httpPort, temporalPort, httpsPort] = await distinctFreePorts(3);
+  const [httpPort, temporalPort, httpsPort] = opts.ports
+    ? [opts.ports.http, opts.ports.temporal, opts.ports.https]
+    : await distinctFreePorts(3);
   const baseURL = `http://${opts.publicHost ?? '127.0.0.1'}:${httpPort}`;
   // Readiness is checked on the listen address itself, whatever the name.
   const probeURL = `http://127.0.0.1:${httpPort}`;
@@ -149,14 +171,21 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
 
   const logFile = join(artifactsDir, `${opts.name}.log`);
   const log = createWriteStream(logFile);
-  // Its own process group, so a teardown that must force it can reach the
-  // helpers it started (PostgreSQL, Temporal) without touching anything else.
-  const child = spawn(bin, ['serve'], { env, cwd: dataDir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  console.log(`[e2e] started ${bin} serve (pid ${child.pid}) on ${baseURL}, data ${dataDir}, log ${logFile}`);
-
-  const stop = async () => {
+  let child: ChildProcess;
+  const launch = () => {
+    // Its own process group, so a teardown that must force it can reach the
+    // helpers it started (PostgreSQL, Temporal) without touching anything else.
+    child = spawn(bin, ['serve'], { env, cwd: dataDir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child.stdout?.pipe(log, { end: false });
+    child.stderr?.pipe(log, { end: false });
+    console.log(`[e2e] started ${bin} serve (pid ${child.pid}) on ${baseURL}, data ${dataDir}, log ${logFile}`);
+  };
+  const ready = async () => {
+    const started = Date.now();
+    await waitForReady(probeURL, child, Number(process.env.CAIRN_E2E_READY_TIMEOUT_MS ?? 120_000), logFile);
+    console.log(`[e2e] Engine ready after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  };
+  const halt = async () => {
     if (child.exitCode === null && child.signalCode === null && child.pid) {
       child.kill('SIGTERM');
       if (!(await exited(child, 30_000))) {
@@ -169,6 +198,10 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
         await exited(child, 5_000);
       }
     }
+  };
+
+  const stop = async () => {
+    await halt();
     log.end();
     if (process.env.CAIRN_E2E_KEEP_DATA === '1') {
       console.log(`[e2e] kept data directory ${dataDir}`);
@@ -176,17 +209,28 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
       await rm(dataDir, { recursive: true, force: true, maxRetries: 3 });
     }
   };
+  const restart = async () => {
+    await halt();
+    launch();
+    await ready();
+  };
 
+  launch();
   try {
-    const started = Date.now();
-    await waitForReady(probeURL, child, Number(process.env.CAIRN_E2E_READY_TIMEOUT_MS ?? 120_000), logFile);
-    console.log(`[e2e] Engine ready after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await ready();
   } catch (err) {
     await stop();
     throw err;
   }
   const setupCodeFile = join(dataDir, 'setup-code');
-  return { baseURL, stop, setupCodeFile, setupCode: () => readSetupCode(setupCodeFile) };
+  return {
+    baseURL,
+    stop,
+    restart,
+    ports: { http: httpPort, https: httpsPort, temporal: temporalPort },
+    setupCodeFile,
+    setupCode: () => readSetupCode(setupCodeFile),
+  };
 }
 
 /** Reads a setup code file that `cairn serve` wrote. */

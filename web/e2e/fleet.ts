@@ -23,6 +23,21 @@ export async function signIn(
   password: string,
   setupCode: string,
 ): Promise<Record<string, string>> {
+  return (await signInWithSecret(api, base, username, password, setupCode)).auth;
+}
+
+/**
+ * signIn that also returns the administrator's TOTP secret and the last
+ * time step the Engine accepted (a later sign-in needs a newer one). The
+ * master-cipher passphrase is `${password} passphrase`.
+ */
+export async function signInWithSecret(
+  api: APIRequestContext,
+  base: string,
+  username: string,
+  password: string,
+  setupCode: string,
+): Promise<{ auth: Record<string, string>; secret: string; usedStep: number }> {
   const setup_code = setupCode;
   await ok(await api.post(`${base}/api/bootstrap/aegis/setup`, { data: { passphrase: `${password} passphrase`, setup_code } }));
   const admin = await ok(await api.post(`${base}/api/bootstrap/admin/setup`, { data: { username, password, setup_code } }));
@@ -31,7 +46,7 @@ export async function signIn(
   const login = await ok(await api.post(`${base}/api/auth/login`, { data: { username, password } }));
   const second = await freshTotp(admin.mfa.secret, first.step);
   const sess = await ok(await api.post(`${base}/api/auth/mfa/verify`, { data: { pending_token: login.pending_token, code: second.code } }));
-  return { Authorization: `Bearer ${sess.token}` };
+  return { auth: { Authorization: `Bearer ${sess.token}` }, secret: admin.mfa.secret, usedStep: second.step };
 }
 
 /** Creates a site and an enrollment code for it; returns the code. */

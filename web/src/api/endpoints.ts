@@ -43,6 +43,11 @@ export const bootstrap = {
     call('post', '/api/bootstrap/admin/recover', { body: { username, password, recovery_code } }),
   adminMfaVerify: (pending_token: string, code: string) =>
     call('post', '/api/bootstrap/admin/mfa/verify', { body: { pending_token, code } }),
+  /** Disaster recovery onto this fresh Engine (docs/api.md "Backup and restore"): nothing changes. */
+  backupAnalyze: (file: File, passphrase: string, setup_code: string) =>
+    apiForm<BackupReport>('/api/bootstrap/backup/analyze', backupForm(file, passphrase, undefined, setup_code)),
+  backupRestore: (file: File, passphrase: string, setup_code: string, confirmation: string) =>
+    apiForm<RestoreResult>('/api/bootstrap/backup/restore', backupForm(file, passphrase, confirmation, setup_code)),
 };
 
 export const auth = {
@@ -167,11 +172,12 @@ export const BACKUP_EXPORT_URL = '/api/server/backup/export';
 export type BackupReport = ResponseOf<'/api/server/backup/analyze', 'post'>;
 export type RestoreResult = ResponseOf<'/api/server/backup/restore', 'post'>;
 
-function backupForm(file: File, passphrase: string, confirmation?: string): FormData {
+function backupForm(file: File, passphrase: string, confirmation?: string, setupCode?: string): FormData {
   // Fields first: the Engine checks them when the file part begins.
   const form = new FormData();
   if (passphrase) form.append('passphrase', passphrase);
   if (confirmation !== undefined) form.append('confirmation', confirmation);
+  if (setupCode !== undefined) form.append('setup_code', setupCode);
   form.append('file', file);
   return form;
 }

@@ -206,7 +206,11 @@ export type PatchRefreshResult = Schema<'PatchRefresh'>;
 export type ShellSession = Schema<'ShellEstablishResp'>;
 
 /** Text frames on the shell socket; binary frames are terminal bytes. */
-export type ShellControl = { type: 'resize'; cols: number; rows: number } | { type: 'exit'; code: number };
+export type ShellControl =
+  | { type: 'resize'; cols: number; rows: number }
+  | { type: 'exit'; code: number }
+  // A refusal once the socket is open (docs/api.md "Remote shell"), then close 1011.
+  | { type: 'error'; error: string; message: string };
 
 export type AutoApproval = Schema<'AutoApproval'>;
 

@@ -1,5 +1,7 @@
 import { useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
+import Button from '@mui/material/Button';
+import Divider from '@mui/material/Divider';
 import Typography from '@mui/material/Typography';
 import { bootstrap } from '../api/endpoints';
 import type { BootstrapPhase, PendingMfa, PhaseResponse } from '../api/types';
@@ -9,12 +11,16 @@ import { AegisSetupStep } from './AegisSetupStep';
 import { AuthShell, type WizardSteps } from './AuthShell';
 import { MfaCodeForm } from './MfaCodeForm';
 import { MfaEnrollment } from './MfaEnrollment';
+import { RestoreBackupStep } from './RestoreBackupStep';
 import { SetupCodeStep } from './SetupCodeStep';
 import { UnlockPage } from './UnlockPage';
 
 export const BOOTSTRAP_QUERY = ['bootstrap-state'] as const;
 
 export type WizardKind = 'setup' | 'recovery';
+
+/** The steps of the wizard's restore path (disaster recovery). */
+export const RESTORE_LABELS = ['Setup code', 'Restore backup', 'Restart and unlock', 'Sign in'];
 
 export function wizardLabels(kind: WizardKind): string[] {
   return [
@@ -43,6 +49,8 @@ export function BootstrapFlow({
   // administrator steps; a reload asks for it again.
   const [setupCode, setSetupCode] = useState<string | null>(initialSetupCode);
   const [codeRefused, setCodeRefused] = useState(false);
+  // The restore path instead of a new master cipher (phase aegis_setup_required).
+  const [restoring, setRestoring] = useState(false);
 
   const setPhase = (r: PhaseResponse) => {
     setPending(null);
@@ -84,6 +92,24 @@ export function BootstrapFlow({
     case 'aegis_unlock_required':
       return <UnlockPage onUnlocked={setPhase} />;
     case 'aegis_setup_required':
+      if (restoring) {
+        return (
+          <AuthShell
+            steps={{ labels: RESTORE_LABELS, active: 1 }}
+            title="Restore from a backup"
+            subtitle="Load the encrypted file another Engine exported; analyze it first, then restore it."
+            width={640}
+          >
+            <RestoreBackupStep
+              setupCode={setupCode ?? ''}
+              // SPEC backup rule 5: the phase the poll settled on.
+              onSettled={(p) => queryClient.setQueryData(BOOTSTRAP_QUERY, { phase: p })}
+              onBack={() => setRestoring(false)}
+              onError={followPhase}
+            />
+          </AuthShell>
+        );
+      }
       return (
         <AuthShell
           steps={steps(1)}
@@ -91,6 +117,10 @@ export function BootstrapFlow({
           subtitle="Choose the passphrase that protects every secret this deployment stores."
         >
           <AegisSetupStep setupCode={setupCode ?? ''} onDone={setPhase} onError={followPhase} />
+          <Divider sx={{ my: 2 }}>or</Divider>
+          <Button variant="outlined" fullWidth onClick={() => setRestoring(true)}>
+            Restore from a backup…
+          </Button>
         </AuthShell>
       );
     case 'admin_setup_required':

@@ -15,6 +15,22 @@ export interface FakeReply {
   headers?: Record<string, string>;
 }
 
+/** A multipart body as its fields in order (a file part as its file name). */
+export interface FormFields {
+  order: string[];
+  fields: Record<string, string>;
+}
+
+function formFields(form: FormData): FormFields {
+  const order: string[] = [];
+  const fields: Record<string, string> = {};
+  form.forEach((v, k) => {
+    order.push(k);
+    fields[k] = typeof v === 'string' ? v : `file:${v.name}`;
+  });
+  return { order, fields };
+}
+
 type Handler = (call: RecordedCall) => FakeReply | Promise<FakeReply>;
 
 /**
@@ -35,7 +51,7 @@ export function fakeEngine(routes: Record<string, Handler | FakeReply | FakeRepl
       path: url.pathname,
       query: url.searchParams,
       headers: { ...((init.headers as Record<string, string>) ?? {}) },
-      body: typeof init.body === 'string' ? JSON.parse(init.body) : undefined,
+      body: typeof init.body === 'string' ? JSON.parse(init.body) : init.body instanceof FormData ? formFields(init.body) : undefined,
     };
     calls.push(call);
     const key = `${method} ${url.pathname}`;

@@ -42,13 +42,15 @@ function RoleControl({ hostname, row }: { hostname: string; row: RoleHealth }) {
   const mutation = useMutation({
     mutationFn: (desired: RoleDesired) => devicesApi.setRoleDesiredState(hostname, role ?? '', desired),
     onSuccess: (result, desired) => {
-      // Show the answer now; the refetch brings the agent's next report.
+      // Show the agent's answer. No refetch now: the agent posts the new
+      // state right after answering (docs/agent.md "Inventory hash"), and
+      // a read racing that post would show the old row again; the page's
+      // periodic refetch brings the stored one.
       queryClient.setQueryData<DeviceDetails>(deviceDetailsKey(hostname), (d) =>
         d?.roles && result
           ? { ...d, roles: d.roles.map((r) => (r.key === row.key ? { ...r, desired: result.desired, observed: result.observed } : r)) }
           : d,
       );
-      void queryClient.invalidateQueries({ queryKey: deviceDetailsKey(hostname) });
       notify({
         title: `${roleName(row.key)}: ${desired === 'stopped' ? 'stopped' : 'started'}`,
         message: `On ${hostname}.`,

@@ -76,6 +76,26 @@ describe('Roles: stop and start', () => {
     await waitFor(() => expect(within(shellRow()).getByTestId('observed-chip')).toHaveTextContent('Healthy'));
   });
 
+  it('keeps the agent\'s answer rather than reading a row the agent has not posted yet', async () => {
+    const user = userEvent.setup({ delay: null });
+    const d = fullDetails();
+    // The stored row is still the old one when the answer arrives.
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: { ...d, roles: [...(d.roles ?? []), role('system:remote_shell', { desired: 'running', observed: 'Healthy' })] } },
+      'POST /api/device/roles/web-1/desired-state': { body: { role: 'remote_shell', desired: 'stopped', observed: 'Stopped' } },
+    });
+    renderPage('/devices/web-1/agent-health');
+    await screen.findByRole('heading', { name: 'web-1' });
+    await waitFor(() => expect(shellRow()).not.toBeNull());
+    const reads = engine.callsTo('GET', '/api/device/details/web-1').length;
+    await user.click(within(shellRow()).getByRole('button', { name: 'Stop Remote shell' }));
+    await user.click(within(await screen.findByRole('dialog', { name: 'Stop Remote shell?' })).getByRole('button', { name: 'Stop' }));
+    await toast('Remote shell: stopped');
+    expect(within(shellRow()).getByTestId('observed-chip')).toHaveTextContent('Stopped');
+    expect(shellRow()).toHaveTextContent('stopped');
+    expect(engine.callsTo('GET', '/api/device/details/web-1')).toHaveLength(reads);
+  });
+
   it('tells a refusal the Engine answered', async () => {
     const user = userEvent.setup({ delay: null });
     const d = fullDetails();

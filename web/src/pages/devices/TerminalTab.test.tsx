@@ -202,6 +202,33 @@ describe('Terminal tab', () => {
     expect(status()).toHaveTextContent('Exited');
   });
 
+  it('says why when the shell is refused after the socket opened', async () => {
+    const user = userEvent.setup({ delay: null });
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: fullDetails() },
+      'POST /api/shell/establish': { body: SESSION },
+      'POST /api/shell/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(sockets).toHaveLength(1));
+    sockets[0].serverOpen();
+    sockets[0].serverSend(JSON.stringify({ type: 'error', error: 'role_stopped', message: 'the remote_shell role is stopped' }));
+    sockets[0].serverClose(1011);
+    const alert = await screen.findByTestId('shell-error');
+    expect(alert).toHaveAttribute('data-code', 'role_stopped');
+    expect(alert).toHaveTextContent('The Remote shell role is stopped on web-1: start it on the Agent Health tab');
+    expect(status()).toHaveTextContent('Closed');
+
+    // Another refusal says its own message; a reconnect clears it first.
+    await user.click(screen.getByRole('button', { name: 'Reconnect' }));
+    expect(screen.queryByTestId('shell-error')).toBeNull();
+    await waitFor(() => expect(sockets).toHaveLength(2));
+    sockets[1].serverOpen();
+    sockets[1].serverSend(JSON.stringify({ type: 'error', error: 'shell_limit', message: 'this agent already runs 8 shells' }));
+    sockets[1].serverClose(1011);
+    expect(await screen.findByTestId('shell-error')).toHaveTextContent('The shell was refused: this agent already runs 8 shells.');
+  });
+
   it('disconnects with the session id, and reconnects with a fresh establish', async () => {
     const user = userEvent.setup({ delay: null });
     const engine = fakeEngine({

@@ -1,7 +1,8 @@
 // The Terminal tab: a remote shell on the device in xterm.js. The Engine hands
 // out a session and a single-use WebSocket path (so every reconnect is a new
 // establish); on that socket binary frames are terminal bytes both ways and
-// text frames are JSON control messages (resize from us, exit from the agent).
+// text frames are JSON control messages (resize from us, exit from the agent,
+// error when the Engine or the agent refuses the shell once the socket is open).
 // Leaving the tab or the page ends the session.
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Terminal } from '@xterm/xterm';
@@ -56,6 +57,7 @@ export function TerminalTab({ guid, hostname }: { guid: string; hostname: string
   const conn = useRef<{ gen: number; ws: WebSocket | null; sessionId: string | null }>({ gen: 0, ws: null, sessionId: null });
   const [status, setStatus] = useState<ShellStatus>('connecting');
   const [exitCode, setExitCode] = useState<number | null>(null);
+  const [refused, setRefused] = useState<{ error: string; message: string } | null>(null);
 
   const sendControl = useCallback((msg: ShellControl) => {
     const ws = conn.current.ws;
@@ -88,6 +90,7 @@ export function TerminalTab({ guid, hostname }: { guid: string; hostname: string
     const gen = c.gen;
     setStatus('connecting');
     setExitCode(null);
+    setRefused(null);
     let session;
     try {
       session = await shellApi.establish(guid);
@@ -137,6 +140,12 @@ export function TerminalTab({ guid, hostname }: { guid: string; hostname: string
           c.sessionId = null;
           setExitCode(msg.code);
           setStatus('exited');
+          if (termRef.current) termRef.current.options.disableStdin = true;
+        }
+        if (msg?.type === 'error') {
+          // The Engine closes the socket next (1011); say why.
+          c.sessionId = null;
+          setRefused({ error: msg.error, message: msg.message });
           if (termRef.current) termRef.current.options.disableStdin = true;
         }
         return;
@@ -230,6 +239,13 @@ export function TerminalTab({ guid, hostname }: { guid: string; hostname: string
           Disconnect
         </Button>
       </Box>
+      {refused && status !== 'connecting' && (
+        <Alert severity="error" variant="outlined" sx={{ mb: 1.25 }} data-testid="shell-error" data-code={refused.error}>
+          {refused.error === 'role_stopped'
+            ? `The Remote shell role is stopped on ${hostname}: start it on the Agent Health tab, then Reconnect.`
+            : `The shell was refused: ${refused.message || refused.error}.`}
+        </Alert>
+      )}
       {status === 'exited' && (
         <Alert severity="info" variant="outlined" sx={{ mb: 1.25 }} data-testid="shell-exit">
           Shell exited with code {exitCode}. Reconnect to start a new one.

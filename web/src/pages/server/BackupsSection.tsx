@@ -1,18 +1,14 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import Alert from '@mui/material/Alert';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
 import Paper from '@mui/material/Paper';
-import Table from '@mui/material/Table';
-import TableBody from '@mui/material/TableBody';
-import TableCell from '@mui/material/TableCell';
-import TableHead from '@mui/material/TableHead';
-import TableRow from '@mui/material/TableRow';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
-import { BACKUP_EXPORT_URL, backups, bootstrap, RESTORE_PHRASE, type BackupReport } from '../../api/endpoints';
+import { BACKUP_EXPORT_URL, backups, RESTORE_PHRASE, type BackupReport } from '../../api/endpoints';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { restoreDestination, type RestorePoll } from './restorePoll';
+import { BackupReportTable } from './BackupReportTable';
+import { useRestorePoll } from './useRestorePoll';
 
 /**
  * Backups, for administrators: export the encrypted file, analyze one
@@ -28,24 +24,7 @@ export function BackupsSection() {
   const [report, setReport] = useState<BackupReport | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const [poll, setPoll] = useState<RestorePoll | null>(null);
-
-  useEffect(() => {
-    if (!poll) return;
-    const dest = restoreDestination(poll, Date.now());
-    if (dest) {
-      window.location.assign('/');
-      return;
-    }
-    const timer = window.setTimeout(() => {
-      bootstrap
-        .state()
-        .then((s) => s.phase as string)
-        .catch(() => null)
-        .then((phase) => setPoll((p) => (p ? { ...p, answers: [...p.answers, phase] } : p)));
-    }, 2000);
-    return () => window.clearTimeout(timer);
-  }, [poll]);
+  const poll = useRestorePoll(() => window.location.assign('/'));
 
   const run = async (f: () => Promise<void>) => {
     setBusy(true);
@@ -71,7 +50,7 @@ export function BackupsSection() {
       <Button variant="outlined" href={BACKUP_EXPORT_URL} download sx={{ mb: 2 }}>
         Export backup
       </Button>
-      {poll ? (
+      {poll.polling ? (
         <Alert severity="info" data-testid="restore-done">
           Restored. Restart every Engine and worker, then unlock the master cipher with the backup&apos;s passphrase and
           sign in again. Waiting for the Engine…
@@ -104,7 +83,7 @@ export function BackupsSection() {
               Analyze
             </Button>
           </Box>
-          {report && <ReportTable report={report} />}
+          {report && <BackupReportTable report={report} />}
           {report?.restorable && (
             <>
               <TextField
@@ -122,7 +101,7 @@ export function BackupsSection() {
                   onClick={() =>
                     run(async () => {
                       await backups.restore(file!, passphrase, confirmation);
-                      setPoll({ restoredAt: Date.now(), answers: [] });
+                      poll.start();
                     })
                   }
                 >
@@ -135,46 +114,5 @@ export function BackupsSection() {
         </Box>
       )}
     </Paper>
-  );
-}
-
-function ReportTable({ report }: { report: BackupReport }) {
-  return (
-    <Box data-testid="backup-report">
-      <Typography variant="body2" sx={{ mb: 1 }}>
-        Schema {report.schema_version} (this Engine: {report.running_schema_version}), written{' '}
-        {new Date(report.created_at).toLocaleString()}.
-      </Typography>
-      {(report.problems ?? []).length > 0 && (
-        <Alert severity="error" sx={{ mb: 1 }}>
-          {(report.problems ?? []).map((p) => (
-            <div key={p}>{p}</div>
-          ))}
-        </Alert>
-      )}
-      <Table size="small">
-        <TableHead>
-          <TableRow>
-            <TableCell>Table</TableCell>
-            <TableCell align="right">Rows</TableCell>
-            <TableCell>Schema differences</TableCell>
-          </TableRow>
-        </TableHead>
-        <TableBody>
-          {(report.tables ?? []).map((t) => (
-            <TableRow key={t.name}>
-              <TableCell>{t.name}</TableCell>
-              <TableCell align="right">{t.rows}</TableCell>
-              <TableCell>
-                {[
-                  ...(t.missing_columns ?? []).map((c) => `${c} (not here)`),
-                  ...(t.new_columns ?? []).map((c) => `${c} (new)`),
-                ].join(', ')}
-              </TableCell>
-            </TableRow>
-          ))}
-        </TableBody>
-      </Table>
-    </Box>
   );
 }

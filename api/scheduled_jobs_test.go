@@ -41,6 +41,9 @@ func (f *fixture) describeJobSchedule(t *testing.T, id int64) *client.ScheduleDe
 func (f *fixture) testAssembly(t *testing.T, admin, name, kind string) int64 {
 	t.Helper()
 	body := map[string]any{"name": name, "kind": kind, "body": "echo hi"}
+	if kind == "ansible_playbook" {
+		body["body"] = "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug: {msg: hi}\n"
+	}
 	if kind == "script" {
 		body["language"] = "sh"
 		body["parameters"] = []any{map[string]any{"name": "days", "type": "number", "default": 1}}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -11,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
 // Job-run fan-out defaults. A batch is what one workflow run handles
@@ -62,6 +64,23 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 		return err
 	}
 	items := next.Items
+	if next.Ansible && len(items) > 0 {
+		// SPEC "Limits": a playbook run holds a site-worker slot of each
+		// site of its batch while the batch runs: a shared batch one slot
+		// per site, a one-target run one slot. Scripts take none (quick
+		// runs are interactive).
+		var sites []int64
+		for _, it := range items {
+			if !slices.Contains(sites, int64(it.SiteID)) {
+				sites = append(sites, int64(it.SiteID))
+			}
+		}
+		release, err := HoldSiteSlots(ctx, sites, workflow.GetInfo(ctx).WorkflowExecution.ID, scheduledjobs.SlotAnsible)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	seconds := next.TimeoutSeconds
 	if in.TimeoutSeconds > 0 {
 		seconds = in.TimeoutSeconds

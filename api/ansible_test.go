@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,50 @@ func TestAnsiblePlaybookRefusals(t *testing.T) {
 	}
 	check(results(untrusting.guid), map[string][2]string{"ansible-untrusting": {"failed", proto.CodeSignatureInvalid}})
 	require.NoFileExists(t, target)
+}
+
+// A scheduled job may run a playbook: its content is signed when the job
+// is saved, each fire signs per device from it; the fire's slot is the
+// run's only one (SPEC "Limits": scheduled Ansible uses a slot while
+// active), freed when it ends.
+func TestAnsibleScheduledPlaybook(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "ansible-job")
+	a := f.scriptAgent(t, admin, site, "ansible-job-01")
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	target := filepath.Join(dir, "out.txt")
+	id := f.playbookAssembly(t, admin, "Nightly greeting", filePlaybook(target, gate))
+	r := f.do(t, "POST", "/api/scheduled_jobs", admin, map[string]any{"name": "nightly playbook", "kind": "script", "assembly_id": id,
+		"parameters": map[string]any{"greeting": "from a job"},
+		"targets":    map[string]any{"devices": []string{a.guid}}, "schedule": map[string]any{"type": "manual"}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	job := int64(r.Body["id"].(float64))
+	r = f.do(t, "POST", fmt.Sprintf("/api/scheduled_jobs/%d/rerun", job), admin, nil)
+	require.Equal(t, 202, r.Status, r.Raw)
+	runID := r.Body["run_id"].(string)
+	jobRun := func() response {
+		return f.do(t, "GET", fmt.Sprintf("/api/scheduled_jobs/%d/runs/%s", job, runID), admin, nil)
+	}
+	require.Eventually(t, func() bool {
+		d := jobRun()
+		if d.Status != 200 {
+			return false
+		}
+		out, _ := onlyResult(t, d)["stdout"].(string)
+		return strings.Contains(out, "changed: [localhost]") && f.laneActiveItems(t, admin, site) == 1
+	}, 2*time.Minute, 200*time.Millisecond, "the playbook runs holding the fire's one slot")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "from a job\n", string(got))
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	require.Eventually(t, func() bool { return jobRun().Body["status"] == "succeeded" }, 2*time.Minute, 200*time.Millisecond)
+	res := onlyResult(t, jobRun())
+	require.Equal(t, float64(1), res["ansible"].(map[string]any)["changed"], "%v", res)
+	require.Equal(t, proto.LangAnsible, jobRun().Body["language"])
+	require.Eventually(t, func() bool { return f.laneActiveItems(t, admin, site) == 0 }, time.Minute, 100*time.Millisecond)
 }
 
 // Bad playbooks and bad runs are validation_failed naming the field.

@@ -34,6 +34,9 @@ type JobRunInput struct {
 	MaxConcurrent  int
 	Batch          int
 	TimeoutSeconds int
+	// LaneHeld says the caller holds the run's site-worker slots already
+	// (a scheduled job's fire): a playbook batch takes none of its own.
+	LaneHeld bool
 }
 
 // JobRun executes every pending result of a job run through the command
@@ -64,11 +67,12 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 		return err
 	}
 	items := next.Items
-	if next.Ansible && len(items) > 0 {
+	if next.Ansible && !in.LaneHeld && len(items) > 0 {
 		// SPEC "Limits": a playbook run holds a site-worker slot of each
 		// site of its batch while the batch runs: a shared batch one slot
 		// per site, a one-target run one slot. Scripts take none (quick
-		// runs are interactive).
+		// runs are interactive); a scheduled playbook's fire holds its
+		// sites' slots itself (LaneHeld).
 		var sites []int64
 		for _, it := range items {
 			if !slices.Contains(sites, int64(it.SiteID)) {

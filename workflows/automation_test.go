@@ -95,6 +95,8 @@ func TestJobRunAnsibleHoldsOneSlotPerSite(t *testing.T) {
 			[]string{"acquire 1 ansible " + holder, "acquire 2 ansible " + holder, "send", "send", "send", "release " + holder}},
 		{"one target", true, []automation.Item{item("a", 3)}, []string{"acquire 3 ansible " + holder, "send", "release " + holder}},
 		{"script", false, []automation.Item{item("a", 1), item("b", 2)}, []string{"send", "send"}},
+		// A scheduled playbook: its fire holds the slots.
+		{"lane held", true, []automation.Item{item("a", 1), item("b", 2)}, []string{"send", "send"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -102,7 +104,7 @@ func TestJobRunAnsibleHoldsOneSlotPerSite(t *testing.T) {
 			env := suite.NewTestWorkflowEnvironment()
 			fake := &jobRunEnv{pending: tc.items, ansible: tc.ansible}
 			fake.register(env)
-			env.ExecuteWorkflow(workflows.JobRun, workflows.JobRunInput{RunID: "run-1"})
+			env.ExecuteWorkflow(workflows.JobRun, workflows.JobRunInput{RunID: "run-1", LaneHeld: tc.name == "lane held"})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
 			got := make([]string, len(fake.events))

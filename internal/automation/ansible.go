@@ -45,6 +45,7 @@ type AnsibleSlots struct {
 	SiteCapacity  int    `json:"site_capacity"`
 	SharedBatch   string `json:"shared_batch"`
 	IndividualRun string `json:"individual_run"`
+	Scheduled     string `json:"scheduled"`
 	SlotKind      string `json:"slot_kind"`
 }
 
@@ -67,6 +68,7 @@ func AnsibleRunnerSettings(siteCapacity int, slotKind string) AnsibleRunner {
 		Result:         "per device: exit code, output, and the PLAY RECAP counts (ok, changed, unreachable, failed, skipped, rescued, ignored)",
 		Slots: AnsibleSlots{Lane: "scheduled", SiteCapacity: siteCapacity, SlotKind: slotKind,
 			SharedBatch:   "one slot per site of the batch while the batch runs",
-			IndividualRun: "one slot per one-target run"},
+			IndividualRun: "one slot per one-target run",
+			Scheduled:     "a scheduled job's fire holds one slot per site while active; its playbook batches take none of their own"},
 	}
 }

@@ -4911,6 +4911,7 @@ export interface components {
         AnsibleSlots: {
             individual_run: string;
             lane: string;
+            scheduled: string;
             shared_batch: string;
             /** Format: int64 */
             site_capacity: number;

@@ -36,12 +36,21 @@ type scriptAgent struct {
 }
 
 func (f *fixture) scriptAgent(t *testing.T, admin string, site int64, hostname string) *scriptAgent {
+	return f.scriptAgentWith(t, admin, site, hostname, nil)
+}
+
+// scriptAgentWith is scriptAgent with the runner's options changed (its
+// PATH).
+func (f *fixture) scriptAgentWith(t *testing.T, admin string, site int64, hostname string, change func(*automation.Options)) *scriptAgent {
 	t.Helper()
 	a := f.enrolled(t, admin, site, hostname)
 	s := &scriptAgent{testAgent: a, trusted: a.scriptKeys}
 	handlers := runtime.NewHandlers()
-	require.NoError(t, automation.Register(handlers, automation.Options{Config: s.config, OutputInterval: 100 * time.Millisecond,
-		TempDir: t.TempDir()}))
+	opts := automation.Options{Config: s.config, OutputInterval: 100 * time.Millisecond, TempDir: t.TempDir()}
+	if change != nil {
+		change(&opts)
+	}
+	require.NoError(t, automation.Register(handlers, opts))
 	s.handlers = handlers
 	s.serve(t)
 	return s

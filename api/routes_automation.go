@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -23,6 +24,13 @@ func (s *Server) quickRunRoutes() []Route {
 			run, err := s.Automation.GetRun(r.Context(), principal(r.Context()).SiteScope(), chi.URLParam(r, "run_id"), true)
 			return toRunJSON(run), err
 		}).Errors(cairn.ECodeNotFound), "Get a quick run"},
+		{"GET", "/api/server/ansible-runner-settings", AuthAdmin, getAction(s, func(*http.Request) (automation.AnsibleRunner, error) {
+			capacity := scheduledjobs.DefaultScheduledCapacity
+			if s.Slots != nil {
+				capacity = s.Slots.Capacity
+			}
+			return automation.AnsibleRunnerSettings(capacity, scheduledjobs.SlotAnsible), nil
+		}), "Get the Ansible runner's settings"},
 		{"POST", proto.PathScriptOutput, AuthDevice, withBodyLimit(maxOutputBody, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.ScriptOutput) (struct{}, error) {
 			return struct{}{}, s.Automation.RecordOutput(r.Context(), deviceFrom(r.Context()).GUID, req)
 		})), "Agent: send script output"},
@@ -126,6 +134,8 @@ type resultJSON struct {
 	DurationMS      *int64            `json:"duration_ms"`
 	StartedAt       *time.Time        `json:"started_at"`
 	FinishedAt      *time.Time        `json:"finished_at"`
+	// Ansible is a playbook run's recap (null for scripts).
+	Ansible *proto.AnsibleRecap `json:"ansible"`
 }
 
 type runJSON struct {
@@ -160,7 +170,7 @@ func toRunJSON(r automation.Run) runJSON {
 			out.Results[i] = resultJSON{GUID: x.GUID, Hostname: x.Hostname, Status: x.Status, ExitCode: x.ExitCode,
 				Stdout: x.Stdout, Stderr: x.Stderr, StdoutTruncated: x.StdoutTruncated, StderrTruncated: x.StderrTruncated,
 				ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage, OperationID: x.OperationID, DurationMS: x.DurationMS,
-				StartedAt: utcPtr(x.StartedAt), FinishedAt: utcPtr(x.FinishedAt)}
+				StartedAt: utcPtr(x.StartedAt), FinishedAt: utcPtr(x.FinishedAt), Ansible: x.Ansible}
 		}
 	}
 	return out

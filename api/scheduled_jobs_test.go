@@ -41,6 +41,9 @@ func (f *fixture) describeJobSchedule(t *testing.T, id int64) *client.ScheduleDe
 func (f *fixture) testAssembly(t *testing.T, admin, name, kind string) int64 {
 	t.Helper()
 	body := map[string]any{"name": name, "kind": kind, "body": "echo hi"}
+	if kind == "ansible_playbook" {
+		body["body"] = "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug: {msg: hi}\n"
+	}
 	if kind == "script" {
 		body["language"] = "sh"
 		body["parameters"] = []any{map[string]any{"name": "days", "type": "number", "default": 1}}
@@ -154,7 +157,7 @@ func TestScheduledJobValidation(t *testing.T) {
 	f := setup(t)
 	fl := f.fleet(t)
 	asm := f.testAssembly(t, fl.admin, "check", "script")
-	playbook := f.testAssembly(t, fl.admin, "play", "ansible_playbook")
+	flowAssembly := f.testAssembly(t, fl.admin, "flow content", "workflow")
 	sites := map[string]any{"sites": []int64{fl.siteA}}
 	cron := map[string]any{"type": "cron", "expression": "0 * * * *"}
 	with := func(k string, v any) map[string]any {
@@ -177,7 +180,7 @@ func TestScheduledJobValidation(t *testing.T) {
 		{"unknown kind", with("kind", "patch_party"), "kind"},
 		{"script without assembly", with("assembly_id", nil), "assembly_id"},
 		{"unknown assembly", with("assembly_id", 99999), "assembly_id"},
-		{"not a script assembly", with("assembly_id", playbook), "assembly_id"},
+		{"not a script or playbook assembly", with("assembly_id", flowAssembly), "assembly_id"},
 		{"workflow job without workflow", map[string]any{"name": "w", "kind": "workflow", "targets": sites, "schedule": cron}, "workflow_id"},
 		{"unknown workflow", map[string]any{"name": "w", "kind": "workflow", "workflow_id": 777, "targets": sites, "schedule": cron}, "workflow_id"},
 		{"maintenance with assembly", map[string]any{"name": "m", "kind": "agent_maintenance", "assembly_id": asm, "targets": sites, "schedule": cron}, "assembly_id"},

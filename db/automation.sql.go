@@ -852,9 +852,10 @@ SET status = $1, exit_code = $2,
     stdout = CASE WHEN length($3::text) >= length(r.stdout) THEN $3::text ELSE r.stdout END,
     stderr = CASE WHEN length($5::text) >= length(r.stderr) THEN $5::text ELSE r.stderr END,
     error_code = $7, error_message = $8, duration_ms = $9,
-    started_at = COALESCE($10, r.started_at, now()), finished_at = COALESCE($11, now())
+    ansible_recap = $10,
+    started_at = COALESCE($11, r.started_at, now()), finished_at = COALESCE($12, now())
 FROM job_runs j LEFT JOIN assemblies a ON a.id = j.assembly_id
-WHERE j.id = r.run_id AND r.run_id = $12 AND r.device_guid = $13 AND r.status IN ('pending', 'running')
+WHERE j.id = r.run_id AND r.run_id = $13 AND r.device_guid = $14 AND r.status IN ('pending', 'running')
 RETURNING r.activity_id, r.operation_id, j.scheduled_job_id, j.language, COALESCE(a.name, '')::text AS assembly_name
 `
 
@@ -868,6 +869,7 @@ type JobRunResultFinishParams struct {
 	ErrorCode       string
 	ErrorMessage    string
 	DurationMs      *int64
+	AnsibleRecap    []byte
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	RunID           cairn.RunID
@@ -896,6 +898,7 @@ func (q *Queries) JobRunResultFinish(ctx context.Context, arg JobRunResultFinish
 		arg.ErrorCode,
 		arg.ErrorMessage,
 		arg.DurationMs,
+		arg.AnsibleRecap,
 		arg.StartedAt,
 		arg.FinishedAt,
 		arg.RunID,
@@ -914,7 +917,7 @@ func (q *Queries) JobRunResultFinish(ctx context.Context, arg JobRunResultFinish
 
 const jobRunResultList = `-- name: JobRunResultList :many
 SELECT device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated,
-       error_code, error_message, operation_id, duration_ms, started_at, finished_at
+       error_code, error_message, operation_id, duration_ms, started_at, finished_at, ansible_recap
 FROM job_run_results
 WHERE run_id = $1 AND ($2::boolean OR site_id = ANY($3::bigint[]))
 ORDER BY hostname, device_guid
@@ -942,6 +945,7 @@ type JobRunResultListRow struct {
 	DurationMs      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	AnsibleRecap    []byte
 }
 
 // A run's results inside the caller's scope.
@@ -970,6 +974,7 @@ func (q *Queries) JobRunResultList(ctx context.Context, arg JobRunResultListPara
 			&i.DurationMs,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.AnsibleRecap,
 		); err != nil {
 			return nil, err
 		}

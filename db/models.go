@@ -640,6 +640,7 @@ type JobRunResult struct {
 	FinishedAt      *time.Time
 	Signed          []byte
 	DurationMs      *int64
+	AnsibleRecap    []byte
 }
 
 type MaintenanceWindow struct {

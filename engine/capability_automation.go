@@ -20,6 +20,8 @@ var automationCapability = Capability{
 		{ID: automation.ECodeAssemblyInUse, Status: http.StatusConflict},
 		{ID: automation.ECodeContentUnverified, Status: http.StatusConflict},
 		{ID: proto.CodeUnsupportedLanguage, Status: http.StatusUnprocessableEntity, Agent: true},
+		// A playbook reached an agent without a usable ansible-playbook.
+		{ID: proto.CodeAnsibleUnavailable, Status: http.StatusUnprocessableEntity, Agent: true},
 		// Shared automation objects (docs/api.md "Shared objects: owner
 		// and scope").
 		{ID: cairn.ECodeDependantsExist, Status: http.StatusConflict},

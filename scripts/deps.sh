@@ -6,7 +6,9 @@
 #                         wine64 + the mingw-w64 C compiler (the Windows agent's tests under Wine),
 #                         wireguard-tools + wireguard-go (the agent's WireGuard tunnel, agent/tunnels),
 #                         xvfb + x11vnc + x11-xserver-utils (the VNC role's server, agent/vnc, and the
-#                         remote desktop test's display and the colour it paints with xsetroot)
+#                         remote desktop test's display and the colour it paints with xsetroot),
+#                         ansible (ansible-playbook, which the agent runs for Ansible playbook
+#                         assemblies, agent/automation)
 # As root it uses apt-get; otherwise it prints the command to run.
 set -euo pipefail
 mode=${1:-test}
@@ -29,6 +31,7 @@ if [ "$mode" = test ]; then
   command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
   command -v x11vnc >/dev/null 2>&1 || missing+=(x11vnc)
   command -v xsetroot >/dev/null 2>&1 || missing+=(x11-xserver-utils)
+  command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible)
 fi
 for tool in go node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then

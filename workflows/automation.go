@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -11,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
 	"github.com/cairn-rmm/cairn/internal/automation"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
 // Job-run fan-out defaults. A batch is what one workflow run handles
@@ -32,6 +34,9 @@ type JobRunInput struct {
 	MaxConcurrent  int
 	Batch          int
 	TimeoutSeconds int
+	// LaneHeld says the caller holds the run's site-worker slots already
+	// (a scheduled job's fire): a playbook batch takes none of its own.
+	LaneHeld bool
 }
 
 // JobRun executes every pending result of a job run through the command
@@ -62,6 +67,24 @@ func JobRun(ctx workflow.Context, in JobRunInput) error {
 		return err
 	}
 	items := next.Items
+	if next.Ansible && !in.LaneHeld && len(items) > 0 {
+		// SPEC "Limits": a playbook run holds a site-worker slot of each
+		// site of its batch while the batch runs: a shared batch one slot
+		// per site, a one-target run one slot. Scripts take none (quick
+		// runs are interactive); a scheduled playbook's fire holds its
+		// sites' slots itself (LaneHeld).
+		var sites []int64
+		for _, it := range items {
+			if !slices.Contains(sites, int64(it.SiteID)) {
+				sites = append(sites, int64(it.SiteID))
+			}
+		}
+		release, err := HoldSiteSlots(ctx, sites, workflow.GetInfo(ctx).WorkflowExecution.ID, scheduledjobs.SlotAnsible)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	seconds := next.TimeoutSeconds
 	if in.TimeoutSeconds > 0 {
 		seconds = in.TimeoutSeconds

@@ -38,7 +38,9 @@ func executeJobRun(ctx workflow.Context, runID cairn.RunID) error {
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(SearchAttrJobKind).ValueSet("job_run")),
 	})
-	return ignoreStarted(workflow.ExecuteChildWorkflow(cctx, JobRun, JobRunInput{RunID: runID}).Get(ctx, nil))
+	// The fire holds its sites' lane slots (ScheduledJobFire): a
+	// playbook's batches take none of their own.
+	return ignoreStarted(workflow.ExecuteChildWorkflow(cctx, JobRun, JobRunInput{RunID: runID, LaneHeld: true}).Get(ctx, nil))
 }
 
 const (

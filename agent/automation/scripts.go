@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -145,9 +146,14 @@ func (r *runner) handle(ctx context.Context, call runtime.Caller, payload json.R
 
 // Run executes a verified job. call (may be nil) receives live output.
 func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJob) (proto.ScriptResult, error) {
-	argv, ext, err := command(job.Language)
-	if err != nil {
-		return proto.ScriptResult{}, err
+	ansible := job.Language == proto.LangAnsible
+	var argv []string
+	ext := ""
+	if !ansible {
+		var err error
+		if argv, ext, err = command(job.Language); err != nil {
+			return proto.ScriptResult{}, err
+		}
 	}
 	env, err := r.environment(job)
 	if err != nil {
@@ -158,18 +164,32 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 		return proto.ScriptResult{}, fmt.Errorf("script directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "script"+ext)
-	if err := os.WriteFile(file, []byte(job.Body), 0o700); err != nil {
-		return proto.ScriptResult{}, fmt.Errorf("write script: %w", err)
+	version := ""
+	if ansible {
+		if argv, env, version, err = r.playbook(ctx, dir, job, env); err != nil {
+			return proto.ScriptResult{}, err
+		}
+	} else {
+		file := filepath.Join(dir, "script"+ext)
+		if err := os.WriteFile(file, []byte(job.Body), 0o700); err != nil {
+			return proto.ScriptResult{}, fmt.Errorf("write script: %w", err)
+		}
+		argv = append(argv, file)
 	}
 
 	timeout := time.Duration(max(job.TimeoutSeconds, 1)) * time.Second
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(argv[0], append(argv[1:], file)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	stdout, stderr := &boundedBuffer{max: proto.MaxScriptOutput}, &boundedBuffer{max: proto.MaxScriptOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A playbook's recap ends its output, which may be longer than what
+	// is kept of it.
+	tail := &tailBuffer{max: 64 << 10}
+	if ansible {
+		cmd.Stdout = io.MultiWriter(stdout, tail)
+	}
 	setProcessGroup(cmd)
 	cmd.WaitDelay = killGrace
 
@@ -215,6 +235,11 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 		post := proto.ScriptOutput{RunID: job.RunID, Stdout: out, Stderr: errOut, StdoutTruncated: outCut, StderrTruncated: errCut}
 		if err := call.Call(ctx, http.MethodPost, proto.PathScriptOutput, post, nil); err != nil {
 			r.opts.Logger.Warn("could not post the final script output", "run_id", job.RunID, "err", err)
+		}
+	}
+	if ansible && !timedOut {
+		if res.Ansible = ParseRecap(tail.String()); res.Ansible != nil {
+			res.Ansible.Version = version
 		}
 	}
 	res.Stdout, res.StdoutTruncated = cut(out, proto.MaxReplyOutput, outCut)

@@ -45,9 +45,13 @@ type env struct {
 	handler runtime.Handler
 	priv    ed25519.PrivateKey
 	guid    string
+	tempDir string
 }
 
-func setup(t *testing.T) *env {
+func setup(t *testing.T) *env { return setupWith(t, nil) }
+
+// setupWith lets a test change the runner's options (its PATH).
+func setupWith(t *testing.T, change func(*automation.Options)) *env {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
@@ -55,11 +59,15 @@ func setup(t *testing.T) *env {
 	cfg.Agent.GUID = "guid-test"
 	cfg.ScriptSigning.TrustedPublicKeys = []string{base64.StdEncoding.EncodeToString(pub)}
 	h := runtime.NewHandlers()
-	require.NoError(t, automation.Register(h, automation.Options{
+	opts := automation.Options{
 		Config:         func() (*agent.Config, error) { return cfg, nil },
 		OutputInterval: 50 * time.Millisecond, TempDir: testdir.New(t),
-	}))
-	return &env{handler: h.Lookup(proto.EventQuickJobRun), priv: priv, guid: cfg.Agent.GUID}
+	}
+	if change != nil {
+		change(&opts)
+	}
+	require.NoError(t, automation.Register(h, opts))
+	return &env{handler: h.Lookup(proto.EventQuickJobRun), priv: priv, guid: cfg.Agent.GUID, tempDir: opts.TempDir}
 }
 
 func (e *env) payload(t *testing.T, job proto.ScriptJob) json.RawMessage {

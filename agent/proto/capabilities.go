@@ -49,11 +49,15 @@ const (
 	CapVNC Capability = "vnc"
 	// CapRoleControl: role_desired_state, stopping and starting roles.
 	CapRoleControl Capability = "role_control"
+	// CapAnsible: quick_job_run of an Ansible playbook (LangAnsible), run
+	// by ansible-playbook against localhost (Linux agents; the agent
+	// answers ansible_unavailable where the binary is missing).
+	CapAnsible Capability = "ansible"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapAnsible}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -75,6 +79,7 @@ var CapabilityVersion = map[Capability]int{
 	CapVNC:              CapabilitiesVersion,
 	CapRoleControl:      CapabilitiesVersion,
 	CapPatchReboot:      CapabilitiesVersion,
+	CapAnsible:          CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -104,7 +109,7 @@ const (
 
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux", CapVNC: "linux"}
+var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux", CapVNC: "linux", CapAnsible: "linux"}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
@@ -153,6 +158,11 @@ func HandlerCapabilities(types []string) []Capability {
 		}
 		if t == EventFileManagement {
 			has[CapTransfers] = true
+		}
+		// The script runner runs playbooks too (where the platform has
+		// Ansible: CapabilityPlatform).
+		if t == EventQuickJobRun {
+			has[CapAnsible] = true
 		}
 	}
 	var out []Capability

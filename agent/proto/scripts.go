@@ -63,6 +63,10 @@ const EventQuickJobRun = "quick_job_run"
 const (
 	CodeSignatureInvalid    = "signature_invalid"    // bad signature, untrusted key, other device, expired
 	CodeUnsupportedLanguage = "unsupported_language" // this platform cannot run the language
+	// CodeAnsibleUnavailable: a playbook reached an agent with no usable
+	// ansible-playbook (none on its PATH, or older than
+	// AnsibleMinCoreVersion).
+	CodeAnsibleUnavailable = "ansible_unavailable"
 )
 
 // Script languages.
@@ -72,7 +76,28 @@ const (
 	LangPython     = "python"
 	LangPowerShell = "powershell"
 	LangCmd        = "cmd"
+	// LangAnsible is an Ansible playbook assembly's run: the agent runs
+	// ansible-playbook on the Body against localhost with connection
+	// local (Linux agents with CapAnsible).
+	LangAnsible = "ansible"
 )
+
+// AnsibleMinCoreVersion is the oldest ansible-core an agent runs
+// playbooks with (Debian bookworm ships 2.14).
+const AnsibleMinCoreVersion = "2.11"
+
+// AnsibleRecap is the PLAY RECAP of a playbook run on the device (host
+// localhost), with the ansible-core version that ran it.
+type AnsibleRecap struct {
+	Version     string `json:"version"`
+	Ok          int    `json:"ok"`
+	Changed     int    `json:"changed"`
+	Unreachable int    `json:"unreachable"`
+	Failed      int    `json:"failed"`
+	Skipped     int    `json:"skipped"`
+	Rescued     int    `json:"rescued"`
+	Ignored     int    `json:"ignored"`
+}
 
 // ScriptJob is the signed document of EventQuickJobRun. Since protocol
 // version 3 an agent runs it only when Purpose is PurposeScript,
@@ -111,6 +136,9 @@ type ScriptResult struct {
 	DurationMS      int64     `json:"duration_ms"`
 	StartedAt       time.Time `json:"started_at"`
 	FinishedAt      time.Time `json:"finished_at"`
+	// Ansible is the recap of a playbook run (LangAnsible); nil for a
+	// script, or a playbook that ended before its recap.
+	Ansible *AnsibleRecap `json:"ansible,omitempty"`
 }
 
 // MaxScriptOutput bounds stdout and stderr of one run, each.

@@ -195,8 +195,12 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	}
 	// The VNC role serves X11 desktops only (agent/vnc): elsewhere its
 	// handlers answer unsupported and the capability is not offered.
-	if p, only := proto.CapabilityPlatform[proto.CapVNC]; only && p != goruntime.GOOS {
-		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapVNC })
+	// Playbooks likewise run on Linux agents only (ansible-playbook has
+	// no Windows build).
+	for _, only := range []proto.Capability{proto.CapVNC, proto.CapAnsible} {
+		if p, ok := proto.CapabilityPlatform[only]; ok && p != goruntime.GOOS {
+			caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == only })
+		}
 	}
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:        store,

@@ -108,7 +108,7 @@ WHERE r.id = @id;
 -- name: JobRunResultList :many
 -- A run's results inside the caller's scope.
 SELECT device_guid, hostname, site_id, status, exit_code, stdout, stderr, stdout_truncated, stderr_truncated,
-       error_code, error_message, operation_id, duration_ms, started_at, finished_at
+       error_code, error_message, operation_id, duration_ms, started_at, finished_at, ansible_recap
 FROM job_run_results
 WHERE run_id = @run_id AND (@all_sites::boolean OR site_id = ANY(@site_ids::bigint[]))
 ORDER BY hostname, device_guid;
@@ -171,6 +171,7 @@ SET status = @status, exit_code = sqlc.narg(exit_code),
     stdout = CASE WHEN length(@stdout::text) >= length(r.stdout) THEN @stdout::text ELSE r.stdout END,
     stderr = CASE WHEN length(@stderr::text) >= length(r.stderr) THEN @stderr::text ELSE r.stderr END,
     error_code = @error_code, error_message = @error_message, duration_ms = sqlc.narg(duration_ms),
+    ansible_recap = sqlc.narg(ansible_recap),
     started_at = COALESCE(sqlc.narg(started_at), r.started_at, now()), finished_at = COALESCE(sqlc.narg(finished_at), now())
 FROM job_runs j LEFT JOIN assemblies a ON a.id = j.assembly_id
 WHERE j.id = r.run_id AND r.run_id = @run_id AND r.device_guid = @device_guid AND r.status IN ('pending', 'running')

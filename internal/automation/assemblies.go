@@ -342,6 +342,11 @@ func checkAssembly(in AssemblyInput) (AssemblyInput, error) {
 		if in.Language != "" {
 			v.Add("language", "must be empty for a "+in.Kind)
 		}
+		if in.Kind == KindAnsiblePlaybook {
+			if msg := checkPlaybook(in.Body); msg != "" {
+				v.Add("body", msg)
+			}
+		}
 	default:
 		v.Add("kind", "must be script, ansible_playbook or workflow")
 	}

@@ -21,6 +21,10 @@ func TestRunsOn(t *testing.T) {
 		{"cmd", "Debian GNU/Linux 12", false},
 		{"powershell", "", false},
 		{"perl", "Debian GNU/Linux 12", false},
+		// Playbooks: ansible-playbook has no Windows build.
+		{"ansible", "Debian GNU/Linux 12", true},
+		{"ansible", "", true},
+		{"ansible", "Microsoft Windows Server 2022", false},
 	}
 	for _, c := range cases {
 		require.Equal(t, c.ok, runsOn(c.lang, c.os), "%s on %q", c.lang, c.os)
@@ -55,4 +59,30 @@ func TestCheckRunParameters(t *testing.T) {
 	got, err = checkRun(adhoc, nil)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"n": "10", "b": "false", "s": "x y"}, got)
+}
+
+// A playbook assembly's body is plays for the device itself.
+func TestCheckPlaybook(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"localhost", "- hosts: localhost\n  tasks: []\n", true},
+		{"all, local, two plays", "- hosts: all\n  connection: local\n  tasks: []\n- hosts: 127.0.0.1\n  roles: []\n", true},
+		{"blank", "  \n", false},
+		{"a scalar", "echo hi", false},
+		{"a mapping", "hosts: localhost\n", false},
+		{"empty list", "[]", false},
+		{"a group", "- hosts: webservers\n", false},
+		{"hosts list", "- hosts: [localhost, db]\n", false},
+		{"ssh", "- hosts: localhost\n  connection: ssh\n", false},
+		{"import", "- import_playbook: site.yml\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			msg := checkPlaybook(c.body)
+			require.Equal(t, c.ok, msg == "", msg)
+		})
+	}
 }

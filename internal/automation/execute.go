@@ -31,6 +31,9 @@ type Item struct {
 type Batch struct {
 	Items          []Item
 	TimeoutSeconds int
+	// Ansible says the run is a playbook's: its batch holds one slot of
+	// each of its sites' lanes while it runs (SPEC "Limits").
+	Ansible bool
 }
 
 // NextItems marks the run started and returns up to max pending results.
@@ -54,7 +57,7 @@ func (s *Service) NextItems(ctx context.Context, runID cairn.RunID, max int) (Ba
 		}
 		out[i] = Item{GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: cairn.SiteID(site), SiteSlug: r.SiteSlug}
 	}
-	return Batch{Items: out, TimeoutSeconds: int(run.TimeoutSeconds)}, nil
+	return Batch{Items: out, TimeoutSeconds: int(run.TimeoutSeconds), Ansible: run.Language == proto.LangAnsible}, nil
 }
 
 // Dispatch marks a result running under operationID, opens its activity
@@ -116,6 +119,9 @@ func (s *Service) Dispatch(ctx context.Context, runID cairn.RunID, guid cairn.De
 }
 
 func runSummary(assembly, language string) string {
+	if language == proto.LangAnsible {
+		return "Run playbook " + assembly
+	}
 	if assembly != "" {
 		return "Run script " + assembly
 	}
@@ -170,6 +176,15 @@ func (s *Service) Finish(ctx context.Context, o Outcome) error {
 		summary = fmt.Sprintf("exit code %d", res.ExitCode)
 		if res.TimedOut {
 			summary = "timed out"
+		}
+		if res.Ansible != nil {
+			raw, err := json.Marshal(res.Ansible)
+			if err != nil {
+				return err
+			}
+			p.AnsibleRecap = raw
+			summary += fmt.Sprintf(" (ok=%d changed=%d unreachable=%d failed=%d)", res.Ansible.Ok, res.Ansible.Changed,
+				res.Ansible.Unreachable, res.Ansible.Failed)
 		}
 	case o.ErrorCode == devicetrust.ECodeDeviceQuarantined || o.ErrorCode == devicetrust.ECodeDeviceRevoked:
 		p.Status, summary = StatusSkipped, o.ErrorMessage

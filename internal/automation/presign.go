@@ -27,16 +27,19 @@ func (s *Service) SignContent(ctx context.Context, spec RunSpec) (proto.Signed, 
 	} else if err != nil {
 		return proto.Signed{}, 0, err
 	}
-	if a.Kind != KindScript {
-		return proto.Signed{}, 0, cairn.Invalid("assembly_id", "must be a script assembly")
+	if a.Kind != KindScript && a.Kind != KindAnsiblePlaybook {
+		return proto.Signed{}, 0, cairn.Invalid("assembly_id", "must be a script or Ansible playbook assembly")
 	}
 	spec.Language, spec.Body = a.Language, a.Body
+	if a.Kind == KindAnsiblePlaybook {
+		spec.Language = proto.LangAnsible
+	}
 	spec.TimeoutSeconds = cmpOr(cmpOr(spec.TimeoutSeconds, a.TimeoutSeconds), DefaultTimeout)
 	params, err := checkRun(spec, a.Parameters)
 	if err != nil {
 		return proto.Signed{}, 0, err
 	}
-	raw, err := json.Marshal(proto.ScriptJob{Purpose: proto.PurposeScriptContent, Language: a.Language, Body: a.Body, Parameters: params,
+	raw, err := json.Marshal(proto.ScriptJob{Purpose: proto.PurposeScriptContent, Language: spec.Language, Body: a.Body, Parameters: params,
 		TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: s.now().UTC()})
 	if err != nil {
 		return proto.Signed{}, 0, err

@@ -122,6 +122,9 @@ type Result struct {
 	DurationMS      *int64
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	// Ansible is a playbook run's recap (nil for scripts and playbook runs
+	// that ended before it).
+	Ansible *proto.AnsibleRecap
 }
 
 // Run is one run with its results.
@@ -183,8 +186,8 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		} else if err != nil {
 			return Run{}, err
 		}
-		if a.Kind != KindScript {
-			return Run{}, cairn.Invalid("assembly_id", fmt.Sprintf("assembly %d is a %s, not a script", a.ID, a.Kind))
+		if a.Kind != KindScript && a.Kind != KindAnsiblePlaybook {
+			return Run{}, cairn.Invalid("assembly_id", fmt.Sprintf("assembly %d is a %s, not a script or playbook", a.ID, a.Kind))
 		}
 		if spec.AssemblySHA256 != "" && !strings.EqualFold(spec.AssemblySHA256, a.BodySHA256) {
 			return Run{}, cairn.Errorf(cairn.ECodeAssemblyChanged,
@@ -192,6 +195,9 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 				a.ID, a.Version, spec.AssemblySHA256, a.BodySHA256)
 		}
 		spec.Language, spec.Body, declared = a.Language, a.Body, a.Parameters
+		if a.Kind == KindAnsiblePlaybook {
+			spec.Language = proto.LangAnsible
+		}
 		if spec.TimeoutSeconds == 0 {
 			spec.TimeoutSeconds = a.TimeoutSeconds
 		}
@@ -231,6 +237,12 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		case !runsOn(spec.Language, st.os):
 			status, code, msg = StatusFailed, proto.CodeUnsupportedLanguage,
 				fmt.Sprintf("%s cannot run %s (%s)", t.Hostname, spec.Language, cmpOr(st.os, "unknown operating system"))
+		case spec.Language == proto.LangAnsible && !proto.HasCapability(st.caps.Set, proto.CapAnsible):
+			// A Linux agent built before playbooks: the capability it
+			// lacks is not a platform's.
+			status, code, msg = StatusFailed, cairn.ECodeAgentTooOld,
+				fmt.Sprintf("the agent of %s does not report the %q capability, which agents of protocol %d and later have; update the agent",
+					t.Hostname, proto.CapAnsible, proto.CapabilityVersion[proto.CapAnsible])
 		default:
 			exp := now.Add(payloadTTL)
 			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: string(spec.ID), DeviceGUID: string(t.GUID), Language: spec.Language,
@@ -358,6 +370,9 @@ func (s *Service) ResolveTargets(ctx context.Context, scope cairn.SiteScope, gui
 // for Linux languages (most agents) and refused for Windows ones.
 func runsOn(lang, os string) bool {
 	windows := strings.Contains(strings.ToLower(os), "windows")
+	if lang == proto.LangAnsible {
+		return !windows // ansible-playbook has no Windows build
+	}
 	switch LanguagePlatform(lang) {
 	case "windows":
 		return windows
@@ -484,6 +499,12 @@ func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, 
 			Stdout: x.Stdout, Stderr: x.Stderr, StdoutTruncated: x.StdoutTruncated, StderrTruncated: x.StderrTruncated,
 			ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage, OperationID: x.OperationID, DurationMS: x.DurationMs,
 			StartedAt: x.StartedAt, FinishedAt: x.FinishedAt}
+		if len(x.AnsibleRecap) > 0 {
+			var rc proto.AnsibleRecap
+			if json.Unmarshal(x.AnsibleRecap, &rc) == nil {
+				run.Results[i].Ansible = &rc
+			}
+		}
 	}
 	return run, nil
 }

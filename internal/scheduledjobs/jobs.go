@@ -446,8 +446,8 @@ func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (c
 				return out, err
 			}
 			v.Add("assembly_id", "no such assembly")
-		} else if a.Kind != "script" {
-			v.Add("assembly_id", "must be a script assembly")
+		} else if a.Kind != "script" && a.Kind != "ansible_playbook" {
+			v.Add("assembly_id", "must be a script or Ansible playbook assembly")
 		}
 		if in.WorkflowID != nil {
 			v.Add("workflow_id", "only workflow jobs name a workflow")

@@ -10,8 +10,9 @@ import (
 )
 
 // Site-worker scheduled lane (SPEC "Limits"): each active scheduled job
-// run, workflow run and agent-maintenance item holds one slot of every
-// site it touches while it runs, at most Capacity per site. Interactive
+// run, workflow run, agent-maintenance item and Ansible playbook batch
+// holds one slot of every site it touches while it runs, at most Capacity
+// per site. Interactive
 // operations (the console's device operations, shells) never take a slot,
 // so however much bulk work is queued, they find their site worker free.
 // Slots are rows with a lease so a holder that died frees its slot when
@@ -23,6 +24,9 @@ const (
 	SlotScheduledJob     = "scheduled_job"
 	SlotWorkflow         = "workflow"
 	SlotAgentMaintenance = "agent_maintenance"
+	// SlotAnsible: a playbook run's batch, one slot per site it touches
+	// (a one-target run: one slot).
+	SlotAnsible = "ansible"
 )
 
 // DefaultScheduledCapacity is the slots per site worker when the

@@ -141,6 +141,12 @@ var standIns = map[string]any{
 			// An incident's run: its one device was done in an earlier batch.
 			return automation.Batch{TimeoutSeconds: 60}, nil
 		}
+		if strings.HasPrefix(string(in.RunID), "ansible-") {
+			// A playbook run over two sites: a slot of each while it runs.
+			return automation.Batch{TimeoutSeconds: 60, Ansible: true, Items: []automation.Item{
+				{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
+				{GUID: "guid-fail", Hostname: "host-fail", SiteID: 2, SiteSlug: siteSlug}}}, nil
+		}
 		return automation.Batch{TimeoutSeconds: 60, Items: []automation.Item{{GUID: "guid-ok", Hostname: "host-ok", SiteID: 1, SiteSlug: siteSlug},
 			{GUID: "guid-fail", Hostname: "host-fail", SiteID: 1, SiteSlug: siteSlug}}}, nil
 	},
@@ -463,6 +469,13 @@ var scenarios = []scenario{
 	// A quick run to two devices: one answers, one refuses the signature.
 	{"job_run_two_devices.json", func(ctx context.Context, c client.Client) (string, error) {
 		id := unique("run")
+		run, err := start(ctx, c, automation.JobRunWorkflowID(cairn.RunID(id)), workflows.JobRun, workflows.JobRunInput{RunID: cairn.RunID(id)})
+		return wait(ctx, run, err)
+	}, false},
+	// An Ansible playbook run to devices of two sites: a lane slot of
+	// each site, the two devices, the slots freed.
+	{"job_run_ansible_slots.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("ansible-run")
 		run, err := start(ctx, c, automation.JobRunWorkflowID(cairn.RunID(id)), workflows.JobRun, workflows.JobRunInput{RunID: cairn.RunID(id)})
 		return wait(ctx, run, err)
 	}, false},

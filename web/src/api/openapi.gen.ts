@@ -3086,6 +3086,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/server/ansible-runner-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the Ansible runner's settings
+         * @description Administrators only.
+         */
+        get: operations["getServerAnsibleRunnerSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/server/audit": {
         parameters: {
             query?: never;
@@ -5084,6 +5104,76 @@ export interface components {
             signed: boolean;
             /** Format: int64 */
             size: number;
+        };
+        AnsibleBinary: {
+            discovery: string;
+            min_core_version: string;
+            name: string;
+            unavailable_code: string;
+            version_detection: string;
+        };
+        AnsibleRecap: {
+            /** Format: int64 */
+            changed: number;
+            /** Format: int64 */
+            failed: number;
+            /** Format: int64 */
+            ignored: number;
+            /** Format: int64 */
+            ok: number;
+            /** Format: int64 */
+            rescued: number;
+            /** Format: int64 */
+            skipped: number;
+            /** Format: int64 */
+            unreachable: number;
+            version: string;
+        };
+        AnsibleRecapInput: {
+            /** Format: int64 */
+            changed?: number;
+            /** Format: int64 */
+            failed?: number;
+            /** Format: int64 */
+            ignored?: number;
+            /** Format: int64 */
+            ok?: number;
+            /** Format: int64 */
+            rescued?: number;
+            /** Format: int64 */
+            skipped?: number;
+            /** Format: int64 */
+            unreachable?: number;
+            version?: string;
+        };
+        AnsibleRunner: {
+            binary: components["schemas"]["AnsibleBinary"];
+            capability: string;
+            command: string;
+            connection: string;
+            /** Format: int64 */
+            default_timeout_seconds: number;
+            inventory: string;
+            /** Format: int64 */
+            max_output_bytes: number;
+            /** Format: int64 */
+            max_timeout_seconds: number;
+            parameters: string;
+            platforms: string[];
+            result: string;
+            runner: string;
+            signing: string;
+            slots: components["schemas"]["AnsibleSlots"];
+            timeout_action: string;
+        };
+        AnsibleSlots: {
+            individual_run: string;
+            lane: string;
+            scheduled: string;
+            shared_batch: string;
+            /** Format: int64 */
+            site_capacity: number;
+            slot_kind: string;
         };
         ApiBackupRun: {
             /** @enum {string} */
@@ -7736,6 +7826,7 @@ export interface components {
             };
         };
         Result: {
+            ansible: components["schemas"]["AnsibleRecap"] | null;
             /** Format: int64 */
             duration_ms: number | null;
             error_code: string;
@@ -8011,6 +8102,7 @@ export interface components {
             status: string;
         };
         ScriptResultInput: {
+            ansible?: components["schemas"]["AnsibleRecapInput"] | null;
             /** Format: int64 */
             duration_ms?: number;
             /** Format: int64 */
@@ -29747,6 +29839,80 @@ export interface operations {
             };
             /** @description Not Found: not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServerAnsibleRunnerSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnsibleRunner"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -51,6 +51,8 @@ describe('Assemblies', () => {
     expect(within(rowOf('Disk report')).getByText('Bash')).toBeInTheDocument();
     expect(within(rowOf('Restart spooler')).getByText('PowerShell')).toBeInTheDocument();
     expect(within(rowOf('Patch playbook')).getByText('Ansible playbook')).toBeInTheDocument();
+    // Playbooks run on devices like scripts.
+    expect(within(rowOf('Patch playbook')).getByRole('button', { name: 'Run Patch playbook' })).toBeInTheDocument();
 
     await user.click(screen.getByRole('combobox', { name: 'Kind' }));
     await user.click(await screen.findByRole('option', { name: 'Ansible playbook' }));

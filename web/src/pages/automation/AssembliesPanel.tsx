@@ -54,7 +54,7 @@ function ActionsCell({ data }: { data?: Assembly }) {
   if (!data) return null;
   return (
     <Box sx={{ display: 'flex', gap: 0.5, alignItems: 'center', height: '100%' }}>
-      {data.kind === 'script' && (
+      {(data.kind === 'script' || data.kind === 'ansible_playbook') && (
         <Tooltip title="Run on devices">
           <IconButton size="small" aria-label={`Run ${data.name}`} onClick={() => run(data)}>
             <PlayArrowIcon fontSize="small" />

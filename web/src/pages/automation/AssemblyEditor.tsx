@@ -77,7 +77,7 @@ function VersionDialog({ id, version, onClose }: { id: number; version: number; 
                 Parameters: {(a.parameters ?? []).map((p) => `${p.name} (${p.type}${p.required ? ', required' : ''})`).join(', ')}
               </Typography>
             )}
-            <CodeEditor label={`Body of version ${a.version}`} language={a.language as ScriptLanguage | ''} value={a.body ?? ''} readOnly minHeight={200} />
+            <CodeEditor label={`Body of version ${a.version}`} language={a.kind === 'ansible_playbook' ? 'yaml' : (a.language as ScriptLanguage | '')} value={a.body ?? ''} readOnly minHeight={200} />
           </Stack>
         )}
       </DialogContent>
@@ -249,7 +249,7 @@ function EditorForm({ assembly, onClose, onSaved }: { assembly?: Assembly; onClo
             <div>
               <CodeEditor
                 label="Body"
-                language={form.kind === 'script' ? form.language : ''}
+                language={form.kind === 'script' ? form.language : form.kind === 'ansible_playbook' ? 'yaml' : ''}
                 value={form.body}
                 onChange={(body) => set({ body })}
                 error={Boolean(err('body'))}
@@ -257,6 +257,12 @@ function EditorForm({ assembly, onClose, onSaved }: { assembly?: Assembly; onClo
               {err('body') && (
                 <Typography variant="caption" color="error" role="alert" data-field="body">
                   {err('body')}
+                </Typography>
+              )}
+              {form.kind === 'ansible_playbook' && !err('body') && (
+                <Typography variant="caption" color="text.secondary" component="p" data-testid="playbook-help">
+                  Each target device's agent runs this playbook with ansible-playbook against itself (hosts: localhost,
+                  connection: local); parameters are its extra vars. Linux devices need Ansible installed.
                 </Typography>
               )}
             </div>

@@ -7,10 +7,13 @@ import { mono } from '../devices/parts';
 // cannot load) a plain text area edits the same value.
 const CodeMirrorEditor = lazy(() => import('./CodeMirrorEditor'));
 
+/** What an editor highlights: a script language, or YAML (Ansible playbooks). */
+export type EditorLanguage = ScriptLanguage | 'yaml';
+
 export interface CodeEditorProps {
   value: string;
   onChange?: (value: string) => void;
-  language: ScriptLanguage | '';
+  language: EditorLanguage | '';
   /** Accessible name of the editing area. */
   label: string;
   readOnly?: boolean;

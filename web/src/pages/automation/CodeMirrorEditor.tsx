@@ -5,21 +5,22 @@ import { bracketMatching, defaultHighlightStyle, indentOnInput, StreamLanguage, 
 import { powerShell } from '@codemirror/legacy-modes/mode/powershell';
 import { python } from '@codemirror/legacy-modes/mode/python';
 import { shell } from '@codemirror/legacy-modes/mode/shell';
+import { yaml } from '@codemirror/legacy-modes/mode/yaml';
 import { Compartment, EditorState, type Extension } from '@codemirror/state';
 import { drawSelection, EditorView, highlightActiveLine, keymap, lineNumbers } from '@codemirror/view';
-import type { ScriptLanguage } from '../../api/types';
 import { cmd } from './cmdLanguage';
-import type { CodeEditorProps } from './CodeEditor';
+import type { CodeEditorProps, EditorLanguage } from './CodeEditor';
 
-const LANGUAGES: Record<ScriptLanguage, () => Extension> = {
+const LANGUAGES: Record<EditorLanguage, () => Extension> = {
   bash: () => StreamLanguage.define(shell),
   sh: () => StreamLanguage.define(shell),
   python: () => StreamLanguage.define(python),
   powershell: () => StreamLanguage.define(powerShell),
   cmd: () => StreamLanguage.define(cmd),
+  yaml: () => StreamLanguage.define(yaml),
 };
 
-function languageFor(language: ScriptLanguage | ''): Extension {
+function languageFor(language: EditorLanguage | ''): Extension {
   return language ? LANGUAGES[language]() : [];
 }
 

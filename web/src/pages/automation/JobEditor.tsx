@@ -333,6 +333,7 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
             {form.kind === 'script' && (
               <>
                 <AssemblyPicker
+                  kinds={['script', 'ansible_playbook']}
                   value={form.assemblyId}
                   onChange={(a) => {
                     setAssembly(a);

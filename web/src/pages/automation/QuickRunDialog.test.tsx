@@ -153,4 +153,47 @@ describe('QuickRunDialog', () => {
     await user.click(screen.getByText('db-1'));
     expect(screen.getByTestId('result-error')).toHaveTextContent('Windows cannot run bash (unsupported_language)');
   });
+  it('runs an Ansible playbook assembly and shows each device’s play recap', async () => {
+    const user = userEvent.setup({ delay: null });
+    const motd = assembly(9, 'Message of the day', { kind: 'ansible_playbook', language: '', timeout_seconds: 300 });
+    const flow = assembly(10, 'A workflow', { kind: 'workflow', language: '' });
+    const engine = fakeEngine({
+      'GET /api/devices': { body: { devices: DEVICES } },
+      'GET /api/assemblies': { body: { assemblies: [motd, flow] } },
+      'POST /api/scripts/quick_run': { status: 202, body: { run_id: 'run-3' } },
+      'GET /api/scripts/quick_run/run-3': {
+        body: run(
+          'run-3',
+          [
+            result('web-1', {
+              status: 'succeeded',
+              exit_code: 0,
+              stdout: 'PLAY RECAP\nlocalhost : ok=2 changed=1',
+              ansible: { version: '2.14.18', ok: 2, changed: 1, unreachable: 0, failed: 0, skipped: 0, rescued: 0, ignored: 0 },
+            }),
+            result('db-1', { status: 'failed', error_code: 'ansible_unavailable', error_message: 'ansible-playbook is not installed on this device' }),
+          ],
+          { assembly_id: 9, assembly_name: 'Message of the day', assembly_version: 1, language: 'ansible' },
+        ),
+      },
+    });
+    renderWithProviders(<QuickRunDialog devices={DEVICES} onClose={() => {}} />);
+    await user.click(await screen.findByRole('combobox', { name: 'Assembly' }));
+    expect(screen.queryByRole('option', { name: /A workflow/ })).not.toBeInTheDocument();
+    await user.click(await screen.findByRole('option', { name: /Message of the day.*Ansible playbook/ }));
+    await user.click(screen.getByRole('button', { name: 'Run' }));
+
+    await waitFor(() => expect(engine.callsTo('POST', '/api/scripts/quick_run')).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/scripts/quick_run')[0].body).toMatchObject({ assembly_id: 9, timeout_seconds: 300 });
+    await waitFor(() => expect(screen.getByTestId('run-view')).toHaveAttribute('data-run-status', 'failed'));
+    expect(screen.getByText(/Ansible playbook/)).toBeInTheDocument();
+    const recap = screen.getByRole('group', { name: 'Play recap' });
+    expect(recap).toHaveTextContent('ansible-core 2.14.18');
+    expect(within(recap).getByTestId('recap-changed')).toHaveTextContent('changed 1');
+    expect(within(recap).getByTestId('recap-ok')).toHaveTextContent('ok 2');
+    expect(screen.getByTestId('stdout')).toHaveTextContent('PLAY RECAP');
+    await user.click(screen.getByText('db-1'));
+    expect(screen.getByTestId('result-error')).toHaveTextContent('ansible-playbook is not installed on this device (ansible_unavailable)');
+    expect(screen.queryByRole('group', { name: 'Play recap' })).not.toBeInTheDocument();
+  });
 });

@@ -138,6 +138,7 @@ export function QuickRunDialog({
             {source === 'assembly' ? (
               <>
                 <AssemblyPicker
+                  kinds={['script', 'ansible_playbook']}
                   value={pickedId}
                   onChange={(a) => {
                     setPickedId(a?.id ?? null);

@@ -93,6 +93,29 @@ function OutputPane({ title, text, truncated, error = false }: { title: string; 
   );
 }
 
+/** A playbook's PLAY RECAP on the device: ok, changed, failed, … counts. */
+function AnsibleRecap({ recap }: { recap: NonNullable<RunResult['ansible']> }) {
+  const counts: [string, number, ChipColor][] = [
+    ['ok', recap.ok, 'success'],
+    ['changed', recap.changed, recap.changed ? 'warning' : 'default'],
+    ['failed', recap.failed, recap.failed ? 'error' : 'default'],
+    ['unreachable', recap.unreachable, recap.unreachable ? 'error' : 'default'],
+    ['skipped', recap.skipped, 'default'],
+    ['rescued', recap.rescued, 'default'],
+    ['ignored', recap.ignored, 'default'],
+  ];
+  return (
+    <Box role="group" aria-label="Play recap" data-testid="ansible-recap" sx={{ display: 'flex', gap: 0.75, alignItems: 'center', flexWrap: 'wrap', mb: 1 }}>
+      <Typography variant="caption" sx={{ fontWeight: 600, color: 'text.secondary' }}>
+        Play recap{recap.version ? ` (ansible-core ${recap.version})` : ''}
+      </Typography>
+      {counts.map(([name, n, color]) => (
+        <Chip key={name} size="small" variant="outlined" color={color} label={`${name} ${n}`} data-testid={`recap-${name}`} />
+      ))}
+    </Box>
+  );
+}
+
 function ResultDetail({ result }: { result: RunResult }) {
   return (
     <Box data-testid="result-detail" aria-label={`Output of ${result.hostname}`} role="region">
@@ -114,6 +137,7 @@ function ResultDetail({ result }: { result: RunResult }) {
           {result.error_code && result.error_message ? ` (${result.error_code})` : ''}
         </Alert>
       )}
+      {result.ansible && <AnsibleRecap recap={result.ansible} />}
       {result.status === 'running' && (
         <Typography variant="caption" color="text.secondary" component="p" sx={{ mb: 0.5 }}>
           Output so far; it updates every second while the script runs.
@@ -137,6 +161,7 @@ export function RunView({ run }: { run: Run }) {
         <RunStatusChip status={run.status} label="Run" />
         <Typography variant="body2" color="text.secondary">
           {run.assembly_name ? `${run.assembly_name} v${run.assembly_version ?? '?'}` : `Ad-hoc ${run.language || 'script'}`}
+          {run.language === 'ansible' ? ' · Ansible playbook' : ''}
           {run.requested_by ? ` · by ${run.requested_by}` : ''}
           {` · ${formatCompactDateTime(run.created_at, true)}`}
         </Typography>

@@ -38,6 +38,7 @@ export function result(hostname: string, extra: Partial<RunResult> = {}): RunRes
     operation_id: '',
     started_at: null,
     finished_at: null,
+    ansible: null,
     ...extra,
   };
 }

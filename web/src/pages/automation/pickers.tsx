@@ -9,7 +9,7 @@ import Stack from '@mui/material/Stack';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
 import { assemblies as assembliesApi, deviceFilters, devices as devicesApi, sites as sitesApi } from '../../api/endpoints';
-import type { Assembly, AssemblyParameter, Device, DeviceFilter, ParameterValues, ScriptLanguage, Site } from '../../api/types';
+import type { Assembly, AssemblyKind, AssemblyParameter, Device, DeviceFilter, ParameterValues, ScriptLanguage, Site } from '../../api/types';
 import { SITES_QUERY } from '../SiteDialogs';
 import { DEVICE_FILTERS_QUERY } from '../devices/FilterPanel';
 import { DEVICES_QUERY } from '../devices/queries';
@@ -124,14 +124,18 @@ export function AssemblyPicker({
   onChange,
   error,
   label = 'Assembly',
+  kinds = ['script'],
 }: {
   value: number | null;
   onChange: (assembly: Assembly | null) => void;
   error?: string;
   label?: string;
+  /** The kinds offered: scripts (jobs, workflow steps), or also playbooks (quick runs). */
+  kinds?: AssemblyKind[];
 }) {
-  const query = useQuery({ queryKey: [...ASSEMBLIES_QUERY, 'script'], queryFn: () => assembliesApi.list({ kind: 'script' }) });
-  const options = query.data ?? [];
+  const one = kinds.length === 1 ? kinds[0] : null;
+  const query = useQuery({ queryKey: [...ASSEMBLIES_QUERY, one ?? 'any'], queryFn: () => assembliesApi.list({ kind: one }) });
+  const options = (query.data ?? []).filter((a) => kinds.includes(a.kind as AssemblyKind));
   const selected = options.find((a) => a.id === value) ?? null;
   return (
     <Autocomplete
@@ -145,7 +149,7 @@ export function AssemblyPicker({
         <li {...props} key={a.id}>
           <Box sx={{ flex: 1 }}>{a.name}</Box>
           <Typography variant="caption" color="text.secondary">
-            {languageLabel(a.language)} · v{a.version}
+            {a.kind === 'ansible_playbook' ? 'Ansible playbook' : languageLabel(a.language)} · v{a.version}
           </Typography>
         </li>
       )}

@@ -185,7 +185,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if h.tracker != nil {
 		publishRoles(h.tracker, regStore != nil)
 		socketRole = h.tracker.Register(roles.APIWebSocket)
-		if err := registerRoleControl(handlers, h.tracker, store, cfg.RolesStopped); err != nil {
+		if err := registerRoleControl(handlers, h.tracker, store, cfg.RolesStopped, endRoleWork(shells)); err != nil {
 			return err
 		}
 	}

@@ -53,9 +53,14 @@ type Options struct {
 	// Path, when set, is the PATH scripts run with instead of the agent's
 	// own (a service manager often starts the agent with a minimal one;
 	// tests put stand-in package managers first).
-	Path   string
-	Logger *slog.Logger
-	Now    func() time.Time
+	Path string
+	// UserSession launches user-context jobs (ScriptJob.RunAs
+	// current_user) into the active user's session; nil refuses them
+	// (proto.CodeUserContextUnsupported). NewUserSession is the
+	// platform's (nil off Windows).
+	UserSession UserSession
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Register adds the quick_job_run handler.
@@ -145,11 +150,25 @@ func (r *runner) handle(ctx context.Context, call runtime.Caller, payload json.R
 
 // Run executes a verified job. call (may be nil) receives live output.
 func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJob) (proto.ScriptResult, error) {
+	asUser := false
+	switch job.RunAs {
+	case "", proto.RunAsSystem:
+	case proto.RunAsCurrentUser:
+		if r.opts.UserSession == nil {
+			if err := userContextRefusal(); err != nil {
+				return proto.ScriptResult{}, err
+			}
+			return proto.ScriptResult{}, &proto.Error{Code: proto.CodeUserContextUnsupported, Message: "this agent cannot run jobs in the user's session"}
+		}
+		asUser = true
+	default:
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("run_as %q is not system or current_user", job.RunAs)}
+	}
 	argv, ext, err := command(job.Language)
 	if err != nil {
 		return proto.ScriptResult{}, err
 	}
-	env, err := r.environment(job)
+	env, extra, err := r.environment(job)
 	if err != nil {
 		return proto.ScriptResult{}, err
 	}
@@ -159,6 +178,21 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "script"+ext)
+	cmd := exec.Command(argv[0], append(argv[1:], file)...)
+	cmd.Dir, cmd.Env = dir, env
+	if asUser {
+		// Before the script is written: the user's read access to the
+		// directory is inherited by the file made in it.
+		release, err := r.opts.UserSession.Prepare(cmd, dir, extra)
+		if err != nil {
+			var pe *proto.Error
+			if errors.As(err, &pe) {
+				return proto.ScriptResult{}, err
+			}
+			return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "could not start the job in the user's session: " + err.Error()}
+		}
+		defer release()
+	}
 	if err := os.WriteFile(file, []byte(job.Body), 0o700); err != nil {
 		return proto.ScriptResult{}, fmt.Errorf("write script: %w", err)
 	}
@@ -166,8 +200,6 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	timeout := time.Duration(max(job.TimeoutSeconds, 1)) * time.Second
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(argv[0], append(argv[1:], file)...)
-	cmd.Dir, cmd.Env = dir, env
 	stdout, stderr := &boundedBuffer{max: proto.MaxScriptOutput}, &boundedBuffer{max: proto.MaxScriptOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	setProcessGroup(cmd)
@@ -243,27 +275,29 @@ const (
 
 // environment is the agent's environment plus the run ID, the agent's own
 // executable and config, and the parameters. A name the Engine should have
-// refused is refused here too.
-func (r *runner) environment(job proto.ScriptJob) ([]string, error) {
-	env := os.Environ()
+// refused is refused here too. extra is what a user-context job gets on
+// top of the user's own environment: the run ID and the parameters (the
+// agent's executable and config are the privileged account's business).
+func (r *runner) environment(job proto.ScriptJob) (env, extra []string, err error) {
+	extra = []string{EnvRunID + "=" + job.RunID}
+	for name, val := range job.Parameters {
+		if !validParam(name) || strings.ContainsRune(val, 0) {
+			return nil, nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("parameter %q is not a valid name or value", name)}
+		}
+		extra = append(extra, "CAIRN_PARAM_"+strings.ToUpper(name)+"="+val)
+	}
+	env = os.Environ()
 	if r.opts.Path != "" {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(strings.ToUpper(kv), "PATH=") })
 		env = append(env, "PATH="+r.opts.Path)
 	}
-	env = append(env, EnvRunID+"="+job.RunID)
 	if r.opts.AgentBinary != "" {
 		env = append(env, EnvAgentBinary+"="+r.opts.AgentBinary)
 	}
 	if r.opts.ConfigPath != "" {
 		env = append(env, EnvAgentConfig+"="+r.opts.ConfigPath)
 	}
-	for name, val := range job.Parameters {
-		if !validParam(name) || strings.ContainsRune(val, 0) {
-			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("parameter %q is not a valid name or value", name)}
-		}
-		env = append(env, "CAIRN_PARAM_"+strings.ToUpper(name)+"="+val)
-	}
-	return env, nil
+	return append(env, extra...), extra, nil
 }
 
 func validParam(name string) bool {

@@ -126,7 +126,10 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err != nil {
 		return fmt.Errorf("config path: %w", err)
 	}
-	scriptOpts := agentautomation.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig}
+	// User-context jobs (SPEC agent behaviour 12) launch into the active
+	// user's session on Windows; elsewhere they are refused.
+	scriptOpts := agentautomation.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig,
+		UserSession: agentautomation.NewUserSession()}
 	if err := agentautomation.Register(handlers, scriptOpts); err != nil {
 		return err
 	}
@@ -201,6 +204,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:        store,
 		Capabilities: caps,
+		// currentuser where user-context jobs can run (Windows).
+		HelperContexts: agentautomation.HelperContexts(),
 		// Work queued while the agent was offline runs once it is back.
 		OnConnected: queued,
 		Identity:    id,

@@ -4980,6 +4980,7 @@ export interface components {
             /** Format: int64 */
             owner_user_id: number | null;
             parameters: components["schemas"]["Parameter"][];
+            run_as: string;
             site_scope: number[] | null;
             /** Format: int64 */
             timeout_seconds: number;
@@ -4999,6 +5000,7 @@ export interface components {
             language?: string;
             name?: string;
             parameters?: components["schemas"]["ParameterInput"][] | null;
+            run_as?: string;
             /** Format: int64 */
             timeout_seconds?: number;
         };
@@ -6318,6 +6320,7 @@ export interface components {
             services?: components["schemas"]["ServiceInput"][] | null;
             sessions?: components["schemas"]["SessionInput"][] | null;
             software?: components["schemas"]["SoftwareInput"][] | null;
+            software_icons?: components["schemas"]["SoftwareIconInput"][] | null;
             uptime?: components["schemas"]["UptimeInput"] | null;
         };
         Job: {
@@ -6383,6 +6386,7 @@ export interface components {
             language: string;
             requested_by: string;
             results?: components["schemas"]["Result"][];
+            run_as: string;
             run_id: string;
             /** Format: date-time */
             scheduled_for: string | null;
@@ -7209,6 +7213,7 @@ export interface components {
             parameters?: {
                 [key: string]: string | number | boolean;
             } | null;
+            run_as?: string;
             /** Format: int64 */
             timeout_seconds?: number;
         };
@@ -7525,6 +7530,7 @@ export interface components {
             language: string;
             requested_by: string;
             results?: components["schemas"]["Result"][];
+            run_as: string;
             run_id: string;
             /** Format: int64 */
             scheduled_job_id: number | null;
@@ -7916,6 +7922,7 @@ export interface components {
         };
         Software: {
             arch?: string;
+            icon_hash?: string;
             /** Format: date-time */
             installed_at?: string | null;
             name: string;
@@ -7930,8 +7937,14 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        SoftwareIconInput: {
+            content_type?: string;
+            data?: string | null;
+            hash?: string;
+        };
         SoftwareInput: {
             arch?: string;
+            icon_hash?: string;
             /** Format: date-time */
             installed_at?: string | null;
             name?: string;

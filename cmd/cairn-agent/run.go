@@ -218,7 +218,14 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		Handlers:    handlers,
 		Timing:      h.timing,
 		Logger:      log,
-		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call); desktop.Session(call) },
+		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) {
+			updater.Session(call)
+			tunnel.Session(call)
+			desktop.Session(call)
+			if h.iconOverrides != nil {
+				h.iconOverrides.Session(call)
+			}
+		},
 			Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {

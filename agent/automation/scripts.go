@@ -206,26 +206,39 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	cmd.WaitDelay = killGrace
 
 	started := r.opts.Now().UTC()
-	if err := cmd.Start(); err != nil {
+	var proc process = execProcess{cmd}
+	if asUser {
+		// Not cmd.Start: os/exec cannot put the process on the user's
+		// interactive desktop (winsta0\default), which a process started
+		// from the service's session needs (startUser).
+		proc, err = startUser(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not start: " + err.Error()}
 	}
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
+	type exit struct {
+		code int
+		err  error
+	}
+	waitDone := make(chan exit, 1)
+	go func() { code, err := proc.wait(); waitDone <- exit{code, err} }()
 
 	live := r.liveOutput(ctx, call, job.RunID, stdout, stderr)
 	timedOut := false
-	var waitErr error
+	var ended exit
 	select {
-	case waitErr = <-waitDone:
+	case ended = <-waitDone:
 	case <-rctx.Done():
 		timedOut = ctx.Err() == nil
-		killGroup(cmd)
-		waitErr = <-waitDone
+		proc.kill()
+		ended = <-waitDone
 	}
 	live.stop()
 	finished := r.opts.Now().UTC()
 
-	res := proto.ScriptResult{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: timedOut,
+	res := proto.ScriptResult{ExitCode: ended.code, TimedOut: timedOut,
 		DurationMS: finished.Sub(started).Milliseconds(), StartedAt: started, FinishedAt: finished}
 	if timedOut {
 		// A killed script has no exit code of its own: Linux reports the
@@ -233,8 +246,8 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 		// -1, as the result's contract does.
 		res.ExitCode = -1
 	}
-	if waitErr != nil && !timedOut && cmd.ProcessState == nil {
-		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not run: " + waitErr.Error()}
+	if ended.err != nil && !timedOut {
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not run: " + ended.err.Error()}
 	}
 	if ctx.Err() != nil && !timedOut {
 		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the agent stopped while the script ran"}
@@ -253,6 +266,27 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	res.Stderr, res.StderrTruncated = cut(errOut, proto.MaxReplyOutput, errCut)
 	return res, nil
 }
+
+// process is a started script: wait returns its exit code once it and
+// its output are done (err only when it could not run at all); kill ends
+// it and what it started.
+type process interface {
+	wait() (int, error)
+	kill()
+}
+
+// execProcess is a script os/exec started.
+type execProcess struct{ cmd *exec.Cmd }
+
+func (p execProcess) wait() (int, error) {
+	err := p.cmd.Wait()
+	if p.cmd.ProcessState == nil {
+		return -1, err
+	}
+	return p.cmd.ProcessState.ExitCode(), nil
+}
+
+func (p execProcess) kill() { killGroup(p.cmd) }
 
 // cut bounds s to n bytes (on a rune boundary), keeping the flag when it
 // was already cut.

@@ -5,6 +5,7 @@ package automation
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 
@@ -16,6 +17,11 @@ const userContextSupported = false
 // NewUserSession is nil off Windows: user-context jobs are refused with
 // proto.CodeUserContextUnsupported.
 func NewUserSession() UserSession { return nil }
+
+// startUser is never reached off Windows: NewUserSession is nil there.
+func startUser(*exec.Cmd) (process, error) {
+	return nil, &proto.Error{Code: proto.CodeUserContextUnsupported, Message: "user-context jobs are not supported on " + runtime.GOOS}
+}
 
 // userContextRefusal is why a user-context job cannot run here. A
 // headless host (no X or Wayland display socket) says so in the SPEC's

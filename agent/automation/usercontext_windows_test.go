@@ -112,3 +112,16 @@ func TestActiveConsoleUserTokenUnderWine(t *testing.T) {
 	require.NotZero(t, tok)
 	require.NoError(t, tok.Close())
 }
+
+// A user-context script that outlives its timeout is ended (taskkill /T,
+// then TerminateProcess) and reported timed out with its output so far.
+func TestUserContextTimeout(t *testing.T) {
+	t.Parallel()
+	r := userRunner(t, NewUserSession())
+	res, err := r.Run(t.Context(), nil, proto.ScriptJob{RunID: "run-1", Language: "cmd", TimeoutSeconds: 1, RunAs: proto.RunAsCurrentUser,
+		Body: "@echo off\r\necho started\r\n:spin\r\ngoto spin\r\n"})
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	require.Equal(t, -1, res.ExitCode)
+	require.Equal(t, "started\r\n", res.Stdout)
+}

@@ -365,7 +365,8 @@ func (q *Queries) AssemblyUpdate(ctx context.Context, arg AssemblyUpdateParams) 
 
 const assemblyVersionInsert = `-- name: AssemblyVersionInsert :exec
 INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by, run_as)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+        COALESCE(NULLIF($9::text, ''), 'system'))
 `
 
 type AssemblyVersionInsertParams struct {
@@ -670,7 +671,8 @@ const jobRunInsert = `-- name: JobRunInsert :one
 INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, scheduled_for,
                       requested_by, workflow_id, target_count, body, parameters, timeout_seconds, run_when_online, run_as)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10, $11, $12, $13, $14, $15, $16)
+        $8, $9, $10, $11, $12, $13, $14, $15,
+        COALESCE(NULLIF($16::text, ''), 'system'))
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
 RETURNING id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, status, scheduled_for, requested_by, workflow_id, target_count, created_at, started_at, finished_at, body, parameters, timeout_seconds, run_when_online, run_as
 `

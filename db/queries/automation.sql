@@ -51,7 +51,8 @@ ORDER BY id;
 
 -- name: AssemblyVersionInsert :exec
 INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by, run_as)
-VALUES (@assembly_id, @version, @language, @body, @parameters, @timeout_seconds, @body_sha256, @actor, @run_as);
+VALUES (@assembly_id, @version, @language, @body, @parameters, @timeout_seconds, @body_sha256, @actor,
+        COALESCE(NULLIF(@run_as::text, ''), 'system'));
 
 -- name: AssemblyVersionList :many
 SELECT version, language, timeout_seconds, body_sha256, created_by, created_at
@@ -81,7 +82,8 @@ WHERE d.guid = ANY(@guids::text[])
 INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, scheduled_for,
                       requested_by, workflow_id, target_count, body, parameters, timeout_seconds, run_when_online, run_as)
 VALUES (@id, sqlc.narg(scheduled_job_id), @kind, @trigger, sqlc.narg(assembly_id), sqlc.narg(assembly_version), @language,
-        sqlc.narg(scheduled_for), @requested_by, @workflow_id, @target_count, @body, @parameters, @timeout_seconds, @run_when_online, @run_as)
+        sqlc.narg(scheduled_for), @requested_by, @workflow_id, @target_count, @body, @parameters, @timeout_seconds, @run_when_online,
+        COALESCE(NULLIF(@run_as::text, ''), 'system'))
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
 RETURNING *;
 

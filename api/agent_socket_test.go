@@ -66,7 +66,7 @@ func (a *testAgent) connectAck(t *testing.T) (*websocket.Conn, proto.ConnectAgen
 // chose a set or an older protocol (which reports none).
 func (a *testAgent) hello() proto.ConnectAgent {
 	h := proto.ConnectAgent{GUID: a.guid, AgentVersion: "test", Protocol: proto.Version, Capabilities: proto.AllCapabilities,
-		BootID: a.bootID, Fingerprint: a.fingerprint}
+		BootID: a.bootID, Fingerprint: a.fingerprint, HelperContexts: a.helpers}
 	if a.caps != nil {
 		h.Capabilities = a.caps
 	}

@@ -42,6 +42,8 @@ type testAgent struct {
 	// reports none).
 	caps     []proto.Capability
 	protocol int
+	// helpers are the helper_contexts connect_agent advertises.
+	helpers []string
 	// addr is the client address a trusted proxy forwards ("": none);
 	// bootID the boot ID refreshes and connect_agent report;
 	// cloneTicket, when set, enrolls with it instead of a code.

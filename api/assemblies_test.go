@@ -122,6 +122,8 @@ func TestAssemblyValidation(t *testing.T) {
 		{"duplicate parameter", base(map[string]any{"parameters": []map[string]any{{"name": "a", "type": "string"}, {"name": "A", "type": "string"}}}), "parameters[1].name"},
 		{"parameter type", base(map[string]any{"parameters": []map[string]any{{"name": "a", "type": "date"}}}), "parameters[0].type"},
 		{"parameter default", base(map[string]any{"parameters": []map[string]any{{"name": "a", "type": "number", "default": "ten"}}}), "parameters[0].default"},
+		{"run_as", base(map[string]any{"run_as": "root"}), "run_as"},
+		{"run_as on a playbook", base(map[string]any{"kind": "ansible_playbook", "language": "", "run_as": "current_user"}), "run_as"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -371,6 +371,7 @@ func TestQuickRunValidation(t *testing.T) {
 		{"parameter name", map[string]any{"device_guids": guids, "language": "sh", "body": "true", "parameters": map[string]any{"bad-name": "x"}}, "parameters.bad-name"},
 		{"parameter value", map[string]any{"device_guids": guids, "language": "sh", "body": "true", "parameters": map[string]any{"x": []int{1}}}, "parameters.x"},
 		{"assembly", map[string]any{"device_guids": guids, "assembly_id": 999999}, "assembly_id"},
+		{"run_as", map[string]any{"device_guids": guids, "language": "sh", "body": "true", "run_as": "administrator"}, "run_as"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -70,6 +70,9 @@ type quickRunRequest struct {
 	Body            string         `json:"body" limit:"max=262144"`
 	TimeoutSeconds  int            `json:"timeout_seconds"`
 	Parameters      map[string]any `json:"parameters" openapi:"types=string|number|boolean"`
+	// RunAs is system or current_user (the signed-in user's session);
+	// empty takes the assembly's, system for ad-hoc content.
+	RunAs string `json:"run_as" limit:"max=32"`
 }
 
 type runIDJSON struct {
@@ -94,7 +97,7 @@ func (s *Server) quickRun(r *http.Request, req quickRunRequest) (runIDJSON, erro
 		return runIDJSON{}, err
 	}
 	run, err := s.Automation.CreateRun(ctx, automation.RunSpec{Kind: automation.RunQuick, Trigger: automation.TriggerManual,
-		AssemblyID: req.AssemblyID, AssemblyVersion: req.AssemblyVersion, AssemblySHA256: req.AssemblySHA256, Language: req.Language, Body: req.Body, TimeoutSeconds: req.TimeoutSeconds,
+		AssemblyID: req.AssemblyID, AssemblyVersion: req.AssemblyVersion, AssemblySHA256: req.AssemblySHA256, Language: req.Language, Body: req.Body, TimeoutSeconds: req.TimeoutSeconds, RunAs: req.RunAs,
 		Parameters: req.Parameters, RequestedBy: p.Username, Targets: targets})
 	if err != nil {
 		return runIDJSON{}, err
@@ -146,6 +149,7 @@ type runJSON struct {
 	AssemblyName    string       `json:"assembly_name"`
 	AssemblyVersion *int32       `json:"assembly_version"`
 	Language        string       `json:"language"`
+	RunAs           string       `json:"run_as"`
 	RequestedBy     string       `json:"requested_by"`
 	Trigger         string       `json:"trigger"`
 	ScheduledJobID  *int64       `json:"scheduled_job_id"`
@@ -159,7 +163,7 @@ type runJSON struct {
 
 func toRunJSON(r automation.Run) runJSON {
 	out := runJSON{RunID: r.ID, Kind: r.Kind, Status: r.Status, AssemblyID: r.AssemblyID, AssemblyName: r.AssemblyName,
-		AssemblyVersion: r.AssemblyVersion, Language: r.Language, RequestedBy: r.RequestedBy, Trigger: r.Trigger,
+		AssemblyVersion: r.AssemblyVersion, Language: r.Language, RunAs: r.RunAs, RequestedBy: r.RequestedBy, Trigger: r.Trigger,
 		ScheduledJobID: r.ScheduledJobID, TimeoutSeconds: r.TimeoutSeconds, CreatedAt: r.CreatedAt.UTC(),
 		StartedAt: utcPtr(r.StartedAt), FinishedAt: utcPtr(r.FinishedAt),
 		Counts: countsJSON{Pending: r.Counts.Pending, Running: r.Counts.Running, Succeeded: r.Counts.Succeeded,

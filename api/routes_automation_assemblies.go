@@ -95,11 +95,15 @@ type assemblyRequest struct {
 	Body           string          `json:"body" limit:"max=262144"`
 	Parameters     []parameterJSON `json:"parameters" limit:"max=32"`
 	TimeoutSeconds int             `json:"timeout_seconds" limit:"min=0,max=86400"`
+	// RunAs is system (default) or current_user: a script that runs in
+	// the signed-in user's session (Windows agents advertising the
+	// currentuser helper context).
+	RunAs string `json:"run_as" limit:"max=32"`
 }
 
 func (a assemblyRequest) input() automation.AssemblyInput {
 	in := automation.AssemblyInput{Name: a.Name, Kind: a.Kind, Language: a.Language, Description: a.Description,
-		Body: a.Body, TimeoutSeconds: a.TimeoutSeconds, Parameters: make([]automation.Parameter, len(a.Parameters))}
+		Body: a.Body, TimeoutSeconds: a.TimeoutSeconds, RunAs: a.RunAs, Parameters: make([]automation.Parameter, len(a.Parameters))}
 	for i, p := range a.Parameters {
 		in.Parameters[i] = automation.Parameter(p)
 	}
@@ -116,6 +120,7 @@ type assemblyJSON struct {
 	Body           *string         `json:"body,omitempty"`
 	Parameters     []parameterJSON `json:"parameters"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
+	RunAs          string          `json:"run_as"`
 	BodySHA256     string          `json:"body_sha256"`
 	CreatedBy      string          `json:"created_by"`
 	CreatedAt      time.Time       `json:"created_at"`
@@ -142,7 +147,7 @@ type versionJSON struct {
 
 func toAssemblyJSON(a automation.Assembly, withBody bool) assemblyJSON {
 	out := assemblyJSON{ID: a.ID, Name: a.Name, Kind: a.Kind, Language: a.Language, Description: a.Description,
-		Version: a.Version, Parameters: make([]parameterJSON, len(a.Parameters)), TimeoutSeconds: a.TimeoutSeconds,
+		Version: a.Version, Parameters: make([]parameterJSON, len(a.Parameters)), TimeoutSeconds: a.TimeoutSeconds, RunAs: a.RunAs,
 		BodySHA256: a.BodySHA256, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt.UTC(), UpdatedBy: a.UpdatedBy,
 		UpdatedAt: a.UpdatedAt.UTC(), Bundled: a.Bundled, OwnerUserID: a.OwnerUserID, SiteScope: a.SiteScope.Column()}
 	if withBody {

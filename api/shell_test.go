@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/shells"
 )
 
 // shellAgent plays the agent's side of remote shells over a test agent's
@@ -25,6 +26,7 @@ type shellAgent struct {
 	rt     *websocket.Conn
 	opens  chan shellRequest
 	closes chan shellRequest
+	roles  chan shellRequest
 }
 
 type shellRequest struct {
@@ -34,7 +36,8 @@ type shellRequest struct {
 
 func (a *testAgent) shellAgent(t *testing.T) *shellAgent {
 	t.Helper()
-	sa := &shellAgent{a: a, rt: a.connect(t), opens: make(chan shellRequest, 4), closes: make(chan shellRequest, 4)}
+	sa := &shellAgent{a: a, rt: a.connect(t), opens: make(chan shellRequest, 4), closes: make(chan shellRequest, 4),
+		roles: make(chan shellRequest, 4)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); sa.rt.CloseNow(); <-done })
@@ -58,6 +61,8 @@ func (a *testAgent) shellAgent(t *testing.T) *shellAgent {
 				sa.opens <- shellRequest{env: env, open: open}
 			case proto.EventShellClose:
 				sa.closes <- shellRequest{env: env}
+			case proto.EventRoleDesiredState:
+				sa.roles <- shellRequest{env: env}
 			}
 		}
 	}()
@@ -461,6 +466,50 @@ func TestShellDisconnectClosesBothSides(t *testing.T) {
 	af.wait(t)
 	require.Equal(t, websocket.StatusNormalClosure, bf.status)
 	require.Equal(t, websocket.StatusNormalClosure, af.status)
+}
+
+// Stopping the remote_shell role through the desired-state route ends
+// the device's open shell with a clear reason (issue 27 item 4): the
+// agent ends its shells as it stops the role and says why in the exit
+// frame; the Engine records that as the session's close reason and tells
+// the operator's terminal.
+func TestStoppingTheShellRoleEndsOpenShells(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.sudo(t, f.admin(t))
+	site := f.createSite(t, admin, "shellrole")
+	a := f.enrolled(t, admin, site, "shellrole-01")
+	sa := a.shellAgent(t)
+	id, browser, agentSide := f.openShell(t, sa, admin, "shellrole-01")
+	writeFrame(t, browser, websocket.MessageBinary, "top\r")
+	readFrame(t, agentSide)
+
+	// The agent's side, as agent/shells and cmd/cairn-agent do it: the
+	// shell ends with the role's reason before the stop is answered.
+	go func() {
+		select {
+		case req := <-sa.roles:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			exit, _ := json.Marshal(proto.ShellControl{Type: proto.ShellExit, Code: 129, Reason: proto.ShellReasonRoleStopped})
+			_ = agentSide.Write(ctx, websocket.MessageText, exit)
+			_ = agentSide.Close(websocket.StatusNormalClosure, proto.ShellReasonRoleStopped)
+			b, _ := json.Marshal(proto.RoleDesiredStateResult{Role: "remote_shell", Desired: "stopped", Observed: proto.RoleStopped})
+			_ = writeEnvelope(ctx, sa.rt, proto.Envelope{Type: proto.MsgReply, ID: req.env.ID, Payload: b})
+		case <-time.After(20 * time.Second):
+		}
+	}()
+	bf := watch(browser)
+	r := f.do(t, "POST", "/api/device/roles/shellrole-01/desired-state", admin, map[string]any{"role": "remote_shell", "desired": "stopped"})
+	require.Equal(t, 200, r.Status, r.Raw)
+	frames := bf.wait(t)
+	require.Equal(t, websocket.StatusNormalClosure, bf.status)
+	require.NotEmpty(t, frames)
+	require.Contains(t, strings.Join(frames, ""), string(shells.Notice(proto.ShellReasonRoleStopped)))
+
+	sess := f.waitClosed(t, admin, "shellrole-01", id)
+	require.Equal(t, proto.ShellReasonRoleStopped, sess["close_reason"])
+	require.Equal(t, float64(129), sess["exit_code"])
 }
 
 // watched reads a socket in the background (so close handshakes complete

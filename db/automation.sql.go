@@ -92,7 +92,7 @@ const assemblyGet = `-- name: AssemblyGet :one
 SELECT a.id, a.name, a.kind, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.version, v.language, v.body, v.parameters, v.timeout_seconds, v.body_sha256,
        v.created_by AS version_created_by, v.created_at AS version_created_at,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope, v.run_as
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id
  AND v.version = CASE WHEN $1::int = 0 THEN a.current_version ELSE $1::int END
 WHERE a.id = $2
@@ -124,6 +124,7 @@ type AssemblyGetRow struct {
 	Bundled          bool
 	OwnerUserID      *int64
 	SiteScope        []int64
+	RunAs            string
 }
 
 // An assembly as of a version (its current one when @version is 0).
@@ -151,6 +152,7 @@ func (q *Queries) AssemblyGet(ctx context.Context, arg AssemblyGetParams) (Assem
 		&i.Bundled,
 		&i.OwnerUserID,
 		&i.SiteScope,
+		&i.RunAs,
 	)
 	return i, err
 }
@@ -243,7 +245,7 @@ const assemblyList = `-- name: AssemblyList :many
 
 SELECT a.id, a.name, a.kind, a.language, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope, v.run_as
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id AND v.version = a.current_version
 WHERE ($1::text = '' OR a.kind = $1)
   AND ($2::text = '' OR a.name ILIKE '%' || $2 || '%' OR a.description ILIKE '%' || $2 || '%')
@@ -272,6 +274,7 @@ type AssemblyListRow struct {
 	Bundled        bool
 	OwnerUserID    *int64
 	SiteScope      []int64
+	RunAs          string
 }
 
 // Assemblies: the assembly row holds identity and the current version
@@ -302,6 +305,7 @@ func (q *Queries) AssemblyList(ctx context.Context, arg AssemblyListParams) ([]A
 			&i.Bundled,
 			&i.OwnerUserID,
 			&i.SiteScope,
+			&i.RunAs,
 		); err != nil {
 			return nil, err
 		}
@@ -360,8 +364,9 @@ func (q *Queries) AssemblyUpdate(ctx context.Context, arg AssemblyUpdateParams) 
 }
 
 const assemblyVersionInsert = `-- name: AssemblyVersionInsert :exec
-INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by, run_as)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+        COALESCE(NULLIF($9::text, ''), 'system'))
 `
 
 type AssemblyVersionInsertParams struct {
@@ -373,6 +378,7 @@ type AssemblyVersionInsertParams struct {
 	TimeoutSeconds int32
 	BodySha256     []byte
 	Actor          string
+	RunAs          string
 }
 
 func (q *Queries) AssemblyVersionInsert(ctx context.Context, arg AssemblyVersionInsertParams) error {
@@ -385,6 +391,7 @@ func (q *Queries) AssemblyVersionInsert(ctx context.Context, arg AssemblyVersion
 		arg.TimeoutSeconds,
 		arg.BodySha256,
 		arg.Actor,
+		arg.RunAs,
 	)
 	return err
 }
@@ -565,7 +572,7 @@ func (q *Queries) JobRunFinish(ctx context.Context, id cairn.RunID) error {
 }
 
 const jobRunGet = `-- name: JobRunGet :one
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, COALESCE(a.name, '') AS assembly_name
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, r.run_as, COALESCE(a.name, '') AS assembly_name
 FROM job_runs r LEFT JOIN assemblies a ON a.id = r.assembly_id
 WHERE r.id = $1
 `
@@ -590,6 +597,7 @@ type JobRunGetRow struct {
 	Parameters      []byte
 	TimeoutSeconds  int32
 	RunWhenOnline   bool
+	RunAs           string
 	AssemblyName    string
 }
 
@@ -616,13 +624,14 @@ func (q *Queries) JobRunGet(ctx context.Context, id cairn.RunID) (JobRunGetRow, 
 		&i.Parameters,
 		&i.TimeoutSeconds,
 		&i.RunWhenOnline,
+		&i.RunAs,
 		&i.AssemblyName,
 	)
 	return i, err
 }
 
 const jobRunGetByFire = `-- name: JobRunGetByFire :one
-SELECT id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, status, scheduled_for, requested_by, workflow_id, target_count, created_at, started_at, finished_at, body, parameters, timeout_seconds, run_when_online FROM job_runs WHERE scheduled_job_id = $1 AND scheduled_for = $2
+SELECT id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, status, scheduled_for, requested_by, workflow_id, target_count, created_at, started_at, finished_at, body, parameters, timeout_seconds, run_when_online, run_as FROM job_runs WHERE scheduled_job_id = $1 AND scheduled_for = $2
 `
 
 type JobRunGetByFireParams struct {
@@ -653,17 +662,19 @@ func (q *Queries) JobRunGetByFire(ctx context.Context, arg JobRunGetByFireParams
 		&i.Parameters,
 		&i.TimeoutSeconds,
 		&i.RunWhenOnline,
+		&i.RunAs,
 	)
 	return i, err
 }
 
 const jobRunInsert = `-- name: JobRunInsert :one
 INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, scheduled_for,
-                      requested_by, workflow_id, target_count, body, parameters, timeout_seconds, run_when_online)
+                      requested_by, workflow_id, target_count, body, parameters, timeout_seconds, run_when_online, run_as)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10, $11, $12, $13, $14, $15)
+        $8, $9, $10, $11, $12, $13, $14, $15,
+        COALESCE(NULLIF($16::text, ''), 'system'))
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
-RETURNING id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, status, scheduled_for, requested_by, workflow_id, target_count, created_at, started_at, finished_at, body, parameters, timeout_seconds, run_when_online
+RETURNING id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, status, scheduled_for, requested_by, workflow_id, target_count, created_at, started_at, finished_at, body, parameters, timeout_seconds, run_when_online, run_as
 `
 
 type JobRunInsertParams struct {
@@ -682,6 +693,7 @@ type JobRunInsertParams struct {
 	Parameters      []byte
 	TimeoutSeconds  int32
 	RunWhenOnline   bool
+	RunAs           string
 }
 
 // A scheduled fire (scheduled_for set) inserts once: a retried or
@@ -703,6 +715,7 @@ func (q *Queries) JobRunInsert(ctx context.Context, arg JobRunInsertParams) (Job
 		arg.Parameters,
 		arg.TimeoutSeconds,
 		arg.RunWhenOnline,
+		arg.RunAs,
 	)
 	var i JobRun
 	err := row.Scan(
@@ -725,6 +738,7 @@ func (q *Queries) JobRunInsert(ctx context.Context, arg JobRunInsertParams) (Job
 		&i.Parameters,
 		&i.TimeoutSeconds,
 		&i.RunWhenOnline,
+		&i.RunAs,
 	)
 	return i, err
 }
@@ -1083,7 +1097,7 @@ func (q *Queries) JobRunStart(ctx context.Context, id cairn.RunID) error {
 
 const jobTargetsByGUID = `-- name: JobTargetsByGUID :many
 
-SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system, d.capabilities
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system, d.capabilities, d.helper_contexts
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = ANY($1::text[])
   AND ($2::boolean OR d.site_id = ANY($3::bigint[]))
@@ -1103,6 +1117,7 @@ type JobTargetsByGUIDRow struct {
 	TrustState      string
 	OperatingSystem string
 	Capabilities    []string
+	HelperContexts  []string
 }
 
 // Job runs.
@@ -1126,6 +1141,7 @@ func (q *Queries) JobTargetsByGUID(ctx context.Context, arg JobTargetsByGUIDPara
 			&i.TrustState,
 			&i.OperatingSystem,
 			&i.Capabilities,
+			&i.HelperContexts,
 		); err != nil {
 			return nil, err
 		}

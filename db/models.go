@@ -144,6 +144,7 @@ type AssemblyVersion struct {
 	BodySha256     []byte
 	CreatedBy      string
 	CreatedAt      time.Time
+	RunAs          string
 }
 
 type AuditLog struct {
@@ -619,6 +620,7 @@ type JobRun struct {
 	Parameters      []byte
 	TimeoutSeconds  int32
 	RunWhenOnline   bool
+	RunAs           string
 }
 
 type JobRunResult struct {

@@ -410,7 +410,7 @@ func (q *Queries) ScheduledJobNames(ctx context.Context, ids []int64) ([]Schedul
 }
 
 const scheduledJobRunGet = `-- name: ScheduledJobRunGet :one
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, j.name AS scheduled_job_name, a.name AS assembly_name
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, r.run_as, j.name AS scheduled_job_name, a.name AS assembly_name
 FROM job_runs r
 LEFT JOIN scheduled_jobs j ON j.id = r.scheduled_job_id
 LEFT JOIN assemblies a ON a.id = r.assembly_id
@@ -437,6 +437,7 @@ type ScheduledJobRunGetRow struct {
 	Parameters       []byte
 	TimeoutSeconds   int32
 	RunWhenOnline    bool
+	RunAs            string
 	ScheduledJobName *string
 	AssemblyName     *string
 }
@@ -464,6 +465,7 @@ func (q *Queries) ScheduledJobRunGet(ctx context.Context, id cairn.RunID) (Sched
 		&i.Parameters,
 		&i.TimeoutSeconds,
 		&i.RunWhenOnline,
+		&i.RunAs,
 		&i.ScheduledJobName,
 		&i.AssemblyName,
 	)
@@ -472,7 +474,7 @@ func (q *Queries) ScheduledJobRunGet(ctx context.Context, id cairn.RunID) (Sched
 
 const scheduledJobRunList = `-- name: ScheduledJobRunList :many
 
-SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, j.name AS scheduled_job_name, a.name AS assembly_name,
+SELECT r.id, r.scheduled_job_id, r.kind, r.trigger, r.assembly_id, r.assembly_version, r.language, r.status, r.scheduled_for, r.requested_by, r.workflow_id, r.target_count, r.created_at, r.started_at, r.finished_at, r.body, r.parameters, r.timeout_seconds, r.run_when_online, r.run_as, j.name AS scheduled_job_name, a.name AS assembly_name,
        count(x.device_guid) FILTER (WHERE x.status = 'pending')::int   AS n_pending,
        count(x.device_guid) FILTER (WHERE x.status = 'running')::int   AS n_running,
        count(x.device_guid) FILTER (WHERE x.status = 'succeeded')::int AS n_succeeded,
@@ -514,6 +516,7 @@ type ScheduledJobRunListRow struct {
 	Parameters       []byte
 	TimeoutSeconds   int32
 	RunWhenOnline    bool
+	RunAs            string
 	ScheduledJobName *string
 	AssemblyName     *string
 	NPending         int32
@@ -554,6 +557,7 @@ func (q *Queries) ScheduledJobRunList(ctx context.Context, arg ScheduledJobRunLi
 			&i.Parameters,
 			&i.TimeoutSeconds,
 			&i.RunWhenOnline,
+			&i.RunAs,
 			&i.ScheduledJobName,
 			&i.AssemblyName,
 			&i.NPending,

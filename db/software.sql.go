@@ -356,9 +356,12 @@ func (q *Queries) SoftwareDeviceRows(ctx context.Context, arg SoftwareDeviceRows
 const softwareIconDeleteUnused = `-- name: SoftwareIconDeleteUnused :exec
 DELETE FROM software_icons i WHERE i.hash = $1
 AND NOT EXISTS (SELECT 1 FROM software_icon_overrides o WHERE o.icon_hash = i.hash)
+AND NOT EXISTS (SELECT 1 FROM device_inventory v
+                WHERE v.software @> jsonb_build_array(jsonb_build_object('icon_hash', i.hash::text)))
 `
 
-// An icon no rule names any more goes.
+// An icon no rule names any more goes, unless a device's software still
+// shows it (an agent sent the same bytes as its own icon).
 func (q *Queries) SoftwareIconDeleteUnused(ctx context.Context, hash string) error {
 	_, err := q.db.Exec(ctx, softwareIconDeleteUnused, hash)
 	return err
@@ -520,6 +523,32 @@ func (q *Queries) SoftwareIconOverrideUpsert(ctx context.Context, arg SoftwareIc
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const softwareIconsKnown = `-- name: SoftwareIconsKnown :many
+SELECT hash FROM software_icons WHERE hash = ANY($1::text[])
+`
+
+// Which of the hashes the Engine stores icons for (software rows an
+// agent reports may name only those).
+func (q *Queries) SoftwareIconsKnown(ctx context.Context, hashes []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, softwareIconsKnown, hashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var hash string
+		if err := rows.Scan(&hash); err != nil {
+			return nil, err
+		}
+		items = append(items, hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const softwareRulesForNames = `-- name: SoftwareRulesForNames :many

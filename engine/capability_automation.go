@@ -22,6 +22,10 @@ var automationCapability = Capability{
 		{ID: proto.CodeUnsupportedLanguage, Status: http.StatusUnprocessableEntity, Agent: true},
 		// A playbook reached an agent without a usable ansible-playbook.
 		{ID: proto.CodeAnsibleUnavailable, Status: http.StatusUnprocessableEntity, Agent: true},
+		// User-context jobs (SPEC agent behaviour 12, docs/api.md "User-context
+		// jobs"): the target cannot run one, or nobody is signed in.
+		{ID: proto.CodeUserContextUnsupported, Status: http.StatusUnprocessableEntity, Agent: true},
+		{ID: proto.CodeNoActiveUserSession, Status: http.StatusConflict, Agent: true},
 		// Shared automation objects (docs/api.md "Shared objects: owner
 		// and scope").
 		{ID: cairn.ECodeDependantsExist, Status: http.StatusConflict},

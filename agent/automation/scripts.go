@@ -54,9 +54,14 @@ type Options struct {
 	// Path, when set, is the PATH scripts run with instead of the agent's
 	// own (a service manager often starts the agent with a minimal one;
 	// tests put stand-in package managers first).
-	Path   string
-	Logger *slog.Logger
-	Now    func() time.Time
+	Path string
+	// UserSession launches user-context jobs (ScriptJob.RunAs
+	// current_user) into the active user's session; nil refuses them
+	// (proto.CodeUserContextUnsupported). NewUserSession is the
+	// platform's (nil off Windows).
+	UserSession UserSession
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Register adds the quick_job_run handler.
@@ -146,7 +151,24 @@ func (r *runner) handle(ctx context.Context, call runtime.Caller, payload json.R
 
 // Run executes a verified job. call (may be nil) receives live output.
 func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJob) (proto.ScriptResult, error) {
+	asUser := false
+	switch job.RunAs {
+	case "", proto.RunAsSystem:
+	case proto.RunAsCurrentUser:
+		if r.opts.UserSession == nil {
+			if err := userContextRefusal(); err != nil {
+				return proto.ScriptResult{}, err
+			}
+			return proto.ScriptResult{}, &proto.Error{Code: proto.CodeUserContextUnsupported, Message: "this agent cannot run jobs in the user's session"}
+		}
+		asUser = true
+	default:
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("run_as %q is not system or current_user", job.RunAs)}
+	}
 	ansible := job.Language == proto.LangAnsible
+	if ansible && asUser {
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpInvalid, Message: "a playbook runs as the agent's account only, not current_user"}
+	}
 	var argv []string
 	ext := ""
 	if !ansible {
@@ -155,7 +177,7 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 			return proto.ScriptResult{}, err
 		}
 	}
-	env, err := r.environment(job)
+	env, extra, err := r.environment(job)
 	if err != nil {
 		return proto.ScriptResult{}, err
 	}
@@ -164,24 +186,39 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 		return proto.ScriptResult{}, fmt.Errorf("script directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	var cmd *exec.Cmd
 	version := ""
 	if ansible {
 		if argv, env, version, err = r.playbook(ctx, dir, job, env); err != nil {
 			return proto.ScriptResult{}, err
 		}
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = dir, env
 	} else {
 		file := filepath.Join(dir, "script"+ext)
+		cmd = exec.Command(argv[0], append(argv[1:], file)...)
+		cmd.Dir, cmd.Env = dir, env
+		if asUser {
+			// Before the script is written: the user's read access to the
+			// directory is inherited by the file made in it.
+			release, err := r.opts.UserSession.Prepare(cmd, dir, extra)
+			if err != nil {
+				var pe *proto.Error
+				if errors.As(err, &pe) {
+					return proto.ScriptResult{}, err
+				}
+				return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "could not start the job in the user's session: " + err.Error()}
+			}
+			defer release()
+		}
 		if err := os.WriteFile(file, []byte(job.Body), 0o700); err != nil {
 			return proto.ScriptResult{}, fmt.Errorf("write script: %w", err)
 		}
-		argv = append(argv, file)
 	}
 
 	timeout := time.Duration(max(job.TimeoutSeconds, 1)) * time.Second
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
 	stdout, stderr := &boundedBuffer{max: proto.MaxScriptOutput}, &boundedBuffer{max: proto.MaxScriptOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A playbook's recap ends its output, which may be longer than what
@@ -194,26 +231,39 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	cmd.WaitDelay = killGrace
 
 	started := r.opts.Now().UTC()
-	if err := cmd.Start(); err != nil {
+	var proc process = execProcess{cmd}
+	if asUser {
+		// Not cmd.Start: os/exec cannot put the process on the user's
+		// interactive desktop (winsta0\default), which a process started
+		// from the service's session needs (startUser).
+		proc, err = startUser(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not start: " + err.Error()}
 	}
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
+	type exit struct {
+		code int
+		err  error
+	}
+	waitDone := make(chan exit, 1)
+	go func() { code, err := proc.wait(); waitDone <- exit{code, err} }()
 
 	live := r.liveOutput(ctx, call, job.RunID, stdout, stderr)
 	timedOut := false
-	var waitErr error
+	var ended exit
 	select {
-	case waitErr = <-waitDone:
+	case ended = <-waitDone:
 	case <-rctx.Done():
 		timedOut = ctx.Err() == nil
-		killGroup(cmd)
-		waitErr = <-waitDone
+		proc.kill()
+		ended = <-waitDone
 	}
 	live.stop()
 	finished := r.opts.Now().UTC()
 
-	res := proto.ScriptResult{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: timedOut,
+	res := proto.ScriptResult{ExitCode: ended.code, TimedOut: timedOut,
 		DurationMS: finished.Sub(started).Milliseconds(), StartedAt: started, FinishedAt: finished}
 	if timedOut {
 		// A killed script has no exit code of its own: Linux reports the
@@ -221,8 +271,8 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 		// -1, as the result's contract does.
 		res.ExitCode = -1
 	}
-	if waitErr != nil && !timedOut && cmd.ProcessState == nil {
-		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not run: " + waitErr.Error()}
+	if ended.err != nil && !timedOut {
+		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the script could not run: " + ended.err.Error()}
 	}
 	if ctx.Err() != nil && !timedOut {
 		return proto.ScriptResult{}, &proto.Error{Code: proto.CodeOpFailed, Message: "the agent stopped while the script ran"}
@@ -247,6 +297,27 @@ func (r *runner) Run(ctx context.Context, call runtime.Caller, job proto.ScriptJ
 	return res, nil
 }
 
+// process is a started script: wait returns its exit code once it and
+// its output are done (err only when it could not run at all); kill ends
+// it and what it started.
+type process interface {
+	wait() (int, error)
+	kill()
+}
+
+// execProcess is a script os/exec started.
+type execProcess struct{ cmd *exec.Cmd }
+
+func (p execProcess) wait() (int, error) {
+	err := p.cmd.Wait()
+	if p.cmd.ProcessState == nil {
+		return -1, err
+	}
+	return p.cmd.ProcessState.ExitCode(), nil
+}
+
+func (p execProcess) kill() { killGroup(p.cmd) }
+
 // cut bounds s to n bytes (on a rune boundary), keeping the flag when it
 // was already cut.
 func cut(s string, n int, already bool) (string, bool) {
@@ -268,27 +339,29 @@ const (
 
 // environment is the agent's environment plus the run ID, the agent's own
 // executable and config, and the parameters. A name the Engine should have
-// refused is refused here too.
-func (r *runner) environment(job proto.ScriptJob) ([]string, error) {
-	env := os.Environ()
+// refused is refused here too. extra is what a user-context job gets on
+// top of the user's own environment: the run ID and the parameters (the
+// agent's executable and config are the privileged account's business).
+func (r *runner) environment(job proto.ScriptJob) (env, extra []string, err error) {
+	extra = []string{EnvRunID + "=" + job.RunID}
+	for name, val := range job.Parameters {
+		if !validParam(name) || strings.ContainsRune(val, 0) {
+			return nil, nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("parameter %q is not a valid name or value", name)}
+		}
+		extra = append(extra, "CAIRN_PARAM_"+strings.ToUpper(name)+"="+val)
+	}
+	env = os.Environ()
 	if r.opts.Path != "" {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(strings.ToUpper(kv), "PATH=") })
 		env = append(env, "PATH="+r.opts.Path)
 	}
-	env = append(env, EnvRunID+"="+job.RunID)
 	if r.opts.AgentBinary != "" {
 		env = append(env, EnvAgentBinary+"="+r.opts.AgentBinary)
 	}
 	if r.opts.ConfigPath != "" {
 		env = append(env, EnvAgentConfig+"="+r.opts.ConfigPath)
 	}
-	for name, val := range job.Parameters {
-		if !validParam(name) || strings.ContainsRune(val, 0) {
-			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: fmt.Sprintf("parameter %q is not a valid name or value", name)}
-		}
-		env = append(env, "CAIRN_PARAM_"+strings.ToUpper(name)+"="+val)
-	}
-	return env, nil
+	return append(env, extra...), extra, nil
 }
 
 func validParam(name string) bool {

@@ -43,6 +43,9 @@ type Options struct {
 	// services systemd does not manage, and the tests, which must not
 	// depend on the machine they run on.
 	InitScripts bool
+	// Overrides are the Engine's software icon overrides, applied over
+	// the icons found on the machine (nil: none).
+	Overrides *Overrides
 }
 
 // InitDirEnv overrides the default init script directory. It exists for
@@ -239,7 +242,7 @@ func merge(dst, src *proto.Inventory) {
 		dst.Uptime = src.Uptime
 	}
 	if src.Software != nil {
-		dst.Software = src.Software
+		dst.Software, dst.SoftwareIcons = src.Software, src.SoftwareIcons
 	}
 	if src.Services != nil {
 		dst.Services = src.Services

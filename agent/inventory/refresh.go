@@ -30,7 +30,10 @@ func (c *Collector) Services(ctx context.Context) ([]proto.Service, error) {
 }
 
 // Software lists the installed packages.
+// An operator's refresh fetches the icon overrides afresh: an icon
+// override asks for one, so it shows at once.
 func (c *Collector) Software(ctx context.Context) ([]proto.Software, error) {
+	c.opts.Overrides.Invalidate()
 	inv, err := c.refresh(ctx, roles.SoftwareManagement)
 	return inv.Software, err
 }

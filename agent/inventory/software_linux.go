@@ -20,7 +20,7 @@ func isDpkgSystem() bool {
 	return err == nil && lerr == nil
 }
 
-func collectSoftware(ctx context.Context, _ *Collector, inv *proto.Inventory) error {
+func collectSoftware(ctx context.Context, c *Collector, inv *proto.Inventory) error {
 	var rows []proto.Software
 	switch {
 	case isDpkgSystem():
@@ -42,6 +42,7 @@ func collectSoftware(ctx context.Context, _ *Collector, inv *proto.Inventory) er
 	if len(rows) == 0 {
 		return errors.New("the package database listed no installed packages")
 	}
+	inv.SoftwareIcons = c.softwareIcons(ctx, rows, systemIcons().find, readIconFile)
 	inv.Software = rows
 	return nil
 }

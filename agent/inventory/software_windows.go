@@ -18,7 +18,7 @@ const uninstallPath = `SOFTWARE\Microsoft\Windows\CurrentVersion\Uninstall`
 // every loaded user hive under HKU (per-user installs; a user who is not
 // logged on has no loaded hive and is not seen). On 32-bit Windows both
 // HKLM views are the same key, which windowsSoftware deduplicates.
-func collectSoftware(ctx context.Context, _ *Collector, inv *proto.Inventory) error {
+func collectSoftware(ctx context.Context, c *Collector, inv *proto.Inventory) error {
 	var entries []uninstallEntry
 	for _, v := range []struct {
 		flag uint32
@@ -49,7 +49,11 @@ func collectSoftware(ctx context.Context, _ *Collector, inv *proto.Inventory) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	inv.Software = windowsSoftware(entries)
+	rows := windowsSoftware(entries)
+	inv.SoftwareIcons = c.softwareIcons(ctx, rows, func(context.Context) (map[string]proto.SoftwareIcon, error) {
+		return displayIcons(entries, loadDisplayIcon), nil
+	}, loadDisplayIcon)
+	inv.Software = rows
 	return nil
 }
 
@@ -86,8 +90,21 @@ func uninstallEntries(ctx context.Context, root registry.Key, path string, view 
 			ReleaseType:      str("ReleaseType"),
 			WindowsInstaller: num("WindowsInstaller") == 1,
 			Arch:             arch,
+			DisplayIcon:      expanded(str("DisplayIcon")),
 		})
 		sk.Close()
 	}
 	return out, nil
+}
+
+// expanded expands %VAR% references (DisplayIcon is often REG_EXPAND_SZ,
+// e.g. %SystemRoot%\system32\app.exe,0).
+func expanded(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	if x, err := registry.ExpandString(s); err == nil {
+		return x
+	}
+	return s
 }

@@ -348,6 +348,35 @@ type uninstallEntry struct {
 	ReleaseType                                         string // "Update", "Hotfix", "Security Update" on patches
 	WindowsInstaller                                    bool   // installed by MSI
 	Arch                                                string // the registry view: x86_64 or x86
+	DisplayIcon                                         string // the product's icon: a file, maybe ",<index>" (environment variables expanded)
+}
+
+// displayIcons reads each entry's DisplayIcon (once per value), by the
+// software key of its display name; an icon that cannot be read is left
+// out.
+func displayIcons(entries []uninstallEntry, load func(string) (proto.SoftwareIcon, error)) map[string]proto.SoftwareIcon {
+	out := map[string]proto.SoftwareIcon{}
+	read := map[string]*proto.SoftwareIcon{}
+	for _, e := range entries {
+		key := strings.ToLower(strings.TrimSpace(e.DisplayName))
+		if key == "" || e.DisplayIcon == "" {
+			continue
+		}
+		if _, done := out[key]; done {
+			continue
+		}
+		ic, seen := read[e.DisplayIcon]
+		if !seen {
+			if got, err := load(e.DisplayIcon); err == nil {
+				ic = &got
+			}
+			read[e.DisplayIcon] = ic
+		}
+		if ic != nil {
+			out[key] = *ic
+		}
+	}
+	return out
 }
 
 // windowsSoftware lists what Programs and Features lists: entries with a

@@ -20,6 +20,59 @@ type Inventory struct {
 	// provider and whether the machine waits for a reboot. Nil: not
 	// collected (agents before it, or a scan that failed).
 	PatchStatus *PatchStatus `json:"patch_status,omitempty"`
+	// SoftwareIcons are the bytes of the icons Software rows name by
+	// IconHash (issue 27 item 7): each once, at most MaxSoftwareIcons of
+	// them and MaxSoftwareIconsBytes in all. A row may name an icon the
+	// Engine has already (an uploaded override's) without its bytes.
+	SoftwareIcons []SoftwareIcon `json:"software_icons,omitempty" limit:"max=512"`
+}
+
+// Software icon limits: an icon is small, and the details post carries
+// all of them.
+const (
+	MaxSoftwareIconBytes  = 256 << 10
+	MaxSoftwareIcons      = 512
+	MaxSoftwareIconsBytes = 4 << 20
+)
+
+// SoftwareIcon is one icon of a software row: PNG, SVG or ICO bytes
+// under the hex SHA-256 of those bytes (the name the Engine stores and
+// serves it under, GET /api/device/software/icon/<hash>).
+type SoftwareIcon struct {
+	Hash        string `json:"hash"`
+	ContentType string `json:"content_type"` // image/png, image/svg+xml or image/x-icon
+	Data        []byte `json:"data"`
+}
+
+// Icon content types.
+const (
+	IconPNG = "image/png"
+	IconSVG = "image/svg+xml"
+	IconICO = "image/x-icon"
+)
+
+// PathSoftwareOverrides answers the software icon overrides
+// (SoftwareOverrides) the agent applies while collecting software.
+const PathSoftwareOverrides = "/api/agent/software-management/overrides"
+
+// SoftwareOverrides is GET PathSoftwareOverrides: every icon override;
+// Revision changes whenever one does.
+type SoftwareOverrides struct {
+	Revision      string                 `json:"revision"`
+	IconOverrides []SoftwareIconOverride `json:"icon_overrides"`
+}
+
+// SoftwareIconOverride is one product's icon (by NameKey, the
+// lower-cased trimmed name): exactly one of an icon the Engine has
+// (IconHash), an icon file on the endpoint (DisplayIcon: a path,
+// optionally ",<index>" for a resource of an .exe or .dll), or none
+// (ClearIcon).
+type SoftwareIconOverride struct {
+	Name        string  `json:"name"`
+	NameKey     string  `json:"name_key"`
+	IconHash    *string `json:"icon_hash"`
+	DisplayIcon string  `json:"display_icon"`
+	ClearIcon   bool    `json:"clear_icon"`
 }
 
 // Patch providers (PatchStatus.Provider).
@@ -120,6 +173,8 @@ type Software struct {
 	Source      string     `json:"source"` // dpkg, rpm, msi, ...
 	InstalledAt *time.Time `json:"installed_at,omitempty"`
 	SizeBytes   uint64     `json:"size_bytes,omitempty"`
+	// IconHash names the row's icon (SoftwareIcon.Hash); empty: none.
+	IconHash string `json:"icon_hash,omitempty"`
 }
 
 // Service is one system service (systemd unit on Linux).

@@ -139,13 +139,21 @@ type ShellClose struct {
 
 // ShellControl is a text frame on the shell socket: "resize" (Engine to
 // agent: Cols, Rows) and "exit" (agent to Engine: Code, once the shell
-// ended; the agent then closes the socket normally).
+// ended; the agent then closes the socket normally). An exit the agent
+// caused itself, not the shell, carries Reason (e.g. the remote_shell role
+// was stopped), which the Engine records as the session's close reason
+// and shows the operator.
 type ShellControl struct {
-	Type string `json:"type"`
-	Cols int    `json:"cols,omitempty"`
-	Rows int    `json:"rows,omitempty"`
-	Code int    `json:"code"`
+	Type   string `json:"type"`
+	Cols   int    `json:"cols,omitempty"`
+	Rows   int    `json:"rows,omitempty"`
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"`
 }
+
+// ShellReasonRoleStopped is the exit reason of a shell the agent ended
+// because an operator stopped the remote_shell role.
+const ShellReasonRoleStopped = "the remote_shell role was stopped on this device"
 
 // Shell control types.
 const (

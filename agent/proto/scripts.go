@@ -67,7 +67,31 @@ const (
 	// ansible-playbook (none on its PATH, or older than
 	// AnsibleMinCoreVersion).
 	CodeAnsibleUnavailable = "ansible_unavailable"
+	// CodeUserContextUnsupported: the job asks for RunAsCurrentUser and
+	// the agent cannot run one (Linux; an agent that does not advertise
+	// HelperCurrentUser). The Engine refuses such a target before signing.
+	CodeUserContextUnsupported = "user_context_unsupported"
+	// CodeNoActiveUserSession: a user-context job found no signed-in user
+	// on the active console session (nobody is logged on, or the session
+	// is locked out of reach); nothing ran.
+	CodeNoActiveUserSession = "no_active_user_session"
 )
+
+// Run-as contexts of a script (ScriptJob.RunAs; SPEC agent behaviour
+// 12): the agent's privileged account, or the active user's session.
+const (
+	RunAsSystem      = "system"
+	RunAsCurrentUser = "current_user"
+)
+
+// HelperCurrentUser is the helper context an agent advertises in
+// connect_agent's helper_contexts when it can launch payloads into the
+// active user's session (Windows).
+const HelperCurrentUser = "currentuser"
+
+// NoDesktopEnvironment is how a headless Linux host reports a
+// desktop-only surface (SPEC agent behaviour 12).
+const NoDesktopEnvironment = "No Desktop Environment Active"
 
 // Script languages.
 const (
@@ -113,8 +137,11 @@ type ScriptJob struct {
 	Body           string            `json:"body"`
 	Parameters     map[string]string `json:"parameters"`
 	TimeoutSeconds int               `json:"timeout_seconds"`
-	IssuedAt       time.Time         `json:"issued_at"`
-	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
+	// RunAs is RunAsSystem (or empty) or RunAsCurrentUser: signed with
+	// the rest, so the context cannot be changed on the way.
+	RunAs     string     `json:"run_as,omitempty"`
+	IssuedAt  time.Time  `json:"issued_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // DecodeScriptJob parses a verified payload.

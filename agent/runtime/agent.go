@@ -215,7 +215,7 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 		ops:  &opRunner{ctx: parent, wg: &a.opsRunning, cache: a.ops},
 		hello: proto.ConnectAgent{
 			GUID: cfg.Agent.GUID, AgentVersion: a.opts.Version, Protocol: proto.Version,
-			BootID: a.opts.Identity.BootID, Fingerprint: a.opts.Identity.Fingerprint, HelperContexts: []string{},
+			BootID: a.opts.Identity.BootID, Fingerprint: a.opts.Identity.Fingerprint, HelperContexts: helperContexts(a.opts.HelperContexts),
 			Capabilities: a.capabilities(),
 		},
 		tried: make(chan struct{}),
@@ -261,4 +261,12 @@ func (a *Agent) ended(parent, ctx context.Context, tokens *Tokens, err error) er
 		a.log.Warn("could not post the stopping status", "err", err)
 	}
 	return parent.Err()
+}
+
+// helperContexts is never nil: the Engine stores what it is sent.
+func helperContexts(h []string) []string {
+	if h == nil {
+		return []string{}
+	}
+	return h
 }

@@ -198,9 +198,13 @@ type Options struct {
 	// agent whose handler is registered everywhere but works only on some
 	// platforms (the registry editor) says so here.
 	Capabilities []proto.Capability
-	Timing       Timing
-	Hooks        Hooks
-	Logger       *slog.Logger
+	// HelperContexts are advertised in connect_agent's helper_contexts:
+	// proto.HelperCurrentUser where the agent launches user-context jobs
+	// into the active user's session (Windows). Nil advertises none.
+	HelperContexts []string
+	Timing         Timing
+	Hooks          Hooks
+	Logger         *slog.Logger
 	// NewClient builds the Engine client from agent.json
 	// (transport.FromAgentConfig when nil).
 	NewClient func(*agent.Config) (*transport.Client, error)

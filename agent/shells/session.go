@@ -42,6 +42,9 @@ type session struct {
 	openErr   error
 	closeReq  chan struct{}
 	closeOnce sync.Once
+	// endReason is why the agent itself ended the shell (endWith), sent
+	// in the exit frame; "" for a close the Engine asked for.
+	endReason string
 	done      chan struct{} // closed (by Shells) once run returned and the session is forgotten
 
 	lastTraffic atomic.Int64 // unix nanoseconds
@@ -66,6 +69,12 @@ func (s *session) awaitOpened(ctx context.Context) (proto.ShellOpened, error) {
 }
 
 func (s *session) requestClose() { s.closeOnce.Do(func() { close(s.closeReq) }) }
+
+// endWith asks the session to end for reason, which its exit frame
+// carries to the Engine.
+func (s *session) endWith(reason string) {
+	s.closeOnce.Do(func() { s.endReason = reason; close(s.closeReq) })
+}
 
 func (s *session) touch() { s.lastTraffic.Store(time.Now().UnixNano()) }
 
@@ -98,6 +107,7 @@ func (s *session) run(ctx context.Context, conn *websocket.Conn, term terminal, 
 	go func() { inDone <- s.pumpIn(conn, term) }()
 
 	var end ending
+	told := "" // why the agent itself ended the shell, for the exit frame
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
 wait:
@@ -119,6 +129,9 @@ wait:
 			break wait
 		case <-s.closeReq:
 			end = ending{"closed by the Engine", true, websocket.StatusNormalClosure}
+			if s.endReason != "" {
+				end.reason, told = s.endReason, s.endReason
+			}
 			break wait
 		case <-ctx.Done():
 			end = ending{"agent shutting down", true, websocket.StatusGoingAway}
@@ -139,7 +152,7 @@ wait:
 	<-outDone
 	code := term.ExitCode()
 	if end.socket {
-		if err := s.sendExit(conn, code); err != nil {
+		if err := s.sendExit(conn, code, told); err != nil {
 			s.log.Debug("could not send the shell's exit", "session", s.id, "err", err)
 		}
 		_ = conn.Close(end.status, end.reason)
@@ -150,8 +163,8 @@ wait:
 	s.log.Info("shell closed", "session", s.id, "reason", end.reason, "code", code)
 }
 
-func (s *session) sendExit(conn *websocket.Conn, code int) error {
-	b, err := json.Marshal(proto.ShellControl{Type: proto.ShellExit, Code: code})
+func (s *session) sendExit(conn *websocket.Conn, code int, reason string) error {
+	b, err := json.Marshal(proto.ShellControl{Type: proto.ShellExit, Code: code, Reason: reason})
 	if err != nil {
 		return err
 	}

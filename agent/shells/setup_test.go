@@ -189,17 +189,24 @@ func (c *client) waitOutput(want string) {
 // the exit code and the close status.
 func (c *client) waitExit() (int, websocket.StatusCode) {
 	c.t.Helper()
-	var code *int
+	exit, status := c.waitExitFrame()
+	return exit.Code, status
+}
+
+// waitExitFrame is waitExit returning the whole exit frame.
+func (c *client) waitExitFrame() (proto.ShellControl, websocket.StatusCode) {
+	c.t.Helper()
+	var exit *proto.ShellControl
 	for {
 		ctl, err := c.next()
 		if err != nil {
-			require.NotNil(c.t, code, "the socket closed before an exit frame: %v", err)
-			return *code, websocket.CloseStatus(err)
+			require.NotNil(c.t, exit, "the socket closed before an exit frame: %v", err)
+			return *exit, websocket.CloseStatus(err)
 		}
 		if ctl != nil {
 			require.Equal(c.t, proto.ShellExit, ctl.Type)
-			require.Nil(c.t, code, "a second exit frame")
-			code = &ctl.Code
+			require.Nil(c.t, exit, "a second exit frame")
+			exit = ctl
 		}
 	}
 }

@@ -105,6 +105,42 @@ func (s *Shells) Close() {
 	s.wg.Wait()
 }
 
+// EndAll ends every open shell for reason (the exit frame carries it to
+// the Engine) and returns once each is reaped and its socket closed. The
+// agent calls it when an operator stops the remote_shell role: a stopped
+// role refuses new shells, and the ones already open must not outlive
+// the operator's decision. Shells still opening are ended once open.
+func (s *Shells) EndAll(ctx context.Context, reason string) {
+	s.mu.Lock()
+	open := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		open = append(open, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range open {
+		if _, err := sess.awaitOpened(ctx); err != nil {
+			continue // never opened: nothing runs
+		}
+		sess.endWith(reason)
+	}
+	for _, sess := range open {
+		select {
+		case <-sess.done:
+		case <-sess.opened:
+			if sess.openErr != nil {
+				continue
+			}
+			select {
+			case <-sess.done:
+			case <-ctx.Done():
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 func opError(code, format string, args ...any) error {
 	return &proto.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }

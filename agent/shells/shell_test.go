@@ -104,6 +104,38 @@ func TestEngineCloseRequest(t *testing.T) {
 	requireCode(t, proto.CodeOpInvalid, err)
 }
 
+// Stopping the remote_shell role ends every open shell (issue 27 item
+// 4): each is reaped, its socket closed normally, and its exit frame says
+// why, for the Engine to record and show the operator.
+func TestEndAllEndsEveryShellWithTheReason(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Options{KillGrace: time.Minute})
+	opened1, c1 := e.open(t, "s1")
+	opened2, c2 := e.open(t, "s2")
+	type exit struct {
+		frame  proto.ShellControl
+		status websocket.StatusCode
+	}
+	exits := make(chan exit, 2)
+	for _, c := range []*client{c1, c2} {
+		go func() { f, st := c.waitExitFrame(); exits <- exit{f, st} }()
+	}
+	e.shells.EndAll(t.Context(), proto.ShellReasonRoleStopped)
+	require.True(t, reaped(opened1.PID))
+	require.True(t, reaped(opened2.PID))
+	for range 2 {
+		got := <-exits
+		require.Equal(t, proto.ShellReasonRoleStopped, got.frame.Reason)
+		require.Equal(t, websocket.StatusNormalClosure, got.status)
+	}
+	e.shells.Wait()
+	// A shell ended by the shell itself carries no reason of the agent's.
+	_, c3 := e.open(t, "s3")
+	c3.send("exit 0\n")
+	f, _ := c3.waitExitFrame()
+	require.Empty(t, f.Reason)
+}
+
 func TestIdleShellIsEnded(t *testing.T) {
 	t.Parallel()
 	e := setup(t, Options{IdleTimeout: 200 * time.Millisecond})

@@ -32,9 +32,12 @@ type host struct {
 	// asked for one collection at a time.
 	ops       agentoperations.Inventory
 	synthetic func(n int) proto.Inventory
-	hostname  func() (string, error)
-	osName    func() string
-	bootID    func() string
+	// iconOverrides are the software icon overrides the collector applies
+	// (fetched on the realtime session's connection); nil for tests.
+	iconOverrides *inventory.Overrides
+	hostname      func() (string, error)
+	osName        func() string
+	bootID        func() string
 	// timing overrides the runtime's intervals (zero: production values);
 	// tests run the loop in milliseconds with it.
 	timing agentruntime.Timing
@@ -42,18 +45,20 @@ type host struct {
 
 func defaultHost() host {
 	tracker := roles.New(nil)
-	inv := inventory.New(tracker, inventory.Options{})
+	overrides := &inventory.Overrides{}
+	inv := inventory.New(tracker, inventory.Options{Overrides: overrides})
 	return host{
-		collector:   inventoryCollector{c: inv, log: slog.Default()},
-		roles:       tracker,
-		tracker:     tracker,
-		ops:         inv,
-		fingerprint: inventory.Fingerprint,
-		hash:        inventory.Hash,
-		synthetic:   inventory.Synthetic,
-		hostname:    os.Hostname,
-		osName:      osPrettyName,
-		bootID:      readBootID,
+		iconOverrides: overrides,
+		collector:     inventoryCollector{c: inv, log: slog.Default()},
+		roles:         tracker,
+		tracker:       tracker,
+		ops:           inv,
+		fingerprint:   inventory.Fingerprint,
+		hash:          inventory.Hash,
+		synthetic:     inventory.Synthetic,
+		hostname:      os.Hostname,
+		osName:        osPrettyName,
+		bootID:        readBootID,
 	}
 }
 

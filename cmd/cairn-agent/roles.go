@@ -15,6 +15,16 @@ import (
 	"github.com/cairn-rmm/cairn/agent/shells"
 )
 
+// endRoleWork ends what a stopped role still runs: the remote_shell
+// role's open shells, each told why (proto.ShellReasonRoleStopped).
+func endRoleWork(sh *shells.Shells) func(ctx context.Context, role string) {
+	return func(ctx context.Context, role string) {
+		if role == roles.RemoteShell {
+			sh.EndAll(ctx, proto.ShellReasonRoleStopped)
+		}
+	}
+}
+
 // remoteDesktopMissing is why vnc and rdp are Unhealthy in this build.
 const remoteDesktopMissing = "not in this agent build yet: remote desktop (VNC, RDP) has not landed"
 
@@ -43,7 +53,11 @@ func publishRoles(t *roles.Tracker, hasRegistry bool) {
 // roles_stopped) stopped in t, refuses their requests with role_stopped,
 // and serves role_desired_state: the new desired state is written to
 // agent.json first, so a role stopped stays stopped after a restart.
-func registerRoleControl(handlers *agentruntime.Handlers, t *roles.Tracker, store agentruntime.FileStore, stopped []string) error {
+// onStop (may be nil) runs once a role is stopped, before the answer: it
+// ends what the role still runs (the remote_shell role's open shells), so
+// stopping a role ends its work, not only new requests.
+func registerRoleControl(handlers *agentruntime.Handlers, t *roles.Tracker, store agentruntime.FileStore, stopped []string,
+	onStop func(ctx context.Context, role string)) error {
 	for _, name := range stopped {
 		if roles.Stoppable(name) {
 			if err := t.SetDesired(name, roles.DesiredStopped); err != nil {
@@ -52,7 +66,7 @@ func registerRoleControl(handlers *agentruntime.Handlers, t *roles.Tracker, stor
 		}
 	}
 	handlers.Guard(t.Refusal)
-	return handlers.Register(proto.EventRoleDesiredState, func(_ context.Context, _ agentruntime.Caller, payload json.RawMessage) (any, error) {
+	return handlers.Register(proto.EventRoleDesiredState, func(ctx context.Context, _ agentruntime.Caller, payload json.RawMessage) (any, error) {
 		var req proto.RoleDesiredStateRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
 			return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "the request is not a role desired state: " + err.Error()}
@@ -78,6 +92,9 @@ func registerRoleControl(handlers *agentruntime.Handlers, t *roles.Tracker, stor
 		}
 		if err := t.SetDesired(req.Role, req.Desired); err != nil {
 			return nil, err
+		}
+		if req.Desired == roles.DesiredStopped && onStop != nil {
+			onStop(ctx, req.Role)
 		}
 		h, _ := t.Register(req.Role).Health()
 		return proto.RoleDesiredStateResult{Role: req.Role, Desired: h.Desired, Observed: h.Observed}, nil

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
+	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
 )
 
 // Every role of issue 27 item 4 is published from the start, the ones
@@ -43,4 +48,28 @@ func TestPublishRoles(t *testing.T) {
 		require.Equal(t, proto.RoleUnhealthy, got["system:system_context"].Observed)
 		require.Contains(t, got["system:system_context"].LastError, "not root")
 	}
+}
+
+// Stopping a role ends what it still runs (issue 27 item 4: an open
+// remote shell must not outlive the stop): onStop runs with the role
+// before the answer, and only for a stop.
+func TestStoppingARoleEndsItsWork(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), agent.FileName)
+	require.NoError(t, agent.Create(path, "install", agent.Default()))
+	handlers := agentruntime.NewHandlers()
+	tracker := roles.New(time.Now)
+	var ended []string
+	require.NoError(t, registerRoleControl(handlers, tracker, agentruntime.FileStore{Path: path, Writer: "run"}, nil,
+		func(_ context.Context, role string) { ended = append(ended, role) }))
+	h := handlers.Lookup(proto.EventRoleDesiredState)
+	require.NotNil(t, h)
+	for _, desired := range []string{roles.DesiredStopped, roles.DesiredRunning} {
+		payload, err := json.Marshal(proto.RoleDesiredStateRequest{Role: roles.RemoteShell, Desired: desired})
+		require.NoError(t, err)
+		res, err := h(t.Context(), nil, payload)
+		require.NoError(t, err)
+		require.Equal(t, desired, res.(proto.RoleDesiredStateResult).Desired)
+	}
+	require.Equal(t, []string{roles.RemoteShell}, ended)
 }

@@ -126,7 +126,10 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if err != nil {
 		return fmt.Errorf("config path: %w", err)
 	}
-	scriptOpts := agentautomation.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig}
+	// User-context jobs (SPEC agent behaviour 12) launch into the active
+	// user's session on Windows; elsewhere they are refused.
+	scriptOpts := agentautomation.Options{Config: store.Load, Logger: log, AgentBinary: exe, ConfigPath: absConfig,
+		UserSession: agentautomation.NewUserSession()}
 	if err := agentautomation.Register(handlers, scriptOpts); err != nil {
 		return err
 	}
@@ -185,7 +188,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if h.tracker != nil {
 		publishRoles(h.tracker, regStore != nil)
 		socketRole = h.tracker.Register(roles.APIWebSocket)
-		if err := registerRoleControl(handlers, h.tracker, store, cfg.RolesStopped); err != nil {
+		if err := registerRoleControl(handlers, h.tracker, store, cfg.RolesStopped, endRoleWork(shells)); err != nil {
 			return err
 		}
 	}
@@ -205,6 +208,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:        store,
 		Capabilities: caps,
+		// currentuser where user-context jobs can run (Windows).
+		HelperContexts: agentautomation.HelperContexts(),
 		// Work queued while the agent was offline runs once it is back.
 		OnConnected: queued,
 		Identity:    id,
@@ -217,7 +222,14 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		Handlers:    handlers,
 		Timing:      h.timing,
 		Logger:      log,
-		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) { updater.Session(call); tunnel.Session(call); desktop.Session(call) },
+		Hooks: agentruntime.Hooks{Session: func(call agentruntime.Caller) {
+			updater.Session(call)
+			tunnel.Session(call)
+			desktop.Session(call)
+			if h.iconOverrides != nil {
+				h.iconOverrides.Session(call)
+			}
+		},
 			Heartbeat: updater.Heartbeat},
 	})
 	if err != nil {

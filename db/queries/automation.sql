@@ -4,7 +4,7 @@
 -- name: AssemblyList :many
 SELECT a.id, a.name, a.kind, a.language, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.parameters, v.timeout_seconds, v.body_sha256,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope, v.run_as
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id AND v.version = a.current_version
 WHERE (@kind::text = '' OR a.kind = @kind)
   AND (@q::text = '' OR a.name ILIKE '%' || @q || '%' OR a.description ILIKE '%' || @q || '%')
@@ -15,7 +15,7 @@ ORDER BY lower(a.name), a.id;
 SELECT a.id, a.name, a.kind, a.description, a.current_version, a.created_by, a.updated_by,
        a.created_at, a.updated_at, v.version, v.language, v.body, v.parameters, v.timeout_seconds, v.body_sha256,
        v.created_by AS version_created_by, v.created_at AS version_created_at,
-       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope
+       (a.bundled_key IS NOT NULL)::boolean AS bundled, a.owner_user_id, a.site_scope, v.run_as
 FROM assemblies a JOIN assembly_versions v ON v.assembly_id = a.id
  AND v.version = CASE WHEN @version::int = 0 THEN a.current_version ELSE @version::int END
 WHERE a.id = @id;
@@ -50,8 +50,9 @@ WHERE steps @> jsonb_build_array(jsonb_build_object('assembly_id', @id::bigint))
 ORDER BY id;
 
 -- name: AssemblyVersionInsert :exec
-INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by)
-VALUES (@assembly_id, @version, @language, @body, @parameters, @timeout_seconds, @body_sha256, @actor);
+INSERT INTO assembly_versions (assembly_id, version, language, body, parameters, timeout_seconds, body_sha256, created_by, run_as)
+VALUES (@assembly_id, @version, @language, @body, @parameters, @timeout_seconds, @body_sha256, @actor,
+        COALESCE(NULLIF(@run_as::text, ''), 'system'));
 
 -- name: AssemblyVersionList :many
 SELECT version, language, timeout_seconds, body_sha256, created_by, created_at
@@ -70,7 +71,7 @@ SELECT EXISTS (SELECT 1 FROM scheduled_jobs WHERE assembly_id = @id)::boolean;
 -- Devices by GUID inside the caller's scope, with what decides whether a
 -- script can run there (trust, the agent's capabilities) and how (operating
 -- system).
-SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system, d.capabilities
+SELECT d.guid, d.hostname, d.site_id, s.slug AS site_slug, d.trust_state, d.operating_system, d.capabilities, d.helper_contexts
 FROM devices d JOIN sites s ON s.id = d.site_id
 WHERE d.guid = ANY(@guids::text[])
   AND (@all_sites::boolean OR d.site_id = ANY(@site_ids::bigint[]));
@@ -79,9 +80,10 @@ WHERE d.guid = ANY(@guids::text[])
 -- A scheduled fire (scheduled_for set) inserts once: a retried or
 -- restarted firing gets nothing back and reads the existing run.
 INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, assembly_id, assembly_version, language, scheduled_for,
-                      requested_by, workflow_id, target_count, body, parameters, timeout_seconds, run_when_online)
+                      requested_by, workflow_id, target_count, body, parameters, timeout_seconds, run_when_online, run_as)
 VALUES (@id, sqlc.narg(scheduled_job_id), @kind, @trigger, sqlc.narg(assembly_id), sqlc.narg(assembly_version), @language,
-        sqlc.narg(scheduled_for), @requested_by, @workflow_id, @target_count, @body, @parameters, @timeout_seconds, @run_when_online)
+        sqlc.narg(scheduled_for), @requested_by, @workflow_id, @target_count, @body, @parameters, @timeout_seconds, @run_when_online,
+        COALESCE(NULLIF(@run_as::text, ''), 'system'))
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
 RETURNING *;
 

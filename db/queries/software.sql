@@ -85,9 +85,17 @@ ON CONFLICT (hash) DO NOTHING;
 SELECT hash, content_type, data FROM software_icons WHERE hash = @hash;
 
 -- name: SoftwareIconDeleteUnused :exec
--- An icon no rule names any more goes.
+-- An icon no rule names any more goes, unless a device's software still
+-- shows it (an agent sent the same bytes as its own icon).
 DELETE FROM software_icons i WHERE i.hash = @hash
-AND NOT EXISTS (SELECT 1 FROM software_icon_overrides o WHERE o.icon_hash = i.hash);
+AND NOT EXISTS (SELECT 1 FROM software_icon_overrides o WHERE o.icon_hash = i.hash)
+AND NOT EXISTS (SELECT 1 FROM device_inventory v
+                WHERE v.software @> jsonb_build_array(jsonb_build_object('icon_hash', i.hash::text)));
+
+-- name: SoftwareIconsKnown :many
+-- Which of the hashes the Engine stores icons for (software rows an
+-- agent reports may name only those).
+SELECT hash FROM software_icons WHERE hash = ANY(@hashes::text[]);
 
 -- name: SoftwareIconOverrideGetForUpdate :one
 SELECT * FROM software_icon_overrides WHERE name_key = @name_key FOR UPDATE;

@@ -78,10 +78,12 @@ type Assembly struct {
 	Parameters     []Parameter
 	TimeoutSeconds int
 	BodySHA256     string
-	CreatedBy      string
-	CreatedAt      time.Time
-	UpdatedBy      string
-	UpdatedAt      time.Time
+	// RunAs is proto.RunAsSystem or proto.RunAsCurrentUser (scripts only).
+	RunAs     string
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedBy string
+	UpdatedAt time.Time
 	// Bundled: shipped with the Engine (EnsureBundled); read-only.
 	Bundled bool
 	// OwnerUserID is who created it; SiteScope the sites of everyone
@@ -109,6 +111,10 @@ type AssemblyInput struct {
 	Body           string
 	Parameters     []Parameter
 	TimeoutSeconds int
+	// RunAs is where a script runs: proto.RunAsSystem (empty means it) or
+	// proto.RunAsCurrentUser, the signed-in user's session on Windows
+	// agents that advertise the currentuser helper context.
+	RunAs string
 }
 
 // Service implements assemblies and runs.
@@ -135,7 +141,7 @@ func (s *Service) ListAssemblies(ctx context.Context, kind, q string) ([]Assembl
 	out := make([]Assembly, len(rows))
 	for i, r := range rows {
 		out[i] = Assembly{ID: r.ID, Name: r.Name, Kind: r.Kind, Language: r.Language, Description: r.Description,
-			Version: int(r.CurrentVersion), Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds),
+			Version: int(r.CurrentVersion), Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds), RunAs: r.RunAs,
 			BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
 			UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled, OwnerUserID: r.OwnerUserID,
 			SiteScope: cairn.ScopeColumn(r.SiteScope)}
@@ -154,7 +160,7 @@ func (s *Service) GetAssembly(ctx context.Context, id int64, version int) (Assem
 	}
 	return Assembly{ID: r.ID, Name: r.Name, Kind: r.Kind, Language: r.Language, Description: r.Description,
 		Version: int(r.Version), Body: r.Body, Parameters: decodeParams(r.Parameters), TimeoutSeconds: int(r.TimeoutSeconds),
-		BodySHA256: hex.EncodeToString(r.BodySha256), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
+		BodySHA256: hex.EncodeToString(r.BodySha256), RunAs: r.RunAs, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
 		UpdatedBy: r.UpdatedBy, UpdatedAt: r.UpdatedAt, Bundled: r.Bundled, OwnerUserID: r.OwnerUserID,
 		SiteScope: cairn.ScopeColumn(r.SiteScope)}, nil
 }
@@ -214,7 +220,7 @@ func (s *Service) UpdateAssembly(ctx context.Context, by ownership.Editor, id in
 		version := a.CurrentVersion
 		params, _ := json.Marshal(in.Parameters)
 		if cur.Body != in.Body || cur.Language != in.Language || int(cur.TimeoutSeconds) != in.TimeoutSeconds ||
-			!sameJSON(cur.Parameters, params) {
+			!sameJSON(cur.Parameters, params) || cur.RunAs != in.RunAs {
 			version++
 			if err := insertVersion(ctx, q, id, version, actor, in); err != nil {
 				return err
@@ -315,7 +321,7 @@ func insertVersion(ctx context.Context, q *db.Queries, id int64, version int32, 
 	}
 	sum := sha256.Sum256([]byte(in.Body))
 	return q.AssemblyVersionInsert(ctx, db.AssemblyVersionInsertParams{AssemblyID: id, Version: version, Language: in.Language,
-		Body: in.Body, Parameters: params, TimeoutSeconds: int32(in.TimeoutSeconds), BodySha256: sum[:], Actor: actor})
+		Body: in.Body, Parameters: params, TimeoutSeconds: int32(in.TimeoutSeconds), BodySha256: sum[:], Actor: actor, RunAs: in.RunAs})
 }
 
 // checkAssembly normalizes and validates in, reporting every bad field.
@@ -359,6 +365,15 @@ func checkAssembly(in AssemblyInput) (AssemblyInput, error) {
 	if in.TimeoutSeconds == 0 {
 		in.TimeoutSeconds = DefaultTimeout
 	}
+	if in.RunAs == "" {
+		in.RunAs = proto.RunAsSystem
+	}
+	switch {
+	case !validRunAs(in.RunAs):
+		v.Add("run_as", runAsRule)
+	case in.RunAs == proto.RunAsCurrentUser && in.Kind != KindScript:
+		v.Add("run_as", "must be system for a "+in.Kind+": only scripts run in the user's session")
+	}
 	if in.TimeoutSeconds < 1 || in.TimeoutSeconds > MaxTimeoutSeconds {
 		v.Add("timeout_seconds", fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds))
 	}
@@ -367,6 +382,13 @@ func checkAssembly(in AssemblyInput) (AssemblyInput, error) {
 	}
 	checkParameters(&v, in.Parameters)
 	return in, v.Err()
+}
+
+// runAsRule is the validation message of a bad run_as.
+const runAsRule = "must be system or current_user (the signed-in user's session, Windows agents only)"
+
+func validRunAs(runAs string) bool {
+	return runAs == proto.RunAsSystem || runAs == proto.RunAsCurrentUser
 }
 
 func checkParameters(v *cairn.Validation, params []Parameter) {

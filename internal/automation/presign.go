@@ -40,7 +40,7 @@ func (s *Service) SignContent(ctx context.Context, spec RunSpec) (proto.Signed, 
 		return proto.Signed{}, 0, err
 	}
 	raw, err := json.Marshal(proto.ScriptJob{Purpose: proto.PurposeScriptContent, Language: spec.Language, Body: a.Body, Parameters: params,
-		TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: s.now().UTC()})
+		TimeoutSeconds: spec.TimeoutSeconds, RunAs: a.RunAs, IssuedAt: s.now().UTC()})
 	if err != nil {
 		return proto.Signed{}, 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -98,6 +99,11 @@ type RunSpec struct {
 	// RunWhenOnline keeps work for offline devices until they ask for it
 	// (POST /api/agent/script/request).
 	RunWhenOnline bool
+	// RunAs is proto.RunAsSystem or proto.RunAsCurrentUser; empty takes
+	// the assembly's (system for ad-hoc content). A current_user run
+	// fails, unsigned, on targets whose agent does not advertise the
+	// currentuser helper context (user_context_unsupported).
+	RunAs string
 }
 
 // Counts are a run's results by status.
@@ -139,6 +145,7 @@ type Run struct {
 	AssemblyName    string
 	AssemblyVersion *int32
 	Language        string
+	RunAs           string
 	RequestedBy     string
 	TimeoutSeconds  int
 	TargetCount     int
@@ -198,6 +205,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 		if a.Kind == KindAnsiblePlaybook {
 			spec.Language = proto.LangAnsible
 		}
+		spec.RunAs = cmpOr(spec.RunAs, a.RunAs)
 		if spec.TimeoutSeconds == 0 {
 			spec.TimeoutSeconds = a.TimeoutSeconds
 		}
@@ -209,6 +217,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
+	spec.RunAs = cmpOr(spec.RunAs, proto.RunAsSystem)
 
 	if spec.Signed != nil {
 		content, err := s.verifiedContent(ctx, *spec.Signed)
@@ -216,6 +225,8 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 			return Run{}, err
 		}
 		spec.Language, spec.Body, spec.TimeoutSeconds, params = content.Language, content.Body, content.TimeoutSeconds, content.Parameters
+		// What was signed when the job was saved decides, as for the body.
+		spec.RunAs = cmpOr(content.RunAs, proto.RunAsSystem)
 	}
 	now := s.now().UTC()
 	states, err := s.targetStates(ctx, spec.Targets)
@@ -243,10 +254,14 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 			status, code, msg = StatusFailed, cairn.ECodeAgentTooOld,
 				fmt.Sprintf("the agent of %s does not report the %q capability, which agents of protocol %d and later have; update the agent",
 					t.Hostname, proto.CapAnsible, proto.CapabilityVersion[proto.CapAnsible])
+		case spec.RunAs == proto.RunAsCurrentUser && !slices.Contains(st.helpers, proto.HelperCurrentUser):
+			status, code, msg = StatusFailed, proto.CodeUserContextUnsupported,
+				fmt.Sprintf("%s cannot run jobs in the user's session: its agent does not advertise the %s helper context (user-context jobs run on Windows agents)",
+					t.Hostname, proto.HelperCurrentUser)
 		default:
 			exp := now.Add(payloadTTL)
 			job := proto.ScriptJob{Purpose: proto.PurposeScript, RunID: string(spec.ID), DeviceGUID: string(t.GUID), Language: spec.Language,
-				Body: spec.Body, Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, IssuedAt: now, ExpiresAt: &exp}
+				Body: spec.Body, Parameters: params, TimeoutSeconds: spec.TimeoutSeconds, RunAs: spec.RunAs, IssuedAt: now, ExpiresAt: &exp}
 			raw, err := json.Marshal(job)
 			if err != nil {
 				return Run{}, err
@@ -275,7 +290,7 @@ func (s *Service) CreateRun(ctx context.Context, spec RunSpec) (Run, error) {
 			Trigger: spec.Trigger, AssemblyID: spec.AssemblyID, AssemblyVersion: version, Language: spec.Language,
 			ScheduledFor: spec.ScheduledFor, RequestedBy: spec.RequestedBy, WorkflowID: JobRunWorkflowID(spec.ID),
 			TargetCount: int32(len(spec.Targets)), Body: spec.Body, Parameters: rawParams,
-			TimeoutSeconds: int32(spec.TimeoutSeconds), RunWhenOnline: spec.RunWhenOnline})
+			TimeoutSeconds: int32(spec.TimeoutSeconds), RunWhenOnline: spec.RunWhenOnline, RunAs: spec.RunAs})
 		if db.IsNoRows(err) { // another firing made this fire's run first
 			existing = true
 			return nil
@@ -309,6 +324,7 @@ func JobRunWorkflowID(runID cairn.RunID) string { return string("job-run:" + run
 type targetState struct {
 	trust, os string
 	caps      devices.AgentCapabilities
+	helpers   []string // helper_contexts the agent advertised
 }
 
 func (s *Service) targetStates(ctx context.Context, targets []devices.OperationTarget) (map[string]targetState, error) {
@@ -322,7 +338,8 @@ func (s *Service) targetStates(ctx context.Context, targets []devices.OperationT
 	}
 	out := make(map[string]targetState, len(rows))
 	for _, r := range rows {
-		out[string(r.Guid)] = targetState{trust: r.TrustState, os: r.OperatingSystem, caps: devices.CapabilitiesFrom(r.Capabilities)}
+		out[string(r.Guid)] = targetState{trust: r.TrustState, os: r.OperatingSystem, caps: devices.CapabilitiesFrom(r.Capabilities),
+			helpers: r.HelperContexts}
 	}
 	return out, nil
 }
@@ -398,6 +415,9 @@ func checkRun(spec RunSpec, declared []Parameter) (map[string]string, error) {
 	}
 	if spec.TimeoutSeconds < 1 || spec.TimeoutSeconds > MaxTimeoutSeconds {
 		v.Add("timeout_seconds", fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds))
+	}
+	if spec.RunAs != "" && !validRunAs(spec.RunAs) {
+		v.Add("run_as", runAsRule)
 	}
 	out := map[string]string{}
 	if len(spec.Parameters) > MaxParameters {
@@ -481,7 +501,7 @@ func (s *Service) GetRun(ctx context.Context, scope cairn.SiteScope, id string, 
 	}
 	run := Run{ID: r.ID, Kind: r.Kind, Status: r.Status, Trigger: r.Trigger, ScheduledJobID: r.ScheduledJobID,
 		ScheduledFor: r.ScheduledFor, AssemblyID: r.AssemblyID, AssemblyName: r.AssemblyName, AssemblyVersion: r.AssemblyVersion,
-		Language: r.Language, RequestedBy: r.RequestedBy, TimeoutSeconds: int(r.TimeoutSeconds), TargetCount: int(r.TargetCount),
+		Language: r.Language, RunAs: r.RunAs, RequestedBy: r.RequestedBy, TimeoutSeconds: int(r.TimeoutSeconds), TargetCount: int(r.TargetCount),
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Counts: counts}
 	if run.Status == StatusPending && counts.Pending < total {
 		run.Status = StatusRunning

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/inventory"
+	"github.com/cairn-rmm/cairn/internal/software"
 )
 
 // Details stores a device's inventory. Each reported collection replaces
@@ -26,6 +27,9 @@ import (
 // device_inventory_changed names the collections that changed and
 // device_services_changed follows a change of services only.
 func (s *Service) Details(ctx context.Context, id devicetrust.Identity, d proto.Details) (proto.DetailsResponse, error) {
+	if err := s.softwareIcons(ctx, id.GUID, &d.Inventory); err != nil {
+		return proto.DetailsResponse{}, err
+	}
 	inv, err := inventory.Normalize(d.Inventory)
 	if err != nil {
 		return proto.DetailsResponse{}, err
@@ -101,6 +105,62 @@ func (s *Service) Details(ctx context.Context, id devicetrust.Identity, d proto.
 		s.publish(ctx, events.TypeDeviceServicesChanged, dev.SiteID, deviceEvent{GUID: dev.Guid, Hostname: dev.Hostname, SiteID: dev.SiteID})
 	}
 	return proto.DetailsResponse{Changed: len(changed) > 0}, nil
+}
+
+// softwareIcons stores the icons an agent sent with its software (issue
+// 27 item 7) and keeps on each row only an icon_hash the Engine can
+// serve: one sent now that checks out (its bytes hash to it and
+// software.SniffIcon takes them: an SVG with scripts is dropped) or one
+// stored already (an uploaded override's, which agents name without its
+// bytes). Icons are stored before the inventory's transaction and apart
+// from it: they are content-addressed, so a retried post stores nothing
+// twice, and an icon stored for a post that then failed is simply there
+// for the retry.
+func (s *Service) softwareIcons(ctx context.Context, guid cairn.DeviceGUID, inv *proto.Inventory) error {
+	icons := inv.SoftwareIcons
+	inv.SoftwareIcons = nil
+	if inv.Software == nil {
+		return nil
+	}
+	ok := map[string]bool{}
+	for _, ic := range icons {
+		sum := sha256.Sum256(ic.Data)
+		if hex.EncodeToString(sum[:]) != ic.Hash {
+			continue
+		}
+		ct, err := software.SniffIcon("software_icons", ic.Data)
+		if err != nil {
+			continue
+		}
+		if err := s.store.SoftwareIconInsert(ctx, db.SoftwareIconInsertParams{Hash: ic.Hash, ContentType: ct, Data: ic.Data,
+			CreatedBy: "agent:" + string(guid)}); err != nil {
+			return err
+		}
+		ok[ic.Hash] = true
+	}
+	var ask []string
+	for _, r := range inv.Software {
+		if r.IconHash != "" && !ok[r.IconHash] {
+			ask = append(ask, r.IconHash)
+		}
+	}
+	if len(ask) > 0 {
+		known, err := s.store.SoftwareIconsKnown(ctx, ask)
+		if err != nil {
+			return err
+		}
+		for _, h := range known {
+			ok[h] = true
+		}
+	}
+	rows := slices.Clone(inv.Software)
+	for i := range rows {
+		if !ok[rows[i].IconHash] {
+			rows[i].IconHash = ""
+		}
+	}
+	inv.Software = rows
+	return nil
 }
 
 // setColumn puts a changed collection into its device_inventory column;

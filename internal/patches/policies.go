@@ -81,16 +81,16 @@ func visible(scope cairn.SiteScope, p Policy) bool {
 // the visible devices, every policy, device filter policies' members and
 // the devices' pending rows.
 type fleet struct {
-	devices  []Device
+	devices []Device
 	// slugs are the devices' sites' slugs; rebootDue the devices due a
 	// reboot with nothing to install (see RebootRetryInterval).
 	slugs     map[cairn.DeviceGUID]string
 	rebootDue map[cairn.DeviceGUID]bool
-	policies []Policy
-	members  map[int64]map[cairn.DeviceGUID]bool
-	cands    map[cairn.DeviceGUID][]Candidate
-	effs     map[cairn.DeviceGUID]Effective
-	now      time.Time
+	policies  []Policy
+	members   map[int64]map[cairn.DeviceGUID]bool
+	cands     map[cairn.DeviceGUID][]Candidate
+	effs      map[cairn.DeviceGUID]Effective
+	now       time.Time
 }
 
 func (s *Service) loadPolicies(ctx context.Context) ([]Policy, error) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/coder/websocket"
 
@@ -310,11 +312,19 @@ func pumpBrowser(ctx context.Context, browser, agent *websocket.Conn, rec *Recor
 
 // pumpAgent copies the shell's output (recorded) and its exit to the
 // browser.
+//
+// An exit the agent caused itself carries its reason (the remote_shell
+// role was stopped, proto.ShellReasonRoleStopped): that becomes the
+// session's close reason and the operator's terminal is told it.
 func pumpAgent(ctx context.Context, agent, browser *websocket.Conn, rec *Recorder, exited func(int)) ending {
 	sawExit := false
+	told := ""
 	for {
 		typ, data, err := agent.Read(ctx)
 		if err != nil {
+			if told != "" {
+				return ending{told, websocket.StatusNormalClosure, websocket.StatusNormalClosure, true}
+			}
 			if sawExit || websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 				return ending{"the shell ended", websocket.StatusNormalClosure, websocket.StatusNormalClosure, false}
 			}
@@ -326,6 +336,12 @@ func pumpAgent(ctx context.Context, agent, browser *websocket.Conn, rec *Recorde
 				continue
 			}
 			sawExit = true
+			told = closeReason(strings.TrimSpace(strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) {
+					return -1
+				}
+				return r
+			}, c.Reason)))
 			exited(c.Code)
 			data, _ = json.Marshal(proto.ShellControl{Type: proto.ShellExit, Code: c.Code})
 		} else if err := rec.Output(ctx, data); err != nil {

@@ -5328,6 +5328,7 @@ export interface components {
             /** Format: int64 */
             owner_user_id: number | null;
             parameters: components["schemas"]["Parameter"][];
+            run_as: string;
             site_scope: number[] | null;
             /** Format: int64 */
             timeout_seconds: number;
@@ -5347,6 +5348,7 @@ export interface components {
             language?: string;
             name?: string;
             parameters?: components["schemas"]["ParameterInput"][] | null;
+            run_as?: string;
             /** Format: int64 */
             timeout_seconds?: number;
         };
@@ -6720,6 +6722,7 @@ export interface components {
             services?: components["schemas"]["ServiceInput"][] | null;
             sessions?: components["schemas"]["SessionInput"][] | null;
             software?: components["schemas"]["SoftwareInput"][] | null;
+            software_icons?: components["schemas"]["SoftwareIconInput"][] | null;
             uptime?: components["schemas"]["UptimeInput"] | null;
         };
         Job: {
@@ -6785,6 +6788,7 @@ export interface components {
             language: string;
             requested_by: string;
             results?: components["schemas"]["Result"][];
+            run_as: string;
             run_id: string;
             /** Format: date-time */
             scheduled_for: string | null;
@@ -7665,6 +7669,7 @@ export interface components {
             parameters?: {
                 [key: string]: string | number | boolean;
             } | null;
+            run_as?: string;
             /** Format: int64 */
             timeout_seconds?: number;
         };
@@ -7982,6 +7987,7 @@ export interface components {
             language: string;
             requested_by: string;
             results?: components["schemas"]["Result"][];
+            run_as: string;
             run_id: string;
             /** Format: int64 */
             scheduled_job_id: number | null;
@@ -8374,6 +8380,7 @@ export interface components {
         };
         Software: {
             arch?: string;
+            icon_hash?: string;
             /** Format: date-time */
             installed_at?: string | null;
             name: string;
@@ -8388,8 +8395,14 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        SoftwareIconInput: {
+            content_type?: string;
+            data?: string | null;
+            hash?: string;
+        };
         SoftwareInput: {
             arch?: string;
+            icon_hash?: string;
             /** Format: date-time */
             installed_at?: string | null;
             name?: string;

@@ -251,7 +251,12 @@ export interface AssemblyInput {
   body: string;
   parameters: AssemblyParameter[];
   timeout_seconds: number;
+  /** Where a script runs: the agent's account, or the signed-in user's session (Windows agents). */
+  run_as: RunAs;
 }
+
+/** A script's context (docs/api.md "User-context jobs"). */
+export type RunAs = 'system' | 'current_user';
 
 export type AssemblyVersion = Schema<'Version'>;
 

@@ -116,6 +116,9 @@ describe('Assemblies', () => {
     await user.click(await screen.findByRole('option', { name: 'Yes/no' }));
     await user.click(within(dialog).getByRole('checkbox', { name: 'Default on' }));
     await setEditorText('Body', 'uptime');
+    // A user-context script (docs/api.md "User-context jobs").
+    await user.click(within(dialog).getByRole('combobox', { name: 'Run as' }));
+    await user.click(await screen.findByRole('option', { name: 'Signed-in user (Windows)' }));
     await user.click(within(dialog).getByRole('button', { name: 'Create' }));
     await waitFor(() => expect(engine.callsTo('POST', '/api/assemblies')).toHaveLength(1));
     await waitFor(() => expect(nameInput).toHaveAccessibleDescription('an assembly with this name exists'));
@@ -130,6 +133,7 @@ describe('Assemblies', () => {
       body: 'uptime',
       parameters: [{ name: 'verbose', label: '', type: 'boolean', default: true, required: false }],
       timeout_seconds: 300,
+      run_as: 'current_user',
     });
   });
 

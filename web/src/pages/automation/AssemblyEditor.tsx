@@ -20,7 +20,7 @@ import Stack from '@mui/material/Stack';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
 import { assemblies as assembliesApi } from '../../api/endpoints';
-import type { Assembly, AssemblyInput, AssemblyKind, AssemblyParameter, ScriptLanguage } from '../../api/types';
+import type { Assembly, AssemblyInput, AssemblyKind, AssemblyParameter, RunAs, ScriptLanguage } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { apiFieldError, shownFields } from './fields';
 import { formatCompactDateTime } from '../../components/format';
@@ -35,8 +35,13 @@ export const KINDS: { value: AssemblyKind; label: string }[] = [
 ];
 export const kindLabel = (k: string) => KINDS.find((x) => x.value === k)?.label ?? k;
 
+export const RUN_AS: { value: RunAs; label: string }[] = [
+  { value: 'system', label: 'Agent account (SYSTEM/root)' },
+  { value: 'current_user', label: 'Signed-in user (Windows)' },
+];
+
 export const MAX_BODY_BYTES = 256 * 1024;
-const FIELDS = ['name', 'kind', 'language', 'description', 'body', 'timeout_seconds', 'parameters'];
+const FIELDS = ['name', 'kind', 'language', 'description', 'body', 'timeout_seconds', 'parameters', 'run_as'];
 
 export const assemblyKey = (id: number) => [...ASSEMBLIES_QUERY, 'one', id] as const;
 const versionsKey = (id: number) => [...ASSEMBLIES_QUERY, 'versions', id] as const;
@@ -69,7 +74,8 @@ function VersionDialog({ id, version, onClose }: { id: number; version: number; 
         {a && (
           <Stack spacing={1.5}>
             <Typography variant="body2" color="text.secondary">
-              {languageLabel(a.language)} · timeout {a.timeout_seconds} s · saved by {a.updated_by || a.created_by} on{' '}
+              {languageLabel(a.language)}
+              {a.run_as === 'current_user' ? ' · runs as the signed-in user' : ''} · timeout {a.timeout_seconds} s · saved by {a.updated_by || a.created_by} on{' '}
               {formatCompactDateTime(a.updated_at || a.created_at)}
             </Typography>
             {(a.parameters ?? []).length > 0 && (
@@ -136,6 +142,7 @@ function toForm(a?: Assembly) {
     body: a?.body ?? '',
     parameters: (a?.parameters ?? []) as AssemblyParameter[],
     timeout: String(a?.timeout_seconds ?? 300),
+    runAs: ((a?.run_as as RunAs | undefined) ?? 'system') as RunAs,
   };
 }
 
@@ -153,6 +160,7 @@ function EditorForm({ assembly, onClose, onSaved }: { assembly?: Assembly; onClo
     body: form.body,
     parameters: form.parameters.map(normaliseParameter),
     timeout_seconds: Number(form.timeout),
+    run_as: form.kind === 'script' ? form.runAs : 'system',
   });
 
   const mutation = useMutation({
@@ -221,6 +229,24 @@ function EditorForm({ assembly, onClose, onSaved }: { assembly?: Assembly; onClo
                   {LANGUAGES.map((l) => (
                     <MenuItem key={l.value} value={l.value}>
                       {l.label} ({l.platform})
+                    </MenuItem>
+                  ))}
+                </TextField>
+              )}
+              {form.kind === 'script' && (
+                <TextField
+                  select
+                  label="Run as"
+                  name="run_as"
+                  value={form.runAs}
+                  onChange={(e) => set({ runAs: e.target.value as RunAs })}
+                  error={Boolean(err('run_as'))}
+                  helperText={err('run_as')}
+                  sx={{ minWidth: 220 }}
+                >
+                  {RUN_AS.map((r) => (
+                    <MenuItem key={r.value} value={r.value}>
+                      {r.label}
                     </MenuItem>
                   ))}
                 </TextField>

@@ -96,6 +96,10 @@ describe('DevicePage', () => {
     await user.click(tab('Software'));
     expect(await within(panel()).findByText('openssl')).toBeInTheDocument();
     expect(within(panel()).getByText('nginx')).toBeInTheDocument();
+    // The icon the agent sent (or an override set) shows; a row without one shows none.
+    const icons = within(panel()).getAllByTestId('software-icon');
+    expect(icons).toHaveLength(1);
+    expect(icons[0]).toHaveAttribute('src', `/api/device/software/icon/${'ab'.repeat(32)}`);
     await user.type(within(panel()).getByRole('searchbox', { name: 'Filter packages' }), 'nginx');
     await waitFor(() => expect(within(panel()).queryByText('openssl')).not.toBeInTheDocument());
     expect(within(panel()).getByText('nginx')).toBeInTheDocument();

@@ -18,6 +18,7 @@ import type {
   PatchRow,
   SoftwareItem,
 } from '../../api/types';
+import { software as softwareApi } from '../../api/endpoints';
 import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } from '../../components/format';
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
 import { InventoryGrid } from './InventoryGrid';
@@ -250,7 +251,22 @@ export function SessionsTab({ sessions }: { sessions: DeviceSession[] | null | u
   );
 }
 
+/** The row's icon as the agent found it or an icon override set it (docs/api.md "Software icons"). */
+function SoftwareIconCell({ data }: { data?: SoftwareItem }) {
+  if (!data?.icon_hash) return null;
+  return (
+    <Box
+      component="img"
+      src={softwareApi.iconUrl(data.icon_hash)}
+      alt=""
+      data-testid="software-icon"
+      sx={{ width: 20, height: 20, display: 'block', mt: '8px' }}
+    />
+  );
+}
+
 const softwareColumns: ColDef<SoftwareItem>[] = [
+  { colId: 'icon', headerName: '', width: 52, sortable: false, filter: false, cellRenderer: SoftwareIconCell },
   { field: 'name', headerName: 'Name', flex: 2, minWidth: 180, sort: 'asc' },
   { field: 'version', headerName: 'Version', flex: 1, minWidth: 120, cellClass: 'mono' },
   { field: 'publisher', headerName: 'Publisher', flex: 1.2, minWidth: 120 },

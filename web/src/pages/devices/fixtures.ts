@@ -103,7 +103,7 @@ export function fullDetails(): DeviceDetails {
     sessions: [{ username: 'alice', type: 'ssh', tty: 'pts/0', remote: '198.51.100.7', active: true, helper_ready: false, login_at: '2026-11-21T07:00:00Z' }],
     software: [
       { name: 'openssl', version: '3.0.11-1', source: 'dpkg', arch: 'amd64' },
-      { name: 'nginx', version: '1.22.1-9', source: 'dpkg', arch: 'amd64' },
+      { name: 'nginx', version: '1.22.1-9', source: 'dpkg', arch: 'amd64', icon_hash: 'ab'.repeat(32) },
     ],
     services: [
       { name: 'nginx.service', display_name: 'A high performance web server', state: 'running', sub_state: 'running' },

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -447,7 +448,7 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 		if err != nil || cur.Revision != w.Revision || !cur.Enabled {
 			return db.NotFound(err, "watchdog not found")
 		}
-		snaps, err := q.WatchdogDeviceSnapshots(ctx, guids)
+		snaps, err := q.WatchdogDeviceSnapshots(ctx, snapshotParams(w.Policy, guids))
 		if err != nil {
 			return err
 		}
@@ -537,6 +538,10 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 			if err != nil {
 				return err
 			}
+			prev, had := byGUID[string(row.Guid)]
+			if stateUnchanged(prev, had, d.Next, memo) {
+				continue // most devices, most evaluations: nothing to write
+			}
 			if err := q.WatchdogStateUpsert(ctx, db.WatchdogStateUpsertParams{WatchdogID: w.ID, DeviceGuid: string(row.Guid),
 				Consecutive: int32(d.Next.Consecutive), Memo: memo, ClearSince: d.Next.ClearSince,
 				LastResolvedAt: d.Next.LastResolvedAt, EvaluatedAt: now}); err != nil {
@@ -556,6 +561,58 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 		s.incidentChanged(ctx, inc, changes[i])
 	}
 	return nil
+}
+
+// snapshotParams asks for the inventory collections p's rules read.
+func snapshotParams(p Policy, guids []string) db.WatchdogDeviceSnapshotsParams {
+	arg := db.WatchdogDeviceSnapshotsParams{Guids: guids}
+	for _, r := range p.Rules {
+		switch r.Subject {
+		case SubjectService:
+			arg.WithServices = true
+		case SubjectProcess:
+			arg.WithProcesses = true
+		case SubjectSoftware:
+			arg.WithSoftware = true
+		case SubjectRoleHealth:
+			arg.WithRoles = true
+		}
+	}
+	return arg
+}
+
+// stateUnchanged says whether a device's next evaluation state is the
+// one stored (had: a row exists), or, without a row, the empty state a
+// missing row reads as. Such a state is not written again: the row's
+// evaluated_at is when the state last changed, not when it was last
+// evaluated (the watchdog's own evaluated_at says that).
+func stateUnchanged(prev db.WatchdogDeviceState, had bool, next State, memo []byte) bool {
+	if !had {
+		return next.Consecutive == 0 && next.ClearSince == nil && next.LastResolvedAt == nil && emptyMemo(next.Memo)
+	}
+	return int(prev.Consecutive) == next.Consecutive && sameTime(prev.ClearSince, next.ClearSince) &&
+		sameTime(prev.LastResolvedAt, next.LastResolvedAt) && jsonEqual(prev.Memo, memo)
+}
+
+func emptyMemo(m Memo) bool {
+	return m.BootID == "" && !slices.ContainsFunc(m.Since, func(t *time.Time) bool { return t != nil })
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+// jsonEqual compares a stored jsonb document with a marshalled one by
+// value (jsonb does not keep the bytes it was given).
+func jsonEqual(stored, next []byte) bool {
+	var a, b any
+	if json.Unmarshal(stored, &a) != nil || json.Unmarshal(next, &b) != nil {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // resolveGone resolves the active incidents of devices the watchdog no
@@ -617,7 +674,7 @@ func (s *Service) Preview(ctx context.Context, by Editor, in Policy) (Preview, e
 	out := Preview{Targets: len(guids), Devices: []PreviewDevice{}}
 	now := s.cfg.Now()
 	for batch := range slices.Chunk(guids, BatchSize) {
-		rows, err := s.store.WatchdogDeviceSnapshots(ctx, batch)
+		rows, err := s.store.WatchdogDeviceSnapshots(ctx, snapshotParams(p, batch))
 		if err != nil {
 			return out, err
 		}

@@ -394,3 +394,69 @@ func TestEvaluateDueFollowsTheInterval(t *testing.T) {
 		require.Equal(t, step.want, res.Evaluated, "after %s", step.after)
 	}
 }
+
+// TestEvaluationWritesOnlyChangedState: a device whose evaluation state
+// does not change has nothing written (10,000 devices times 20 watchdogs
+// every minute were 200,000 writes a minute, docs/benchmarks.md
+// "Watchdogs"), while what a window or a count needs is kept and honoured.
+func TestEvaluationWritesOnlyChangedState(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	for _, g := range []string{"q1", "q2", "q3"} {
+		f.device(t, g, "alpha", 10, `[]`)
+	}
+	f.device(t, "warm", "alpha", 95, `[]`)
+	p := cpuPolicy("CPU for a minute")
+	p.Rules[0].ForSeconds = 60
+	w, err := f.svc.Create(ctx, admin, p)
+	require.NoError(t, err)
+	rows := func() map[string]int {
+		r, err := f.store.Pool.Query(ctx, `SELECT device_guid, consecutive FROM watchdog_device_state WHERE watchdog_id = $1`, w.ID)
+		require.NoError(t, err)
+		defer r.Close()
+		out := map[string]int{}
+		for r.Next() {
+			var g string
+			var n int
+			require.NoError(t, r.Scan(&g, &n))
+			out[g] = n
+		}
+		return out
+	}
+	stamp := func(guid string) time.Time {
+		var at time.Time
+		require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT evaluated_at FROM watchdog_device_state WHERE watchdog_id = $1 AND device_guid = $2`,
+			w.ID, guid).Scan(&at))
+		return at
+	}
+
+	_, err = f.svc.Evaluate(ctx, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"warm": 0}, rows(), "only the device whose window started has a state")
+	started := stamp("warm")
+
+	// Thirty seconds on: nothing changed, nothing written; the window
+	// still counts from its start.
+	f.clk.Add(30 * time.Second)
+	res, err := f.svc.Evaluate(ctx, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Evaluated)
+	require.Empty(t, res.Opened)
+	require.Equal(t, map[string]int{"warm": 0}, rows())
+	require.True(t, stamp("warm").Equal(started), "an unchanged state is not written again")
+
+	f.clk.Add(31 * time.Second)
+	f.heartbeat(t, "warm", 96)
+	res, err = f.svc.Evaluate(ctx, w.ID)
+	require.NoError(t, err)
+	require.Len(t, res.Opened, 1, "the window, kept unwritten, opened the incident on time")
+
+	// A quiet device that warms up gets its state; cooling down again
+	// writes the cleared one.
+	f.heartbeat(t, "q1", 99)
+	_, err = f.svc.Evaluate(ctx, w.ID)
+	require.NoError(t, err)
+	require.Contains(t, rows(), "q1")
+	require.NotContains(t, rows(), "q2")
+}

@@ -460,3 +460,35 @@ func TestEvaluationWritesOnlyChangedState(t *testing.T) {
 	require.Contains(t, rows(), "q1")
 	require.NotContains(t, rows(), "q2")
 }
+
+// TestEvaluateDueIsNotLateByAMinute: the maintenance job runs once a
+// minute; a pass that comes a moment before a watchdog's interval is
+// over (its previous pass started a little later) still evaluates it,
+// and a pass marks it evaluated at the pass's time, however long the
+// evaluation took, so a one-minute watchdog is evaluated every minute
+// rather than every other one.
+func TestEvaluateDueIsNotLateByAMinute(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	f.device(t, "d", "alpha", 5, `[]`)
+	w, err := f.svc.Create(ctx, admin, cpuPolicy("every minute"))
+	require.NoError(t, err)
+	res, err := f.svc.EvaluateDue(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Evaluated)
+	var marked time.Time
+	require.NoError(t, f.store.Pool.QueryRow(ctx, `SELECT evaluated_at FROM watchdogs WHERE id = $1`, w.ID).Scan(&marked))
+	require.True(t, marked.Equal(f.clk.Now()), "marked at the pass's time")
+
+	for i := range 3 {
+		f.clk.Add(58 * time.Second)
+		res, err := f.svc.EvaluateDue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Evaluated, "pass %d, 58 s after the previous one", i+1)
+	}
+	f.clk.Add(20 * time.Second)
+	res, err = f.svc.EvaluateDue(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Evaluated, "not twice a minute")
+}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -381,31 +382,58 @@ type Result struct {
 // every one (docs/benchmarks.md "Watchdogs").
 const DueSlack = 10 * time.Second
 
+// DueParallel is how many watchdogs one pass evaluates at once. One after
+// another, 20 watchdogs over 10,000 devices took longer than the minute
+// between passes on a loaded 2-core machine, so the schedule skipped
+// every other pass; each watchdog locks only its own row and state.
+const DueParallel = 4
+
 // EvaluateDue evaluates every enabled watchdog whose interval has passed
-// (or passes within DueSlack). Each is marked evaluated at the time of
-// this pass, not when its turn in the pass ended, so the next pass finds
-// it due however long the ones before it took.
+// (or passes within DueSlack), DueParallel at a time. Each is marked
+// evaluated at the time of this pass, not when its turn in the pass
+// ended, so the next pass finds it due however long the pass took.
 func (s *Service) EvaluateDue(ctx context.Context) (Result, error) {
 	now := s.cfg.Now()
 	rows, err := s.store.WatchdogListDue(ctx, now.Add(DueSlack))
 	if err != nil {
 		return Result{}, err
 	}
-	var total Result
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		total Result
+		first error
+		wg    sync.WaitGroup
+	)
+	slots := make(chan struct{}, DueParallel)
 	for _, r := range rows {
-		res, err := s.evaluate(ctx, r.ID, now)
-		if err != nil {
-			if cairn.IsCode(err, cairn.ECodeNotFound) {
-				continue
-			}
-			return total, err
+		slots <- struct{}{}
+		if ctx.Err() != nil {
+			<-slots
+			break
 		}
-		total.Evaluated += res.Evaluated
-		total.Opened = append(total.Opened, res.Opened...)
-		total.Resolved = append(total.Resolved, res.Resolved...)
-		total.Purged = append(total.Purged, res.Purged...)
+		wg.Add(1)
+		go func(id int64) {
+			defer func() { <-slots; wg.Done() }()
+			res, err := s.evaluate(ctx, id, now)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && !cairn.IsCode(err, cairn.ECodeNotFound) {
+				if first == nil {
+					first = err
+					cancel()
+				}
+				return
+			}
+			total.Evaluated += res.Evaluated
+			total.Opened = append(total.Opened, res.Opened...)
+			total.Resolved = append(total.Resolved, res.Resolved...)
+			total.Purged = append(total.Purged, res.Purged...)
+		}(r.ID)
 	}
-	return total, nil
+	wg.Wait()
+	return total, first
 }
 
 // Evaluate evaluates one watchdog on every device it targets, BatchSize

@@ -39,16 +39,29 @@ func (q *Queries) WatchdogDeviceSite(ctx context.Context, guid cairn.DeviceGUID)
 
 const watchdogDeviceSnapshots = `-- name: WatchdogDeviceSnapshots :many
 SELECT d.guid, d.site_id, d.hostname, d.last_seen, d.metrics, d.agent_version, d.boot_id, d.trust_state,
-    i.hardware, i.services, i.processes, i.collected_at,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name_key, 'version', s.version))
-              FROM device_software s WHERE s.device_guid = d.guid), '[]'::jsonb)::jsonb AS software,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('key', r.key, 'observed', r.observed))
-              FROM device_roles r WHERE r.device_guid = d.guid), '[]'::jsonb)::jsonb AS roles
+    i.hardware,
+    (CASE WHEN $1::boolean THEN i.services END)::jsonb AS services,
+    (CASE WHEN $2::boolean THEN i.processes END)::jsonb AS processes,
+    i.collected_at,
+    (CASE WHEN $3::boolean THEN
+        coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name_key, 'version', s.version))
+                  FROM device_software s WHERE s.device_guid = d.guid), '[]'::jsonb) END)::jsonb AS software,
+    (CASE WHEN $4::boolean THEN
+        coalesce((SELECT jsonb_agg(jsonb_build_object('key', r.key, 'observed', r.observed))
+                  FROM device_roles r WHERE r.device_guid = d.guid), '[]'::jsonb) END)::jsonb AS roles
 FROM devices d
 LEFT JOIN device_inventory i ON i.device_guid = d.guid
-WHERE d.guid = ANY($1::text[])
+WHERE d.guid = ANY($5::text[])
 ORDER BY d.guid
 `
+
+type WatchdogDeviceSnapshotsParams struct {
+	WithServices  bool
+	WithProcesses bool
+	WithSoftware  bool
+	WithRoles     bool
+	Guids         []string
+}
 
 type WatchdogDeviceSnapshotsRow struct {
 	Guid         cairn.DeviceGUID
@@ -68,9 +81,18 @@ type WatchdogDeviceSnapshotsRow struct {
 }
 
 // What rules read of each device: the heartbeat columns, the inventory
-// collections, installed software and role health.
-func (q *Queries) WatchdogDeviceSnapshots(ctx context.Context, guids []string) ([]WatchdogDeviceSnapshotsRow, error) {
-	rows, err := q.db.Query(ctx, watchdogDeviceSnapshots, guids)
+// collections, installed software and role health. The collections a
+// policy's rules do not read are left out (NULL): reading and decoding
+// every device's services, processes and software for every watchdog was
+// most of an evaluation's cost (docs/benchmarks.md "Watchdogs").
+func (q *Queries) WatchdogDeviceSnapshots(ctx context.Context, arg WatchdogDeviceSnapshotsParams) ([]WatchdogDeviceSnapshotsRow, error) {
+	rows, err := q.db.Query(ctx, watchdogDeviceSnapshots,
+		arg.WithServices,
+		arg.WithProcesses,
+		arg.WithSoftware,
+		arg.WithRoles,
+		arg.Guids,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/inventory"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/agent/toolexec"
 )
 
 // maxOutputTail bounds the script output quoted in a failure message.
@@ -32,7 +33,8 @@ func controlService(ctx context.Context, initScripts bool, initDir, name, action
 }
 
 // systemdAction queues the job over D-Bus and waits for its result, as
-// systemctl does.
+// systemctl does. Where systemd's D-Bus cannot be reached (no system bus,
+// as the inventory also allows for) it runs systemctl instead.
 func systemdAction(ctx context.Context, name, action string) (string, error) {
 	unit := name
 	if !strings.HasSuffix(unit, ".service") {
@@ -40,7 +42,7 @@ func systemdAction(ctx context.Context, name, action string) (string, error) {
 	}
 	conn, err := sddbus.NewWithContext(ctx)
 	if err != nil {
-		return unit, opError(proto.CodeOpFailed, "connecting to systemd: %v", err)
+		return unit, systemctlAction(ctx, unit, action, err)
 	}
 	defer conn.Close()
 	load, err := conn.GetUnitPropertyContext(ctx, unit, "LoadState")
@@ -72,6 +74,59 @@ func systemdAction(ctx context.Context, name, action string) (string, error) {
 	case <-ctx.Done():
 		return unit, ctx.Err()
 	}
+}
+
+// systemctlAction runs `systemctl <action> <unit>` (which waits for the
+// job, as the D-Bus path does) and confirms the outcome with `systemctl
+// is-active`: after a start or restart the unit must be active, after a
+// stop it must not be. busErr is why D-Bus was not used, quoted when
+// systemctl is missing too.
+func systemctlAction(ctx context.Context, unit, action string, busErr error) error {
+	load, _, err := toolexec.Run(ctx, nil, "systemctl", "show", "--property=LoadState", "--value", "--", unit)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return opError(proto.CodeOpFailed, "connecting to systemd: %v; and no systemctl: %v", busErr, err)
+		}
+		return systemctlError(unit, err)
+	}
+	if strings.TrimSpace(load) == "not-found" {
+		return opError(proto.CodeOpNotFound, "no service %s", unit)
+	}
+	if _, _, err := toolexec.Run(ctx, nil, "systemctl", action, "--", unit); err != nil {
+		return systemctlError(unit, err)
+	}
+	// is-active exits 3 (4: no such unit) when the unit is not active;
+	// its output is the state either way.
+	out, _, err := toolexec.Run(ctx, []int{1, 2, 3, 4}, "systemctl", "is-active", "--", unit)
+	if err != nil {
+		return systemctlError(unit, err)
+	}
+	state := strings.TrimSpace(out)
+	active := state == "active" || state == "reloading" || state == "refreshing"
+	if action == proto.ServiceStop {
+		if active || state == "deactivating" {
+			return opError(proto.CodeOpFailed, "systemctl stop %s finished but the unit is %s; see journalctl -u %s", unit, state, unit)
+		}
+		return nil
+	}
+	if !active {
+		return opError(proto.CodeOpFailed, "systemctl %s %s finished but the unit is %s; see journalctl -u %s", action, unit, state, unit)
+	}
+	return nil
+}
+
+// systemctlError maps systemctl's refusals to operation codes, as
+// dbusError does for D-Bus's.
+func systemctlError(unit string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "not found") || strings.Contains(msg, "not loaded"):
+		return opError(proto.CodeOpNotFound, "no service %s", unit)
+	case strings.Contains(msg, "Access denied") || strings.Contains(msg, "authentication required") ||
+		strings.Contains(msg, "Permission denied"):
+		return opError(proto.CodeOpPermission, "systemd refused %s: %v", unit, err)
+	}
+	return opError(proto.CodeOpFailed, "systemctl: %s: %v", unit, err)
 }
 
 // dbusError maps systemd's D-Bus refusals to operation codes.

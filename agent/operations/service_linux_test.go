@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,4 +119,124 @@ func TestSysVServiceFailures(t *testing.T) {
 		})
 	}
 	require.NoFileExists(t, filepath.Join(e.initDir, "demo.pid"), "nothing was started by a refused request")
+}
+
+// fakeSystemctl is a stand-in for systemctl that the systemd tests put
+// first on PATH: it logs every call to dir/calls and keeps each unit's
+// ActiveState in dir/<unit>.state (a unit without one is not found).
+// broken.service fails to start, denied.service is refused, and
+// liar.service says its start succeeded but stays inactive.
+const fakeSystemctl = `#!/bin/sh
+D="$(dirname "$0")"
+echo "$*" >> "$D/calls"
+cmd=$1; shift
+[ "$cmd" = show ] && shift 2
+[ "$1" = -- ] && shift
+u=$1
+case "$cmd" in
+show) if [ -f "$D/$u.state" ]; then echo loaded; else echo not-found; fi ;;
+start|restart)
+  case "$u" in
+  broken.service) echo failed > "$D/$u.state"; echo "Job for $u failed because the control process exited with error code." >&2; exit 1 ;;
+  denied.service) echo "Failed to start $u: Access denied" >&2; exit 4 ;;
+  liar.service) ;;
+  *) echo active > "$D/$u.state" ;;
+  esac ;;
+stop) echo inactive > "$D/$u.state" ;;
+is-active) s=$(cat "$D/$u.state" 2>/dev/null || echo inactive); echo "$s"; [ "$s" = active ] && exit 0; exit 3 ;;
+list-units) for f in "$D"/*.state; do n=$(basename "$f" .state); s=$(cat "$f"); sub=dead
+  [ "$s" = active ] && sub=running; [ "$s" = failed ] && sub=failed; echo "$n loaded $s $sub Test unit"; done ;;
+list-unit-files) for f in "$D"/*.state; do echo "$(basename "$f" .state) enabled enabled"; done ;;
+*) echo "Unknown command verb $cmd." >&2; exit 1 ;;
+esac
+`
+
+// setupSystemd puts fakeSystemctl first on PATH, holding the units given
+// with their states, and makes systemd's D-Bus unreachable. It returns
+// the fake's directory.
+func setupSystemd(t *testing.T, units map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "systemctl"), []byte(fakeSystemctl), 0o755))
+	for u, state := range units {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, u+".state"), []byte(state+"\n"), 0o644))
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+filepath.Join(dir, "no-bus"))
+	if os.Geteuid() == 0 {
+		_, err := os.Stat("/run/systemd/private")
+		require.True(t, os.IsNotExist(err), "this host runs systemd: the agent would reach it rather than the test's systemctl")
+	}
+	return dir
+}
+
+// systemd runs a service action the way the handler does on a host whose
+// services are systemd's (controlService; this machine has no systemd as
+// init, so the handler itself picks init scripts here).
+func systemd(t *testing.T, name, action string) (string, *proto.Error) {
+	t.Helper()
+	unit, err := controlService(t.Context(), false, "", name, action)
+	if err == nil {
+		return unit, nil
+	}
+	var pe *proto.Error
+	require.True(t, errors.As(err, &pe), "service actions fail with a *proto.Error, got %T: %v", err, err)
+	return unit, pe
+}
+
+// TestSystemdServiceActionsWithSystemctl: without systemd's D-Bus the
+// agent controls a unit with systemctl and confirms the outcome with
+// is-active. Only a host with systemd as init runs the D-Bus path
+// (docs/agent.md "Service control").
+func TestSystemdServiceActionsWithSystemctl(t *testing.T) {
+	dir := setupSystemd(t, map[string]string{"demo.service": "inactive"})
+	state := func() string { return strings.TrimSpace(readFile(filepath.Join(dir, "demo.service.state"))) }
+
+	unit, pe := systemd(t, "demo", proto.ServiceStart)
+	require.Nil(t, pe)
+	require.Equal(t, "demo.service", unit)
+	require.Equal(t, "active", state())
+
+	_, pe = systemd(t, "demo.service", proto.ServiceRestart)
+	require.Nil(t, pe)
+	require.Equal(t, "active", state())
+
+	_, pe = systemd(t, "demo", proto.ServiceStop)
+	require.Nil(t, pe)
+	require.Equal(t, "inactive", state())
+
+	require.Equal(t, []string{
+		"show --property=LoadState --value -- demo.service", "start -- demo.service", "is-active -- demo.service",
+		"show --property=LoadState --value -- demo.service", "restart -- demo.service", "is-active -- demo.service",
+		"show --property=LoadState --value -- demo.service", "stop -- demo.service", "is-active -- demo.service",
+	}, strings.Split(strings.TrimSpace(readFile(filepath.Join(dir, "calls"))), "\n"))
+}
+
+func TestSystemdServiceFailuresWithSystemctl(t *testing.T) {
+	dir := setupSystemd(t, map[string]string{"broken.service": "inactive", "denied.service": "inactive", "liar.service": "inactive"})
+	for _, tc := range []struct {
+		service, code, message string
+	}{
+		{"nope", proto.CodeOpNotFound, "no service nope.service"},
+		{"broken", proto.CodeOpFailed, "Job for broken.service failed"},
+		{"denied", proto.CodeOpPermission, "Access denied"},
+		// systemctl said yes, is-active says otherwise: not a success.
+		{"liar", proto.CodeOpFailed, "finished but the unit is inactive"},
+	} {
+		t.Run(tc.service, func(t *testing.T) {
+			_, pe := systemd(t, tc.service, proto.ServiceStart)
+			require.NotNil(t, pe)
+			require.Equal(t, tc.code, pe.Code, pe.Message)
+			require.Contains(t, pe.Message, tc.message)
+		})
+	}
+	require.NotContains(t, readFile(filepath.Join(dir, "calls")), "start -- nope.service", "a unit that is not found is not started")
+
+	// Neither D-Bus nor systemctl: the answer says both.
+	t.Setenv("PATH", t.TempDir())
+	_, pe := systemd(t, "demo", proto.ServiceStart)
+	require.NotNil(t, pe)
+	require.Equal(t, proto.CodeOpFailed, pe.Code)
+	require.Contains(t, pe.Message, "connecting to systemd")
+	require.Contains(t, pe.Message, "no systemctl")
 }

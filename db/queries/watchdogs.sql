@@ -54,13 +54,21 @@ ORDER BY guid;
 
 -- name: WatchdogDeviceSnapshots :many
 -- What rules read of each device: the heartbeat columns, the inventory
--- collections, installed software and role health.
+-- collections, installed software and role health. The collections a
+-- policy's rules do not read are left out (NULL): reading and decoding
+-- every device's services, processes and software for every watchdog was
+-- most of an evaluation's cost (docs/benchmarks.md "Watchdogs").
 SELECT d.guid, d.site_id, d.hostname, d.last_seen, d.metrics, d.agent_version, d.boot_id, d.trust_state,
-    i.hardware, i.services, i.processes, i.collected_at,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name_key, 'version', s.version))
-              FROM device_software s WHERE s.device_guid = d.guid), '[]'::jsonb)::jsonb AS software,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('key', r.key, 'observed', r.observed))
-              FROM device_roles r WHERE r.device_guid = d.guid), '[]'::jsonb)::jsonb AS roles
+    i.hardware,
+    (CASE WHEN @with_services::boolean THEN i.services END)::jsonb AS services,
+    (CASE WHEN @with_processes::boolean THEN i.processes END)::jsonb AS processes,
+    i.collected_at,
+    (CASE WHEN @with_software::boolean THEN
+        coalesce((SELECT jsonb_agg(jsonb_build_object('name', s.name_key, 'version', s.version))
+                  FROM device_software s WHERE s.device_guid = d.guid), '[]'::jsonb) END)::jsonb AS software,
+    (CASE WHEN @with_roles::boolean THEN
+        coalesce((SELECT jsonb_agg(jsonb_build_object('key', r.key, 'observed', r.observed))
+                  FROM device_roles r WHERE r.device_guid = d.guid), '[]'::jsonb) END)::jsonb AS roles
 FROM devices d
 LEFT JOIN device_inventory i ON i.device_guid = d.guid
 WHERE d.guid = ANY(@guids::text[])

@@ -60,6 +60,10 @@ func main() {
 		transfer  = flag.Bool("transfer", false, "instead: file transfers through the Engine each way with one real agent (transfer.go)")
 		xferBytes = flag.Int64("transfer-bytes", 1<<30, "size of the transferred file")
 		xferRuns  = flag.Int("transfer-rounds", 3, "transfers each way")
+		wdogs     = flag.Bool("watchdogs", false, "instead: seed a fleet with COPY and measure 20 watchdogs evaluated every minute (watchdogs.go)")
+		wdDevs    = flag.Int("watchdog-devices", 10000, "devices the watchdogs run seeds")
+		wdSteady  = flag.Duration("watchdog-steady", 5*time.Minute, "how long CPU is sampled without and with the watchdogs")
+		wdProbes  = flag.Int("watchdog-probes", 100, "devices whose CPU goes over the threshold (and as many that go silent)")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -75,6 +79,16 @@ func main() {
 	defer stop()
 	if *transfer {
 		res, err := runTransfer(ctx, opts, filepath.Join(*dataRoot, "transfer"), *xferBytes, *xferRuns)
+		if err != nil {
+			fail(err)
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		return
+	}
+	if *wdogs {
+		res, err := runWatchdogs(ctx, opts, watchdogOptions{devices: *wdDevs, software: 60, sites: *gridSites, steady: *wdSteady,
+			probes: *wdProbes, offline: *wdProbes, seed: *seed}, filepath.Join(*dataRoot, "watchdogs"))
 		if err != nil {
 			fail(err)
 		}

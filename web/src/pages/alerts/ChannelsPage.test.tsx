@@ -92,31 +92,59 @@ describe('ChannelsPage', () => {
     expect(fake.callsTo('POST', '/api/watchdogs/channels/2/test')).toHaveLength(1);
   });
 
-  it('adds a maintenance window for a site', async () => {
+  it('adds maintenance windows for a site, a device and a watchdog picked by name', async () => {
     const user = userEvent.setup({ delay: null });
     let windows: unknown[] = [];
     const fake = fakeEngine({
       'GET /api/watchdogs/channels': { body: { channels: [] } },
+      'GET /api/sites': { body: { sites: [{ site_id: 4, name: 'Berlin office' }, { site_id: 5, name: 'Lyon office' }] } },
+      'GET /api/devices': {
+        body: { devices: [{ guid: 'g-web', hostname: 'web-01', site_id: 4, site_name: 'Berlin office' }], total: 1 },
+      },
+      'GET /api/watchdogs': { body: { watchdogs: [{ id: 9, name: 'Disk full' }] } },
       'GET /api/watchdogs/maintenance-windows': () => ({ body: { windows } }),
       'POST /api/watchdogs/maintenance-windows': (call: RecordedCall) => {
-        windows = [{ id: 3, guid: null, watchdog_id: null, active: false, created_by: 'admin', created_at: '2026-11-29T03:00:00Z', ...(call.body as object) }];
-        return { status: 201, body: windows[0] };
+        windows = [
+          ...windows,
+          { id: 3 + windows.length, site_id: null, guid: null, watchdog_id: null, active: false, created_by: 'admin', created_at: '2026-11-29T03:00:00Z', ...(call.body as object) },
+        ];
+        return { status: 201, body: windows[windows.length - 1] };
       },
     });
     renderWithProviders(<ChannelsPage />, { route: '/alerts/channels' });
+    const pick = async (label: string, option: string) => {
+      await user.click(screen.getByRole('combobox', { name: label }));
+      await user.click(await screen.findByRole('option', { name: new RegExp(`^${option}`) }));
+    };
+    const covers = async (kind: string) => {
+      await user.click(screen.getByRole('combobox', { name: /^Covers/ }));
+      await user.click(await screen.findByRole('option', { name: kind }));
+    };
+
     await user.type(await screen.findByLabelText('Window name'), 'patch night');
-    await user.type(screen.getByLabelText('Site ID'), '4');
+    await pick('Site', 'Berlin office');
     await user.click(screen.getByRole('button', { name: 'Add window' }));
-    expect(await screen.findByTestId('window-3')).toHaveTextContent('Sun, Sat 02:00 for 120 min (UTC)');
-    expect(fake.callsTo('POST', '/api/watchdogs/maintenance-windows')[0].body).toEqual({
-      name: 'patch night',
-      site_id: 4,
-      guid: null,
-      watchdog_id: null,
-      weekdays: [0, 6],
-      start_minute: 120,
-      duration_minutes: 120,
-      time_zone: 'UTC',
-    });
+    expect(await screen.findByTestId('window-3')).toHaveTextContent('site Berlin office');
+    expect(screen.getByTestId('window-3')).toHaveTextContent('Sun, Sat 02:00 for 120 min (UTC)');
+
+    await covers('a device');
+    await user.type(screen.getByLabelText('Window name'), 'web maintenance');
+    await pick('Device', 'web-01');
+    await user.click(screen.getByRole('button', { name: 'Add window' }));
+    expect(await screen.findByTestId('window-4')).toHaveTextContent('device web-01');
+
+    await covers('a watchdog');
+    await user.type(screen.getByLabelText('Window name'), 'disk cleanup');
+    await pick('Watchdog', 'Disk full');
+    await user.click(screen.getByRole('button', { name: 'Add window' }));
+    expect(await screen.findByTestId('window-5')).toHaveTextContent('watchdog Disk full');
+
+    const posted = fake.callsTo('POST', '/api/watchdogs/maintenance-windows').map((c) => c.body);
+    const when = { weekdays: [0, 6], start_minute: 120, duration_minutes: 120, time_zone: 'UTC' };
+    expect(posted).toEqual([
+      { name: 'patch night', site_id: 4, guid: null, watchdog_id: null, ...when },
+      { name: 'web maintenance', site_id: null, guid: 'g-web', watchdog_id: null, ...when },
+      { name: 'disk cleanup', site_id: null, guid: null, watchdog_id: 9, ...when },
+    ]);
   });
 });

@@ -21,8 +21,12 @@ import TableRow from '@mui/material/TableRow';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
 import Alert from '@mui/material/Alert';
-import { maintenanceWindows, notificationChannels } from '../../api/endpoints';
-import type { NotificationChannel, NotificationChannelInput, NotificationChannelTest } from '../../api/types';
+import Autocomplete from '@mui/material/Autocomplete';
+import { devices as devicesApi, maintenanceWindows, notificationChannels, sites as sitesApi, watchdogsApi } from '../../api/endpoints';
+import type { Device, NotificationChannel, NotificationChannelInput, NotificationChannelTest, Site, Watchdog } from '../../api/types';
+import { SITES_QUERY } from '../SiteDialogs';
+import { ALL_DEVICES_KEY } from '../automation/pickers';
+import { WATCHDOGS_QUERY } from './WatchdogsPage';
 import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { fieldError } from '../../components/errors';
@@ -132,12 +136,73 @@ export const WINDOWS_QUERY = ['maintenance-windows'] as const;
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 const hhmm = (m: number) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
 
-/** Maintenance windows: weekly periods holding one site's notifications back (evaluation goes on). */
+type Scope = 'site' | 'device' | 'watchdog';
+
+/**
+ * What a window covers: a site, a device or a watchdog, picked by name
+ * from the Engine's lists (only the chosen kind's list is fetched).
+ */
+function ScopePicker({
+  scope,
+  value,
+  onChange,
+  error,
+}: {
+  scope: Scope;
+  value: string;
+  onChange: (id: string) => void;
+  error?: string;
+}) {
+  const sites = useQuery({ queryKey: SITES_QUERY, queryFn: sitesApi.list, enabled: scope === 'site' });
+  const devices = useQuery({ queryKey: ALL_DEVICES_KEY, queryFn: () => devicesApi.list(), enabled: scope === 'device' });
+  const watchdogs = useQuery({ queryKey: WATCHDOGS_QUERY, queryFn: watchdogsApi.list, enabled: scope === 'watchdog' });
+  const options: { id: string; label: string; detail?: string }[] =
+    scope === 'site'
+      ? (sites.data ?? []).map((x: Site) => ({ id: String(x.site_id), label: x.name }))
+      : scope === 'device'
+        ? (devices.data ?? []).map((d: Device) => ({ id: d.guid, label: d.hostname, detail: d.site_name ?? undefined }))
+        : (watchdogs.data ?? []).map((w: Watchdog) => ({ id: String(w.id), label: w.name }));
+  const label = scope === 'site' ? 'Site' : scope === 'device' ? 'Device' : 'Watchdog';
+  return (
+    <Autocomplete
+      size="small"
+      sx={{ width: 240 }}
+      options={options}
+      value={options.find((o) => o.id === value) ?? null}
+      onChange={(_, o) => onChange(o?.id ?? '')}
+      getOptionLabel={(o) => o.label}
+      isOptionEqualToValue={(a, b) => a.id === b.id}
+      renderOption={(props, o) => (
+        <li {...props} key={o.id}>
+          <Box sx={{ flex: 1 }}>{o.label}</Box>
+          {o.detail && (
+            <Typography variant="caption" color="text.secondary">
+              {o.detail}
+            </Typography>
+          )}
+        </li>
+      )}
+      renderInput={(params) => <TextField {...params} label={label} error={Boolean(error)} helperText={error} />}
+    />
+  );
+}
+
+/** Maintenance windows: weekly periods holding a site's, a device's or a watchdog's notifications back (evaluation goes on). */
 function MaintenanceWindows() {
   const queryClient = useQueryClient();
   const query = useQuery({ queryKey: WINDOWS_QUERY, queryFn: maintenanceWindows.list });
+  // Names for the list's scopes, from the lists already cached (IDs otherwise).
+  const siteNames = queryClient.getQueryData<Site[]>(SITES_QUERY);
+  const deviceNames = queryClient.getQueryData<Device[]>(ALL_DEVICES_KEY);
+  const watchdogNames = queryClient.getQueryData<Watchdog[]>(WATCHDOGS_QUERY);
+  const covers = (w: { site_id?: number | null; guid?: string | null; watchdog_id?: number | null }) => {
+    if (w.site_id != null) return `site ${siteNames?.find((x) => x.site_id === w.site_id)?.name ?? w.site_id}`;
+    if (w.guid) return `device ${deviceNames?.find((d) => d.guid === w.guid)?.hostname ?? w.guid}`;
+    return `watchdog ${watchdogNames?.find((x) => x.id === w.watchdog_id)?.name ?? w.watchdog_id}`;
+  };
   const [name, setName] = useState('');
-  const [site, setSite] = useState('');
+  const [scope, setScope] = useState<Scope>('site');
+  const [target, setTarget] = useState('');
   const [days, setDays] = useState('0,6');
   const [start, setStart] = useState('02:00');
   const [minutes, setMinutes] = useState('120');
@@ -148,9 +213,9 @@ function MaintenanceWindows() {
       const [h, m] = start.split(':').map(Number);
       return maintenanceWindows.create({
         name,
-        site_id: Number(site) || null,
-        guid: null,
-        watchdog_id: null,
+        site_id: scope === 'site' ? Number(target) || null : null,
+        guid: scope === 'device' ? target || null : null,
+        watchdog_id: scope === 'watchdog' ? Number(target) || null : null,
         weekdays: days.split(',').filter((d) => d.trim() !== '').map(Number),
         start_minute: (h || 0) * 60 + (m || 0),
         duration_minutes: Number(minutes) || 0,
@@ -164,13 +229,14 @@ function MaintenanceWindows() {
   });
   const remove = useMutation({ mutationFn: (id: number) => maintenanceWindows.remove(id), onSuccess: done });
   const err = (f: string) => fieldError(create.error, f);
+  const scopeError = err('site_id') ?? err('guid') ?? err('watchdog_id');
   return (
     <Box sx={{ mt: 3 }}>
       <Typography variant="h6">Maintenance windows</Typography>
       <Typography variant="body2" color="text.secondary" sx={{ mb: 1 }}>
-        Notifications of a site&apos;s incidents wait for the window to end; watchdogs keep evaluating.
+        Notifications of a site&apos;s, a device&apos;s or a watchdog&apos;s incidents wait for the window to end; watchdogs keep evaluating.
       </Typography>
-      <ErrorAlert error={create.error ?? remove.error} fields={['name', 'site_id', 'weekdays', 'duration_minutes', 'time_zone']} />
+      <ErrorAlert error={create.error ?? remove.error} fields={['name', 'site_id', 'guid', 'watchdog_id', 'weekdays', 'duration_minutes', 'time_zone']} />
       <Box
         component="form"
         sx={{ display: 'flex', gap: 1, mb: 1, flexWrap: 'wrap' }}
@@ -180,7 +246,22 @@ function MaintenanceWindows() {
         }}
       >
         <TextField size="small" label="Window name" value={name} onChange={(e) => setName(e.target.value)} error={Boolean(err('name'))} helperText={err('name')} />
-        <TextField size="small" label="Site ID" value={site} onChange={(e) => setSite(e.target.value)} error={Boolean(err('site_id'))} helperText={err('site_id')} />
+        <TextField
+          select
+          size="small"
+          label="Covers"
+          value={scope}
+          onChange={(e) => {
+            setScope(e.target.value as Scope);
+            setTarget('');
+          }}
+          sx={{ width: 130 }}
+        >
+          <MenuItem value="site">a site</MenuItem>
+          <MenuItem value="device">a device</MenuItem>
+          <MenuItem value="watchdog">a watchdog</MenuItem>
+        </TextField>
+        <ScopePicker key={scope} scope={scope} value={target} onChange={setTarget} error={scopeError} />
         <TextField size="small" label="Days (0 = Sun)" value={days} onChange={(e) => setDays(e.target.value)} error={Boolean(err('weekdays'))} helperText={err('weekdays')} />
         <TextField size="small" label="Starts (HH:MM)" value={start} onChange={(e) => setStart(e.target.value)} />
         <TextField
@@ -202,7 +283,7 @@ function MaintenanceWindows() {
             {(query.data ?? []).map((w) => (
               <TableRow key={w.id} data-testid={`window-${w.id}`}>
                 <TableCell>{w.name}</TableCell>
-                <TableCell>{w.site_id != null ? `site ${w.site_id}` : w.guid ? `device ${w.guid}` : `watchdog ${w.watchdog_id}`}</TableCell>
+                <TableCell>{covers(w)}</TableCell>
                 <TableCell>
                   {(w.weekdays ?? []).map((d) => DAYS[d]).join(', ')} {hhmm(w.start_minute)} for {w.duration_minutes} min ({w.time_zone})
                 </TableCell>

@@ -70,4 +70,55 @@ describe('WatchdogsPage', () => {
       actions: [{ type: 'toast' }],
     });
   });
+
+  it('picks sites, devices and a remediation assembly by name and saves their IDs', async () => {
+    const user = userEvent.setup({ delay: null });
+    const fake = fakeEngine({
+      'GET /api/watchdogs': { body: { watchdogs: [] } },
+      'GET /api/watchdogs/metadata': { body: md },
+      'GET /api/sites': { body: { sites: [{ site_id: 4, name: 'Berlin office' }, { site_id: 5, name: 'Lyon office' }] } },
+      'GET /api/devices': {
+        body: {
+          devices: [
+            { guid: 'g-web', hostname: 'web-01', site_id: 4, site_name: 'Berlin office', connectivity_status: 'Connected' },
+            { guid: 'g-db', hostname: 'db-01', site_id: 4, site_name: 'Berlin office', connectivity_status: 'Connected' },
+          ],
+          total: 2,
+        },
+      },
+      'GET /api/assemblies': { body: { assemblies: [{ id: 12, name: 'Restart nginx', kind: 'script', language: 'sh', version: 3 }] } },
+      'POST /api/watchdogs': (call: RecordedCall) => ({ status: 201, body: { id: 6, ...(call.body as object) } }),
+    });
+    renderWithProviders(<WatchdogsPage />, { route: '/alerts/watchdogs' });
+    const add = await screen.findByRole('button', { name: 'New watchdog' });
+    await waitFor(() => expect(add).toBeEnabled());
+    await user.click(add);
+    const dialog = await screen.findByRole('dialog');
+    const pick = async (label: string | RegExp, option: string) => {
+      await user.click(within(dialog).getByRole('combobox', { name: label }));
+      await user.click(await screen.findByRole('option', { name: new RegExp(`^${option}`) }));
+    };
+    await user.type(within(dialog).getByLabelText('Name'), 'nginx down');
+    await pick('Sites', 'Berlin office');
+    await user.click(within(dialog).getByRole('combobox', { name: /^Applies to/ }));
+    await user.click(await screen.findByRole('option', { name: 'Devices' }));
+    await pick('Devices', 'web-01');
+    await pick('Devices', 'db-01');
+    await user.click(within(dialog).getByRole('button', { name: 'Add rule' }));
+    await user.type(within(dialog).getByLabelText(/Threshold/), '90');
+    await user.click(within(dialog).getByRole('button', { name: 'Add action' }));
+    await user.click(within(within(dialog).getByTestId('action-0')).getByRole('combobox', { name: /^Action/ }));
+    await user.click(await screen.findByRole('option', { name: 'run_assembly' }));
+    await pick('Assembly', 'Restart nginx');
+    expect(within(dialog).getByRole('button', { name: 'web-01' })).toBeInTheDocument();
+
+    await user.click(within(dialog).getByRole('button', { name: 'Save' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(fake.callsTo('POST', '/api/watchdogs')[0].body).toMatchObject({
+      name: 'nginx down',
+      site_ids: [4],
+      targets: { kind: 'devices', device_guids: ['g-web', 'g-db'] },
+      actions: [{ type: 'run_assembly', assembly_id: 12 }],
+    });
+  });
 });

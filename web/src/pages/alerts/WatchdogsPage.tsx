@@ -25,8 +25,9 @@ import TableRow from '@mui/material/TableRow';
 import TextField from '@mui/material/TextField';
 import Typography from '@mui/material/Typography';
 import DeleteIcon from '@mui/icons-material/Delete';
-import { watchdogsApi } from '../../api/endpoints';
-import type { Watchdog, WatchdogInput, WatchdogMetadata, WatchdogPreview } from '../../api/types';
+import { devices as devicesApi, watchdogsApi } from '../../api/endpoints';
+import type { Device, Watchdog, WatchdogInput, WatchdogMetadata, WatchdogPreview } from '../../api/types';
+import { ALL_DEVICES_KEY, AssemblyPicker, DevicePicker, FilterPicker, SitePicker } from '../automation/pickers';
 import { PageHeader } from '../../components/ComingSoon';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { fieldError } from '../../components/errors';
@@ -84,11 +85,6 @@ function fromWatchdog(w: Watchdog): WatchdogInput {
 }
 
 const num = (v: string): number | null => (v.trim() === '' ? null : Number(v));
-const list = (v: string) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 export default function WatchdogsPage() {
   const [editing, setEditing] = useState<Watchdog | 'new' | null>(null);
@@ -189,6 +185,10 @@ export function WatchdogEditor({
   const previewing = useMutation({ mutationFn: () => watchdogsApi.preview(draft), onSuccess: setPreview });
   const err = (f: string) => fieldError(save.error ?? previewing.error, f);
   const subject = (s: string) => md.subjects.find((x) => x.subject === s);
+  // The device picker's list (the same cache entry), to show saved GUIDs by name.
+  const allDevices = useQuery({ queryKey: ALL_DEVICES_KEY, queryFn: () => devicesApi.list(), enabled: targets.kind === 'devices' });
+  const deviceByGuid = (guid: string): Device =>
+    allDevices.data?.find((d) => d.guid === guid) ?? ({ guid, hostname: guid } as Device);
 
   return (
     <Dialog open onClose={save.isPending ? undefined : onClose} fullWidth maxWidth="lg" aria-labelledby="watchdog-title">
@@ -204,17 +204,14 @@ export function WatchdogEditor({
               </MenuItem>
             ))}
           </TextField>
-          <TextField
-            label="Sites (IDs; empty: every site)"
-            value={(draft.site_ids ?? []).join(', ')}
-            onChange={(e) => {
-              const ids = list(e.target.value).map(Number);
-              set({ site_ids: ids.length ? ids : null });
-            }}
-            error={Boolean(err('site_ids'))}
-            helperText={err('site_ids')}
-            sx={{ flex: 1 }}
-          />
+          <Box sx={{ flex: 2 }}>
+            <SitePicker
+              value={draft.site_ids ?? []}
+              onChange={(ids) => set({ site_ids: ids.length ? ids : null })}
+              error={err('site_ids')}
+              helperText="The sites it may apply to; none: every site."
+            />
+          </Box>
           <FormControlLabel control={<Switch checked={draft.enabled ?? true} onChange={(e) => set({ enabled: e.target.checked })} />} label="Enabled" />
         </Box>
 
@@ -234,24 +231,22 @@ export function WatchdogEditor({
             <MenuItem value="filters">Saved device filters</MenuItem>
           </TextField>
           {targets.kind === 'devices' && (
-            <TextField
-              label="Device GUIDs (comma-separated)"
-              value={(targets.device_guids ?? []).join(', ')}
-              onChange={(e) => set({ targets: { ...targets, device_guids: list(e.target.value) } })}
-              error={Boolean(err('targets.device_guids'))}
-              helperText={err('targets.device_guids')}
-              sx={{ flex: 2 }}
-            />
+            <Box sx={{ flex: 2 }}>
+              <DevicePicker
+                value={(targets.device_guids ?? []).map((g) => deviceByGuid(g))}
+                onChange={(ds) => set({ targets: { ...targets, device_guids: ds.map((d) => d.guid) } })}
+                error={err('targets.device_guids')}
+              />
+            </Box>
           )}
           {targets.kind === 'filters' && (
-            <TextField
-              label="Filter IDs (comma-separated)"
-              value={(targets.filter_ids ?? []).join(', ')}
-              onChange={(e) => set({ targets: { ...targets, filter_ids: list(e.target.value).map(Number) } })}
-              error={Boolean(err('targets.filter_ids'))}
-              helperText={err('targets.filter_ids')}
-              sx={{ flex: 2 }}
-            />
+            <Box sx={{ flex: 2 }}>
+              <FilterPicker
+                value={targets.filter_ids ?? []}
+                onChange={(ids) => set({ targets: { ...targets, filter_ids: ids } })}
+                error={err('targets.filter_ids')}
+              />
+            </Box>
           )}
         </Box>
 
@@ -413,16 +408,13 @@ export function WatchdogEditor({
               </>
             )}
             {a.type === 'run_assembly' && (
-              <TextField
-                size="small"
-                type="number"
-                label="Assembly ID"
-                value={a.assembly_id ?? ''}
-                onChange={(e) => setAction(i, { assembly_id: Number(e.target.value) || 0 })}
-                error={Boolean(err(`actions[${i}].assembly_id`))}
-                helperText={err(`actions[${i}].assembly_id`)}
-                sx={{ flex: 2 }}
-              />
+              <Box sx={{ flex: 2 }}>
+                <AssemblyPicker
+                  value={a.assembly_id ?? null}
+                  onChange={(asm) => setAction(i, { assembly_id: asm?.id ?? 0 })}
+                  error={err(`actions[${i}].assembly_id`)}
+                />
+              </Box>
             )}
             <IconButton aria-label={`Remove action ${i + 1}`} onClick={() => set({ actions: actions.filter((_, j) => j !== i) })}>
               <DeleteIcon fontSize="small" />

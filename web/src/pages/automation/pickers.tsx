@@ -71,7 +71,17 @@ export function DevicePicker({
   );
 }
 
-export function SitePicker({ value, onChange, error }: { value: number[]; onChange: (ids: number[]) => void; error?: string }) {
+export function SitePicker({
+  value,
+  onChange,
+  error,
+  helperText = 'Every device of these sites, resolved when the job runs.',
+}: {
+  value: number[];
+  onChange: (ids: number[]) => void;
+  error?: string;
+  helperText?: string;
+}) {
   const query = useQuery({ queryKey: SITES_QUERY, queryFn: sitesApi.list });
   const sites = query.data ?? [];
   const selected = value.map((id) => sites.find((s) => s.site_id === id) ?? ({ site_id: id, name: `Site ${id}` } as Site));
@@ -85,7 +95,7 @@ export function SitePicker({ value, onChange, error }: { value: number[]; onChan
       isOptionEqualToValue={(a, b) => a.site_id === b.site_id}
       filterSelectedOptions
       renderInput={(params) => (
-        <TextField {...params} label="Sites" name="targets.sites" error={Boolean(error)} helperText={error ?? 'Every device of these sites, resolved when the job runs.'} />
+        <TextField {...params} label="Sites" name="targets.sites" error={Boolean(error)} helperText={error ?? helperText} />
       )}
     />
   );

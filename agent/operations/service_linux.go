@@ -32,6 +32,11 @@ func controlService(ctx context.Context, initScripts bool, initDir, name, action
 	return name, sysvAction(ctx, initDir, name, action)
 }
 
+// connectSystemd reaches systemd's D-Bus API (a variable so that tests
+// can make it unreachable on any host, systemd's own included, and reach
+// the systemctl path without touching the host's units).
+var connectSystemd = sddbus.NewWithContext
+
 // systemdAction queues the job over D-Bus and waits for its result, as
 // systemctl does. Where systemd's D-Bus cannot be reached (no system bus,
 // as the inventory also allows for) it runs systemctl instead.
@@ -40,7 +45,7 @@ func systemdAction(ctx context.Context, name, action string) (string, error) {
 	if !strings.HasSuffix(unit, ".service") {
 		unit += ".service" // the console may send "ssh" for ssh.service
 	}
-	conn, err := sddbus.NewWithContext(ctx)
+	conn, err := connectSystemd(ctx)
 	if err != nil {
 		return unit, systemctlAction(ctx, unit, action, err)
 	}

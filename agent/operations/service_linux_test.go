@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
 
 	"github.com/stretchr/testify/require"
 
@@ -152,7 +155,8 @@ esac
 `
 
 // setupSystemd puts fakeSystemctl first on PATH, holding the units given
-// with their states, and makes systemd's D-Bus unreachable. It returns
+// with their states, and makes systemd's D-Bus unreachable. Tests using it
+// do not run in parallel (t.Setenv, and connectSystemd is the package's). It returns
 // the fake's directory.
 func setupSystemd(t *testing.T, units map[string]string) string {
 	t.Helper()
@@ -162,11 +166,13 @@ func setupSystemd(t *testing.T, units map[string]string) string {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, u+".state"), []byte(state+"\n"), 0o644))
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+filepath.Join(dir, "no-bus"))
-	if os.Geteuid() == 0 {
-		_, err := os.Stat("/run/systemd/private")
-		require.True(t, os.IsNotExist(err), "this host runs systemd: the agent would reach it rather than the test's systemctl")
+	// Unreachable whatever the host runs, so a host with systemd as init
+	// (as root the library would use its private socket) is never touched.
+	connect := connectSystemd
+	connectSystemd = func(context.Context) (*sddbus.Conn, error) {
+		return nil, errors.New("dial unix /run/systemd/private: connect: no such file or directory")
 	}
+	t.Cleanup(func() { connectSystemd = connect })
 	return dir
 }
 

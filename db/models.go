@@ -191,6 +191,22 @@ type AutomationWorkflowRun struct {
 	ScheduledFor   *time.Time
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	Input          []byte
+	WebhookID      *string
+}
+
+type AutomationWorkflowWebhook struct {
+	ID                 string
+	WorkflowID         int64
+	Name               string
+	DeviceGuids        []string
+	RateLimitPerMinute int32
+	SecretSealed       []byte
+	SiteScope          []int64
+	CreatedBy          string
+	CreatedAt          time.Time
+	RotatedAt          *time.Time
+	LastTriggeredAt    *time.Time
 }
 
 type BackupRestore struct {

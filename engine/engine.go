@@ -233,6 +233,9 @@ type Engine struct {
 	Patches     *patches.Service
 	Workers     *workers.Manager
 	API         *api.Server
+
+	// FlowWebhooks are flows' inbound webhooks (flows capability).
+	FlowWebhooks *flows.Webhooks
 	// Tunnels are the WireGuard tunnels; TunnelServer this serve
 	// replica's end of them (nil in a site worker).
 	Tunnels *tunnels.Service
@@ -413,7 +416,8 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 func SealedColumns() []aegis.Column {
 	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
 		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns(),
-		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns(), internalauth.SealedColumns())
+		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns(), internalauth.SealedColumns(),
+		flows.WebhookSealedColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.

@@ -76,6 +76,9 @@ var Tables = []Table{
 	{Name: "assemblies", Policy: Export},
 	{Name: "assembly_versions", Policy: Export},
 	{Name: "automation_workflows", Policy: Export},
+	// Flows' inbound webhooks, secrets sealed by the master cipher (which
+	// a backup carries unchanged): the callers keep working after a restore.
+	{Name: "automation_workflow_webhooks", Policy: Export},
 	{Name: "scheduled_jobs", Policy: Export},
 	{Name: "scheduled_job_filters", Policy: Export},
 	{Name: "device_filters", Policy: Export},

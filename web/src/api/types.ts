@@ -323,6 +323,11 @@ export type WorkflowRunStep = Schema<'StepRun'>;
 
 export type WorkflowRun = Schema<'FlowsRun'>;
 
+/** A workflow's inbound webhook (docs/api.md "Workflow webhooks"); the secret comes only with create and rotate. */
+export type WorkflowWebhook = Schema<'Webhook'>;
+export type WorkflowWebhookWithSecret = Schema<'WebhookWithSecret'>;
+export type WorkflowWebhookInput = Schema<'WebhookInput'>;
+
 export type AgentUpdatePhase =
   | 'accepted'
   | 'downloading'

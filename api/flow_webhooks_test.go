@@ -49,10 +49,13 @@ func TestFlowWebhookStartsTheFlowOnce(t *testing.T) {
 	admin := f.admin(t)
 	site := f.createSite(t, admin, "hook")
 	a := f.scriptAgent(t, admin, site, "hook-01")
-	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "hello", "kind": "script", "language": "sh", "body": "echo hooked"})
+	r := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "hello", "kind": "script", "language": "sh",
+		"body": `echo "hooked $CAIRN_PARAM_TICKET"`, "parameters": []any{map[string]any{"name": "ticket", "type": "number"}}})
 	require.Equal(t, 201, r.Status, r.Raw)
 	asm := int64(r.Body["id"].(float64))
-	r = f.do(t, "POST", "/api/workflows", admin, map[string]any{"name": "on ticket", "steps": []any{map[string]any{"id": "hello", "assembly_id": asm}}})
+	// The step takes the webhook body's ticket as its parameter.
+	r = f.do(t, "POST", "/api/workflows", admin, map[string]any{"name": "on ticket", "steps": []any{map[string]any{"id": "hello",
+		"assembly_id": asm, "parameters": map[string]any{"ticket": "{{input.ticket}}"}}}})
 	require.Equal(t, 201, r.Status, r.Raw)
 	flow := int64(r.Body["id"].(float64))
 
@@ -84,7 +87,7 @@ func TestFlowWebhookStartsTheFlowOnce(t *testing.T) {
 	step := done.Body["steps"].([]any)[0].(map[string]any)
 	q := f.do(t, "GET", "/api/scripts/quick_run/"+step["run_id"].(string), admin, nil)
 	require.Equal(t, 200, q.Status, q.Raw)
-	require.Equal(t, "hooked\n", onlyResult(t, q)["stdout"], "the flow ran on the agent")
+	require.Equal(t, "hooked 4711\n", onlyResult(t, q)["stdout"], "the flow ran on the agent with the body's ticket")
 
 	again := f.send(t, req)
 	require.Equal(t, 409, again.Status, again.Raw)

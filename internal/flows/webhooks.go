@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -386,4 +387,45 @@ func WebhookSealedColumns() []aegis.Column {
 			}
 			return nil
 		}}}
+}
+
+// inputRef is a step parameter value that takes a top-level field of the
+// run's input: the whole value must be "{{input.<field>}}".
+var inputRef = regexp.MustCompile(`^\{\{\s*input\.([A-Za-z0-9_-]{1,64})\s*\}\}$`)
+
+// ResolveParameters gives a step of a run started with input (a webhook's
+// body) its parameter values: each value "{{input.<field>}}" becomes that
+// field of the input (a string, number or boolean as is; an object or
+// list as its JSON text; absent or null: no value, so the assembly's
+// default applies or a required parameter fails the step). Without input
+// the references resolve to no value. Other values stay as saved.
+func ResolveParameters(params map[string]any, input json.RawMessage) map[string]any {
+	var fields map[string]json.RawMessage
+	if len(input) > 0 {
+		_ = json.Unmarshal(input, &fields)
+	}
+	out := make(map[string]any, len(params))
+	for name, val := range params {
+		s, ok := val.(string)
+		m := inputRef.FindStringSubmatch(s)
+		if !ok || m == nil {
+			out[name] = val
+			continue
+		}
+		raw, found := fields[m[1]]
+		if !found {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+			continue
+		}
+		switch v.(type) {
+		case string, float64, bool:
+			out[name] = v
+		default:
+			out[name] = string(raw)
+		}
+	}
+	return out
 }

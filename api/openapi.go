@@ -406,6 +406,7 @@ var apiAreas = []apiArea{
 	{"Scheduled jobs", "Scheduled jobs, their runs and the site workers' settings.",
 		[]string{"/api/scheduled_jobs", "/api/devices/{guid}/job_runs", "/api/server/site-worker-settings"}},
 	{"Workflows", "Workflows (flows of steps) and their runs.", []string{"/api/workflows"}},
+	{"Onboarding", "Agent redeploys with a new enrollment code, followed until the device enrolls again.", []string{"/api/onboarding"}},
 	{"Patches", "Patch inventory per device, the fleet patch audit, and the agent's install progress.",
 		[]string{"/api/patches", "/api/agent/patches"}},
 	{"Software", "Software inventory audit, rules and overrides.",

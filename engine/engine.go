@@ -48,6 +48,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
+	"github.com/cairn-rmm/cairn/internal/onboarding"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/payloadkeys"
@@ -236,6 +237,8 @@ type Engine struct {
 
 	// FlowWebhooks are flows' inbound webhooks (flows capability).
 	FlowWebhooks *flows.Webhooks
+	// Onboarding is agent redeploys (onboarding capability).
+	Onboarding *onboarding.Service
 	// Tunnels are the WireGuard tunnels; TunnelServer this serve
 	// replica's end of them (nil in a site worker).
 	Tunnels *tunnels.Service

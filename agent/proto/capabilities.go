@@ -49,11 +49,14 @@ const (
 	CapVNC Capability = "vnc"
 	// CapRoleControl: role_desired_state, stopping and starting roles.
 	CapRoleControl Capability = "role_control"
+	// CapRedeploy: agent_redeploy_request, a redeploy with a new
+	// enrollment code (agent behaviour 16).
+	CapRedeploy Capability = "redeploy"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapRedeploy}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -75,6 +78,7 @@ var CapabilityVersion = map[Capability]int{
 	CapVNC:              CapabilitiesVersion,
 	CapRoleControl:      CapabilitiesVersion,
 	CapPatchReboot:      CapabilitiesVersion,
+	CapRedeploy:         CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -140,6 +144,7 @@ var EventCapability = map[string]Capability{
 	EventVNCStop:              CapVNC,
 	EventVNCCredentialRequest: CapVNC,
 	EventRoleDesiredState:     CapRoleControl,
+	EventAgentRedeploy:        CapRedeploy,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

@@ -130,6 +130,8 @@ var Tables = []Table{
 	{Name: "job_runs", Policy: Exclude},
 	{Name: "job_run_results", Policy: Exclude},
 	{Name: "automation_workflow_runs", Policy: Exclude},
+	// Agent redeploy jobs: history, and their codes last an hour.
+	{Name: "onboarding_jobs", Policy: Exclude},
 	{Name: "site_work_slots", Policy: Exclude},
 	{Name: "agent_artifacts", Policy: Exclude},
 	{Name: "agent_install_links", Policy: Exclude},

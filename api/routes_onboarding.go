@@ -32,7 +32,7 @@ func (d OnboardingArea) routes(s *Server) []Route {
 	const jobs = "/api/onboarding/jobs"
 	const one = jobs + "/{job_id}"
 	return []Route{
-		{"POST", jobs, AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, in onboarding.Input) (onboarding.Started, error) {
+		{"POST", jobs, AuthToken, jsonAction(s, http.StatusAccepted, false, func(r *http.Request, in onboarding.RedeployInput) (onboarding.RedeployStarted, error) {
 			p := principal(r.Context())
 			return a.start(r, in, p.Username, nil)
 		}).Errors(cairn.ECodeNotFound, onboarding.ECodeJobOpen, onboarding.ECodeDeviceNotActive, cairn.ECodeAegisLocked,
@@ -48,10 +48,10 @@ func (d OnboardingArea) routes(s *Server) []Route {
 			return onboardingJobsJSON{Jobs: list}, err
 		}).Query(queryString("device_guid", "only this device's jobs"), queryInteger("limit", "jobs to return, 1 to 200 (default 50)")),
 			"List redeploy jobs"},
-		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (onboarding.Job, error) {
+		{"GET", one, AuthToken, getAction(s, func(r *http.Request) (onboarding.RedeployJob, error) {
 			return a.Onboarding.Get(r.Context(), principal(r.Context()).SiteScope(), pathParam(r, "job_id"))
 		}).Errors(cairn.ECodeNotFound), "Get a redeploy job"},
-		{"POST", one + "/cancel", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (onboarding.Job, error) {
+		{"POST", one + "/cancel", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (onboarding.RedeployJob, error) {
 			ctx := r.Context()
 			j, err := a.Onboarding.Get(ctx, principal(ctx).SiteScope(), pathParam(r, "job_id"))
 			if err != nil {
@@ -71,16 +71,16 @@ func (d OnboardingArea) routes(s *Server) []Route {
 		}).Errors(cairn.ECodeNotFound, onboarding.ECodeJobFinished, ECodeTemporalUnavailable, cairn.ECodeUnavailable).
 			Summary("The workflow cancels the job and expires its code; the answer is the job as it was, follow it with GET."),
 			"Cancel a redeploy job"},
-		{"POST", one + "/retry", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (onboarding.Started, error) {
+		{"POST", one + "/retry", AuthToken, jsonAction(s, http.StatusAccepted, true, func(r *http.Request, _ struct{}) (onboarding.RedeployStarted, error) {
 			ctx := r.Context()
 			p := principal(ctx)
 			j, err := a.Onboarding.Get(ctx, p.SiteScope(), pathParam(r, "job_id"))
 			if err != nil {
-				return onboarding.Started{}, err
+				return onboarding.RedeployStarted{}, err
 			}
 			in, err := onboarding.RetryInput(j)
 			if err != nil {
-				return onboarding.Started{}, err
+				return onboarding.RedeployStarted{}, err
 			}
 			return a.start(r, in, p.Username, &j.ID)
 		}).Errors(cairn.ECodeNotFound, onboarding.ECodeJobFinished, onboarding.ECodeJobOpen, onboarding.ECodeDeviceNotActive,
@@ -92,7 +92,7 @@ func (d OnboardingArea) routes(s *Server) []Route {
 
 // start records a job and starts its workflow; a job whose workflow
 // cannot start is recorded failed (its code expired), never left open.
-func (a *onboardingAPI) start(r *http.Request, in onboarding.Input, actor string, retryOf *string) (onboarding.Started, error) {
+func (a *onboardingAPI) start(r *http.Request, in onboarding.RedeployInput, actor string, retryOf *string) (onboarding.RedeployStarted, error) {
 	ctx := r.Context()
 	started, plan, err := a.Onboarding.Create(ctx, principal(ctx).SiteScope(), actor, in, retryOf)
 	if err != nil {
@@ -100,11 +100,11 @@ func (a *onboardingAPI) start(r *http.Request, in onboarding.Input, actor string
 	}
 	if err := a.Starter.Start(ctx, plan); err != nil {
 		_, _ = a.Onboarding.SetStatus(context.WithoutCancel(ctx), started.ID, onboarding.StatusFailed, "the workflow could not be started")
-		return onboarding.Started{}, err
+		return onboarding.RedeployStarted{}, err
 	}
 	return started, nil
 }
 
 type onboardingJobsJSON struct {
-	Jobs []onboarding.Job `json:"jobs"`
+	Jobs []onboarding.RedeployJob `json:"jobs"`
 }

@@ -23,20 +23,20 @@ type OnboardingStarter struct {
 // Start starts the job's workflow on the site queue of the device.
 func (s OnboardingStarter) Start(ctx context.Context, p onboarding.Plan) error {
 	siteSlug := p.SiteSlug
-	limit := time.Until(p.Job.ExpiresAt) + 10*time.Minute
-	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: p.Job.DeviceGUID, OperationID: p.Job.OperationID, Type: proto.EventAgentRedeploy,
-		Payload: p.Payload, Actor: p.Job.RequestedBy}, limit)
+	limit := time.Until(p.RedeployJob.ExpiresAt) + 10*time.Minute
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: p.RedeployJob.DeviceGUID, OperationID: p.RedeployJob.OperationID, Type: proto.EventAgentRedeploy,
+		Payload: p.Payload, Actor: p.RedeployJob.RequestedBy}, limit)
 	if err != nil {
 		return err
 	}
 	_, err = Start(ctx, s.Client, client.StartWorkflowOptions{
-		ID:                       workflows.OnboardingWorkflowID(p.Job.ID),
+		ID:                       workflows.OnboardingWorkflowID(p.RedeployJob.ID),
 		TaskQueue:                workflows.SiteTaskQueue(siteSlug),
 		WorkflowExecutionTimeout: limit,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    deviceAttrs(string(p.Job.DeviceGUID), siteSlug, workflows.JobKindOnboarding),
-	}, workflows.OnboardingRedeploy, workflows.OnboardingInput{JobID: p.Job.ID, GUID: p.Job.DeviceGUID, OperationID: p.Job.OperationID,
-		Payload: p.Payload, Grant: grant, ExpiresAt: p.Job.ExpiresAt})
+		TypedSearchAttributes:    deviceAttrs(string(p.RedeployJob.DeviceGUID), siteSlug, workflows.JobKindOnboarding),
+	}, workflows.OnboardingRedeploy, workflows.OnboardingInput{JobID: p.RedeployJob.ID, GUID: p.RedeployJob.DeviceGUID, OperationID: p.RedeployJob.OperationID,
+		Payload: p.Payload, Grant: grant, ExpiresAt: p.RedeployJob.ExpiresAt})
 	return err
 }
 

@@ -55,8 +55,8 @@ const (
 	MaxTTL     = 7 * 24 * time.Hour
 )
 
-// Job is a redeploy as operators see it.
-type Job struct {
+// RedeployJob is a redeploy as operators see it.
+type RedeployJob struct {
 	ID          string            `json:"id"`
 	DeviceGUID  cairn.DeviceGUID  `json:"device_guid"`
 	SiteID      cairn.SiteID      `json:"site_id"`
@@ -72,15 +72,15 @@ type Job struct {
 	FinishedAt  *time.Time        `json:"finished_at"`
 }
 
-// Started is a new job with its code, answered once (for a manual
+// RedeployStarted is a new job with its code, answered once (for a manual
 // install when the agent is not connected).
-type Started struct {
-	Job
+type RedeployStarted struct {
+	RedeployJob
 	EnrollmentCode string `json:"enrollment_code"`
 }
 
-// Input is what an operator asks for.
-type Input struct {
+// RedeployInput is what an operator asks for.
+type RedeployInput struct {
 	DeviceGUID string `json:"device_guid" limit:"max=64"`
 	// SiteID moves the device to another site (0: its own).
 	SiteID           int64  `json:"site_id"`
@@ -91,8 +91,8 @@ type Input struct {
 // Plan is what the workflow needs to send the redeploy: the request's
 // payload and its grant are made where the operator was authorised.
 type Plan struct {
-	Job     Job
-	Payload []byte
+	RedeployJob RedeployJob
+	Payload     []byte
 	// SiteSlug is the device's site now, whose worker holds its socket.
 	SiteSlug string
 }
@@ -116,7 +116,7 @@ func New(store *db.Store, enroll *enrollment.Service, now func() time.Time) *Ser
 // code: the device must be active (quarantine and revoke are an
 // administrator's to lift) and have no open job; a target site must be in
 // scope too. The answer carries the code and the agent request's payload.
-func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor string, in Input, retryOf *string) (Started, Plan, error) {
+func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor string, in RedeployInput, retryOf *string) (RedeployStarted, Plan, error) {
 	var v cairn.Validation
 	ttl := DefaultTTL
 	if in.ExpiresInSeconds != 0 {
@@ -136,23 +136,23 @@ func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor strin
 		v.Add("site_id", "must be a site, or 0 for the device's own")
 	}
 	if err := v.Err(); err != nil {
-		return Started{}, Plan{}, err
+		return RedeployStarted{}, Plan{}, err
 	}
 	d, err := s.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(in.DeviceGUID))
 	if err != nil {
-		return Started{}, Plan{}, db.NotFound(err, "device not found")
+		return RedeployStarted{}, Plan{}, db.NotFound(err, "device not found")
 	}
 	if !scope.Allows(d.SiteID) {
-		return Started{}, Plan{}, cairn.Errorf(cairn.ECodeNotFound, "device not found")
+		return RedeployStarted{}, Plan{}, cairn.Errorf(cairn.ECodeNotFound, "device not found")
 	}
 	if d.TrustState != devicetrust.TrustActive {
-		return Started{}, Plan{}, cairn.Errorf(ECodeDeviceNotActive, "%s is %s; an administrator releases it before a redeploy", d.Hostname, d.TrustState)
+		return RedeployStarted{}, Plan{}, cairn.Errorf(ECodeDeviceNotActive, "%s is %s; an administrator releases it before a redeploy", d.Hostname, d.TrustState)
 	}
 	site := d.SiteID
 	if in.SiteID != 0 {
 		site = cairn.SiteID(in.SiteID)
 		if _, err := s.store.SiteGet(ctx, site); err != nil || !scope.Allows(site) {
-			return Started{}, Plan{}, cairn.Invalid("site_id", "no such site")
+			return RedeployStarted{}, Plan{}, cairn.Invalid("site_id", "no such site")
 		}
 	}
 	var row db.OnboardingJob
@@ -169,36 +169,36 @@ func (s *Service) Create(ctx context.Context, scope cairn.SiteScope, actor strin
 		return err
 	})
 	if db.IsUniqueViolation(err, "onboarding_jobs_open_idx") {
-		return Started{}, Plan{}, cairn.Errorf(ECodeJobOpen, "%s has a redeploy under way; cancel it first", d.Hostname)
+		return RedeployStarted{}, Plan{}, cairn.Errorf(ECodeJobOpen, "%s has a redeploy under way; cancel it first", d.Hostname)
 	}
 	if err != nil {
-		return Started{}, Plan{}, err
+		return RedeployStarted{}, Plan{}, err
 	}
 	payload, err := json.Marshal(proto.AgentRedeployRequest{EnrollmentCode: code})
 	if err != nil {
-		return Started{}, Plan{}, err
+		return RedeployStarted{}, Plan{}, err
 	}
 	job := view(row)
-	return Started{Job: job, EnrollmentCode: code}, Plan{Job: job, Payload: payload, SiteSlug: d.SiteSlug}, nil
+	return RedeployStarted{RedeployJob: job, EnrollmentCode: code}, Plan{RedeployJob: job, Payload: payload, SiteSlug: d.SiteSlug}, nil
 }
 
 // Get returns a job whose device (and target site) lie inside scope.
-func (s *Service) Get(ctx context.Context, scope cairn.SiteScope, id string) (Job, error) {
+func (s *Service) Get(ctx context.Context, scope cairn.SiteScope, id string) (RedeployJob, error) {
 	row, err := s.store.OnboardingJobGet(ctx, id)
 	if err != nil {
-		return Job{}, db.NotFound(err, "onboarding job not found")
+		return RedeployJob{}, db.NotFound(err, "onboarding job not found")
 	}
 	if !scope.All {
 		d, err := s.store.DeviceGetByGUID(ctx, row.DeviceGuid)
 		if err != nil || !scope.Allows(d.SiteID) || !scope.Allows(row.SiteID) {
-			return Job{}, cairn.Errorf(cairn.ECodeNotFound, "onboarding job not found")
+			return RedeployJob{}, cairn.Errorf(cairn.ECodeNotFound, "onboarding job not found")
 		}
 	}
 	return view(row), nil
 }
 
 // List returns the jobs inside scope, newest first, of one device or all.
-func (s *Service) List(ctx context.Context, scope cairn.SiteScope, guid string, limit int) ([]Job, error) {
+func (s *Service) List(ctx context.Context, scope cairn.SiteScope, guid string, limit int) ([]RedeployJob, error) {
 	p := db.OnboardingJobListParams{AllSites: scope.All, SiteIds: scope.IDs(), MaxRows: int32(limit)}
 	if guid != "" {
 		p.DeviceGuid = &guid
@@ -207,7 +207,7 @@ func (s *Service) List(ctx context.Context, scope cairn.SiteScope, guid string, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Job, 0, len(rows))
+	out := make([]RedeployJob, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, view(r))
 	}
@@ -217,7 +217,7 @@ func (s *Service) List(ctx context.Context, scope cairn.SiteScope, guid string, 
 // SetStatus moves an open job (the workflow's activity); a finished job
 // stays as it is. A job that ends without an enrollment takes its code
 // with it.
-func (s *Service) SetStatus(ctx context.Context, id, status, lastError string) (Job, error) {
+func (s *Service) SetStatus(ctx context.Context, id, status, lastError string) (RedeployJob, error) {
 	var row db.OnboardingJob
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
 		var err error
@@ -235,7 +235,7 @@ func (s *Service) SetStatus(ctx context.Context, id, status, lastError string) (
 		return nil
 	})
 	if err != nil {
-		return Job{}, db.NotFound(err, "onboarding job not found")
+		return RedeployJob{}, db.NotFound(err, "onboarding job not found")
 	}
 	return view(row), nil
 }
@@ -246,7 +246,7 @@ func (s *Service) Enrolled(ctx context.Context, id string) (bool, error) {
 }
 
 // CheckCancel refuses to cancel a finished job.
-func CheckCancel(j Job) error {
+func CheckCancel(j RedeployJob) error {
 	if j.FinishedAt != nil {
 		return cairn.Errorf(ECodeJobFinished, "the job is %s already", j.Status)
 	}
@@ -255,15 +255,15 @@ func CheckCancel(j Job) error {
 
 // RetryInput is the input of a retry of j: same device and site, a new
 // code. Only a job that ended without an enrollment is retried.
-func RetryInput(j Job) (Input, error) {
+func RetryInput(j RedeployJob) (RedeployInput, error) {
 	if j.FinishedAt == nil || j.Status == StatusEnrolled {
-		return Input{}, cairn.Errorf(ECodeJobFinished, "only a job that expired, failed or was canceled is retried (this one is %s)", j.Status)
+		return RedeployInput{}, cairn.Errorf(ECodeJobFinished, "only a job that expired, failed or was canceled is retried (this one is %s)", j.Status)
 	}
-	return Input{DeviceGUID: string(j.DeviceGUID), SiteID: int64(j.SiteID), Reason: j.Reason}, nil
+	return RedeployInput{DeviceGUID: string(j.DeviceGUID), SiteID: int64(j.SiteID), Reason: j.Reason}, nil
 }
 
-func view(r db.OnboardingJob) Job {
-	return Job{ID: r.ID, DeviceGUID: r.DeviceGuid, SiteID: r.SiteID, OperationID: r.OperationID, Status: r.Status, Reason: r.Reason,
+func view(r db.OnboardingJob) RedeployJob {
+	return RedeployJob{ID: r.ID, DeviceGUID: r.DeviceGuid, SiteID: r.SiteID, OperationID: r.OperationID, Status: r.Status, Reason: r.Reason,
 		LastError: r.LastError, RequestedBy: r.RequestedBy, RetryOf: r.RetryOf, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
 }

@@ -441,6 +441,13 @@ export const workflows = {
     call('delete', '/api/workflows/{id}/webhooks/{webhook_id}', { path: { ...job(id), webhook_id: webhookId } }),
 };
 
+// Agent redeploys (docs/api.md "Onboarding: agent redeploy").
+export const onboarding = {
+  redeploy: (device_guid: string, reason = '') => call('post', '/api/onboarding/jobs', { body: { device_guid, reason } }),
+  job: (id: string) => call('get', '/api/onboarding/jobs/{job_id}', { path: { job_id: id } }),
+  cancel: (id: string) => call('post', '/api/onboarding/jobs/{job_id}/cancel', { path: { job_id: id } }),
+};
+
 // Agent updates (docs/api.md "Agent updates").
 export const agentUpdates = {
   /** The active operation and the history, newest first. */

@@ -328,6 +328,10 @@ export type WorkflowWebhook = Schema<'Webhook'>;
 export type WorkflowWebhookWithSecret = Schema<'WebhookWithSecret'>;
 export type WorkflowWebhookInput = Schema<'WebhookInput'>;
 
+/** An agent redeploy job (docs/api.md "Onboarding: agent redeploy"); Started carries its one-time code. */
+export type OnboardingJob = Schema<'RedeployJob'>;
+export type OnboardingStarted = Schema<'RedeployStarted'>;
+
 export type AgentUpdatePhase =
   | 'accepted'
   | 'downloading'

@@ -252,7 +252,10 @@ func (a *ScheduledJobs) CreateStepRun(ctx context.Context, in StepInput) (cairn.
 	if err != nil {
 		return "", ApplicationError(err)
 	}
-	job := scheduledjobs.Job{Kind: scheduledjobs.KindScript, AssemblyID: &step.AssemblyID, Parameters: step.Parameters,
+	// A run a webhook started hands its body's fields to the parameters
+	// that name them (flows.ResolveParameters).
+	params := flows.ResolveParameters(step.Parameters, in.Run.Input)
+	job := scheduledjobs.Job{Kind: scheduledjobs.KindScript, AssemblyID: &step.AssemblyID, Parameters: params,
 		Options: scheduledjobs.Options{TimeoutSeconds: step.TimeoutSeconds}}
 	if in.Run.ScheduledJobID != nil {
 		job.ID = *in.Run.ScheduledJobID

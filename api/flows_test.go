@@ -95,3 +95,80 @@ func TestFlowCRUDAndValidation(t *testing.T) {
 	r = f.do(t, "GET", "/api/workflows/runs/nope", fl.admin, nil)
 	require.Equal(t, 404, r.Status, r.Raw)
 }
+
+// A flow's steps are its nodes: listed, added at a position, replaced and
+// removed one at a time, each change checked as a whole-flow update is
+// (issue 27 item 6).
+func TestFlowNodes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	fl := f.fleet(t)
+	check := f.testAssembly(t, fl.admin, "check", "script")
+	fix := f.testAssembly(t, fl.admin, "fix", "script")
+	r := f.do(t, "POST", "/api/workflows", fl.admin, map[string]any{"name": "care", "steps": []any{
+		map[string]any{"id": "check", "assembly_id": check}}})
+	require.Equal(t, 201, r.Status, r.Raw)
+	id := int64(r.Body["id"].(float64))
+	nodes := fmt.Sprintf("/api/workflows/%d/nodes", id)
+	ids := func() []string {
+		r := f.do(t, "GET", nodes, fl.admin, nil)
+		require.Equal(t, 200, r.Status, r.Raw)
+		var out []string
+		for _, n := range r.Body["nodes"].([]any) {
+			out = append(out, n.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	require.Equal(t, []string{"check"}, ids())
+
+	r = f.do(t, "POST", nodes, fl.admin, map[string]any{"id": "fix", "assembly_id": fix, "condition": "on_failure"})
+	require.Equal(t, 201, r.Status, r.Raw)
+	r = f.do(t, "POST", nodes, fl.admin, map[string]any{"id": "pre", "assembly_id": check, "position": 0})
+	require.Equal(t, 201, r.Status, r.Raw)
+	require.Equal(t, []string{"pre", "check", "fix"}, ids())
+	steps := r.Body["steps"].([]any)
+	require.NotZero(t, steps[0].(map[string]any)["assembly_version"], "a new node is pinned like any step")
+
+	r = f.do(t, "PUT", nodes+"/fix", fl.admin, map[string]any{"assembly_id": fix, "condition": "on_success", "timeout_seconds": 60})
+	require.Equal(t, 200, r.Status, r.Raw)
+	fixed := r.Body["steps"].([]any)[2].(map[string]any)
+	require.Equal(t, "fix", fixed["id"], "a replaced node keeps its ID")
+	require.Equal(t, "on_success", fixed["condition"])
+
+	cases := []struct {
+		name, method, path string
+		body               map[string]any
+		status             int
+		field              string
+	}{
+		{"bad condition", "PUT", nodes + "/fix", map[string]any{"assembly_id": fix, "condition": "sometimes"}, 400, "steps[2].condition"},
+		{"unknown assembly", "POST", nodes, map[string]any{"id": "x", "assembly_id": 99999}, 400, "steps[3].assembly_id"},
+		{"duplicate ID", "POST", nodes, map[string]any{"id": "check", "assembly_id": fix}, 400, "steps[3].id"},
+		{"no ID", "POST", nodes, map[string]any{"assembly_id": fix}, 400, "id"},
+		{"position out of range", "POST", nodes, map[string]any{"id": "y", "assembly_id": fix, "position": 9}, 400, "position"},
+		{"unknown node", "PUT", nodes + "/nope", map[string]any{"assembly_id": fix}, 404, ""},
+		{"unknown flow", "GET", "/api/workflows/99999/nodes", nil, 404, ""},
+	}
+	for _, c := range cases {
+		r := f.do(t, c.method, c.path, fl.admin, c.body)
+		require.Equal(t, c.status, r.Status, "%s: %s", c.name, r.Raw)
+		if c.field != "" {
+			require.NotEmpty(t, r.field(c.field), "%s: %s", c.name, r.Raw)
+		}
+	}
+	require.Equal(t, []string{"pre", "check", "fix"}, ids(), "a refused change changes nothing")
+
+	r = f.do(t, "DELETE", nodes+"/pre", fl.admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	r = f.do(t, "DELETE", nodes+"/fix", fl.admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, []string{"check"}, ids())
+	r = f.do(t, "DELETE", nodes+"/check", fl.admin, nil)
+	require.Equal(t, 400, r.Status, "a flow keeps one node: %s", r.Raw)
+	require.NotEmpty(t, r.field("steps"))
+
+	// A scoped operator edits nodes of a flow it may change, and only those.
+	op := f.scopedOperatorOf(t, fl.admin, "nodes-op", fl.siteA)
+	r = f.do(t, "POST", nodes, op, map[string]any{"id": "more", "assembly_id": fix})
+	require.Equal(t, 403, r.Status, "the flow was saved for every site: %s", r.Raw)
+}

@@ -45,6 +45,7 @@ const (
 	secProof     = "dpopProof"
 	secSignedURL = "signedURL"
 	secInternal  = "internalHMAC"
+	secWebhook   = "webhookHMAC"
 )
 
 func securityFor(class AuthClass) *openapi3.SecurityRequirements {
@@ -70,6 +71,8 @@ func securityFor(class AuthClass) *openapi3.SecurityRequirements {
 		out = openapi3.SecurityRequirements{req(secSignedURL)}
 	case AuthInternal:
 		out = openapi3.SecurityRequirements{req(secInternal)}
+	case AuthWebhook:
+		out = openapi3.SecurityRequirements{req(secWebhook)}
 	default:
 		// None, Bootstrap and MFA pending: nothing in the request's
 		// headers (the pending token is in the body).
@@ -92,6 +95,8 @@ func securitySchemes() openapi3.SecuritySchemes {
 			Description: "The install link's path and query carry its own signature; nothing else authenticates the download."}},
 		secInternal: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "header", Name: internalauth.HeaderSignature,
 			Description: "A service component's HMAC-SHA256 (base64) over `CAIRN-HMAC-SHA256`, the method, the path with its query, the body's SHA-256 (hex), `X-Cairn-Timestamp` (Unix seconds, within 5 minutes), `X-Cairn-Nonce` and `X-Cairn-Key-Id`, one per line, under an active internal key. Each signature is accepted once (docs/api.md \"Internal requests\")."}},
+		secWebhook: {Value: &openapi3.SecurityScheme{Type: "apiKey", In: "header", Name: internalauth.HeaderSignature,
+			Description: "A workflow webhook's request, signed as an Internal request is (same headers and canonical string) with the webhook's ID as `X-Cairn-Key-Id` and its secret as the key (docs/api.md \"Workflow webhooks\")."}},
 	}
 }
 
@@ -403,6 +408,7 @@ var apiAreas = []apiArea{
 	{"Scheduled jobs", "Scheduled jobs, their runs and the site workers' settings.",
 		[]string{"/api/scheduled_jobs", "/api/devices/{guid}/job_runs", "/api/server/site-worker-settings"}},
 	{"Workflows", "Workflows (flows of steps) and their runs.", []string{"/api/workflows"}},
+	{"Onboarding", "Agent redeploys with a new enrollment code, followed until the device enrolls again.", []string{"/api/onboarding"}},
 	{"Patches", "Patch inventory per device, the fleet patch audit, and the agent's install progress.",
 		[]string{"/api/patches", "/api/agent/patches"}},
 	{"Software", "Software inventory audit, rules and overrides.",

@@ -13,6 +13,8 @@ import (
 type FlowsArea struct {
 	// Flows are the multi-step automation workflows (/api/workflows).
 	Flows *flows.Service
+	// Webhooks are their inbound webhooks.
+	Webhooks *flows.Webhooks
 }
 
 type flowsAPI struct {
@@ -22,7 +24,7 @@ type flowsAPI struct {
 
 func (d FlowsArea) routes(s *Server) []Route {
 	a := &flowsAPI{Server: s, FlowsArea: d}
-	return slices.Concat(a.flowRoutes())
+	return slices.Concat(a.flowRoutes(), a.webhookRoutes(), a.nodeRoutes())
 }
 
 // flowRoutes are the multi-step automation workflows (docs/api.md

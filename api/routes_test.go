@@ -29,7 +29,7 @@ import (
 var knownClasses = map[api.AuthClass]bool{
 	api.AuthNone: true, api.AuthBootstrap: true, api.AuthToken: true, api.AuthMFAPending: true, api.AuthAdmin: true,
 	api.AuthDevice: true, api.AuthRefresh: true, api.AuthDeviceOrToken: true, api.AuthSignedURL: true,
-	api.AuthInternal: true,
+	api.AuthInternal: true, api.AuthWebhook: true,
 }
 
 // Every route the router serves must come from a route table row with a
@@ -111,6 +111,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 				// Only an HMAC-signed request is a service component.
 				require.Equal(t, 401, anon.Status, anon.Raw)
 				require.Equal(t, "internal_signature_invalid", anon.Body["error"])
+			case api.AuthWebhook:
+				// Only a request signed with the webhook's secret starts it.
+				require.Equal(t, 401, anon.Status, anon.Raw)
+				require.Equal(t, "webhook_signature_invalid", anon.Body["error"])
 			case api.AuthBootstrap:
 				if rt.Method != "GET" {
 					require.Equal(t, 403, anon.Status, anon.Raw)
@@ -119,7 +123,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 			default:
 				require.NotEqual(t, 401, anon.Status, "public route refused an anonymous caller: %s", anon.Raw)
 			}
-			if rt.Auth == api.AuthDevice || rt.Auth == api.AuthRefresh || rt.Auth == api.AuthInternal {
+			if rt.Auth == api.AuthDevice || rt.Auth == api.AuthRefresh || rt.Auth == api.AuthInternal || rt.Auth == api.AuthWebhook {
 				// An operator's session is neither a device nor a service.
 				r := f.do(t, rt.Method, path, operator, map[string]any{})
 				require.Equal(t, 401, r.Status, r.Raw)

@@ -66,6 +66,10 @@ const (
 	// AuthInternal: a service component's HMAC-signed request
 	// (internal/internalauth): /api/internal/* and /v1/command.
 	AuthInternal AuthClass = "Internal"
+	// AuthWebhook: an outside system's request to a workflow webhook,
+	// HMAC-signed under the webhook's secret; the handler checks it
+	// (internal/flows.Webhooks.Trigger).
+	AuthWebhook AuthClass = "Webhook"
 )
 
 // Route is one row of a route table.
@@ -276,9 +280,10 @@ func (s *Server) authFor(class AuthClass, csrfExempt bool) func(http.Handler) ht
 		return s.requireDeviceOrSession
 	case AuthInternal:
 		return s.requireInternal
-	case AuthNone, AuthMFAPending, AuthSignedURL:
+	case AuthNone, AuthMFAPending, AuthSignedURL, AuthWebhook:
 		// MFA-pending routes carry their signed token in the body, signed
-		// URLs their signature in the URL.
+		// URLs their signature in the URL, webhook requests theirs in
+		// headers over the body the handler reads.
 		return func(next http.Handler) http.Handler { return next }
 	}
 	panic("api: route with unknown auth class " + string(class))

@@ -629,7 +629,7 @@ const enrollmentCodeConsume = `-- name: EnrollmentCodeConsume :one
 UPDATE enrollment_codes
 SET uses = uses + 1
 WHERE code_hash = $1 AND expires_at > $2 AND uses < max_uses
-RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at
+RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at, redeploy_guid
 `
 
 type EnrollmentCodeConsumeParams struct {
@@ -652,6 +652,7 @@ func (q *Queries) EnrollmentCodeConsume(ctx context.Context, arg EnrollmentCodeC
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RotatedAt,
+		&i.RedeployGuid,
 	)
 	return i, err
 }
@@ -669,7 +670,7 @@ func (q *Queries) EnrollmentCodeDelete(ctx context.Context, id int64) (int64, er
 }
 
 const enrollmentCodeGet = `-- name: EnrollmentCodeGet :one
-SELECT id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at FROM enrollment_codes WHERE id = $1
+SELECT id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at, redeploy_guid FROM enrollment_codes WHERE id = $1
 `
 
 func (q *Queries) EnrollmentCodeGet(ctx context.Context, id int64) (EnrollmentCode, error) {
@@ -686,6 +687,7 @@ func (q *Queries) EnrollmentCodeGet(ctx context.Context, id int64) (EnrollmentCo
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RotatedAt,
+		&i.RedeployGuid,
 	)
 	return i, err
 }
@@ -693,7 +695,7 @@ func (q *Queries) EnrollmentCodeGet(ctx context.Context, id int64) (EnrollmentCo
 const enrollmentCodeInsert = `-- name: EnrollmentCodeInsert :one
 INSERT INTO enrollment_codes (site_id, code_hash, code_sealed, expires_at, max_uses, created_by)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at
+RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at, redeploy_guid
 `
 
 type EnrollmentCodeInsertParams struct {
@@ -726,12 +728,13 @@ func (q *Queries) EnrollmentCodeInsert(ctx context.Context, arg EnrollmentCodeIn
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RotatedAt,
+		&i.RedeployGuid,
 	)
 	return i, err
 }
 
 const enrollmentCodeList = `-- name: EnrollmentCodeList :many
-SELECT c.id, c.site_id, c.code_hash, c.code_sealed, c.expires_at, c.max_uses, c.uses, c.created_by, c.created_at, c.rotated_at, s.name AS site_name
+SELECT c.id, c.site_id, c.code_hash, c.code_sealed, c.expires_at, c.max_uses, c.uses, c.created_by, c.created_at, c.rotated_at, c.redeploy_guid, s.name AS site_name
 FROM enrollment_codes c JOIN sites s ON s.id = c.site_id
 WHERE ($1::bool OR c.site_id = ANY($2::bigint[]))
   AND ($3::bigint IS NULL OR c.site_id = $3)
@@ -745,17 +748,18 @@ type EnrollmentCodeListParams struct {
 }
 
 type EnrollmentCodeListRow struct {
-	ID         int64
-	SiteID     cairn.SiteID
-	CodeHash   []byte
-	CodeSealed []byte
-	ExpiresAt  time.Time
-	MaxUses    int32
-	Uses       int32
-	CreatedBy  string
-	CreatedAt  time.Time
-	RotatedAt  *time.Time
-	SiteName   string
+	ID           int64
+	SiteID       cairn.SiteID
+	CodeHash     []byte
+	CodeSealed   []byte
+	ExpiresAt    time.Time
+	MaxUses      int32
+	Uses         int32
+	CreatedBy    string
+	CreatedAt    time.Time
+	RotatedAt    *time.Time
+	RedeployGuid *string
+	SiteName     string
 }
 
 func (q *Queries) EnrollmentCodeList(ctx context.Context, arg EnrollmentCodeListParams) ([]EnrollmentCodeListRow, error) {
@@ -778,6 +782,7 @@ func (q *Queries) EnrollmentCodeList(ctx context.Context, arg EnrollmentCodeList
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.RotatedAt,
+			&i.RedeployGuid,
 			&i.SiteName,
 		); err != nil {
 			return nil, err
@@ -804,7 +809,7 @@ const enrollmentCodeRotate = `-- name: EnrollmentCodeRotate :one
 UPDATE enrollment_codes
 SET code_hash = $1, code_sealed = $2, uses = 0, rotated_at = now()
 WHERE id = $3
-RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at
+RETURNING id, site_id, code_hash, code_sealed, expires_at, max_uses, uses, created_by, created_at, rotated_at, redeploy_guid
 `
 
 type EnrollmentCodeRotateParams struct {
@@ -828,6 +833,7 @@ func (q *Queries) EnrollmentCodeRotate(ctx context.Context, arg EnrollmentCodeRo
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RotatedAt,
+		&i.RedeployGuid,
 	)
 	return i, err
 }

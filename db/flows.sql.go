@@ -177,7 +177,7 @@ func (q *Queries) AutomationWorkflowList(ctx context.Context) ([]AutomationWorkf
 }
 
 const automationWorkflowRunGet = `-- name: AutomationWorkflowRunGet :one
-SELECT id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at FROM automation_workflow_runs WHERE id = $1
+SELECT id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at, input, webhook_id FROM automation_workflow_runs WHERE id = $1
 `
 
 func (q *Queries) AutomationWorkflowRunGet(ctx context.Context, id cairn.RunID) (AutomationWorkflowRun, error) {
@@ -194,17 +194,19 @@ func (q *Queries) AutomationWorkflowRunGet(ctx context.Context, id cairn.RunID) 
 		&i.ScheduledFor,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.Input,
+		&i.WebhookID,
 	)
 	return i, err
 }
 
 const automationWorkflowRunInsert = `-- name: AutomationWorkflowRunInsert :one
 INSERT INTO automation_workflow_runs (id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by,
-                                      scheduled_for)
+                                      scheduled_for, input, webhook_id)
 VALUES ($1, $2, $3, 'pending', $4, $5, $6,
-        $7)
+        $7, $8, $9)
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO UPDATE SET id = automation_workflow_runs.id
-RETURNING id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at
+RETURNING id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at, input, webhook_id
 `
 
 type AutomationWorkflowRunInsertParams struct {
@@ -215,6 +217,8 @@ type AutomationWorkflowRunInsertParams struct {
 	DeviceGuids    []string
 	RequestedBy    string
 	ScheduledFor   *time.Time
+	Input          []byte
+	WebhookID      *string
 }
 
 // Idempotent per schedule fire (automation_workflow_runs_fire_idx): a
@@ -228,6 +232,8 @@ func (q *Queries) AutomationWorkflowRunInsert(ctx context.Context, arg Automatio
 		arg.DeviceGuids,
 		arg.RequestedBy,
 		arg.ScheduledFor,
+		arg.Input,
+		arg.WebhookID,
 	)
 	var i AutomationWorkflowRun
 	err := row.Scan(
@@ -241,12 +247,14 @@ func (q *Queries) AutomationWorkflowRunInsert(ctx context.Context, arg Automatio
 		&i.ScheduledFor,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.Input,
+		&i.WebhookID,
 	)
 	return i, err
 }
 
 const automationWorkflowRunList = `-- name: AutomationWorkflowRunList :many
-SELECT id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at FROM automation_workflow_runs WHERE workflow_id = $1
+SELECT id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by, scheduled_for, created_at, finished_at, input, webhook_id FROM automation_workflow_runs WHERE workflow_id = $1
 ORDER BY created_at DESC, id DESC LIMIT $2::int
 `
 
@@ -275,6 +283,8 @@ func (q *Queries) AutomationWorkflowRunList(ctx context.Context, arg AutomationW
 			&i.ScheduledFor,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.Input,
+			&i.WebhookID,
 		); err != nil {
 			return nil, err
 		}
@@ -355,4 +365,217 @@ func (q *Queries) AutomationWorkflowUsedByJob(ctx context.Context, workflowID *i
 	var column_1 bool
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const automationWorkflowWebhookDelete = `-- name: AutomationWorkflowWebhookDelete :execrows
+DELETE FROM automation_workflow_webhooks WHERE id = $1 AND workflow_id = $2
+`
+
+type AutomationWorkflowWebhookDeleteParams struct {
+	ID         string
+	WorkflowID int64
+}
+
+func (q *Queries) AutomationWorkflowWebhookDelete(ctx context.Context, arg AutomationWorkflowWebhookDeleteParams) (int64, error) {
+	result, err := q.db.Exec(ctx, automationWorkflowWebhookDelete, arg.ID, arg.WorkflowID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const automationWorkflowWebhookGet = `-- name: AutomationWorkflowWebhookGet :one
+SELECT id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed, site_scope, created_by, created_at, rotated_at, last_triggered_at FROM automation_workflow_webhooks WHERE id = $1
+`
+
+func (q *Queries) AutomationWorkflowWebhookGet(ctx context.Context, id string) (AutomationWorkflowWebhook, error) {
+	row := q.db.QueryRow(ctx, automationWorkflowWebhookGet, id)
+	var i AutomationWorkflowWebhook
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowID,
+		&i.Name,
+		&i.DeviceGuids,
+		&i.RateLimitPerMinute,
+		&i.SecretSealed,
+		&i.SiteScope,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.RotatedAt,
+		&i.LastTriggeredAt,
+	)
+	return i, err
+}
+
+const automationWorkflowWebhookInsert = `-- name: AutomationWorkflowWebhookInsert :one
+INSERT INTO automation_workflow_webhooks (id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed,
+                                          site_scope, created_by)
+VALUES ($1, $2, $3, $4, $5, $6,
+        $7::bigint[], $8)
+RETURNING id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed, site_scope, created_by, created_at, rotated_at, last_triggered_at
+`
+
+type AutomationWorkflowWebhookInsertParams struct {
+	ID                 string
+	WorkflowID         int64
+	Name               string
+	DeviceGuids        []string
+	RateLimitPerMinute int32
+	SecretSealed       []byte
+	SiteScope          []int64
+	CreatedBy          string
+}
+
+func (q *Queries) AutomationWorkflowWebhookInsert(ctx context.Context, arg AutomationWorkflowWebhookInsertParams) (AutomationWorkflowWebhook, error) {
+	row := q.db.QueryRow(ctx, automationWorkflowWebhookInsert,
+		arg.ID,
+		arg.WorkflowID,
+		arg.Name,
+		arg.DeviceGuids,
+		arg.RateLimitPerMinute,
+		arg.SecretSealed,
+		arg.SiteScope,
+		arg.CreatedBy,
+	)
+	var i AutomationWorkflowWebhook
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowID,
+		&i.Name,
+		&i.DeviceGuids,
+		&i.RateLimitPerMinute,
+		&i.SecretSealed,
+		&i.SiteScope,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.RotatedAt,
+		&i.LastTriggeredAt,
+	)
+	return i, err
+}
+
+const automationWorkflowWebhookList = `-- name: AutomationWorkflowWebhookList :many
+SELECT id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed, site_scope, created_by, created_at, rotated_at, last_triggered_at FROM automation_workflow_webhooks WHERE workflow_id = $1 ORDER BY created_at, id
+`
+
+func (q *Queries) AutomationWorkflowWebhookList(ctx context.Context, workflowID int64) ([]AutomationWorkflowWebhook, error) {
+	rows, err := q.db.Query(ctx, automationWorkflowWebhookList, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AutomationWorkflowWebhook
+	for rows.Next() {
+		var i AutomationWorkflowWebhook
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowID,
+			&i.Name,
+			&i.DeviceGuids,
+			&i.RateLimitPerMinute,
+			&i.SecretSealed,
+			&i.SiteScope,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.RotatedAt,
+			&i.LastTriggeredAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const automationWorkflowWebhookListAll = `-- name: AutomationWorkflowWebhookListAll :many
+SELECT id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed, site_scope, created_by, created_at, rotated_at, last_triggered_at FROM automation_workflow_webhooks ORDER BY id
+`
+
+func (q *Queries) AutomationWorkflowWebhookListAll(ctx context.Context) ([]AutomationWorkflowWebhook, error) {
+	rows, err := q.db.Query(ctx, automationWorkflowWebhookListAll)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AutomationWorkflowWebhook
+	for rows.Next() {
+		var i AutomationWorkflowWebhook
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowID,
+			&i.Name,
+			&i.DeviceGuids,
+			&i.RateLimitPerMinute,
+			&i.SecretSealed,
+			&i.SiteScope,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.RotatedAt,
+			&i.LastTriggeredAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const automationWorkflowWebhookRotate = `-- name: AutomationWorkflowWebhookRotate :one
+UPDATE automation_workflow_webhooks SET secret_sealed = $1, rotated_at = now()
+WHERE id = $2 AND workflow_id = $3
+RETURNING id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed, site_scope, created_by, created_at, rotated_at, last_triggered_at
+`
+
+type AutomationWorkflowWebhookRotateParams struct {
+	SecretSealed []byte
+	ID           string
+	WorkflowID   int64
+}
+
+func (q *Queries) AutomationWorkflowWebhookRotate(ctx context.Context, arg AutomationWorkflowWebhookRotateParams) (AutomationWorkflowWebhook, error) {
+	row := q.db.QueryRow(ctx, automationWorkflowWebhookRotate, arg.SecretSealed, arg.ID, arg.WorkflowID)
+	var i AutomationWorkflowWebhook
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowID,
+		&i.Name,
+		&i.DeviceGuids,
+		&i.RateLimitPerMinute,
+		&i.SecretSealed,
+		&i.SiteScope,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.RotatedAt,
+		&i.LastTriggeredAt,
+	)
+	return i, err
+}
+
+const automationWorkflowWebhookSealedUpdate = `-- name: AutomationWorkflowWebhookSealedUpdate :exec
+UPDATE automation_workflow_webhooks SET secret_sealed = $1 WHERE id = $2
+`
+
+type AutomationWorkflowWebhookSealedUpdateParams struct {
+	SecretSealed []byte
+	ID           string
+}
+
+func (q *Queries) AutomationWorkflowWebhookSealedUpdate(ctx context.Context, arg AutomationWorkflowWebhookSealedUpdateParams) error {
+	_, err := q.db.Exec(ctx, automationWorkflowWebhookSealedUpdate, arg.SecretSealed, arg.ID)
+	return err
+}
+
+const automationWorkflowWebhookTriggered = `-- name: AutomationWorkflowWebhookTriggered :exec
+UPDATE automation_workflow_webhooks SET last_triggered_at = now() WHERE id = $1
+`
+
+func (q *Queries) AutomationWorkflowWebhookTriggered(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, automationWorkflowWebhookTriggered, id)
+	return err
 }

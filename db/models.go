@@ -192,6 +192,22 @@ type AutomationWorkflowRun struct {
 	ScheduledFor   *time.Time
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	Input          []byte
+	WebhookID      *string
+}
+
+type AutomationWorkflowWebhook struct {
+	ID                 string
+	WorkflowID         int64
+	Name               string
+	DeviceGuids        []string
+	RateLimitPerMinute int32
+	SecretSealed       []byte
+	SiteScope          []int64
+	CreatedBy          string
+	CreatedAt          time.Time
+	RotatedAt          *time.Time
+	LastTriggeredAt    *time.Time
 }
 
 type BackupRestore struct {
@@ -534,16 +550,17 @@ type DpopJti struct {
 }
 
 type EnrollmentCode struct {
-	ID         int64
-	SiteID     cairn.SiteID
-	CodeHash   []byte
-	CodeSealed []byte
-	ExpiresAt  time.Time
-	MaxUses    int32
-	Uses       int32
-	CreatedBy  string
-	CreatedAt  time.Time
-	RotatedAt  *time.Time
+	ID           int64
+	SiteID       cairn.SiteID
+	CodeHash     []byte
+	CodeSealed   []byte
+	ExpiresAt    time.Time
+	MaxUses      int32
+	Uses         int32
+	CreatedBy    string
+	CreatedAt    time.Time
+	RotatedAt    *time.Time
+	RedeployGuid *string
 }
 
 type FileTransfer struct {
@@ -692,6 +709,23 @@ type NotificationDelivery struct {
 	Error      string
 	ClaimedAt  time.Time
 	SentAt     *time.Time
+}
+
+type OnboardingJob struct {
+	ID               string
+	DeviceGuid       cairn.DeviceGUID
+	SiteID           cairn.SiteID
+	EnrollmentCodeID *int64
+	OperationID      cairn.OperationID
+	Status           string
+	Reason           string
+	LastError        string
+	RequestedBy      string
+	RetryOf          *string
+	ExpiresAt        time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	FinishedAt       *time.Time
 }
 
 type OperatorStream struct {

@@ -53,6 +53,7 @@ var Capabilities = []Capability{
 	credentialsCapability,
 	sourceHostCapability,
 	enrollmentCapability,
+	onboardingCapability,
 	deviceTrustCapability,
 	devicesCapability,
 	operationsCapability,

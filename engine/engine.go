@@ -49,6 +49,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/logs"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 	"github.com/cairn-rmm/cairn/internal/metrics"
+	"github.com/cairn-rmm/cairn/internal/onboarding"
 	"github.com/cairn-rmm/cairn/internal/passkeys"
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/payloadkeys"
@@ -243,6 +244,11 @@ type Engine struct {
 	Patches     *patches.Service
 	Workers     *workers.Manager
 	API         *api.Server
+
+	// FlowWebhooks are flows' inbound webhooks (flows capability).
+	FlowWebhooks *flows.Webhooks
+	// Onboarding is agent redeploys (onboarding capability).
+	Onboarding *onboarding.Service
 	// Tunnels are the WireGuard tunnels; TunnelServer this serve
 	// replica's end of them (nil in a site worker).
 	Tunnels *tunnels.Service
@@ -423,7 +429,8 @@ func New(ctx context.Context, store *db.Store, topts client.Options, cfg Config)
 func SealedColumns() []aegis.Column {
 	return slices.Concat(auth.SealedColumns(), enrollment.SealedColumns(), directory.SealedColumns(),
 		credentials.SealedColumns(), sourcehost.SealedColumns(), scriptsign.SealedColumns(), aegis.ServerKeyColumns(),
-		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns(), internalauth.SealedColumns())
+		payloadkeys.SealedColumns(), tunnels.SealedColumns(), watchdogs.ChannelSealedColumns(), internalauth.SealedColumns(),
+		flows.WebhookSealedColumns())
 }
 
 // updateArtifacts hands agent updates the catalog's signed artifacts.

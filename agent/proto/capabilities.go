@@ -53,11 +53,14 @@ const (
 	// by ansible-playbook against localhost (Linux agents; the agent
 	// answers ansible_unavailable where the binary is missing).
 	CapAnsible Capability = "ansible"
+	// CapRedeploy: agent_redeploy_request, a redeploy with a new
+	// enrollment code (agent behaviour 16).
+	CapRedeploy Capability = "redeploy"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapAnsible}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapAnsible, CapRedeploy}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -80,6 +83,7 @@ var CapabilityVersion = map[Capability]int{
 	CapRoleControl:      CapabilitiesVersion,
 	CapPatchReboot:      CapabilitiesVersion,
 	CapAnsible:          CapabilitiesVersion,
+	CapRedeploy:         CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -145,6 +149,7 @@ var EventCapability = map[string]Capability{
 	EventVNCStop:              CapVNC,
 	EventVNCCredentialRequest: CapVNC,
 	EventRoleDesiredState:     CapRoleControl,
+	EventAgentRedeploy:        CapRedeploy,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

@@ -185,7 +185,8 @@ func (a *Agent) enroll(ctx context.Context, cfg *agent.Config, client *transport
 func (a *Agent) capabilities() []proto.Capability {
 	caps := a.opts.Capabilities
 	if caps == nil {
-		caps = proto.HandlerCapabilities(a.opts.Handlers.Types())
+		// The socket itself answers a redeploy (socket.redeploy).
+		caps = proto.HandlerCapabilities(append(a.opts.Handlers.Types(), proto.EventAgentRedeploy))
 	}
 	if caps == nil {
 		caps = []proto.Capability{}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -308,6 +309,8 @@ func (s *socket) dispatch(ctx context.Context, env proto.Envelope) error {
 			return nil
 		}
 		return s.r.tokens.BecomeClone(dc.CloneTicket, errors.New("the Engine says this agent is a copy of its device"))
+	case proto.EventAgentRedeploy:
+		return s.redeploy(ctx, env)
 	}
 	h := s.r.handlers.lookup(env.Type)
 	if h == nil {
@@ -407,4 +410,31 @@ func (r *realtime) checkGrant(env proto.Envelope) error {
 		return fmt.Errorf("read the trusted keys: %w", err)
 	}
 	return proto.VerifyGrant(env.Grant, cfg.ScriptSigning.TrustedPublicKeys, cfg.Agent.GUID, env, r.tokens.now())
+}
+
+// redeploy acts on agent_redeploy_request (agent behaviour 16), granted
+// like any operation: it answers first, on this socket, then saves the
+// new enrollment code, which clears the cached tokens and remote-ops
+// route, and ends the session; Run then enrolls with the code.
+func (s *socket) redeploy(ctx context.Context, env proto.Envelope) error {
+	refuse := func(code, msg string) error {
+		s.r.log.Warn("refused a redeploy", "operation", env.OperationID, "reason", msg)
+		if env.ID == "" {
+			return nil
+		}
+		return s.send(ctx, replyEnvelope(env.ID, nil, &proto.Error{Code: code, Message: msg}))
+	}
+	if err := s.r.checkGrant(env); err != nil {
+		return refuse(proto.CodeSignatureInvalid, err.Error())
+	}
+	var req proto.AgentRedeployRequest
+	if err := json.Unmarshal(env.Payload, &req); err != nil || strings.TrimSpace(req.EnrollmentCode) == "" {
+		return refuse(proto.CodeOpInvalid, "a redeploy carries an enrollment code")
+	}
+	if env.ID != "" {
+		if err := s.send(ctx, replyEnvelope(env.ID, proto.AgentRedeployAccepted{Accepted: true}, nil)); err != nil {
+			return err
+		}
+	}
+	return s.r.tokens.Redeploy(req.EnrollmentCode)
 }

@@ -44,11 +44,12 @@ func TestConnectAgentHello(t *testing.T) {
 		explicit []proto.Capability
 		want     []proto.Capability
 	}{
-		{name: "no handlers", want: []proto.Capability{}},
+		// The socket itself answers a redeploy (agent behaviour 16).
+		{name: "no handlers", want: []proto.Capability{proto.CapRedeploy}},
 		// The capabilities follow the handlers: one file handler serves
 		// the file manager and transfers.
 		{name: "from handlers", handlers: []string{proto.EventFileManagement, proto.EventShellOpen, proto.EventRegistryManagement},
-			want: []proto.Capability{proto.CapShell, proto.CapFiles, proto.CapTransfers, proto.CapRegistry}},
+			want: []proto.Capability{proto.CapShell, proto.CapFiles, proto.CapTransfers, proto.CapRegistry, proto.CapRedeploy}},
 		// The agent's own decision (no registry outside Windows) wins.
 		{name: "explicit", handlers: []string{proto.EventRegistryManagement, proto.EventShellOpen},
 			explicit: []proto.Capability{proto.CapShell}, want: []proto.Capability{proto.CapShell}},

@@ -339,6 +339,36 @@ func (t *Tokens) becomeCloneLocked(ticket string, cause error) error {
 	return cleared
 }
 
+// Redeploy saves a new enrollment code (agent behaviour 16): the cached
+// tokens and remote-ops route belong to the old enrollment and go
+// (agent.Config.ApplyEnrollment). It returns the *TokensClearedError that
+// ends the session; Run then enrolls with the code, under the same key.
+func (t *Tokens) Redeploy(code string) error {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	if _, err := t.store.Update(func(c *agent.Config) error {
+		c.ApplyEnrollment(code, "")
+		c.ClearTokens()
+		c.Agent.Route = nil
+		return nil
+	}); err != nil {
+		t.log.Error("could not save the redeploy's enrollment code", "err", err)
+		return fmt.Errorf("redeploy: %w", err)
+	}
+	cleared := &TokensClearedError{Code: CodeRedeployed, Err: errors.New("the Engine redeployed this agent with a new enrollment code")}
+	t.mu.Lock()
+	t.access, t.refresh, t.expires, t.unsaved, t.cleared = "", "", time.Time{}, false, cleared
+	t.mu.Unlock()
+	t.log.Warn("redeployed with a new enrollment code: cleared the tokens and route; enrolling again")
+	if t.onClear != nil {
+		t.onClear(cleared)
+	}
+	return cleared
+}
+
+// CodeRedeployed is the TokensClearedError code of a redeploy.
+const CodeRedeployed = "redeployed"
+
 // errStoreMoved: the stored refresh token is not the one refused (a new
 // enrollment wrote another); it is adopted instead of cleared.
 var errStoreMoved = errors.New("stored tokens changed")

@@ -192,7 +192,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 			return err
 		}
 	}
-	caps := proto.HandlerCapabilities(handlers.Types())
+	// The socket itself answers a redeploy (agent behaviour 16).
+	caps := proto.HandlerCapabilities(append(handlers.Types(), proto.EventAgentRedeploy))
 	if regStore == nil {
 		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapRegistry })
 	}

@@ -35,9 +35,9 @@ SELECT EXISTS (SELECT 1 FROM scheduled_jobs WHERE workflow_id = @workflow_id)::b
 -- Idempotent per schedule fire (automation_workflow_runs_fire_idx): a
 -- retried or restarted fire gets the run it already made.
 INSERT INTO automation_workflow_runs (id, workflow_id, scheduled_job_id, status, steps, device_guids, requested_by,
-                                      scheduled_for)
+                                      scheduled_for, input, webhook_id)
 VALUES (@id, @workflow_id, sqlc.narg(scheduled_job_id), 'pending', @steps, @device_guids, @requested_by,
-        sqlc.narg(scheduled_for))
+        sqlc.narg(scheduled_for), sqlc.narg(input), sqlc.narg(webhook_id))
 ON CONFLICT (scheduled_job_id, scheduled_for) WHERE scheduled_for IS NOT NULL DO UPDATE SET id = automation_workflow_runs.id
 RETURNING *;
 
@@ -53,3 +53,33 @@ UPDATE automation_workflow_runs
 SET status = @status, steps = @steps,
     finished_at = CASE WHEN @status IN ('succeeded', 'failed', 'canceled') THEN now() ELSE NULL END
 WHERE id = @id;
+
+-- name: AutomationWorkflowWebhookInsert :one
+INSERT INTO automation_workflow_webhooks (id, workflow_id, name, device_guids, rate_limit_per_minute, secret_sealed,
+                                          site_scope, created_by)
+VALUES (@id, @workflow_id, @name, @device_guids, @rate_limit_per_minute, @secret_sealed,
+        sqlc.narg(site_scope)::bigint[], @created_by)
+RETURNING *;
+
+-- name: AutomationWorkflowWebhookGet :one
+SELECT * FROM automation_workflow_webhooks WHERE id = @id;
+
+-- name: AutomationWorkflowWebhookList :many
+SELECT * FROM automation_workflow_webhooks WHERE workflow_id = @workflow_id ORDER BY created_at, id;
+
+-- name: AutomationWorkflowWebhookListAll :many
+SELECT * FROM automation_workflow_webhooks ORDER BY id;
+
+-- name: AutomationWorkflowWebhookRotate :one
+UPDATE automation_workflow_webhooks SET secret_sealed = @secret_sealed, rotated_at = now()
+WHERE id = @id AND workflow_id = @workflow_id
+RETURNING *;
+
+-- name: AutomationWorkflowWebhookSealedUpdate :exec
+UPDATE automation_workflow_webhooks SET secret_sealed = @secret_sealed WHERE id = @id;
+
+-- name: AutomationWorkflowWebhookTriggered :exec
+UPDATE automation_workflow_webhooks SET last_triggered_at = now() WHERE id = @id;
+
+-- name: AutomationWorkflowWebhookDelete :execrows
+DELETE FROM automation_workflow_webhooks WHERE id = @id AND workflow_id = @workflow_id;

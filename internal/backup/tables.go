@@ -76,6 +76,9 @@ var Tables = []Table{
 	{Name: "assemblies", Policy: Export},
 	{Name: "assembly_versions", Policy: Export},
 	{Name: "automation_workflows", Policy: Export},
+	// Flows' inbound webhooks, secrets sealed by the master cipher (which
+	// a backup carries unchanged): the callers keep working after a restore.
+	{Name: "automation_workflow_webhooks", Policy: Export},
 	{Name: "scheduled_jobs", Policy: Export},
 	{Name: "scheduled_job_filters", Policy: Export},
 	{Name: "device_filters", Policy: Export},
@@ -134,6 +137,8 @@ var Tables = []Table{
 	{Name: "job_runs", Policy: Exclude},
 	{Name: "job_run_results", Policy: Exclude},
 	{Name: "automation_workflow_runs", Policy: Exclude},
+	// Agent redeploy jobs: history, and their codes last an hour.
+	{Name: "onboarding_jobs", Policy: Exclude},
 	{Name: "site_work_slots", Policy: Exclude},
 	{Name: "agent_artifacts", Policy: Exclude},
 	{Name: "agent_install_links", Policy: Exclude},

@@ -265,3 +265,25 @@ func hashCode(c string) []byte {
 }
 
 func codeAAD(id int64) []byte { return []byte("enrollment_codes:" + strconv.FormatInt(id, 10)) }
+
+// CreateRedeployCode makes the one-time code of an agent redeploy (issue
+// 27 item 6) in q's transaction: one use, for siteID, valid ttl, bound to
+// device guid, whose own key it admits without an operator's decision
+// (Request). It returns the code's ID and the code.
+func (s *Service) CreateRedeployCode(ctx context.Context, q *db.Queries, siteID cairn.SiteID, guid cairn.DeviceGUID, ttl time.Duration, actor string) (int64, string, error) {
+	plain := newCode()
+	g := string(guid)
+	row, err := q.EnrollmentCodeInsertRedeploy(ctx, db.EnrollmentCodeInsertRedeployParams{SiteID: siteID, CodeHash: hashCode(plain),
+		CodeSealed: []byte{}, ExpiresAt: s.now().Add(ttl), CreatedBy: actor, RedeployGuid: &g})
+	if err != nil {
+		return 0, "", err
+	}
+	sealed, err := s.cipher.Seal([]byte(plain), codeAAD(row.ID))
+	if err != nil {
+		return 0, "", err
+	}
+	if err := q.EnrollmentCodeSetSealed(ctx, db.EnrollmentCodeSetSealedParams{ID: row.ID, CodeSealed: sealed}); err != nil {
+		return 0, "", err
+	}
+	return row.ID, plain, nil
+}

@@ -112,6 +112,14 @@ func (s *Service) Request(ctx context.Context, req proto.EnrollRequest, remoteAd
 			by := "auto-approval"
 			p.Status, p.AutoApproved, p.DecidedAt, p.DecidedBy = proto.ApprovalApproved, true, &now, &by
 		}
+		// A redeploy's code was asked for by an operator for exactly this
+		// device: its own key (still trusted) is in at once.
+		if ok, err := redeployOf(ctx, q, code, jkt, readmission); err != nil {
+			return err
+		} else if ok {
+			by := "redeploy"
+			p.Status, p.AutoApproved, p.DecidedAt, p.DecidedBy = proto.ApprovalApproved, true, &now, &by
+		}
 		row, err = q.ApprovalInsert(ctx, p)
 		return err
 	})
@@ -326,4 +334,20 @@ func newAgentID() string {
 		panic(err)
 	}
 	return "agt_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// redeployOf reports whether code is a redeploy's code and the key jkt is
+// the key of the device it was made for, still trusted.
+func redeployOf(ctx context.Context, q *db.Queries, code db.EnrollmentCode, jkt string, readmission bool) (bool, error) {
+	if code.RedeployGuid == nil || readmission {
+		return false, nil
+	}
+	d, err := q.DeviceGetByJKT(ctx, jkt)
+	if db.IsNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return string(d.Guid) == *code.RedeployGuid && d.TrustState == devicetrust.TrustActive, nil
 }

@@ -105,8 +105,12 @@ type Run struct {
 	Steps          []StepRun   `json:"steps"`
 	DeviceGUIDs    []string    `json:"device_guids"`
 	RequestedBy    string      `json:"requested_by"`
-	CreatedAt      time.Time   `json:"created_at"`
-	FinishedAt     *time.Time  `json:"finished_at"`
+	// Input is the body of the webhook request that started the run
+	// (null otherwise), and WebhookID that webhook.
+	Input      json.RawMessage `json:"input" openapi:"nullable"`
+	WebhookID  *string         `json:"webhook_id"`
+	CreatedAt  time.Time       `json:"created_at"`
+	FinishedAt *time.Time      `json:"finished_at"`
 }
 
 // Starter starts the Temporal workflow of a flow run (workflowclient.FlowStarter).
@@ -242,6 +246,16 @@ func (s *Service) Delete(ctx context.Context, by ownership.Editor, id int64) err
 
 // Start runs a flow on devices inside scope now and returns the run ID.
 func (s *Service) Start(ctx context.Context, scope cairn.SiteScope, actor string, id int64, guids []string) (string, error) {
+	return s.start(ctx, scope, actor, id, guids, trigger{})
+}
+
+// trigger is what started a run besides an operator: a webhook and its body.
+type trigger struct {
+	input     []byte
+	webhookID *string
+}
+
+func (s *Service) start(ctx context.Context, scope cairn.SiteScope, actor string, id int64, guids []string, tr trigger) (string, error) {
 	if len(guids) == 0 || len(guids) > MaxDevices {
 		return "", cairn.Invalid("device_guids", fmt.Sprintf("name 1 to %d devices", MaxDevices))
 	}
@@ -250,24 +264,16 @@ func (s *Service) Start(ctx context.Context, scope cairn.SiteScope, actor string
 		return "", err
 	}
 	guids = dedupe(guids)
-	rows, err := s.store.DeviceSitesByGUIDs(ctx, guids)
-	if err != nil {
+	if bad, err := s.outside(ctx, scope, guids); err != nil {
 		return "", err
-	}
-	known := map[string]bool{}
-	for _, r := range rows {
-		known[string(r.Guid)] = scope.Allows(r.SiteID)
-	}
-	for _, g := range guids {
-		if !known[g] {
-			return "", cairn.Invalid("device_guids", "unknown device "+g)
-		}
+	} else if bad != "" {
+		return "", cairn.Invalid("device_guids", "unknown device "+bad)
 	}
 	runID, err := uuid.NewV7()
 	if err != nil {
 		return "", err
 	}
-	run, err := s.CreateRun(ctx, f, cairn.RunID(runID.String()), nil, nil, guids, actor)
+	run, err := s.createRun(ctx, f, cairn.RunID(runID.String()), nil, nil, guids, actor, tr)
 	if err != nil {
 		return "", err
 	}
@@ -281,6 +287,10 @@ func (s *Service) Start(ctx context.Context, scope cairn.SiteScope, actor string
 // scheduledFor set (a scheduled job's fire) it is idempotent and returns
 // the run that fire already made.
 func (s *Service) CreateRun(ctx context.Context, f Flow, runID cairn.RunID, jobID *int64, scheduledFor *time.Time, guids []string, actor string) (Run, error) {
+	return s.createRun(ctx, f, runID, jobID, scheduledFor, guids, actor, trigger{})
+}
+
+func (s *Service) createRun(ctx context.Context, f Flow, runID cairn.RunID, jobID *int64, scheduledFor *time.Time, guids []string, actor string, tr trigger) (Run, error) {
 	steps := make([]StepRun, len(f.Steps))
 	for i, st := range f.Steps {
 		steps[i] = StepRun{StepID: st.ID, Status: StatusPending}
@@ -293,7 +303,8 @@ func (s *Service) CreateRun(ctx context.Context, f Flow, runID cairn.RunID, jobI
 		guids = []string{}
 	}
 	row, err := s.store.AutomationWorkflowRunInsert(ctx, db.AutomationWorkflowRunInsertParams{ID: runID, WorkflowID: f.ID,
-		ScheduledJobID: jobID, Steps: raw, DeviceGuids: guids, RequestedBy: actor, ScheduledFor: scheduledFor})
+		ScheduledJobID: jobID, Steps: raw, DeviceGuids: guids, RequestedBy: actor, ScheduledFor: scheduledFor,
+		Input: tr.input, WebhookID: tr.webhookID})
 	if err != nil {
 		return Run{}, err
 	}
@@ -464,7 +475,7 @@ func decode(r db.AutomationWorkflow) (Flow, error) {
 
 func decodeRun(r db.AutomationWorkflowRun) (Run, error) {
 	run := Run{RunID: r.ID, WorkflowID: r.WorkflowID, ScheduledJobID: r.ScheduledJobID, Status: r.Status, DeviceGUIDs: r.DeviceGuids,
-		RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+		RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, Input: r.Input, WebhookID: r.WebhookID}
 	if err := json.Unmarshal(r.Steps, &run.Steps); err != nil {
 		return Run{}, fmt.Errorf("workflow run %s steps: %w", r.ID, err)
 	}

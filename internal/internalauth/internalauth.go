@@ -183,6 +183,35 @@ func invalid(format string, args ...any) error {
 // checks run cheapest first, and the seen-cache is written last so a
 // refused request does not consume its signature.
 func (s *Service) Verify(ctx context.Context, method, pathAndQuery string, body []byte, h http.Header) (string, error) {
+	return s.VerifyWith(ctx, method, pathAndQuery, body, h, s.activeSecret)
+}
+
+// SecretFunc returns the secret of the key a request names; a key that
+// does not verify here is refused with ECodeSignatureInvalid.
+type SecretFunc func(ctx context.Context, keyID string) ([]byte, error)
+
+func (s *Service) activeSecret(ctx context.Context, keyID string) ([]byte, error) {
+	row, err := s.q.InternalHMACKeyGet(ctx, keyID)
+	if db.IsNoRows(err) || (err == nil && row.RetiredAt != nil) {
+		return nil, invalid("the request is not signed by an active internal key")
+	}
+	if err != nil {
+		return nil, err
+	}
+	secret, err := s.cipher.Open(row.SecretSealed, aad(keyID))
+	if err != nil {
+		if errors.Is(err, aegis.ErrLocked) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("internalauth: open key %s: %w", keyID, err)
+	}
+	return secret, nil
+}
+
+// VerifyWith is Verify under keys other than the Internal class's own
+// (a flow's inbound webhooks): secret finds the key the request names.
+// The canonical string, the window and the seen-cache are the same.
+func (s *Service) VerifyWith(ctx context.Context, method, pathAndQuery string, body []byte, h http.Header, secret SecretFunc) (string, error) {
 	keyID, ts, nonce, sig64 := h.Get(HeaderKeyID), h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature)
 	if keyID == "" || ts == "" || nonce == "" || sig64 == "" {
 		return "", invalid("a signed request carries %s, %s, %s and %s", HeaderKeyID, HeaderTimestamp, HeaderNonce, HeaderSignature)
@@ -202,21 +231,11 @@ func (s *Service) Verify(ctx context.Context, method, pathAndQuery string, body 
 	if d := now.Sub(time.Unix(sec, 0)); d > Window || d < -Window {
 		return "", cairn.Errorf(ECodeSignatureStale, "the request's timestamp is more than %s from the Engine's clock", Window)
 	}
-	row, err := s.q.InternalHMACKeyGet(ctx, keyID)
-	if db.IsNoRows(err) || (err == nil && row.RetiredAt != nil) {
-		return "", invalid("the request is not signed by an active internal key")
-	}
+	key, err := secret(ctx, keyID)
 	if err != nil {
 		return "", err
 	}
-	secret, err := s.cipher.Open(row.SecretSealed, aad(keyID))
-	if err != nil {
-		if errors.Is(err, aegis.ErrLocked) {
-			return "", err
-		}
-		return "", fmt.Errorf("internalauth: open key %s: %w", keyID, err)
-	}
-	if !hmac.Equal(sig, mac(secret, Canonical(method, pathAndQuery, body, ts, nonce, keyID))) {
+	if !hmac.Equal(sig, mac(key, Canonical(method, pathAndQuery, body, ts, nonce, keyID))) {
 		return "", invalid("the signature does not match the request")
 	}
 	sum := sha256.Sum256(sig)

@@ -124,6 +124,13 @@ var standIns = map[string]any{
 		}
 		return agentgateway.Reply{Payload: json.RawMessage(`{"name":"cron","state":"running","service":{},"services":[]}`)}, nil
 	},
+	"SetOnboardingStatus": func(_ context.Context, in activities.OnboardingStatusInput) (string, error) { return in.Status, nil },
+	// The device enrolls with the redeploy's code on the second look.
+	"OnboardingEnrolled": func(_ context.Context, jobID string) (bool, error) {
+		n, _ := onboardingLooks.LoadOrStore(jobID, new(int))
+		*n.(*int)++
+		return *n.(*int) > 1, nil
+	},
 	"ApplyAgentAnswer": func(context.Context, activities.ApplyInput) (string, error) { return "cron is running", nil },
 	"FinishOperation":  func(context.Context, activities.FinishInput) error { return nil },
 	"BeginAgentUpdate": func(context.Context, string) error { return nil },
@@ -297,6 +304,9 @@ var updateLooks sync.Map
 
 // siteSlug is the site of the job-run scenario's devices.
 const siteSlug = "histories-site"
+
+// onboardingLooks counts OnboardingEnrolled's answers per job.
+var onboardingLooks sync.Map
 
 var scenarios = []scenario{
 	{"worker_probe.json", func(ctx context.Context, c client.Client) (string, error) {
@@ -615,6 +625,24 @@ var scenarios = []scenario{
 			return "", fmt.Errorf("outcomes %+v", res.Outcomes)
 		}
 		return id, nil
+	}, false},
+	// A redeploy: the connected agent takes the code, the job looks for
+	// the new enrollment until it is there.
+	{"onboarding_redeploy_enrolled.json", func(ctx context.Context, c client.Client) (string, error) {
+		in := workflows.OnboardingInput{JobID: unique("job"), GUID: cairn.DeviceGUID(unique("guid")), OperationID: cairn.OperationID(unique("op")),
+			Payload: []byte(`{"enrollment_code":"CODE"}`), Grant: "grant", ExpiresAt: time.Now().Add(time.Hour)}
+		run, err := start(ctx, c, workflows.OnboardingWorkflowID(in.JobID), workflows.OnboardingRedeploy, in)
+		if err != nil {
+			return "", err
+		}
+		var status string
+		if err := run.Get(ctx, &status); err != nil {
+			return "", err
+		}
+		if status != "enrolled" {
+			return "", fmt.Errorf("redeploy ended %s", status)
+		}
+		return run.GetID(), nil
 	}, false},
 }
 

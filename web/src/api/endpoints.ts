@@ -10,6 +10,7 @@ import type {
   Schedule,
   ScheduledJobInput,
   WorkflowInput,
+  WorkflowWebhookInput,
   CredentialInput,
   Device,
   DeviceFilterInput,
@@ -450,6 +451,20 @@ export const workflows = {
     call('post', '/api/workflows/{id}/start', { path: job(id), body: { device_guids } }),
   runs: (id: number) => call('get', '/api/workflows/{id}/runs', { path: job(id) }).then((r) => r.runs ?? []),
   run: (runId: string) => call('get', '/api/workflows/runs/{run_id}', { path: { run_id: runId } }),
+  webhooks: (id: number) => call('get', '/api/workflows/{id}/webhooks', { path: job(id) }).then((r) => r.webhooks ?? []),
+  createWebhook: (id: number, input: WorkflowWebhookInput) =>
+    call('post', '/api/workflows/{id}/webhooks', { path: job(id), body: input }),
+  rotateWebhook: (id: number, webhookId: string) =>
+    call('post', '/api/workflows/{id}/webhooks/{webhook_id}/rotate', { path: { ...job(id), webhook_id: webhookId } }),
+  removeWebhook: (id: number, webhookId: string) =>
+    call('delete', '/api/workflows/{id}/webhooks/{webhook_id}', { path: { ...job(id), webhook_id: webhookId } }),
+};
+
+// Agent redeploys (docs/api.md "Onboarding: agent redeploy").
+export const onboarding = {
+  redeploy: (device_guid: string, reason = '') => call('post', '/api/onboarding/jobs', { body: { device_guid, reason } }),
+  job: (id: string) => call('get', '/api/onboarding/jobs/{job_id}', { path: { job_id: id } }),
+  cancel: (id: string) => call('post', '/api/onboarding/jobs/{job_id}/cancel', { path: { job_id: id } }),
 };
 
 // Agent updates (docs/api.md "Agent updates").

@@ -332,6 +332,15 @@ export type WorkflowRunStep = Schema<'StepRun'>;
 
 export type WorkflowRun = Schema<'FlowsRun'>;
 
+/** A workflow's inbound webhook (docs/api.md "Workflow webhooks"); the secret comes only with create and rotate. */
+export type WorkflowWebhook = Schema<'Webhook'>;
+export type WorkflowWebhookWithSecret = Schema<'WebhookWithSecret'>;
+export type WorkflowWebhookInput = Schema<'WebhookInput'>;
+
+/** An agent redeploy job (docs/api.md "Onboarding: agent redeploy"); Started carries its one-time code. */
+export type OnboardingJob = Schema<'RedeployJob'>;
+export type OnboardingStarted = Schema<'RedeployStarted'>;
+
 export type AgentUpdatePhase =
   | 'accepted'
   | 'downloading'

@@ -103,4 +103,58 @@ describe('Workflows', () => {
     await waitFor(() => expect(within(view).getByTestId('stderr')).toHaveTextContent('no logs'));
     expect(within(view).getByTestId('exit-code')).toHaveTextContent('Exit code: 3');
   });
+
+  it('manages a workflow’s webhooks: the secret once, copy the URL, rotate with confirmation, delete', async () => {
+    const user = userEvent.setup({ delay: null });
+    const writeText = vi.fn(async () => {});
+    Object.defineProperty(navigator, 'clipboard', { value: { writeText }, configurable: true });
+    const hook = {
+      id: 'wh_1',
+      workflow_id: 3,
+      name: 'psa',
+      path: '/api/workflows/webhooks/wh_1',
+      device_guids: [],
+      rate_limit_per_minute: 30,
+      site_scope: null,
+      created_by: 'admin',
+      created_at: '2026-11-29T09:00:00Z',
+      rotated_at: null,
+      last_triggered_at: null,
+    };
+    const engine = fakeEngine({
+      'GET /api/workflows': { body: { workflows: [workflow(3, 'Tidy')] } },
+      'GET /api/workflows/3/webhooks': [{ body: { webhooks: [] } }, { body: { webhooks: [hook] } }],
+      'POST /api/workflows/3/webhooks': { status: 201, body: { ...hook, secret: 'c2VjcmV0LW9uZQ==' } },
+      'POST /api/workflows/3/webhooks/wh_1/rotate': { body: { ...hook, secret: 'c2VjcmV0LXR3bw==' } },
+      'DELETE /api/workflows/3/webhooks/wh_1': { status: 204 },
+    });
+    renderPage();
+    await user.click(await screen.findByRole('button', { name: 'Webhooks of Tidy' }));
+    const dialog = await screen.findByRole('dialog', { name: 'Webhooks of Tidy' });
+    await within(dialog).findByText('No webhooks yet.');
+    await fill(user, within(dialog).getByRole('textbox', { name: 'Name' }), 'psa');
+    await fill(user, within(dialog).getByRole('spinbutton', { name: 'Requests per minute' }), '30');
+    await user.click(within(dialog).getByRole('button', { name: 'Create webhook' }));
+    await waitFor(() => expect(engine.callsTo('POST', '/api/workflows/3/webhooks')).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/workflows/3/webhooks')[0].body).toEqual({ name: 'psa', device_guids: [], rate_limit_per_minute: 30 });
+    expect(await within(dialog).findByRole('textbox', { name: 'Webhook secret' })).toHaveValue('c2VjcmV0LW9uZQ==');
+
+    await user.click(await within(dialog).findByRole('button', { name: 'Copy URL of psa' }));
+    expect(writeText).toHaveBeenCalledWith(`${window.location.origin}/api/workflows/webhooks/wh_1`);
+
+    // Closing the notice hides the secret for good: the list never carries it.
+    await user.click(within(screen.getByTestId('webhook-secret')).getByRole('button', { name: 'Close' }));
+    expect(within(dialog).queryByRole('textbox', { name: 'Webhook secret' })).not.toBeInTheDocument();
+
+    await user.click(within(dialog).getByRole('button', { name: 'Rotate secret of psa' }));
+    const confirmRotate = await screen.findByRole('dialog', { name: 'Rotate the secret of psa?' });
+    await user.click(within(confirmRotate).getByRole('button', { name: 'Rotate' }));
+    await waitFor(() => expect(engine.callsTo('POST', '/api/workflows/3/webhooks/wh_1/rotate')).toHaveLength(1));
+    expect(await within(dialog).findByRole('textbox', { name: 'Webhook secret' })).toHaveValue('c2VjcmV0LXR3bw==');
+
+    await user.click(within(dialog).getByRole('button', { name: 'Delete psa' }));
+    const confirmDelete = await screen.findByRole('dialog', { name: 'Delete psa?' });
+    await user.click(within(confirmDelete).getByRole('button', { name: 'Delete' }));
+    await waitFor(() => expect(engine.callsTo('DELETE', '/api/workflows/3/webhooks/wh_1')).toHaveLength(1));
+  });
 });

@@ -12,6 +12,7 @@ import AddIcon from '@mui/icons-material/Add';
 import DeleteOutlineIcon from '@mui/icons-material/DeleteOutline';
 import HistoryIcon from '@mui/icons-material/History';
 import PlayArrowIcon from '@mui/icons-material/PlayArrow';
+import WebhookIcon from '@mui/icons-material/Webhook';
 import { workflows as workflowsApi } from '../../api/endpoints';
 import type { Workflow } from '../../api/types';
 import { ErrorAlert } from '../../components/ErrorAlert';
@@ -23,8 +24,9 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { WORKFLOWS_QUERY } from './JobEditor';
 import { WorkflowEditorDialog } from './WorkflowEditor';
 import { StartWorkflowDialog, WorkflowRunsDialog } from './WorkflowRuns';
+import { WorkflowWebhooksDialog } from './WorkflowWebhooks';
 
-type Action = 'edit' | 'start' | 'runs' | 'delete';
+type Action = 'edit' | 'start' | 'runs' | 'webhooks' | 'delete';
 const RowOpsContext = createContext<(w: Workflow, a: Action) => void>(() => {});
 
 function NameCell({ data }: { data?: Workflow }) {
@@ -52,6 +54,11 @@ function ActionsCell({ data }: { data?: Workflow }) {
           <HistoryIcon fontSize="small" />
         </IconButton>
       </Tooltip>
+      <Tooltip title="Webhooks">
+        <IconButton size="small" aria-label={`Webhooks of ${data.name}`} onClick={() => act(data, 'webhooks')}>
+          <WebhookIcon fontSize="small" />
+        </IconButton>
+      </Tooltip>
       <Tooltip title="Delete">
         <IconButton size="small" aria-label={`Delete ${data.name}`} onClick={() => act(data, 'delete')}>
           <DeleteOutlineIcon fontSize="small" />
@@ -67,7 +74,7 @@ const columns: ColDef<Workflow>[] = [
   { colId: 'steps', headerName: 'Steps', width: 90, valueGetter: (p) => p.data?.steps?.length ?? 0 },
   { field: 'created_by', headerName: 'Created by', width: 130 },
   { field: 'updated_at', headerName: 'Updated', width: 150, valueFormatter: (p) => formatCompactDateTime(p.value) },
-  { colId: 'actions', headerName: '', width: 130, sortable: false, cellRenderer: ActionsCell },
+  { colId: 'actions', headerName: '', width: 165, sortable: false, cellRenderer: ActionsCell },
 ];
 
 export default function WorkflowsPanel() {
@@ -108,6 +115,7 @@ export default function WorkflowsPanel() {
       {open?.a === 'edit' && <WorkflowEditorDialog workflow={open.w} onClose={close} />}
       {open?.a === 'start' && open.w && <StartWorkflowDialog workflow={open.w} onClose={close} />}
       {open?.a === 'runs' && open.w && <WorkflowRunsDialog workflow={open.w} onClose={close} />}
+      {open?.a === 'webhooks' && open.w && <WorkflowWebhooksDialog workflow={open.w} onClose={close} />}
       {open?.a === 'delete' && open.w && (
         <ConfirmDialog title={`Delete ${open.w.name}?`} confirm="Delete" danger onConfirm={() => remove.mutate(open.w!)} onClose={close}>
           The workflow is deleted; jobs that start it must be changed first.

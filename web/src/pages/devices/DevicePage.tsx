@@ -39,6 +39,7 @@ import { FilesTab } from './files/FilesTab';
 import { RegistryTab } from './registry/RegistryTab';
 import { ServicesTab } from './ServicesTab';
 import { TrustButtons, TrustDialog } from './TrustActions';
+import { RedeployButton } from './Redeploy';
 
 // xterm.js is loaded only when a terminal is opened.
 const TerminalTab = lazy(() => import('./TerminalTab').then((m) => ({ default: m.TerminalTab })));
@@ -235,6 +236,7 @@ export default function DevicePage() {
               </IconButton>
             </span>
           </Tooltip>
+          {d.trust_state === 'active' && <RedeployButton guid={d.guid} hostname={d.hostname} />}
           {isAdmin && <TrustButtons state={d.trust_state} onPick={setTrustAction} />}
         </Box>
       </Box>

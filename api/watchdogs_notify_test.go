@@ -203,6 +203,9 @@ func TestWatchdogRunsAnAssemblyToStartAService(t *testing.T) {
 	require.NoError(t, exec.Command(script, "stop").Run())
 	t.Cleanup(func() { _ = exec.Command(script, "stop").Run() })
 	reportServices(t, s.testAgent, "h1", proto.Service{Name: "cairn-asm", State: "stopped"})
+	// Its services count only while it reports: rules on a device's
+	// current state are unknown while it is offline.
+	f.reportHeartbeat(t, s.testAgent, 10)
 
 	asm := f.do(t, "POST", "/api/assemblies", admin, map[string]any{"name": "Start cairn-asm", "kind": "script", "language": "sh",
 		"body": fmt.Sprintf("%q start && %q status && echo started", script, script)})
@@ -240,6 +243,7 @@ func TestWatchdogRunsAnAssemblyToStartAService(t *testing.T) {
 	// The agent's next inventory says it runs: the next evaluation (the
 	// save's) resolves the incident, and nothing runs again.
 	reportServices(t, s.testAgent, "h2", proto.Service{Name: "cairn-asm", State: "running"})
+	f.reportHeartbeat(t, s.testAgent, 10)
 	u := f.do(t, "PUT", fmt.Sprintf("/api/watchdogs/%d", id), admin, policy)
 	require.Equal(t, 200, u.Status, u.Raw)
 	require.Eventually(t, func() bool {

@@ -276,6 +276,9 @@ func TestWatchdogRestartsAStoppedService(t *testing.T) {
 	initScript(t, o.initDir, "cairn-wd")
 	require.NoError(t, exec.Command(filepath.Join(o.initDir, "cairn-wd"), "stop").Run())
 	reportServices(t, o.testAgent, "h1", proto.Service{Name: "cairn-wd", State: "stopped"})
+	// Its services count only while it reports: rules on a device's
+	// current state are unknown while it is offline.
+	f.reportHeartbeat(t, o.testAgent, 10)
 
 	c := f.do(t, "POST", "/api/watchdogs", admin, map[string]any{"name": "cairn-wd down", "severity": "warning",
 		"site_ids": []int64{site}, "targets": map[string]any{"kind": "devices", "device_guids": []string{o.guid}},
@@ -300,6 +303,7 @@ func TestWatchdogRestartsAStoppedService(t *testing.T) {
 
 	// The agent's answer refreshed the stored services: the next
 	// evaluation (the save's) sees it running and resolves the incident.
+	f.reportHeartbeat(t, o.testAgent, 10)
 	u := f.do(t, "PUT", fmt.Sprintf("/api/watchdogs/%d", id), admin, map[string]any{"name": "cairn-wd down", "severity": "warning",
 		"site_ids": []int64{site}, "targets": map[string]any{"kind": "devices", "device_guids": []string{o.guid}},
 		"rules":   []map[string]any{{"subject": "service", "operator": "not_running", "target": "cairn-wd"}},

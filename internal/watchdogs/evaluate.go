@@ -120,7 +120,21 @@ func Evaluate(p Policy, snap Snapshot, st State, now time.Time, onlineWindow tim
 	d := Decision{Samples: make([]Sample, 0, len(p.Rules))}
 	held := make([]bool, len(p.Rules))
 	offlineOnly := true
+	online := snap.LastSeen != nil && now.Sub(*snap.LastSeen) <= onlineWindow
+	unknown := false
 	for i, r := range p.Rules {
+		if !online && describesNow(r.Subject) {
+			// An offline device's last CPU, services or uptime say
+			// nothing of now: the rule neither matches (no incident opens
+			// on old values, nor does a boot grace lapse on a stale
+			// uptime) nor clears an open one; its window keeps its start.
+			unknown = true
+			if i < len(st.Memo.Since) {
+				next.Memo.Since[i] = st.Memo.Since[i]
+			}
+			d.Samples = append(d.Samples, Sample{Rule: i, Subject: r.Subject, Target: r.Target, Operator: r.Operator})
+			continue
+		}
 		raw, value := evalRule(r, snap, st.Memo, active, now, onlineWindow)
 		if raw {
 			since := now
@@ -139,7 +153,6 @@ func Evaluate(p Policy, snap Snapshot, st State, now time.Time, onlineWindow tim
 	d.Matched = combine(p.Match, held)
 	d.OfflineOnly = d.Matched && offlineOnly
 
-	online := snap.LastSeen != nil && now.Sub(*snap.LastSeen) <= onlineWindow
 	stale := p.Noise.StaleSeconds > 0 && !hasSubject(p, SubjectOffline) &&
 		(snap.LastSeen == nil || now.Sub(*snap.LastSeen) > time.Duration(p.Noise.StaleSeconds)*time.Second)
 
@@ -151,6 +164,9 @@ func Evaluate(p Policy, snap Snapshot, st State, now time.Time, onlineWindow tim
 		case d.Matched:
 			next.ClearSince = nil
 			d.Kind = DecideTouch
+		case unknown:
+			// Nothing known clears it while the device is silent;
+			// noise.stale_seconds resolves it where the policy sets it.
 		default:
 			if next.ClearSince == nil {
 				next.ClearSince = &now
@@ -185,6 +201,17 @@ func Evaluate(p Policy, snap Snapshot, st State, now time.Time, onlineWindow tim
 	}
 	d.Next = next
 	return d
+}
+
+// describesNow says whether a subject is the device's current state,
+// known only while it reports: everything but offline itself, installed
+// software and the agent's version.
+func describesNow(subject string) bool {
+	switch subject {
+	case SubjectOffline, SubjectSoftware, SubjectAgentVersion:
+		return false
+	}
+	return true
 }
 
 func combine(match string, held []bool) bool {

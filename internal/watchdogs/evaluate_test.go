@@ -32,6 +32,14 @@ func online(m proto.Metrics) Snapshot {
 
 const window = 90 * time.Second
 
+// seenAt is snap with its last heartbeat a moment before now: the device
+// still reporting at a later evaluation.
+func seenAt(snap Snapshot, now time.Time) Snapshot {
+	seen := now.Add(-5 * time.Second)
+	snap.LastSeen = &seen
+	return snap
+}
+
 func TestRuleSubjects(t *testing.T) {
 	t.Parallel()
 	base := online(proto.Metrics{CPUPercent: 95, MemoryUsedBytes: 7, MemoryTotalBytes: 8, UptimeSeconds: 3600,
@@ -146,7 +154,8 @@ func TestNoiseControls(t *testing.T) {
 		st := State{}
 		var kinds []string
 		for i, snap := range []Snapshot{hot, hot, cool, hot, hot, hot} {
-			d := Evaluate(p, snap, st, t0.Add(time.Duration(i)*time.Minute), window)
+			now := t0.Add(time.Duration(i) * time.Minute)
+			d := Evaluate(p, seenAt(snap, now), st, now, window)
 			kinds, st = append(kinds, d.Kind), d.Next
 		}
 		require.Equal(t, []string{"", "", "", "", "", DecideOpen}, kinds, "a clear evaluation restarts the count")
@@ -159,7 +168,8 @@ func TestNoiseControls(t *testing.T) {
 		st := State{}
 		var kinds []string
 		for _, m := range []int{0, 2, 4, 5} {
-			d := Evaluate(p, hot, st, t0.Add(time.Duration(m)*time.Minute), window)
+			now := t0.Add(time.Duration(m) * time.Minute)
+			d := Evaluate(p, seenAt(hot, now), st, now, window)
 			kinds, st = append(kinds, d.Kind), d.Next
 		}
 		require.Equal(t, []string{"", "", "", DecideOpen}, kinds, "CPU over 90%% for 5 minutes")
@@ -171,7 +181,7 @@ func TestNoiseControls(t *testing.T) {
 		d := Evaluate(p, hot, State{LastResolvedAt: &resolved}, t0, window)
 		require.True(t, d.Matched)
 		require.Equal(t, DecideNone, d.Kind, "inside the cooldown")
-		d = Evaluate(p, hot, d.Next, t0.Add(6*time.Minute), window)
+		d = Evaluate(p, seenAt(hot, t0.Add(6*time.Minute)), d.Next, t0.Add(6*time.Minute), window)
 		require.Equal(t, DecideOpen, d.Kind)
 	})
 	t.Run("boot grace", func(t *testing.T) {
@@ -187,7 +197,8 @@ func TestNoiseControls(t *testing.T) {
 		st := State{Active: &ActiveIncident{ID: 7, State: StateAcknowledged}}
 		var kinds []string
 		for i, snap := range []Snapshot{cool, hot, cool, cool, cool} {
-			d := Evaluate(p, snap, st, t0.Add(time.Duration(i*3)*time.Minute), window)
+			now := t0.Add(time.Duration(i*3) * time.Minute)
+			d := Evaluate(p, seenAt(snap, now), st, now, window)
 			kinds, st = append(kinds, d.Kind), d.Next
 		}
 		// cleared at 0, matched at 3, cleared from 6: resolved at 12.
@@ -203,6 +214,33 @@ func TestNoiseControls(t *testing.T) {
 		require.Equal(t, DecideResolve, d.Kind)
 		require.Equal(t, ReasonStale, d.Reason)
 		require.Equal(t, DecideNone, Evaluate(p, silent, State{}, t0, window).Kind, "no incident on stale data")
+	})
+	t.Run("an offline device's last values neither open nor clear", func(t *testing.T) {
+		t.Parallel()
+		p := policyOf(t, MatchAll, Noise{BootGraceSeconds: 600}, Rule{Subject: SubjectUptime, Operator: OpLT, Threshold: num(300)})
+		silent := online(proto.Metrics{UptimeSeconds: 60})
+		old := t0.Add(-10 * time.Minute)
+		silent.LastSeen = &old
+		d := Evaluate(p, silent, State{}, t0, window)
+		require.False(t, d.Matched)
+		require.Equal(t, DecideNone, d.Kind, "a stopped agent's last uptime is not a boot")
+
+		silentHot := hot
+		silentHot.LastSeen = &old
+		p = policyOf(t, MatchAll, Noise{}, cpu)
+		require.Equal(t, DecideNone, Evaluate(p, silentHot, State{}, t0, window).Kind, "no incident on an offline device's last CPU")
+		st := State{Active: &ActiveIncident{ID: 7, State: StateOpen}}
+		for i := range 3 {
+			d = Evaluate(p, silentHot, st, t0.Add(time.Duration(i)*time.Hour), window)
+			require.Equal(t, DecideNone, d.Kind, "nor is one cleared while the device is silent")
+			st = d.Next
+		}
+		require.NotNil(t, st.Active)
+		d = Evaluate(p, seenAt(hot, t0.Add(4*time.Hour)), st, t0.Add(4*time.Hour), window)
+		require.Equal(t, DecideTouch, d.Kind, "back online and still hot")
+
+		mixed := policyOf(t, MatchAny, Noise{}, cpu, Rule{Subject: SubjectOffline, Operator: OpIs})
+		require.Equal(t, DecideOpen, Evaluate(mixed, silentHot, State{}, t0, window).Kind, "the offline rule still sees it")
 	})
 	t.Run("muted", func(t *testing.T) {
 		t.Parallel()

@@ -156,6 +156,23 @@ func (p *proc) waitApproval(t *testing.T, token, hostname string) string {
 	return id
 }
 
+// enrollAgent enrolls a real cairn-agent as hostname with code over HTTPS
+// (caFile pinned), approves it as token's operator and returns it with
+// its configuration loaded, not running: the caller sets its environment
+// and runs it.
+func (p *proc) enrollAgent(t *testing.T, token, agentBin, tmp, hostname, code, caFile string) *agentProc {
+	t.Helper()
+	ag := startAgent(t, agentBin, tmp, hostname, "enroll", "--server", p.httpsBase, "--code", code, "--ca-file", caFile)
+	id := p.waitApproval(t, token, ag.hostname)
+	r := p.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
+	// The agent's poll may collect its credentials between the decision
+	// and the route's read: enrolled is approved and done.
+	require.Contains(t, []any{proto.ApprovalApproved, proto.ApprovalEnrolled}, r["status"])
+	ag.waitExit(t, 60*time.Second)
+	ag.cfg = loadAgentConfig(t, ag.dir)
+	return ag
+}
+
 func (p *proc) waitStatus(t *testing.T, token string, ag *agentProc, want string, limit time.Duration) {
 	t.Helper()
 	var last any

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 )
 
@@ -39,12 +38,7 @@ func TestBackupRestoreOntoAFreshEngine(t *testing.T) {
 	// must serve from the same CA.
 	caFile := filepath.Join(tmp, "ca.pem")
 	require.NoError(t, os.WriteFile(caFile, src.checkHTTPS(t), 0o644))
-	ag := startAgent(t, agentBin, tmp, "backup-agent", "enroll", "--server", src.httpsBase, "--code", code, "--ca-file", caFile)
-	id := src.waitApproval(t, token, ag.hostname)
-	r := src.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
-	require.Contains(t, []any{proto.ApprovalApproved, proto.ApprovalEnrolled}, r["status"])
-	ag.waitExit(t, 60*time.Second)
-	ag.cfg = loadAgentConfig(t, ag.dir)
+	ag := src.enrollAgent(t, token, agentBin, tmp, "backup-agent", code, caFile)
 	ag.run(t, agentBin)
 	src.waitStatus(t, token, ag, "Connected", 90*time.Second)
 

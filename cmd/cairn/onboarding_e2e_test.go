@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
 // Issue 27 item 6 through the real processes (agent behaviour 16): an
@@ -27,12 +25,7 @@ func TestRedeployEndToEnd(t *testing.T) {
 	caFile := filepath.Join(tmp, "ca.pem")
 	require.NoError(t, os.WriteFile(caFile, eng.checkHTTPS(t), 0o644))
 
-	a := startAgent(t, agentBin, tmp, "e2e-redeploy", "enroll", "--server", eng.httpsBase, "--code", code, "--ca-file", caFile)
-	id := eng.waitApproval(t, token, a.hostname)
-	r := eng.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
-	require.Contains(t, []any{proto.ApprovalApproved, proto.ApprovalEnrolled}, r["status"])
-	a.waitExit(t, 60*time.Second)
-	a.cfg = loadAgentConfig(t, a.dir)
+	a := eng.enrollAgent(t, token, agentBin, tmp, "e2e-redeploy", code, caFile)
 	guid, key, oldRefresh := a.cfg.Agent.GUID, a.cfg.Ed25519PrivateKey, a.cfg.RefreshToken
 	a.run(t, agentBin)
 	eng.waitStatus(t, token, a, "Connected", 90*time.Second)

@@ -31,12 +31,7 @@ func TestRoleStopStartEndToEnd(t *testing.T) {
 	caFile := filepath.Join(tmp, "ca.pem")
 	require.NoError(t, os.WriteFile(caFile, eng.checkHTTPS(t), 0o644))
 
-	a := startAgent(t, agentBin, tmp, "e2e-roles", "enroll", "--server", eng.httpsBase, "--code", code, "--ca-file", caFile)
-	id := eng.waitApproval(t, token, a.hostname)
-	r := eng.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
-	require.Contains(t, []any{proto.ApprovalApproved, proto.ApprovalEnrolled}, r["status"])
-	a.waitExit(t, 60*time.Second)
-	a.cfg = loadAgentConfig(t, a.dir)
+	a := eng.enrollAgent(t, token, agentBin, tmp, "e2e-roles", code, caFile)
 	a.env = []string{"CAIRN_AGENT_SHELL=/bin/sh"}
 	a.run(t, agentBin)
 	eng.waitStatus(t, token, a, "Connected", 90*time.Second)

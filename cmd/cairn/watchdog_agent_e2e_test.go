@@ -44,11 +44,7 @@ func TestWatchdogSubjectsOnARealAgent(t *testing.T) {
 	require.NoError(t, proc.Start())
 	t.Cleanup(func() { _ = proc.Process.Kill(); _, _ = proc.Process.Wait() })
 
-	ag := startAgent(t, agentBin, tmp, "wd-real", "enroll", "--server", eng.httpsBase, "--code", code, "--ca-file", caFile)
-	id := eng.waitApproval(t, token, ag.hostname)
-	eng.post(t, "/api/admin/device-approvals/"+id+"/approve", token, nil)
-	ag.waitExit(t, 60*time.Second)
-	ag.cfg = loadAgentConfig(t, ag.dir)
+	ag := eng.enrollAgent(t, token, agentBin, tmp, "wd-real", code, caFile)
 	ag.run(t, agentBin)
 	eng.waitStatus(t, token, ag, "Connected", 120*time.Second)
 	// The first inventory lists the process (a hang guard only).

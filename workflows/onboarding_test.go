@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/internal/agentgateway"
@@ -74,4 +75,57 @@ func TestOnboardingRedeployOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A code that lives a week is waited for in runs of bounded history: the
+// recheck backs off to a minute and a run continues as new after its
+// checks, the next run only waiting (nothing sent again).
+func TestOnboardingRedeployBoundsItsHistory(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) (*testsuite.TestWorkflowEnvironment, *int, *[]string, *int) {
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		var cmds *activities.AgentCommands
+		var ob *activities.Onboarding
+		env.RegisterActivity(cmds)
+		env.RegisterActivity(ob)
+		sends, looks := 0, 0
+		statuses := []string{}
+		env.OnActivity(cmds.SendToAgent, mock.Anything, mock.Anything).Return(func(context.Context, activities.CommandInput) (agentgateway.Reply, error) {
+			sends++
+			return agentgateway.Reply{}, temporal.NewApplicationError("no socket", "agent_socket_missing")
+		})
+		env.OnActivity(ob.SetOnboardingStatus, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.OnboardingStatusInput) (string, error) {
+				statuses = append(statuses, in.Status)
+				return in.Status, nil
+			})
+		env.OnActivity(ob.OnboardingEnrolled, mock.Anything, "job-1").Return(func(context.Context, string) (bool, error) {
+			looks++
+			return false, nil
+		})
+		return env, &sends, &statuses, &looks
+	}
+	in := workflows.OnboardingInput{JobID: "job-1", GUID: "g-1", OperationID: "op-1", Payload: []byte(`{"enrollment_code":"C"}`), Grant: "grant"}
+
+	env, sends, statuses, looks := setup(t)
+	start := env.Now()
+	in.ExpiresAt = start.Add(7 * 24 * time.Hour)
+	env.ExecuteWorkflow(workflows.OnboardingRedeploy, in)
+	require.True(t, env.IsWorkflowCompleted())
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next, "a week of checks does not fit one run")
+	require.Positive(t, *sends, "the request was sent (and retried while no socket)")
+	require.Equal(t, []string{"agent_offline"}, *statuses)
+	require.Equal(t, 400, *looks, "a run's checks are bounded")
+	require.Greater(t, env.Now().Sub(start), 6*time.Hour, "the recheck backed off to a minute")
+
+	// The next run only waits: nothing is sent again.
+	env, sends, statuses, _ = setup(t)
+	in.Waiting, in.ExpiresAt = true, env.Now().Add(10*time.Minute)
+	env.ExecuteWorkflow(workflows.OnboardingRedeploy, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Zero(t, *sends)
+	require.Equal(t, []string{"expired"}, *statuses)
 }

@@ -644,6 +644,24 @@ var scenarios = []scenario{
 		}
 		return run.GetID(), nil
 	}, false},
+	// onboarding_redeploy_enrolled.json predates the bounded wait (no
+	// version marker); this one is recorded with it.
+	{"onboarding_redeploy_bounded.json", func(ctx context.Context, c client.Client) (string, error) {
+		in := workflows.OnboardingInput{JobID: unique("job"), GUID: cairn.DeviceGUID(unique("guid")), OperationID: cairn.OperationID(unique("op")),
+			Payload: []byte(`{"enrollment_code":"CODE"}`), Grant: "grant", ExpiresAt: time.Now().Add(time.Hour)}
+		run, err := start(ctx, c, workflows.OnboardingWorkflowID(in.JobID), workflows.OnboardingRedeploy, in)
+		if err != nil {
+			return "", err
+		}
+		var status string
+		if err := run.Get(ctx, &status); err != nil {
+			return "", err
+		}
+		if status != "enrolled" {
+			return "", fmt.Errorf("redeploy ended %s", status)
+		}
+		return run.GetID(), nil
+	}, false},
 }
 
 func incident(ctx context.Context, c client.Client) (string, error) {

@@ -23,6 +23,10 @@ func TestServerServiceActions(t *testing.T) {
 	before, ok := f.engine.mgr.Status(queue)
 	require.True(t, ok)
 
+	// Waits as long as an action may take (a site worker's restart is
+	// bounded at 5 minutes by its workflow): on a loaded machine the
+	// restarted worker's first poll and the retried check that it serves
+	// took over a minute (fresh-clone CI, 2026-11-29).
 	outcome := func(wid string) map[string]any {
 		var last map[string]any
 		require.Eventually(t, func() bool {
@@ -30,7 +34,7 @@ func TestServerServiceActions(t *testing.T) {
 			require.Equal(t, 200, r.Status, r.Raw)
 			last = r.Body
 			return r.Body["status"] != "running"
-		}, 60*time.Second, 100*time.Millisecond)
+		}, 5*time.Minute, 100*time.Millisecond)
 		return last
 	}
 

@@ -61,8 +61,19 @@ bench: deps-run build
 	@mkdir -p .data
 	set -o pipefail; $(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
 
+# test-go runs through gotestsum (a tool in go.mod): packages with their
+# times, failing tests with their whole output, then the slowest tests, so
+# every CI log says where the suite's time went. -parallel 4: the end-to-end
+# packages (./cmd/cairn, ./api) mostly wait on Engines, agents and timers,
+# and the default (GOMAXPROCS, 2 here) left one of two slots waiting.
+TEST_GO_JSON := .data/test-go.json
 test-go: api/testdata/dpopjs/node_modules
-	$(GO) test -count=1 -timeout 20m ./...
+	@mkdir -p .data
+	@rc=0; $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg \
+		--jsonfile $(TEST_GO_JSON) -- -count=1 -timeout 20m -parallel 4 ./... || rc=$$?; \
+	echo "slowest tests (over 30 s):"; \
+	$(GO) tool gotestsum tool slowest --jsonfile $(TEST_GO_JSON) --threshold 30s; \
+	exit $$rc
 
 # test-wine: the agent's Windows code, tested as Windows binaries under
 # Debian's Wine (scripts/wine/run-tests.sh; docs/agent.md "Windows tests

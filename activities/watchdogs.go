@@ -252,7 +252,7 @@ func (a *Watchdogs) SetIncidentState(ctx context.Context, c IncidentChange) (Inc
 // replayed step finds the run it made rather than make another (the
 // device's GUID keeps it unique across databases sharing one Temporal
 // server, as incident IDs are not).
-func IncidentRunID(guid string, incidentID int64, action int) cairn.RunID {
+func IncidentRunID(guid cairn.DeviceGUID, incidentID int64, action int) cairn.RunID {
 	return cairn.RunID(fmt.Sprintf("watchdog-%s-%d-%d", guid, incidentID, action))
 }
 
@@ -286,7 +286,7 @@ func (a *Watchdogs) CreateIncidentRun(ctx context.Context, ref IncidentActionRef
 	} else if !cairn.IsCode(err, cairn.ECodeNotFound) {
 		return IncidentRun{}, err
 	}
-	targets, err := a.Runs.ResolveTargets(ctx, cairn.AllSites, []string{p.Incident.DeviceGuid})
+	targets, err := a.Runs.ResolveTargets(ctx, cairn.AllSites, []string{string(p.Incident.DeviceGuid)})
 	if err != nil {
 		return IncidentRun{}, ApplicationError(err)
 	}

@@ -309,15 +309,15 @@ func (a *watchdogsAPI) preview(r *http.Request, req watchdogRequest) (watchdogPr
 
 // incidentJSON is an incident.
 type incidentJSON struct {
-	ID           int64  `json:"id"`
-	WatchdogID   int64  `json:"watchdog_id"`
-	WatchdogName string `json:"watchdog_name,omitempty"`
-	GUID         string `json:"guid"`
-	Hostname     string `json:"hostname,omitempty"`
-	SiteID       int64  `json:"site_id"`
-	Severity     string `json:"severity"`
-	Title        string `json:"title"`
-	State        string `json:"state"`
+	ID           int64            `json:"id"`
+	WatchdogID   int64            `json:"watchdog_id"`
+	WatchdogName string           `json:"watchdog_name,omitempty"`
+	GUID         cairn.DeviceGUID `json:"guid"`
+	Hostname     string           `json:"hostname,omitempty"`
+	SiteID       cairn.SiteID     `json:"site_id"`
+	Severity     string           `json:"severity"`
+	Title        string           `json:"title"`
+	State        string           `json:"state"`
 	// Sampled are the values the rules observed when it last matched.
 	Sampled        []watchdogs.Sample  `json:"sampled"`
 	OfflineOnly    bool                `json:"offline_only"`

@@ -1155,7 +1155,7 @@ type Watchdog struct {
 
 type WatchdogDeviceOverride struct {
 	WatchdogID int64
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Reason     string
 	CreatedBy  string
 	CreatedAt  time.Time
@@ -1163,7 +1163,7 @@ type WatchdogDeviceOverride struct {
 
 type WatchdogDeviceState struct {
 	WatchdogID     int64
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	Consecutive    int32
 	Memo           []byte
 	ClearSince     *time.Time
@@ -1174,8 +1174,8 @@ type WatchdogDeviceState struct {
 type WatchdogIncident struct {
 	ID             int64
 	WatchdogID     int64
-	DeviceGuid     string
-	SiteID         int64
+	DeviceGuid     cairn.DeviceGUID
+	SiteID         cairn.SiteID
 	Severity       string
 	Title          string
 	State          string

@@ -224,7 +224,7 @@ FOR UPDATE
 
 type WatchdogIncidentActiveForParams struct {
 	WatchdogID int64
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 func (q *Queries) WatchdogIncidentActiveFor(ctx context.Context, arg WatchdogIncidentActiveForParams) (WatchdogIncident, error) {
@@ -396,8 +396,8 @@ type WatchdogIncidentListParams struct {
 type WatchdogIncidentListRow struct {
 	ID             int64
 	WatchdogID     int64
-	DeviceGuid     string
-	SiteID         int64
+	DeviceGuid     cairn.DeviceGUID
+	SiteID         cairn.SiteID
 	Severity       string
 	Title          string
 	State          string
@@ -481,8 +481,8 @@ RETURNING id, watchdog_id, device_guid, site_id, severity, title, state, sampled
 
 type WatchdogIncidentOpenParams struct {
 	WatchdogID  int64
-	DeviceGuid  string
-	SiteID      int64
+	DeviceGuid  cairn.DeviceGUID
+	SiteID      cairn.SiteID
 	Severity    string
 	Title       string
 	Sampled     []byte
@@ -816,7 +816,7 @@ const watchdogIncidentsOfDevice = `-- name: WatchdogIncidentsOfDevice :many
 SELECT id, watchdog_id, device_guid, site_id, severity, title, state, sampled, offline_only, opened_at, last_matched_at, acknowledged_by, acknowledged_at, suppressed_by, suppressed_at, suppress_reason, resolved_at, resolve_reason, outcomes, updated_at FROM watchdog_incidents WHERE device_guid = $1 AND state <> 'Resolved' ORDER BY watchdog_id
 `
 
-func (q *Queries) WatchdogIncidentsOfDevice(ctx context.Context, deviceGuid string) ([]WatchdogIncident, error) {
+func (q *Queries) WatchdogIncidentsOfDevice(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]WatchdogIncident, error) {
 	rows, err := q.db.Query(ctx, watchdogIncidentsOfDevice, deviceGuid)
 	if err != nil {
 		return nil, err
@@ -1096,7 +1096,7 @@ DELETE FROM watchdog_device_overrides WHERE watchdog_id = $1 AND device_guid = $
 
 type WatchdogOverrideDeleteParams struct {
 	WatchdogID int64
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 }
 
 func (q *Queries) WatchdogOverrideDelete(ctx context.Context, arg WatchdogOverrideDeleteParams) (int64, error) {
@@ -1117,7 +1117,7 @@ RETURNING watchdog_id, device_guid, reason, created_by, created_at
 
 type WatchdogOverrideUpsertParams struct {
 	WatchdogID int64
-	DeviceGuid string
+	DeviceGuid cairn.DeviceGUID
 	Reason     string
 	Actor      string
 }
@@ -1150,15 +1150,15 @@ type WatchdogOverridesOfParams struct {
 	Guids      []string
 }
 
-func (q *Queries) WatchdogOverridesOf(ctx context.Context, arg WatchdogOverridesOfParams) ([]string, error) {
+func (q *Queries) WatchdogOverridesOf(ctx context.Context, arg WatchdogOverridesOfParams) ([]cairn.DeviceGUID, error) {
 	rows, err := q.db.Query(ctx, watchdogOverridesOf, arg.WatchdogID, arg.Guids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []string
+	var items []cairn.DeviceGUID
 	for rows.Next() {
-		var device_guid string
+		var device_guid cairn.DeviceGUID
 		if err := rows.Scan(&device_guid); err != nil {
 			return nil, err
 		}
@@ -1174,7 +1174,7 @@ const watchdogOverridesOfDevice = `-- name: WatchdogOverridesOfDevice :many
 SELECT watchdog_id, device_guid, reason, created_by, created_at FROM watchdog_device_overrides WHERE device_guid = $1 ORDER BY watchdog_id
 `
 
-func (q *Queries) WatchdogOverridesOfDevice(ctx context.Context, deviceGuid string) ([]WatchdogDeviceOverride, error) {
+func (q *Queries) WatchdogOverridesOfDevice(ctx context.Context, deviceGuid cairn.DeviceGUID) ([]WatchdogDeviceOverride, error) {
 	rows, err := q.db.Query(ctx, watchdogOverridesOfDevice, deviceGuid)
 	if err != nil {
 		return nil, err
@@ -1210,7 +1210,7 @@ ON CONFLICT (watchdog_id, device_guid) DO UPDATE SET consecutive = EXCLUDED.cons
 
 type WatchdogStateUpsertParams struct {
 	WatchdogID     int64
-	DeviceGuid     string
+	DeviceGuid     cairn.DeviceGUID
 	Consecutive    int32
 	Memo           []byte
 	ClearSince     *time.Time

@@ -82,7 +82,7 @@ func (s *Service) PlanNotifications(ctx context.Context, incidentID int64, step 
 	if inc.State != StateOpen && !(step == 0 && inc.State == StateAcknowledged) {
 		return p, nil
 	}
-	routed, err := s.store.NotificationChannelsFor(ctx, db.NotificationChannelsForParams{Severity: inc.Severity, SiteID: inc.SiteID})
+	routed, err := s.store.NotificationChannelsFor(ctx, db.NotificationChannelsForParams{Severity: inc.Severity, SiteID: int64(inc.SiteID)})
 	if err != nil || len(routed) == 0 {
 		return p, err
 	}
@@ -135,17 +135,17 @@ func (d Delivery) ID() string { return fmt.Sprintf("%d-%d-%d", d.IncidentID, d.S
 
 // IncidentPayload is the incident as a notification carries it.
 type IncidentPayload struct {
-	ID           int64           `json:"id"`
-	WatchdogID   int64           `json:"watchdog_id"`
-	WatchdogName string          `json:"watchdog_name"`
-	DeviceGUID   string          `json:"guid"`
-	Hostname     string          `json:"hostname"`
-	SiteID       int64           `json:"site_id"`
-	Severity     string          `json:"severity"`
-	Title        string          `json:"title"`
-	State        string          `json:"state"`
-	Sampled      json.RawMessage `json:"sampled"`
-	OpenedAt     time.Time       `json:"opened_at"`
+	ID           int64            `json:"id"`
+	WatchdogID   int64            `json:"watchdog_id"`
+	WatchdogName string           `json:"watchdog_name"`
+	DeviceGUID   cairn.DeviceGUID `json:"guid"`
+	Hostname     string           `json:"hostname"`
+	SiteID       cairn.SiteID     `json:"site_id"`
+	Severity     string           `json:"severity"`
+	Title        string           `json:"title"`
+	State        string           `json:"state"`
+	Sampled      json.RawMessage  `json:"sampled"`
+	OpenedAt     time.Time        `json:"opened_at"`
 }
 
 // Payload is a webhook's body (docs/api.md "Watchdog notifications").

@@ -499,7 +499,7 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 		if err != nil {
 			return err
 		}
-		byGUID := make(map[string]db.WatchdogDeviceState, len(states))
+		byGUID := make(map[cairn.DeviceGUID]db.WatchdogDeviceState, len(states))
 		for _, st := range states {
 			byGUID[st.DeviceGuid] = st
 		}
@@ -507,7 +507,7 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 		if err != nil {
 			return err
 		}
-		activeOf := make(map[string]db.WatchdogIncident, len(actives))
+		activeOf := make(map[cairn.DeviceGUID]db.WatchdogIncident, len(actives))
 		for _, a := range actives {
 			activeOf[a.DeviceGuid] = a
 		}
@@ -521,8 +521,8 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 			if err != nil {
 				return err
 			}
-			st := State{Muted: slices.Contains(muted, string(row.Guid))}
-			if prev, ok := byGUID[string(row.Guid)]; ok {
+			st := State{Muted: slices.Contains(muted, row.Guid)}
+			if prev, ok := byGUID[row.Guid]; ok {
 				st.Consecutive, st.ClearSince, st.LastResolvedAt = int(prev.Consecutive), prev.ClearSince, prev.LastResolvedAt
 				if len(prev.Memo) > 0 {
 					if err := json.Unmarshal(prev.Memo, &st.Memo); err != nil {
@@ -530,7 +530,7 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 					}
 				}
 			}
-			active, hasActive := activeOf[string(row.Guid)]
+			active, hasActive := activeOf[row.Guid]
 			if hasActive {
 				st.Active = &ActiveIncident{ID: active.ID, State: active.State, OfflineOnly: active.OfflineOnly}
 			}
@@ -541,8 +541,8 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 			}
 			switch d.Kind {
 			case DecideOpen:
-				inc, err := q.WatchdogIncidentOpen(ctx, db.WatchdogIncidentOpenParams{WatchdogID: w.ID, DeviceGuid: string(row.Guid),
-					SiteID: int64(row.SiteID), Severity: w.Severity, Title: Title(w.Policy, row.Hostname), Sampled: sampled,
+				inc, err := q.WatchdogIncidentOpen(ctx, db.WatchdogIncidentOpenParams{WatchdogID: w.ID, DeviceGuid: row.Guid,
+					SiteID: row.SiteID, Severity: w.Severity, Title: Title(w.Policy, row.Hostname), Sampled: sampled,
 					OfflineOnly: d.OfflineOnly, Now: now})
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
@@ -581,11 +581,11 @@ func (s *Service) evaluateBatch(ctx context.Context, w Watchdog, guids []string,
 			if err != nil {
 				return err
 			}
-			prev, had := byGUID[string(row.Guid)]
+			prev, had := byGUID[row.Guid]
 			if stateUnchanged(prev, had, d.Next, memo) {
 				continue // most devices, most evaluations: nothing to write
 			}
-			if err := q.WatchdogStateUpsert(ctx, db.WatchdogStateUpsertParams{WatchdogID: w.ID, DeviceGuid: string(row.Guid),
+			if err := q.WatchdogStateUpsert(ctx, db.WatchdogStateUpsertParams{WatchdogID: w.ID, DeviceGuid: row.Guid,
 				Consecutive: int32(d.Next.Consecutive), Memo: memo, ClearSince: d.Next.ClearSince,
 				LastResolvedAt: d.Next.LastResolvedAt, EvaluatedAt: now}); err != nil {
 				return err
@@ -666,7 +666,7 @@ func (s *Service) resolveGone(ctx context.Context, w Watchdog, guids []string, r
 		return err
 	}
 	for _, a := range actives {
-		if _, ok := slices.BinarySearch(guids, a.DeviceGuid); ok {
+		if _, ok := slices.BinarySearch(guids, string(a.DeviceGuid)); ok {
 			continue
 		}
 		inc, err := s.store.WatchdogIncidentResolve(ctx, db.WatchdogIncidentResolveParams{ID: a.ID, Now: s.cfg.Now(), Reason: ReasonTarget})
@@ -955,11 +955,11 @@ func (s *Service) DeviceTab(ctx context.Context, scope cairn.SiteScope, guid str
 	if err != nil {
 		return nil, err
 	}
-	overrides, err := s.store.WatchdogOverridesOfDevice(ctx, guid)
+	overrides, err := s.store.WatchdogOverridesOfDevice(ctx, cairn.DeviceGUID(guid))
 	if err != nil {
 		return nil, err
 	}
-	incidents, err := s.store.WatchdogIncidentsOfDevice(ctx, guid)
+	incidents, err := s.store.WatchdogIncidentsOfDevice(ctx, cairn.DeviceGUID(guid))
 	if err != nil {
 		return nil, err
 	}
@@ -1031,14 +1031,14 @@ func (s *Service) SetOverride(ctx context.Context, scope cairn.SiteScope, actor,
 	var suppressed *db.WatchdogIncident
 	err = s.store.InTx(ctx, func(q *db.Queries) error {
 		if !muted {
-			_, err := q.WatchdogOverrideDelete(ctx, db.WatchdogOverrideDeleteParams{WatchdogID: watchdogID, DeviceGuid: guid})
+			_, err := q.WatchdogOverrideDelete(ctx, db.WatchdogOverrideDeleteParams{WatchdogID: watchdogID, DeviceGuid: cairn.DeviceGUID(guid)})
 			return err
 		}
-		if _, err := q.WatchdogOverrideUpsert(ctx, db.WatchdogOverrideUpsertParams{WatchdogID: watchdogID, DeviceGuid: guid,
+		if _, err := q.WatchdogOverrideUpsert(ctx, db.WatchdogOverrideUpsertParams{WatchdogID: watchdogID, DeviceGuid: cairn.DeviceGUID(guid),
 			Reason: reason, Actor: actor}); err != nil {
 			return err
 		}
-		inc, err := q.WatchdogIncidentActiveFor(ctx, db.WatchdogIncidentActiveForParams{WatchdogID: watchdogID, DeviceGuid: guid})
+		inc, err := q.WatchdogIncidentActiveFor(ctx, db.WatchdogIncidentActiveForParams{WatchdogID: watchdogID, DeviceGuid: cairn.DeviceGUID(guid)})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -1055,7 +1055,7 @@ func (s *Service) SetOverride(ctx context.Context, scope cairn.SiteScope, actor,
 	if err != nil {
 		return err
 	}
-	s.publish(ctx, TypeDeviceWatchdogsChanged, int64(site), map[string]any{"guid": guid, "watchdog_id": watchdogID, "muted": muted})
+	s.publish(ctx, TypeDeviceWatchdogsChanged, site, map[string]any{"guid": guid, "watchdog_id": watchdogID, "muted": muted})
 	if suppressed != nil {
 		s.incidentChanged(ctx, *suppressed, "suppressed")
 	}
@@ -1070,7 +1070,7 @@ func (s *Service) incidentChanged(ctx context.Context, inc db.WatchdogIncident, 
 
 // publish sends an operator event; siteID 0 reaches every operator, so
 // such events carry IDs only.
-func (s *Service) publish(ctx context.Context, typ string, siteID int64, data any) {
+func (s *Service) publish(ctx context.Context, typ string, siteID cairn.SiteID, data any) {
 	if s.bus == nil {
 		return
 	}

@@ -134,9 +134,9 @@ func TestEvaluationOpensAndResolves(t *testing.T) {
 	require.Len(t, res.Opened, 1)
 	open := f.incidents(t, cairn.AllSites, watchdogs.StateOpen)
 	require.Len(t, open, 1)
-	require.Equal(t, "hot", open[0].DeviceGuid)
+	require.Equal(t, cairn.DeviceGUID("hot"), open[0].DeviceGuid)
 	require.Equal(t, "CPU on host-hot", open[0].Title)
-	require.Equal(t, f.sites["alpha"], open[0].SiteID)
+	require.Equal(t, cairn.SiteID(f.sites["alpha"]), open[0].SiteID)
 	require.JSONEq(t, `[{"rule":0,"subject":"cpu_percent","operator":"gt","value":99,"matched":true}]`, string(open[0].Sampled))
 	require.Equal(t, 1, f.bus.count(watchdogs.TypeIncidentsChanged)-1, "one event for the save, one for the opening")
 

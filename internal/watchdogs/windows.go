@@ -211,9 +211,9 @@ func (w Window) ActiveUntil(now time.Time) (time.Time, bool) {
 // mutedUntil is when the last maintenance window covering the incident
 // now ends (zero: none covers it).
 func (s *Service) mutedUntil(ctx context.Context, inc db.WatchdogIncident, now time.Time) (time.Time, error) {
-	site := cairn.SiteID(inc.SiteID)
+	site := inc.SiteID
 	wid := inc.WatchdogID
-	rows, err := s.store.MaintenanceWindowsFor(ctx, db.MaintenanceWindowsForParams{SiteID: &site, DeviceGuid: inc.DeviceGuid, WatchdogID: &wid})
+	rows, err := s.store.MaintenanceWindowsFor(ctx, db.MaintenanceWindowsForParams{SiteID: &site, DeviceGuid: string(inc.DeviceGuid), WatchdogID: &wid})
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -228,7 +228,7 @@ var standIns = map[string]any{
 	// notification step to channels 1 and 2, a repetition to channel 2
 	// a second later, then nothing more is due.
 	"CreateIncidentRun": func(_ context.Context, ref activities.IncidentActionRef) (activities.IncidentRun, error) {
-		return activities.IncidentRun{RunID: activities.IncidentRunID(unique("guid"), ref.IncidentID, ref.Action)}, nil
+		return activities.IncidentRun{RunID: activities.IncidentRunID(cairn.DeviceGUID(unique("guid")), ref.IncidentID, ref.Action)}, nil
 	},
 	"IncidentRunOutcome": func(_ context.Context, id cairn.RunID) (watchdogs.Outcome, error) {
 		return watchdogs.Outcome{Status: "succeeded", Message: "restart exited 0", RunID: string(id)}, nil

@@ -41,7 +41,9 @@ func TestAgentCapabilities(t *testing.T) {
 	require.Contains(t, HandlerCapabilities([]string{EventQuickJobRun}), CapAnsible, "the script runner runs playbooks")
 	require.NotContains(t, AgentCapabilities("linux"), CapRegistry)
 	require.Contains(t, AgentCapabilities("linux"), CapPatchInstall)
-	require.Len(t, AgentCapabilities("linux"), len(AllCapabilities)-1)
+	require.NotContains(t, AgentCapabilities("linux"), CapPatchEnforcement, "Windows Update policy exists only on Windows")
+	require.Contains(t, AgentCapabilities("windows"), CapPatchEnforcement)
+	require.Len(t, AgentCapabilities("linux"), len(AllCapabilities)-2)
 	for _, c := range AllCapabilities {
 		require.Contains(t, CapabilityVersion, c, "every capability names its protocol")
 		require.LessOrEqual(t, CapabilityVersion[c], Version)

@@ -38,7 +38,7 @@ const (
 	// CapRegistry: registry_management_request (Windows agents only).
 	CapRegistry Capability = "registry"
 	// CapPatchInstall: patch_install_request (Linux agents with apt or
-	// dnf; the Windows install path is not built yet).
+	// dnf, Windows agents through the Windows Update Agent).
 	CapPatchInstall Capability = "patch_install"
 	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
 	CapTunnel Capability = "tunnel"
@@ -118,7 +118,7 @@ const (
 
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux", CapVNC: "linux", CapAnsible: "linux",
+var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapVNC: "linux", CapAnsible: "linux",
 	CapPatchEnforcement: "windows"}
 
 // AgentCapabilities is the set an agent of this protocol built for goos

@@ -33,10 +33,10 @@ func TestReportedCapabilities(t *testing.T) {
 
 func TestAgentCapabilities(t *testing.T) {
 	t.Parallel()
-	require.NotContains(t, AgentCapabilities("windows"), CapPatchInstall, "the Windows install path is not built")
+	require.Contains(t, AgentCapabilities("windows"), CapPatchInstall, "installs through the Windows Update Agent")
 	require.NotContains(t, AgentCapabilities("windows"), CapVNC, "the Windows VNC role is not built")
 	require.NotContains(t, AgentCapabilities("windows"), CapAnsible, "playbooks run on Linux agents")
-	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-3)
+	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-2)
 	require.Contains(t, AgentCapabilities("linux"), CapAnsible)
 	require.Contains(t, HandlerCapabilities([]string{EventQuickJobRun}), CapAnsible, "the script runner runs playbooks")
 	require.NotContains(t, AgentCapabilities("linux"), CapRegistry)

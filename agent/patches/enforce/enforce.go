@@ -125,7 +125,7 @@ func (e *Enforcer) manage(mode string) (proto.PatchPolicyEnforcementResult, erro
 			}
 			b.Values = append(b.Values, v)
 		}
-		for _, k := range ancestors(AUKey) {
+		for _, k := range append(ancestors(BackupKey.Parent()), ancestors(AUKey)...) {
 			ok, err := e.exists(k)
 			if err != nil {
 				return proto.PatchPolicyEnforcementResult{}, err
@@ -204,33 +204,16 @@ func (e *Enforcer) restore() (proto.PatchPolicyEnforcementResult, error) {
 			return proto.PatchPolicyEnforcementResult{}, err
 		}
 	}
-	created := slices.Clone(b.CreatedKeys)
-	slices.Reverse(created) // children first
-	for _, k := range created {
-		p, err := registry.ParsePath("key", k)
-		if err != nil {
-			return proto.PatchPolicyEnforcementResult{}, fmt.Errorf("the backup names %q: %w", k, err)
-		}
-		names, values, err := e.Store.Children(p)
-		if isCode(err, proto.CodeRegistryKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return proto.PatchPolicyEnforcementResult{}, err
-		}
-		if len(names) > 0 || len(values) > 0 {
-			continue // something else was put there since: keep it
-		}
-		if err := e.Store.DeleteKey(p); err != nil && !isCode(err, proto.CodeRegistryKeyNotFound) {
-			return proto.PatchPolicyEnforcementResult{}, err
-		}
+	// The keys Cairn created go while they are empty: the policy keys,
+	// then, once the backup is deleted, the agent's own parent key.
+	if err := e.deleteCreated(b.CreatedKeys); err != nil {
+		return proto.PatchPolicyEnforcementResult{}, err
 	}
 	if err := e.Store.DeleteKey(BackupKey); err != nil && !isCode(err, proto.CodeRegistryKeyNotFound) {
 		return proto.PatchPolicyEnforcementResult{}, err
 	}
-	// The agent's parent key goes too when it holds nothing else.
-	if names, values, err := e.Store.Children(BackupKey.Parent()); err == nil && len(names) == 0 && len(values) == 0 {
-		_ = e.Store.DeleteKey(BackupKey.Parent())
+	if err := e.deleteCreated(b.CreatedKeys); err != nil {
+		return proto.PatchPolicyEnforcementResult{}, err
 	}
 	values, err := e.current()
 	if err != nil {
@@ -238,6 +221,33 @@ func (e *Enforcer) restore() (proto.PatchPolicyEnforcementResult, error) {
 	}
 	return proto.PatchPolicyEnforcementResult{Mode: proto.PatchModeUnmanaged, Status: proto.PatchEnforcementRestored,
 		Message: "the Windows Update policy values from before Cairn are restored", Values: values}, nil
+}
+
+// deleteCreated deletes the keys of created that exist and are empty,
+// children first.
+func (e *Enforcer) deleteCreated(created []string) error {
+	keys := slices.Clone(created)
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) }) // children first
+	for _, k := range keys {
+		p, err := registry.ParsePath("key", k)
+		if err != nil {
+			return fmt.Errorf("the backup names %q: %w", k, err)
+		}
+		names, values, err := e.Store.Children(p)
+		if isCode(err, proto.CodeRegistryKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 || len(values) > 0 {
+			continue // something else is there: keep it
+		}
+		if err := e.Store.DeleteKey(p); err != nil && !isCode(err, proto.CodeRegistryKeyNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Mode is the mode in force (unmanaged when there is no backup).

@@ -100,6 +100,9 @@ func TestEnforcementRestoresExactly(t *testing.T) {
 		modes  []string
 	}{
 		{"no policy keys", func(*testing.T, registry.Store) {}, []string{proto.PatchModeManaged}},
+		{"the agent's parent key exists, empty", func(t *testing.T, s registry.Store) {
+			mkKey(t, s, enforce.BackupKey.Parent())
+		}, []string{proto.PatchModeManaged}},
 		{"no policy keys, frozen then managed", func(*testing.T, registry.Store) {},
 			[]string{proto.PatchModeFrozen, proto.PatchModeManaged, proto.PatchModeFrozen}},
 		{"policies of an administrator", func(t *testing.T, s registry.Store) {

@@ -72,16 +72,46 @@ func (a *PatchInstalls) ConcludePatchReboot(ctx context.Context, in ConcludeRebo
 	return rb.State, nil
 }
 
+// BeginPatchEnforcement marks an enforcement running; false when it
+// already finished (an order delivered twice).
+func (a *PatchInstalls) BeginPatchEnforcement(ctx context.Context, enforcementID string) (bool, error) {
+	_, run, err := a.Patches.BeginEnforcement(ctx, enforcementID)
+	if err != nil {
+		return false, ApplicationError(err)
+	}
+	return run, nil
+}
+
+// ConcludeEnforcementInput is an enforcement's outcome.
+type ConcludeEnforcementInput struct {
+	EnforcementID string
+	Outcome       patches.EnforcementOutcome
+}
+
+// ConcludePatchEnforcement records the agent's answer to an enforcement
+// and returns the enforcement's final state.
+func (a *PatchInstalls) ConcludePatchEnforcement(ctx context.Context, in ConcludeEnforcementInput) (string, error) {
+	e, err := a.Patches.ConcludeEnforcement(ctx, in.EnforcementID, in.Outcome)
+	if err != nil {
+		return "", ApplicationError(err)
+	}
+	return e.State, nil
+}
+
 // PatchLaneEnqueuer hands an install to its device's patch lane
 // (workflowclient.PatchLaneStarter).
 type PatchLaneEnqueuer interface {
 	Enqueue(ctx context.Context, inst patches.Install, target patches.Target, actor string) error
 	EnqueueReboot(ctx context.Context, rb patches.Reboot, target patches.Target, actor string) error
+	EnqueueEnforcement(ctx context.Context, e patches.Enforcement, target patches.Target, actor string) error
 }
 
-// EnqueueQueued hands one install or reboot an evaluation queued to its
-// lane.
+// EnqueueQueued hands one install, reboot or enforcement an evaluation
+// queued to its lane.
 func EnqueueQueued(ctx context.Context, lanes PatchLaneEnqueuer, q patches.Queued, actor string) error {
+	if q.Enforcement != nil {
+		return lanes.EnqueueEnforcement(ctx, *q.Enforcement, q.Target, actor)
+	}
 	if q.Reboot != nil {
 		return lanes.EnqueueReboot(ctx, *q.Reboot, q.Target, actor)
 	}

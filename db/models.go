@@ -748,6 +748,20 @@ type Passkey struct {
 	LastUsedAt   *time.Time
 }
 
+type PatchEnforcement struct {
+	ID          string
+	DeviceGuid  cairn.DeviceGUID
+	Mode        string
+	PolicyID    *int64
+	State       string
+	Message     string
+	Values      []byte
+	RequestedBy string
+	CreatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+}
+
 type PatchInstall struct {
 	ID             string
 	DeviceGuid     cairn.DeviceGUID

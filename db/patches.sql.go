@@ -413,6 +413,214 @@ func (q *Queries) PatchDeviceTarget(ctx context.Context, arg PatchDeviceTargetPa
 	return i, err
 }
 
+const patchEnforcementFinish = `-- name: PatchEnforcementFinish :one
+UPDATE patch_enforcements SET state = $1, message = $2, "values" = $3::jsonb, finished_at = now()
+WHERE id = $4 AND state IN ('queued', 'running')
+RETURNING id, device_guid, mode, policy_id, state, message, values, requested_by, created_at, started_at, finished_at
+`
+
+type PatchEnforcementFinishParams struct {
+	State   string
+	Message string
+	Values  []byte
+	ID      string
+}
+
+// The agent's answer. A finished enforcement keeps its outcome.
+func (q *Queries) PatchEnforcementFinish(ctx context.Context, arg PatchEnforcementFinishParams) (PatchEnforcement, error) {
+	row := q.db.QueryRow(ctx, patchEnforcementFinish,
+		arg.State,
+		arg.Message,
+		arg.Values,
+		arg.ID,
+	)
+	var i PatchEnforcement
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.Mode,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.Values,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const patchEnforcementGet = `-- name: PatchEnforcementGet :one
+SELECT id, device_guid, mode, policy_id, state, message, values, requested_by, created_at, started_at, finished_at FROM patch_enforcements WHERE id = $1
+`
+
+func (q *Queries) PatchEnforcementGet(ctx context.Context, id string) (PatchEnforcement, error) {
+	row := q.db.QueryRow(ctx, patchEnforcementGet, id)
+	var i PatchEnforcement
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.Mode,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.Values,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const patchEnforcementInsert = `-- name: PatchEnforcementInsert :one
+INSERT INTO patch_enforcements (id, device_guid, mode, policy_id, requested_by)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, device_guid, mode, policy_id, state, message, values, requested_by, created_at, started_at, finished_at
+`
+
+type PatchEnforcementInsertParams struct {
+	ID          string
+	DeviceGuid  cairn.DeviceGUID
+	Mode        string
+	PolicyID    *int64
+	RequestedBy string
+}
+
+func (q *Queries) PatchEnforcementInsert(ctx context.Context, arg PatchEnforcementInsertParams) (PatchEnforcement, error) {
+	row := q.db.QueryRow(ctx, patchEnforcementInsert,
+		arg.ID,
+		arg.DeviceGuid,
+		arg.Mode,
+		arg.PolicyID,
+		arg.RequestedBy,
+	)
+	var i PatchEnforcement
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.Mode,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.Values,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const patchEnforcementLatest = `-- name: PatchEnforcementLatest :many
+SELECT DISTINCT ON (device_guid) id, device_guid, mode, policy_id, state, message, values, requested_by, created_at, started_at, finished_at
+FROM patch_enforcements
+WHERE device_guid = ANY($1::text[])
+ORDER BY device_guid, created_at DESC, id DESC
+`
+
+// The newest enforcement of each of some devices: what the Engine last
+// asked of them and how it went.
+func (q *Queries) PatchEnforcementLatest(ctx context.Context, guids []string) ([]PatchEnforcement, error) {
+	rows, err := q.db.Query(ctx, patchEnforcementLatest, guids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchEnforcement
+	for rows.Next() {
+		var i PatchEnforcement
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeviceGuid,
+			&i.Mode,
+			&i.PolicyID,
+			&i.State,
+			&i.Message,
+			&i.Values,
+			&i.RequestedBy,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchEnforcementListByDevice = `-- name: PatchEnforcementListByDevice :many
+SELECT id, device_guid, mode, policy_id, state, message, values, requested_by, created_at, started_at, finished_at FROM patch_enforcements WHERE device_guid = $1 ORDER BY created_at DESC, id LIMIT $2
+`
+
+type PatchEnforcementListByDeviceParams struct {
+	DeviceGuid cairn.DeviceGUID
+	MaxRows    int32
+}
+
+func (q *Queries) PatchEnforcementListByDevice(ctx context.Context, arg PatchEnforcementListByDeviceParams) ([]PatchEnforcement, error) {
+	rows, err := q.db.Query(ctx, patchEnforcementListByDevice, arg.DeviceGuid, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchEnforcement
+	for rows.Next() {
+		var i PatchEnforcement
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeviceGuid,
+			&i.Mode,
+			&i.PolicyID,
+			&i.State,
+			&i.Message,
+			&i.Values,
+			&i.RequestedBy,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchEnforcementStart = `-- name: PatchEnforcementStart :one
+UPDATE patch_enforcements SET state = 'running', started_at = COALESCE(started_at, now())
+WHERE id = $1 AND state IN ('queued', 'running')
+RETURNING id, device_guid, mode, policy_id, state, message, values, requested_by, created_at, started_at, finished_at
+`
+
+// Running, once the lane reaches it (a retried activity changes nothing).
+func (q *Queries) PatchEnforcementStart(ctx context.Context, id string) (PatchEnforcement, error) {
+	row := q.db.QueryRow(ctx, patchEnforcementStart, id)
+	var i PatchEnforcement
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.Mode,
+		&i.PolicyID,
+		&i.State,
+		&i.Message,
+		&i.Values,
+		&i.RequestedBy,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
 const patchInstallFinish = `-- name: PatchInstallFinish :one
 UPDATE patch_installs SET state = $1, phase = 'finished', percent = CASE WHEN $1 IN ('installed', 'already_installed') THEN 100 ELSE percent END,
     message = $2, exit_code = $3, log_excerpt = $4, finished_at = now()

@@ -40,5 +40,5 @@ var patchesCapability = Capability{
 		// windows become installs in the devices' patch lanes.
 		{Name: workflows.JobPatchPolicies, Every: workflows.PatchPolicyEvery, Activity: "EvaluatePatchPolicies"},
 	},
-	AgentOps: []string{proto.EventPatchInstall, proto.EventPatchReboot},
+	AgentOps: []string{proto.EventPatchInstall, proto.EventPatchReboot, proto.EventPatchPolicyEnforcement},
 }

@@ -64,6 +64,21 @@ func (s PatchLaneStarter) EnqueueReboot(ctx context.Context, rb patches.Reboot, 
 	return s.signal(ctx, target, workflows.PatchInstallOrder{Reboot: &workflows.PatchRebootOrder{RebootID: rb.ID, Request: req, Grant: grant}})
 }
 
+// EnqueueEnforcement sends a patch_policy_enforcement_request to its
+// device's lane, after the orders already in it.
+func (s PatchLaneStarter) EnqueueEnforcement(ctx context.Context, e patches.Enforcement, target patches.Target, actor string) error {
+	req, err := json.Marshal(e.AgentRequest())
+	if err != nil {
+		return err
+	}
+	grant, err := s.Grants.Sign(ctx, grants.Operation{GUID: target.GUID, OperationID: cairn.OperationID(workflows.PatchEnforcementOperationID(e.ID)),
+		Type: proto.EventPatchPolicyEnforcement, Payload: req, Actor: actor}, PatchGrantLifetime)
+	if err != nil {
+		return err
+	}
+	return s.signal(ctx, target, workflows.PatchInstallOrder{Enforcement: &workflows.PatchEnforcementOrder{EnforcementID: e.ID, Request: req, Grant: grant}})
+}
+
 // signal hands an order to the device's lane (signal-with-start).
 func (s PatchLaneStarter) signal(ctx context.Context, target patches.Target, order workflows.PatchInstallOrder) error {
 	_, err := SignalWithStart(ctx, s.Client, client.StartWorkflowOptions{

@@ -63,7 +63,31 @@ type PatchInstallOrder struct {
 	// (InstallID empty): it runs after the orders ahead of it, never
 	// during an install.
 	Reboot *PatchRebootOrder `json:",omitempty"`
+	// Enforcement, when set, makes the order a
+	// patch_policy_enforcement_request (InstallID empty).
+	Enforcement *PatchEnforcementOrder `json:",omitempty"`
 }
+
+// PatchEnforcementOrder is one patch_policy_enforcement_request for the
+// lane, granted by the evaluation that asked for it.
+type PatchEnforcementOrder struct {
+	EnforcementID string
+	// Request is the payload; Grant signs it under operation ID
+	// "patch-enforcement:<enforcement_id>".
+	Request json.RawMessage
+	Grant   string
+}
+
+// PatchEnforcementOperationID is an enforcement request's operation ID.
+func PatchEnforcementOperationID(id string) string { return "patch-enforcement:" + id }
+
+// PatchEnforcementTimeout bounds an enforcement request: a few registry
+// writes.
+const PatchEnforcementTimeout = 10 * time.Minute
+
+// versionPatchEnforcement names the workflow.GetVersion change that
+// brought enforcement orders to the lane.
+const versionPatchEnforcement = "patch-enforcement"
 
 // PatchRebootOrder is one patch_reboot_request for the lane, granted by
 // the API or evaluation that asked for it.
@@ -168,7 +192,10 @@ func PatchLane(ctx workflow.Context, in PatchLaneInput) error {
 		o := queue[0]
 		queue = queue[1:]
 		run := runPatchInstall
-		if o.Reboot != nil {
+		switch {
+		case o.Enforcement != nil:
+			run = runPatchEnforcement
+		case o.Reboot != nil:
 			run = runPatchReboot
 		}
 		if err := run(ctx, in.GUID, o); err != nil {
@@ -272,6 +299,48 @@ func runPatchReboot(ctx workflow.Context, guid string, o PatchInstallOrder) erro
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.NonRetryable() {
 		return nil // the reboot is gone (its device was purged)
+	}
+	return err
+}
+
+// runPatchEnforcement runs an enforcement order: marked running, sent to
+// the agent (which sets or restores Windows Update policy values), its
+// answer recorded. No re-scan follows: the inventory is unchanged.
+func runPatchEnforcement(ctx workflow.Context, guid string, o PatchInstallOrder) error {
+	if workflow.GetVersion(ctx, versionPatchEnforcement, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil // no lane before this change was handed an enforcement
+	}
+	local := withRecording(ctx)
+	var acts *activities.PatchInstalls
+	var cmds *activities.AgentCommands
+	var run bool
+	if err := workflow.ExecuteLocalActivity(local, acts.BeginPatchEnforcement, o.Enforcement.EnforcementID).Get(ctx, &run); err != nil {
+		return err
+	}
+	if !run {
+		return nil
+	}
+	var out patches.EnforcementOutcome
+	var reply agentgateway.Reply
+	err := workflow.ExecuteActivity(withSending(ctx, PatchEnforcementTimeout, ""), cmds.SendToAgent, activities.CommandInput{
+		OperationID: cairn.OperationID(PatchEnforcementOperationID(o.Enforcement.EnforcementID)), GUID: cairn.DeviceGUID(guid),
+		Type: proto.EventPatchPolicyEnforcement, Payload: o.Enforcement.Request, Grant: o.Enforcement.Grant,
+	}).Get(ctx, &reply)
+	if err == nil {
+		var res proto.PatchPolicyEnforcementResult
+		if jerr := json.Unmarshal(reply.Payload, &res); jerr != nil {
+			out.ErrCode, out.ErrMessage = proto.CodeOpFailed, "the agent's answer is malformed: "+jerr.Error()
+		} else {
+			out.Result = &res
+		}
+	} else {
+		out.ErrCode, out.ErrMessage = operationFailure(err, PatchEnforcementTimeout)
+	}
+	err = workflow.ExecuteLocalActivity(local, acts.ConcludePatchEnforcement, activities.ConcludeEnforcementInput{
+		EnforcementID: o.Enforcement.EnforcementID, Outcome: out}).Get(ctx, nil)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		return nil // the enforcement is gone (its device was purged)
 	}
 	return err
 }

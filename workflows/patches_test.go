@@ -32,12 +32,15 @@ type laneEnv struct {
 	out map[string]patches.Outcome
 	// reboots are the reboot outcomes concluded.
 	reboots map[string]patches.RebootOutcome
+	// enforcements are the enforcement outcomes concluded.
+	enforcements map[string]patches.EnforcementOutcome
 }
 
 func newLaneEnv(t *testing.T) *laneEnv {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
-	l := &laneEnv{env: suite.NewTestWorkflowEnvironment(), out: map[string]patches.Outcome{}, reboots: map[string]patches.RebootOutcome{}}
+	l := &laneEnv{env: suite.NewTestWorkflowEnvironment(), out: map[string]patches.Outcome{}, reboots: map[string]patches.RebootOutcome{},
+		enforcements: map[string]patches.EnforcementOutcome{}}
 	var acts *activities.PatchInstalls
 	var cmds *activities.AgentCommands
 	var ops *activities.Operations
@@ -53,6 +56,8 @@ func newLaneEnv(t *testing.T) *laneEnv {
 		switch {
 		case in.Type == proto.EventPatchReboot:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"skipped_logged_in_user","message":"1 user(s) signed in","signed_in":["alice"]}`)}, nil
+		case in.Type == proto.EventPatchPolicyEnforcement:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"mode":"frozen","status":"applied","message":"set","values":[]}`)}, nil
 		case in.Type == proto.EventPatchRefresh:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
 		case in.OperationID == cairn.OperationID(workflows.PatchInstallOperationID("i-refused")):
@@ -74,6 +79,17 @@ func newLaneEnv(t *testing.T) *laneEnv {
 		l.mu.Unlock()
 		l.add("conclude-reboot " + in.RebootID)
 		return patches.RebootSkipped, nil
+	})
+	l.env.OnActivity(acts.BeginPatchEnforcement, mock.Anything, mock.Anything).Return(func(_ context.Context, id string) (bool, error) {
+		l.add("begin-enforcement " + id)
+		return id != "e-done", nil
+	})
+	l.env.OnActivity(acts.ConcludePatchEnforcement, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeEnforcementInput) (string, error) {
+		l.mu.Lock()
+		l.enforcements[in.EnforcementID] = in.Outcome
+		l.mu.Unlock()
+		l.add("conclude-enforcement " + in.EnforcementID)
+		return patches.EnforcementApplied, nil
 	})
 	l.env.OnActivity(acts.ConcludePatchInstall, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludePatchInput) (string, error) {
 		l.mu.Lock()
@@ -178,6 +194,41 @@ func TestPatchLaneRebootsAfterInstalls(t *testing.T) {
 	require.Equal(t, want, l.log)
 	require.Equal(t, patches.RebootOutcome{Result: &proto.PatchRebootResult{Status: proto.PatchRebootSkippedLoggedIn,
 		Message: "1 user(s) signed in", SignedIn: []string{"alice"}}}, l.reboots["rb-1"])
+}
+
+// An enforcement order in the lane sends the
+// patch_policy_enforcement_request between the installs around it, no
+// re-scan after it, and records the agent's answer; a finished
+// enforcement's order (delivered twice) sends nothing.
+func TestPatchLaneEnforces(t *testing.T) {
+	t.Parallel()
+	l := newLaneEnv(t)
+	enforcement := func(id string) workflows.PatchInstallOrder {
+		return workflows.PatchInstallOrder{Enforcement: &workflows.PatchEnforcementOrder{EnforcementID: id,
+			Request: json.RawMessage(`{"enforcement_id":"` + id + `","mode":"frozen"}`), Grant: "g-" + id}}
+	}
+	l.env.RegisterDelayedCallback(func() {
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, enforcement("e-1"))
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, enforcement("e-done"))
+		l.env.SignalWorkflow(workflows.SignalPatchInstall, order("i-2"))
+	}, time.Second)
+	l.env.ExecuteWorkflow(workflows.PatchLane, workflows.PatchLaneInput{GUID: "g1", Pending: []workflows.PatchInstallOrder{order("i-1")}})
+	require.True(t, l.env.IsWorkflowCompleted())
+	require.NoError(t, l.env.GetWorkflowError())
+	install := func(id string) []string {
+		return []string{"begin " + id,
+			"send patch_install_request patch-install:" + id + " grant=g-" + id,
+			"send patch_inventory_refresh_request patch-rescan:" + id + " grant=r-" + id,
+			"apply patch_inventory_refresh_request",
+			"conclude " + id}
+	}
+	want := install("i-1")
+	want = append(want, "begin-enforcement e-1", "send patch_policy_enforcement_request patch-enforcement:e-1 grant=g-e-1",
+		"conclude-enforcement e-1", "begin-enforcement e-done")
+	want = append(want, install("i-2")...)
+	require.Equal(t, want, l.log)
+	require.Equal(t, patches.EnforcementOutcome{Result: &proto.PatchPolicyEnforcementResult{Mode: proto.PatchModeFrozen,
+		Status: proto.PatchEnforcementApplied, Message: "set", Values: []proto.PatchPolicyValue{}}}, l.enforcements["e-1"])
 }
 
 func ptr[T any](v T) *T { return &v }

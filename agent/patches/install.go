@@ -250,43 +250,90 @@ func (l *lockedBuffer) String() string {
 }
 
 // DnfInstaller upgrades one package with dnf. dnf has no machine-readable
-// progress: the phases are reported as they begin.
+// progress: the phases are reported as they begin. Zero fields take the
+// system's tools (tests point them at fakes).
 type DnfInstaller struct {
 	Dnf string // dnf
+	Rpm string // rpm
+	// NeedsRestarting is needs-restarting (dnf-utils); empty: the one on
+	// PATH, else `dnf needs-restarting`.
+	NeedsRestarting string
 }
 
-// DnfInstallArgs are dnf's arguments for upgrading pkg.
+// DnfInstallArgs are dnf's arguments for upgrading pkg: non-interactive,
+// the named package only (never an install of a package that is not
+// there: dnf upgrade only upgrades).
 func DnfInstallArgs(pkg string) []string {
 	return []string{"-y", "-q", "upgrade", "--", pkg}
 }
 
-// Install upgrades req.Package; one with no upgrade available
-// (check-update exit 0) is already installed.
+// Install upgrades req.Package. A package that is not installed fails
+// (an upgrade installs nothing new); one dnf's cache offers no upgrade
+// for (check-update exit 0) is already installed.
 func (d *DnfInstaller) Install(ctx context.Context, req proto.PatchInstallRequest, progress func(Progress)) (proto.PatchInstallResult, error) {
 	if req.Package == "" {
 		return proto.PatchInstallResult{}, ErrNoPackage
 	}
 	dnf := cmpOr(d.Dnf, "dnf")
 	progress(Progress{Phase: proto.PatchPhaseStarting, Message: "checking " + req.Package})
+	before, err := d.installedVersion(ctx, req.Package)
+	if err != nil {
+		return proto.PatchInstallResult{}, err
+	}
+	if before == "" {
+		return proto.PatchInstallResult{Status: proto.PatchInstallFailed, Message: req.Package + " is not installed"}, nil
+	}
 	_, code, err := command(ctx, []int{100}, dnf, "-q", "-C", "check-update", "--", req.Package)
 	if err != nil {
 		return proto.PatchInstallResult{}, err
 	}
 	if code == 0 {
-		return proto.PatchInstallResult{Status: proto.PatchInstallAlready, AlreadyInstalled: true,
-			Message: req.Package + " has no upgrade"}, nil
+		return proto.PatchInstallResult{Status: proto.PatchInstallAlready, AlreadyInstalled: true, RebootRequired: d.rebootRequired(ctx),
+			Message: req.Package + " " + before + " is installed and has no upgrade"}, nil
 	}
 	progress(Progress{Phase: proto.PatchPhaseInstalling, Message: "dnf upgrade " + req.Package})
 	exit, out, err := runWithStatusFd(ctx, dnf, DnfInstallArgs(req.Package), nil, func(string) {})
 	if err != nil {
 		return proto.PatchInstallResult{}, err
 	}
-	reboot, _ := dnfNeedsReboot(ctx)
+	reboot := d.rebootRequired(ctx)
 	if exit != 0 {
 		return proto.PatchInstallResult{Status: proto.PatchInstallFailed, ExitCode: &exit, RebootRequired: reboot,
 			Message: "dnf exited " + strconv.Itoa(exit) + ": " + firstError(out), LogExcerpt: Excerpt(out)}, nil
 	}
-	progress(Progress{Phase: proto.PatchPhaseFinished, Percent: 100, Message: req.Package})
+	after, err := d.installedVersion(ctx, req.Package)
+	if err != nil {
+		return proto.PatchInstallResult{}, err
+	}
+	progress(Progress{Phase: proto.PatchPhaseFinished, Percent: 100, Message: req.Package + " " + after})
 	return proto.PatchInstallResult{Status: proto.PatchInstallDone, ExitCode: &exit, RebootRequired: reboot,
-		Message: req.Package + " upgraded"}, nil
+		Message: req.Package + " " + before + " -> " + after}, nil
+}
+
+// installedVersion is rpm's installed version of pkg ("" when it is not
+// installed; several installed versions, a kernel's, are the newest).
+func (d *DnfInstaller) installedVersion(ctx context.Context, pkg string) (string, error) {
+	out, code, err := command(ctx, []int{1}, cmpOr(d.Rpm, "rpm"), "-q", "--qf", "%{EPOCH}:%{VERSION}-%{RELEASE}\n", "--", pkg)
+	if err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return "", nil
+	}
+	lines := strings.Fields(out)
+	if len(lines) == 0 {
+		return "", nil
+	}
+	return strings.TrimPrefix(lines[len(lines)-1], "(none):"), nil
+}
+
+// rebootRequired asks needs-restarting -r (exit 1: a reboot is needed);
+// without the tool there is no answer: false.
+func (d *DnfInstaller) rebootRequired(ctx context.Context) bool {
+	if d.NeedsRestarting == "" {
+		need, _ := dnfNeedsReboot(ctx)
+		return need
+	}
+	_, code, err := command(ctx, []int{1}, d.NeedsRestarting, "-r")
+	return err == nil && code == 1
 }

@@ -206,3 +206,198 @@ func normalizeKB(s string) string {
 	}
 	return "KB" + d
 }
+
+// ---- Installs (SPEC agent behaviour 10 on Windows) ------------------------
+
+// WUAUpdater is the part of the Windows Update Agent that installs: the
+// real one (ComWUA) drives IUpdateSession's IUpdateDownloader and
+// IUpdateInstaller; tests give a recorded fake. Download and Install act
+// on the update of that identity and revision a Search returned, calling
+// progress with a percentage as they go.
+type WUAUpdater interface {
+	Search(ctx context.Context, criteria string) ([]WUAUpdate, error)
+	Download(ctx context.Context, updateID string, revision int, progress func(percent int)) (WUAOperation, error)
+	Install(ctx context.Context, updateID string, revision int, progress func(percent int)) (WUAOperation, error)
+}
+
+// InstalledCriteria finds the updates already installed (the
+// already_installed check).
+const InstalledCriteria = "IsInstalled=1"
+
+// WUAOperation is the outcome of one download or installation of one
+// update: IUpdateDownloadResult / IUpdateInstallationResult.
+type WUAOperation struct {
+	// ResultCode is OperationResultCode (WUAResult*).
+	ResultCode int `json:"result_code"`
+	// HResult is the update's error (0: none).
+	HResult int32 `json:"hresult"`
+	// RebootRequired is IUpdateInstallationResult.RebootRequired.
+	RebootRequired bool `json:"reboot_required"`
+}
+
+// OperationResultCode values.
+const (
+	WUAResultNotStarted          = 0
+	WUAResultInProgress          = 1
+	WUAResultSucceeded           = 2
+	WUAResultSucceededWithErrors = 3
+	WUAResultFailed              = 4
+	WUAResultAborted             = 5
+)
+
+// wuaResultNames name OperationResultCode values in messages.
+var wuaResultNames = map[int]string{WUAResultNotStarted: "not started", WUAResultInProgress: "in progress",
+	WUAResultSucceeded: "succeeded", WUAResultSucceededWithErrors: "succeeded with errors", WUAResultFailed: "failed",
+	WUAResultAborted: "aborted"}
+
+// WUAErrors name the HRESULTs an install commonly ends with.
+var WUAErrors = map[uint32]string{
+	0x80240022: "WU_E_ALL_UPDATES_FAILED",
+	0x80240016: "WU_E_INSTALL_NOT_ALLOWED (another installation is in progress or a reboot is pending)",
+	0x8024001E: "WU_E_SERVICE_STOP",
+	0x80240017: "WU_E_NOT_APPLICABLE",
+	0x8024200D: "WU_E_UH_NEEDANOTHERDOWNLOAD",
+	0x80246007: "WU_E_DM_NOTDOWNLOADED",
+	0x80246008: "WU_E_DM_FAILTOCONNECTTOBITS",
+	0x8024402C: "WU_E_PT_WINHTTP_NAME_NOT_RESOLVED",
+	0x80072EE2: "ERROR_INTERNET_TIMEOUT",
+	0x80070643: "ERROR_INSTALL_FAILURE",
+	0x80070005: "E_ACCESSDENIED",
+	0x800F081F: "CBS_E_SOURCE_MISSING",
+	0x80070070: "ERROR_DISK_FULL",
+}
+
+// HResultText writes an HRESULT as Windows Update's logs do
+// ("0x80240022 WU_E_ALL_UPDATES_FAILED").
+func HResultText(hr int32) string {
+	s := fmt.Sprintf("0x%08X", uint32(hr))
+	if name, ok := WUAErrors[uint32(hr)]; ok {
+		s += " " + name
+	}
+	return s
+}
+
+// MatchUpdate finds the update a request names among updates: by update
+// identity and revision first, then by KB, then by title (case-
+// insensitive); -1 when none matches. A request without a revision
+// matches the identity alone.
+func MatchUpdate(updates []WUAUpdate, req proto.PatchInstallRequest) int {
+	i, _ := bestMatch(updates, req)
+	return i
+}
+
+// Match levels, best first.
+const (
+	matchIdentity = iota
+	matchKB
+	matchTitle
+	matchNone
+)
+
+// bestMatch is MatchUpdate with the level it matched at (matchNone: -1).
+func bestMatch(updates []WUAUpdate, req proto.PatchInstallRequest) (int, int) {
+	if id := strings.TrimSpace(req.UpdateID); id != "" {
+		for i, u := range updates {
+			if strings.EqualFold(u.UpdateID, id) && (req.Revision == 0 || u.Revision == req.Revision) {
+				return i, matchIdentity
+			}
+		}
+	}
+	if kb := normalizeKB(req.KB); kb != "" {
+		for i, u := range updates {
+			if slices.Contains(WUAPendingRow(u).KBs, kb) {
+				return i, matchKB
+			}
+		}
+	}
+	if title := strings.TrimSpace(req.Title); title != "" {
+		for i, u := range updates {
+			if strings.EqualFold(strings.TrimSpace(u.Title), title) {
+				return i, matchTitle
+			}
+		}
+	}
+	return -1, matchNone
+}
+
+// WUAInstaller installs one update through the Windows Update Agent
+// (behaviour 10): the pending update the request names is downloaded and
+// installed; one already installed answers already_installed.
+type WUAInstaller struct{ WUA WUAUpdater }
+
+// Install installs the update req names.
+func (w *WUAInstaller) Install(ctx context.Context, req proto.PatchInstallRequest, progress func(Progress)) (proto.PatchInstallResult, error) {
+	if req.UpdateID == "" && req.KB == "" && req.Title == "" {
+		return proto.PatchInstallResult{}, ErrNoUpdate
+	}
+	name := cmpOr(req.KB, cmpOr(req.Title, req.UpdateID))
+	progress(Progress{Phase: proto.PatchPhaseStarting, Message: "searching Windows Update for " + name})
+	pending, err := w.WUA.Search(ctx, PendingCriteria)
+	if err != nil {
+		return proto.PatchInstallResult{}, fmt.Errorf("Windows Update Agent search: %w", err)
+	}
+	// The identity (and revision) decides first, then the KB, then the
+	// title, across pending and installed updates: an installed update
+	// matching at a level as good as the best pending one means the
+	// request is already installed.
+	i, level := bestMatch(pending, req)
+	if level != matchIdentity {
+		installed, err := w.WUA.Search(ctx, InstalledCriteria)
+		if err != nil {
+			return proto.PatchInstallResult{}, fmt.Errorf("Windows Update Agent search: %w", err)
+		}
+		if j, got := bestMatch(installed, req); j >= 0 && got <= level {
+			return proto.PatchInstallResult{Status: proto.PatchInstallAlready, AlreadyInstalled: true,
+				Message: strings.TrimSpace(installed[j].Title) + " is installed"}, nil
+		}
+	}
+	if i < 0 {
+		return proto.PatchInstallResult{Status: proto.PatchInstallFailed,
+			Message: "Windows Update offers no update matching " + name + " (superseded, hidden or not applicable)"}, nil
+	}
+	u := pending[i]
+	title := strings.TrimSpace(u.Title)
+	progress(Progress{Phase: proto.PatchPhaseDownloading, Message: title})
+	dl, err := w.WUA.Download(ctx, u.UpdateID, u.Revision, func(pct int) {
+		progress(Progress{Phase: proto.PatchPhaseDownloading, Percent: max(0, min(100, pct)), Message: title})
+	})
+	if err != nil {
+		return proto.PatchInstallResult{}, fmt.Errorf("Windows Update download: %w", err)
+	}
+	if dl.ResultCode != WUAResultSucceeded && dl.ResultCode != WUAResultSucceededWithErrors {
+		return wuaFailure("download", title, dl), nil
+	}
+	progress(Progress{Phase: proto.PatchPhaseInstalling, Message: title})
+	in, err := w.WUA.Install(ctx, u.UpdateID, u.Revision, func(pct int) {
+		progress(Progress{Phase: proto.PatchPhaseInstalling, Percent: max(0, min(100, pct)), Message: title})
+	})
+	if err != nil {
+		return proto.PatchInstallResult{}, fmt.Errorf("Windows Update install: %w", err)
+	}
+	switch in.ResultCode {
+	case WUAResultSucceeded, WUAResultSucceededWithErrors:
+	default:
+		return wuaFailure("installation", title, in), nil
+	}
+	msg := title + " installed"
+	if in.ResultCode == WUAResultSucceededWithErrors {
+		msg += " (succeeded with errors: " + HResultText(in.HResult) + ")"
+	}
+	if in.RebootRequired {
+		msg += "; a reboot is required"
+	}
+	progress(Progress{Phase: proto.PatchPhaseFinished, Percent: 100, Message: title})
+	return proto.PatchInstallResult{Status: proto.PatchInstallDone, RebootRequired: in.RebootRequired, Message: msg}, nil
+}
+
+// wuaFailure is the failed answer of a download or installation.
+func wuaFailure(step, title string, op WUAOperation) proto.PatchInstallResult {
+	msg := fmt.Sprintf("%s of %s %s", step, title, cmpOr(wuaResultNames[op.ResultCode], fmt.Sprintf("ended with result %d", op.ResultCode)))
+	if op.HResult != 0 {
+		msg += ": " + HResultText(op.HResult)
+	}
+	return proto.PatchInstallResult{Status: proto.PatchInstallFailed, RebootRequired: op.RebootRequired, Message: msg}
+}
+
+// ErrNoUpdate: a Windows install names no update (identity, KB or title).
+var ErrNoUpdate = errors.New("the request names no update: update_id, kb or title")

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	ole "github.com/go-ole/go-ole"
@@ -353,6 +355,141 @@ func (ComWUA) RebootRequired(context.Context) (bool, error) {
 // Detect is the Windows provider over COM.
 func Detect() Provider { return &Windows{WUA: ComWUA{}} }
 
-// DetectInstaller: installs through the Windows Update Agent are not
-// built yet (issue 24); Windows agents do not offer patch_install.
-func DetectInstaller() Installer { return nil }
+// DetectInstaller installs through the Windows Update Agent.
+func DetectInstaller() Installer { return &WUAInstaller{WUA: ComWUA{}} }
+
+// update finds the IUpdate of an identity and revision (a search by
+// UpdateID and RevisionNumber) and calls fn with the session and an
+// IUpdateCollection holding it.
+func update(updateID string, revision int, fn func(session, coll, u *ole.IDispatch) error) error {
+	session, s, err := searcher()
+	if err != nil {
+		return err
+	}
+	defer session.Release()
+	defer s.Release()
+	if strings.ContainsAny(updateID, "'\"") {
+		return fmt.Errorf("update ID %q is malformed", updateID)
+	}
+	criteria := "UpdateID='" + updateID + "'"
+	if revision > 0 {
+		criteria += " and RevisionNumber=" + strconv.Itoa(revision)
+	}
+	rv, err := oleutil.CallMethod(s, "Search", criteria)
+	if err != nil {
+		return fmt.Errorf("IUpdateSearcher.Search: %w", err)
+	}
+	result := rv.ToIDispatch()
+	defer result.Release()
+	updates, err := propDispatch(result, "Updates")
+	if err != nil {
+		return err
+	}
+	defer updates.Release()
+	if propInt(updates, "Count") == 0 {
+		return fmt.Errorf("Windows Update no longer offers update %s revision %d", updateID, revision)
+	}
+	u, err := propDispatch(updates, "Item", 0)
+	if err != nil {
+		return err
+	}
+	defer u.Release()
+	coll, err := create("Microsoft.Update.UpdateColl")
+	if err != nil {
+		return err
+	}
+	defer coll.Release()
+	if _, err := oleutil.CallMethod(coll, "Add", u); err != nil {
+		return fmt.Errorf("IUpdateCollection.Add: %w", err)
+	}
+	return fn(session, coll, u)
+}
+
+// operation reads an IDownloadResult or IInstallationResult: the
+// overall result code, the first update's HRESULT and, for an
+// installation, whether a reboot is required.
+func operation(res *ole.IDispatch, install bool) WUAOperation {
+	op := WUAOperation{ResultCode: int(propInt(res, "ResultCode")), HResult: int32(propInt(res, "HResult"))}
+	if ur, err := oleutil.CallMethod(res, "GetUpdateResult", 0); err == nil {
+		if d := ur.ToIDispatch(); d != nil {
+			if hr := int32(propInt(d, "HResult")); hr != 0 {
+				op.HResult = hr
+			}
+			if install && propBool(d, "RebootRequired") {
+				op.RebootRequired = true
+			}
+			d.Release()
+		}
+	}
+	if install && propBool(res, "RebootRequired") {
+		op.RebootRequired = true
+	}
+	return op
+}
+
+// Download runs IUpdateDownloader.Download for one update. The
+// synchronous call reports no percentage: progress is called at 0 and
+// 100.
+func (ComWUA) Download(ctx context.Context, updateID string, revision int, progress func(int)) (WUAOperation, error) {
+	var op WUAOperation
+	err := withCOM(func() error {
+		return update(updateID, revision, func(session, coll, _ *ole.IDispatch) error {
+			dv, err := oleutil.CallMethod(session, "CreateUpdateDownloader")
+			if err != nil {
+				return absent("CreateUpdateDownloader", err)
+			}
+			dl := dv.ToIDispatch()
+			defer dl.Release()
+			if _, err := oleutil.PutProperty(dl, "Updates", coll); err != nil {
+				return fmt.Errorf("IUpdateDownloader.Updates: %w", err)
+			}
+			progress(0)
+			rv, err := oleutil.CallMethod(dl, "Download")
+			if err != nil {
+				return fmt.Errorf("IUpdateDownloader.Download: %w", err)
+			}
+			res := rv.ToIDispatch()
+			defer res.Release()
+			op = operation(res, false)
+			progress(100)
+			return ctx.Err()
+		})
+	})
+	return op, err
+}
+
+// Install accepts the update's licence terms when it has any (an
+// administrator approved the install) and runs IUpdateInstaller.Install
+// for it. Like Download it reports progress at 0 and 100.
+func (ComWUA) Install(ctx context.Context, updateID string, revision int, progress func(int)) (WUAOperation, error) {
+	var op WUAOperation
+	err := withCOM(func() error {
+		return update(updateID, revision, func(session, coll, u *ole.IDispatch) error {
+			if !propBool(u, "EulaAccepted") {
+				if _, err := oleutil.CallMethod(u, "AcceptEula"); err != nil {
+					return fmt.Errorf("IUpdate.AcceptEula: %w", err)
+				}
+			}
+			iv, err := oleutil.CallMethod(session, "CreateUpdateInstaller")
+			if err != nil {
+				return absent("CreateUpdateInstaller", err)
+			}
+			in := iv.ToIDispatch()
+			defer in.Release()
+			if _, err := oleutil.PutProperty(in, "Updates", coll); err != nil {
+				return fmt.Errorf("IUpdateInstaller.Updates: %w", err)
+			}
+			progress(0)
+			rv, err := oleutil.CallMethod(in, "Install")
+			if err != nil {
+				return fmt.Errorf("IUpdateInstaller.Install: %w", err)
+			}
+			res := rv.ToIDispatch()
+			defer res.Release()
+			op = operation(res, true)
+			progress(100)
+			return ctx.Err()
+		})
+	})
+	return op, err
+}

@@ -38,7 +38,7 @@ const (
 	// CapRegistry: registry_management_request (Windows agents only).
 	CapRegistry Capability = "registry"
 	// CapPatchInstall: patch_install_request (Linux agents with apt or
-	// dnf; the Windows install path is not built yet).
+	// dnf, Windows agents through the Windows Update Agent).
 	CapPatchInstall Capability = "patch_install"
 	// CapTunnel: vpn_tunnel_start, the managed WireGuard tunnel.
 	CapTunnel Capability = "tunnel"
@@ -56,11 +56,15 @@ const (
 	// CapRedeploy: agent_redeploy_request, a redeploy with a new
 	// enrollment code (agent behaviour 16).
 	CapRedeploy Capability = "redeploy"
+	// CapPatchEnforcement: patch_policy_enforcement_request (Windows
+	// agents only: it sets Windows Update policy values).
+	CapPatchEnforcement Capability = "patch_enforcement"
 )
 
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
-	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapAnsible, CapRedeploy}
+	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapAnsible, CapRedeploy,
+	CapPatchEnforcement}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -84,6 +88,7 @@ var CapabilityVersion = map[Capability]int{
 	CapPatchReboot:      CapabilitiesVersion,
 	CapAnsible:          CapabilitiesVersion,
 	CapRedeploy:         CapabilitiesVersion,
+	CapPatchEnforcement: CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -113,7 +118,8 @@ const (
 
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapPatchInstall: "linux", CapVNC: "linux", CapAnsible: "linux"}
+var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapVNC: "linux", CapAnsible: "linux",
+	CapPatchEnforcement: "windows"}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
@@ -132,24 +138,25 @@ func AgentCapabilities(goos string) []Capability {
 // file_management_request of action upload or download needs CapTransfers
 // instead (TransferActions).
 var EventCapability = map[string]Capability{
-	EventProcessManagement:    CapProcesses,
-	EventServiceControl:       CapServices,
-	EventSoftwareRefresh:      CapInventoryRefresh,
-	EventPatchRefresh:         CapInventoryRefresh,
-	EventShellOpen:            CapShell,
-	EventShellClose:           CapShell,
-	EventAgentUpdate:          CapAgentUpdate,
-	EventQuickJobRun:          CapScripts,
-	EventFileManagement:       CapFiles,
-	EventRegistryManagement:   CapRegistry,
-	EventPatchInstall:         CapPatchInstall,
-	EventPatchReboot:          CapPatchReboot,
-	EventVPNTunnelStart:       CapTunnel,
-	EventVNCStart:             CapVNC,
-	EventVNCStop:              CapVNC,
-	EventVNCCredentialRequest: CapVNC,
-	EventRoleDesiredState:     CapRoleControl,
-	EventAgentRedeploy:        CapRedeploy,
+	EventProcessManagement:      CapProcesses,
+	EventServiceControl:         CapServices,
+	EventSoftwareRefresh:        CapInventoryRefresh,
+	EventPatchRefresh:           CapInventoryRefresh,
+	EventShellOpen:              CapShell,
+	EventShellClose:             CapShell,
+	EventAgentUpdate:            CapAgentUpdate,
+	EventQuickJobRun:            CapScripts,
+	EventFileManagement:         CapFiles,
+	EventRegistryManagement:     CapRegistry,
+	EventPatchInstall:           CapPatchInstall,
+	EventPatchReboot:            CapPatchReboot,
+	EventVPNTunnelStart:         CapTunnel,
+	EventVNCStart:               CapVNC,
+	EventVNCStop:                CapVNC,
+	EventVNCCredentialRequest:   CapVNC,
+	EventRoleDesiredState:       CapRoleControl,
+	EventAgentRedeploy:          CapRedeploy,
+	EventPatchPolicyEnforcement: CapPatchEnforcement,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

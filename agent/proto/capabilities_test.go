@@ -33,15 +33,17 @@ func TestReportedCapabilities(t *testing.T) {
 
 func TestAgentCapabilities(t *testing.T) {
 	t.Parallel()
-	require.NotContains(t, AgentCapabilities("windows"), CapPatchInstall, "the Windows install path is not built")
+	require.Contains(t, AgentCapabilities("windows"), CapPatchInstall, "installs through the Windows Update Agent")
 	require.NotContains(t, AgentCapabilities("windows"), CapVNC, "the Windows VNC role is not built")
 	require.NotContains(t, AgentCapabilities("windows"), CapAnsible, "playbooks run on Linux agents")
-	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-3)
+	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-2)
 	require.Contains(t, AgentCapabilities("linux"), CapAnsible)
 	require.Contains(t, HandlerCapabilities([]string{EventQuickJobRun}), CapAnsible, "the script runner runs playbooks")
 	require.NotContains(t, AgentCapabilities("linux"), CapRegistry)
 	require.Contains(t, AgentCapabilities("linux"), CapPatchInstall)
-	require.Len(t, AgentCapabilities("linux"), len(AllCapabilities)-1)
+	require.NotContains(t, AgentCapabilities("linux"), CapPatchEnforcement, "Windows Update policy exists only on Windows")
+	require.Contains(t, AgentCapabilities("windows"), CapPatchEnforcement)
+	require.Len(t, AgentCapabilities("linux"), len(AllCapabilities)-2)
 	for _, c := range AllCapabilities {
 		require.Contains(t, CapabilityVersion, c, "every capability names its protocol")
 		require.LessOrEqual(t, CapabilityVersion[c], Version)

@@ -278,3 +278,64 @@ type PatchRebootResult struct {
 	Message  string   `json:"message,omitempty"`
 	SignedIn []string `json:"signed_in,omitempty"`
 }
+
+// ---- Patch policy enforcement (SPEC agent behaviour 11) -------------------
+
+// EventPatchPolicyEnforcement asks a Windows agent to put the machine's
+// Windows Update policy in a patch policy's enforcement mode
+// (PatchPolicyEnforcementRequest); it answers
+// PatchPolicyEnforcementResult. The Engine's patch lane sends it when a
+// device's effective mode changes and on a device's first evaluation.
+const EventPatchPolicyEnforcement = "patch_policy_enforcement_request"
+
+// Patch policy enforcement modes. Managed and frozen back up the Windows
+// Update policy values the agent sets and set ones that stop automatic
+// installs (frozen also stops automatic downloads and notifications);
+// unmanaged restores what the backup holds, "absent" included.
+const (
+	PatchModeUnmanaged = "unmanaged"
+	PatchModeManaged   = "managed"
+	PatchModeFrozen    = "frozen"
+)
+
+// PatchModes lists the enforcement modes.
+var PatchModes = []string{PatchModeUnmanaged, PatchModeManaged, PatchModeFrozen}
+
+// PatchPolicyEnforcementRequest is one enforcement.
+type PatchPolicyEnforcementRequest struct {
+	EnforcementID string `json:"enforcement_id"`
+	Mode          string `json:"mode"`
+}
+
+// Patch enforcement outcomes (PatchPolicyEnforcementResult.Status).
+const (
+	// PatchEnforcementApplied: managed or frozen values are set (the
+	// original ones are backed up).
+	PatchEnforcementApplied = "applied"
+	// PatchEnforcementRestored: unmanaged, the backed-up values are back
+	// and the backup is gone.
+	PatchEnforcementRestored = "restored"
+	// PatchEnforcementNotManaged: unmanaged asked of a machine the agent
+	// never managed: nothing changed.
+	PatchEnforcementNotManaged = "not_managed"
+)
+
+// PatchPolicyValue is one Windows Update policy value as the enforcement
+// left it: Present false when it does not exist; Data in the registry
+// editor's wire form (agent/proto/registry.go).
+type PatchPolicyValue struct {
+	Key     string `json:"key"`
+	Name    string `json:"name"`
+	Present bool   `json:"present"`
+	Type    string `json:"type,omitempty"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// PatchPolicyEnforcementResult answers EventPatchPolicyEnforcement: the
+// mode now in force on the machine and the policy values as they are.
+type PatchPolicyEnforcementResult struct {
+	Mode    string             `json:"mode"`
+	Status  string             `json:"status"`
+	Message string             `json:"message,omitempty"`
+	Values  []PatchPolicyValue `json:"values"`
+}

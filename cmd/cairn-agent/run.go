@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/inventory"
 	agentoperations "github.com/cairn-rmm/cairn/agent/operations"
 	"github.com/cairn-rmm/cairn/agent/patches"
+	patchenforce "github.com/cairn-rmm/cairn/agent/patches/enforce"
 	patchops "github.com/cairn-rmm/cairn/agent/patches/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/registry"
@@ -117,6 +118,11 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	}
 	regStore := registry.System()
 	if err := registry.Register(handlers, regStore, log); err != nil {
+		return err
+	}
+	// Patch policy enforcement (behaviour 11) edits Windows Update policy
+	// through the same registry: Windows only.
+	if err := patchenforce.Register(handlers, regStore, log); err != nil {
 		return err
 	}
 	store := agentruntime.FileStore{Path: configPath, Writer: "run"}

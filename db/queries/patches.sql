@@ -212,3 +212,34 @@ RETURNING *;
 
 -- name: PatchRebootListByDevice :many
 SELECT * FROM patch_reboots WHERE device_guid = @device_guid ORDER BY created_at DESC, id LIMIT @max_rows;
+
+-- name: PatchEnforcementInsert :one
+INSERT INTO patch_enforcements (id, device_guid, mode, policy_id, requested_by)
+VALUES (@id, @device_guid, @mode, @policy_id, @requested_by)
+RETURNING *;
+
+-- name: PatchEnforcementGet :one
+SELECT * FROM patch_enforcements WHERE id = @id;
+
+-- name: PatchEnforcementStart :one
+-- Running, once the lane reaches it (a retried activity changes nothing).
+UPDATE patch_enforcements SET state = 'running', started_at = COALESCE(started_at, now())
+WHERE id = @id AND state IN ('queued', 'running')
+RETURNING *;
+
+-- name: PatchEnforcementFinish :one
+-- The agent's answer. A finished enforcement keeps its outcome.
+UPDATE patch_enforcements SET state = @state, message = @message, "values" = @values::jsonb, finished_at = now()
+WHERE id = @id AND state IN ('queued', 'running')
+RETURNING *;
+
+-- name: PatchEnforcementLatest :many
+-- The newest enforcement of each of some devices: what the Engine last
+-- asked of them and how it went.
+SELECT DISTINCT ON (device_guid) *
+FROM patch_enforcements
+WHERE device_guid = ANY(@guids::text[])
+ORDER BY device_guid, created_at DESC, id DESC;
+
+-- name: PatchEnforcementListByDevice :many
+SELECT * FROM patch_enforcements WHERE device_guid = @device_guid ORDER BY created_at DESC, id LIMIT @max_rows;

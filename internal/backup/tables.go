@@ -154,6 +154,9 @@ var Tables = []Table{
 	{Name: "patch_installs", Policy: Exclude},
 	// Patch reboots are a history of requests, like patch installs.
 	{Name: "patch_reboots", Policy: Exclude},
+	// Patch enforcement state (SPEC backup: excluded); a restored Engine
+	// asks every Windows device for its mode again.
+	{Name: "patch_enforcements", Policy: Exclude},
 	// Patch policies are operators' configuration (the global ones seeded).
 	{Name: "patch_policies", Policy: Export},
 	{Name: "wireguard_owner", Policy: Exclude},

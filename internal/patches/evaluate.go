@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 )
 
@@ -39,6 +40,19 @@ type EvaluateResult struct {
 	// devices with nothing to install that say they need one
 	// (when_required or always), at most once per RebootRetryInterval.
 	Reboots []EvaluatedReboot `json:"reboots"`
+	// Enforcements are the patch_policy_enforcement_requests asked of
+	// Windows devices: on a device's first evaluation and when its
+	// effective enforcement_mode changed (EnforcementDue).
+	Enforcements []EvaluatedEnforcement `json:"enforcements"`
+	// FrozenDeviceCount counts devices whose effective enforcement_mode is
+	// frozen: evaluation installs nothing on them.
+	FrozenDeviceCount int `json:"frozen_device_count"`
+}
+
+// EvaluatedEnforcement is an enforcement a policy evaluation asked for.
+type EvaluatedEnforcement struct {
+	Enforcement
+	Hostname string `json:"hostname"`
 }
 
 // RebootRetryInterval is how long an evaluation waits after asking a
@@ -58,9 +72,10 @@ type EvaluatedReboot struct {
 // Queued is an install, or a reboot (Reboot set), to hand to its
 // device's patch lane; a device's reboot follows its installs.
 type Queued struct {
-	Install Install
-	Reboot  *Reboot
-	Target  Target
+	Install     Install
+	Reboot      *Reboot
+	Enforcement *Enforcement
+	Target      Target
 }
 
 // Evaluate judges the visible devices (policyID 0) or one policy's
@@ -69,7 +84,8 @@ type Queued struct {
 // window is open now. The caller hands the returned installs to their
 // lanes (workflowclient.PatchLaneStarter).
 func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor string, policyID int64) (EvaluateResult, []Queued, error) {
-	res := EvaluateResult{EvaluatedPolicyIDs: []int64{}, Installs: []EvaluatedInstall{}, Reboots: []EvaluatedReboot{}}
+	res := EvaluateResult{EvaluatedPolicyIDs: []int64{}, Installs: []EvaluatedInstall{}, Reboots: []EvaluatedReboot{},
+		Enforcements: []EvaluatedEnforcement{}}
 	var only *Policy
 	if policyID != 0 {
 		p, err := s.policy(ctx, scope, policyID)
@@ -93,10 +109,38 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 			}
 		}
 	}
+	var windows []cairn.DeviceGUID
+	for _, d := range devices {
+		if f.windows[d.GUID] {
+			windows = append(windows, d.GUID)
+		}
+	}
+	lastEnforcement, err := s.latestEnforcements(ctx, windows)
+	if err != nil {
+		return res, nil, err
+	}
 	var queued []Queued
 	for _, d := range devices {
 		res.DeviceCount++
 		eff := f.effective(d)
+		// Enforcement is configuration, not an install: no window holds
+		// it back, and it goes ahead of the device's installs.
+		if f.windows[d.GUID] && EnforcementDue(eff.EnforcementMode, lastEnforcement[d.GUID], f.now) {
+			var source *int64
+			if eff.EnforcementSource != 0 {
+				source = &eff.EnforcementSource
+			}
+			enf, err := s.RequestEnforcement(ctx, d.GUID, eff.EnforcementMode, source, actor)
+			if err != nil {
+				return res, queued, err
+			}
+			res.Enforcements = append(res.Enforcements, EvaluatedEnforcement{Enforcement: enf, Hostname: d.Hostname})
+			queued = append(queued, Queued{Enforcement: &enf, Target: Target{GUID: d.GUID, Hostname: d.Hostname, SiteSlug: f.slugs[d.GUID]}})
+		}
+		if eff.EnforcementMode == proto.PatchModeFrozen {
+			res.FrozenDeviceCount++
+			continue
+		}
 		var approved []Decision
 		for _, dec := range eff.Decisions {
 			switch dec.Status {
@@ -170,10 +214,14 @@ func newInstallID() string { return uuid.NewString() }
 func (s *Service) Abandon(ctx context.Context, queued []Queued, cause error) error {
 	for _, q := range queued {
 		var err error
-		if q.Reboot != nil {
+		switch {
+		case q.Enforcement != nil:
+			_, err = s.store.PatchEnforcementFinish(ctx, db.PatchEnforcementFinishParams{ID: q.Enforcement.ID, State: EnforcementFailed,
+				Message: "not handed to the device's patch lane: " + cause.Error(), Values: []byte("[]")})
+		case q.Reboot != nil:
 			_, err = s.store.PatchRebootFinish(ctx, db.PatchRebootFinishParams{ID: q.Reboot.ID, State: RebootFailed,
 				Message: "not handed to the device's patch lane: " + cause.Error(), SignedIn: []string{}})
-		} else {
+		default:
 			_, err = s.store.PatchInstallFinish(ctx, db.PatchInstallFinishParams{ID: q.Install.ID, State: StateFailed,
 				Message: "not handed to the device's patch lane: " + cause.Error()})
 		}

@@ -111,6 +111,9 @@ type DeviceView struct {
 	Installs []Install `json:"installs"`
 	// Reboots are the device's newest patch reboots, newest first.
 	Reboots []Reboot `json:"reboots"`
+	// Enforcements are the device's newest Windows Update policy
+	// enforcements, newest first: the first is its enforcement state.
+	Enforcements []Enforcement `json:"enforcements"`
 }
 
 // MaxDeviceInstalls bounds DeviceView.Installs.
@@ -160,7 +163,10 @@ func (s *Service) Device(ctx context.Context, scope cairn.SiteScope, hostname st
 	if out.Installs, err = s.deviceInstalls(ctx, d.Guid); err != nil {
 		return DeviceView{}, err
 	}
-	out.Reboots, err = s.deviceReboots(ctx, d.Guid)
+	if out.Reboots, err = s.deviceReboots(ctx, d.Guid); err != nil {
+		return DeviceView{}, err
+	}
+	out.Enforcements, err = s.deviceEnforcements(ctx, d.Guid)
 	return out, err
 }
 

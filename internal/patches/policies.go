@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devicefilters"
 )
@@ -86,11 +87,13 @@ type fleet struct {
 	// reboot with nothing to install (see RebootRetryInterval).
 	slugs     map[cairn.DeviceGUID]string
 	rebootDue map[cairn.DeviceGUID]bool
-	policies  []Policy
-	members   map[int64]map[cairn.DeviceGUID]bool
-	cands     map[cairn.DeviceGUID][]Candidate
-	effs      map[cairn.DeviceGUID]Effective
-	now       time.Time
+	// windows are the Windows devices: enforcement applies to them only.
+	windows  map[cairn.DeviceGUID]bool
+	policies []Policy
+	members  map[int64]map[cairn.DeviceGUID]bool
+	cands    map[cairn.DeviceGUID][]Candidate
+	effs     map[cairn.DeviceGUID]Effective
+	now      time.Time
 }
 
 func (s *Service) loadPolicies(ctx context.Context) ([]Policy, error) {
@@ -137,7 +140,7 @@ func (s *Service) members(ctx context.Context, scope cairn.SiteScope, filterID i
 func (s *Service) loadFleet(ctx context.Context, scope cairn.SiteScope, only []cairn.DeviceGUID, extra *Policy) (*fleet, error) {
 	f := &fleet{members: map[int64]map[cairn.DeviceGUID]bool{}, cands: map[cairn.DeviceGUID][]Candidate{},
 		effs: map[cairn.DeviceGUID]Effective{}, slugs: map[cairn.DeviceGUID]string{}, rebootDue: map[cairn.DeviceGUID]bool{},
-		now: s.now().UTC()}
+		windows: map[cairn.DeviceGUID]bool{}, now: s.now().UTC()}
 	var err error
 	if f.policies, err = s.loadPolicies(ctx); err != nil {
 		return nil, err
@@ -162,6 +165,7 @@ func (s *Service) loadFleet(ctx context.Context, scope cairn.SiteScope, only []c
 		f.devices = append(f.devices, Device{GUID: d.Guid, Hostname: d.Hostname, SiteID: d.SiteID, Role: RoleOf(d.OperatingSystem)})
 		f.slugs[d.Guid] = d.SiteSlug
 		f.rebootDue[d.Guid] = d.RebootDue
+		f.windows[d.Guid] = IsWindows(d.OperatingSystem)
 		guids[i] = string(d.Guid)
 	}
 	rows, err := s.store.PatchPolicyPendingRows(ctx, guids)
@@ -575,20 +579,21 @@ func (s *Service) EffectiveFor(ctx context.Context, scope cairn.SiteScope, hostn
 
 // Metadata is what the policy editor offers.
 type Metadata struct {
-	Types          []string              `json:"types"`
-	RoleScopes     []string              `json:"role_scopes"`
-	RuleTypes      []MetadataRuleType    `json:"rule_types"`
-	MatchTypes     []string              `json:"match_types"`
-	Actions        []string              `json:"actions"`
-	RebootPolicies []string              `json:"reboot_policies"`
-	Weekdays       []string              `json:"weekdays"`
-	Exclusions     []string              `json:"exclusions"`
-	Defaults       Defaults              `json:"defaults"`
-	Sites          []MetadataSite        `json:"sites"`
-	Filters        []MetadataFilter      `json:"filters"`
-	Limits         map[string]int        `json:"limits"`
-	Decisions      []string              `json:"decisions"`
-	Layers         map[string]MetadataLy `json:"layers"`
+	Types            []string              `json:"types"`
+	RoleScopes       []string              `json:"role_scopes"`
+	RuleTypes        []MetadataRuleType    `json:"rule_types"`
+	MatchTypes       []string              `json:"match_types"`
+	Actions          []string              `json:"actions"`
+	RebootPolicies   []string              `json:"reboot_policies"`
+	EnforcementModes []string              `json:"enforcement_modes"`
+	Weekdays         []string              `json:"weekdays"`
+	Exclusions       []string              `json:"exclusions"`
+	Defaults         Defaults              `json:"defaults"`
+	Sites            []MetadataSite        `json:"sites"`
+	Filters          []MetadataFilter      `json:"filters"`
+	Limits           map[string]int        `json:"limits"`
+	Decisions        []string              `json:"decisions"`
+	Layers           map[string]MetadataLy `json:"layers"`
 }
 
 // MetadataRuleType is a rule type and the match types it takes.
@@ -622,7 +627,8 @@ func (s *Service) PolicyMetadata(ctx context.Context, scope cairn.SiteScope) (Me
 	m := Metadata{Types: []string{TypeGlobal, TypeSite, TypeDeviceFilter}, RoleScopes: []string{RoleServer, RoleWorkstation},
 		MatchTypes: []string{MatchEquals, MatchTitleContains}, Actions: []string{ActionApprove, ActionBlock},
 		RebootPolicies: []string{RebootNever, RebootWhenRequired, RebootAlways}, Weekdays: Weekdays,
-		Exclusions: []string{"device_guid", "hostname", "site_id"}, Defaults: Defaults{DeferralDays: &zero, RebootPolicy: RebootNever},
+		EnforcementModes: proto.PatchModes,
+		Exclusions:       []string{"device_guid", "hostname", "site_id"}, Defaults: Defaults{DeferralDays: &zero, RebootPolicy: RebootNever, EnforcementMode: proto.PatchModeUnmanaged},
 		Sites: []MetadataSite{}, Filters: []MetadataFilter{},
 		Decisions: []string{DecisionApproved, DecisionBlocked, DecisionDeferred, DecisionNotApproved, DecisionExcluded},
 		Limits: map[string]int{"rules": MaxPolicyRules, "exclusions": MaxPolicyExclusions, "rule_value": MaxRuleValue,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-rmm/cairn"
+	"github.com/cairn-rmm/cairn/agent/proto"
 )
 
 // Patch policy layers (SPEC "Patch policy"), evaluated in this order.
@@ -107,6 +108,13 @@ type Defaults struct {
 	// (only a policy forces a reboot); it goes with the layer's
 	// reboot_policy, when_required or always.
 	RebootForced bool `json:"reboot_forced"`
+	// EnforcementMode is the Windows Update policy the layer's Windows
+	// devices are put in (SPEC agent behaviour 11): unmanaged (Windows
+	// Update as the administrator left it), managed (automatic installs
+	// stopped, Cairn installs) or frozen (also no automatic downloads, and
+	// policy evaluation installs nothing). Empty inherits; no layer
+	// setting it is unmanaged.
+	EnforcementMode string `json:"enforcement_mode"`
 }
 
 // WindowRange is one weekday's time range. WeekOfMonth 0 is every week,
@@ -292,6 +300,11 @@ func (in PolicyInput) Check() (PolicyInput, error) {
 	if in.Defaults.RebootForced && in.Defaults.RebootPolicy != RebootWhenRequired && in.Defaults.RebootPolicy != RebootAlways {
 		v.Add("defaults.reboot_forced", "needs reboot_policy when_required or always in the same policy")
 	}
+	switch in.Defaults.EnforcementMode {
+	case "", proto.PatchModeUnmanaged, proto.PatchModeManaged, proto.PatchModeFrozen:
+	default:
+		v.Add("defaults.enforcement_mode", "must be unmanaged, managed or frozen (empty inherits)")
+	}
 	if w := in.MaintenanceWindow; w != nil {
 		if w.TimeZone == "" {
 			w.TimeZone = "UTC"
@@ -434,14 +447,18 @@ type Effective struct {
 	Layers []EffectiveLayer `json:"layers"`
 	// ExcludedBy is the policy whose exclusion takes the device out of
 	// its layer and every one below (0: none).
-	ExcludedBy   int64      `json:"excluded_by_policy_id"`
-	DeferralDays int        `json:"deferral_days"`
-	RebootPolicy string     `json:"reboot_policy"`
-	RebootForced bool       `json:"reboot_forced"`
-	RebootSource int64      `json:"reboot_policy_source_policy_id"`
-	Window       *Window    `json:"maintenance_window"`
-	WindowSource int64      `json:"maintenance_window_source_policy_id"`
-	Decisions    []Decision `json:"decisions"`
+	ExcludedBy   int64   `json:"excluded_by_policy_id"`
+	DeferralDays int     `json:"deferral_days"`
+	RebootPolicy string  `json:"reboot_policy"`
+	RebootForced bool    `json:"reboot_forced"`
+	RebootSource int64   `json:"reboot_policy_source_policy_id"`
+	Window       *Window `json:"maintenance_window"`
+	WindowSource int64   `json:"maintenance_window_source_policy_id"`
+	// EnforcementMode is the device's Windows Update enforcement mode and
+	// EnforcementSource the policy that sets it (0: none does, unmanaged).
+	EnforcementMode   string     `json:"enforcement_mode"`
+	EnforcementSource int64      `json:"enforcement_mode_source_policy_id"`
+	Decisions         []Decision `json:"decisions"`
 }
 
 // EffectiveLayer is one policy of a device's hierarchy.
@@ -493,7 +510,8 @@ func Applicable(d Device, policies []Policy, inFilter func(policyID int64) bool)
 // reboot policy or window gives it; an approved update released less
 // than the deferral ago is deferred.
 func EvaluateHierarchy(d Device, layers []Policy, cands []Candidate, now time.Time) Effective {
-	eff := Effective{Device: d, Layers: []EffectiveLayer{}, RebootPolicy: RebootNever, Decisions: []Decision{}}
+	eff := Effective{Device: d, Layers: []EffectiveLayer{}, RebootPolicy: RebootNever, Decisions: []Decision{},
+		EnforcementMode: proto.PatchModeUnmanaged}
 	active := layers
 	for i, p := range layers {
 		if eff.ExcludedBy == 0 && p.Excludes(d) {
@@ -511,6 +529,9 @@ func EvaluateHierarchy(d Device, layers []Policy, cands []Candidate, now time.Ti
 		}
 		if p.MaintenanceWindow != nil {
 			eff.Window, eff.WindowSource = p.MaintenanceWindow, p.ID
+		}
+		if p.Defaults.EnforcementMode != "" {
+			eff.EnforcementMode, eff.EnforcementSource = p.Defaults.EnforcementMode, p.ID
 		}
 	}
 	for _, c := range cands {

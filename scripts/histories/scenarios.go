@@ -118,6 +118,8 @@ var standIns = map[string]any{
 			return agentgateway.Reply{Payload: json.RawMessage(`{"collected_at":"2026-11-29T03:00:00Z","patches":[]}`)}, nil
 		case proto.EventPatchReboot:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"skipped_logged_in_user","message":"1 user(s) signed in","signed_in":["alice"]}`)}, nil
+		case proto.EventPatchPolicyEnforcement:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"mode":"managed","status":"applied","message":"set","values":[{"key":"HKLM\\SOFTWARE\\Policies\\Microsoft\\Windows\\WindowsUpdate\\AU","name":"AUOptions","present":true,"type":"REG_DWORD","data":2}]}`)}, nil
 		}
 		if in.Type == proto.EventProcessManagement {
 			return agentgateway.Reply{}, temporal.NewNonRetryableApplicationError("PID 4242 is \"bash\", not \"sleep\"", proto.CodeOpMismatch, nil)
@@ -281,6 +283,10 @@ var standIns = map[string]any{
 	"BeginPatchReboot": func(context.Context, string) (bool, error) { return true, nil },
 	"ConcludePatchReboot": func(context.Context, activities.ConcludeRebootInput) (string, error) {
 		return patches.RebootSkipped, nil
+	},
+	"BeginPatchEnforcement": func(context.Context, string) (bool, error) { return true, nil },
+	"ConcludePatchEnforcement": func(context.Context, activities.ConcludeEnforcementInput) (string, error) {
+		return patches.EnforcementApplied, nil
 	},
 }
 
@@ -551,6 +557,27 @@ var scenarios = []scenario{
 		for _, o := range []workflows.PatchInstallOrder{
 			{InstallID: inst, Request: json.RawMessage(`{"install_id":"` + inst + `","package":"openssl"}`), InstallGrant: "grant", RefreshGrant: "grant"},
 			{Reboot: &workflows.PatchRebootOrder{RebootID: rb, Request: json.RawMessage(`{"reboot_id":"` + rb + `","when_required":true,"forced":false}`), Grant: "grant"}},
+		} {
+			r, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalPatchInstall, o,
+				client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PatchLane, in)
+			if err != nil {
+				return "", err
+			}
+			run = r
+		}
+		return wait(ctx, run, nil)
+	}, false},
+	// A device's patch lane: a patch_policy_enforcement_request (managed,
+	// applied), then an install; the idle lane ends.
+	{"patch_lane_enforcement_then_install.json", func(ctx context.Context, c client.Client) (string, error) {
+		guid := unique("guid")
+		id := workflows.PatchLaneWorkflowID(guid)
+		in := workflows.PatchLaneInput{GUID: guid, Idle: 2 * time.Second}
+		enf, inst := unique("enforcement"), unique("install")
+		var run client.WorkflowRun
+		for _, o := range []workflows.PatchInstallOrder{
+			{Enforcement: &workflows.PatchEnforcementOrder{EnforcementID: enf, Request: json.RawMessage(`{"enforcement_id":"` + enf + `","mode":"managed"}`), Grant: "grant"}},
+			{InstallID: inst, Request: json.RawMessage(`{"install_id":"` + inst + `","kb":"KB5034441"}`), InstallGrant: "grant", RefreshGrant: "grant"},
 		} {
 			r, err := c.SignalWithStartWorkflow(ctx, id, workflows.SignalPatchInstall, o,
 				client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.PatchLane, in)

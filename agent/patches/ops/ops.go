@@ -7,6 +7,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,12 +88,12 @@ func (s *server) install(ctx context.Context, call runtime.Caller, payload json.
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "the request payload is malformed: " + err.Error()}
 	}
-	if req.InstallID == "" || req.Package == "" {
-		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "an install names its install_id and package"}
+	if req.InstallID == "" || req.Package == "" && req.UpdateID == "" && req.KB == "" && req.Title == "" {
+		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: "an install names its install_id and a package or update (update_id, kb, title)"}
 	}
 	s.one.Lock()
 	defer s.one.Unlock()
-	log := s.opts.Logger.With("install_id", req.InstallID, "package", req.Package)
+	log := s.opts.Logger.With("install_id", req.InstallID, "package", req.Package, "update_id", req.UpdateID, "kb", req.KB)
 	log.Info("patch install starting")
 	var (
 		lastPhase string
@@ -114,12 +115,12 @@ func (s *server) install(ctx context.Context, call runtime.Caller, payload json.
 	}
 	res, err := s.opts.Installer.Install(ctx, req, progress)
 	switch {
-	case errors.Is(err, patches.ErrNoPackage):
+	case errors.Is(err, patches.ErrNoPackage), errors.Is(err, patches.ErrNoUpdate):
 		return nil, &proto.Error{Code: proto.CodeOpInvalid, Message: err.Error()}
 	case ctx.Err() != nil:
 		return nil, &proto.Error{Code: proto.CodeOpTimedOut, Message: "the install did not finish in time"}
 	case err != nil:
-		return nil, &proto.Error{Code: proto.CodeOpFailed, Message: fmt.Sprintf("install %s: %v", req.Package, err)}
+		return nil, &proto.Error{Code: proto.CodeOpFailed, Message: fmt.Sprintf("install %s: %v", cmp.Or(req.Package, req.KB, req.Title, req.UpdateID), err)}
 	}
 	log.Info("patch install ended", "status", res.Status, "message", res.Message)
 	return res, nil

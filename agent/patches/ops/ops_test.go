@@ -108,3 +108,22 @@ func TestNoInstallerNoCapability(t *testing.T) {
 	require.NoError(t, ops.Register(h, ops.Options{Installer: &scripted{}}))
 	require.Contains(t, proto.HandlerCapabilities(h.Types()), proto.CapPatchInstall)
 }
+
+// A Windows install names an update (identity and revision, KB or title),
+// not a package: the handler passes it to the installer; an installer
+// that finds no update named answers op_invalid.
+func TestInstallOfAWindowsUpdate(t *testing.T) {
+	t.Parallel()
+	inst := &scripted{res: proto.PatchInstallResult{Status: proto.PatchInstallAlready, AlreadyInstalled: true}}
+	fn := setup(t, inst)
+	out, err := fn(t.Context(), &recorder{}, json.RawMessage(`{"install_id":"i1","update_id":"6c5b1f2a","revision":201,"kb":"KB5034123"}`))
+	require.NoError(t, err)
+	require.Equal(t, inst.res, out)
+	require.Equal(t, proto.PatchInstallRequest{InstallID: "i1", UpdateID: "6c5b1f2a", Revision: 201, KB: "KB5034123"}, inst.got)
+
+	fn = setup(t, &scripted{err: patches.ErrNoUpdate})
+	_, err = fn(t.Context(), &recorder{}, json.RawMessage(`{"install_id":"i1","title":"x"}`))
+	var pe *proto.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, proto.CodeOpInvalid, pe.Code)
+}

@@ -5979,12 +5979,14 @@ export interface components {
         Defaults: {
             /** Format: int64 */
             deferral_days: number | null;
+            enforcement_mode: string;
             reboot_forced: boolean;
             reboot_policy: string;
         };
         DefaultsInput: {
             /** Format: int64 */
             deferral_days?: number | null;
+            enforcement_mode?: string;
             reboot_forced?: boolean;
             reboot_policy?: string;
         };
@@ -6163,6 +6165,7 @@ export interface components {
         DeviceView: {
             /** Format: date-time */
             collected_at: string | null;
+            enforcements: components["schemas"]["Enforcement"][];
             guid: string;
             hostname: string;
             installs: components["schemas"]["Install"][];
@@ -6256,6 +6259,9 @@ export interface components {
             /** Format: int64 */
             deferral_days: number;
             device: components["schemas"]["PatchesDevice"];
+            enforcement_mode: string;
+            /** Format: int64 */
+            enforcement_mode_source_policy_id: number;
             /** Format: int64 */
             excluded_by_policy_id: number;
             layers: components["schemas"]["EffectiveLayer"][];
@@ -6291,6 +6297,23 @@ export interface components {
             port?: number;
             to?: string[] | null;
             username?: string;
+        };
+        Enforcement: {
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            enforcement_id: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            message: string;
+            mode: string;
+            /** Format: int64 */
+            policy_id: number | null;
+            requested_by: string;
+            /** Format: date-time */
+            started_at: string | null;
+            state: string;
+            values: components["schemas"]["PatchPolicyValue"][];
         };
         EngineRelease: {
             members: string[];
@@ -6401,11 +6424,32 @@ export interface components {
             deferred_count: number;
             /** Format: int64 */
             device_count: number;
+            enforcements: components["schemas"]["EvaluatedEnforcement"][];
             evaluated_policy_ids: number[];
+            /** Format: int64 */
+            frozen_device_count: number;
             installs: components["schemas"]["EvaluatedInstall"][];
             /** Format: int64 */
             outside_window_device_count: number;
             reboots: components["schemas"]["EvaluatedReboot"][];
+        };
+        EvaluatedEnforcement: {
+            /** Format: date-time */
+            created_at: string;
+            device_guid: string;
+            enforcement_id: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            hostname: string;
+            message: string;
+            mode: string;
+            /** Format: int64 */
+            policy_id: number | null;
+            requested_by: string;
+            /** Format: date-time */
+            started_at: string | null;
+            state: string;
+            values: components["schemas"]["PatchPolicyValue"][];
         };
         EvaluatedInstall: {
             already_installed: boolean;
@@ -7152,6 +7196,7 @@ export interface components {
             actions: string[];
             decisions: string[];
             defaults: components["schemas"]["Defaults"];
+            enforcement_modes: string[];
             exclusions: string[];
             filters: components["schemas"]["MetadataFilter"][];
             layers: {
@@ -7602,6 +7647,13 @@ export interface components {
             /** Format: int64 */
             scheduled_job_id?: number | null;
             update_id?: string;
+        };
+        PatchPolicyValue: {
+            data?: unknown | null;
+            key: string;
+            name: string;
+            present: boolean;
+            type?: string;
         };
         PatchRefresh: {
             /** Format: date-time */

@@ -26,9 +26,10 @@ type VNC struct {
 	VNC     *vnc.Service
 	Devices *devices.Service
 	Tunnels *tunnels.Service
-	// Server is this process's end of the tunnels (nil in a process that
-	// serves none: the probe then answers tunnel_unavailable, retryable).
-	Server *tunnels.Server
+	// Server reaches the tunnels: this process's end, or a gateway
+	// process's client (nil in a process that reaches none: the probe
+	// then answers tunnel_unavailable, retryable).
+	Server tunnels.Reach
 	Now    func() time.Time
 }
 

@@ -174,7 +174,7 @@ func TestClusterJoinApproveAndTheOperatorBridge(t *testing.T) {
 	require.NoError(t, err)
 	h, err := cluster.OpenHandoff(sealed, j.pub, j.priv)
 	require.NoError(t, err)
-	require.Equal(t, k.id, h.InternalKeyID)
+	require.NotEqual(t, k.id, h.InternalKeyID, "the member's key is its own, not the operator's")
 	require.Equal(t, testPublicURL, h.EngineURL)
 	require.Equal(t, []string{"west"}, h.Sites)
 	// Sent once: a second read gets no handoff.
@@ -217,4 +217,98 @@ func TestClusterJoinApproveAndTheOperatorBridge(t *testing.T) {
 	status := f.send(t, signInternal(t, k, "POST", "/v1/command", map[string]any{"command": "cluster.status"}))
 	require.Equal(t, 200, status.Status, status.Raw)
 	require.Len(t, status.Body["admissions"], 2)
+}
+
+// The join routes are budgeted per address (internal/ratelimit, shared by
+// replicas): past cluster.JoinsPerAddress join attempts, or
+// cluster.FollowsPerAddress stream opens, in a window the address gets
+// rate_limited with Retry-After, whether its attempts were right or
+// wrong.
+func TestClusterJoinRoutesRateLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	j := newClusterJoiner(t)
+	for i := range cluster.JoinsPerAddress.Limit {
+		r := f.do(t, "POST", "/api/bootstrap/cluster/join", "", j.body("cjc_guessed"))
+		require.Equal(t, 403, r.Status, "attempt %d: %s", i, r.Raw)
+	}
+	r := f.do(t, "POST", "/api/bootstrap/cluster/join", "", j.body("cjc_guessed"))
+	require.Equal(t, 429, r.Status, r.Raw)
+	require.Equal(t, "rate_limited", r.Body["error"])
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	follow := func() int {
+		req, err := http.NewRequest("GET", f.url+"/api/bootstrap/cluster/join/00000000-0000-0000-0000-000000000000/events", nil)
+		require.NoError(t, err)
+		req.Header.Set(cluster.TokenHeader, "cjt_guessed")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for i := range cluster.FollowsPerAddress.Limit {
+		require.NotEqual(t, 429, follow(), "stream %d", i)
+	}
+	require.Equal(t, 429, follow())
+}
+
+// memberKey joins a worker with a fresh join code from the bridge (k),
+// approves it through the bridge and answers the key its handoff holds.
+func (f *fixture) memberKey(t *testing.T, k internalKey) (internalKey, string) {
+	t.Helper()
+	r := f.send(t, signInternal(t, k, "POST", "/v1/command", map[string]any{"command": "cluster.join-code", "role": "worker"}))
+	require.Equal(t, 200, r.Status, r.Raw)
+	j := newClusterJoiner(t)
+	r = f.do(t, "POST", "/api/bootstrap/cluster/join", "", j.body(r.Body["join_code"].(map[string]any)["code"].(string)))
+	require.Equal(t, 201, r.Status, r.Raw)
+	id, token := r.Body["admission_id"].(string), r.Body["token"].(string)
+	r = f.send(t, signInternal(t, k, "POST", "/v1/command", map[string]any{"command": "cluster.approve", "admission_id": id}))
+	require.Equal(t, 200, r.Status, r.Raw)
+	var boxB64 string
+	require.Eventually(t, func() bool {
+		_, boxB64 = f.joinStream(t, id, token)
+		return boxB64 != ""
+	}, time.Minute, 100*time.Millisecond)
+	sealed, err := base64.StdEncoding.DecodeString(boxB64)
+	require.NoError(t, err)
+	h, err := cluster.OpenHandoff(sealed, j.pub, j.priv)
+	require.NoError(t, err)
+	secret, err := base64.StdEncoding.DecodeString(h.InternalKeySecret)
+	require.NoError(t, err)
+	return internalKey{id: h.InternalKeyID, secret: secret}, id
+}
+
+// Each admitted member gets an Internal key of its own (issue 26):
+// retiring one member's key refuses that member, while another member and
+// the operator's key still sign. Member keys are listed with their
+// admission and do not count toward the operator's two keys.
+func TestClusterMembersHaveTheirOwnInternalKeys(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	f.sudo(t, admin)
+	k := f.createInternalKey(t, admin)
+	a, admA := f.memberKey(t, k)
+	b, admB := f.memberKey(t, k)
+	require.NotEqual(t, a.id, b.id)
+	require.NotEqual(t, k.id, a.id)
+
+	list := f.do(t, "GET", "/api/server/internal-keys", admin, nil)
+	require.Equal(t, 200, list.Status, list.Raw)
+	admissions := map[string]any{}
+	for _, key := range list.Body["keys"].([]any) {
+		m := key.(map[string]any)
+		admissions[m["key_id"].(string)] = m["admission_id"]
+	}
+	require.Equal(t, map[string]any{k.id: nil, a.id: admA, b.id: admB}, admissions)
+	// The operator may still make a second key of their own.
+	f.createInternalKey(t, admin)
+
+	sign := func(key internalKey) int {
+		return f.send(t, signInternal(t, key, "GET", "/api/internal/job-scheduler/public-base-url", nil)).Status
+	}
+	require.Equal(t, []int{200, 200, 200}, []int{sign(a), sign(b), sign(k)})
+	r := f.do(t, "POST", "/api/server/internal-keys/"+a.id+"/retire", admin, nil)
+	require.Equal(t, 200, r.Status, r.Raw)
+	require.Equal(t, []int{401, 200, 200}, []int{sign(a), sign(b), sign(k)})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/agentartifacts"
 	"github.com/cairn-rmm/cairn/internal/cluster"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
 	"github.com/cairn-rmm/cairn/internal/serveradmin"
 	"github.com/cairn-rmm/cairn/workflows"
 )
@@ -70,10 +71,10 @@ func (d ClusterArea) routes(s *Server) []Route {
 		{"POST", "/api/server/cluster/admissions/{id}/cancel", AuthAdmin, decide(cluster.DecisionCancel), "Cancel an admission"},
 		{"POST", "/api/bootstrap/cluster/join", AuthNone, jsonAction(s, http.StatusCreated, false, a.join).
 			Summary("A process asks to join with an administrator's join code and its X25519 public key; the answer's token authenticates its events stream.").
-			Errors(cluster.ECodeJoinCodeInvalid), "Ask to join the cluster"},
+			Errors(cluster.ECodeJoinCodeInvalid, cairn.ECodeRateLimited), "Ask to join the cluster"},
 		{"GET", "/api/bootstrap/cluster/join/{id}/events", AuthNone, raw(a.follow).Stream(http.StatusOK, "text/event-stream").
-			Summary("The joiner's progress (header " + cluster.TokenHeader + "): event, admission and, once approved, handoff (the sealed box, sent once).").
-			Errors(cluster.ECodeJoinTokenInvalid), "Follow a join request"},
+			Summary("The joiner's progress (header "+cluster.TokenHeader+"): event, admission and, once approved, handoff (the sealed box, sent once).").
+			Errors(cluster.ECodeJoinTokenInvalid, cairn.ECodeRateLimited), "Follow a join request"},
 		{"POST", "/v1/command", AuthInternal, jsonAction(s, http.StatusOK, false, a.command).
 			Summary("The operator bridge: a `cairn command` run on a host, signed with an Internal key.").
 			Errors(cairn.ECodeNotFound, cluster.ECodeAdmissionSettled), "Run an operator bridge command"},
@@ -236,6 +237,9 @@ func (a *clusterAPI) decide(ctx context.Context, id, decision, actor string) (ad
 
 // join validates the request in cluster.Join, before the code is spent.
 func (a *clusterAPI) join(r *http.Request, req cluster.JoinRequest) (cluster.Joined, error) {
+	if err := ratelimit.New(a.Store.Queries).Hit(r.Context(), "cluster-join:"+a.clientMeta(r).Addr, cluster.JoinsPerAddress); err != nil {
+		return cluster.Joined{}, err
+	}
 	j, err := a.Cluster.Join(r.Context(), req)
 	if err != nil {
 		return j, err
@@ -261,6 +265,10 @@ type handoffJSON struct {
 func (a *clusterAPI) follow(w http.ResponseWriter, r *http.Request) {
 	id, token := pathParam(r, "id"), r.Header.Get(cluster.TokenHeader)
 	ctx := r.Context()
+	if err := ratelimit.New(a.Store.Queries).Hit(ctx, "cluster-join-follow:"+a.clientMeta(r).Addr, cluster.FollowsPerAddress); err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
 	p, err := a.Cluster.Follow(ctx, id, token, 0)
 	if err != nil {
 		writeError(w, r, a.Log, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/gateway"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -21,8 +22,9 @@ import (
 // desktop, shell, tunnel", agent behaviour 9; docs/api.md "Tunnel").
 type TunnelsArea struct {
 	Tunnels *tunnels.Service
-	// Server is this replica's end of the tunnels (probes go through it).
-	Server  *tunnels.Server
+	// Server reaches the tunnels (probes go through it): this replica's
+	// own end, or a gateway process's client (nil: neither).
+	Server  tunnels.Reach
 	Starter workflowclient.TunnelStarter
 }
 
@@ -59,7 +61,54 @@ func (d TunnelsArea) routes(s *Server) []Route {
 		{"POST", "/api/server/wireguard/recover", AuthAdmin, jsonAction(s, http.StatusAccepted, true, a.recover).
 			Summary("Reconcile the Engine's WireGuard and re-establish tunnels: the device's (guid), or every active tunnel's. Each runs the TunnelEstablish workflow on the device's site queue.").
 			Errors(startErrors...), "Recover WireGuard tunnels"},
+		{"POST", gateway.PathPrepare, AuthInternal, jsonAction(s, http.StatusOK, false, a.gatewayPrepare).
+			Summary("A gateway process (`cairn gateway`) takes the Engine's WireGuard: the owner lease for its Internal key, and the WireGuard private key sealed to the X25519 public key it sent (NaCl anonymous box; never in clear on the wire), with the tunnel network, port and MTU. Refused while a serve replica or another gateway holds a live lease.").
+			Errors(tunnels.ECodeUnavailable, cairn.ECodeUnavailable), "Gateway: prepare the Engine's WireGuard"},
+		{"POST", gateway.PathSessions, AuthInternal, jsonAction(s, http.StatusOK, false, a.gatewaySessions).
+			Summary("A gateway process renews its lease, reports the peer handshakes it saw (tunnel readiness reads them) and gets the peers to serve: every trusted device's tunnel with its address.").
+			Errors(tunnels.ECodeUnavailable, cairn.ECodeUnavailable), "Gateway: renew the lease and list tunnel peers"},
 	}
+}
+
+type gatewayPrepareReq struct {
+	gateway.PrepareRequest
+}
+
+func (q *gatewayPrepareReq) validate() error {
+	var v cairn.Validation
+	if q.PublicKey == "" || len(q.PublicKey) > 64 {
+		v.Add("public_key", "must be a base64 X25519 public key")
+	}
+	if len(q.Name) > 200 {
+		v.Add("name", "must be at most 200 characters")
+	}
+	if len(q.Version) > 100 {
+		v.Add("version", "must be at most 100 characters")
+	}
+	return v.Err()
+}
+
+func (a *tunnelsAPI) gatewayPrepare(r *http.Request, req gatewayPrepareReq) (tunnels.GatewayConfig, error) {
+	if e := auditFrom(r); e != nil {
+		e.Target = "gateway=" + req.Name + " version=" + req.Version
+	}
+	return a.Tunnels.PrepareGateway(r.Context(), internalCaller(r.Context()), req.PublicKey)
+}
+
+type gatewaySessionsReq struct {
+	gateway.SessionsRequest
+}
+
+func (q *gatewaySessionsReq) validate() error {
+	if len(q.Handshakes) > 100000 {
+		return cairn.Invalid("handshakes", "must be at most 100000")
+	}
+	return nil
+}
+
+func (a *tunnelsAPI) gatewaySessions(r *http.Request, req gatewaySessionsReq) (gateway.SessionsResponse, error) {
+	peers, err := a.Tunnels.GatewaySessions(r.Context(), internalCaller(r.Context()), req.Handshakes)
+	return gateway.SessionsResponse{Peers: peers}, err
 }
 
 func (a *tunnelsAPI) ensure(r *http.Request, req proto.VPNEnsureRequest) (proto.VPNEnsureResponse, error) {
@@ -141,7 +190,7 @@ func (a *tunnelsAPI) status(r *http.Request) (tunnelStatusJSON, error) {
 	cfg := a.Tunnels.Config()
 	out.Engine = engineTunnelJSON{EngineIP: a.Tunnels.EngineIP().String(), Network: cfg.Network.String(), Endpoint: cfg.Endpoint,
 		Port: cfg.Port}
-	if srv := a.TunnelsArea.Server; srv != nil {
+	if srv, ok := a.TunnelsArea.Server.(*tunnels.Server); ok {
 		out.Engine.ThisReplica, out.Engine.Peers = srv.Owner(), len(srv.Peers())
 	}
 	if cfg.FallbackIP.IsValid() {
@@ -233,7 +282,7 @@ func (a *tunnelsAPI) connectStatus(r *http.Request) (connectStatusJSON, error) {
 		if a.TunnelsArea.Server == nil {
 			return out, cairn.Errorf(tunnels.ECodeUnavailable, "this process serves no tunnels")
 		}
-		p, err := a.TunnelsArea.Server.Probe(ctx, cairn.DeviceGUID(guid), port, tunnelProbeWait)
+		p, err := a.Tunnels.ProbeThrough(ctx, a.TunnelsArea.Server, cairn.DeviceGUID(guid), port, tunnelProbeWait)
 		if err != nil {
 			return out, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
+	"github.com/cairn-rmm/cairn/internal/gateway"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
 	"github.com/cairn-rmm/cairn/internal/vnc"
@@ -28,9 +29,14 @@ import (
 type VNCArea struct {
 	VNC     *vnc.Service
 	Tunnels *tunnels.Service
-	// Server is this replica's end of the tunnels: the gateway dials the
-	// agent's server through it (nil: this process has no gateway).
-	Server  *tunnels.Server
+	// Server reaches the tunnels: the in-process gateway dials the agent's
+	// server through it (nil: this process has no gateway).
+	Server tunnels.Reach
+	// Gateway is a gateway process that holds the WireGuard and runs the
+	// RFB gateway (CAIRN_GATEWAY_URL): the browser's socket is relayed to
+	// it, and it reports the session's events itself. Nil: the gateway
+	// runs in this process.
+	Gateway *gateway.Client
 	Starter workflowclient.DesktopStarter
 }
 
@@ -66,8 +72,12 @@ func (d VNCArea) routes(s *Server) []Route {
 			Summary("Remote desktop gateway availability (this replica holds the Engine's WireGuard) and the operators with live sessions."),
 			"Get remote desktop gateway availability"},
 		{"POST", "/api/internal/vnc/session-event", AuthInternal, jsonAction(s, http.StatusOK, false, a.sessionEvent).
-			Summary("A remote desktop gateway reports a session event (HMAC-signed, Internal class): first_frame records first_frame_at (once); attached and detached signal the session's RemoteDesktop workflow as the in-process gateway does (detached starts the reconnect window before vnc_stop).").
+			Summary("A remote desktop gateway reports a session event (HMAC-signed, Internal class): first_frame records first_frame_at (once); attached and detached signal the session's RemoteDesktop workflow (detached starts the reconnect window before vnc_stop); closed (with a reason) and error (with a code) stop it. The in-process gateway applies the same events without the HTTP hop.").
 			Errors(cairn.ECodeNotFound, vnc.ECodeSessionEnded, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Report a remote desktop session event"},
+		{"POST", gateway.PathCredential, AuthInternal, jsonAction(s, http.StatusOK, false, a.gatewayCredential).
+			Summary("A gateway process asks for a live session's VNC credential sealed to its one-time public key (vnc_credential_request through the command path): the Engine relays the sealed answer and never sees the password.").
+			Errors(cairn.ECodeNotFound, vnc.ECodeSessionEnded, vnc.ECodeAuthFailed, cairn.ECodeAgentSocketMissing, ECodeTemporalUnavailable, cairn.ECodeUnavailable),
+			"Get a live session's sealed VNC credential (gateway)"},
 		// Once the socket is open, failures close it with a reason.
 		{"GET", "/api/vnc/ws/{id}", AuthToken, raw(a.browserSocket).Stream(http.StatusSwitchingProtocols, "").
 			Query(queryString("token", "the one-time browser token from establishing the session")).
@@ -274,64 +284,111 @@ func (a *vncAPI) disconnect(r *http.Request, req vncSessionReq) (vnc.Session, er
 	return sess, nil
 }
 
-// Session events a gateway reports (SPEC "Remote desktop rules" 8).
-const (
-	vncEventFirstFrame = "first_frame"
-	vncEventAttached   = "attached"
-	vncEventDetached   = "detached"
-)
-
 type vncSessionEventReq struct {
-	SessionID string `json:"session_id"`
-	// Event is first_frame, attached or detached.
-	Event string `json:"event"`
-	// At is when it happened (first_frame; default: now).
-	At *time.Time `json:"at,omitempty"`
+	vnc.Event
 }
 
 func (q *vncSessionEventReq) validate() error {
 	if _, err := uuid.Parse(q.SessionID); err != nil {
 		return cairn.Invalid("session_id", "must be a remote desktop session ID")
 	}
-	switch q.Event {
-	case vncEventFirstFrame, vncEventAttached, vncEventDetached:
-		return nil
-	}
-	return cairn.Invalid("event", "must be first_frame, attached or detached")
+	return q.Event.Validate()
 }
 
-// sessionEvent records what a gateway saw of a session; the signing
-// key's ID is the audit trail's actor.
+// sessionEvent records what a gateway process saw of a session; the
+// signing key's ID is the audit trail's actor.
 func (a *vncAPI) sessionEvent(r *http.Request, req vncSessionEventReq) (vnc.Session, error) {
-	ctx := r.Context()
-	sess, err := a.VNC.Get(ctx, cairn.AllSites, req.SessionID)
+	if e := auditFrom(r); e != nil {
+		e.Target = "session=" + req.SessionID + " event=" + req.Event.Event
+	}
+	return a.applyEvent(r.Context(), req.Event)
+}
+
+// applyEvent turns a gateway's session event into the session's row or
+// its workflow's signal: the one path of both gateways.
+func (a *vncAPI) applyEvent(ctx context.Context, e vnc.Event) (vnc.Session, error) {
+	sess, err := a.VNC.Get(ctx, cairn.AllSites, e.SessionID)
 	if err != nil {
 		return vnc.Session{}, err
-	}
-	if e := auditFrom(r); e != nil {
-		e.Target = "hostname=" + sess.Hostname + " session=" + sess.ID + " event=" + req.Event
 	}
 	if sess.Status == vnc.StatusEnded {
 		return vnc.Session{}, cairn.Errorf(vnc.ECodeSessionEnded, "the remote desktop session has ended")
 	}
-	switch req.Event {
-	case vncEventFirstFrame:
+	switch e.Event {
+	case vnc.EventFirstFrame:
 		at := a.Now()
-		if req.At != nil {
-			at = *req.At
+		if e.At != nil {
+			at = *e.At
 		}
-		if err := a.VNC.FirstFrame(ctx, sess.ID, at); err != nil {
-			return vnc.Session{}, err
-		}
-	case vncEventAttached:
+		err = a.VNC.FirstFrame(ctx, sess.ID, at)
+	case vnc.EventAttached:
 		err = a.Starter.Signal(ctx, sess.ID, workflows.SignalDesktopAttached, nil)
-	case vncEventDetached:
+	case vnc.EventDetached:
 		err = a.Starter.Signal(ctx, sess.ID, workflows.SignalDesktopDetached, nil)
+	case vnc.EventClosed:
+		reason := e.Reason
+		if reason == "" {
+			reason = "stopped"
+		}
+		err = a.Starter.Signal(ctx, sess.ID, workflows.SignalDesktopStop, reason)
+	case vnc.EventError:
+		err = a.Starter.Signal(ctx, sess.ID, workflows.SignalDesktopStop, "failed:"+e.Code)
 	}
 	if err != nil {
 		return vnc.Session{}, err
 	}
 	return a.VNC.Get(ctx, cairn.AllSites, sess.ID)
+}
+
+// inProcessEvents is the in-process gateway's vnc.EventSink.
+type inProcessEvents struct{ a *vncAPI }
+
+func (s inProcessEvents) SessionEvent(ctx context.Context, e vnc.Event) error {
+	_, err := s.a.applyEvent(ctx, e)
+	if err != nil {
+		s.a.Log.Warn("remote desktop session event", "session", e.SessionID, "event", e.Event, "err", err)
+	}
+	return err
+}
+
+type vncCredentialReq struct {
+	gateway.CredentialRequest
+}
+
+func (q *vncCredentialReq) validate() error {
+	var v cairn.Validation
+	if _, err := uuid.Parse(q.SessionID); err != nil {
+		v.Add("session_id", "must be a remote desktop session ID")
+	}
+	if q.PublicKey == "" || len(q.PublicKey) > 128 {
+		v.Add("public_key", "must be the gateway's one-time public key")
+	}
+	return v.Err()
+}
+
+// gatewayCredential hands a gateway process a live session's credential,
+// sealed by the agent to the gateway's one-time key.
+func (a *vncAPI) gatewayCredential(r *http.Request, req vncCredentialReq) (gateway.CredentialResponse, error) {
+	ctx := r.Context()
+	sess, err := a.VNC.Get(ctx, cairn.AllSites, req.SessionID)
+	if err != nil {
+		return gateway.CredentialResponse{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + sess.Hostname + " session=" + sess.ID
+	}
+	if sess.Status != vnc.StatusLive {
+		return gateway.CredentialResponse{}, cairn.Errorf(vnc.ECodeSessionEnded, "the remote desktop session is not live (its browser has not attached, or it ended)")
+	}
+	t, err := a.Devices.OperationTargetByGUID(ctx, cairn.AllSites, sess.GUID)
+	if err != nil {
+		return gateway.CredentialResponse{}, err
+	}
+	if err := t.Require(proto.CapVNC); err != nil {
+		return gateway.CredentialResponse{}, err
+	}
+	sealed, err := a.credential(ctx, t, sess.Operator, sess.ID, req.PublicKey, sess.Reason == vnc.ReasonAuthRetry)
+	return gateway.CredentialResponse{Sealed: sealed}, err
 }
 
 func (a *vncAPI) session(r *http.Request) (vncSessionJSON, error) {
@@ -371,13 +428,10 @@ type vncViewersJSON struct {
 
 func (a *vncAPI) viewers(r *http.Request) (vncViewersJSON, error) {
 	out := vncViewersJSON{Protocols: []string{vnc.ProtocolVNC}}
-	switch {
-	case a.VNCArea.Server == nil:
+	if a.VNCArea.Server == nil {
 		out.Reason = "this process runs no remote desktop gateway"
-	case !a.VNCArea.Server.Owner():
-		out.Reason = "another Engine replica holds the WireGuard tunnels"
-	default:
-		out.Available = true
+	} else {
+		out.Available, out.Reason = a.VNCArea.Server.Available(r.Context())
 	}
 	v, err := a.VNC.Viewers(r.Context(), principal(r.Context()).SiteScope())
 	out.Viewers = v
@@ -414,29 +468,33 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	conn.SetReadLimit(1 << 20)
 	bg := context.WithoutCancel(ctx)
-	_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopAttached, nil)
+	if a.Gateway != nil {
+		a.relayToGateway(ctx, conn, sess)
+		return
+	}
+	sink := inProcessEvents{a}
 	t, err := a.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
 	if err == nil {
 		err = t.Require(proto.CapVNC)
 	}
 	var reason string
-	if err == nil {
+	if err != nil {
+		vnc.ReportError(bg, sink, sess.ID, err)
+	} else {
 		g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: sess.Reason == vnc.ReasonAuthRetry,
 			Dial: func(ctx context.Context) (net.Conn, error) {
 				return a.VNCArea.Server.Dial(ctx, sess.GUID, proto.VNCPort)
 			},
 			Credential: func(ctx context.Context, pub string) (string, error) {
 				return a.credential(ctx, t, p.Username, sess.ID, pub, sess.Reason == vnc.ReasonAuthRetry)
-			},
-			FirstFrame: func(at time.Time) {
-				if ferr := a.VNC.FirstFrame(bg, sess.ID, at); ferr != nil {
-					a.Log.Warn("record first_frame_at", "session", sess.ID, "err", ferr)
-				}
 			}}
-		reason, err = g.Serve(ctx, websocket.NetConn(ctx, conn, websocket.MessageBinary))
+		// Attach reports attached, first_frame and detached (or error):
+		// detached keeps the server for the reconnect window
+		// (SERVICE_VNC_STOP_DEBOUNCE_SECONDS) before vnc_stop.
+		reason, err = g.Attach(ctx, sess.ID, websocket.NetConn(ctx, conn, websocket.MessageBinary), sink)
 	}
 	if err != nil {
-		code, msg := cairn.ErrorCode(err), "the remote desktop could not be opened"
+		msg := "the remote desktop could not be opened"
 		var ce *cairn.Error
 		if errors.As(err, &ce) {
 			msg = ce.Code + ": " + ce.Message
@@ -444,13 +502,70 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 			a.Log.Error("remote desktop session", "session", sess.ID, "err", err)
 		}
 		_ = conn.Close(websocket.StatusPolicyViolation, closeText(msg))
-		_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopStop, "failed:"+code)
 		return
 	}
 	_ = conn.Close(websocket.StatusNormalClosure, reason)
-	// The browser left: the workflow keeps the server for the reconnect
-	// window (SERVICE_VNC_STOP_DEBOUNCE_SECONDS) before vnc_stop.
-	_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopDetached, nil)
+}
+
+// relayToGateway joins the browser's socket to the gateway process's
+// (same origin for the browser; the gateway's listener is never public):
+// the gateway authenticates to the agent, speaks RFB to the browser and
+// reports the session's events. Only when it cannot be reached does the
+// Engine end the session itself.
+func (a *vncAPI) relayToGateway(ctx context.Context, browser *websocket.Conn, sess vnc.Session) {
+	bg := context.WithoutCancel(ctx)
+	up, err := a.Gateway.OpenDesktop(ctx, sess.ID, sess.GUID, sess.Reason == vnc.ReasonAuthRetry)
+	if err != nil {
+		_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopStop, "failed:"+cairn.ErrorCode(err))
+		var ce *cairn.Error
+		msg := "the remote desktop gateway could not be reached"
+		if errors.As(err, &ce) {
+			msg = ce.Code + ": " + ce.Message
+		}
+		_ = browser.Close(websocket.StatusTryAgainLater, closeText(msg))
+		return
+	}
+	type end struct {
+		fromGateway bool
+		err         error
+	}
+	done := make(chan end, 2)
+	pump := func(dst, src *websocket.Conn, fromGateway bool) {
+		for {
+			typ, data, err := src.Read(ctx)
+			if err != nil {
+				done <- end{fromGateway, err}
+				return
+			}
+			if err := dst.Write(ctx, typ, data); err != nil {
+				done <- end{!fromGateway, err}
+				return
+			}
+		}
+	}
+	go pump(browser, up, true)
+	go pump(up, browser, false)
+	e := <-done
+	if e.fromGateway {
+		// The gateway's close (its reason, or the error's code) is the
+		// browser's.
+		status, reason := websocket.StatusNormalClosure, ""
+		var ce websocket.CloseError
+		if errors.As(e.err, &ce) {
+			status, reason = ce.Code, ce.Reason
+		} else {
+			// The gateway's side dropped without a close (it died): it
+			// could not report the end, so the Engine does, as detached
+			// (the reconnect window, then vnc_stop).
+			status, reason = websocket.StatusGoingAway, "the remote desktop gateway went away"
+			_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopDetached, nil)
+		}
+		_ = browser.Close(status, reason)
+		up.CloseNow()
+		return
+	}
+	_ = up.Close(websocket.StatusNormalClosure, "browser_closed")
+	browser.CloseNow()
 }
 
 // closeText bounds a close frame's reason (123 bytes).

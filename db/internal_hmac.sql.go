@@ -11,9 +11,10 @@ import (
 )
 
 const internalHMACKeyCountActive = `-- name: InternalHMACKeyCountActive :one
-SELECT count(*)::int FROM internal_hmac_keys WHERE retired_at IS NULL
+SELECT count(*)::int FROM internal_hmac_keys WHERE retired_at IS NULL AND admission_id IS NULL
 `
 
+// Operator keys only: each cluster member's own key is apart.
 func (q *Queries) InternalHMACKeyCountActive(ctx context.Context) (int32, error) {
 	row := q.db.QueryRow(ctx, internalHMACKeyCountActive)
 	var column_1 int32
@@ -22,7 +23,7 @@ func (q *Queries) InternalHMACKeyCountActive(ctx context.Context) (int32, error)
 }
 
 const internalHMACKeyGet = `-- name: InternalHMACKeyGet :one
-SELECT key_id, secret_sealed, created_at, retired_at FROM internal_hmac_keys WHERE key_id = $1
+SELECT key_id, secret_sealed, created_at, retired_at, admission_id FROM internal_hmac_keys WHERE key_id = $1
 `
 
 func (q *Queries) InternalHMACKeyGet(ctx context.Context, keyID string) (InternalHmacKey, error) {
@@ -33,34 +34,37 @@ func (q *Queries) InternalHMACKeyGet(ctx context.Context, keyID string) (Interna
 		&i.SecretSealed,
 		&i.CreatedAt,
 		&i.RetiredAt,
+		&i.AdmissionID,
 	)
 	return i, err
 }
 
 const internalHMACKeyInsert = `-- name: InternalHMACKeyInsert :one
-INSERT INTO internal_hmac_keys (key_id, secret_sealed) VALUES ($1, $2)
-RETURNING key_id, secret_sealed, created_at, retired_at
+INSERT INTO internal_hmac_keys (key_id, secret_sealed, admission_id) VALUES ($1, $2, $3)
+RETURNING key_id, secret_sealed, created_at, retired_at, admission_id
 `
 
 type InternalHMACKeyInsertParams struct {
 	KeyID        string
 	SecretSealed []byte
+	AdmissionID  *string
 }
 
 func (q *Queries) InternalHMACKeyInsert(ctx context.Context, arg InternalHMACKeyInsertParams) (InternalHmacKey, error) {
-	row := q.db.QueryRow(ctx, internalHMACKeyInsert, arg.KeyID, arg.SecretSealed)
+	row := q.db.QueryRow(ctx, internalHMACKeyInsert, arg.KeyID, arg.SecretSealed, arg.AdmissionID)
 	var i InternalHmacKey
 	err := row.Scan(
 		&i.KeyID,
 		&i.SecretSealed,
 		&i.CreatedAt,
 		&i.RetiredAt,
+		&i.AdmissionID,
 	)
 	return i, err
 }
 
 const internalHMACKeyList = `-- name: InternalHMACKeyList :many
-SELECT key_id, secret_sealed, created_at, retired_at FROM internal_hmac_keys ORDER BY created_at, key_id
+SELECT key_id, secret_sealed, created_at, retired_at, admission_id FROM internal_hmac_keys ORDER BY created_at, key_id
 `
 
 func (q *Queries) InternalHMACKeyList(ctx context.Context) ([]InternalHmacKey, error) {
@@ -77,6 +81,7 @@ func (q *Queries) InternalHMACKeyList(ctx context.Context) ([]InternalHmacKey, e
 			&i.SecretSealed,
 			&i.CreatedAt,
 			&i.RetiredAt,
+			&i.AdmissionID,
 		); err != nil {
 			return nil, err
 		}

@@ -610,6 +610,7 @@ type InternalHmacKey struct {
 	SecretSealed []byte
 	CreatedAt    time.Time
 	RetiredAt    *time.Time
+	AdmissionID  *string
 }
 
 type InternalHmacSeen struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/api"
+	"github.com/cairn-rmm/cairn/internal/gateway"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
 	"github.com/cairn-rmm/cairn/workflowclient"
 	"github.com/cairn-rmm/cairn/workflows"
@@ -35,13 +36,20 @@ var tunnelsCapability = Capability{
 			return err
 		}
 		e.Tunnels = svc
-		if e.cfg.Role == RoleServe {
+		switch {
+		case e.cfg.GatewayURL != "":
+			// A gateway process holds the WireGuard (internal/gateway):
+			// this process binds none and reaches tunnels through it.
+			e.DesktopGateway = &gateway.Client{URL: e.cfg.GatewayURL, Tunnels: svc, Keys: e.Internal, Now: e.cfg.Now}
+			e.TunnelReach = e.DesktopGateway
+		case e.cfg.Role == RoleServe:
 			e.TunnelServer = tunnels.NewServer(svc, e.Presence.ReplicaID, e.Cipher.Unlocked, e.Bus.OnControl(tunnels.ControlTunnels))
+			e.TunnelReach = e.TunnelServer
 		}
 		return nil
 	},
 	API: func(e *Engine) api.Area {
-		return api.TunnelsArea{Tunnels: e.Tunnels, Server: e.TunnelServer,
+		return api.TunnelsArea{Tunnels: e.Tunnels, Server: e.TunnelReach,
 			Starter: workflowclient.TunnelStarter{Client: e.client(), Grants: e.Grants}}
 	},
 	Workflows:  []any{workflows.TunnelEstablish},

@@ -41,12 +41,12 @@ var vncCapability = Capability{
 		return nil
 	},
 	API: func(e *Engine) api.Area {
-		return api.VNCArea{VNC: e.VNC, Tunnels: e.Tunnels, Server: e.TunnelServer,
+		return api.VNCArea{VNC: e.VNC, Tunnels: e.Tunnels, Server: e.TunnelReach, Gateway: e.DesktopGateway,
 			Starter: workflowclient.DesktopStarter{Client: e.client(), Grants: e.Grants}}
 	},
 	Workflows: []any{workflows.RemoteDesktop},
 	Activities: func(e *Engine) []any {
-		return []any{&activities.VNC{Store: e.Store, VNC: e.VNC, Devices: e.Devices, Tunnels: e.Tunnels, Server: e.TunnelServer}}
+		return []any{&activities.VNC{Store: e.Store, VNC: e.VNC, Devices: e.Devices, Tunnels: e.Tunnels, Server: e.TunnelReach}}
 	},
 	AgentOps: []string{proto.EventVNCStart, proto.EventVNCStop, proto.EventVNCCredentialRequest},
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 	"github.com/cairn-rmm/cairn/internal/flows"
+	"github.com/cairn-rmm/cairn/internal/gateway"
 	"github.com/cairn-rmm/cairn/internal/grants"
 	"github.com/cairn-rmm/cairn/internal/installlinks"
 	"github.com/cairn-rmm/cairn/internal/internalauth"
@@ -181,6 +182,10 @@ type Config struct {
 	// endpoint, fallback IP and network (CAIRN_WIREGUARD_*; zero values:
 	// the tunnels defaults).
 	Tunnels tunnels.Config
+	// GatewayURL is a gateway process's listener (`cairn gateway`,
+	// CAIRN_GATEWAY_URL): with it, this serve binds no WireGuard and
+	// relays desktop sockets and tunnel dials to the gateway.
+	GatewayURL string
 	// VNC are the remote desktop's SERVICE_VNC_* settings (nil: the
 	// defaults; a site worker needs none, the workflow input carries the
 	// timings).
@@ -255,6 +260,10 @@ type Engine struct {
 	// VNC keeps remote desktop sessions (vncCapability).
 	VNC          *vnc.Service
 	TunnelServer *tunnels.Server
+	// TunnelReach reaches the tunnels: TunnelServer, or DesktopGateway
+	// when a gateway process holds the WireGuard (nil: neither).
+	TunnelReach    tunnels.Reach
+	DesktopGateway *gateway.Client
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
 	Artifacts    *agentartifacts.Catalog
 	InstallLinks *installlinks.Service

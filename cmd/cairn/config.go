@@ -118,6 +118,9 @@ type config struct {
 	// Tunnels are the managed WireGuard tunnel's port, endpoint, fallback
 	// IP and network (CAIRN_WIREGUARD_*, parseTunnels).
 	Tunnels tunnels.Config
+	// GatewayURL is a `cairn gateway` listener (CAIRN_GATEWAY_URL): the
+	// WireGuard and the remote-desktop gateway run there, not here.
+	GatewayURL string
 	// VNC are the remote desktop's SERVICE_VNC_* settings, checked when
 	// the configuration is read (a bad value stops the start with its
 	// name) rather than when the Engine is built.
@@ -264,6 +267,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 		"a non-loopback IP agents try, on the same port, when the endpoint gives no handshake within 8 s")
 	wgNetwork := fs.String("wireguard-network", env("CAIRN_WIREGUARD_NETWORK", tunnels.DefaultNetwork),
 		"the IPv4 network of tunnel addresses; the Engine's is its first")
+	gatewayURL := fs.String("gateway-url", env("CAIRN_GATEWAY_URL", ""),
+		"the listener of a `cairn gateway` process that holds the WireGuard and the remote-desktop gateway (this process then binds no WireGuard)")
 	trustedProxies := fs.String("trusted-proxies", env("CAIRN_TRUSTED_PROXIES", ""),
 		"comma-separated CIDRs (or addresses) of reverse proxies whose X-Forwarded-For names the client address")
 	if err := fs.Parse(args); err != nil {
@@ -289,6 +294,12 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if c.VNC, err = vnc.ConfigFromEnv(os.Getenv); err != nil {
 		return c, err
+	}
+	if *gatewayURL != "" {
+		if u, err := url.Parse(*gatewayURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("gateway-url (CAIRN_GATEWAY_URL) must be an http or https URL, got %q", *gatewayURL)
+		}
+		c.GatewayURL = *gatewayURL
 	}
 	if err := checkPool(c.DBPool); err != nil {
 		return c, err

@@ -28,6 +28,7 @@ commands:
   worker --site SLUG...  run the workers of some sites only (scale-out)
   migrate                apply database migrations and exit
   cluster join           ask a running Engine to admit this process (join code, then an admin's approval)
+  gateway                run the WireGuard and remote-desktop gateway apart (no database credentials)
   command CMD            run an operator bridge command (POST /v1/command) under an Internal key
   admin recovery-code    issue a new one-time administrator recovery code
   dev-postgres -- CMD    run CMD with DATABASE_URL pointing at a private cluster
@@ -54,6 +55,8 @@ func main() {
 		err = runCluster(ctx, args, os.Stdout)
 	case "command":
 		err = runCommand(ctx, args, os.Stdout)
+	case "gateway":
+		err = runGateway(ctx, args)
 	case "admin":
 		err = admin(ctx, args)
 	case "dev-postgres":

@@ -77,7 +77,7 @@ func serve(ctx context.Context, args []string) error {
 		TransferMaxBytes: c.TransferMaxBytes, TransferRetention: c.TransferRetention, TransferQuotas: c.TransferQuotas,
 		TemporalUIOrigins:  append(c.TemporalUIOrigins, rt.uiOrigins...),
 		ShellTranscriptMax: c.ShellTranscriptMax, ShellNoInputRecording: c.ShellNoInputRecording,
-		Tunnels: c.Tunnels, VNC: &c.VNC, LogDir: c.logDir(),
+		Tunnels: c.Tunnels, GatewayURL: c.GatewayURL, VNC: &c.VNC, LogDir: c.logDir(),
 		// A restart asked from the Server page is a graceful stop, as
 		// SIGTERM from systemd is; the supervisor starts the Engine again.
 		Restart: func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/authtest"
 )
 
 // netns is a network namespace joined to this one by a veth pair: the
@@ -132,6 +136,55 @@ type tunnelRig struct {
 	// tunnel once ready; vip the agent's tunnel address.
 	est, tun map[string]any
 	vip      string
+	// gateway, with rigOptions.gateway: the process, its listener, the
+	// Internal key it signs with, and its output.
+	gateway     *exec.Cmd
+	gatewayAddr string
+	gatewayOut  *bytes.Buffer
+	keyID       string
+	keySecret   []byte
+}
+
+// startGateway signs in, makes an Internal key (re-authenticated) and
+// starts `cairn gateway` with it: no DATABASE_URL, only the Engine's URL
+// and the key.
+func (r *tunnelRig) startGateway(t *testing.T, tmp string) {
+	t.Helper()
+	token, totpSecret, signedInAt := r.eng.signInSecret(t)
+	r.token = token
+	require.True(t, assertEventually(time.Minute, func() bool { return time.Now().Unix()/30 > signedInAt.Unix()/30 }))
+	res := r.eng.rawCall(t, "POST", "/api/auth/reauth", token, map[string]any{"password": "e2e test password",
+		"totp_code": authtest.TOTP(t, totpSecret, time.Now().Add(30*time.Second))})
+	require.Equal(t, 200, res.status, res.body)
+	key := r.eng.post(t, "/api/server/internal-keys", token, nil)
+	r.keyID = key["key_id"].(string)
+	var err error
+	r.keySecret, err = base64.StdEncoding.DecodeString(key["secret"].(string))
+	require.NoError(t, err)
+	keyFile := filepath.Join(tmp, "gateway.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(key["secret"].(string)), 0o600))
+	r.gateway = cairnCmd([]string{"CAIRN_INTERNAL_KEY_ID=" + r.keyID, "CAIRN_INTERNAL_KEY_FILE=" + keyFile,
+		"CAIRN_ENGINE_URL=" + r.eng.base, "CAIRN_GATEWAY_ADDR=" + r.gatewayAddr, "CAIRN_DATA_DIR=" + filepath.Join(tmp, "gateway")}, "gateway")
+	for _, kv := range r.gateway.Env {
+		require.False(t, strings.HasPrefix(kv, "DATABASE_URL="), "the gateway runs without database credentials")
+	}
+	r.gatewayOut = &bytes.Buffer{}
+	r.gateway.Stdout, r.gateway.Stderr = r.gatewayOut, r.gatewayOut
+	require.NoError(t, r.gateway.Start())
+	t.Cleanup(func() {
+		if r.gateway.ProcessState == nil {
+			_ = r.gateway.Process.Kill()
+			_, _ = r.gateway.Process.Wait()
+		}
+	})
+	require.True(t, assertEventually(time.Minute, func() bool {
+		res, err := http.Get("http://" + r.gatewayAddr + "/ready")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	}), "the gateway took the WireGuard; output:\n%s", r.gatewayOut)
 }
 
 // rigOptions vary the rig: the agent's hostname, its site's slug, the
@@ -140,6 +193,10 @@ type tunnelRig struct {
 type rigOptions struct {
 	hostname, slug, network string
 	agentEnv                func(t *testing.T, ns *netns) []string
+	// gateway runs the WireGuard and the remote-desktop gateway in a
+	// `cairn gateway` process (no DATABASE_URL) under an Internal key;
+	// serve is told of it with CAIRN_GATEWAY_URL and binds none.
+	gateway bool
 }
 
 func newTunnelRig(t *testing.T, o rigOptions) *tunnelRig {
@@ -152,11 +209,19 @@ func newTunnelRig(t *testing.T, o rigOptions) *tunnelRig {
 	r.agentBin = agentBin
 	httpPort, httpsPort := freePort(t), freePort(t)
 	r.udpPort = freeUDPPort(t)
-	r.eng = startServeAt(t, filepath.Join(tmp, "data"), httpPort, httpsPort,
-		fmt.Sprintf("CAIRN_HTTPS_ADDR=0.0.0.0:%d", httpsPort), fmt.Sprintf("CAIRN_WIREGUARD_PORT=%d", r.udpPort),
-		"CAIRN_WIREGUARD_FALLBACK_IP="+r.ns.hostIP, "CAIRN_WIREGUARD_NETWORK="+o.network)
+	serveEnv := []string{fmt.Sprintf("CAIRN_HTTPS_ADDR=0.0.0.0:%d", httpsPort), fmt.Sprintf("CAIRN_WIREGUARD_PORT=%d", r.udpPort),
+		"CAIRN_WIREGUARD_FALLBACK_IP=" + r.ns.hostIP, "CAIRN_WIREGUARD_NETWORK=" + o.network}
+	if o.gateway {
+		r.gatewayAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		serveEnv = append(serveEnv, "CAIRN_GATEWAY_URL=http://"+r.gatewayAddr)
+	}
+	r.eng = startServeAt(t, filepath.Join(tmp, "data"), httpPort, httpsPort, serveEnv...)
 	eng := r.eng
-	r.token = eng.signIn(t)
+	if o.gateway {
+		r.startGateway(t, tmp)
+	} else {
+		r.token = eng.signIn(t)
+	}
 	token := r.token
 	site := eng.post(t, "/api/sites", token, map[string]any{"name": o.slug, "site_worker_slug": o.slug})
 	code := eng.post(t, "/api/admin/enrollment-codes", token, map[string]any{"site_id": site["site_id"]})["code"].(string)

@@ -110,7 +110,8 @@ func runWorker(ctx context.Context, args []string) error {
 	eng, err := engine.New(ctx, rt.store, rt.temporal, engine.Config{Role: engine.RoleSiteWorker, ArtifactKey: artifactKey,
 		Sites: func(slug string) bool { return want[slug] }, PublicURL: c.PublicURL,
 		AgentURLs: append(c.agentURLs(), *advertise), AgentEndpoint: *advertise, Namespace: c.TemporalNamespace,
-		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log, ClusterAdmission: admission})
+		OnlineWindow: c.DeviceOnlineWindow, AgentArtifacts: c.AgentArtifacts, Log: log, ClusterAdmission: admission,
+		Tunnels: c.Tunnels, GatewayURL: c.GatewayURL})
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 -- name: InternalHMACKeyInsert :one
-INSERT INTO internal_hmac_keys (key_id, secret_sealed) VALUES (@key_id, @secret_sealed)
+INSERT INTO internal_hmac_keys (key_id, secret_sealed, admission_id) VALUES (@key_id, @secret_sealed, sqlc.narg(admission_id))
 RETURNING *;
 
 -- name: InternalHMACKeyGet :one
@@ -9,7 +9,8 @@ SELECT * FROM internal_hmac_keys WHERE key_id = @key_id;
 SELECT * FROM internal_hmac_keys ORDER BY created_at, key_id;
 
 -- name: InternalHMACKeyCountActive :one
-SELECT count(*)::int FROM internal_hmac_keys WHERE retired_at IS NULL;
+-- Operator keys only: each cluster member's own key is apart.
+SELECT count(*)::int FROM internal_hmac_keys WHERE retired_at IS NULL AND admission_id IS NULL;
 
 -- name: InternalHMACKeyRetire :execrows
 UPDATE internal_hmac_keys SET retired_at = @at WHERE key_id = @key_id AND retired_at IS NULL;

@@ -34,6 +34,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/db"
+	"github.com/cairn-rmm/cairn/internal/ratelimit"
 )
 
 // Member roles.
@@ -88,10 +89,11 @@ const (
 	TokenHeader = "X-Cairn-Join-Token"
 )
 
-// KeySource hands out the Internal HMAC key a joined process signs with
-// (internalauth.Service.Newest).
+// KeySource makes the Internal HMAC key a joined process signs with, its
+// own, in the settlement's transaction
+// (internalauth.Service.CreateForMember).
 type KeySource interface {
-	Newest(ctx context.Context) (keyID string, secret []byte, err error)
+	CreateForMember(ctx context.Context, q *db.Queries, admissionID string) (keyID string, secret []byte, err error)
 }
 
 // Service keeps members, join codes, admissions and events.
@@ -175,6 +177,15 @@ var (
 
 // MaxSites bounds the sites one join names.
 const MaxSites = 100
+
+// Per-address budgets of the join routes (the API counts them with
+// internal/ratelimit, shared by every replica): join codes are long and
+// random, so these only stop a flood of guesses or streams from one
+// address; a process joins once and follows one stream.
+var (
+	JoinsPerAddress   = ratelimit.Rule{Limit: 10, Window: time.Minute}
+	FollowsPerAddress = ratelimit.Rule{Limit: 60, Window: time.Minute}
+)
 
 // Validate reports every bad field; it returns the decoded public key.
 func (r JoinRequest) Validate() ([]byte, error) {
@@ -360,20 +371,9 @@ func (s *Service) Settle(ctx context.Context, id, decision, actor, engineURL str
 	p := db.ClusterAdmissionSettleParams{ID: id, At: &at, Actor: &actor}
 	switch decision {
 	case DecisionApprove:
-		keyID, secret, err := s.keys.Newest(ctx)
-		if err != nil {
-			return "", err
-		}
-		h := Handoff{AdmissionID: id, Role: row.Role, Sites: row.Sites, EngineURL: engineURL, InternalKeyID: keyID,
-			InternalKeySecret: base64.StdEncoding.EncodeToString(secret)}
-		plain, _ := json.Marshal(h)
-		var pub [32]byte
-		copy(pub[:], row.PublicKey)
-		sealed, err := box.SealAnonymous(nil, plain, &pub, rand.Reader)
-		if err != nil {
-			return "", err
-		}
-		p.State, p.InternalKeyID, p.HandoffBox = StateApproved, &keyID, sealed
+		// The member's own key is made in the settlement's transaction
+		// (below), so a retried activity leaves no key behind.
+		p.State = StateApproved
 	case DecisionCancel:
 		p.State = StateCancelled
 	case DecisionExpire:
@@ -385,6 +385,22 @@ func (s *Service) Settle(ctx context.Context, id, decision, actor, engineURL str
 	// state sees why.
 	var settled db.ClusterAdmission
 	err = s.s.InTx(ctx, func(q *db.Queries) error {
+		if p.State == StateApproved {
+			keyID, secret, err := s.keys.CreateForMember(ctx, q, id)
+			if err != nil {
+				return err
+			}
+			h := Handoff{AdmissionID: id, Role: row.Role, Sites: row.Sites, EngineURL: engineURL, InternalKeyID: keyID,
+				InternalKeySecret: base64.StdEncoding.EncodeToString(secret)}
+			plain, _ := json.Marshal(h)
+			var pub [32]byte
+			copy(pub[:], row.PublicKey)
+			sealed, err := box.SealAnonymous(nil, plain, &pub, rand.Reader)
+			if err != nil {
+				return err
+			}
+			p.InternalKeyID, p.HandoffBox = &keyID, sealed
+		}
 		var err error
 		if settled, err = q.ClusterAdmissionSettle(ctx, p); err != nil {
 			return err

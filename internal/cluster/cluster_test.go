@@ -90,18 +90,21 @@ func TestJoinApproveSealsTheHandoffToTheJoinersKeyOnce(t *testing.T) {
 	p, err = f.svc.Follow(ctx, joined.AdmissionID, joined.Token, p.Events[len(p.Events)-1].ID)
 	require.NoError(t, err)
 	require.NotNil(t, p.Handoff)
-	// Only the joiner's private key opens it; it holds the newest
-	// Internal key, which verifies.
+	// Only the joiner's private key opens it; it holds an Internal key
+	// made for this admission alone.
 	_, err = cluster.OpenHandoff(p.Handoff, newJoiner(t).pub, newJoiner(t).priv)
 	require.Error(t, err)
 	h, err := cluster.OpenHandoff(p.Handoff, j.pub, j.priv)
 	require.NoError(t, err)
 	require.Equal(t, "https://engine.test", h.EngineURL)
 	require.Equal(t, []string{"hq"}, h.Sites)
-	keyID, secret, err := f.internal.Newest(ctx)
+	secret, err := f.internal.Secret(ctx, h.InternalKeyID)
 	require.NoError(t, err)
-	require.Equal(t, keyID, h.InternalKeyID)
 	require.Equal(t, base64.StdEncoding.EncodeToString(secret), h.InternalKeySecret)
+	keys, err := f.internal.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	require.Equal(t, joined.AdmissionID, *keys[0].AdmissionID, "the member's own key")
 
 	require.NoError(t, f.svc.Delivered(ctx, joined.AdmissionID))
 	p, err = f.svc.Follow(ctx, joined.AdmissionID, joined.Token, 0)

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-rmm/cairn"
@@ -87,6 +88,9 @@ type Key struct {
 	KeyID     string     `json:"key_id"`
 	CreatedAt time.Time  `json:"created_at"`
 	RetiredAt *time.Time `json:"retired_at,omitempty"`
+	// AdmissionID names the cluster admission a member's own key was made
+	// for (CreateForMember); operator keys have none.
+	AdmissionID *string `json:"admission_id,omitempty"`
 }
 
 func aad(keyID string) []byte { return []byte("cairn:internal-hmac:" + keyID) }
@@ -102,6 +106,10 @@ func (s *Service) Create(ctx context.Context) (Key, []byte, error) {
 	if n >= MaxActiveKeys {
 		return Key{}, nil, cairn.Errorf(ECodeKeyLimit, "%d internal keys are active; retire one before creating another", n)
 	}
+	return s.create(ctx, s.q, nil)
+}
+
+func (s *Service) create(ctx context.Context, q *db.Queries, admissionID *string) (Key, []byte, error) {
 	id := make([]byte, keyIDBytes)
 	secret := make([]byte, keyBytes)
 	_, _ = rand.Read(id)
@@ -111,11 +119,20 @@ func (s *Service) Create(ctx context.Context) (Key, []byte, error) {
 	if err != nil {
 		return Key{}, nil, err
 	}
-	row, err := s.q.InternalHMACKeyInsert(ctx, db.InternalHMACKeyInsertParams{KeyID: keyID, SecretSealed: sealed})
+	row, err := q.InternalHMACKeyInsert(ctx, db.InternalHMACKeyInsertParams{KeyID: keyID, SecretSealed: sealed, AdmissionID: admissionID})
 	if err != nil {
 		return Key{}, nil, err
 	}
-	return Key{KeyID: row.KeyID, CreatedAt: row.CreatedAt}, secret, nil
+	return Key{KeyID: row.KeyID, CreatedAt: row.CreatedAt, AdmissionID: row.AdmissionID}, secret, nil
+}
+
+// CreateForMember makes a key of the cluster member admitted through
+// admissionID alone, in q's transaction (the admission's settlement), so
+// retiring it refuses that member and no other. Member keys do not count
+// toward MaxActiveKeys, which bounds an operator's keys.
+func (s *Service) CreateForMember(ctx context.Context, q *db.Queries, admissionID string) (string, []byte, error) {
+	k, secret, err := s.create(ctx, q, &admissionID)
+	return k.KeyID, secret, err
 }
 
 // Retire stops a key from verifying; not_found when no active key has
@@ -140,7 +157,7 @@ func (s *Service) List(ctx context.Context) ([]Key, error) {
 	}
 	out := make([]Key, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, Key{KeyID: r.KeyID, CreatedAt: r.CreatedAt, RetiredAt: r.RetiredAt})
+		out = append(out, Key{KeyID: r.KeyID, CreatedAt: r.CreatedAt, RetiredAt: r.RetiredAt, AdmissionID: r.AdmissionID})
 	}
 	return out, nil
 }
@@ -212,31 +229,10 @@ func (s *Service) activeSecret(ctx context.Context, keyID string) ([]byte, error
 // (a flow's inbound webhooks): secret finds the key the request names.
 // The canonical string, the window and the seen-cache are the same.
 func (s *Service) VerifyWith(ctx context.Context, method, pathAndQuery string, body []byte, h http.Header, secret SecretFunc) (string, error) {
-	keyID, ts, nonce, sig64 := h.Get(HeaderKeyID), h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature)
-	if keyID == "" || ts == "" || nonce == "" || sig64 == "" {
-		return "", invalid("a signed request carries %s, %s, %s and %s", HeaderKeyID, HeaderTimestamp, HeaderNonce, HeaderSignature)
-	}
-	if len(keyID) > maxKeyID || len(nonce) > maxNonce {
-		return "", invalid("the key ID or nonce is too long")
-	}
-	sig, err := base64.StdEncoding.DecodeString(sig64)
-	if err != nil || len(sig) != sha256.Size {
-		return "", invalid("%s is not a base64 HMAC-SHA256", HeaderSignature)
-	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return "", invalid("%s is not Unix seconds", HeaderTimestamp)
-	}
 	now := s.now()
-	if d := now.Sub(time.Unix(sec, 0)); d > Window || d < -Window {
-		return "", cairn.Errorf(ECodeSignatureStale, "the request's timestamp is more than %s from the Engine's clock", Window)
-	}
-	key, err := secret(ctx, keyID)
+	keyID, sig, err := check(ctx, now, method, pathAndQuery, body, h, secret)
 	if err != nil {
 		return "", err
-	}
-	if !hmac.Equal(sig, mac(key, Canonical(method, pathAndQuery, body, ts, nonce, keyID))) {
-		return "", invalid("the signature does not match the request")
 	}
 	sum := sha256.Sum256(sig)
 	n, err := s.q.InternalHMACSeenInsert(ctx, db.InternalHMACSeenInsertParams{SignatureHash: sum[:], ExpiresAt: now.Add(2 * Window)})
@@ -278,24 +274,101 @@ func SealedColumns() []aegis.Column {
 		}}}
 }
 
-// Newest returns the newest active key with its secret, creating one when
-// none is active: what a process joining the cluster signs with
-// (internal/cluster).
-func (s *Service) Newest(ctx context.Context) (string, []byte, error) {
-	rows, err := s.q.InternalHMACKeyList(ctx)
+// check verifies everything but the seen-cache: the headers, the window
+// and the MAC; it answers the key ID and the signature.
+func check(ctx context.Context, now time.Time, method, pathAndQuery string, body []byte, h http.Header, secret SecretFunc) (string, []byte, error) {
+	keyID, ts, nonce, sig64 := h.Get(HeaderKeyID), h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature)
+	if keyID == "" || ts == "" || nonce == "" || sig64 == "" {
+		return "", nil, invalid("a signed request carries %s, %s, %s and %s", HeaderKeyID, HeaderTimestamp, HeaderNonce, HeaderSignature)
+	}
+	if len(keyID) > maxKeyID || len(nonce) > maxNonce {
+		return "", nil, invalid("the key ID or nonce is too long")
+	}
+	sig, err := base64.StdEncoding.DecodeString(sig64)
+	if err != nil || len(sig) != sha256.Size {
+		return "", nil, invalid("%s is not a base64 HMAC-SHA256", HeaderSignature)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", nil, invalid("%s is not Unix seconds", HeaderTimestamp)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > Window || d < -Window {
+		return "", nil, cairn.Errorf(ECodeSignatureStale, "the request's timestamp is more than %s from the receiver's clock", Window)
+	}
+	key, err := secret(ctx, keyID)
 	if err != nil {
 		return "", nil, err
 	}
-	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].RetiredAt != nil {
-			continue
-		}
-		secret, err := s.cipher.Open(rows[i].SecretSealed, aad(rows[i].KeyID))
-		if err != nil {
-			return "", nil, err
-		}
-		return rows[i].KeyID, secret, nil
+	if !hmac.Equal(sig, mac(key, Canonical(method, pathAndQuery, body, ts, nonce, keyID))) {
+		return "", nil, invalid("the signature does not match the request")
 	}
-	k, secret, err := s.Create(ctx)
-	return k.KeyID, secret, err
+	return keyID, sig, nil
+}
+
+// Secret is an active key's secret (the Engine signs its calls to the
+// remote-desktop gateway with the key the gateway holds, under a
+// derived key: Derive).
+func (s *Service) Secret(ctx context.Context, keyID string) ([]byte, error) {
+	return s.activeSecret(ctx, keyID)
+}
+
+// Derive is a key for one purpose and direction made from an Internal
+// key's secret (HMAC-SHA256(secret, purpose)): the Engine signs what it
+// sends the gateway under Derive(secret, PurposeToGateway), so a request
+// the Engine signed never verifies as one the gateway signed, and the
+// other way round.
+func Derive(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("cairn:internal-derive:" + purpose))
+	return m.Sum(nil)
+}
+
+// PurposeToGateway derives the key of the Engine's requests to the
+// remote-desktop gateway process.
+const PurposeToGateway = "engine-to-gateway"
+
+// Local verifies requests under one key in a process without a
+// database (the gateway): the same canonical string and window, with
+// the seen-cache in memory (one process receives them all).
+type Local struct {
+	KeyID  string
+	Secret []byte
+	Now    func() time.Time
+
+	mu   sync.Mutex
+	seen map[[sha256.Size]byte]time.Time
+}
+
+// Verify checks a request signed under the key; a replay within the
+// window is refused.
+func (l *Local) Verify(method, pathAndQuery string, body []byte, h http.Header) error {
+	now := time.Now()
+	if l.Now != nil {
+		now = l.Now()
+	}
+	_, sig, err := check(context.Background(), now, method, pathAndQuery, body, h, func(_ context.Context, id string) ([]byte, error) {
+		if id != l.KeyID {
+			return nil, invalid("the request is not signed by this process's key")
+		}
+		return l.Secret, nil
+	})
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(sig)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[[sha256.Size]byte]time.Time{}
+	}
+	for k, exp := range l.seen {
+		if now.After(exp) {
+			delete(l.seen, k)
+		}
+	}
+	if _, ok := l.seen[sum]; ok {
+		return cairn.Errorf(ECodeSignatureReplayed, "this signed request was accepted before")
+	}
+	l.seen[sum] = now.Add(2 * Window)
+	return nil
 }

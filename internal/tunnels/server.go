@@ -2,9 +2,7 @@ package tunnels
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -204,35 +202,7 @@ const bannerMax = 12
 
 // Probe connects to guid's tunnel address on port.
 func (s *Server) Probe(ctx context.Context, guid cairn.DeviceGUID, port int, wait time.Duration) (Probe, error) {
-	t, err := s.svc.Get(ctx, guid)
-	if err != nil {
-		return Probe{}, err
-	}
-	if t.TrustState != "active" {
-		return Probe{}, cairn.Errorf(ECodeNoTunnel, "the device is %s: its tunnel is torn down", t.TrustState)
-	}
-	dev, err := s.running()
-	if err != nil {
-		return Probe{}, err
-	}
-	addr := netip.MustParseAddr(t.VirtualIP)
-	started := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	p := Probe{VirtualIP: t.VirtualIP, Port: port}
-	c, err := dev.DialTCP(dctx, netip.AddrPortFrom(addr, uint16(port)))
-	if err != nil {
-		return p, cairn.Errorf(ECodeUnreachable, "TCP %s:%d through the tunnel: %v", addr, port, err)
-	}
-	defer c.Close()
-	p.Reachable = true
-	_ = c.SetReadDeadline(time.Now().Add(wait))
-	buf := make([]byte, bannerMax)
-	n, err := io.ReadFull(c, buf)
-	p.Banner = string(buf[:n])
-	p.BannerRead = err == nil || (n > 0 && errors.Is(err, io.ErrUnexpectedEOF))
-	p.ElapsedMS = time.Since(started).Milliseconds()
-	return p, nil
+	return s.svc.ProbeThrough(ctx, s, guid, port, wait)
 }
 
 // Dial opens a TCP connection to port on guid's tunnel address, through

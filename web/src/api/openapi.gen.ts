@@ -2616,6 +2616,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/internal/job-scheduler/vpn-prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Gateway: prepare the Engine's WireGuard
+         * @description A gateway process (`cairn gateway`) takes the Engine's WireGuard: the owner lease for its Internal key, and the WireGuard private key sealed to the X25519 public key it sent (NaCl anonymous box; never in clear on the wire), with the tunnel network, port and MTU. Refused while a serve replica or another gateway holds a live lease.
+         */
+        post: operations["postInternalJobSchedulerVpnPrepare"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/internal/job-scheduler/vpn-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Gateway: renew the lease and list tunnel peers
+         * @description A gateway process renews its lease, reports the peer handshakes it saw (tunnel readiness reads them) and gets the peers to serve: every trusted device's tunnel with its address.
+         */
+        post: operations["postInternalJobSchedulerVpnSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/internal/vnc/credential": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a live session's sealed VNC credential (gateway)
+         * @description A gateway process asks for a live session's VNC credential sealed to its one-time public key (vnc_credential_request through the command path): the Engine relays the sealed answer and never sees the password.
+         */
+        post: operations["postInternalVncCredential"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/internal/vnc/session-event": {
         parameters: {
             query?: never;
@@ -2627,7 +2687,7 @@ export interface paths {
         put?: never;
         /**
          * Report a remote desktop session event
-         * @description A remote desktop gateway reports a session event (HMAC-signed, Internal class): first_frame records first_frame_at (once); attached and detached signal the session's RemoteDesktop workflow as the in-process gateway does (detached starts the reconnect window before vnc_stop).
+         * @description A remote desktop gateway reports a session event (HMAC-signed, Internal class): first_frame records first_frame_at (once); attached and detached signal the session's RemoteDesktop workflow (detached starts the reconnect window before vnc_stop); closed (with a reason) and error (with a code) stop it. The in-process gateway applies the same events without the HTTP hop.
          */
         post: operations["postInternalVncSessionEvent"];
         delete?: never;
@@ -5955,6 +6015,9 @@ export interface components {
             site_id?: number | null;
             username?: string;
         };
+        CredentialResponse: {
+            sealed: string;
+        };
         CurrentHash: {
             branch: string;
             cached: boolean;
@@ -6763,6 +6826,36 @@ export interface components {
             recovery_code: string;
             setup_code: string;
         };
+        GatewayConfig: {
+            engine_ip: string;
+            /** Format: int64 */
+            lease_seconds: number;
+            /** Format: int64 */
+            mtu: number;
+            network: string;
+            /** Format: int64 */
+            port: number;
+            public_key: string;
+            sealed_private_key: string;
+        };
+        GatewayHandshakeInput: {
+            /** Format: date-time */
+            at?: string;
+            public_key?: string;
+        };
+        GatewayPeer: {
+            device_guid: string;
+            public_key: string;
+            virtual_ip: string;
+        };
+        GatewayPrepareRequest: {
+            name?: string;
+            public_key?: string;
+            version?: string;
+        };
+        GatewaySessionsRequest: {
+            handshakes?: components["schemas"]["GatewayHandshakeInput"][] | null;
+        };
         Hardware: {
             bios_date?: string;
             bios_vendor?: string;
@@ -6964,6 +7057,7 @@ export interface components {
             recorded: boolean;
         };
         InternalKeyCreated: {
+            admission_id?: string | null;
             /** Format: date-time */
             created_at: string;
             key_id: string;
@@ -7099,6 +7193,7 @@ export interface components {
             token: string;
         };
         Key: {
+            admission_id?: string | null;
             /** Format: date-time */
             created_at: string;
             key_id: string;
@@ -8564,6 +8659,9 @@ export interface components {
             token?: string;
             user: components["schemas"]["User"];
         };
+        SessionsResponse: {
+            peers: components["schemas"]["GatewayPeer"][];
+        };
         ShellDisconnectRequest: {
             session_id?: string;
         };
@@ -9184,6 +9282,10 @@ export interface components {
             /** Format: int64 */
             sessions: number;
         };
+        VncCredentialRequest: {
+            public_key?: string;
+            session_id?: string;
+        };
         VncEstablishRequest: {
             guid?: string;
             hostname?: string;
@@ -9233,7 +9335,10 @@ export interface components {
         VncSessionEventRequest: {
             /** Format: date-time */
             at?: string | null;
+            code?: string;
             event?: string;
+            message?: string;
+            reason?: string;
             session_id?: string;
         };
         VncSessionRequest: {
@@ -16994,6 +17099,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too Many Requests: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
             default: {
                 headers: {
@@ -17036,6 +17150,15 @@ export interface operations {
             };
             /** @description Forbidden: cluster_join_token_invalid */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests: rate_limited */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -27062,6 +27185,303 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postInternalJobSchedulerVpnPrepare: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GatewayPrepareRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayConfig"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: internal_signature_invalid, internal_signature_replayed, internal_signature_stale */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, tunnel_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postInternalJobSchedulerVpnSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GatewaySessionsRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionsResponse"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: internal_signature_invalid, internal_signature_replayed, internal_signature_stale */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, tunnel_unavailable, unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postInternalVncCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VncCredentialRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CredentialResponse"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: internal_signature_invalid, internal_signature_replayed, internal_signature_stale */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_socket_missing */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: vnc_session_ended */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway: vnc_auth_failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

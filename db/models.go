@@ -805,6 +805,7 @@ type PatchReboot struct {
 	CreatedAt    time.Time
 	StartedAt    *time.Time
 	FinishedAt   *time.Time
+	RunID        string
 }
 
 type PendingTokenUse struct {

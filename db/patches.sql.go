@@ -706,6 +706,37 @@ func (q *Queries) PatchInstallListByRun(ctx context.Context, runID string) ([]Pa
 	return items, nil
 }
 
+const patchInstallOpenKeys = `-- name: PatchInstallOpenKeys :many
+SELECT device_guid, patch_key FROM patch_installs WHERE state IN ('queued', 'running')
+`
+
+type PatchInstallOpenKeysRow struct {
+	DeviceGuid cairn.DeviceGUID
+	PatchKey   string
+}
+
+// Every queued or running install's device and patch: an evaluation asks
+// for none of them again.
+func (q *Queries) PatchInstallOpenKeys(ctx context.Context) ([]PatchInstallOpenKeysRow, error) {
+	rows, err := q.db.Query(ctx, patchInstallOpenKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchInstallOpenKeysRow
+	for rows.Next() {
+		var i PatchInstallOpenKeysRow
+		if err := rows.Scan(&i.DeviceGuid, &i.PatchKey); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const patchInstallProgress = `-- name: PatchInstallProgress :one
 UPDATE patch_installs SET phase = $1, percent = $2, message = $3, progress_at = $4
 WHERE id = $5 AND device_guid = $6 AND state = 'running'

@@ -288,3 +288,8 @@ SELECT count(*) FROM patch_installs WHERE run_id = @run_id AND state IN ('queued
 INSERT INTO scheduled_jobs (name, kind, parameters, targets, schedule, options, enabled, created_by, updated_by)
 VALUES (@name, 'patch_install', @parameters, @targets, '{"type": "manual"}', '{}', true, @actor, @actor)
 RETURNING id;
+
+-- name: PatchInstallOpenKeys :many
+-- Every queued or running install's device and patch: an evaluation asks
+-- for none of them again.
+SELECT device_guid, patch_key FROM patch_installs WHERE state IN ('queued', 'running');

@@ -115,6 +115,19 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 	}
 	var alone []rebootOnly
 	policyOf := map[cairn.DeviceGUID]map[string]int64{}
+	// What already has an open install is not asked for again: left out
+	// here, so a steady-state evaluation makes no job at all.
+	openRows, err := s.store.PatchInstallOpenKeys(ctx)
+	if err != nil {
+		return res, nil, err
+	}
+	open := make(map[cairn.DeviceGUID]map[string]bool, len(openRows))
+	for _, r := range openRows {
+		if open[r.DeviceGuid] == nil {
+			open[r.DeviceGuid] = map[string]bool{}
+		}
+		open[r.DeviceGuid][r.PatchKey] = true
+	}
 	for _, d := range devices {
 		res.DeviceCount++
 		eff := f.effective(d)
@@ -122,6 +135,9 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 		for _, dec := range eff.Decisions {
 			switch dec.Status {
 			case DecisionApproved:
+				if open[d.GUID][dec.PatchKey] {
+					continue
+				}
 				approved = append(approved, dec.PatchKey)
 				if policyOf[d.GUID] == nil {
 					policyOf[d.GUID] = map[string]int64{}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/internal/patches"
+	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 )
 
 // PatchInstalls records what a device's patch lane (workflows.PatchLane)
@@ -12,6 +13,65 @@ import (
 // callback route.
 type PatchInstalls struct {
 	Patches *patches.Service
+	// Jobs and Lanes run patch_install jobs' fires: the job's targets
+	// resolved, its installs handed to the lanes.
+	Jobs  *scheduledjobs.Service
+	Lanes PatchLaneEnqueuer
+}
+
+// StartPatchRun makes a patch_install job's run (once per run ID:
+// patches.CreateRun) and hands its installs still queued, and the reboots
+// after them, to the devices' lanes; the fire calls it once it holds its
+// sites' lane slots. It reports whether there is a run to wait for
+// (false: the job went away or was disabled since the fire was prepared).
+// Handing an order twice (a retried activity) is harmless: a lane skips
+// an order that is no longer open.
+func (a *PatchInstalls) StartPatchRun(ctx context.Context, in FireInput) (bool, error) {
+	if a.Jobs == nil || a.Lanes == nil {
+		return false, ApplicationError(notInBuild("patch install jobs"))
+	}
+	plan, job, res, err := a.Jobs.Prepare(ctx, in.JobID, in.Trigger)
+	if err != nil || plan.Skip != "" {
+		return false, ApplicationError(err)
+	}
+	actor := in.Actor
+	if actor == "" {
+		actor = job.UpdatedBy
+	}
+	if actor == "" {
+		actor = "schedule"
+	}
+	var v cairn.Validation
+	keys := patches.JobPatchKeys(job.Parameters, &v, "parameters.patch_keys")
+	if err := v.Err(); err != nil {
+		return false, ApplicationError(err)
+	}
+	targets := make([]patches.RunTarget, len(res.Targets))
+	for i, t := range res.Targets {
+		targets[i] = patches.RunTarget{GUID: t.GUID, Hostname: t.Hostname, SiteID: t.SiteID, SiteSlug: t.SiteSlug}
+	}
+	if _, err := a.Patches.CreateRun(ctx, patches.RunRequest{RunID: in.RunID, JobID: job.ID, Trigger: in.Trigger, Actor: actor,
+		ScheduledFor: in.ScheduledFor, Targets: targets, PatchKeys: keys}); err != nil {
+		return false, ApplicationError(err)
+	}
+	queued, err := a.Patches.RunQueue(ctx, in.RunID)
+	if err != nil {
+		return false, ApplicationError(err)
+	}
+	for _, q := range queued {
+		if err := EnqueueQueued(ctx, a.Lanes, q, actor); err != nil {
+			return false, ApplicationError(err)
+		}
+	}
+	return true, nil
+}
+
+// SettlePatchRun records the parts of a patch_install run whose installs
+// ended, and the run once all have; it returns how many installs are
+// still open.
+func (a *PatchInstalls) SettlePatchRun(ctx context.Context, runID cairn.RunID) (int, error) {
+	n, err := a.Patches.SettleRun(ctx, runID)
+	return n, ApplicationError(err)
 }
 
 // PatchInstallBegun is an install as its lane reaches it: Run is false
@@ -118,11 +178,28 @@ func EnqueueQueued(ctx context.Context, lanes PatchLaneEnqueuer, q patches.Queue
 	return lanes.Enqueue(ctx, q.Install, q.Target, actor)
 }
 
+// PatchJobFirer fires a scheduled job now as run runID
+// (workflowclient.JobScheduler).
+type PatchJobFirer interface {
+	Start(ctx context.Context, job scheduledjobs.Job, runID cairn.RunID, actor string) error
+}
+
+// FirePatchJobs fires the immediate patch_install jobs an evaluation
+// created; a run whose fire could not start is abandoned (its installs
+// failed, asked for again by the next evaluation).
+func FirePatchJobs(ctx context.Context, p *patches.Service, fires PatchJobFirer, jobs []patches.JobStart, actor string) error {
+	return p.StartJobs(ctx, jobs, func(ctx context.Context, j patches.JobStart) error {
+		return fires.Start(ctx, scheduledjobs.Job{ID: j.JobID, Kind: scheduledjobs.KindPatchInstall}, j.RunID, actor)
+	})
+}
+
 // PatchPolicies evaluates patch policies on their Schedule (maintenance
 // job workflows.JobPatchPolicies).
 type PatchPolicies struct {
 	Patches *patches.Service
 	Lanes   PatchLaneEnqueuer
+	// Fires fires the immediate patch_install jobs evaluations create.
+	Fires PatchJobFirer
 }
 
 // PatchPolicyActor is who the scheduled evaluation's installs are
@@ -130,12 +207,16 @@ type PatchPolicies struct {
 const PatchPolicyActor = "system:patch-policy"
 
 // EvaluatePatchPolicies evaluates every enabled policy over the fleet and
-// hands the installs it creates to their lanes; it returns how many it
-// created. An install its lane did not take is finished as failed
-// (Patches.EnqueueAll), so the retry re-reads the fleet and asks for it
-// afresh; an install already open is not asked for again.
+// fires the immediate patch_install jobs it creates (each hands its
+// installs to the lanes while it holds its sites' lane slots); it returns
+// how many installs it created. An install whose job did not fire is
+// finished as failed (Patches.StartJobs), so the retry re-reads the fleet
+// and asks for it afresh; an install already open is not asked for again.
 func (a *PatchPolicies) EvaluatePatchPolicies(ctx context.Context) (int64, error) {
 	res, queued, err := a.Patches.Evaluate(ctx, cairn.AllSites, PatchPolicyActor, 0)
+	if ferr := FirePatchJobs(ctx, a.Patches, a.Fires, res.Jobs, PatchPolicyActor); ferr != nil {
+		return 0, ferr
+	}
 	if qerr := a.Patches.EnqueueAll(ctx, queued, func(ctx context.Context, q patches.Queued) error {
 		return EnqueueQueued(ctx, a.Lanes, q, PatchPolicyActor)
 	}); qerr != nil {

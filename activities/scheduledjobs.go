@@ -87,6 +87,10 @@ func (a *ScheduledJobs) PrepareFire(ctx context.Context, in FireInput) (schedule
 		// The run is made by RequestAgentMaintenance once the fire holds
 		// its slots; its ID is fixed here, from the fire time.
 		plan.RunID = cairn.RunID(maintenanceRunID(job.ID, in))
+	case scheduledjobs.KindPatchInstall:
+		// The run and its installs are made by StartPatchRun once the
+		// fire holds its slots; its ID is fixed here, from the fire time.
+		plan.RunID = cairn.RunID(maintenanceRunID(job.ID, in))
 	default:
 		err = cairn.Errorf(cairn.ECodeInternal, "%s jobs do not run from a schedule in this Engine", job.Kind)
 	}

@@ -288,7 +288,8 @@ func TestPatchPolicyScheduledEvaluation(t *testing.T) {
 	require.Equal(t, 201, r.Status, r.Raw)
 
 	core := f.engine.core
-	act := &activities.PatchPolicies{Patches: core.Patches, Lanes: workflowclient.PatchLaneStarter{Client: core.Temporal, Grants: core.Grants}}
+	act := &activities.PatchPolicies{Patches: core.Patches, Lanes: workflowclient.PatchLaneStarter{Client: core.Temporal, Grants: core.Grants},
+		Fires: core.JobSched}
 	n, err := act.EvaluatePatchPolicies(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "hello comes from a security archive; bash does not")

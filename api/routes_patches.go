@@ -21,6 +21,9 @@ type PatchesArea struct {
 	Patches *patches.Service
 	// Lanes hands installs to their devices' patch lanes.
 	Lanes workflowclient.PatchLaneStarter
+	// Fires fires the immediate patch_install jobs an evaluation creates
+	// (workflowclient.JobScheduler).
+	Fires activities.PatchJobFirer
 }
 
 type patchesAPI struct {
@@ -37,6 +40,9 @@ func (d PatchesArea) routes(s *Server) []Route {
 			Summary("A patch_reboot_request in the device's patch lane, after the installs queued before it; the agent skips it with skipped_logged_in_user while a user is signed in (only a policy forces)").
 			Errors(cairn.ECodeNotFound, cairn.ECodeAgentTooOld, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, ECodeTemporalUnavailable),
 			"Reboot a device after patch installs"},
+		{"POST", "/api/device/patches/{hostname}/install-draft", AuthToken, jsonAction(s, http.StatusOK, false, a.installDraft).
+			Summary("A scheduled-job draft with job_kind=patch_install for the device's pending rows (all when patch_keys is empty); nothing is stored: the operator reviews it and saves it with POST /api/scheduled_jobs").
+			Errors(cairn.ECodeNotFound), "Open a patch install job draft"},
 		{"GET", "/api/patches/audit", AuthToken, getAction(s, a.audit).Query(
 			queryInteger("site_id", "only this site's devices"),
 			queryString("hostname", "only this device"),
@@ -90,6 +96,15 @@ func (a *patchesAPI) audit(r *http.Request) (patches.AuditPage, error) {
 		return patches.AuditPage{}, err
 	}
 	return a.Patches.Audit(r.Context(), principal(r.Context()).SiteScope(), q)
+}
+
+// installDraftRequest names the pending rows to install (none: all).
+type installDraftRequest struct {
+	PatchKeys []string `json:"patch_keys" limit:"max=200"`
+}
+
+func (a *patchesAPI) installDraft(r *http.Request, req installDraftRequest) (patches.Draft, error) {
+	return a.Patches.InstallDraft(r.Context(), scopeOf(r), pathParam(r, "hostname"), req.PatchKeys)
 }
 
 // rebootRequest is an operator's reboot. Forced is refused: only a patch
@@ -207,6 +222,9 @@ func (a *patchesAPI) evaluatePolicies(r *http.Request, req evaluateRequest) (pat
 	actor := principal(r.Context()).Username
 	res, queued, err := a.Patches.Evaluate(r.Context(), scopeOf(r), actor, req.PolicyID)
 	if err != nil {
+		return res, err
+	}
+	if err := activities.FirePatchJobs(r.Context(), a.Patches, a.Fires, res.Jobs, actor); err != nil {
 		return res, err
 	}
 	err = a.Patches.EnqueueAll(r.Context(), queued, func(ctx context.Context, q patches.Queued) error {

@@ -820,6 +820,7 @@ type PatchReboot struct {
 	CreatedAt    time.Time
 	StartedAt    *time.Time
 	FinishedAt   *time.Time
+	RunID        string
 }
 
 type PendingTokenUse struct {

@@ -776,6 +776,33 @@ func (q *Queries) PatchInstallInsert(ctx context.Context, arg PatchInstallInsert
 	return i, err
 }
 
+const patchInstallJobInsert = `-- name: PatchInstallJobInsert :one
+INSERT INTO scheduled_jobs (name, kind, parameters, targets, schedule, options, enabled, created_by, updated_by)
+VALUES ($1, 'patch_install', $2, $3, '{"type": "manual"}', '{}', true, $4, $4)
+RETURNING id
+`
+
+type PatchInstallJobInsertParams struct {
+	Name       string
+	Parameters []byte
+	Targets    []byte
+	Actor      string
+}
+
+// An immediate patch_install job a policy evaluation creates (manual
+// schedule: it fires once, now, from the evaluation).
+func (q *Queries) PatchInstallJobInsert(ctx context.Context, arg PatchInstallJobInsertParams) (int64, error) {
+	row := q.db.QueryRow(ctx, patchInstallJobInsert,
+		arg.Name,
+		arg.Parameters,
+		arg.Targets,
+		arg.Actor,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const patchInstallListByDevice = `-- name: PatchInstallListByDevice :many
 SELECT id, device_guid, patch_key, kb, update_id, revision, package, version, title, state, phase, percent, message, exit_code, log_excerpt, scheduled_job_id, run_id, requested_by, created_at, started_at, progress_at, finished_at FROM patch_installs WHERE device_guid = $1 ORDER BY created_at DESC, id LIMIT $2
 `
@@ -818,6 +845,96 @@ func (q *Queries) PatchInstallListByDevice(ctx context.Context, arg PatchInstall
 			&i.ProgressAt,
 			&i.FinishedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchInstallListByRun = `-- name: PatchInstallListByRun :many
+SELECT i.id, i.device_guid, i.patch_key, i.kb, i.update_id, i.revision, i.package, i.version, i.title, i.state, i.phase, i.percent, i.message, i.exit_code, i.log_excerpt, i.scheduled_job_id, i.run_id, i.requested_by, i.created_at, i.started_at, i.progress_at, i.finished_at, d.hostname, s.slug AS site_slug
+FROM patch_installs i JOIN devices d ON d.guid = i.device_guid JOIN sites s ON s.id = d.site_id
+WHERE i.run_id = $1
+ORDER BY i.device_guid, i.created_at, i.id
+`
+
+type PatchInstallListByRunRow struct {
+	PatchInstall PatchInstall
+	Hostname     string
+	SiteSlug     string
+}
+
+// A run's installs with where their lanes run.
+func (q *Queries) PatchInstallListByRun(ctx context.Context, runID string) ([]PatchInstallListByRunRow, error) {
+	rows, err := q.db.Query(ctx, patchInstallListByRun, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchInstallListByRunRow
+	for rows.Next() {
+		var i PatchInstallListByRunRow
+		if err := rows.Scan(
+			&i.PatchInstall.ID,
+			&i.PatchInstall.DeviceGuid,
+			&i.PatchInstall.PatchKey,
+			&i.PatchInstall.Kb,
+			&i.PatchInstall.UpdateID,
+			&i.PatchInstall.Revision,
+			&i.PatchInstall.Package,
+			&i.PatchInstall.Version,
+			&i.PatchInstall.Title,
+			&i.PatchInstall.State,
+			&i.PatchInstall.Phase,
+			&i.PatchInstall.Percent,
+			&i.PatchInstall.Message,
+			&i.PatchInstall.ExitCode,
+			&i.PatchInstall.LogExcerpt,
+			&i.PatchInstall.ScheduledJobID,
+			&i.PatchInstall.RunID,
+			&i.PatchInstall.RequestedBy,
+			&i.PatchInstall.CreatedAt,
+			&i.PatchInstall.StartedAt,
+			&i.PatchInstall.ProgressAt,
+			&i.PatchInstall.FinishedAt,
+			&i.Hostname,
+			&i.SiteSlug,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchInstallOpenKeys = `-- name: PatchInstallOpenKeys :many
+SELECT device_guid, patch_key FROM patch_installs WHERE state IN ('queued', 'running')
+`
+
+type PatchInstallOpenKeysRow struct {
+	DeviceGuid cairn.DeviceGUID
+	PatchKey   string
+}
+
+// Every queued or running install's device and patch: an evaluation asks
+// for none of them again.
+func (q *Queries) PatchInstallOpenKeys(ctx context.Context) ([]PatchInstallOpenKeysRow, error) {
+	rows, err := q.db.Query(ctx, patchInstallOpenKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchInstallOpenKeysRow
+	for rows.Next() {
+		var i PatchInstallOpenKeysRow
+		if err := rows.Scan(&i.DeviceGuid, &i.PatchKey); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -940,6 +1057,38 @@ func (q *Queries) PatchPendingCount(ctx context.Context, arg PatchPendingCountPa
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const patchPendingKeys = `-- name: PatchPendingKeys :many
+SELECT device_guid, patch_key FROM device_patches
+WHERE device_guid = ANY($1::text[]) AND state = 'pending'
+ORDER BY device_guid, patch_key
+`
+
+type PatchPendingKeysRow struct {
+	DeviceGuid cairn.DeviceGUID
+	PatchKey   string
+}
+
+// The pending patch keys of some devices.
+func (q *Queries) PatchPendingKeys(ctx context.Context, guids []string) ([]PatchPendingKeysRow, error) {
+	rows, err := q.db.Query(ctx, patchPendingKeys, guids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchPendingKeysRow
+	for rows.Next() {
+		var i PatchPendingKeysRow
+		if err := rows.Scan(&i.DeviceGuid, &i.PatchKey); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const patchPolicyDelete = `-- name: PatchPolicyDelete :execrows
@@ -1328,7 +1477,7 @@ func (q *Queries) PatchPolicyUpdate(ctx context.Context, arg PatchPolicyUpdatePa
 const patchRebootFinish = `-- name: PatchRebootFinish :one
 UPDATE patch_reboots SET state = $1, message = $2, signed_in = $3::text[], finished_at = now()
 WHERE id = $4 AND state IN ('queued', 'running')
-RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at
+RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at, run_id
 `
 
 type PatchRebootFinishParams struct {
@@ -1360,12 +1509,13 @@ func (q *Queries) PatchRebootFinish(ctx context.Context, arg PatchRebootFinishPa
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RunID,
 	)
 	return i, err
 }
 
 const patchRebootGet = `-- name: PatchRebootGet :one
-SELECT id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at FROM patch_reboots WHERE id = $1
+SELECT id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at, run_id FROM patch_reboots WHERE id = $1
 `
 
 func (q *Queries) PatchRebootGet(ctx context.Context, id string) (PatchReboot, error) {
@@ -1384,17 +1534,18 @@ func (q *Queries) PatchRebootGet(ctx context.Context, id string) (PatchReboot, e
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RunID,
 	)
 	return i, err
 }
 
 const patchRebootInsert = `-- name: PatchRebootInsert :one
-INSERT INTO patch_reboots (id, device_guid, when_required, forced, policy_id, requested_by)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO patch_reboots (id, device_guid, when_required, forced, policy_id, requested_by, run_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (device_guid) WHERE state IN ('queued', 'running') DO UPDATE
     SET forced = patch_reboots.forced OR EXCLUDED.forced,
         when_required = patch_reboots.when_required AND EXCLUDED.when_required
-RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at
+RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at, run_id
 `
 
 type PatchRebootInsertParams struct {
@@ -1404,6 +1555,7 @@ type PatchRebootInsertParams struct {
 	Forced       bool
 	PolicyID     *int64
 	RequestedBy  string
+	RunID        string
 }
 
 // A new queued reboot, or the device's open one (asking twice reboots
@@ -1416,6 +1568,7 @@ func (q *Queries) PatchRebootInsert(ctx context.Context, arg PatchRebootInsertPa
 		arg.Forced,
 		arg.PolicyID,
 		arg.RequestedBy,
+		arg.RunID,
 	)
 	var i PatchReboot
 	err := row.Scan(
@@ -1431,12 +1584,13 @@ func (q *Queries) PatchRebootInsert(ctx context.Context, arg PatchRebootInsertPa
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RunID,
 	)
 	return i, err
 }
 
 const patchRebootListByDevice = `-- name: PatchRebootListByDevice :many
-SELECT id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at FROM patch_reboots WHERE device_guid = $1 ORDER BY created_at DESC, id LIMIT $2
+SELECT id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at, run_id FROM patch_reboots WHERE device_guid = $1 ORDER BY created_at DESC, id LIMIT $2
 `
 
 type PatchRebootListByDeviceParams struct {
@@ -1466,6 +1620,57 @@ func (q *Queries) PatchRebootListByDevice(ctx context.Context, arg PatchRebootLi
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.RunID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const patchRebootListByRun = `-- name: PatchRebootListByRun :many
+SELECT r.id, r.device_guid, r.when_required, r.forced, r.policy_id, r.state, r.message, r.signed_in, r.requested_by, r.created_at, r.started_at, r.finished_at, r.run_id, d.hostname, s.slug AS site_slug
+FROM patch_reboots r JOIN devices d ON d.guid = r.device_guid JOIN sites s ON s.id = d.site_id
+WHERE r.run_id = $1
+ORDER BY r.device_guid, r.created_at, r.id
+`
+
+type PatchRebootListByRunRow struct {
+	PatchReboot PatchReboot
+	Hostname    string
+	SiteSlug    string
+}
+
+// The reboots a run asks for after its installs.
+func (q *Queries) PatchRebootListByRun(ctx context.Context, runID string) ([]PatchRebootListByRunRow, error) {
+	rows, err := q.db.Query(ctx, patchRebootListByRun, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PatchRebootListByRunRow
+	for rows.Next() {
+		var i PatchRebootListByRunRow
+		if err := rows.Scan(
+			&i.PatchReboot.ID,
+			&i.PatchReboot.DeviceGuid,
+			&i.PatchReboot.WhenRequired,
+			&i.PatchReboot.Forced,
+			&i.PatchReboot.PolicyID,
+			&i.PatchReboot.State,
+			&i.PatchReboot.Message,
+			&i.PatchReboot.SignedIn,
+			&i.PatchReboot.RequestedBy,
+			&i.PatchReboot.CreatedAt,
+			&i.PatchReboot.StartedAt,
+			&i.PatchReboot.FinishedAt,
+			&i.PatchReboot.RunID,
+			&i.Hostname,
+			&i.SiteSlug,
 		); err != nil {
 			return nil, err
 		}
@@ -1480,7 +1685,7 @@ func (q *Queries) PatchRebootListByDevice(ctx context.Context, arg PatchRebootLi
 const patchRebootStart = `-- name: PatchRebootStart :one
 UPDATE patch_reboots SET state = 'running', started_at = COALESCE(started_at, now())
 WHERE id = $1 AND state IN ('queued', 'running')
-RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at
+RETURNING id, device_guid, when_required, forced, policy_id, state, message, signed_in, requested_by, created_at, started_at, finished_at, run_id
 `
 
 // Running, once the lane reaches it (a retried activity changes nothing).
@@ -1500,6 +1705,138 @@ func (q *Queries) PatchRebootStart(ctx context.Context, id string) (PatchReboot,
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RunID,
 	)
 	return i, err
+}
+
+const patchRunInsert = `-- name: PatchRunInsert :execrows
+
+INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, scheduled_for, started_at)
+VALUES ($1, $2, 'patch_install', $3, 'running', $4, $5,
+        $6, now())
+ON CONFLICT DO NOTHING
+`
+
+type PatchRunInsertParams struct {
+	ID             cairn.RunID
+	ScheduledJobID *int64
+	Trigger        string
+	RequestedBy    string
+	TargetCount    int32
+	ScheduledFor   *time.Time
+}
+
+// Patch install jobs (scheduled jobs of kind patch_install).
+// A patch_install job's run, once per run ID (a retried or restarted
+// fire inserts nothing and finds its run's installs already made).
+func (q *Queries) PatchRunInsert(ctx context.Context, arg PatchRunInsertParams) (int64, error) {
+	result, err := q.db.Exec(ctx, patchRunInsert,
+		arg.ID,
+		arg.ScheduledJobID,
+		arg.Trigger,
+		arg.RequestedBy,
+		arg.TargetCount,
+		arg.ScheduledFor,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const patchRunLock = `-- name: PatchRunLock :one
+SELECT id, status FROM job_runs WHERE id = $1 FOR UPDATE
+`
+
+type PatchRunLockRow struct {
+	ID     cairn.RunID
+	Status string
+}
+
+// The run, locked while its installs are made.
+func (q *Queries) PatchRunLock(ctx context.Context, id cairn.RunID) (PatchRunLockRow, error) {
+	row := q.db.QueryRow(ctx, patchRunLock, id)
+	var i PatchRunLockRow
+	err := row.Scan(&i.ID, &i.Status)
+	return i, err
+}
+
+const patchRunOpenCount = `-- name: PatchRunOpenCount :one
+SELECT count(*) FROM patch_installs WHERE run_id = $1 AND state IN ('queued', 'running')
+`
+
+// How many of a run's installs are still queued or running.
+func (q *Queries) PatchRunOpenCount(ctx context.Context, runID string) (int64, error) {
+	row := q.db.QueryRow(ctx, patchRunOpenCount, runID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const patchRunResultInsert = `-- name: PatchRunResultInsert :exec
+INSERT INTO job_run_results (run_id, device_guid, hostname, site_id, status, error_code, error_message, started_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now(),
+        CASE WHEN $5::text IN ('pending', 'running') THEN NULL ELSE now() END)
+ON CONFLICT (run_id, device_guid) DO NOTHING
+`
+
+type PatchRunResultInsertParams struct {
+	RunID        cairn.RunID
+	DeviceGuid   cairn.DeviceGUID
+	Hostname     string
+	SiteID       *cairn.SiteID
+	Status       string
+	ErrorCode    string
+	ErrorMessage string
+}
+
+func (q *Queries) PatchRunResultInsert(ctx context.Context, arg PatchRunResultInsertParams) error {
+	_, err := q.db.Exec(ctx, patchRunResultInsert,
+		arg.RunID,
+		arg.DeviceGuid,
+		arg.Hostname,
+		arg.SiteID,
+		arg.Status,
+		arg.ErrorCode,
+		arg.ErrorMessage,
+	)
+	return err
+}
+
+const patchRunResultSettle = `-- name: PatchRunResultSettle :exec
+UPDATE job_run_results x SET
+    status = CASE WHEN NOT EXISTS (SELECT 1 FROM patch_installs i WHERE i.run_id = x.run_id AND i.device_guid = x.device_guid
+                                      AND i.state NOT IN ('installed', 'already_installed'))
+                  THEN 'succeeded' ELSE 'failed' END,
+    error_message = (SELECT COALESCE(string_agg(i.patch_key || ': ' || i.state, '; ' ORDER BY i.patch_key), '')
+                     FROM patch_installs i WHERE i.run_id = x.run_id AND i.device_guid = x.device_guid
+                       AND i.state NOT IN ('installed', 'already_installed')),
+    finished_at = now()
+WHERE x.run_id = $1 AND x.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM patch_installs i WHERE i.run_id = x.run_id AND i.device_guid = x.device_guid
+                    AND i.state IN ('queued', 'running'))
+`
+
+// A device's part of a run once its installs ended: succeeded when each
+// is installed (confirmed by the re-scan) or already installed.
+func (q *Queries) PatchRunResultSettle(ctx context.Context, runID cairn.RunID) error {
+	_, err := q.db.Exec(ctx, patchRunResultSettle, runID)
+	return err
+}
+
+const patchRunSettle = `-- name: PatchRunSettle :exec
+UPDATE job_runs r SET
+    status = CASE WHEN NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status NOT IN ('succeeded', 'skipped'))
+                  THEN 'succeeded' ELSE 'failed' END,
+    finished_at = now()
+WHERE r.id = $1 AND r.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running'))
+`
+
+// The run once no device's part is open: succeeded when every part
+// succeeded or was skipped (nothing of it pending any more).
+func (q *Queries) PatchRunSettle(ctx context.Context, id cairn.RunID) error {
+	_, err := q.db.Exec(ctx, patchRunSettle, id)
+	return err
 }

@@ -22,18 +22,21 @@ var patchesCapability = Capability{
 	Wire: func(_ context.Context, e *Engine) error {
 		e.Patches = patches.New(e.Store)
 		e.Patches.Filters = e.Filters
+		e.Jobs.SetPatchKeyChecker(e.Patches)
 		return nil
 	},
 	API: func(e *Engine) api.Area {
-		return api.PatchesArea{Patches: e.Patches, Lanes: workflowclient.PatchLaneStarter{Client: e.client(), Grants: e.Grants}}
+		return api.PatchesArea{Patches: e.Patches, Lanes: workflowclient.PatchLaneStarter{Client: e.client(), Grants: e.Grants},
+			Fires: e.JobSched}
 	},
 	Codes: []cairn.Code{
 		{ID: patches.ECodePolicyConflict, Status: http.StatusConflict},
 	},
 	Workflows: []any{workflows.PatchLane},
 	Activities: func(e *Engine) []any {
-		return []any{&activities.PatchInstalls{Patches: e.Patches},
-			&activities.PatchPolicies{Patches: e.Patches, Lanes: workflowclient.PatchLaneStarter{Client: e.client(), Grants: e.Grants}}}
+		lanes := workflowclient.PatchLaneStarter{Client: e.client(), Grants: e.Grants}
+		return []any{&activities.PatchInstalls{Patches: e.Patches, Jobs: e.Jobs, Lanes: lanes},
+			&activities.PatchPolicies{Patches: e.Patches, Lanes: lanes, Fires: e.JobSched}}
 	},
 	Maintenance: []workflows.MaintenanceJob{
 		// Patch policies' evaluation: approved updates inside maintenance

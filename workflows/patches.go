@@ -354,3 +354,43 @@ const JobPatchPolicies = "patch_policies"
 
 // PatchPolicyEvery is how often the Schedule evaluates patch policies.
 const PatchPolicyEvery = 15 * time.Minute
+
+// Patch install job timing: a patch_install fire looks whether its
+// installs ended first after patchRunRecheckMin, then less and less
+// often, up to patchRunRecheckMax (an offline device's installs may wait
+// hours in its lane; the fire's history stays short).
+const (
+	patchRunRecheckMin = time.Second
+	patchRunRecheckMax = time.Minute
+)
+
+// runPatchInstallJob runs a patch_install job's fire once it holds its
+// sites' lane slots: the run's installs are made (once per run) and
+// handed to the devices' lanes, and the fire waits until every one has
+// ended, so the slots stay held while they install; each device's part
+// and the run are settled as they end.
+func runPatchInstallJob(ctx workflow.Context, fire activities.FireInput) error {
+	act := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	var a *activities.PatchInstalls
+	var started bool
+	if err := workflow.ExecuteActivity(act, a.StartPatchRun, fire).Get(ctx, &started); err != nil || !started {
+		return err
+	}
+	wait := patchRunRecheckMin
+	for {
+		var open int
+		if err := workflow.ExecuteActivity(act, a.SettlePatchRun, fire.RunID).Get(ctx, &open); err != nil {
+			return err
+		}
+		if open == 0 {
+			return nil
+		}
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, patchRunRecheckMax)
+	}
+}

@@ -90,6 +90,14 @@ func ScheduledJobFire(ctx workflow.Context, in ScheduledJobFireInput) (Scheduled
 		err := runAgentMaintenance(ctx, fire)
 		return ScheduledJobFireResult{RunID: plan.RunID}, err
 	}
+	if plan.Kind == scheduledjobs.KindPatchInstall {
+		if err := acquireSlots(ctx, plan.SiteIDs, holder, scheduledjobs.SlotPatchInstall); err != nil {
+			return ScheduledJobFireResult{RunID: plan.RunID}, err
+		}
+		fire.RunID = plan.RunID
+		err := runPatchInstallJob(ctx, fire)
+		return ScheduledJobFireResult{RunID: plan.RunID}, err
+	}
 	if err := acquireSlots(ctx, plan.SiteIDs, holder, scheduledjobs.SlotScheduledJob); err != nil {
 		return ScheduledJobFireResult{RunID: plan.RunID}, err
 	}

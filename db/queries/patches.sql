@@ -188,8 +188,8 @@ ORDER BY p.device_guid, p.patch_key;
 -- name: PatchRebootInsert :one
 -- A new queued reboot, or the device's open one (asking twice reboots
 -- once; a forced request makes the open one forced).
-INSERT INTO patch_reboots (id, device_guid, when_required, forced, policy_id, requested_by)
-VALUES (@id, @device_guid, @when_required, @forced, @policy_id, @requested_by)
+INSERT INTO patch_reboots (id, device_guid, when_required, forced, policy_id, requested_by, run_id)
+VALUES (@id, @device_guid, @when_required, @forced, @policy_id, @requested_by, @run_id)
 ON CONFLICT (device_guid) WHERE state IN ('queued', 'running') DO UPDATE
     SET forced = patch_reboots.forced OR EXCLUDED.forced,
         when_required = patch_reboots.when_required AND EXCLUDED.when_required
@@ -243,3 +243,83 @@ ORDER BY device_guid, created_at DESC, id DESC;
 
 -- name: PatchEnforcementListByDevice :many
 SELECT * FROM patch_enforcements WHERE device_guid = @device_guid ORDER BY created_at DESC, id LIMIT @max_rows;
+-- Patch install jobs (scheduled jobs of kind patch_install).
+
+-- name: PatchRunInsert :execrows
+-- A patch_install job's run, once per run ID (a retried or restarted
+-- fire inserts nothing and finds its run's installs already made).
+INSERT INTO job_runs (id, scheduled_job_id, kind, trigger, status, requested_by, target_count, scheduled_for, started_at)
+VALUES (@id, @scheduled_job_id, 'patch_install', @trigger, 'running', @requested_by, @target_count,
+        sqlc.narg(scheduled_for), now())
+ON CONFLICT DO NOTHING;
+
+-- name: PatchRunLock :one
+-- The run, locked while its installs are made.
+SELECT id, status FROM job_runs WHERE id = @id FOR UPDATE;
+
+-- name: PatchRunResultInsert :exec
+INSERT INTO job_run_results (run_id, device_guid, hostname, site_id, status, error_code, error_message, started_at, finished_at)
+VALUES (@run_id, @device_guid, @hostname, @site_id, @status, @error_code, @error_message, now(),
+        CASE WHEN @status::text IN ('pending', 'running') THEN NULL ELSE now() END)
+ON CONFLICT (run_id, device_guid) DO NOTHING;
+
+-- name: PatchPendingKeys :many
+-- The pending patch keys of some devices.
+SELECT device_guid, patch_key FROM device_patches
+WHERE device_guid = ANY(@guids::text[]) AND state = 'pending'
+ORDER BY device_guid, patch_key;
+
+-- name: PatchInstallListByRun :many
+-- A run's installs with where their lanes run.
+SELECT sqlc.embed(i), d.hostname, s.slug AS site_slug
+FROM patch_installs i JOIN devices d ON d.guid = i.device_guid JOIN sites s ON s.id = d.site_id
+WHERE i.run_id = @run_id
+ORDER BY i.device_guid, i.created_at, i.id;
+
+-- name: PatchRebootListByRun :many
+-- The reboots a run asks for after its installs.
+SELECT sqlc.embed(r), d.hostname, s.slug AS site_slug
+FROM patch_reboots r JOIN devices d ON d.guid = r.device_guid JOIN sites s ON s.id = d.site_id
+WHERE r.run_id = @run_id
+ORDER BY r.device_guid, r.created_at, r.id;
+
+-- name: PatchRunResultSettle :exec
+-- A device's part of a run once its installs ended: succeeded when each
+-- is installed (confirmed by the re-scan) or already installed.
+UPDATE job_run_results x SET
+    status = CASE WHEN NOT EXISTS (SELECT 1 FROM patch_installs i WHERE i.run_id = x.run_id AND i.device_guid = x.device_guid
+                                      AND i.state NOT IN ('installed', 'already_installed'))
+                  THEN 'succeeded' ELSE 'failed' END,
+    error_message = (SELECT COALESCE(string_agg(i.patch_key || ': ' || i.state, '; ' ORDER BY i.patch_key), '')
+                     FROM patch_installs i WHERE i.run_id = x.run_id AND i.device_guid = x.device_guid
+                       AND i.state NOT IN ('installed', 'already_installed')),
+    finished_at = now()
+WHERE x.run_id = @run_id AND x.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM patch_installs i WHERE i.run_id = x.run_id AND i.device_guid = x.device_guid
+                    AND i.state IN ('queued', 'running'));
+
+-- name: PatchRunSettle :exec
+-- The run once no device's part is open: succeeded when every part
+-- succeeded or was skipped (nothing of it pending any more).
+UPDATE job_runs r SET
+    status = CASE WHEN NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status NOT IN ('succeeded', 'skipped'))
+                  THEN 'succeeded' ELSE 'failed' END,
+    finished_at = now()
+WHERE r.id = @id AND r.status IN ('pending', 'running')
+  AND NOT EXISTS (SELECT 1 FROM job_run_results x WHERE x.run_id = r.id AND x.status IN ('pending', 'running'));
+
+-- name: PatchRunOpenCount :one
+-- How many of a run's installs are still queued or running.
+SELECT count(*) FROM patch_installs WHERE run_id = @run_id AND state IN ('queued', 'running');
+
+-- name: PatchInstallJobInsert :one
+-- An immediate patch_install job a policy evaluation creates (manual
+-- schedule: it fires once, now, from the evaluation).
+INSERT INTO scheduled_jobs (name, kind, parameters, targets, schedule, options, enabled, created_by, updated_by)
+VALUES (@name, 'patch_install', @parameters, @targets, '{"type": "manual"}', '{}', true, @actor, @actor)
+RETURNING id;
+
+-- name: PatchInstallOpenKeys :many
+-- Every queued or running install's device and patch: an evaluation asks
+-- for none of them again.
+SELECT device_guid, patch_key FROM patch_installs WHERE state IN ('queued', 'running');

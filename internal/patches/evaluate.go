@@ -3,6 +3,8 @@ package patches
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +49,11 @@ type EvaluateResult struct {
 	// FrozenDeviceCount counts devices whose effective enforcement_mode is
 	// frozen: evaluation installs nothing on them.
 	FrozenDeviceCount int `json:"frozen_device_count"`
+	// Jobs are the immediate patch_install jobs the installs belong to
+	// (devices with the same approved updates share one): each fires now
+	// and hands its installs to the devices' lanes while it holds a slot
+	// of each target site's scheduled lane.
+	Jobs []JobStart `json:"jobs"`
 }
 
 // EvaluatedEnforcement is an enforcement a policy evaluation asked for.
@@ -81,11 +88,14 @@ type Queued struct {
 // Evaluate judges the visible devices (policyID 0) or one policy's
 // eligible devices through their effective hierarchies and records an
 // install of every approved pending update on a device whose maintenance
-// window is open now. The caller hands the returned installs to their
-// lanes (workflowclient.PatchLaneStarter).
+// window is open now, in immediate patch_install jobs (res.Jobs) the
+// caller fires (StartJobs): a job's fire hands its installs, and the
+// reboots after them, to the devices' lanes while it holds its sites'
+// lane slots. The returned Queued are reboots of devices with nothing
+// to install, which the caller hands to their lanes itself.
 func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor string, policyID int64) (EvaluateResult, []Queued, error) {
 	res := EvaluateResult{EvaluatedPolicyIDs: []int64{}, Installs: []EvaluatedInstall{}, Reboots: []EvaluatedReboot{},
-		Enforcements: []EvaluatedEnforcement{}}
+		Enforcements: []EvaluatedEnforcement{}, Jobs: []JobStart{}}
 	var only *Policy
 	if policyID != 0 {
 		p, err := s.policy(ctx, scope, policyID)
@@ -120,6 +130,30 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 		return res, nil, err
 	}
 	var queued []Queued
+	// Devices with the same approved updates share one immediate
+	// patch_install job; its run records their installs now and its fire
+	// hands them to the lanes once it holds the sites' lane slots.
+	groups := map[string]*evaluationGroup{}
+	var groupOrder []string
+	type rebootOnly struct {
+		target Target
+		req    RebootRequest
+	}
+	var alone []rebootOnly
+	policyOf := map[cairn.DeviceGUID]map[string]int64{}
+	// What already has an open install is not asked for again: left out
+	// here, so a steady-state evaluation makes no job at all.
+	openRows, err := s.store.PatchInstallOpenKeys(ctx)
+	if err != nil {
+		return res, nil, err
+	}
+	open := make(map[cairn.DeviceGUID]map[string]bool, len(openRows))
+	for _, r := range openRows {
+		if open[r.DeviceGuid] == nil {
+			open[r.DeviceGuid] = map[string]bool{}
+		}
+		open[r.DeviceGuid][r.PatchKey] = true
+	}
 	for _, d := range devices {
 		res.DeviceCount++
 		eff := f.effective(d)
@@ -141,11 +175,18 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 			res.FrozenDeviceCount++
 			continue
 		}
-		var approved []Decision
+		var approved []string
 		for _, dec := range eff.Decisions {
 			switch dec.Status {
 			case DecisionApproved:
-				approved = append(approved, dec)
+				if open[d.GUID][dec.PatchKey] {
+					continue
+				}
+				approved = append(approved, dec.PatchKey)
+				if policyOf[d.GUID] == nil {
+					policyOf[d.GUID] = map[string]int64{}
+				}
+				policyOf[d.GUID][dec.PatchKey] = dec.SourcePolicyID
 			case DecisionDeferred:
 				res.DeferredCount++
 			}
@@ -158,45 +199,68 @@ func (s *Service) Evaluate(ctx context.Context, scope cairn.SiteScope, actor str
 			res.OutsideWindowDeviceCount++
 			continue
 		}
-		var last *Target
-		for _, dec := range approved {
-			inst, target, created, err := s.requestInstall(ctx, scope, Request{DeviceGUID: d.GUID, PatchKey: dec.PatchKey, Actor: actor})
-			if cairn.IsCode(err, cairn.ECodeNotFound) {
-				continue // the row went away since the fleet was read
-			}
-			if err != nil {
-				return res, queued, err
-			}
-			if !created {
-				continue
-			}
-			res.Installs = append(res.Installs, EvaluatedInstall{Install: inst, Hostname: d.Hostname, PolicyID: dec.SourcePolicyID})
-			queued = append(queued, Queued{Install: inst, Target: target})
-			last = &target
-		}
-		// The reboot goes after the installs just queued, in the same
-		// lane: never during one. With nothing queued, a device that says
-		// it needs a reboot gets one on its own (the lane still runs it
-		// after any install open from before); the agent checks the need
-		// again, whatever the policy's when_required or always.
-		whenRequired := eff.RebootPolicy == RebootWhenRequired
-		switch {
-		case last != nil && (eff.RebootPolicy == RebootNever || eff.RebootPolicy == ""):
-			continue
-		case last == nil && !rebootDue:
-			continue
-		case last == nil:
-			last = &Target{GUID: d.GUID, Hostname: d.Hostname, SiteSlug: f.slugs[d.GUID]}
-			whenRequired = true
-		}
 		source := eff.RebootSource
-		rb, err := s.RequestReboot(ctx, RebootRequest{DeviceGUID: d.GUID, WhenRequired: whenRequired,
-			Forced: eff.RebootForced, PolicyID: &source, Actor: actor})
+		target := Target{GUID: d.GUID, Hostname: d.Hostname, SiteSlug: f.slugs[d.GUID]}
+		// A device that says it needs a reboot gets one on its own when
+		// nothing is installed before it (the agent checks the need
+		// again, whatever the policy's when_required or always).
+		if rebootDue {
+			alone = append(alone, rebootOnly{target: target, req: RebootRequest{DeviceGUID: d.GUID, WhenRequired: true,
+				Forced: eff.RebootForced, PolicyID: &source, Actor: actor}})
+		}
+		if len(approved) == 0 {
+			continue
+		}
+		slices.Sort(approved)
+		key := strings.Join(approved, "\n")
+		g := groups[key]
+		if g == nil {
+			g = &evaluationGroup{keys: approved, reboots: map[cairn.DeviceGUID]RebootRequest{}}
+			groups[key] = g
+			groupOrder = append(groupOrder, key)
+		}
+		g.targets = append(g.targets, RunTarget{GUID: d.GUID, Hostname: d.Hostname, SiteID: d.SiteID, SiteSlug: f.slugs[d.GUID]})
+		// The reboot goes after the installs, in the same lane: never
+		// during one.
+		if eff.RebootPolicy != RebootNever && eff.RebootPolicy != "" {
+			g.reboots[d.GUID] = RebootRequest{DeviceGUID: d.GUID, WhenRequired: eff.RebootPolicy == RebootWhenRequired,
+				Forced: eff.RebootForced, PolicyID: &source, Actor: actor}
+		}
+	}
+	installed := map[cairn.DeviceGUID]bool{}
+	hostnames := map[cairn.DeviceGUID]string{}
+	for _, d := range devices {
+		hostnames[d.GUID] = d.Hostname
+	}
+	for _, key := range groupOrder {
+		g := groups[key]
+		start, made, reboots, err := s.createEvaluationJob(ctx, *g, actor, cairn.RunID(newInstallID()))
 		if err != nil {
 			return res, queued, err
 		}
-		res.Reboots = append(res.Reboots, EvaluatedReboot{Reboot: rb, Hostname: d.Hostname})
-		queued = append(queued, Queued{Reboot: &rb, Target: *last})
+		if len(made) == 0 {
+			continue
+		}
+		res.Jobs = append(res.Jobs, start)
+		for _, inst := range made {
+			installed[inst.DeviceGUID] = true
+			res.Installs = append(res.Installs, EvaluatedInstall{Install: inst, Hostname: hostnames[inst.DeviceGUID],
+				PolicyID: policyOf[inst.DeviceGUID][inst.PatchKey]})
+		}
+		for _, rb := range reboots {
+			res.Reboots = append(res.Reboots, EvaluatedReboot{Reboot: rb, Hostname: hostnames[rb.DeviceGUID]})
+		}
+	}
+	for _, a := range alone {
+		if installed[a.target.GUID] {
+			continue // its run's reboot follows its installs
+		}
+		rb, err := s.RequestReboot(ctx, a.req)
+		if err != nil {
+			return res, queued, err
+		}
+		res.Reboots = append(res.Reboots, EvaluatedReboot{Reboot: rb, Hostname: a.target.Hostname})
+		queued = append(queued, Queued{Reboot: &rb, Target: a.target})
 	}
 	if err := s.store.PatchPolicyEvaluated(ctx, res.EvaluatedPolicyIDs); err != nil {
 		return res, queued, err
@@ -241,6 +305,25 @@ func (s *Service) EnqueueAll(ctx context.Context, queued []Queued, enqueue func(
 				return errors.Join(err, aerr)
 			}
 			return err
+		}
+	}
+	return nil
+}
+
+// StartJobs fires the jobs an evaluation created with start; when one
+// cannot be started, its run and those after it are abandoned (their
+// installs finished as failed, so the next evaluation asks again) and the
+// error returned.
+func (s *Service) StartJobs(ctx context.Context, jobs []JobStart, start func(context.Context, JobStart) error) error {
+	for i, j := range jobs {
+		if err := start(ctx, j); err != nil {
+			var errs []error
+			for _, rest := range jobs[i:] {
+				if aerr := s.AbandonRun(context.WithoutCancel(ctx), rest.RunID, err); aerr != nil {
+					errs = append(errs, aerr)
+				}
+			}
+			return errors.Join(append([]error{err}, errs...)...)
 		}
 	}
 	return nil

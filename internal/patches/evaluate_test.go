@@ -12,10 +12,11 @@ import (
 	"github.com/cairn-rmm/cairn/internal/patches"
 )
 
-// An install its lane did not take (Temporal refused the order) is
-// finished as failed, so the next evaluation asks for it afresh rather
-// than finding it open forever; one the lane took stays open and is not
-// asked for again.
+// An evaluation's installs belong to an immediate patch_install job and
+// its run; when the job's fire cannot be started (Temporal refused it)
+// the run's installs are finished as failed, so the next evaluation asks
+// for them afresh rather than finding them open forever; a run that
+// fired stays open and is not asked for again.
 func TestEvaluateAbandonsWhatNoLaneTook(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -29,22 +30,37 @@ func TestEvaluateAbandonsWhatNoLaneTook(t *testing.T) {
 
 	res, queued, err := f.svc.Evaluate(t.Context(), cairn.AllSites, "system:test", 0)
 	require.NoError(t, err)
+	require.Empty(t, queued, "installs go through their job's fire, not straight to the lane")
 	require.Len(t, res.Installs, 1)
+	require.Len(t, res.Jobs, 1)
+	job := res.Jobs[0]
+	require.Equal(t, patches.JobStart{JobID: job.JobID, RunID: job.RunID, DeviceCount: 1, InstallCount: 1}, job)
+	first := res.Installs[0].Install
+	require.Equal(t, &job.JobID, first.ScheduledJobID)
+	require.Equal(t, string(job.RunID), first.RunID)
+	var kind, status string
+	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT j.kind, r.status FROM scheduled_jobs j JOIN job_runs r
+		ON r.scheduled_job_id = j.id WHERE r.id = $1`, job.RunID).Scan(&kind, &status))
+	require.Equal(t, []string{patches.JobKind, "running"}, []string{kind, status})
+
 	refused := errors.New("temporal refused")
-	err = f.svc.EnqueueAll(t.Context(), queued, func(context.Context, patches.Queued) error { return refused })
+	err = f.svc.StartJobs(t.Context(), res.Jobs, func(context.Context, patches.JobStart) error { return refused })
 	require.ErrorIs(t, err, refused)
-	first, err := f.svc.Get(t.Context(), queued[0].Install.ID)
+	first, err = f.svc.Get(t.Context(), first.ID)
 	require.NoError(t, err)
 	require.Equal(t, patches.StateFailed, first.State)
+	require.NoError(t, f.store.Pool.QueryRow(t.Context(), `SELECT status FROM job_runs WHERE id = $1`, job.RunID).Scan(&status))
+	require.Equal(t, "failed", status, "the abandoned run is settled")
 
-	res, queued, err = f.svc.Evaluate(t.Context(), cairn.AllSites, "system:test", 0)
+	res, _, err = f.svc.Evaluate(t.Context(), cairn.AllSites, "system:test", 0)
 	require.NoError(t, err)
 	require.Len(t, res.Installs, 1, "asked for afresh")
-	require.NotEqual(t, first.ID, queued[0].Install.ID)
-	require.NoError(t, f.svc.EnqueueAll(t.Context(), queued, func(context.Context, patches.Queued) error { return nil }))
+	require.NotEqual(t, first.ID, res.Installs[0].ID)
+	require.NoError(t, f.svc.StartJobs(t.Context(), res.Jobs, func(context.Context, patches.JobStart) error { return nil }))
 	res, _, err = f.svc.Evaluate(t.Context(), cairn.AllSites, "system:test", 0)
 	require.NoError(t, err)
 	require.Empty(t, res.Installs, "the open install is not asked for again")
+	require.Empty(t, res.Jobs, "and no job is made for nothing")
 }
 
 // A device that says it needs a reboot and has nothing to install gets

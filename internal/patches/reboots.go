@@ -66,6 +66,9 @@ type RebootRequest struct {
 	Forced       bool
 	PolicyID     *int64
 	Actor        string
+	// RunID is the patch_install job run whose installs it follows ("":
+	// none; the caller hands it to the lane itself).
+	RunID string
 }
 
 // RequestReboot records a queued reboot, or returns the device's open one
@@ -82,8 +85,12 @@ func (s *Service) RequestReboot(ctx context.Context, req RebootRequest) (Reboot,
 	if err := v.Err(); err != nil {
 		return Reboot{}, err
 	}
-	r, err := s.store.PatchRebootInsert(ctx, db.PatchRebootInsertParams{ID: newInstallID(), DeviceGuid: req.DeviceGUID,
-		WhenRequired: req.WhenRequired, Forced: req.Forced, PolicyID: req.PolicyID, RequestedBy: req.Actor})
+	return requestReboot(ctx, s.store.Queries, req)
+}
+
+func requestReboot(ctx context.Context, q *db.Queries, req RebootRequest) (Reboot, error) {
+	r, err := q.PatchRebootInsert(ctx, db.PatchRebootInsertParams{ID: newInstallID(), DeviceGuid: req.DeviceGUID,
+		WhenRequired: req.WhenRequired, Forced: req.Forced, PolicyID: req.PolicyID, RequestedBy: req.Actor, RunID: req.RunID})
 	if err != nil {
 		return Reboot{}, err
 	}

@@ -25,7 +25,17 @@ const (
 	KindScript           = "script"
 	KindAgentMaintenance = "agent_maintenance"
 	KindWorkflow         = "workflow"
+	// KindPatchInstall installs patches (parameters.patch_keys) on its
+	// target devices through their patch lanes (internal/patches).
+	KindPatchInstall = "patch_install"
 )
+
+// PatchKeyChecker validates a patch_install job's patch keys against its
+// target devices (patches.Service): it returns the normalised keys and
+// adds what is wrong to v.
+type PatchKeyChecker interface {
+	CheckJobKeys(ctx context.Context, guids []string, params map[string]any, v *cairn.Validation) ([]string, error)
+}
 
 // Bounds of a job.
 const (
@@ -138,6 +148,7 @@ type Service struct {
 	sched   Schedules
 	content ContentSigner
 	filters FilterMatcher
+	patches PatchKeyChecker
 	now     func() time.Time
 	log     *slog.Logger
 }
@@ -417,6 +428,9 @@ func (s *Service) SetContentSigner(c ContentSigner) { s.content = c }
 // SetFilterMatcher wires the evaluation of saved device filters.
 func (s *Service) SetFilterMatcher(m FilterMatcher) { s.filters = m }
 
+// SetPatchKeyChecker wires the validation of patch_install jobs.
+func (s *Service) SetPatchKeyChecker(c PatchKeyChecker) { s.patches = c }
+
 // SetSchedules wires the Temporal side.
 func (s *Service) SetSchedules(sched Schedules) { s.sched = sched }
 
@@ -471,10 +485,20 @@ func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (c
 		if in.WorkflowID != nil {
 			v.Add("workflow_id", "only workflow jobs name a workflow")
 		}
+	case KindPatchInstall:
+		if in.AssemblyID != nil {
+			v.Add("assembly_id", "only script jobs name an assembly")
+		}
+		if in.WorkflowID != nil {
+			v.Add("workflow_id", "only workflow jobs name a workflow")
+		}
+		if len(in.Targets.Sites) > 0 || len(in.Targets.Filters) > 0 {
+			v.Add("targets", "a patch_install job targets devices only")
+		}
 	case "":
-		v.Add("kind", "is required: script, agent_maintenance or workflow")
+		v.Add("kind", "is required: script, agent_maintenance, workflow or patch_install")
 	default:
-		v.Add("kind", "must be script, agent_maintenance or workflow")
+		v.Add("kind", "must be script, agent_maintenance, workflow or patch_install")
 	}
 	if len(in.Parameters) > MaxParameters {
 		v.Add("parameters", fmt.Sprintf("at most %d parameters", MaxParameters))
@@ -488,6 +512,20 @@ func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (c
 	if err != nil {
 		return out, err
 	}
+	params := in.Parameters
+	// Keys are checked once the targets are known good: a device outside
+	// scope must not tell which patches it has pending.
+	if in.Kind == KindPatchInstall && len(in.Targets.Sites) == 0 && len(in.Targets.Filters) == 0 && v.Err() == nil {
+		if s.patches == nil {
+			return out, cairn.Errorf(cairn.ECodeUnavailable, "patch install jobs are not available in this process")
+		}
+		// Devices outside scope or unknown were reported by checkTargets.
+		keys, err := s.patches.CheckJobKeys(ctx, targets.Devices, in.Parameters, &v)
+		if err != nil {
+			return out, err
+		}
+		params = map[string]any{"patch_keys": keys}
+	}
 	sch := in.Schedule.Normalize("schedule", s.now(), &v)
 	if in.Options.TimeoutSeconds < 0 || in.Options.TimeoutSeconds > MaxTimeout {
 		v.Add("options.timeout_seconds", fmt.Sprintf("must be 1 to %d, or 0 for the assembly's own", MaxTimeout))
@@ -495,7 +533,6 @@ func (s *Service) check(ctx context.Context, scope cairn.SiteScope, in Input) (c
 	if err := v.Err(); err != nil {
 		return out, err
 	}
-	params := in.Parameters
 	if params == nil {
 		params = map[string]any{}
 	}

@@ -27,6 +27,9 @@ const (
 	// SlotAnsible: a playbook run's batch, one slot per site it touches
 	// (a one-target run: one slot).
 	SlotAnsible = "ansible"
+	// SlotPatchInstall: a patch_install job's fire, one slot per site of
+	// its targets while any of its installs is open.
+	SlotPatchInstall = "patch_install"
 )
 
 // DefaultScheduledCapacity is the slots per site worker when the

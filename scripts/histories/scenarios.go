@@ -177,13 +177,25 @@ var standIns = map[string]any{
 		if in.JobID == 9 {
 			return scheduledjobs.FirePlan{RunID: in.RunID, Kind: scheduledjobs.KindAgentMaintenance, SiteIDs: []int64{1}}, nil
 		}
+		if in.JobID == 10 {
+			return scheduledjobs.FirePlan{RunID: in.RunID, Kind: scheduledjobs.KindPatchInstall, SiteIDs: []int64{1}}, nil
+		}
 		return scheduledjobs.FirePlan{RunID: in.RunID, Kind: scheduledjobs.KindScript, SiteIDs: []int64{2, 1}}, nil
 	},
 	// Job 9 is an agent_maintenance job: its updates are requested and
 	// have ended by the first look (JobRunStatus answers failed).
 	"RequestAgentMaintenance": func(context.Context, activities.FireInput) (bool, error) { return true, nil },
-	"AcquireSlot":             func(context.Context, activities.SlotInput) error { return nil },
-	"ReleaseSlots":            func(context.Context, string) error { return nil },
+	// Job 10 is a patch_install job: its run's installs are handed to
+	// the lanes; one is still open at the first look, none at the next.
+	"StartPatchRun": func(context.Context, activities.FireInput) (bool, error) { return true, nil },
+	"SettlePatchRun": func(_ context.Context, runID string) (int, error) {
+		if _, seen := patchRunLooks.LoadOrStore(runID, true); !seen {
+			return 1, nil
+		}
+		return 0, nil
+	},
+	"AcquireSlot":  func(context.Context, activities.SlotInput) error { return nil },
+	"ReleaseSlots": func(context.Context, string) error { return nil },
 	"LoadFlowRun": func(_ context.Context, runID string) (activities.FlowPlan, error) {
 		steps := []flows.Step{{ID: "check", AssemblyID: 1, Condition: flows.CondAlways},
 			{ID: "clean", AssemblyID: 2, Condition: flows.CondOnFailure}, {ID: "report", AssemblyID: 3, Condition: flows.CondOnSuccess}}
@@ -295,6 +307,9 @@ var incidentActed = make(chan int64, 1)
 
 // incidentNotified carries the incidents whose repetition was sent.
 var incidentNotified = make(chan int64, 1)
+
+// patchRunLooks remembers which runs SettlePatchRun answered once.
+var patchRunLooks sync.Map
 
 // patchBegins remembers which installs BeginPatchInstall started.
 var patchBegins sync.Map
@@ -518,6 +533,14 @@ var scenarios = []scenario{
 		id := unique("run")
 		run, err := start(ctx, c, "scheduled-job:9:rerun:"+id, workflows.ScheduledJobFire,
 			workflows.ScheduledJobFireInput{JobID: 9, RunID: cairn.RunID(id), Trigger: workflows.TriggerRerun, Actor: "admin"})
+		return wait(ctx, run, err)
+	}, false},
+	// A patch_install job's rerun: slot, the run's installs handed to
+	// the lanes, one look while one is open, one after.
+	{"scheduled_job_fire_patch_install.json", func(ctx context.Context, c client.Client) (string, error) {
+		id := unique("run")
+		run, err := start(ctx, c, "scheduled-job:10:rerun:"+id, workflows.ScheduledJobFire,
+			workflows.ScheduledJobFireInput{JobID: 10, RunID: cairn.RunID(id), Trigger: workflows.TriggerRerun, Actor: "admin"})
 		return wait(ctx, run, err)
 	}, false},
 	// A schedule's fire of a job deleted since: skipped.

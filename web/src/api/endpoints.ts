@@ -333,6 +333,12 @@ export const devices = {
   refreshSoftware: (hostname: string) => call('post', '/api/device/software/{hostname}/refresh', { path: host(hostname) }),
   patches: (hostname: string) => call('get', '/api/device/patches/{hostname}', { path: host(hostname) }),
   refreshPatches: (hostname: string) => call('post', '/api/device/patches/{hostname}/refresh', { path: host(hostname) }),
+  /** A patch_install scheduled-job draft for pending rows (none: all); nothing is saved. */
+  patchInstallDraft: (hostname: string, patch_keys: string[]) =>
+    call('post', '/api/device/patches/{hostname}/install-draft', { path: host(hostname), body: { patch_keys } }),
+  /** A patch_reboot_request after the installs queued before it. */
+  patchReboot: (hostname: string, when_required: boolean) =>
+    call('post', '/api/device/patches/{hostname}/reboot', { path: host(hostname), body: { when_required } }),
 };
 
 // Remote shell: establish hands out a single-use WebSocket path; each

@@ -1635,6 +1635,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/device/patches/{hostname}/install-draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a patch install job draft
+         * @description A scheduled-job draft with job_kind=patch_install for the device's pending rows (all when patch_keys is empty); nothing is stored: the operator reviews it and saves it with POST /api/scheduled_jobs
+         */
+        post: operations["postDevicePatchesHostnameInstallDraft"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/device/patches/{hostname}/reboot": {
         parameters: {
             query?: never;
@@ -6302,6 +6322,35 @@ export interface components {
             /** Format: int64 */
             used_bytes?: number;
         };
+        Draft: {
+            enabled: boolean;
+            job_kind: string;
+            kind: string;
+            name: string;
+            options: components["schemas"]["DraftOptions"];
+            parameters: {
+                [key: string]: unknown | null;
+            };
+            patches: components["schemas"]["Row"][];
+            schedule: components["schemas"]["DraftSchedule"];
+            targets: components["schemas"]["DraftTargets"];
+        };
+        DraftOptions: {
+            run_when_online: boolean;
+            stop_on_first_failure: boolean;
+            /** Format: int64 */
+            timeout_seconds: number;
+        };
+        DraftSchedule: {
+            /** Format: date-time */
+            at: string;
+            type: string;
+        };
+        DraftTargets: {
+            devices: string[];
+            filters: number[];
+            sites: number[];
+        };
         EdgeCertificate: {
             certificate_mode: string;
             domains: string[];
@@ -6492,6 +6541,7 @@ export interface components {
             /** Format: int64 */
             frozen_device_count: number;
             installs: components["schemas"]["EvaluatedInstall"][];
+            jobs: components["schemas"]["JobStart"][];
             /** Format: int64 */
             outside_window_device_count: number;
             reboots: components["schemas"]["EvaluatedReboot"][];
@@ -7040,6 +7090,9 @@ export interface components {
             update_id: string;
             version: string;
         };
+        InstallDraftRequest: {
+            patch_keys?: string[] | null;
+        };
         InstallLink: {
             artifact_id: string;
             build_id: string;
@@ -7161,6 +7214,15 @@ export interface components {
         };
         JobRunID: {
             run_id: string;
+        };
+        JobStart: {
+            /** Format: int64 */
+            device_count: number;
+            /** Format: int64 */
+            install_count: number;
+            run_id: string;
+            /** Format: int64 */
+            scheduled_job_id: number;
         };
         JoinCode: {
             code: string;
@@ -20251,6 +20313,113 @@ export interface operations {
             };
             /** @description Not Found: not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDevicePatchesHostnameInstallDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hostname: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallDraftRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

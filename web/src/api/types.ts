@@ -200,6 +200,12 @@ export type SoftwareRefreshResult = Schema<'SoftwareRefresh'>;
 
 export type PatchInventory = Schema<'DeviceView'>;
 
+export type PatchInstall = Schema<'Install'>;
+
+export type PatchReboot = Schema<'Reboot'>;
+
+export type PatchInstallDraft = Schema<'Draft'>;
+
 export type PatchRefreshResult = Schema<'PatchRefresh'>;
 
 /** POST /api/shell/establish: ws_url is a same-origin path carrying a single-use token. */
@@ -277,7 +283,7 @@ export type RunResult = Schema<'Result'>;
 /** A job run: a quick run, a scheduled job's run or a workflow step. Lists leave out the results. */
 export type Run = Schema<'Run'>;
 
-export type JobKind = 'script' | 'agent_maintenance' | 'workflow';
+export type JobKind = 'script' | 'agent_maintenance' | 'workflow' | 'patch_install';
 
 export type Schedule =
   | { type: 'once'; at: string }

@@ -51,8 +51,11 @@ const FIELDS = [
   'options.timeout_seconds',
 ];
 
-const KIND_LABEL: Record<JobKind, string> = { script: 'Script', agent_maintenance: 'Agent update', workflow: 'Workflow' };
-export const jobKindLabel = (k: string) => KIND_LABEL[k as JobKind] ?? k;
+// The kinds the editor creates; patch_install jobs are opened as drafts
+// from a device's Patches tab.
+const KIND_LABEL: Record<Exclude<JobKind, 'patch_install'>, string> = { script: 'Script', agent_maintenance: 'Agent update', workflow: 'Workflow' };
+const ALL_KIND_LABELS: Record<JobKind, string> = { ...KIND_LABEL, patch_install: 'Patch install' };
+export const jobKindLabel = (k: string) => ALL_KIND_LABELS[k as JobKind] ?? k;
 
 const PREVIEW_DEBOUNCE_MS = 400;
 
@@ -325,7 +328,7 @@ export function JobEditorDialog({ job, onClose }: { job?: ScheduledJob; onClose:
               >
                 {(Object.keys(KIND_LABEL) as JobKind[]).map((k) => (
                   <MenuItem key={k} value={k}>
-                    {KIND_LABEL[k]}
+                    {ALL_KIND_LABELS[k]}
                   </MenuItem>
                 ))}
               </TextField>

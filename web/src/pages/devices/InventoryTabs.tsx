@@ -2,6 +2,7 @@
 // software and patches). Collections follow agent/proto/inventory.go; null
 // means not collected yet, [] means none.
 import type { ColDef } from 'ag-grid-community';
+import { useQuery } from '@tanstack/react-query';
 import Box from '@mui/material/Box';
 import Chip from '@mui/material/Chip';
 import Table from '@mui/material/Table';
@@ -18,9 +19,10 @@ import type {
   PatchRow,
   SoftwareItem,
 } from '../../api/types';
-import { software as softwareApi } from '../../api/endpoints';
+import { devices as devicesApi, software as softwareApi } from '../../api/endpoints';
 import { formatBytes, formatCompactDateTime, formatDateTime, formatDuration } from '../../components/format';
 import { RelativeTime, StatusChip, TrustBadge } from './chips';
+import { DevicePatchLane, devicePatchesKey } from './DevicePatches';
 import { InventoryGrid } from './InventoryGrid';
 import { InventoryRefreshButton } from './InventoryRefresh';
 import { SoftwareUninstall, UninstallCell } from './SoftwareUninstall';
@@ -331,7 +333,11 @@ const patchColumns: ColDef<PatchRow>[] = [
   { field: 'installed_at', headerName: 'Installed at', width: 150, ...dateCell },
 ];
 
-export function PatchesTab({ hostname, patches }: { hostname: string; patches: PatchRow[] | null | undefined }) {
+export function PatchesTab({ hostname, patches: fromDetails }: { hostname: string; patches: PatchRow[] | null | undefined }) {
+  // The lane's view is fresher (re-read while an install runs); the
+  // details' rows show until it arrives.
+  const lane = useQuery({ queryKey: devicePatchesKey(hostname), queryFn: () => devicesApi.patches(hostname), retry: false });
+  const patches = lane.data?.patches ?? fromDetails;
   const pending = patches ? patches.filter((p) => p.state === 'pending').length : 0;
   return (
     <Box>
@@ -353,6 +359,7 @@ export function PatchesTab({ hostname, patches }: { hostname: string; patches: P
       ) : (
         <NotCollected what="Patch inventory" />
       )}
+      <DevicePatchLane hostname={hostname} />
     </Box>
   );
 }

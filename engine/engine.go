@@ -54,6 +54,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/payloadkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/rdp"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -255,6 +256,8 @@ type Engine struct {
 	// VNC keeps remote desktop sessions (vncCapability).
 	VNC          *vnc.Service
 	TunnelServer *tunnels.Server
+	// RDP runs this process's RDP bridges (rdpCapability).
+	RDP *rdp.Service
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
 	Artifacts    *agentartifacts.Catalog
 	InstallLinks *installlinks.Service
@@ -684,5 +687,9 @@ func (e *Engine) Stop(ctx context.Context) {
 	}
 	e.cancel()
 	e.wg.Wait()
+	if e.RDP != nil {
+		// The RDP bridges' processes end with the Engine.
+		e.RDP.Close()
+	}
 	e.Temporal.Close()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-rmm/cairn/agent/patches"
 	patchops "github.com/cairn-rmm/cairn/agent/patches/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	agentrdp "github.com/cairn-rmm/cairn/agent/rdp"
 	"github.com/cairn-rmm/cairn/agent/registry"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
@@ -31,7 +32,6 @@ import (
 	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/agent/tunnels"
 	agentversion "github.com/cairn-rmm/cairn/agent/version"
-	agentrdp "github.com/cairn-rmm/cairn/agent/rdp"
 	"github.com/cairn-rmm/cairn/agent/vnc"
 )
 

@@ -66,7 +66,7 @@ func TestRDPEndToEnd(t *testing.T) {
 
 	// The real server.
 	rdptest.Start(t, rdptest.Options{Prefix: []string{"ip", "netns", "exec", rig.ns.name}, Colour: "#ff8000", User: user,
-		Password: secret, Port: 3389})
+		Password: secret, Port: 3389, Width: 640, Height: 480})
 	require.True(t, assertEventually(30*time.Second, func() bool {
 		return len(listeners(t, rig.ns, 3389)) > 0
 	}), "the shadow server listens")
@@ -78,11 +78,11 @@ func TestRDPEndToEnd(t *testing.T) {
 	require.NotContains(t, r.body, "Not-The-Password-3")
 
 	est := eng.post(t, "/api/vnc/establish", token, map[string]any{"guid": guid, "protocol": "rdp", "credential_id": good,
-		"width": 320, "height": 240, "quality": "quality"})
+		"width": 640, "height": 480, "quality": "quality"})
 	require.NotEmpty(t, est["session_id"], "%v; agent:\n%s", est, a.output())
 	sessionID := est["session_id"].(string)
 	require.Equal(t, "rdp", est["protocol"])
-	require.Equal(t, "320x240+0+0", est["display_virtual_bounds"])
+	require.Equal(t, "640x480+0+0", est["display_virtual_bounds"])
 	raw, err := json.Marshal(est)
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), secret)
@@ -148,7 +148,7 @@ func TestRDPEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	// The remote desktop's orange, through RDP, the bridge and RFB.
 	w, h := rdptest.AwaitColour(t, c, [3]int{0xff, 0x80, 0}, 12)
-	require.Equal(t, [2]int{320, 240}, [2]int{w, h})
+	require.Equal(t, [2]int{640, 480}, [2]int{w, h})
 
 	require.True(t, assertEventually(time.Minute, func() bool {
 		s := eng.call(t, "GET", "/api/vnc/sessions/"+sessionID, token, nil)

@@ -30,7 +30,8 @@ import (
 // agent through the user-space WireGuard, exported by x11vnc); the test's
 // WebSocket client, playing the browser, sees the remote desktop's
 // pixels. The credential's secret is in no API answer and on no process's
-// command line; a wrong password fails; disconnect stops the bridge.
+// command line; a wrong password fails; disconnect stops the bridge;
+// manual credentials work the same way.
 func TestRDPEndToEnd(t *testing.T) {
 	t.Parallel()
 	rig := newTunnelRig(t, rigOptions{hostname: "e2e-rdp", slug: "rdp-e2e", network: "10.234.0.0/24"})
@@ -171,6 +172,22 @@ func TestRDPEndToEnd(t *testing.T) {
 	acts = eng.rawCall(t, "GET", "/api/device/activity/"+a.hostname, token, nil)
 	require.Contains(t, acts.body, "Remote desktop session (stopped)")
 	require.NotContains(t, acts.body, secret)
+
+	// Manual credentials: held in the Engine's memory for the session,
+	// handed to xfreerdp on stdin like a stored one's.
+	manual := eng.post(t, "/api/vnc/establish", token, map[string]any{"guid": guid, "protocol": "rdp", "rdp_username": user,
+		"rdp_password": secret, "width": 640, "height": 480})
+	require.NotEmpty(t, manual["session_id"], "%v", manual)
+	raw, err = json.Marshal(manual)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), secret)
+	for pid, cl := range rdptest.Cmdlines(t) {
+		require.NotContains(t, cl, secret, "process %s", pid)
+	}
+	eng.post(t, "/api/vnc/disconnect", token, map[string]any{"session_id": manual["session_id"]})
+	require.True(t, assertEventually(time.Minute, func() bool {
+		return eng.call(t, "GET", "/api/vnc/sessions/"+manual["session_id"].(string), token, nil)["status"] == "ended"
+	}), "the manual session ended")
 }
 
 // listeners are the addresses listening on TCP port in the namespace.

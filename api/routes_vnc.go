@@ -4,19 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/credentials"
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/gateway"
+	"github.com/cairn-rmm/cairn/internal/rdp"
 	"github.com/cairn-rmm/cairn/internal/shells"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
 	"github.com/cairn-rmm/cairn/internal/vnc"
@@ -38,6 +43,11 @@ type VNCArea struct {
 	// runs in this process.
 	Gateway *gateway.Client
 	Starter workflowclient.DesktopStarter
+	// RDP runs this process's RDP bridges and holds manual credentials
+	// while their session establishes; Credentials are the stored ones
+	// (protocol rdp; nil: RDP is not served).
+	RDP         *rdp.Service
+	Credentials *credentials.Service
 }
 
 type vncAPI struct {
@@ -50,7 +60,8 @@ var desktopTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQ
 	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, proto.CodeUnsupportedPlatform, shells.ECodeTokenInvalid, shells.ECodeNotImplemented,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable, vnc.ECodeNoRFBBanner, vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout,
 	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, vnc.ECodeAuthRetryInProgress, vnc.ECodeAuthRetrySettling, vnc.ECodeSessionEnded, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
-	proto.CodeVNCNotReady}
+	proto.CodeVNCNotReady, rdp.ECodeBackendNotReady, rdp.ECodeCredentialInvalid, rdp.ECodeAuthFailed, rdp.ECodeConnectFailed,
+	rdp.ECodeBridgeUnavailable, proto.CodeRDPNotReady}
 
 func (d VNCArea) routes(s *Server) []Route {
 	a := &vncAPI{Server: s, VNCArea: d}
@@ -59,7 +70,7 @@ func (d VNCArea) routes(s *Server) []Route {
 			Summary("Advertise the VNC role's readiness and store its system:vnc row; answers the firewall scope (the Engine's tunnel /32). Never carries the VNC password."),
 			"Agent: ensure the VNC role"},
 		{"POST", "/api/vnc/establish", AuthToken, jsonAction(s, http.StatusOK, false, a.establish).
-			Summary("Establish a remote desktop session (protocol vnc; rdp is not built yet). Runs the RemoteDesktop workflow on the device's site queue: tunnel readiness, vnc_start, the RFB banner probe and security preflight, within SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS; then answers the browser's one-time token and socket URL. The VNC password never reaches the browser.").
+			Summary("Establish a remote desktop session by protocol (vnc, the default, or rdp). Runs the RemoteDesktop workflow on the device's site queue within SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS: tunnel readiness, then for vnc vnc_start, the RFB banner probe and security preflight; for rdp rdp_start, the X.224 probe of TCP 3389 through the tunnel (one rdp_transport_recovery, then rdp_backend_not_ready) and the Engine's RDP bridge logged in with the stored (credential_id) or manual credentials. Then answers the browser's one-time token and socket URL. No password ever reaches the browser or the answer.").
 			Errors(desktopTargetErrors...), "Establish a remote desktop session"},
 		{"POST", "/api/vnc/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, a.disconnect).
 			Summary("Close a remote desktop session: its workflow sends vnc_stop and records the end.").
@@ -122,8 +133,22 @@ type vncEstablishReq struct {
 	GUID           cairn.DeviceGUID `json:"guid"`
 	Hostname       string           `json:"hostname"`
 	OperationToken string           `json:"operation_token"`
-	// Protocol is vnc (omitted: vnc); rdp is not built yet.
+	// Protocol is vnc (omitted: vnc) or rdp.
 	Protocol string `json:"protocol"`
+	// RDP credentials (protocol rdp): a stored credential by ID, or manual
+	// ones held in the Engine's memory for the session only.
+	CredentialID *int64 `json:"credential_id"`
+	RDPUsername  string `json:"rdp_username"`
+	RDPPassword  string `json:"rdp_password"`
+	RDPDomain    string `json:"rdp_domain"`
+	// Width, Height and DPI are the RDP session's display (default
+	// 1280x800; the RDP bridge's screen).
+	Width  *int `json:"width"`
+	Height *int `json:"height"`
+	DPI    *int `json:"dpi"`
+	// AuthProbe asks for the diagnostic authentication probe (rule 7);
+	// accepted, not used yet.
+	AuthProbe bool `json:"auth_probe"`
 	// Quality is speed (default) or quality (rule 4).
 	Quality string `json:"quality"`
 	// Reason vnc_auth_retry follows an explicit auth failure: the agent
@@ -150,7 +175,60 @@ func (q *vncEstablishReq) validate() error {
 	if q.Reason != "" && q.Reason != vnc.ReasonAuthRetry {
 		v.Add("reason", "must be vnc_auth_retry or absent")
 	}
+	q.validateRDP(&v)
 	return v.Err()
+}
+
+// validateRDP checks the RDP fields: only with protocol rdp, which needs
+// a credential_id or rdp_username and rdp_password (not both).
+func (q *vncEstablishReq) validateRDP(v *cairn.Validation) {
+	manual := q.RDPUsername != "" || q.RDPPassword != "" || q.RDPDomain != ""
+	bounded := func(field string, p *int, lo, hi int) {
+		if p != nil && (*p < lo || *p > hi) {
+			v.Add(field, fmt.Sprintf("must be from %d to %d", lo, hi))
+		}
+	}
+	bounded("width", q.Width, rdp.MinWidth, rdp.MaxWidth)
+	bounded("height", q.Height, rdp.MinHeight, rdp.MaxHeight)
+	bounded("dpi", q.DPI, rdp.MinDPI, rdp.MaxDPI)
+	if q.Protocol != rdp.Protocol {
+		for field, set := range map[string]bool{"credential_id": q.CredentialID != nil, "rdp_username": q.RDPUsername != "",
+			"rdp_password": q.RDPPassword != "", "rdp_domain": q.RDPDomain != "", "width": q.Width != nil, "height": q.Height != nil,
+			"dpi": q.DPI != nil} {
+			if set {
+				v.Add(field, "is for protocol rdp only")
+			}
+		}
+		return
+	}
+	if q.Reason != "" {
+		v.Add("reason", "is for protocol vnc only")
+	}
+	switch {
+	case q.CredentialID != nil && manual:
+		v.Add("credential_id", "send a credential_id or rdp_username and rdp_password, not both")
+	case q.CredentialID != nil:
+		if *q.CredentialID <= 0 {
+			v.Add("credential_id", "must be a positive credential ID")
+		}
+	case !manual:
+		v.Add("credential_id", "an RDP session needs a credential_id or rdp_username and rdp_password")
+	default:
+		for _, f := range []struct {
+			field, val string
+			max        int
+			required   bool
+		}{{"rdp_username", q.RDPUsername, 256, true}, {"rdp_password", q.RDPPassword, 256, true}, {"rdp_domain", q.RDPDomain, 255, false}} {
+			switch {
+			case f.required && strings.TrimSpace(f.val) == "":
+				v.Add(f.field, "is required with manual credentials")
+			case len(f.val) > f.max:
+				v.Add(f.field, fmt.Sprintf("must be at most %d characters", f.max))
+			case strings.ContainsFunc(f.val, unicode.IsControl):
+				v.Add(f.field, "must not contain control characters")
+			}
+		}
+	}
 }
 
 type vncEstablishResp struct {
@@ -187,32 +265,59 @@ func (a *vncAPI) target(ctx context.Context, req vncEstablishReq) (devices.Opera
 
 func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishResp, error) {
 	ctx, p := r.Context(), principal(r.Context())
-	if req.Protocol == "rdp" {
-		return vncEstablishResp{}, cairn.Errorf(shells.ECodeNotImplemented, "RDP sessions are not available yet; use protocol vnc")
+	isRDP := req.Protocol == rdp.Protocol
+	if isRDP && a.RDP == nil {
+		return vncEstablishResp{}, cairn.Errorf(shells.ECodeNotImplemented, "this Engine serves no RDP sessions")
 	}
 	t, err := a.target(ctx, req)
 	if err != nil {
 		return vncEstablishResp{}, err
 	}
-	if err := t.Require(proto.CapVNC); err != nil {
+	need, protocol := proto.CapVNC, vnc.ProtocolVNC
+	if isRDP {
+		need, protocol = proto.CapRDP, rdp.Protocol
+	}
+	if err := t.Require(need); err != nil {
 		return vncEstablishResp{}, err
 	}
 	if !t.SocketLive {
 		return vncEstablishResp{}, socketMissing(t.Hostname)
 	}
+	in := workflows.DesktopInput{Target: t, Actor: p.Username, Config: a.VNC.Config()}
+	var manual *rdp.Credentials
+	if isRDP {
+		if in.RDP, manual, err = a.rdpSession(r, t, req); err != nil {
+			return vncEstablishResp{}, err
+		}
+		in.Protocol = rdp.Protocol
+	}
 	quality := req.Quality
 	if quality == "" {
 		quality = vnc.QualitySpeed
 	}
-	sess, err := a.VNC.Create(ctx, t, p.Username, quality, req.Reason)
+	if in.RDP != nil {
+		in.RDP.Quality = quality
+	}
+	sess, err := a.VNC.Create(ctx, t, p.Username, protocol, quality, req.Reason)
 	if err != nil {
 		return vncEstablishResp{}, err
 	}
+	in.SessionID = sess.ID
 	if e := auditFrom(r); e != nil {
 		e.Target = "hostname=" + t.Hostname + " session=" + sess.ID
 	}
-	cfg := a.VNC.Config()
-	if err := a.Starter.Start(ctx, workflows.DesktopInput{SessionID: sess.ID, Target: t, Actor: p.Username, Config: cfg}); err != nil {
+	if manual != nil {
+		// In this process's memory only, until the session's bridge takes
+		// them (or the session ends).
+		a.RDP.HoldManual(sess.ID, *manual)
+		defer func() {
+			if err != nil {
+				a.RDP.DropManual(sess.ID)
+			}
+		}()
+	}
+	cfg := in.Config
+	if err = a.Starter.Start(ctx, in); err != nil {
 		_, _, _ = a.VNC.End(context.WithoutCancel(ctx), nil, sess.ID, "failed", cairn.ErrorCode(err), "the session's workflow did not start")
 		return vncEstablishResp{}, err
 	}
@@ -228,6 +333,7 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 			ce = cairn.Errorf(st.ErrorCode, "%s", st.Error)
 			ce.Probe = st.Probe
 		}
+		err = ce
 		return vncEstablishResp{}, ce
 	}
 	tok, exp, err := a.VNC.IssueToken(ctx, sess.ID)
@@ -235,8 +341,14 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 		return vncEstablishResp{}, err
 	}
 	out := vncEstablishResp{SessionID: sess.ID, Token: tok, WSURL: "/api/vnc/ws/" + sess.ID + "?token=" + url.QueryEscape(tok),
-		ExpiresAt: exp.UTC(), GUID: t.GUID, Hostname: t.Hostname, Protocol: vnc.ProtocolVNC, Quality: quality,
+		ExpiresAt: exp.UTC(), GUID: t.GUID, Hostname: t.Hostname, Protocol: protocol, Quality: quality,
 		DisplayTopology: []proto.Monitor{}}
+	if in.RDP != nil {
+		// The bridge's one screen.
+		out.DisplayTopology = []proto.Monitor{{Name: "rdp", Width: in.RDP.Width, Height: in.RDP.Height, Primary: true}}
+		out.DisplayVirtualBounds = fmt.Sprintf("%dx%d+0+0", in.RDP.Width, in.RDP.Height)
+		return out, nil
+	}
 	if st.Started != nil {
 		if st.Started.DisplayTopology != nil {
 			out.DisplayTopology = st.Started.DisplayTopology
@@ -428,6 +540,9 @@ type vncViewersJSON struct {
 
 func (a *vncAPI) viewers(r *http.Request) (vncViewersJSON, error) {
 	out := vncViewersJSON{Protocols: []string{vnc.ProtocolVNC}}
+	if a.RDP != nil && len(rdp.Missing()) == 0 {
+		out.Protocols = append(out.Protocols, rdp.Protocol)
+	}
 	if a.VNCArea.Server == nil {
 		out.Reason = "this process runs no remote desktop gateway"
 	} else {
@@ -468,19 +583,40 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	conn.SetReadLimit(1 << 20)
 	bg := context.WithoutCancel(ctx)
-	if a.Gateway != nil {
+	isRDP := sess.Protocol == rdp.Protocol
+	// An RDP session's bridge runs in the Engine process that started it
+	// (its xfreerdp dials the device through the tunnels from here), so
+	// only VNC is relayed to a gateway process.
+	if a.Gateway != nil && !isRDP {
 		a.relayToGateway(ctx, conn, sess)
 		return
 	}
 	sink := inProcessEvents{a}
 	t, err := a.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
-	if err == nil {
+	if err == nil && !isRDP {
 		err = t.Require(proto.CapVNC)
 	}
 	var reason string
-	if err != nil {
+	switch {
+	case err != nil:
 		vnc.ReportError(bg, sink, sess.ID, err)
-	} else {
+	case isRDP:
+		// The session's bridge in this process: its x11vnc on loopback,
+		// with its one-time password (the RDP credentials stay with
+		// xfreerdp).
+		var b *rdp.Bridge
+		if a.RDP != nil {
+			b = a.RDP.Bridge(sess.ID)
+		}
+		if b == nil {
+			err = cairn.Errorf(vnc.ECodeSessionEnded, "the session's RDP bridge is not running in this Engine process")
+			vnc.ReportError(bg, sink, sess.ID, err)
+			break
+		}
+		g := &vnc.Gateway{Config: a.VNC.Config(), Dial: b.Dial,
+			Password: func(context.Context) (string, error) { return b.Password(), nil }}
+		reason, err = g.Attach(ctx, sess.ID, websocket.NetConn(ctx, conn, websocket.MessageBinary), sink)
+	default:
 		g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: sess.Reason == vnc.ReasonAuthRetry,
 			Dial: func(ctx context.Context) (net.Conn, error) {
 				return a.VNCArea.Server.Dial(ctx, sess.GUID, proto.VNCPort)
@@ -596,4 +732,52 @@ func (a *vncAPI) credential(ctx context.Context, t devices.OperationTarget, oper
 		return "", cairn.Errorf(vnc.ECodeAuthFailed, "the agent's credential answer was malformed")
 	}
 	return c.Sealed, nil
+}
+
+// rdpSession checks an RDP establish's credential before anything starts
+// and returns the bridge's parameters (no secret: a stored credential by
+// ID) and the manual credentials, if any. A stored credential must be
+// visible to the operator (else validation_failed: no such credential),
+// of the device's site or global, Windows or WinRM, Machine or Domain,
+// with a readable password (else rdp_credential_invalid); the bridge's
+// activity checks it again before decrypting (credentials.Reveal).
+func (a *vncAPI) rdpSession(r *http.Request, t devices.OperationTarget, req vncEstablishReq) (*workflows.DesktopRDP, *rdp.Credentials, error) {
+	if m := rdp.Missing(); len(m) > 0 {
+		return nil, nil, cairn.Errorf(rdp.ECodeBridgeUnavailable, "this Engine host lacks %s for the RDP bridge (Debian xvfb, freerdp2-x11, x11vnc, x11-utils)",
+			strings.Join(m, ", "))
+	}
+	out := &workflows.DesktopRDP{Width: rdp.DefaultWidth, Height: rdp.DefaultHeight}
+	if req.Width != nil {
+		out.Width = *req.Width
+	}
+	if req.Height != nil {
+		out.Height = *req.Height
+	}
+	if req.DPI != nil {
+		out.DPI = *req.DPI
+	}
+	if req.CredentialID == nil {
+		return out, &rdp.Credentials{Username: req.RDPUsername, Domain: req.RDPDomain, Password: req.RDPPassword}, nil
+	}
+	c, err := a.Credentials.Get(r.Context(), credentialScope(r), *req.CredentialID)
+	if err != nil {
+		if cairn.ErrorCode(err) == cairn.ECodeNotFound {
+			return nil, nil, cairn.Invalid("credential_id", "no such credential in your sites")
+		}
+		return nil, nil, err
+	}
+	switch {
+	case c.SiteID != nil && *c.SiteID != t.SiteID:
+		return nil, nil, cairn.Errorf(rdp.ECodeCredentialInvalid, "credential %d belongs to another site than %s", c.ID, t.Hostname)
+	case c.ConnectionType != credentials.ConnWindows && c.ConnectionType != credentials.ConnWinRM:
+		return nil, nil, cairn.Errorf(rdp.ECodeCredentialInvalid, "credential %d is not a Windows or WinRM credential", c.ID)
+	case c.CredentialType != credentials.TypeMachine && c.CredentialType != credentials.TypeDomain:
+		return nil, nil, cairn.Errorf(rdp.ECodeCredentialInvalid, "credential %d is not a Machine or Domain credential", c.ID)
+	case !c.HasPassword || strings.TrimSpace(c.Username) == "":
+		return nil, nil, cairn.Errorf(rdp.ECodeCredentialInvalid, "credential %d has no username or password", c.ID)
+	case c.SecretStatus != "" && c.SecretStatus != credentials.StatusOK:
+		return nil, nil, cairn.Errorf(rdp.ECodeCredentialInvalid, "credential %d's password cannot be read (%s); set it again", c.ID, c.SecretStatus)
+	}
+	out.CredentialID = c.ID
+	return out, nil, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The remote desktop routes (issue 23, VNC): validation with the field,
-// RDP not built yet, the device out of scope, without the vnc capability,
+// the device out of scope, without the vnc capability,
 // without a tunnel (the RemoteDesktop workflow's readiness wait fails for
 // good), quarantined; the agent's ensure stores the system:vnc row and
 // answers the firewall scope, never a password; sessions and viewers;
@@ -40,13 +40,9 @@ func TestVNCRoutes(t *testing.T) {
 		require.Equal(t, "validation_failed", r.Body["error"], c.name)
 		require.NotEmpty(t, r.field(c.field), "%s: %s", c.name, r.Raw)
 	}
-	r := f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid, "protocol": "rdp"})
-	require.Equal(t, 501, r.Status, r.Raw)
-	require.Equal(t, "not_implemented", r.Body["error"])
-
 	// Out of scope: 404, as for a device that does not exist.
 	op := f.operator(t, "vnc-operator")
-	r = f.do(t, "POST", "/api/vnc/establish", op, map[string]any{"guid": a.guid})
+	r := f.do(t, "POST", "/api/vnc/establish", op, map[string]any{"guid": a.guid})
 	require.Equal(t, 404, r.Status, r.Raw)
 	require.Equal(t, 404, f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"hostname": "nope"}).Status)
 
@@ -99,7 +95,7 @@ func TestVNCRoutes(t *testing.T) {
 	require.Equal(t, 200, f.do(t, "GET", "/api/vnc/sessions", admin, nil).Status)
 	v := f.do(t, "GET", "/api/vnc/viewers", admin, nil)
 	require.Equal(t, 200, v.Status, v.Raw)
-	require.Equal(t, []any{"vnc"}, v.Body["protocols"])
+	require.Equal(t, []any{"vnc", "rdp"}, v.Body["protocols"])
 	for _, body := range []map[string]any{{}, {"session_id": "x"}} {
 		r := f.do(t, "POST", "/api/vnc/disconnect", admin, body)
 		require.Equal(t, 400, r.Status, r.Raw)

@@ -117,7 +117,7 @@ func (q *Queries) VNCSessionCountActiveByOperator(ctx context.Context, arg VNCSe
 
 const vNCSessionCountOthersActive = `-- name: VNCSessionCountOthersActive :one
 SELECT count(*)::bigint FROM vnc_sessions
-WHERE device_guid = $1 AND id <> $2 AND status <> 'ended'
+WHERE device_guid = $1 AND id <> $2 AND status <> 'ended' AND protocol = 'vnc'
 `
 
 type VNCSessionCountOthersActiveParams struct {
@@ -125,7 +125,8 @@ type VNCSessionCountOthersActiveParams struct {
 	ID         string
 }
 
-// Sessions of the device other than id that still need its server.
+// VNC sessions of the device other than id that still need its server
+// (an RDP session uses the host's RDP server, not the agent's x11vnc).
 func (q *Queries) VNCSessionCountOthersActive(ctx context.Context, arg VNCSessionCountOthersActiveParams) (int64, error) {
 	row := q.db.QueryRow(ctx, vNCSessionCountOthersActive, arg.DeviceGuid, arg.ID)
 	var column_1 int64

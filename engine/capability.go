@@ -77,6 +77,7 @@ var Capabilities = []Capability{
 	patchesCapability,
 	tunnelsCapability,
 	vncCapability,
+	rdpCapability,
 }
 
 // Codes gathers every capability's error codes into one book.

@@ -42,7 +42,7 @@ var vncCapability = Capability{
 	},
 	API: func(e *Engine) api.Area {
 		return api.VNCArea{VNC: e.VNC, Tunnels: e.Tunnels, Server: e.TunnelReach, Gateway: e.DesktopGateway,
-			Starter: workflowclient.DesktopStarter{Client: e.client(), Grants: e.Grants}}
+			Starter: workflowclient.DesktopStarter{Client: e.client(), Grants: e.Grants}, RDP: e.RDP, Credentials: e.Credentials}
 	},
 	Workflows: []any{workflows.RemoteDesktop},
 	Activities: func(e *Engine) []any {

@@ -55,6 +55,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/patches"
 	"github.com/cairn-rmm/cairn/internal/payloadkeys"
 	"github.com/cairn-rmm/cairn/internal/ratelimit"
+	"github.com/cairn-rmm/cairn/internal/rdp"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/scriptsign"
 	"github.com/cairn-rmm/cairn/internal/shells"
@@ -264,6 +265,8 @@ type Engine struct {
 	// when a gateway process holds the WireGuard (nil: neither).
 	TunnelReach    tunnels.Reach
 	DesktopGateway *gateway.Client
+	// RDP runs this process's RDP bridges (rdpCapability).
+	RDP *rdp.Service
 	// Artifacts are the agent builds; InstallLinks the signed links to them.
 	Artifacts    *agentartifacts.Catalog
 	InstallLinks *installlinks.Service
@@ -693,5 +696,9 @@ func (e *Engine) Stop(ctx context.Context) {
 	}
 	e.cancel()
 	e.wg.Wait()
+	if e.RDP != nil {
+		// The RDP bridges' processes end with the Engine.
+		e.RDP.Close()
+	}
 	e.Temporal.Close()
 }

@@ -7,6 +7,9 @@
 #                         wireguard-tools + wireguard-go (the agent's WireGuard tunnel, agent/tunnels),
 #                         xvfb + x11vnc + x11-xserver-utils (the VNC role's server, agent/vnc, and the
 #                         remote desktop test's display and the colour it paints with xsetroot),
+#                         freerdp2-x11 + x11-utils (xfreerdp and xwininfo: the Engine's RDP bridge, internal/rdp) and
+#                         freerdp2-shadow-x11 (freerdp-shadow-cli: the RDP end-to-end test's server, NLA
+#                         with a SAM file the test writes),
 #                         ansible (ansible-playbook, which the agent runs for Ansible playbook
 #                         assemblies, agent/automation)
 # As root it uses apt-get; otherwise it prints the command to run.
@@ -31,6 +34,9 @@ if [ "$mode" = test ]; then
   command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
   command -v x11vnc >/dev/null 2>&1 || missing+=(x11vnc)
   command -v xsetroot >/dev/null 2>&1 || missing+=(x11-xserver-utils)
+  command -v xfreerdp >/dev/null 2>&1 || missing+=(freerdp2-x11)
+  command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
+  command -v freerdp-shadow-cli >/dev/null 2>&1 || missing+=(freerdp2-shadow-x11)
   command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible)
 fi
 for tool in go node npm; do

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/grants"
+	"github.com/cairn-rmm/cairn/internal/rdp"
 	"github.com/cairn-rmm/cairn/workflows"
 )
 
@@ -29,6 +30,21 @@ const desktopLife = 25 * time.Hour
 // Start starts the session's workflow on the device's site queue.
 func (s DesktopStarter) Start(ctx context.Context, in workflows.DesktopInput) error {
 	var err error
+	if in.Protocol == rdp.Protocol {
+		// An RDP session asks the agent for rdp_start and, at most once,
+		// rdp_transport_recovery (rule 5); its bridge runs in the Engine.
+		in.StartGrant, err = s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: cairn.OperationID(in.SessionID + ":start"),
+			Type: proto.EventRDPStart, Payload: workflows.DesktopRDPPayload(in.SessionID), Actor: in.Actor}, desktopLife)
+		if err != nil {
+			return err
+		}
+		in.RecoveryGrant, err = s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: cairn.OperationID(in.SessionID + ":recovery"),
+			Type: proto.EventRDPTransportRecovery, Payload: workflows.DesktopRDPPayload(in.SessionID), Actor: in.Actor}, desktopLife)
+		if err != nil {
+			return err
+		}
+		return s.start(ctx, in)
+	}
 	in.StartGrant, err = s.Grants.Sign(ctx, grants.Operation{GUID: in.Target.GUID, OperationID: cairn.OperationID(in.SessionID + ":start"),
 		Type: proto.EventVNCStart, Payload: workflows.DesktopStartPayload(in.SessionID), Actor: in.Actor}, desktopLife)
 	if err != nil {
@@ -39,7 +55,11 @@ func (s DesktopStarter) Start(ctx context.Context, in workflows.DesktopInput) er
 	if err != nil {
 		return err
 	}
-	_, err = Start(ctx, s.Client, client.StartWorkflowOptions{
+	return s.start(ctx, in)
+}
+
+func (s DesktopStarter) start(ctx context.Context, in workflows.DesktopInput) error {
+	_, err := Start(ctx, s.Client, client.StartWorkflowOptions{
 		ID:                       workflows.RemoteDesktopWorkflowID(in.SessionID),
 		TaskQueue:                workflows.SiteTaskQueue(in.Target.SiteSlug),
 		WorkflowExecutionTimeout: desktopLife,

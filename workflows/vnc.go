@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-rmm/cairn/activities"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/rdp"
 	"github.com/cairn-rmm/cairn/internal/tunnels"
 	"github.com/cairn-rmm/cairn/internal/vnc"
 )
@@ -58,6 +59,24 @@ type DesktopInput struct {
 	StartGrant string
 	StopGrant  string
 	Config     vnc.Config
+	// Protocol is vnc ("" in histories from before RDP: vnc) or rdp.
+	Protocol string `json:",omitempty"`
+	// RDP is an RDP session's bridge: the stored credential's ID, or none
+	// for the manual credentials the establishing Engine holds in memory
+	// (never a secret here), the display and the quality.
+	RDP *DesktopRDP `json:",omitempty"`
+	// RecoveryGrant authorises the session's one rdp_transport_recovery
+	// (operation "<session>:recovery"); StartGrant is then rdp_start's.
+	RecoveryGrant string `json:",omitempty"`
+}
+
+// DesktopRDP is an RDP session's bridge parameters.
+type DesktopRDP struct {
+	CredentialID int64
+	Width        int
+	Height       int
+	DPI          int
+	Quality      string
 }
 
 // DesktopStatus is the session's state (the Query's answer and the
@@ -74,6 +93,18 @@ type DesktopStatus struct {
 	Started   *proto.VNCStarted `json:"started,omitempty"`
 	ReadyAt   *time.Time        `json:"ready_at,omitempty"`
 	EndReason string            `json:"end_reason,omitempty"`
+	// Protocol is rdp for an RDP session (omitted: vnc).
+	Protocol string `json:"protocol,omitempty"`
+	// RDPProbe is the last X.224 probe's answer (RDP sessions); Recovered
+	// says rule 5's rdp_transport_recovery was sent.
+	RDPProbe  *rdp.ProbeResult `json:"rdp_probe,omitempty"`
+	Recovered bool             `json:"rdp_recovered,omitempty"`
+}
+
+// DesktopRDPPayload is rdp_start's and rdp_transport_recovery's payload.
+func DesktopRDPPayload(sessionID string) []byte {
+	b, _ := json.Marshal(proto.RDPStart{SessionID: sessionID})
+	return b
 }
 
 // DesktopStartPayload is vnc_start's payload for a session (the grant
@@ -136,10 +167,18 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 		sel.AddReceive(establishing, func(c workflow.ReceiveChannel, _ bool) { c.Receive(g, nil) })
 		sel.Select(g)
 	})
-	serverStarted := false
+	serverStarted, bridgeStarted := false, false
 	end := func(reason, code, msg string) (DesktopStatus, error) {
 		establishing.SendAsync(true)
 		st.EndReason = reason
+		if bridgeStarted {
+			// The session's RDP bridge runs in the Engine process that
+			// holds the WireGuard (the agent's RDP server is not stopped).
+			bctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+				ScheduleToCloseTimeout: 2 * time.Minute})
+			var r *activities.RDP
+			_ = workflow.ExecuteActivity(bctx, r.StopRDPBridge, in.SessionID).Get(ctx, nil)
+		}
 		if serverStarted {
 			// The agent's server is shared by the device's sessions: the
 			// last one to end stops it.
@@ -211,6 +250,21 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	}
 	st.VirtualIP = tun.VirtualIP
 
+	if in.Protocol == rdp.Protocol {
+		st.Protocol = rdp.Protocol
+		if f := establishRDP(ctx, ectx, in, &st, step, &bridgeStarted); f != nil {
+			if f.code != "" && stopped == "" {
+				return end("failed", f.code, f.msg)
+			}
+			return fail(f.err, f.wait, f.clipped, rdp.ECodeBackendNotReady)
+		}
+		establishing.SendAsync(true)
+		if stopped != "" {
+			return end(stopped, "", "")
+		}
+		return desktopLife(ctx, in, &st, stopCh, attachCh, detachCh, end)
+	}
+
 	// 2. vnc_start (rule 2: before the token).
 	st.Phase = DesktopPhaseStarting
 	wait, clipped = step(in.Config.StartReadyWait)
@@ -243,6 +297,13 @@ func RemoteDesktop(ctx workflow.Context, in DesktopInput) (DesktopStatus, error)
 	if stopped != "" {
 		return end(stopped, "", "")
 	}
+	return desktopLife(ctx, in, &st, stopCh, attachCh, detachCh, end)
+}
+
+// desktopLife is a ready session's life (both protocols): the browser
+// attaches within the token's life; after it leaves, a reconnect window.
+func desktopLife(ctx workflow.Context, in DesktopInput, st *DesktopStatus, stopCh, attachCh, detachCh workflow.ReceiveChannel,
+	end func(reason, code, msg string) (DesktopStatus, error)) (DesktopStatus, error) {
 	now := workflow.Now(ctx)
 	st.Phase, st.ReadyAt = DesktopPhaseReady, &now
 

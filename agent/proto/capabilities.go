@@ -47,6 +47,9 @@ const (
 	// CapVNC: vnc_start, vnc_stop, vnc_credential_request (Linux agents
 	// with X11 and x11vnc; the Windows role is not built yet).
 	CapVNC Capability = "vnc"
+	// CapRDP: rdp_start, rdp_transport_recovery (Linux agents: an RDP
+	// server such as xrdp on the host; the Windows role is not built yet).
+	CapRDP Capability = "rdp"
 	// CapRoleControl: role_desired_state, stopping and starting roles.
 	CapRoleControl Capability = "role_control"
 	// CapAnsible: quick_job_run of an Ansible playbook (LangAnsible), run
@@ -64,7 +67,7 @@ const (
 // AllCapabilities lists every capability in the order agents report them.
 var AllCapabilities = []Capability{CapProcesses, CapServices, CapInventoryRefresh, CapShell, CapAgentUpdate,
 	CapScripts, CapFiles, CapTransfers, CapRegistry, CapPatchInstall, CapTunnel, CapVNC, CapRoleControl, CapPatchReboot, CapAnsible, CapRedeploy,
-	CapPatchEnforcement}
+	CapPatchEnforcement, CapRDP}
 
 // CapabilityVersion is the first protocol whose agents are known to have
 // a capability. Agents before protocol 4 report no set and are given
@@ -89,6 +92,7 @@ var CapabilityVersion = map[Capability]int{
 	CapAnsible:          CapabilitiesVersion,
 	CapRedeploy:         CapabilitiesVersion,
 	CapPatchEnforcement: CapabilitiesVersion,
+	CapRDP:              CapabilitiesVersion,
 }
 
 // CapabilitiesVersion is the protocol that reports capabilities.
@@ -119,7 +123,7 @@ const (
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
 var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapVNC: "linux", CapAnsible: "linux",
-	CapPatchEnforcement: "windows"}
+	CapPatchEnforcement: "windows", CapRDP: "linux"}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
@@ -157,6 +161,8 @@ var EventCapability = map[string]Capability{
 	EventRoleDesiredState:       CapRoleControl,
 	EventAgentRedeploy:          CapRedeploy,
 	EventPatchPolicyEnforcement: CapPatchEnforcement,
+	EventRDPStart:               CapRDP,
+	EventRDPTransportRecovery:   CapRDP,
 }
 
 // HandlerCapabilities maps the request types an agent has handlers for to

@@ -44,9 +44,7 @@ func publishRoles(t *roles.Tracker, hasRegistry bool) {
 		reg.Report(roles.Unsupported("there is no registry on %s", runtime.GOOS))
 	}
 	t.Register(roles.RemoteShell).Report(shells.Check())
-	for _, name := range []string{roles.VNC, roles.RDP} {
-		t.Register(name).Report(roles.Unsupported(remoteDesktopMissing))
-	}
+	t.Register(roles.VNC).Report(roles.Unsupported(remoteDesktopMissing))
 }
 
 // registerRoleControl makes the operator's stopped roles (agent.json

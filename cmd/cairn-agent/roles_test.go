@@ -28,15 +28,14 @@ func TestPublishRoles(t *testing.T) {
 		got[r.Key] = r
 	}
 	for _, key := range []string{"system:system_context", "system:file_management", "system:registry_management",
-		"system:remote_shell", "system:vnc", "system:rdp"} {
+		"system:remote_shell", "system:vnc"} {
 		require.Contains(t, got, key)
 		require.Equal(t, roles.DesiredRunning, got[key].Desired)
 		require.False(t, got[key].LastCheckedAt.IsZero(), key)
 	}
-	for _, key := range []string{"system:vnc", "system:rdp"} {
-		require.Equal(t, proto.RoleUnhealthy, got[key].Observed)
-		require.Equal(t, remoteDesktopMissing, got[key].LastError)
-	}
+	require.Equal(t, proto.RoleUnhealthy, got["system:vnc"].Observed)
+	require.Equal(t, remoteDesktopMissing, got["system:vnc"].LastError)
+	require.NotContains(t, got, "system:rdp", "agent/rdp reports its own role as it runs")
 	require.Equal(t, proto.RoleUnhealthy, got["system:registry_management"].Observed)
 	require.Equal(t, "there is no registry on "+runtime.GOOS, got["system:registry_management"].LastError)
 	require.Equal(t, proto.RoleHealthy, got["system:file_management"].Observed)

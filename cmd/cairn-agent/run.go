@@ -24,6 +24,7 @@ import (
 	patchenforce "github.com/cairn-rmm/cairn/agent/patches/enforce"
 	patchops "github.com/cairn-rmm/cairn/agent/patches/ops"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	agentrdp "github.com/cairn-rmm/cairn/agent/rdp"
 	"github.com/cairn-rmm/cairn/agent/registry"
 	"github.com/cairn-rmm/cairn/agent/roles"
 	agentruntime "github.com/cairn-rmm/cairn/agent/runtime"
@@ -180,6 +181,23 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		return err
 	}
 	defer desktop.Close()
+	// The RDP role (behaviour 14): the host's own RDP server on the
+	// tunnel address; the Engine runs the client (internal/rdp).
+	var rdpRole *roles.Role
+	if h.tracker != nil {
+		rdpRole = h.tracker.Register(roles.RDP)
+	}
+	rdpDesktop := agentrdp.New(agentrdp.Options{Role: rdpRole, Logger: log,
+		VirtualIP: func() string {
+			if st := tunnel.State(); st != nil && st.Mode != tunnels.ModeNetstack {
+				return st.VirtualIP
+			}
+			return ""
+		}})
+	if err := rdpDesktop.Register(handlers); err != nil {
+		return err
+	}
+	go rdpDesktop.Run(runCtx)
 	shells, err := shells.Register(ctx, handlers, shells.Options{Logger: log})
 	if err != nil {
 		return err
@@ -207,7 +225,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	// handlers answer unsupported and the capability is not offered.
 	// Playbooks likewise run on Linux agents only (ansible-playbook has
 	// no Windows build).
-	for _, only := range []proto.Capability{proto.CapVNC, proto.CapAnsible} {
+	for _, only := range []proto.Capability{proto.CapVNC, proto.CapAnsible, proto.CapRDP} {
 		if p, ok := proto.CapabilityPlatform[only]; ok && p != goruntime.GOOS {
 			caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == only })
 		}
@@ -233,6 +251,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 			updater.Session(call)
 			tunnel.Session(call)
 			desktop.Session(call)
+			rdpDesktop.Session(call)
 			if h.iconOverrides != nil {
 				h.iconOverrides.Session(call)
 			}

@@ -68,6 +68,7 @@ UPDATE vnc_auth_retries SET settled_until = LEAST(settled_until, now() + make_in
 WHERE session_id = @session_id;
 
 -- name: VNCSessionCountOthersActive :one
--- Sessions of the device other than id that still need its server.
+-- VNC sessions of the device other than id that still need its server
+-- (an RDP session uses the host's RDP server, not the agent's x11vnc).
 SELECT count(*)::bigint FROM vnc_sessions
-WHERE device_guid = @device_guid AND id <> @id AND status <> 'ended';
+WHERE device_guid = @device_guid AND id <> @id AND status <> 'ended' AND protocol = 'vnc';

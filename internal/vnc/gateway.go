@@ -25,6 +25,10 @@ type Gateway struct {
 	// Credential asks the agent for its password sealed to publicKey
 	// (vnc_credential_request) and returns the sealed answer.
 	Credential func(ctx context.Context, publicKey string) (string, error)
+	// Password, when set, is the server's password itself, used instead
+	// of Credential: an RDP session's bridge, whose x11vnc runs in this
+	// process with a one-time password (internal/rdp).
+	Password func(ctx context.Context) (string, error)
 	// FirstFrame is called once with the first FramebufferUpdate's time.
 	FirstFrame func(at time.Time)
 	// Rotate: the credential is a vnc_auth_retry's, which makes the agent
@@ -56,6 +60,9 @@ func Preflight(ctx context.Context, dial Dialer, wait time.Duration) error {
 // password asks the agent for its credential with a one-time key pair;
 // only this call's private key opens the answer.
 func (g *Gateway) password(ctx context.Context) (string, error) {
+	if g.Password != nil {
+		return g.Password(ctx)
+	}
 	pub, priv, err := proto.VNCKeyPair()
 	if err != nil {
 		return "", err

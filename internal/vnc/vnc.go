@@ -199,14 +199,18 @@ func fromRow(r db.VncSession) Session {
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage}
 }
 
-// Create records an establishing session on t for operator. A
+// Create records an establishing session of protocol (vnc, or rdp) on t
+// for operator. A
 // vnc_auth_retry claims the device's single retry in the same
 // transaction, or is refused without a session.
-func (s *Service) Create(ctx context.Context, t devices.OperationTarget, operator, quality, reason string) (Session, error) {
+func (s *Service) Create(ctx context.Context, t devices.OperationTarget, operator, protocol, quality, reason string) (Session, error) {
+	if protocol == "" {
+		protocol = ProtocolVNC
+	}
 	var out Session
 	err := s.store.InTx(ctx, func(q *db.Queries) error {
 		r, err := q.VNCSessionInsert(ctx, db.VNCSessionInsertParams{ID: uuid.NewString(), DeviceGuid: t.GUID,
-			SiteID: t.SiteID, Hostname: t.Hostname, Operator: operator, Protocol: ProtocolVNC, Quality: quality, Reason: reason})
+			SiteID: t.SiteID, Hostname: t.Hostname, Operator: operator, Protocol: protocol, Quality: quality, Reason: reason})
 		if err != nil {
 			return err
 		}

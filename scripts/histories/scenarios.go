@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/internal/devices"
 	"github.com/cairn-rmm/cairn/internal/flows"
 	"github.com/cairn-rmm/cairn/internal/patches"
+	"github.com/cairn-rmm/cairn/internal/rdp"
 	"github.com/cairn-rmm/cairn/internal/scheduledjobs"
 	"github.com/cairn-rmm/cairn/internal/serveradmin"
 	"github.com/cairn-rmm/cairn/internal/vnc"
@@ -92,6 +93,16 @@ var standIns = map[string]any{
 		}
 		return nil
 	},
+	// An "rdpdown-" device's RDP port never answers the X.224 probe.
+	"ProbeRDP": func(_ context.Context, in activities.RDPProbeInput) (rdp.ProbeResult, error) {
+		if strings.HasPrefix(in.GUID, "rdpdown-") {
+			return rdp.ProbeResult{}, temporal.NewApplicationError("the agent's RDP port did not answer through the tunnel: connect: connection refused",
+				rdp.ECodeBackendNotReady)
+		}
+		return rdp.ProbeResult{Selected: rdp.ProtoHybrid, ElapsedMS: 12}, nil
+	},
+	"StartRDPBridge":       func(context.Context, activities.RDPBridgeInput) error { return nil },
+	"StopRDPBridge":        func(context.Context, string) error { return nil },
 	"EndDesktopSession":    func(context.Context, activities.DesktopEnd) error { return nil },
 	"OtherDesktopSessions": func(context.Context, string, string) (int64, error) { return 0, nil },
 	"BeginOperation":       func(context.Context, activities.OperationRecord) (int64, error) { return 7, nil },
@@ -112,6 +123,10 @@ var standIns = map[string]any{
 			return agentgateway.Reply{Payload: json.RawMessage(`{"listen_address":"10.213.0.2","port":5900,"display_topology":[{"name":"screen","x":0,"y":0,"width":1280,"height":800,"primary":true}],"display_virtual_bounds":"1280x800+0+0"}`)}, nil
 		case proto.EventVNCStop:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"stopped":true}`)}, nil
+		case proto.EventRDPStart:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"listen_address":"10.213.0.2","port":3389,"server":"xrdp"}`)}, nil
+		case proto.EventRDPTransportRecovery:
+			return agentgateway.Reply{Payload: json.RawMessage(`{"listen_address":"10.213.0.2","port":3389,"server":"xrdp","recovered":true}`)}, nil
 		case proto.EventPatchInstall:
 			return agentgateway.Reply{Payload: json.RawMessage(`{"status":"installed","already_installed":false,"exit_code":0,"reboot_required":false}`)}, nil
 		case proto.EventPatchRefresh:
@@ -468,6 +483,16 @@ var scenarios = []scenario{
 	// establishment fails with vnc_establish_timeout.
 	{"remote_desktop_deadline.json", func(ctx context.Context, c client.Client) (string, error) {
 		return remoteDesktop(ctx, c, unique("nobanner-guid"), true)
+	}, false},
+	// Issue 23, RDP: rdp_start, the X.224 probe, the bridge; the browser
+	// attaches and leaves, the reconnect window passes, the bridge stops.
+	{"remote_desktop_rdp.json", func(ctx context.Context, c client.Client) (string, error) {
+		return remoteDesktopRDP(ctx, c, unique("guid"), false)
+	}, false},
+	// The RDP port never answers: one rdp_transport_recovery, the probe
+	// again, then rdp_backend_not_ready (rule 5).
+	{"remote_desktop_rdp_recovery.json", func(ctx context.Context, c client.Client) (string, error) {
+		return remoteDesktopRDP(ctx, c, unique("rdpdown-guid"), true)
 	}, false},
 	{"device_trust_unquarantine.json", func(ctx context.Context, c client.Client) (string, error) {
 		return trustAction(ctx, c, "unquarantine", "active")
@@ -850,12 +875,26 @@ func tunnelEstablish(ctx context.Context, c client.Client, guid string, wantErr 
 	return run.GetID(), nil
 }
 
+func remoteDesktopRDP(ctx context.Context, c client.Client, guid string, wantErr bool) (string, error) {
+	return desktopSession(ctx, c, guid, wantErr, func(in *workflows.DesktopInput) {
+		in.Protocol = rdp.Protocol
+		in.RDP = &workflows.DesktopRDP{CredentialID: 3, Width: 1280, Height: 800, Quality: "speed"}
+	})
+}
+
 func remoteDesktop(ctx context.Context, c client.Client, guid string, wantErr bool) (string, error) {
+	return desktopSession(ctx, c, guid, wantErr, nil)
+}
+
+func desktopSession(ctx context.Context, c client.Client, guid string, wantErr bool, with func(*workflows.DesktopInput)) (string, error) {
 	cfg := vnc.DefaultConfig()
 	cfg.EstablishDeadline, cfg.ReadyWait, cfg.StartReadyWait, cfg.RFBReadyWait = 5*time.Second, 5*time.Second, 5*time.Second, 5*time.Second
 	cfg.PreflightTimeout, cfg.StopDebounce, cfg.TokenTTL = time.Second, time.Second, 30*time.Second
 	in := workflows.DesktopInput{SessionID: unique("session"), Actor: "admin", Config: cfg,
 		Target: devices.OperationTarget{GUID: cairn.DeviceGUID(guid), Hostname: "host-1", SiteID: 1, SiteSlug: "hq", SocketLive: true}}
+	if with != nil {
+		with(&in)
+	}
 	run, err := start(ctx, c, workflows.RemoteDesktopWorkflowID(in.SessionID), workflows.RemoteDesktop, in)
 	if err != nil {
 		return "", err

@@ -352,10 +352,17 @@ export const shell = {
 // Engine's RemoteDesktop workflow and hands out a one-time WebSocket path
 // that speaks RFB; the VNC password never reaches the browser.
 export type DesktopQuality = 'speed' | 'quality';
+export type DesktopProtocol = 'vnc' | 'rdp';
+/** An RDP session's login (docs/api.md "Remote desktop (RDP)"): a stored
+ *  credential by ID (its password never reaches the browser), or manual
+ *  credentials kept in the tab's memory only. */
+export type RdpLogin = { credential_id: number } | { rdp_username: string; rdp_password: string; rdp_domain?: string };
 export const vnc = {
-  /** reason vnc_auth_retry (after a failed open) rotates the agent's credential first. */
-  establish: (guid: string, quality: DesktopQuality, reason?: 'vnc_auth_retry') =>
-    call('post', '/api/vnc/establish', { body: reason ? { guid, quality, reason } : { guid, quality } }),
+  /** reason vnc_auth_retry (after a failed open) rotates the agent's credential first; rdp makes an RDP session. */
+  establish: (guid: string, quality: DesktopQuality, reason?: 'vnc_auth_retry', rdp?: RdpLogin) =>
+    call('post', '/api/vnc/establish', {
+      body: rdp ? { guid, quality, protocol: 'rdp', ...rdp } : reason ? { guid, quality, reason } : { guid, quality },
+    }),
   disconnect: (session_id: string) => call('post', '/api/vnc/disconnect', { body: { session_id } }),
 };
 

@@ -450,6 +450,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/rdp/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Agent: ensure the RDP role
+         * @description Advertise the RDP role's state and store its system:rdp row; answers the tunnel firewall scope (TCP 3389 from the Engine's tunnel /32 to the agent's). Never carries login credentials.
+         */
+        post: operations["postAgentRdpEnsure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/realtime/route": {
         parameters: {
             query?: never;
@@ -4483,7 +4503,7 @@ export interface paths {
         put?: never;
         /**
          * Establish a remote desktop session
-         * @description Establish a remote desktop session (protocol vnc; rdp is not built yet). Runs the RemoteDesktop workflow on the device's site queue: tunnel readiness, vnc_start, the RFB banner probe and security preflight, within SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS; then answers the browser's one-time token and socket URL. The VNC password never reaches the browser.
+         * @description Establish a remote desktop session by protocol (vnc, the default, or rdp). Runs the RemoteDesktop workflow on the device's site queue within SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS: tunnel readiness, then for vnc vnc_start, the RFB banner probe and security preflight; for rdp rdp_start, the X.224 probe of TCP 3389 through the tunnel (one rdp_transport_recovery, then rdp_backend_not_ready) and the Engine's RDP bridge logged in with the stored (credential_id) or manual credentials. Then answers the browser's one-time token and socket URL. No password ever reaches the browser or the answer.
          */
         post: operations["postVncEstablish"];
         delete?: never;
@@ -6113,6 +6133,9 @@ export interface components {
             error_code?: string;
             phase: string;
             probe?: components["schemas"]["CairnProbe"] | null;
+            protocol?: string;
+            rdp_probe?: components["schemas"]["ProbeResult"] | null;
+            rdp_recovered?: boolean;
             /** Format: date-time */
             ready_at?: string | null;
             session_id: string;
@@ -7984,6 +8007,14 @@ export interface components {
             reachable: boolean;
             virtual_ip: string;
         };
+        ProbeResult: {
+            /** Format: int64 */
+            elapsed_ms: number;
+            /** Format: int64 */
+            failure_code?: number;
+            /** Format: int64 */
+            selected_protocol: number;
+        };
         Process: {
             command?: string;
             cpu_percent: number;
@@ -8104,6 +8135,19 @@ export interface components {
             run_as?: string;
             /** Format: int64 */
             timeout_seconds?: number;
+        };
+        RDPEnsureRequest: {
+            error?: string;
+            /** Format: int64 */
+            port?: number;
+            ready?: boolean;
+            role?: components["schemas"]["RoleHealthInput"] | null;
+        };
+        RDPEnsureResponse: {
+            agent_ip: string;
+            engine_ip: string;
+            /** Format: int64 */
+            port: number;
         };
         RateLimit: {
             /** Format: int64 */
@@ -9349,12 +9393,24 @@ export interface components {
             session_id?: string;
         };
         VncEstablishRequest: {
+            auth_probe?: boolean;
+            /** Format: int64 */
+            credential_id?: number | null;
+            /** Format: int64 */
+            dpi?: number | null;
             guid?: string;
+            /** Format: int64 */
+            height?: number | null;
             hostname?: string;
             operation_token?: string;
             protocol?: string;
             quality?: string;
+            rdp_domain?: string;
+            rdp_password?: string;
+            rdp_username?: string;
             reason?: string;
+            /** Format: int64 */
+            width?: number | null;
         };
         VncEstablishResp: {
             display_topology: components["schemas"]["Monitor"][];
@@ -12272,6 +12328,111 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InstallProgress"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: agent_context_required, device_not_found, device_purged, invalid_access_token, invalid_dpop_proof, token_expired, token_version_mismatch, unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: agent_context_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: device_quarantined, device_revoked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade Required: protocol_unsupported */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAgentRdpEnsure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RDPEnsureRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RDPEnsureResponse"];
                 };
             };
             /** @description Bad Request: validation_failed */
@@ -37420,7 +37581,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, tunnel_not_ready, vnc_auth_lockout, vnc_auth_retry_in_progress, vnc_auth_retry_settling, vnc_backend_not_ready, vnc_not_ready */
+            /** @description Conflict: agent_socket_missing, agent_too_old, device_quarantined, device_revoked, rdp_backend_not_ready, rdp_credential_invalid, rdp_not_ready, tunnel_not_ready, vnc_auth_lockout, vnc_auth_retry_in_progress, vnc_auth_retry_settling, vnc_backend_not_ready, vnc_not_ready */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -37483,7 +37644,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: vnc_backend_no_rfb_banner, vnc_password_not_enabled */
+            /** @description Bad Gateway: rdp_auth_failed, rdp_connect_failed, vnc_backend_no_rfb_banner, vnc_password_not_enabled */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -37492,7 +37653,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Service Unavailable: service_unavailable, temporal_unavailable, tunnel_unavailable, unavailable */
+            /** @description Service Unavailable: rdp_bridge_unavailable, service_unavailable, temporal_unavailable, tunnel_unavailable, unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -16,6 +16,7 @@ import RefreshIcon from '@mui/icons-material/Refresh';
 import { ApiError } from '../../api/client';
 import { devices as devicesApi } from '../../api/endpoints';
 import type { DeviceDetails, TrustAction } from '../../api/types';
+import type { DesktopProtocol } from '../../api/endpoints';
 import { useSession } from '../../auth/session';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ActivityTab } from './ActivityTab';
@@ -90,11 +91,12 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
     label: 'Remote Desktop',
     render: (d) => (
       <Suspense fallback={<Box role="status">Loading the remote desktop…</Box>}>
-        <RemoteDesktopTab guid={d.device.guid} hostname={d.device.hostname} />
+        <RemoteDesktopTab guid={d.device.guid} hostname={d.device.hostname} siteId={d.device.site_id ?? null} protocols={desktopProtocols(d)} />
       </Suspense>
     ),
-    // The agent reports the vnc capability (Linux agents with X11).
-    when: (d) => (d.device.capabilities ?? []).includes('vnc'),
+    // The agent reports the vnc capability (Linux agents with X11) or the
+    // rdp one (an RDP server on the host).
+    when: (d) => desktopProtocols(d).length > 0,
   },
   { key: 'files', label: 'Files', render: (_, hostname) => <FilesTab hostname={hostname} /> },
   { key: 'registry', label: 'Registry', render: (_, hostname) => <RegistryTab hostname={hostname} />, when: hasRegistry },
@@ -110,6 +112,12 @@ const TABS: { key: TabKey; label: string; render: (d: DeviceDetails, hostname: s
  * registry capability. A Windows device whose agent is too old to report it
  * keeps the tab, which then shows the Engine's agent_too_old answer.
  */
+/** The remote desktop protocols the device's agent offers (its capabilities). */
+function desktopProtocols(d: DeviceDetails): DesktopProtocol[] {
+  const caps = d.device.capabilities ?? [];
+  return (['vnc', 'rdp'] as const).filter((p) => caps.includes(p));
+}
+
 function hasRegistry(d: DeviceDetails): boolean {
   return (
     (d.device.capabilities ?? []).includes('registry') ||

@@ -189,7 +189,74 @@ describe('Remote Desktop tab', () => {
     expect(engine.callsTo('POST', '/api/vnc/establish')[2].body).toEqual({ guid: 'guid-web-1', quality: 'speed' });
   });
 
-  it('is offered only to devices whose agent has the vnc capability', async () => {
+  it('offers RDP where the agent has it; a stored credential is sent by its ID only', async () => {
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details(['vnc', 'rdp']) },
+      'GET /api/credentials': {
+        body: {
+          credentials: [
+            { credential_id: 7, name: 'Local admin', connection_type: 'Windows', credential_type: 'Machine', username: 'administrator', domain: null, site_id: 1, has_password: true, secret_status: 'ok', created_at: '', updated_at: '' },
+          ],
+        },
+      },
+      'POST /api/vnc/establish': (req) => ({ body: { ...SESSION((req.body as { protocol?: string }).protocol === 'rdp' ? 'r-1' : 's-1'), protocol: (req.body as { protocol?: string }).protocol ?? 'vnc' } }),
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    await userEvent.click(screen.getByRole('button', { name: 'RDP' }));
+    expect(rfbs[0].disconnected).toBe(true);
+    // RDP waits for a login.
+    const form = await screen.findByTestId('rdp-login');
+    expect(within(form).getByRole('button', { name: 'Connect' })).toBeDisabled();
+    await userEvent.click(screen.getByTestId('rdp-credential').parentElement!.querySelector('[role="combobox"]')!);
+    await userEvent.click(within(screen.getByRole('listbox')).getByText(/Local admin/));
+    await userEvent.click(within(form).getByRole('button', { name: 'Connect' }));
+    await waitFor(() => expect(rfbs).toHaveLength(2));
+    expect(engine.callsTo('GET', '/api/credentials')[0].query.get('site_id')).toBe('1');
+    expect(engine.callsTo('POST', '/api/vnc/establish')[1].body).toEqual({ guid: 'guid-web-1', quality: 'speed', protocol: 'rdp', credential_id: 7 });
+    expect(rfbs[1].url).toBe(`ws://${window.location.host}/api/vnc/ws/r-1?token=one-time`);
+    rfbs[1].serverConnect();
+    expect(status()).toHaveTextContent('Connected');
+  });
+
+  it('connects RDP with manual credentials and forgets the password on disconnect (rule 3)', async () => {
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details(['rdp']) },
+      'GET /api/credentials': { body: { credentials: [] } },
+      'POST /api/vnc/establish': { body: { ...SESSION('r-2'), protocol: 'rdp' } },
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    const form = await screen.findByTestId('rdp-login');
+    // One protocol: no choice offered, and nothing established yet.
+    expect(screen.queryByRole('button', { name: 'VNC' })).toBeNull();
+    expect(engine.callsTo('POST', '/api/vnc/establish')).toHaveLength(0);
+    await userEvent.click(screen.getByTestId('rdp-credential').parentElement!.querySelector('[role="combobox"]')!);
+    await userEvent.click(within(screen.getByRole('listbox')).getByText(/Enter a username and password/));
+    await userEvent.type(within(form).getByLabelText('Username'), 'ops');
+    await userEvent.type(within(form).getByLabelText('Password'), 'Manual-Secret-1');
+    await userEvent.type(within(form).getByLabelText('Domain (optional)'), 'CORP');
+    await userEvent.click(within(form).getByRole('button', { name: 'Connect' }));
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    expect(engine.callsTo('POST', '/api/vnc/establish')[0].body).toEqual({
+      guid: 'guid-web-1',
+      quality: 'speed',
+      protocol: 'rdp',
+      rdp_username: 'ops',
+      rdp_password: 'Manual-Secret-1',
+      rdp_domain: 'CORP',
+    });
+    rfbs[0].serverConnect();
+    await userEvent.click(screen.getByRole('button', { name: /Disconnect/ }));
+    await waitFor(() => expect(engine.callsTo('POST', '/api/vnc/disconnect')[0]?.body).toEqual({ session_id: 'r-2' }));
+    const again = await screen.findByTestId('rdp-login');
+    expect(within(again).getByLabelText('Password')).toHaveValue('');
+    expect(within(again).getByLabelText('Username')).toHaveValue('ops');
+    expect(within(again).getByRole('button', { name: 'Connect' })).toBeDisabled();
+  });
+
+  it('is offered only to devices whose agent has the vnc or rdp capability', async () => {
     fakeEngine({ 'GET /api/device/details/web-1': { body: details(['shell']) } });
     renderPage('/devices/web-1/summary');
     expect(await screen.findByRole('tab', { name: 'Terminal' })).toBeInTheDocument();

@@ -6,7 +6,14 @@
 // JPEG quality and compression, and a change reconnects. Rule 9: one full
 // framebuffer; Display All offers Fit and Scaled, a single display is always
 // fitted. Leaving the tab ends the session.
+//
+// RDP (docs/api.md "Remote desktop (RDP)"): where the agent offers it, the
+// operator picks the protocol; an RDP session needs a login first, a stored
+// credential (only its ID is sent) or manual entry, whose password lives in
+// this tab's memory only and is cleared on Disconnect (rule 3). The Engine
+// turns the RDP session into RFB, so noVNC shows it as it shows VNC.
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
 import RFB from '@novnc/novnc';
 import Box from '@mui/material/Box';
 import Button from '@mui/material/Button';
@@ -20,7 +27,7 @@ import FullscreenIcon from '@mui/icons-material/Fullscreen';
 import KeyboardIcon from '@mui/icons-material/Keyboard';
 import LinkOffIcon from '@mui/icons-material/LinkOff';
 import ReplayIcon from '@mui/icons-material/Replay';
-import { vnc as vncApi, type DesktopQuality } from '../../api/endpoints';
+import { credentials as credentialsApi, vnc as vncApi, type DesktopProtocol, type DesktopQuality, type RdpLogin } from '../../api/endpoints';
 import { errorCode } from '../../components/errors';
 import { useNotify } from '../../toasts/notify';
 import { operationErrorToast } from './operationErrors';
@@ -42,8 +49,36 @@ export const QUALITY: Record<DesktopQuality, { qualityLevel: number; compression
 
 type Scale = 'fit' | 'scaled';
 
-export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: string }) {
+const PROTOCOL_LABEL: Record<DesktopProtocol, string> = { vnc: 'VNC', rdp: 'RDP' };
+
+/** The RDP login form's choice: a stored credential's ID, or manual entry. */
+const MANUAL = 'manual';
+
+export function RemoteDesktopTab({
+  guid,
+  hostname,
+  siteId = null,
+  protocols = ['vnc'],
+}: {
+  guid: string;
+  hostname: string;
+  siteId?: number | null;
+  protocols?: DesktopProtocol[];
+}) {
   const notify = useNotify();
+  const [protocol, setProtocol] = useState<DesktopProtocol>(protocols[0] ?? 'vnc');
+  // RDP login: a stored credential ('<id>') or MANUAL; the manual fields
+  // stay in memory only.
+  const [credChoice, setCredChoice] = useState('');
+  const [rdpUser, setRdpUser] = useState('');
+  const [rdpPassword, setRdpPassword] = useState('');
+  const [rdpDomain, setRdpDomain] = useState('');
+  const stored = useQuery({
+    queryKey: ['credentials', siteId ?? 'all'],
+    queryFn: () => credentialsApi.list(siteId),
+    enabled: protocol === 'rdp',
+  });
+  const login = useRef<RdpLogin | null>(null);
   const screenRef = useRef<HTMLDivElement>(null);
   // failedOpen: the last attempt closed before it connected (an auth
   // failure among the reasons), so the next asks for vnc_auth_retry (rule 7).
@@ -71,16 +106,19 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
   }, []);
 
   const connect = useCallback(
-    async (q: DesktopQuality) => {
+    async (q: DesktopQuality, proto: DesktopProtocol = 'vnc') => {
       teardown();
       const c = conn.current;
       const gen = c.gen;
       setStatus('connecting');
       let session;
-      const retry = c.failedOpen;
+      const retry = c.failedOpen && proto === 'vnc';
       c.failedOpen = false;
       try {
-        session = await vncApi.establish(guid, q, retry ? 'vnc_auth_retry' : undefined);
+        session =
+          proto === 'rdp' && login.current
+            ? await vncApi.establish(guid, q, undefined, login.current)
+            : await vncApi.establish(guid, q, retry ? 'vnc_auth_retry' : undefined);
       } catch (error) {
         if (gen !== c.gen) return;
         setStatus('closed');
@@ -135,11 +173,31 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
   );
 
   useEffect(() => {
-    void connect(quality);
+    // VNC connects on arrival; RDP waits for its login.
+    if (protocol === 'vnc') void connect(quality, 'vnc');
+    else setStatus('closed');
     return teardown;
     // A quality change reconnects (rule 4) through changeQuality, not here.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [connect, teardown]);
+  }, [connect, teardown, protocol]);
+
+  // Rule 3: the manual password is cleared on disconnect.
+  const forgetLogin = () => {
+    login.current = null;
+    setRdpPassword('');
+  };
+
+  const connectRdp = () => {
+    if (credChoice === MANUAL) {
+      login.current = { rdp_username: rdpUser.trim(), rdp_password: rdpPassword, ...(rdpDomain.trim() ? { rdp_domain: rdpDomain.trim() } : {}) };
+    } else if (credChoice) {
+      login.current = { credential_id: Number(credChoice) };
+    } else {
+      return;
+    }
+    void connect(quality, 'rdp');
+  };
+  const rdpReady = credChoice === MANUAL ? rdpUser.trim() !== '' && rdpPassword !== '' : credChoice !== '';
 
   // Rule 9: a single display is always fitted; Display All may be scaled 1:1.
   useEffect(() => {
@@ -149,7 +207,13 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
 
   const changeQuality = (q: DesktopQuality) => {
     setQuality(q);
-    void connect(q);
+    if (protocol === 'vnc' || login.current) void connect(q, protocol);
+  };
+
+  const changeProtocol = (p: DesktopProtocol) => {
+    teardown();
+    forgetLogin();
+    setProtocol(p);
   };
 
   const chip = STATUS_CHIP[status];
@@ -158,6 +222,15 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
     <Box>
       <Box sx={{ display: 'flex', alignItems: 'center', gap: 1.5, mb: 1.25, flexWrap: 'wrap' }}>
         <Chip size="small" variant="outlined" label={chip.label} color={chip.color} data-testid="desktop-status" data-status={status} />
+        {protocols.length > 1 && (
+          <ToggleButtonGroup size="small" exclusive value={protocol} onChange={(_, v: DesktopProtocol | null) => v && changeProtocol(v)} aria-label="Protocol">
+            {protocols.map((p) => (
+              <ToggleButton key={p} value={p} aria-label={PROTOCOL_LABEL[p]}>
+                {PROTOCOL_LABEL[p]}
+              </ToggleButton>
+            ))}
+          </ToggleButtonGroup>
+        )}
         <TextField
           select
           size="small"
@@ -206,7 +279,13 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
         <Button size="small" variant="outlined" startIcon={<FullscreenIcon />} disabled={!connected} onClick={() => void screenRef.current?.requestFullscreen?.()}>
           Full screen
         </Button>
-        <Button size="small" variant="outlined" startIcon={<ReplayIcon />} onClick={() => void connect(quality)} disabled={status === 'connecting'}>
+        <Button
+          size="small"
+          variant="outlined"
+          startIcon={<ReplayIcon />}
+          onClick={() => void connect(quality, protocol)}
+          disabled={status === 'connecting' || (protocol === 'rdp' && !login.current)}
+        >
           Reconnect
         </Button>
         <Button
@@ -217,12 +296,59 @@ export function RemoteDesktopTab({ guid, hostname }: { guid: string; hostname: s
           disabled={status === 'closed'}
           onClick={() => {
             teardown();
+            forgetLogin();
             setStatus('closed');
           }}
         >
           Disconnect
         </Button>
       </Box>
+      {protocol === 'rdp' && status === 'closed' && (
+        <Box
+          component="form"
+          data-testid="rdp-login"
+          sx={{ display: 'flex', alignItems: 'center', gap: 1.5, mb: 1.25, flexWrap: 'wrap' }}
+          onSubmit={(e) => {
+            e.preventDefault();
+            connectRdp();
+          }}
+        >
+          <TextField
+            select
+            size="small"
+            label="Sign in with"
+            value={credChoice}
+            onChange={(e) => setCredChoice(e.target.value)}
+            sx={{ minWidth: 240 }}
+            slotProps={{ select: { inputProps: { 'data-testid': 'rdp-credential' } } }}
+          >
+            {(stored.data ?? []).map((c) => (
+              <MenuItem key={c.credential_id} value={String(c.credential_id)} disabled={!c.has_password || c.secret_status !== 'ok'}>
+                {c.name} ({c.domain ? `${c.domain}\\` : ''}
+                {c.username})
+              </MenuItem>
+            ))}
+            <MenuItem value={MANUAL}>Enter a username and password…</MenuItem>
+          </TextField>
+          {credChoice === MANUAL && (
+            <>
+              <TextField size="small" label="Username" value={rdpUser} onChange={(e) => setRdpUser(e.target.value)} autoComplete="off" />
+              <TextField
+                size="small"
+                label="Password"
+                type="password"
+                value={rdpPassword}
+                onChange={(e) => setRdpPassword(e.target.value)}
+                autoComplete="new-password"
+              />
+              <TextField size="small" label="Domain (optional)" value={rdpDomain} onChange={(e) => setRdpDomain(e.target.value)} autoComplete="off" />
+            </>
+          )}
+          <Button type="submit" size="small" variant="contained" disabled={!rdpReady}>
+            Connect
+          </Button>
+        </Box>
+      )}
       <Box ref={screenRef} data-testid="desktop-screen" sx={{ height: 600, width: '100%', bgcolor: '#0b1020', borderRadius: 1, overflow: 'hidden' }} />
       {clipboard && (
         <Box data-testid="desktop-clipboard" sx={{ mt: 1, typography: 'caption', color: 'text.secondary' }}>

@@ -276,3 +276,53 @@ func TestStartersTakeAlreadyStartedAsSuccess(t *testing.T) {
 		require.NoError(t, s.Start(ctx, job, cairn.RunID(runID), "admin"))
 	})
 }
+
+// heldTemporal holds every start until release is closed, counting the
+// starts in flight at once.
+type heldTemporal struct {
+	client.Client
+	release           chan struct{}
+	inFlight, highest atomic.Int32
+	started           atomic.Int32
+}
+
+func (c *heldTemporal) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for h := c.highest.Load(); n > h && !c.highest.CompareAndSwap(h, n); h = c.highest.Load() {
+	}
+	c.started.Add(1)
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Client.ExecuteWorkflow(ctx, opts, wf, args...)
+}
+
+// A fleet's worth of starts at once reaches Temporal at most
+// StartsInFlight at a time; the rest wait their turn in the Engine
+// rather than piling onto Temporal, and every one goes through.
+func TestStartsArePacedByTheEngine(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	tc := &heldTemporal{Client: temporalClient, release: make(chan struct{})}
+	const starts = 4 * workflowclient.StartsInFlight
+	errs := make(chan error, starts)
+	for i := range starts {
+		go func() {
+			opts := s.options()
+			_, err := workflowclient.Start(context.Background(), tc, opts, echo, fmt.Sprint(i))
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return tc.started.Load() == workflowclient.StartsInFlight }, time.Minute, 10*time.Millisecond,
+		"the first starts reach Temporal")
+	require.Never(t, func() bool { return tc.started.Load() > workflowclient.StartsInFlight }, 300*time.Millisecond, 10*time.Millisecond,
+		"no more while they are in flight")
+	close(tc.release)
+	for range starts {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, workflowclient.StartsInFlight, tc.highest.Load())
+}

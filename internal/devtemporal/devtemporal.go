@@ -8,6 +8,7 @@
 package devtemporal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,11 @@ type Options struct {
 	// set up or updated at every start with Temporal's own schema tool.
 	PostgresURL string
 	IP          string // default 127.0.0.1
-	Port        int    // 0 picks a free port
+	// FrontendIP is where the frontend alone listens, such as 0.0.0.0 in
+	// a container other containers reach; default IP. The other services
+	// and the server's own clients stay on IP.
+	FrontendIP string
+	Port       int // 0 picks a free port
 	// UIPort serves the Temporal UI; 0 disables it.
 	UIPort int
 	// UICodecEndpoint is the codec server the UI asks to decode payloads
@@ -126,7 +131,7 @@ func Start(o Options) (*Server, error) {
 		if o.Port, err = freePort(o.IP); err != nil {
 			return nil, err
 		}
-	} else if err := checkPortFree(o.IP, o.Port); err != nil {
+	} else if err := checkPortFree(cmp.Or(o.FrontendIP, o.IP), o.Port); err != nil {
 		return nil, fmt.Errorf("temporal frontend port %d: %w (set TEMPORAL_ADDRESS to use a running server, or CAIRN_TEMPORAL_PORT)", o.Port, err)
 	}
 	if o.UIPort != 0 {
@@ -287,8 +292,12 @@ func (o Options) serverConfig(ports map[string]int) (*config.Config, error) {
 		s.RPC.GRPCPort, s.RPC.HTTPPort, s.RPC.BindOnIP = grpcPort, httpPort, o.IP
 		return s
 	}
+	frontendSvc := service(o.Port, ports["frontend-http"])
+	if o.FrontendIP != "" {
+		frontendSvc.RPC.BindOnIP = o.FrontendIP
+	}
 	conf.Services = map[string]config.Service{
-		string(primitives.FrontendService): service(o.Port, ports["frontend-http"]),
+		string(primitives.FrontendService): frontendSvc,
 		string(primitives.HistoryService):  service(ports["history"], 0),
 		string(primitives.MatchingService): service(ports["matching"], 0),
 		string(primitives.WorkerService):   service(ports["worker"], 0),

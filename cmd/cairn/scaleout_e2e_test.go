@@ -178,16 +178,7 @@ func startTemporalServer(t *testing.T, dbURL string) string {
 	t.Helper()
 	storeDB, visDB, err := devtemporal.PostgresDatabases(dbURL)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), pgtest.URL("postgres"))
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		for _, name := range []string{storeDB, visDB} {
-			_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-		}
-	})
+	t.Cleanup(func() { dropDatabases(storeDB, visDB) })
 	port := freePort(t)
 	cmd := cairnCmd([]string{"DATABASE_URL=" + dbURL}, "temporal-server", "--port", fmt.Sprint(port))
 	out := &syncBuffer{}
@@ -298,4 +289,40 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// CAIRN_TEMPORAL_STORE=postgres keeps the embedded Temporal's state in
+// databases beside the Engine's: serve starts on them, its schedules are
+// workflows stored there, and no SQLite file is made.
+func TestServeEmbedsTemporalOnPostgres(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	dbURL := pgtest.URL(pgtest.NewDatabase(t))
+	storeDB, visDB, err := devtemporal.PostgresDatabases(dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { dropDatabases(storeDB, visDB) })
+	eng := startServe(t, dataDir, "DATABASE_URL="+dbURL, "CAIRN_TEMPORAL_STORE=postgres")
+	conn, err := pgx.Connect(context.Background(), pgtest.URL(storeDB))
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	require.Eventually(t, func() bool {
+		var n int
+		return conn.QueryRow(context.Background(), "SELECT count(*) FROM executions").Scan(&n) == nil && n > 0
+	}, 2*time.Minute, 250*time.Millisecond, "the Engine's schedules run as workflows stored in %s", storeDB)
+	_, err = os.Stat(filepath.Join(dataDir, "temporal.sqlite"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	eng.stop(t)
+}
+
+// dropDatabases drops Temporal's databases a test made on the test
+// server.
+func dropDatabases(names ...string) {
+	conn, err := pgx.Connect(context.Background(), pgtest.URL("postgres"))
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	for _, name := range names {
+		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-rmm/cairn/db"
 	"github.com/cairn-rmm/cairn/internal/devtemporal"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
+	"github.com/cairn-rmm/cairn/internal/testpki"
 )
 
 // The scale-out topology of docs/architecture.md "Scaling out", every
@@ -174,13 +175,13 @@ func TestScaleOutSurvivesAReplicaAndAWorkerKilled(t *testing.T) {
 // startTemporalServer runs `cairn temporal-server` on dbURL's PostgreSQL
 // server and returns its frontend address once it serves; its two
 // databases are dropped after the test.
-func startTemporalServer(t *testing.T, dbURL string) string {
+func startTemporalServer(t *testing.T, dbURL string, args ...string) string {
 	t.Helper()
 	storeDB, visDB, err := devtemporal.PostgresDatabases(dbURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { dropDatabases(storeDB, visDB) })
 	port := freePort(t)
-	cmd := cairnCmd([]string{"DATABASE_URL=" + dbURL}, "temporal-server", "--port", fmt.Sprint(port))
+	cmd := cairnCmd([]string{"DATABASE_URL=" + dbURL}, append([]string{"temporal-server", "--port", fmt.Sprint(port)}, args...)...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
@@ -325,4 +326,30 @@ func dropDatabases(names ...string) {
 	for _, name := range names {
 		_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	}
+}
+
+// `cairn temporal-server` serves TLS and requires client certificates
+// when told to: serve reaches it with TEMPORAL_TLS_*, and without a
+// client certificate it is turned away.
+func TestTemporalServerRequiresClientCertificates(t *testing.T) {
+	t.Parallel()
+	serverCA := testpki.NewCA(t, "temporal-server")
+	clientCA := testpki.NewCA(t, "temporal-clients")
+	frontend := serverCA.Server(t, "frontend", "127.0.0.1")
+	system := clientCA.Client(t, "system", "temporal-system")
+	engineCert := clientCA.Client(t, "engine", "cairn-engine")
+	dbURL := pgtest.URL(pgtest.NewDatabase(t))
+	addr := startTemporalServer(t, dbURL, "--tls-cert-file", frontend.CertFile, "--tls-key-file", frontend.KeyFile,
+		"--tls-ca-file", serverCA.CertFile, "--tls-client-ca-file", clientCA.CertFile,
+		"--tls-system-cert-file", system.CertFile, "--tls-system-key-file", system.KeyFile)
+
+	tmp := t.TempDir()
+	eng := startServe(t, filepath.Join(tmp, "data"), "DATABASE_URL="+dbURL, "TEMPORAL_ADDRESS="+addr,
+		"TEMPORAL_TLS_CERT="+engineCert.CertFile, "TEMPORAL_TLS_KEY="+engineCert.KeyFile, "TEMPORAL_TLS_CA="+serverCA.CertFile)
+	require.Eventually(t, func() bool {
+		return temporalCheck(t, eng.call(t, "GET", "/ready", "", nil)) == "ok"
+	}, 5*time.Minute, 200*time.Millisecond, "serve reaches the Temporal server over mTLS")
+	bare := startServe(t, filepath.Join(tmp, "bare"), "DATABASE_URL="+dbURL, "TEMPORAL_ADDRESS="+addr,
+		"TEMPORAL_TLS_CA="+serverCA.CertFile, "CAIRN_SITE_WORKERS=none")
+	require.Equal(t, "unavailable", temporalCheck(t, bare.call(t, "GET", "/ready", "", nil)))
 }

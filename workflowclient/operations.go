@@ -51,6 +51,17 @@ func (r OperationRunner) Run(ctx context.Context, in workflows.OperationInput) (
 	return res, err
 }
 
+// OperationsWaiting bounds the operations a process waits on for their
+// outcome at once (RunWithin). With StartsInFlight it keeps a fleet's
+// worth of requests sent together from becoming as many long polls on
+// Temporal: the embedded server on one core answered 503 or stalled
+// heartbeats under a thousand (docs/benchmarks.md "One operation to
+// 1,000 agents").
+const OperationsWaiting = 64
+
+// opWaiters holds a token per operation waited on (OperationsWaiting).
+var opWaiters = make(chan struct{}, OperationsWaiting)
+
 // OperationPending is RunWithin's answer for an operation that was
 // started and has not ended within the wait: the API answers it 202 with
 // the operation's URL (GET /api/operations/<operation_id>).
@@ -98,6 +109,16 @@ func (r OperationRunner) RunWithin(ctx context.Context, in workflows.OperationIn
 		defer cancel()
 	}
 	var res workflows.OperationResult
+	// A bounded number of requests wait on Temporal for their outcome at
+	// once (each wait is a long poll on the workflow's history); the rest
+	// wait for a turn, and one whose wait runs out first is answered as
+	// still running, like any operation that outlives its wait.
+	select {
+	case opWaiters <- struct{}{}:
+		defer func() { <-opWaiters }()
+	case <-wctx.Done():
+		return res, &OperationPending{OperationID: in.OperationID}
+	}
 	err = run.Get(wctx, &res)
 	if err == nil {
 		return res, nil

@@ -65,6 +65,18 @@ func Unavailable(err error) *cairn.Error {
 	return e
 }
 
+// StartsInFlight bounds the calls this process has in flight to Temporal
+// through Start, SignalWithStart and Signal. A caller past the bound
+// waits its turn (within its own context) instead of adding a call that
+// Temporal would queue behind the others until their deadlines pass: the
+// Engine paces its own starts, so a fleet's worth of requests sent at
+// once is served at Temporal's rate rather than answered 503
+// (docs/benchmarks.md "One operation to 1,000 agents").
+const StartsInFlight = 32
+
+// startGate holds a token per call in flight (StartsInFlight).
+var startGate = make(chan struct{}, StartsInFlight)
+
 // errBusy stands for a call that ran out of time: its own attempt bound,
 // or the caller's context ending before Temporal confirmed.
 var errBusy = serviceerror.NewDeadlineExceeded("Temporal did not answer in time")
@@ -91,10 +103,17 @@ func retry(ctx context.Context, do func(ctx context.Context) error) error {
 			case <-t.C:
 			}
 		}
+		// The attempt's own time starts once it has its turn.
+		select {
+		case startGate <- struct{}{}:
+		case <-ctx.Done():
+			return Unavailable(errBusy)
+		}
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err = do(actx)
 		timedOut := actx.Err() != nil
 		cancel()
+		<-startGate
 		if err == nil {
 			return nil
 		}

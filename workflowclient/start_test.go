@@ -276,3 +276,117 @@ func TestStartersTakeAlreadyStartedAsSuccess(t *testing.T) {
 		require.NoError(t, s.Start(ctx, job, cairn.RunID(runID), "admin"))
 	})
 }
+
+// heldTemporal holds every start until release is closed, counting the
+// starts in flight at once.
+type heldTemporal struct {
+	client.Client
+	release           chan struct{}
+	inFlight, highest atomic.Int32
+	started           atomic.Int32
+}
+
+func (c *heldTemporal) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for h := c.highest.Load(); n > h && !c.highest.CompareAndSwap(h, n); h = c.highest.Load() {
+	}
+	c.started.Add(1)
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Client.ExecuteWorkflow(ctx, opts, wf, args...)
+}
+
+// A fleet's worth of starts at once reaches Temporal at most
+// StartsInFlight at a time; the rest wait their turn in the Engine
+// rather than piling onto Temporal, and every one goes through.
+func TestStartsArePacedByTheEngine(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	tc := &heldTemporal{Client: temporalClient, release: make(chan struct{})}
+	const starts = 4 * workflowclient.StartsInFlight
+	errs := make(chan error, starts)
+	for i := range starts {
+		go func() {
+			opts := s.options()
+			_, err := workflowclient.Start(context.Background(), tc, opts, echo, fmt.Sprint(i))
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return tc.started.Load() == workflowclient.StartsInFlight }, time.Minute, 10*time.Millisecond,
+		"the first starts reach Temporal")
+	require.Never(t, func() bool { return tc.started.Load() > workflowclient.StartsInFlight }, 300*time.Millisecond, 10*time.Millisecond,
+		"no more while they are in flight")
+	close(tc.release)
+	for range starts {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, workflowclient.StartsInFlight, tc.highest.Load())
+}
+
+// heldRuns answers every start at once with a run whose outcome is held
+// until release is closed, counting the waits on outcomes at once.
+type heldRuns struct {
+	client.Client
+	release          chan struct{}
+	waiting, highest atomic.Int32
+}
+
+func (c *heldRuns) ExecuteWorkflow(_ context.Context, opts client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	return &heldRun{c: c, id: opts.ID}, nil
+}
+
+type heldRun struct {
+	client.WorkflowRun
+	c  *heldRuns
+	id string
+}
+
+func (r *heldRun) GetID() string { return r.id }
+
+func (r *heldRun) Get(ctx context.Context, _ any) error {
+	n := r.c.waiting.Add(1)
+	defer r.c.waiting.Add(-1)
+	for h := r.c.highest.Load(); n > h && !r.c.highest.CompareAndSwap(h, n); h = r.c.highest.Load() {
+	}
+	select {
+	case <-r.c.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A fleet's worth of operations requested at once are all started, but
+// at most OperationsWaiting of them wait on Temporal for their outcome;
+// the others wait their turn in the Engine, and one whose wait runs out
+// first is answered as still running (202), never as a failure.
+func TestOperationWaitsAreBoundedByTheEngine(t *testing.T) {
+	t.Parallel()
+	tc := &heldRuns{release: make(chan struct{})}
+	r := workflowclient.OperationRunner{Client: tc, Grants: testGranter{}}
+	target := devices.OperationTarget{GUID: cairn.DeviceGUID("guid-" + uuid.NewString()[:8]), Hostname: "h", SiteID: 1, SiteSlug: "s"}
+	run := func(wait time.Duration) error {
+		_, err := r.RunWithin(context.Background(), workflows.OperationInput{OperationID: cairn.OperationID(uuid.NewString()),
+			Target: target, Type: "service_control", Kind: "service_restart"}, wait)
+		return err
+	}
+	const ops = 3 * workflowclient.OperationsWaiting
+	errs := make(chan error, ops)
+	for range ops {
+		go func() { errs <- run(time.Hour) }()
+	}
+	require.Eventually(t, func() bool { return tc.waiting.Load() == workflowclient.OperationsWaiting }, time.Minute, 10*time.Millisecond,
+		"the first operations wait on their outcome")
+	// One more, with a short wait, gets no turn: it is still running.
+	var pending *workflowclient.OperationPending
+	require.ErrorAs(t, run(50*time.Millisecond), &pending)
+	close(tc.release)
+	for range ops {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, workflowclient.OperationsWaiting, tc.highest.Load(), "never more waits at once")
+}

@@ -63,6 +63,10 @@ type config struct {
 	DataDir           string
 	TemporalPort      int
 	TemporalUIPort    int
+	// TemporalStore is where the embedded Temporal keeps its state:
+	// sqlite (<data-dir>/temporal.sqlite) or postgres (databases beside
+	// the Engine's on its PostgreSQL server).
+	TemporalStore string
 	// TemporalUIOrigins are Temporal UI origins that may read the codec
 	// server's answers (CORS); the embedded UI's are added by serve.
 	TemporalUIOrigins []string
@@ -172,6 +176,12 @@ func envDuration(name string, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+// The embedded Temporal's stores (config.TemporalStore).
+const (
+	temporalStoreSQLite   = "sqlite"
+	temporalStorePostgres = "postgres"
+)
+
 // loadConfig reads the environment, then lets flags on fs override it.
 func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
@@ -229,6 +239,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.DataDir, "data-dir", env("CAIRN_DATA_DIR", ".data"), "directory for the private PostgreSQL cluster and embedded Temporal's database")
 	fs.IntVar(&c.TemporalPort, "temporal-port", c.TemporalPort, "embedded Temporal frontend port")
 	fs.IntVar(&c.TemporalUIPort, "temporal-ui-port", c.TemporalUIPort, "embedded Temporal UI port (0 disables the UI)")
+	fs.StringVar(&c.TemporalStore, "temporal-store", env("CAIRN_TEMPORAL_STORE", temporalStoreSQLite),
+		"where the embedded Temporal keeps its state: sqlite (<data-dir>/temporal.sqlite) or postgres (<database>_temporal beside the Engine's database)")
 	uiOrigins := fs.String("temporal-ui-origins", env("CAIRN_TEMPORAL_UI_ORIGINS", ""),
 		"comma-separated origins of Temporal UIs that decode histories through the Engine's codec server (the embedded UI's are added)")
 	level := fs.String("log-level", env("CAIRN_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -276,6 +288,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if c.TrustedProxies, err = parseTrustedProxies(*trustedProxies); err != nil {
 		return c, err
+	}
+	if c.TemporalStore != temporalStoreSQLite && c.TemporalStore != temporalStorePostgres {
+		return c, fmt.Errorf("temporal-store (CAIRN_TEMPORAL_STORE) must be %s or %s, got %q", temporalStoreSQLite, temporalStorePostgres, c.TemporalStore)
 	}
 	if c.DeviceOnlineWindow, err = parseOnlineWindow(*onlineWindow); err != nil {
 		return c, err

@@ -494,3 +494,26 @@ func TestVNCSettings(t *testing.T) {
 	_, err = loadTestConfig(t)
 	require.ErrorContains(t, err, "SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS")
 }
+
+// The embedded Temporal keeps its state in SQLite unless told to use the
+// Engine's PostgreSQL; anything else is refused before anything starts.
+func TestTemporalStoreSetting(t *testing.T) {
+	t.Setenv("CAIRN_TEMPORAL_STORE", "")
+	c, err := loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, "sqlite", c.TemporalStore)
+
+	t.Setenv("CAIRN_TEMPORAL_STORE", "postgres")
+	c, err = loadTestConfig(t)
+	require.NoError(t, err)
+	require.Equal(t, "postgres", c.TemporalStore)
+
+	c, err = loadTestConfig(t, "--temporal-store", "sqlite")
+	require.NoError(t, err)
+	require.Equal(t, "sqlite", c.TemporalStore)
+
+	t.Setenv("CAIRN_TEMPORAL_STORE", "mysql")
+	_, err = loadTestConfig(t)
+	require.ErrorContains(t, err, "CAIRN_TEMPORAL_STORE")
+	require.ErrorContains(t, err, `"mysql"`)
+}

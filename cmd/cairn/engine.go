@@ -35,6 +35,9 @@ type runtime struct {
 	uiOrigins []string
 	stops     []func()
 	banner    []string
+	// dbURL is the database openDatabase opened (DATABASE_URL or the
+	// private cluster's).
+	dbURL string
 }
 
 func (rt *runtime) onStop(f func()) { rt.stops = append(rt.stops, f) }
@@ -61,6 +64,7 @@ func (rt *runtime) openDatabase(ctx context.Context, c config) error {
 	if err := db.Migrate(ctx, url); err != nil {
 		return err
 	}
+	rt.dbURL = url
 	store, err := db.OpenWith(ctx, url, c.DBPool)
 	if err != nil {
 		return err
@@ -98,18 +102,25 @@ func (rt *runtime) openTemporal(ctx context.Context, c config, embedUI bool) err
 		if !embedUI {
 			uiPort = 0
 		}
-		srv, err := devtemporal.Start(devtemporal.Options{
+		opts := devtemporal.Options{
 			DatabaseFile: filepath.Join(c.DataDir, "temporal.sqlite"), Port: c.TemporalPort, UIPort: uiPort,
 			UICodecEndpoint: cmp.Or(c.TemporalUICodecEndpoint, embeddedCodecEndpoint(c.HTTPAddr)),
 			Namespace:       c.TemporalNamespace, SearchAttributes: workflows.SearchAttributes,
 			Logger: rt.log.With("component", "temporal"), LogLevel: slog.LevelWarn,
-		})
+		}
+		store := "SQLite " + opts.DatabaseFile
+		if c.TemporalStore == temporalStorePostgres {
+			opts.PostgresURL = rt.dbURL
+			dbName, _, _ := devtemporal.PostgresDatabases(rt.dbURL)
+			store = "PostgreSQL database " + dbName
+		}
+		srv, err := devtemporal.Start(opts)
 		if err != nil {
 			return err
 		}
 		rt.onStop(srv.Stop)
 		addr = srv.Address
-		line := "Temporal     embedded dev server at " + addr
+		line := "Temporal     embedded server at " + addr + " on " + store
 		if srv.UIAddress != "" {
 			// Opened as localhost, the UI is same-site with the console
 			// at localhost, so its codec requests carry the session.

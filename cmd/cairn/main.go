@@ -32,6 +32,7 @@ commands:
   command CMD            run an operator bridge command (POST /v1/command) under an Internal key
   admin recovery-code    issue a new one-time administrator recovery code
   dev-postgres -- CMD    run CMD with DATABASE_URL pointing at a private cluster
+  temporal-server        run a Temporal server on PostgreSQL (DATABASE_URL's server) for replicas and workers to share
   sign-artifact          make an offline artifact key, or sign an agent binary with it
 
 Run "cairn <command> -h" for its flags.`
@@ -61,6 +62,8 @@ func main() {
 		err = admin(ctx, args)
 	case "dev-postgres":
 		err = devPostgres(ctx, args)
+	case "temporal-server":
+		err = runTemporalServer(ctx, args)
 	case "sign-artifact":
 		err = signArtifact(args, os.Stdout)
 	case "-h", "--help", "help":

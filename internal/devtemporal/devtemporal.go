@@ -8,6 +8,7 @@
 package devtemporal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,8 +44,17 @@ import (
 type Options struct {
 	// DatabaseFile is the SQLite file; empty keeps everything in memory.
 	DatabaseFile string
-	IP           string // default 127.0.0.1
-	Port         int    // 0 picks a free port
+	// PostgresURL, when set, keeps Temporal's state in PostgreSQL rather
+	// than SQLite (DatabaseFile is then ignored): the databases
+	// PostgresDatabases names on that server, created and their schema
+	// set up or updated at every start with Temporal's own schema tool.
+	PostgresURL string
+	IP          string // default 127.0.0.1
+	// FrontendIP is where the frontend alone listens, such as 0.0.0.0 in
+	// a container other containers reach; default IP. The other services
+	// and the server's own clients stay on IP.
+	FrontendIP string
+	Port       int // 0 picks a free port
 	// UIPort serves the Temporal UI; 0 disables it.
 	UIPort int
 	// UICodecEndpoint is the codec server the UI asks to decode payloads
@@ -121,7 +131,7 @@ func Start(o Options) (*Server, error) {
 		if o.Port, err = freePort(o.IP); err != nil {
 			return nil, err
 		}
-	} else if err := checkPortFree(o.IP, o.Port); err != nil {
+	} else if err := checkPortFree(cmp.Or(o.FrontendIP, o.IP), o.Port); err != nil {
 		return nil, fmt.Errorf("temporal frontend port %d: %w (set TEMPORAL_ADDRESS to use a running server, or CAIRN_TEMPORAL_PORT)", o.Port, err)
 	}
 	if o.UIPort != 0 {
@@ -131,7 +141,7 @@ func Start(o Options) (*Server, error) {
 		}
 	}
 	var memory *memoryDatabase
-	if o.DatabaseFile == "" {
+	if o.DatabaseFile == "" && o.PostgresURL == "" {
 		o.memoryName = "cairn-temporal-" + uuid.NewString()
 		if memory, err = holdMemoryDatabase(o.memoryName); err != nil {
 			return nil, err
@@ -249,14 +259,20 @@ func (o Options) serverConfig(ports map[string]int) (*config.Config, error) {
 			Client: config.ClientTLS{ServerName: o.serverName(), RootCAFiles: []string{t.RootCAFile}}}
 	}
 
-	sql, err := o.sqlConfig()
-	if err != nil {
-		return nil, err
+	if o.PostgresURL != "" {
+		if err := o.postgresStores(&conf); err != nil {
+			return nil, err
+		}
+	} else {
+		sql, err := o.sqlConfig()
+		if err != nil {
+			return nil, err
+		}
+		conf.Persistence.DefaultStore = storeName
+		conf.Persistence.VisibilityStore = storeName
+		conf.Persistence.NumHistoryShards = 1
+		conf.Persistence.DataStores = map[string]config.DataStore{storeName: {SQL: sql}}
 	}
-	conf.Persistence.DefaultStore = storeName
-	conf.Persistence.VisibilityStore = storeName
-	conf.Persistence.NumHistoryShards = 1
-	conf.Persistence.DataStores = map[string]config.DataStore{storeName: {SQL: sql}}
 
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,
@@ -276,8 +292,12 @@ func (o Options) serverConfig(ports map[string]int) (*config.Config, error) {
 		s.RPC.GRPCPort, s.RPC.HTTPPort, s.RPC.BindOnIP = grpcPort, httpPort, o.IP
 		return s
 	}
+	frontendSvc := service(o.Port, ports["frontend-http"])
+	if o.FrontendIP != "" {
+		frontendSvc.RPC.BindOnIP = o.FrontendIP
+	}
 	conf.Services = map[string]config.Service{
-		string(primitives.FrontendService): service(o.Port, ports["frontend-http"]),
+		string(primitives.FrontendService): frontendSvc,
 		string(primitives.HistoryService):  service(ports["history"], 0),
 		string(primitives.MatchingService): service(ports["matching"], 0),
 		string(primitives.WorkerService):   service(ports["worker"], 0),
@@ -310,18 +330,62 @@ func (o Options) sqlConfig() (*config.SQL, error) {
 			}
 		}
 	}
+	if err := o.createNamespace(conf); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+// postgresStores is the PostgreSQL store and visibility store, their
+// databases created and their schemas brought up to date, with the
+// namespace registered.
+func (o Options) postgresStores(conf *config.Config) error {
+	storeDB, visDB, err := PostgresDatabases(o.PostgresURL)
+	if err != nil {
+		return err
+	}
+	store, err := postgresSQL(o.PostgresURL, storeDB)
+	if err != nil {
+		return err
+	}
+	vis, err := postgresSQL(o.PostgresURL, visDB)
+	if err != nil {
+		return err
+	}
+	log := slogLogger{log: o.Logger, level: max(o.LogLevel, slog.LevelWarn)}
+	if err := setupPostgres(store, pgSchema, log); err != nil {
+		return fmt.Errorf("embedded Temporal on PostgreSQL: %w", err)
+	}
+	if err := setupPostgres(vis, pgVisibilitySchema, log); err != nil {
+		return fmt.Errorf("embedded Temporal on PostgreSQL: %w", err)
+	}
+	if err := o.createNamespace(store); err != nil {
+		return err
+	}
+	conf.Persistence.DefaultStore = pgStore
+	conf.Persistence.VisibilityStore = pgVisStore
+	conf.Persistence.NumHistoryShards = pgHistoryShards
+	conf.Persistence.DataStores = map[string]config.DataStore{pgStore: {SQL: store}, pgVisStore: {SQL: vis}}
+	return nil
+}
+
+// createNamespace registers the namespace, with the search attributes as
+// Keyword aliases of the SQL visibility's custom columns, unless the
+// store has it already (the SQLite helper writes through Temporal's
+// generic SQL persistence, so it serves PostgreSQL too).
+func (o Options) createNamespace(conf *config.SQL) error {
 	attrs := map[string]enumspb.IndexedValueType{}
 	for _, name := range o.SearchAttributes {
 		attrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, o.Namespace, false, attrs)
 	if err != nil {
-		return nil, fmt.Errorf("embedded Temporal namespace: %w", err)
+		return fmt.Errorf("embedded Temporal namespace: %w", err)
 	}
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("embedded Temporal namespace: %w", err)
+		return fmt.Errorf("embedded Temporal namespace: %w", err)
 	}
-	return conf, nil
+	return nil
 }
 
 // dynamicConfig holds the values `temporal server start-dev` sets, and

@@ -64,8 +64,17 @@ func main() {
 		wdDevs    = flag.Int("watchdog-devices", 10000, "devices the watchdogs run seeds")
 		wdSteady  = flag.Duration("watchdog-steady", 5*time.Minute, "how long CPU is sampled without and with the watchdogs")
 		wdProbes  = flag.Int("watchdog-probes", 100, "devices whose CPU goes over the threshold (and as many that go silent)")
+		engEnv    = flag.String("engine-env", "", "comma-separated KEY=VALUE settings the Engine runs with, such as CAIRN_TEMPORAL_STORE=postgres")
 	)
 	flag.Parse()
+	for _, kv := range strings.Split(*engEnv, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			if !strings.Contains(kv, "=") {
+				fail(fmt.Errorf("bad --engine-env setting %q (KEY=VALUE)", kv))
+			}
+			engineEnv = append(engineEnv, kv)
+		}
+	}
 	fan, err := parseFanOut(*fanOutArg)
 	if err != nil {
 		fail(err)
@@ -472,6 +481,11 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
+// engineEnv is what --engine-env adds to the Engine's environment.
+var engineEnv []string
+
+// cleanEnv is this process's environment without the Engine's settings,
+// plus --engine-env's.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -479,7 +493,7 @@ func cleanEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, engineEnv...)
 }
 
 func freePort() int {

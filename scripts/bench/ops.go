@@ -89,6 +89,9 @@ func (c *opClient) snapshot(ctx context.Context, host string) (time.Duration, in
 		return 0, 0, "request"
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	// The longest wait the route allows; past it the route answers 202
+	// with the operation's URL, which is followed below until it ends.
+	req.Header.Set("Prefer", "wait=55")
 	start := time.Now()
 	res, err := c.hc.Do(req)
 	if err != nil {
@@ -102,6 +105,9 @@ func (c *opClient) snapshot(ctx context.Context, host string) (time.Duration, in
 	took := time.Since(start)
 	if err != nil {
 		return took, 0, "transport"
+	}
+	if res.StatusCode == http.StatusAccepted {
+		return c.follow(ctx, start, body)
 	}
 	if res.StatusCode != http.StatusOK {
 		var e struct {
@@ -117,6 +123,49 @@ func (c *opClient) snapshot(ctx context.Context, host string) (time.Duration, in
 		return took, 0, "empty_snapshot"
 	}
 	return took, len(snap.Processes), ""
+}
+
+// follow polls the operation a 202 named until it ends: a fleet-wide
+// fan-out outlives the route's wait, and the operation goes on. Its
+// latency runs from the first request to the end seen.
+func (c *opClient) follow(ctx context.Context, start time.Time, accepted []byte) (time.Duration, int, string) {
+	var op struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(accepted, &op); err != nil || op.URL == "" {
+		return time.Since(start), 0, "202_without_url"
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), 0, "cancelled"
+		case <-time.After(500 * time.Millisecond):
+		}
+		req, err := http.NewRequestWithContext(ctx, "GET", c.base+op.URL, nil)
+		if err != nil {
+			return time.Since(start), 0, "request"
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		res, err := c.hc.Do(req)
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Status    string `json:"status"`
+			ErrorCode string `json:"error"`
+		}
+		err = json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&st)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK || st.Status == "running" {
+			continue
+		}
+		if st.Status != "completed" {
+			return time.Since(start), 0, "202_then_" + st.Status + "_" + st.ErrorCode
+		}
+		// A completed snapshot's processes are in the device's list, not
+		// in the operation: count it as answered with its size unknown.
+		return time.Since(start), 1, ""
+	}
 }
 
 // collect gathers the outcomes of a set of operations.

@@ -34,9 +34,11 @@ func TestReportedCapabilities(t *testing.T) {
 func TestAgentCapabilities(t *testing.T) {
 	t.Parallel()
 	require.Contains(t, AgentCapabilities("windows"), CapPatchInstall, "installs through the Windows Update Agent")
-	require.NotContains(t, AgentCapabilities("windows"), CapVNC, "the Windows VNC role is not built")
+	require.Contains(t, AgentCapabilities("windows"), CapVNC, "the agent's own RFB server (agent/vnc/rfbserver)")
+	require.Contains(t, AgentCapabilities("linux"), CapVNC, "x11vnc")
+	require.NotContains(t, AgentCapabilities("darwin"), CapVNC)
 	require.NotContains(t, AgentCapabilities("windows"), CapAnsible, "playbooks run on Linux agents")
-	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-2)
+	require.Len(t, AgentCapabilities("windows"), len(AllCapabilities)-1)
 	require.Contains(t, AgentCapabilities("linux"), CapAnsible)
 	require.Contains(t, HandlerCapabilities([]string{EventQuickJobRun}), CapAnsible, "the script runner runs playbooks")
 	require.NotContains(t, AgentCapabilities("linux"), CapRegistry)

@@ -91,9 +91,6 @@ type Desktop struct {
 // NewDesktop returns the desktop of the calling process's session.
 func NewDesktop() *Desktop { return &Desktop{} }
 
-// Name is the capture method, for the role's context.
-func (d *Desktop) Name() string { return "cairn-rfb (GDI capture, SendInput)" }
-
 func metric(i uintptr) int {
 	r, _, _ := procGetSystemMetrics.Call(i)
 	return int(int32(r))

@@ -312,6 +312,13 @@ func (s *Server) serve(nc net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("capture the screen: %w", err)
 	}
+	var clip string
+	var clipOK bool
+	if cb, ok := s.cfg.Screen.(Clipboard); ok {
+		if text, err := cb.ClipboardText(); err == nil {
+			clip, clipOK = text, true
+		}
+	}
 	w, h := frame.Bounds().Dx(), frame.Bounds().Dy()
 	init := binary.BigEndian.AppendUint16(nil, uint16(w))
 	init = binary.BigEndian.AppendUint16(init, uint16(h))
@@ -324,7 +331,7 @@ func (s *Server) serve(nc net.Conn) error {
 	done := make(chan struct{})
 	defer close(done)
 	errc := make(chan error, 1)
-	go func() { errc <- c.updates(done, frame) }()
+	go func() { errc <- c.updates(done, frame, clip, clipOK) }()
 	rerr := c.readLoop()
 	_ = nc.Close()
 	if werr := <-errc; werr != nil && rerr == nil {
@@ -514,10 +521,12 @@ func (c *conn) poke() {
 
 // updates answers update requests: a full one at once, an incremental
 // one as soon as some tile differs from the frame the client has.
-func (c *conn) updates(done <-chan struct{}, first *image.RGBA) error {
+// clip is the clipboard's text as the client connected (clipOK: known),
+// the baseline: only a change is sent.
+func (c *conn) updates(done <-chan struct{}, first *image.RGBA, clip string, clipOK bool) error {
 	var last *image.RGBA // what the client has (nil: nothing yet)
 	size := first.Bounds().Size()
-	lastClip, clipKnown := "", false
+	lastClip, clipKnown := clip, clipOK
 	tick := time.NewTicker(c.s.cfg.Poll)
 	defer tick.Stop()
 	for {

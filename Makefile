@@ -90,8 +90,12 @@ WINE_TEST_PKGS := \
 	./agent/patches \
 	./agent/patches/ops
 
+# Packages whose tests read the screen run on Wine's X11 driver over Xvfb.
+WINE_TEST_XVFB_PKGS := ./agent/vnc/rfbserver
+
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)
+	WINE_TEST_XVFB=1 scripts/wine/run-tests.sh $(WINE_TEST_XVFB_PKGS)
 
 # Fuzz targets as package:target (go test -fuzz takes one of each per run).
 FUZZ_TARGETS := \

@@ -138,8 +138,16 @@ func (d *Desktop) Capture() (*image.RGBA, error) {
 	defer procDeleteObject.Call(bmp)
 	old, _, _ := procSelectObject.Call(mem, bmp)
 	defer procSelectObject.Call(mem, old)
-	if r, _, err := procBitBlt.Call(mem, 0, 0, uintptr(w), uintptr(h), screen, uintptr(vs.Min.X), uintptr(vs.Min.Y), srcCopy|captureBlt); r == 0 {
-		return nil, fmt.Errorf("BitBlt: %w", err)
+	// CAPTUREBLT takes layered windows too; a driver without it (Wine's)
+	// gets a plain SRCCOPY.
+	blt := func(rop uintptr) (uintptr, error) {
+		r, _, err := procBitBlt.Call(mem, 0, 0, uintptr(w), uintptr(h), screen, uintptr(vs.Min.X), uintptr(vs.Min.Y), rop)
+		return r, err
+	}
+	if r, _ := blt(srcCopy | captureBlt); r == 0 {
+		if r, err := blt(srcCopy); r == 0 {
+			return nil, fmt.Errorf("BitBlt: %w", err)
+		}
 	}
 	procGdiFlush.Call()
 	src := unsafe.Slice((*byte)(bits), w*h*4) // BGRX, top-down

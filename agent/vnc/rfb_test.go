@@ -51,7 +51,8 @@ func (c engineCaller) Call(_ context.Context, _, path string, _, out any) error 
 func setupInProcess(t *testing.T, listen bool) (*VNC, *roles.Role, int) {
 	t.Helper()
 	role := roles.New(nil).Register(roles.VNC)
-	opts := Options{Role: role, VirtualIP: func() string { return "127.0.0.1" }, RuntimeDir: t.TempDir()}
+	// No RuntimeDir: the in-agent server writes nothing.
+	opts := Options{Role: role, VirtualIP: func() string { return "127.0.0.1" }}
 	if listen {
 		// The in-process tunnel's listener (here a loopback one).
 		opts.Listen = func(port int) (net.Listener, error) {
@@ -107,35 +108,9 @@ func TestInProcessServer(t *testing.T) {
 	nc, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	require.NoError(t, err)
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(time.Minute))
-	r := bufio.NewReader(nc)
-	read := func(n int) []byte {
-		b := make([]byte, n)
-		_, err := io.ReadFull(r, b)
-		require.NoError(t, err)
-		return b
-	}
-	require.Equal(t, "RFB 003.008\n", string(read(12)))
-	_, err = nc.Write([]byte("RFB 003.008\n"))
-	require.NoError(t, err)
-	require.Equal(t, []byte{1, 2}, read(2))
-	_, err = nc.Write([]byte{2})
-	require.NoError(t, err)
-	resp, err := rfbserver.AuthResponse(pw, read(16))
-	require.NoError(t, err)
-	_, err = nc.Write(append(resp, 1))
-	require.NoError(t, err)
-	require.Equal(t, []byte{0, 0, 0, 0}, read(4), "the role's password is the server's")
-	init := read(24)
-	require.Equal(t, uint16(40), binary.BigEndian.Uint16(init))
-	read(int(binary.BigEndian.Uint32(init[20:])))
-	_, err = nc.Write([]byte{3, 0, 0, 0, 0, 0, 0, 40, 0, 20})
-	require.NoError(t, err)
-	hdr := read(16)
-	require.Equal(t, byte(0), hdr[0])
-	require.Equal(t, int32(rfbserver.EncodingRaw), int32(binary.BigEndian.Uint32(hdr[12:])))
-	px := read(4)
-	require.Equal(t, []byte{0x56, 0x34, 0x12, 0}, px, "0x00RRGGBB little-endian")
+	w, _, px := rfbPixel(t, nc, pw, 0, 0)
+	require.Equal(t, 40, w)
+	require.Equal(t, [3]byte{0x12, 0x34, 0x56}, px)
 
 	// vnc_stop ends the listener.
 	_, err = v.handleStop(context.Background(), call, nil)
@@ -166,4 +141,46 @@ func TestInProcessServerNeedsTheTunnelListener(t *testing.T) {
 	require.ErrorContains(t, err, "in-process")
 	h, _ := role.Health()
 	require.Equal(t, "false", h.Context[proto.VNCContextReady])
+}
+
+// rfbPixel authenticates on nc with pw as an RFB 3.8 client, asks for a
+// full Raw update of the 1×1 rectangle at (x, y) in the server's default
+// format and returns the framebuffer's size and that pixel's RGB.
+func rfbPixel(t *testing.T, nc net.Conn, pw string, x, y int) (int, int, [3]byte) {
+	t.Helper()
+	_ = nc.SetDeadline(time.Now().Add(time.Minute))
+	r := bufio.NewReader(nc)
+	read := func(n int) []byte {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r, b)
+		require.NoError(t, err)
+		return b
+	}
+	write := func(b []byte) {
+		_, err := nc.Write(b)
+		require.NoError(t, err)
+	}
+	require.Equal(t, "RFB 003.008\n", string(read(12)))
+	write([]byte("RFB 003.008\n"))
+	require.Equal(t, []byte{1, 2}, read(2), "VNC authentication only")
+	write([]byte{2})
+	resp, err := rfbserver.AuthResponse(pw, read(16))
+	require.NoError(t, err)
+	write(append(resp, 1))
+	require.Equal(t, []byte{0, 0, 0, 0}, read(4), "the role's password is the server's")
+	init := read(24)
+	w, h := int(binary.BigEndian.Uint16(init)), int(binary.BigEndian.Uint16(init[2:]))
+	read(int(binary.BigEndian.Uint32(init[20:])))
+	req := []byte{3, 0}
+	req = binary.BigEndian.AppendUint16(req, uint16(x))
+	req = binary.BigEndian.AppendUint16(req, uint16(y))
+	req = binary.BigEndian.AppendUint16(req, 1)
+	req = binary.BigEndian.AppendUint16(req, 1)
+	write(req)
+	hdr := read(16)
+	require.Equal(t, byte(0), hdr[0])
+	require.Equal(t, uint16(1), binary.BigEndian.Uint16(hdr[2:]))
+	require.Equal(t, int32(rfbserver.EncodingRaw), int32(binary.BigEndian.Uint32(hdr[12:])))
+	px := read(4) // 0x00RRGGBB little-endian
+	return w, h, [3]byte{px[2], px[1], px[0]}
 }

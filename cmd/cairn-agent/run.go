@@ -170,8 +170,9 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	desktop, err := vnc.New(vnc.Options{Role: vncRole, RuntimeDir: filepath.Join(filepath.Dir(absConfig), "vnc"), Logger: log,
 		VirtualIP: func() string {
 			// x11vnc cannot listen inside the in-process tunnel; the
-			// in-agent server listens nowhere else.
-			if st := tunnel.State(); st != nil && (st.Mode == tunnels.ModeNetstack) == (goruntime.GOOS == "windows") {
+			// in-agent server (Windows) listens nowhere else, and says so
+			// through Listen when the tunnel runs in wg-quick mode.
+			if st := tunnel.State(); st != nil && (st.Mode != tunnels.ModeNetstack || goruntime.GOOS == "windows") {
 				return st.VirtualIP
 			}
 			return ""

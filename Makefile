@@ -90,8 +90,17 @@ WINE_TEST_PKGS := \
 	./agent/patches \
 	./agent/patches/ops
 
+# Packages whose tests read the screen run on Wine's X11 driver over Xvfb.
+WINE_TEST_XVFB_PKGS := ./agent/vnc/rfbserver
+
 test-wine:
 	scripts/wine/run-tests.sh $(WINE_TEST_PKGS)
+	WINE_TEST_XVFB=1 scripts/wine/run-tests.sh $(WINE_TEST_XVFB_PKGS)
+	# agent/vnc: the role with its Windows server; not the x11vnc tests
+	# (t.TempDir's cleanup fails under Wine 8) nor the tunnel one
+	# (wireguard-go's UDP bind does not run under Wine).
+	WINE_TEST_XVFB=1 WINE_TEST_FLAGS='-test.run ^(TestWindowsRoleServesPaintedPixels|TestInProcessServer|TestInProcessServerAdmitsOnlyTheEngine|TestInProcessServerNeedsTheTunnelListener)$$' \
+		scripts/wine/run-tests.sh ./agent/vnc
 
 # Fuzz targets as package:target (go test -fuzz takes one of each per run).
 FUZZ_TARGETS := \

@@ -45,7 +45,7 @@ const (
 	// CapPatchReboot: patch_reboot_request (Linux and Windows agents).
 	CapPatchReboot Capability = "patch_reboot"
 	// CapVNC: vnc_start, vnc_stop, vnc_credential_request (Linux agents
-	// with X11 and x11vnc; the Windows role is not built yet).
+	// with X11 and x11vnc, Windows agents with their own RFB server).
 	CapVNC Capability = "vnc"
 	// CapRDP: rdp_start, rdp_transport_recovery (Linux agents: an RDP
 	// server such as xrdp on the host; the Windows role is not built yet).
@@ -122,8 +122,12 @@ const (
 
 // CapabilityPlatform names the only platform whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapVNC: "linux", CapAnsible: "linux",
+var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapAnsible: "linux",
 	CapPatchEnforcement: "windows", CapRDP: "linux"}
+
+// CapabilityPlatforms names the platforms whose agents have a capability
+// that is on more than one but not everywhere.
+var CapabilityPlatforms = map[Capability][]string{CapVNC: {"linux", "windows"}}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
@@ -131,6 +135,9 @@ func AgentCapabilities(goos string) []Capability {
 	var out []Capability
 	for _, c := range AllCapabilities {
 		if p, only := CapabilityPlatform[c]; only && p != goos {
+			continue
+		}
+		if ps, only := CapabilityPlatforms[c]; only && !slices.Contains(ps, goos) {
 			continue
 		}
 		out = append(out, c)

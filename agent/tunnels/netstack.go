@@ -3,6 +3,7 @@ package tunnels
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -104,3 +105,13 @@ func (b *netstackBackend) down() error {
 }
 
 func (b *netstackBackend) inProcess() bool { return true }
+
+// listenTCP listens on the device's address (the in-process tunnel only).
+func (b *netstackBackend) listenTCP(port int) (net.Listener, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dev == nil {
+		return nil, fmt.Errorf("the tunnel is not up")
+	}
+	return b.dev.ListenTCP(port)
+}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -364,6 +365,21 @@ func (t *Tunnel) report(err error) {
 	if t.opts.Role != nil {
 		t.opts.Role.Report(err)
 	}
+}
+
+// ListenTCP listens on the tunnel's own address through the in-process
+// tunnel (netstack mode): only peers of the tunnel (the Engine's /32)
+// can reach it; nothing listens on a host interface. It fails in
+// wg-quick mode, where the host's interface carries the address.
+func (t *Tunnel) ListenTCP(port int) (net.Listener, error) {
+	t.mu.Lock()
+	b := t.backend
+	t.mu.Unlock()
+	nb, ok := b.(*netstackBackend)
+	if !ok {
+		return nil, errors.New("the tunnel is not in-process (netstack mode)")
+	}
+	return nb.listenTCP(port)
 }
 
 // State is the tunnel as last brought up (nil: never).

@@ -7,8 +7,10 @@
 // (or on a vnc_auth_retry), handed to x11vnc through a file x11vnc removes
 // once read, and given to the Engine only sealed to a live session's key
 // in answer to vnc_credential_request. The agent never probes its own
-// password (auth_verify_reason=local_probe_disabled). On Windows the role
-// reports unsupported: no server is built there yet.
+// password (auth_verify_reason=local_probe_disabled). On Windows, which
+// ships no VNC server, the agent serves RFB itself (agent/vnc/rfbserver:
+// GDI capture, SendInput) on the in-process tunnel's address only
+// (Options.Listen), with the same password.
 package vnc
 
 import (
@@ -55,6 +57,10 @@ type Options struct {
 	Role *roles.Role
 	// VirtualIP is the tunnel address now ("" while the tunnel is down).
 	VirtualIP func() string
+	// Listen listens on the in-process tunnel's address (nil: the tunnel
+	// is not in-process). The in-agent server (Windows) listens only
+	// through it; x11vnc listens on the host's tunnel interface instead.
+	Listen func(port int) (net.Listener, error)
 	// RuntimeDir holds the password hand-over file (0700).
 	RuntimeDir string
 	Rotation   time.Duration
@@ -94,6 +100,15 @@ type server interface {
 type serverConfig struct {
 	Display, Addr, Allow, Password, RuntimeDir string
 	Port                                       int
+	Listen                                     func(port int) (net.Listener, error)
+}
+
+// inProcess reports whether s serves from inside the agent (through the
+// in-process tunnel, which the host cannot dial, and without an X
+// display).
+func inProcess(s server) bool {
+	ip, ok := s.(interface{ inProcess() bool })
+	return ok && ip.inProcess()
 }
 
 // New returns the role with its first password.
@@ -240,7 +255,7 @@ func (v *VNC) start(ctx context.Context) (*proto.VNCStarted, error) {
 	if vip == "" {
 		return nil, errors.New("the tunnel is not up: the VNC server listens on the tunnel address only")
 	}
-	if v.opts.Display == "" {
+	if v.opts.Display == "" && !inProcess(v.srv) {
 		return nil, roles.Unsupported("No Desktop Environment Active: no X display ($DISPLAY or %s)", EnvDisplay)
 	}
 	if v.started != nil && v.srv.running() && v.started.ListenAddress == vip {
@@ -259,12 +274,16 @@ func (v *VNC) start(ctx context.Context) (*proto.VNCStarted, error) {
 	}
 	v.srv.stop()
 	if err := v.srv.start(ctx, serverConfig{Display: v.opts.Display, Addr: vip, Port: v.port, Allow: scope.EngineIP,
-		Password: v.password, RuntimeDir: v.opts.RuntimeDir}); err != nil {
+		Password: v.password, RuntimeDir: v.opts.RuntimeDir, Listen: v.opts.Listen}); err != nil {
 		return nil, err
 	}
-	if err := awaitListener(ctx, net.JoinHostPort(vip, strconv.Itoa(v.port)), v.srv); err != nil {
-		v.srv.stop()
-		return nil, err
+	// The in-agent server's listener exists once start returns (and the
+	// host could not dial the in-process tunnel anyway).
+	if !inProcess(v.srv) {
+		if err := awaitListener(ctx, net.JoinHostPort(vip, strconv.Itoa(v.port)), v.srv); err != nil {
+			v.srv.stop()
+			return nil, err
+		}
 	}
 	mons, err := v.srv.topology(ctx, v.opts.Display)
 	if err != nil {

@@ -161,19 +161,24 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 		return err
 	}
 	defer tunnel.Close()
-	// The VNC role (behaviour 13): x11vnc on the tunnel address, started
-	// by vnc_start.
+	// The VNC role (behaviour 13), started by vnc_start: x11vnc on the
+	// host's tunnel interface (Linux), or the agent's own RFB server
+	// listening through the in-process tunnel (Windows).
 	var vncRole *roles.Role
 	if h.tracker != nil {
 		vncRole = h.tracker.Register(roles.VNC)
 	}
 	desktop, err := vnc.New(vnc.Options{Role: vncRole, RuntimeDir: filepath.Join(filepath.Dir(absConfig), "vnc"), Logger: log,
 		VirtualIP: func() string {
-			if st := tunnel.State(); st != nil && st.Mode != tunnels.ModeNetstack {
+			// x11vnc cannot listen inside the in-process tunnel; the
+			// in-agent server (Windows) listens nowhere else, and says so
+			// through Listen when the tunnel runs in wg-quick mode.
+			if st := tunnel.State(); st != nil && (st.Mode != tunnels.ModeNetstack || goruntime.GOOS == "windows") {
 				return st.VirtualIP
 			}
 			return ""
-		}})
+		},
+		Listen: tunnel.ListenTCP})
 	if err != nil {
 		return err
 	}
@@ -221,15 +226,15 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if regStore == nil {
 		caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == proto.CapRegistry })
 	}
-	// The VNC role serves X11 desktops only (agent/vnc): elsewhere its
-	// handlers answer unsupported and the capability is not offered.
-	// Playbooks likewise run on Linux agents only (ansible-playbook has
-	// no Windows build).
-	for _, only := range []proto.Capability{proto.CapVNC, proto.CapAnsible, proto.CapRDP} {
-		if p, ok := proto.CapabilityPlatform[only]; ok && p != goruntime.GOOS {
-			caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == only })
-		}
-	}
+	// The VNC role serves X11 desktops (Linux) and the Windows desktop
+	// (agent/vnc/rfbserver): elsewhere its handlers answer unsupported
+	// and the capability is not offered. Playbooks likewise run on Linux
+	// agents only (ansible-playbook has no Windows build), and RDP is
+	// offered by Linux agents only until behaviour 14 is built on Windows.
+	platform := proto.AgentCapabilities(goruntime.GOOS)
+	caps = slices.DeleteFunc(caps, func(c proto.Capability) bool {
+		return (c == proto.CapVNC || c == proto.CapAnsible || c == proto.CapRDP) && !slices.Contains(platform, c)
+	})
 	a, err := agentruntime.New(agentruntime.Options{
 		Store:        store,
 		Capabilities: caps,

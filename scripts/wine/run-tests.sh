@@ -42,7 +42,16 @@ unset WAYLAND_DISPLAY
 # Whatever happens, the prefix's wineserver and its processes (services
 # Wine starts, a test's leftover children) are gone when this script ends,
 # so a later run or another tool never meets a half-dead server.
-finish() { "$wineserver" -k >/dev/null 2>&1 || true; }
+xvfb_pid=
+finish() {
+  "$wineserver" -k >/dev/null 2>&1 || true
+  if [ -n "$xvfb_pid" ]; then
+    # Back to the null driver the prefix is made with.
+    DISPLAY= "$wine" reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f >/dev/null 2>&1 || true
+    "$wineserver" -k >/dev/null 2>&1 || true
+    kill "$xvfb_pid" 2>/dev/null || true
+  fi
+}
 trap finish EXIT
 
 # A prefix is made once and reused; a half-made one (killed mid-boot) has no
@@ -75,6 +84,22 @@ if [ ! -f "$shim" ] || [ scripts/wine/bcryptprimitives.c -nt "$shim" ] || [ scri
   mv "$shim.tmp" "$shim"
 fi
 cp "$shim" "$prefix/drive_c/windows/system32/bcryptprimitives.dll"
+
+# WINE_TEST_XVFB=1: the tests read the screen (GDI capture of the
+# desktop, agent/vnc/rfbserver), which Wine's null driver cannot give
+# (BitBlt from the screen DC fails): they run on Wine's X11 driver over a
+# private Xvfb display, the prefix's driver set back to null at the end.
+if [ -n "${WINE_TEST_XVFB:-}" ]; then
+  command -v Xvfb >/dev/null 2>&1 || { echo "wine: Xvfb is not installed (scripts/deps.sh test installs it)" >&2; exit 1; }
+  "$wineserver" -k >/dev/null 2>&1 || true
+  Xvfb -displayfd 3 -screen 0 1024x768x24 -nolisten tcp 3>"$out/xvfb.display" >"$out/xvfb.log" 2>&1 &
+  xvfb_pid=$!
+  for _ in $(seq 100); do [ -s "$out/xvfb.display" ] && break; sleep 0.1; done
+  [ -s "$out/xvfb.display" ] || { echo "wine: Xvfb did not start: $(cat "$out/xvfb.log")" >&2; exit 1; }
+  export DISPLAY=:$(head -n1 "$out/xvfb.display")
+  "$wine" reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d x11 /f >/dev/null 2>&1
+  "$wineserver" -k >/dev/null 2>&1 || true
+fi
 
 failed=()
 for pkg in "$@"; do

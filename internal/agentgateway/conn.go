@@ -34,6 +34,8 @@ type conn struct {
 	// bootID and fingerprint are what connect_agent reported: two live
 	// sockets of one device from different boots are two machines.
 	bootID, fingerprint string
+	// protocol is the agent's protocol version (connect_agent).
+	protocol int
 
 	// ctx ends when the socket is finished with; done closes once its
 	// record is cleared too.
@@ -47,6 +49,10 @@ type conn struct {
 	// its own goroutine holding one of replySlots.
 	onReply    func(*conn, proto.Envelope)
 	replySlots chan struct{}
+	// onCall answers the agent's calls (Hub.onCall), each in its own
+	// goroutine holding one of callSlots.
+	onCall    func(*conn, proto.Envelope)
+	callSlots chan struct{}
 
 	mu sync.Mutex
 	// validUntil is when the device's access token expires: the one the
@@ -66,7 +72,8 @@ type outgoing struct {
 func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{dev: dev, ws: ws, log: log, validUntil: dev.ExpiresAt, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		out: make(chan outgoing, 64), tokens: map[string][]byte{}, replySlots: make(chan struct{}, MaxRepliesInFlight)}
+		out: make(chan outgoing, 64), tokens: map[string][]byte{}, replySlots: make(chan struct{}, MaxRepliesInFlight),
+		callSlots: make(chan struct{}, MaxCallsInFlight)}
 }
 
 // MaxRepliesInFlight bounds the replies of one socket handled at once
@@ -158,6 +165,19 @@ func (c *conn) readLoop(idle time.Duration) error {
 				defer func() { <-c.replySlots }()
 				c.onReply(c, env)
 			}()
+		case proto.MsgCall:
+			if c.onCall == nil || env.ID == "" {
+				continue
+			}
+			select {
+			case c.callSlots <- struct{}{}:
+			case <-c.ctx.Done():
+				return c.ctx.Err()
+			}
+			go func() {
+				defer func() { <-c.callSlots }()
+				c.onCall(c, env)
+			}()
 		default:
 			c.log.Debug("agent message nobody handles", "guid", c.dev.GUID, "type", env.Type)
 		}
@@ -194,6 +214,14 @@ func (c *conn) enqueue(env proto.Envelope) bool {
 		c.log.Warn("agent socket queue full; dropped a message", "guid", c.dev.GUID, "type", env.Type)
 		return false
 	}
+}
+
+// tokenValid reports whether the access token the socket holds (moved on
+// by sweeps while the device refreshes) is still valid at now.
+func (c *conn) tokenValid(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.validUntil.IsZero() || now.Before(c.validUntil)
 }
 
 func (c *conn) track(id string, token []byte) {

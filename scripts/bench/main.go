@@ -48,6 +48,7 @@ func main() {
 		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
 		shellKeys = flag.Int("shell-keystrokes", 500, "keystrokes timed through a remote shell on one real agent (0: none)")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
+		pprofFor  = flag.Duration("pprof", 0, "profile the Engine's CPU this long once the footprint is sampled, into <data>/<N>/cpu.pprof, and from the start of enrollment into enroll.pprof (0: none; the Engine needs CAIRN_PPROF)")
 		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
 		jobKill   = flag.Bool("job-kill", false, "instead: a scheduled job to every agent with a kill -9 of the Engine mid-run (jobs.go)")
 		storm     = flag.Bool("storm", false, "instead: kill -9 the Engine under N connected agents and time their reconnect storm (storm.go)")
@@ -64,6 +65,10 @@ func main() {
 		wdDevs    = flag.Int("watchdog-devices", 10000, "devices the watchdogs run seeds")
 		wdSteady  = flag.Duration("watchdog-steady", 5*time.Minute, "how long CPU is sampled without and with the watchdogs")
 		wdProbes  = flag.Int("watchdog-probes", 100, "devices whose CPU goes over the threshold (and as many that go silent)")
+		agentRSS  = flag.Bool("agent-rss", false, "instead: the resident memory of real idle agents side by side (agentrss.go)")
+		rssBins   = flag.String("agent-rss-bins", "", "name=binary,... of the agents -agent-rss compares (default: agent=<-agent>)")
+		rssWarmup = flag.Duration("agent-rss-warmup", time.Minute, "how long each agent runs connected before its memory is sampled")
+		rssIdle   = flag.Duration("agent-rss-idle", 3*time.Minute, "how long -agent-rss samples")
 	)
 	flag.Parse()
 	fan, err := parseFanOut(*fanOutArg)
@@ -71,7 +76,7 @@ func main() {
 		fail(err)
 	}
 	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
-		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns}
+		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns, pprof: *pprofFor}
 	if !*ops {
 		opts.ops, opts.opsBudget, opts.shellKeys, opts.quickRuns = opsConfig{}, 0, 0, 0
 	}
@@ -79,6 +84,19 @@ func main() {
 	defer stop()
 	if *transfer {
 		res, err := runTransfer(ctx, opts, filepath.Join(*dataRoot, "transfer"), *xferBytes, *xferRuns)
+		if err != nil {
+			fail(err)
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		return
+	}
+	if *agentRSS {
+		bins := *rssBins
+		if bins == "" {
+			bins = "agent=" + *agentBin
+		}
+		res, err := runAgentRSS(ctx, opts, filepath.Join(*dataRoot, "agent-rss"), bins, *rssWarmup, *rssIdle)
 		if err != nil {
 			fail(err)
 		}
@@ -163,6 +181,9 @@ type runOptions struct {
 	shellKeys int
 	// quickRuns is how many quick runs fan out to every agent.
 	quickRuns int
+	// pprof is how long the Engine's CPU is profiled in the steady phase
+	// (0: not at all).
+	pprof time.Duration
 }
 
 // simPrefix names the simulated agents (simulate --prefix).
@@ -185,6 +206,11 @@ type result struct {
 	Shell *shellResult `json:"shell,omitempty"`
 	// QuickRun is the script fan-out (quickrun.go).
 	QuickRun *quickRunResult `json:"quick_run,omitempty"`
+	// CPUPerMessage is the Engine's steady CPU in millicores per
+	// heartbeat a second (the steady CPU over the steady heartbeat rate).
+	CPUPerMessage float64 `json:"engine_millicores_per_heartbeat_per_second,omitempty"`
+	// Profile is the CPU profile's file, when one was taken.
+	Profile string `json:"cpu_profile,omitempty"`
 	// OpsWindowSeconds is the part of the steady phase the operations took:
 	// it is left out of the steady CPU, memory and heartbeat figures.
 	OpsWindowSeconds float64 `json:"ops_window_seconds,omitempty"`
@@ -223,6 +249,13 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	engine.Env = append(cleanEnv(), "CAIRN_DATA_DIR="+dataDir, fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", port),
 		"CAIRN_HTTPS_ADDR=off", "CAIRN_PUBLIC_URL="+base, fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", tport),
 		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_PROOF_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
+	metricsBase := ""
+	if o.pprof > 0 {
+		mport := freePort()
+		metricsBase = fmt.Sprintf("http://127.0.0.1:%d", mport)
+		engine.Env = append(engine.Env, fmt.Sprintf("CAIRN_METRICS_ADDR=127.0.0.1:%d", mport), "CAIRN_PPROF=1")
+	}
+	var profile string
 	logFile, err := os.Create(filepath.Join(dataDir, "engine.log"))
 	if err != nil {
 		return nil, err
@@ -281,6 +314,17 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		stopSampling()
 		return nil, err
 	}
+	enrollProfiled := make(chan struct{})
+	if o.pprof > 0 {
+		go func() {
+			defer close(enrollProfiled)
+			if err := fetchProfile(ctx, metricsBase, o.pprof, filepath.Join(dataDir, "enroll.pprof")); err != nil {
+				fmt.Fprintf(logOut, "bench: no enrollment profile: %v\n", err)
+			}
+		}()
+	} else {
+		close(enrollProfiled)
+	}
 	out := newSimOutput()
 	readDone := make(chan error, 1)
 	go func() { readDone <- out.read(stdout) }()
@@ -314,6 +358,14 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		}
 		fmt.Fprintf(logOut, "bench: %d sockets live: rss=%.1fMiB fds=%d (%.1f KiB and %.2f files per agent)\n",
 			live, fp.Connected.RSSMiB, fp.Connected.FDs, fp.PerAgentRSSKiB, fp.PerAgentFDs)
+		if o.pprof > 0 {
+			<-enrollProfiled
+			profile = filepath.Join(dataDir, "cpu.pprof")
+			if err := fetchProfile(ctx, metricsBase, o.pprof, profile); err != nil {
+				fmt.Fprintf(logOut, "bench: no CPU profile: %v\n", err)
+				profile = ""
+			}
+		}
 		if o.ops.RoundTrips > 0 || len(o.ops.FanOut) > 0 || o.quickRuns > 0 {
 			opsCtx, cancel := context.WithTimeout(ctx, o.opsBudget-15*time.Second)
 			opsFrom = time.Now()
@@ -367,7 +419,12 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		return nil, err
 	}
 	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg,
-		Operations: ops, Shell: shell, QuickRun: quick}
+		Operations: ops, Shell: shell, QuickRun: quick, Profile: profile}
+	if st, ok := summary["steady"].(map[string]any); ok {
+		if rate, ok := st["heartbeat_rate_median"].(float64); ok && rate > 0 {
+			res.CPUPerMessage = round(eng.CPUCoresMean*1000/rate, 3)
+		}
+	}
 	if !out.steadyFrom.IsZero() {
 		res.Footprint = fp
 	}
@@ -470,6 +527,34 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// fetchProfile saves a CPU profile of the Engine taken over d from its
+// metrics listener (CAIRN_PPROF) to path.
+func fetchProfile(ctx context.Context, metricsBase string, d time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", metricsBase, int(d.Seconds())), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: HTTP %d (an Engine without CAIRN_PPROF?)", resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func cleanEnv() []string {

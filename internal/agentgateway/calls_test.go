@@ -161,3 +161,23 @@ func TestOlderAgentsAreOfferedNoCalls(t *testing.T) {
 	require.Empty(t, s.calls)
 	s.mu.Unlock()
 }
+
+// Issue 28: a socket whose agent heartbeats over it needs no pings: a ping
+// goes out only when no call's reply did within the ping interval.
+func TestPingsWaitForSilence(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		lastReply time.Time
+		want      bool
+	}{
+		{"no reply yet", time.Time{}, true},
+		{"a reply just now", now.Add(-time.Second), false},
+		{"a reply within the interval", now.Add(-19 * time.Second), false},
+		{"the last reply an interval ago", now.Add(-20 * time.Second), true},
+		{"a long silence", now.Add(-time.Hour), true},
+	} {
+		require.Equal(t, tc.want, agentgateway.PingDue(tc.lastReply, now, 20*time.Second), tc.name)
+	}
+}

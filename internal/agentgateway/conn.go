@@ -115,9 +115,16 @@ func (c *conn) writeNow(env proto.Envelope, timeout time.Duration) error {
 
 // writeLoop sends queued messages and a ping every interval until the
 // socket ends. A failed write closes the socket: the agent reconnects.
+// A ping is left out when a call's reply went out within the interval
+// (every heartbeat of an agent of protocol 5): the agent's call proves it
+// alive to this side and the reply keeps its read deadline, so a ping and
+// its pong would only double the frames of an idle agent (issue 28).
+// Other messages do not count: an event the agent need not answer proves
+// nothing about it.
 func (c *conn) writeLoop(ping, timeout time.Duration) {
 	tick := time.NewTicker(ping)
 	defer tick.Stop()
+	var lastMessage time.Time // of the last call reply
 	for {
 		var err error
 		select {
@@ -128,7 +135,13 @@ func (c *conn) writeLoop(ping, timeout time.Duration) {
 			if m.result != nil {
 				m.result <- err
 			}
-		case <-tick.C:
+			if err == nil && m.env.Type == proto.MsgCallReply {
+				lastMessage = time.Now()
+			}
+		case now := <-tick.C:
+			if !pingDue(lastMessage, now, ping) {
+				continue
+			}
 			err = c.writeNow(proto.Envelope{Type: proto.MsgPing}, timeout)
 		}
 		if err != nil {
@@ -137,6 +150,12 @@ func (c *conn) writeLoop(ping, timeout time.Duration) {
 			return
 		}
 	}
+}
+
+// pingDue reports whether a ping is to go out at now: no call's reply
+// went out within the last interval.
+func pingDue(lastMessage, now time.Time, interval time.Duration) bool {
+	return lastMessage.IsZero() || now.Sub(lastMessage) >= interval
 }
 
 // readLoop reads until the socket fails or stays silent for idle: any

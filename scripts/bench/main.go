@@ -48,6 +48,7 @@ func main() {
 		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
 		shellKeys = flag.Int("shell-keystrokes", 500, "keystrokes timed through a remote shell on one real agent (0: none)")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
+		enrollC   = flag.Int("enroll-concurrency", 10, "enrollments the simulator runs at once (simulate --concurrency)")
 		pprofFor  = flag.Duration("pprof", 0, "profile the Engine's CPU this long once the footprint is sampled, into <data>/<N>/cpu.pprof, and from the start of enrollment into enroll.pprof (0: none; the Engine needs CAIRN_PPROF)")
 		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
 		jobKill   = flag.Bool("job-kill", false, "instead: a scheduled job to every agent with a kill -9 of the Engine mid-run (jobs.go)")
@@ -76,7 +77,7 @@ func main() {
 		fail(err)
 	}
 	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
-		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns, pprof: *pprofFor}
+		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns, pprof: *pprofFor, enrollConcurrency: *enrollC}
 	if !*ops {
 		opts.ops, opts.opsBudget, opts.shellKeys, opts.quickRuns = opsConfig{}, 0, 0, 0
 	}
@@ -184,6 +185,8 @@ type runOptions struct {
 	// pprof is how long the Engine's CPU is profiled in the steady phase
 	// (0: not at all).
 	pprof time.Duration
+	// enrollConcurrency is simulate's --concurrency.
+	enrollConcurrency int
 }
 
 // simPrefix names the simulated agents (simulate --prefix).
@@ -209,6 +212,9 @@ type result struct {
 	// CPUPerMessage is the Engine's steady CPU in millicores per
 	// heartbeat a second (the steady CPU over the steady heartbeat rate).
 	CPUPerMessage float64 `json:"engine_millicores_per_heartbeat_per_second,omitempty"`
+	// EnrollRate is agents enrolled and connected per second: the count
+	// over the time until all showed connected.
+	EnrollRate float64 `json:"enrolled_per_second,omitempty"`
 	// Profile is the CPU profile's file, when one was taken.
 	Profile string `json:"cpu_profile,omitempty"`
 	// OpsWindowSeconds is the part of the steady phase the operations took:
@@ -234,6 +240,13 @@ type footprint struct {
 	// live sockets.
 	PerAgentRSSKiB float64 `json:"per_agent_rss_kib"`
 	PerAgentFDs    float64 `json:"per_agent_fds"`
+	// GoLiveKiB (with --pprof) is the Engine's live Go heap plus goroutine
+	// stacks after a forced collection, idle and all connected; their
+	// difference per live socket is PerAgentGoKiB: the Engine's own memory
+	// per agent, without the noise of RSS (garbage not yet collected or
+	// returned) nor the kernel's socket buffers.
+	GoLiveKiB     [2]float64 `json:"go_live_kib,omitempty"`
+	PerAgentGoKiB float64    `json:"per_agent_go_kib,omitempty"`
 }
 
 func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, error) {
@@ -296,13 +309,21 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		return nil, ctx.Err()
 	}
 	fp := &footprint{Baseline: watch.idle(ctx, 10, time.Second)}
+	if metricsBase != "" {
+		if kib, err := goLiveKiB(ctx, metricsBase); err == nil {
+			fp.GoLiveKiB[0] = kib
+		} else {
+			fmt.Fprintf(logOut, "bench: no Go memory figures: %v\n", err)
+		}
+	}
 	fmt.Fprintf(logOut, "bench: idle Engine, no agents: rss=%.1fMiB fds=%d\n", fp.Baseline.RSSMiB, fp.Baseline.FDs)
 
 	sampler := newSampler(watch)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	go sampler.run(sampleCtx, time.Second)
 	sim := exec.CommandContext(ctx, o.agentBin, "simulate", "--server", base, "--code", code,
-		"--count", strconv.Itoa(n), "--duration", (o.duration + o.opsBudget).String(), "--prefix", simPrefix)
+		"--count", strconv.Itoa(n), "--duration", (o.duration + o.opsBudget).String(), "--prefix", simPrefix,
+		"--concurrency", strconv.Itoa(max(o.enrollConcurrency, 1)))
 	sim.Stderr = os.Stderr
 	stdout, err := sim.StdoutPipe()
 	if err != nil {
@@ -352,6 +373,12 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		case <-ctx.Done():
 		}
 		fp.Connected = watch.idle(ctx, 23, time.Second)
+		if kib, err := goLiveKiB(ctx, metricsBase); err == nil && fp.GoLiveKiB[0] > 0 && live > 0 {
+			fp.GoLiveKiB[1] = kib
+			fp.PerAgentGoKiB = round((kib-fp.GoLiveKiB[0])/float64(live), 1)
+			fmt.Fprintf(logOut, "bench: Go heap and stacks: %.0f KiB idle, %.0f KiB connected (%.1f KiB per agent)\n",
+				fp.GoLiveKiB[0], kib, fp.PerAgentGoKiB)
+		}
 		if live > 0 {
 			fp.PerAgentRSSKiB = round((fp.Connected.RSSMiB-fp.Baseline.RSSMiB)*1024/float64(live), 1)
 			fp.PerAgentFDs = round(float64(fp.Connected.FDs-fp.Baseline.FDs)/float64(live), 2)
@@ -420,6 +447,9 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	}
 	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg,
 		Operations: ops, Shell: shell, QuickRun: quick, Profile: profile}
+	if ms, ok := summary["time_to_all_connected_ms"].(float64); ok && ms > 0 {
+		res.EnrollRate = round(float64(n)/(ms/1000), 1)
+	}
 	if st, ok := summary["steady"].(map[string]any); ok {
 		if rate, ok := st["heartbeat_rate_median"].(float64); ok && rate > 0 {
 			res.CPUPerMessage = round(eng.CPUCoresMean*1000/rate, 3)
@@ -527,6 +557,48 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// goLiveKiB is the Engine's live heap and goroutine stacks in KiB: its
+// runtime.MemStats (HeapAlloc, StackInuse) right after a forced
+// collection, read from its heap profile's debug text (CAIRN_PPROF).
+func goLiveKiB(ctx context.Context, metricsBase string) (float64, error) {
+	if metricsBase == "" {
+		return 0, errors.New("no metrics listener")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsBase+"/debug/pprof/heap?gc=1&debug=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /debug/pprof/heap: HTTP %d", resp.StatusCode)
+	}
+	var heap, stack float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			heap = num(v)
+		}
+		if v, ok := strings.CutPrefix(line, "# Stack = "); ok {
+			stack = num(strings.TrimSpace(strings.SplitN(v, "/", 2)[0]))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if heap == 0 {
+		return 0, errors.New("no HeapAlloc in the heap profile")
+	}
+	return round((heap+stack)/1024, 0), nil
 }
 
 // fetchProfile saves a CPU profile of the Engine taken over d from its
@@ -864,11 +936,20 @@ type procSample struct {
 	RSSMiB  float64 `json:"rss_mib"`
 	FDs     int     `json:"fds"`
 	Samples int     `json:"samples"`
+	// CPUCores is the Engine's mean CPU over the samples' span.
+	CPUCores float64 `json:"cpu_cores"`
 }
 
 // idle samples the Engine count times, every apart.
 func (w *procWatch) idle(ctx context.Context, count int, every time.Duration) procSample {
 	var rss, fds []float64
+	cpu0, _ := procUsage(w.pid)
+	start := time.Now()
+	done := func() procSample {
+		cpu1, _ := procUsage(w.pid)
+		return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss),
+			CPUCores: round((cpu1-cpu0)/max(time.Since(start).Seconds(), 1e-9), 4)}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for len(rss) < count {
@@ -876,11 +957,11 @@ func (w *procWatch) idle(ctx context.Context, count int, every time.Duration) pr
 		rss, fds = append(rss, r), append(fds, float64(w.fds()))
 		select {
 		case <-ctx.Done():
-			return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss)}
+			return done()
 		case <-t.C:
 		}
 	}
-	return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss)}
+	return done()
 }
 
 // fds is the Engine's open files.

@@ -228,7 +228,7 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 		// Inventory and heartbeats wait for the first socket attempt: a
 		// copy of the device (a cloned disk) learns it is one there, and
 		// nothing of its own may land on the original's record.
-		func() error { waitTried(ctx, rt.tried); a.detailsLoop(ctx, tokens, wanted); return nil },
+		func() error { waitTried(ctx, rt.tried); a.detailsLoop(ctx, calls, wanted); return nil },
 		func() error { waitTried(ctx, rt.tried); a.heartbeatLoop(ctx, calls, wanted); return nil },
 		func() error { a.runningStatus(ctx, calls, connected); return nil },
 		func() error { return rt.run(ctx) },

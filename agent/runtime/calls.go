@@ -144,11 +144,17 @@ func (c *caller) call(ctx context.Context, name, method, path string, in, out an
 	if method == http.MethodGet {
 		in = nil
 	}
-	err := c.tokens.Call(ctx, method, path, in, out)
+	err := c.rest(ctx, method, path, in, out)
 	c.hooks.call(name, false)
+	return err
+}
+
+// rest is tokens.Call for a request that has no call (the details post):
+// while the socket is up, the keep-alive it leaves is closed at once, as
+// it would be a second connection per agent until it idled out (90 s).
+func (c *caller) rest(ctx context.Context, method, path string, in, out any) error {
+	err := c.tokens.Call(ctx, method, path, in, out)
 	if c.rt.live.Load() != nil {
-		// The socket is up: the keep-alive this request leaves would be
-		// a second connection per agent until it idles out.
 		c.client.CloseIdleConnections()
 	}
 	return err

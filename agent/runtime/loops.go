@@ -175,7 +175,7 @@ func (a *Agent) heartbeat(ctx context.Context, calls *caller) (proto.HeartbeatRe
 // role's state changes, when the Engine asks (details_wanted) and at
 // least every DetailsMaxInterval. A failed post leaves the last hash
 // unchanged, so the next check posts again.
-func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan struct{}) {
+func (a *Agent) detailsLoop(ctx context.Context, calls *caller, wanted <-chan struct{}) {
 	var lastHash, lastRoles string
 	var lastPost time.Time
 	check := func(force bool) {
@@ -186,7 +186,7 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 			return
 		}
 		d := proto.Details{Hash: h, CollectedAt: now.UTC(), Inventory: inv, Roles: roles}
-		if err := tokens.Call(ctx, http.MethodPost, proto.PathDetails, d, &proto.DetailsResponse{}); err != nil {
+		if err := calls.rest(ctx, http.MethodPost, proto.PathDetails, d, &proto.DetailsResponse{}); err != nil {
 			if ctx.Err() == nil {
 				a.opts.Hooks.error("details", err)
 				a.timeline.fail("details", err)

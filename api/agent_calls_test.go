@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -134,6 +135,30 @@ type socketGate struct {
 	mu      sync.Mutex
 	open    bool
 	restHBs int
+	// conns are the agent's HTTP connections that are neither closed nor
+	// taken over by the socket (ConnState).
+	conns map[net.Conn]bool
+}
+
+// track is the front server's ConnState.
+func (g *socketGate) track(c net.Conn, st http.ConnState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.conns == nil {
+		g.conns = map[net.Conn]bool{}
+	}
+	switch st {
+	case http.StateHijacked, http.StateClosed:
+		delete(g.conns, c)
+	default:
+		g.conns[c] = true
+	}
+}
+
+func (g *socketGate) httpConns() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.conns)
 }
 
 func (g *socketGate) handler(engineURL string) http.Handler {
@@ -191,7 +216,9 @@ func TestAgentHeartbeatsOverTheSocketWhenConnected(t *testing.T) {
 	t.Parallel()
 	gate := &socketGate{}
 	var engineURL string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gate.handler(engineURL).ServeHTTP(w, r) }))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gate.handler(engineURL).ServeHTTP(w, r) }))
+	srv.Config.ConnState = gate.track
+	srv.Start()
 	t.Cleanup(srv.Close)
 	f := &fixture{store: pgtest.NewDB(t), clk: authtest.NewClock(), github: newFakeGitHub(t), agentURLs: []string{srv.URL}}
 	f.engine = f.newEngine(t)
@@ -279,6 +306,11 @@ func TestAgentHeartbeatsOverTheSocketWhenConnected(t *testing.T) {
 	require.Equal(t, restHookBefore, restHook)
 	statusSock, _ := calls.counts(proto.CallStatus)
 	require.Positive(t, statusSock, "the running status went over the socket")
+	// One connection per agent: the keep-alive that enrollment, the
+	// refresh and the REST heartbeats used is closed once the socket is
+	// up (before, the heartbeats kept it open beside the socket).
+	require.Eventually(t, func() bool { return gate.httpConns() == 0 }, 2*time.Minute, 10*time.Millisecond,
+		"an HTTP connection stays open beside the socket")
 
 	require.Eventually(t, func() bool {
 		c, err := store.Load()

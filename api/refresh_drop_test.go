@@ -38,7 +38,7 @@ type dropProxy struct {
 	armed   bool
 	dropped bool
 	// refreshed: a refresh succeeded after the drop; worked: a Device call
-	// succeeded after that.
+	// (a REST heartbeat or the socket's upgrade) succeeded after that.
 	refreshed, worked bool
 }
 
@@ -56,7 +56,10 @@ func (p *dropProxy) handler(engineURL string) http.Handler {
 			return errLost
 		case path == proto.PathTokenRefresh && p.dropped && resp.StatusCode == 200:
 			p.refreshed = true
-		case path == proto.PathHeartbeat && p.refreshed && resp.StatusCode < 300:
+		case path == proto.PathHeartbeat && p.refreshed && resp.StatusCode < 300,
+			path == proto.PathRealtimeWS && p.refreshed && resp.StatusCode == http.StatusSwitchingProtocols:
+			// A heartbeat, or the socket that carries them (issue 28),
+			// accepted under the new token.
 			p.worked = true
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/internal/devices"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/enrollment"
 	"github.com/cairn-rmm/cairn/internal/events"
 )
@@ -18,19 +19,10 @@ const maxDetailsBody = 16 << 20
 // agentCallbackRoutes are the agent's heartbeat, startup timeline and
 // inventory posts (SPEC "Agent callbacks").
 func (s *Server) agentCallbackRoutes() []Route {
+	s.agentCallbackCalls()
 	return []Route{
 		{"POST", proto.PathHeartbeat, AuthDevice, jsonAction(s, http.StatusOK, false, func(r *http.Request, req proto.Heartbeat) (proto.HeartbeatResponse, error) {
-			resp, err := s.Devices.Heartbeat(r.Context(), *deviceFrom(r.Context()), req)
-			if err == nil {
-				resp, err = s.metadataSync(r.Context(), deviceFrom(r.Context()).GUID, req, resp)
-			}
-			if err == nil && s.Signer != nil {
-				resp.ScriptSigning = s.scriptTrust(r.Context())
-				if err := s.Signer.Report(r.Context(), deviceFrom(r.Context()).GUID, req.ScriptSigningKeyIDs); err != nil {
-					s.reqLog(r).Warn("could not record the agent's script-signing keys", "err", err)
-				}
-			}
-			return resp, err
+			return s.agentHeartbeat(r.Context(), *deviceFrom(r.Context()), req)
 		}), "Send an agent heartbeat"},
 		{"POST", proto.PathStatus, AuthDevice, jsonAction(s, http.StatusNoContent, false, func(r *http.Request, req proto.Status) (struct{}, error) {
 			return struct{}{}, s.Devices.Status(r.Context(), *deviceFrom(r.Context()), req)
@@ -39,6 +31,23 @@ func (s *Server) agentCallbackRoutes() []Route {
 			return s.Devices.Details(r.Context(), *deviceFrom(r.Context()), req)
 		})), "Report device details"},
 	}
+}
+
+// agentHeartbeat is the heartbeat's answer, over REST (PathHeartbeat) or
+// the realtime socket (proto.CallHeartbeat): the beat queued for the next
+// flush, the metadata sync, and the script-signing trust.
+func (s *Server) agentHeartbeat(ctx context.Context, dev devicetrust.Identity, req proto.Heartbeat) (proto.HeartbeatResponse, error) {
+	resp, err := s.Devices.Heartbeat(ctx, dev, req)
+	if err == nil {
+		resp, err = s.metadataSync(ctx, dev.GUID, req, resp)
+	}
+	if err == nil && s.Signer != nil {
+		resp.ScriptSigning = s.scriptTrust(ctx)
+		if err := s.Signer.Report(ctx, dev.GUID, req.ScriptSigningKeyIDs); err != nil {
+			s.ctxLog(ctx).Warn("could not record the agent's script-signing keys", "err", err)
+		}
+	}
+	return resp, err
 }
 
 // enrolled records a new or returning device in its activity history and

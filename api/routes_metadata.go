@@ -7,12 +7,14 @@ import (
 
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
+	"github.com/cairn-rmm/cairn/internal/devicetrust"
 	"github.com/cairn-rmm/cairn/internal/metadata"
 )
 
 // metadataRoutes are the metadata fields (docs/api.md "Metadata fields"):
 // definitions, per-device values, and the agent's read of one field.
 func (s *Server) metadataRoutes() []Route {
+	s.metadataCalls()
 	return []Route{
 		{"GET", "/api/metadata_fields", AuthToken, getAction(s, func(r *http.Request) (metadataDefinitionsJSON, error) {
 			defs, err := s.Metadata.Definitions(r.Context())
@@ -52,15 +54,21 @@ func (s *Server) metadataRoutes() []Route {
 			if err != nil {
 				return proto.MetadataFieldValue{}, err
 			}
-			v, err := s.Metadata.AgentValue(r.Context(), deviceFrom(r.Context()).GUID, n)
-			out := proto.MetadataFieldValue{FieldNumber: n, Value: v.Value, Source: v.Source}
-			if v.ModifiedAt != nil {
-				at := v.ModifiedAt.UTC().Format(time.RFC3339Nano)
-				out.ModifiedAt = &at
-			}
-			return out, err
+			return s.agentMetadataValue(r.Context(), *deviceFrom(r.Context()), n)
 		}), "Agent: read a metadata value"},
 	}
+}
+
+// agentMetadataValue is the agent's read of field n, over REST or the
+// realtime socket (proto.CallMetadataRead).
+func (s *Server) agentMetadataValue(ctx context.Context, dev devicetrust.Identity, n int) (proto.MetadataFieldValue, error) {
+	v, err := s.Metadata.AgentValue(ctx, dev.GUID, n)
+	out := proto.MetadataFieldValue{FieldNumber: n, Value: v.Value, Source: v.Source}
+	if v.ModifiedAt != nil {
+		at := v.ModifiedAt.UTC().Format(time.RFC3339Nano)
+		out.ModifiedAt = &at
+	}
+	return out, err
 }
 
 // metadataSync adds the metadata part to a heartbeat answer: acks for the

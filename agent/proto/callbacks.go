@@ -228,6 +228,9 @@ type ConnectAgentAck struct {
 	// PingIntervalSeconds is how often the worker sends ping; it stays well
 	// under the agent's 60 s read-idle deadline.
 	PingIntervalSeconds int `json:"ping_interval_seconds"`
+	// Calls names the calls (calls.go) this worker answers on the socket,
+	// for agents of protocol CallsVersion and later.
+	Calls []string `json:"calls,omitempty"`
 }
 
 // DeviceCloned is the payload of MsgDeviceCloned.

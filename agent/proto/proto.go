@@ -17,9 +17,10 @@ import "time"
 // chains, purpose-bound script payloads and the artifact key (trust.go);
 // docs/agent.md "Signing chain" says what older agents do. Version 4 adds
 // ConnectAgent.Capabilities (capabilities.go); older agents are given
-// LegacyCapabilities.
+// LegacyCapabilities. Version 5 adds calls over the socket (calls.go,
+// ConnectAgentAck.Calls).
 const (
-	Version    = 4
+	Version    = 5
 	MinVersion = 1
 )
 

@@ -206,7 +206,7 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 	}
 
 	if err := a.postStartup(ctx, tokens); err != nil {
-		return a.ended(parent, ctx, tokens, err)
+		return a.ended(parent, ctx, &caller{tokens: tokens, client: client, rt: &realtime{}, hooks: a.opts.Hooks}, err)
 	}
 	connected := make(chan struct{}, 1)
 	rt := &realtime{
@@ -221,15 +221,16 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 		},
 		tried: make(chan struct{}),
 	}
+	calls := &caller{tokens: tokens, client: client, rt: rt, hooks: a.opts.Hooks}
 	wanted := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for _, loop := range []func() error{
 		// Inventory and heartbeats wait for the first socket attempt: a
 		// copy of the device (a cloned disk) learns it is one there, and
 		// nothing of its own may land on the original's record.
-		func() error { waitTried(ctx, rt.tried); a.detailsLoop(ctx, tokens, wanted); return nil },
-		func() error { waitTried(ctx, rt.tried); a.heartbeatLoop(ctx, tokens, wanted); return nil },
-		func() error { a.runningStatus(ctx, tokens, connected); return nil },
+		func() error { waitTried(ctx, rt.tried); a.detailsLoop(ctx, calls, wanted); return nil },
+		func() error { waitTried(ctx, rt.tried); a.heartbeatLoop(ctx, calls, wanted); return nil },
+		func() error { a.runningStatus(ctx, calls, connected); return nil },
 		func() error { return rt.run(ctx) },
 		func() error { return a.watch(ctx) },
 	} {
@@ -243,12 +244,12 @@ func (a *Agent) session(parent context.Context, cfg *agent.Config, client *trans
 	}
 	<-ctx.Done()
 	wg.Wait()
-	return a.ended(parent, ctx, tokens, context.Cause(ctx))
+	return a.ended(parent, ctx, calls, context.Cause(ctx))
 }
 
 // ended posts the stopping status when the agent itself is stopping and
 // returns why the session ended.
-func (a *Agent) ended(parent, ctx context.Context, tokens *Tokens, err error) error {
+func (a *Agent) ended(parent, ctx context.Context, calls *caller, err error) error {
 	if parent.Err() == nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return cause
@@ -258,7 +259,7 @@ func (a *Agent) ended(parent, ctx context.Context, tokens *Tokens, err error) er
 	// Best effort: the service manager is waiting for the process to exit.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
-	if err := tokens.Call(sctx, http.MethodPost, proto.PathStatus, a.status(PhaseStopping), nil); err != nil {
+	if err := calls.call(sctx, proto.CallStatus, http.MethodPost, proto.PathStatus, a.status(PhaseStopping), nil); err != nil {
 		a.log.Warn("could not post the stopping status", "err", err)
 	}
 	return parent.Err()

@@ -62,14 +62,14 @@ func (a *Agent) postStartup(ctx context.Context, tokens *Tokens) error {
 
 // runningStatus posts phase running once the socket is first accepted in
 // this loop, so the timeline shows when the agent became reachable.
-func (a *Agent) runningStatus(ctx context.Context, tokens *Tokens, connected <-chan struct{}) {
+func (a *Agent) runningStatus(ctx context.Context, calls *caller, connected <-chan struct{}) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-connected:
 	}
 	a.timeline.mark(MilestoneRealtimeConnected, true, a.socket.get().Worker)
-	if err := tokens.Call(ctx, http.MethodPost, proto.PathStatus, a.status(PhaseRunning), nil); err != nil && ctx.Err() == nil {
+	if err := calls.call(ctx, proto.CallStatus, http.MethodPost, proto.PathStatus, a.status(PhaseRunning), nil); err != nil && ctx.Err() == nil {
 		a.opts.Hooks.error("status", err)
 		a.timeline.fail("status", err)
 	}
@@ -77,7 +77,7 @@ func (a *Agent) runningStatus(ctx context.Context, tokens *Tokens, connected <-c
 
 // heartbeatLoop sends a heartbeat every interval plus 0..jitter, measured
 // start to start so the cadence does not drift with the Engine's latency.
-func (a *Agent) heartbeatLoop(ctx context.Context, tokens *Tokens, detailsWanted chan<- struct{}) {
+func (a *Agent) heartbeatLoop(ctx context.Context, calls *caller, detailsWanted chan<- struct{}) {
 	interval := a.timing.HeartbeatInterval
 	next := a.now().Add(a.timing.FirstHeartbeatDelay)
 	for {
@@ -85,7 +85,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context, tokens *Tokens, detailsWanted
 			return
 		}
 		start := a.now()
-		resp, err := a.heartbeat(ctx, tokens)
+		resp, err := a.heartbeat(ctx, calls)
 		if a.opts.Hooks.Heartbeat != nil && ctx.Err() == nil {
 			a.opts.Hooks.Heartbeat(a.now().Sub(start), err)
 		}
@@ -120,9 +120,10 @@ func heartbeatInterval(seconds int, current time.Duration) time.Duration {
 // errNothingAcked keeps an ack that removed nothing from writing the file.
 var errNothingAcked = errors.New("nothing acknowledged")
 
-// heartbeat sends metrics and the metadata queue, applies the acks and,
-// after success, removes stale temp files next to agent.json.
-func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatResponse, error) {
+// heartbeat sends metrics and the metadata queue (over the socket when it
+// is up: calls.go), applies the acks and, after success, removes stale
+// temp files next to agent.json.
+func (a *Agent) heartbeat(ctx context.Context, calls *caller) (proto.HeartbeatResponse, error) {
 	cfg, err := a.opts.Store.Load()
 	if err != nil {
 		return proto.HeartbeatResponse{}, err
@@ -138,7 +139,7 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 	}
 	hb.SentAt = a.now().UTC()
 	var resp proto.HeartbeatResponse
-	if err := tokens.Call(ctx, http.MethodPost, proto.PathHeartbeat, hb, &resp); err != nil {
+	if err := calls.call(ctx, proto.CallHeartbeat, http.MethodPost, proto.PathHeartbeat, hb, &resp); err != nil {
 		return resp, err
 	}
 	applyScriptTrust(a.opts.Store, a.log, resp.ScriptSigning)
@@ -157,7 +158,7 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 			a.log.Error("could not save the metadata acknowledgements", "err", err)
 		}
 	}
-	a.syncMetadata(ctx, tokens, cfg.Metadata.EngineRevision, resp)
+	a.syncMetadata(ctx, calls, cfg.Metadata.EngineRevision, resp)
 	if dir := a.opts.Store.Dir(); dir != "" {
 		removed, err := agent.CleanStaleTemps(dir, a.now())
 		if len(removed) > 0 {
@@ -174,7 +175,7 @@ func (a *Agent) heartbeat(ctx context.Context, tokens *Tokens) (proto.HeartbeatR
 // role's state changes, when the Engine asks (details_wanted) and at
 // least every DetailsMaxInterval. A failed post leaves the last hash
 // unchanged, so the next check posts again.
-func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan struct{}) {
+func (a *Agent) detailsLoop(ctx context.Context, calls *caller, wanted <-chan struct{}) {
 	var lastHash, lastRoles string
 	var lastPost time.Time
 	check := func(force bool) {
@@ -185,7 +186,7 @@ func (a *Agent) detailsLoop(ctx context.Context, tokens *Tokens, wanted <-chan s
 			return
 		}
 		d := proto.Details{Hash: h, CollectedAt: now.UTC(), Inventory: inv, Roles: roles}
-		if err := tokens.Call(ctx, http.MethodPost, proto.PathDetails, d, &proto.DetailsResponse{}); err != nil {
+		if err := calls.rest(ctx, http.MethodPost, proto.PathDetails, d, &proto.DetailsResponse{}); err != nil {
 			if ctx.Err() == nil {
 				a.opts.Hooks.error("details", err)
 				a.timeline.fail("details", err)
@@ -257,7 +258,7 @@ func applyScriptTrust(store Store, log *slog.Logger, trust *proto.ScriptTrust) {
 // them as acknowledged, so --metadata get shows the Engine's value. The
 // revision is saved only when every read succeeded; otherwise the next
 // heartbeat asks again (docs/agent.md "Metadata sync").
-func (a *Agent) syncMetadata(ctx context.Context, tokens *Tokens, have int64, resp proto.HeartbeatResponse) {
+func (a *Agent) syncMetadata(ctx context.Context, calls *caller, have int64, resp proto.HeartbeatResponse) {
 	fields := map[int]bool{}
 	for _, n := range resp.MetadataChangedFields {
 		fields[n] = true
@@ -281,7 +282,7 @@ func (a *Agent) syncMetadata(ctx context.Context, tokens *Tokens, have int64, re
 			continue
 		}
 		var v proto.MetadataFieldValue
-		if err := tokens.Call(ctx, http.MethodGet, proto.PathAgentMetadata(n), nil, &v); err != nil {
+		if err := calls.call(ctx, proto.CallMetadataRead, http.MethodGet, proto.PathAgentMetadata(n), proto.MetadataRead{FieldNumber: n}, &v); err != nil {
 			a.log.Warn("could not read a metadata field from the Engine", "field", n, "err", err)
 			complete = false
 			continue

@@ -166,6 +166,16 @@ type Hooks struct {
 	// Session hands over the Device caller of each loop as it starts, for
 	// work outside the loop that calls the Engine (update progress).
 	Session func(call Caller)
+	// Call reports each heartbeat, status report and metadata read by
+	// call name (proto.CallHeartbeat, ...) and whether it went over the
+	// realtime socket (true) or as a REST request (false).
+	Call func(name string, socket bool)
+}
+
+func (h Hooks) call(name string, socket bool) {
+	if h.Call != nil {
+		h.Call(name, socket)
+	}
 }
 
 func (h Hooks) error(op string, err error) {

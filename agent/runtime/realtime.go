@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -52,6 +53,8 @@ type realtime struct {
 	// accepted (a copy of the device is told so there).
 	tried     chan struct{}
 	triedOnce sync.Once
+	// live is the accepted socket, while there is one (calls.go).
+	live atomic.Pointer[socket]
 }
 
 // markTried closes tried once.
@@ -191,6 +194,15 @@ func (r *realtime) connect(ctx context.Context, route proto.Route) (accepted boo
 		}
 		return false, err
 	}
+	s.calls = newSocketCalls(ack.Calls)
+	r.live.Store(s)
+	defer func() {
+		r.live.CompareAndSwap(s, nil)
+		s.calls.end()
+	}()
+	// What enrolled, refreshed and asked for the route left a keep-alive
+	// connection; from now on the socket carries the small calls.
+	r.client.CloseIdleConnections()
 	r.tracker.set(SocketConnected, ack.Worker)
 	r.markTried()
 	r.tracker.traffic()
@@ -217,6 +229,8 @@ type socket struct {
 	r        *realtime
 	conn     *websocket.Conn
 	handlers *sync.WaitGroup
+	// calls is set once the socket is accepted (calls.go).
+	calls *socketCalls
 }
 
 func (s *socket) send(ctx context.Context, env proto.Envelope) error {
@@ -301,6 +315,11 @@ func (s *socket) dispatch(ctx context.Context, env proto.Envelope) error {
 	case proto.MsgPing:
 		return s.send(ctx, proto.Envelope{Type: proto.MsgPong, ID: env.ID})
 	case proto.MsgPong, proto.MsgReply, proto.MsgConnectAgentAck:
+		return nil
+	case proto.MsgCallReply:
+		if s.calls != nil {
+			s.calls.reply(env)
+		}
 		return nil
 	case proto.MsgDeviceCloned:
 		var dc proto.DeviceCloned

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/transport"
 )
 
@@ -21,7 +22,9 @@ type simStats struct {
 	count int
 
 	heartbeats atomic.Int64
-	connected  atomic.Int64
+	// socketHBs counts heartbeats answered over the realtime socket.
+	socketHBs atomic.Int64
+	connected atomic.Int64
 	// allConnected is the time to all connected in ns (0: not yet).
 	allConnected atomic.Int64
 
@@ -45,6 +48,12 @@ func (s *simStats) heartbeat(latency time.Duration, err error) {
 	s.mu.Lock()
 	s.lat = append(s.lat, float32(latency.Seconds()*1000))
 	s.mu.Unlock()
+}
+
+func (s *simStats) call(name string, socket bool) {
+	if socket && name == proto.CallHeartbeat {
+		s.socketHBs.Add(1)
+	}
 }
 
 func (s *simStats) error(op string, err error) {
@@ -136,6 +145,7 @@ func (s *simStats) summary(agents []*Agent) SimSummary {
 		Agents: len(agents), Enrolled: enrolled, Connected: connected, Heartbeats: hb,
 		HeartbeatRate: round2(float64(hb) / max(elapsed.Seconds(), 1e-9)),
 		LatencyP50:    round2(p50), LatencyP99: round2(p99), Errors: errs,
+		SocketHeartbeats: s.socketHBs.Load(),
 	}
 	if ns := s.allConnected.Load(); ns > 0 {
 		ms := time.Duration(ns).Milliseconds()

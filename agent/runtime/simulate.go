@@ -58,6 +58,9 @@ type SimSummary struct {
 	Errors        map[string]int64 `json:"errors"`
 	// TimeToAllConnected is null when not every agent was connected at once.
 	TimeToAllConnected *int64 `json:"time_to_all_connected_ms"`
+	// SocketHeartbeats are the heartbeats (of Heartbeats, answered or
+	// refused) that went over the realtime socket (protocol 5).
+	SocketHeartbeats int64 `json:"socket_heartbeats"`
 }
 
 // Simulate runs Count agents in this process through the real enrollment,
@@ -180,6 +183,7 @@ func newSimAgent(i int, opts SimOptions, timing Timing, stats *simStats) (*Agent
 			Heartbeat: stats.heartbeat,
 			Error:     stats.error,
 			Socket:    stats.socket,
+			Call:      stats.call,
 		},
 	})
 	return a, store, err

@@ -269,6 +269,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	log.Info("cairn-agent ready", "hostname", id.Hostname)
 	updaterDone := make(chan struct{})
 	go func() { defer close(updaterDone); updater.Run(runCtx) }()
+	limitMemory()
+	go trimLoop(runCtx, log)
 	if fault == "no-checkin" {
 		// A build that starts but never reaches the Engine (the rollback
 		// test's broken build): only the updater runs.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -82,8 +83,11 @@ type config struct {
 	// MetricsAddr is the listener that alone serves /metrics ("" when
 	// off); MetricsToken, read from CAIRN_METRICS_TOKEN_FILE, is the
 	// bearer token a scrape must carry there ("" for none).
-	MetricsAddr    string
-	MetricsToken   string
+	MetricsAddr  string
+	MetricsToken string
+	// Pprof serves the Go profiler (/debug/pprof/) on the metrics
+	// listener too, behind its token (CAIRN_PPROF; docs/benchmarks.md).
+	Pprof          bool
 	SiteWorkers    string // all | none
 	PassphraseFile string
 	GitHubAPIURL   string
@@ -247,6 +251,8 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.LogFormat, "log-format", env("CAIRN_LOG_FORMAT", logs.FormatJSON), "log line format: json or text")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("CAIRN_METRICS_ADDR", ""),
 		"host:port of a listener that serves only /metrics (Prometheus), such as 127.0.0.1:9464; empty serves no metrics")
+	fs.BoolVar(&c.Pprof, "pprof", env("CAIRN_PPROF", "") == "1",
+		"also serve the Go profiler at /debug/pprof/ on the metrics listener, behind its token (needs metrics-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", env("CAIRN_METRICS_TOKEN_FILE", ""),
 		"file holding a bearer token every /metrics scrape must carry (Authorization: Bearer); empty: none")
 	fs.StringVar(&c.SiteWorkers, "site-workers", env("CAIRN_SITE_WORKERS", "all"), "site workers this process runs: all or none")
@@ -341,6 +347,9 @@ func loadConfig(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	if c.MetricsToken, err = readMetricsToken(*metricsTokenFile, c.MetricsAddr); err != nil {
 		return c, err
+	}
+	if c.Pprof && c.MetricsAddr == "" {
+		return c, errors.New("pprof (CAIRN_PPROF) is served on the metrics listener, but metrics-addr (CAIRN_METRICS_ADDR) is empty: set both or neither")
 	}
 	if c.SiteWorkers != "all" && c.SiteWorkers != "none" {
 		return c, fmt.Errorf("site-workers must be all or none, got %q", c.SiteWorkers)

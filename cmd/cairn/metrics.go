@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -37,10 +38,7 @@ func withoutMetrics(api http.Handler) http.Handler {
 // comparison is over SHA-256 digests in constant time, so neither the
 // token's bytes nor its length leak through timing.
 func metricsOnly(metrics http.Handler, token string) http.Handler {
-	var want [sha256.Size]byte
-	if token != "" {
-		want = sha256.Sum256([]byte(token))
-	}
+	authorized := bearerCheck(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != metricsPath {
 			http.NotFound(w, r)
@@ -51,15 +49,57 @@ func metricsOnly(metrics http.Handler, token string) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		if token != "" {
-			got := sha256.Sum256([]byte(bearerToken(r)))
-			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="cairn-metrics"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
+		if authorized(w, r) {
+			metrics.ServeHTTP(w, r)
 		}
-		metrics.ServeHTTP(w, r)
+	})
+}
+
+// bearerCheck answers 401 (and false) to a request without the token;
+// with no token every request passes.
+func bearerCheck(token string) func(w http.ResponseWriter, r *http.Request) bool {
+	var want [sha256.Size]byte
+	if token != "" {
+		want = sha256.Sum256([]byte(token))
+	}
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		if token == "" {
+			return true
+		}
+		got := sha256.Sum256([]byte(bearerToken(r)))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn-metrics"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return false
+		}
+		return true
+	}
+}
+
+// pprofPrefix is where the Go profiler answers on the metrics listener
+// when CAIRN_PPROF is set (docs/benchmarks.md profiles the Engine there).
+const pprofPrefix = "/debug/pprof/"
+
+// withPprof serves the Go profiler under pprofPrefix, behind the same
+// bearer token as the metrics, and passes everything else to next. A
+// profile names no secret but shows the process's code paths and costs:
+// it is off unless asked for, and never on the API listener.
+func withPprof(next http.Handler, token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(pprofPrefix, pprof.Index)
+	mux.HandleFunc(pprofPrefix+"cmdline", pprof.Cmdline)
+	mux.HandleFunc(pprofPrefix+"profile", pprof.Profile)
+	mux.HandleFunc(pprofPrefix+"symbol", pprof.Symbol)
+	mux.HandleFunc(pprofPrefix+"trace", pprof.Trace)
+	authorized := bearerCheck(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, pprofPrefix) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if authorized(w, r) {
+			mux.ServeHTTP(w, r)
+		}
 	})
 }
 
@@ -130,14 +170,18 @@ func startMetrics(c config, metrics http.Handler, log *slog.Logger, served chan<
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w (set CAIRN_METRICS_ADDR)", c.MetricsAddr, err)
 	}
-	srv := &http.Server{Handler: metricsOnly(metrics, c.MetricsToken), ReadHeaderTimeout: 10 * time.Second,
+	handler := metricsOnly(metrics, c.MetricsToken)
+	if c.Pprof {
+		handler = withPprof(handler, c.MetricsToken)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() { served <- srv.Serve(ln) }()
 	if c.MetricsToken == "" && !isLoopback(c.MetricsAddr) {
 		log.Warn("metrics are served beyond loopback without a token: anyone who reaches this address reads them "+
 			"(route, site and pool series); set CAIRN_METRICS_TOKEN_FILE or firewall the address", "addr", c.MetricsAddr)
 	}
-	log.Info("metrics listening", "addr", c.MetricsAddr, "path", metricsPath, "token", c.MetricsToken != "")
+	log.Info("metrics listening", "addr", c.MetricsAddr, "path", metricsPath, "token", c.MetricsToken != "", "pprof", c.Pprof)
 	return srv, nil
 }
 

@@ -207,3 +207,31 @@ func TestStartMetricsWarnsAndStops(t *testing.T) {
 	_, err = startMetrics(config{MetricsAddr: busy.Addr().String()}, metrics, slog.New(slog.DiscardHandler), make(chan error, 1))
 	require.ErrorContains(t, err, "CAIRN_METRICS_ADDR")
 }
+
+// CAIRN_PPROF adds the Go profiler to the metrics listener, behind the
+// metrics token; without it the listener still answers /metrics only.
+func TestPprofOnTheMetricsListener(t *testing.T) {
+	t.Parallel()
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "metrics") })
+	do := func(h http.Handler, path, authorization string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", path, nil)
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	const token = "s3cret-Metrics-t0ken"
+	require.Equal(t, 404, do(metricsOnly(metrics, token), pprofPrefix+"cmdline", "Bearer "+token).Code, "no profiler unless asked for")
+
+	h := withPprof(metricsOnly(metrics, token), token)
+	require.Equal(t, 401, do(h, pprofPrefix+"cmdline", "").Code)
+	require.Equal(t, 401, do(h, pprofPrefix+"cmdline", "Bearer wrong").Code)
+	rec := do(h, pprofPrefix+"cmdline", "Bearer "+token)
+	require.Equal(t, 200, rec.Code)
+	require.NotEmpty(t, rec.Body.String())
+	require.Equal(t, 200, do(h, pprofPrefix, "Bearer "+token).Code)
+	require.Equal(t, "metrics", do(h, metricsPath, "Bearer "+token).Body.String())
+	require.Equal(t, 404, do(h, "/api/sites", "Bearer "+token).Code)
+}

@@ -34,6 +34,8 @@ type conn struct {
 	// bootID and fingerprint are what connect_agent reported: two live
 	// sockets of one device from different boots are two machines.
 	bootID, fingerprint string
+	// protocol is the agent's protocol version (connect_agent).
+	protocol int
 
 	// ctx ends when the socket is finished with; done closes once its
 	// record is cleared too.
@@ -47,6 +49,10 @@ type conn struct {
 	// its own goroutine holding one of replySlots.
 	onReply    func(*conn, proto.Envelope)
 	replySlots chan struct{}
+	// onCall answers the agent's calls (Hub.onCall), each in its own
+	// goroutine holding one of callSlots.
+	onCall    func(*conn, proto.Envelope)
+	callSlots chan struct{}
 
 	mu sync.Mutex
 	// validUntil is when the device's access token expires: the one the
@@ -66,7 +72,8 @@ type outgoing struct {
 func newConn(parent context.Context, ws *websocket.Conn, dev devicetrust.Identity, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{dev: dev, ws: ws, log: log, validUntil: dev.ExpiresAt, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		out: make(chan outgoing, 64), tokens: map[string][]byte{}, replySlots: make(chan struct{}, MaxRepliesInFlight)}
+		out: make(chan outgoing, 64), tokens: map[string][]byte{}, replySlots: make(chan struct{}, MaxRepliesInFlight),
+		callSlots: make(chan struct{}, MaxCallsInFlight)}
 }
 
 // MaxRepliesInFlight bounds the replies of one socket handled at once
@@ -108,9 +115,16 @@ func (c *conn) writeNow(env proto.Envelope, timeout time.Duration) error {
 
 // writeLoop sends queued messages and a ping every interval until the
 // socket ends. A failed write closes the socket: the agent reconnects.
+// A ping is left out when a call's reply went out within the interval
+// (every heartbeat of an agent of protocol 5): the agent's call proves it
+// alive to this side and the reply keeps its read deadline, so a ping and
+// its pong would only double the frames of an idle agent (issue 28).
+// Other messages do not count: an event the agent need not answer proves
+// nothing about it.
 func (c *conn) writeLoop(ping, timeout time.Duration) {
 	tick := time.NewTicker(ping)
 	defer tick.Stop()
+	var lastMessage time.Time // of the last call reply
 	for {
 		var err error
 		select {
@@ -121,7 +135,13 @@ func (c *conn) writeLoop(ping, timeout time.Duration) {
 			if m.result != nil {
 				m.result <- err
 			}
-		case <-tick.C:
+			if err == nil && m.env.Type == proto.MsgCallReply {
+				lastMessage = time.Now()
+			}
+		case now := <-tick.C:
+			if !pingDue(lastMessage, now, ping) {
+				continue
+			}
 			err = c.writeNow(proto.Envelope{Type: proto.MsgPing}, timeout)
 		}
 		if err != nil {
@@ -130,6 +150,12 @@ func (c *conn) writeLoop(ping, timeout time.Duration) {
 			return
 		}
 	}
+}
+
+// pingDue reports whether a ping is to go out at now: no call's reply
+// went out within the last interval.
+func pingDue(lastMessage, now time.Time, interval time.Duration) bool {
+	return lastMessage.IsZero() || now.Sub(lastMessage) >= interval
 }
 
 // readLoop reads until the socket fails or stays silent for idle: any
@@ -157,6 +183,19 @@ func (c *conn) readLoop(idle time.Duration) error {
 			go func() {
 				defer func() { <-c.replySlots }()
 				c.onReply(c, env)
+			}()
+		case proto.MsgCall:
+			if c.onCall == nil || env.ID == "" {
+				continue
+			}
+			select {
+			case c.callSlots <- struct{}{}:
+			case <-c.ctx.Done():
+				return c.ctx.Err()
+			}
+			go func() {
+				defer func() { <-c.callSlots }()
+				c.onCall(c, env)
 			}()
 		default:
 			c.log.Debug("agent message nobody handles", "guid", c.dev.GUID, "type", env.Type)
@@ -194,6 +233,14 @@ func (c *conn) enqueue(env proto.Envelope) bool {
 		c.log.Warn("agent socket queue full; dropped a message", "guid", c.dev.GUID, "type", env.Type)
 		return false
 	}
+}
+
+// tokenValid reports whether the access token the socket holds (moved on
+// by sweeps while the device refreshes) is still valid at now.
+func (c *conn) tokenValid(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.validUntil.IsZero() || now.Before(c.validUntil)
 }
 
 func (c *conn) track(id string, token []byte) {

@@ -7,3 +7,6 @@ func RefreshSeen(ctx context.Context, h *Hub) (int64, error) { return h.refreshS
 
 // Sweep runs one re-check of the hub's sockets now.
 func Sweep(ctx context.Context, h *Hub) { h.sweep(ctx) }
+
+// PingDue is pingDue.
+var PingDue = pingDue

@@ -132,6 +132,9 @@ type Hub struct {
 	// stripes serialize recording and clearing a device's socket, so the
 	// cleanup of a replaced socket cannot erase its successor's record.
 	stripes [64]sync.Mutex
+
+	// calls are the handlers of agent calls (calls.go).
+	calls callTable
 }
 
 // New returns the hub of replica (an ID unique among live Engine

@@ -59,7 +59,8 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 		}
 		return
 	}
-	c.bootID, c.fingerprint = hello.BootID, hello.Fingerprint
+	c.bootID, c.fingerprint, c.protocol = hello.BootID, hello.Fingerprint, hello.Protocol
+	c.onCall = h.onCall
 	if ticket, err := h.checkClone(c); err != nil || ticket != "" {
 		reason := "this agent is a copy of an enrolled device running elsewhere; enroll again with the clone ticket"
 		if err != nil {
@@ -94,7 +95,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, dev devicetrust.Iden
 		h.failPending(c)
 	}()
 	ack := proto.ConnectAgentAck{Accepted: true, Worker: h.opts.QueueOf(dev.SiteSlug),
-		PingIntervalSeconds: max(1, int(h.opts.PingInterval/time.Second))}
+		PingIntervalSeconds: max(1, int(h.opts.PingInterval/time.Second)), Calls: h.callNames(hello.Protocol)}
 	if err := c.writeNow(envelope(proto.MsgConnectAgentAck, ack), h.opts.WriteTimeout); err != nil {
 		return
 	}

@@ -35,6 +35,13 @@ func Decode(w http.ResponseWriter, r *http.Request, dst any, limit int64, allowE
 		}
 		return cairn.Invalid("body", "could not be read")
 	}
+	return DecodeBytes(raw, dst, allowEmpty)
+}
+
+// DecodeBytes is Decode for a body already read (an agent call's body on
+// the realtime socket, bounded by the socket's message limit): the same
+// refusals, the same errors.
+func DecodeBytes(raw []byte, dst any, allowEmpty bool) error {
 	// PostgreSQL stores no NUL in text or jsonb: refuse it here, as the
 	// client's error, rather than fail the query later as the server's.
 	if hasNUL(raw) {

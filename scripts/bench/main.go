@@ -48,6 +48,8 @@ func main() {
 		fpAfter   = flag.Duration("footprint-after", 100*time.Second, "how long after every agent is connected its footprint is sampled")
 		shellKeys = flag.Int("shell-keystrokes", 500, "keystrokes timed through a remote shell on one real agent (0: none)")
 		settle    = flag.Duration("settle", 150*time.Second, "the Engine's age before its idle memory is sampled (Go collects at least every 2 minutes)")
+		enrollC   = flag.Int("enroll-concurrency", 10, "enrollments the simulator runs at once (simulate --concurrency)")
+		pprofFor  = flag.Duration("pprof", 0, "profile the Engine's CPU this long once the footprint is sampled, into <data>/<N>/cpu.pprof, and from the start of enrollment into enroll.pprof (0: none; the Engine needs CAIRN_PPROF)")
 		quickRuns = flag.Int("quick-runs", 3, "quick runs fanned out to every agent (at most 1,000), one after another (0: none)")
 		jobKill   = flag.Bool("job-kill", false, "instead: a scheduled job to every agent with a kill -9 of the Engine mid-run (jobs.go)")
 		storm     = flag.Bool("storm", false, "instead: kill -9 the Engine under N connected agents and time their reconnect storm (storm.go)")
@@ -65,6 +67,10 @@ func main() {
 		wdSteady  = flag.Duration("watchdog-steady", 5*time.Minute, "how long CPU is sampled without and with the watchdogs")
 		wdProbes  = flag.Int("watchdog-probes", 100, "devices whose CPU goes over the threshold (and as many that go silent)")
 		engEnv    = flag.String("engine-env", "", "comma-separated KEY=VALUE settings the Engine runs with, such as CAIRN_TEMPORAL_STORE=postgres")
+		agentRSS  = flag.Bool("agent-rss", false, "instead: the resident memory of real idle agents side by side (agentrss.go)")
+		rssBins   = flag.String("agent-rss-bins", "", "name=binary,... of the agents -agent-rss compares (default: agent=<-agent>)")
+		rssWarmup = flag.Duration("agent-rss-warmup", time.Minute, "how long each agent runs connected before its memory is sampled")
+		rssIdle   = flag.Duration("agent-rss-idle", 3*time.Minute, "how long -agent-rss samples")
 	)
 	flag.Parse()
 	for _, kv := range strings.Split(*engEnv, ",") {
@@ -80,7 +86,7 @@ func main() {
 		fail(err)
 	}
 	opts := runOptions{engineBin: *engineBin, agentBin: *agentBin, duration: *duration, opsBudget: *opsBudget, settle: *settle, footprintAfter: *fpAfter,
-		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns}
+		ops: opsConfig{RoundTrips: *rounds, Warmup: 5, FanOut: fan, Seed: *seed}, shellKeys: *shellKeys, quickRuns: *quickRuns, pprof: *pprofFor, enrollConcurrency: *enrollC}
 	if !*ops {
 		opts.ops, opts.opsBudget, opts.shellKeys, opts.quickRuns = opsConfig{}, 0, 0, 0
 	}
@@ -88,6 +94,19 @@ func main() {
 	defer stop()
 	if *transfer {
 		res, err := runTransfer(ctx, opts, filepath.Join(*dataRoot, "transfer"), *xferBytes, *xferRuns)
+		if err != nil {
+			fail(err)
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		return
+	}
+	if *agentRSS {
+		bins := *rssBins
+		if bins == "" {
+			bins = "agent=" + *agentBin
+		}
+		res, err := runAgentRSS(ctx, opts, filepath.Join(*dataRoot, "agent-rss"), bins, *rssWarmup, *rssIdle)
 		if err != nil {
 			fail(err)
 		}
@@ -172,6 +191,11 @@ type runOptions struct {
 	shellKeys int
 	// quickRuns is how many quick runs fan out to every agent.
 	quickRuns int
+	// pprof is how long the Engine's CPU is profiled in the steady phase
+	// (0: not at all).
+	pprof time.Duration
+	// enrollConcurrency is simulate's --concurrency.
+	enrollConcurrency int
 }
 
 // simPrefix names the simulated agents (simulate --prefix).
@@ -194,6 +218,14 @@ type result struct {
 	Shell *shellResult `json:"shell,omitempty"`
 	// QuickRun is the script fan-out (quickrun.go).
 	QuickRun *quickRunResult `json:"quick_run,omitempty"`
+	// CPUPerMessage is the Engine's steady CPU in millicores per
+	// heartbeat a second (the steady CPU over the steady heartbeat rate).
+	CPUPerMessage float64 `json:"engine_millicores_per_heartbeat_per_second,omitempty"`
+	// EnrollRate is agents enrolled and connected per second: the count
+	// over the time until all showed connected.
+	EnrollRate float64 `json:"enrolled_per_second,omitempty"`
+	// Profile is the CPU profile's file, when one was taken.
+	Profile string `json:"cpu_profile,omitempty"`
 	// OpsWindowSeconds is the part of the steady phase the operations took:
 	// it is left out of the steady CPU, memory and heartbeat figures.
 	OpsWindowSeconds float64 `json:"ops_window_seconds,omitempty"`
@@ -217,6 +249,13 @@ type footprint struct {
 	// live sockets.
 	PerAgentRSSKiB float64 `json:"per_agent_rss_kib"`
 	PerAgentFDs    float64 `json:"per_agent_fds"`
+	// GoLiveKiB (with --pprof) is the Engine's live Go heap plus goroutine
+	// stacks after a forced collection, idle and all connected; their
+	// difference per live socket is PerAgentGoKiB: the Engine's own memory
+	// per agent, without the noise of RSS (garbage not yet collected or
+	// returned) nor the kernel's socket buffers.
+	GoLiveKiB     [2]float64 `json:"go_live_kib,omitempty"`
+	PerAgentGoKiB float64    `json:"per_agent_go_kib,omitempty"`
 }
 
 func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, error) {
@@ -232,6 +271,13 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	engine.Env = append(cleanEnv(), "CAIRN_DATA_DIR="+dataDir, fmt.Sprintf("CAIRN_HTTP_ADDR=127.0.0.1:%d", port),
 		"CAIRN_HTTPS_ADDR=off", "CAIRN_PUBLIC_URL="+base, fmt.Sprintf("CAIRN_TEMPORAL_PORT=%d", tport),
 		"CAIRN_TEMPORAL_UI_PORT=0", "CAIRN_ENROLL_RATE_LIMIT=100000000", "CAIRN_PROOF_RATE_LIMIT=100000000", "CAIRN_LOG_LEVEL=warn")
+	metricsBase := ""
+	if o.pprof > 0 {
+		mport := freePort()
+		metricsBase = fmt.Sprintf("http://127.0.0.1:%d", mport)
+		engine.Env = append(engine.Env, fmt.Sprintf("CAIRN_METRICS_ADDR=127.0.0.1:%d", mport), "CAIRN_PPROF=1")
+	}
+	var profile string
 	logFile, err := os.Create(filepath.Join(dataDir, "engine.log"))
 	if err != nil {
 		return nil, err
@@ -272,13 +318,21 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		return nil, ctx.Err()
 	}
 	fp := &footprint{Baseline: watch.idle(ctx, 10, time.Second)}
+	if metricsBase != "" {
+		if kib, err := goLiveKiB(ctx, metricsBase); err == nil {
+			fp.GoLiveKiB[0] = kib
+		} else {
+			fmt.Fprintf(logOut, "bench: no Go memory figures: %v\n", err)
+		}
+	}
 	fmt.Fprintf(logOut, "bench: idle Engine, no agents: rss=%.1fMiB fds=%d\n", fp.Baseline.RSSMiB, fp.Baseline.FDs)
 
 	sampler := newSampler(watch)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	go sampler.run(sampleCtx, time.Second)
 	sim := exec.CommandContext(ctx, o.agentBin, "simulate", "--server", base, "--code", code,
-		"--count", strconv.Itoa(n), "--duration", (o.duration + o.opsBudget).String(), "--prefix", simPrefix)
+		"--count", strconv.Itoa(n), "--duration", (o.duration + o.opsBudget).String(), "--prefix", simPrefix,
+		"--concurrency", strconv.Itoa(max(o.enrollConcurrency, 1)))
 	sim.Stderr = os.Stderr
 	stdout, err := sim.StdoutPipe()
 	if err != nil {
@@ -289,6 +343,17 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 	if err := sim.Start(); err != nil {
 		stopSampling()
 		return nil, err
+	}
+	enrollProfiled := make(chan struct{})
+	if o.pprof > 0 {
+		go func() {
+			defer close(enrollProfiled)
+			if err := fetchProfile(ctx, metricsBase, o.pprof, filepath.Join(dataDir, "enroll.pprof")); err != nil {
+				fmt.Fprintf(logOut, "bench: no enrollment profile: %v\n", err)
+			}
+		}()
+	} else {
+		close(enrollProfiled)
 	}
 	out := newSimOutput()
 	readDone := make(chan error, 1)
@@ -317,12 +382,26 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		case <-ctx.Done():
 		}
 		fp.Connected = watch.idle(ctx, 23, time.Second)
+		if kib, err := goLiveKiB(ctx, metricsBase); err == nil && fp.GoLiveKiB[0] > 0 && live > 0 {
+			fp.GoLiveKiB[1] = kib
+			fp.PerAgentGoKiB = round((kib-fp.GoLiveKiB[0])/float64(live), 1)
+			fmt.Fprintf(logOut, "bench: Go heap and stacks: %.0f KiB idle, %.0f KiB connected (%.1f KiB per agent)\n",
+				fp.GoLiveKiB[0], kib, fp.PerAgentGoKiB)
+		}
 		if live > 0 {
 			fp.PerAgentRSSKiB = round((fp.Connected.RSSMiB-fp.Baseline.RSSMiB)*1024/float64(live), 1)
 			fp.PerAgentFDs = round(float64(fp.Connected.FDs-fp.Baseline.FDs)/float64(live), 2)
 		}
 		fmt.Fprintf(logOut, "bench: %d sockets live: rss=%.1fMiB fds=%d (%.1f KiB and %.2f files per agent)\n",
 			live, fp.Connected.RSSMiB, fp.Connected.FDs, fp.PerAgentRSSKiB, fp.PerAgentFDs)
+		if o.pprof > 0 {
+			<-enrollProfiled
+			profile = filepath.Join(dataDir, "cpu.pprof")
+			if err := fetchProfile(ctx, metricsBase, o.pprof, profile); err != nil {
+				fmt.Fprintf(logOut, "bench: no CPU profile: %v\n", err)
+				profile = ""
+			}
+		}
 		if o.ops.RoundTrips > 0 || len(o.ops.FanOut) > 0 || o.quickRuns > 0 {
 			opsCtx, cancel := context.WithTimeout(ctx, o.opsBudget-15*time.Second)
 			opsFrom = time.Now()
@@ -376,7 +455,15 @@ func run(ctx context.Context, o runOptions, dataDir string, n int) (*result, err
 		return nil, err
 	}
 	res := &result{Agents: n, DurationSeconds: time.Since(start).Seconds(), Simulate: summary, Engine: eng, PostgreSQL: pg,
-		Operations: ops, Shell: shell, QuickRun: quick}
+		Operations: ops, Shell: shell, QuickRun: quick, Profile: profile}
+	if ms, ok := summary["time_to_all_connected_ms"].(float64); ok && ms > 0 {
+		res.EnrollRate = round(float64(n)/(ms/1000), 1)
+	}
+	if st, ok := summary["steady"].(map[string]any); ok {
+		if rate, ok := st["heartbeat_rate_median"].(float64); ok && rate > 0 {
+			res.CPUPerMessage = round(eng.CPUCoresMean*1000/rate, 3)
+		}
+	}
 	if !out.steadyFrom.IsZero() {
 		res.Footprint = fp
 	}
@@ -479,6 +566,76 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// goLiveKiB is the Engine's live heap and goroutine stacks in KiB: its
+// runtime.MemStats (HeapAlloc, StackInuse) right after a forced
+// collection, read from its heap profile's debug text (CAIRN_PPROF).
+func goLiveKiB(ctx context.Context, metricsBase string) (float64, error) {
+	if metricsBase == "" {
+		return 0, errors.New("no metrics listener")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsBase+"/debug/pprof/heap?gc=1&debug=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /debug/pprof/heap: HTTP %d", resp.StatusCode)
+	}
+	var heap, stack float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			heap = num(v)
+		}
+		if v, ok := strings.CutPrefix(line, "# Stack = "); ok {
+			stack = num(strings.TrimSpace(strings.SplitN(v, "/", 2)[0]))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if heap == 0 {
+		return 0, errors.New("no HeapAlloc in the heap profile")
+	}
+	return round((heap+stack)/1024, 0), nil
+}
+
+// fetchProfile saves a CPU profile of the Engine taken over d from its
+// metrics listener (CAIRN_PPROF) to path.
+func fetchProfile(ctx context.Context, metricsBase string, d time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", metricsBase, int(d.Seconds())), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: HTTP %d (an Engine without CAIRN_PPROF?)", resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // engineEnv is what --engine-env adds to the Engine's environment.
@@ -793,11 +950,20 @@ type procSample struct {
 	RSSMiB  float64 `json:"rss_mib"`
 	FDs     int     `json:"fds"`
 	Samples int     `json:"samples"`
+	// CPUCores is the Engine's mean CPU over the samples' span.
+	CPUCores float64 `json:"cpu_cores"`
 }
 
 // idle samples the Engine count times, every apart.
 func (w *procWatch) idle(ctx context.Context, count int, every time.Duration) procSample {
 	var rss, fds []float64
+	cpu0, _ := procUsage(w.pid)
+	start := time.Now()
+	done := func() procSample {
+		cpu1, _ := procUsage(w.pid)
+		return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss),
+			CPUCores: round((cpu1-cpu0)/max(time.Since(start).Seconds(), 1e-9), 4)}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for len(rss) < count {
@@ -805,11 +971,11 @@ func (w *procWatch) idle(ctx context.Context, count int, every time.Duration) pr
 		rss, fds = append(rss, r), append(fds, float64(w.fds()))
 		select {
 		case <-ctx.Done():
-			return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss)}
+			return done()
 		case <-t.C:
 		}
 	}
-	return procSample{RSSMiB: round(median(rss), 1), FDs: int(median(fds)), Samples: len(rss)}
+	return done()
 }
 
 // fds is the Engine's open files.

@@ -7,6 +7,7 @@
 #                         wireguard-tools + wireguard-go (the agent's WireGuard tunnel, agent/tunnels),
 #                         xvfb + x11vnc + x11-xserver-utils (the VNC role's server, agent/vnc, and the
 #                         remote desktop test's display and the colour it paints with xsetroot),
+#                         tk (wish: the test window the Playwright remote desktop spec types into),
 #                         ansible (ansible-playbook, which the agent runs for Ansible playbook
 #                         assemblies, agent/automation)
 # As root it uses apt-get; otherwise it prints the command to run.
@@ -31,6 +32,7 @@ if [ "$mode" = test ]; then
   command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
   command -v x11vnc >/dev/null 2>&1 || missing+=(x11vnc)
   command -v xsetroot >/dev/null 2>&1 || missing+=(x11-xserver-utils)
+  command -v wish >/dev/null 2>&1 || missing+=(tk)
   command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible)
 fi
 for tool in go node npm; do

@@ -43,7 +43,7 @@ type vncAPI struct {
 var desktopTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
 	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, proto.CodeUnsupportedPlatform, shells.ECodeTokenInvalid, shells.ECodeNotImplemented,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable, vnc.ECodeNoRFBBanner, vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout,
-	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, vnc.ECodeAuthRetryInProgress, vnc.ECodeAuthRetrySettling, vnc.ECodeSessionEnded, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
+	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, vnc.ECodeAuthFailed, vnc.ECodeAuthRetryInProgress, vnc.ECodeAuthRetrySettling, vnc.ECodeSessionEnded, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
 	proto.CodeVNCNotReady}
 
 func (d VNCArea) routes(s *Server) []Route {
@@ -58,6 +58,11 @@ func (d VNCArea) routes(s *Server) []Route {
 		{"POST", "/api/vnc/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, a.disconnect).
 			Summary("Close a remote desktop session: its workflow sends vnc_stop and records the end.").
 			Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Close a remote desktop session"},
+		{"POST", "/api/vnc/handoff", AuthToken, jsonAction(s, http.StatusOK, false, a.handoff).
+			Summary("Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL. The session's server keeps running.").
+			Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, cairn.ECodeAgentTooOld,
+				proto.CodeUnsupportedPlatform, vnc.ECodeSessionEnded, vnc.ECodeBackendNotReady, ECodeTemporalUnavailable, cairn.ECodeUnavailable),
+			"Take a remote desktop session over"},
 		{"GET", "/api/vnc/sessions", AuthToken, getAction(s, a.sessions).Summary("Active remote desktop sessions in the operator's sites."), "List remote desktop sessions"},
 		{"GET", "/api/vnc/sessions/{id}", AuthToken, getAction(s, a.session).
 			Summary("A session and its establishment's state (the RemoteDesktop workflow's Query).").
@@ -119,6 +124,9 @@ type vncEstablishReq struct {
 	// Reason vnc_auth_retry follows an explicit auth failure: the agent
 	// rotates its credential first (rule 7; single-flight per device).
 	Reason string `json:"reason"`
+	// AuthProbe runs rule 7's diagnostic password-authentication probe
+	// before the token is issued (also when SERVICE_VNC_AUTH_PROBE=1).
+	AuthProbe bool `json:"auth_probe"`
 }
 
 func (q *vncEstablishReq) validate() error {
@@ -220,6 +228,12 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 		}
 		return vncEstablishResp{}, ce
 	}
+	if req.AuthProbe || cfg.AuthProbe {
+		if err := a.authProbe(ctx, t, p.Username, sess); err != nil {
+			_ = a.Starter.Signal(context.WithoutCancel(ctx), sess.ID, workflows.SignalDesktopStop, "failed:"+cairn.ErrorCode(err))
+			return vncEstablishResp{}, err
+		}
+	}
 	tok, exp, err := a.VNC.IssueToken(ctx, sess.ID)
 	if err != nil {
 		return vncEstablishResp{}, err
@@ -234,6 +248,23 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 		out.DisplayVirtualBounds = st.Started.DisplayVirtualBounds
 	}
 	return out, nil
+}
+
+// authProbe is rule 7's diagnostic: the gateway's authentication with
+// the agent's sealed credential, through the tunnel, before any token.
+func (a *vncAPI) authProbe(ctx context.Context, t devices.OperationTarget, operator string, sess vnc.Session) error {
+	if a.VNCArea.Server == nil {
+		return cairn.Errorf(tunnels.ECodeUnavailable, "this process runs no remote desktop gateway")
+	}
+	rotate := sess.Reason == vnc.ReasonAuthRetry
+	g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: rotate,
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			return a.VNCArea.Server.Dial(ctx, sess.GUID, proto.VNCPort)
+		},
+		Credential: func(ctx context.Context, pub string) (string, error) {
+			return a.credential(ctx, t, operator, sess.ID, pub, rotate)
+		}}
+	return g.AuthProbe(ctx)
 }
 
 // ---- disconnect, sessions, viewers ----
@@ -272,6 +303,52 @@ func (a *vncAPI) disconnect(r *http.Request, req vncSessionReq) (vnc.Session, er
 		return vnc.Session{}, err
 	}
 	return sess, nil
+}
+
+type vncHandoffResp struct {
+	vncEstablishResp
+	// PreviousOperator is who owned the session before; Handoffs how
+	// many times it was taken over, this one included.
+	PreviousOperator string `json:"previous_operator"`
+	Handoffs         int32  `json:"handoffs"`
+}
+
+// handoff gives the session to the caller: a second operator, or the
+// owner's second browser. The previous browser's relay ends (a normal
+// close: the workflow's reconnect window covers the switch), then the
+// caller gets the session's new one-time token.
+func (a *vncAPI) handoff(r *http.Request, req vncSessionReq) (vncHandoffResp, error) {
+	ctx, p := r.Context(), principal(r.Context())
+	sess, err := a.VNC.Get(ctx, p.SiteScope(), req.SessionID)
+	if err != nil {
+		return vncHandoffResp{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + sess.Hostname + " session=" + sess.ID + " from=" + sess.Operator
+	}
+	t, err := a.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
+	if err != nil {
+		return vncHandoffResp{}, err
+	}
+	if err := t.Require(proto.CapVNC); err != nil {
+		return vncHandoffResp{}, err
+	}
+	taken, tok, exp, err := a.VNC.Handoff(ctx, sess, p.Username)
+	if err != nil {
+		return vncHandoffResp{}, err
+	}
+	out := vncHandoffResp{PreviousOperator: taken.HandedOffFrom, Handoffs: taken.Handoffs, vncEstablishResp: vncEstablishResp{SessionID: sess.ID, Token: tok,
+		WSURL: "/api/vnc/ws/" + sess.ID + "?token=" + url.QueryEscape(tok), ExpiresAt: exp.UTC(), GUID: sess.GUID,
+		Hostname: sess.Hostname, Protocol: taken.Protocol, Quality: taken.Quality, DisplayTopology: []proto.Monitor{}}}
+	if a.Starter.Client != nil {
+		if st, err := a.Starter.State(ctx, sess.ID); err == nil && st != nil && st.Started != nil {
+			if st.Started.DisplayTopology != nil {
+				out.DisplayTopology = st.Started.DisplayTopology
+			}
+			out.DisplayVirtualBounds = st.Started.DisplayVirtualBounds
+		}
+	}
+	return out, nil
 }
 
 // Session events a gateway reports (SPEC "Remote desktop rules" 8).
@@ -414,6 +491,12 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	conn.SetReadLimit(1 << 20)
 	bg := context.WithoutCancel(ctx)
+	// A handoff ends this relay (rctx) as if the browser had left; the
+	// release, deferred first so it runs last, tells the handoff the
+	// workflow has heard the detach.
+	rctx, cancelRelay := context.WithCancel(ctx)
+	defer cancelRelay()
+	defer a.VNC.Relaying(sess.ID, cancelRelay)()
 	_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopAttached, nil)
 	t, err := a.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
 	if err == nil {
@@ -433,7 +516,11 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 					a.Log.Warn("record first_frame_at", "session", sess.ID, "err", ferr)
 				}
 			}}
-		reason, err = g.Serve(ctx, websocket.NetConn(ctx, conn, websocket.MessageBinary))
+		reason, err = g.Serve(rctx, websocket.NetConn(ctx, conn, websocket.MessageBinary))
+	}
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		// Handed off while this browser's handshake was under way.
+		err, reason = nil, "handed_off"
 	}
 	if err != nil {
 		code, msg := cairn.ErrorCode(err), "the remote desktop could not be opened"
@@ -447,8 +534,11 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 		_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopStop, "failed:"+code)
 		return
 	}
+	if rctx.Err() != nil && ctx.Err() == nil {
+		reason = "handed_off"
+	}
 	_ = conn.Close(websocket.StatusNormalClosure, reason)
-	// The browser left: the workflow keeps the server for the reconnect
+	// The browser left (or was handed off): the workflow keeps the server for the reconnect
 	// window (SERVICE_VNC_STOP_DEBOUNCE_SECONDS) before vnc_stop.
 	_ = a.Starter.Signal(bg, sess.ID, workflows.SignalDesktopDetached, nil)
 }

@@ -347,10 +347,19 @@ export const shell = {
 // that speaks RFB; the VNC password never reaches the browser.
 export type DesktopQuality = 'speed' | 'quality';
 export const vnc = {
-  /** reason vnc_auth_retry (after a failed open) rotates the agent's credential first. */
+  /**
+   * reason vnc_auth_retry (after a failed open) rotates the agent's
+   * credential first, and runs the diagnostic auth probe (rule 7).
+   */
   establish: (guid: string, quality: DesktopQuality, reason?: 'vnc_auth_retry') =>
-    call('post', '/api/vnc/establish', { body: reason ? { guid, quality, reason } : { guid, quality } }),
+    call('post', '/api/vnc/establish', {
+      body: reason ? { guid, quality, reason, auth_probe: true } : { guid, quality },
+    }),
   disconnect: (session_id: string) => call('post', '/api/vnc/disconnect', { body: { session_id } }),
+  /** Takes a ready or live session over: the browser showing it now is disconnected. */
+  handoff: (session_id: string) => call('post', '/api/vnc/handoff', { body: { session_id } }),
+  sessions: () => call('get', '/api/vnc/sessions').then((r) => r.sessions ?? []),
+  session: (id: string) => call('get', '/api/vnc/sessions/{id}', { path: { id } }),
 };
 
 // Enrollment codes and approvals (docs/api.md "Enrollment").

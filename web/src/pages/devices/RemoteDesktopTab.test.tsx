@@ -243,6 +243,45 @@ describe('Remote Desktop tab', () => {
     expect(engine.callsTo('POST', '/api/vnc/disconnect')).toHaveLength(0);
   });
 
+  it('carries text clipboards both ways and goes full screen', async () => {
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': { body: SESSION('s-1') },
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    const written: string[] = [];
+    // userEvent installs its own clipboard on navigator; this one replaces it.
+    const clipboard = {
+      readText: vi.fn(async () => 'from the browser'),
+      writeText: vi.fn(async (t: string) => {
+        written.push(t);
+      }),
+    };
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    Object.defineProperty(window.navigator, 'clipboard', { value: clipboard, configurable: true });
+    const rfb = rfbs[0];
+    const fullscreen = vi.fn(async () => {});
+    (screen.getByTestId('desktop-screen') as HTMLElement & { requestFullscreen: unknown }).requestFullscreen = fullscreen;
+    // Not connected yet: nothing to paste into or enlarge.
+    expect(screen.getByRole('button', { name: /Paste/ })).toBeDisabled();
+    expect(screen.getByRole('button', { name: /Full screen/ })).toBeDisabled();
+    rfb.serverConnect();
+
+    // The browser's clipboard to the remote desktop.
+    await userEvent.click(screen.getByRole('button', { name: /Paste/ }));
+    await waitFor(() => expect(rfb.pasted).toEqual(['from the browser']));
+    // The remote desktop's clipboard to the browser, and shown.
+    act(() => {
+      rfb.dispatchEvent(new CustomEvent('clipboard', { detail: { text: 'from the desktop' } }));
+    });
+    expect(screen.getByTestId('desktop-clipboard')).toHaveTextContent('Remote clipboard: from the desktop');
+    await waitFor(() => expect(written).toEqual(['from the desktop']));
+
+    await userEvent.click(screen.getByRole('button', { name: /Full screen/ }));
+    expect(fullscreen).toHaveBeenCalledTimes(1);
+  });
+
   it('is offered only to devices whose agent has the vnc capability', async () => {
     fakeEngine({ 'GET /api/device/details/web-1': { body: details(['shell']) } });
     renderPage('/devices/web-1/summary');

@@ -94,7 +94,7 @@ async function clickRemote(page: Page, at: { x: number; y: number }) {
   await page.mouse.click(box.x + (at.x * box.width) / size.w, box.y + (at.y * box.height) / size.h);
 }
 
-test('the Remote Desktop tab shows, types into and closes a real desktop through the tunnel', async ({ page }) => {
+test('the Remote Desktop tab shows, types into, hands over and closes a real desktop through the tunnel', async ({ page, browser }) => {
   test.setTimeout(420_000);
   const n = ns!;
   const base = engine!.baseURL;
@@ -179,15 +179,38 @@ test('the Remote Desktop tab shows, types into and closes a real desktop through
     await expect.poll(async () => near(await pixel(page, CAD), GREEN), { timeout: 30_000 }).toBe(true);
   });
 
+  // The operator's second browser (the same sign-in) takes the session
+  // over: the first browser's socket closes and it says who took it.
+  const second = await browser.newContext({ storageState: await page.context().storageState(), viewport: { width: 1366, height: 860 } });
+  const taker = await second.newPage();
+  await test.step('a second browser takes the session over', async () => {
+    await taker.goto(`${base}/devices/${AGENT_HOST}`);
+    await taker.getByRole('tab', { name: 'Remote Desktop', exact: true }).click();
+    const others = taker.getByTestId('desktop-others');
+    await expect(others).toContainText("admin's session is open", { timeout: 120_000 });
+    await others.getByRole('button', { name: 'Take over' }).click();
+    await expect(page.getByTestId('desktop-status')).toHaveAttribute('data-status', 'closed', { timeout: 60_000 });
+    await expect(page.getByText(/took this session on e2e-desktop-agent over/)).toBeVisible();
+    await expect(taker.getByTestId('desktop-status')).toHaveAttribute('data-status', 'connected', { timeout: 60_000 });
+    // The same desktop, as the first browser left it.
+    await expect.poll(async () => near(await pixel(taker, TYPED), GREEN), { timeout: 30_000 }).toBe(true);
+    const sessions = await ok(await page.request.get(`${base}/api/vnc/sessions`));
+    const mine = sessions.sessions.filter((s: any) => s.guid === guid);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ status: 'live', operator: 'admin', handed_off_from: 'admin', handoffs: 1 });
+    await taker.screenshot({ path: join(artifactsDir, 'remote-desktop-03-taken-over.png'), fullPage: true });
+  });
+
   await test.step('Disconnect ends the session', async () => {
-    await page.getByRole('button', { name: 'Disconnect' }).click();
-    await expect(page.getByTestId('desktop-status')).toHaveAttribute('data-status', 'closed');
+    await taker.getByRole('button', { name: 'Disconnect' }).click();
+    await expect(taker.getByTestId('desktop-status')).toHaveAttribute('data-status', 'closed');
     await expect
       .poll(async () => (await ok(await page.request.get(`${base}/api/vnc/sessions`))).sessions.filter((s: any) => s.guid === guid).length, {
         timeout: 60_000,
       })
       .toBe(0);
-    await page.getByRole('tab', { name: 'Activity', exact: true }).click();
-    await expect(page.getByRole('tabpanel')).toContainText(/Remote desktop session/i);
+    await taker.getByRole('tab', { name: 'Activity', exact: true }).click();
+    await expect(taker.getByRole('tabpanel')).toContainText(/Remote desktop session/i);
+    await second.close();
   });
 });

@@ -59,7 +59,7 @@ func (d VNCArea) routes(s *Server) []Route {
 			Summary("Close a remote desktop session: its workflow sends vnc_stop and records the end.").
 			Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Close a remote desktop session"},
 		{"POST", "/api/vnc/handoff", AuthToken, jsonAction(s, http.StatusOK, false, a.handoff).
-			Summary("Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL. The session's server keeps running.").
+			Summary("Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL, with the display topology the agent reads now (vnc_refresh). The session's server keeps running.").
 			Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, cairn.ECodeAgentTooOld,
 				proto.CodeUnsupportedPlatform, vnc.ECodeSessionEnded, vnc.ECodeBackendNotReady, ECodeTemporalUnavailable, cairn.ECodeUnavailable),
 			"Take a remote desktop session over"},
@@ -340,15 +340,46 @@ func (a *vncAPI) handoff(r *http.Request, req vncSessionReq) (vncHandoffResp, er
 	out := vncHandoffResp{PreviousOperator: taken.HandedOffFrom, Handoffs: taken.Handoffs, vncEstablishResp: vncEstablishResp{SessionID: sess.ID, Token: tok,
 		WSURL: "/api/vnc/ws/" + sess.ID + "?token=" + url.QueryEscape(tok), ExpiresAt: exp.UTC(), GUID: sess.GUID,
 		Hostname: sess.Hostname, Protocol: taken.Protocol, Quality: taken.Quality, DisplayTopology: []proto.Monitor{}}}
-	if a.Starter.Client != nil {
-		if st, err := a.Starter.State(ctx, sess.ID); err == nil && st != nil && st.Started != nil {
-			if st.Started.DisplayTopology != nil {
-				out.DisplayTopology = st.Started.DisplayTopology
+	// The taker's display topology as it is now (vnc_refresh: monitors
+	// may have changed since vnc_start); the establishment's when the
+	// agent cannot say.
+	started, rerr := a.refresh(ctx, t, p.Username, sess.ID)
+	if rerr != nil {
+		a.ctxLog(ctx).Warn("vnc_refresh for a handoff", "session", sess.ID, "err", rerr)
+		if a.Starter.Client != nil {
+			if st, err := a.Starter.State(ctx, sess.ID); err == nil && st != nil {
+				started = st.Started
 			}
-			out.DisplayVirtualBounds = st.Started.DisplayVirtualBounds
 		}
 	}
+	if started != nil {
+		if started.DisplayTopology != nil {
+			out.DisplayTopology = started.DisplayTopology
+		}
+		out.DisplayVirtualBounds = started.DisplayVirtualBounds
+	}
 	return out, nil
+}
+
+// refresh asks the agent to read its display topology again
+// (vnc_refresh through the command path), keeping its server.
+func (a *vncAPI) refresh(ctx context.Context, t devices.OperationTarget, operator, sessionID string) (*proto.VNCStarted, error) {
+	payload, err := json.Marshal(proto.VNCRefresh{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.Operations.Run(ctx, workflows.OperationInput{OperationID: cairn.OperationID(sessionID + ":refresh:" + uuid.NewString()[:8]),
+		Target: t, Type: proto.EventVNCRefresh, Payload: payload, Kind: workflows.JobKindRemoteDesktop,
+		Summary: "Refresh the VNC display topology", Actor: operator, Meta: map[string]any{"session_id": sessionID},
+		Timeout: a.VNC.Config().StartReadyWait})
+	if err != nil {
+		return nil, err
+	}
+	var st proto.VNCStarted
+	if err := json.Unmarshal(res.Payload, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // Session events a gateway reports (SPEC "Remote desktop rules" 8).

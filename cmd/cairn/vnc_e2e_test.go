@@ -269,6 +269,18 @@ func TestVNCEndToEnd(t *testing.T) {
 		s := eng.call(t, "GET", "/api/vnc/sessions/"+sessionID, token, nil)
 		return s["status"] == "live" && s["handoffs"] == float64(1) && s["handed_off_from"] == "admin" && s["handed_off_at"] != nil
 	}), "the handoff is recorded and the taker is live: %v", eng.call(t, "GET", "/api/vnc/sessions/"+sessionID, token, nil))
+	// The taker's topology came from vnc_refresh, which ended as
+	// vnc_start did (succeeded), the server kept.
+	statusOf := func(summary string) string {
+		for _, e := range eng.call(t, "GET", "/api/device/activity/"+a.hostname, token, nil)["activity"].([]any) {
+			if m := e.(map[string]any); m["summary"] == summary {
+				return m["status"].(string)
+			}
+		}
+		return ""
+	}
+	require.NotEmpty(t, statusOf("Start the VNC server"))
+	require.Equal(t, statusOf("Start the VNC server"), statusOf("Refresh the VNC display topology"))
 
 	// x11vnc listens on the tunnel address only, and its password file
 	// was removed once read (the password is on no command line).

@@ -4423,7 +4423,7 @@ export interface paths {
         put?: never;
         /**
          * Take a remote desktop session over
-         * @description Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL. The session's server keeps running.
+         * @description Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL, with the display topology the agent reads now (vnc_refresh). The session's server keeps running.
          */
         post: operations["postVncHandoff"];
         delete?: never;

@@ -20,7 +20,7 @@ AGENT_BUILD_SEQ := $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
 endif
 AGENT_LDFLAGS := -X github.com/cairn-rmm/cairn/agent/version.BuildID=$(AGENT_BUILD_ID) -X github.com/cairn-rmm/cairn/agent/version.BuildSeq=$(AGENT_BUILD_SEQ)
 
-.PHONY: run test test-chain-go test-chain-web bench build agents web deps-run deps-test generate check-generated test-go test-openapi-lint test-wine test-fuzz fuzz run-fuzz test-web test-e2e clean
+.PHONY: run test test-chain-go test-chain-web bench bench-tunnel build agents web deps-run deps-test generate check-generated test-go test-openapi-lint test-wine test-fuzz fuzz run-fuzz test-web test-e2e clean
 
 ## run: build everything and start the Engine with private PostgreSQL and embedded Temporal
 run: deps-run build
@@ -60,6 +60,10 @@ BENCH_FLAGS    ?=
 bench: deps-run build
 	@mkdir -p .data
 	set -o pipefail; $(GO) run ./scripts/bench --counts $(BENCH_COUNTS) --duration $(BENCH_DURATION) $(BENCH_FLAGS) | tee .data/bench-results.jsonl
+
+## bench-tunnel: the Engine's WireGuard throughput on one core (docs/benchmarks.md "Remote desktop: WireGuard throughput")
+bench-tunnel:
+	GOMAXPROCS=1 $(GO) test -count=1 -run '^$$' -bench TunnelThroughput -benchtime 1024x ./internal/tunnels/
 
 # test-go runs through gotestsum (a tool in go.mod): packages with their
 # times, failing tests with their whole output, then the slowest tests, so

@@ -59,7 +59,7 @@ type vncAPI struct {
 var desktopTargetErrors = []string{cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked,
 	cairn.ECodeAgentSocketMissing, cairn.ECodeAgentTooOld, proto.CodeUnsupportedPlatform, shells.ECodeTokenInvalid, shells.ECodeNotImplemented,
 	ECodeTemporalUnavailable, cairn.ECodeUnavailable, vnc.ECodeNoRFBBanner, vnc.ECodePasswordNotEnabled, vnc.ECodeAuthLockout,
-	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, vnc.ECodeAuthRetryInProgress, vnc.ECodeAuthRetrySettling, vnc.ECodeSessionEnded, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
+	vnc.ECodeBackendNotReady, vnc.ECodeEstablishTimeout, vnc.ECodeAuthFailed, vnc.ECodeAuthRetryInProgress, vnc.ECodeAuthRetrySettling, vnc.ECodeSessionEnded, tunnels.ECodeNoTunnel, tunnels.ECodeNotReady, tunnels.ECodeUnavailable,
 	proto.CodeVNCNotReady, rdp.ECodeBackendNotReady, rdp.ECodeCredentialInvalid, rdp.ECodeAuthFailed, rdp.ECodeConnectFailed,
 	rdp.ECodeBridgeUnavailable, proto.CodeRDPNotReady}
 
@@ -75,6 +75,11 @@ func (d VNCArea) routes(s *Server) []Route {
 		{"POST", "/api/vnc/disconnect", AuthToken, jsonAction(s, http.StatusOK, false, a.disconnect).
 			Summary("Close a remote desktop session: its workflow sends vnc_stop and records the end.").
 			Errors(cairn.ECodeNotFound, ECodeTemporalUnavailable, cairn.ECodeUnavailable), "Close a remote desktop session"},
+		{"POST", "/api/vnc/handoff", AuthToken, jsonAction(s, http.StatusOK, false, a.handoff).
+			Summary("Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL, with the display topology the agent reads now (vnc_refresh). The session's server keeps running.").
+			Errors(cairn.ECodeNotFound, devicetrust.ECodeDeviceQuarantined, devicetrust.ECodeDeviceRevoked, cairn.ECodeAgentTooOld,
+				proto.CodeUnsupportedPlatform, vnc.ECodeSessionEnded, vnc.ECodeBackendNotReady, ECodeTemporalUnavailable, cairn.ECodeUnavailable),
+			"Take a remote desktop session over"},
 		{"GET", "/api/vnc/sessions", AuthToken, getAction(s, a.sessions).Summary("Active remote desktop sessions in the operator's sites."), "List remote desktop sessions"},
 		{"GET", "/api/vnc/sessions/{id}", AuthToken, getAction(s, a.session).
 			Summary("A session and its establishment's state (the RemoteDesktop workflow's Query).").
@@ -146,14 +151,15 @@ type vncEstablishReq struct {
 	Width  *int `json:"width"`
 	Height *int `json:"height"`
 	DPI    *int `json:"dpi"`
-	// AuthProbe asks for the diagnostic authentication probe (rule 7);
-	// accepted, not used yet.
-	AuthProbe bool `json:"auth_probe"`
 	// Quality is speed (default) or quality (rule 4).
 	Quality string `json:"quality"`
 	// Reason vnc_auth_retry follows an explicit auth failure: the agent
 	// rotates its credential first (rule 7; single-flight per device).
 	Reason string `json:"reason"`
+	// AuthProbe runs rule 7's diagnostic password-authentication probe
+	// before the token is issued (also when SERVICE_VNC_AUTH_PROBE=1);
+	// VNC sessions only (an RDP login is the bridge's own check).
+	AuthProbe bool `json:"auth_probe"`
 }
 
 func (q *vncEstablishReq) validate() error {
@@ -336,6 +342,12 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 		err = ce
 		return vncEstablishResp{}, ce
 	}
+	if (req.AuthProbe || cfg.AuthProbe) && !isRDP {
+		if err := a.authProbe(ctx, t, p.Username, sess); err != nil {
+			_ = a.Starter.Signal(context.WithoutCancel(ctx), sess.ID, workflows.SignalDesktopStop, "failed:"+cairn.ErrorCode(err))
+			return vncEstablishResp{}, err
+		}
+	}
 	tok, exp, err := a.VNC.IssueToken(ctx, sess.ID)
 	if err != nil {
 		return vncEstablishResp{}, err
@@ -356,6 +368,23 @@ func (a *vncAPI) establish(r *http.Request, req vncEstablishReq) (vncEstablishRe
 		out.DisplayVirtualBounds = st.Started.DisplayVirtualBounds
 	}
 	return out, nil
+}
+
+// authProbe is rule 7's diagnostic: the gateway's authentication with
+// the agent's sealed credential, through the tunnel, before any token.
+func (a *vncAPI) authProbe(ctx context.Context, t devices.OperationTarget, operator string, sess vnc.Session) error {
+	if a.VNCArea.Server == nil {
+		return cairn.Errorf(tunnels.ECodeUnavailable, "this process runs no remote desktop gateway")
+	}
+	rotate := sess.Reason == vnc.ReasonAuthRetry
+	g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: rotate,
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			return a.VNCArea.Server.Dial(ctx, sess.GUID, proto.VNCPort)
+		},
+		Credential: func(ctx context.Context, pub string) (string, error) {
+			return a.credential(ctx, t, operator, sess.ID, pub, rotate)
+		}}
+	return g.AuthProbe(ctx)
 }
 
 // ---- disconnect, sessions, viewers ----
@@ -394,6 +423,83 @@ func (a *vncAPI) disconnect(r *http.Request, req vncSessionReq) (vnc.Session, er
 		return vnc.Session{}, err
 	}
 	return sess, nil
+}
+
+type vncHandoffResp struct {
+	vncEstablishResp
+	// PreviousOperator is who owned the session before; Handoffs how
+	// many times it was taken over, this one included.
+	PreviousOperator string `json:"previous_operator"`
+	Handoffs         int32  `json:"handoffs"`
+}
+
+// handoff gives the session to the caller: a second operator, or the
+// owner's second browser. The previous browser's relay ends (a normal
+// close: the workflow's reconnect window covers the switch), then the
+// caller gets the session's new one-time token.
+func (a *vncAPI) handoff(r *http.Request, req vncSessionReq) (vncHandoffResp, error) {
+	ctx, p := r.Context(), principal(r.Context())
+	sess, err := a.VNC.Get(ctx, p.SiteScope(), req.SessionID)
+	if err != nil {
+		return vncHandoffResp{}, err
+	}
+	if e := auditFrom(r); e != nil {
+		e.Target = "hostname=" + sess.Hostname + " session=" + sess.ID + " from=" + sess.Operator
+	}
+	t, err := a.Devices.OperationTargetByGUID(ctx, p.SiteScope(), sess.GUID)
+	if err != nil {
+		return vncHandoffResp{}, err
+	}
+	if err := t.Require(proto.CapVNC); err != nil {
+		return vncHandoffResp{}, err
+	}
+	taken, tok, exp, err := a.VNC.Handoff(ctx, sess, p.Username)
+	if err != nil {
+		return vncHandoffResp{}, err
+	}
+	out := vncHandoffResp{PreviousOperator: taken.HandedOffFrom, Handoffs: taken.Handoffs, vncEstablishResp: vncEstablishResp{SessionID: sess.ID, Token: tok,
+		WSURL: "/api/vnc/ws/" + sess.ID + "?token=" + url.QueryEscape(tok), ExpiresAt: exp.UTC(), GUID: sess.GUID,
+		Hostname: sess.Hostname, Protocol: taken.Protocol, Quality: taken.Quality, DisplayTopology: []proto.Monitor{}}}
+	// The taker's display topology as it is now (vnc_refresh: monitors
+	// may have changed since vnc_start); the establishment's when the
+	// agent cannot say.
+	started, rerr := a.refresh(ctx, t, p.Username, sess.ID)
+	if rerr != nil {
+		a.ctxLog(ctx).Warn("vnc_refresh for a handoff", "session", sess.ID, "err", rerr)
+		if a.Starter.Client != nil {
+			if st, err := a.Starter.State(ctx, sess.ID); err == nil && st != nil {
+				started = st.Started
+			}
+		}
+	}
+	if started != nil {
+		if started.DisplayTopology != nil {
+			out.DisplayTopology = started.DisplayTopology
+		}
+		out.DisplayVirtualBounds = started.DisplayVirtualBounds
+	}
+	return out, nil
+}
+
+// refresh asks the agent to read its display topology again
+// (vnc_refresh through the command path), keeping its server.
+func (a *vncAPI) refresh(ctx context.Context, t devices.OperationTarget, operator, sessionID string) (*proto.VNCStarted, error) {
+	payload, err := json.Marshal(proto.VNCRefresh{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.Operations.Run(ctx, workflows.OperationInput{OperationID: cairn.OperationID(sessionID + ":refresh:" + uuid.NewString()[:8]),
+		Target: t, Type: proto.EventVNCRefresh, Payload: payload, Kind: workflows.JobKindRemoteDesktop,
+		Summary: "Refresh the VNC display topology", Actor: operator, Meta: map[string]any{"session_id": sessionID},
+		Timeout: a.VNC.Config().StartReadyWait})
+	if err != nil {
+		return nil, err
+	}
+	var st proto.VNCStarted
+	if err := json.Unmarshal(res.Payload, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 type vncSessionEventReq struct {
@@ -584,11 +690,17 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(1 << 20)
 	bg := context.WithoutCancel(ctx)
 	isRDP := sess.Protocol == rdp.Protocol
+	// A handoff ends this relay (rctx) as if the browser had left; the
+	// release, deferred first so it runs last, tells the handoff the
+	// workflow has heard the detach.
+	rctx, cancelRelay := context.WithCancel(ctx)
+	defer cancelRelay()
+	defer a.VNC.Relaying(sess.ID, cancelRelay)()
 	// An RDP session's bridge runs in the Engine process that started it
 	// (its xfreerdp dials the device through the tunnels from here), so
 	// only VNC is relayed to a gateway process.
 	if a.Gateway != nil && !isRDP {
-		a.relayToGateway(ctx, conn, sess)
+		a.relayToGateway(ctx, rctx, conn, sess)
 		return
 	}
 	sink := inProcessEvents{a}
@@ -615,7 +727,7 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 		}
 		g := &vnc.Gateway{Config: a.VNC.Config(), Dial: b.Dial,
 			Password: func(context.Context) (string, error) { return b.Password(), nil }}
-		reason, err = g.Attach(ctx, sess.ID, websocket.NetConn(ctx, conn, websocket.MessageBinary), sink)
+		reason, err = g.Attach(rctx, sess.ID, websocket.NetConn(ctx, conn, websocket.MessageBinary), sink)
 	default:
 		g := &vnc.Gateway{Config: a.VNC.Config(), Rotate: sess.Reason == vnc.ReasonAuthRetry,
 			Dial: func(ctx context.Context) (net.Conn, error) {
@@ -626,8 +738,9 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 			}}
 		// Attach reports attached, first_frame and detached (or error):
 		// detached keeps the server for the reconnect window
-		// (SERVICE_VNC_STOP_DEBOUNCE_SECONDS) before vnc_stop.
-		reason, err = g.Attach(ctx, sess.ID, websocket.NetConn(ctx, conn, websocket.MessageBinary), sink)
+		// (SERVICE_VNC_STOP_DEBOUNCE_SECONDS) before vnc_stop; a handoff
+		// (rctx ended) is a detach.
+		reason, err = g.Attach(rctx, sess.ID, websocket.NetConn(ctx, conn, websocket.MessageBinary), sink)
 	}
 	if err != nil {
 		msg := "the remote desktop could not be opened"
@@ -640,6 +753,9 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close(websocket.StatusPolicyViolation, closeText(msg))
 		return
 	}
+	if rctx.Err() != nil && ctx.Err() == nil {
+		reason = "handed_off"
+	}
 	_ = conn.Close(websocket.StatusNormalClosure, reason)
 }
 
@@ -648,7 +764,7 @@ func (a *vncAPI) browserSocket(w http.ResponseWriter, r *http.Request) {
 // the gateway authenticates to the agent, speaks RFB to the browser and
 // reports the session's events. Only when it cannot be reached does the
 // Engine end the session itself.
-func (a *vncAPI) relayToGateway(ctx context.Context, browser *websocket.Conn, sess vnc.Session) {
+func (a *vncAPI) relayToGateway(ctx, relay context.Context, browser *websocket.Conn, sess vnc.Session) {
 	bg := context.WithoutCancel(ctx)
 	up, err := a.Gateway.OpenDesktop(ctx, sess.ID, sess.GUID, sess.Reason == vnc.ReasonAuthRetry)
 	if err != nil {
@@ -681,7 +797,17 @@ func (a *vncAPI) relayToGateway(ctx context.Context, browser *websocket.Conn, se
 	}
 	go pump(browser, up, true)
 	go pump(up, browser, false)
-	e := <-done
+	var e end
+	select {
+	case e = <-done:
+	case <-relay.Done():
+		// Handed off (or the request ended): the gateway sees its
+		// browser leave and reports detached, which the handoff waits
+		// for through the release of this relay.
+		_ = up.Close(websocket.StatusNormalClosure, "handed_off")
+		_ = browser.Close(websocket.StatusNormalClosure, "handed_off")
+		return
+	}
 	if e.fromGateway {
 		// The gateway's close (its reason, or the error's code) is the
 		// browser's.

@@ -177,3 +177,64 @@ func TestVNCAuthRetrySingleFlight(t *testing.T) {
 	require.True(t, after >= 1 && after <= 30, "the cooldown (30 s) is what is left: %v", after)
 	require.Len(t, f.do(t, "GET", "/api/vnc/sessions", admin, nil).Body["sessions"], 0, "a refused retry leaves no session")
 }
+
+// POST /api/vnc/handoff: validation with the field; a session outside
+// the caller's sites is 404; a session still establishing cannot be
+// taken yet (vnc_backend_not_ready), an ended one answers
+// vnc_session_ended, a quarantined device's is refused. (The taking over
+// of a live session through a real tunnel is in cmd/cairn's
+// TestVNCEndToEnd.)
+func TestVNCHandoff(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	admin := f.admin(t)
+	site := f.createSite(t, admin, "vnc-handoff")
+	a := f.capsAgent(t, admin, site, "handoff-01", proto.CapabilitiesVersion, []proto.Capability{proto.CapTunnel, proto.CapVNC})
+	key, err := wgnet.GenerateKey()
+	require.NoError(t, err)
+	// A tunnel that never reports ready: the establishment waits.
+	require.Equal(t, 200, a.device(t, "POST", proto.PathVPNEnsure, proto.VPNEnsureRequest{PublicKey: key.Public().String()}).Status)
+
+	for _, body := range []map[string]any{{}, {"session_id": "x"}} {
+		r := f.do(t, "POST", "/api/vnc/handoff", admin, body)
+		require.Equal(t, 400, r.Status, r.Raw)
+		require.Equal(t, "validation_failed", r.Body["error"])
+		require.NotEmpty(t, r.field("session_id"), r.Raw)
+	}
+	r := f.do(t, "POST", "/api/vnc/handoff", admin, map[string]any{"session_id": "6f7c2f5e-0000-4000-8000-000000000002"})
+	require.Equal(t, 404, r.Status, r.Raw)
+
+	first := make(chan response, 1)
+	go func() { first <- f.do(t, "POST", "/api/vnc/establish", admin, map[string]any{"guid": a.guid}) }()
+	var sessionID string
+	require.Eventually(t, func() bool {
+		list, _ := f.do(t, "GET", "/api/vnc/sessions", admin, nil).Body["sessions"].([]any)
+		if len(list) == 1 {
+			sessionID = list[0].(map[string]any)["session_id"].(string)
+		}
+		return sessionID != ""
+	}, time.Minute, 50*time.Millisecond)
+
+	r = f.do(t, "POST", "/api/vnc/handoff", admin, map[string]any{"session_id": sessionID})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "vnc_backend_not_ready", r.Body["error"], "still establishing: %s", r.Raw)
+	require.NotContains(t, r.Raw, "token")
+	op := f.operator(t, "handoff-operator")
+	r = f.do(t, "POST", "/api/vnc/handoff", op, map[string]any{"session_id": sessionID})
+	require.Equal(t, 404, r.Status, "another site's operator: %s", r.Raw)
+	s := f.do(t, "GET", "/api/vnc/sessions/"+sessionID, admin, nil)
+	require.Equal(t, "admin", s.Body["operator"], "a refused handoff changes nothing")
+	require.Equal(t, float64(0), s.Body["handoffs"])
+
+	require.Equal(t, 200, f.do(t, "POST", "/api/vnc/disconnect", admin, map[string]any{"session_id": sessionID}).Status)
+	require.Equal(t, 410, (<-first).Status)
+	r = f.do(t, "POST", "/api/vnc/handoff", admin, map[string]any{"session_id": sessionID})
+	require.Equal(t, 410, r.Status, r.Raw)
+	require.Equal(t, "vnc_session_ended", r.Body["error"])
+
+	q := f.do(t, "POST", "/api/devices/"+a.guid+"/quarantine", admin, nil)
+	require.Equal(t, 200, q.Status, q.Raw)
+	r = f.do(t, "POST", "/api/vnc/handoff", admin, map[string]any{"session_id": sessionID})
+	require.Equal(t, 409, r.Status, r.Raw)
+	require.Equal(t, "device_quarantined", r.Body["error"])
+}

@@ -1151,6 +1151,9 @@ type VncSession struct {
 	ErrorCode      string
 	ErrorMessage   string
 	Reason         string
+	HandedOffFrom  string
+	HandedOffAt    *time.Time
+	Handoffs       int32
 }
 
 type Watchdog struct {

@@ -138,7 +138,7 @@ const vNCSessionEnd = `-- name: VNCSessionEnd :one
 UPDATE vnc_sessions SET status = 'ended', ended_at = now(), token_hash = NULL, end_reason = $1,
     error_code = $2, error_message = $3
 WHERE id = $4 AND status <> 'ended'
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs
 `
 
 type VNCSessionEndParams struct {
@@ -177,6 +177,9 @@ func (q *Queries) VNCSessionEnd(ctx context.Context, arg VNCSessionEndParams) (V
 		&i.ErrorCode,
 		&i.ErrorMessage,
 		&i.Reason,
+		&i.HandedOffFrom,
+		&i.HandedOffAt,
+		&i.Handoffs,
 	)
 	return i, err
 }
@@ -196,7 +199,7 @@ func (q *Queries) VNCSessionFirstFrame(ctx context.Context, arg VNCSessionFirstF
 }
 
 const vNCSessionGet = `-- name: VNCSessionGet :one
-SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason FROM vnc_sessions
+SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs FROM vnc_sessions
 WHERE id = $1 AND ($2::bool OR site_id = ANY($3::bigint[]))
 `
 
@@ -229,6 +232,62 @@ func (q *Queries) VNCSessionGet(ctx context.Context, arg VNCSessionGetParams) (V
 		&i.ErrorCode,
 		&i.ErrorMessage,
 		&i.Reason,
+		&i.HandedOffFrom,
+		&i.HandedOffAt,
+		&i.Handoffs,
+	)
+	return i, err
+}
+
+const vNCSessionHandoff = `-- name: VNCSessionHandoff :one
+UPDATE vnc_sessions SET handed_off_from = operator, operator = $1, handed_off_at = now(),
+    handoffs = handoffs + 1, status = 'ready', token_hash = $2,
+    token_expires_at = now() + make_interval(secs => $3::float8)
+WHERE id = $4 AND status IN ('ready', 'live')
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs
+`
+
+type VNCSessionHandoffParams struct {
+	Operator   string
+	TokenHash  []byte
+	TtlSeconds float64
+	ID         string
+}
+
+// Another operator (or browser) takes a ready or live session over: the
+// owner changes, a new one-time token replaces any unspent one, and the
+// session waits for the taker's browser (ready).
+func (q *Queries) VNCSessionHandoff(ctx context.Context, arg VNCSessionHandoffParams) (VncSession, error) {
+	row := q.db.QueryRow(ctx, vNCSessionHandoff,
+		arg.Operator,
+		arg.TokenHash,
+		arg.TtlSeconds,
+		arg.ID,
+	)
+	var i VncSession
+	err := row.Scan(
+		&i.ID,
+		&i.DeviceGuid,
+		&i.SiteID,
+		&i.Hostname,
+		&i.Operator,
+		&i.Protocol,
+		&i.Quality,
+		&i.Status,
+		&i.TokenHash,
+		&i.TokenExpiresAt,
+		&i.CreatedAt,
+		&i.ReadyAt,
+		&i.AttachedAt,
+		&i.FirstFrameAt,
+		&i.EndedAt,
+		&i.EndReason,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.Reason,
+		&i.HandedOffFrom,
+		&i.HandedOffAt,
+		&i.Handoffs,
 	)
 	return i, err
 }
@@ -237,7 +296,7 @@ const vNCSessionInsert = `-- name: VNCSessionInsert :one
 
 INSERT INTO vnc_sessions (id, device_guid, site_id, hostname, operator, protocol, quality, reason)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs
 `
 
 type VNCSessionInsertParams struct {
@@ -284,6 +343,9 @@ func (q *Queries) VNCSessionInsert(ctx context.Context, arg VNCSessionInsertPara
 		&i.ErrorCode,
 		&i.ErrorMessage,
 		&i.Reason,
+		&i.HandedOffFrom,
+		&i.HandedOffAt,
+		&i.Handoffs,
 	)
 	return i, err
 }
@@ -292,7 +354,7 @@ const vNCSessionIssueToken = `-- name: VNCSessionIssueToken :one
 UPDATE vnc_sessions SET status = 'ready', ready_at = now(), token_hash = $1,
     token_expires_at = now() + make_interval(secs => $2::float8)
 WHERE id = $3 AND status = 'establishing'
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs
 `
 
 type VNCSessionIssueTokenParams struct {
@@ -325,12 +387,15 @@ func (q *Queries) VNCSessionIssueToken(ctx context.Context, arg VNCSessionIssueT
 		&i.ErrorCode,
 		&i.ErrorMessage,
 		&i.Reason,
+		&i.HandedOffFrom,
+		&i.HandedOffAt,
+		&i.Handoffs,
 	)
 	return i, err
 }
 
 const vNCSessionListActive = `-- name: VNCSessionListActive :many
-SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason FROM vnc_sessions
+SELECT id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs FROM vnc_sessions
 WHERE status <> 'ended' AND ($1::bool OR site_id = ANY($2::bigint[]))
 ORDER BY created_at DESC
 LIMIT $3::int
@@ -371,6 +436,9 @@ func (q *Queries) VNCSessionListActive(ctx context.Context, arg VNCSessionListAc
 			&i.ErrorCode,
 			&i.ErrorMessage,
 			&i.Reason,
+			&i.HandedOffFrom,
+			&i.HandedOffAt,
+			&i.Handoffs,
 		); err != nil {
 			return nil, err
 		}
@@ -386,7 +454,7 @@ const vNCSessionRedeem = `-- name: VNCSessionRedeem :one
 UPDATE vnc_sessions SET status = 'live', attached_at = now(), token_hash = NULL
 WHERE token_hash = $1 AND id = $2 AND operator = $3 AND status = 'ready'
   AND token_expires_at > now()
-RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason
+RETURNING id, device_guid, site_id, hostname, operator, protocol, quality, status, token_hash, token_expires_at, created_at, ready_at, attached_at, first_frame_at, ended_at, end_reason, error_code, error_message, reason, handed_off_from, handed_off_at, handoffs
 `
 
 type VNCSessionRedeemParams struct {
@@ -419,6 +487,9 @@ func (q *Queries) VNCSessionRedeem(ctx context.Context, arg VNCSessionRedeemPara
 		&i.ErrorCode,
 		&i.ErrorMessage,
 		&i.Reason,
+		&i.HandedOffFrom,
+		&i.HandedOffAt,
+		&i.Handoffs,
 	)
 	return i, err
 }

@@ -48,5 +48,5 @@ var vncCapability = Capability{
 	Activities: func(e *Engine) []any {
 		return []any{&activities.VNC{Store: e.Store, VNC: e.VNC, Devices: e.Devices, Tunnels: e.Tunnels, Server: e.TunnelReach}}
 	},
-	AgentOps: []string{proto.EventVNCStart, proto.EventVNCStop, proto.EventVNCCredentialRequest},
+	AgentOps: []string{proto.EventVNCStart, proto.EventVNCStop, proto.EventVNCCredentialRequest, proto.EventVNCRefresh},
 }

@@ -10,6 +10,7 @@
 #                         freerdp2-x11 + x11-utils (xfreerdp and xwininfo: the Engine's RDP bridge, internal/rdp) and
 #                         freerdp2-shadow-x11 (freerdp-shadow-cli: the RDP end-to-end test's server, NLA
 #                         with a SAM file the test writes),
+#                         tk (wish: the test window the Playwright remote desktop spec types into),
 #                         ansible (ansible-playbook, which the agent runs for Ansible playbook
 #                         assemblies, agent/automation)
 # As root it uses apt-get; otherwise it prints the command to run.
@@ -37,6 +38,7 @@ if [ "$mode" = test ]; then
   command -v xfreerdp >/dev/null 2>&1 || missing+=(freerdp2-x11)
   command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
   command -v freerdp-shadow-cli >/dev/null 2>&1 || missing+=(freerdp2-shadow-x11)
+  command -v wish >/dev/null 2>&1 || missing+=(tk)
   command -v ansible-playbook >/dev/null 2>&1 || missing+=(ansible)
 fi
 for tool in go node npm; do

@@ -165,6 +165,7 @@ var EventCapability = map[string]Capability{
 	EventVNCStart:               CapVNC,
 	EventVNCStop:                CapVNC,
 	EventVNCCredentialRequest:   CapVNC,
+	EventVNCRefresh:             CapVNC,
 	EventRoleDesiredState:       CapRoleControl,
 	EventAgentRedeploy:          CapRedeploy,
 	EventPatchPolicyEnforcement: CapPatchEnforcement,

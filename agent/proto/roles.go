@@ -60,7 +60,7 @@ var StoppableRoles = map[string][]string{
 	"software_management": {EventSoftwareRefresh},
 	"patch_management":    {EventPatchRefresh, EventPatchInstall},
 	"registry_management": {EventRegistryManagement},
-	"vnc":                 {EventVNCStart, EventVNCCredentialRequest},
+	"vnc":                 {EventVNCStart, EventVNCCredentialRequest, EventVNCRefresh},
 }
 
 // RoleDesiredStateRequest is the payload of EventRoleDesiredState: Role

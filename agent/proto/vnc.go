@@ -22,6 +22,10 @@ const (
 	EventVNCStart             = "vnc_start"
 	EventVNCStop              = "vnc_stop"
 	EventVNCCredentialRequest = "vnc_credential_request"
+	// EventVNCRefresh re-reads the display's topology (monitors added,
+	// removed or resized since vnc_start) without restarting a running
+	// server; it answers VNCStarted, as vnc_start does.
+	EventVNCRefresh = "vnc_refresh"
 )
 
 // PathVNCEnsure is the agent's POST /api/agent/vnc/ensure (Device auth):
@@ -76,6 +80,11 @@ type Monitor struct {
 	Width   int    `json:"width"`
 	Height  int    `json:"height"`
 	Primary bool   `json:"primary"`
+}
+
+// VNCRefresh is vnc_refresh's payload.
+type VNCRefresh struct {
+	SessionID string `json:"session_id"`
 }
 
 // VNCStop is vnc_stop's payload.

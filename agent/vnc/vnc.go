@@ -140,12 +140,12 @@ func New(opts Options) (*VNC, error) {
 	return v, nil
 }
 
-// Register adds the vnc_start, vnc_stop and vnc_credential_request
-// handlers.
+// Register adds the vnc_start, vnc_stop, vnc_refresh and
+// vnc_credential_request handlers.
 func (v *VNC) Register(h *agentruntime.Handlers) error {
 	for typ, fn := range map[string]agentruntime.Handler{
 		proto.EventVNCStart: v.handleStart, proto.EventVNCStop: v.handleStop,
-		proto.EventVNCCredentialRequest: v.handleCredential,
+		proto.EventVNCCredentialRequest: v.handleCredential, proto.EventVNCRefresh: v.handleRefresh,
 	} {
 		if err := h.Register(typ, fn); err != nil {
 			return err
@@ -353,6 +353,36 @@ func (v *VNC) report(st *proto.VNCStarted, err error) {
 	}
 	r.SetContext(c)
 	r.Report(err)
+}
+
+// handleRefresh is vnc_refresh: the display's topology read again and
+// reported (the role row, /api/agent/vnc/ensure and the answer), the
+// running server kept as it is (x11vnc follows a resized screen itself,
+// -xrandr); a server that is not running is started as by vnc_start.
+func (v *VNC) handleRefresh(ctx context.Context, call agentruntime.Caller, payload json.RawMessage) (any, error) {
+	var req proto.VNCRefresh
+	if len(payload) > 0 {
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, &proto.Error{Code: "validation_failed", Message: "vnc_refresh payload: " + err.Error()}
+		}
+	}
+	v.mu.Lock()
+	if v.started != nil && v.srv.running() {
+		mons, err := v.srv.topology(ctx, v.opts.Display)
+		if err != nil {
+			v.log.Warn("display topology unknown", "err", err)
+		} else {
+			st := *v.started
+			st.DisplayTopology, st.DisplayVirtualBounds = mons, VirtualBounds(mons)
+			v.started = &st
+		}
+	}
+	v.mu.Unlock()
+	st, err := v.Start(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func (v *VNC) handleStop(ctx context.Context, call agentruntime.Caller, _ json.RawMessage) (any, error) {

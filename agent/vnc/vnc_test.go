@@ -23,6 +23,8 @@ type fakeServer struct {
 	password string
 	allow    string
 	starts   int
+	// mons is the display's topology (nil: two monitors).
+	mons []proto.Monitor
 }
 
 func (f *fakeServer) name() string { return "fake" }
@@ -64,6 +66,11 @@ func (f *fakeServer) stop() {
 }
 
 func (f *fakeServer) topology(context.Context, string) ([]proto.Monitor, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mons != nil {
+		return f.mons, nil
+	}
 	return []proto.Monitor{{Name: "A", Width: 1920, Height: 1080, Primary: true}, {Name: "B", X: 1920, Y: 0, Width: 1280, Height: 1024}}, nil
 }
 
@@ -211,5 +218,35 @@ func TestParseMonitors(t *testing.T) {
 		{Name: "HDMI-1", X: 1920, Width: 1280, Height: 1024}}, mons)
 	require.Equal(t, "3200x1080+0+0", VirtualBounds(mons))
 	_, err = ParseMonitors("Monitors: 0\n")
+	require.Error(t, err)
+}
+
+// vnc_refresh reads the topology again (a monitor added since
+// vnc_start) and reports it in the answer, the role row and the ensure,
+// keeping the running server; with none running it starts one.
+func TestRefresh(t *testing.T) {
+	t.Parallel()
+	v, srv, role, call := setup(t, "127.0.0.1")
+	out, err := v.handleRefresh(context.Background(), call, json.RawMessage(`{"session_id":"s"}`))
+	require.NoError(t, err, "nothing running: refresh starts the server")
+	require.Equal(t, "3200x1080+0+0", out.(*proto.VNCStarted).DisplayVirtualBounds)
+	require.Equal(t, 1, srv.starts)
+
+	srv.mu.Lock()
+	srv.mons = []proto.Monitor{{Name: "A", Width: 1920, Height: 1080, Primary: true}, {Name: "B", X: 1920, Width: 1280, Height: 1024},
+		{Name: "C", X: 3200, Width: 1024, Height: 768}}
+	srv.mu.Unlock()
+	out, err = v.handleRefresh(context.Background(), call, nil)
+	require.NoError(t, err)
+	st := out.(*proto.VNCStarted)
+	require.Len(t, st.DisplayTopology, 3)
+	require.Equal(t, "4224x1080+0+0", st.DisplayVirtualBounds)
+	require.Equal(t, 1, srv.starts, "the running server is kept")
+	h, _ := role.Health()
+	require.Equal(t, "4224x1080+0+0", h.Context[proto.VNCContextDisplayVirtualBounds])
+	require.Contains(t, h.Context[proto.VNCContextDisplayTopology], `"name":"C"`)
+	require.True(t, call.calls[len(call.calls)-1].Ready)
+
+	_, err = v.handleRefresh(context.Background(), call, json.RawMessage(`[1]`))
 	require.Error(t, err)
 }

@@ -68,7 +68,9 @@ func TestVNCEndToEnd(t *testing.T) {
 		}})
 	eng, token, a, guid := rig.eng, rig.token, rig.a, rig.guid
 
-	est := eng.post(t, "/api/vnc/establish", token, map[string]any{"guid": guid})
+	// With rule 7's diagnostic auth probe: the gateway authenticates to
+	// x11vnc with the agent's sealed credential before the token.
+	est := eng.post(t, "/api/vnc/establish", token, map[string]any{"guid": guid, "auth_probe": true})
 	require.NotEmpty(t, est["session_id"], "%v; agent:\n%s", est, a.output())
 	sessionID := est["session_id"].(string)
 	require.Equal(t, "160x120+0+0", est["display_virtual_bounds"], "%v", est)
@@ -231,6 +233,54 @@ func TestVNCEndToEnd(t *testing.T) {
 		&websocket.DialOptions{HTTPClient: eng.httpsClient(t), HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
 	require.Error(t, err)
 	require.Equal(t, 403, res.StatusCode)
+
+	// Handoff: the owner's second browser takes the live session over.
+	// The first browser's socket closes (normally: the workflow's
+	// reconnect window covers the switch), the second attaches with the
+	// new token and gets the desktop; the session records the handoff.
+	ho := eng.post(t, "/api/vnc/handoff", token, map[string]any{"session_id": sessionID})
+	require.Equal(t, "admin", ho["previous_operator"], "%v", ho)
+	require.Equal(t, "160x120+0+0", ho["display_virtual_bounds"], "%v", ho)
+	require.NotEqual(t, est["token"], ho["token"])
+	_, err = io.Copy(io.Discard, c)
+	require.NoError(t, err, "the first browser's socket was closed normally")
+	ws3, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(eng.httpsBase, "https")+ho["ws_url"].(string),
+		&websocket.DialOptions{HTTPClient: eng.httpsClient(t), HTTPHeader: http.Header{"Authorization": {"Bearer " + token}},
+			Subprotocols: []string{"binary"}})
+	require.NoError(t, err)
+	defer ws3.CloseNow()
+	c3 := websocket.NetConn(ctx, ws3, websocket.MessageBinary)
+	for _, step := range []struct {
+		read  int
+		write []byte
+	}{{12, banner}, {2, []byte{1}}, {4, []byte{1}}, {24, nil}} {
+		got := make([]byte, step.read)
+		_, err = io.ReadFull(c3, got)
+		require.NoError(t, err, "the taker's RFB handshake; agent:\n%s", a.output())
+		if step.read == 24 {
+			require.Equal(t, []byte{0, 160, 0, 120}, got[:4], "ServerInit for the taker")
+		}
+		if step.write != nil {
+			_, err = c3.Write(step.write)
+			require.NoError(t, err)
+		}
+	}
+	require.True(t, assertEventually(time.Minute, func() bool {
+		s := eng.call(t, "GET", "/api/vnc/sessions/"+sessionID, token, nil)
+		return s["status"] == "live" && s["handoffs"] == float64(1) && s["handed_off_from"] == "admin" && s["handed_off_at"] != nil
+	}), "the handoff is recorded and the taker is live: %v", eng.call(t, "GET", "/api/vnc/sessions/"+sessionID, token, nil))
+	// The taker's topology came from vnc_refresh, which ended as
+	// vnc_start did (succeeded), the server kept.
+	statusOf := func(summary string) string {
+		for _, e := range eng.call(t, "GET", "/api/device/activity/"+a.hostname, token, nil)["activity"].([]any) {
+			if m := e.(map[string]any); m["summary"] == summary {
+				return m["status"].(string)
+			}
+		}
+		return ""
+	}
+	require.NotEmpty(t, statusOf("Start the VNC server"))
+	require.Equal(t, statusOf("Start the VNC server"), statusOf("Refresh the VNC display topology"))
 
 	// x11vnc listens on the tunnel address only, and its password file
 	// was removed once read (the password is on no command line).

@@ -72,3 +72,13 @@ WHERE session_id = @session_id;
 -- (an RDP session uses the host's RDP server, not the agent's x11vnc).
 SELECT count(*)::bigint FROM vnc_sessions
 WHERE device_guid = @device_guid AND id <> @id AND status <> 'ended' AND protocol = 'vnc';
+
+-- name: VNCSessionHandoff :one
+-- Another operator (or browser) takes a ready or live session over: the
+-- owner changes, a new one-time token replaces any unspent one, and the
+-- session waits for the taker's browser (ready).
+UPDATE vnc_sessions SET handed_off_from = operator, operator = @operator, handed_off_at = now(),
+    handoffs = handoffs + 1, status = 'ready', token_hash = @token_hash,
+    token_expires_at = now() + make_interval(secs => @ttl_seconds::float8)
+WHERE id = @id AND status IN ('ready', 'live')
+RETURNING *;

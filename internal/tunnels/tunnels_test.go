@@ -32,7 +32,7 @@ type fixture struct {
 }
 
 // freeUDPPort is a UDP port nothing is bound to now.
-func freeUDPPort(t *testing.T) int {
+func freeUDPPort(t testing.TB) int {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func freeUDPPort(t *testing.T) int {
 	return c.LocalAddr().(*net.UDPAddr).Port
 }
 
-func setup(t *testing.T, cfg tunnels.Config) fixture {
+func setup(t testing.TB, cfg tunnels.Config) fixture {
 	t.Helper()
 	ctx := context.Background()
 	store := pgtest.NewDB(t)
@@ -57,7 +57,7 @@ func setup(t *testing.T, cfg tunnels.Config) fixture {
 	return fixture{store: store, cipher: c, svc: svc, port: cfg.Port, site: int64(site.ID)}
 }
 
-func (f fixture) device(t *testing.T, guid string) devicetrust.Identity {
+func (f fixture) device(t testing.TB, guid string) devicetrust.Identity {
 	t.Helper()
 	_, err := f.store.DeviceInsert(context.Background(), db.DeviceInsertParams{Guid: cairn.DeviceGUID(guid), Hostname: "host-" + guid, SiteID: cairn.SiteID(f.site)})
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func (f fixture) device(t *testing.T, guid string) devicetrust.Identity {
 
 // agentPeer is a user-space WireGuard device configured from an ensure
 // answer, as an agent without an interface would be.
-func agentPeer(t *testing.T, key wgnet.Key, ens proto.VPNEnsureResponse) *wgnet.Device {
+func agentPeer(t testing.TB, key wgnet.Key, ens proto.VPNEnsureResponse) *wgnet.Device {
 	t.Helper()
 	server, err := wgnet.ParseKey(ens.ServerPublicKey)
 	require.NoError(t, err)

@@ -57,6 +57,33 @@ func Preflight(ctx context.Context, dial Dialer, wait time.Duration) error {
 	return err
 }
 
+// AuthProbe is rule 7's diagnostic password-authentication probe, run
+// at establish when asked for (auth_probe, or SERVICE_VNC_AUTH_PROBE=1):
+// it asks the agent for the credential (sealed, as for a live session),
+// authenticates to the server through the tunnel and hangs up. An
+// explicit refusal is vnc_auth_failed (vnc_auth_lockout when the server
+// locks out), so the browser learns it before it opens a socket.
+func (g *Gateway) AuthProbe(ctx context.Context) error {
+	wait := max(g.Config.PreflightTimeout, g.Config.RFBReadyWait, 5*time.Second)
+	pw, err := g.password(ctx)
+	if err != nil {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(ctx, wait)
+	agent, err := g.Dial(dctx)
+	cancel()
+	if err != nil {
+		return (&BannerError{Stage: StageDialFailed, Attempt: 1, Err: err}).CairnError()
+	}
+	defer agent.Close()
+	_, err = clientHandshake(agent, wait, func() (string, error) { return pw, nil })
+	var be *BannerError
+	if errors.As(err, &be) {
+		return be.CairnError()
+	}
+	return err
+}
+
 // password asks the agent for its credential with a one-time key pair;
 // only this call's private key opens the answer.
 func (g *Gateway) password(ctx context.Context) (string, error) {

@@ -162,3 +162,43 @@ func TestGatewayRotateAsksFirst(t *testing.T) {
 	_ = browser.Close()
 	<-done
 }
+
+// Rule 7's diagnostic auth probe authenticates with the agent's sealed
+// credential and hangs up: the right password passes, a wrong one is
+// vnc_auth_failed, a lockout vnc_auth_lockout, a server that never
+// answers dial_failed's banner code.
+func TestGatewayAuthProbe(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, agentPW string
+		result        uint32
+		reason, code  string
+	}{
+		{"right password", "s3cret!", 0, "", ""},
+		{"wrong password", "other", 0, "", vnc.ECodeAuthFailed},
+		{"lockout", "s3cret!", 1, "Too many authentication failures", vnc.ECodeAuthLockout},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			asked := 0
+			g := &vnc.Gateway{Config: vnc.DefaultConfig(), Dial: fakeServer(t, authServer("s3cret!", c.result, c.reason)),
+				Credential: func(_ context.Context, pub string) (string, error) {
+					asked++
+					return proto.SealVNCCredential(pub, c.agentPW)
+				}}
+			err := g.AuthProbe(context.Background())
+			require.Equal(t, 1, asked)
+			if c.code == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Equal(t, c.code, cairn.ErrorCode(err), "%v", err)
+		})
+	}
+	g := &vnc.Gateway{Config: vnc.DefaultConfig(),
+		Dial: func(context.Context) (net.Conn, error) { return nil, io.ErrUnexpectedEOF },
+		Credential: func(_ context.Context, pub string) (string, error) {
+			return proto.SealVNCCredential(pub, "x")
+		}}
+	require.Equal(t, vnc.ECodeNoRFBBanner, cairn.ErrorCode(g.AuthProbe(context.Background())))
+}

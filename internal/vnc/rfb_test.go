@@ -151,4 +151,10 @@ func TestConfigFromEnv(t *testing.T) {
 	require.False(t, c.Preflight)
 	_, err = vnc.ConfigFromEnv(env(map[string]string{"SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS": "76"}))
 	require.ErrorContains(t, err, "SERVICE_VNC_ESTABLISH_DEADLINE_SECONDS")
+	require.False(t, c.AuthProbe, "the auth probe is off unless asked for")
+	c, err = vnc.ConfigFromEnv(env(map[string]string{"SERVICE_VNC_AUTH_PROBE": "1"}))
+	require.NoError(t, err)
+	require.True(t, c.AuthProbe)
+	_, err = vnc.ConfigFromEnv(env(map[string]string{"SERVICE_VNC_AUTH_PROBE": "yes"}))
+	require.ErrorContains(t, err, "SERVICE_VNC_AUTH_PROBE")
 }

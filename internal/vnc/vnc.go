@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -98,6 +99,10 @@ type Config struct {
 	// session ended before another may rotate the credential
 	// (SERVICE_VNC_AUTH_RETRY_COOLDOWN_SECONDS; capped by the deadline).
 	AuthRetryCooldown time.Duration
+	// AuthProbe runs the diagnostic password-authentication probe at
+	// every establish (SERVICE_VNC_AUTH_PROBE=1; rule 7), not only when
+	// the request asks for it.
+	AuthProbe bool
 }
 
 // DefaultConfig are the defaults.
@@ -147,6 +152,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("SERVICE_VNC_SECURITY_PREFLIGHT must be 0 or 1")
 	}
+	switch getenv("SERVICE_VNC_AUTH_PROBE") {
+	case "", "0":
+	case "1":
+		c.AuthProbe = true
+	default:
+		return c, fmt.Errorf("SERVICE_VNC_AUTH_PROBE must be 0 or 1")
+	}
 	for _, d := range []*time.Duration{&c.ReadyWait, &c.StartReadyWait, &c.RFBReadyWait, &c.PreflightTimeout, &c.CredentialWait, &c.AuthRetryCooldown} {
 		*d = min(*d, c.EstablishDeadline)
 	}
@@ -157,6 +169,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 type Service struct {
 	store *db.Store
 	cfg   Config
+
+	// relays are the browser sockets this process relays, by session: a
+	// handoff ends the previous browser's relay before the taker's token
+	// is issued.
+	mu     sync.Mutex
+	relays map[string]*relay
+}
+
+type relay struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New returns the service.
@@ -164,7 +187,91 @@ func New(store *db.Store, cfg Config) *Service {
 	if cfg.EstablishDeadline == 0 {
 		cfg = DefaultConfig()
 	}
-	return &Service{store: store, cfg: cfg}
+	return &Service{store: store, cfg: cfg, relays: map[string]*relay{}}
+}
+
+// Relaying records that this process relays a browser for session id;
+// cancel ends that relay. The returned func is called once the relay has
+// ended and the workflow was told (detached).
+func (s *Service) Relaying(id string, cancel context.CancelFunc) (release func()) {
+	r := &relay{cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	prev := s.relays[id]
+	s.relays[id] = r
+	s.mu.Unlock()
+	if prev != nil {
+		prev.cancel()
+	}
+	return func() {
+		s.mu.Lock()
+		if s.relays[id] == r {
+			delete(s.relays, id)
+		}
+		s.mu.Unlock()
+		close(r.done)
+	}
+}
+
+// evict ends the relay of session id in this process, if any, and waits
+// until it has released (or ctx ends).
+func (s *Service) evict(ctx context.Context, id string) error {
+	s.mu.Lock()
+	r := s.relays[id]
+	s.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.cancel()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Handoff gives a ready or live session to operator (who may be its
+// owner in another browser): the session's owner becomes operator with a
+// new one-time token, which only operator can redeem, then the browser
+// relayed now is disconnected (its relay ends as if the browser had
+// left, so the workflow's reconnect window covers the switch).
+// An establishing session cannot be taken yet (vnc_backend_not_ready);
+// an ended one answers vnc_session_ended.
+func (s *Service) Handoff(ctx context.Context, sess Session, operator string) (Session, string, time.Time, error) {
+	switch sess.Status {
+	case StatusEnded:
+		return Session{}, "", time.Time{}, cairn.Errorf(ECodeSessionEnded, "the remote desktop session has ended")
+	case StatusEstablishing:
+		return Session{}, "", time.Time{}, cairn.Errorf(ECodeBackendNotReady, "the remote desktop session is still being established; take it over once it is ready")
+	}
+	tok, hash, err := newToken()
+	if err != nil {
+		return Session{}, "", time.Time{}, err
+	}
+	r, err := s.store.VNCSessionHandoff(ctx, db.VNCSessionHandoffParams{ID: sess.ID, Operator: operator, TokenHash: hash,
+		TtlSeconds: s.cfg.TokenTTL.Seconds()})
+	if db.IsNoRows(err) {
+		return Session{}, "", time.Time{}, cairn.Errorf(ECodeSessionEnded, "the remote desktop session has ended")
+	}
+	if err != nil {
+		return Session{}, "", time.Time{}, err
+	}
+	// The owner changed first, so the previous browser, told of its close,
+	// reads who took over; the taker gets the token only once the
+	// previous relay has told the workflow it left.
+	if err := s.evict(ctx, sess.ID); err != nil {
+		return Session{}, "", time.Time{}, err
+	}
+	return fromRow(r), tok, *r.TokenExpiresAt, nil
+}
+
+func newToken() (string, []byte, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	return tok, hashToken(tok), nil
 }
 
 // Config is the service's settings.
@@ -190,13 +297,19 @@ type Session struct {
 	EndReason    string     `json:"end_reason,omitempty"`
 	ErrorCode    string     `json:"error_code,omitempty"`
 	ErrorMessage string     `json:"error_message,omitempty"`
+	// HandedOffFrom is the owner before the last handoff, HandedOffAt
+	// when, Handoffs how many there were.
+	HandedOffFrom string     `json:"handed_off_from,omitempty"`
+	HandedOffAt   *time.Time `json:"handed_off_at"`
+	Handoffs      int32      `json:"handoffs"`
 }
 
 func fromRow(r db.VncSession) Session {
 	return Session{ID: r.ID, GUID: r.DeviceGuid, Hostname: r.Hostname, SiteID: r.SiteID, Operator: r.Operator,
 		Protocol: r.Protocol, Quality: r.Quality, Reason: r.Reason, Status: r.Status, CreatedAt: r.CreatedAt, ReadyAt: r.ReadyAt,
 		AttachedAt: r.AttachedAt, FirstFrameAt: r.FirstFrameAt, EndedAt: r.EndedAt, EndReason: r.EndReason,
-		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage}
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, HandedOffFrom: r.HandedOffFrom, HandedOffAt: r.HandedOffAt,
+		Handoffs: r.Handoffs}
 }
 
 // Create records an establishing session of protocol (vnc, or rdp) on t
@@ -254,12 +367,11 @@ func (s *Service) Get(ctx context.Context, scope cairn.SiteScope, id string) (Se
 // IssueToken makes the browser's one-time token once the establishment
 // is ready (after vnc_start: rule 2). Only its hash is stored.
 func (s *Service) IssueToken(ctx context.Context, id string) (string, time.Time, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	tok, hash, err := newToken()
+	if err != nil {
 		return "", time.Time{}, err
 	}
-	tok := base64.RawURLEncoding.EncodeToString(b)
-	r, err := s.store.VNCSessionIssueToken(ctx, db.VNCSessionIssueTokenParams{ID: id, TokenHash: hashToken(tok),
+	r, err := s.store.VNCSessionIssueToken(ctx, db.VNCSessionIssueTokenParams{ID: id, TokenHash: hash,
 		TtlSeconds: s.cfg.TokenTTL.Seconds()})
 	if db.IsNoRows(err) {
 		return "", time.Time{}, cairn.Errorf(ECodeSessionEnded, "the remote desktop session is no longer establishing")

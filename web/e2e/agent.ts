@@ -32,6 +32,13 @@ export async function startAgent(opts: {
   hostname: string;
   /** Extra environment for the agent (e.g. CAIRN_AGENT_INIT_DIR). */
   env?: Record<string, string>;
+  /**
+   * A command the agent runs under (e.g. `ip netns exec <ns>`: an agent in
+   * its own network namespace, netns.ts).
+   */
+  wrap?: string[];
+  /** Extra arguments for `enroll` (e.g. --ca-file, --server-ip-fallback). */
+  enrollArgs?: string[];
 }): Promise<Agent> {
   const bin = resolve(webDir, process.env.CAIRN_E2E_AGENT_BIN ?? '../bin/cairn-agent');
   if (!existsSync(bin)) {
@@ -43,7 +50,9 @@ export async function startAgent(opts: {
   const log = createWriteStream(join(artifactsDir, `${opts.name}.log`));
   const children: ChildProcess[] = [];
   const start = (args: string[]) => {
-    const child = spawn(bin, [...args, '--config', config, '--hostname', opts.hostname], {
+    const argv = [bin, ...args, '--config', config, '--hostname', opts.hostname];
+    const wrap = opts.wrap ?? [];
+    const child = spawn(wrap[0] ?? bin, wrap.length ? [...wrap.slice(1), ...argv] : argv.slice(1), {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...opts.env },
     });
@@ -52,7 +61,7 @@ export async function startAgent(opts: {
     children.push(child);
     return child;
   };
-  const enroll = start(['enroll', '--server', opts.server, '--code', opts.code]);
+  const enroll = start(['enroll', '--server', opts.server, '--code', opts.code, ...(opts.enrollArgs ?? [])]);
   const enrolled = new Promise<void>((res, rej) => {
     enroll.once('exit', (code) => (code === 0 ? res() : rej(new Error(`cairn-agent enroll exited ${code}; see ${opts.name}.log`))));
   });

@@ -106,6 +106,13 @@ export interface EngineOptions {
    * know only that address). The other Engine must be stopped first.
    */
   ports?: EnginePorts;
+  /**
+   * The HTTPS listener's host (default 127.0.0.1): 0.0.0.0 for agents in
+   * another network namespace, which reach it over a veth pair.
+   */
+  httpsHost?: string;
+  /** Extra environment for `cairn serve` (CAIRN_WIREGUARD_*, SERVICE_VNC_*). */
+  env?: Record<string, string>;
 }
 
 export interface EnginePorts {
@@ -164,10 +171,11 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   env.CAIRN_DATA_DIR = dataDir;
   env.CAIRN_HTTP_ADDR = `127.0.0.1:${httpPort}`;
   // A free port: several Engines may run at once, so not the default 8443.
-  env.CAIRN_HTTPS_ADDR = `127.0.0.1:${httpsPort}`;
+  env.CAIRN_HTTPS_ADDR = `${opts.httpsHost ?? '127.0.0.1'}:${httpsPort}`;
   env.CAIRN_TEMPORAL_PORT = String(temporalPort);
   env.CAIRN_TEMPORAL_UI_PORT = '0';
   env.CAIRN_LOG_LEVEL = process.env.CAIRN_LOG_LEVEL ?? 'info';
+  Object.assign(env, opts.env);
 
   const logFile = join(artifactsDir, `${opts.name}.log`);
   const log = createWriteStream(logFile);

@@ -358,12 +358,24 @@ export type DesktopProtocol = 'vnc' | 'rdp';
  *  credentials kept in the tab's memory only. */
 export type RdpLogin = { credential_id: number } | { rdp_username: string; rdp_password: string; rdp_domain?: string };
 export const vnc = {
-  /** reason vnc_auth_retry (after a failed open) rotates the agent's credential first; rdp makes an RDP session. */
+  /**
+   * reason vnc_auth_retry (after a failed open) rotates the agent's
+   * credential first, and runs the diagnostic auth probe (rule 7); rdp
+   * makes an RDP session.
+   */
   establish: (guid: string, quality: DesktopQuality, reason?: 'vnc_auth_retry', rdp?: RdpLogin) =>
     call('post', '/api/vnc/establish', {
-      body: rdp ? { guid, quality, protocol: 'rdp', ...rdp } : reason ? { guid, quality, reason } : { guid, quality },
+      body: rdp
+        ? { guid, quality, protocol: 'rdp', ...rdp }
+        : reason
+          ? { guid, quality, reason, auth_probe: true }
+          : { guid, quality },
     }),
   disconnect: (session_id: string) => call('post', '/api/vnc/disconnect', { body: { session_id } }),
+  /** Takes a ready or live session over: the browser showing it now is disconnected. */
+  handoff: (session_id: string) => call('post', '/api/vnc/handoff', { body: { session_id } }),
+  sessions: () => call('get', '/api/vnc/sessions').then((r) => r.sessions ?? []),
+  session: (id: string) => call('get', '/api/vnc/sessions/{id}', { path: { id } }),
 };
 
 // Enrollment codes and approvals (docs/api.md "Enrollment").

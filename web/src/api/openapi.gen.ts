@@ -4512,6 +4512,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/vnc/handoff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a remote desktop session over
+         * @description Take a ready or live remote desktop session over (another operator, or the owner in another browser): the browser relayed now is disconnected, the caller becomes the session's owner and gets a new one-time token and socket URL, with the display topology the agent reads now (vnc_refresh). The session's server keeps running.
+         */
+        post: operations["postVncHandoff"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/vnc/sessions": {
         parameters: {
             query?: never;
@@ -5558,6 +5578,11 @@ export interface components {
             /** Format: date-time */
             first_frame_at: string | null;
             guid: string;
+            /** Format: date-time */
+            handed_off_at: string | null;
+            handed_off_from?: string;
+            /** Format: int32 */
+            handoffs: number;
             hostname: string;
             operator: string;
             protocol: string;
@@ -9425,6 +9450,22 @@ export interface components {
             token: string;
             ws_url: string;
         };
+        VncHandoffResp: {
+            display_topology: components["schemas"]["Monitor"][];
+            display_virtual_bounds: string;
+            /** Format: date-time */
+            expires_at: string;
+            guid: string;
+            /** Format: int32 */
+            handoffs: number;
+            hostname: string;
+            previous_operator: string;
+            protocol: string;
+            quality: string;
+            session_id: string;
+            token: string;
+            ws_url: string;
+        };
         VncSession: {
             /** Format: date-time */
             attached_at: string | null;
@@ -9438,6 +9479,11 @@ export interface components {
             /** Format: date-time */
             first_frame_at: string | null;
             guid: string;
+            /** Format: date-time */
+            handed_off_at: string | null;
+            handed_off_from?: string;
+            /** Format: int32 */
+            handoffs: number;
             hostname: string;
             operator: string;
             protocol: string;
@@ -37644,7 +37690,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Bad Gateway: rdp_auth_failed, rdp_connect_failed, vnc_backend_no_rfb_banner, vnc_password_not_enabled */
+            /** @description Bad Gateway: rdp_auth_failed, rdp_connect_failed, vnc_auth_failed, vnc_backend_no_rfb_banner, vnc_password_not_enabled */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -37664,6 +37710,138 @@ export interface operations {
             };
             /** @description Gateway Timeout: vnc_establish_timeout */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault (internal, 500): the message names the request ID the server log has the details under. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postVncHandoff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VncSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VncHandoffResp"];
+                };
+            };
+            /** @description Bad Request: validation_failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: account_recovery_required, csrf_failed, forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found: not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: agent_too_old, device_quarantined, device_revoked, vnc_backend_not_ready */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: vnc_session_ended */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large: payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported Media Type: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity: unsupported_platform */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Locked: aegis_locked */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable: service_unavailable, temporal_unavailable, unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -181,7 +181,13 @@ describe('Remote Desktop tab', () => {
     expect(status()).toHaveTextContent('Closed');
     await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
     await waitFor(() => expect(rfbs).toHaveLength(2));
-    expect(engine.callsTo('POST', '/api/vnc/establish')[1].body).toEqual({ guid: 'guid-web-1', quality: 'speed', reason: 'vnc_auth_retry' });
+    // The second attempt also runs the diagnostic auth probe (rule 7).
+    expect(engine.callsTo('POST', '/api/vnc/establish')[1].body).toEqual({
+      guid: 'guid-web-1',
+      quality: 'speed',
+      reason: 'vnc_auth_retry',
+      auth_probe: true,
+    });
     rfbs[1].serverConnect();
     rfbs[1].serverDisconnect(true);
     await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
@@ -254,6 +260,93 @@ describe('Remote Desktop tab', () => {
     expect(within(again).getByLabelText('Password')).toHaveValue('');
     expect(within(again).getByLabelText('Username')).toHaveValue('ops');
     expect(within(again).getByRole('button', { name: 'Connect' })).toBeDisabled();
+  });
+
+  it("takes another browser's session over (handoff)", async () => {
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': { body: SESSION('s-1') },
+      'GET /api/vnc/sessions': {
+        body: {
+          sessions: [
+            { session_id: 's-alice', guid: 'guid-web-1', operator: 'alice', status: 'live' },
+            { session_id: 's-elsewhere', guid: 'guid-other', operator: 'bob', status: 'live' },
+          ],
+        },
+      },
+      'POST /api/vnc/handoff': { body: { ...SESSION('s-alice'), previous_operator: 'alice', handoffs: 1 } },
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    const others = await screen.findByTestId('desktop-others');
+    expect(others).toHaveTextContent("alice's session is open.");
+    expect(others).not.toHaveTextContent('bob');
+    await userEvent.click(within(others).getByRole('button', { name: 'Take over' }));
+    await waitFor(() => expect(rfbs).toHaveLength(2));
+    expect(engine.callsTo('POST', '/api/vnc/handoff')[0].body).toEqual({ session_id: 's-alice' });
+    expect(rfbs[0].disconnected).toBe(true);
+    expect(rfbs[1].url).toBe(`ws://${window.location.host}/api/vnc/ws/s-alice?token=one-time`);
+    await waitFor(() => expect(engine.callsTo('POST', '/api/vnc/disconnect')[0]?.body).toEqual({ session_id: 's-1' }));
+    rfbs[1].serverConnect();
+    expect(status()).toHaveTextContent('Connected');
+  });
+
+  it('lets a session taken over elsewhere go without disconnecting it', async () => {
+    const engine = fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': { body: SESSION('s-1') },
+      'GET /api/vnc/sessions/s-1': { body: { session_id: 's-1', operator: 'alice', status: 'ready', handoffs: 1 } },
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    rfbs[0].serverConnect();
+    rfbs[0].serverDisconnect(true); // the gateway closed it: a handoff
+    expect(await screen.findByText(/alice took this session on web-1 over/)).toBeInTheDocument();
+    expect(status()).toHaveTextContent('Closed');
+    await userEvent.click(screen.getByRole('button', { name: /Reconnect/ }));
+    await waitFor(() => expect(rfbs).toHaveLength(2));
+    expect(engine.callsTo('POST', '/api/vnc/disconnect')).toHaveLength(0);
+  });
+
+  it('carries text clipboards both ways and goes full screen', async () => {
+    fakeEngine({
+      'GET /api/device/details/web-1': { body: details() },
+      'POST /api/vnc/establish': { body: SESSION('s-1') },
+      'POST /api/vnc/disconnect': { body: {} },
+    });
+    const written: string[] = [];
+    // userEvent installs its own clipboard on navigator; this one replaces it.
+    const clipboard = {
+      readText: vi.fn(async () => 'from the browser'),
+      writeText: vi.fn(async (t: string) => {
+        written.push(t);
+      }),
+    };
+    renderPage();
+    await waitFor(() => expect(rfbs).toHaveLength(1));
+    Object.defineProperty(window.navigator, 'clipboard', { value: clipboard, configurable: true });
+    const rfb = rfbs[0];
+    const fullscreen = vi.fn(async () => {});
+    (screen.getByTestId('desktop-screen') as HTMLElement & { requestFullscreen: unknown }).requestFullscreen = fullscreen;
+    // Not connected yet: nothing to paste into or enlarge.
+    expect(screen.getByRole('button', { name: /Paste/ })).toBeDisabled();
+    expect(screen.getByRole('button', { name: /Full screen/ })).toBeDisabled();
+    rfb.serverConnect();
+
+    // The browser's clipboard to the remote desktop.
+    await userEvent.click(screen.getByRole('button', { name: /Paste/ }));
+    await waitFor(() => expect(rfb.pasted).toEqual(['from the browser']));
+    // The remote desktop's clipboard to the browser, and shown.
+    act(() => {
+      rfb.dispatchEvent(new CustomEvent('clipboard', { detail: { text: 'from the desktop' } }));
+    });
+    expect(screen.getByTestId('desktop-clipboard')).toHaveTextContent('Remote clipboard: from the desktop');
+    await waitFor(() => expect(written).toEqual(['from the desktop']));
+
+    await userEvent.click(screen.getByRole('button', { name: /Full screen/ }));
+    expect(fullscreen).toHaveBeenCalledTimes(1);
   });
 
   it('is offered only to devices whose agent has the vnc or rdp capability', async () => {

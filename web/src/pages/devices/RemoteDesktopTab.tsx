@@ -82,12 +82,18 @@ export function RemoteDesktopTab({
   const screenRef = useRef<HTMLDivElement>(null);
   // failedOpen: the last attempt closed before it connected (an auth
   // failure among the reasons), so the next asks for vnc_auth_retry (rule 7).
-  const conn = useRef<{ gen: number; rfb: RFB | null; sessionId: string | null; failedOpen: boolean }>({
+  // handoffs: how many times the session had been taken over when this
+  // browser got it; a clean close with more means someone took it over.
+  const conn = useRef<{ gen: number; rfb: RFB | null; sessionId: string | null; failedOpen: boolean; handoffs: number }>({
     gen: 0,
     rfb: null,
     sessionId: null,
     failedOpen: false,
+    handoffs: 0,
   });
+  // Other ready or live sessions of this device (another operator, or
+  // this one in another browser), which this browser may take over.
+  const [others, setOthers] = useState<{ session_id: string; operator: string; status: string }[]>([]);
   const [status, setStatus] = useState<DesktopStatus>('connecting');
   const [quality, setQuality] = useState<DesktopQuality>('speed');
   const [scale, setScale] = useState<Scale>('fit');
@@ -106,7 +112,7 @@ export function RemoteDesktopTab({
   }, []);
 
   const connect = useCallback(
-    async (q: DesktopQuality, proto: DesktopProtocol = 'vnc') => {
+    async (q: DesktopQuality, proto: DesktopProtocol = 'vnc', takeOver?: string) => {
       teardown();
       const c = conn.current;
       const gen = c.gen;
@@ -115,10 +121,17 @@ export function RemoteDesktopTab({
       const retry = c.failedOpen && proto === 'vnc';
       c.failedOpen = false;
       try {
-        session =
-          proto === 'rdp' && login.current
-            ? await vncApi.establish(guid, q, undefined, login.current)
-            : await vncApi.establish(guid, q, retry ? 'vnc_auth_retry' : undefined);
+        if (takeOver) {
+          const taken = await vncApi.handoff(takeOver);
+          c.handoffs = taken.handoffs;
+          session = taken;
+        } else {
+          session =
+            proto === 'rdp' && login.current
+              ? await vncApi.establish(guid, q, undefined, login.current)
+              : await vncApi.establish(guid, q, retry ? 'vnc_auth_retry' : undefined);
+          c.handoffs = 0;
+        }
       } catch (error) {
         if (gen !== c.gen) return;
         setStatus('closed');
@@ -159,6 +172,25 @@ export function RemoteDesktopTab({
         setStatus('closed');
         const clean = (ev as CustomEvent<{ clean: boolean }>).detail?.clean;
         if (!opened) c.failedOpen = true;
+        const sessionId = c.sessionId;
+        if (clean && opened && sessionId) {
+          // A clean close of an open session: taken over elsewhere? Then
+          // it is no longer this browser's to disconnect.
+          void vncApi
+            .session(sessionId)
+            .then((s) => {
+              if (s.status !== 'ended' && s.handoffs > c.handoffs && c.sessionId === sessionId) {
+                c.sessionId = null;
+                notify({
+                  title: 'Remote desktop taken over',
+                  message: `${s.operator} took this session on ${hostname} over in another browser. Press Reconnect to open a new one.`,
+                  variant: 'info',
+                  icon: 'info',
+                });
+              }
+            })
+            .catch(() => {});
+        }
         if (!clean) {
           notify({ title: 'Remote desktop closed', message: `The connection to ${hostname} ended unexpectedly. Press Reconnect to open it again.`, variant: 'warning', icon: 'warning' });
         }
@@ -204,6 +236,25 @@ export function RemoteDesktopTab({
     const rfb = conn.current.rfb;
     if (rfb) rfb.scaleViewport = displays <= 1 || scale === 'fit';
   }, [scale, displays, status]);
+
+  // The device's other sessions, on arrival and whenever this one changes.
+  useEffect(() => {
+    let live = true;
+    vncApi
+      .sessions()
+      .then((list) => {
+        if (!live) return;
+        setOthers(
+          list
+            .filter((x) => x.guid === guid && x.session_id !== conn.current.sessionId && (x.status === 'ready' || x.status === 'live'))
+            .map((x) => ({ session_id: x.session_id, operator: x.operator, status: x.status })),
+        );
+      })
+      .catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [guid, status]);
 
   const changeQuality = (q: DesktopQuality) => {
     setQuality(q);
@@ -347,6 +398,20 @@ export function RemoteDesktopTab({
           <Button type="submit" size="small" variant="contained" disabled={!rdpReady}>
             Connect
           </Button>
+        </Box>
+      )}
+      {others.length > 0 && (
+        <Box data-testid="desktop-others" sx={{ display: 'flex', flexDirection: 'column', gap: 0.5, mb: 1 }}>
+          {others.map((o) => (
+            <Box key={o.session_id} sx={{ display: 'flex', alignItems: 'center', gap: 1, typography: 'body2' }}>
+              <span>
+                {o.operator}'s session is {o.status === 'live' ? 'open' : 'waiting for its browser'}.
+              </span>
+              <Button size="small" variant="text" onClick={() => void connect(quality, 'vnc', o.session_id)}>
+                Take over
+              </Button>
+            </Box>
+          ))}
         </Box>
       )}
       <Box ref={screenRef} data-testid="desktop-screen" sx={{ height: 600, width: '100%', bgcolor: '#0b1020', borderRadius: 1, overflow: 'hidden' }} />

@@ -67,6 +67,12 @@ func (g *Gateway) Attach(ctx context.Context, session string, browser net.Conn, 
 		_ = sink.SessionEvent(bg, Event{SessionID: session, Event: EventFirstFrame, At: &at})
 	}
 	reason, err := g.Serve(ctx, browser)
+	if err != nil && ctx.Err() != nil {
+		// The relay was ended from this side (a handoff, or the browser's
+		// request gone) mid-handshake: a leave, not a failure of the
+		// session.
+		reason, err = "relay_ended", nil
+	}
 	if err != nil {
 		ReportError(bg, sink, session, err)
 		return "", err

@@ -48,7 +48,7 @@ const (
 	// with X11 and x11vnc; the Windows role is not built yet).
 	CapVNC Capability = "vnc"
 	// CapRDP: rdp_start, rdp_transport_recovery (Linux agents: an RDP
-	// server such as xrdp on the host; the Windows role is not built yet).
+	// server such as xrdp on the host; Windows agents: TermService).
 	CapRDP Capability = "rdp"
 	// CapRoleControl: role_desired_state, stopping and starting roles.
 	CapRoleControl Capability = "role_control"
@@ -120,17 +120,17 @@ const (
 	MaxCapabilityLength = 64
 )
 
-// CapabilityPlatform names the only platform whose agents have a
+// CapabilityPlatform names the only platforms whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapVNC: "linux", CapAnsible: "linux",
-	CapPatchEnforcement: "windows", CapRDP: "linux"}
+var CapabilityPlatform = map[Capability][]string{CapRegistry: {"windows"}, CapVNC: {"linux"}, CapAnsible: {"linux"},
+	CapPatchEnforcement: {"windows"}, CapRDP: {"linux", "windows"}}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
 // reports: every capability, the registry editor only on Windows.
 func AgentCapabilities(goos string) []Capability {
 	var out []Capability
 	for _, c := range AllCapabilities {
-		if p, only := CapabilityPlatform[c]; only && p != goos {
+		if p, only := CapabilityPlatform[c]; only && !slices.Contains(p, goos) {
 			continue
 		}
 		out = append(out, c)

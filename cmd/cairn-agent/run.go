@@ -187,13 +187,19 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if h.tracker != nil {
 		rdpRole = h.tracker.Register(roles.RDP)
 	}
-	rdpDesktop := agentrdp.New(agentrdp.Options{Role: rdpRole, Logger: log,
+	rdpOpts := agentrdp.Options{Role: rdpRole, Logger: log,
 		VirtualIP: func() string {
-			if st := tunnel.State(); st != nil && st.Mode != tunnels.ModeNetstack {
+			if st := tunnel.State(); st != nil && (st.Mode != tunnels.ModeNetstack || goruntime.GOOS == "windows") {
 				return st.VirtualIP
 			}
 			return ""
-		}})
+		}}
+	if goruntime.GOOS == "windows" {
+		// The in-process tunnel has no host interface: it relays its
+		// :3389 to TermService on 127.0.0.1 while the role is enabled.
+		rdpOpts.Relay = tunnel
+	}
+	rdpDesktop := agentrdp.New(rdpOpts)
 	if err := rdpDesktop.Register(handlers); err != nil {
 		return err
 	}
@@ -226,7 +232,7 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	// Playbooks likewise run on Linux agents only (ansible-playbook has
 	// no Windows build).
 	for _, only := range []proto.Capability{proto.CapVNC, proto.CapAnsible, proto.CapRDP} {
-		if p, ok := proto.CapabilityPlatform[only]; ok && p != goruntime.GOOS {
+		if p, ok := proto.CapabilityPlatform[only]; ok && !slices.Contains(p, goruntime.GOOS) {
 			caps = slices.DeleteFunc(caps, func(c proto.Capability) bool { return c == only })
 		}
 	}

@@ -1,6 +1,8 @@
 package devices
 
 import (
+	"strings"
+
 	"github.com/cairn-rmm/cairn"
 	"github.com/cairn-rmm/cairn/agent/proto"
 )
@@ -58,7 +60,7 @@ func (a AgentCapabilities) Require(hostname string, c proto.Capability) *cairn.E
 	}
 	if platform, only := proto.CapabilityPlatform[c]; only && a.Reported {
 		return cairn.Errorf(proto.CodeUnsupportedPlatform,
-			"the agent of %s does not offer the %q capability: only %s agents have it", hostname, c, platform)
+			"the agent of %s does not offer the %q capability: only %s agents have it", hostname, c, strings.Join(platform, " and "))
 	}
 	if !a.Reported {
 		return cairn.Errorf(cairn.ECodeAgentTooOld,

@@ -5,9 +5,10 @@
 // system:rdp. On Linux that server is xrdp when installed (started
 // through systemd, or directly where there is none), or any server
 // already listening on TCP 3389; the firewall is not managed on Linux
-// (the tunnel admits only the Engine's /32 anyway). The Windows role of
-// behaviour 14 (fDenyTSConnections, TermService, the one firewall rule)
-// is not built yet: there the role reports unsupported.
+// (the tunnel admits only the Engine's /32 anyway). On Windows the
+// server is TermService (termservice.go): fDenyTSConnections, the start
+// type, the one firewall rule, audited at most every AuditEvery, and the
+// in-process tunnel relays its :3389 to it (Options.Relay).
 package rdp
 
 import (

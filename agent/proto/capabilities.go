@@ -48,7 +48,7 @@ const (
 	// with X11 and x11vnc, Windows agents with their own RFB server).
 	CapVNC Capability = "vnc"
 	// CapRDP: rdp_start, rdp_transport_recovery (Linux agents: an RDP
-	// server such as xrdp on the host; the Windows role is not built yet).
+	// server such as xrdp on the host; Windows agents: TermService).
 	CapRDP Capability = "rdp"
 	// CapRoleControl: role_desired_state, stopping and starting roles.
 	CapRoleControl Capability = "role_control"
@@ -120,24 +120,18 @@ const (
 	MaxCapabilityLength = 64
 )
 
-// CapabilityPlatform names the only platform whose agents have a
+// CapabilityPlatform names the only platforms whose agents have a
 // capability, for the ones that are not everywhere.
-var CapabilityPlatform = map[Capability]string{CapRegistry: "windows", CapAnsible: "linux",
-	CapPatchEnforcement: "windows", CapRDP: "linux"}
-
-// CapabilityPlatforms names the platforms whose agents have a capability
-// that is on more than one but not everywhere.
-var CapabilityPlatforms = map[Capability][]string{CapVNC: {"linux", "windows"}}
+var CapabilityPlatform = map[Capability][]string{CapRegistry: {"windows"}, CapVNC: {"linux", "windows"}, CapAnsible: {"linux"},
+	CapPatchEnforcement: {"windows"}, CapRDP: {"linux", "windows"}}
 
 // AgentCapabilities is the set an agent of this protocol built for goos
-// reports: every capability, the registry editor only on Windows.
+// reports: every capability but those CapabilityPlatform keeps to other
+// platforms.
 func AgentCapabilities(goos string) []Capability {
 	var out []Capability
 	for _, c := range AllCapabilities {
-		if p, only := CapabilityPlatform[c]; only && p != goos {
-			continue
-		}
-		if ps, only := CapabilityPlatforms[c]; only && !slices.Contains(ps, goos) {
+		if p, only := CapabilityPlatform[c]; only && !slices.Contains(p, goos) {
 			continue
 		}
 		out = append(out, c)

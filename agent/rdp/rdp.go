@@ -5,9 +5,10 @@
 // system:rdp. On Linux that server is xrdp when installed (started
 // through systemd, or directly where there is none), or any server
 // already listening on TCP 3389; the firewall is not managed on Linux
-// (the tunnel admits only the Engine's /32 anyway). The Windows role of
-// behaviour 14 (fDenyTSConnections, TermService, the one firewall rule)
-// is not built yet: there the role reports unsupported.
+// (the tunnel admits only the Engine's /32 anyway). On Windows the
+// server is TermService (termservice.go): fDenyTSConnections, the start
+// type, the one firewall rule, audited at most every AuditEvery, and the
+// in-process tunnel relays its :3389 to it (Options.Relay).
 package rdp
 
 import (
@@ -16,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -44,7 +46,37 @@ type Options struct {
 	Port int
 	// Service is the platform's RDP service (nil: the platform's own).
 	Service Service
+	// Relay, when set, forwards the tunnel address's Port to the local
+	// server while the role is enabled and ready (Windows: the
+	// in-process tunnel, agent/tunnels Forward).
+	Relay Relay
 }
+
+// Relay forwards a port of the tunnel address to a local target.
+type Relay interface {
+	Forward(port int, target string) error
+	Unforward(port int)
+}
+
+// The optional parts of a Service (the Windows TermService has them).
+type (
+	// unsupporter: non-nil where the platform has no RDP server.
+	unsupporter interface{ Unsupported() error }
+	// auditor: the full audit, at most every AuditEvery from the loop.
+	auditor interface {
+		AuditDue() bool
+		Audit(ctx context.Context) error
+	}
+	// scoper takes /api/agent/rdp/ensure's firewall scope.
+	scoper interface {
+		SetScope(ctx context.Context, scope proto.RDPEnsureResponse) error
+	}
+	// contexter adds role context.
+	contexter interface{ Context() map[string]string }
+	// checkHoster: the listener is checked there, not on the tunnel
+	// address (a server on the host behind the in-process tunnel).
+	checkHoster interface{ CheckHost() string }
+)
 
 // Service is the host's RDP server as the platform manages it.
 type Service interface {
@@ -65,7 +97,11 @@ type RDP struct {
 
 	mu        sync.Mutex
 	call      agentruntime.Caller
+	kick      chan struct{}
 	lastReady time.Time
+	// auditErr is the last full audit's failure, reported until the
+	// next audit.
+	auditErr error
 }
 
 // New returns the role.
@@ -85,7 +121,7 @@ func New(opts Options) *RDP {
 	if opts.Service == nil {
 		opts.Service = newService()
 	}
-	return &RDP{opts: opts, log: opts.Logger.With("component", "rdp")}
+	return &RDP{opts: opts, log: opts.Logger.With("component", "rdp"), kick: make(chan struct{}, 1)}
 }
 
 // Register adds the rdp_start and rdp_transport_recovery handlers.
@@ -100,12 +136,16 @@ func (r *RDP) Register(h *agentruntime.Handlers) error {
 	})
 }
 
-// Session takes each connection loop's caller and reports the role once
-// connected (behaviour 14: at start-up).
+// Session takes each connection loop's caller and has Run report the
+// role at once (behaviour 14: at start-up, once connected).
 func (r *RDP) Session(call agentruntime.Caller) {
 	r.mu.Lock()
 	r.call = call
 	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Run checks and reports the role at start and every EnsureEvery until
@@ -120,6 +160,7 @@ func (r *RDP) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.kick:
 		}
 	}
 }
@@ -161,15 +202,29 @@ func (r *RDP) Ensure(ctx context.Context, call agentruntime.Caller, start, force
 }
 
 func (r *RDP) ensure(ctx context.Context, start, force bool) (*proto.RDPStarted, error) {
-	if u, ok := r.opts.Service.(interface{ Unsupported() error }); ok {
-		return nil, u.Unsupported()
+	svc := r.opts.Service
+	if u, ok := svc.(unsupporter); ok {
+		if err := u.Unsupported(); err != nil {
+			return nil, err
+		}
+	}
+	if a, ok := svc.(auditor); ok && (start || a.AuditDue()) {
+		// rdp_start and a recovery audit every time, the loop at most
+		// every AuditEvery; a failed audit is reported until the next.
+		r.auditErr = a.Audit(ctx)
+	}
+	if r.auditErr != nil {
+		return nil, r.auditErr
 	}
 	vip := r.opts.VirtualIP()
 	if vip == "" {
 		return nil, errors.New("the tunnel is not up: the Engine reaches the RDP server on the tunnel address only")
 	}
-	addr := net.JoinHostPort(vip, strconv.Itoa(r.opts.Port))
-	svc := r.opts.Service
+	checkHost := vip
+	if h, ok := svc.(checkHoster); ok {
+		checkHost = h.CheckHost()
+	}
+	addr := net.JoinHostPort(checkHost, strconv.Itoa(r.opts.Port))
 	listening := dialable(ctx, addr)
 	if start && (force || !listening) && svc.Name() != "" {
 		if err := svc.Start(ctx, force); err != nil {
@@ -211,9 +266,13 @@ func (r *RDP) report(ctx context.Context, st *proto.RDPStarted, err error) {
 		if !r.lastReady.IsZero() {
 			c[proto.RDPContextLastReadyAt] = r.lastReady.Format(time.RFC3339)
 		}
+		if x, ok := r.opts.Service.(contexter); ok {
+			maps.Copy(c, x.Context())
+		}
 		role.SetContext(c)
 		role.Report(err)
 	}
+	r.relay(st, err)
 	if r.call == nil {
 		return
 	}
@@ -229,6 +288,41 @@ func (r *RDP) report(ctx context.Context, st *proto.RDPStarted, err error) {
 	var out proto.RDPEnsureResponse
 	if cerr := r.call.Call(ctx, "POST", proto.PathRDPEnsure, req, &out); cerr != nil {
 		r.log.Warn("report the RDP role", "err", cerr)
+		return
+	}
+	if s, ok := r.opts.Service.(scoper); ok {
+		if serr := s.SetScope(ctx, out); serr != nil {
+			r.log.Warn("apply the RDP firewall scope", "err", serr)
+		}
+	}
+}
+
+// relay (under r.mu) forwards the tunnel's port to the local server
+// once it listens, while the role is enabled: it stops forwarding when
+// the platform has no server (unsupported), the audit fails (group
+// policy denies RDP) or the role is stopped. A server merely not
+// listening for now keeps the forward (its connections fail).
+func (r *RDP) relay(st *proto.RDPStarted, err error) {
+	if r.opts.Relay == nil {
+		return
+	}
+	stopped := false
+	if role := r.opts.Role; role != nil {
+		if h, ok := role.Health(); ok && h.Desired == roles.DesiredStopped {
+			stopped = true
+		}
+	}
+	switch {
+	case stopped || errors.Is(err, roles.ErrUnsupported) || r.auditErr != nil:
+		r.opts.Relay.Unforward(r.opts.Port)
+	case st != nil:
+		host := "127.0.0.1"
+		if h, ok := r.opts.Service.(checkHoster); ok {
+			host = h.CheckHost()
+		}
+		if ferr := r.opts.Relay.Forward(r.opts.Port, net.JoinHostPort(host, strconv.Itoa(r.opts.Port))); ferr != nil {
+			r.log.Warn("relay the RDP port on the tunnel", "err", ferr)
+		}
 	}
 }
 

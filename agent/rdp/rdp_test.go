@@ -143,3 +143,22 @@ func TestRDPStart(t *testing.T) {
 		require.Contains(t, pe.Message, "tunnel")
 	})
 }
+
+// Behaviour 14's "at start-up": the loop reports once connected, at the
+// session's start, not only at the next 30 s tick.
+func TestRDPReportsWhenConnected(t *testing.T) {
+	t.Parallel()
+	r, role, call, port := setup(t, &fakeService{})
+	listenOn(t, port)()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx)
+	// The start-up check ran before any connection.
+	require.Eventually(t, func() bool { _, ok := role.Health(); return ok }, 10*time.Second, 10*time.Millisecond)
+	r.Session(call)
+	require.Eventually(t, func() bool {
+		call.mu.Lock()
+		defer call.mu.Unlock()
+		return len(call.posts) > 0 && call.posts[0].Ready
+	}, 10*time.Second, 20*time.Millisecond)
+}

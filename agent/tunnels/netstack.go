@@ -3,6 +3,7 @@ package tunnels
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -18,6 +19,11 @@ type netstackBackend struct {
 	mu     sync.Mutex
 	dev    *wgnet.Device
 	server wgnet.Peer
+	// want is the forwarded ports (port: local target) and relays their
+	// listeners on dev (relay.go).
+	want   map[int]string
+	relays map[int]*relay
+	log    *slog.Logger
 }
 
 func (b *netstackBackend) up(_ context.Context, c upConfig) (string, error) {
@@ -36,8 +42,10 @@ func (b *netstackBackend) up(_ context.Context, c upConfig) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dev != nil {
-		b.dev.Close()
+		old := b.dev
 		b.dev = nil
+		_ = b.syncRelays()
+		old.Close()
 	}
 	dev, err := wgnet.Start(wgnet.Config{PrivateKey: c.Key, Address: addr, MTU: c.Ensure.MTU})
 	if err != nil {
@@ -49,6 +57,9 @@ func (b *netstackBackend) up(_ context.Context, c upConfig) (string, error) {
 		return "", err
 	}
 	b.dev = dev
+	if err := b.syncRelays(); err != nil {
+		b.logger().Warn("relay a forwarded port on the tunnel", "err", err)
+	}
 	return ModeNetstack, nil
 }
 
@@ -98,8 +109,10 @@ func (b *netstackBackend) down() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dev != nil {
-		b.dev.Close()
+		old := b.dev
 		b.dev = nil
+		_ = b.syncRelays()
+		old.Close()
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -95,6 +96,9 @@ type Tunnel struct {
 	ens     *proto.VPNEnsureResponse
 	loop    bool
 	bg      context.Context
+	// forwards are the ports relayed from the in-process tunnel's
+	// address to local services (relay.go).
+	forwards map[int]string
 }
 
 // New returns the tunnel; ctx bounds its background health checks.
@@ -290,7 +294,13 @@ func (t *Tunnel) ensure(ctx context.Context, call agentruntime.Caller) (*proto.V
 	}
 	t.mu.Lock()
 	t.backend = b
+	fw := maps.Clone(t.forwards)
 	t.mu.Unlock()
+	if nb, ok := b.(*netstackBackend); ok {
+		if err := nb.setForwards(fw, t.log); err != nil {
+			t.log.Warn("relay a forwarded port on the tunnel", "err", err)
+		}
+	}
 	t.setContext(ens, ens.Endpoint, mode)
 
 	endpoint := ens.Endpoint

@@ -192,13 +192,19 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	if h.tracker != nil {
 		rdpRole = h.tracker.Register(roles.RDP)
 	}
-	rdpDesktop := agentrdp.New(agentrdp.Options{Role: rdpRole, Logger: log,
+	rdpOpts := agentrdp.Options{Role: rdpRole, Logger: log,
 		VirtualIP: func() string {
-			if st := tunnel.State(); st != nil && st.Mode != tunnels.ModeNetstack {
+			if st := tunnel.State(); st != nil && (st.Mode != tunnels.ModeNetstack || goruntime.GOOS == "windows") {
 				return st.VirtualIP
 			}
 			return ""
-		}})
+		}}
+	if goruntime.GOOS == "windows" {
+		// The in-process tunnel has no host interface: it relays its
+		// :3389 to TermService on 127.0.0.1 while the role is enabled.
+		rdpOpts.Relay = tunnel
+	}
+	rdpDesktop := agentrdp.New(rdpOpts)
 	if err := rdpDesktop.Register(handlers); err != nil {
 		return err
 	}
@@ -229,8 +235,8 @@ func agentMain(ctx context.Context, configPath, hostname string, checkEvery, che
 	// The VNC role serves X11 desktops (Linux) and the Windows desktop
 	// (agent/vnc/rfbserver): elsewhere its handlers answer unsupported
 	// and the capability is not offered. Playbooks likewise run on Linux
-	// agents only (ansible-playbook has no Windows build), and RDP is
-	// offered by Linux agents only until behaviour 14 is built on Windows.
+	// agents only (ansible-playbook has no Windows build), and RDP needs
+	// an RDP server (xrdp on Linux, TermService on Windows).
 	platform := proto.AgentCapabilities(goruntime.GOOS)
 	caps = slices.DeleteFunc(caps, func(c proto.Capability) bool {
 		return (c == proto.CapVNC || c == proto.CapAnsible || c == proto.CapRDP) && !slices.Contains(platform, c)

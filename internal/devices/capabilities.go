@@ -60,11 +60,7 @@ func (a AgentCapabilities) Require(hostname string, c proto.Capability) *cairn.E
 	}
 	if platform, only := proto.CapabilityPlatform[c]; only && a.Reported {
 		return cairn.Errorf(proto.CodeUnsupportedPlatform,
-			"the agent of %s does not offer the %q capability: only %s agents have it", hostname, c, platform)
-	}
-	if platforms, only := proto.CapabilityPlatforms[c]; only && a.Reported {
-		return cairn.Errorf(proto.CodeUnsupportedPlatform,
-			"the agent of %s does not offer the %q capability: only %s agents have it", hostname, c, strings.Join(platforms, " and "))
+			"the agent of %s does not offer the %q capability: only %s agents have it", hostname, c, strings.Join(platform, " and "))
 	}
 	if !a.Reported {
 		return cairn.Errorf(cairn.ECodeAgentTooOld,

@@ -4,6 +4,7 @@ package patches
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,9 +66,23 @@ exit 0
 `,
 	}
 	for name, body := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o700))
+		writeExecutable(t, filepath.Join(dir, name), body)
 	}
 	return f
+}
+
+// writeExecutable writes a script the test then runs. Written in this
+// process, it could be "text file busy" at exec: a parallel test's fork
+// inherits the write descriptor until that child execs. install(1)
+// writes it in a process of its own that forks nothing, so no descriptor
+// is left open for writing once it exits.
+func writeExecutable(t *testing.T, path, body string) {
+	t.Helper()
+	src := path + ".src"
+	require.NoError(t, os.WriteFile(src, []byte(body), 0o600))
+	out, err := exec.Command("install", "-m", "0700", src, path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.Remove(src))
 }
 
 func (f fakeDnf) installer() *DnfInstaller {

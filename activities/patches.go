@@ -27,6 +27,7 @@ type PatchInstalls struct {
 // Handing an order twice (a retried activity) is harmless: a lane skips
 // an order that is no longer open.
 func (a *PatchInstalls) StartPatchRun(ctx context.Context, in FireInput) (bool, error) {
+	defer heartbeatWhileRunning(ctx)()
 	if a.Jobs == nil || a.Lanes == nil {
 		return false, ApplicationError(notInBuild("patch install jobs"))
 	}
@@ -70,6 +71,7 @@ func (a *PatchInstalls) StartPatchRun(ctx context.Context, in FireInput) (bool, 
 // ended, and the run once all have; it returns how many installs are
 // still open.
 func (a *PatchInstalls) SettlePatchRun(ctx context.Context, runID cairn.RunID) (int, error) {
+	defer heartbeatWhileRunning(ctx)()
 	n, err := a.Patches.SettleRun(ctx, runID)
 	return n, ApplicationError(err)
 }

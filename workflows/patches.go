@@ -370,8 +370,12 @@ const (
 // ended, so the slots stay held while they install; each device's part
 // and the run are settled as they end.
 func runPatchInstallJob(ctx workflow.Context, fire activities.FireInput) error {
+	// The heartbeat timeout retries an attempt lost with its Engine (kill
+	// -9) within seconds rather than after StartToClose: a run recorded
+	// but not yet handed to its lanes would otherwise wait ten minutes.
 	act := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
 	var a *activities.PatchInstalls

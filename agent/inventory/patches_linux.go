@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/cairn-rmm/cairn/agent/patches"
@@ -43,22 +44,17 @@ func plain(read func(ctx context.Context) ([]proto.PatchEntry, error)) func(ctx 
 var rpmState = []string{"/var/lib/rpm", "/var/lib/rpm/rpmdb.sqlite", "/var/lib/rpm/Packages",
 	"/usr/lib/sysimage/rpm", "/usr/lib/sysimage/rpm/rpmdb.sqlite"}
 
-// detectUpdateSource picks the system's package manager: apt on dpkg
-// systems and dnf through their agent/patches providers (pending rows with
-// their source, the installed history, the reboot flag), else yum or
-// zypper's pending listing.
+// detectUpdateSource picks the system's package manager: apt over
+// $CAIRN_AGENT_APT_ROOT when it is set, apt on dpkg systems and dnf
+// through their agent/patches providers (pending rows with their source,
+// the installed history, the reboot flag), else yum or zypper's pending
+// listing.
 func detectUpdateSource() *updateSource {
-	switch {
+	switch root := patches.AptRoot(); {
+	case root != "":
+		return aptSource(root)
 	case isDpkgSystem() && hasTool("apt-get"):
-		return &updateSource{
-			name: SourceApt,
-			// The history log and the reboot flag change without the
-			// package database when an upgrade is only logged or a reboot
-			// is only asked for.
-			state: []string{dpkgStatus, "/var/lib/apt/lists", "/var/cache/apt/pkgcache.bin",
-				"/var/log/apt/history.log", "/var/run/reboot-required"},
-			read: fromProvider(&patches.Apt{}),
-		}
+		return aptSource("")
 	case hasTool("dnf"):
 		return &updateSource{name: SourceDnf,
 			state: append([]string{"/var/cache/dnf", "/var/cache/libdnf5", "/var/log/dnf.rpm.log"}, rpmState...),
@@ -70,6 +66,16 @@ func detectUpdateSource() *updateSource {
 		return &updateSource{name: SourceZypper, state: append([]string{"/var/cache/zypp/solv"}, rpmState...), read: plain(readZypper)}
 	}
 	return nil
+}
+
+// aptSource is apt's listing over root ("" is the system's). The history
+// log and the reboot flag change without the package database when an
+// upgrade is only logged or a reboot is only asked for.
+func aptSource(root string) *updateSource {
+	p := patches.AptPaths(root)
+	return &updateSource{name: SourceApt,
+		state: []string{p.Status, p.Lists, p.PkgCache, filepath.Join(p.HistoryDir, "history.log"), p.RebootFile},
+		read:  fromProvider(patches.AptAt(root))}
 }
 
 // readCheckUpdate runs dnf or yum check-update from the metadata cache

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 
+	"github.com/cairn-rmm/cairn/agent/patches"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/roles"
 )
@@ -22,7 +23,15 @@ func isDpkgSystem() bool {
 
 func collectSoftware(ctx context.Context, c *Collector, inv *proto.Inventory) error {
 	var rows []proto.Software
-	switch {
+	switch root := patches.AptRoot(); {
+	case root != "":
+		// The private root's packages are the machine's (a test or
+		// air-gapped rig: $CAIRN_AGENT_APT_ROOT).
+		out, _, err := command(ctx, nil, "dpkg-query", "--admindir="+patches.AptPaths(root).AdminDir, "-W", "-f", dpkgFormat)
+		if err != nil {
+			return err
+		}
+		rows = parseDpkg(out)
 	case isDpkgSystem():
 		out, _, err := command(ctx, nil, "dpkg-query", "-W", "-f", dpkgFormat)
 		if err != nil {

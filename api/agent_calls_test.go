@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/cairn-rmm/cairn/agent"
 	"github.com/cairn-rmm/cairn/agent/proto"
 	"github.com/cairn-rmm/cairn/agent/runtime"
-	"github.com/cairn-rmm/cairn/agent/transport"
 	"github.com/cairn-rmm/cairn/internal/authtest"
 	"github.com/cairn-rmm/cairn/internal/pgtest"
 )
@@ -228,50 +226,12 @@ func TestAgentHeartbeatsOverTheSocketWhenConnected(t *testing.T) {
 	site := f.createSite(t, admin, "sockhb")
 	code := f.enrollmentCode(t, admin, site)
 
-	path := filepath.Join(t.TempDir(), agent.FileName)
-	cfg := agent.Default()
-	cfg.ApplyEnrollment(code, srv.URL)
-	require.NoError(t, agent.Create(path, "enroll", cfg))
-	store := runtime.FileStore{Path: path, Writer: "run"}
-	newClient := func(c *agent.Config) (*transport.Client, error) {
-		key, err := c.PrivateKey()
-		if err != nil {
-			return nil, err
-		}
-		return transport.New(transport.Config{ServerURL: c.ServerURL, Key: key, AgentVersion: "test", Now: f.clk.Now})
-	}
-	client, err := newClient(cfg)
-	require.NoError(t, err)
-	id := runtime.Identity{Hostname: "sockhb-01", Fingerprint: "fp-sockhb-01", BootID: "boot-1"}
-	timing := runtime.Timing{EnrollPoll: 20 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, HeartbeatJitter: -1,
-		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 50 * time.Millisecond}
-	approval := make(chan string, 1)
-	enrolled := make(chan error, 1)
-	go func() {
-		_, err := runtime.Enroll(t.Context(), store, client, runtime.EnrollOptions{Identity: id, Version: "test", Timing: timing,
-			Requested: func(id, _ string) {
-				select {
-				case approval <- id:
-				default:
-				}
-			}})
-		enrolled <- err
-	}()
-	r := f.do(t, "POST", "/api/admin/device-approvals/"+<-approval+"/approve", admin, nil)
-	require.Equal(t, 200, r.Status, r.Raw)
-	require.NoError(t, <-enrolled)
+	calls := &callLog{socket: map[string]int{}, rest: map[string]int{}}
+	store := f.runRuntimeAgent(t, admin, code, srv.URL, runtime.Identity{Hostname: "sockhb-01", Fingerprint: "fp-sockhb-01", BootID: "boot-1"},
+		runtime.Hooks{Call: calls.record})
 	saved, err := store.Load()
 	require.NoError(t, err)
 	guid := saved.Agent.GUID
-
-	calls := &callLog{socket: map[string]int{}, rest: map[string]int{}}
-	a, err := runtime.New(runtime.Options{Store: store, Identity: id, Version: "test", Collector: emptyCollector{},
-		Timing: timing, NewClient: newClient, Hooks: runtime.Hooks{Call: calls.record}})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 
 	// No socket: heartbeats are REST requests.
 	require.Eventually(t, func() bool {

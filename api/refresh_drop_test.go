@@ -100,9 +100,47 @@ func TestDroppedRefreshAnswerLeavesTheAgentWorking(t *testing.T) {
 	site := f.createSite(t, admin, "drop")
 	code := f.enrollmentCode(t, admin, site)
 
+	store := f.runRuntimeAgent(t, admin, code, srv.URL, runtime.Identity{Hostname: "drop-01", Fingerprint: "fp-drop-01"}, runtime.Hooks{})
+
+	// A trust change bumps the token version: the agent's next heartbeat
+	// is told to refresh, and the answer to that refresh is lost.
+	saved, err := store.Load()
+	require.NoError(t, err)
+	guid := saved.Agent.GUID
+	require.NotEmpty(t, guid)
+	proxy.mu.Lock()
+	proxy.armed = true
+	proxy.mu.Unlock()
+	d, err := f.store.DeviceGetByGUID(t.Context(), cairn.DeviceGUID(guid))
+	require.NoError(t, err)
+	_, err = f.store.DeviceTrustSet(t.Context(), db.DeviceTrustSetParams{Guid: cairn.DeviceGUID(guid), TrustState: "active", Now: f.clk.Now(),
+		FromState: d.TrustState, FromVersion: d.TokenVersion})
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool {
+		_, _, worked := proxy.state()
+		return worked
+	}, 2*time.Minute, 10*time.Millisecond, "the agent never worked again after the lost refresh answer")
+	dropped, refreshed, _ := proxy.state()
+	require.True(t, dropped)
+	require.True(t, refreshed)
+	now, err := store.Load()
+	require.NoError(t, err)
+	require.NotEmpty(t, now.RefreshToken, "the agent kept its tokens")
+	require.NotEqual(t, saved.RefreshToken, now.RefreshToken)
+}
+
+// runRuntimeAgent enrolls the real agent runtime (agent/runtime, in this
+// process) with code through serverURL (a proxy the test controls in
+// front of the Engine), approves it as admin and runs its loop with
+// hooks until the test ends; it returns the agent's config store.
+// Proofs are dated on the Engine's test clock; the agent's own timers
+// (backoff, expiry) run on the wall clock.
+func (f *fixture) runRuntimeAgent(t *testing.T, admin, code, serverURL string, id runtime.Identity, hooks runtime.Hooks) runtime.FileStore {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), agent.FileName)
 	cfg := agent.Default()
-	cfg.ApplyEnrollment(code, srv.URL)
+	cfg.ApplyEnrollment(code, serverURL)
 	require.NoError(t, agent.Create(path, "enroll", cfg))
 	store := runtime.FileStore{Path: path, Writer: "run"}
 	newClient := func(c *agent.Config) (*transport.Client, error) {
@@ -110,13 +148,10 @@ func TestDroppedRefreshAnswerLeavesTheAgentWorking(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		// Proofs are dated on the Engine's test clock; the agent's own
-		// timers (backoff, expiry) run on the wall clock.
 		return transport.New(transport.Config{ServerURL: c.ServerURL, Key: key, AgentVersion: "test", Now: f.clk.Now})
 	}
 	client, err := newClient(cfg)
 	require.NoError(t, err)
-	id := runtime.Identity{Hostname: "drop-01", Fingerprint: "fp-drop-01"}
 	timing := runtime.Timing{EnrollPoll: 20 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, HeartbeatJitter: -1,
 		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, ReconnectMin: 10 * time.Millisecond, ReconnectMax: 50 * time.Millisecond}
 	approval := make(chan string, 1)
@@ -136,37 +171,11 @@ func TestDroppedRefreshAnswerLeavesTheAgentWorking(t *testing.T) {
 	require.NoError(t, <-enrolled)
 
 	a, err := runtime.New(runtime.Options{Store: store, Identity: id, Version: "test", Collector: emptyCollector{},
-		Timing: timing, NewClient: newClient})
+		Timing: timing, NewClient: newClient, Hooks: hooks})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-
-	// A trust change bumps the token version: the agent's next heartbeat
-	// is told to refresh, and the answer to that refresh is lost.
-	saved, err := store.Load()
-	require.NoError(t, err)
-	guid := saved.Agent.GUID
-	require.NotEmpty(t, guid)
-	proxy.mu.Lock()
-	proxy.armed = true
-	proxy.mu.Unlock()
-	d, err := f.store.DeviceGetByGUID(ctx, cairn.DeviceGUID(guid))
-	require.NoError(t, err)
-	_, err = f.store.DeviceTrustSet(ctx, db.DeviceTrustSetParams{Guid: cairn.DeviceGUID(guid), TrustState: "active", Now: f.clk.Now(),
-		FromState: d.TrustState, FromVersion: d.TokenVersion})
-	require.NoError(t, err)
-
-	require.Eventually(t, func() bool {
-		_, _, worked := proxy.state()
-		return worked
-	}, 2*time.Minute, 10*time.Millisecond, "the agent never worked again after the lost refresh answer")
-	dropped, refreshed, _ := proxy.state()
-	require.True(t, dropped)
-	require.True(t, refreshed)
-	now, err := store.Load()
-	require.NoError(t, err)
-	require.NotEmpty(t, now.RefreshToken, "the agent kept its tokens")
-	require.NotEqual(t, saved.RefreshToken, now.RefreshToken)
+	return store
 }

@@ -105,15 +105,7 @@ func TestRDPEndToEnd(t *testing.T) {
 	require.Contains(t, xfreerdp, "/v:127.0.0.1:", "xfreerdp dials the Engine's loopback relay into the tunnel")
 
 	// The agent's role row.
-	role := func() map[string]any {
-		health := eng.call(t, "GET", "/api/device/details/"+a.hostname, token, nil)["agent_health"].(map[string]any)
-		for _, r := range health["roles"].([]any) {
-			if m := r.(map[string]any); m["key"] == "system:rdp" {
-				return m
-			}
-		}
-		return nil
-	}
+	role := func() map[string]any { return rig.roleRow(t, "system:rdp") }
 	rr := role()
 	require.NotNil(t, rr, "the system:rdp row")
 	rc := rr["context"].(map[string]any)

@@ -145,6 +145,19 @@ type tunnelRig struct {
 	keySecret   []byte
 }
 
+// roleRow is the device's agent_health row of role key ("system:vnc"),
+// nil when the agent has not reported it.
+func (r *tunnelRig) roleRow(t *testing.T, key string) map[string]any {
+	t.Helper()
+	health := r.eng.call(t, "GET", "/api/device/details/"+r.a.hostname, r.token, nil)["agent_health"].(map[string]any)
+	for _, row := range health["roles"].([]any) {
+		if m := row.(map[string]any); m["key"] == key {
+			return m
+		}
+	}
+	return nil
+}
+
 // startGateway signs in, makes an Internal key (re-authenticated) and
 // starts `cairn gateway` with it: no DATABASE_URL, only the Engine's URL
 // and the key.

@@ -80,15 +80,7 @@ func TestVNCEndToEnd(t *testing.T) {
 	}
 
 	// The agent's role row says ready, listening, never probed locally.
-	role := func() map[string]any {
-		health := eng.call(t, "GET", "/api/device/details/"+a.hostname, token, nil)["agent_health"].(map[string]any)
-		for _, r := range health["roles"].([]any) {
-			if m := r.(map[string]any); m["key"] == "system:vnc" {
-				return m
-			}
-		}
-		return nil
-	}
+	role := func() map[string]any { return rig.roleRow(t, "system:vnc") }
 	vr := role()
 	require.NotNil(t, vr, "the system:vnc row")
 	ctxv := vr["context"].(map[string]any)
